@@ -1,0 +1,93 @@
+"""The `orchestrator` command: parses arguments and dispatches to one module per verb.
+
+Each verb lives in `orchestrator/commands/<verb>.py` and defines `HELP`, `add_arguments(parser)`
+and `run(args) -> int`. Errors become one line on stderr and an exit code (DESIGN section 4):
+0 done, 1 runtime failure, 2 bad input, 130 interrupted. `--debug` shows tracebacks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from .errors import OrchestratorError
+
+VERBS = {
+    "demo": "demo",
+    "validate": "validate",
+    "run": "run",
+    "judge": "judge",
+    "bundle": "bundle",
+    "import-labels": "import_labels",
+    "report": "report",
+    "plan": "plan",
+    "export": "export",
+    "layout": "layout",
+    "doctor": "doctor",
+}
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports usage errors as one line and exit 2 (its own convention too)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="orchestrator",
+                     description="Blinded, paired, interleaved A/B trials of robot policies on SO-101 arms.")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    sub = parser.add_subparsers(dest="verb", required=True, metavar="VERB", parser_class=_Parser)
+    for verb, module_name in VERBS.items():
+        module = importlib.import_module(f".commands.{module_name}", __package__)
+        verb_parser = sub.add_parser(verb, help=module.HELP, description=module.HELP)
+        verb_parser.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                                 help="show tracebacks on errors")
+        module.add_arguments(verb_parser)
+        verb_parser.set_defaults(_run=module.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    debug = getattr(args, "debug", False)
+    try:
+        code = args._run(args)
+    except OrchestratorError as exc:
+        if debug:
+            raise
+        for line in str(exc).splitlines() or [type(exc).__name__]:
+            print(f"orchestrator: {line}" if not _located(line) else line, file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        if debug:
+            raise
+        print("orchestrator: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 1
+    except Exception as exc:  # a bug: still one line unless --debug
+        if debug:
+            raise
+        where = ""
+        tb = exc.__traceback__
+        while tb is not None and tb.tb_next is not None:
+            tb = tb.tb_next
+        if tb is not None:
+            where = f" (at {tb.tb_frame.f_code.co_filename.rsplit('/', 1)[-1]}:{tb.tb_lineno})"
+        print(f"orchestrator: internal error: {type(exc).__name__}: {exc}{where}; "
+              "rerun with --debug for the traceback", file=sys.stderr)
+        return 1
+    return int(code or 0)
+
+
+def _located(line: str) -> bool:
+    head = line.split(": ", 1)[0]
+    return head.count(":") >= 2
+
+
+def entry() -> None:
+    sys.exit(main())

@@ -1,0 +1,17 @@
+"""`orchestrator import-labels` (not implemented yet)."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..errors import RuntimeFailure
+
+HELP = "import-labels (not implemented yet)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("rest", nargs="*")
+
+
+def run(args: argparse.Namespace) -> int:
+    raise RuntimeFailure("`import-labels` is not implemented yet")

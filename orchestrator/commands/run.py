@@ -1,0 +1,17 @@
+"""`orchestrator run` (not implemented yet)."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..errors import RuntimeFailure
+
+HELP = "run (not implemented yet)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("rest", nargs="*")
+
+
+def run(args: argparse.Namespace) -> int:
+    raise RuntimeFailure("`run` is not implemented yet")

@@ -1,0 +1,30 @@
+"""Schema migrations of the campaign store, one function per version step.
+
+`migrate(conn, from_version)` upgrades in place inside one transaction. Schema 1 is the
+first; later versions add a function `_to_N` and register it in `_STEPS`.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Callable
+
+from .errors import BadInput
+
+_STEPS: dict[int, Callable[[sqlite3.Connection], None]] = {}
+
+
+def migrate(conn: sqlite3.Connection, from_version: int) -> None:
+    from .store import SCHEMA_VERSION
+
+    if from_version < 1:
+        raise BadInput("campaign store has no schema version; it was not written by this tool")
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for version in range(from_version + 1, SCHEMA_VERSION + 1):
+            _STEPS[version](conn)
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise

@@ -1,0 +1,1 @@
+"""Policies under test behind one interface (`base.Policy`)."""

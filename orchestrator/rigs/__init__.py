@@ -1,0 +1,1 @@
+"""Rigs: the arm, its cameras and the cube, behind one interface (`base.Rig`)."""

@@ -1,0 +1,61 @@
+"""The Rig interface shared by the simulated SO-101 and real arms through LeRobot.
+
+Units are LeRobot's (DESIGN section 3): joint positions in degrees keyed `<joint>.pos`
+(`shoulder_pan.pos` ... `gripper.pos`; the gripper 0-100), one HxWx3 uint8 RGB image per
+camera keyed by the camera's name. A policy sees the same names in simulation and on the arm.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from ..protocol import Cube, Mark
+
+Observation = dict[str, Any]   # "<joint>.pos": float, "<camera>": np.ndarray (H, W, 3) uint8
+Action = dict[str, float]      # "<joint>.pos": float target position
+
+
+@dataclass
+class EpisodeFacts:
+    """What the rig itself knows about an episode when it ends.
+
+    `physics_success` is the physical success test (simulation only; None on hardware).
+    `safety_events` are short strings such as "table_collision" or "joint_limit:elbow_flex".
+    """
+
+    physics_success: bool | None = None
+    max_lift_m: float | None = None
+    time_to_success_s: float | None = None
+    safety_events: list[str] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Rig(Protocol):
+    """An arm with cameras on which episodes run.
+
+    `realtime` is True for hardware (the runner paces steps with the wall clock) and False for
+    simulation (each `act` advances simulated time by one control period).
+    """
+
+    realtime: bool
+    camera_names: tuple[str, ...]
+
+    def connect(self) -> None: ...
+    def preflight(self) -> list[str]:
+        """Problems that must stop the campaign before the first trial (empty = ready)."""
+        ...
+    def go_to_rest(self) -> None: ...
+    def prepare_layout(self, mark: Mark, cube: Cube, seed: int) -> None:
+        """Put the cube on `mark` (simulation) or ask the operator to (hardware)."""
+        ...
+    def observe(self, with_images: bool = True) -> Observation: ...
+    def act(self, action: Action) -> Action:
+        """Send a joint-position target; return the action actually sent (after clipping)."""
+        ...
+    def end_episode(self) -> EpisodeFacts: ...
+    def safe_stop(self) -> None:
+        """Bring the arm to a safe state (hold / rest / torque per config). Must not raise."""
+        ...
+    def disconnect(self) -> None: ...

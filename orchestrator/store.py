@@ -1,0 +1,452 @@
+"""The campaign store: one SQLite file per campaign (`<campaign>/campaign.db`).
+
+It holds the frozen protocol (text and SHA-256), the rig profile, the schedule, every trial
+with its state (pending, running, done, aborted), every attempt, the episodes, the judges'
+labels and an event log. Every state change is one transaction; the database runs in WAL
+mode with `synchronous=FULL`, so a committed change survives a crash or power loss and
+readers (report, judge) can read while a run writes. A run holds an exclusive lock file
+(`campaign.lock`), so a second runner on the same campaign is refused.
+
+The SQL is plain and portable (no SQLite-only types in the schema) so a shared PostgreSQL
+store for several arms can follow.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import sqlite3
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+from filelock import FileLock, Timeout
+
+from .errors import BadInput, RuntimeFailure
+from .schedule import ScheduledTrial
+
+SCHEMA_VERSION = 1
+APPLICATION_ID = 0x50414231  # "PAB1": marks the file as ours (PRAGMA application_id)
+DB_NAME = "campaign.db"
+LOCK_NAME = "campaign.lock"
+
+TRIAL_STATES = ("pending", "running", "done", "aborted")
+LABELS = ("success", "failure", "unsure")
+PHYSICS_JUDGE = "physics"
+
+_SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE campaign (
+    id TEXT PRIMARY KEY, name TEXT NOT NULL, created_at REAL NOT NULL,
+    protocol_path TEXT NOT NULL, protocol_text TEXT NOT NULL, protocol_sha256 TEXT NOT NULL,
+    layout_text TEXT NOT NULL, layout_sha256 TEXT NOT NULL,
+    rig_path TEXT NOT NULL, rig_text TEXT NOT NULL, simulated INTEGER NOT NULL,
+    finished_at REAL, stop_reason TEXT
+);
+CREATE TABLE trials (
+    slot INTEGER PRIMARY KEY, unit INTEGER NOT NULL, mark_id TEXT NOT NULL,
+    repeat_index INTEGER NOT NULL, position INTEGER NOT NULL, policy TEXT NOT NULL,
+    seed INTEGER NOT NULL, state TEXT NOT NULL DEFAULT 'pending',
+    episode_id TEXT, attempts INTEGER NOT NULL DEFAULT 0, done_at REAL
+);
+CREATE TABLE attempts (
+    id INTEGER PRIMARY KEY, slot INTEGER NOT NULL REFERENCES trials(slot),
+    episode_id TEXT NOT NULL UNIQUE, started_at REAL NOT NULL, ended_at REAL,
+    status TEXT NOT NULL, reason TEXT
+);
+CREATE TABLE episodes (
+    id TEXT PRIMARY KEY, slot INTEGER NOT NULL UNIQUE REFERENCES trials(slot),
+    attempt_id INTEGER NOT NULL REFERENCES attempts(id),
+    frames INTEGER NOT NULL, duration_s REAL NOT NULL, cameras TEXT NOT NULL,
+    physics_success INTEGER, max_lift_m REAL, time_to_success_s REAL,
+    safety_events TEXT NOT NULL, timing TEXT NOT NULL, files TEXT NOT NULL,
+    created_at REAL NOT NULL
+);
+CREATE TABLE judgments (
+    id INTEGER PRIMARY KEY, episode_id TEXT NOT NULL REFERENCES episodes(id),
+    judge TEXT NOT NULL, label TEXT NOT NULL, failure_mode TEXT, note TEXT,
+    created_at REAL NOT NULL, retracted_at REAL, source TEXT NOT NULL DEFAULT 'local'
+);
+CREATE INDEX judgments_by_episode ON judgments(episode_id, judge);
+CREATE TABLE events (
+    id INTEGER PRIMARY KEY, at REAL NOT NULL, kind TEXT NOT NULL, slot INTEGER,
+    message TEXT NOT NULL, data TEXT
+);
+"""
+
+
+def new_episode_id() -> str:
+    """An opaque episode id: 64 random bits, hex. Not sequential, not derived from time/policy."""
+    return "ep_" + secrets.token_hex(8)
+
+
+@dataclass(frozen=True)
+class TrialRow:
+    slot: int
+    unit: int
+    mark_id: str
+    repeat: int
+    position: int
+    policy: str
+    seed: int
+    state: str
+    episode_id: str | None
+    attempts: int
+
+
+@dataclass(frozen=True)
+class EpisodeRecord:
+    """What the runner commits when an episode completes."""
+
+    episode_id: str
+    frames: int
+    duration_s: float
+    cameras: list[str]
+    files: dict[str, str]          # logical name -> path relative to the campaign dir
+    physics_success: bool | None = None
+    max_lift_m: float | None = None
+    time_to_success_s: float | None = None
+    safety_events: tuple[str, ...] = ()
+    timing: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Judgment:
+    id: int
+    episode_id: str
+    judge: str
+    label: str
+    failure_mode: str | None
+    note: str | None
+    created_at: float
+    source: str
+
+
+def _connect(path: Path, readonly: bool = False) -> sqlite3.Connection:
+    if readonly:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30, isolation_level=None)
+    else:
+        conn = sqlite3.connect(path, timeout=30, isolation_level=None)
+    conn.row_factory = sqlite3.Row
+    conn.execute("PRAGMA busy_timeout = 30000")
+    if not readonly:
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = FULL")
+        conn.execute("PRAGMA foreign_keys = ON")
+    return conn
+
+
+def fsync_dir(path: Path) -> None:
+    """fsync a directory so a rename or new file inside it survives power loss."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class CampaignStore:
+    """Access to one campaign directory. Open with `create`, `open_for_run` or `open_readonly`."""
+
+    def __init__(self, directory: Path, conn: sqlite3.Connection, lock: FileLock | None):
+        self.directory = Path(directory)
+        self.conn = conn
+        self._lock = lock
+
+    # ------------------------------------------------------------ opening
+
+    @classmethod
+    def create(cls, directory: Path, *, name: str, protocol_path: str, protocol_text: str,
+               protocol_sha256: str, layout_text: str, layout_sha256: str, rig_path: str,
+               rig_text: str, simulated: bool, schedule: list[ScheduledTrial]) -> "CampaignStore":
+        """Create a new campaign (directory, lock, schema, frozen protocol, schedule)."""
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        lock = cls._acquire(directory)
+        db = directory / DB_NAME
+        if db.exists():
+            lock.release()
+            raise BadInput(f"{db}: a campaign already exists here")
+        tmp = directory / (DB_NAME + ".creating")
+        tmp.unlink(missing_ok=True)
+        conn = _connect(tmp)
+        try:
+            conn.execute("BEGIN")
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+            conn.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+            conn.execute("INSERT INTO meta VALUES ('tool', 'so101-ab-orchestrator')")
+            conn.execute(
+                "INSERT INTO campaign (id, name, created_at, protocol_path, protocol_text, protocol_sha256,"
+                " layout_text, layout_sha256, rig_path, rig_text, simulated) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                (secrets.token_hex(6), name, time.time(), protocol_path, protocol_text, protocol_sha256,
+                 layout_text, layout_sha256, rig_path, rig_text, int(simulated)))
+            conn.executemany(
+                "INSERT INTO trials (slot, unit, mark_id, repeat_index, position, policy, seed)"
+                " VALUES (?,?,?,?,?,?,?)",
+                [(t.slot, t.unit, t.mark_id, t.repeat, t.position, t.policy, t.seed) for t in schedule])
+            conn.execute("INSERT INTO events (at, kind, message) VALUES (?, 'created', ?)",
+                         (time.time(), f"campaign created with {len(schedule)} scheduled trials"))
+            conn.execute("COMMIT")
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            conn.close()
+            for suffix in ("-wal", "-shm"):
+                Path(str(tmp) + suffix).unlink(missing_ok=True)
+            os.replace(tmp, db)  # the campaign exists only once it is complete
+            fsync_dir(directory)
+        except BaseException:
+            conn.close()
+            tmp.unlink(missing_ok=True)
+            lock.release()
+            raise
+        return cls(directory, cls._checked(db), lock)
+
+    @classmethod
+    def open_for_run(cls, directory: Path) -> "CampaignStore":
+        """Open an existing campaign to run it; refuses if another process is running it."""
+        directory = Path(directory)
+        db = directory / DB_NAME
+        if not db.exists():
+            raise BadInput(f"{directory}: no campaign here ({DB_NAME} is missing)")
+        lock = cls._acquire(directory)
+        try:
+            return cls(directory, cls._checked(db), lock)
+        except BaseException:
+            lock.release()
+            raise
+
+    @classmethod
+    def open_readonly(cls, directory: Path) -> "CampaignStore":
+        """Open for reading and labelling (report, judge); works while a run is writing."""
+        directory = Path(directory)
+        db = directory / DB_NAME
+        if not db.exists():
+            raise BadInput(f"{directory}: no campaign here ({DB_NAME} is missing)")
+        return cls(directory, cls._checked(db), None)
+
+    @staticmethod
+    def _acquire(directory: Path) -> FileLock:
+        lock = FileLock(str(directory / LOCK_NAME), timeout=0)
+        try:
+            lock.acquire()
+        except Timeout:
+            raise BadInput(f"{directory}: another `orchestrator run` is running this campaign "
+                           f"(lock {LOCK_NAME} is held); wait for it or stop it first") from None
+        return lock
+
+    @staticmethod
+    def _checked(db: Path) -> sqlite3.Connection:
+        """Connect and verify the file is an intact campaign store of a known schema."""
+        try:
+            with open(db, "rb") as handle:
+                header = handle.read(16)
+        except OSError as exc:
+            raise BadInput(f"{db}: cannot read campaign store: {exc.strerror}") from None
+        if header != b"SQLite format 3\x00":
+            raise BadInput(f"{db}: not a campaign store (not an SQLite database)")
+        try:
+            conn = _connect(db)
+            app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+        except sqlite3.DatabaseError as exc:
+            raise BadInput(f"{db}: campaign store is corrupted ({exc})") from None
+        if app_id != APPLICATION_ID:
+            conn.close()
+            raise BadInput(f"{db}: not a campaign store of this tool (foreign SQLite database)")
+        if version > SCHEMA_VERSION:
+            conn.close()
+            raise BadInput(f"{db}: written by a newer orchestrator (schema {version}, this one "
+                           f"reads up to {SCHEMA_VERSION}); upgrade with `uv sync`")
+        if version < SCHEMA_VERSION:
+            from .migrations import migrate
+
+            migrate(conn, version)
+        return conn
+
+    def close(self) -> None:
+        try:
+            self.conn.close()
+        finally:
+            if self._lock is not None:
+                self._lock.release()
+                self._lock = None
+
+    def __enter__(self) -> "CampaignStore":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """One atomic change: BEGIN IMMEDIATE ... COMMIT (ROLLBACK on any exception)."""
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.conn
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
+
+    # ------------------------------------------------------------ reading
+
+    def campaign(self) -> dict[str, Any]:
+        row = self.conn.execute("SELECT * FROM campaign").fetchone()
+        if row is None:
+            raise BadInput(f"{self.directory / DB_NAME}: campaign store has no campaign record")
+        return dict(row)
+
+    def trials(self) -> list[TrialRow]:
+        rows = self.conn.execute(
+            "SELECT slot, unit, mark_id, repeat_index, position, policy, seed, state, episode_id,"
+            " attempts FROM trials ORDER BY slot").fetchall()
+        return [TrialRow(*row) for row in rows]
+
+    def pending_trials(self) -> list[TrialRow]:
+        """Trials still to run, in schedule order (pending, aborted, or interrupted)."""
+        return [t for t in self.trials() if t.state != "done"]
+
+    def attempts(self) -> list[dict[str, Any]]:
+        return [dict(r) for r in self.conn.execute("SELECT * FROM attempts ORDER BY id")]
+
+    def episodes(self) -> list[dict[str, Any]]:
+        out = []
+        for row in self.conn.execute("SELECT * FROM episodes ORDER BY slot"):
+            record = dict(row)
+            for key in ("cameras", "safety_events", "timing", "files"):
+                record[key] = json.loads(record[key])
+            out.append(record)
+        return out
+
+    def events(self) -> list[dict[str, Any]]:
+        return [dict(r) for r in self.conn.execute("SELECT * FROM events ORDER BY id")]
+
+    def judgments(self, judge: str | None = None, include_retracted: bool = False) -> list[Judgment]:
+        sql = ("SELECT id, episode_id, judge, label, failure_mode, note, created_at, source"
+               " FROM judgments WHERE 1=1")
+        args: list[Any] = []
+        if judge is not None:
+            sql += " AND judge = ?"
+            args.append(judge)
+        if not include_retracted:
+            sql += " AND retracted_at IS NULL"
+        return [Judgment(*row) for row in self.conn.execute(sql + " ORDER BY id", args)]
+
+    def latest_labels(self, judge: str) -> dict[str, Judgment]:
+        """The current (latest, not retracted) label of `judge` for each episode."""
+        out: dict[str, Judgment] = {}
+        for j in self.judgments(judge):
+            out[j.episode_id] = j
+        return out
+
+    def judges(self) -> list[str]:
+        rows = self.conn.execute(
+            "SELECT DISTINCT judge FROM judgments WHERE retracted_at IS NULL ORDER BY judge")
+        return [r[0] for r in rows]
+
+    # ------------------------------------------------------------ writing
+
+    def log_event(self, kind: str, message: str, slot: int | None = None,
+                  data: dict[str, Any] | None = None) -> None:
+        with self.transaction() as c:
+            c.execute("INSERT INTO events (at, kind, slot, message, data) VALUES (?,?,?,?,?)",
+                      (time.time(), kind, slot, message, json.dumps(data) if data else None))
+
+    def recover_interrupted(self) -> list[tuple[int, str]]:
+        """Mark trials left `running` by a dead process as aborted; return (slot, episode_id).
+
+        The caller removes the files of those episode ids; the trials are re-run from the start.
+        """
+        stale = self.conn.execute(
+            "SELECT a.id, a.slot, a.episode_id FROM attempts a WHERE a.status = 'running'").fetchall()
+        now = time.time()
+        with self.transaction() as c:
+            for attempt_id, slot, episode_id in stale:
+                c.execute("UPDATE attempts SET status='aborted', ended_at=?, reason=? WHERE id=?",
+                          (now, "interrupted: the process stopped during the episode", attempt_id))
+                c.execute("UPDATE trials SET state='aborted' WHERE slot=? AND state='running'", (slot,))
+                c.execute("INSERT INTO events (at, kind, slot, message) VALUES (?,?,?,?)",
+                          (now, "aborted", slot, "attempt interrupted (process stopped); will re-run"))
+        return [(slot, episode_id) for _, slot, episode_id in stale]
+
+    def begin_attempt(self, slot: int, episode_id: str) -> int:
+        with self.transaction() as c:
+            state = c.execute("SELECT state FROM trials WHERE slot=?", (slot,)).fetchone()
+            if state is None or state[0] == "done":
+                raise RuntimeFailure(f"trial {slot} is {'missing' if state is None else 'already done'}")
+            cur = c.execute("INSERT INTO attempts (slot, episode_id, started_at, status)"
+                            " VALUES (?,?,?, 'running')", (slot, episode_id, time.time()))
+            c.execute("UPDATE trials SET state='running', attempts=attempts+1 WHERE slot=?", (slot,))
+            return int(cur.lastrowid)
+
+    def finish_attempt(self, attempt_id: int, record: EpisodeRecord) -> None:
+        """Commit a completed episode: attempt done, episode row, trial done, physics label."""
+        now = time.time()
+        with self.transaction() as c:
+            slot = c.execute("SELECT slot FROM attempts WHERE id=? AND status='running'",
+                             (attempt_id,)).fetchone()
+            if slot is None:
+                raise RuntimeFailure(f"attempt {attempt_id} is not running")
+            slot = slot[0]
+            c.execute("UPDATE attempts SET status='done', ended_at=? WHERE id=?", (now, attempt_id))
+            c.execute(
+                "INSERT INTO episodes (id, slot, attempt_id, frames, duration_s, cameras, physics_success,"
+                " max_lift_m, time_to_success_s, safety_events, timing, files, created_at)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (record.episode_id, slot, attempt_id, record.frames, record.duration_s,
+                 json.dumps(record.cameras),
+                 None if record.physics_success is None else int(record.physics_success),
+                 record.max_lift_m, record.time_to_success_s, json.dumps(list(record.safety_events)),
+                 json.dumps(record.timing or {}), json.dumps(record.files), now))
+            c.execute("UPDATE trials SET state='done', episode_id=?, done_at=? WHERE slot=?",
+                      (record.episode_id, now, slot))
+            if record.physics_success is not None:
+                c.execute("INSERT INTO judgments (episode_id, judge, label, created_at, source)"
+                          " VALUES (?,?,?,?, 'physics')",
+                          (record.episode_id, PHYSICS_JUDGE,
+                           "success" if record.physics_success else "failure", now))
+
+    def abort_attempt(self, attempt_id: int, reason: str) -> None:
+        now = time.time()
+        with self.transaction() as c:
+            row = c.execute("SELECT slot FROM attempts WHERE id=?", (attempt_id,)).fetchone()
+            c.execute("UPDATE attempts SET status='aborted', ended_at=?, reason=? WHERE id=?",
+                      (now, reason, attempt_id))
+            if row:
+                c.execute("UPDATE trials SET state='aborted' WHERE slot=? AND state='running'", (row[0],))
+                c.execute("INSERT INTO events (at, kind, slot, message) VALUES (?,?,?,?)",
+                          (now, "aborted", row[0], reason))
+
+    def add_judgment(self, episode_id: str, judge: str, label: str, failure_mode: str | None = None,
+                     note: str | None = None, source: str = "local", created_at: float | None = None) -> int:
+        if label not in LABELS:
+            raise BadInput(f"label must be one of {', '.join(LABELS)}, not {label!r}")
+        with self.transaction() as c:
+            if c.execute("SELECT 1 FROM episodes WHERE id=?", (episode_id,)).fetchone() is None:
+                raise BadInput(f"episode {episode_id} is not in this campaign")
+            cur = c.execute(
+                "INSERT INTO judgments (episode_id, judge, label, failure_mode, note, created_at, source)"
+                " VALUES (?,?,?,?,?,?,?)",
+                (episode_id, judge, label, failure_mode, note, created_at or time.time(), source))
+            return int(cur.lastrowid)
+
+    def retract_judgment(self, judgment_id: int) -> None:
+        """Undo a label: kept for the audit trail, no longer counted."""
+        with self.transaction() as c:
+            c.execute("UPDATE judgments SET retracted_at=? WHERE id=? AND retracted_at IS NULL",
+                      (time.time(), judgment_id))
+
+    def mark_finished(self, reason: str) -> None:
+        with self.transaction() as c:
+            c.execute("UPDATE campaign SET finished_at=?, stop_reason=?", (time.time(), reason))
+            c.execute("INSERT INTO events (at, kind, message) VALUES (?,?,?)",
+                      (time.time(), "finished", reason))
+
+    def integrity_ok(self) -> bool:
+        return self.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"

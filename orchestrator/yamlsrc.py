@@ -1,0 +1,91 @@
+"""YAML loading that remembers where every key and value came from.
+
+Validation messages must point at `path:line:col` of the offending key (DESIGN section 4,
+`orchestrator validate`). PyYAML's composer keeps node marks; we walk the node tree once and
+record the 1-based (line, column) of every mapping key and sequence item by its path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .errors import BadInput
+
+Loc = tuple[str | int, ...]
+
+
+@dataclass
+class SourceMap:
+    """Positions of the keys and items of one YAML document, by path."""
+
+    path: Path
+    positions: dict[Loc, tuple[int, int]] = field(default_factory=dict)
+
+    def locate(self, loc: Loc) -> str:
+        """`file:line:col` of the deepest known prefix of `loc` (the document start if none)."""
+        for cut in range(len(loc), -1, -1):
+            pos = self.positions.get(tuple(loc[:cut]))
+            if pos:
+                return f"{self.path}:{pos[0]}:{pos[1]}"
+        return f"{self.path}:1:1"
+
+
+def _walk(node: yaml.Node, loc: Loc, out: dict[Loc, tuple[int, int]]) -> None:
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else str(key_node.value)
+            child = (*loc, key)
+            out[child] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
+            _walk(value_node, child, out)
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            child = (*loc, index)
+            out[child] = (item.start_mark.line + 1, item.start_mark.column + 1)
+            _walk(item, child, out)
+
+
+def load_yaml_mapping(path: Path, what: str) -> tuple[dict[str, Any], SourceMap, str]:
+    """Read `path` as a YAML mapping; return (data, source map, text).
+
+    Every way a file can be unusable (missing, unreadable, not UTF-8, not YAML, empty, not a
+    mapping) becomes a `BadInput` with one located line.
+    """
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise BadInput(f"{path}:1:1: {what} file not found") from None
+    except IsADirectoryError:
+        raise BadInput(f"{path}:1:1: {what} path is a directory, not a file") from None
+    except OSError as exc:
+        raise BadInput(f"{path}:1:1: cannot read {what} file: {exc.strerror}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BadInput(f"{path}:1:{exc.start + 1}: {what} file is not UTF-8 text") from None
+    if "\x00" in text:
+        raise BadInput(f"{path}:1:1: {what} file contains NUL bytes (binary, not YAML)")
+    smap = SourceMap(path)
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        reason = exc.problem or exc.context or "invalid YAML"
+        raise BadInput(f"{path}:{line}:{col}: YAML syntax error: {reason}") from None
+    except yaml.YAMLError as exc:
+        raise BadInput(f"{path}:1:1: YAML error: {exc}") from None
+    except RecursionError:
+        raise BadInput(f"{path}:1:1: YAML nesting is too deep") from None
+    if node is None or data is None:
+        raise BadInput(f"{path}:1:1: {what} file is empty")
+    if not isinstance(data, dict):
+        kind = type(data).__name__
+        raise BadInput(f"{path}:1:1: {what} must be a mapping of keys to values, not a {kind}")
+    _walk(node, (), smap.positions)
+    return data, smap, text
