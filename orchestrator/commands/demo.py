@@ -1,17 +1,49 @@
-"""`orchestrator demo` (not implemented yet)."""
+"""`orchestrator demo`: the simulated A/B campaign end to end, then its report."""
 
 from __future__ import annotations
 
 import argparse
+import time
+from pathlib import Path
 
-from ..errors import RuntimeFailure
+from ..campaign import open_campaign
+from ..runner import run_campaign
+from .run import default_workers
 
-HELP = "demo (not implemented yet)"
+HELP = "run the simulated A/B campaign (protocols/sim_demo.yaml on hardware/sim.yaml), then report"
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("rest", nargs="*")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="campaign directory (default recordings/demo-<time>)")
+    parser.add_argument("--workers", type=int, default=None, help="parallel episodes (default: cores)")
+    parser.add_argument("--protocol", type=Path, default=ROOT / "protocols" / "sim_demo.yaml",
+                        help=argparse.SUPPRESS)
+    parser.add_argument("--rig", type=Path, default=ROOT / "hardware" / "sim.yaml", help=argparse.SUPPRESS)
 
 
 def run(args: argparse.Namespace) -> int:
-    raise RuntimeFailure("`demo` is not implemented yet")
+    out = args.out or Path("recordings") / f"demo-{time.strftime('%Y%m%d-%H%M%S')}"
+    opened = open_campaign(args.protocol, args.rig, out)
+    started = time.monotonic()
+    try:
+        print(f"simulated campaign in {out}: {len(opened.store.trials())} trials "
+              f"({len(opened.protocol.layout.marks)} marks x {len(opened.protocol.protocol.policies)} policies)")
+        summary = run_campaign(opened, workers=args.workers or default_workers())
+    finally:
+        opened.store.close()
+    wall = time.monotonic() - started
+    episode_s = summary.done_now * opened.protocol.protocol.episode.duration_s
+    print(f"ran {summary.done_now} episodes ({episode_s:.0f} s of robot time) in {wall:.0f} s: "
+          f"{episode_s / wall if wall else 0:.1f}x real time")
+    print()
+    from ..cli import main as cli_main
+
+    cli_main(["report", str(out)])  # the physics outcomes (nobody has judged yet)
+    print("Next:")
+    print(f"  judge blind:  uv run orchestrator judge {out} --judge YOUR_NAME")
+    print(f"  report:       uv run orchestrator report {out} [--format md|json|html --out FILE]")
+    print(f"  export:       uv run --extra lerobot orchestrator export {out} --repo-id USER/sim-demo")
+    return 0

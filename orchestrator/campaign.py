@@ -1,0 +1,89 @@
+"""Opening a campaign directory: create a new campaign, or resume the one already there.
+
+A campaign freezes its protocol (text + SHA-256), layout and rig profile at creation and
+draws its schedule once. `orchestrator run` on a directory that already holds a campaign
+resumes it only if the protocol and layout are byte-for-byte the ones frozen there; another
+protocol is refused (exit 2), so a resumed campaign can never mix two protocols.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import BadInput
+from .protocol import LoadedProtocol, load_protocol
+from .recording import remove_episode_files, remove_orphans
+from .rigs.profile import LoadedRig, load_rig
+from .schedule import draw_schedule
+from .store import DB_NAME, CampaignStore
+
+
+@dataclass
+class OpenedCampaign:
+    store: CampaignStore
+    protocol: LoadedProtocol
+    rig: LoadedRig
+    resumed: bool
+    recovered: list[tuple[int, str]]   # (slot, episode id) of attempts a dead process left running
+
+
+def default_campaign_dir(protocol: LoadedProtocol, root: Path = Path("recordings")) -> Path:
+    return root / f"{protocol.protocol.name}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+def open_campaign(protocol_path: str | Path, rig_path: str | Path, directory: Path | None) -> OpenedCampaign:
+    """Validate inputs, then create or resume the campaign in `directory` (locked for running)."""
+    loaded = load_protocol(protocol_path)
+    rig = load_rig(rig_path)
+    directory = Path(directory) if directory else default_campaign_dir(loaded)
+    if (directory / DB_NAME).exists():
+        store = CampaignStore.open_for_run(directory)
+        try:
+            frozen = store.campaign()
+            if frozen["protocol_sha256"] != loaded.sha256 or frozen["layout_sha256"] != loaded.layout_sha256:
+                what = "protocol" if frozen["protocol_sha256"] != loaded.sha256 else "layout"
+                raise BadInput(
+                    f"{directory}: holds campaign {frozen['name']!r} with a different {what} "
+                    f"(frozen sha256 {frozen['protocol_sha256'][:12]}, given {loaded.sha256[:12]}); "
+                    "refusing to mix protocols: use a new --out directory")
+            if bool(frozen["simulated"]) != rig.profile.simulated:
+                raise BadInput(f"{directory}: campaign was run on a "
+                               f"{'simulated' if frozen['simulated'] else 'real'} rig; "
+                               f"{rig.path} is a {'simulated' if rig.profile.simulated else 'real'} rig")
+            if frozen["rig_text"] != rig.text:
+                store.log_event("rig_changed", f"resumed with a changed rig profile {rig.path}",
+                                data={"rig_text": rig.text})
+            recovered = store.recover_interrupted()
+            for _, episode_id in recovered:
+                remove_episode_files(directory, episode_id)
+            keep = {e["id"] for e in store.episodes()}
+            remove_orphans(directory, keep)
+        except BaseException:
+            store.close()
+            raise
+        return OpenedCampaign(store, loaded, rig, resumed=True, recovered=recovered)
+    if directory.exists() and any(p.name not in (".gitkeep", "campaign.lock") for p in directory.iterdir()):
+        raise BadInput(f"{directory}: directory is not empty and holds no campaign; choose another --out")
+    store = CampaignStore.create(
+        directory, name=loaded.protocol.name, protocol_path=str(loaded.path),
+        protocol_text=loaded.text, protocol_sha256=loaded.sha256, layout_text=loaded.layout_text,
+        layout_sha256=loaded.layout_sha256, rig_path=str(rig.path), rig_text=rig.text,
+        simulated=rig.profile.simulated, schedule=draw_schedule(loaded.protocol, loaded.layout))
+    return OpenedCampaign(store, loaded, rig, resumed=False, recovered=[])
+
+
+def frozen_protocol(store: CampaignStore) -> LoadedProtocol:
+    """Rebuild the protocol frozen in a campaign store (for reports and judging)."""
+
+    from .protocol import Layout, Protocol
+    import yaml
+
+    c = store.campaign()
+    protocol = Protocol.model_validate(yaml.safe_load(c["protocol_text"]))
+    layout = Layout.model_validate(yaml.safe_load(c["layout_text"]))
+    path = Path(c["protocol_path"])
+    return LoadedProtocol(path=path, protocol=protocol, layout=layout,
+                          layout_path=(path.parent / protocol.layout), text=c["protocol_text"],
+                          layout_text=c["layout_text"])

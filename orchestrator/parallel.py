@@ -1,0 +1,157 @@
+"""Simulated episodes in worker processes, one per core.
+
+Rendering dominates a simulated episode (DESIGN section 3), and episodes of a simulated
+campaign are independent given their stored trial seed, so they run in parallel. The main
+process keeps the store: it begins each attempt before handing the trial to a worker and
+commits (or aborts) it when the worker answers, one transaction each. Workers only write the
+episode's files, which stay invisible (temp names) until complete.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from typing import Callable
+
+from .campaign import OpenedCampaign
+from .errors import Interrupted, RuntimeFailure
+from .recording import remove_episode_files
+from .store import TrialRow, new_episode_id
+
+_WORKER: dict = {}
+
+
+def _init_worker(protocol_path: str, protocol_text: str, layout_text: str, rig_path: str,
+                 rig_text: str, campaign_dir: str) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the main process decides about Ctrl-C
+    os.environ.setdefault("MUJOCO_GL", "egl")
+    os.environ.setdefault("LP_NUM_THREADS", "1")   # one rendering thread per worker (llvmpipe)
+    from .campaign import OpenedCampaign  # noqa: F401  (import check)
+    from .protocol import load_protocol
+    from .rigs.profile import load_rig
+
+    loaded = load_protocol(protocol_path)
+    if loaded.text != protocol_text or loaded.layout_text != layout_text:
+        raise RuntimeFailure("protocol file changed while the campaign was running")
+    rig = load_rig(rig_path)
+    _WORKER.update(loaded=loaded, rig=rig, campaign_dir=campaign_dir)
+
+
+def _worker_state():
+    if "sim" not in _WORKER:
+        from .policies.factory import make_policy
+        from .rigs.factory import make_rig
+
+        loaded, rig_profile = _WORKER["loaded"], _WORKER["rig"]
+        sim = make_rig(rig_profile, loaded)
+        sim.connect()
+        _WORKER["sim"] = sim
+        _WORKER["policies"] = {label: make_policy(label, spec, loaded, sim)
+                               for label, spec in loaded.protocol.policies.items()}
+    return _WORKER["sim"], _WORKER["policies"]
+
+
+def _run_trial(trial: TrialRow, episode_id: str):
+    """Worker side: run one episode and return its EpisodeRecord (files already published)."""
+    from pathlib import Path
+
+    from .campaign import OpenedCampaign
+    from .episode import run_episode
+    from .recording import EpisodeRecorder
+    from .runner import episode_context, episode_record
+
+    sim, policies = _worker_state()
+    loaded, rig_profile = _WORKER["loaded"], _WORKER["rig"]
+    view = OpenedCampaign(store=None, protocol=loaded, rig=rig_profile, resumed=False, recovered=[])  # type: ignore[arg-type]
+    context = episode_context(view, trial)
+    cameras = rig_profile.profile.cameras
+    sim.prepare_layout(context.mark, context.cube, trial.seed)
+    recorder = EpisodeRecorder(Path(_WORKER["campaign_dir"]), episode_id, cameras, context.fps,
+                               round(context.fps * context.duration_s))
+    try:
+        facts, timing = run_episode(sim, policies[trial.policy], context, recorder)
+        recorded = recorder.finish()
+    except BaseException:
+        recorder.discard()
+        raise
+    return episode_record(episode_id, context, cameras, recorded, facts, timing)
+
+
+def run_parallel(opened: OpenedCampaign, pending: list[TrialRow], workers: int, summary,
+                 say: Callable[[str], None], stop_after: int | None) -> None:
+    from .runner import Progress, stop_decision
+
+    store, loaded, rig = opened.store, opened.protocol, opened.rig
+    progress = Progress(summary.total, summary.done_total, say)
+    context = multiprocessing.get_context("spawn")
+    pool = ProcessPoolExecutor(
+        max_workers=workers, mp_context=context, initializer=_init_worker,
+        initargs=(str(loaded.path), loaded.text, loaded.layout_text, str(rig.path), rig.text,
+                  str(store.directory)))
+    in_flight: dict[Future, tuple[TrialRow, int, str]] = {}
+    queue = list(pending)
+    submitted = 0
+    try:
+        while queue or in_flight:
+            while queue and len(in_flight) < workers * 2:
+                if stop_after is not None and submitted >= stop_after:
+                    queue.clear()
+                    break
+                trial = queue[0]
+                if trial.position == 0 and not in_flight and (reason := stop_decision(opened)):
+                    store.mark_finished(reason)
+                    summary.stopped_early = reason
+                    say(f"stopping: {reason}")
+                    queue.clear()
+                    break
+                if trial.position == 0 and in_flight and not isinstance(
+                        loaded.protocol.analysis.stopping, str):
+                    break  # a stopping rule looks at whole units: let the running ones finish
+                queue.pop(0)
+                episode_id = new_episode_id()
+                attempt = store.begin_attempt(trial.slot, episode_id)
+                in_flight[pool.submit(_run_trial, trial, episode_id)] = (trial, attempt, episode_id)
+                submitted += 1
+            if not in_flight:
+                break
+            done, _ = wait(in_flight, return_when=FIRST_COMPLETED)
+            for future in done:
+                trial, attempt, episode_id = in_flight.pop(future)
+                try:
+                    record = future.result()
+                except Exception as exc:
+                    cause = f"{type(exc).__name__}: {exc}"
+                    store.abort_attempt(attempt, cause)
+                    remove_episode_files(store.directory, episode_id)
+                    summary.aborted_now += 1
+                    raise RuntimeFailure(f"trial {trial.slot + 1} (mark {trial.mark_id}) aborted: {cause}; "
+                                         "the campaign is resumable: fix the cause and run again") from exc
+                store.finish_attempt(attempt, record)
+                summary.done_now += 1
+                progress.update(trial.mark_id)
+    except KeyboardInterrupt:
+        _kill_pool(pool)
+        for future, (trial, attempt, episode_id) in in_flight.items():
+            store.abort_attempt(attempt, "interrupted by the user (Ctrl-C)")
+            remove_episode_files(store.directory, episode_id)
+        raise Interrupted("interrupted: running simulated trials will be re-run; "
+                          "run the same command again to resume") from None
+    except BaseException:
+        _kill_pool(pool)
+        for future, (trial, attempt, episode_id) in in_flight.items():
+            store.abort_attempt(attempt, "stopped: another trial failed")
+            remove_episode_files(store.directory, episode_id)
+        raise
+    pool.shutdown(wait=True)
+
+
+def _kill_pool(pool: ProcessPoolExecutor) -> None:
+    """Stop workers now (simulation holds no hardware that needs a safe stop)."""
+    for process in list(getattr(pool, "_processes", {}).values()):
+        try:
+            process.kill()
+        except Exception:
+            pass
+    pool.shutdown(wait=False, cancel_futures=True)

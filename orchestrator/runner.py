@@ -1,0 +1,233 @@
+"""The trial loop, independent of hardware: rig + policies + recorder + store.
+
+For each trial still to run, in schedule order: tell the operator which mark (never which
+policy), prepare the layout, run the policy for the fixed episode length while recording,
+then commit the episode in one transaction and return the arm to rest. A trial that fails
+(device fault, policy error, emergency stop, Ctrl-C) is aborted with its cause, its files
+are deleted, and it is re-run on the next `orchestrator run`; the schedule is never re-drawn.
+
+Simulated rigs run episodes in worker processes (`parallel.py`); episode outcomes depend only
+on the trial's stored seed, so they equal those of an uninterrupted sequential run.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from .campaign import OpenedCampaign
+from .episode import run_episode
+from .errors import BadInput, Interrupted, RuntimeFailure
+from .operator import AutoOperator, EmergencyStop, Operator, StopRequested, TrialCue
+from .policies.base import EpisodeContext
+from .recording import EpisodeRecorder, check_disk, episode_bytes_estimate
+from .store import EpisodeRecord, TrialRow, new_episode_id
+
+MAX_ATTEMPTS_PER_SESSION = 3
+
+
+@dataclass
+class RunSummary:
+    done_now: int = 0
+    aborted_now: int = 0
+    total: int = 0
+    done_total: int = 0
+    stopped_early: str | None = None
+    messages: list[str] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        return self.done_total == self.total or self.stopped_early is not None
+
+
+class Progress:
+    """`trial k/N  mark M07  elapsed 1:23  ETA 4:56` lines (no policy label, ever)."""
+
+    def __init__(self, total: int, done_before: int, say: Callable[[str], None]):
+        self.total, self.done_before, self.say = total, done_before, say
+        self.started = time.monotonic()
+        self.completed_now = 0
+
+    def update(self, mark_id: str, slot_done: bool = True) -> None:
+        if slot_done:
+            self.completed_now += 1
+        done = self.done_before + self.completed_now
+        elapsed = time.monotonic() - self.started
+        remaining = self.total - done
+        eta = elapsed / self.completed_now * remaining if self.completed_now else float("nan")
+        self.say(f"trial {done}/{self.total}  mark {mark_id}  elapsed {_clock(elapsed)}  "
+                 f"ETA {_clock(eta)}")
+
+
+def _clock(seconds: float) -> str:
+    if seconds != seconds:  # NaN
+        return "--:--"
+    seconds = int(round(seconds))
+    return f"{seconds // 60}:{seconds % 60:02d}" if seconds < 3600 else \
+        f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
+
+
+def _sigterm_as_interrupt(signum, frame):  # noqa: ARG001
+    raise KeyboardInterrupt
+
+
+def stop_decision(opened: OpenedCampaign) -> str | None:
+    """The pre-registered stopping rule, evaluated on outcomes so far; a reason or None."""
+    stopping = opened.protocol.protocol.analysis.stopping
+    if isinstance(stopping, str):
+        return None
+    from .stopping import evaluate_stopping  # statistics, only when a rule is registered
+
+    decision = evaluate_stopping(opened.store, opened.protocol)
+    return decision.reason if decision.stop else None
+
+
+def run_campaign(opened: OpenedCampaign, operator: Operator | None = None, workers: int = 1,
+                 say: Callable[[str], None] = print, stop_after: int | None = None) -> RunSummary:
+    """Run every pending trial of an opened campaign. Raises `Interrupted` on Ctrl-C/SIGTERM."""
+    store, loaded = opened.store, opened.protocol
+    operator = operator or AutoOperator(say)
+    trials = store.trials()
+    pending = [t for t in trials if t.state != "done"]
+    summary = RunSummary(total=len(trials), done_total=len(trials) - len(pending))
+    for slot, _ in opened.recovered:
+        say(f"trial {slot + 1}: the previous run stopped during this episode; it will be re-run")
+    finished = store.campaign()["stop_reason"]
+    if finished and finished != "complete":
+        summary.stopped_early = finished
+    if not pending or summary.stopped_early:
+        say("campaign is complete" + (f" ({summary.stopped_early})" if summary.stopped_early else ""))
+        return summary
+    episode = loaded.protocol.episode
+    cameras = opened.rig.profile.cameras
+    check_disk(store.directory, episode_bytes_estimate(cameras, episode.duration_s) * len(pending),
+               f"{len(pending)} episodes")
+    previous = signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
+    try:
+        if opened.rig.profile.simulated and workers > 1:
+            from .parallel import run_parallel
+
+            run_parallel(opened, pending, workers, summary, say, stop_after)
+        else:
+            _run_sequential(opened, pending, operator, summary, say, stop_after)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    summary.done_total = sum(1 for t in store.trials() if t.state == "done")
+    if summary.done_total == summary.total and not summary.stopped_early:
+        store.mark_finished("complete")
+    return summary
+
+
+def episode_context(opened: OpenedCampaign, trial: TrialRow) -> EpisodeContext:
+    loaded = opened.protocol
+    return EpisodeContext(mark=loaded.layout.mark(trial.mark_id), cube=loaded.layout.cube,
+                          seed=trial.seed, fps=loaded.protocol.episode.fps,
+                          duration_s=loaded.protocol.episode.duration_s, task=loaded.protocol.task)
+
+
+def episode_record(episode_id: str, context: EpisodeContext, cameras, recorded, facts, timing) -> EpisodeRecord:
+    return EpisodeRecord(
+        episode_id=episode_id, frames=timing.steps, duration_s=context.duration_s,
+        cameras=list(cameras), files=recorded.files, physics_success=facts.physics_success,
+        max_lift_m=facts.max_lift_m, time_to_success_s=facts.time_to_success_s,
+        safety_events=tuple(facts.safety_events),
+        timing={**timing.as_dict(), "video_frames": recorded.video_frames})
+
+
+def _run_sequential(opened: OpenedCampaign, pending: list[TrialRow], operator: Operator,
+                    summary: RunSummary, say: Callable[[str], None], stop_after: int | None) -> None:
+    from .policies.factory import make_policy
+    from .rigs.factory import make_rig
+
+    store, loaded = opened.store, opened.protocol
+    cameras = opened.rig.profile.cameras
+    rig = make_rig(opened.rig, loaded)
+    policies = {}
+    try:
+        rig.connect()
+        problems = rig.preflight()
+        if problems:
+            raise BadInput(problems)
+        for label in dict.fromkeys(t.policy for t in pending):
+            policies[label] = make_policy(label, loaded.protocol.policies[label], loaded, rig)
+        rig.go_to_rest()
+        progress = Progress(summary.total, summary.done_total, say)
+        queue = list(pending)
+        tries: dict[int, int] = {}
+        index = 0
+        while queue:
+            trial = queue.pop(0)
+            if stop_after is not None and summary.done_now >= stop_after:
+                return
+            if trial.position == 0 and (reason := stop_decision(opened)):
+                store.mark_finished(reason)
+                summary.stopped_early = reason
+                say(f"stopping: {reason}")
+                return
+            check_disk(store.directory, episode_bytes_estimate(cameras, loaded.protocol.episode.duration_s),
+                       "the next episode")
+            index += 1
+            context = episode_context(opened, trial)
+            cue = TrialCue(index=index, total=index + len(queue), done_before=summary.done_total,
+                           campaign_total=summary.total, mark=context.mark, duration_s=context.duration_s)
+            try:
+                operator.before_trial(cue)
+            except StopRequested:
+                say("stopped by the operator between trials; run again to resume")
+                return
+            rig.prepare_layout(context.mark, context.cube, trial.seed)
+            episode_id = new_episode_id()
+            attempt = store.begin_attempt(trial.slot, episode_id)
+            recorder = EpisodeRecorder(store.directory, episode_id, cameras, context.fps,
+                                       round(context.fps * context.duration_s))
+            try:
+                operator.episode_started(cue)
+                facts, timing = run_episode(rig, policies[trial.policy], context, recorder, operator)
+                redo = operator.episode_ended(cue, None)
+                if redo:
+                    raise EmergencyStop(f"redo requested by operator: {redo}")
+                recorded = recorder.finish()
+                store.finish_attempt(attempt, episode_record(episode_id, context, cameras, recorded, facts, timing))
+            except KeyboardInterrupt:
+                rig.safe_stop()
+                recorder.discard()
+                store.abort_attempt(attempt, "interrupted by the user (Ctrl-C)")
+                raise Interrupted("interrupted: arm made safe, the running trial will be re-run; "
+                                  "run the same command again to resume") from None
+            except EmergencyStop as stop:
+                rig.safe_stop()
+                recorder.discard()
+                store.abort_attempt(attempt, stop.reason)
+                summary.aborted_now += 1
+                tries[trial.slot] = tries.get(trial.slot, 0) + 1
+                if tries[trial.slot] < MAX_ATTEMPTS_PER_SESSION:
+                    queue.append(trial)  # re-run later in this session
+                operator.message(f"trial aborted ({stop.reason}); it will be re-run later")
+                continue
+            except Exception as exc:
+                rig.safe_stop()
+                recorder.discard()
+                cause = f"{type(exc).__name__}: {exc}"
+                store.abort_attempt(attempt, cause)
+                summary.aborted_now += 1
+                hint = getattr(exc, "hint", None)
+                raise RuntimeFailure(
+                    f"trial {trial.slot + 1} (mark {trial.mark_id}) aborted: {cause}"
+                    + (f"; {hint}" if hint else "")
+                    + "; the arm was made safe and the campaign is resumable: fix the cause and run again") from exc
+            summary.done_now += 1
+            summary.done_total += 1
+            progress.update(trial.mark_id)
+            rig.go_to_rest()
+    finally:
+        for policy in policies.values():
+            try:
+                policy.close()
+            except Exception:
+                pass
+        try:
+            rig.safe_stop()
+        finally:
+            rig.disconnect()
