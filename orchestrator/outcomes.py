@@ -1,0 +1,432 @@
+"""Trial outcomes: the common input of reports and of the stopping rule.
+
+Two sources give the same `OutcomeSet`:
+
+- `load_outcomes_csv(path)` reads the Outcomes CSV of DESIGN section 4 (`report --outcomes`):
+  header row, columns `layout,policy,success`, optional `repeat,stratum,judge,failure_mode`;
+  success is one of 1,0,true,false,yes,no (any case). Every problem is a `path:line: message`
+  line (BadInput, exit 2); nothing is silently dropped.
+- `outcomes_from_store(store, judge)` reads a campaign: whose labels count is a judge's name,
+  `physics`, or `consensus` (default: majority of the human judges, ties -> unsure; when no
+  human has judged a simulated campaign, the physics test).
+
+Pairs are formed on (layout, repeat). A layout whose policies are not all present (or whose
+success is unknown) cannot form a pair: it is listed in `OutcomeSet.unpaired`, never hidden.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from .errors import BadInput
+
+SUCCESS_WORDS = {"1": True, "true": True, "yes": True, "0": False, "false": False, "no": False}
+CSV_REQUIRED = ("layout", "policy", "success")
+CSV_OPTIONAL = ("repeat", "stratum", "judge", "failure_mode")
+CONSENSUS = "consensus"
+
+
+@dataclass(frozen=True)
+class TrialOutcome:
+    """One trial's outcome as the report sees it.
+
+    success is True/False, or None when nobody has judged it (or the judges were unsure, or
+    the trial has not run). slot is the run order (None for a CSV without order: its row
+    order is used); position is the place within the pair (0 = went first)."""
+
+    layout: str
+    repeat: int
+    policy: str
+    success: bool | None
+    stratum: str | None = None
+    judge: str | None = None
+    failure_mode: str | None = None
+    slot: int | None = None
+    unit: int | None = None
+    position: int | None = None
+    episode_id: str | None = None
+    state: str = "done"
+    time_to_success_s: float | None = None
+    safety_events: tuple[str, ...] = ()
+    aborted_attempts: int = 0
+    line: int | None = None           # CSV line number, for messages
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.layout, self.repeat)
+
+
+@dataclass(frozen=True)
+class JudgeLabel:
+    episode_id: str
+    judge: str
+    label: str                        # success | failure | unsure
+    failure_mode: str | None = None
+
+
+@dataclass(frozen=True)
+class OutcomeSet:
+    """Everything the report needs, statistics-free."""
+
+    outcomes: tuple[TrialOutcome, ...]
+    policies: tuple[str, ...]
+    source: str                                   # CSV path or campaign directory
+    label_source: str                             # judge name, physics, consensus(...), csv
+    campaign_id: str = ""
+    campaign_name: str = ""
+    protocol_name: str = ""
+    protocol_sha256: str = ""
+    simulated: bool = False
+    complete: bool = True
+    stop_reason: str | None = None
+    primary: str = "mcnemar_midp"
+    alpha: float = 0.05
+    stopping: Any = "none"                        # "none" or {"kind": "evalue", "max_layouts": N}
+    marks: dict[str, tuple[float, float, str]] = field(default_factory=dict)   # id -> (x, y, stratum)
+    human_labels: tuple[JudgeLabel, ...] = ()     # every human judge's current label
+    physics: dict[str, bool] = field(default_factory=dict)                      # episode -> success
+    warnings: tuple[str, ...] = ()
+    aborted_attempts: int = 0
+    scheduled_trials: int = 0
+
+    # ---------------------------------------------------------------- views
+
+    def by_key(self) -> dict[tuple[str, int], dict[str, TrialOutcome]]:
+        out: dict[tuple[str, int], dict[str, TrialOutcome]] = defaultdict(dict)
+        for o in self.outcomes:
+            out[o.key][o.policy] = o
+        return dict(out)
+
+    def pairs(self, a: str, b: str) -> list[tuple[tuple[str, int], bool, bool]]:
+        """(key, a_success, b_success) for every (layout, repeat) where both are known, in run order."""
+        rows = []
+        for key, per in self.by_key().items():
+            oa, ob = per.get(a), per.get(b)
+            if oa is None or ob is None or oa.success is None or ob.success is None:
+                continue
+            order = min((o.slot if o.slot is not None else (o.line or 0)) for o in (oa, ob))
+            rows.append((order, key, oa.success, ob.success))
+        rows.sort(key=lambda r: (r[0], r[1]))
+        return [(key, sa, sb) for _, key, sa, sb in rows]
+
+    def complete_blocks(self) -> list[tuple[tuple[str, int], tuple[bool, ...]]]:
+        """(key, successes in `policies` order) for every (layout, repeat) judged for all policies."""
+        out = []
+        for key, per in sorted(self.by_key().items(), key=lambda kv: _order_of(kv[1].values())):
+            vals = [per.get(p) for p in self.policies]
+            if any(v is None or v.success is None for v in vals):
+                continue
+            out.append((key, tuple(bool(v.success) for v in vals)))  # type: ignore[union-attr]
+        return out
+
+    def unpaired(self) -> list[tuple[tuple[str, int], str]]:
+        """(key, why) for every (layout, repeat) that cannot form a full block."""
+        out = []
+        for key, per in sorted(self.by_key().items(), key=lambda kv: _order_of(kv[1].values())):
+            missing = [p for p in self.policies if p not in per]
+            not_run = [p for p in self.policies if p in per and per[p].state != "done"]
+            unknown = [p for p in self.policies
+                       if p in per and per[p].state == "done" and per[p].success is None]
+            why = []
+            if missing:
+                why.append("no row for " + ", ".join(missing))
+            if not_run:
+                why.append("not run yet: " + ", ".join(not_run))
+            if unknown:
+                why.append("unjudged or unsure: " + ", ".join(unknown))
+            if why:
+                out.append((key, "; ".join(why)))
+        return out
+
+    def judged(self, policy: str) -> list[TrialOutcome]:
+        return [o for o in self.outcomes if o.policy == policy and o.success is not None]
+
+
+def _order_of(outcomes: Iterable[TrialOutcome]) -> tuple:
+    best = None
+    for o in outcomes:
+        v = o.slot if o.slot is not None else (o.line or 0)
+        best = v if best is None else min(best, v)
+    return (best if best is not None else 0,)
+
+
+# ---------------------------------------------------------------- CSV
+
+
+def parse_success(value: str) -> bool | None:
+    """1/0/true/false/yes/no, any case and surrounding spaces; None if not one of them."""
+    return SUCCESS_WORDS.get(value.strip().lower())
+
+
+def load_outcomes_csv(path: str | Path) -> OutcomeSet:
+    """Read an Outcomes CSV (DESIGN section 4). Raises BadInput with `path:line: message` lines.
+
+    Rules: the header must name layout, policy and success (any order, any case) and nothing
+    unknown; every row needs as many fields as the header, a non-empty layout and policy, a
+    success in 1,0,true,false,yes,no and, if given, an integer repeat >= 0; (layout, repeat,
+    policy) must be unique; one layout must keep one stratum; at least two policies."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise BadInput(f"{path}: file not found") from None
+    except OSError as exc:
+        raise BadInput(f"{path}: cannot read: {exc.strerror}") from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise BadInput(f"{path}:{line}: not UTF-8 text") from None
+    problems: list[str] = []
+    try:
+        rows = list(csv.reader(io.StringIO(text, newline=""), strict=True))
+    except csv.Error as exc:
+        raise BadInput(f"{path}: malformed CSV: {exc}") from None
+    # csv.reader loses physical line numbers for quoted newlines; rebuild them
+    line_numbers = _row_lines(text)
+    while rows and not any(cell.strip() for cell in rows[0]):
+        rows.pop(0)
+        line_numbers.pop(0)
+    if not rows:
+        raise BadInput(f"{path}:1: empty file: expected a header row `layout,policy,success`")
+    header = [h.strip().lower() for h in rows[0]]
+    hline = line_numbers[0]
+    known = set(CSV_REQUIRED) | set(CSV_OPTIONAL)
+    unknown = [h for h in header if h not in known]
+    if unknown:
+        raise BadInput(f"{path}:{hline}: unknown column{'s' if len(unknown) > 1 else ''} "
+                       f"{', '.join(repr(u) for u in unknown)} (allowed: {', '.join(CSV_REQUIRED + CSV_OPTIONAL)})")
+    dupes = [h for h, n in Counter(header).items() if n > 1]
+    if dupes:
+        raise BadInput(f"{path}:{hline}: column {dupes[0]!r} appears twice in the header")
+    missing = [h for h in CSV_REQUIRED if h not in header]
+    if missing:
+        raise BadInput(f"{path}:{hline}: missing required column{'s' if len(missing) > 1 else ''} "
+                       f"{', '.join(repr(m) for m in missing)} (header is: {','.join(header)})")
+    col = {h: i for i, h in enumerate(header)}
+    outcomes: list[TrialOutcome] = []
+    seen: dict[tuple[str, int, str], int] = {}
+    strata: dict[str, tuple[str, int]] = {}
+    for row, line in zip(rows[1:], line_numbers[1:]):
+        if not any(cell.strip() for cell in row):
+            continue  # blank line
+        if len(row) != len(header):
+            problems.append(f"{path}:{line}: expected {len(header)} fields ({','.join(header)}), found {len(row)}")
+            continue
+        cell = {h: row[i].strip() for h, i in col.items()}
+        if not cell["layout"]:
+            problems.append(f"{path}:{line}: empty layout")
+            continue
+        if not cell["policy"]:
+            problems.append(f"{path}:{line}: empty policy")
+            continue
+        success = parse_success(cell["success"])
+        if success is None:
+            problems.append(f"{path}:{line}: success must be one of 1,0,true,false,yes,no, not {cell['success']!r}")
+            continue
+        repeat = 0
+        if cell.get("repeat"):
+            try:
+                repeat = int(cell["repeat"])
+                if repeat < 0:
+                    raise ValueError
+            except ValueError:
+                problems.append(f"{path}:{line}: repeat must be a whole number >= 0, not {cell['repeat']!r}")
+                continue
+        key = (cell["layout"], repeat, cell["policy"])
+        if key in seen:
+            problems.append(f"{path}:{line}: duplicate row for layout {key[0]!r}, repeat {repeat}, "
+                            f"policy {key[2]!r} (first at line {seen[key]})")
+            continue
+        seen[key] = line
+        stratum = cell.get("stratum") or None
+        if stratum is not None:
+            prev = strata.get(cell["layout"])
+            if prev is not None and prev[0] != stratum:
+                problems.append(f"{path}:{line}: layout {cell['layout']!r} is in stratum {stratum!r} "
+                                f"here but {prev[0]!r} at line {prev[1]}")
+                continue
+            strata.setdefault(cell["layout"], (stratum, line))
+        outcomes.append(TrialOutcome(
+            layout=cell["layout"], repeat=repeat, policy=cell["policy"], success=success,
+            stratum=stratum, judge=cell.get("judge") or None,
+            failure_mode=(cell.get("failure_mode") or None) if not success else None,
+            line=line))
+    if problems:
+        raise BadInput(problems)
+    if not outcomes:
+        raise BadInput(f"{path}:{hline}: no data rows after the header")
+    policies = tuple(dict.fromkeys(o.policy for o in outcomes))
+    if len(policies) < 2:
+        raise BadInput(f"{path}:{outcomes[0].line}: only one policy ({policies[0]!r}); a comparison needs 2 or more")
+    # a layout listed with a stratum on one row and none on another: fill it in
+    filled = tuple(o if o.stratum or o.layout not in strata else
+                   TrialOutcome(**{**o.__dict__, "stratum": strata[o.layout][0]}) for o in outcomes)
+    judges = sorted({o.judge for o in filled if o.judge})
+    label_source = "csv" + (f" (judge: {', '.join(judges)})" if judges else "")
+    return OutcomeSet(outcomes=filled, policies=policies, source=str(path), label_source=label_source,
+                      campaign_name=path.stem, scheduled_trials=len(filled))
+
+
+def _row_lines(text: str) -> list[int]:
+    """The 1-based physical line on which each CSV record starts."""
+    lines = []
+    reader = csv.reader(io.StringIO(text, newline=""))
+    start = 1
+    while True:
+        try:
+            next(reader)
+        except StopIteration:
+            break
+        except csv.Error:
+            break
+        lines.append(start)
+        start = reader.line_num + 1
+    return lines
+
+
+# ---------------------------------------------------------------- campaign store
+
+
+def consensus_label(labels: Sequence[str]) -> str:
+    """Majority of the human judges who labelled an episode: `success` or `failure` needs more
+    than half of their labels (unsure counts in the total); otherwise, ties included, `unsure`."""
+    if not labels:
+        return "unsure"
+    counts = Counter(labels)
+    for label in ("success", "failure"):
+        if counts[label] * 2 > len(labels):
+            return label
+    return "unsure"
+
+
+def outcomes_from_store(store: Any, judge: str | None = None) -> OutcomeSet:
+    """Outcomes of a campaign under the chosen labels.
+
+    judge: a human judge's name, `physics`, `consensus` or None (the default: consensus of
+    the human judges; when no human has judged and the campaign is simulated, physics)."""
+    import yaml
+
+    from .store import PHYSICS_JUDGE
+
+    camp = store.campaign()
+    trials = store.trials()
+    episodes = {e["id"]: e for e in store.episodes()}
+    aborted_by_slot: Counter = Counter()
+    for att in store.attempts():
+        if att.get("status") == "aborted":
+            aborted_by_slot[att["slot"]] += 1
+    all_judges = store.judges()
+    humans = [j for j in all_judges if j != PHYSICS_JUDGE]
+    simulated = bool(camp.get("simulated"))
+    warnings: list[str] = []
+
+    human_labels: list[JudgeLabel] = []
+    latest: dict[str, dict[str, Any]] = {}
+    for h in humans:
+        latest[h] = store.latest_labels(h)
+        for ep, j in latest[h].items():
+            human_labels.append(JudgeLabel(ep, h, j.label, j.failure_mode))
+    physics_latest = store.latest_labels(PHYSICS_JUDGE)
+    physics = {ep: j.label == "success" for ep, j in physics_latest.items() if j.label in ("success", "failure")}
+    for ep, rec in episodes.items():
+        if ep not in physics and rec.get("physics_success") is not None:
+            physics[ep] = bool(rec["physics_success"])
+
+    requested = judge or CONSENSUS
+    if requested == CONSENSUS:
+        if humans:
+            mode, label_source = "consensus", f"consensus of {len(humans)} human judge{'s' if len(humans) > 1 else ''} ({', '.join(humans)})"
+        elif simulated:
+            mode, label_source = "physics", "physics (simulated campaign, no human judge yet)"
+        else:
+            mode, label_source = "consensus", "consensus of human judges (none has judged yet)"
+            warnings.append("nobody has judged this campaign yet: every outcome is unknown; run "
+                            "`orchestrator judge CAMPAIGN --judge NAME`")
+    elif requested == PHYSICS_JUDGE:
+        mode, label_source = "physics", "physics"
+        if not physics:
+            warnings.append("this campaign has no physics labels (hardware campaigns have none)")
+    else:
+        if requested not in all_judges:
+            known = ", ".join(all_judges) or "none"
+            raise BadInput(f"{store.directory}: judge {requested!r} has no labels in this campaign "
+                           f"(judges with labels: {known}; or use physics / consensus)")
+        mode, label_source = "judge", requested
+
+    proto: dict[str, Any] = {}
+    try:
+        proto = yaml.safe_load(camp.get("protocol_text") or "") or {}
+    except yaml.YAMLError:
+        warnings.append("could not parse the stored protocol text")
+    marks: dict[str, tuple[float, float, str]] = {}
+    try:
+        lay = yaml.safe_load(camp.get("layout_text") or "") or {}
+        for m in lay.get("marks", []) or []:
+            marks[str(m["id"])] = (float(m.get("x", 0.0)), float(m.get("y", 0.0)), str(m.get("stratum", "all")))
+    except (yaml.YAMLError, TypeError, KeyError, ValueError, AttributeError):
+        warnings.append("could not parse the stored layout text")
+    analysis = proto.get("analysis") if isinstance(proto.get("analysis"), dict) else {}
+    policies = tuple(proto.get("policies", {}) or ()) if isinstance(proto.get("policies"), dict) else ()
+    if not policies:
+        policies = tuple(dict.fromkeys(t.policy for t in trials))
+
+    outcomes: list[TrialOutcome] = []
+    unjudged = 0
+    for t in trials:
+        rec = episodes.get(t.episode_id) if t.episode_id else None
+        success: bool | None = None
+        failure_mode = None
+        who = None
+        if t.state == "done" and rec is not None:
+            ep = rec["id"]
+            if mode == "physics":
+                success = physics.get(ep)
+                who = PHYSICS_JUDGE
+            elif mode == "judge":
+                j = latest.get(requested) or store.latest_labels(requested)
+                lab = j.get(ep)
+                if lab is not None and lab.label != "unsure":
+                    success = lab.label == "success"
+                    failure_mode = lab.failure_mode if not success else None
+                who = requested
+            else:
+                votes = [latest[h][ep] for h in humans if ep in latest[h]]
+                verdict = consensus_label([v.label for v in votes])
+                if verdict != "unsure":
+                    success = verdict == "success"
+                    if not success:
+                        modes = Counter(v.failure_mode for v in votes if v.label == "failure" and v.failure_mode)
+                        failure_mode = sorted(modes.items(), key=lambda kv: (-kv[1], kv[0]))[0][0] if modes else None
+                who = "consensus"
+            if success is None:
+                unjudged += 1
+        mark = marks.get(t.mark_id)
+        outcomes.append(TrialOutcome(
+            layout=t.mark_id, repeat=t.repeat, policy=t.policy, success=success,
+            stratum=mark[2] if mark else None, judge=who, failure_mode=failure_mode,
+            slot=t.slot, unit=t.unit, position=t.position, episode_id=t.episode_id, state=t.state,
+            time_to_success_s=(rec.get("time_to_success_s") if rec else None),
+            safety_events=tuple(rec.get("safety_events") or ()) if rec else (),
+            aborted_attempts=aborted_by_slot.get(t.slot, 0)))
+    done = sum(1 for t in trials if t.state == "done")
+    if unjudged and not (mode == "consensus" and not humans and not simulated):
+        warnings.append(f"{unjudged} of {done} episodes have no usable label under {label_source} "
+                        "(unjudged or unsure); they are left out of the pairs")
+    stop_reason = camp.get("stop_reason")
+    complete = done == len(trials) or bool(camp.get("finished_at"))
+    stopping = analysis.get("stopping", "none")
+    return OutcomeSet(
+        outcomes=tuple(outcomes), policies=policies, source=str(store.directory), label_source=label_source,
+        campaign_id=str(camp.get("id", "")), campaign_name=str(camp.get("name", "")),
+        protocol_name=str(proto.get("name", camp.get("name", ""))),
+        protocol_sha256=str(camp.get("protocol_sha256", "")), simulated=simulated, complete=complete,
+        stop_reason=stop_reason, primary=str(analysis.get("primary", "mcnemar_midp")),
+        alpha=float(analysis.get("alpha", 0.05)), stopping=stopping, marks=marks,
+        human_labels=tuple(human_labels), physics=physics, warnings=tuple(warnings),
+        aborted_attempts=sum(aborted_by_slot.values()), scheduled_trials=len(trials))

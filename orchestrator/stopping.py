@@ -1,0 +1,96 @@
+"""The pre-registered stopping rule: `analysis.stopping: {kind: evalue, max_layouts: N}`.
+
+After each completed layout the runner asks `evaluate_stopping(store, loaded_protocol)`.
+The rule uses the discordant pairs observed so far: the Beta-mixture e-value
+(`stats.evalue_discordant`) is an anytime-valid test, so the campaign may stop as soon as
+e >= 1/alpha and the type-I error stays <= alpha however often it looks (Ville's
+inequality). With 3+ policies every pair gets its own e-value and the threshold is
+K/alpha for K pairs (a union bound). At N completed layouts the campaign stops regardless.
+"""
+
+from __future__ import annotations
+
+from itertools import combinations
+from typing import Any, NamedTuple, Sequence
+
+from .outcomes import TrialOutcome
+from .stats import evalue_discordant
+
+
+class StoppingDecision(NamedTuple):
+    stop: bool
+    reason: str
+    e_value: float
+
+
+def _analysis(protocol: Any) -> tuple[float, Any, tuple[str, ...]]:
+    """(alpha, stopping, policy labels) from a Protocol, a LoadedProtocol or a plain dict."""
+    inner = getattr(protocol, "protocol", protocol)
+    if isinstance(inner, dict):
+        analysis = inner.get("analysis") or {}
+        return (float(analysis.get("alpha", 0.05)), analysis.get("stopping", "none"),
+                tuple(inner.get("policies", {}) or ()))
+    analysis = inner.analysis
+    return float(analysis.alpha), analysis.stopping, tuple(inner.policies)
+
+
+def _stopping_fields(stopping: Any) -> tuple[str, int | None]:
+    if isinstance(stopping, str) or stopping is None:
+        return "none", None
+    if isinstance(stopping, dict):
+        return str(stopping.get("kind", "none")), stopping.get("max_layouts")
+    return str(stopping.kind), int(stopping.max_layouts)
+
+
+def stopping_decision(outcomes_so_far: Sequence[TrialOutcome], protocol: Any) -> StoppingDecision:
+    """Decide whether to stop now. Returns (stop, reason, e_value).
+
+    A layout counts once every policy has a known outcome on it (per (layout, repeat)).
+    stop is True when the e-value of some pair reaches K/alpha (K = number of policy pairs),
+    or when max_layouts layouts are complete. e_value is the largest pairwise e-value. With
+    no evalue rule registered it never stops (reason says so)."""
+    alpha, stopping, labels = _analysis(protocol)
+    kind, max_layouts = _stopping_fields(stopping)
+    per: dict[tuple[str, int], dict[str, bool]] = {}
+    for o in outcomes_so_far:
+        if o.success is None:
+            continue
+        per.setdefault((o.layout, o.repeat), {})[o.policy] = bool(o.success)
+    if not labels:
+        labels = tuple(dict.fromkeys(o.policy for o in outcomes_so_far))
+    blocks = [v for v in per.values() if all(p in v for p in labels)]
+    pairs = list(combinations(labels, 2))
+    k = max(len(pairs), 1)
+    best_e, best_pair, best_counts = 0.0, None, (0, 0)
+    for a, b in pairs:
+        a_only = sum(1 for v in blocks if v[a] and not v[b])
+        b_only = sum(1 for v in blocks if v[b] and not v[a])
+        e = evalue_discordant(a_only, b_only, alpha / k).e_value
+        if e > best_e or best_pair is None:
+            best_e, best_pair, best_counts = e, (a, b), (a_only, b_only)
+    if kind != "evalue":
+        return StoppingDecision(False, "no stopping rule pre-registered", best_e)
+    threshold = k / alpha
+    n = len(blocks)
+    if best_pair is not None and best_e >= threshold:
+        a, b = best_pair
+        leader = a if best_counts[0] > best_counts[1] else b
+        return StoppingDecision(
+            True, f"stopped early by the pre-registered e-value rule after {n} layouts: "
+                  f"e = {best_e:.1f} >= {threshold:g} for {a} vs {b} "
+                  f"({best_counts[0]}-{best_counts[1]} discordant, {leader} ahead)", best_e)
+    if max_layouts is not None and n >= max_layouts:
+        return StoppingDecision(
+            True, f"reached max_layouts = {max_layouts} without the e-value rule rejecting "
+                  f"(largest e = {best_e:.2f} < {threshold:g})", best_e)
+    return StoppingDecision(False, f"continue: {n} layouts, largest e = {best_e:.2f} < {threshold:g}", best_e)
+
+
+def evaluate_stopping(store: Any, loaded_protocol: Any) -> StoppingDecision:
+    """The runner's entry point: outcomes from the store (physics in simulation, the human
+    consensus on hardware), then `stopping_decision`."""
+    from .outcomes import outcomes_from_store
+
+    simulated = bool(store.campaign().get("simulated"))
+    outcomes = outcomes_from_store(store, "physics" if simulated else None)
+    return stopping_decision(outcomes.outcomes, loaded_protocol)
