@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .errors import BadInput
 from .protocol import LoadedProtocol, load_protocol
-from .recording import remove_episode_files, remove_orphans
+from .recording import damaged_files, remove_episode_files, remove_orphans
 from .rigs.profile import LoadedRig, load_rig
 from .schedule import draw_schedule
 from .store import DB_NAME, CampaignStore
@@ -58,6 +58,13 @@ def open_campaign(protocol_path: str | Path, rig_path: str | Path, directory: Pa
             recovered = store.recover_interrupted()
             for _, episode_id in recovered:
                 remove_episode_files(directory, episode_id)
+            for episode in store.episodes():
+                bad = damaged_files(directory, episode["digests"])
+                if bad:
+                    slot = store.invalidate_episode(
+                        episode["id"], f"recorded files missing or damaged after a restart: {', '.join(bad)}")
+                    remove_episode_files(directory, episode["id"])
+                    recovered.append((slot, episode["id"]))
             keep = {e["id"] for e in store.episodes()}
             remove_orphans(directory, keep)
         except BaseException:

@@ -12,6 +12,7 @@ Layout inside the campaign directory:
 
 from __future__ import annotations
 
+import hashlib
 import os
 import queue
 import shutil
@@ -117,6 +118,31 @@ class _VideoWriter(threading.Thread):
 class RecordedEpisode:
     files: dict[str, str]                       # logical name -> path relative to campaign dir
     video_frames: dict[str, int] = field(default_factory=dict)
+    digests: dict[str, tuple[int, str]] = field(default_factory=dict)  # rel path -> (bytes, sha256)
+
+
+def file_digest(path: Path) -> tuple[int, str]:
+    """(size in bytes, SHA-256 hex) of a file: what a resumed campaign checks."""
+    sha = hashlib.sha256()
+    size = 0
+    with open(path, "rb") as handle:
+        while chunk := handle.read(1 << 20):
+            sha.update(chunk)
+            size += len(chunk)
+    return size, sha.hexdigest()
+
+
+def damaged_files(campaign_dir: Path, digests: dict[str, list | tuple]) -> list[str]:
+    """Files of a committed episode that are missing or differ from their recorded digest."""
+    bad = []
+    for relative, (size, sha) in digests.items():
+        path = Path(campaign_dir) / relative
+        try:
+            if path.stat().st_size != size or file_digest(path)[1] != sha:
+                bad.append(relative)
+        except OSError:
+            bad.append(relative)
+    return bad
 
 
 class EpisodeRecorder:
@@ -198,7 +224,8 @@ class EpisodeRecorder:
                      **{f"frame_t.{k}": np.asarray(v) for k, v in self._frame_t.items()})
         publish(partial, series)
         files["timeseries"] = str(series.relative_to(self.campaign_dir))
-        return RecordedEpisode(files=files, video_frames=counts)
+        digests = {rel: file_digest(self.campaign_dir / rel) for rel in files.values()}
+        return RecordedEpisode(files=files, video_frames=counts, digests=digests)
 
     def discard(self) -> None:
         """Stop the writers and delete everything of this episode (aborted attempt)."""

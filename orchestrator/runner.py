@@ -69,6 +69,10 @@ def _clock(seconds: float) -> str:
         f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
 
 
+def say_flushed(text: str) -> None:
+    print(text, flush=True)
+
+
 def _sigterm_as_interrupt(signum, frame):  # noqa: ARG001
     raise KeyboardInterrupt
 
@@ -85,7 +89,7 @@ def stop_decision(opened: OpenedCampaign) -> str | None:
 
 
 def run_campaign(opened: OpenedCampaign, operator: Operator | None = None, workers: int = 1,
-                 say: Callable[[str], None] = print, stop_after: int | None = None) -> RunSummary:
+                 say: Callable[[str], None] = say_flushed, stop_after: int | None = None) -> RunSummary:
     """Run every pending trial of an opened campaign. Raises `Interrupted` on Ctrl-C/SIGTERM."""
     store, loaded = opened.store, opened.protocol
     operator = operator or AutoOperator(say)
@@ -93,7 +97,7 @@ def run_campaign(opened: OpenedCampaign, operator: Operator | None = None, worke
     pending = [t for t in trials if t.state != "done"]
     summary = RunSummary(total=len(trials), done_total=len(trials) - len(pending))
     for slot, _ in opened.recovered:
-        say(f"trial {slot + 1}: the previous run stopped during this episode; it will be re-run")
+        say(f"trial {slot + 1}: its last attempt did not complete (process stopped or files damaged); it will be re-run")
     finished = store.campaign()["stop_reason"]
     if finished and finished != "complete":
         summary.stopped_early = finished
@@ -130,7 +134,8 @@ def episode_context(opened: OpenedCampaign, trial: TrialRow) -> EpisodeContext:
 def episode_record(episode_id: str, context: EpisodeContext, cameras, recorded, facts, timing) -> EpisodeRecord:
     return EpisodeRecord(
         episode_id=episode_id, frames=timing.steps, duration_s=context.duration_s,
-        cameras=list(cameras), files=recorded.files, physics_success=facts.physics_success,
+        cameras=list(cameras), files=recorded.files, digests=recorded.digests,
+        physics_success=facts.physics_success,
         max_lift_m=facts.max_lift_m, time_to_success_s=facts.time_to_success_s,
         safety_events=tuple(facts.safety_events),
         timing={**timing.as_dict(), "video_frames": recorded.video_frames})

@@ -63,7 +63,7 @@ CREATE TABLE episodes (
     frames INTEGER NOT NULL, duration_s REAL NOT NULL, cameras TEXT NOT NULL,
     physics_success INTEGER, max_lift_m REAL, time_to_success_s REAL,
     safety_events TEXT NOT NULL, timing TEXT NOT NULL, files TEXT NOT NULL,
-    created_at REAL NOT NULL
+    digests TEXT NOT NULL, created_at REAL NOT NULL
 );
 CREATE TABLE judgments (
     id INTEGER PRIMARY KEY, episode_id TEXT NOT NULL REFERENCES episodes(id),
@@ -106,6 +106,7 @@ class EpisodeRecord:
     duration_s: float
     cameras: list[str]
     files: dict[str, str]          # logical name -> path relative to the campaign dir
+    digests: dict[str, tuple[int, str]] | None = None  # relative path -> (bytes, sha256)
     physics_success: bool | None = None
     max_lift_m: float | None = None
     time_to_success_s: float | None = None
@@ -319,7 +320,7 @@ class CampaignStore:
         out = []
         for row in self.conn.execute("SELECT * FROM episodes ORDER BY slot"):
             record = dict(row)
-            for key in ("cameras", "safety_events", "timing", "files"):
+            for key in ("cameras", "safety_events", "timing", "files", "digests"):
                 record[key] = json.loads(record[key])
             out.append(record)
         return out
@@ -397,13 +398,14 @@ class CampaignStore:
             c.execute("UPDATE attempts SET status='done', ended_at=? WHERE id=?", (now, attempt_id))
             c.execute(
                 "INSERT INTO episodes (id, slot, attempt_id, frames, duration_s, cameras, physics_success,"
-                " max_lift_m, time_to_success_s, safety_events, timing, files, created_at)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                " max_lift_m, time_to_success_s, safety_events, timing, files, digests, created_at)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (record.episode_id, slot, attempt_id, record.frames, record.duration_s,
                  json.dumps(record.cameras),
                  None if record.physics_success is None else int(record.physics_success),
                  record.max_lift_m, record.time_to_success_s, json.dumps(list(record.safety_events)),
-                 json.dumps(record.timing or {}), json.dumps(record.files), now))
+                 json.dumps(record.timing or {}), json.dumps(record.files),
+                 json.dumps(record.digests or {}), now))
             c.execute("UPDATE trials SET state='done', episode_id=?, done_at=? WHERE slot=?",
                       (record.episode_id, now, slot))
             if record.physics_success is not None:
@@ -411,6 +413,25 @@ class CampaignStore:
                           " VALUES (?,?,?,?, 'physics')",
                           (record.episode_id, PHYSICS_JUDGE,
                            "success" if record.physics_success else "failure", now))
+
+    def invalidate_episode(self, episode_id: str, reason: str) -> int:
+        """Undo a done trial whose files did not survive (power loss, disk fault): the episode
+        and its labels are removed, the attempt is marked aborted with `reason`, and the trial
+        goes back to the queue. Returns the trial slot."""
+        now = time.time()
+        with self.transaction() as c:
+            row = c.execute("SELECT slot, attempt_id FROM episodes WHERE id=?", (episode_id,)).fetchone()
+            if row is None:
+                raise RuntimeFailure(f"episode {episode_id} is not in this campaign")
+            slot, attempt_id = row
+            c.execute("DELETE FROM judgments WHERE episode_id=?", (episode_id,))
+            c.execute("DELETE FROM episodes WHERE id=?", (episode_id,))
+            c.execute("UPDATE attempts SET status='aborted', reason=? WHERE id=?", (reason, attempt_id))
+            c.execute("UPDATE trials SET state='aborted', episode_id=NULL, done_at=NULL WHERE slot=?", (slot,))
+            c.execute("UPDATE campaign SET finished_at=NULL, stop_reason=NULL WHERE stop_reason='complete'")
+            c.execute("INSERT INTO events (at, kind, slot, message) VALUES (?,?,?,?)",
+                      (now, "invalidated", slot, f"episode {episode_id}: {reason}; trial will be re-run"))
+        return slot
 
     def abort_attempt(self, attempt_id: int, reason: str) -> None:
         now = time.time()
