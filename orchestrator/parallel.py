@@ -17,7 +17,7 @@ from typing import Callable
 
 from .campaign import OpenedCampaign
 from .errors import Interrupted, RuntimeFailure
-from .recording import remove_episode_files
+from .recording import check_disk, episode_bytes_estimate, remove_episode_files
 from .store import TrialRow, new_episode_id
 
 _WORKER: dict = {}
@@ -85,6 +85,7 @@ def run_parallel(opened: OpenedCampaign, pending: list[TrialRow], workers: int, 
 
     store, loaded, rig = opened.store, opened.protocol, opened.rig
     progress = Progress(summary.total, summary.done_total, say)
+    per_episode = episode_bytes_estimate(rig.profile.cameras, loaded.protocol.episode.duration_s)
     context = multiprocessing.get_context("spawn")
     pool = ProcessPoolExecutor(
         max_workers=workers, mp_context=context, initializer=_init_worker,
@@ -93,6 +94,7 @@ def run_parallel(opened: OpenedCampaign, pending: list[TrialRow], workers: int, 
     in_flight: dict[Future, tuple[TrialRow, int, str]] = {}
     queue = list(pending)
     submitted = 0
+    deferred: RuntimeFailure | None = None
     try:
         while queue or in_flight:
             while queue and len(in_flight) < workers * 2:
@@ -109,6 +111,12 @@ def run_parallel(opened: OpenedCampaign, pending: list[TrialRow], workers: int, 
                 if trial.position == 0 and in_flight and not isinstance(
                         loaded.protocol.analysis.stopping, str):
                     break  # a stopping rule looks at whole units: let the running ones finish
+                try:
+                    check_disk(store.directory, per_episode * (len(in_flight) + 1), "the next episodes")
+                except RuntimeFailure as exc:
+                    deferred = exc  # let the running episodes finish, then stop cleanly
+                    queue.clear()
+                    break
                 queue.pop(0)
                 episode_id = new_episode_id()
                 attempt = store.begin_attempt(trial.slot, episode_id)
@@ -145,6 +153,8 @@ def run_parallel(opened: OpenedCampaign, pending: list[TrialRow], workers: int, 
             remove_episode_files(store.directory, episode_id)
         raise
     pool.shutdown(wait=True)
+    if deferred is not None:
+        raise deferred
 
 
 def _kill_pool(pool: ProcessPoolExecutor) -> None:

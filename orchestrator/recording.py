@@ -32,7 +32,7 @@ PARTIAL = ".partial"
 # Bytes per pixel per frame of H.264 at CRF 23 on table-top scenes, measured on simulated
 # episodes (0.02-0.05); 0.08 leaves margin for noisy real cameras.
 H264_BYTES_PER_PIXEL = 0.08
-DISK_MARGIN_BYTES = 200 * 1024 * 1024
+DISK_MARGIN_BYTES = 32 * 1024 * 1024   # kept free for the store, logs and the OS
 
 
 def fsync_file(path: Path) -> None:
@@ -53,9 +53,18 @@ def episode_bytes_estimate(cameras: dict[str, CameraSpec], duration_s: float) ->
     return int(video + 64 * 1024)
 
 
+def free_bytes(directory: Path) -> int:
+    return shutil.disk_usage(directory).free
+
+
 def check_disk(directory: Path, needed_bytes: int, what: str) -> None:
-    """Refuse to start (or continue) when free space is below need + margin."""
-    free = shutil.disk_usage(directory).free
+    """Refuse to start (or continue) when free space is below twice the need + a margin.
+
+    Called before every episode, so a campaign stops cleanly, between trials, before the
+    disk is full; `orchestrator run` resumes it once there is space again.
+    """
+    free = free_bytes(directory)
+    needed_bytes *= 2
     if free < needed_bytes + DISK_MARGIN_BYTES:
         raise RuntimeFailure(
             f"{directory}: not enough disk space for {what}: {free / 1e6:.0f} MB free, need about "

@@ -22,7 +22,7 @@ from .episode import run_episode
 from .errors import BadInput, Interrupted, RuntimeFailure
 from .operator import AutoOperator, EmergencyStop, Operator, StopRequested, TrialCue
 from .policies.base import EpisodeContext
-from .recording import EpisodeRecorder, check_disk, episode_bytes_estimate
+from .recording import DISK_MARGIN_BYTES, EpisodeRecorder, check_disk, episode_bytes_estimate, free_bytes
 from .store import EpisodeRecord, TrialRow, new_episode_id
 
 MAX_ATTEMPTS_PER_SESSION = 3
@@ -106,8 +106,11 @@ def run_campaign(opened: OpenedCampaign, operator: Operator | None = None, worke
         return summary
     episode = loaded.protocol.episode
     cameras = opened.rig.profile.cameras
-    check_disk(store.directory, episode_bytes_estimate(cameras, episode.duration_s) * len(pending),
-               f"{len(pending)} episodes")
+    per_episode = episode_bytes_estimate(cameras, episode.duration_s)
+    check_disk(store.directory, per_episode, "the next episode")
+    if free_bytes(store.directory) < 2 * per_episode * len(pending) + DISK_MARGIN_BYTES:
+        say(f"warning: free disk space may not hold all {len(pending)} remaining episodes "
+            f"(about {per_episode * len(pending) / 1e6:.0f} MB); the run will stop cleanly before the disk fills")
     previous = signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
     try:
         if opened.rig.profile.simulated and workers > 1:
