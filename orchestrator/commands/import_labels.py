@@ -1,17 +1,33 @@
-"""`orchestrator import-labels` (not implemented yet)."""
+"""`orchestrator import-labels CAMPAIGN DIR`: merge a judge bundle's labels into the campaign.
+
+Refuses (exit 2, nothing written) a bundle of another campaign or labels for episodes that
+are not in the campaign; labels already imported (same judge and episode) are skipped and
+counted.
+"""
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
-from ..errors import RuntimeFailure
-
-HELP = "import-labels (not implemented yet)"
+HELP = "merge the labels of a judge bundle back into its campaign"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("rest", nargs="*")
+    parser.add_argument("campaign", metavar="CAMPAIGN", help="campaign directory")
+    parser.add_argument("bundle", metavar="DIR", help="judge bundle folder with labels/")
 
 
 def run(args: argparse.Namespace) -> int:
-    raise RuntimeFailure("`import-labels` is not implemented yet")
+    from ..bundle import import_labels
+
+    summary = import_labels(Path(args.campaign), Path(args.bundle))
+    parts = [f"imported {summary.imported} labels from bundle {summary.bundle_id}"
+             f" (judges: {', '.join(summary.judges) or 'none'})"]
+    if summary.duplicates:
+        parts.append(f"skipped {summary.duplicates} already imported")
+    if summary.conflicts:
+        parts.append(f"skipped {summary.conflicts} where the judge already labelled the episode "
+                     "in the campaign")
+    print("; ".join(parts))
+    return 0

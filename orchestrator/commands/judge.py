@@ -1,17 +1,82 @@
-"""`orchestrator judge` (not implemented yet)."""
+"""`orchestrator judge (CAMPAIGN | BUNDLE) --judge NAME`: blind labelling in the terminal.
+
+Opens the Textual judge app on a campaign directory (labels go to its store) or on a judge
+bundle folder written by `orchestrator bundle` (labels go to `labels/NAME.jsonl` in it). The
+app only ever sees the blinded view: opaque episode ids in this judge's own order, videos,
+marks, the success test and the failure modes. Only the core install is needed.
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 
-from ..errors import RuntimeFailure
+from ..errors import BadInput
 
-HELP = "judge (not implemented yet)"
+HELP = "label episodes from video alone, blind (Textual app; campaign or judge bundle)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("rest", nargs="*")
+    parser.add_argument("target", metavar="CAMPAIGN|BUNDLE",
+                        help="campaign directory (with campaign.db) or judge bundle folder")
+    parser.add_argument("--judge", required=True, metavar="NAME",
+                        help="your judge name (letters, digits, _ - .; not physics/consensus)")
+    parser.add_argument("--renderer", default="auto",
+                        choices=("auto", "halfcell", "unicode", "sixel", "tgp"),
+                        help="how frames are drawn (auto: Kitty/Sixel if the terminal can, "
+                             "else Unicode half-blocks)")
+
+
+def open_source(target: Path, judge: str):
+    """The `JudgeSource` for a campaign directory or a bundle folder."""
+    from ..judge.source import check_judge_name
+
+    problem = check_judge_name(judge)
+    if problem:
+        raise BadInput(f"--judge: {problem}")
+    target = Path(target)
+    if (target / "campaign.db").is_file():
+        from ..blinding import CampaignSource
+
+        source = CampaignSource(target, judge)
+    elif (target / "manifest.json").is_file():
+        from ..bundle import BundleSource
+
+        source = BundleSource(target, judge)
+    elif not target.exists():
+        raise BadInput(f"{target}: no such campaign directory or judge bundle")
+    else:
+        raise BadInput(f"{target}: neither a campaign (campaign.db) nor a judge bundle (manifest.json)")
+    if not source.episodes():
+        source.close()
+        raise BadInput(f"{target}: no recorded episodes to judge yet")
+    return source
+
+
+def build_app(args: argparse.Namespace):
+    """The judge app for parsed arguments (tests drive it with `run_test`)."""
+    source = open_source(Path(args.target), args.judge)
+    from ..judge.app import JudgeApp
+
+    return JudgeApp(source, renderer=args.renderer)
 
 
 def run(args: argparse.Namespace) -> int:
-    raise RuntimeFailure("`judge` is not implemented yet")
+    from ..judge.source import check_judge_name
+
+    problem = check_judge_name(args.judge)
+    if problem:
+        raise BadInput(f"--judge: {problem}")
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise BadInput("judge needs an interactive terminal (stdin and stdout must be a TTY)")
+    app = build_app(args)
+    try:
+        app.run()
+    finally:
+        app.source.close()
+    decided = sum(1 for r in app.labels.values() if r.label != "unsure")
+    unsure = len(app.labels) - decided
+    print(f"judge {args.judge}: {decided} of {len(app.order)} episodes judged"
+          + (f", {unsure} unsure" if unsure else "") + "; every label is saved")
+    return int(app.return_code or 0)

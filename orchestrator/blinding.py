@@ -1,0 +1,187 @@
+"""Blinding (DESIGN section 5): the only view of a campaign a judge gets.
+
+The key -- which policy ran which episode -- lives only in the campaign store's `trials`
+table (`policy`, and `seed`/`position`/`slot`, from which the schedule and so the policy
+could be reconstructed). The blinded view is read with SQL that selects none of those
+columns: per episode the opaque random id (`store.new_episode_id`), the video files, the
+layout mark, the duration and the frame count. From the frozen protocol text only the
+success test and the failure-mode list are taken; the protocol text itself (which names
+policies and checkpoint paths) and the campaign name (chosen by the researcher, may name
+them too) are never passed on.
+
+Each judge sees the episodes in their own random order: episodes are sorted by
+SHA-256(salt | judge | episode id), the salt being the random campaign id (or a bundle's
+random id). The order is stable across sessions (resume continues in the same order),
+differs between judges, and, because episode ids are random and the hash is keyed by the
+judge, is independent of the schedule and hence of the policy sequence.
+
+`forbidden_terms` and `scan_for_terms` are a safety net for anything written for judges
+(bundles): the policy names, checkpoint paths and revisions of the protocol must not occur
+in any byte of it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+from typing import Any, Iterable
+
+import yaml
+
+from .errors import BadInput
+from .judge.source import BlindEpisode, JudgingInfo, LabelRecord, Mark
+from .store import CampaignStore
+
+
+def success_test_text(min_height_m: float = 0.04, hold_s: float = 1.0) -> str:
+    """The success test in words, as the judge applies it to the video."""
+    return (f"cube bottom lifted >= {min_height_m * 100:g} cm, both jaws on it, "
+            f"held >= {hold_s:g} s")
+
+
+def judge_order(episode_ids: Iterable[str], judge: str, salt: str) -> list[str]:
+    """`episode_ids` in `judge`'s own order: sorted by SHA-256(salt | judge | id)."""
+    def key(episode_id: str) -> bytes:
+        return hashlib.sha256(f"{salt}|{judge}|{episode_id}".encode()).digest()
+
+    return sorted(episode_ids, key=key)
+
+
+def _protocol_parts(protocol_text: str, layout_text: str) -> tuple[str, tuple[str, ...], dict[str, Mark]]:
+    """Success test text, failure modes and marks from the frozen texts; nothing else."""
+    try:
+        protocol = yaml.safe_load(protocol_text) or {}
+        layout = yaml.safe_load(layout_text) or {}
+    except yaml.YAMLError as exc:
+        raise BadInput(f"campaign store: frozen protocol is not readable YAML ({exc})") from None
+    success = protocol.get("success") or {}
+    judging = protocol.get("judging") or {}
+    text = success_test_text(float(success.get("min_height_m", 0.04)), float(success.get("hold_s", 1.0)))
+    modes = tuple(str(m) for m in judging.get("failure_modes",
+                                              ["missed", "pushed", "dropped", "collision", "other"]))
+    marks: dict[str, Mark] = {}
+    for mark in layout.get("marks") or []:
+        try:
+            marks[str(mark["id"])] = Mark(str(mark["id"]), float(mark["x"]), float(mark["y"]))
+        except (KeyError, TypeError, ValueError):
+            continue
+    return text, modes[:9], marks
+
+
+# The whole blinded view is these two statements. They must never name trials.policy,
+# trials.seed, trials.position or trials.slot (a test checks this text).
+_VIEW_SQL = ("SELECT e.id, e.frames, e.duration_s, e.files, t.mark_id"
+             " FROM episodes e JOIN trials t ON t.slot = e.slot")
+_INFO_SQL = "SELECT id, protocol_text, layout_text FROM campaign"
+
+
+def blinded_view(store: CampaignStore) -> tuple[JudgingInfo, list[BlindEpisode]]:
+    """The judging info and every recorded episode (sorted by id, not by run order)."""
+    row = store.conn.execute(_INFO_SQL).fetchone()
+    if row is None:
+        raise BadInput(f"{store.directory}: campaign store has no campaign record")
+    campaign_id, protocol_text, layout_text = row
+    text, modes, marks = _protocol_parts(protocol_text, layout_text)
+    info = JudgingInfo(ref=str(campaign_id), success_test=text, failure_modes=modes, kind="campaign")
+    episodes = []
+    for episode_id, frames, duration_s, files, mark_id in store.conn.execute(_VIEW_SQL):
+        videos = {camera: (store.directory / rel).resolve()
+                  for camera, rel in json.loads(files).items() if str(rel).endswith(".mp4")}
+        episodes.append(BlindEpisode(id=episode_id, videos=videos,
+                                     mark=marks.get(mark_id, Mark(mark_id)),
+                                     duration_s=float(duration_s), frames=int(frames)))
+    episodes.sort(key=lambda e: e.id)
+    return info, episodes
+
+
+class CampaignSource:
+    """`JudgeSource` over a campaign store: blinded view in, labels via the store's API."""
+
+    def __init__(self, directory: Path, judge: str):
+        self.store = CampaignStore.open_readonly(Path(directory))
+        self.judge = judge
+        self.info, _ = blinded_view(self.store)
+
+    def episodes(self) -> list[BlindEpisode]:
+        _, episodes = blinded_view(self.store)
+        by_id = {e.id: e for e in episodes}
+        return [by_id[i] for i in judge_order(by_id, self.judge, self.info.ref)]
+
+    def history(self) -> list[LabelRecord]:
+        return [LabelRecord(str(j.id), j.episode_id, j.label, j.failure_mode, j.note, j.created_at)
+                for j in self.store.judgments(self.judge)]
+
+    def add(self, episode_id: str, label: str, failure_mode: str | None = None,
+            note: str | None = None) -> LabelRecord:
+        label_id = self.store.add_judgment(episode_id, self.judge, label, failure_mode, note,
+                                           source="local")
+        j = [x for x in self.store.judgments(self.judge) if x.id == label_id][0]
+        return LabelRecord(str(j.id), j.episode_id, j.label, j.failure_mode, j.note, j.created_at)
+
+    def retract(self, label_id: str) -> None:
+        self.store.retract_judgment(int(label_id))
+
+    def close(self) -> None:
+        self.store.close()
+
+
+def judge_labels(store: CampaignStore) -> dict[str, dict[str, str]]:
+    """Each human judge's current label per episode: {judge: {episode_id: label}}.
+
+    A helper for agreement statistics (computed in `stats.py`); physics is left out.
+    """
+    out: dict[str, dict[str, str]] = {}
+    for judge in store.judges():
+        if judge == "physics":
+            continue
+        out[judge] = {eid: j.label for eid, j in store.latest_labels(judge).items()}
+    return out
+
+
+# ------------------------------------------------------------ safety net for judge files
+
+_MIN_TERM = 5  # shorter fragments (e.g. labels "A", "B") would match random bytes
+
+
+def forbidden_terms(protocol_text: str, extra: Iterable[str] = ()) -> list[str]:
+    """Strings that identify a policy: labels, checkpoint paths and their parts, revisions.
+
+    Labels and path parts shorter than 5 characters are left out (they would match random
+    video bytes); a label that short ("A", "B") carries no identity anyway.
+    """
+    try:
+        protocol: dict[str, Any] = yaml.safe_load(protocol_text) or {}
+    except yaml.YAMLError:
+        protocol = {}
+    terms: set[str] = set(t for t in extra if t and len(t) >= _MIN_TERM)
+    for label, spec in (protocol.get("policies") or {}).items():
+        terms.add(str(label))
+        if isinstance(spec, dict):
+            for key in ("path", "revision"):
+                value = spec.get(key)
+                if value:
+                    terms.add(str(value))
+                    terms.update(p for p in re.split(r"[/\\]", str(value)) if p not in (".", ".."))
+    generic = {"checkpoints", "checkpoint", "pretrained_model", "models", "outputs", "train",
+               "main", "master", "latest", "last", "model"}
+    return sorted(t for t in terms if len(t) >= _MIN_TERM and t.lower() not in generic)
+
+
+def scan_for_terms(root: Path, terms: list[str]) -> list[str]:
+    """Files under `root` whose path or bytes contain any term (case-insensitive)."""
+    needles = [t.lower().encode() for t in terms]
+    hits = []
+    if not needles:
+        return hits
+    for path in sorted(Path(root).rglob("*")):
+        rel = str(path.relative_to(root)).lower().encode()
+        if any(n in rel for n in needles):
+            hits.append(str(path.relative_to(root)))
+            continue
+        if path.is_file():
+            data = path.read_bytes().lower()
+            if any(n in data for n in needles):
+                hits.append(str(path.relative_to(root)))
+    return hits

@@ -1,0 +1,350 @@
+"""Judge bundles: a self-contained, blinded folder for judges who work elsewhere.
+
+A bundle holds exactly what the blinded view (`blinding.py`) gives a judge, and no key:
+
+    manifest.json                 schema, random bundle id, the campaign's opaque id, the
+                                  success test, the failure modes, and per episode (sorted by
+                                  id, not by run order): opaque id, video files, mark,
+                                  duration, frame count
+    videos/<episode id>/<camera>.mp4
+                                  the recorded videos, remuxed with all container and stream
+                                  metadata dropped (no re-encoding)
+    labels/<judge>.jsonl          written by `orchestrator judge BUNDLE --judge NAME`: one JSON
+                                  line per label or retraction, appended and fsynced per key
+    README.txt                    how to judge it and send it back
+
+It is built in a temporary folder beside the target, checked byte by byte for the policy
+names, checkpoint paths and revisions of the protocol (`blinding.forbidden_terms`), and
+renamed into place only when complete. `import_labels` merges a bundle's labels back into
+the campaign store with `source = 'bundle:<bundle id>'`.
+
+Reading a bundle needs only the core install (no torch, no mujoco).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .blinding import blinded_view, forbidden_terms, judge_order, scan_for_terms
+from .errors import BadInput, RuntimeFailure
+from .judge.source import BlindEpisode, JudgingInfo, LabelRecord, Mark, check_judge_name, current_labels
+from .store import LABELS, CampaignStore, fsync_dir
+
+SCHEMA = "orchestrator.bundle/1"
+MANIFEST = "manifest.json"
+LABELS_DIR = "labels"
+
+README = """\
+Blind judging bundle {bundle_id}
+
+Judge every episode from its video alone:
+
+    orchestrator judge {folder} --judge YOUR_NAME
+
+Keys: s success, f failure, u unsure (asked again later), 1-9 failure mode, n note,
+z undo, space play/pause, left/right one frame, [ ] slower/faster, e end,
+o external player, c camera, q quit. Every label is saved as you make it.
+
+Success test: {success_test}
+
+When done, send back the folder labels/ (or the whole bundle).
+"""
+
+
+def _fsync_file(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _remux_without_metadata(src: Path, dst: Path) -> None:
+    """Copy the video stream of `src` into `dst` (no re-encoding), dropping all metadata."""
+    import av
+
+    with av.open(str(src)) as inp:
+        in_stream = inp.streams.video[0]
+        with av.open(str(dst), "w", format="mp4") as out:
+            out_stream = out.add_stream_from_template(in_stream)
+            out_stream.metadata.clear()
+            for packet in inp.demux(in_stream):
+                if packet.dts is None:
+                    continue
+                packet.stream = out_stream
+                out.mux(packet)
+
+
+@dataclass(frozen=True)
+class BundleSummary:
+    path: Path
+    bundle_id: str
+    episodes: int
+    files: int
+    bytes: int
+
+
+def write_bundle(campaign: Path, out: Path) -> BundleSummary:
+    """Write the judge bundle of `campaign` to `out` (atomically: complete or absent)."""
+    out = Path(out)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise BadInput(f"{out}: already exists and is not empty; choose a new folder for the bundle")
+    store = CampaignStore.open_readonly(Path(campaign))
+    try:
+        info, episodes = blinded_view(store)
+        protocol_text = store.conn.execute("SELECT protocol_text FROM campaign").fetchone()[0]
+    finally:
+        store.close()
+    if not episodes:
+        raise BadInput(f"{campaign}: no recorded episodes yet; nothing to bundle")
+    missing = [f"{e.id}/{cam}" for e in episodes for cam, p in e.videos.items() if not p.is_file()]
+    if missing:
+        raise RuntimeFailure(f"{campaign}: {len(missing)} video files are missing "
+                             f"(first: videos/{missing[0]}.mp4); bundle not written")
+    bundle_id = "bd_" + secrets.token_hex(6)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.parent / f".{out.name}.partial-{secrets.token_hex(4)}"
+    tmp.mkdir()
+    try:
+        entries = []
+        total = 0
+        for episode in episodes:
+            videos = {}
+            for camera, src in episode.videos.items():
+                rel = f"videos/{episode.id}/{camera}.mp4"
+                dst = tmp / rel
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                try:
+                    _remux_without_metadata(src, dst)
+                except Exception as exc:
+                    raise RuntimeFailure(f"{src}: cannot copy video into the bundle "
+                                         f"({type(exc).__name__}: {exc})") from None
+                _fsync_file(dst)
+                total += dst.stat().st_size
+                videos[camera] = rel
+            entries.append({"id": episode.id, "videos": videos,
+                            "mark": {"id": episode.mark.id, "x": episode.mark.x, "y": episode.mark.y},
+                            "duration_s": episode.duration_s, "frames": episode.frames})
+        manifest = {"schema": SCHEMA, "bundle_id": bundle_id, "campaign_id": info.ref,
+                    "success_test": info.success_test, "failure_modes": list(info.failure_modes),
+                    "episodes": entries}
+        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
+        (tmp / "README.txt").write_text(README.format(bundle_id=bundle_id, folder=out.name,
+                                                      success_test=info.success_test))
+        (tmp / LABELS_DIR).mkdir()
+        for name in (MANIFEST, "README.txt"):
+            _fsync_file(tmp / name)
+        leaks = scan_for_terms(tmp, forbidden_terms(protocol_text))
+        if leaks:
+            raise RuntimeFailure(f"blinding check failed: {len(leaks)} bundle files contain a policy "
+                                 f"name, checkpoint path or revision (first: {leaks[0]}); bundle not written")
+        for directory in sorted({p.parent for p in tmp.rglob("*")}, key=lambda p: -len(p.parts)):
+            fsync_dir(directory)
+        if out.exists():
+            out.rmdir()   # empty (checked above)
+        os.rename(tmp, out)
+        fsync_dir(out.parent)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return BundleSummary(out, bundle_id, len(entries), sum(len(e["videos"]) for e in entries), total)
+
+
+# ------------------------------------------------------------ reading a bundle
+
+
+def is_bundle(path: Path) -> bool:
+    return (Path(path) / MANIFEST).is_file()
+
+
+def read_manifest(bundle: Path) -> dict[str, Any]:
+    path = Path(bundle) / MANIFEST
+    try:
+        manifest = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise BadInput(f"{bundle}: not a judge bundle ({MANIFEST} is missing)") from None
+    except (OSError, ValueError) as exc:
+        raise BadInput(f"{path}: cannot read the bundle manifest ({exc})") from None
+    if not isinstance(manifest, dict) or manifest.get("schema") != SCHEMA:
+        raise BadInput(f"{path}: not a judge bundle manifest of this tool (schema {SCHEMA} expected)")
+    return manifest
+
+
+def _episodes(bundle: Path, manifest: dict[str, Any]) -> list[BlindEpisode]:
+    out = []
+    for entry in manifest.get("episodes", []):
+        mark = entry.get("mark") or {}
+        out.append(BlindEpisode(
+            id=str(entry["id"]),
+            videos={cam: (Path(bundle) / rel).resolve() for cam, rel in entry["videos"].items()},
+            mark=Mark(str(mark.get("id", "?")), mark.get("x"), mark.get("y")),
+            duration_s=float(entry["duration_s"]), frames=int(entry["frames"])))
+    return out
+
+
+def _read_label_lines(path: Path) -> list[dict[str, Any]]:
+    """The operations of one labels file; a torn last line (crash mid-write) is ignored."""
+    if not path.exists():
+        return []
+    lines = path.read_text().splitlines()
+    ops = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            op = json.loads(line)
+            if not isinstance(op, dict) or op.get("op") not in ("add", "retract"):
+                raise ValueError("not a label operation")
+        except ValueError:
+            if number == len(lines):
+                continue
+            raise BadInput(f"{path}:{number}: not a label line; the labels file is damaged") from None
+        ops.append(op)
+    return ops
+
+
+def _replay(ops: list[dict[str, Any]]) -> list[LabelRecord]:
+    """Live labels, oldest first, from add/retract operations."""
+    live: dict[str, LabelRecord] = {}
+    for op in ops:
+        if op["op"] == "add":
+            live[op["id"]] = LabelRecord(op["id"], op["episode_id"], op["label"], op.get("failure_mode"),
+                                         op.get("note"), float(op.get("created_at", 0.0)))
+        else:
+            live.pop(op["id"], None)
+    return list(live.values())
+
+
+def bundle_labels(bundle: Path) -> dict[str, list[LabelRecord]]:
+    """Every judge's live labels in a bundle: {judge: [labels, oldest first]}."""
+    out = {}
+    directory = Path(bundle) / LABELS_DIR
+    for path in sorted(directory.glob("*.jsonl")) if directory.is_dir() else []:
+        out[path.stem] = _replay(_read_label_lines(path))
+    return out
+
+
+class BundleSource:
+    """`JudgeSource` over a bundle folder; labels go to `labels/<judge>.jsonl` (fsync per line)."""
+
+    def __init__(self, bundle: Path, judge: str):
+        self.bundle = Path(bundle)
+        self.judge = judge
+        self.manifest = read_manifest(self.bundle)
+        self.info = JudgingInfo(ref=str(self.manifest["bundle_id"]),
+                                success_test=str(self.manifest["success_test"]),
+                                failure_modes=tuple(self.manifest.get("failure_modes", []))[:9],
+                                kind="bundle")
+        self._episodes = _episodes(self.bundle, self.manifest)
+        self._ids = {e.id for e in self._episodes}
+        self.path = self.bundle / LABELS_DIR / f"{judge}.jsonl"
+        self._ops = _read_label_lines(self.path)
+
+    def episodes(self) -> list[BlindEpisode]:
+        by_id = {e.id: e for e in self._episodes}
+        return [by_id[i] for i in judge_order(by_id, self.judge, self.info.ref)]
+
+    def history(self) -> list[LabelRecord]:
+        return _replay(self._ops)
+
+    def _append(self, op: dict[str, Any]) -> None:
+        self.path.parent.mkdir(exist_ok=True)
+        new = not self.path.exists()
+        with open(self.path, "ab") as handle:
+            if handle.tell() > 0:
+                with open(self.path, "rb") as check:
+                    check.seek(-1, os.SEEK_END)
+                    if check.read(1) != b"\n":
+                        handle.write(b"\n")   # after a torn line
+            handle.write(json.dumps(op).encode() + b"\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        if new:
+            fsync_dir(self.path.parent)
+        self._ops.append(op)
+
+    def add(self, episode_id: str, label: str, failure_mode: str | None = None,
+            note: str | None = None) -> LabelRecord:
+        if episode_id not in self._ids:
+            raise BadInput(f"episode {episode_id} is not in this bundle")
+        if label not in LABELS:
+            raise BadInput(f"label must be one of {', '.join(LABELS)}, not {label!r}")
+        op = {"op": "add", "id": "lb_" + secrets.token_hex(6), "episode_id": episode_id,
+              "judge": self.judge, "label": label, "failure_mode": failure_mode, "note": note,
+              "created_at": time.time()}
+        self._append(op)
+        return LabelRecord(op["id"], episode_id, label, failure_mode, note, op["created_at"])
+
+    def retract(self, label_id: str) -> None:
+        self._append({"op": "retract", "id": label_id, "at": time.time()})
+
+    def close(self) -> None:
+        pass
+
+
+# ------------------------------------------------------------ merging labels back
+
+
+@dataclass(frozen=True)
+class ImportSummary:
+    bundle_id: str
+    imported: int
+    duplicates: int
+    conflicts: int
+    judges: list[str]
+
+
+def import_labels(campaign: Path, bundle: Path) -> ImportSummary:
+    """Merge a bundle's labels into the campaign store (source 'bundle:<bundle id>').
+
+    Refuses (BadInput, nothing written) when the bundle was made from another campaign or
+    holds labels for episodes that are not in this campaign. A judge's label for an episode
+    that already has a live label from that judge is skipped: counted as a duplicate when it
+    came from a bundle (imported before), as a conflict when the judge labelled it locally.
+    """
+    manifest = read_manifest(Path(bundle))
+    labels = bundle_labels(Path(bundle))
+    store = CampaignStore.open_readonly(Path(campaign))
+    try:
+        info, episodes = blinded_view(store)
+        if manifest.get("campaign_id") != info.ref:
+            raise BadInput(f"{bundle}: this bundle was made from campaign {manifest.get('campaign_id')}, "
+                           f"not from {campaign} (campaign {info.ref}); nothing imported")
+        known = {e.id for e in episodes}
+        problems = [check_judge_name(judge) for judge in labels]
+        problems = [p for p in problems if p]
+        if problems:
+            raise BadInput(f"{bundle}/{LABELS_DIR}: {problems[0]}; nothing imported")
+        foreign = sorted({r.episode_id for records in labels.values() for r in records} - known)
+        if foreign:
+            raise BadInput(f"{bundle}: labels for {len(foreign)} episodes that are not in this campaign "
+                           f"({', '.join(foreign[:3])}{', ...' if len(foreign) > 3 else ''}); nothing imported")
+        bad = [r for records in labels.values() for r in records if r.label not in LABELS]
+        if bad:
+            raise BadInput(f"{bundle}: label {bad[0].label!r} for {bad[0].episode_id} is not one of "
+                           f"{', '.join(LABELS)}; nothing imported")
+        existing = {(j.judge, j.episode_id): j for j in store.judgments()}
+        source = f"bundle:{manifest['bundle_id']}"
+        imported = duplicates = conflicts = 0
+        for judge, records in labels.items():
+            for record in current_labels(records).values():
+                prior = existing.get((judge, record.episode_id))
+                if prior is not None:
+                    if prior.source.startswith("bundle:"):
+                        duplicates += 1
+                    else:
+                        conflicts += 1
+                    continue
+                store.add_judgment(record.episode_id, judge, record.label, record.failure_mode,
+                                   record.note, source=source, created_at=record.created_at or None)
+                imported += 1
+    finally:
+        store.close()
+    return ImportSummary(str(manifest["bundle_id"]), imported, duplicates, conflicts, sorted(labels))

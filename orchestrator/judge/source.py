@@ -1,0 +1,143 @@
+"""What the judge app is given: blinded episodes, the success test, and a place to put labels.
+
+This module holds data types only. It imports nothing from the store, the protocol or the
+schedule, so code written against it cannot reach the key (policy labels, seeds, run order).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+RESERVED_JUDGES = ("physics", "consensus")
+_JUDGE_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,31}$")
+
+
+def check_judge_name(name: str) -> str | None:
+    """None if `name` can be a judge name, else why not (one line)."""
+    if not _JUDGE_NAME.match(name or ""):
+        return (f"judge name {name!r} must be a plain name: a letter, then up to 31 letters, "
+                "digits, '_', '-' or '.'")
+    if name.lower() in RESERVED_JUDGES:
+        return f"judge name {name!r} is reserved (physics and consensus are computed labels)"
+    return None
+
+
+@dataclass(frozen=True)
+class Mark:
+    """The marked cube position of an episode (metres, robot base frame)."""
+
+    id: str
+    x: float | None = None
+    y: float | None = None
+
+    def describe(self) -> str:
+        if self.x is None or self.y is None:
+            return f"Mark {self.id}"
+        return f"Mark {self.id}\nx {self.x:+.3f} m, y {self.y:+.3f} m"
+
+
+@dataclass(frozen=True)
+class BlindEpisode:
+    """One episode as a judge may see it: an opaque id, its videos, its mark, its length."""
+
+    id: str
+    videos: dict[str, Path]          # camera -> absolute path of the video file
+    mark: Mark
+    duration_s: float
+    frames: int
+
+    @property
+    def cameras(self) -> list[str]:
+        return list(self.videos)
+
+
+@dataclass(frozen=True)
+class JudgingInfo:
+    """What the judge is told about the task (from the protocol, with nothing about policies)."""
+
+    ref: str                         # an opaque reference for the title (campaign or bundle id)
+    success_test: str
+    failure_modes: tuple[str, ...]
+    kind: str = "campaign"           # "campaign" | "bundle"
+
+
+@dataclass(frozen=True)
+class LabelRecord:
+    """A judge's label as stored (not retracted)."""
+
+    id: str                          # store id (campaign) or bundle label id
+    episode_id: str
+    label: str                       # success | failure | unsure
+    failure_mode: str | None = None
+    note: str | None = None
+    created_at: float = 0.0
+
+
+class JudgeSource(Protocol):
+    """Where a judge's episodes come from and where their labels go.
+
+    Every `add`/`retract` is durable when it returns (committed transaction, or appended and
+    fsynced line), so quitting or a crash loses nothing.
+    """
+
+    info: JudgingInfo
+    judge: str
+
+    def episodes(self) -> list[BlindEpisode]:
+        """All judgeable episodes, in this judge's own random order."""
+
+    def history(self) -> list[LabelRecord]:
+        """This judge's labels that are not retracted, oldest first."""
+
+    def add(self, episode_id: str, label: str, failure_mode: str | None = None,
+            note: str | None = None) -> LabelRecord:
+        """Record a label; returns it once it is durable."""
+
+    def retract(self, label_id: str) -> None:
+        """Undo a label (kept for the audit trail, no longer counted)."""
+
+    def close(self) -> None:
+        ...
+
+
+def current_labels(history: list[LabelRecord]) -> dict[str, LabelRecord]:
+    """The latest label per episode from a judge's history (oldest first)."""
+    out: dict[str, LabelRecord] = {}
+    for record in history:
+        out[record.episode_id] = record
+    return out
+
+
+@dataclass
+class MemorySource:
+    """An in-memory `JudgeSource` (for tests and benchmarks of the app alone)."""
+
+    info: JudgingInfo
+    judge: str
+    items: list[BlindEpisode]
+    records: list[LabelRecord] = field(default_factory=list)
+    _next: int = 0
+
+    def episodes(self) -> list[BlindEpisode]:
+        return list(self.items)
+
+    def history(self) -> list[LabelRecord]:
+        return list(self.records)
+
+    def add(self, episode_id: str, label: str, failure_mode: str | None = None,
+            note: str | None = None) -> LabelRecord:
+        import time
+
+        self._next += 1
+        record = LabelRecord(f"m{self._next}", episode_id, label, failure_mode, note, time.time())
+        self.records.append(record)
+        return record
+
+    def retract(self, label_id: str) -> None:
+        self.records = [r for r in self.records if r.id != label_id]
+
+    def close(self) -> None:
+        pass
