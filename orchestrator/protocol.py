@@ -238,13 +238,27 @@ def _inner_model(annotation: Any) -> Any:
     return None
 
 
-def _clean_loc(loc: tuple) -> tuple:
-    """Drop pydantic's union-branch tags (e.g. 'scripted', 'EValueStopping') from a loc."""
+def _clean_loc(loc: tuple, data: Any = None) -> tuple:
+    """Drop pydantic's union-branch tags (e.g. 'scripted', 'EValueStopping') from a loc.
+
+    A part is a tag only where the YAML data has no such key: policy labels such as `A` or
+    `B` look like class names but are real keys and must stay.
+    """
     out: list = []
+    node = data
     for part in loc:
-        if isinstance(part, str) and (part in ("scripted", "lerobot") or part[:1].isupper()
-                                      or part.startswith("literal[") or part.startswith("function-")):
+        present = False
+        if isinstance(node, dict) and part in node:
+            present, node = True, node[part]
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            present, node = True, node[part]
+        looks_like_tag = isinstance(part, str) and (
+            part in ("scripted", "lerobot") or part[:1].isupper()
+            or part.startswith("literal[") or part.startswith("function-"))
+        if looks_like_tag and not present:
             continue
+        if not present:
+            node = None
         out.append(part)
     return tuple(out)
 
@@ -255,7 +269,7 @@ def format_validation_errors(error: ValidationError, smap: SourceMap, root: type
     lines: list[str] = []
     seen: set[str] = set()
     for err in error.errors():
-        loc = _clean_loc(tuple(err["loc"]))
+        loc = _clean_loc(tuple(err["loc"]), data)
         dotted = ".".join(str(p) for p in loc) or "(top level)"
         if err["type"] == "extra_forbidden":
             key = str(loc[-1])
@@ -286,13 +300,36 @@ def _policy_model(data: dict, loc: tuple) -> type[BaseModel] | None:
     return {"scripted": ScriptedPolicySpec, "lerobot": LeRobotPolicySpec}.get(kind)
 
 
+def _duplicate_mark_ids(data: dict, smap: SourceMap) -> list[str]:
+    marks = data.get("marks")
+    if not isinstance(marks, list):
+        return []
+    first: dict[str, int] = {}
+    lines = []
+    for index, mark in enumerate(marks):
+        mark_id = mark.get("id") if isinstance(mark, dict) else None
+        if not isinstance(mark_id, str):
+            continue
+        if mark_id in first:
+            line = smap.positions.get(("marks", first[mark_id], "id"), (0, 0))[0]
+            lines.append(f"{smap.locate(('marks', index, 'id'))}: mark id {mark_id!r} is used twice "
+                         f"(first at line {line})")
+        else:
+            first[mark_id] = index
+    return lines
+
+
 def load_layout(path: Path) -> tuple[Layout, str]:
     """Load and validate a layout file, including reach and table checks for every mark."""
     data, smap, text = load_yaml_mapping(path, "layout")
     try:
         layout = Layout.model_validate(data)
     except ValidationError as exc:
-        raise BadInput(format_validation_errors(exc, smap, Layout, data)) from None
+        lines = format_validation_errors(exc, smap, Layout, data)
+        duplicates = _duplicate_mark_ids(data, smap)
+        if duplicates:  # located at the repeated id instead of the top of the file
+            lines = [line for line in lines if "is used twice" not in line] + duplicates
+        raise BadInput(lines) from None
     problems = []
     half = layout.cube.size_m / 2
     for index, mark in enumerate(layout.marks):

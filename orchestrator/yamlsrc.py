@@ -48,6 +48,11 @@ def _walk(node: yaml.Node, loc: Loc, out: dict[Loc, tuple[int, int]]) -> None:
             _walk(item, child, out)
 
 
+def _byte_position(raw: bytes, offset: int) -> tuple[int, int]:
+    """1-based (line, column) of byte `offset` in `raw`."""
+    return raw.count(b"\n", 0, offset) + 1, offset - (raw.rfind(b"\n", 0, offset) + 1) + 1
+
+
 def load_yaml_mapping(path: Path, what: str) -> tuple[dict[str, Any], SourceMap, str]:
     """Read `path` as a YAML mapping; return (data, source map, text).
 
@@ -66,9 +71,11 @@ def load_yaml_mapping(path: Path, what: str) -> tuple[dict[str, Any], SourceMap,
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise BadInput(f"{path}:1:{exc.start + 1}: {what} file is not UTF-8 text") from None
+        line, col = _byte_position(raw, exc.start)
+        raise BadInput(f"{path}:{line}:{col}: {what} file is not UTF-8 text") from None
     if "\x00" in text:
-        raise BadInput(f"{path}:1:1: {what} file contains NUL bytes (binary, not YAML)")
+        line, col = _byte_position(raw, raw.index(b"\x00"))
+        raise BadInput(f"{path}:{line}:{col}: {what} file contains NUL bytes (binary, not YAML)")
     smap = SourceMap(path)
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
