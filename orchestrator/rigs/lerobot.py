@@ -1,0 +1,410 @@
+"""A real arm through LeRobot: the robot and its cameras built from the rig profile.
+
+`LeRobotRig(loaded_rig)` builds the robot with LeRobot's own config classes and factory:
+`RobotConfig.get_choice_class(profile.robot.type)` (so101_follower by default, any registered
+LeRobot robot type or `lerobot_robot_*` plugin), filled with the profile's `port`, `id`,
+`max_relative_target`, cameras and any other field of that config class written in the profile
+(`disable_torque_on_disconnect`, `calibration_dir`, `use_degrees`, ...), then
+`make_robot_from_config`. Cameras: `type: opencv` -> `OpenCVCameraConfig`, `type: video` -> the
+video-file camera (`rigs/videocam.py`), both through LeRobot's camera registry.
+
+Safety: `connect()` never lets LeRobot ask for calibration on stdin (it connects with
+`calibrate=False` and refuses when the calibration file is missing or differs from the motors);
+`max_relative_target` clips every target (LeRobot does it in `send_action`); `go_to_rest()`
+moves to `rest_pose` in small steps; `safe_stop()` holds, then goes to rest, and never raises;
+`disconnect()` turns torque off as the LeRobot config says (`disable_torque_on_disconnect`).
+
+Faults mid-episode (serial bus, camera) surface as `faults.DeviceFault` with a one-line cause
+and what to check.
+
+Imports LeRobot (and so torch) lazily: constructing the rig is the first import.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import logging
+import math
+import pkgutil
+import time
+from pathlib import Path
+from typing import Any
+
+from ..errors import BadInput
+from ..faults import DeviceFault
+from ..protocol import Cube, Mark
+from .base import Action, EpisodeFacts, Observation
+from .profile import LoadedRig, RigProfile
+
+logger = logging.getLogger(__name__)
+
+# Robot types whose config lives in a LeRobot module of another name.
+_ROBOT_MODULES = {
+    "so100_follower": "so_follower", "so101_follower": "so_follower",
+    "bi_so100_follower": "bi_so_follower", "bi_so_follower": "bi_so_follower",
+    "hope_jr_hand": "hope_jr", "hope_jr_arm": "hope_jr",
+    "lekiwi_client": "lekiwi", "reachy2": "reachy2",
+}
+_OWN_CAMERA_FIELDS = {"type", "index_or_path", "width", "height", "fps"}
+
+
+def robot_config_class(robot_type: str):
+    """The LeRobot `RobotConfig` subclass registered under `robot_type` (BadInput if none)."""
+    from lerobot.robots import RobotConfig
+
+    def known() -> list[str]:
+        return sorted(RobotConfig.get_known_choices())
+
+    if robot_type not in known():
+        for module in (_ROBOT_MODULES.get(robot_type), robot_type):
+            if module:
+                try:
+                    importlib.import_module(f"lerobot.robots.{module}")
+                except ImportError:
+                    pass
+    if robot_type not in known():
+        from lerobot.utils.import_utils import register_third_party_plugins
+
+        register_third_party_plugins()
+        import lerobot.robots as pkg
+
+        for info in pkgutil.iter_modules(pkg.__path__):
+            if info.ispkg:
+                try:
+                    importlib.import_module(f"lerobot.robots.{info.name}")
+                except Exception:  # noqa: BLE001 - optional extras missing: that type is unavailable
+                    pass
+    if robot_type not in known():
+        raise BadInput(f"rig: unknown LeRobot robot type {robot_type!r} (known: {', '.join(known())}; "
+                       "third-party robots come from installed `lerobot_robot_*` packages)")
+    return RobotConfig.get_choice_class(robot_type)
+
+
+def camera_configs(profile: RigProfile, base_dir: Path) -> dict[str, Any]:
+    """LeRobot camera configs for the profile's cameras (opencv, video)."""
+    from lerobot.cameras.opencv import OpenCVCameraConfig
+
+    from .videocam import VideoCamConfig
+
+    configs: dict[str, Any] = {}
+    problems = []
+    for name, cam in profile.cameras.items():
+        extra = {k: v for k, v in (cam.model_extra or {}).items() if k not in _OWN_CAMERA_FIELDS}
+        common = dict(fps=cam.fps, width=cam.width, height=cam.height)
+        try:
+            if cam.type == "opencv":
+                where = cam.index_or_path if cam.index_or_path is not None else 0
+                if isinstance(where, str) and where.isdigit():
+                    where = int(where)
+                elif isinstance(where, str):
+                    where = Path(where)
+                configs[name] = OpenCVCameraConfig(index_or_path=where, **common, **extra)
+            elif cam.type == "video":
+                if not cam.index_or_path:
+                    problems.append(f"rig: camera {name}: type video needs index_or_path: <file.mp4>")
+                    continue
+                path = Path(str(cam.index_or_path)).expanduser()
+                if not path.is_absolute():
+                    path = (base_dir / path).resolve()
+                configs[name] = VideoCamConfig(index_or_path=path, **common, **extra)
+            else:
+                problems.append(f"rig: camera {name}: type {cam.type!r} is not a LeRobot camera here "
+                                "(use opencv or video; sim cameras belong to the simulated rig)")
+        except (TypeError, ValueError) as exc:
+            problems.append(f"rig: camera {name}: {str(exc).splitlines()[0]}")
+    if problems:
+        raise BadInput(problems)
+    return configs
+
+
+def build_robot_config(profile: RigProfile, base_dir: Path | None = None):
+    """The LeRobot robot config the profile describes (BadInput with one line per problem)."""
+    spec = profile.robot
+    cls = robot_config_class(spec.type)
+    fields = {f.name for f in dataclasses.fields(cls)}
+    kwargs: dict[str, Any] = {}
+    for key in ("port", "id", "max_relative_target"):
+        value = getattr(spec, key)
+        if value is not None:
+            if key not in fields:
+                raise BadInput(f"rig: robot field {key!r} is not a field of LeRobot's {cls.__name__}")
+            kwargs[key] = value
+    unknown = []
+    for key, value in (spec.model_extra or {}).items():
+        if key not in fields:
+            unknown.append(key)
+        else:
+            kwargs[key] = Path(value).expanduser() if key == "calibration_dir" and value else value
+    if unknown:
+        raise BadInput([f"rig: robot field {k!r} is not a field of LeRobot's {cls.__name__} "
+                        f"(fields: {', '.join(sorted(fields))})" for k in unknown])
+    if profile.cameras:
+        if "cameras" not in fields:
+            raise BadInput(f"rig: LeRobot's {cls.__name__} takes no cameras")
+        kwargs["cameras"] = camera_configs(profile, base_dir or Path.cwd())
+    try:
+        return cls(**kwargs)
+    except (TypeError, ValueError) as exc:
+        raise BadInput(f"rig: cannot build LeRobot's {cls.__name__}: {str(exc).splitlines()[0]}") from None
+
+
+def calibrate_command(profile: RigProfile, calibration_dir: Path | None = None) -> str:
+    spec = profile.robot
+    cmd = f"lerobot-calibrate --robot.type={spec.type}"
+    if spec.port:
+        cmd += f" --robot.port={spec.port}"
+    if spec.id:
+        cmd += f" --robot.id={spec.id}"
+    extra = spec.model_extra or {}
+    if extra.get("calibration_dir"):
+        cmd += f" --robot.calibration_dir={calibration_dir or extra['calibration_dir']}"
+    return cmd
+
+
+class LeRobotRig:
+    """A LeRobot robot (real arm) implementing the `Rig` protocol. See the module docstring.
+
+    `loaded` is a `LoadedRig` (relative video paths resolve from the profile's folder) or a
+    bare `RigProfile`. `rest_speed_deg_s` / `rest_fps` pace `go_to_rest`, which then holds the
+    rest target for up to `settle_s` until every joint is within `rest_tolerance_deg`.
+    """
+
+    realtime = True
+
+    def __init__(self, loaded: LoadedRig | RigProfile, *, rest_speed_deg_s: float = 45.0,
+                 rest_fps: int = 50, settle_s: float = 1.0, rest_tolerance_deg: float = 2.0):
+        if isinstance(loaded, LoadedRig):
+            self.loaded: LoadedRig | None = loaded
+            self.profile = loaded.profile
+            self.base_dir = loaded.path.parent.resolve()
+            self.name = str(loaded.path)
+        else:
+            self.loaded = None
+            self.profile = loaded
+            self.base_dir = Path.cwd()
+            self.name = "rig"
+        if self.profile.simulated:
+            raise BadInput(f"{self.name}: robot type sim_so101 is the simulated rig, not a LeRobot robot")
+        self.camera_names: tuple[str, ...] = tuple(self.profile.cameras)
+        self.rest_speed_deg_s = rest_speed_deg_s
+        self.rest_fps = rest_fps
+        self.settle_s = settle_s
+        self.rest_tolerance_deg = rest_tolerance_deg
+        self.config = build_robot_config(self.profile, self.base_dir)
+        self._robot = None
+        self._connected = False
+        self._clipped: dict[str, int] = {}
+        self._steps = 0
+
+    # ------------------------------------------------------------ LeRobot objects
+    @property
+    def robot(self):
+        """The LeRobot `Robot` (built on first use, not connected)."""
+        if self._robot is None:
+            from lerobot.robots import make_robot_from_config
+
+            try:
+                self._robot = make_robot_from_config(self.config)
+            except (ImportError, ValueError, TypeError) as exc:
+                raise BadInput(f"{self.name}: cannot build the LeRobot robot: {str(exc).splitlines()[0]}") from None
+        return self._robot
+
+    @property
+    def robot_type(self) -> str:
+        """What LeRobot's rollout passes as `robot_type` to the policy (`robot.robot_type`)."""
+        return self.robot.robot_type
+
+    @property
+    def observation_features(self) -> dict[str, Any]:
+        return dict(self.robot.observation_features)
+
+    @property
+    def action_features(self) -> dict[str, Any]:
+        return dict(self.robot.action_features)
+
+    @property
+    def calibration_path(self) -> Path:
+        return Path(self.robot.calibration_fpath)
+
+    @property
+    def needs_calibration(self) -> bool:
+        """Motor-bus robots (SO-10x, Koch, ...) need a calibration file before connecting."""
+        return getattr(self.robot, "bus", None) is not None
+
+    @property
+    def port(self) -> str | None:
+        return self.profile.robot.port
+
+    def _arm_name(self) -> str:
+        return f"arm {self.port}" if self.port else f"arm {self.profile.robot.type}"
+
+    # ------------------------------------------------------------ Rig protocol
+    def preflight(self) -> list[str]:
+        from ..preflight import rig_checks
+
+        return [c.line for c in rig_checks(self) if not c.ok]
+
+    def connect(self) -> None:
+        if self._connected:
+            return
+        robot = self.robot
+        if self.needs_calibration and not self.calibration_path.is_file():
+            raise BadInput(f"{self.name}: no calibration file for {self.profile.robot.type} id "
+                           f"{self.profile.robot.id!r} (looked for {self.calibration_path}); run: "
+                           f"{calibrate_command(self.profile)}")
+        try:
+            robot.connect(calibrate=False)
+        except Exception as exc:  # noqa: BLE001 - classified into a DeviceFault
+            self._disconnect_quietly()
+            raise self._fault(exc) from exc
+        try:
+            calibrated = robot.is_calibrated
+        except Exception as exc:  # noqa: BLE001
+            self._disconnect_quietly()
+            raise self._fault(exc) from exc
+        if not calibrated:
+            self._disconnect_quietly()
+            raise BadInput(f"{self.name}: the motors on {self.port} hold another calibration than "
+                           f"{self.calibration_path} (another arm on this port, or calibrated elsewhere); "
+                           f"check the port, then run {calibrate_command(self.profile)} "
+                           "(ENTER writes the file to the motors, 'c' recalibrates)")
+        self._connected = True
+
+    def prepare_layout(self, mark: Mark, cube: Cube, seed: int) -> None:
+        """Nothing to do on hardware: the operator console asks the human to place the cube."""
+        return None
+
+    def observe(self, with_images: bool = True) -> Observation:
+        try:
+            obs = self.robot.get_observation()
+        except Exception as exc:  # noqa: BLE001
+            raise self._fault(exc) from exc
+        if not with_images:
+            for name in self.camera_names:
+                obs.pop(name, None)
+        return obs
+
+    def act(self, action: Action) -> Action:
+        try:
+            sent = self.robot.send_action(action)
+        except Exception as exc:  # noqa: BLE001
+            raise self._fault(exc) from exc
+        self._steps += 1
+        for key, value in sent.items():
+            wanted = action.get(key)
+            if wanted is not None and abs(float(wanted) - float(value)) > 1e-3:
+                self._clipped[key] = self._clipped.get(key, 0) + 1
+        return sent
+
+    def end_episode(self) -> EpisodeFacts:
+        facts = EpisodeFacts(extra={"steps": self._steps, "clipped_steps": dict(self._clipped),
+                                    "max_relative_target": self.profile.robot.max_relative_target})
+        self._clipped, self._steps = {}, 0
+        return facts
+
+    def go_to_rest(self) -> None:
+        """Interpolate from the present joint positions to `rest_pose` at `rest_speed_deg_s`."""
+        rest = dict(self.profile.rest_pose)
+        if not rest:
+            return
+        from lerobot.utils.robot_utils import precise_sleep
+
+        try:
+            start = self._joint_positions()
+            keys = [k for k in rest if k in start]
+            span = max((abs(rest[k] - start[k]) for k in keys), default=0.0)
+            steps = max(1, math.ceil(span / self.rest_speed_deg_s * self.rest_fps))
+            period = 1.0 / self.rest_fps
+            for i in range(1, steps + 1):
+                t0 = time.perf_counter()
+                frac = i / steps
+                self.robot.send_action({k: start[k] + (rest[k] - start[k]) * frac for k in keys})
+                precise_sleep(max(0.0, period - (time.perf_counter() - t0)))
+            # max_relative_target may have clipped the last steps: hold the target until reached.
+            deadline = time.perf_counter() + self.settle_s
+            while time.perf_counter() < deadline:
+                here = self._joint_positions()
+                if all(abs(here[k] - rest[k]) <= self.rest_tolerance_deg for k in keys):
+                    break
+                self.robot.send_action({k: rest[k] for k in keys})
+                precise_sleep(period)
+        except Exception as exc:  # noqa: BLE001
+            raise self._fault(exc) from exc
+
+    def safe_stop(self) -> None:
+        """Hold the present position, then go to rest; never raises (logs what failed)."""
+        robot = self._robot
+        if robot is None or not self._connected:
+            return
+        try:
+            here = self._joint_positions()
+            robot.send_action(here)
+        except Exception as exc:  # noqa: BLE001
+            logger.warning("safe_stop: cannot hold position: %s", exc)
+            return
+        try:
+            self.go_to_rest()
+        except Exception as exc:  # noqa: BLE001
+            logger.warning("safe_stop: cannot go to rest: %s", exc)
+
+    def disconnect(self) -> None:
+        """Disconnect (torque off if the LeRobot config says so); never raises."""
+        if self._robot is None:
+            return
+        self._disconnect_quietly()
+        self._connected = False
+
+    # ------------------------------------------------------------ helpers
+    def _joint_positions(self) -> dict[str, float]:
+        """Present joint positions, from the motor bus directly when there is one (a frozen
+        camera must not stop the arm from going to rest)."""
+        robot = self.robot
+        bus = getattr(robot, "bus", None)
+        if bus is not None and hasattr(bus, "sync_read"):
+            values = bus.sync_read("Present_Position")
+            return {f"{m}.pos": float(v) for m, v in values.items()}
+        obs = robot.get_observation()
+        return {k: float(v) for k, v in obs.items() if k.endswith(".pos")}
+
+    def _disconnect_quietly(self) -> None:
+        robot = self._robot
+        if robot is None:
+            return
+        try:
+            if robot.is_connected:
+                robot.disconnect()
+                return
+        except Exception as exc:  # noqa: BLE001
+            logger.warning("disconnect: %s", exc)
+        # A dead bus makes robot.disconnect() fail before the cameras: release them one by one.
+        bus = getattr(robot, "bus", None)
+        try:
+            if bus is not None and bus.is_connected:
+                bus.port_handler.closePort()
+        except Exception as exc:  # noqa: BLE001
+            logger.warning("disconnect: closing the port: %s", exc)
+        for cam in getattr(robot, "cameras", {}).values():
+            try:
+                if cam.is_connected:
+                    cam.disconnect()
+            except Exception as exc:  # noqa: BLE001
+                logger.warning("disconnect: %s: %s", cam, exc)
+
+    def _fault(self, exc: BaseException) -> DeviceFault:
+        if isinstance(exc, DeviceFault):
+            return exc
+        text = str(exc)
+        cameras = getattr(self._robot, "cameras", {}) or {}
+        suspects = [name for name, cam in cameras.items() if str(cam) in text]
+        if not suspects and isinstance(exc, TimeoutError):
+            suspects = list(cameras)
+        if len(suspects) > 1:  # several cameras print alike: find the one that stopped
+            for name in suspects:
+                try:
+                    cameras[name].read_latest()
+                except Exception:  # noqa: BLE001
+                    return DeviceFault.camera(name, exc)
+        if suspects:
+            return DeviceFault.camera(suspects[0], exc)
+        return DeviceFault.arm(self._arm_name(), exc)
