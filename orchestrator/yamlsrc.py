@@ -34,18 +34,25 @@ class SourceMap:
         return f"{self.path}:1:1"
 
 
-def _walk(node: yaml.Node, loc: Loc, out: dict[Loc, tuple[int, int]]) -> None:
+def _walk(node: yaml.Node, loc: Loc, out: dict[Loc, tuple[int, int]],
+          seen: set[int] | None = None) -> None:
+    # An alias (`*x`) is the same node object as its anchor: visit each node once, so a
+    # recursive alias (`a: &x [*x]`) or a "billion laughs" document cannot loop or explode.
+    seen = set() if seen is None else seen
+    if id(node) in seen:
+        return
+    seen.add(id(node))
     if isinstance(node, yaml.MappingNode):
         for key_node, value_node in node.value:
             key = key_node.value if isinstance(key_node, yaml.ScalarNode) else str(key_node.value)
             child = (*loc, key)
             out[child] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
-            _walk(value_node, child, out)
+            _walk(value_node, child, out, seen)
     elif isinstance(node, yaml.SequenceNode):
         for index, item in enumerate(node.value):
             child = (*loc, index)
             out[child] = (item.start_mark.line + 1, item.start_mark.column + 1)
-            _walk(item, child, out)
+            _walk(item, child, out, seen)
 
 
 def _byte_position(raw: bytes, offset: int) -> tuple[int, int]:
