@@ -1,17 +1,81 @@
-"""`orchestrator report` (not implemented yet)."""
+"""`orchestrator report (CAMPAIGN | --outcomes CSV) [--judge NAME] [--format text|md|json|html] [--out FILE]`."""
 
 from __future__ import annotations
 
 import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
 
-from ..errors import RuntimeFailure
+from ..errors import BadInput, RuntimeFailure
 
-HELP = "report (not implemented yet)"
+HELP = "the paired report: McNemar (mid-p primary), Wilson intervals, difference CI, strata, judges, plots"
+FORMATS = ("text", "md", "json", "html")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("rest", nargs="*")
+    parser.add_argument("campaign", nargs="?", help="campaign directory (recordings/<campaign>)")
+    parser.add_argument("--outcomes", metavar="CSV",
+                        help="report on an outcomes CSV (columns layout,policy,success[,repeat,stratum,judge,failure_mode])")
+    parser.add_argument("--judge", metavar="NAME",
+                        help="whose labels count: a judge's name, physics, or consensus (default: consensus "
+                             "of human judges; physics in simulation when nobody judged)")
+    parser.add_argument("--format", choices=FORMATS, default="text", help="output format (default text)")
+    parser.add_argument("--out", metavar="FILE", help="write the report to FILE (atomically) instead of stdout")
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write text to path via a temporary file in the same folder, fsync, rename."""
+    path = Path(path)
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        raise BadInput(f"{path}: folder {folder} does not exist")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a report is an ordinary file
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise RuntimeFailure(f"{path}: cannot write the report: {exc.strerror or exc}") from None
+    try:
+        dfd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+    except OSError:
+        pass
 
 
 def run(args: argparse.Namespace) -> int:
-    raise RuntimeFailure("`report` is not implemented yet")
+    from ..outcomes import load_outcomes_csv, outcomes_from_store
+    from ..report import build_report, render
+
+    if bool(args.campaign) == bool(args.outcomes):
+        raise BadInput("report: give a CAMPAIGN directory or --outcomes CSV (exactly one)")
+    if args.outcomes:
+        if args.judge:
+            raise BadInput("report: --judge applies to a campaign; an outcomes CSV already holds the labels")
+        data = load_outcomes_csv(args.outcomes)
+    else:
+        from ..store import CampaignStore
+
+        store = CampaignStore.open_readonly(Path(args.campaign))
+        try:
+            data = outcomes_from_store(store, args.judge)
+        finally:
+            store.close()
+    text = render(build_report(data), args.format)
+    if args.out:
+        write_atomic(Path(args.out), text)
+        print(f"report written to {args.out}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
