@@ -1,0 +1,314 @@
+"""A LeRobot checkpoint as a policy, run step by step exactly as `lerobot-rollout` runs it.
+
+`LeRobotPolicy(spec, protocol_dir, task, rig_features)` loads the checkpoint (`spec.path`: a Hub
+repo id, or a local directory relative to the protocol's folder; `spec.revision`,
+`spec.device`) the way `lerobot-rollout` does (`lerobot/rollout/context.py`):
+`PreTrainedConfig.from_pretrained` -> `get_policy_class(type).from_pretrained(path, config=...)`
+-> `.to(device).eval()`; `make_pre_post_processors(cfg, pretrained_path=path,
+pretrained_revision=..., preprocessor_overrides={device_processor, rename_observations})`;
+the robot-side processors from `make_default_processors()`; dataset features built from the
+rig's observation/action features with `aggregate_pipeline_dataset_features`.
+
+Each `select_action(observation)` is the sync rollout tick (`rollout/strategies/core.py`
+`send_next_action` + `rollout/inference/sync.py` `SyncInferenceEngine.get_action`):
+robot observation processor -> `build_dataset_frame` -> `prepare_observation_for_inference(obs,
+device, task, robot_type)` -> preprocessor -> `policy.select_action` -> postprocessor ->
+`make_robot_action` (ordered action keys) -> robot action processor -> `{"<joint>.pos": float}`.
+`reset()` resets the policy and both processors at every episode (`SyncInferenceEngine.reset`).
+
+Refused before the campaign (`BadInput`, one line each): a checkpoint that cannot be found or
+loaded, an unavailable device, checkpoint features that do not match the rig (camera names,
+image shapes, state and action sizes), and, offline, backbone weights torchvision would have
+to download (named, with where to put them: `$TORCH_HOME`).
+
+A policy that raises mid-episode surfaces as `faults.DeviceFault` (kind `policy`).
+
+`rig_features` is LeRobot's `robot.observation_features` shape: `{"shoulder_pan.pos": float,
+..., "front": (H, W, 3)}`, or an object with `observation_features` (and optionally
+`action_features` and `robot_type`), e.g. a `LeRobotRig`; `rig_observation_features(profile)`
+builds it from a rig profile without importing torch.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from contextlib import nullcontext
+from copy import copy
+from pathlib import Path
+from typing import Any, Mapping
+
+from ..errors import BadInput
+from ..faults import DeviceFault, one_line
+from ..protocol import LeRobotPolicySpec
+from ..rigs.base import Action, Observation
+from ..rigs.profile import STATE_KEYS, LoadedRig, RigProfile
+
+logger = logging.getLogger(__name__)
+
+# What lerobot-rollout passes as robot_type for an SO-101 (`SO101Follower.name` in LeRobot 0.6).
+SO101_ROBOT_TYPE = "so_follower"
+
+
+def rig_observation_features(profile: RigProfile | LoadedRig) -> dict[str, Any]:
+    """LeRobot-style observation features of a rig profile: joints (float) and cameras (H, W, 3)."""
+    if isinstance(profile, LoadedRig):
+        profile = profile.profile
+    features: dict[str, Any] = {key: float for key in STATE_KEYS}
+    for name, cam in profile.cameras.items():
+        features[name] = (cam.height, cam.width, 3)
+    return features
+
+
+def _offline() -> bool:
+    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+def _is_local(path: str) -> bool:
+    """A Hub repo id is `owner/name`; anything else that looks like a path is a local folder."""
+    return path.startswith((".", "/", "~")) or path.rstrip("/").count("/") >= 2
+
+
+def resolve_checkpoint(spec: LeRobotPolicySpec, protocol_dir: Path | str) -> tuple[str, bool]:
+    """(`path or repo id` to hand LeRobot, is_local). Local paths resolve from the protocol's folder."""
+    raw = spec.path
+    candidate = (Path(protocol_dir) / Path(raw).expanduser()).resolve()
+    if _is_local(raw) or candidate.is_dir():
+        return str(candidate), True
+    return raw, False
+
+
+def backbone_weights_problem(cfg: Any, where: str) -> str | None:
+    """The one-line message when the config names torchvision backbone weights that are not in the
+    torch hub cache (they would be downloaded when the policy is built), else None."""
+    weights = getattr(cfg, "pretrained_backbone_weights", None)
+    if not weights:
+        return None
+    import torch
+
+    checkpoints = Path(torch.hub.get_dir()) / "checkpoints"
+    filename = None
+    try:
+        import torchvision
+
+        url = torchvision.models.get_weight(str(weights)).url
+        filename = url.rsplit("/", 1)[-1]
+    except Exception:  # noqa: BLE001 - unknown enum: still say which weights
+        pass
+    if filename and (checkpoints / filename).is_file():
+        return None
+    torch_home = os.environ.get("TORCH_HOME", "")
+    return (f"{where}: its config names backbone weights {weights}"
+            + (f" ({filename})" if filename else "")
+            + f", which torchvision downloads when the policy is built, and they are not in {checkpoints}; "
+            f"copy {filename or 'the weights file'} there (or set $TORCH_HOME, now "
+            f"{torch_home or 'unset'}, to a folder whose hub/checkpoints/ holds it), or set "
+            '"pretrained_backbone_weights": null in the checkpoint\'s config.json '
+            "(the checkpoint's own weights replace them when it loads)")
+
+
+def feature_problems(cfg: Any, observation_features: Mapping[str, Any],
+                     action_features: Mapping[str, Any] | None, where: str) -> list[str]:
+    """One line per mismatch between the checkpoint's input/output features and the rig's."""
+    from lerobot.configs import FeatureType
+
+    problems: list[str] = []
+    state_keys = [k for k, v in observation_features.items()
+                  if v is float and k.endswith((".pos", ".vel"))]
+    cameras = {k: tuple(v) for k, v in observation_features.items() if isinstance(v, tuple)}
+    action_keys = [k for k, v in (action_features or {k: float for k in state_keys}).items()
+                   if k.endswith((".pos", ".vel"))]
+    have = ", ".join(f"{n} ({s[1]}x{s[0]})" for n, s in cameras.items()) or "no cameras"
+    for key, ft in cfg.input_features.items():
+        shape = tuple(ft.shape)
+        if ft.type == FeatureType.VISUAL:
+            cam = key.removeprefix("observation.images.").removeprefix("observation.image")
+            cam = cam or "image"
+            want = f"{shape[2]}x{shape[1]}" if len(shape) == 3 else str(shape)
+            if cam not in cameras:
+                problems.append(f"{where}: expects camera {cam!r} ({key}, {want}) but the rig has {have}")
+            elif len(shape) == 3 and (shape[1], shape[2]) != cameras[cam][:2]:
+                h, w = cameras[cam][:2]
+                problems.append(f"{where}: camera {cam!r} is {w}x{h} on the rig but the policy was "
+                                f"trained on {want} ({key})")
+        elif ft.type == FeatureType.STATE:
+            if shape != (len(state_keys),):
+                problems.append(f"{where}: expects a state of {shape[0] if shape else shape} values ({key}) "
+                                f"but the rig gives {len(state_keys)} ({', '.join(state_keys)})")
+        elif ft.type == FeatureType.ENV:
+            problems.append(f"{where}: expects {key} {shape}, which a real rig does not provide")
+        else:
+            problems.append(f"{where}: expects input {key} ({ft.type.value}, {shape}), "
+                            "which the rig does not provide")
+    for key, ft in cfg.output_features.items():
+        if ft.type == FeatureType.ACTION and tuple(ft.shape) != (len(action_keys),):
+            problems.append(f"{where}: outputs {ft.shape[0]} action values ({key}) but the rig takes "
+                            f"{len(action_keys)} ({', '.join(action_keys)})")
+    return problems
+
+
+def _resolve_action_key_order(policy_names: list[str] | None, dataset_names: list[str]) -> list[str]:
+    """As `lerobot.rollout.context._resolve_action_key_order`."""
+    if not policy_names:
+        return dataset_names
+    policy_names = list(policy_names)
+    if len(policy_names) != len(dataset_names) or set(policy_names) != set(dataset_names):
+        logger.warning("policy action_feature_names do not match the rig; using the rig's order")
+        return dataset_names
+    return policy_names
+
+
+class LeRobotPolicy:
+    """A LeRobot checkpoint behind the `Policy` protocol (see the module docstring)."""
+
+    needs_images = True
+
+    def __init__(self, spec: LeRobotPolicySpec, protocol_dir: Path | str, task: str,
+                 rig_features: Any, *, robot_type: str | None = None):
+        self.spec = spec
+        self.task = task or ""
+        self.path, self.local = resolve_checkpoint(spec, protocol_dir)
+        where = f"policy checkpoint {spec.path}"
+        self.where = where
+
+        if isinstance(rig_features, Mapping):
+            obs_features, act_features = dict(rig_features), None
+        elif isinstance(rig_features, (RigProfile, LoadedRig)):
+            obs_features, act_features = rig_observation_features(rig_features), None
+        else:
+            obs_features = dict(rig_features.observation_features)
+            act_features = dict(getattr(rig_features, "action_features", None) or {}) or None
+        if robot_type is None:
+            robot_type = getattr(rig_features, "robot_type", None) or SO101_ROBOT_TYPE
+        self.robot_type = robot_type
+
+        if self.local and not (Path(self.path) / "config.json").is_file():
+            raise BadInput(f"{where}: no config.json in {self.path} (expected a LeRobot checkpoint folder "
+                           "saved with save_pretrained, e.g. .../checkpoints/last/pretrained_model)")
+
+        import torch
+        from lerobot.configs.policies import PreTrainedConfig
+
+        try:
+            cfg = PreTrainedConfig.from_pretrained(self.path, revision=spec.revision)
+        except Exception as exc:  # noqa: BLE001 - one line with what to do
+            hint = ""
+            if not self.local:
+                hint = (f"; it is not in the local Hugging Face cache{' and HF_HUB_OFFLINE=1' if _offline() else ''}"
+                        f": download it once online (`hf download {spec.path}"
+                        f"{' --revision ' + spec.revision if spec.revision else ''}`) or use a local folder")
+            raise BadInput(f"{where}: cannot load its config: {one_line(exc)}{hint}") from None
+        cfg.pretrained_path = self.path
+
+        device = spec.device or "cpu"
+        try:
+            torch_device = torch.device(device)
+        except (RuntimeError, TypeError) as exc:
+            raise BadInput(f"{where}: device {device!r}: {one_line(exc)}") from None
+        if torch_device.type == "cuda" and not torch.cuda.is_available():
+            raise BadInput(f"{where}: device {device!r} requested but CUDA is not available here (use device: cpu)")
+        if torch_device.type == "mps" and not torch.backends.mps.is_available():
+            raise BadInput(f"{where}: device {device!r} requested but MPS is not available here (use device: cpu)")
+        cfg.device = device
+        self.device = torch_device
+
+        problems = feature_problems(cfg, obs_features, act_features, where)
+        if problems:
+            raise BadInput(problems)
+        backbone = backbone_weights_problem(cfg, where)
+        if backbone and _offline():
+            raise BadInput(backbone)
+
+        from lerobot.datasets import aggregate_pipeline_dataset_features, create_initial_features
+        from lerobot.policies import get_policy_class, make_pre_post_processors
+        from lerobot.processor import make_default_processors
+        from lerobot.processor.relative_action_processor import RelativeActionsProcessorStep
+        from lerobot.utils.feature_utils import combine_feature_dicts
+
+        try:
+            policy = get_policy_class(cfg.type).from_pretrained(self.path, config=cfg, revision=spec.revision)
+        except Exception as exc:  # noqa: BLE001
+            if backbone:
+                raise BadInput(backbone) from None
+            raise BadInput(f"{where}: cannot load the policy: {one_line(exc)}") from None
+        policy = policy.to(device)
+        policy.eval()
+        try:
+            pre, post = make_pre_post_processors(
+                policy_cfg=cfg, pretrained_path=self.path, pretrained_revision=spec.revision,
+                dataset_stats=None,
+                preprocessor_overrides={"device_processor": {"device": device},
+                                        "rename_observations_processor": {"rename_map": {}}})
+        except Exception as exc:  # noqa: BLE001
+            raise BadInput(f"{where}: cannot load its pre/post processors: {one_line(exc)}") from None
+        if any(isinstance(step, RelativeActionsProcessorStep) and step.enabled
+               for step in getattr(pre, "steps", ())):
+            raise BadInput(f"{where}: uses relative actions, which lerobot-rollout's synchronous "
+                           "inference does not support")
+
+        teleop_action_processor, robot_action_processor, robot_observation_processor = make_default_processors()
+        obs_hw = {k: v for k, v in obs_features.items()
+                  if isinstance(v, tuple) or (v is float and k.endswith((".pos", ".vel")))}
+        act_hw = {k: v for k, v in (act_features or {k: float for k in obs_hw if obs_hw[k] is float}).items()
+                  if k.endswith((".pos", ".vel"))}
+        action_ds = aggregate_pipeline_dataset_features(
+            pipeline=teleop_action_processor, initial_features=create_initial_features(action=act_hw),
+            use_videos=True)
+        observation_ds = aggregate_pipeline_dataset_features(
+            pipeline=robot_observation_processor,
+            initial_features=create_initial_features(observation=obs_hw), use_videos=True)
+        self.dataset_features = combine_feature_dicts(action_ds, observation_ds)
+        names = getattr(cfg, "action_feature_names", None)
+        self.ordered_action_keys = _resolve_action_key_order(list(names) if names else None, list(act_hw))
+
+        self.config = cfg
+        self.policy = policy
+        self.preprocessor = pre
+        self.postprocessor = post
+        self.robot_observation_processor = robot_observation_processor
+        self.robot_action_processor = robot_action_processor
+        self._episode_task = self.task
+
+    # ------------------------------------------------------------ Policy protocol
+    def reset(self, context: Any = None) -> None:
+        """Per episode, as `SyncInferenceEngine.reset`: policy, preprocessor, postprocessor."""
+        task = getattr(context, "task", None)
+        self._episode_task = task if task else self.task
+        self.policy.reset()
+        self.preprocessor.reset()
+        self.postprocessor.reset()
+
+    def select_action(self, observation: Observation) -> Action:
+        try:
+            return self._step(observation)
+        except Exception as exc:  # noqa: BLE001 - any failure inside the policy pipeline
+            raise DeviceFault.policy(exc) from exc
+
+    def close(self) -> None:
+        self.policy = None
+        self.preprocessor = self.postprocessor = None
+
+    # ------------------------------------------------------------ the rollout tick
+    def _step(self, obs_raw: Observation) -> Action:
+        import torch
+        from lerobot.policies.utils import make_robot_action, prepare_observation_for_inference
+        from lerobot.utils.constants import OBS_STR
+        from lerobot.utils.feature_utils import build_dataset_frame
+
+        obs_processed = self.robot_observation_processor(obs_raw)
+        obs_frame = build_dataset_frame(self.dataset_features, obs_processed, prefix=OBS_STR)
+        observation = copy(obs_frame)
+        autocast = (torch.autocast(device_type=self.device.type)
+                    if self.device.type == "cuda" and getattr(self.config, "use_amp", False) else nullcontext())
+        with torch.inference_mode(), autocast:
+            observation = prepare_observation_for_inference(
+                observation, self.device, self._episode_task, self.robot_type)
+            observation = self.preprocessor(observation)
+            action = self.policy.select_action(observation)
+            action = self.postprocessor(action)
+        action_tensor = action.squeeze(0).cpu()
+        action_dict = make_robot_action(action_tensor, self.dataset_features)
+        ordered = torch.tensor([action_dict[k] for k in self.ordered_action_keys])
+        action_dict = {k: ordered[i].item() for i, k in enumerate(self.ordered_action_keys)}
+        processed = self.robot_action_processor((action_dict, obs_raw))
+        return {k: float(v) for k, v in processed.items()}

@@ -1,0 +1,53 @@
+"""A tiny random-init ACT checkpoint, saved with its pre/post processors (test-only, offline).
+
+Built the way a trained checkpoint is saved (`policy.save_pretrained` + both processor
+pipelines' `save_pretrained` into the same folder), with `pretrained_backbone_weights=None` so
+nothing is downloaded, and small enough to load in about a second on a CPU.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+STATE_DIM = 6
+
+
+def make_act_checkpoint(directory: Path, cameras: dict[str, tuple[int, int]], *, state_dim: int = STATE_DIM,
+                        action_dim: int = STATE_DIM, chunk_size: int = 4, seed: int = 0,
+                        backbone_weights: str | None = None) -> Path:
+    """Save a random ACT policy for `cameras` {name: (height, width)} into `directory`."""
+    import torch
+    from lerobot.configs.types import FeatureType, PolicyFeature
+    from lerobot.policies.act.configuration_act import ACTConfig
+    from lerobot.policies.act.modeling_act import ACTPolicy
+    from lerobot.policies.factory import make_pre_post_processors
+
+    inputs = {"observation.state": PolicyFeature(FeatureType.STATE, (state_dim,))}
+    for name, (h, w) in cameras.items():
+        inputs[f"observation.images.{name}"] = PolicyFeature(FeatureType.VISUAL, (3, h, w))
+    cfg = ACTConfig(
+        input_features=inputs,
+        output_features={"action": PolicyFeature(FeatureType.ACTION, (action_dim,))},
+        pretrained_backbone_weights=None, dim_model=32, n_heads=2, dim_feedforward=64,
+        n_encoder_layers=1, n_decoder_layers=1, chunk_size=chunk_size, n_action_steps=chunk_size,
+        use_vae=False, device="cpu")
+    torch.manual_seed(seed)
+    policy = ACTPolicy(cfg)
+    stats = {"observation.state": {"mean": torch.zeros(state_dim), "std": torch.full((state_dim,), 40.0)},
+             "action": {"mean": torch.zeros(action_dim), "std": torch.full((action_dim,), 40.0)}}
+    for name in cameras:
+        stats[f"observation.images.{name}"] = {"mean": torch.full((3, 1, 1), 0.5),
+                                               "std": torch.full((3, 1, 1), 0.25)}
+    pre, post = make_pre_post_processors(cfg, dataset_stats=stats)
+    directory = Path(directory)
+    policy.save_pretrained(directory)
+    pre.save_pretrained(directory)
+    post.save_pretrained(directory)
+    if backbone_weights:  # what a checkpoint trained from ImageNet weights says in its config
+        import json
+
+        cfg_path = directory / "config.json"
+        data = json.loads(cfg_path.read_text())
+        data["pretrained_backbone_weights"] = backbone_weights
+        cfg_path.write_text(json.dumps(data, indent=4))
+    return directory
