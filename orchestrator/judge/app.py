@@ -74,10 +74,11 @@ class JudgeApp(App[int]):
 
     current_id: reactive[str | None] = reactive(None, init=False)
 
-    def __init__(self, source: JudgeSource, renderer: str = "auto"):
+    def __init__(self, source: JudgeSource, renderer: str = "auto", autoplay: bool = True):
         super().__init__()
         self.source = source
         self.renderer = renderer
+        self.autoplay = autoplay
         self.max_size = MAX_SIZE.get(renderer, (640, 480))
         self.info = source.info
         self.title = f"Blind judging - judge {source.judge} - {self.info.kind} {self.info.ref}"
@@ -171,13 +172,13 @@ class JudgeApp(App[int]):
             sources = self.sources_for(episode)
             for source in sources.values():
                 source.first.wait(2.0)   # first frame only; the rest keeps decoding
-            player.load(episode.id, sources, episode.frames, episode.duration_s)
+            player.load(episode.id, sources, episode.frames, episode.duration_s, play=self.autoplay)
             upcoming = self._after(episode)
             if upcoming is not None:
                 self.sources_for(upcoming)   # decode ahead: the next key press is instant
                 keep.add(upcoming.id)
         else:
-            player.load("", {}, 1, 0.0)
+            player.load("", {}, 1, 0.0, play=False)
         for episode_id in list(self._cache):
             if episode_id not in keep:
                 for source in self._cache.pop(episode_id).values():

@@ -127,8 +127,9 @@ class Player(Vertical):
 
     # ---------------------------------------------------------------- loading
 
-    def load(self, key: str, sources: dict[str, VideoFrames], frames: int, duration_s: float) -> None:
-        """Show an episode from its first frame and start playing."""
+    def load(self, key: str, sources: dict[str, VideoFrames], frames: int, duration_s: float,
+             play: bool = True) -> None:
+        """Show an episode from its first frame (and start playing it)."""
         self.episode_key = key
         self.sources = sources
         self.cameras = list(sources)
@@ -138,7 +139,7 @@ class Player(Vertical):
         if self.view > len(self.views) - 1:
             self.view = 0
         self.set_reactive(Player.frame_index, 0)
-        self.set_reactive(Player.playing, True)
+        self.set_reactive(Player.playing, play)
         self._anchor = (time.monotonic(), 0)
         self._shown = None
         self.show()

@@ -1,0 +1,241 @@
+"""The judge app driven with Textual's pilot: labelling, undo, unsure, resume, player keys."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from judge_fixtures import SECRET_TERMS, make_campaign
+from orchestrator.blinding import CampaignSource
+from orchestrator.judge import app as app_module
+from orchestrator.judge.app import JudgeApp
+
+SIZE = (110, 32)
+
+
+def async_test(fn):
+    """Run an async test body with asyncio (no pytest async plugin needed)."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        asyncio.run(fn(*args, **kwargs))
+    return wrapper
+
+
+@pytest.fixture(scope="module")
+def campaign_template(tmp_path_factory) -> Path:
+    return make_campaign(tmp_path_factory.mktemp("campaign"))
+
+
+@pytest.fixture
+def campaign(campaign_template, tmp_path) -> Path:
+    """A fresh copy of the recorded campaign for each test (labels start empty)."""
+    import shutil
+
+    target = tmp_path / campaign_template.name
+    shutil.copytree(campaign_template, target)
+    return target
+
+
+def live(directory: Path, judge: str) -> list[tuple[str, str, str | None, str | None]]:
+    """The judge's live labels, read straight from campaign.db by another connection."""
+    conn = sqlite3.connect(directory / "campaign.db")
+    try:
+        return [tuple(r) for r in conn.execute(
+            "SELECT episode_id, label, failure_mode, note FROM judgments"
+            " WHERE judge = ? AND retracted_at IS NULL ORDER BY id", (judge,))]
+    finally:
+        conn.close()
+
+
+def new_app(directory: Path, judge: str = "alice", autoplay: bool = False) -> JudgeApp:
+    # Paused at the start: Textual's pilot waits for the process to go idle after each key,
+    # which playback never lets it do (each key would cost ~2 s). Playback has its own test.
+    return JudgeApp(CampaignSource(directory, judge), renderer="halfcell", autoplay=autoplay)
+
+
+def assert_blind(app: JudgeApp) -> None:
+    text = app.screen_text() + app.title
+    for term in SECRET_TERMS:
+        assert term.lower() not in text.lower()
+
+
+@async_test
+async def test_label_a_campaign_end_to_end_with_keys(campaign):
+    app = new_app(campaign)
+    order = [e.id for e in app.order]
+    keys = ["s", "f", "s", "s", "f", "s", "f", "s"]
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert "0 of 8 judged" in app.screen_text()
+        assert "cube bottom lifted >= 4 cm," in app.screen_text()   # the panel wraps it
+        assert "both jaws on it, held >= 1 s" in app.screen_text()
+        assert "1:missed" in app.screen_text() and "5:other" in app.screen_text()
+        for k, key in enumerate(keys):
+            assert app.current_id == order[k]
+            await pilot.press(key)
+            await pilot.pause()
+            # committed when the key is handled: another connection sees it already
+            labels = live(campaign, "alice")
+            assert len(labels) == k + 1
+            assert labels[-1][:2] == (order[k], {"s": "success", "f": "failure"}[key])
+            assert_blind(app)
+        assert app.current_id is None
+        text = app.screen_text()
+        assert "8 of 8 judged" in text and "All 8 episodes judged" in text
+        await pilot.press("q")
+    assert app.return_code == 0
+
+
+@async_test
+async def test_failure_mode_and_note_go_with_the_label(campaign):
+    app = new_app(campaign)
+    first, second = app.order[0].id, app.order[1].id
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("1")   # no failure label yet: refused with a hint
+        assert live(campaign, "alice") == []
+        await pilot.press("f", "3")
+        assert live(campaign, "alice") == [(first, "failure", "dropped", None)]
+        await pilot.press("n", *"jaw slipped", "enter")
+        assert live(campaign, "alice") == [(first, "failure", "dropped", "jaw slipped")]
+        # a note typed before labelling waits for the label (keys typed in the box are text)
+        await pilot.press("s")
+        assert len(live(campaign, "alice")) == 2
+        await pilot.press("z")   # back to the second episode, unjudged
+        assert app.current_id == second
+        await pilot.press("n", *"sfu z", "enter", "u")
+        assert live(campaign, "alice")[-1] == (second, "unsure", None, "sfu z")
+        # at most one live label per episode
+        ids = [row[0] for row in live(campaign, "alice")]
+        assert len(ids) == len(set(ids))
+
+
+@async_test
+async def test_undo_retracts_and_returns_to_the_episode(campaign):
+    app = new_app(campaign)
+    order = [e.id for e in app.order]
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("s", "f")
+        assert app.current_id == order[2]
+        await pilot.press("z")
+        assert app.current_id == order[1]
+        assert live(campaign, "alice") == [(order[0], "success", None, None)]
+        assert "1 of 8 judged" in app.screen_text()
+        await pilot.press("z")
+        assert app.current_id == order[0] and live(campaign, "alice") == []
+        await pilot.press("z")   # nothing left to undo: no crash
+        await pilot.press("s")
+        assert live(campaign, "alice") == [(order[0], "success", None, None)]
+    conn = sqlite3.connect(campaign / "campaign.db")
+    retracted = conn.execute("SELECT COUNT(*) FROM judgments WHERE judge='alice'"
+                             " AND retracted_at IS NOT NULL").fetchone()[0]
+    conn.close()
+    assert retracted == 2   # kept for the audit trail
+
+
+@async_test
+async def test_unsure_comes_back_at_the_end(campaign):
+    app = new_app(campaign)
+    order = [e.id for e in app.order]
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("u", "u")
+        assert app.current_id == order[2]
+        await pilot.press(*"ssssss")
+        assert app.current_id == order[0]          # first unsure one, asked again
+        assert "asked again" in app.screen_text()
+        assert "6 of 8 judged (2 unsure)" in app.screen_text()
+        await pilot.press("u")                     # still unsure: the next unsure one
+        assert app.current_id == order[1]
+        await pilot.press("f")
+        assert app.current_id == order[0]
+        await pilot.press("s")
+        assert app.current_id is None
+        labels = dict((e, lab) for e, lab, _, _ in live(campaign, "alice"))
+        assert labels[order[0]] == "success" and labels[order[1]] == "failure"
+        assert len(live(campaign, "alice")) == 8
+
+
+@async_test
+async def test_quit_and_resume_continue_with_unjudged_then_unsure(campaign):
+    app = new_app(campaign)
+    order = [e.id for e in app.order]
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("s", "u", "f", "q")
+    app.source.close()
+    again = new_app(campaign)
+    assert [e.id for e in again.order] == order   # same judge, same order
+    async with again.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert again.current_id == order[3]
+        assert "2 of 8 judged (1 unsure)" in again.screen_text()
+        await pilot.press(*"sssss")
+        assert again.current_id == order[1]        # the unsure one, last
+    again.source.close()
+
+
+@async_test
+async def test_player_keys(campaign, monkeypatch):
+    app = new_app(campaign, autoplay=True)
+    async with app.run_test(size=SIZE) as pilot:
+        player = app.query_one("#player")
+        await pilot.pause(0.5)
+        assert player.playing and player.frame_index > 0   # it plays by itself
+        await pilot.press("space")
+        assert not player.playing
+        at = player.frame_index
+        await pilot.press("right", "right")
+        assert player.frame_index == at + 2
+        await pilot.press("left")
+        assert player.frame_index == at + 1
+        await pilot.press("e")
+        for _ in range(50):
+            if player.last_frame == 29:
+                break
+            await pilot.pause(0.02)
+        await pilot.press("e")
+        assert player.frame_index == 29
+        assert "t = 1.93 s / 2.00 s" in app.screen_text() and "frame 30 / 30" in app.screen_text()
+        await pilot.press("right")
+        assert player.frame_index == 29
+        await pilot.press("right_square_bracket")
+        assert player.speed == 2.0
+        await pilot.press("left_square_bracket", "left_square_bracket")
+        assert player.speed == 0.5
+        assert player.view_name == "front"
+        await pilot.press("c")
+        assert player.view_name == "wrist" and "camera: wrist" in app.screen_text()
+        await pilot.press("c")
+        assert player.view_name == "tiled"
+        front = player.sources["front"].get(0)
+        assert player.current_image().shape[1] > front.shape[1]   # side by side
+        await pilot.press("c")
+        assert player.view_name == "front"
+        app.action_play()                          # at the end: plays again from the start
+        assert player.playing and player.frame_index == 0
+        app.action_play()
+        assert not player.playing
+        monkeypatch.setattr(app_module, "find_opener", lambda: None)
+        await pilot.press("o")
+        status = app.screen_text()
+        assert "No external player found" in status and f"{app.current_id}/front.mp4" in status
+        monkeypatch.setattr(app_module, "find_opener", lambda: ["true"])
+        await pilot.press("o")
+        assert "in the external player" in app.screen_text()
+        assert live(campaign, "alice") == []       # player keys never label
+        assert_blind(app)
+
+
+@async_test
+async def test_frames_reach_the_screen(campaign):
+    app = new_app(campaign, autoplay=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(0.3)
+        first = app.current_id
+        assert any(e == first for _, e, _ in app.shown_log)
+        await pilot.press("s")
+        await pilot.pause(0.1)
+        assert any(e == app.current_id and f == 0 for _, e, f in app.shown_log)
+        assert "▀" in app.screen_text()            # half-block pixels are drawn
