@@ -1,0 +1,172 @@
+"""Scripted top-down pick (`type: scripted`, `aim_noise_mm`): a rig check and the demo's policies.
+
+The policy aims at the episode's mark plus Gaussian noise (standard deviation `aim_noise_mm`
+per axis, x and y, drawn from the trial's seed), then: move above the aim point with the
+gripper open, descend straight down, close, lift, hold until the episode ends. It uses only
+the layout coordinates (mark, cube size) and the SO-101's kinematics (inverse kinematics on
+the MuJoCo model of the arm alone, `orchestrator.sim.kinematics`), never the simulation
+state, so it runs unchanged on a real arm. Outputs are joint position targets in rig units
+(degrees; gripper 0-100).
+
+The joint trajectory is computed in `reset`; `select_action` only blends from the first
+observed pose into it and indexes a table.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..rigs.base import Action, Observation
+from ..rigs.profile import STATE_KEYS
+from .base import EpisodeContext
+
+# Timeline (seconds from the start of the episode). Compressed proportionally when an
+# episode is shorter than NOMINAL_END_S + the protocol's hold time.
+T_MOVE_END = 2.0      # joint-space move from the start pose to above the aim point
+T_OPEN = (0.3, 1.5)   # gripper opens during the move
+T_DESCEND = (2.3, 3.8)
+T_CLOSE = (4.1, 5.0)
+T_LIFT = (5.4, 6.9)
+NOMINAL_END_S = 6.9
+
+OPEN_PCT = 35.0       # gripper opening for the approach (rig units, ~53 mm between jaw tips)
+CLOSED_PCT = 0.0      # closing target: past contact, so the servo squeezes
+TIP_CLEARANCE_M = 0.008   # fixed jaw tip above the table at the grasp (the moving jaw swings lower)
+ABOVE_CLEARANCE_M = 0.025 # jaw tips above the cube's top before descending
+LIFT_M = 0.07         # lift of the grasp point (cube bottom ends ~7 cm up: 4 cm + margin)
+TILTS_DEG = tuple(range(0, 50, 5))   # gripper tilt tried when straight down is out of reach
+IK_TOL = 1e-4
+
+
+def _smooth(u: np.ndarray) -> np.ndarray:
+    u = np.clip(u, 0.0, 1.0)
+    return u * u * (3.0 - 2.0 * u)
+
+
+def _wrap(a: float) -> float:
+    return (a + math.pi) % (2.0 * math.pi) - math.pi
+
+
+@dataclass(frozen=True)
+class PickPlan:
+    """Joint solutions (rig units, 6 values) of the pick's key poses and what they aim at."""
+
+    aim_xy: tuple[float, float]
+    jaw_yaw_deg: float
+    tilt_deg: float
+    above: np.ndarray
+    descent: np.ndarray     # (M, 6) from above to grasp
+    lift: np.ndarray        # (M, 6) from grasp to lifted
+    ik_error: float
+
+
+def plan_pick(x: float, y: float, cube_size_m: float, cube_yaw_deg: float = 0.0) -> PickPlan:
+    """Solve the pick's poses for an aim point (layout frame, metres) with the arm's IK."""
+    from ..sim.kinematics import arm_kinematics
+
+    kin = arm_kinematics()
+    radial = math.atan2(y, x)
+    # The cube is 4-fold symmetric: close the jaws across the pair of faces most nearly along
+    # the arm's plane (wrist roll near 0, where the arm reaches farthest).
+    candidates = [math.radians(cube_yaw_deg) + k * math.pi / 2 for k in range(4)]
+    jaw_yaw = min(candidates, key=lambda a: abs(_wrap(a - radial)))
+    open_g = kin.units.from_rig(np.array([0, 0, 0, 0, 0, OPEN_PCT]))[5]
+    best = None
+    for tilt_deg in TILTS_DEG:
+        rot = kin.grasp_rotation(jaw_yaw, math.radians(tilt_deg), radial)
+        drop = kin.tip_drop(rot)   # fixed jaw's lowest point below the grasp site
+        z_grasp = max(cube_size_m / 2.0, drop + TIP_CLEARANCE_M)
+        z_above = cube_size_m + drop + ABOVE_CLEARANCE_M
+        z_lift = z_grasp + LIFT_M
+        q_grasp, e1 = kin.ik([x, y, z_grasp], rot, gripper=open_g)
+        q_above, e2 = kin.ik([x, y, z_above], rot, q_grasp, gripper=open_g)
+        q_lift, e3 = kin.ik([x, y, z_lift], rot, q_grasp, gripper=open_g)
+        err = max(e1, e2, e3)
+        if best is None or err < best[0]:
+            best = (err, tilt_deg, rot, q_grasp, q_above, q_lift, z_grasp, z_above, z_lift)
+        if err < IK_TOL:
+            break
+    err, tilt_deg, rot, q_grasp, q_above, q_lift, z_grasp, z_above, z_lift = best
+
+    def path(q_from, z_from, z_to, n=8):
+        qs, q = [], q_from
+        for z in np.linspace(z_from, z_to, n):
+            q, _ = kin.ik([x, y, z], rot, q, gripper=open_g)
+            qs.append(np.degrees(q))
+        return np.array(qs)
+
+    return PickPlan(aim_xy=(x, y), jaw_yaw_deg=math.degrees(jaw_yaw), tilt_deg=float(tilt_deg),
+                    above=np.degrees(q_above), descent=path(q_above, z_above, z_grasp),
+                    lift=path(q_grasp, z_grasp, z_lift), ik_error=float(err))
+
+
+def _along(path: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """Positions along a polyline of joint vectors at fractions `u` in [0, 1]."""
+    s = np.clip(u, 0.0, 1.0) * (len(path) - 1)
+    i = np.minimum(np.floor(s).astype(int), len(path) - 2)
+    f = (s - i)[:, None]
+    return path[i] * (1 - f) + path[i + 1] * f
+
+
+class ScriptedPickPolicy:
+    """Top-down pick aimed at the mark + Gaussian aim noise (see the module docstring)."""
+
+    needs_images = False
+
+    def __init__(self, aim_noise_mm: float = 0.0) -> None:
+        self.aim_noise_mm = float(aim_noise_mm)
+        self.plan: PickPlan | None = None
+        self._table: np.ndarray | None = None
+        self._start: np.ndarray | None = None
+        self._k = 0
+
+    def reset(self, context: EpisodeContext) -> None:
+        rng = np.random.default_rng(context.seed)
+        noise = rng.normal(0.0, self.aim_noise_mm / 1000.0, size=2)
+        mark, cube = context.mark, context.cube
+        self.noise_m = (float(noise[0]), float(noise[1]))
+        plan = plan_pick(mark.x + noise[0], mark.y + noise[1], cube.size_m, mark.yaw_deg)
+        self.plan = plan
+        fps = context.fps
+        frames = max(1, round(fps * context.duration_s))
+        scale = min(1.0, (context.duration_s - 1.5) / NOMINAL_END_S) if context.duration_s > 1.5 else 0.2
+        t = np.arange(frames) / fps / scale   # nominal-timeline seconds of each frame
+        self._t = t
+        table = np.zeros((frames, 6))
+        # After the move: descend, close, lift, hold (arm columns), gripper column separately.
+        table[:, :5] = plan.above[:5]
+        d = (t - T_DESCEND[0]) / (T_DESCEND[1] - T_DESCEND[0])
+        in_d = t >= T_DESCEND[0]
+        table[in_d, :5] = _along(plan.descent[:, :5], d[in_d])
+        lft = (t - T_LIFT[0]) / (T_LIFT[1] - T_LIFT[0])
+        in_l = t >= T_LIFT[0]
+        table[in_l, :5] = _along(plan.lift[:, :5], _smooth(lft[in_l]))
+        close = _smooth((t - T_CLOSE[0]) / (T_CLOSE[1] - T_CLOSE[0]))
+        table[:, 5] = OPEN_PCT + (CLOSED_PCT - OPEN_PCT) * close
+        self._table = table
+        self._move = _smooth(t / T_MOVE_END)
+        self._open = _smooth((t - T_OPEN[0]) / (T_OPEN[1] - T_OPEN[0]))
+        self._start = None
+        self._k = 0
+
+    def select_action(self, observation: Observation) -> Action:
+        if self._table is None:
+            raise RuntimeError("ScriptedPickPolicy.select_action before reset")
+        k = min(self._k, len(self._table) - 1)
+        self._k += 1
+        if self._start is None:
+            self._start = np.array([float(observation.get(key, self._table[0][i]))
+                                    for i, key in enumerate(STATE_KEYS)])
+        target = self._table[k].copy()
+        if self._t[k] < T_MOVE_END:
+            w = self._move[k]
+            target[:5] = self._start[:5] + (self.plan.above[:5] - self._start[:5]) * w
+            o = self._open[k]
+            target[5] = self._start[5] + (OPEN_PCT - self._start[5]) * o
+        return {key: float(v) for key, v in zip(STATE_KEYS, target)}
+
+    def close(self) -> None:
+        self._table = None

@@ -1,0 +1,415 @@
+"""The simulated SO-101 rig (MuJoCo, Menagerie `robotstudio_so101`), `robot.type: sim_so101`.
+
+Implements `rigs.base.Rig` with LeRobot's SO-101 follower units: observation and action keys
+`shoulder_pan.pos` ... `gripper.pos`, degrees for the arm joints, 0-100 for the gripper (mapped
+linearly onto the gripper joint's range), plus one HxWx3 uint8 RGB image per camera of the
+profile (`front`, `wrist`).
+
+Timing. `realtime` is False: each `act` sets the position targets and advances the physics by
+exactly one control period, 1/fps of the protocol. The physics step is chosen so that a period
+is a whole number of steps (fps 30 -> 7 steps of 1/210 s). Give the rig the protocol's fps and
+success test either at construction (`SimRig(profile, fps=30, success=Success(...))`) or later
+with `configure(fps, success)`; `rigs.factory.make_rig(rig, protocol)` does it for you.
+
+Rendering happens only in `observe(with_images=True)`, so the runner decides the video rate;
+one `mujoco.Renderer` per camera resolution is created on first use and kept for the rig's life.
+
+What an episode records (`end_episode()` -> `EpisodeFacts`): the physical success test
+(`success.LiftHoldTracker`, fed every physics step), the maximum lift of the cube's bottom,
+the time of success, and safety events: `table_collision` (a robot geom pressing on the table
+with more than `TABLE_FORCE_N`) and `joint_limit:<joint>` (an action target outside the joint
+range, clipped before it was sent).
+
+Process pools: construct the rig inside the worker (`SimRig(profile, ...)` holds only plain
+data until `connect()`); a rig also pickles (the MuJoCo objects are dropped and rebuilt lazily).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ..protocol import Cube, Mark, Success
+from ..success import LiftHoldTracker
+from .base import Action, EpisodeFacts, Observation
+from .profile import JOINTS, STATE_KEYS, RigProfile
+
+# A robot geom pushing on the table harder than this (normal force, N) is a table collision.
+# Light brushes of the jaw tips (a few tenths of a newton) are not.
+TABLE_FORCE_N = 1.0
+# A target outside the joint range by more than this (rig units) is a joint-limit event.
+JOINT_LIMIT_TOL = 0.01
+# Settling time after placing the cube and the arm, before the episode's time zero.
+SETTLE_S = 0.2
+# Nominal MuJoCo step of the Menagerie model; the rig uses the largest step <= this that
+# divides the control period.
+NOMINAL_TIMESTEP = 0.005
+# Rest pose used for joints the profile does not list (rig units).
+DEFAULT_REST = {"shoulder_pan.pos": 0.0, "shoulder_lift.pos": -100.0, "elbow_flex.pos": 90.0,
+                "wrist_flex.pos": 0.0, "wrist_roll.pos": 0.0, "gripper.pos": 0.0}
+
+
+def substeps_for(fps: int, nominal: float = NOMINAL_TIMESTEP) -> tuple[int, float]:
+    """(physics steps per control period, physics timestep) for a control rate."""
+    period = 1.0 / fps
+    n = max(1, math.ceil(period / nominal - 1e-9))
+    return n, period / n
+
+
+class SimRig:
+    """Simulated SO-101 with a table, a cube and cameras (see the module docstring)."""
+
+    realtime = False
+
+    def __init__(self, profile: RigProfile, *, fps: int = 30, success: Success | None = None,
+                 render: Any = None) -> None:
+        self.profile = profile
+        self.camera_names: tuple[str, ...] = tuple(profile.cameras)
+        self.fps = int(fps)
+        self.success = success or Success()
+        self._render_settings = render   # orchestrator.sim.scene.RenderSettings or None
+        self._seed: int | None = None
+        self._mark: Mark | None = None
+        self._reset_runtime()
+
+    # ------------------------------------------------------------ plumbing
+
+    def _reset_runtime(self) -> None:
+        self._model = None
+        self._data = None
+        self._renderers: dict[tuple[int, int], Any] = {}
+        self._cube: Cube | None = None
+        self._connected = False
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        for key in ("_model", "_data", "_renderers", "_tracker", "_ids"):
+            state.pop(key, None)
+        state["_connected"] = False
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._model = None
+        self._data = None
+        self._renderers = {}
+        self._cube = None
+
+    def configure(self, fps: int, success: Success | None = None) -> None:
+        """Set the control rate (Hz) and the success test of the protocol about to run."""
+        if int(fps) != self.fps:
+            self.fps = int(fps)
+            self._cube = None   # rebuild with the new physics step on next prepare_layout
+            self._model = None
+        if success is not None:
+            self.success = success
+
+    def render_settings(self):
+        from ..sim.scene import RenderSettings
+
+        if self._render_settings is not None:
+            return self._render_settings
+        extra = self.profile.robot.model_extra or {}
+        kwargs = {}
+        if "mesh_cell_mm" in extra:
+            cell = extra["mesh_cell_mm"]
+            kwargs["mesh_cell_mm"] = float(cell) if cell else None
+        return RenderSettings(**kwargs)
+
+    def _build(self, cube: Cube) -> None:
+        from ..sim.kinematics import joint_units_of
+        from ..sim.scene import ARM_JOINTS, build_scene, mujoco
+
+        self._close_renderers()
+        n, dt = substeps_for(self.fps)
+        sizes = [(c.width, c.height) for c in self.profile.cameras.values()]
+        off = (max([640] + [w for w, _ in sizes]), max([480] + [h for _, h in sizes]))
+        model = build_scene(cube.size_m, cube.mass_kg, render=self.render_settings(), timestep=dt,
+                            offscreen_size=off)
+        data = mujoco.MjData(model)
+        self._mj = mujoco
+        self._model, self._data, self._cube = model, data, cube
+        self._substeps = n
+        self.units = joint_units_of(model)
+        lim = self.units.limits_rig
+        # Action limits: the joint range intersected with the actuator's control range.
+        lo, hi = [], []
+        for j, name in enumerate(ARM_JOINTS):
+            a = model.actuator(name)
+            clo, chi = self.units.to_rig(np.full(6, a.ctrlrange[0]))[j], self.units.to_rig(np.full(6, a.ctrlrange[1]))[j]
+            lo.append(max(lim[j][0], clo))
+            hi.append(min(lim[j][1], chi))
+        self._lo, self._hi = np.array(lo), np.array(hi)
+        body = lambda name: model.body(name).id  # noqa: E731
+        robot_bodies = set()
+        base = body("base")
+        for b in range(model.nbody):
+            root = b
+            while root not in (0, base):
+                root = model.body_parentid[root]
+            if root == base:
+                robot_bodies.add(b)
+        geoms_of = lambda pred: np.array([g for g in range(model.ngeom) if pred(g)], dtype=int)  # noqa: E731
+        collides = lambda g: model.geom_contype[g] != 0 or model.geom_conaffinity[g] != 0  # noqa: E731
+        gripper, jaw = body("gripper"), body("moving_jaw_so101_v1")
+        self._ids = {
+            "qpos": np.array([model.joint(j).qposadr[0] for j in ARM_JOINTS]),
+            "qvel": np.array([model.joint(j).dofadr[0] for j in ARM_JOINTS]),
+            "act": np.array([model.actuator(j).id for j in ARM_JOINTS]),
+            "cube_body": body("cube"),
+            "cube_geom": model.geom("cube").id,
+            "cube_qpos": model.joint("cube").qposadr[0],
+            "table": model.geom("table").id,
+            "robot_geoms": geoms_of(lambda g: model.geom_bodyid[g] in robot_bodies and collides(g)),
+            "fixed_jaw": geoms_of(lambda g: model.geom_bodyid[g] == gripper and collides(g)
+                                  and model.geom_priority[g] == 1),
+            "moving_jaw": geoms_of(lambda g: model.geom_bodyid[g] == jaw and collides(g)),
+        }
+        # Per-geom lookup tables for the per-step contact scan.
+        self._is_robot = np.zeros(model.ngeom, dtype=bool)
+        self._is_robot[self._ids["robot_geoms"]] = True
+        self._is_fixed = np.zeros(model.ngeom, dtype=bool)
+        self._is_fixed[self._ids["fixed_jaw"]] = True
+        self._is_moving = np.zeros(model.ngeom, dtype=bool)
+        self._is_moving[self._ids["moving_jaw"]] = True
+        self._target = np.zeros(6)
+        self._tracker = LiftHoldTracker(self.success.min_height_m, self.success.hold_s)
+        self._events: dict[str, int] = {}
+        self._table_steps = 0
+        self._steps = 0
+        self._first_table = None
+
+    def _close_renderers(self) -> None:
+        for r in self._renderers.values():
+            try:
+                r.close()
+            except Exception:
+                pass
+        self._renderers = {}
+
+    def _require(self) -> None:
+        if self._model is None:
+            self._build(self._cube or Cube())
+
+    # ------------------------------------------------------------ Rig protocol
+
+    def connect(self) -> None:
+        self._require()
+        self._connected = True
+
+    def preflight(self) -> list[str]:
+        problems = []
+        from ..sim.scene import KNOWN_CAMERAS
+
+        for name in self.camera_names:
+            if name not in KNOWN_CAMERAS:
+                problems.append(f"camera {name!r}: the simulated SO-101 has cameras "
+                                f"{', '.join(KNOWN_CAMERAS)}")
+        for key in self.profile.rest_pose:
+            if key not in STATE_KEYS:
+                problems.append(f"rest_pose: unknown joint {key!r}")
+        try:
+            self._require()
+            depth = self.rest_pose_table_depth()
+            if depth > 0.002:
+                problems.append(f"rest_pose puts the arm {depth * 1000:.1f} mm into the table in "
+                                "simulation (e.g. lower wrist_flex.pos); the cube would be disturbed")
+        except Exception as exc:  # a broken install must stop the campaign, not crash it
+            problems.append(f"simulation could not start: {type(exc).__name__}: {exc}")
+        return problems
+
+    def rest_pose_rig(self) -> np.ndarray:
+        """The profile's rest pose in rig units (profile values, defaults for missing joints)."""
+        values = {**DEFAULT_REST, **self.profile.rest_pose}
+        return np.array([float(values[k]) for k in STATE_KEYS])
+
+    def _set_arm(self, rig_values: np.ndarray) -> None:
+        self._require()
+        clipped = np.clip(rig_values, self._lo, self._hi)
+        q = self.units.from_rig(clipped)
+        d = self._data
+        d.qpos[self._ids["qpos"]] = q
+        d.qvel[self._ids["qvel"]] = 0.0
+        d.ctrl[self._ids["act"]] = q
+        self._target = clipped.copy()
+
+    def rest_pose_table_depth(self) -> float:
+        """How deep (m) the robot's collision geoms go into the table at the rest pose."""
+        self._require()
+        m, d = self._model, self._data
+        saved = d.qpos.copy()
+        self._set_arm(self.rest_pose_rig())
+        d.qpos[self._ids["cube_qpos"]:self._ids["cube_qpos"] + 3] = [10.0, 10.0, 0.5]
+        self._mj.mj_forward(m, d)
+        depth = 0.0
+        robot = set(self._ids["robot_geoms"].tolist())
+        for c in d.contact[:d.ncon]:
+            pair = {int(c.geom[0]), int(c.geom[1])}
+            if self._ids["table"] in pair and pair & robot:
+                depth = max(depth, -float(c.dist))
+        d.qpos[:] = saved
+        self._mj.mj_forward(m, d)
+        return depth
+
+    def go_to_rest(self) -> None:
+        """Simulation: put the arm at the rest pose at once (targets too), velocities zero."""
+        self._set_arm(self.rest_pose_rig())
+        self._mj.mj_forward(self._model, self._data)
+
+    def prepare_layout(self, mark: Mark, cube: Cube, seed: int) -> None:
+        """Reset the world, put the arm at rest and the cube on `mark`, settle, time zero.
+
+        The cube rests flat with its centre at (mark.x, mark.y) and yaw `mark.yaw_deg`. Physics
+        is deterministic, so `seed` is not needed; it is kept for the episode's facts.
+        """
+        from ..sim.scene import yaw_quat
+
+        if self._model is None or self._cube != cube:
+            self._build(cube)
+        m, d, mj = self._model, self._data, self._mj
+        mj.mj_resetData(m, d)
+        self._set_arm(self.rest_pose_rig())
+        adr = self._ids["cube_qpos"]
+        d.qpos[adr:adr + 3] = [mark.x, mark.y, cube.size_m / 2.0]
+        d.qpos[adr + 3:adr + 7] = yaw_quat(mark.yaw_deg)
+        mj.mj_forward(m, d)
+        for _ in range(int(round(SETTLE_S / m.opt.timestep))):
+            mj.mj_step(m, d)
+        d.time = 0.0
+        self._mark, self._seed = mark, seed
+        self._tracker = LiftHoldTracker(self.success.min_height_m, self.success.hold_s)
+        self._events = {}
+        self._table_steps = 0
+        self._steps = 0
+        self._first_table = None
+
+    def cube_pose(self) -> tuple[float, float, float, float]:
+        """Measured cube pose: centre x, y, z (m) and yaw (degrees)."""
+        from ..sim.scene import quat_yaw_deg
+
+        self._require()
+        adr = self._ids["cube_qpos"]
+        q = self._data.qpos
+        return float(q[adr]), float(q[adr + 1]), float(q[adr + 2]), quat_yaw_deg(q[adr + 3:adr + 7])
+
+    def joint_positions(self) -> np.ndarray:
+        """Current joint positions in rig units, STATE_KEYS order."""
+        return self.units.to_rig(self._data.qpos[self._ids["qpos"]])
+
+    def observe(self, with_images: bool = True) -> Observation:
+        self._require()
+        obs: Observation = {k: float(v) for k, v in zip(STATE_KEYS, self.joint_positions())}
+        if with_images:
+            for name in self.camera_names:
+                obs[name] = self.render(name)
+        return obs
+
+    def render(self, camera: str) -> np.ndarray:
+        """One HxWx3 uint8 RGB frame of `camera` at the profile's resolution."""
+        spec = self.profile.cameras[camera]
+        key = (spec.width, spec.height)
+        renderer = self._renderers.get(key)
+        if renderer is None:
+            renderer = self._mj.Renderer(self._model, height=spec.height, width=spec.width)
+            self._renderers[key] = renderer
+        renderer.update_scene(self._data, camera=camera)
+        return renderer.render()
+
+    def act(self, action: Action) -> Action:
+        self._require()
+        target = self._target.copy()
+        for i, key in enumerate(STATE_KEYS):
+            if key in action:
+                value = float(action[key])
+                if not math.isfinite(value):
+                    raise ValueError(f"action {key} is not a finite number: {value}")
+                target[i] = value
+        clipped = np.clip(target, self._lo, self._hi)
+        over = np.abs(clipped - target) > JOINT_LIMIT_TOL
+        for i in np.flatnonzero(over):
+            event = f"joint_limit:{JOINTS[i]}"
+            self._events[event] = self._events.get(event, 0) + 1
+        self._target = clipped
+        self._data.ctrl[self._ids["act"]] = self.units.from_rig(clipped)
+        for _ in range(self._substeps):
+            self._mj.mj_step(self._model, self._data)
+            self._monitor()
+        self._steps += 1
+        return {k: float(v) for k, v in zip(STATE_KEYS, clipped)}
+
+    def _monitor(self) -> None:
+        """Per physics step: feed the success test, watch for table collisions."""
+        m, d, ids = self._model, self._data, self._ids
+        adr = ids["cube_qpos"]
+        rot = d.xmat[ids["cube_body"]]
+        half = self._cube.size_m / 2.0
+        bottom = float(d.qpos[adr + 2]) - half * (abs(rot[6]) + abs(rot[7]) + abs(rot[8]))
+        fixed = moving = False
+        ncon = d.ncon
+        if ncon:
+            geoms = d.contact.geom[:ncon]
+            g0, g1 = geoms[:, 0], geoms[:, 1]
+            cube = ids["cube_geom"]
+            on_cube = (g0 == cube) | (g1 == cube)
+            if on_cube.any():
+                other = np.where(g0 == cube, g1, g0)[on_cube]
+                fixed = bool(self._is_fixed[other].any())
+                moving = bool(self._is_moving[other].any())
+            table = ids["table"]
+            on_table = (g0 == table) | (g1 == table)
+            if on_table.any():
+                other = np.where(g0 == table, g1, g0)
+                hits = np.flatnonzero(on_table & self._is_robot[other])
+                if len(hits):
+                    force = np.zeros(6)
+                    worst, worst_geom = 0.0, -1
+                    for i in hits:
+                        self._mj.mj_contactForce(m, d, int(i), force)
+                        if abs(float(force[0])) > worst:
+                            worst, worst_geom = abs(float(force[0])), int(other[i])
+                    if worst > TABLE_FORCE_N:
+                        self._table_steps += 1
+                        if "table_collision" not in self._events:
+                            name = m.geom(worst_geom).name or f"geom{worst_geom}"
+                            self._first_table = {"t_s": round(float(d.time), 4), "force_n": round(worst, 2),
+                                                 "geom": name,
+                                                 "body": m.body(m.geom_bodyid[worst_geom]).name}
+                        self._events["table_collision"] = self._events.get("table_collision", 0) + 1
+        self._tracker.update(float(d.time), bottom, fixed, moving)
+
+    def end_episode(self) -> EpisodeFacts:
+        self._require()
+        tr = self._tracker
+        x, y, z, yaw = self.cube_pose()
+        extra = {
+            "sim_time_s": float(self._data.time),
+            "control_steps": self._steps,
+            "physics_steps_per_control": self._substeps,
+            "physics_timestep_s": float(self._model.opt.timestep),
+            "longest_hold_s": tr.longest_hold_s,
+            "event_counts": dict(self._events),
+            "table_collision_s": self._table_steps * float(self._model.opt.timestep),
+            "first_table_collision": self._first_table,
+            "cube_final": {"x": x, "y": y, "z": z, "yaw_deg": yaw},
+            "mark": self._mark.id if self._mark else None,
+            "seed": self._seed,
+        }
+        return EpisodeFacts(physics_success=bool(tr.success), max_lift_m=float(tr.max_lift_m),
+                            time_to_success_s=tr.time_to_success_s,
+                            safety_events=sorted(self._events), extra=extra)
+
+    def safe_stop(self) -> None:
+        """Hold the current position (targets = present positions). Never raises."""
+        try:
+            if self._data is not None:
+                q = self._data.qpos[self._ids["qpos"]]
+                self._data.ctrl[self._ids["act"]] = q
+                self._target = self.units.to_rig(q)
+        except Exception:
+            pass
+
+    def disconnect(self) -> None:
+        self._close_renderers()
+        self._connected = False

@@ -1,0 +1,282 @@
+"""The MuJoCo scene: Menagerie SO-101 on a table, a cube at a layout mark, two cameras.
+
+Frames. The layout frame (DESIGN section 4, `protocol.Mark`) is the MuJoCo world frame: origin
+on the shoulder-pan axis at table height, x forward, y to the robot's left, z up, table surface
+z = 0. The Menagerie model's `base` body is placed so that the pan axis is at x = y = 0 and the
+underside of the base rests on the table.
+
+Cameras are named as in `hardware/sim.yaml`: `front` (fixed, across the table, looking at the
+workspace) and `wrist` (the Menagerie wrist camera on the gripper, renamed from `wrist_cam`).
+
+Cheap visuals (DESIGN section 3, "rendering dominates"): no multisampling, no shadows, no
+skybox, and optionally decimated visual meshes (`RenderSettings.mesh_cell_mm`): the Menagerie
+visual meshes have ~350k triangles; vertex clustering on a 2 mm grid keeps the look and cuts
+that ~10x. Collision geometry is never touched, so physics does not depend on render settings.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .gl import ensure_gl_backend
+
+ensure_gl_backend()
+
+import mujoco  # noqa: E402
+
+# Shoulder body position in the Menagerie `base` frame (so101.xml): the pan axis.
+PAN_AXIS_IN_BASE = (0.0388353, 0.0, 0.0624)
+# Lowest point of the base meshes in the `base` frame (measured from the STL vertices).
+BASE_BOTTOM_Z = -0.0024
+BASE_POS = (-PAN_AXIS_IN_BASE[0], 0.0, -BASE_BOTTOM_Z)
+
+ARM_JOINTS = ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper")
+KNOWN_CAMERAS = ("front", "wrist")
+
+# The aim point of a top-down pick, in the `gripper` body frame: midway between the fixed
+# jaw's inner face (x = -0.0074 at the tip) and the moving jaw's inner face when the gripper
+# is open at 35 % (x = +0.045), 18.75 mm above the fixed jaw's tip. A cube centred here is
+# pushed by the closing moving jaw against the fixed jaw.
+GRASP_SITE_POS = (0.019, 0.0, -0.083)
+
+# Table top used by the simulation (larger than the printable layout template).
+TABLE_X = (-0.25, 0.50)
+TABLE_Y = (-0.40, 0.40)
+TABLE_THICKNESS = 0.02
+
+# The front camera: across the table, looking back at the workspace.
+FRONT_CAMERA_POS = (0.56, 0.0, 0.34)
+FRONT_CAMERA_TARGET = (0.19, 0.0, 0.02)
+FRONT_CAMERA_FOVY = 55.0
+
+
+def menagerie_dir() -> Path:
+    """Directory of the Menagerie SO-101 model shipped by `so101-nexus`."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("so101_nexus")
+    if spec is None or not spec.origin:
+        raise FileNotFoundError("so101-nexus is not installed (it ships the SO-101 model)")
+    return Path(spec.origin).parent / "assets" / "SO101_menagerie"
+
+
+def menagerie_xml() -> Path:
+    return menagerie_dir() / "so101.xml"
+
+
+@dataclass(frozen=True)
+class RenderSettings:
+    """Visual quality knobs. They change pixels only, never physics."""
+
+    offsamples: int = 0
+    shadows: bool = False
+    mesh_cell_mm: float | None = 2.0   # vertex-clustering cell for visual meshes; None = full
+
+
+# ---------------------------------------------------------------- mesh decimation
+
+
+def _read_stl(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    """Binary STL -> (vertices (n, 3) float64, faces (m, 3) int64), shared vertices merged."""
+    data = path.read_bytes()
+    count = int(np.frombuffer(data, dtype="<u4", count=1, offset=80)[0])
+    if 84 + 50 * count != len(data):
+        raise ValueError(f"{path.name}: not a binary STL")
+    rec = np.dtype([("n", "<f4", 3), ("v", "<f4", (3, 3)), ("a", "<u2")])
+    tris = np.frombuffer(data, dtype=rec, count=count, offset=84)["v"].reshape(-1, 3)
+    verts, inverse = np.unique(tris, axis=0, return_inverse=True)
+    return verts.astype(np.float64), inverse.reshape(-1, 3).astype(np.int64)
+
+
+def _cluster(verts: np.ndarray, faces: np.ndarray, cell: float) -> tuple[np.ndarray, np.ndarray]:
+    """Vertex-clustering decimation (Rossignac & Borrel 1993): merge vertices per grid cell."""
+    keys = np.floor(verts / cell).astype(np.int64)
+    _, inverse = np.unique(keys, axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    n = int(inverse.max()) + 1
+    sums = np.zeros((n, 3))
+    np.add.at(sums, inverse, verts)
+    new_verts = sums / np.bincount(inverse, minlength=n)[:, None]
+    new_faces = inverse[faces]
+    keep = ((new_faces[:, 0] != new_faces[:, 1]) & (new_faces[:, 1] != new_faces[:, 2])
+            & (new_faces[:, 0] != new_faces[:, 2]))
+    new_faces = new_faces[keep]
+    _, first = np.unique(np.sort(new_faces, axis=1), axis=0, return_index=True)
+    return new_verts, new_faces[np.sort(first)]
+
+
+@functools.lru_cache(maxsize=64)
+def _decimated(path: str, cell: float) -> tuple[tuple[float, ...], tuple[int, ...]] | None:
+    try:
+        verts, faces = _read_stl(Path(path))
+    except (OSError, ValueError):
+        return None
+    v, f = _cluster(verts, faces, cell)
+    if len(f) < 4:
+        return None
+    return tuple(v.reshape(-1).tolist()), tuple(f.reshape(-1).tolist())
+
+
+# ---------------------------------------------------------------- spec
+
+
+def _visual_mesh_names(spec: mujoco.MjSpec) -> set[str]:
+    names = set()
+    for geom in spec.geoms:
+        if geom.type == mujoco.mjtGeom.mjGEOM_MESH and geom.contype == 0 and geom.conaffinity == 0:
+            names.add(geom.meshname)
+    return names
+
+
+def arm_spec(*, mesh_cell_mm: float | None = None) -> mujoco.MjSpec:
+    """The Menagerie SO-101 placed in the layout frame, plus a `grasp` site on the gripper.
+
+    `mesh_cell_mm` decimates the visual-only meshes (collision meshes are kept as they are).
+    """
+    xml = menagerie_xml()
+    spec = mujoco.MjSpec.from_file(str(xml))
+    base = spec.body("base")
+    base.pos = list(BASE_POS)
+    gripper = spec.body("gripper")
+    site = gripper.add_site()
+    site.name = "grasp"
+    site.pos = list(GRASP_SITE_POS)
+    site.group = 3
+    wrist_cam = spec.camera("wrist_cam")
+    if wrist_cam is not None:
+        wrist_cam.name = "wrist"
+    if mesh_cell_mm:
+        meshdir = xml.parent / (spec.meshdir or "")
+        visual = _visual_mesh_names(spec)
+        for mesh in spec.meshes:
+            if mesh.name not in visual or not mesh.file:
+                continue
+            dec = _decimated(str(meshdir / mesh.file), mesh_cell_mm / 1000.0)
+            if dec is None:
+                continue
+            mesh.file = ""
+            mesh.uservert = list(dec[0])
+            mesh.userface = list(dec[1])
+    return spec
+
+
+def _look_at_xyaxes(pos, target) -> list[float]:
+    pos, target = np.asarray(pos, float), np.asarray(target, float)
+    fwd = target - pos
+    fwd /= np.linalg.norm(fwd)
+    right = np.cross(fwd, [0.0, 0.0, 1.0])
+    right /= np.linalg.norm(right)
+    up = np.cross(right, fwd)
+    return [*right.tolist(), *up.tolist()]
+
+
+def scene_spec(cube_size_m: float, cube_mass_kg: float, *,
+               render: RenderSettings = RenderSettings(),
+               timestep: float | None = None,
+               offscreen_size: tuple[int, int] = (640, 480)) -> mujoco.MjSpec:
+    """Arm + table + free cube + cameras + lights, as an editable spec."""
+    spec = arm_spec(mesh_cell_mm=render.mesh_cell_mm)
+    spec.modelname = "so101_ab_scene"
+    if timestep is not None:
+        spec.option.timestep = float(timestep)
+    # No-slip iterations keep a held cube from creeping out of the jaws (as so101-nexus does).
+    spec.option.noslip_iterations = 3
+
+    spec.visual.quality.offsamples = int(render.offsamples)
+    spec.visual.quality.shadowsize = 1024 if render.shadows else 0
+    spec.visual.global_.offwidth = max(640, int(offscreen_size[0]))
+    spec.visual.global_.offheight = max(480, int(offscreen_size[1]))
+    spec.visual.headlight.ambient = [0.35, 0.35, 0.35]
+    spec.visual.headlight.diffuse = [0.45, 0.45, 0.45]
+    spec.visual.headlight.specular = [0.0, 0.0, 0.0]
+
+    world = spec.worldbody
+    light = world.add_light()
+    light.name = "key"
+    light.type = mujoco.mjtLightType.mjLIGHT_DIRECTIONAL
+    light.pos = [0.3, 0.3, 1.5]
+    light.dir = [-0.2, -0.2, -1.0]
+    light.diffuse = [0.5, 0.5, 0.5]
+    light.castshadow = bool(render.shadows)
+
+    table_mat = spec.add_material()
+    table_mat.name = "table"
+    table_mat.rgba = [0.78, 0.74, 0.68, 1.0]
+    table = world.add_geom()
+    table.name = "table"
+    table.type = mujoco.mjtGeom.mjGEOM_BOX
+    table.size = [(TABLE_X[1] - TABLE_X[0]) / 2, (TABLE_Y[1] - TABLE_Y[0]) / 2, TABLE_THICKNESS / 2]
+    table.pos = [(TABLE_X[1] + TABLE_X[0]) / 2, (TABLE_Y[1] + TABLE_Y[0]) / 2, -TABLE_THICKNESS / 2]
+    table.material = "table"
+    table.friction = [1.0, 0.005, 0.0001]
+
+    half = cube_size_m / 2.0
+    cube = world.add_body()
+    cube.name = "cube"
+    cube.pos = [0.2, 0.0, half]
+    cube.add_freejoint().name = "cube"
+    cg = cube.add_geom()
+    cg.name = "cube"
+    cg.type = mujoco.mjtGeom.mjGEOM_BOX
+    cg.size = [half, half, half]
+    cg.mass = float(cube_mass_kg)
+    cg.rgba = [0.85, 0.15, 0.12, 1.0]
+    cg.condim = 4
+    cg.friction = [1.0, 0.005, 0.0001]
+    cg.solref = [0.01, 1.0]
+    # A visual-only dot on the top face so yaw and lift read in the videos.
+    dot = cube.add_geom()
+    dot.name = "cube_mark"
+    dot.type = mujoco.mjtGeom.mjGEOM_BOX
+    dot.size = [half * 0.5, half * 0.15, 0.0005]
+    dot.pos = [0.0, 0.0, half]
+    dot.rgba = [0.95, 0.95, 0.95, 1.0]
+    dot.contype = 0
+    dot.conaffinity = 0
+    dot.mass = 0.0
+    dot.density = 0.0
+
+    cam = world.add_camera()
+    cam.name = "front"
+    cam.pos = list(FRONT_CAMERA_POS)
+    cam.fovy = FRONT_CAMERA_FOVY
+    # xyaxes via an orientation frame: MjSpec takes quat; build it from the axes.
+    xy = _look_at_xyaxes(FRONT_CAMERA_POS, FRONT_CAMERA_TARGET)
+    x, y = np.array(xy[:3]), np.array(xy[3:])
+    z = np.cross(x, y)
+    mat = np.stack([x, y, z], axis=1)
+    quat = np.zeros(4)
+    mujoco.mju_mat2Quat(quat, mat.reshape(-1))
+    cam.quat = quat.tolist()
+    return spec
+
+
+def build_scene(cube_size_m: float, cube_mass_kg: float, *,
+                render: RenderSettings = RenderSettings(),
+                timestep: float | None = None,
+                offscreen_size: tuple[int, int] = (640, 480)) -> mujoco.MjModel:
+    """Compile the scene (see `scene_spec`)."""
+    return scene_spec(cube_size_m, cube_mass_kg, render=render, timestep=timestep,
+                      offscreen_size=offscreen_size).compile()
+
+
+def yaw_quat(yaw_deg: float) -> np.ndarray:
+    """Unit quaternion (w, x, y, z) of a rotation by `yaw_deg` about world z."""
+    half = math.radians(yaw_deg) / 2.0
+    return np.array([math.cos(half), 0.0, 0.0, math.sin(half)])
+
+
+def quat_yaw_deg(quat: np.ndarray) -> float:
+    """Yaw (degrees, about world z) of a quaternion (w, x, y, z)."""
+    w, x, y, z = (float(v) for v in quat)
+    return math.degrees(math.atan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z)))
+
+
+def gl_backend() -> str:
+    return os.environ.get("MUJOCO_GL", "")
