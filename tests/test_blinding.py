@@ -1,0 +1,178 @@
+"""Blinding: the judge's view never reaches the key; per-judge orders; nothing leaks to judges."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import av
+import pytest
+
+from judge_fixtures import SECRET_TERMS, make_campaign, policy_of
+from orchestrator import blinding
+from orchestrator.blinding import CampaignSource, blinded_view, judge_order
+from orchestrator.bundle import write_bundle
+from orchestrator.errors import RuntimeFailure
+from orchestrator.judge.app import JudgeApp
+from orchestrator.store import CampaignStore
+
+KEY_COLUMNS = {("trials", "policy"), ("trials", "seed"), ("trials", "position"),
+               ("trials", "repeat_index"), ("trials", "unit")}
+
+
+@pytest.fixture(scope="module")
+def campaign(tmp_path_factory) -> Path:
+    return make_campaign(tmp_path_factory.mktemp("blind"))
+
+
+def _deny_key(conn: sqlite3.Connection, seen: list) -> None:
+    def authorizer(action, table, column, *_):
+        if action == sqlite3.SQLITE_READ and (table, column) in KEY_COLUMNS:
+            seen.append((table, column))
+            return sqlite3.SQLITE_DENY
+        return sqlite3.SQLITE_OK
+    conn.set_authorizer(authorizer)
+
+
+def test_view_sql_selects_no_key_column():
+    select = blinding._VIEW_SQL.split(" FROM ")[0].lower()
+    for column in ("policy", "seed", "position", "slot", "unit", "repeat"):
+        assert column not in select
+
+
+def test_judging_a_campaign_works_with_the_key_unreadable(campaign, tmp_path):
+    """SQLite refuses every read of the key columns; the whole judge session still works."""
+    copy = tmp_path / "c"
+    shutil.copytree(campaign, copy)
+    source = CampaignSource(copy, "alice")
+    seen: list = []
+    _deny_key(source.store.conn, seen)
+    app = JudgeApp(source, renderer="halfcell", autoplay=False)
+
+    async def session():
+        async with app.run_test(size=(100, 30)) as pilot:
+            await pilot.press("s", "f", "2", "u", "z", "s", "q")
+
+    asyncio.run(session())
+    assert len(source.history()) == 3 and not seen
+    # and the denial is real: reading the key through this connection fails
+    with pytest.raises(sqlite3.DatabaseError):
+        source.store.conn.execute("SELECT policy FROM trials").fetchall()
+    source.close()
+
+
+def test_blinded_view_contents(campaign):
+    store = CampaignStore.open_readonly(campaign)
+    info, episodes = blinded_view(store)
+    store.close()
+    assert len(episodes) == 8
+    assert info.success_test == "cube bottom lifted >= 4 cm, both jaws on it, held >= 1 s"
+    assert info.failure_modes == ("missed", "pushed", "dropped", "collision", "other")
+    for e in episodes:
+        assert e.id.startswith("ep_") and len(e.id) == 19
+        assert set(e.videos) == {"front", "wrist"} and all(p.is_file() for p in e.videos.values())
+        assert e.mark.id.startswith("M") and e.mark.x is not None
+        assert e.duration_s == 2.0 and e.frames == 30
+    texts = repr(info) + repr(episodes)
+    for term in SECRET_TERMS[:-1]:   # (the researcher named the directory SECRETCAMPAIGN)
+        assert term not in texts
+
+
+def test_two_judges_get_different_stable_orders(campaign):
+    a1 = [e.id for e in CampaignSource(campaign, "alice").episodes()]
+    a2 = [e.id for e in CampaignSource(campaign, "alice").episodes()]
+    b = [e.id for e in CampaignSource(campaign, "bob").episodes()]
+    assert a1 == a2                     # resuming keeps a judge's order
+    assert a1 != b and sorted(a1) == sorted(b)
+
+
+def test_orders_are_independent_of_the_policy_sequence(campaign):
+    key = policy_of(campaign)
+    store = CampaignStore.open_readonly(campaign)
+    slot = {t.episode_id: t.slot for t in store.trials()}
+    store.close()
+    ids = list(key)
+    first_alpha = 0
+    rhos = []
+    judges = [f"judge{i}" for i in range(300)]
+    run_rank = {e: r for r, e in enumerate(sorted(ids, key=slot.get))}
+    n = len(ids)
+    for judge in judges:
+        order = judge_order(ids, judge, "salt")
+        first_alpha += key[order[0]] == "SECRETPOLICYALPHA"
+        d2 = sum((i - run_rank[e]) ** 2 for i, e in enumerate(order))
+        rhos.append(1 - 6 * d2 / (n * (n * n - 1)))      # Spearman: judge order vs run order
+    # first episode's policy: a fair coin over judges (binomial 300, 1/2: sd 8.7; bounds 4.6 sd)
+    assert 110 < first_alpha < 190
+    # no systematic relation to the run order (mean rho sd ~0.022 under independence)
+    assert abs(sum(rhos) / len(rhos)) < 0.1
+    assert len({tuple(judge_order(ids, j, "salt")) for j in judges}) > 250
+
+
+def test_judge_package_cannot_reach_the_key():
+    """Importing the judge app loads none of the modules that can read the key."""
+    code = ("import sys, orchestrator.judge.app, orchestrator.judge.player, orchestrator.judge.source\n"
+            "bad = [m for m in ('orchestrator.store', 'orchestrator.blinding', 'orchestrator.bundle',"
+            " 'orchestrator.schedule', 'orchestrator.protocol', 'sqlite3') if m in sys.modules]\n"
+            "print(bad)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
+def _all_bytes_and_paths(root: Path) -> list[tuple[str, bytes]]:
+    return [(str(p.relative_to(root)), p.read_bytes() if p.is_file() else b"") for p in root.rglob("*")]
+
+
+def test_campaign_files_a_judge_opens_hold_no_policy_name(campaign):
+    for rel, data in _all_bytes_and_paths(campaign / "videos"):
+        for term in SECRET_TERMS:
+            assert term.lower() not in rel.lower()
+            assert term.lower().encode() not in data.lower()
+
+
+def test_bundle_holds_no_policy_name_even_in_video_metadata(campaign, tmp_path):
+    copy = tmp_path / "c"
+    shutil.copytree(campaign, copy)
+    # a recorder that wrote the policy into the video metadata: the bundle drops it
+    video = next((copy / "videos").rglob("front.mp4"))
+    tagged = video.with_suffix(".tagged.mp4")
+    with av.open(str(video)) as inp, av.open(str(tagged), "w") as out:
+        out.metadata["title"] = "SECRETPOLICYALPHA"
+        out.metadata["comment"] = "secretlab/act_SECRETPATHALPHA"
+        stream = out.add_stream_from_template(inp.streams.video[0])
+        for packet in inp.demux(inp.streams.video[0]):
+            if packet.dts is not None:
+                packet.stream = stream
+                out.mux(packet)
+    tagged.replace(video)
+    assert b"SECRETPOLICYALPHA" in video.read_bytes()
+    bundle = write_bundle(copy, tmp_path / "bundle").path
+    files = _all_bytes_and_paths(bundle)
+    assert len([r for r, _ in files if r.endswith(".mp4")]) == 16
+    for rel, data in files:
+        for term in SECRET_TERMS:
+            assert term.lower() not in rel.lower()
+            assert term.lower().encode() not in data.lower(), (rel, term)
+
+
+def test_bundle_refuses_a_leak_it_cannot_remove(tmp_path):
+    directory = make_campaign(tmp_path / "leaky", marks=1, cameras=("SECRETPOLICYALPHA_cam",))
+    with pytest.raises(RuntimeFailure, match="blinding check failed"):
+        write_bundle(directory, tmp_path / "bundle")
+    assert not (tmp_path / "bundle").exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".bundle")]   # no partial folder
+
+
+def test_forbidden_terms_cover_names_paths_and_revisions(campaign):
+    store = CampaignStore.open_readonly(campaign)
+    text = store.campaign()["protocol_text"]
+    store.close()
+    terms = blinding.forbidden_terms(text)
+    for term in ("SECRETPOLICYALPHA", "SECRETPOLICYBRAVO", "act_SECRETPATHALPHA",
+                 "secretlab/diffusion_SECRETPATHBRAVO", "SECRETREVISION"):
+        assert term in terms
