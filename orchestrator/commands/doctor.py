@@ -1,17 +1,46 @@
-"""`orchestrator doctor` (not implemented yet)."""
+"""`orchestrator doctor --rig RIG [--protocol P] [--out DIR]`: the preflight on its own.
+
+Checks the robot port, LeRobot's calibration file, every camera's frame rate, that each LeRobot
+policy of the protocol loads and matches the rig, and disk space (`orchestrator.preflight`).
+Prints one line per passed check; problems are one line each on stderr, exit 2. Nothing is
+started: the arm is not moved and devices opened to be checked are closed again.
+"""
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
-from ..errors import RuntimeFailure
-
-HELP = "doctor (not implemented yet)"
+HELP = "preflight: port, calibration, cameras at fps, policy load, disk"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("rest", nargs="*")
+    parser.add_argument("--rig", required=True, metavar="RIG", help="rig profile (hardware/*.yaml)")
+    parser.add_argument("--protocol", metavar="PROTOCOL",
+                        help="also load the protocol's LeRobot policies and match them to the rig")
+    parser.add_argument("--out", metavar="DIR", default="recordings",
+                        help="where campaigns will be written (disk check; default recordings/)")
+    parser.add_argument("--camera-seconds", type=float, default=1.0, metavar="S",
+                        help="how long to measure each camera's frame rate (default 1 s)")
 
 
 def run(args: argparse.Namespace) -> int:
-    raise RuntimeFailure("`doctor` is not implemented yet")
+    from ..preflight import require_ready, run_preflight
+    from ..rigs.profile import load_rig
+
+    loaded = load_rig(args.rig)
+    protocol = None
+    if args.protocol:
+        from ..protocol import load_protocol
+
+        protocol = load_protocol(args.protocol)
+
+    def show(check) -> None:
+        if check.ok:
+            print(f"ok    {check.line}", flush=True)
+
+    checks = run_preflight(loaded, protocol, Path(args.out), camera_seconds=args.camera_seconds,
+                           on_check=show)
+    require_ready(checks)
+    print(f"ready: {len(checks)} checks passed for {args.rig}")
+    return 0

@@ -1,0 +1,34 @@
+"""Rig profiles for tests: an SO-101 on the fake Feetech bus with video files as cameras."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+REST = {"shoulder_pan.pos": 0, "shoulder_lift.pos": -100, "elbow_flex.pos": 100,
+        "wrist_flex.pos": 60, "wrist_roll.pos": 0, "gripper.pos": 0}
+CAMERAS = {"front": (48, 64), "wrist": (24, 32)}  # name: (height, width)
+
+
+def write_videos(directory: Path, cameras: dict[str, tuple[int, int]] = CAMERAS, frames: int = 20) -> dict[str, Path]:
+    from orchestrator.rigs.videocam import write_test_video
+
+    return {name: write_test_video(Path(directory) / f"{name}.mp4", width=w, height=h, frames=frames)
+            for name, (h, w) in cameras.items()}
+
+
+def write_rig(path: Path, port: str, calibration_dir: Path, videos: dict[str, Path], *,
+              cameras: dict[str, tuple[int, int]] = CAMERAS, fps: int = 30, robot_id: str = "lab_arm",
+              max_relative_target: float | None = 10.0, camera_extra: dict | None = None) -> Path:
+    """Write a rig profile YAML (video paths relative to the profile, as a user would)."""
+    path = Path(path)
+    robot = {"type": "so101_follower", "port": port, "id": robot_id, "calibration_dir": str(calibration_dir)}
+    if max_relative_target is not None:
+        robot["max_relative_target"] = max_relative_target
+    cams = {}
+    for name, (h, w) in cameras.items():
+        cams[name] = {"type": "video", "index_or_path": str(Path(videos[name]).resolve().relative_to(path.parent.resolve())),
+                      "width": w, "height": h, "fps": fps, **((camera_extra or {}).get(name, {}))}
+    path.write_text(yaml.safe_dump({"robot": robot, "cameras": cams, "rest_pose": REST}, sort_keys=False))
+    return path
