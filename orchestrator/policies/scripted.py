@@ -81,9 +81,14 @@ def plan_pick(x: float, y: float, cube_size_m: float, cube_yaw_deg: float = 0.0)
         z_grasp = max(cube_size_m / 2.0, drop + TIP_CLEARANCE_M)
         z_above = cube_size_m + drop + ABOVE_CLEARANCE_M
         z_lift = z_grasp + LIFT_M
-        q_grasp, e1 = kin.ik([x, y, z_grasp], rot, gripper=open_g)
+        # The lifted pose is the hardest to reach: try it first.
+        q_lift, e3 = kin.ik([x, y, z_lift], rot, gripper=open_g)
+        if e3 > IK_TOL and tilt_deg != TILTS_DEG[-1]:
+            if best is None or e3 < best[0]:
+                best = (e3, tilt_deg, rot, q_lift, q_lift, q_lift, z_grasp, z_above, z_lift)
+            continue
+        q_grasp, e1 = kin.ik([x, y, z_grasp], rot, q_lift, gripper=open_g)
         q_above, e2 = kin.ik([x, y, z_above], rot, q_grasp, gripper=open_g)
-        q_lift, e3 = kin.ik([x, y, z_lift], rot, q_grasp, gripper=open_g)
         err = max(e1, e2, e3)
         if best is None or err < best[0]:
             best = (err, tilt_deg, rot, q_grasp, q_above, q_lift, z_grasp, z_above, z_lift)
@@ -101,6 +106,12 @@ def plan_pick(x: float, y: float, cube_size_m: float, cube_yaw_deg: float = 0.0)
     return PickPlan(aim_xy=(x, y), jaw_yaw_deg=math.degrees(jaw_yaw), tilt_deg=float(tilt_deg),
                     above=np.degrees(q_above), descent=path(q_above, z_above, z_grasp),
                     lift=path(q_grasp, z_grasp, z_lift), ik_error=float(err))
+
+
+def aim_noise(seed: int, aim_noise_mm: float) -> tuple[float, float]:
+    """The aim offset (metres, x and y) of a trial: Gaussian, sd `aim_noise_mm` per axis."""
+    noise = np.random.default_rng(seed).normal(0.0, aim_noise_mm / 1000.0, size=2)
+    return float(noise[0]), float(noise[1])
 
 
 def _along(path: np.ndarray, u: np.ndarray) -> np.ndarray:
@@ -124,10 +135,9 @@ class ScriptedPickPolicy:
         self._k = 0
 
     def reset(self, context: EpisodeContext) -> None:
-        rng = np.random.default_rng(context.seed)
-        noise = rng.normal(0.0, self.aim_noise_mm / 1000.0, size=2)
+        noise = aim_noise(context.seed, self.aim_noise_mm)
         mark, cube = context.mark, context.cube
-        self.noise_m = (float(noise[0]), float(noise[1]))
+        self.noise_m = noise
         plan = plan_pick(mark.x + noise[0], mark.y + noise[1], cube.size_m, mark.yaw_deg)
         self.plan = plan
         fps = context.fps

@@ -85,7 +85,7 @@ class SimRig:
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
-        for key in ("_model", "_data", "_renderers", "_tracker", "_ids"):
+        for key in ("_model", "_data", "_renderers", "_tracker", "_ids", "_mj"):
             state.pop(key, None)
         state["_connected"] = False
         return state

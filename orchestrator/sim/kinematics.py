@@ -145,6 +145,7 @@ class ArmKinematics:
         jacr = np.zeros((3, self.model.nv))
         w = 0.05
         err_norm = float("inf")
+        stalls = 0
         for _ in range(iters):
             p, r = self.fk(q)
             ep = target_p - p
@@ -154,8 +155,12 @@ class ArmKinematics:
             er = np.zeros(3)
             mujoco.mju_quat2Vel(er, quat, 1.0)
             err = np.concatenate([ep, w * er])
-            err_norm = float(np.linalg.norm(err))
+            previous, err_norm = err_norm, float(np.linalg.norm(err))
             if err_norm < tol:
+                break
+            # Stuck against a joint limit (unreachable target): stop early.
+            stalls = stalls + 1 if err_norm > 0.995 * previous else 0
+            if stalls >= 8:
                 break
             mujoco.mj_jacSite(self.model, self.data, jacp, jacr, self.site)
             jac = np.vstack([jacp[:, self.dadr], w * jacr[:, self.dadr]])

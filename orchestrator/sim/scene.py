@@ -82,42 +82,49 @@ class RenderSettings:
 # ---------------------------------------------------------------- mesh decimation
 
 
-def _read_stl(path: Path) -> tuple[np.ndarray, np.ndarray]:
-    """Binary STL -> (vertices (n, 3) float64, faces (m, 3) int64), shared vertices merged."""
+def _read_stl(path: Path) -> np.ndarray:
+    """Binary STL -> triangle soup, shape (m, 3, 3) float64."""
     data = path.read_bytes()
     count = int(np.frombuffer(data, dtype="<u4", count=1, offset=80)[0])
     if 84 + 50 * count != len(data):
         raise ValueError(f"{path.name}: not a binary STL")
     rec = np.dtype([("n", "<f4", 3), ("v", "<f4", (3, 3)), ("a", "<u2")])
-    tris = np.frombuffer(data, dtype=rec, count=count, offset=84)["v"].reshape(-1, 3)
-    verts, inverse = np.unique(tris, axis=0, return_inverse=True)
-    return verts.astype(np.float64), inverse.reshape(-1, 3).astype(np.int64)
+    return np.frombuffer(data, dtype=rec, count=count, offset=84)["v"].astype(np.float64)
 
 
-def _cluster(verts: np.ndarray, faces: np.ndarray, cell: float) -> tuple[np.ndarray, np.ndarray]:
-    """Vertex-clustering decimation (Rossignac & Borrel 1993): merge vertices per grid cell."""
+def _cluster(tris: np.ndarray, cell: float) -> tuple[np.ndarray, np.ndarray]:
+    """Vertex-clustering decimation (Rossignac & Borrel 1993) of a triangle soup.
+
+    Vertices falling in the same `cell`-sized grid cell merge into their mean; triangles that
+    collapse (two corners in one cell) or repeat are dropped. Returns (vertices, faces).
+    """
+    verts = tris.reshape(-1, 3)
     keys = np.floor(verts / cell).astype(np.int64)
-    _, inverse = np.unique(keys, axis=0, return_inverse=True)
+    keys -= keys.min(axis=0)
+    span = keys.max(axis=0) + 1
+    flat = (keys[:, 0] * span[1] + keys[:, 1]) * span[2] + keys[:, 2]
+    _, inverse = np.unique(flat, return_inverse=True)
     inverse = inverse.reshape(-1)
     n = int(inverse.max()) + 1
-    sums = np.zeros((n, 3))
-    np.add.at(sums, inverse, verts)
-    new_verts = sums / np.bincount(inverse, minlength=n)[:, None]
-    new_faces = inverse[faces]
-    keep = ((new_faces[:, 0] != new_faces[:, 1]) & (new_faces[:, 1] != new_faces[:, 2])
-            & (new_faces[:, 0] != new_faces[:, 2]))
-    new_faces = new_faces[keep]
-    _, first = np.unique(np.sort(new_faces, axis=1), axis=0, return_index=True)
-    return new_verts, new_faces[np.sort(first)]
+    counts = np.bincount(inverse, minlength=n)[:, None]
+    new_verts = np.stack([np.bincount(inverse, weights=verts[:, k], minlength=n) for k in range(3)],
+                         axis=1) / counts
+    faces = inverse.reshape(-1, 3)
+    keep = (faces[:, 0] != faces[:, 1]) & (faces[:, 1] != faces[:, 2]) & (faces[:, 0] != faces[:, 2])
+    faces = faces[keep]
+    srt = np.sort(faces, axis=1)
+    fkey = (srt[:, 0] * n + srt[:, 1]) * n + srt[:, 2]
+    _, first = np.unique(fkey, return_index=True)
+    return new_verts, faces[np.sort(first)]
 
 
 @functools.lru_cache(maxsize=64)
 def _decimated(path: str, cell: float) -> tuple[tuple[float, ...], tuple[int, ...]] | None:
     try:
-        verts, faces = _read_stl(Path(path))
+        tris = _read_stl(Path(path))
     except (OSError, ValueError):
         return None
-    v, f = _cluster(verts, faces, cell)
+    v, f = _cluster(tris, cell)
     if len(f) < 4:
         return None
     return tuple(v.reshape(-1).tolist()), tuple(f.reshape(-1).tolist())

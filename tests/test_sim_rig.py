@@ -1,0 +1,157 @@
+"""The simulated SO-101 rig: cube placement, units and shapes, clipping, timing, determinism.
+
+Physics only (no rendering) except one observation test that renders each camera once.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import pickle
+
+import numpy as np
+import pytest
+
+from orchestrator.policies.base import EpisodeContext
+from orchestrator.protocol import Cube, Mark, Success, load_protocol
+from orchestrator.rigs.profile import STATE_KEYS, load_rig
+
+from conftest import GRID20, REPO, SIM_PROTOCOL
+
+os.environ.setdefault("MUJOCO_GL", "egl")   # headless rendering; before mujoco is imported
+pytest.importorskip("mujoco")
+
+from orchestrator.rigs.sim import SimRig, substeps_for  # noqa: E402
+
+# A rest pose clear of the table (the folded arm with the wrist straight).
+CLEAR_REST = {"shoulder_pan.pos": 0, "shoulder_lift.pos": -100, "elbow_flex.pos": 90,
+              "wrist_flex.pos": 0, "wrist_roll.pos": 0, "gripper.pos": 0}
+
+
+def sim_profile(rest=CLEAR_REST):
+    profile = load_rig(REPO / "hardware" / "sim.yaml").profile
+    return profile.model_copy(update={"rest_pose": dict(rest)})
+
+
+@pytest.fixture(scope="module")
+def loaded():
+    return load_protocol(SIM_PROTOCOL)
+
+
+@pytest.fixture(scope="module")
+def rig(loaded):
+    rig = SimRig(sim_profile(), fps=loaded.protocol.episode.fps, success=loaded.protocol.success)
+    rig.connect()
+    yield rig
+    rig.disconnect()
+
+
+def _yaw_diff(a: float, b: float) -> float:
+    return (a - b + 180.0) % 360.0 - 180.0
+
+
+def test_cube_placed_at_every_grid20_mark(rig, loaded):
+    cube = loaded.layout.cube
+    assert len(loaded.layout.marks) == 20
+    for mark in loaded.layout.marks:
+        rig.prepare_layout(mark, cube, seed=1)
+        x, y, z, yaw = rig.cube_pose()
+        assert abs(x - mark.x) <= 1e-3 and abs(y - mark.y) <= 1e-3, (mark.id, x, y)
+        assert abs(z - cube.size_m / 2) <= 1e-3, (mark.id, z)   # resting on the table (z = 0)
+        assert abs(_yaw_diff(yaw, mark.yaw_deg)) <= 1.0, (mark.id, yaw)
+
+
+@pytest.mark.parametrize("yaw", [17.0, -33.0, 45.0, 90.0, 137.5])
+def test_cube_placed_with_yaw(rig, yaw):
+    mark = Mark(id="Y", x=0.21, y=-0.04, yaw_deg=yaw)
+    cube = Cube(size_m=0.03, mass_kg=0.03)
+    rig.prepare_layout(mark, cube, seed=2)
+    x, y, z, measured = rig.cube_pose()
+    assert math.hypot(x - mark.x, y - mark.y) <= 1e-3
+    assert abs(_yaw_diff(measured, yaw)) <= 1.0
+
+
+def test_observation_keys_units_and_images_match_profile(rig, loaded):
+    rig.prepare_layout(loaded.layout.marks[0], loaded.layout.cube, seed=3)
+    obs = rig.observe(with_images=False)
+    assert set(obs) == set(STATE_KEYS)
+    for key, value in CLEAR_REST.items():   # degrees; gripper 0-100 (0 = closed end of range)
+        assert obs[key] == pytest.approx(value, abs=1.5), key
+    obs = rig.observe(with_images=True)
+    assert set(obs) == set(STATE_KEYS) | set(rig.profile.cameras)
+    for name, cam in rig.profile.cameras.items():
+        img = obs[name]
+        assert img.shape == (cam.height, cam.width, 3) and img.dtype == np.uint8
+        assert img.std() > 5, f"{name} frame is blank"
+    assert rig.camera_names == ("front", "wrist")
+
+
+def test_gripper_units_span_the_joint_range(rig):
+    lo, hi = rig.units.ranges_rad[5]
+    assert rig.units.to_rig(np.array([0, 0, 0, 0, 0, lo]))[5] == pytest.approx(0.0)
+    assert rig.units.to_rig(np.array([0, 0, 0, 0, 0, hi]))[5] == pytest.approx(100.0)
+    assert rig.units.to_rig(np.radians([10, -20, 30, -40, 50, 0]))[:5] == pytest.approx([10, -20, 30, -40, 50])
+
+
+def test_act_advances_one_control_period_and_clips(rig, loaded):
+    rig.prepare_layout(loaded.layout.marks[5], loaded.layout.cube, seed=4)
+    n, dt = substeps_for(30)
+    assert n * dt == pytest.approx(1 / 30, abs=1e-12)
+    target = {**CLEAR_REST, "elbow_flex.pos": 150.0}
+    for k in range(1, 4):
+        sent = rig.act(target)
+        assert rig._data.time == pytest.approx(k / 30, abs=1e-9)
+    assert sent["elbow_flex.pos"] == pytest.approx(math.degrees(rig._model.joint("elbow_flex").range[1]))
+    assert sent["shoulder_pan.pos"] == pytest.approx(0.0)
+    facts = rig.end_episode()
+    assert "joint_limit:elbow_flex" in facts.safety_events
+    assert facts.physics_success is False and facts.max_lift_m < 0.005
+
+
+def test_nonfinite_action_is_refused(rig, loaded):
+    rig.prepare_layout(loaded.layout.marks[0], loaded.layout.cube, seed=4)
+    with pytest.raises(ValueError):
+        rig.act({"shoulder_pan.pos": float("nan")})
+
+
+def test_preflight_flags_a_rest_pose_inside_the_table():
+    good = SimRig(sim_profile())
+    assert good.preflight() == []
+    bad = SimRig(sim_profile({**CLEAR_REST, "elbow_flex.pos": 97, "wrist_flex.pos": 65}))
+    problems = bad.preflight()
+    assert any("into the table" in p for p in problems), problems
+
+
+def test_rig_pickles_for_worker_processes(rig, loaded):
+    rig.prepare_layout(loaded.layout.marks[3], loaded.layout.cube, seed=5)
+    clone = pickle.loads(pickle.dumps(rig))
+    assert clone._model is None          # MuJoCo state is rebuilt lazily in the worker
+    clone.prepare_layout(loaded.layout.marks[3], loaded.layout.cube, seed=5)
+    assert clone.cube_pose() == pytest.approx(rig.cube_pose(), abs=1e-9)
+
+
+def _episode(rig, policy, mark, cube, seed, fps=30, duration_s=12.0):
+    ctx = EpisodeContext(mark=mark, cube=cube, seed=seed, fps=fps, duration_s=duration_s, task="")
+    rig.prepare_layout(mark, cube, seed)
+    policy.reset(ctx)
+    for _ in range(round(fps * duration_s)):
+        rig.act(policy.select_action(rig.observe(with_images=False)))
+    return rig.end_episode(), rig._data.qpos.copy()
+
+
+def test_same_seed_same_outcome(loaded):
+    """Two rigs, same trial (noisy aim), identical facts and final state."""
+    from orchestrator.policies.scripted import ScriptedPickPolicy
+
+    mark, cube = loaded.layout.mark("M07"), loaded.layout.cube
+    results = []
+    for _ in range(2):
+        rig = SimRig(sim_profile(), fps=30, success=Success())
+        facts, qpos = _episode(rig, ScriptedPickPolicy(aim_noise_mm=8.0), mark, cube, seed=424242)
+        results.append((facts, qpos))
+    (f1, q1), (f2, q2) = results
+    assert f1.physics_success == f2.physics_success
+    assert f1.max_lift_m == f2.max_lift_m
+    assert f1.time_to_success_s == f2.time_to_success_s
+    assert f1.safety_events == f2.safety_events
+    assert np.array_equal(q1, q2)
