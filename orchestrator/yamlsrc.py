@@ -85,15 +85,26 @@ def load_yaml_mapping(path: Path, what: str) -> tuple[dict[str, Any], SourceMap,
         raise BadInput(f"{path}:{line}:{col}: {what} file contains NUL bytes (binary, not YAML)")
     smap = SourceMap(path)
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        loader = yaml.SafeLoader(text)
+        try:  # what yaml.safe_load does, keeping the node: the text is parsed once
+            node = loader.get_single_node()
+            data = loader.construct_document(node) if node is not None else None
+        finally:
+            loader.dispose()
+    except yaml.reader.ReaderError as exc:  # a control character the YAML reader refuses
+        line = text.count("\n", 0, exc.position) + 1
+        col = exc.position - (text.rfind("\n", 0, exc.position) + 1) + 1
+        char = exc.character if isinstance(exc.character, str) else chr(exc.character)
+        raise BadInput(f"{path}:{line}:{col}: YAML syntax error: character "
+                       f"U+{ord(char):04X} is not allowed in YAML") from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
         reason = exc.problem or exc.context or "invalid YAML"
         raise BadInput(f"{path}:{line}:{col}: YAML syntax error: {reason}") from None
     except yaml.YAMLError as exc:
-        raise BadInput(f"{path}:1:1: YAML error: {exc}") from None
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise BadInput(f"{path}:1:1: YAML error: {first}") from None
     except RecursionError:
         raise BadInput(f"{path}:1:1: YAML nesting is too deep") from None
     if node is None or data is None:
