@@ -246,6 +246,18 @@ class BundleSource:
         self._ids = {e.id for e in self._episodes}
         self.path = self.bundle / LABELS_DIR / f"{judge}.jsonl"
         self._ops = _read_label_lines(self.path)
+        self._drop_torn_tail()
+
+    def _drop_torn_tail(self) -> None:
+        """Cut an incomplete last line (a crash mid-append; that label was never confirmed)."""
+        if not self.path.exists():
+            return
+        data = self.path.read_bytes()
+        if data and not data.endswith(b"\n"):
+            with open(self.path, "r+b") as handle:
+                handle.truncate(data.rfind(b"\n") + 1)
+                handle.flush()
+                os.fsync(handle.fileno())
 
     def episodes(self) -> list[BlindEpisode]:
         by_id = {e.id: e for e in self._episodes}
@@ -258,11 +270,6 @@ class BundleSource:
         self.path.parent.mkdir(exist_ok=True)
         new = not self.path.exists()
         with open(self.path, "ab") as handle:
-            if handle.tell() > 0:
-                with open(self.path, "rb") as check:
-                    check.seek(-1, os.SEEK_END)
-                    if check.read(1) != b"\n":
-                        handle.write(b"\n")   # after a torn line
             handle.write(json.dumps(op).encode() + b"\n")
             handle.flush()
             os.fsync(handle.fileno())

@@ -54,27 +54,25 @@ def open_source(target: Path, judge: str):
     return source
 
 
-def build_app(args: argparse.Namespace):
+def build_app(args: argparse.Namespace, source=None):
     """The judge app for parsed arguments (tests drive it with `run_test`)."""
-    source = open_source(Path(args.target), args.judge)
+    if source is None:
+        source = open_source(Path(args.target), args.judge)
     from ..judge.app import JudgeApp
 
     return JudgeApp(source, renderer=args.renderer)
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..judge.source import check_judge_name
-
-    problem = check_judge_name(args.judge)
-    if problem:
-        raise BadInput(f"--judge: {problem}")
+    source = open_source(Path(args.target), args.judge)
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        source.close()
         raise BadInput("judge needs an interactive terminal (stdin and stdout must be a TTY)")
-    app = build_app(args)
+    app = build_app(args, source)
     try:
         app.run()
     finally:
-        app.source.close()
+        source.close()
     decided = sum(1 for r in app.labels.values() if r.label != "unsure")
     unsure = len(app.labels) - decided
     print(f"judge {args.judge}: {decided} of {len(app.order)} episodes judged"

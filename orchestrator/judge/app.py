@@ -32,7 +32,7 @@ from textual.containers import Horizontal, Vertical
 from textual.reactive import reactive
 from textual.widgets import Footer, Input, Static
 
-from .player import Player, VideoFrames
+from .player import Player, VideoFrames, image_widget_class
 from .source import BlindEpisode, JudgeSource, LabelRecord, current_labels
 
 MAX_SIZE = {"halfcell": (320, 240), "unicode": (320, 240)}  # others: (640, 480)
@@ -79,6 +79,7 @@ class JudgeApp(App[int]):
         self.source = source
         self.renderer = renderer
         self.autoplay = autoplay
+        self._image_class = image_widget_class(renderer)   # terminal queries: before the app runs
         self.max_size = MAX_SIZE.get(renderer, (640, 480))
         self.info = source.info
         self.title = f"Blind judging - judge {source.judge} - {self.info.kind} {self.info.ref}"
@@ -94,7 +95,7 @@ class JudgeApp(App[int]):
     def compose(self) -> ComposeResult:
         yield Static(self.title, id="top", markup=False)
         with Horizontal(id="main"):
-            yield Player(self.renderer, id="player")
+            yield Player(self.renderer, image_class=self._image_class, id="player")
             with Vertical(id="side"):
                 yield Static("", id="episode", markup=False)
                 yield Static("", id="success", markup=False)

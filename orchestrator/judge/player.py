@@ -30,7 +30,12 @@ SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0)
 
 
 def image_widget_class(renderer: str = "auto") -> type:
-    """The textual-image widget class for `renderer` (imported here: it probes the terminal)."""
+    """The textual-image widget class for `renderer`.
+
+    The first call imports textual-image, which queries the terminal (Sixel/Kitty support,
+    cell size) and reads the answers from stdin: call it before the Textual app starts, or
+    late answers are read by the app as key presses.
+    """
     import textual_image.widget as tiw
 
     classes = {"auto": tiw.Image, "halfcell": tiw.HalfcellImage, "unicode": tiw.UnicodeImage,
@@ -105,9 +110,9 @@ class Player(Vertical):
     speed: reactive[float] = reactive(1.0, init=False)
     view: reactive[int] = reactive(0, init=False)
 
-    def __init__(self, renderer: str = "auto", *, id: str | None = None):
+    def __init__(self, renderer: str = "auto", *, image_class: type | None = None, id: str | None = None):
         super().__init__(id=id)
-        self._image_class = image_widget_class(renderer)
+        self._image_class = image_class or image_widget_class(renderer)
         self.sources: dict[str, VideoFrames] = {}
         self.cameras: list[str] = []
         self.episode_key: str | None = None
