@@ -1,0 +1,122 @@
+"""Preflight and `orchestrator doctor`: one-line problems, exit 2, nothing started."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from fakes import feetech
+from fakes.act import make_act_checkpoint
+from fakes.rigs import CAMERAS, write_rig, write_videos
+from orchestrator.cli import main
+
+pytest.importorskip("lerobot")
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def bench(tmp_path, monkeypatch):
+    """A fake arm whose port exists, its calibration, video cameras; nothing opened yet."""
+    port = str(tmp_path / "ttyACM0")
+    open(port, "w").close()
+    arm = feetech.FakeFeetechArm(port, calibration=feetech.default_calibration())
+    feetech.install(monkeypatch, arm)
+    cal = tmp_path / "cal"
+    feetech.write_calibration_file(cal, "lab_arm")
+    videos = write_videos(tmp_path)
+    return arm, port, cal, videos
+
+
+def write_protocol(tmp_path: Path, policy_a: dict) -> Path:
+    path = tmp_path / "protocol.yaml"
+    path.write_text(yaml.safe_dump({
+        "name": "pick-cube-ab", "task": "Pick up the cube", "layout": str(REPO / "layouts" / "grid20.yaml"),
+        "policies": {"A": policy_a, "B": {"type": "scripted", "aim_noise_mm": 3}},
+        "seed": 1, "episode": {"fps": 30, "duration_s": 12}}, sort_keys=False))
+    return path
+
+
+def problems(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.strip()]
+
+
+def test_doctor_missing_port_and_calibration(tmp_path, bench, capsys):
+    arm, _, _, videos = bench
+    rig = write_rig(tmp_path / "rig.yaml", "/dev/ttyNOPE7", tmp_path / "empty_cal", videos)
+    assert main(["doctor", "--rig", str(rig), "--out", str(tmp_path), "--camera-seconds", "0.3"]) == 2
+    out, err = capsys.readouterr()
+    lines = problems(err)
+    assert len(lines) == 2, lines
+    assert lines[0].startswith("orchestrator: port /dev/ttyNOPE7: not found (serial ports present:")
+    assert "`lerobot-find-port`" in lines[0]
+    assert lines[1] == ("orchestrator: calibration: no calibration file for so101_follower id 'lab_arm' "
+                        f"(looked for {tmp_path / 'empty_cal' / 'lab_arm.json'}); LeRobot would stop and ask on "
+                        "stdin mid-campaign: calibrate first with lerobot-calibrate --robot.type=so101_follower "
+                        f"--robot.port=/dev/ttyNOPE7 --robot.id=lab_arm --robot.calibration_dir={tmp_path / 'empty_cal'}")
+    assert "ok    camera front: front.mp4 64x48 at" in out and "ok    disk:" in out
+    assert arm.packets == 0 and not arm.is_open  # nothing started
+
+
+def test_doctor_refuses_a_checkpoint_that_does_not_fit_the_rig(tmp_path, bench, capsys):
+    arm, port, cal, videos = bench
+    rig = write_rig(tmp_path / "rig.yaml", port, cal, videos)
+    make_act_checkpoint(tmp_path / "ckpt_top", {"top": (48, 64), "wrist": (24, 32)})
+    protocol = write_protocol(tmp_path, {"type": "lerobot", "path": "./ckpt_top"})
+    assert main(["doctor", "--rig", str(rig), "--protocol", str(protocol), "--out", str(tmp_path),
+                 "--camera-seconds", "0.3"]) == 2
+    out, err = capsys.readouterr()
+    assert problems(err) == ["orchestrator: policy A (./ckpt_top): expects camera 'top' (observation.images.top, "
+                             "64x48) but the rig has front (64x48), wrist (32x24)"]
+    assert "ok    policy B: scripted" in out and "ok    calibration:" in out and f"ok    port {port}" in out
+    assert arm.packets == 0
+
+
+def test_doctor_ready_measures_cameras_and_loads_the_policy(tmp_path, bench, capsys):
+    arm, port, cal, videos = bench
+    rig = write_rig(tmp_path / "rig.yaml", port, cal, videos)
+    make_act_checkpoint(tmp_path / "ckpt", CAMERAS)
+    protocol = write_protocol(tmp_path, {"type": "lerobot", "path": "./ckpt", "device": "cpu"})
+    assert main(["doctor", "--rig", str(rig), "--protocol", str(protocol), "--out", str(tmp_path),
+                 "--camera-seconds", "0.5"]) == 0
+    out, err = capsys.readouterr()
+    assert err == ""
+    fps = [float(line.split(" at ")[1].split()[0]) for line in out.splitlines() if line.startswith("ok    camera")]
+    assert len(fps) == 2 and all(25 <= f <= 35 for f in fps), out
+    assert "ok    policy A: ./ckpt loads (act on cpu, cameras front, wrist, 6 actions)" in out
+    assert out.rstrip().endswith(f"checks passed for {rig}")
+    assert arm.packets == 0
+
+
+def test_camera_that_stops_delivering_fails_preflight(tmp_path, bench):
+    from orchestrator.preflight import require_ready, run_preflight
+    from orchestrator.rigs.profile import load_rig
+    from orchestrator.errors import BadInput
+
+    _, port, cal, videos = bench
+    rig = write_rig(tmp_path / "rig.yaml", port, cal, videos, camera_extra={"wrist": {"stop_after_frames": 2}})
+    checks = run_preflight(load_rig(rig), None, tmp_path, camera_seconds=0.3)
+    with pytest.raises(BadInput) as err:
+        require_ready(checks)
+    (line,) = err.value.problems
+    assert line.startswith("camera wrist: wrist.mp4 does not open or deliver frames (TimeoutError:")
+    assert "lerobot-find-cameras opencv" in line
+
+
+def test_disk_check(tmp_path):
+    from orchestrator.preflight import check_disk
+
+    assert check_disk(tmp_path / "not" / "yet").ok
+    low = check_disk(tmp_path, need_bytes=1 << 60)
+    assert not low.ok and "GiB free at" in low.detail and "--out" in low.detail
+
+
+def test_doctor_entry_point_bad_rig_file_exit_2(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "orchestrator", "doctor", "--rig", str(tmp_path / "nope.yaml")],
+                          capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert proc.returncode == 2
+    assert len(proc.stderr.strip().splitlines()) == 1 and "nope.yaml" in proc.stderr
