@@ -11,7 +11,7 @@ workspace) and `wrist` (the Menagerie wrist camera on the gripper, renamed from 
 Cheap visuals (DESIGN section 3, "rendering dominates"): no multisampling, no shadows, no
 skybox, and optionally decimated visual meshes (`RenderSettings.mesh_cell_mm`): the Menagerie
 visual meshes have ~350k triangles; vertex clustering on a 2 mm grid keeps the look and cuts
-that ~10x. Collision geometry is never touched, so physics does not depend on render settings.
+that a lot (4 mm: ~25k triangles, 2 mm: ~37k). Collision geometry is never touched, so physics does not depend on render settings.
 """
 
 from __future__ import annotations
@@ -46,13 +46,14 @@ KNOWN_CAMERAS = ("front", "wrist")
 GRASP_SITE_POS = (0.019, 0.0, -0.083)
 
 # Table top used by the simulation (larger than the printable layout template).
-TABLE_X = (-0.25, 0.50)
-TABLE_Y = (-0.40, 0.40)
+TABLE_X = (-0.25, 0.90)
+TABLE_Y = (-0.90, 0.90)
 TABLE_THICKNESS = 0.02
 
-# The front camera: across the table, looking back at the workspace.
-FRONT_CAMERA_POS = (0.56, 0.0, 0.34)
-FRONT_CAMERA_TARGET = (0.19, 0.0, 0.02)
+# The front camera: across the table and to the robot's right, looking back at the workspace
+# (a 3/4 view, so a lifted cube reads against the table).
+FRONT_CAMERA_POS = (0.46, -0.19, 0.10)
+FRONT_CAMERA_TARGET = (0.18, 0.0, 0.06)
 FRONT_CAMERA_FOVY = 55.0
 
 
@@ -76,7 +77,8 @@ class RenderSettings:
 
     offsamples: int = 0
     shadows: bool = False
-    mesh_cell_mm: float | None = 2.0   # vertex-clustering cell for visual meshes; None = full
+    mesh_cell_mm: float | None = 4.0   # vertex-clustering cell for visual meshes; None = full
+    key_light: bool = False            # a directional light besides the headlight (~25 % slower)
 
 
 # ---------------------------------------------------------------- mesh decimation
@@ -199,18 +201,22 @@ def scene_spec(cube_size_m: float, cube_mass_kg: float, *,
     spec.visual.quality.shadowsize = 1024 if render.shadows else 0
     spec.visual.global_.offwidth = max(640, int(offscreen_size[0]))
     spec.visual.global_.offheight = max(480, int(offscreen_size[1]))
-    spec.visual.headlight.ambient = [0.35, 0.35, 0.35]
-    spec.visual.headlight.diffuse = [0.45, 0.45, 0.45]
+    # Near clipping plane = znear x extent: keep it at 2 mm so the wrist camera sees the jaws.
+    spec.stat.extent = 1.0
+    spec.visual.map.znear = 0.002
+    spec.visual.headlight.ambient = [0.35, 0.35, 0.35] if render.key_light else [0.4, 0.4, 0.4]
+    spec.visual.headlight.diffuse = [0.45, 0.45, 0.45] if render.key_light else [0.6, 0.6, 0.6]
     spec.visual.headlight.specular = [0.0, 0.0, 0.0]
 
     world = spec.worldbody
-    light = world.add_light()
-    light.name = "key"
-    light.type = mujoco.mjtLightType.mjLIGHT_DIRECTIONAL
-    light.pos = [0.3, 0.3, 1.5]
-    light.dir = [-0.2, -0.2, -1.0]
-    light.diffuse = [0.5, 0.5, 0.5]
-    light.castshadow = bool(render.shadows)
+    if render.key_light or render.shadows:
+        light = world.add_light()
+        light.name = "key"
+        light.type = mujoco.mjtLightType.mjLIGHT_DIRECTIONAL
+        light.pos = [0.3, 0.3, 1.5]
+        light.dir = [-0.2, -0.2, -1.0]
+        light.diffuse = [0.5, 0.5, 0.5]
+        light.castshadow = bool(render.shadows)
 
     table_mat = spec.add_material()
     table_mat.name = "table"
@@ -222,6 +228,17 @@ def scene_spec(cube_size_m: float, cube_mass_kg: float, *,
     table.pos = [(TABLE_X[1] + TABLE_X[0]) / 2, (TABLE_Y[1] + TABLE_Y[0]) / 2, -TABLE_THICKNESS / 2]
     table.material = "table"
     table.friction = [1.0, 0.005, 0.0001]
+
+    # A backdrop behind the robot (visual only) so the front view is not against black.
+    wall = world.add_geom()
+    wall.name = "backdrop"
+    wall.type = mujoco.mjtGeom.mjGEOM_BOX
+    wall.size = [0.005, 3.0, 1.5]
+    wall.pos = [TABLE_X[0] - 0.005, 0.0, 1.5 - TABLE_THICKNESS]
+    wall.rgba = [0.62, 0.70, 0.78, 1.0]
+    wall.contype = 0
+    wall.conaffinity = 0
+    wall.group = 1
 
     half = cube_size_m / 2.0
     cube = world.add_body()
