@@ -246,11 +246,15 @@ class CampaignStore:
         """Connect and verify the file is an intact campaign store of a known schema."""
         try:
             with open(db, "rb") as handle:
-                header = handle.read(16)
+                header = handle.read(100)
         except OSError as exc:
             raise BadInput(f"{db}: cannot read campaign store: {exc.strerror}") from None
-        if header != b"SQLite format 3\x00":
+        if header[:16] != b"SQLite format 3\x00":
             raise BadInput(f"{db}: not a campaign store (not an SQLite database)")
+        # application_id is bytes 68-71 of the header: refuse a foreign database before a
+        # read-write connection switches it to WAL mode (which rewrites its header)
+        if len(header) < 100 or int.from_bytes(header[68:72], "big") != APPLICATION_ID:
+            raise BadInput(f"{db}: not a campaign store of this tool (foreign SQLite database)")
         try:
             conn = _connect(db)
             app_id = conn.execute("PRAGMA application_id").fetchone()[0]

@@ -1,0 +1,358 @@
+"""The campaign store: schema version, transactions that survive a killed writer, the run
+lock, refusal of foreign/garbage/newer files, recovery of interrupted attempts."""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+from orchestrator.errors import BadInput, RuntimeFailure
+from orchestrator.schedule import ScheduledTrial
+from orchestrator.store import (APPLICATION_ID, DB_NAME, SCHEMA_VERSION, CampaignStore, EpisodeRecord,
+                                new_episode_id)
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def schedule(n_units: int, labels=("A", "B")) -> list[ScheduledTrial]:
+    out = []
+    for unit in range(n_units):
+        for position, label in enumerate(labels if unit % 2 == 0 else labels[::-1]):
+            out.append(ScheduledTrial(slot=len(out), unit=unit, mark_id=f"M{unit:03d}", repeat=0,
+                                      position=position, policy=label, seed=len(out)))
+    return out
+
+
+def create(directory: Path, n_units: int = 3) -> CampaignStore:
+    return CampaignStore.create(
+        directory, name="test", protocol_path="p.yaml", protocol_text="name: test\n",
+        protocol_sha256="0" * 64, layout_text="marks: []\n", layout_sha256="1" * 64,
+        rig_path="rig.yaml", rig_text="robot: {type: sim_so101}\n", simulated=True,
+        schedule=schedule(n_units))
+
+
+def record(episode_id: str, success: bool | None = True) -> EpisodeRecord:
+    return EpisodeRecord(episode_id=episode_id, frames=30, duration_s=1.0, cameras=["front"],
+                         files={"front": f"videos/{episode_id}/front.mp4"}, physics_success=success)
+
+
+def consistency_problems(conn: sqlite3.Connection) -> list[str]:
+    """Invariants a crash must never break, as SQL over one snapshot of the database."""
+    checks = {
+        "done trial without exactly one done attempt":
+            "SELECT slot FROM trials t WHERE state='done' AND "
+            "(SELECT COUNT(*) FROM attempts a WHERE a.slot=t.slot AND a.status='done') != 1",
+        "done trial without exactly one episode":
+            "SELECT slot FROM trials t WHERE state='done' AND "
+            "(SELECT COUNT(*) FROM episodes e WHERE e.slot=t.slot) != 1",
+        "done trial whose episode_id is not its episode":
+            "SELECT slot FROM trials t WHERE state='done' AND episode_id IS NOT "
+            "(SELECT id FROM episodes e WHERE e.slot=t.slot)",
+        "episode of a trial that is not done":
+            "SELECT e.id FROM episodes e JOIN trials t ON t.slot=e.slot WHERE t.state!='done'",
+        "episode whose attempt is not done":
+            "SELECT e.id FROM episodes e JOIN attempts a ON a.id=e.attempt_id WHERE a.status!='done' "
+            "OR a.slot != e.slot OR a.episode_id != e.id",
+        "running attempt on a trial that is not running":
+            "SELECT a.id FROM attempts a JOIN trials t ON t.slot=a.slot WHERE a.status='running' "
+            "AND t.state!='running'",
+        "running trial without exactly one running attempt":
+            "SELECT slot FROM trials t WHERE state='running' AND "
+            "(SELECT COUNT(*) FROM attempts a WHERE a.slot=t.slot AND a.status='running') != 1",
+        "attempt counter differs from the attempts":
+            "SELECT slot FROM trials t WHERE attempts != (SELECT COUNT(*) FROM attempts a WHERE a.slot=t.slot)",
+        "pending trial with attempts":
+            "SELECT slot FROM trials WHERE state='pending' AND attempts != 0",
+        "unknown state":
+            "SELECT slot FROM trials WHERE state NOT IN ('pending','running','done','aborted')",
+        "physics label count differs from episodes with a physics result":
+            "SELECT 1 WHERE (SELECT COUNT(*) FROM judgments WHERE judge='physics') != "
+            "(SELECT COUNT(*) FROM episodes WHERE physics_success IS NOT NULL)",
+    }
+    problems = []
+    for name, sql in checks.items():
+        rows = conn.execute(sql).fetchall()
+        if rows:
+            problems.append(f"{name}: {[tuple(r) for r in rows][:5]}")
+    return problems
+
+
+# ------------------------------------------------------------------ creation and opening
+
+
+def test_create_sets_schema_version_wal_and_full_sync(tmp_path):
+    with create(tmp_path / "c") as store:
+        conn = store.conn
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        assert conn.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
+        assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+        assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+        assert store.integrity_ok()
+        assert [t.state for t in store.trials()] == ["pending"] * 6
+        assert store.campaign()["protocol_text"] == "name: test\n"
+        assert store.events()[0]["kind"] == "created"
+    assert not (tmp_path / "c" / (DB_NAME + ".creating")).exists()
+
+
+def test_create_refuses_an_existing_campaign(tmp_path):
+    create(tmp_path / "c").close()
+    with pytest.raises(BadInput, match="already exists"):
+        create(tmp_path / "c")
+    # the refused create released the lock
+    CampaignStore.open_for_run(tmp_path / "c").close()
+
+
+def test_open_missing_campaign(tmp_path):
+    for opener in (CampaignStore.open_for_run, CampaignStore.open_readonly):
+        with pytest.raises(BadInput, match="no campaign here"):
+            opener(tmp_path)
+
+
+def test_transaction_rolls_back_on_error(tmp_path):
+    with create(tmp_path / "c") as store:
+        with pytest.raises(ZeroDivisionError):
+            with store.transaction() as c:
+                c.execute("UPDATE trials SET state='done'")
+                1 / 0
+        assert {t.state for t in store.trials()} == {"pending"}
+
+
+def test_attempt_lifecycle(tmp_path):
+    with create(tmp_path / "c") as store:
+        ep1, ep2 = new_episode_id(), new_episode_id()
+        assert ep1 != ep2 and ep1.startswith("ep_")
+        a1 = store.begin_attempt(0, ep1)
+        assert store.trials()[0].state == "running"
+        store.abort_attempt(a1, "e-stop")
+        assert store.trials()[0].state == "aborted"
+        a2 = store.begin_attempt(0, ep2)
+        store.finish_attempt(a2, record(ep2, success=False))
+        t = store.trials()[0]
+        assert (t.state, t.episode_id, t.attempts) == ("done", ep2, 2)
+        assert [a["status"] for a in store.attempts()] == ["aborted", "done"]
+        assert [e["id"] for e in store.episodes()] == [ep2]
+        assert [(j.judge, j.label) for j in store.judgments()] == [("physics", "failure")]
+        assert [t.slot for t in store.pending_trials()] == [1, 2, 3, 4, 5]
+        with pytest.raises(RuntimeFailure):
+            store.begin_attempt(0, new_episode_id())  # already done
+        with pytest.raises(RuntimeFailure):
+            store.finish_attempt(a2, record(new_episode_id()))  # not running
+        jid = store.add_judgment(ep2, "ann", "success")
+        with pytest.raises(BadInput):
+            store.add_judgment(ep2, "ann", "maybe")
+        with pytest.raises(BadInput):
+            store.add_judgment("ep_missing", "ann", "success")
+        store.retract_judgment(jid)
+        assert store.latest_labels("ann") == {}
+        assert consistency_problems(store.conn) == []
+
+
+def test_recover_interrupted_turns_running_into_aborted(tmp_path):
+    store = create(tmp_path / "c")
+    ep = new_episode_id()
+    store.begin_attempt(2, ep)
+    store.conn.close()           # the process "dies" without finishing the attempt
+    store._lock.release()
+    with CampaignStore.open_for_run(tmp_path / "c") as again:
+        assert again.recover_interrupted() == [(2, ep)]
+        trial = again.trials()[2]
+        assert trial.state == "aborted" and trial.attempts == 1
+        attempt = again.attempts()[0]
+        assert attempt["status"] == "aborted" and "interrupted" in attempt["reason"]
+        assert attempt["ended_at"] is not None
+        assert any(e["kind"] == "aborted" and e["slot"] == 2 for e in again.events())
+        assert 2 in [t.slot for t in again.pending_trials()]
+        assert again.recover_interrupted() == []   # idempotent
+        assert consistency_problems(again.conn) == []
+        new_attempt = again.begin_attempt(2, new_episode_id())  # re-run from the start
+        assert again.trials()[2].attempts == 2
+        again.abort_attempt(new_attempt, "test")
+
+
+# ------------------------------------------------------------------ refusing files
+
+
+def test_garbage_and_empty_files_are_refused(tmp_path):
+    for name, content in [("garbage", os.urandom(4096)), ("empty", b""),
+                          ("text", b"name: not a database\n"),
+                          ("truncated", b"SQLite format 3\x00" + b"\xff" * 200)]:
+        d = tmp_path / name
+        d.mkdir()
+        (d / DB_NAME).write_bytes(content)
+        for opener in (CampaignStore.open_for_run, CampaignStore.open_readonly):
+            with pytest.raises(BadInput) as info:
+                opener(d)
+            message = str(info.value)
+            assert str(d / DB_NAME) in message and "\n" not in message
+            assert "not a campaign store" in message or "corrupted" in message
+        with pytest.raises(BadInput, match="not a campaign store|corrupted"):  # lock was released
+            CampaignStore.open_for_run(d)
+
+
+def test_foreign_sqlite_file_is_refused_and_left_untouched(tmp_path):
+    db = tmp_path / DB_NAME
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE TABLE notes (body TEXT)")
+    conn.execute("INSERT INTO notes VALUES ('mine')")
+    conn.commit()
+    conn.close()
+    before = db.read_bytes()
+    for opener in (CampaignStore.open_for_run, CampaignStore.open_readonly):
+        with pytest.raises(BadInput, match="not a campaign store of this tool"):
+            opener(tmp_path)
+    assert db.read_bytes() == before, "opening a foreign database must not modify it"
+    assert not Path(str(db) + "-wal").exists()
+
+
+def test_newer_schema_is_refused(tmp_path):
+    create(tmp_path / "c").close()
+    conn = sqlite3.connect(tmp_path / "c" / DB_NAME)
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    conn.close()
+    for opener in (CampaignStore.open_for_run, CampaignStore.open_readonly):
+        with pytest.raises(BadInput, match=r"newer orchestrator \(schema 2"):
+            opener(tmp_path / "c")
+    # refused without holding the lock
+    conn = sqlite3.connect(tmp_path / "c" / DB_NAME)
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    conn.close()
+    CampaignStore.open_for_run(tmp_path / "c").close()
+
+
+def test_unversioned_store_is_refused(tmp_path):
+    create(tmp_path / "c").close()
+    conn = sqlite3.connect(tmp_path / "c" / DB_NAME)
+    conn.execute("PRAGMA user_version = 0")
+    conn.close()
+    with pytest.raises(BadInput, match="no schema version"):
+        CampaignStore.open_readonly(tmp_path / "c")
+
+
+def test_schema1_fixture_still_opens(tmp_path):
+    """A store written by schema 1 (tests/fixtures/schema1/campaign.db, made by
+    tests/fixtures/make_schema1_store.py) must open with every later version."""
+    shutil.copytree(FIXTURES / "schema1", tmp_path / "c")
+    with CampaignStore.open_readonly(tmp_path / "c") as store:
+        assert store.integrity_ok()
+        trials = store.trials()
+        assert len(trials) == 4
+        assert [t.state for t in trials] == ["done", "done", "aborted", "pending"]
+        assert len(store.episodes()) == 2
+        assert {j.judge for j in store.judgments()} == {"physics", "ann"}
+        assert consistency_problems(store.conn) == []
+    with CampaignStore.open_for_run(tmp_path / "c") as store:
+        assert store.conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        attempt = store.begin_attempt(3, new_episode_id())
+        store.finish_attempt(attempt, record(new_episode_id()))
+
+
+# ------------------------------------------------------------------ processes
+
+HOLDER = """
+import sys, time
+from orchestrator.store import CampaignStore
+store = CampaignStore.open_for_run(sys.argv[1])
+print("locked", flush=True)
+sys.stdin.readline()
+store.close()
+"""
+
+
+def test_lock_refuses_a_second_runner_while_readers_work(tmp_path):
+    directory = tmp_path / "c"
+    with create(directory) as store:
+        ep = new_episode_id()
+        store.finish_attempt(store.begin_attempt(0, ep), record(ep))
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(directory)], cwd=REPO,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        with pytest.raises(BadInput, match="another `orchestrator run` is running this campaign"):
+            CampaignStore.open_for_run(directory)
+        with pytest.raises(BadInput, match="another"):
+            CampaignStore.create(directory, name="x", protocol_path="", protocol_text="", protocol_sha256="",
+                                 layout_text="", layout_sha256="", rig_path="", rig_text="",
+                                 simulated=True, schedule=[])
+        with CampaignStore.open_readonly(directory) as reader:   # report / judge during a run
+            assert reader.trials()[0].state == "done"
+            reader.add_judgment(ep, "ann", "success")
+    finally:
+        holder.communicate("\n", timeout=60)
+    assert holder.returncode == 0
+    CampaignStore.open_for_run(directory).close()   # free again once the runner has stopped
+
+
+WRITER = """
+import random, sys
+from orchestrator.store import CampaignStore, EpisodeRecord, new_episode_id
+store = CampaignStore.open_for_run(sys.argv[1])
+rng = random.Random(int(sys.argv[2]))
+store.recover_interrupted()
+print("ready", flush=True)
+while store.pending_trials():
+    for trial in store.pending_trials():
+        attempt = store.begin_attempt(trial.slot, new_episode_id())
+        if rng.random() < 0.15:
+            store.abort_attempt(attempt, "e-stop")
+            continue
+        ep = store.conn.execute("SELECT episode_id FROM attempts WHERE id=?", (attempt,)).fetchone()[0]
+        store.finish_attempt(attempt, EpisodeRecord(
+            episode_id=ep, frames=360, duration_s=12.0, cameras=["front", "wrist"],
+            files={"front": f"videos/{ep}/front.mp4"}, physics_success=rng.random() < 0.5,
+            timing={"late": 0}, safety_events=()))
+        if rng.random() < 0.3:
+            store.add_judgment(ep, "ann", rng.choice(["success", "failure", "unsure"]))
+        store.log_event("progress", f"slot {trial.slot}", slot=trial.slot)
+print("finished", flush=True)
+"""
+
+
+def test_transactions_survive_a_killed_writer(tmp_path):
+    """SIGKILL a writer at random moments; every time the store opens, passes integrity_check
+    and is consistent, and the next writer resumes. Finally every trial is done."""
+    directory = tmp_path / "c"
+    create(directory, n_units=60).close()
+    rng = random.Random(1234)
+    kills = 0
+    for round_ in range(40):
+        child = subprocess.Popen([sys.executable, "-c", WRITER, str(directory), str(round_)], cwd=REPO,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert child.stdout.readline().strip() == "ready", child.stderr.read()
+        if kills < 4:
+            time.sleep(rng.uniform(0.0, 0.25))
+            child.send_signal(signal.SIGKILL)
+        out, err = child.communicate(timeout=300)
+        if child.returncode == -signal.SIGKILL:
+            kills += 1
+        else:
+            assert child.returncode == 0, err
+        conn = sqlite3.connect(directory / DB_NAME)
+        try:
+            assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+            assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
+            assert consistency_problems(conn) == []
+        finally:
+            conn.close()
+        if "finished" in out:
+            break
+    assert kills >= 3
+    with CampaignStore.open_for_run(directory) as store:
+        assert store.recover_interrupted() == []
+        states = {t.state for t in store.trials()}
+        assert states == {"done"}, states
+        assert len(store.episodes()) == 120
+        aborted = [a for a in store.attempts() if a["status"] == "aborted"]
+        assert all(a["reason"] for a in aborted)
+        assert consistency_problems(store.conn) == []
