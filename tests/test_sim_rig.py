@@ -117,7 +117,10 @@ def test_nonfinite_action_is_refused(rig, loaded):
 def test_preflight_flags_a_rest_pose_inside_the_table():
     good = SimRig(sim_profile())
     assert good.preflight() == []
-    bad = SimRig(sim_profile({**CLEAR_REST, "elbow_flex.pos": 97, "wrist_flex.pos": 65}))
+    shipped = SimRig(load_rig(REPO / "hardware" / "sim.yaml").profile)   # gripper on the table
+    assert shipped.preflight() == []
+    bad = SimRig(sim_profile({**CLEAR_REST, "shoulder_lift.pos": 60, "elbow_flex.pos": 30,
+                              "wrist_flex.pos": 60}))
     problems = bad.preflight()
     assert any("into the table" in p for p in problems), problems
 

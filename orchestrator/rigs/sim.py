@@ -26,6 +26,7 @@ data until `connect()`); a rig also pickles (the MuJoCo objects are dropped and 
 
 from __future__ import annotations
 
+import atexit
 import math
 from typing import Any
 
@@ -41,6 +42,10 @@ from .profile import JOINTS, STATE_KEYS, RigProfile
 TABLE_FORCE_N = 1.0
 # A target outside the joint range by more than this (rig units) is a joint-limit event.
 JOINT_LIMIT_TOL = 0.01
+# A rest pose whose collision geometry goes deeper into the table than this is refused by
+# preflight (a folded SO-101 resting its gripper on the table reaches ~6 mm with the model's
+# boxy collision geometry, and is accepted: the physics lifts it out without moving the cube).
+REST_DEPTH_LIMIT_M = 0.015
 # Settling time after placing the cube and the arm, before the episode's time zero.
 SETTLE_S = 0.2
 # Nominal MuJoCo step of the Menagerie model; the rig uses the largest step <= this that
@@ -85,7 +90,7 @@ class SimRig:
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
-        for key in ("_model", "_data", "_renderers", "_tracker", "_ids", "_mj"):
+        for key in ("_model", "_data", "_renderers", "_tracker", "_ids", "_mj", "_atexit"):
             state.pop(key, None)
         state["_connected"] = False
         return state
@@ -101,6 +106,7 @@ class SimRig:
         """Set the control rate (Hz) and the success test of the protocol about to run."""
         if int(fps) != self.fps:
             self.fps = int(fps)
+            self._close_renderers()
             self._cube = None   # rebuild with the new physics step on next prepare_layout
             self._model = None
         if success is not None:
@@ -213,9 +219,10 @@ class SimRig:
         try:
             self._require()
             depth = self.rest_pose_table_depth()
-            if depth > 0.002:
-                problems.append(f"rest_pose puts the arm {depth * 1000:.1f} mm into the table in "
-                                "simulation (e.g. lower wrist_flex.pos); the cube would be disturbed")
+            if depth > REST_DEPTH_LIMIT_M:
+                problems.append(f"rest_pose puts the arm {depth * 1000:.0f} mm into the table in "
+                                "simulation: check shoulder_lift/elbow_flex/wrist_flex (a folded arm "
+                                "is shoulder_lift.pos -100, elbow_flex.pos 90-97)")
         except Exception as exc:  # a broken install must stop the campaign, not crash it
             problems.append(f"simulation could not start: {type(exc).__name__}: {exc}")
         return problems
@@ -314,6 +321,11 @@ class SimRig:
         if renderer is None:
             renderer = self._mj.Renderer(self._model, height=spec.height, width=spec.width)
             self._renderers[key] = renderer
+            if not getattr(self, "_atexit", False):
+                # Free GL contexts before mujoco's own exit handler terminates EGL (registered
+                # when the first context is made, so ours, registered after, runs first).
+                atexit.register(self._close_renderers)
+                self._atexit = True
         renderer.update_scene(self._data, camera=camera)
         return renderer.render()
 
