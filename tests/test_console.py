@@ -1,0 +1,168 @@
+"""The operator console, driven by Textual's pilot while a fake runner calls the Operator bridge
+from its own thread (as the real runner does)."""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import re
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from orchestrator.console import OperatorConsole, run_console
+from orchestrator.console.layout_view import describe_mark, render_layout
+from orchestrator.operator import EmergencyStop, Operator, StopRequested, TrialCue
+from orchestrator.protocol import load_layout
+
+REPO = Path(__file__).resolve().parent.parent
+LABELS = ("act_policy_v2", "scripted_baseline")  # the fake schedule's policy labels
+
+
+@pytest.fixture(scope="module")
+def layout():
+    return load_layout(REPO / "layouts" / "grid20.yaml")[0]
+
+
+def screen_text(app) -> str:
+    svg = app.export_screenshot()
+    return html.unescape("".join(re.findall(r">([^<]*)</text>", svg))).replace("\xa0", " ")
+
+
+class FakeRunner(threading.Thread):
+    """Runs trials of a schedule (which knows the policy labels) through the operator."""
+
+    def __init__(self, op: Operator, layout, steps: int = 1000):
+        super().__init__(daemon=True)
+        self.op, self.steps = op, steps
+        self.schedule = [(layout.marks[6], LABELS[0]), (layout.marks[6], LABELS[1]), (layout.marks[2], LABELS[0])]
+        self.log: list = []
+        self.episode_steps = [steps, 20, steps]
+
+    def run(self) -> None:
+        try:
+            for i, (mark, label) in enumerate(self.schedule):
+                cue = TrialCue(index=i + 1, total=3, done_before=4, campaign_total=40, mark=mark, duration_s=12.0)
+                self.op.before_trial(cue)
+                self.log.append(("started", i))
+                self.op.episode_started(cue)
+                aborted = None
+                try:
+                    for k in range(self.episode_steps[i]):
+                        self.op.poll(k / 30)
+                        time.sleep(0.005)
+                except EmergencyStop as stop:
+                    aborted = stop
+                redo = self.op.episode_ended(cue, "emergency stop" if aborted else None)
+                self.log.append(("ended", i, aborted.reason if aborted else None, redo))
+                self.op.message(f"trial {i + 1} saved")
+        except StopRequested as exc:
+            self.log.append(("stopped", str(exc)))
+
+
+async def wait_for(pilot, predicate, timeout: float = 5.0) -> None:
+    end = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > end:
+            raise AssertionError("timed out waiting for the console")
+        await pilot.pause(0.05)
+
+
+def test_console_cues_the_mark_counts_down_estops_redoes_and_never_shows_the_policy(layout):
+    async def session() -> tuple[list, list[str]]:
+        app = OperatorConsole(layout, countdown_s=0.4)
+        screens = []
+        async with app.run_test(size=(120, 40)) as pilot:
+            runner = FakeRunner(app.operator, layout)
+            runner.start()
+            await wait_for(pilot, lambda: app.state == "place")
+            text = screen_text(app)
+            screens.append(text)
+            assert "Put the cube on mark M07" in text and "●M07" in text.replace(" ", "")
+            assert str(app.query_one("#where").content) == describe_mark(layout.marks[6])
+            # Enter -> countdown -> the episode starts only after the countdown
+            await pilot.press("enter")
+            assert app.state == "countdown" and runner.log == []
+            await pilot.pause(0.15)
+            assert runner.log == [] and "Starting" in screen_text(app)
+            await wait_for(pilot, lambda: runner.log == [("started", 0)] and app.state == "episode")
+            await pilot.pause(0.2)
+            screens.append(screen_text(app))
+            assert re.search(r"\d+\.\d s / 12 s", screens[-1])
+            # space = emergency stop: the runner's poll raises, then the reason is asked
+            await pilot.press("space")
+            await wait_for(pilot, lambda: app.state == "reason" and app.query_one("#reason").display)
+            screens.append(screen_text(app))
+            assert "EMERGENCY STOP" in screens[-1]
+            await pilot.press(*"cube slipped", "enter")
+            await wait_for(pilot, lambda: len(runner.log) >= 2)
+            assert runner.log[1] == ("ended", 0, "emergency stop by operator: cube slipped", None)
+            # next trial runs to its end; r asks why and returns the redo reason
+            await wait_for(pilot, lambda: app.state == "place")
+            await pilot.press("enter")
+            await wait_for(pilot, lambda: app.state == "review")
+            screens.append(screen_text(app))
+            await pilot.press("r")
+            await pilot.press("enter")  # an empty reason is not accepted
+            assert app.state == "reason"
+            await pilot.press(*"camera bumped", "enter")
+            await wait_for(pilot, lambda: len(runner.log) >= 4)
+            assert runner.log[3] == ("ended", 1, None, "camera bumped")
+            # q ends the session between trials
+            await wait_for(pilot, lambda: app.state == "place")
+            screens.append(screen_text(app))
+            assert "mark M03" in str(app.query_one("#mark").content) and "trial 2 saved" in screens[-1]
+            await pilot.press("q")
+            await wait_for(pilot, lambda: runner.log[-1][0] == "stopped")
+            runner.join(2)
+        return runner.log, screens
+
+    log, screens = asyncio.run(session())
+    assert log[-1] == ("stopped", "session ended by the operator")
+    for text in screens:  # the operator never sees which policy runs
+        for label in LABELS:
+            assert label not in text
+
+
+def test_pause_blocks_start_and_space_cancels_the_countdown(layout):
+    async def session() -> list:
+        app = OperatorConsole(layout, countdown_s=0.5)
+        async with app.run_test(size=(120, 40)) as pilot:
+            runner = FakeRunner(app.operator, layout, steps=5)
+            runner.start()
+            await wait_for(pilot, lambda: app.state == "place")
+            await pilot.press("p")
+            assert "PAUSED" in screen_text(app)
+            await pilot.press("enter")
+            await pilot.pause(0.7)
+            assert runner.log == [] and app.state == "place"
+            await pilot.press("p", "enter")
+            assert app.state == "countdown"
+            await pilot.press("space")  # cancels the countdown, nothing starts
+            await pilot.pause(0.7)
+            assert runner.log == [] and app.state == "place"
+            await pilot.press("enter")
+            await wait_for(pilot, lambda: runner.log[:1] == [("started", 0)])
+            await wait_for(pilot, lambda: app.state == "review")
+            await pilot.press("enter")
+            await wait_for(pilot, lambda: len(runner.log) >= 2)
+        runner.join(2)  # the console closed: the runner's next before_trial stops cleanly
+        return runner.log
+
+    log = asyncio.run(session())
+    assert log[1] == ("ended", 0, None, None)
+    assert log[-1][0] == "stopped"
+
+
+def test_run_console_returns_the_session_result_and_reraises(layout):
+    assert run_console(layout, lambda op: (op.message("hello"), 42)[1], headless=True) == 42
+    with pytest.raises(ValueError, match="boom"):
+        run_console(layout, lambda op: (_ for _ in ()).throw(ValueError("boom")), headless=True)
+
+
+def test_layout_drawing_marks_the_target_and_the_base(layout):
+    text = render_layout(layout, layout.marks[0]).plain
+    assert text.count("●") == 1 and f"●{layout.marks[0].id}" in text.replace(" ", "")
+    assert "robot base" in text and text.count("·") == len(layout.marks) - 1
