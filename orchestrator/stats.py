@@ -64,7 +64,7 @@ from scipy import special, stats
 __all__ = [
     "Z95", "Interval", "PairedTable", "McNemarResult", "CochranQResult", "MeanInterval",
     "PowerResult", "PlanResult", "EValueResult", "z_for_level",
-    "wilson", "clopper_pearson", "wald", "exact_coverage", "wilson_trials_needed",
+    "wilson", "clopper_pearson", "wald", "exact_coverage", "wilson_bounds", "wilson_coverage", "wilson_trials_needed",
     "paired_table", "mcnemar", "mcnemar_exact_p", "mcnemar_midp", "discordant_floor",
     "min_discordant_for_alpha", "paired_difference", "newcombe_paired", "tango_paired",
     "bonett_price_paired", "wald_paired", "fisher_exact", "newcombe_independent",
@@ -291,6 +291,25 @@ def exact_coverage(interval: Callable[[int, int], Interval], n: int, p: float) -
     pmf = stats.binom.pmf(ks, n, p)
     covered = np.array([interval(int(k), n).contains(p) for k in ks])
     return float(pmf[covered].sum())
+
+
+def wilson_bounds(k: np.ndarray, n: int, z: float = Z95) -> tuple[np.ndarray, np.ndarray]:
+    """`wilson` vectorised over k (same formula, same clipping): arrays of lower and upper bounds."""
+    k = np.asarray(k, dtype=float)
+    p = k / n
+    den = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / den
+    half = z / den * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    lo = np.where(k == 0, 0.0, np.maximum(0.0, centre - half))
+    hi = np.where(k == n, 1.0, np.minimum(1.0, centre + half))
+    return lo, hi
+
+
+def wilson_coverage(n: int, p: float, z: float = Z95) -> float:
+    """Exact coverage of the Wilson interval at n and true rate p (vectorised `exact_coverage`)."""
+    ks = np.arange(n + 1)
+    lo, hi = wilson_bounds(ks, n, z)
+    return float(stats.binom.pmf(ks, n, p)[(lo <= p) & (p <= hi)].sum())
 
 
 def wilson_trials_needed(p: float, half_width: float, z: float = 1.96, n_max: int = 1_000_000) -> int:
