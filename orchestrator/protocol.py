@@ -270,7 +270,9 @@ def format_validation_errors(error: ValidationError, smap: SourceMap, root: type
     seen: set[str] = set()
     for err in error.errors():
         loc = _clean_loc(tuple(err["loc"]), data)
-        dotted = ".".join(str(p) for p in loc) or "(top level)"
+        # keys come from the user's file: escape control characters so a message stays one line
+        dotted = ".".join(str(p) if str(p).isprintable() else repr(str(p))[1:-1]
+                          for p in loc) or "(top level)"
         if err["type"] == "extra_forbidden":
             key = str(loc[-1])
             owner = _model_at(root, loc[:-1])

@@ -280,3 +280,15 @@ def test_subprocess_exit_codes_and_messages(tmp_path):
     assert result.err_lines == [f"bad.yaml:{line_of(text, 'alpha')}:35: analysis.alpha: Input should be less than 1"]
     ok = run_module("validate", os.path.relpath(REPO / "protocols" / "sim_demo.yaml", tmp_path), cwd=tmp_path)
     assert ok.code == 0, ok.err
+
+
+def test_control_characters_in_keys_stay_on_one_line(cli, protocol_dir):
+    """Found by the fuzz test: a key holding U+001E or U+2028 split the message in two."""
+    text = _edit("  B: {type: scripted, aim_noise_mm: 12}",
+                 '  B: {type: scripted, aim_noise_mm: 12}\n  "\\x1E": null\n  "a\\u2028b": 1')
+    path = protocol_dir / "protocol.yaml"
+    path.write_text(text)
+    result = cli("validate", path)
+    assert_located(result, path, [(line_of(text, "x1E"), "policies.\\x1e"),
+                                  (line_of(text, "u2028"), "policies.a\\u2028b")])
+    assert len(result.err_lines) == 2
