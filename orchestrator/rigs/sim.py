@@ -173,13 +173,11 @@ class SimRig:
                                   and model.geom_priority[g] == 1),
             "moving_jaw": geoms_of(lambda g: model.geom_bodyid[g] == jaw and collides(g)),
         }
-        # Per-geom lookup tables for the per-step contact scan.
-        self._is_robot = np.zeros(model.ngeom, dtype=bool)
-        self._is_robot[self._ids["robot_geoms"]] = True
-        self._is_fixed = np.zeros(model.ngeom, dtype=bool)
-        self._is_fixed[self._ids["fixed_jaw"]] = True
-        self._is_moving = np.zeros(model.ngeom, dtype=bool)
-        self._is_moving[self._ids["moving_jaw"]] = True
+        # Geom sets for the per-step contact scan.
+        self._robot_set = frozenset(self._ids["robot_geoms"].tolist())
+        self._fixed_set = frozenset(self._ids["fixed_jaw"].tolist())
+        self._moving_set = frozenset(self._ids["moving_jaw"].tolist())
+        self._half = cube.size_m / 2.0
         self._target = np.zeros(6)
         self._tracker = LiftHoldTracker(self.success.min_height_m, self.success.hold_s)
         self._events: dict[str, int] = {}
@@ -352,44 +350,51 @@ class SimRig:
         return {k: float(v) for k, v in zip(STATE_KEYS, clipped)}
 
     def _monitor(self) -> None:
-        """Per physics step: feed the success test, watch for table collisions."""
+        """Per physics step: feed the success test, watch for table collisions.
+
+        Plain Python over the few contacts of a step (cheaper than numpy on tiny arrays).
+        """
         m, d, ids = self._model, self._data, self._ids
-        adr = ids["cube_qpos"]
-        rot = d.xmat[ids["cube_body"]]
-        half = self._cube.size_m / 2.0
-        bottom = float(d.qpos[adr + 2]) - half * (abs(rot[6]) + abs(rot[7]) + abs(rot[8]))
+        rot = d.xmat[ids["cube_body"]].tolist()
+        bottom = float(d.qpos[ids["cube_qpos"] + 2]) - self._half * (abs(rot[6]) + abs(rot[7]) + abs(rot[8]))
         fixed = moving = False
         ncon = d.ncon
         if ncon:
-            geoms = d.contact.geom[:ncon]
-            g0, g1 = geoms[:, 0], geoms[:, 1]
-            cube = ids["cube_geom"]
-            on_cube = (g0 == cube) | (g1 == cube)
-            if on_cube.any():
-                other = np.where(g0 == cube, g1, g0)[on_cube]
-                fixed = bool(self._is_fixed[other].any())
-                moving = bool(self._is_moving[other].any())
-            table = ids["table"]
-            on_table = (g0 == table) | (g1 == table)
-            if on_table.any():
-                other = np.where(g0 == table, g1, g0)
-                hits = np.flatnonzero(on_table & self._is_robot[other])
-                if len(hits):
-                    force = np.zeros(6)
-                    worst, worst_geom = 0.0, -1
-                    for i in hits:
-                        self._mj.mj_contactForce(m, d, int(i), force)
-                        if abs(float(force[0])) > worst:
-                            worst, worst_geom = abs(float(force[0])), int(other[i])
-                    if worst > TABLE_FORCE_N:
-                        self._table_steps += 1
-                        if "table_collision" not in self._events:
-                            name = m.geom(worst_geom).name or f"geom{worst_geom}"
-                            self._first_table = {"t_s": round(float(d.time), 4), "force_n": round(worst, 2),
-                                                 "geom": name,
-                                                 "body": m.body(m.geom_bodyid[worst_geom]).name}
-                        self._events["table_collision"] = self._events.get("table_collision", 0) + 1
+            cube, table = ids["cube_geom"], ids["table"]
+            fixed_set, moving_set, robot_set = self._fixed_set, self._moving_set, self._robot_set
+            hits = None
+            for i, (a, b) in enumerate(d.contact.geom[:ncon].tolist()):
+                if a == cube or b == cube:
+                    other = b if a == cube else a
+                    if other in fixed_set:
+                        fixed = True
+                    elif other in moving_set:
+                        moving = True
+                elif a == table or b == table:
+                    other = b if a == table else a
+                    if other in robot_set:
+                        hits = hits or []
+                        hits.append((i, other))
+            if hits:
+                self._table_contact(hits)
         self._tracker.update(float(d.time), bottom, fixed, moving)
+
+    def _table_contact(self, hits: list[tuple[int, int]]) -> None:
+        m, d = self._model, self._data
+        force = np.zeros(6)
+        worst, worst_geom = 0.0, -1
+        for i, geom in hits:
+            self._mj.mj_contactForce(m, d, i, force)
+            if abs(float(force[0])) > worst:
+                worst, worst_geom = abs(float(force[0])), geom
+        if worst <= TABLE_FORCE_N:
+            return
+        self._table_steps += 1
+        if "table_collision" not in self._events:
+            self._first_table = {"t_s": round(float(d.time), 4), "force_n": round(worst, 2),
+                                 "geom": m.geom(worst_geom).name or f"geom{worst_geom}",
+                                 "body": m.body(m.geom_bodyid[worst_geom]).name}
+        self._events["table_collision"] = self._events.get("table_collision", 0) + 1
 
     def end_episode(self) -> EpisodeFacts:
         self._require()
