@@ -158,3 +158,13 @@ def test_same_seed_same_outcome(loaded):
     assert f1.time_to_success_s == f2.time_to_success_s
     assert f1.safety_events == f2.safety_events
     assert np.array_equal(q1, q2)
+
+
+def test_render_settings_come_from_the_profile():
+    from orchestrator.sim.scene import RenderSettings
+
+    profile = sim_profile()
+    assert SimRig(profile).render_settings() == RenderSettings()
+    robot = profile.robot.model_validate({"type": "sim_so101", "mesh_cell_mm": 0, "key_light": True})
+    custom = SimRig(profile.model_copy(update={"robot": robot})).render_settings()
+    assert custom.mesh_cell_mm is None and custom.key_light is True

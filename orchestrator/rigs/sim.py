@@ -11,8 +11,11 @@ is a whole number of steps (fps 30 -> 7 steps of 1/210 s). Give the rig the prot
 success test either at construction (`SimRig(profile, fps=30, success=Success(...))`) or later
 with `configure(fps, success)`; `rigs.factory.make_rig(rig, protocol)` does it for you.
 
-Rendering happens only in `observe(with_images=True)`, so the runner decides the video rate;
-one `mujoco.Renderer` per camera resolution is created on first use and kept for the rig's life.
+Rendering happens only in `observe(with_images=True)`, so the runner decides the video rate
+(the cameras' fps in the profile); one `mujoco.Renderer` per camera resolution is created on
+first use and kept for the rig's life. Visual cost knobs (never physics) come from the
+profile's `robot:` mapping, e.g. `robot: {type: sim_so101, mesh_cell_mm: 4, key_light: false}`
+(see `render_settings`).
 
 What an episode records (`end_episode()` -> `EpisodeFacts`): the physical success test
 (`success.LiftHoldTracker`, fed every physics step), the maximum lift of the cube's bottom,
@@ -113,15 +116,23 @@ class SimRig:
             self.success = success
 
     def render_settings(self):
+        """Render settings: the constructor's, else the profile's `robot:` extras
+        (`mesh_cell_mm: 4` (0 or null = full meshes), `key_light: false`, `shadows: false`,
+        `offsamples: 0`), else the defaults of `sim.scene.RenderSettings`."""
         from ..sim.scene import RenderSettings
 
         if self._render_settings is not None:
             return self._render_settings
         extra = self.profile.robot.model_extra or {}
-        kwargs = {}
+        kwargs: dict[str, Any] = {}
         if "mesh_cell_mm" in extra:
             cell = extra["mesh_cell_mm"]
             kwargs["mesh_cell_mm"] = float(cell) if cell else None
+        for key in ("key_light", "shadows"):
+            if key in extra:
+                kwargs[key] = bool(extra[key])
+        if "offsamples" in extra:
+            kwargs["offsamples"] = int(extra["offsamples"])
         return RenderSettings(**kwargs)
 
     def _build(self, cube: Cube) -> None:
