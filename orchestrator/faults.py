@@ -30,7 +30,8 @@ class DeviceFault(RuntimeFailure):
     """A device failed mid-episode. `kind` is `arm`, `camera` or `policy`.
 
     `device` names it for the operator (`arm /dev/ttyACM0`, `camera front`, `policy`), `cause`
-    is one line, `check` says what to look at. `str(fault)` is a single line.
+    is one line, `check` says what to look at. `str(fault)` is `device: cause` on one line;
+    `hint` is `check ...` (the runner appends it to the abort message); `line` is both.
     """
 
     def __init__(self, kind: str, device: str, cause: str, check: str):
@@ -38,7 +39,15 @@ class DeviceFault(RuntimeFailure):
         self.device = device
         self.cause = cause
         self.check = check
-        super().__init__(f"{device}: {cause} (check {check})")
+        super().__init__(f"{device}: {cause}")
+
+    @property
+    def hint(self) -> str:
+        return f"check {self.check}"
+
+    @property
+    def line(self) -> str:
+        return f"{self}; {self.hint}"
 
     @classmethod
     def arm(cls, device: str, exc: BaseException) -> "DeviceFault":

@@ -166,3 +166,63 @@ def test_layout_drawing_marks_the_target_and_the_base(layout):
     text = render_layout(layout, layout.marks[0]).plain
     assert text.count("●") == 1 and f"●{layout.marks[0].id}" in text.replace(" ", "")
     assert "robot base" in text and text.count("·") == len(layout.marks) - 1
+
+
+def test_ctrl_c_interrupts_the_session(layout):
+    async def session() -> list:
+        app = OperatorConsole(layout, countdown_s=0.1)
+        log = []
+
+        def runner():
+            cue = TrialCue(index=1, total=1, done_before=0, campaign_total=2, mark=layout.marks[0], duration_s=5.0)
+            try:
+                app.operator.before_trial(cue)
+                app.operator.episode_started(cue)
+                for k in range(1000):
+                    app.operator.poll(k / 30)
+                    time.sleep(0.005)
+            except KeyboardInterrupt:
+                log.append("interrupted")
+            try:
+                app.operator.before_trial(cue)
+            except KeyboardInterrupt:
+                log.append("still interrupted")
+
+        async with app.run_test(size=(120, 40)) as pilot:
+            thread = threading.Thread(target=runner, daemon=True)
+            thread.start()
+            await wait_for(pilot, lambda: app.state == "place")
+            await pilot.press("enter")
+            await wait_for(pilot, lambda: app.state == "episode")
+            await pilot.press("ctrl+c")
+            await wait_for(pilot, lambda: len(log) == 2)
+            assert "INTERRUPTED" in screen_text(app)
+        thread.join(2)
+        return log
+
+    assert asyncio.run(session()) == ["interrupted", "still interrupted"]
+
+
+def test_prompt_operator_without_a_terminal(layout):
+    import io
+
+    from orchestrator.console.prompt import PromptOperator
+
+    lines: list[str] = []
+    op = PromptOperator(layout, countdown_s=0, stdin=io.StringIO("\n\nq\n"), out=lines.append)
+    assert all(callable(getattr(op, name)) for name in
+               ("before_trial", "episode_started", "poll", "episode_ended", "message"))
+    cue = TrialCue(index=1, total=2, done_before=0, campaign_total=2, mark=layout.marks[4], duration_s=1.0)
+    op.before_trial(cue)
+    op.episode_started(cue)
+    op.poll(0.0)
+    assert op.episode_ended(cue, None) is None
+    op.message("trial 1 saved")
+    op.before_trial(cue)
+    op.episode_started(cue)
+    assert op.episode_ended(cue, "DeviceFault: camera front: TimeoutError") is None
+    with pytest.raises(StopRequested):
+        op.before_trial(cue)
+    text = "\n".join(lines)
+    assert f"Put the cube on mark {layout.marks[4].id}" in text and "no emergency-stop key" in text
+    assert "trial aborted: DeviceFault: camera front" in text

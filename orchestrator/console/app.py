@@ -56,6 +56,14 @@ class ConsoleOperator:
         self.redo_reason_pending = False
         self.last_stop: EmergencyStop | None = None
         self.closed = False
+        self.interrupted = False
+
+    def interrupt(self) -> None:
+        """Ctrl-C / SIGTERM: the runner's next call raises KeyboardInterrupt (arm made safe,
+        running trial aborted and re-run on resume). Thread-safe; callable from a signal handler."""
+        self.interrupted = True
+        self.estop.set()
+        self.decisions.put(("interrupt", None))
 
     # ---------------------------------------------------------------- helpers
     def _call(self, fn: Callable[..., Any], *args: Any) -> None:
@@ -69,8 +77,8 @@ class ConsoleOperator:
     def _wait(self, *kinds: str) -> tuple[str, Any]:
         while True:
             kind, value = self.decisions.get()
-            if kind == "closed":
-                self.decisions.put((kind, value))  # stays closed for every later wait
+            if kind in ("closed", "interrupt"):
+                self.decisions.put((kind, value))  # sticky: every later wait sees it too
                 return kind, value
             if kind in kinds:
                 return kind, value
@@ -79,7 +87,7 @@ class ConsoleOperator:
         try:
             while True:
                 item = self.decisions.get_nowait()
-                if item[0] == "closed":
+                if item[0] in ("closed", "interrupt"):
                     self.decisions.put(item)
                     return
         except queue.Empty:
@@ -87,6 +95,8 @@ class ConsoleOperator:
 
     # ---------------------------------------------------------------- Operator protocol
     def before_trial(self, cue: TrialCue) -> None:
+        if self.interrupted:
+            raise KeyboardInterrupt
         if self.closed:
             raise StopRequested("the operator console was closed")
         self._drain()
@@ -94,6 +104,10 @@ class ConsoleOperator:
         self.redo_reason_pending = False
         self._call(self.app.show_cue, cue)
         kind, _ = self._wait("start", "stop")
+        if kind == "interrupt":
+            raise KeyboardInterrupt
+        if kind == "closed":
+            raise StopRequested("the operator console was closed")
         if kind != "start":
             raise StopRequested("session ended by the operator")
 
@@ -105,6 +119,8 @@ class ConsoleOperator:
     def poll(self, elapsed_s: float) -> None:
         self.elapsed = elapsed_s
         if self.estop.is_set():
+            if self.interrupted:
+                raise KeyboardInterrupt
             if self.last_stop is None:
                 self.last_stop = EmergencyStop(ESTOP_PENDING)
             raise self.last_stop
@@ -158,6 +174,7 @@ class OperatorConsole(App):
         Binding("r", "redo", "Redo trial"),
         Binding("p", "pause", "Pause/resume"),
         Binding("q", "stop_session", "End session"),
+        Binding("ctrl+c", "interrupt", "Interrupt", show=False, priority=True),
     ]
 
     def __init__(self, layout: Layout, *, countdown_s: float = 3.0, review: bool = True,
@@ -303,6 +320,11 @@ class OperatorConsole(App):
             self.add_message("will pause before the next trial" if self.pause_after_trial
                              else "pause cancelled")
 
+    def action_interrupt(self) -> None:
+        self.state = "waiting"
+        self._banner("INTERRUPTED: making the arm safe; run the same command again to resume", "estop")
+        self.operator.interrupt()
+
     def action_stop_session(self) -> None:
         if self.state == "place":
             self.state = "waiting"
@@ -374,3 +396,35 @@ def run_console(layout: Layout, session: Callable[[ConsoleOperator], T], *, head
     if "error" in outcome:
         raise outcome["error"]
     return outcome.get("value")  # type: ignore[return-value]
+
+
+def run_with_console(protocol: Any, session: Callable[[ConsoleOperator], T], *, headless: bool = False,
+                     **kwargs: Any) -> T:
+    """`run_console` for a `LoadedProtocol`: its layout, its task as subtitle (not its name: a
+    name may spell the policies), and SIGTERM / SIGHUP turned into an interrupt of the session
+    (the runner makes the arm safe and raises `Interrupted`, exit 130)."""
+    import signal
+
+    holder: dict[str, OperatorConsole] = {}
+    kwargs.setdefault("subtitle", protocol.protocol.task)
+
+    def on_signal(signum, frame):  # noqa: ARG001
+        app = holder.get("app")
+        if app is not None:
+            app.operator.interrupt()
+
+    previous = {}
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        try:
+            previous[sig] = signal.signal(sig, on_signal)
+        except (ValueError, OSError):  # not the main thread
+            pass
+    try:
+        def session_with_app(op: ConsoleOperator) -> T:
+            holder["app"] = op.app
+            return session(op)
+
+        return run_console(protocol.layout, session_with_app, headless=headless, **kwargs)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
