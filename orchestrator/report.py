@@ -297,14 +297,17 @@ def _compare(a: str, b: str, data: OutcomeSet, holm_mid: float, holm_primary: fl
         pairing = ""
     else:
         agree = table.both + table.neither
-        if p_primary < fisher:
-            pairing = (f"Treated as unpaired samples the same trials give Fisher p = {_fmt_p(fisher)}; "
-                       f"pairing on layouts gives {test} {_fmt_p(p_primary)}, because the policies agreed on "
-                       f"{agree} of {n} layouts and only the {table.discordant} discordant ones carry the comparison.")
+        head = (f"Treated as unpaired samples the same trials give Fisher p = {_fmt_p(fisher)}; "
+                f"paired, {test} {_fmt_p(p_primary)}: ")
+        if p_primary < 0.8 * fisher:
+            pairing = head + (f"pairing bought this, because the policies agreed on {agree} of {n} layouts "
+                              f"and only the {table.discordant} discordant ones carry the comparison.")
+        elif p_primary <= 1.25 * fisher:
+            pairing = head + (f"pairing made little difference here; the policies agreed on {agree} of {n} "
+                              "layouts, about what unrelated outcomes would give.")
         else:
-            pairing = (f"Treated as unpaired samples the same trials give Fisher p = {_fmt_p(fisher)} "
-                       f"(paired {test} {_fmt_p(p_primary)}): pairing bought nothing here; the policies "
-                       f"agreed on only {agree} of {n} layouts, so their outcomes were barely correlated.")
+            pairing = head + (f"pairing bought nothing here; the policies agreed on only {agree} of {n} "
+                              "layouts, so their outcomes were barely correlated across layouts.")
     strata_rows = []
     by_stratum: dict[str, list[tuple[bool, bool]]] = {}
     key_stratum = {o.key: (o.stratum or "all") for o in data.outcomes}

@@ -1,0 +1,270 @@
+"""Reports from outcomes CSVs and from campaign stores; JSON schema; CLI exit codes."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from orchestrator import stats
+from orchestrator.cli import main
+from orchestrator.outcomes import load_outcomes_csv, outcomes_from_store
+from orchestrator.protocol import load_protocol
+from orchestrator.report import build_report, render, to_dict
+from orchestrator.schedule import draw_schedule
+from orchestrator.store import CampaignStore, EpisodeRecord, new_episode_id
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def paired_csv(tmp_path: Path, cells: dict[tuple[int, int], int], seed: int = 1, name: str = "o.csv",
+               policies: tuple[str, str] = ("A", "B")) -> Path:
+    """A CSV with the given paired table {(a_ok, b_ok): count}, layouts shuffled."""
+    items = [k for k, n in cells.items() for _ in range(n)]
+    random.Random(seed).shuffle(items)
+    rows = ["layout,policy,success,stratum"]
+    for i, (a, b) in enumerate(items):
+        s = "edge" if i % 2 else "centre"
+        rows += [f"L{i:03d},{policies[0]},{a},{s}", f"L{i:03d},{policies[1]},{b},{s}"]
+    path = tmp_path / name
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+SCENARIO_1 = {(1, 1): 33, (1, 0): 9, (0, 1): 1, (0, 0): 7}
+SCENARIO_2 = {(1, 1): 30, (1, 0): 14, (0, 1): 6, (0, 0): 0}
+
+
+def test_scenario_1_report_numbers(tmp_path):
+    r = build_report(load_outcomes_csv(paired_csv(tmp_path, SCENARIO_1)))
+    (c,) = r.comparisons
+    assert (c.table.both, c.table.a_only, c.table.b_only, c.table.neither) == (33, 9, 1, 7)
+    assert c.mcnemar.mid_p == pytest.approx(0.01171875)
+    assert c.mcnemar.exact_p == pytest.approx(0.021484375)
+    assert c.fisher_p == pytest.approx(0.10004546491720362)
+    assert c.significant
+    assert c.verdict.startswith("A better than B: mid-p 0.012; difference +16 points, 95% CI ")
+    iv = stats.newcombe_paired(stats.PairedTable(33, 9, 1, 7))
+    assert f"95% CI +{round(100 * iv.lo)} to +{round(100 * iv.hi)}" in c.verdict
+    assert "paired, mid-p 0.012: pairing bought this" in c.pairing_note
+    pa = {p.label: p for p in r.policies}
+    assert (pa["A"].successes, pa["A"].trials, pa["B"].successes) == (42, 50, 34)
+    assert pa["A"].wilson == stats.wilson(42, 50)
+
+
+def test_scenario_2_not_established_and_needs_more(tmp_path):
+    r = build_report(load_outcomes_csv(paired_csv(tmp_path, SCENARIO_2)))
+    (c,) = r.comparisons
+    assert not c.significant
+    assert c.verdict.startswith("A vs B: not established at this n (mid-p 0.078;")
+    # the "more layouts" figure comes from the power function at the observed cells
+    need = stats.layouts_needed(14 / 50, 6 / 50, 0.8, 0.05, "mcnemar_midp")
+    assert c.more_layouts_needed == need - 50
+    assert f"need about {need - 50} more layouts" in c.verdict
+    assert "pairing made little difference" in c.pairing_note   # Fisher 0.078 vs mid-p 0.078
+
+
+def test_tie_never_claims(tmp_path):
+    r = build_report(load_outcomes_csv(paired_csv(tmp_path, {(1, 1): 10, (1, 0): 3, (0, 1): 3, (0, 0): 4})))
+    (c,) = r.comparisons
+    assert not c.significant and "better" not in c.verdict
+    assert "difference is zero" in c.verdict
+
+
+def test_few_discordant_pairs_are_named(tmp_path):
+    r = build_report(load_outcomes_csv(paired_csv(tmp_path, {(1, 1): 40, (1, 0): 4, (0, 0): 6})))
+    (c,) = r.comparisons
+    assert not c.significant   # 4-0 gives mid-p 0.0625
+    assert "only 4 discordant layouts" in c.verdict
+
+
+def test_json_schema(tmp_path, capsys):
+    path = paired_csv(tmp_path, SCENARIO_1)
+    assert main(["report", "--outcomes", str(path), "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["schema"] == "orchestrator.report/1"
+    assert {"id", "protocol_sha256", "complete", "trials", "aborted"} <= set(doc["campaign"])
+    assert isinstance(doc["campaign"]["trials"], int) and isinstance(doc["campaign"]["complete"], bool)
+    for label in ("A", "B"):
+        p = doc["policies"][label]
+        assert {"successes", "trials", "rate", "wilson95"} <= set(p)
+        assert len(p["wilson95"]) == 2
+    (c,) = doc["comparisons"]
+    assert {"a", "b", "pairs", "table", "mcnemar", "difference", "holm_mid_p"} <= set(c)
+    assert set(c["table"]) == {"both", "a_only", "b_only", "neither"}
+    assert {"exact_p", "mid_p", "chi2", "chi2_p", "chi2_cc", "chi2_cc_p"} <= set(c["mcnemar"])
+    assert c["difference"]["method"] == "newcombe"
+    t = c["table"]
+    assert c["difference"]["estimate"] == pytest.approx((t["a_only"] - t["b_only"]) / c["pairs"])
+    assert doc["policies"]["A"]["rate"] - doc["policies"]["B"]["rate"] == pytest.approx(c["difference"]["estimate"])
+    assert c["holm_mid_p"] == pytest.approx(c["mcnemar"]["mid_p"])   # one comparison
+    assert "cochran_q" not in doc
+
+
+def three_policy_csv(tmp_path: Path) -> Path:
+    rng = random.Random(4)
+    rows = ["layout,policy,success"]
+    for i in range(60):
+        hard = rng.random()
+        rows.append(f"L{i},A,{int(rng.random() < 0.9 - 0.3 * hard)}")
+        rows.append(f"L{i},B,{int(rng.random() < 0.7 - 0.3 * hard)}")
+        rows.append(f"L{i},C,{int(rng.random() < 0.5 - 0.3 * hard)}")
+    path = tmp_path / "three.csv"
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def test_three_policies_cochran_and_holm(tmp_path, capsys):
+    path = three_policy_csv(tmp_path)
+    data = load_outcomes_csv(path)
+    r = build_report(data)
+    assert len(r.comparisons) == 3 and r.cochran is not None
+    x = [[int(v) for v in vals] for _, vals in data.complete_blocks()]
+    assert r.cochran.q == pytest.approx(stats.cochran_q(x).q)
+    raw = [c.mcnemar.mid_p for c in r.comparisons]
+    assert [c.holm_mid_p for c in r.comparisons] == pytest.approx(stats.holm(raw))
+    assert main(["report", "--outcomes", str(path), "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert set(doc["cochran_q"]) >= {"q", "df", "p"} and doc["cochran_q"]["df"] == 2
+    # a Holm-adjusted verdict says so
+    assert any("Holm-adjusted mid-p" in c.verdict for c in r.comparisons if c.holm_mid_p != c.mcnemar.mid_p)
+
+
+@pytest.mark.parametrize("fmt", ["text", "md", "json"])
+def test_formats_render(tmp_path, fmt):
+    r = build_report(load_outcomes_csv(paired_csv(tmp_path, SCENARIO_1)))
+    out = render(r, fmt)
+    assert "A" in out and len(out) > 200
+
+
+def test_html_is_self_contained_with_plots(tmp_path):
+    path = paired_csv(tmp_path, SCENARIO_1)
+    out = tmp_path / "r.html"
+    assert main(["report", "--outcomes", str(path), "--format", "html", "--out", str(out)]) == 0
+    html = out.read_text()
+    assert html.startswith("<!DOCTYPE html>")
+    assert html.count("data:image/png;base64,") == 4    # intervals, paired table, grid, over time
+    assert "http://" not in html and "https://" not in html and "<script" not in html
+    assert not list(tmp_path.glob(".r.html.*"))          # no temporary file left behind
+
+
+def test_out_is_atomic_and_replaces(tmp_path, capsys):
+    path = paired_csv(tmp_path, SCENARIO_1)
+    out = tmp_path / "r.txt"
+    out.write_text("old")
+    assert main(["report", "--outcomes", str(path), "--out", str(out)]) == 0
+    assert out.read_text().startswith("Report:")
+    assert main(["report", "--outcomes", str(path), "--out", str(tmp_path / "missing" / "r.txt")]) == 2
+
+
+def test_cli_usage_errors(tmp_path, capsys):
+    path = paired_csv(tmp_path, SCENARIO_1)
+    assert main(["report"]) == 2
+    assert main(["report", str(tmp_path), "--outcomes", str(path)]) == 2
+    assert main(["report", str(tmp_path / "nowhere")]) == 2
+    with pytest.raises(SystemExit) as info:
+        main(["report", "--outcomes", str(path), "--format", "pdf"])
+    assert info.value.code == 2
+
+
+# ------------------------------------------------------------------ from a campaign store
+
+
+def make_store_campaign(tmp_path: Path, judged: bool = True) -> Path:
+    """A simulated campaign on the 20-mark layout: physics labels for all, two human judges
+    (one of them wrong twice), one aborted attempt, one safety event."""
+    loaded = load_protocol(ROOT / "protocols" / "sim_demo.yaml")
+    schedule = draw_schedule(loaded.protocol, loaded.layout)
+    directory = tmp_path / "camp"
+    store = CampaignStore.create(
+        directory, name="camp", protocol_path=str(loaded.path), protocol_text=loaded.text,
+        protocol_sha256=loaded.sha256, layout_text=loaded.layout_text, layout_sha256=loaded.layout_sha256,
+        rig_path="hardware/sim.yaml", rig_text="robot: {type: sim_so101}\n", simulated=True, schedule=schedule)
+    rng = random.Random(7)
+    try:
+        for i, t in enumerate(schedule):
+            if i == 3:
+                att = store.begin_attempt(t.slot, new_episode_id())
+                store.abort_attempt(att, "emergency stop")
+            ep = new_episode_id()
+            att = store.begin_attempt(t.slot, ep)
+            ok = rng.random() < (0.9 if t.policy == "A" else 0.5)
+            store.finish_attempt(att, EpisodeRecord(
+                episode_id=ep, frames=360, duration_s=12.0, cameras=["front"], files={},
+                physics_success=ok, max_lift_m=0.05 if ok else 0.0, time_to_success_s=4.0 + i % 5 if ok else None,
+                safety_events=("joint_limit",) if i == 5 else ()))
+            if judged:
+                store.add_judgment(ep, "ann", "success" if ok else "failure", None if ok else "missed")
+                wrong = i in (2, 9)
+                lab = ("failure" if ok else "success") if wrong else ("success" if ok else "failure")
+                store.add_judgment(ep, "bob", "unsure" if i == 11 else lab)
+    finally:
+        store.close()
+    return directory
+
+
+def test_report_from_store(tmp_path, capsys):
+    directory = make_store_campaign(tmp_path)
+    store = CampaignStore.open_readonly(directory)
+    try:
+        data = outcomes_from_store(store)              # consensus of ann and bob
+        physics = outcomes_from_store(store, "physics")
+        ann = outcomes_from_store(store, "ann")
+    finally:
+        store.close()
+    assert data.label_source.startswith("consensus of 2 human judges")
+    assert data.protocol_name == "sim-demo" and len(data.protocol_sha256) == 64
+    r = build_report(data)
+    rp = build_report(physics)
+    # ann agrees with physics everywhere, so her report equals the physics report
+    assert to_dict(build_report(ann))["comparisons"][0]["table"] == to_dict(rp)["comparisons"][0]["table"]
+    # consensus of two disagreeing judges is unsure: 3 episodes drop out of the pairs
+    assert sum(p.unjudged for p in r.policies) == 3
+    assert any("no usable label" in w for w in r.warnings)
+    j = r.judges
+    assert j is not None and j.judges == ("ann", "bob")
+    assert len(j.disagreements) == 3
+    acc = {a.judge: a for a in j.accuracy}
+    assert (acc["ann"].agree, acc["ann"].compared) == (40, 40)
+    assert (acc["bob"].agree, acc["bob"].compared, acc["bob"].unsure) == (37, 39, 1)
+    assert j.kappas[0].items == 40
+    assert r.aborted_attempts == 1 and sum(p.aborted_attempts for p in r.policies) == 1
+    assert sum(dict(p.safety_events).get("joint_limit", 0) for p in r.policies) == 1
+    assert len(r.drift) == 2 and all(d.first_n + d.second_n == p.trials for d, p in zip(r.drift, r.policies))
+    assert {s.stratum for s in r.strata} == {"edge", "centre"}
+    assert all(g[1] is not None for g in r.grid)          # mark positions from the stored layout
+    # the CLI on the campaign, every format
+    for fmt in ("text", "md", "json"):
+        assert main(["report", str(directory), "--format", fmt]) == 0
+    out = capsys.readouterr().out
+    assert "sha256" in out and "Cohen's kappa ann vs bob" in out
+    assert main(["report", str(directory), "--judge", "physics", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["campaign"]["aborted"] == 1 and doc["campaign"]["trials"] == 40
+    assert main(["report", str(directory), "--judge", "carol"]) == 2
+    assert "judge 'carol' has no labels" in capsys.readouterr().err
+
+
+def test_unjudged_simulated_campaign_defaults_to_physics(tmp_path):
+    directory = make_store_campaign(tmp_path, judged=False)
+    store = CampaignStore.open_readonly(directory)
+    try:
+        data = outcomes_from_store(store)
+    finally:
+        store.close()
+    assert data.label_source.startswith("physics")
+    r = build_report(data)
+    assert r.judges is None and sum(p.trials for p in r.policies) == 40
+
+
+def test_report_speed_10000_trials(tmp_path):
+    rng = random.Random(3)
+    rows = ["layout,policy,success,stratum"]
+    for i in range(5000):
+        rows += [f"L{i},A,{int(rng.random() < 0.8)},s{i % 4}", f"L{i},B,{int(rng.random() < 0.7)},s{i % 4}"]
+    path = tmp_path / "big.csv"
+    path.write_text("\n".join(rows) + "\n")
+    r = build_report(load_outcomes_csv(path))
+    assert r.comparisons[0].pairs == 5000
