@@ -75,6 +75,9 @@ RIG_FILE = "meta/rig.yaml"
 REPORT_FILE = "meta/report.json"
 CARD_FILE = "README.md"
 LICENSE = "apache-2.0"
+# Per-camera pixels of an episode above which LeRobot encodes the cameras in parallel
+# processes (forking a torch process costs more than encoding a small video).
+PARALLEL_ENCODE_PIXELS = 5_000_000
 CARD_TAGS = ["so101", "ab-test", "policy-evaluation", "so101-ab-orchestrator"]
 
 # Hugging Face repo ids: `namespace/name`, each 1-96 of letters, digits, `-`, `_`, `.`,
@@ -550,7 +553,9 @@ def _write_episodes(plan: ExportPlan, out: Path, say: Callable[[str], None]) -> 
             finally:
                 for stream in streams.values():
                     stream.close()
-            dataset.save_episode()
+            # one encoder process per camera pays off only for real-sized videos
+            pixels = steps * max(h * w for h, w in plan.camera_shapes.values())
+            dataset.save_episode(parallel_encoding=len(plan.cameras) > 1 and pixels >= PARALLEL_ENCODE_PIXELS)
             say(f"  episode {ep.index + 1}/{len(plan.episodes)}: trial {ep.trial.slot + 1}, mark "
                 f"{ep.trial.mark_id}, {steps} frames ({time.monotonic() - started:.0f} s)")
     finally:
@@ -913,7 +918,7 @@ def export_campaign(campaign_dir: Path, *, repo_id: str, root: Path | None = Non
         (out / REPORT_FILE).write_text(json.dumps(report, indent=2, sort_keys=False) + "\n", encoding="utf-8")
         (out / EVALUATION_FILE).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
         card_kwargs = card_arguments(plan, summary, report, report_md)
-        (out / CARD_FILE).write_text(render_full_card(info, card_kwargs), encoding="utf-8")
+        (out / CARD_FILE).write_text(render_full_card(info, card_kwargs, plan.repo_id), encoding="utf-8")
         swap_into_place(tmp, root)
     except OrchestratorError:
         _cleanup(tmp, created)
@@ -959,8 +964,9 @@ def card_arguments(plan: ExportPlan, summary: dict[str, Any], report: dict[str, 
             "tags": list(CARD_TAGS), "license": LICENSE}
 
 
-def render_full_card(info: dict[str, Any], card_kwargs: dict[str, Any]) -> str:
-    """The README.md LeRobot's `push_to_hub` would write, with our description in it."""
+def render_full_card(info: dict[str, Any], card_kwargs: dict[str, Any], repo_id: str) -> str:
+    """The README.md LeRobot's `push_to_hub` writes (same template and arguments), so the local
+    card and the Hub's are the same file."""
     from lerobot.datasets.utils import create_lerobot_dataset_card
 
     kwargs = dict(card_kwargs)
@@ -973,7 +979,7 @@ def render_full_card(info: dict[str, Any], card_kwargs: dict[str, Any]) -> str:
         def to_dict(self) -> dict[str, Any]:
             return self._data
 
-    return str(create_lerobot_dataset_card(tags=tags, dataset_info=_Info(info), **kwargs))
+    return str(create_lerobot_dataset_card(tags=tags, dataset_info=_Info(info), repo_id=repo_id, **kwargs))
 
 
 # ------------------------------------------------------------------ the Hub

@@ -1,0 +1,513 @@
+"""`orchestrator export`: a recorded campaign as a LeRobotDataset (v3), read back with LeRobot.
+
+Offline throughout (HF_HUB_OFFLINE=1, HF_HOME / HF_LEROBOT_HOME in a temporary folder). The
+Hub is replaced at the boundary of `huggingface_hub.HfApi` (create_repo, upload_folder, tags)
+and of the card upload, so `--push` runs LeRobot's real `push_to_hub` down to the HTTP layer.
+The campaign is the small one of `export_fixtures.py` (3 marks x 2 policies, 10 fps x 1 s,
+a 10 fps and a 5 fps camera, one aborted attempt), whose images encode their control step.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from export_fixtures import FPS, STEPS, label_all, level, make_campaign, state_value, tree_digest
+from orchestrator.store import CampaignStore
+
+REPO_ID = "tester/so101-ab-export"
+TOKEN = "hf_EXPORTTESTTOKENdoNotLeakThis0123456789"
+
+
+@pytest.fixture(scope="module")
+def hf_env(tmp_path_factory):
+    """Offline Hugging Face with its caches in a temporary folder (before LeRobot is imported)."""
+    home = tmp_path_factory.mktemp("hf")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HF_HUB_OFFLINE", "1")
+        mp.setenv("HF_HOME", str(home / "hf"))
+        mp.setenv("HF_LEROBOT_HOME", str(home / "lerobot"))
+        mp.setenv("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
+        mp.delenv("HF_TOKEN", raising=False)
+        yield home
+
+
+@pytest.fixture(scope="module")
+def sim_campaign(tmp_path_factory, hf_env) -> Path:
+    """Complete simulated campaign, nobody judged: physics labels count."""
+    return make_campaign(tmp_path_factory.mktemp("sim"))
+
+
+@pytest.fixture(scope="module")
+def exported(sim_campaign, tmp_path_factory):
+    """The sim campaign exported once (shared by the read-back tests)."""
+    from orchestrator.cli import main
+
+    root = tmp_path_factory.mktemp("out") / "dataset"
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(["export", str(sim_campaign), "--repo-id", REPO_ID, "--root", str(root)])
+    assert code == 0, out.getvalue()
+    return root, out.getvalue()
+
+
+def store_rows(campaign: Path):
+    store = CampaignStore.open_readonly(campaign)
+    try:
+        return store.trials(), {e["id"]: e for e in store.episodes()}, store.attempts()
+    finally:
+        store.close()
+
+
+def siblings(path: Path) -> list[str]:
+    return sorted(p.name for p in path.parent.iterdir()) if path.parent.exists() else []
+
+
+def load(root: Path):
+    from lerobot.datasets.lerobot_dataset import LeRobotDataset
+
+    return LeRobotDataset(REPO_ID, root=root, video_backend="pyav")
+
+
+def columns(dataset) -> dict[str, np.ndarray]:
+    """Every non-video column of the dataset's parquet data, read through LeRobot."""
+    table = dataset.hf_dataset.with_format(None)
+    keys = ["episode_index", "frame_index", "timestamp", "observation.state", "action",
+            "ab.policy", "ab.mark", "ab.success", "ab.failure_mode"]
+    return {k: np.asarray(table[k]) for k in keys}
+
+
+# ------------------------------------------------------------------ the core install
+
+
+def test_importing_export_does_not_import_torch_or_lerobot():
+    code = ("import sys, orchestrator.export, orchestrator.dataset_card, orchestrator.commands.export, "
+            "orchestrator.cli; orchestrator.cli.build_parser(); "
+            "bad = [m for m in ('torch', 'lerobot', 'datasets', 'huggingface_hub') if m in sys.modules]; "
+            "print(bad); sys.exit(1 if bad else 0)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+# ------------------------------------------------------------------ the dataset, read back
+
+
+@pytest.mark.slow
+def test_export_reads_back_with_lerobot(exported, sim_campaign):
+    root, output = exported
+    trials, episodes, _ = store_rows(sim_campaign)
+    dataset = load(root)
+    assert dataset.num_episodes == len(trials) == 6
+    assert dataset.fps == FPS
+    assert dataset.num_frames == len(trials) * STEPS
+    assert list(dataset.meta.episodes["length"]) == [STEPS] * len(trials)  # fps x duration each
+    assert dataset.meta.robot_type == "sim_so101"
+    assert set(dataset.meta.video_keys) == {"observation.images.front", "observation.images.wrist"}
+    assert dataset.features["observation.state"]["names"][0] == "shoulder_pan.pos"
+    assert list(dataset.meta.tasks.index) == ["Pick up the cube and hold it above the table"]
+
+    evaluation = json.loads((root / "meta" / "ab_evaluation.json").read_text())
+    policies = evaluation["features"]["ab.policy"]["values"]
+    marks = evaluation["features"]["ab.mark"]["values"]
+    assert policies == ["A", "B"] and marks == ["M01", "M02", "M03"]
+    data = columns(dataset)
+    for index, trial in enumerate(trials):  # run order = episode order
+        rows = data["episode_index"] == index
+        assert rows.sum() == STEPS
+        assert set(data["ab.policy"][rows]) == {policies.index(trial.policy)}
+        assert set(data["ab.mark"][rows]) == {marks.index(trial.mark_id)}
+        physics = episodes[trial.episode_id]["physics_success"]
+        assert set(data["ab.success"][rows]) == {physics}
+        assert set(data["ab.failure_mode"][rows]) == {-1}  # physics gives no failure mode
+        state = data["observation.state"][rows]
+        expected = np.array([state_value(trial.slot, s) for s in range(STEPS)], dtype=np.float32)
+        np.testing.assert_allclose(state, expected, rtol=0, atol=1e-5)
+        np.testing.assert_allclose(data["action"][rows], expected + 0.5, rtol=0, atol=1e-5)
+        np.testing.assert_allclose(data["timestamp"][rows], np.arange(STEPS) / FPS, atol=1e-6)
+
+    # videos decode; front (10 fps) shows each step's frame, wrist (5 fps) holds the previous one
+    episode = 3
+    start = int(dataset.meta.episodes["dataset_from_index"][episode])
+    for step in range(STEPS):
+        item = dataset[start + step]
+        front = item["observation.images.front"]
+        assert tuple(front.shape) == (3, 48, 64)
+        front_level = float(front.mean()) * 255
+        wrist_level = float(item["observation.images.wrist"].mean()) * 255
+        assert abs(front_level - level(step)) < 6, (step, front_level)
+        assert abs(wrist_level - level(2 * (step // 2))) < 6, (step, wrist_level)
+    assert "exported 6 episodes (60 frames, cameras front, wrist)" in output
+
+
+@pytest.mark.slow
+def test_evaluation_files_and_card(exported, sim_campaign):
+    import hashlib
+
+    import pandas as pd
+
+    root, _ = exported
+    trials, episodes, attempts = store_rows(sim_campaign)
+    store = CampaignStore.open_readonly(sim_campaign)
+    campaign = store.campaign()
+    store.close()
+
+    table = pd.read_parquet(root / "meta" / "ab_trials.parquet")
+    assert list(table.episode_index) == list(range(len(trials)))
+    assert list(table.slot) == [t.slot for t in trials]
+    assert list(table.mark_id) == [t.mark_id for t in trials]
+    assert list(table.policy) == [t.policy for t in trials]
+    assert list(table.position) == [t.position for t in trials]
+    assert list(table["repeat"]) == [t.repeat for t in trials]
+    assert list(table.success) == [bool(episodes[t.episode_id]["physics_success"]) for t in trials]
+    assert list(table["label.physics"]) == ["success" if episodes[t.episode_id]["physics_success"]
+                                            else "failure" for t in trials]
+    assert list(table["timing.policy_p50_ms"]) == [1.0 + t.slot for t in trials]
+    assert list(table["aborted_attempts"]) == [1 if t.slot == 1 else 0 for t in trials]
+    assert table.stratum.notna().all() and not (table.status != "done").any()
+
+    protocol = (root / "meta" / "protocol.yaml").read_text()
+    assert protocol == campaign["protocol_text"]
+    assert hashlib.sha256(protocol.encode()).hexdigest() == campaign["protocol_sha256"]
+    evaluation = json.loads((root / "meta" / "ab_evaluation.json").read_text())
+    assert evaluation["campaign"]["protocol_sha256"] == campaign["protocol_sha256"]
+    assert evaluation["labels"]["source"].startswith("physics")
+    assert evaluation["campaign"]["aborted_attempts"] == 1 == sum(a["status"] == "aborted" for a in attempts)
+
+    report = json.loads((root / "meta" / "report.json").read_text())
+    assert report["schema"] == "orchestrator.report/1"
+    assert report["policies"]["A"]["successes"] == 3 and report["policies"]["B"]["successes"] == 1
+    comparison = report["comparisons"][0]
+    assert comparison["table"] == {"both": 1, "a_only": 2, "b_only": 0, "neither": 0}
+
+    card = (root / "README.md").read_text()
+    assert card.startswith("---\n") and "LeRobot" in card and "robotics" in card
+    assert "| A | 3 / 3 | 100.0% | [43.9%, 100.0%] |" in card        # Wilson 3/3
+    assert "| B | 1 / 3 | 33.3% | [6.1%, 79.2%] |" in card           # Wilson 1/3
+    assert "| **A succeeded** | 1 (both) | 2 (A only) |" in card      # the paired 2x2
+    assert "| **A failed** | 0 (B only) | 0 (neither) |" in card
+    assert f"McNemar mid-p (primary, pre-registered): **{comparison['mcnemar']['mid_p']:.4f}**" in card
+    assert f"exact: {comparison['mcnemar']['exact_p']:.4f}" in card
+    assert campaign["protocol_sha256"] in card
+    assert f'LeRobotDataset("{REPO_ID}")' in card and "ab_trials.parquet" in card
+    assert "| `ab.policy` | policy label | 0 = A, 1 = B |" in card
+    assert not (root / "images").exists()
+    assert not [n for n in siblings(root) if n.startswith(".dataset.")]  # no temp dirs left
+
+
+# ------------------------------------------------------------------ idempotent, atomic
+
+
+@pytest.mark.slow
+def test_reexport_replaces_atomically_and_a_failed_export_changes_nothing(exported, sim_campaign, tmp_path,
+                                                                          cli, monkeypatch):
+    import orchestrator.export as export
+
+    root = tmp_path / "ds"
+    shutil.copytree(exported[0], root)  # an earlier export of this campaign
+    (root / "meta" / "stale-marker").write_text("from the first export")
+
+    # a fault in the middle of the second export: the first export stays, byte for byte
+    before = tree_digest(root)
+    calls = {"n": 0}
+    real_series = export._series
+
+    def failing_series(plan, ep):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise export.RuntimeFailure("disk fault (injected)")
+        return real_series(plan, ep)
+
+    monkeypatch.setattr(export, "_series", failing_series)
+    failed = cli("export", sim_campaign, "--repo-id", REPO_ID, "--root", root)
+    assert failed.code == 1 and "disk fault (injected)" in failed.err
+    assert tree_digest(root) == before
+    assert siblings(root) == ["ds"]
+    monkeypatch.setattr(export, "_series", real_series)
+
+    # exporting again replaces the whole root (the stale file goes), with different options
+    second = cli("export", sim_campaign, "--repo-id", REPO_ID, "--root", root, "--judge", "physics",
+                 "--include-aborted")
+    assert second.code == 0, second.err
+    assert not (root / "meta" / "stale-marker").exists()
+    assert siblings(root) == ["ds"]
+    import pandas as pd
+
+    table = pd.read_parquet(root / "meta" / "ab_trials.parquet")
+    aborted = table[table.status == "aborted"]
+    assert len(aborted) == 1 and not aborted.exported.iloc[0] and aborted.slot.iloc[0] == 1
+    assert aborted.reason.iloc[0] == "emergency stop (test)"
+    assert load(root).num_episodes == 6
+
+
+# ------------------------------------------------------------------ judges, --force, push
+
+
+class FakeHub:
+    """Stands in for the Hub at HfApi's boundary; records what would have been sent."""
+
+    def __init__(self, store: Path):
+        self.store = store
+        self.calls: list[tuple[str, dict]] = []
+
+    def install(self, monkeypatch):
+        import huggingface_hub.repocard as repocard
+        from huggingface_hub import HfApi
+        from huggingface_hub.repocard import RepoCard
+
+        hub = self
+
+        def create_repo(self, repo_id, **kw):
+            hub.calls.append(("create_repo", {"repo_id": repo_id, **kw}))
+            return f"https://huggingface.co/datasets/{repo_id}"
+
+        def upload_folder(self, **kw):
+            hub.calls.append(("upload_folder", kw))
+            ignore = [p.rstrip("/") for p in (kw.get("ignore_patterns") or [])]
+            base = Path(kw["folder_path"])
+            for path in sorted(base.rglob("*")):
+                relative = path.relative_to(base)
+                if path.is_file() and not any(str(relative).startswith(p) for p in ignore):
+                    target = hub.store / kw["repo_id"] / relative
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copyfile(path, target)
+            return "commit"
+
+        def upload_file(**kw):
+            hub.calls.append(("upload_file", kw))
+            target = hub.store / kw["repo_id"] / kw["path_in_repo"]
+            shutil.copyfile(kw["path_or_fileobj"], target)
+            return "commit"
+
+        def tag(name):
+            def record(self, repo_id, **kw):
+                hub.calls.append((name, {"repo_id": repo_id, **kw}))
+            return record
+
+        monkeypatch.setattr(HfApi, "create_repo", create_repo)
+        monkeypatch.setattr(HfApi, "upload_folder", upload_folder)
+        monkeypatch.setattr(HfApi, "create_tag", tag("create_tag"))
+        monkeypatch.setattr(HfApi, "delete_tag", tag("delete_tag"))
+        monkeypatch.setattr(repocard, "upload_file", upload_file)
+        monkeypatch.setattr(RepoCard, "validate", lambda self, repo_type=None: None)
+        return self
+
+
+@pytest.fixture(scope="module")
+def judged_campaign(tmp_path_factory, hf_env) -> Path:
+    """Two human judges: alice agrees with physics; bob disagrees on the slot-0 episode, so
+    that episode's consensus is a tie (no definite label)."""
+    directory = make_campaign(tmp_path_factory.mktemp("judged"), judges=2)
+    label_all(directory, "alice")
+    trials, episodes, _ = store_rows(directory)
+    flipped = trials[0].episode_id
+
+    def bob(trial):
+        physics = episodes[trial.episode_id]["physics_success"]
+        if trial.episode_id == flipped:
+            physics = not physics
+        return "success" if physics else "failure"
+
+    label_all(directory, "bob", rule=bob, failure_mode="pushed")
+    return directory
+
+
+def test_tied_consensus_is_refused_without_force(judged_campaign, tmp_path, cli):
+    root = tmp_path / "ds"
+    result = cli("export", judged_campaign, "--repo-id", REPO_ID, "--root", root)
+    assert result.code == 2
+    assert len(result.err_lines) == 1
+    assert "1 of 6 episodes have no definite label under consensus" in result.err
+    assert "--force" in result.err
+    assert not root.exists() and siblings(root) == []
+
+
+@pytest.mark.slow
+def test_push_with_consensus_labels_and_force(judged_campaign, tmp_path, cli, monkeypatch, caplog):
+    import logging
+
+    caplog.set_level(logging.DEBUG)
+    monkeypatch.setenv("HF_TOKEN", TOKEN)
+    hub = FakeHub(tmp_path / "hub").install(monkeypatch)
+    root = tmp_path / "ds"
+    result = cli("export", judged_campaign, "--repo-id", REPO_ID, "--root", root, "--push", "--private",
+                 "--force")
+    assert result.code == 0, result.err
+    assert "warning (--force): 1 of 6 episodes without a definite label" in result.out
+    assert f"pushed to https://huggingface.co/datasets/{REPO_ID}" in result.out
+
+    # labels: consensus of alice and bob; the tied episode is -1, failure modes from the judges
+    trials, episodes, _ = store_rows(judged_campaign)
+    data = columns(load(root))
+    evaluation = json.loads((root / "meta" / "ab_evaluation.json").read_text())
+    modes = evaluation["features"]["ab.failure_mode"]["values"]
+    assert evaluation["labels"]["source"].startswith("consensus")
+    for index, trial in enumerate(trials):
+        rows = data["episode_index"] == index
+        physics = episodes[trial.episode_id]["physics_success"]
+        expected = -1 if index == 0 else physics
+        assert set(data["ab.success"][rows]) == {expected}, index
+        # alice says "missed", bob "pushed": the tie between modes goes to the first by name
+        mode = -1 if expected != 0 else modes.index("missed")
+        assert set(data["ab.failure_mode"][rows]) == {mode}, index
+    import pandas as pd
+
+    table = pd.read_parquet(root / "meta" / "ab_trials.parquet")
+    assert {"label.alice", "label.bob", "label.physics", "failure_mode.bob"} <= set(table.columns)
+    assert table.success.isna().iloc[0] and table["label.alice"].iloc[0] != table["label.bob"].iloc[0]
+
+    # what reached the (fake) Hub
+    names = [name for name, _ in hub.calls]
+    assert names[:2] == ["create_repo", "upload_folder"] and "upload_file" in names
+    create = dict(hub.calls[0][1])
+    assert create["repo_id"] == REPO_ID and create["repo_type"] == "dataset" and create["private"] is True
+    upload = dict(hub.calls[1][1])
+    assert upload["repo_id"] == REPO_ID and upload["repo_type"] == "dataset"
+    assert Path(upload["folder_path"]) == root
+    pushed = hub.store / REPO_ID
+    for relative in ("meta/info.json", "meta/stats.json", "meta/tasks.parquet", "meta/ab_trials.parquet",
+                     "meta/ab_evaluation.json", "meta/protocol.yaml", "meta/report.json", "README.md",
+                     "data/chunk-000/file-000.parquet",
+                     "videos/observation.images.front/chunk-000/file-000.mp4",
+                     "videos/observation.images.wrist/chunk-000/file-000.mp4"):
+        assert (pushed / relative).is_file(), relative
+    card = (pushed / "README.md").read_text()
+    assert card == (root / "README.md").read_text()  # LeRobot's card = ours
+    assert "Paired comparison A vs B" in card and "Exported with `--force`" in card
+
+    # the token is never printed, logged, written, or passed by us
+    assert TOKEN not in result.out + result.err + caplog.text
+    for folder in (root, pushed, judged_campaign):
+        for path in folder.rglob("*"):
+            if path.is_file():
+                assert TOKEN.encode() not in path.read_bytes(), path
+    for _, kwargs in hub.calls:
+        assert TOKEN not in repr(kwargs)
+
+
+def test_push_without_a_token_is_refused_before_writing(sim_campaign, tmp_path, cli, monkeypatch):
+    import huggingface_hub
+
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    monkeypatch.setattr(huggingface_hub, "get_token", lambda: None)
+    root = tmp_path / "ds"
+    result = cli("export", sim_campaign, "--repo-id", REPO_ID, "--root", root, "--push")
+    assert result.code == 2 and len(result.err_lines) == 1
+    assert "no Hugging Face token" in result.err and "HF_TOKEN" in result.err
+    assert not root.exists()
+
+
+# ------------------------------------------------------------------ bad input: exit 2, one line
+
+
+@pytest.mark.parametrize("repo_id", ["no-slash", "a/b/c", "user/na me", "user/-dash", "user/dots..x",
+                                     "us$er/name", "user/", "user/name.git", "üser/name"])
+def test_invalid_repo_id(sim_campaign, tmp_path, cli, repo_id):
+    root = tmp_path / "ds"
+    result = cli("export", sim_campaign, "--repo-id", repo_id, "--root", root)
+    assert result.code == 2 and len(result.err_lines) == 1, result.err
+    assert "invalid Hugging Face repo id" in result.err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_unwritable_root(sim_campaign, tmp_path, cli):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    result = cli("export", sim_campaign, "--repo-id", REPO_ID, "--root", blocker / "ds")
+    assert result.code == 2 and len(result.err_lines) == 1
+    assert "not writable" in result.err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root can write into read-only folders")
+def test_read_only_parent(sim_campaign, tmp_path, cli):
+    parent = tmp_path / "ro"
+    parent.mkdir()
+    parent.chmod(0o555)
+    try:
+        result = cli("export", sim_campaign, "--repo-id", REPO_ID, "--root", parent / "ds")
+    finally:
+        parent.chmod(0o755)
+    assert result.code == 2 and "not writable" in result.err
+    assert list(parent.iterdir()) == []
+
+
+def test_running_campaign_is_refused(sim_campaign, tmp_path, cli):
+    root = tmp_path / "ds"
+    before = tree_digest(sim_campaign / "videos")
+    running = CampaignStore.open_for_run(sim_campaign)  # holds campaign.lock, as `run` does
+    try:
+        result = cli("export", sim_campaign, "--repo-id", REPO_ID, "--root", root)
+    finally:
+        running.close()
+    assert result.code == 2 and len(result.err_lines) == 1
+    assert "still running" in result.err and "campaign.lock" in result.err
+    assert not root.exists() and list(tmp_path.iterdir()) == []
+    assert tree_digest(sim_campaign / "videos") == before
+
+
+def test_not_a_campaign(tmp_path, cli):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for target in (empty, tmp_path / "missing"):
+        result = cli("export", target, "--repo-id", REPO_ID, "--root", tmp_path / "ds")
+        assert result.code == 2 and len(result.err_lines) == 1, result.err
+        assert "campaign" in result.err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty"] and list(empty.iterdir()) == []
+
+
+def test_foreign_root_is_never_replaced(sim_campaign, tmp_path, cli):
+    root = tmp_path / "precious"
+    root.mkdir()
+    (root / "thesis.tex").write_text("years of work")
+    result = cli("export", sim_campaign, "--repo-id", REPO_ID, "--root", root)
+    assert result.code == 2 and "refusing to replace it" in result.err
+    assert (root / "thesis.tex").read_text() == "years of work"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["precious"]
+
+
+def test_unjudged_hardware_and_incomplete_campaigns_are_refused(tmp_path, cli, hf_env):
+    real = make_campaign(tmp_path / "real", simulated=False, abort_slot=None)
+    result = cli("export", real, "--repo-id", REPO_ID, "--root", tmp_path / "ds1")
+    assert result.code == 2 and len(result.err_lines) == 1
+    assert "6 of 6 episodes have no definite label" in result.err
+    assert "orchestrator judge" in result.err and "--force" in result.err
+
+    partial = make_campaign(tmp_path / "partial", run=4, abort_slot=None)
+    result = cli("export", partial, "--repo-id", REPO_ID, "--root", tmp_path / "ds2")
+    assert result.code == 2 and len(result.err_lines) == 1
+    assert "incomplete (4 of 6 trials done)" in result.err and "--force" in result.err
+    assert not (tmp_path / "ds1").exists() and not (tmp_path / "ds2").exists()
+
+
+def test_private_needs_push(sim_campaign, tmp_path, cli):
+    result = cli("export", sim_campaign, "--repo-id", REPO_ID, "--root", tmp_path / "ds", "--private")
+    assert result.code == 2 and "--private applies to --push only" in result.err
+
+
+def test_unknown_judge(sim_campaign, tmp_path, cli):
+    result = cli("export", sim_campaign, "--repo-id", REPO_ID, "--root", tmp_path / "ds", "--judge", "carol")
+    assert result.code == 2 and len(result.err_lines) == 1 and "carol" in result.err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_frame_indices_hold_the_latest_frame():
+    from orchestrator.export import frame_indices
+
+    t = np.arange(10) / 10
+    np.testing.assert_array_equal(frame_indices(t, np.array([0.0, 0.2, 0.4, 0.6, 0.8]), None),
+                                  [0, 0, 1, 1, 2, 2, 3, 3, 4, 4])
+    np.testing.assert_array_equal(frame_indices(t, t, None), np.arange(10))
+    # 15 fps camera under 30 Hz with no recorded times: spread uniformly
+    np.testing.assert_array_equal(frame_indices(np.arange(6) / 30, None, 3), [0, 0, 1, 1, 2, 2])
+    # a frame taken "at" a step despite float noise counts for that step
+    np.testing.assert_array_equal(frame_indices(np.array([0.0, 0.30000000000000004]), np.array([0.0, 0.3]), None),
+                                  [0, 1])
