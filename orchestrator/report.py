@@ -257,7 +257,14 @@ def _more_layouts(table: stats.PairedTable, alpha: float, primary: str) -> tuple
                                 f"about {needed} layouts in all give 80 % power")
 
 
-def _compare(a: str, b: str, data: OutcomeSet, holm_mid: float, holm_primary: float) -> Comparison:
+def _evalue_rule(stopping: Any) -> bool:
+    if isinstance(stopping, dict):
+        return stopping.get("kind") == "evalue"
+    return getattr(stopping, "kind", None) == "evalue"
+
+
+def _compare(a: str, b: str, data: OutcomeSet, holm_mid: float, holm_primary: float,
+             comparisons: int = 1) -> Comparison:
     pairs = data.pairs(a, b)
     table = stats.paired_table([x[1] for x in pairs], [x[2] for x in pairs])
     mc = stats.mcnemar(table.a_only, table.b_only)
@@ -268,24 +275,30 @@ def _compare(a: str, b: str, data: OutcomeSet, holm_mid: float, holm_primary: fl
     fisher = stats.fisher_exact(table.successes_a, n, table.successes_b, n) if n else 1.0
     unpaired = stats.newcombe_independent(table.successes_a, n, table.successes_b, n) if n else \
         stats.Interval(0.0, -1.0, 1.0, "newcombe-hybrid")
-    ev = stats.evalue_discordant(table.a_only, table.b_only, data.alpha)
-    significant = n > 0 and holm_primary <= data.alpha
+    # with a pre-registered e-value stopping rule the anytime-valid e-value decides (the McNemar
+    # p-values assume a fixed number of layouts); K comparisons share alpha (threshold K/alpha)
+    evalue_rule = _evalue_rule(data.stopping)
+    ev = stats.evalue_discordant(table.a_only, table.b_only, data.alpha / max(comparisons, 1))
+    significant = n > 0 and (ev.reject if evalue_rule else holm_primary <= data.alpha)
     more, more_note = _more_layouts(table, data.alpha, primary)
     floor = stats.discordant_floor(table.discordant)
     test = _test_name(primary)
-    p_shown = holm_primary
-    p_label = test if math.isclose(holm_primary, p_primary) else f"Holm-adjusted {test}"
+    if evalue_rule:
+        p_label, p_value_text = "e-value", f"{ev.e_value:.1f} (anytime-valid; decides at >= {ev.threshold:g})"
+    else:
+        p_label = test if math.isclose(holm_primary, p_primary) else f"Holm-adjusted {test}"
+        p_value_text = _fmt_p(holm_primary)
     ci = f"difference {_pct(diff.estimate)} points, 95% CI {_pct(diff.lo)} to {_pct(diff.hi)}"
     if n == 0:
         verdict = f"{a} vs {b}: no layout has a known outcome for both yet; nothing can be said."
     elif significant:
         better, worse = (a, b) if table.a_only > table.b_only else (b, a)
-        verdict = f"{better} better than {worse}: {p_label} {_fmt_p(p_shown)}; {ci}"
+        verdict = f"{better} better than {worse}: {p_label} {p_value_text}; {ci}"
         if diff.lo <= 0 <= diff.hi:
             verdict += " (the interval still reaches 0: a borderline result)"
         verdict += "."
     else:
-        verdict = f"{a} vs {b}: not established at this n ({p_label} {_fmt_p(p_shown)}; {ci})"
+        verdict = f"{a} vs {b}: not established at this n ({p_label} {p_value_text}; {ci})"
         if table.discordant < stats.min_discordant_for_alpha(data.alpha, primary):
             verdict += (f"; only {table.discordant} discordant layout{'s' if table.discordant != 1 else ''}, "
                         f"too few for any split to reach p <= {data.alpha:g}")
@@ -460,7 +473,8 @@ def build_report(data: OutcomeSet) -> Report:
     holm_exact = stats.holm([r[1] for r in raw])
     primary = data.primary
     comparisons = tuple(
-        _compare(a, b, data, holm_mid[i], holm_exact[i] if primary == "mcnemar_exact" else holm_mid[i])
+        _compare(a, b, data, holm_mid[i], holm_exact[i] if primary == "mcnemar_exact" else holm_mid[i],
+                 len(pairs))
         for i, (a, b) in enumerate(pairs))
     cochran = None
     if len(data.policies) >= 3:
@@ -474,6 +488,10 @@ def build_report(data: OutcomeSet) -> Report:
                         "complete pair (listed under 'Unpaired layouts'); they are not in the paired tables")
     done = sum(1 for o in data.outcomes if o.state == "done")
     stopping_rule = _describe_stopping(data.stopping)
+    if _evalue_rule(data.stopping):
+        warnings.append("the protocol pre-registers the e-value stopping rule: the verdict uses the "
+                        "anytime-valid e-value; McNemar p-values assume a fixed number of layouts and "
+                        "are shown for reference only")
     if not data.complete:
         warnings.append(f"the campaign is not complete ({done} of {data.scheduled_trials} trials done): "
                         "these are interim numbers" + ("" if stopping_rule.startswith("e-value") else

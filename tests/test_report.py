@@ -268,3 +268,18 @@ def test_report_speed_10000_trials(tmp_path):
     path.write_text("\n".join(rows) + "\n")
     r = build_report(load_outcomes_csv(path))
     assert r.comparisons[0].pairs == 5000
+
+
+def test_evalue_rule_decides_when_preregistered(tmp_path):
+    from dataclasses import replace
+
+    data = load_outcomes_csv(paired_csv(tmp_path, SCENARIO_1))   # 9-1: mid-p 0.012 but e = 9.3 < 20
+    fixed = build_report(data)
+    seq = build_report(replace(data, stopping={"kind": "evalue", "max_layouts": 60}))
+    assert fixed.comparisons[0].significant
+    assert not seq.comparisons[0].significant
+    assert "e-value 9.3 (anytime-valid" in seq.comparisons[0].verdict
+    assert any("anytime-valid e-value" in w for w in seq.warnings)
+    strong = load_outcomes_csv(paired_csv(tmp_path, {(1, 1): 20, (1, 0): 12, (0, 0): 5}, name="s.csv"))
+    r = build_report(replace(strong, stopping={"kind": "evalue", "max_layouts": 60}))
+    assert r.comparisons[0].significant and r.comparisons[0].verdict.startswith("A better than B: e-value")
