@@ -77,14 +77,17 @@ def wait_labels(directory: Path, count: int, timeout: float = 10.0) -> list:
 def test_judge_in_tmux(tmp_path):
     campaign = make_campaign(tmp_path, marks=2)
     command = shlex.join([sys.executable, "-m", "orchestrator", "judge", str(campaign), "--judge", "t"])
-    shell = f"cd {shlex.quote(str(ROOT))} && {command}; echo EXIT=$?; sleep 60"
+    # a detached pane may start at 80x24 and be resized just after: start once it is 110x32,
+    # with no stale COLUMNS/LINES in the environment (Textual would believe them)
+    shell = (f"until [ \"$(stty size)\" = '32 110' ]; do sleep 0.05; done; unset COLUMNS LINES; "
+             f"cd {shlex.quote(str(ROOT))} && {command}; echo EXIT=$?; sleep 60")
     tmux = Tmux()
     try:
         tmux("new-session", "-d", "-s", "j1", "-x", "110", "-y", "32", shell)
         screen = tmux.wait_for("j1", "0 of 4 judged")
         assert "Success test:" in screen and "1:missed" in screen
         # the terminal's answers to textual-image's queries were not read as keys (c = camera)
-        assert "camera: front" in screen
+        tmux.wait_for("j1", "camera: front", timeout=10)
         tmux("send-keys", "-t", "j1", "s")
         tmux.wait_for("j1", "1 of 4 judged")
         assert wait_labels(campaign, 1) == [("success", None)]

@@ -176,8 +176,9 @@ class JudgeApp(App[int]):
             player.load(episode.id, sources, episode.frames, episode.duration_s, play=self.autoplay)
             upcoming = self._after(episode)
             if upcoming is not None:
-                self.sources_for(upcoming)   # decode ahead: the next key press is instant
                 keep.add(upcoming.id)
+                # decode ahead once this frame is on screen (so it does not compete with it)
+                self.call_after_refresh(self._prefetch, upcoming)
         else:
             player.load("", {}, 1, 0.0, play=False)
         for episode_id in list(self._cache):
@@ -186,6 +187,16 @@ class JudgeApp(App[int]):
                     source.stop()
         self.current_id = episode.id if episode else None
         self.refresh_panels()
+
+    def _prefetch(self, episode: BlindEpisode) -> None:
+        if self.current_id is not None and episode.id == self._after_id:
+            self.sources_for(episode)
+
+    @property
+    def _after_id(self) -> str | None:
+        current = self.episode(self.current_id)
+        upcoming = self._after(current) if current else None
+        return upcoming.id if upcoming else None
 
     def _after(self, episode: BlindEpisode) -> BlindEpisode | None:
         """The episode likely to follow `episode` once it is labelled."""
