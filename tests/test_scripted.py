@@ -92,3 +92,21 @@ def test_zero_noise_picks_at_least_19_of_20_marks(loaded):
             assert facts.max_lift_m >= 0.04 and facts.time_to_success_s < duration
     assert sum(outcomes.values()) >= 19, outcomes
     assert sum(1 for e in events.values() if e) <= 1, events   # no table hits, no limit hits
+
+
+def test_aiming_25mm_off_misses(loaded):
+    """The outcome depends on the aim: a pick aimed 25 mm beside the cube does not lift it."""
+    from orchestrator.rigs.sim import SimRig
+    from test_sim_rig import sim_profile
+
+    rig = SimRig(sim_profile(), fps=30, success=loaded.protocol.success)
+    cube = loaded.layout.cube
+    true_mark = loaded.layout.mark("M10")
+    aimed = Mark(id="off", x=true_mark.x + 0.025, y=true_mark.y, yaw_deg=0.0)
+    policy = ScriptedPickPolicy(aim_noise_mm=0.0)
+    rig.prepare_layout(true_mark, cube, 1)
+    policy.reset(EpisodeContext(mark=aimed, cube=cube, seed=1, fps=30, duration_s=12.0, task=""))
+    for _ in range(360):
+        rig.act(policy.select_action(rig.observe(with_images=False)))
+    facts = rig.end_episode()
+    assert facts.physics_success is False and facts.max_lift_m < 0.04

@@ -143,13 +143,17 @@ def _episode(rig, policy, mark, cube, seed, fps=30, duration_s=12.0):
 
 
 def test_same_seed_same_outcome(loaded):
-    """Two rigs, same trial (noisy aim), identical facts and final state."""
+    """Same trial twice, identical facts and final state: on a fresh rig, and on a rig that
+    has just run another episode (episodes do not depend on what ran before them)."""
     from orchestrator.policies.scripted import ScriptedPickPolicy
 
     mark, cube = loaded.layout.mark("M07"), loaded.layout.cube
     results = []
-    for _ in range(2):
+    for history in (False, True):
         rig = SimRig(sim_profile(), fps=30, success=Success())
+        if history:
+            _episode(rig, ScriptedPickPolicy(aim_noise_mm=12.0), loaded.layout.mark("M18"), cube,
+                     seed=99, duration_s=3.0)
         facts, qpos = _episode(rig, ScriptedPickPolicy(aim_noise_mm=8.0), mark, cube, seed=424242)
         results.append((facts, qpos))
     (f1, q1), (f2, q2) = results
