@@ -229,6 +229,18 @@ def scene_spec(cube_size_m: float, cube_mass_kg: float, *,
     table.material = "table"
     table.friction = [1.0, 0.005, 0.0001]
 
+    # The room's floor at the table's height, visual only (the table box keeps its size so
+    # the physics does not change with the view).
+    floor = world.add_geom()
+    floor.name = "floor_visual"
+    floor.type = mujoco.mjtGeom.mjGEOM_BOX
+    floor.size = [3.0, 3.0, 0.001]
+    floor.pos = [0.0, 0.0, -0.0015]
+    floor.material = "table"
+    floor.contype = 0
+    floor.conaffinity = 0
+    floor.group = 1
+
     # A backdrop behind the robot (visual only) so the front view is not against black.
     wall = world.add_geom()
     wall.name = "backdrop"
