@@ -1,0 +1,172 @@
+"""Whole campaigns with LeRobot policies: on the fake SO-101 (real LeRobot stack down to the serial
+bytes) with faults injected mid-episode, and in the simulated rig (a LeRobot ACT vs scripted).
+
+Each fault (the bus dies, a camera stops delivering, the policy raises) must abort the running
+trial with its cause, leave the store consistent, and a plain re-run must resume and complete.
+"""
+
+from __future__ import annotations
+
+import builtins
+from pathlib import Path
+
+import pytest
+import yaml
+
+from fakes import feetech
+from fakes.act import make_act_checkpoint
+from fakes.rigs import CAMERAS, write_rig, write_videos
+from orchestrator.errors import RuntimeFailure
+
+pytest.importorskip("lerobot")
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def write_protocol(directory: Path, policies: dict, fps: int = 10, duration_s: float = 1.0) -> Path:
+    (directory / "layout.yaml").write_text(yaml.safe_dump({
+        "name": "two", "marks": [{"id": "M01", "x": 0.16, "y": -0.05}, {"id": "M02", "x": 0.20, "y": 0.05}]}))
+    path = directory / "protocol.yaml"
+    path.write_text(yaml.safe_dump({
+        "name": "fake-arm-ab", "task": "Pick up the cube", "layout": "layout.yaml", "policies": policies,
+        "seed": 7, "episode": {"fps": fps, "duration_s": duration_s}}, sort_keys=False))
+    return path
+
+
+@pytest.fixture
+def hardware(tmp_path, monkeypatch):
+    """Two ACT checkpoints, a fake SO-101 with video cameras, fast rest moves and camera checks."""
+    from orchestrator import preflight
+    from orchestrator.rigs.lerobot import LeRobotRig
+
+    monkeypatch.setattr(builtins, "input", lambda *a: pytest.fail("input() called"))
+    monkeypatch.setitem(LeRobotRig.__init__.__kwdefaults__, "rest_speed_deg_s", 600.0)
+    monkeypatch.setattr(preflight.rig_checks, "__defaults__", (0.3,))
+    port = str(tmp_path / "ttyACM0")
+    open(port, "w").close()
+    arms = []
+
+    def plug_in() -> feetech.FakeFeetechArm:
+        arm = feetech.FakeFeetechArm(port, calibration=feetech.default_calibration())
+        feetech.install(monkeypatch, arm)
+        arms.append(arm)
+        return arm
+
+    plug_in()
+    feetech.write_calibration_file(tmp_path / "cal", "lab_arm")
+    videos = write_videos(tmp_path)
+    rig = write_rig(tmp_path / "rig.yaml", port, tmp_path / "cal", videos, fps=30, max_relative_target=5.0)
+    make_act_checkpoint(tmp_path / "act_a", CAMERAS, chunk_size=5, seed=1)
+    make_act_checkpoint(tmp_path / "act_b", CAMERAS, chunk_size=5, seed=2)
+    protocol = write_protocol(tmp_path, {"A": {"type": "lerobot", "path": "./act_a"},
+                                         "B": {"type": "lerobot", "path": "./act_b"}})
+    return tmp_path, protocol, rig, arms, plug_in
+
+
+def run(protocol, rig, out, say=None):
+    from orchestrator.campaign import open_campaign
+    from orchestrator.runner import run_campaign
+
+    opened = open_campaign(protocol, rig, out)
+    try:
+        return run_campaign(opened, None, say=say or (lambda s: None)), opened.store.trials(), opened.store.attempts()
+    finally:
+        opened.store.close()
+
+
+def after_calls(original, n: int, action):
+    """A LeRobotPolicy.select_action that runs `action()` at the n-th call of the session."""
+    calls = {"n": 0}
+
+    def wrapped(self, observation):
+        calls["n"] += 1
+        if calls["n"] == n:
+            action()
+        return original(self, observation)
+
+    return wrapped
+
+
+def test_faults_mid_episode_abort_the_trial_and_the_campaign_resumes(hardware, monkeypatch):
+    from lerobot.policies.act.modeling_act import ACTPolicy
+
+    from orchestrator.policies.lerobot import LeRobotPolicy
+    from orchestrator.rigs.videocam import VideoCam
+
+    tmp_path, protocol, rig, arms, plug_in = hardware
+    out = tmp_path / "campaign"
+    select = LeRobotPolicy.select_action
+
+    # 1. the serial bus dies in the middle of the second trial (10 steps per episode)
+    monkeypatch.setattr(LeRobotPolicy, "select_action", after_calls(select, 14, arms[-1].unplug))
+    with pytest.raises(RuntimeFailure) as err:
+        run(protocol, rig, out)
+    message = str(err.value)
+    assert "\n" not in message and "aborted: DeviceFault: arm " in message and "SerialException" in message
+    assert "USB cable" in message and "resumable" in message
+
+    # 2. replugged; a camera stops delivering during the next session's first trial
+    plug_in()
+    cams: list[VideoCam] = []
+    real_init = VideoCam.__init__
+
+    def init(self, cfg):
+        real_init(self, cfg)
+        cams.append(self)
+
+    monkeypatch.setattr(VideoCam, "__init__", init)
+    monkeypatch.setattr(LeRobotPolicy, "select_action", after_calls(
+        select, 3, lambda: [c.freeze() for c in cams if c.path.name == "wrist.mp4"]))
+    with pytest.raises(RuntimeFailure, match=r"aborted: DeviceFault: camera wrist: TimeoutError: .*too old"):
+        run(protocol, rig, out)
+    monkeypatch.setattr(VideoCam, "__init__", real_init)
+
+    # 3. the policy raises inside LeRobot's ACT
+    plug_in()
+    real_chunk = ACTPolicy.predict_action_chunk
+
+    def broken(self, batch):
+        raise RuntimeError("NaN in the action head")
+
+    monkeypatch.setattr(LeRobotPolicy, "select_action", after_calls(
+        select, 1, lambda: setattr(ACTPolicy, "predict_action_chunk", broken)))
+    try:
+        with pytest.raises(RuntimeFailure, match=r"aborted: DeviceFault: policy: RuntimeError: NaN in the action head"):
+            run(protocol, rig, out)
+    finally:
+        ACTPolicy.predict_action_chunk = real_chunk
+
+    # 4. nothing injected: the campaign resumes where it stopped and completes
+    monkeypatch.setattr(LeRobotPolicy, "select_action", select)
+    arm = plug_in()
+    summary, trials, attempts = run(protocol, rig, out)
+    assert summary.complete and summary.done_total == summary.total == 4
+    assert all(t.state == "done" for t in trials)
+    aborted = [a for a in attempts if a["status"] == "aborted"]
+    assert len(aborted) == 3 and len(attempts) == 7
+    reasons = [a["reason"] for a in aborted]
+    assert reasons[0].startswith("DeviceFault: arm ") and "camera wrist" in reasons[1] and "policy" in reasons[2]
+    assert all("\n" not in r for r in reasons)
+    # every done trial has its videos; aborted attempts left no files behind
+    assert len(list((out / "videos").rglob("*.mp4"))) == 4 * len(CAMERAS)
+    # torque off at the end of the session (LeRobot's disable_torque_on_disconnect)
+    assert not any(s.torque for s in arm.servos.values())
+
+
+@pytest.mark.slow
+def test_lerobot_policy_against_scripted_in_the_simulated_rig(tmp_path):
+    """A LeRobot checkpoint through the same adapter, in a full simulated campaign."""
+    import shutil
+
+    from orchestrator.rigs.profile import load_rig
+
+    sim = load_rig(REPO / "hardware" / "sim.yaml")
+    cams = {name: (c.height, c.width) for name, c in sim.profile.cameras.items()}
+    make_act_checkpoint(tmp_path / "act_sim", cams, chunk_size=10)
+    shutil.copy(REPO / "hardware" / "sim.yaml", tmp_path / "sim.yaml")
+    protocol = write_protocol(tmp_path, {"A": {"type": "lerobot", "path": "./act_sim"},
+                                         "B": {"type": "scripted", "aim_noise_mm": 0}}, fps=10, duration_s=1.0)
+    summary, trials, attempts = run(protocol, tmp_path / "sim.yaml", tmp_path / "campaign")
+    assert summary.complete and summary.done_total == 4 and len(attempts) == 4
+    assert sorted(t.policy for t in trials) == ["A", "A", "B", "B"]
+    assert len(list((tmp_path / "campaign" / "videos").rglob("*.mp4"))) == 4 * len(cams)
