@@ -59,7 +59,8 @@ def main(argv: list[str] | None = None) -> int:
     except OrchestratorError as exc:
         if debug:
             raise
-        for line in str(exc).splitlines() or [type(exc).__name__]:
+        for line in getattr(exc, "problems", None) or str(exc).split("\n") or [type(exc).__name__]:
+            line = _printable(line)  # one problem, one line, even with a "\r" in a user's path
             print(f"orchestrator: {line}" if not _located(line) else line, file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
@@ -82,6 +83,10 @@ def main(argv: list[str] | None = None) -> int:
               "rerun with --debug for the traceback", file=sys.stderr)
         return 1
     return int(code or 0)
+
+
+def _printable(line: str) -> str:
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in line)
 
 
 def _located(line: str) -> bool:

@@ -292,3 +292,13 @@ def test_control_characters_in_keys_stay_on_one_line(cli, protocol_dir):
     assert_located(result, path, [(line_of(text, "x1E"), "policies.\\x1e"),
                                   (line_of(text, "u2028"), "policies.a\\u2028b")])
     assert len(result.err_lines) == 2
+
+
+def test_control_characters_in_paths_stay_on_one_line(cli, protocol_dir):
+    """Found by the fuzz test: `layout: "\\r"` printed the looked-for path across two lines."""
+    text = _edit("layout: layout.yaml", 'layout: "x\\ry\\n"')
+    path = protocol_dir / "protocol.yaml"
+    path.write_text(text)
+    result = cli("validate", path)
+    assert_located(result, path, [(line_of(text, "layout:"), "not found")])
+    assert len(result.err_lines) == 1 and "x\\ry\\n" in result.err
