@@ -1,0 +1,169 @@
+"""End-to-end tests of the campaign runner on the simulated SO-101 (tiny protocol).
+
+The tiny protocol (tests/data) has 3 marks x 2 scripted policies, 5 s episodes at 10 fps and
+two 64x48 cameras at 5 fps, so a whole campaign runs in seconds.
+"""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import av
+import numpy as np
+import pytest
+
+from orchestrator.cli import main
+from orchestrator.recording import PARTIAL
+from orchestrator.store import CampaignStore
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "tests" / "data"
+PROTOCOL = DATA / "tiny_protocol.yaml"
+RIG = DATA / "tiny_sim.yaml"
+sys.path.insert(0, str(ROOT / "bench"))
+from kill_anywhere import check_invariants, kill_loop, outcomes  # noqa: E402
+
+
+def run_cli(out: Path, *extra: str, protocol: Path = PROTOCOL) -> int:
+    return main(["run", str(protocol), "--rig", str(RIG), "--out", str(out), *extra])
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory) -> Path:
+    """An uninterrupted sequential run of the tiny campaign."""
+    out = tmp_path_factory.mktemp("runner") / "reference"
+    assert run_cli(out, "--workers", "1") == 0
+    return out
+
+
+def test_complete_campaign_has_one_full_episode_per_slot(reference):
+    with CampaignStore.open_readonly(reference) as store:
+        trials = store.trials()
+        episodes = {e["id"]: e for e in store.episodes()}
+        assert len(trials) == 6 and all(t.state == "done" for t in trials)
+        assert store.campaign()["stop_reason"] == "complete"
+        for trial in trials:
+            episode = episodes[trial.episode_id]
+            assert episode["frames"] == 50 and episode["duration_s"] == 5
+            series = np.load(reference / episode["files"]["timeseries"])
+            assert series["state"].shape == (50, 6) and series["action"].shape == (50, 6)
+            assert np.allclose(np.diff(series["t"]), 0.1)
+            for camera in ("front", "wrist"):
+                with av.open(str(reference / episode["files"][camera])) as container:
+                    frames = [f.to_ndarray(format="rgb24") for f in container.decode(video=0)]
+                assert len(frames) == 25 and frames[0].shape == (48, 64, 3)
+            assert not list((reference / "videos" / trial.episode_id).glob(f"*{PARTIAL}*"))
+        physics = store.judgments("physics")
+        assert sorted(j.episode_id for j in physics) == sorted(episodes)
+        done_attempts = [a for a in store.attempts() if a["status"] == "done"]
+        assert sorted(a["slot"] for a in done_attempts) == list(range(6))
+
+
+def test_parallel_run_equals_sequential(reference, tmp_path):
+    assert run_cli(tmp_path / "parallel", "--workers", "2") == 0
+    assert outcomes(tmp_path / "parallel") == outcomes(reference)
+    # the demo difference must be visible: zero aim noise picks every mark
+    assert all(success for mark, policy, success in outcomes(reference).values() if policy == "A")
+
+
+def test_rerun_of_complete_campaign_changes_nothing(reference, capsys):
+    before = outcomes(reference)
+    assert run_cli(reference) == 0
+    assert "campaign is complete" in capsys.readouterr().out
+    assert outcomes(reference) == before
+
+
+def test_other_protocol_in_same_directory_is_refused(reference, tmp_path, capsys):
+    other = tmp_path / "other.yaml"
+    other.write_text(PROTOCOL.read_text().replace("seed: 7", "seed: 8"))
+    shutil.copy(DATA / "tiny_layout.yaml", tmp_path / "tiny_layout.yaml")
+    assert run_cli(reference, protocol=other) == 2
+    err = capsys.readouterr().err
+    assert "different protocol" in err and len(err.strip().splitlines()) == 1
+
+
+def test_second_runner_is_refused_while_readers_work(tmp_path, capsys):
+    out = tmp_path / "c"
+    assert run_cli(out, "--stop-after", "1", "--workers", "1") == 0
+    capsys.readouterr()
+    holder = CampaignStore.open_for_run(out)
+    try:
+        assert run_cli(out) == 2
+        assert "another `orchestrator run`" in capsys.readouterr().err
+        with CampaignStore.open_readonly(out) as reader:
+            assert len(reader.trials()) == 6
+        assert main(["report", str(out), "--format", "json"]) == 0
+    finally:
+        holder.close()
+
+
+def test_ctrl_c_exits_130_aborts_the_trial_and_resume_completes(reference, tmp_path):
+    out = tmp_path / "c"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "orchestrator", "run", str(PROTOCOL), "--rig", str(RIG), "--out", str(out),
+         "--workers", "1"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for line in process.stdout:
+        if line.startswith("trial 1/6"):
+            break
+    time.sleep(0.3)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 130, err
+    assert "interrupted" in err and "Traceback" not in err
+    with CampaignStore.open_readonly(out) as store:
+        reasons = [a["reason"] for a in store.attempts() if a["status"] == "aborted"]
+        assert reasons and "interrupted by the user" in reasons[0]
+        assert store.integrity_ok()
+    assert run_cli(out, "--workers", "1") == 0
+    assert outcomes(out) == outcomes(reference)
+    with CampaignStore.open_readonly(out) as store:
+        assert len(store.episodes()) == 6
+
+
+def test_sigkill_anywhere_then_resume_gives_identical_outcomes(reference, tmp_path):
+    import random
+
+    stats = kill_loop(PROTOCOL, RIG, tmp_path / "killed", kills=4, workers=2, max_delay_s=6.0,
+                      rng=random.Random(3), log=lambda *_: None)
+    assert stats.violations == []
+    assert stats.kills == 4
+    assert outcomes(tmp_path / "killed") == outcomes(reference)
+    done, problems = check_invariants(tmp_path / "killed")
+    assert done == 6 and problems == []
+
+
+def test_damaged_video_of_done_trial_is_detected_and_rerun(reference, tmp_path):
+    out = tmp_path / "c"
+    shutil.copytree(reference, out)
+    with CampaignStore.open_readonly(out) as store:
+        victim = store.episodes()[2]
+    video = out / victim["files"]["front"]
+    with open(video, "r+b") as handle:
+        handle.truncate(video.stat().st_size // 3)
+    assert run_cli(out, "--workers", "1") == 0
+    with CampaignStore.open_readonly(out) as store:
+        kinds = [e["kind"] for e in store.events()]
+        assert "invalidated" in kinds
+        assert victim["id"] not in {e["id"] for e in store.episodes()}
+        assert all(t.state == "done" for t in store.trials())
+    assert outcomes(out) == outcomes(reference)
+
+
+def test_preregistered_evalue_rule_stops_at_max_layouts(tmp_path, capsys):
+    protocol = tmp_path / "p.yaml"
+    protocol.write_text(PROTOCOL.read_text().replace(
+        "stopping: none", "stopping: {kind: evalue, max_layouts: 2}"))
+    shutil.copy(DATA / "tiny_layout.yaml", tmp_path / "tiny_layout.yaml")
+    out = tmp_path / "c"
+    assert run_cli(out, "--workers", "2", protocol=protocol) == 0
+    text = capsys.readouterr().out
+    assert "stopping:" in text
+    with CampaignStore.open_readonly(out) as store:
+        done = [t for t in store.trials() if t.state == "done"]
+        assert len(done) == 4 and {t.unit for t in done} == {0, 1}
+        assert "max_layouts" in store.campaign()["stop_reason"] or "2 layouts" in store.campaign()["stop_reason"]
