@@ -1,6 +1,8 @@
 """Simulation cost figures: render time per frame, physics time per episode, encode time.
 
-    uv run python bench/sim_render.py [--mesh-cells 2,none] [--width 320 --height 240]
+    uv run python bench/sim_render.py [--mesh-cells 4,2,none] [--width 320 --height 240]
+    uv run python bench/sim_render.py --demo            # the demo's physics outcomes (no video)
+    uv run python bench/sim_render.py --sweep 3,8,12 --reps 2   # success vs aim noise on grid20
 
 Each render setting runs in its own process (one OpenGL context each) with one llvmpipe
 thread (`LP_NUM_THREADS=1`, as in the campaign's worker processes). For each it prints the
@@ -105,14 +107,106 @@ def measure(cell: float | None, width: int, height: int, frames: int) -> dict:
             "faces": int(rig._model.nmeshface) if rig._model is not None else None}
 
 
+def _episode(rig, policy, mark, cube, seed, fps, duration_s, task=""):
+    from orchestrator.policies.base import EpisodeContext
+
+    ctx = EpisodeContext(mark=mark, cube=cube, seed=seed, fps=fps, duration_s=duration_s, task=task)
+    rig.prepare_layout(mark, cube, seed)
+    policy.reset(ctx)
+    for _ in range(round(fps * duration_s)):
+        rig.act(policy.select_action(rig.observe(with_images=False)))
+    return rig.end_episode()
+
+
+def demo_outcomes(protocol_path: Path, rig_path: Path) -> None:
+    """The physics outcome of every trial of a protocol exactly as `orchestrator run` draws
+    them (trial seeds from the schedule module), without rendering; paired table + McNemar."""
+    os.environ.setdefault("MUJOCO_GL", "egl")
+    sys.path.insert(0, str(REPO))
+    from math import comb
+
+    from orchestrator.policies.factory import make_policy
+    from orchestrator.protocol import load_protocol
+    from orchestrator.rigs.factory import make_rig
+    from orchestrator.rigs.profile import load_rig
+    from orchestrator.schedule import trial_seed
+
+    loaded = load_protocol(protocol_path)
+    proto, layout = loaded.protocol, loaded.layout
+    rig = make_rig(load_rig(rig_path), loaded)
+    rig.connect()
+    outcomes: dict[str, dict[tuple[str, int], bool]] = {}
+    t0 = time.process_time()
+    for label, spec in proto.policies.items():
+        policy = make_policy(label, spec, loaded, rig)
+        outcomes[label] = {}
+        for repeat in range(proto.trials_per_layout):
+            for mark in layout.marks:
+                seed = trial_seed(proto.seed, mark.id, repeat, label)
+                facts = _episode(rig, policy, mark, layout.cube, seed, proto.episode.fps,
+                                 proto.episode.duration_s, proto.task)
+                outcomes[label][(mark.id, repeat)] = bool(facts.physics_success)
+        ok = sum(outcomes[label].values())
+        print(f"{label} ({spec.type}, {getattr(spec, 'aim_noise_mm', '')} mm): {ok}/{len(outcomes[label])} picked; "
+              f"failed at {', '.join(m for (m, r), v in outcomes[label].items() if not v) or 'none'}")
+    labels = list(outcomes)
+    for i, a in enumerate(labels):
+        for b in labels[i + 1:]:
+            keys = outcomes[a].keys()
+            only_a = sum(outcomes[a][k] and not outcomes[b][k] for k in keys)
+            only_b = sum(outcomes[b][k] and not outcomes[a][k] for k in keys)
+            n, low = only_a + only_b, min(only_a, only_b)
+            exact = min(1.0, 2 * sum(comb(n, j) for j in range(low + 1)) / 2 ** n) if n else 1.0
+            mid = exact - comb(n, low) / 2 ** n if n else 1.0
+            print(f"{a} vs {b}: {a} only {only_a}, {b} only {only_b}; McNemar exact p {exact:.4f}, mid-p {mid:.4f}")
+    print(f"({time.process_time() - t0:.0f} s CPU)")
+
+
+def noise_sweep(levels: list[float], reps: int) -> None:
+    """Scripted-pick success vs aim noise on the demo's layout (physics only)."""
+    os.environ.setdefault("MUJOCO_GL", "egl")
+    sys.path.insert(0, str(REPO))
+    from orchestrator.policies.scripted import ScriptedPickPolicy
+    from orchestrator.protocol import load_protocol
+    from orchestrator.rigs.factory import make_rig
+    from orchestrator.rigs.profile import load_rig
+    from orchestrator.schedule import trial_seed
+
+    loaded = load_protocol(REPO / "protocols" / "sim_demo.yaml")
+    proto, layout = loaded.protocol, loaded.layout
+    rig = make_rig(load_rig(REPO / "hardware" / "sim.yaml"), loaded)
+    rig.connect()
+    for mm in levels:
+        policy = ScriptedPickPolicy(mm)
+        ok = n = 0
+        for repeat in range(reps):
+            for mark in layout.marks:
+                seed = trial_seed(proto.seed, mark.id, repeat, f"sweep{mm:g}")
+                ok += bool(_episode(rig, policy, mark, layout.cube, seed, proto.episode.fps,
+                                    proto.episode.duration_s).physics_success)
+                n += 1
+        print(f"aim noise {mm:4.1f} mm per axis: {ok}/{n} picked ({ok / n:.0%})", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--mesh-cells", default="2,none", help="comma list of cells in mm, or none")
+    ap.add_argument("--mesh-cells", default="4,2,none", help="comma list of cells in mm, or none")
     ap.add_argument("--width", type=int, default=320)
     ap.add_argument("--height", type=int, default=240)
     ap.add_argument("--frames", type=int, default=60, help="frames rendered per camera")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
+    ap.add_argument("--demo", action="store_true", help="physics outcomes of protocols/sim_demo.yaml")
+    ap.add_argument("--protocol", default=str(REPO / "protocols" / "sim_demo.yaml"))
+    ap.add_argument("--rig", default=str(REPO / "hardware" / "sim.yaml"))
+    ap.add_argument("--sweep", help="comma list of aim noise levels (mm) to measure on grid20")
+    ap.add_argument("--reps", type=int, default=1, help="repeats of the 20 marks per noise level")
     args = ap.parse_args()
+    if args.demo:
+        demo_outcomes(Path(args.protocol), Path(args.rig))
+        return
+    if args.sweep:
+        noise_sweep([float(v) for v in args.sweep.split(",")], args.reps)
+        return
     if args.worker is not None:
         cell = None if args.worker == "none" else float(args.worker)
         print(json.dumps(measure(cell, args.width, args.height, args.frames)))
