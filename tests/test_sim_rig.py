@@ -84,6 +84,8 @@ def test_observation_keys_units_and_images_match_profile(rig, loaded):
         assert img.shape == (cam.height, cam.width, 3) and img.dtype == np.uint8
         assert img.std() > 5, f"{name} frame is blank"
     assert rig.camera_names == ("front", "wrist")
+    only = rig.observe(with_images=["wrist"])
+    assert "wrist" in only and "front" not in only
 
 
 def test_gripper_units_span_the_joint_range(rig):

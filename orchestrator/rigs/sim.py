@@ -314,12 +314,22 @@ class SimRig:
         """Current joint positions in rig units, STATE_KEYS order."""
         return self.units.to_rig(self._data.qpos[self._ids["qpos"]])
 
-    def observe(self, with_images: bool = True) -> Observation:
+    def observe(self, with_images: bool | tuple[str, ...] | list[str] = True) -> Observation:
+        """Joint positions (rig units) and, when asked, one RGB frame per camera.
+
+        `with_images` is True (every camera), False (none), or a collection of camera names
+        (only those: a recorder with cameras at different fps renders only what is due).
+        """
         self._require()
         obs: Observation = {k: float(v) for k, v in zip(STATE_KEYS, self.joint_positions())}
-        if with_images:
-            for name in self.camera_names:
-                obs[name] = self.render(name)
+        if with_images is True:
+            names = self.camera_names
+        elif not with_images:
+            names = ()
+        else:
+            names = tuple(n for n in self.camera_names if n in set(with_images))
+        for name in names:
+            obs[name] = self.render(name)
         return obs
 
     def render(self, camera: str) -> np.ndarray:
