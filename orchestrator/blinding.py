@@ -77,14 +77,18 @@ _VIEW_SQL = ("SELECT e.id, e.frames, e.duration_s, e.files, t.mark_id"
 _INFO_SQL = "SELECT id, protocol_text, layout_text FROM campaign"
 
 
-def blinded_view(store: CampaignStore) -> tuple[JudgingInfo, list[BlindEpisode]]:
-    """The judging info and every recorded episode (sorted by id, not by run order)."""
+def judging_info(store: CampaignStore) -> tuple[JudgingInfo, dict[str, Mark]]:
+    """What the judge is told (success test, failure modes) and the marks, from the frozen texts."""
     row = store.conn.execute(_INFO_SQL).fetchone()
     if row is None:
         raise BadInput(f"{store.directory}: campaign store has no campaign record")
     campaign_id, protocol_text, layout_text = row
     text, modes, marks = _protocol_parts(protocol_text, layout_text)
-    info = JudgingInfo(ref=str(campaign_id), success_test=text, failure_modes=modes, kind="campaign")
+    return JudgingInfo(ref=str(campaign_id), success_test=text, failure_modes=modes, kind="campaign"), marks
+
+
+def blinded_episodes(store: CampaignStore, marks: dict[str, Mark]) -> list[BlindEpisode]:
+    """Every recorded episode (sorted by id, not by run order), through `_VIEW_SQL` only."""
     episodes = []
     for episode_id, frames, duration_s, files, mark_id in store.conn.execute(_VIEW_SQL):
         videos = {camera: (store.directory / rel).resolve()
@@ -93,20 +97,52 @@ def blinded_view(store: CampaignStore) -> tuple[JudgingInfo, list[BlindEpisode]]
                                      mark=marks.get(mark_id, Mark(mark_id)),
                                      duration_s=float(duration_s), frames=int(frames)))
     episodes.sort(key=lambda e: e.id)
-    return info, episodes
+    return episodes
+
+
+def blinded_view(store: CampaignStore) -> tuple[JudgingInfo, list[BlindEpisode]]:
+    """The judging info and every recorded episode."""
+    info, marks = judging_info(store)
+    return info, blinded_episodes(store, marks)
+
+
+# Columns the judge's connection may never read: the key and anything that may name a policy
+# (the campaign name and protocol path are chosen by the researcher; events may quote them).
+_SEALED = {"trials": {"policy", "seed", "position", "unit", "repeat_index"},
+           "campaign": {"name", "protocol_path", "protocol_text", "rig_path", "rig_text"},
+           "events": None}
+
+
+def seal(conn) -> None:
+    """Make `conn` refuse (SQLite authorizer) every read of the key and of policy-naming text."""
+    import sqlite3
+
+    def authorizer(action, table, column, *_):
+        if action == sqlite3.SQLITE_READ and table in _SEALED:
+            columns = _SEALED[table]
+            if columns is None or column in columns:
+                return sqlite3.SQLITE_DENY
+        return sqlite3.SQLITE_OK
+
+    conn.set_authorizer(authorizer)
 
 
 class CampaignSource:
-    """`JudgeSource` over a campaign store: blinded view in, labels via the store's API."""
+    """`JudgeSource` over a campaign store: blinded view in, labels via the store's API.
+
+    After the success test and failure modes are read from the frozen protocol, the store
+    connection is sealed: SQLite itself refuses any read of the key columns, the protocol
+    text, the campaign name or the event log through it.
+    """
 
     def __init__(self, directory: Path, judge: str):
         self.store = CampaignStore.open_readonly(Path(directory))
         self.judge = judge
-        self.info, _ = blinded_view(self.store)
+        self.info, self._marks = judging_info(self.store)
+        seal(self.store.conn)
 
     def episodes(self) -> list[BlindEpisode]:
-        _, episodes = blinded_view(self.store)
-        by_id = {e.id: e for e in episodes}
+        by_id = {e.id: e for e in blinded_episodes(self.store, self._marks)}
         return [by_id[i] for i in judge_order(by_id, self.judge, self.info.ref)]
 
     def history(self) -> list[LabelRecord]:
