@@ -38,7 +38,8 @@ TIP_CLEARANCE_M = 0.008   # fixed jaw tip above the table at the grasp (the movi
 ABOVE_CLEARANCE_M = 0.025 # jaw tips above the cube's top before descending
 LIFT_M = 0.07         # lift of the grasp point (cube bottom ends ~7 cm up: 4 cm + margin)
 TILTS_DEG = tuple(range(0, 50, 5))   # gripper tilt tried when straight down is out of reach
-IK_TOL = 1e-4
+IK_POS_TOL_M = 2e-4           # a pose is reachable when IK puts the grasp point within 0.2 mm
+IK_ROT_TOL_RAD = math.radians(2.0)   # ... and the gripper within 2 degrees of the target
 
 
 def _smooth(u: np.ndarray) -> np.ndarray:
@@ -83,16 +84,20 @@ def plan_pick(x: float, y: float, cube_size_m: float, cube_yaw_deg: float = 0.0)
         z_lift = z_grasp + LIFT_M
         # The lifted pose is the hardest to reach: try it first.
         q_lift, e3 = kin.ik([x, y, z_lift], rot, gripper=open_g)
-        if e3 > IK_TOL and tilt_deg != TILTS_DEG[-1]:
+        ok = kin.last_position_error < IK_POS_TOL_M and kin.last_rotation_error < IK_ROT_TOL_RAD
+        if not ok and tilt_deg != TILTS_DEG[-1]:
             if best is None or e3 < best[0]:
                 best = (e3, tilt_deg, rot, q_lift, q_lift, q_lift, z_grasp, z_above, z_lift)
             continue
         q_grasp, e1 = kin.ik([x, y, z_grasp], rot, q_lift, gripper=open_g)
+        ok = ok and kin.last_position_error < IK_POS_TOL_M and kin.last_rotation_error < IK_ROT_TOL_RAD
         q_above, e2 = kin.ik([x, y, z_above], rot, q_grasp, gripper=open_g)
+        ok = ok and kin.last_position_error < IK_POS_TOL_M and kin.last_rotation_error < IK_ROT_TOL_RAD
         err = max(e1, e2, e3)
         if best is None or err < best[0]:
             best = (err, tilt_deg, rot, q_grasp, q_above, q_lift, z_grasp, z_above, z_lift)
-        if err < IK_TOL:
+        if ok:
+            best = (err, tilt_deg, rot, q_grasp, q_above, q_lift, z_grasp, z_above, z_lift)
             break
     err, tilt_deg, rot, q_grasp, q_above, q_lift, z_grasp, z_above, z_lift = best
 

@@ -126,12 +126,23 @@ class ArmKinematics:
     def down_rotation(self, jaw_yaw: float) -> np.ndarray:
         return self.grasp_rotation(jaw_yaw)
 
+    def _errors(self, q: np.ndarray, target_p: np.ndarray, target_r: np.ndarray):
+        p, r = self.fk(q)
+        quat = np.zeros(4)
+        mujoco.mju_mat2Quat(quat, (target_r @ r.T).reshape(-1))
+        er = np.zeros(3)
+        mujoco.mju_quat2Vel(er, quat, 1.0)
+        return target_p - p, er
+
     def ik(self, pos, rotation: np.ndarray, q0: np.ndarray | None = None, *, gripper: float = 0.0,
-           iters: int = 200, tol: float = 1e-7) -> tuple[np.ndarray, float]:
+           iters: int = 200, tol: float = 1e-7, weight: float = 0.02) -> tuple[np.ndarray, float]:
         """Damped least squares on position + orientation; returns (q5 radians, error).
 
-        `rotation` is the target gripper-frame rotation matrix (see `grasp_rotation`). The
-        error combines position (m) and orientation (rad x 0.05 m); joint limits are enforced.
+        `rotation` is the target gripper-frame rotation matrix (see `grasp_rotation`);
+        orientation counts `weight` metres per radian, so when the exact orientation is out of
+        reach (5 joints) position wins. The returned error combines both; the parts of the
+        final pose are in `last_position_error` (m) and `last_rotation_error` (rad). Joint
+        limits are enforced.
         """
         target_p = np.asarray(pos, dtype=float)
         target_r = np.asarray(rotation, dtype=float)
@@ -143,22 +154,16 @@ class ArmKinematics:
         q[5] = gripper
         jacp = np.zeros((3, self.model.nv))
         jacr = np.zeros((3, self.model.nv))
-        w = 0.05
+        w = weight
         err_norm = float("inf")
         stalls = 0
         for _ in range(iters):
-            p, r = self.fk(q)
-            ep = target_p - p
-            rot = target_r @ r.T
-            quat = np.zeros(4)
-            mujoco.mju_mat2Quat(quat, rot.reshape(-1))
-            er = np.zeros(3)
-            mujoco.mju_quat2Vel(er, quat, 1.0)
+            ep, er = self._errors(q, target_p, target_r)
             err = np.concatenate([ep, w * er])
             previous, err_norm = err_norm, float(np.linalg.norm(err))
             if err_norm < tol:
                 break
-            # Stuck against a joint limit (unreachable target): stop early.
+            # Converged to a compromise or stuck against a joint limit: stop early.
             stalls = stalls + 1 if err_norm > 0.995 * previous else 0
             if stalls >= 8:
                 break
@@ -167,7 +172,10 @@ class ArmKinematics:
             lam = 1e-6 + 1e-2 * err_norm * err_norm
             dq = jac.T @ np.linalg.solve(jac @ jac.T + lam * np.eye(6), err)
             q[:5] = np.clip(q[:5] + dq, self.lo, self.hi)
-        return q[:5].copy(), err_norm
+        ep, er = self._errors(q, target_p, target_r)
+        self.last_position_error = float(np.linalg.norm(ep))
+        self.last_rotation_error = float(np.linalg.norm(er))
+        return q[:5].copy(), float(np.linalg.norm(np.concatenate([ep, w * er])))
 
 
 @functools.lru_cache(maxsize=1)
