@@ -20,6 +20,7 @@ import csv
 import io
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
@@ -96,14 +97,29 @@ class OutcomeSet:
 
     # ---------------------------------------------------------------- views
 
-    def by_key(self) -> dict[tuple[str, int], dict[str, TrialOutcome]]:
+    @cached_property
+    def _by_key(self) -> dict[tuple[str, int], dict[str, TrialOutcome]]:
         out: dict[tuple[str, int], dict[str, TrialOutcome]] = defaultdict(dict)
         for o in self.outcomes:
             out[o.key][o.policy] = o
         return dict(out)
 
+    def by_key(self) -> dict[tuple[str, int], dict[str, TrialOutcome]]:
+        """{(layout, repeat): {policy: outcome}} (computed once; do not mutate)."""
+        return self._by_key
+
+    @cached_property
+    def _pairs_cache(self) -> dict[tuple[str, str], list]:
+        return {}
+
     def pairs(self, a: str, b: str) -> list[tuple[tuple[str, int], bool, bool]]:
         """(key, a_success, b_success) for every (layout, repeat) where both are known, in run order."""
+        cached = self._pairs_cache.get((a, b))
+        if cached is None:
+            cached = self._pairs_cache[(a, b)] = self._pairs(a, b)
+        return list(cached)
+
+    def _pairs(self, a: str, b: str) -> list[tuple[tuple[str, int], bool, bool]]:
         rows = []
         for key, per in self.by_key().items():
             oa, ob = per.get(a), per.get(b)

@@ -14,7 +14,7 @@ import json
 import math
 from collections import Counter
 from dataclasses import dataclass, field
-from itertools import combinations
+from itertools import accumulate, combinations
 from typing import Any
 
 from . import stats
@@ -849,28 +849,53 @@ def _plots(r: Report) -> list[tuple[str, str]]:
                    "neither": "#d62728", "incomplete": "#bbbbbb"}
         known = all(g[1] is not None for g in r.grid)
         fig, ax = plt.subplots(figsize=(6, 4.5))
-        placed: dict[tuple, int] = {}
-        cols = max(1, math.ceil(math.sqrt(len(r.grid))))
-        for idx, (lab, x, y, _s, cat) in enumerate(r.grid):
-            if known:
+        cats = list(colours)
+        if known:
+            # one circle per layout run; repeats of a mark are stacked just above it
+            placed: dict[tuple, int] = {}
+            xs, ys, cs, labels = [], [], [], {}
+            for lab, x, y, _s, cat in r.grid:
                 base = (round(x, 4), round(y, 4))
                 shift = placed.get(base, 0)
                 placed[base] = shift + 1
-                px, py = y, x + 0.006 * shift   # robot view: y across, x away from the base
-            else:
-                px, py = idx % cols, -(idx // cols)
-            ax.scatter([px], [py], s=260, color=colours.get(cat, "#999999"), edgecolor="black", linewidth=0.5)
-            ax.text(px, py, lab.split("#")[0], ha="center", va="center", fontsize=6)
-        for cat, col in colours.items():
-            ax.scatter([], [], color=col, label=cat, s=60)
-        ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
-        if known:
+                if shift >= 12:
+                    continue
+                xs.append(y)
+                ys.append(x + 0.006 * shift)   # robot view: y across, x away from the base
+                cs.append(colours.get(cat, "#999999"))
+                labels.setdefault(base, (y, x, lab.split("#")[0]))
+            ax.scatter(xs, ys, s=260 if len(placed) <= 60 else 60, c=cs, edgecolors="black", linewidths=0.5)
+            if len(placed) <= 60:
+                for px, py, text in labels.values():
+                    ax.text(px, py, text, ha="center", va="center", fontsize=6)
             ax.set_xlabel("y (m, robot's left is +)")
             ax.set_ylabel("x (m, away from the base)")
             ax.invert_xaxis()
         else:
+            count = len(r.grid)
+            cols = max(1, math.ceil(math.sqrt(count)))
+            if count <= 400:
+                px = [i % cols for i in range(count)]
+                py = [-(i // cols) for i in range(count)]
+                ax.scatter(px, py, s=260 if count <= 100 else 40, c=[colours.get(g[4], "#999999") for g in r.grid],
+                           edgecolors="black", linewidths=0.5)
+                if count <= 100:
+                    for i, g in enumerate(r.grid):
+                        ax.text(px[i], py[i], g[0].split("#")[0], ha="center", va="center", fontsize=6)
+            else:
+                from matplotlib.colors import ListedColormap
+
+                rows = math.ceil(count / cols)
+                codes = [[len(cats)] * cols for _ in range(rows)]
+                for i, g in enumerate(r.grid):
+                    codes[i // cols][i % cols] = cats.index(g[4]) if g[4] in cats else len(cats)
+                ax.imshow(codes, cmap=ListedColormap(list(colours.values()) + ["#ffffff"]),
+                          vmin=-0.5, vmax=len(cats) + 0.5, interpolation="nearest")
             ax.set_axis_off()
             ax.set_title("positions unknown (CSV input): layouts in order", fontsize=9)
+        for cat, col in colours.items():
+            ax.scatter([], [], color=col, label=cat, s=60)
+        ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
         out.append((f"Per layout: which policy succeeded ({c0.a} vs {c0.b})", _png(fig)))
     # 4. success over time
     if any(seq for _, seq in r.timeline):
@@ -878,7 +903,7 @@ def _plots(r: Report) -> list[tuple[str, str]]:
         for i, (p, seq) in enumerate(r.timeline):
             if not seq:
                 continue
-            cum = [sum(seq[: k + 1]) / (k + 1) for k in range(len(seq))]
+            cum = [v / (k + 1) for k, v in enumerate(accumulate(int(x) for x in seq))]
             ax.plot(range(1, len(seq) + 1), cum, label=p, color=f"C{i}")
             ax.scatter(range(1, len(seq) + 1), [1.03 + 0.03 * i if s else -0.03 - 0.03 * i for s in seq],
                        s=8, color=f"C{i}")
