@@ -60,6 +60,25 @@ async def first_frame_after(app: JudgeApp, t0: float, episode: str | None = None
     return float("nan")
 
 
+async def playback_only(campaign: Path, size: tuple[int, int], renderer: str) -> tuple[float, float]:
+    """(frames/s drawn, CPU s per frame) for 3 s of playback with `renderer`."""
+    app = JudgeApp(CampaignSource(campaign, f"pb{int(time.time())}"), renderer=renderer)
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause(1.0)
+        player = app.query_one("#player")
+        player.frame_index = 0
+        player.playing = True
+        await asyncio.sleep(0.3)
+        t_start, cpu_start = time.perf_counter(), time.process_time()
+        await asyncio.sleep(3.0)
+        t_end, cpu_end = time.perf_counter(), time.process_time()
+        frames = {(e, f) for at, e, f in app.shown_log if t_start <= at <= t_end}
+        player.playing = False
+        await pilot.press("q")
+    app.source.close()
+    return len(frames) / (t_end - t_start), (cpu_end - cpu_start) / max(1, len(frames))
+
+
 async def measure(campaign: Path, size: tuple[int, int], rounds: int) -> dict:
     app = JudgeApp(CampaignSource(campaign, f"bench{int(time.time())}"), renderer="halfcell")
     result: dict = {"next": [], "undo": [], "fps": None}
@@ -105,6 +124,7 @@ def main() -> None:
         print(f"campaign: {args.episodes} episodes x 2 cameras, 320x240, 30 fps, {args.seconds:g} s "
               f"(written in {time.perf_counter() - t:.1f} s); terminal {cols}x{rows}, half-blocks")
         r = asyncio.run(measure(campaign, (cols, rows), rounds=max(1, args.episodes // 2)))
+        ti = asyncio.run(playback_only(campaign, (cols, rows), "ti-halfcell"))
 
     def ms(values: list[float]) -> str:
         return (f"median {statistics.median(values) * 1e3:.0f} ms, max {max(values) * 1e3:.0f} ms "
@@ -118,6 +138,9 @@ def main() -> None:
           f"({r['fps'] / r['video_fps']:.2f} of real time); CPU per drawn frame "
           f"{r['cpu_per_frame'] * 1e3:.0f} ms (all threads; one free core would allow "
           f"~{1 / r['cpu_per_frame']:.0f} frames/s)")
+    print(f"  textual-image's own half-cell widget for comparison: {ti[0]:.1f} frames/s, CPU per "
+          f"frame {ti[1] * 1e3:.0f} ms; built-in half-blocks use {ti[1] / r['cpu_per_frame']:.1f}x less "
+          "CPU per frame")
     load = os.getloadavg()[0]
     print(f"machine: {os.cpu_count()} cores, load average {load:.1f} while measuring"
           + (" (busy machine: wall-clock figures are inflated)" if load > (os.cpu_count() or 1) else ""))

@@ -35,7 +35,7 @@ from textual.widgets import Footer, Input, Static
 from .player import Player, VideoFrames, image_widget_class
 from .source import BlindEpisode, JudgeSource, LabelRecord, current_labels
 
-MAX_SIZE = {"halfcell": (320, 240), "unicode": (320, 240)}  # others: (640, 480)
+MAX_SIZE = {"halfcell": (320, 240), "unicode": (320, 240), "ti-halfcell": (320, 240)}  # else 640x480
 
 
 def find_opener() -> list[str] | None:
