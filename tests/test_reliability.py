@@ -1,0 +1,157 @@
+"""Reliability: disk full, power loss (torn WAL and video), concurrent readers and judges.
+
+Uses the tiny simulated protocol of tests/data (see test_runner.py).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from multiprocessing import get_context
+from pathlib import Path
+
+import pytest
+
+from orchestrator.cli import main
+from orchestrator.recording import DISK_MARGIN_BYTES, episode_bytes_estimate
+from orchestrator.rigs.profile import load_rig
+from orchestrator.store import CampaignStore
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "tests" / "data"
+PROTOCOL = DATA / "tiny_protocol.yaml"
+RIG = DATA / "tiny_sim.yaml"
+sys.path.insert(0, str(ROOT / "bench"))
+from kill_anywhere import check_invariants, kill_process_tree, outcomes  # noqa: E402
+
+
+def run_cli(out: Path, *extra: str) -> int:
+    return main(["run", str(PROTOCOL), "--rig", str(RIG), "--out", str(out), *extra])
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("reliability") / "reference"
+    assert run_cli(out, "--workers", "2") == 0
+    return out
+
+
+def _start_run(out: Path, workers: int = 1) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "orchestrator", "run", str(PROTOCOL), "--rig", str(RIG), "--out", str(out),
+         "--workers", str(workers)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True)
+
+
+@pytest.fixture
+def small_fs(tmp_path):
+    """A 48 MB tmpfs (root only); skipped where mounting is not permitted."""
+    mount = tmp_path / "fs"
+    mount.mkdir()
+    result = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=48m", "tmpfs", str(mount)],
+                            capture_output=True, text=True)
+    if result.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {result.stderr.strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def test_disk_full_stops_cleanly_between_trials_and_resumes_on_more_space(small_fs, reference, capsys):
+    per_episode = episode_bytes_estimate(load_rig(RIG).profile.cameras, 5.0)
+    out = small_fs / "campaign"
+    out.mkdir()
+    free = shutil.disk_usage(small_fs).free
+    # leave room for the store and about two episodes above the stop threshold
+    ballast = small_fs / "ballast"
+    keep = 2 * per_episode + DISK_MARGIN_BYTES + 300_000
+    with open(ballast, "wb") as handle:
+        handle.truncate(0)
+        handle.write(b"\0" * (free - keep))
+    code = run_cli(out, "--workers", "1")
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "not enough disk space" in err and len(err.strip().splitlines()) == 1
+    with CampaignStore.open_readonly(out) as store:
+        states = [t.state for t in store.trials()]
+        assert store.integrity_ok()
+    assert 0 < states.count("done") < 6 and "running" not in states
+    done, problems = check_invariants(out)
+    assert problems == []
+    ballast.unlink()
+    assert run_cli(out, "--workers", "1") == 0
+    assert outcomes(out) == outcomes(reference)
+
+
+def test_power_loss_torn_wal_and_video_are_detected_and_rerun(reference, tmp_path):
+    rng = random.Random(11)
+    out = tmp_path / "c"
+    process = _start_run(out, workers=1)
+    for line in process.stdout:
+        if line.startswith("trial 3/6"):
+            break
+    kill_process_tree(process)  # no clean close: the WAL keeps the last transactions
+    wal = out / "campaign.db-wal"
+    assert wal.exists() and wal.stat().st_size > 0
+    with open(wal, "r+b") as handle:
+        handle.truncate(rng.randrange(wal.stat().st_size))
+    newest = max((out / "videos").glob("*/*.mp4"), key=lambda p: p.stat().st_mtime)
+    with open(newest, "r+b") as handle:
+        handle.truncate(rng.randrange(newest.stat().st_size))
+    assert run_cli(out, "--workers", "1") == 0
+    done, problems = check_invariants(out)
+    assert done == 6 and problems == []
+    assert outcomes(out) == outcomes(reference)
+
+
+def _label_while_running(directory: str, judge: str, pid: int) -> tuple[int, int]:
+    """Label episodes until the run with `pid` ends; return (labels, labels made while it ran)."""
+    made = during = 0
+    with CampaignStore.open_readonly(Path(directory)) as store:
+        episodes = [e["id"] for e in store.episodes()]
+        while True:
+            running = subprocess.run(["kill", "-0", str(pid)], capture_output=True).returncode == 0
+            store.add_judgment(episodes[made % len(episodes)], judge, "success" if made % 2 else "failure")
+            made += 1
+            during += running
+            if not running and made >= 20:
+                return made, during
+            time.sleep(0.01)
+
+
+def test_report_and_two_judges_work_while_run_writes(tmp_path, capsys):
+    out = tmp_path / "c"
+    assert run_cli(out, "--workers", "1", "--stop-after", "2") == 0
+    process = _start_run(out, workers=1)
+    reports_during_run = 0
+    try:
+        with get_context("spawn").Pool(2) as pool:
+            pending = pool.starmap_async(_label_while_running,
+                                         [(str(out), "ann", process.pid), (str(out), "bob", process.pid)])
+            while process.poll() is None:
+                capsys.readouterr()
+                with CampaignStore.open_readonly(out) as store:
+                    mid_run = any(t.state != "done" for t in store.trials())
+                assert main(["report", str(out), "--format", "json"]) == 0
+                assert '"schema": "orchestrator.report/1"' in capsys.readouterr().out
+                reports_during_run += mid_run
+                time.sleep(0.2)
+            results = pending.get(timeout=300)
+        _, err = process.communicate(timeout=300)
+        assert process.returncode == 0, err
+    finally:
+        if process.poll() is None:
+            kill_process_tree(process)
+    assert reports_during_run >= 1
+    (ann, ann_during), (bob, bob_during) = results
+    assert ann_during > 0 and bob_during > 0
+    with CampaignStore.open_readonly(out) as store:
+        assert len(store.judgments("ann")) == ann and len(store.judgments("bob")) == bob
+        assert all(t.state == "done" for t in store.trials())
+        assert store.integrity_ok()
