@@ -114,6 +114,19 @@ def test_create_refuses_an_existing_campaign(tmp_path):
     CampaignStore.open_for_run(tmp_path / "c").close()
 
 
+def test_create_after_an_interrupted_create(tmp_path):
+    """A create killed half-way leaves only `campaign.db.creating`: no campaign exists, and the
+    next create starts afresh."""
+    directory = tmp_path / "c"
+    directory.mkdir()
+    (directory / (DB_NAME + ".creating")).write_bytes(b"SQLite format 3\x00half written")
+    with pytest.raises(BadInput, match="no campaign here"):
+        CampaignStore.open_readonly(directory)
+    with create(directory) as store:
+        assert store.integrity_ok() and len(store.trials()) == 6
+    assert not (directory / (DB_NAME + ".creating")).exists()
+
+
 def test_open_missing_campaign(tmp_path):
     for opener in (CampaignStore.open_for_run, CampaignStore.open_readonly):
         with pytest.raises(BadInput, match="no campaign here"):
