@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import signal
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 from .campaign import OpenedCampaign
@@ -26,6 +26,7 @@ from .recording import DISK_MARGIN_BYTES, EpisodeRecorder, check_disk, episode_b
 from .store import EpisodeRecord, TrialRow, new_episode_id
 
 MAX_ATTEMPTS_PER_SESSION = 3
+OVERRUN_WARN_FRACTION = 0.05  # warn when more than 5 % of an episode's steps overran the period
 
 
 @dataclass
@@ -35,7 +36,7 @@ class RunSummary:
     total: int = 0
     done_total: int = 0
     stopped_early: str | None = None
-    messages: list[str] = field(default_factory=list)
+    slow_episodes: int = 0     # episodes whose loop could not keep the protocol's rate
 
     @property
     def complete(self) -> bool:
@@ -121,6 +122,10 @@ def run_campaign(opened: OpenedCampaign, operator: Operator | None = None, worke
             _run_sequential(opened, pending, operator, summary, say, stop_after)
     finally:
         signal.signal(signal.SIGTERM, previous)
+    if summary.slow_episodes:
+        # Not per trial: which episode was slow could hint at which policy ran.
+        say(f"warning: {summary.slow_episodes} episode(s) could not keep the {episode.fps} Hz control "
+            "rate (policy or device too slow); per-episode timing is in the report")
     summary.done_total = sum(1 for t in store.trials() if t.state == "done")
     if summary.done_total == summary.total and not summary.stopped_early:
         store.mark_finished("complete")
@@ -227,6 +232,10 @@ def _run_sequential(opened: OpenedCampaign, pending: list[TrialRow], operator: O
                     + "; the arm was made safe and the campaign is resumable: fix the cause and run again") from exc
             summary.done_now += 1
             summary.done_total += 1
+            if timing.overruns > OVERRUN_WARN_FRACTION * timing.steps:
+                summary.slow_episodes += 1
+                store.log_event("overrun", f"{timing.overruns} of {timing.steps} steps overran the "
+                                f"{context.fps} Hz period (p99 {timing.period_p99_ms:.1f} ms)", slot=trial.slot)
             progress.update(trial.mark_id)
             rig.go_to_rest()
     finally:
