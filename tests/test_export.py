@@ -511,3 +511,25 @@ def test_frame_indices_hold_the_latest_frame():
     # a frame taken "at" a step despite float noise counts for that step
     np.testing.assert_array_equal(frame_indices(np.array([0.0, 0.30000000000000004]), np.array([0.0, 0.3]), None),
                                   [0, 1])
+
+
+def test_fallback_labels_and_report_agree_with_the_report_module(judged_campaign, sim_campaign):
+    """The export reads labels and results through `orchestrator.outcomes`/`report`; its own
+    fallback (used only if those modules are missing) must give the same answers."""
+    from orchestrator.export import _fallback_labels, _fallback_report, campaign_labels, report_json
+
+    for directory, judge in ((judged_campaign, None), (judged_campaign, "bob"), (sim_campaign, None),
+                             (sim_campaign, "physics")):
+        store = CampaignStore.open_readonly(directory)
+        try:
+            assert _fallback_labels(store, judge).by_episode == campaign_labels(store, judge).by_episode
+            ours, theirs = _fallback_report(store, judge), report_json(store, judge)[0]
+        finally:
+            store.close()
+        for label in ("A", "B"):
+            for key in ("successes", "trials", "wilson95"):
+                assert ours["policies"][label][key] == pytest.approx(theirs["policies"][label][key])
+        for key in ("pairs", "table", "mcnemar"):
+            assert ours["comparisons"][0][key] == pytest.approx(theirs["comparisons"][0][key]), key
+        assert ours["comparisons"][0]["difference"]["ci95"] == pytest.approx(
+            theirs["comparisons"][0]["difference"]["ci95"])
