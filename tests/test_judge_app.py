@@ -174,6 +174,12 @@ async def test_quit_and_resume_continue_with_unjudged_then_unsure(campaign):
         await pilot.press(*"sssss")
         assert again.current_id == order[1]        # the unsure one, last
     again.source.close()
+    third = new_app(campaign)
+    async with third.run_test(size=SIZE) as pilot:
+        await pilot.press("z")                     # undo reaches back into the last session
+        assert third.current_id == order[7]
+        assert len(live(campaign, "alice")) == 7
+    third.source.close()
 
 
 @async_test
