@@ -45,20 +45,25 @@ def _stopping_fields(stopping: Any) -> tuple[str, int | None]:
 def stopping_decision(outcomes_so_far: Sequence[TrialOutcome], protocol: Any) -> StoppingDecision:
     """Decide whether to stop now. Returns (stop, reason, e_value).
 
-    A layout counts once every policy has a known outcome on it (per (layout, repeat)).
-    stop is True when the e-value of some pair reaches K/alpha (K = number of policy pairs),
-    or when max_layouts layouts are complete. e_value is the largest pairwise e-value. With
+    The e-value uses the layouts (per (layout, repeat)) where every policy has a known outcome;
+    max_layouts counts the layouts every policy has run, judged or not (on hardware labels may
+    lag behind). stop is True when the e-value of some pair reaches K/alpha (K = number of
+    policy pairs), or when max_layouts layouts have run. e_value is the largest pairwise e-value. With
     no evalue rule registered it never stops (reason says so)."""
     alpha, stopping, labels = _analysis(protocol)
     kind, max_layouts = _stopping_fields(stopping)
     per: dict[tuple[str, int], dict[str, bool]] = {}
+    ran: dict[tuple[str, int], set[str]] = {}
     for o in outcomes_so_far:
+        if o.state == "done":
+            ran.setdefault((o.layout, o.repeat), set()).add(o.policy)
         if o.success is None:
             continue
         per.setdefault((o.layout, o.repeat), {})[o.policy] = bool(o.success)
     if not labels:
         labels = tuple(dict.fromkeys(o.policy for o in outcomes_so_far))
     blocks = [v for v in per.values() if all(p in v for p in labels)]
+    layouts_run = sum(1 for v in ran.values() if all(p in v for p in labels))
     pairs = list(combinations(labels, 2))
     k = max(len(pairs), 1)
     best_e, best_pair, best_counts = 0.0, None, (0, 0)
@@ -72,18 +77,20 @@ def stopping_decision(outcomes_so_far: Sequence[TrialOutcome], protocol: Any) ->
         return StoppingDecision(False, "no stopping rule pre-registered", best_e)
     threshold = k / alpha
     n = len(blocks)
+    judged_note = "" if n == layouts_run else f" ({n} of them with known outcomes for every policy)"
     if best_pair is not None and best_e >= threshold:
         a, b = best_pair
         leader = a if best_counts[0] > best_counts[1] else b
         return StoppingDecision(
-            True, f"stopped early by the pre-registered e-value rule after {n} layouts: "
+            True, f"stopped early by the pre-registered e-value rule after {layouts_run} layouts{judged_note}: "
                   f"e = {best_e:.1f} >= {threshold:g} for {a} vs {b} "
                   f"({best_counts[0]}-{best_counts[1]} discordant, {leader} ahead)", best_e)
-    if max_layouts is not None and n >= max_layouts:
+    if max_layouts is not None and layouts_run >= max_layouts:
         return StoppingDecision(
-            True, f"reached max_layouts = {max_layouts} without the e-value rule rejecting "
+            True, f"reached max_layouts = {max_layouts}{judged_note} without the e-value rule rejecting "
                   f"(largest e = {best_e:.2f} < {threshold:g})", best_e)
-    return StoppingDecision(False, f"continue: {n} layouts, largest e = {best_e:.2f} < {threshold:g}", best_e)
+    return StoppingDecision(False, f"continue: {layouts_run} layouts run{judged_note}, largest e = "
+                                   f"{best_e:.2f} < {threshold:g}", best_e)
 
 
 def evaluate_stopping(store: Any, loaded_protocol: Any) -> StoppingDecision:

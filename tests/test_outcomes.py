@@ -151,3 +151,16 @@ def test_stopping_decision_on_outcomes(tmp_path):
     assert stop and "max_layouts = 7" in reason
     stop, reason, _ = stopping_decision(data.outcomes, {"policies": {"A": {}, "B": {}}, "analysis": {"stopping": "none"}})
     assert not stop and "no stopping rule" in reason
+
+
+def test_max_layouts_counts_layouts_run_even_unjudged():
+    from orchestrator.outcomes import TrialOutcome
+
+    outs = [TrialOutcome(layout=f"L{i}", repeat=0, policy=p, success=None, state="done")
+            for i in range(5) for p in ("A", "B")]
+    outs.append(TrialOutcome(layout="L9", repeat=0, policy="A", success=None, state="done"))
+    proto = {"policies": {"A": {}, "B": {}}, "analysis": {"alpha": 0.05, "stopping": {"kind": "evalue", "max_layouts": 5}}}
+    stop, reason, e = stopping_decision(outs, proto)
+    assert stop and "max_layouts = 5" in reason and "0 of them with known outcomes" in reason and e == 1.0
+    proto["analysis"]["stopping"]["max_layouts"] = 6
+    assert not stopping_decision(outs, proto).stop

@@ -172,10 +172,11 @@ def test_cli_usage_errors(tmp_path, capsys):
 # ------------------------------------------------------------------ from a campaign store
 
 
-def make_store_campaign(tmp_path: Path, judged: bool = True) -> Path:
+def make_store_campaign(tmp_path: Path, judged: bool = True, protocol: Path | None = None,
+                        success=None, upto: int | None = None) -> Path:
     """A simulated campaign on the 20-mark layout: physics labels for all, two human judges
     (one of them wrong twice), one aborted attempt, one safety event."""
-    loaded = load_protocol(ROOT / "protocols" / "sim_demo.yaml")
+    loaded = load_protocol(protocol or ROOT / "protocols" / "sim_demo.yaml")
     schedule = draw_schedule(loaded.protocol, loaded.layout)
     directory = tmp_path / "camp"
     store = CampaignStore.create(
@@ -185,12 +186,16 @@ def make_store_campaign(tmp_path: Path, judged: bool = True) -> Path:
     rng = random.Random(7)
     try:
         for i, t in enumerate(schedule):
+            if upto is not None and i >= upto:
+                break
             if i == 3:
                 att = store.begin_attempt(t.slot, new_episode_id())
                 store.abort_attempt(att, "emergency stop")
             ep = new_episode_id()
             att = store.begin_attempt(t.slot, ep)
             ok = rng.random() < (0.9 if t.policy == "A" else 0.5)
+            if success is not None:
+                ok = success(t)
             store.finish_attempt(att, EpisodeRecord(
                 episode_id=ep, frames=360, duration_s=12.0, cameras=["front"], files={},
                 physics_success=ok, max_lift_m=0.05 if ok else 0.0, time_to_success_s=4.0 + i % 5 if ok else None,
@@ -283,3 +288,28 @@ def test_evalue_rule_decides_when_preregistered(tmp_path):
     strong = load_outcomes_csv(paired_csv(tmp_path, {(1, 1): 20, (1, 0): 12, (0, 0): 5}, name="s.csv"))
     r = build_report(replace(strong, stopping={"kind": "evalue", "max_layouts": 60}))
     assert r.comparisons[0].significant and r.comparisons[0].verdict.startswith("A better than B: e-value")
+
+
+def test_evaluate_stopping_on_a_store(tmp_path):
+    """The runner's entry point: physics labels of a simulated campaign, e-value rule."""
+    from orchestrator.stopping import evaluate_stopping
+
+    text = (ROOT / "protocols" / "sim_demo.yaml").read_text()
+    text = text.replace("layout: ../layouts/grid20.yaml", f"layout: {ROOT / 'layouts' / 'grid20.yaml'}")
+    text = text.replace("stopping: none", "stopping: {kind: evalue, max_layouts: 20}")
+    proto_path = tmp_path / "seq.yaml"
+    proto_path.write_text(text)
+    loaded = load_protocol(proto_path)
+    for layouts, expect_stop in [(7, False), (8, True)]:
+        directory = make_store_campaign(tmp_path / f"run{layouts}", judged=False, protocol=proto_path,
+                                        success=lambda t: t.policy == "A", upto=2 * layouts)
+        store = CampaignStore.open_readonly(directory)
+        try:
+            decision = evaluate_stopping(store, loaded)
+            report = build_report(outcomes_from_store(store))
+        finally:
+            store.close()
+        # A wins every layout: e = 2^k / (k + 1): 16 after 7 layouts, 28.4 after 8
+        assert decision.stop is expect_stop, decision
+        assert decision.e_value == pytest.approx(2 ** layouts / (layouts + 1))
+        assert report.comparisons[0].significant is expect_stop
