@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import sqlite3
 import sys
 
 from .errors import OrchestratorError
@@ -70,6 +71,16 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 1
+    except sqlite3.DatabaseError as exc:
+        if debug:
+            raise
+        return _store_error(exc)
+    except OSError as exc:
+        if debug:
+            raise
+        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+        print(f"orchestrator: {where}{exc.strerror or exc}", file=sys.stderr)
+        return 1
     except Exception as exc:  # a bug: still one line unless --debug
         if debug:
             raise
@@ -83,6 +94,17 @@ def main(argv: list[str] | None = None) -> int:
               "rerun with --debug for the traceback", file=sys.stderr)
         return 1
     return int(code or 0)
+
+
+def _store_error(exc: sqlite3.DatabaseError) -> int:
+    """A campaign store that SQLite cannot read: corrupted (exit 2), or busy/full (exit 1)."""
+    text = str(exc)
+    if isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "full" in text or "busy" in text):
+        print(f"orchestrator: campaign store: {text}", file=sys.stderr)
+        return 1
+    print(f"orchestrator: campaign store is damaged or not a campaign store ({text}); "
+          "check it with: sqlite3 CAMPAIGN/campaign.db 'PRAGMA integrity_check'", file=sys.stderr)
+    return 2
 
 
 def _printable(line: str) -> str:

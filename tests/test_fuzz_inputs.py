@@ -1,0 +1,115 @@
+"""Bad input everywhere (issue 8): rig profiles, outcome CSVs and damaged campaign stores.
+
+Whatever the bytes, the command answers exit 0 or exit 2 with located one-line messages;
+never a traceback or an "internal error", and a refused input changes no store.
+(Protocols and layouts are fuzzed in test_protocol_fuzz.py, judge bundles in test_bundle.py.)
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from orchestrator.cli import main
+from orchestrator.errors import BadInput
+from orchestrator.rigs.profile import load_rig
+from orchestrator.store import CampaignStore
+
+ROOT = Path(__file__).resolve().parents[1]
+SIM_RIG = (ROOT / "hardware" / "sim.yaml").read_text()
+LOCATED = re.compile(r"^.+:\d+(:\d+)?: \S")
+FUZZ = settings(max_examples=120, deadline=None,
+                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+
+
+def _mutations(text: str):
+    """Strategy: the text with a slice deleted, replaced or duplicated, or random bytes."""
+    n = len(text)
+    cut = st.tuples(st.integers(0, n), st.integers(0, n)).map(sorted)
+    junk = st.text(alphabet=st.characters(codec="utf-8"), max_size=12)
+    return st.one_of(
+        st.builds(lambda c: text[:c[0]] + text[c[1]:], cut),
+        st.builds(lambda c, j: text[:c[0]] + j + text[c[1]:], cut, junk),
+        st.builds(lambda c: text[:c[1]] + text[c[0]:], cut),
+        st.text(max_size=200),
+    )
+
+
+@FUZZ
+@given(_mutations(SIM_RIG))
+def test_mutated_rig_profile_loads_or_gives_located_lines(tmp_path_factory, text):
+    path = tmp_path_factory.mktemp("rig") / "rig.yaml"
+    path.write_bytes(text.encode("utf-8", errors="replace"))
+    try:
+        load_rig(path)
+    except BadInput as exc:
+        assert exc.problems
+        for line in exc.problems:
+            assert LOCATED.match(line), line
+            assert "\n" not in line
+
+
+CSV_CELLS = st.sampled_from(["M01", "M02", "A", "B", "1", "0", "yes", "no", "true", "maybe", "",
+                             " ", "2", "-1", "x,y", '"', "edge", "\x00", "é"])
+HEADERS = st.sampled_from(["layout,policy,success", "layout,policy,success,repeat",
+                           "layout,policy,success,stratum,judge,failure_mode", "layout,policy",
+                           "policy,success,layout", "layout;policy;success", "", "a,b,c"])
+
+
+@FUZZ
+@given(header=HEADERS, rows=st.lists(st.lists(CSV_CELLS, min_size=0, max_size=5), max_size=8))
+def test_outcome_csv_report_exit_0_or_located_exit_2(tmp_path_factory, capsys, header, rows):
+    path = tmp_path_factory.mktemp("csv") / "outcomes.csv"
+    path.write_text("\n".join([header, *(",".join(r) for r in rows)]) + "\n", encoding="utf-8")
+    code = main(["report", "--outcomes", str(path), "--format", "json"])
+    err = capsys.readouterr().err
+    assert code in (0, 2), err
+    assert "internal error" not in err and "Traceback" not in err
+    if code == 2:
+        lines = err.strip().splitlines()
+        assert lines and all(LOCATED.match(l) or l.startswith("orchestrator: ") for l in lines), err
+
+
+@pytest.fixture(scope="module")
+def small_campaign(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("fuzzdb") / "c"
+    assert main(["run", str(ROOT / "tests/data/tiny_protocol.yaml"), "--rig",
+                 str(ROOT / "tests/data/tiny_sim.yaml"), "--out", str(out), "--workers", "1",
+                 "--stop-after", "2"]) == 0
+    return out
+
+
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(offset=st.integers(0, 1 << 16), garbage=st.binary(min_size=1, max_size=64))
+def test_damaged_campaign_db_is_named_not_crashed(small_campaign, tmp_path_factory, capsys, offset, garbage):
+    copy = tmp_path_factory.mktemp("dmg") / "c"
+    shutil.copytree(small_campaign, copy)
+    db = copy / "campaign.db"
+    data = bytearray(db.read_bytes())
+    offset %= len(data)
+    data[offset:offset + len(garbage)] = garbage
+    db.write_bytes(bytes(data))
+    capsys.readouterr()
+    code = main(["report", str(copy), "--format", "json"])
+    err = capsys.readouterr().err
+    assert "internal error" not in err and "Traceback" not in err, err
+    assert code in (0, 2), err
+    if code == 2:
+        assert len(err.strip().splitlines()) >= 1
+
+
+def test_foreign_sqlite_file_is_named(tmp_path, capsys):
+    import sqlite3
+
+    (tmp_path / "c").mkdir()
+    sqlite3.connect(tmp_path / "c" / "campaign.db").execute("CREATE TABLE x (y)").connection.close()
+    assert main(["report", str(tmp_path / "c")]) == 2
+    assert "not a campaign store" in capsys.readouterr().err
+    with pytest.raises(BadInput, match="foreign"):
+        CampaignStore.open_readonly(tmp_path / "c")
