@@ -229,7 +229,12 @@ async def test_player_keys(campaign, monkeypatch):
         assert "No external player found" in status and f"{app.current_id}/front.mp4" in status
         monkeypatch.setattr(app_module, "find_opener", lambda: ["true"])
         await pilot.press("o")
-        assert "in the external player" in app.screen_text()
+        await pilot.pause(1.2)
+        assert "Opened" in app.screen_text() and "in the external player" in app.screen_text()
+        monkeypatch.setattr(app_module, "find_opener", lambda: ["false"])
+        await pilot.press("o")
+        await pilot.pause(1.2)
+        assert "external player could not open" in app.screen_text()
         assert live(campaign, "alice") == []       # player keys never label
         assert_blind(app)
 

@@ -387,12 +387,23 @@ class JudgeApp(App[int]):
             self.status(f"No external player found (xdg-open / open); the file is {shown}")
             return
         try:
-            subprocess.Popen([*opener, str(path)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL, start_new_session=True)
+            proc = subprocess.Popen([*opener, str(path)], stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                    start_new_session=True)
         except OSError as exc:
             self.status(f"Could not start the external player ({exc.strerror}); the file is {shown}")
             return
-        self.status(f"Opened {shown} in the external player.")
+        self.status(f"Opening {shown} in the external player...")
+
+        def check() -> None:
+            code = proc.poll()
+            if code is None or code == 0:
+                self.status(f"Opened {shown} in the external player.")
+            else:
+                self.status(f"The external player could not open {shown} ({Path(opener[0]).name} "
+                            f"exit {code}: no default video player?)")
+
+        self.set_timer(1.0, check)
 
     async def action_quit(self) -> None:
         self.exit(0)
