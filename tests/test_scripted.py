@@ -110,3 +110,18 @@ def test_aiming_25mm_off_misses(loaded):
         rig.act(policy.select_action(rig.observe(with_images=False)))
     facts = rig.end_episode()
     assert facts.physics_success is False and facts.max_lift_m < 0.04
+
+
+def test_opening_scales_with_the_cube():
+    """Other cube sizes get the 3 cm cube's clearance, centred between the jaws."""
+    from orchestrator.policies.scripted import OPEN_PCT, opening_for
+    from orchestrator.sim.kinematics import arm_kinematics
+
+    kin = arm_kinematics()
+    assert opening_for(0.03) == (OPEN_PCT, 0.0)
+    gap = lambda pct: kin.jaw_opening(kin.units.from_rig(np.array([0, 0, 0, 0, 0, pct]))[5])[1]  # noqa: E731
+    clearance = gap(OPEN_PCT) - 0.03
+    for size in (0.015, 0.045, 0.06):
+        pct, shift = opening_for(size)
+        assert gap(pct) - size == pytest.approx(clearance, abs=2e-4)
+        assert (shift > 0) == (size > 0.03)

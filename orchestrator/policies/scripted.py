@@ -32,7 +32,9 @@ T_CLOSE = (4.1, 5.0)
 T_LIFT = (5.4, 6.9)
 NOMINAL_END_S = 6.9
 
-OPEN_PCT = 35.0       # gripper opening for the approach (rig units, ~53 mm between jaw tips)
+OPEN_PCT = 35.0       # gripper opening for a 3 cm cube (rig units, ~53 mm between jaw tips);
+                      # other cube sizes get the same clearance per side (~12 mm)
+NOMINAL_CUBE_M = 0.03
 CLOSED_PCT = 0.0      # closing target: past contact, so the servo squeezes
 TIP_CLEARANCE_M = 0.008   # fixed jaw tip above the table at the grasp (the moving jaw swings lower)
 ABOVE_CLEARANCE_M = 0.025 # jaw tips above the cube's top before descending
@@ -58,10 +60,37 @@ class PickPlan:
     aim_xy: tuple[float, float]
     jaw_yaw_deg: float
     tilt_deg: float
+    open_pct: float         # gripper opening for the approach (rig units)
     above: np.ndarray
     descent: np.ndarray     # (M, 6) from above to grasp
     lift: np.ndarray        # (M, 6) from grasp to lifted
     ik_error: float
+
+
+def opening_for(cube_size_m: float) -> tuple[float, float]:
+    """(gripper opening in rig units, shift in metres of the opening's centre along the jaw
+    axis relative to the grasp site) giving a cube of this size the clearance a 3 cm cube
+    has at `OPEN_PCT`."""
+    from ..sim.kinematics import arm_kinematics
+
+    kin = arm_kinematics()
+
+    def opening(pct: float) -> tuple[float, float]:
+        return kin.jaw_opening(kin.units.from_rig(np.array([0, 0, 0, 0, 0, pct]))[5])
+
+    centre0, gap0 = opening(OPEN_PCT)
+    if abs(cube_size_m - NOMINAL_CUBE_M) < 1e-9:
+        return OPEN_PCT, 0.0
+    want = cube_size_m + gap0 - NOMINAL_CUBE_M
+    lo, hi = 0.0, 100.0
+    if opening(hi)[1] <= want:
+        lo = hi
+    else:
+        for _ in range(40):   # the gap grows with the opening: bisect
+            mid = (lo + hi) / 2.0
+            lo, hi = (mid, hi) if opening(mid)[1] < want else (lo, mid)
+    pct = (lo + hi) / 2.0 if lo != hi else lo
+    return pct, opening(pct)[0] - centre0
 
 
 def plan_pick(x: float, y: float, cube_size_m: float, cube_yaw_deg: float = 0.0) -> PickPlan:
@@ -69,12 +98,14 @@ def plan_pick(x: float, y: float, cube_size_m: float, cube_yaw_deg: float = 0.0)
     from ..sim.kinematics import arm_kinematics
 
     kin = arm_kinematics()
+    ax, ay = x, y
     radial = math.atan2(y, x)
     # The cube is 4-fold symmetric: close the jaws across the pair of faces most nearly along
     # the arm's plane (wrist roll near 0, where the arm reaches farthest).
     candidates = [math.radians(cube_yaw_deg) + k * math.pi / 2 for k in range(4)]
     jaw_yaw = min(candidates, key=lambda a: abs(_wrap(a - radial)))
-    open_g = kin.units.from_rig(np.array([0, 0, 0, 0, 0, OPEN_PCT]))[5]
+    open_pct, shift = opening_for(cube_size_m)
+    open_g = kin.units.from_rig(np.array([0, 0, 0, 0, 0, open_pct]))[5]
     best = None
     for tilt_deg in TILTS_DEG:
         rot = kin.grasp_rotation(jaw_yaw, math.radians(tilt_deg), radial)
@@ -82,6 +113,10 @@ def plan_pick(x: float, y: float, cube_size_m: float, cube_yaw_deg: float = 0.0)
         z_grasp = max(cube_size_m / 2.0, drop + TIP_CLEARANCE_M)
         z_above = cube_size_m + drop + ABOVE_CLEARANCE_M
         z_lift = z_grasp + LIFT_M
+        # Put the cube's centre mid-way between the opened jaws (the grasp site is that
+        # point for a 3 cm cube): move the site against the shift along the jaw axis.
+        dx, dy = -shift * rot[0, 0], -shift * rot[1, 0]
+        x, y = ax + dx, ay + dy
         # The lifted pose is the hardest to reach: try it first.
         q_lift, e3 = kin.ik([x, y, z_lift], rot, gripper=open_g)
         ok = kin.last_position_error < IK_POS_TOL_M and kin.last_rotation_error < IK_ROT_TOL_RAD
@@ -108,8 +143,10 @@ def plan_pick(x: float, y: float, cube_size_m: float, cube_yaw_deg: float = 0.0)
             qs.append(np.degrees(q))
         return np.array(qs)
 
-    return PickPlan(aim_xy=(x, y), jaw_yaw_deg=math.degrees(jaw_yaw), tilt_deg=float(tilt_deg),
-                    above=np.degrees(q_above), descent=path(q_above, z_above, z_grasp),
+    dx, dy = -shift * rot[0, 0], -shift * rot[1, 0]
+    x, y = ax + dx, ay + dy
+    return PickPlan(aim_xy=(ax, ay), jaw_yaw_deg=math.degrees(jaw_yaw), tilt_deg=float(tilt_deg),
+                    open_pct=float(open_pct), above=np.degrees(q_above), descent=path(q_above, z_above, z_grasp),
                     lift=path(q_grasp, z_grasp, z_lift), ik_error=float(err))
 
 
@@ -160,7 +197,7 @@ class ScriptedPickPolicy:
         in_l = t >= T_LIFT[0]
         table[in_l, :5] = _along(plan.lift[:, :5], _smooth(lft[in_l]))
         close = _smooth((t - T_CLOSE[0]) / (T_CLOSE[1] - T_CLOSE[0]))
-        table[:, 5] = OPEN_PCT + (CLOSED_PCT - OPEN_PCT) * close
+        table[:, 5] = plan.open_pct + (CLOSED_PCT - plan.open_pct) * close
         self._table = table
         self._move = _smooth(t / T_MOVE_END)
         self._open = _smooth((t - T_OPEN[0]) / (T_OPEN[1] - T_OPEN[0]))
@@ -180,7 +217,7 @@ class ScriptedPickPolicy:
             w = self._move[k]
             target[:5] = self._start[:5] + (self.plan.above[:5] - self._start[:5]) * w
             o = self._open[k]
-            target[5] = self._start[5] + (OPEN_PCT - self._start[5]) * o
+            target[5] = self._start[5] + (self.plan.open_pct - self._start[5]) * o
         return {key: float(v) for key, v in zip(STATE_KEYS, target)}
 
     def close(self) -> None:

@@ -96,6 +96,22 @@ class ArmKinematics:
         # Height of the grasp site above the fixed jaw's lowest point when pointing down.
         self.site_above_tip = self.tip_drop(self.grasp_rotation(0.0))
 
+    def jaw_opening(self, gripper_rad: float) -> tuple[float, float]:
+        """(centre, gap) of the jaws' opening along the gripper's x axis, in metres, in the
+        `gripper` body frame, measured between the inner faces of the two jaw tips."""
+        q = np.zeros(6)
+        q[5] = gripper_rad
+        self.fk(q)
+        g = self.model.body("gripper").id
+        rot = self.data.xmat[g].reshape(3, 3)
+        origin = self.data.xpos[g]
+        xs = []
+        for name in ("fixed_jaw_sph_tip1", "moving_jaw_sph_tip1"):
+            gid = self.model.geom(name).id
+            xs.append(float((rot.T @ (self.data.geom_xpos[gid] - origin))[0]))
+        fixed_inner, moving_inner = xs[0] + self._tip_radius, xs[1] - self._tip_radius
+        return (fixed_inner + moving_inner) / 2.0, moving_inner - fixed_inner
+
     def tip_drop(self, rotation: np.ndarray) -> float:
         """How far the fixed jaw's tip reaches below the grasp site for a gripper rotation."""
         return float(-(np.asarray(rotation) @ self._tip_from_site)[2] + self._tip_radius)
