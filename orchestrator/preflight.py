@@ -109,7 +109,8 @@ def check_cameras(rig: Any, seconds: float = 1.0) -> list[Check]:
     for name, cam in cameras.items():
         spec = rig.profile.cameras.get(name)
         want = spec.fps if spec else cam.fps
-        where = spec.index_or_path if spec else "?"
+        where = (f"{spec.type} {spec.index_or_path}" if spec and spec.type == "opencv"
+                 else str(spec.index_or_path) if spec else "?")
         opened_here = False
         try:
             if not cam.is_connected:

@@ -92,6 +92,20 @@ def test_missing_calibration_refuses_with_the_calibrate_command(setup):
     assert arm.packets == 0  # never touched the bus
 
 
+def test_connect_refuses_a_missing_port_and_calibration_together(setup, tmp_path):
+    arm, rig_path, cal_dir, _ = setup
+    (cal_dir / "lab_arm.json").unlink()
+    import os
+
+    os.unlink(arm.port)  # the device node is gone (cable unplugged)
+    with pytest.raises(BadInput) as err:
+        make_rig(rig_path).connect()
+    port_line, cal_line = err.value.problems
+    assert f"port {arm.port}: not found" in port_line and "`lerobot-find-port`" in port_line
+    assert "lerobot-calibrate --robot.type=so101_follower" in cal_line
+    assert arm.packets == 0
+
+
 def test_motors_with_another_calibration_are_refused(setup):
     arm, rig_path, _, _ = setup
     other = feetech.default_calibration()

@@ -249,10 +249,16 @@ class LeRobotRig:
         if self._connected:
             return
         robot = self.robot
-        if self.needs_calibration and not self.calibration_path.is_file():
-            raise BadInput(f"{self.name}: no calibration file for {self.profile.robot.type} id "
-                           f"{self.profile.robot.id!r} (looked for {self.calibration_path}); run: "
-                           f"{calibrate_command(self.profile)}")
+        # The cheap preflight checks first: a missing port or calibration file is bad input
+        # (exit 2, with what to run), never a hang on LeRobot's calibration prompt.
+        from ..preflight import check_calibration, check_port
+
+        checks = [check_calibration(self)]
+        if "port" in getattr(self.config, "__dataclass_fields__", {}):
+            checks.insert(0, check_port(self.port))
+        problems = [f"{self.name}: {c.line}" for c in checks if not c.ok]
+        if problems:
+            raise BadInput(problems)
         try:
             robot.connect(calibrate=False)
         except Exception as exc:  # noqa: BLE001 - classified into a DeviceFault
