@@ -250,3 +250,50 @@ async def test_frames_reach_the_screen(campaign):
         await pilot.pause(0.1)
         assert any(e == app.current_id and f == 0 for _, e, f in app.shown_log)
         assert "▀" in app.screen_text()            # half-block pixels are drawn
+
+
+def test_label_queue_invariants_under_random_keys(tmp_path):
+    """Random label/mode/undo sequences keep the queue rules (hypothesis, in-memory source)."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from orchestrator.judge.source import BlindEpisode, JudgingInfo, Mark, MemorySource, current_labels
+
+    episodes = [BlindEpisode(f"ep_{i:016x}", {"front": tmp_path / "missing.mp4"}, Mark("M01"), 2.0, 30)
+                for i in range(5)]
+    info = JudgingInfo("ref", "cube bottom lifted >= 4 cm", ("missed", "pushed"), "campaign")
+    actions = st.lists(st.sampled_from(["s", "f", "u", "1", "2", "3", "z"]), max_size=25)
+
+    @settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(actions)
+    def run(keys):
+        source = MemorySource(info, "prop", list(episodes))
+        app = JudgeApp(source, renderer="halfcell", autoplay=False)
+
+        async def session():
+            async with app.run_test(size=(90, 26)):
+                for key in keys:
+                    if key in "sfu":
+                        app.action_label({"s": "success", "f": "failure", "u": "unsure"}[key])
+                    elif key == "z":
+                        app.action_undo()
+                    else:
+                        app.action_mode(int(key))
+                    live = source.history()
+                    assert len({r.episode_id for r in live}) == len(live)   # one live label each
+                    labels = current_labels(live)
+                    assert app.labels == labels
+                    unjudged = [e.id for e in episodes if e.id not in labels]
+                    unsure = [e for e, r in labels.items() if r.label == "unsure"]
+                    if unjudged:
+                        assert app.current_id in unjudged
+                    elif unsure:
+                        assert app.current_id in unsure
+                    else:
+                        assert app.current_id is None
+                    decided = len(labels) - len(unsure)
+                    assert app.progress_text().startswith(f"{decided} of 5 judged")
+
+        asyncio.run(session())
+
+    run()
