@@ -101,6 +101,9 @@ async def test_failure_mode_and_note_go_with_the_label(campaign):
         assert live(campaign, "alice") == [(first, "failure", "dropped", None)]
         await pilot.press("n", *"jaw slipped", "enter")
         assert live(campaign, "alice") == [(first, "failure", "dropped", "jaw slipped")]
+        await pilot.press("n", *"never mind", "escape")   # cancelled: nothing changes
+        assert not app.query_one("#note").display
+        assert live(campaign, "alice") == [(first, "failure", "dropped", "jaw slipped")]
         # a note typed before labelling waits for the label (keys typed in the box are text)
         await pilot.press("s")
         assert len(live(campaign, "alice")) == 2
