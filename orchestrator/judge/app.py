@@ -199,11 +199,12 @@ class JudgeApp(App[int]):
         return upcoming.id if upcoming else None
 
     def _after(self, episode: BlindEpisode) -> BlindEpisode | None:
-        """The episode likely to follow `episode` once it is labelled."""
+        """The episode likely to follow `episode` once it is labelled (to decode it ahead)."""
         for candidate in self.order:
             if candidate.id not in self.labels and candidate.id != episode.id:
                 return candidate
-        return None
+        nxt = self.next_episode(after=episode.id)
+        return nxt if nxt is not None and nxt.id != episode.id else None
 
     # ---------------------------------------------------------------- panels
 
