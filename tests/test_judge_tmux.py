@@ -88,6 +88,8 @@ def test_judge_in_tmux(tmp_path):
         assert "Success test:" in screen and "1:missed" in screen
         # the terminal's answers to textual-image's queries were not read as keys (c = camera)
         tmux.wait_for("j1", "camera: front", timeout=10)
+        title = tmux("display-message", "-p", "-t", "j1", "#{pane_title}").strip()
+        assert title.startswith("Blind judging - judge t - campaign ")   # not the command line
         tmux("send-keys", "-t", "j1", "s")
         tmux.wait_for("j1", "1 of 4 judged")
         assert wait_labels(campaign, 1) == [("success", None)]

@@ -114,7 +114,21 @@ class JudgeApp(App[int]):
         modes = "  ".join(f"{i}:{m}" for i, m in enumerate(self.info.failure_modes, 1))
         self.query_one("#success", Static).update(f"Success test:\n{self.info.success_test}")
         self.query_one("#modes", Static).update(f"Failure modes:\n{modes or '(none)'}")
+        self._terminal_title(push=True)
         self.go(self.next_episode())
+
+    def _terminal_title(self, push: bool) -> None:
+        """Set the terminal's window title to ours (the shell may have put the command line,
+        with a campaign folder name, there); xterm title stack: push now, pop on exit."""
+        driver = self._driver
+        if driver is None or self.is_headless:
+            return
+        safe = "".join(ch for ch in self.title if ch.isprintable())
+        try:
+            driver.write(f"\x1b[22;0t\x1b]2;{safe}\x07" if push else "\x1b[23;0t")
+            driver.flush()
+        except Exception:
+            pass
 
     def screen_text(self) -> str:
         """The current screen as plain text (what a judge reads; for tests and checks)."""
@@ -410,6 +424,7 @@ class JudgeApp(App[int]):
         self.exit(0)
 
     def on_unmount(self) -> None:
+        self._terminal_title(push=False)
         for sources in self._cache.values():
             for source in sources.values():
                 source.stop()
