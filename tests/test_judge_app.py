@@ -230,10 +230,17 @@ async def test_player_keys(campaign, monkeypatch):
         await pilot.press("o")
         status = app.screen_text()
         assert "No external player found" in status and f"{app.current_id}/front.mp4" in status
+        opened = []
         monkeypatch.setattr(app_module, "find_opener", lambda: ["true"])
+        real_popen = app_module.subprocess.Popen
+        monkeypatch.setattr(app_module.subprocess, "Popen",
+                            lambda args, **kw: opened.append(args[-1]) or real_popen(args, **kw))
         await pilot.press("o")
         await pilot.pause(1.2)
         assert "Opened" in app.screen_text() and "in the external player" in app.screen_text()
+        # the player gets a neutral copy, not a path through the campaign folder
+        assert Path(opened[0]).name == f"{app.current_id}-front.mp4"
+        assert "SECRET" not in opened[0] and Path(opened[0]).read_bytes()
         monkeypatch.setattr(app_module, "find_opener", lambda: ["false"])
         await pilot.press("o")
         await pilot.pause(1.2)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -89,6 +90,7 @@ class JudgeApp(App[int]):
         self.pending_notes: dict[str, str] = {}
         self._cache: dict[str, dict[str, VideoFrames]] = {}
         self.shown_log: list[tuple[float, str, int]] = []   # (perf_counter, episode, frame)
+        self._open_dir: Path | None = None
 
     # ---------------------------------------------------------------- layout
 
@@ -402,11 +404,19 @@ class JudgeApp(App[int]):
             self.status(f"No external player found (xdg-open / open); the file is {shown}")
             return
         try:
-            proc = subprocess.Popen([*opener, str(path)], stdin=subprocess.DEVNULL,
+            # a neutral copy: a player shows its path, and the campaign folder's name is the
+            # researcher's choice (it may name a policy)
+            if self._open_dir is None:
+                self._open_dir = Path(tempfile.mkdtemp(prefix="judge-"))
+            copy = self._open_dir / f"{episode.id}-{camera}.mp4"
+            if not copy.exists():
+                shutil.copyfile(path, copy)
+            proc = subprocess.Popen([*opener, str(copy)], stdin=subprocess.DEVNULL,
                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                     start_new_session=True)
         except OSError as exc:
-            self.status(f"Could not start the external player ({exc.strerror}); the file is {shown}")
+            self.status(f"Could not open the video in an external player ({exc.strerror}); "
+                        f"the file is {shown}")
             return
         self.status(f"Opening {shown} in the external player...")
 
@@ -425,6 +435,8 @@ class JudgeApp(App[int]):
 
     def on_unmount(self) -> None:
         self._terminal_title(push=False)
+        if self._open_dir is not None:   # open files stay readable for a running player
+            shutil.rmtree(self._open_dir, ignore_errors=True)
         for sources in self._cache.values():
             for source in sources.values():
                 source.stop()
