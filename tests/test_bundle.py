@@ -75,6 +75,10 @@ def test_bundle_layout_and_manifest(made):
         assert set(entry) == {"id", "videos", "mark", "duration_s", "frames"}
         for rel in entry["videos"].values():
             assert (bundle / rel).stat().st_size > 0
+    import av   # remuxed, not re-encoded: every frame is there
+
+    with av.open(str(bundle / manifest["episodes"][0]["videos"]["front"])) as container:
+        assert sum(1 for _ in container.decode(video=0)) == 30
     assert not [p for p in bundle.parent.iterdir() if ".partial-" in p.name]
 
 
