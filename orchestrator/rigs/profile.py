@@ -73,7 +73,7 @@ def load_rig(path: str | Path) -> LoadedRig:
         profile = RigProfile.model_validate(data)
     except ValidationError as exc:
         raise BadInput(format_validation_errors(exc, smap, RigProfile, data)) from None
-    problems = []
+    problems = _near_miss_keys(data, smap)
     for key in profile.rest_pose:
         if key not in STATE_KEYS:
             problems.append(f"{smap.locate(('rest_pose', key))}: unknown joint {key!r} "
@@ -81,6 +81,37 @@ def load_rig(path: str | Path) -> LoadedRig:
     if problems:
         raise BadInput(problems)
     return LoadedRig(path=path, profile=profile, text=text)
+
+
+# Fields of LeRobot's robot and camera configs that profiles commonly use. Robot and camera
+# sections allow other keys (they are passed on to LeRobot's config classes), but a key that is
+# a near miss of one of these (`max_relative_targt`) is almost certainly a typo of a safety or
+# device setting, so it is refused with a suggestion instead of being silently ignored.
+_ROBOT_FIELDS = ("type", "port", "id", "max_relative_target", "disable_torque_on_disconnect",
+                 "use_degrees", "calibration_dir", "cameras")
+_CAMERA_FIELDS = ("type", "index_or_path", "width", "height", "fps", "color_mode", "rotation",
+                  "warmup_s", "fourcc", "backend")
+
+
+def _near_miss_keys(data: dict, smap) -> list[str]:
+    import difflib
+
+    problems = []
+    sections: list[tuple[tuple, Any, tuple[str, ...]]] = [(("robot",), data.get("robot"), _ROBOT_FIELDS)]
+    cameras = data.get("cameras")
+    if isinstance(cameras, dict):
+        sections += [(("cameras", name), spec, _CAMERA_FIELDS) for name, spec in cameras.items()]
+    for loc, section, known in sections:
+        if not isinstance(section, dict):
+            continue
+        for key in section:
+            if key in known or not isinstance(key, str):
+                continue
+            hint = difflib.get_close_matches(key, known, n=1, cutoff=0.8)
+            if hint:
+                problems.append(f"{smap.locate((*loc, key))}: unknown key {key!r} "
+                                f"(did you mean {hint[0]!r}?)")
+    return problems
 
 
 def parse_rig_text(text: str, where: str = "rig") -> RigProfile:
