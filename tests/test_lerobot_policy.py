@@ -180,11 +180,10 @@ def test_hub_checkpoint_not_in_cache_offline_is_one_line(tmp_path, monkeypatch):
     from orchestrator.policies.lerobot import LeRobotPolicy
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
     with pytest.raises(BadInput) as err:
         LeRobotPolicy(spec("someone/act_so101_pick", revision="v2"), tmp_path, "", {k: float for k in STATE_KEYS})
     (line,) = err.value.problems
-    assert line.startswith("policy checkpoint someone/act_so101_pick: cannot load its config")
+    assert line.startswith("policy checkpoint someone/act_so101_pick: not in the local Hugging Face cache")
     assert "hf download someone/act_so101_pick --revision v2" in line
     with pytest.raises(BadInput, match="no config.json"):
         LeRobotPolicy(spec("./nothing_here"), tmp_path, "", {})

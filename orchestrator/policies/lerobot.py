@@ -186,6 +186,15 @@ class LeRobotPolicy:
             raise BadInput(f"{where}: no config.json in {self.path} (expected a LeRobot checkpoint folder "
                            "saved with save_pretrained, e.g. .../checkpoints/last/pretrained_model)")
 
+        if not self.local and _offline():
+            from huggingface_hub import try_to_load_from_cache
+
+            cached = try_to_load_from_cache(self.path, "config.json", revision=spec.revision)
+            if not isinstance(cached, str):
+                raise BadInput(f"{where}: not in the local Hugging Face cache and HF_HUB_OFFLINE=1: download it "
+                               f"once online (`hf download {spec.path}"
+                               f"{' --revision ' + spec.revision if spec.revision else ''}`) or use a local folder")
+
         import torch
         from lerobot.configs.policies import PreTrainedConfig
 
