@@ -9,9 +9,11 @@ Cameras are named as in `hardware/sim.yaml`: `front` (fixed, across the table, l
 workspace) and `wrist` (the Menagerie wrist camera on the gripper, renamed from `wrist_cam`).
 
 Cheap visuals (DESIGN section 3, "rendering dominates"): no multisampling, no shadows, no
-skybox, and optionally decimated visual meshes (`RenderSettings.mesh_cell_mm`): the Menagerie
-visual meshes have ~350k triangles; vertex clustering on a 2 mm grid keeps the look and cuts
-that a lot (4 mm: ~25k triangles, 2 mm: ~37k). Collision geometry is never touched, so physics does not depend on render settings.
+skybox, the headlight only, and decimated visual meshes (`RenderSettings.mesh_cell_mm`, 4 mm by
+default): the Menagerie visual meshes have ~340k triangles; vertex clustering on a 4 mm grid
+leaves ~25k (2 mm: ~37k) and keeps the look. Measured with one llvmpipe thread at 320x240
+(bench/sim_render.py): front ~6 ms, wrist ~4 ms per frame (full meshes: ~67 and ~35 ms).
+Collision geometry and the table are never touched, so physics does not depend on any of this.
 """
 
 from __future__ import annotations
