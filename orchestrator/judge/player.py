@@ -13,8 +13,8 @@ textual-image when the terminal supports one of them; otherwise frames are drawn
 half-blocks by `HalfBlockImage` below, a line renderer written for video: it resizes the
 frame with OpenCV and builds each terminal line from cached styles, where textual-image's
 generic half-cell widget creates a Rich style per cell and relays out the screen per frame
-(`bench/judge_latency.py` compares the two: 2.6x less CPU per frame, 6.9 vs 3.5 frames/s
-drawn on a 2-core machine at load 11). `halfcell` forces it; `unicode`, `sixel` and `tgp`
+(`bench/judge_latency.py` compares the two: 2.6x to 8.9x less CPU per frame, 7-20 vs 3-3.5
+frames/s drawn, in runs on a shared 2-core machine at load 6-11). `halfcell` forces it; `unicode`, `sixel` and `tgp`
 force those textual-image renderers (`ti-halfcell`: textual-image's half-cells).
 """
 
