@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import tempfile
@@ -67,11 +68,18 @@ def run(args: argparse.Namespace) -> int:
     else:
         from ..store import CampaignStore
 
-        store = CampaignStore.open_readonly(Path(args.campaign))
+        db = Path(args.campaign) / "campaign.db"
         try:
-            data = outcomes_from_store(store, args.judge)
-        finally:
-            store.close()
+            store = CampaignStore.open_readonly(Path(args.campaign))
+            try:
+                data = outcomes_from_store(store, args.judge)
+            finally:
+                store.close()
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            # a damaged store can hand back undecodable text or JSON
+            # (sqlite3.DatabaseError itself is turned into one line by the CLI)
+            raise BadInput(f"{db}: campaign store is damaged ({type(exc).__name__}: {exc}); check it with: "
+                           f"sqlite3 {db} 'PRAGMA integrity_check'") from None
     text = render(build_report(data), args.format)
     if args.out:
         write_atomic(Path(args.out), text)
