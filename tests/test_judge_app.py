@@ -307,3 +307,17 @@ def test_label_queue_invariants_under_random_keys(tmp_path):
         asyncio.run(session())
 
     run()
+
+
+@async_test
+async def test_a_missing_video_is_reported_without_its_path(campaign):
+    app = new_app(campaign)
+    victim = app.order[0]
+    victim.videos["front"].unlink()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(0.2)
+        text = app.screen_text()
+        assert f"{victim.id}/front.mp4: cannot decode (file missing)" in " ".join(text.split())
+        assert_blind(app)
+        await pilot.press("s")                      # still judgeable (other camera, or skip)
+        assert live(campaign, "alice")[0][:2] == (victim.id, "success")

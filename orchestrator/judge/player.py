@@ -183,7 +183,9 @@ class VideoFrames:
                     self.frames.append(jpeg.tobytes())
                     self.first.set()
         except Exception as exc:  # a broken file must not take the app down
-            self.error = f"{self.path.name}: cannot decode ({type(exc).__name__}: {exc})"
+            # (no exception text: it may quote the full path, and so the campaign folder name)
+            reason = "file missing" if isinstance(exc, FileNotFoundError) else type(exc).__name__
+            self.error = f"{self.path.parent.name}/{self.path.name}: cannot decode ({reason})"
         finally:
             self.first.set()
             self.done.set()
@@ -239,7 +241,7 @@ class Player(Vertical):
 
     def compose(self) -> ComposeResult:
         yield self._image_class(id="frame")
-        yield Static("", id="cursor")
+        yield Static("", id="cursor", markup=False)
 
     def on_mount(self) -> None:
         self.set_interval(1 / 30, self._tick)
@@ -370,7 +372,7 @@ class Player(Vertical):
         errors = [s.error for s in self.sources.values() if s.error]
         text = (f"t = {t:.2f} s / {self.duration_s:.2f} s   frame {self.frame_index + 1} / "
                 f"{self.last_frame + 1}   {state} x{self.speed:g}   camera: {self.view_name}")
-        return text + (f"   [{errors[0]}]" if errors else "")
+        return text + (f"\n{errors[0]}" if errors else "")
 
     def update_cursor(self) -> None:
         try:
