@@ -106,10 +106,15 @@ def blinded_view(store: CampaignStore) -> tuple[JudgingInfo, list[BlindEpisode]]
     return info, blinded_episodes(store, marks)
 
 
-# Columns the judge's connection may never read: the key and anything that may name a policy
-# (the campaign name and protocol path are chosen by the researcher; events may quote them).
+# Columns the judge's connection may never read: the key; anything that may name a policy
+# (the campaign name and protocol path are chosen by the researcher; events and abort reasons
+# may quote them; inference timings differ by policy type); and the physics outcome, which
+# would bias the judge.
 _SEALED = {"trials": {"policy", "seed", "position", "unit", "repeat_index"},
            "campaign": {"name", "protocol_path", "protocol_text", "rig_path", "rig_text"},
+           "episodes": {"physics_success", "max_lift_m", "time_to_success_s", "safety_events",
+                        "timing"},
+           "attempts": {"reason"},
            "events": None}
 
 
@@ -132,7 +137,8 @@ class CampaignSource:
 
     After the success test and failure modes are read from the frozen protocol, the store
     connection is sealed: SQLite itself refuses any read of the key columns, the protocol
-    text, the campaign name or the event log through it.
+    text, the campaign name, the event log, abort reasons, timings or the physics outcome
+    through it.
     """
 
     def __init__(self, directory: Path, judge: str):

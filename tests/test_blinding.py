@@ -40,7 +40,9 @@ def test_judging_a_campaign_works_with_the_key_unreadable(campaign, tmp_path):
     source = CampaignSource(copy, "alice")
     for sql in ("SELECT policy FROM trials", "SELECT seed FROM trials", "SELECT position FROM trials",
                 "SELECT protocol_text FROM campaign", "SELECT name FROM campaign",
-                "SELECT message FROM events", "SELECT * FROM trials"):
+                "SELECT message FROM events", "SELECT * FROM trials",
+                "SELECT physics_success FROM episodes", "SELECT timing FROM episodes",
+                "SELECT reason FROM attempts"):
         with pytest.raises(sqlite3.DatabaseError, match="prohibited"):
             source.store.conn.execute(sql).fetchall()
     app = JudgeApp(source, renderer="halfcell", autoplay=False)
