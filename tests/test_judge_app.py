@@ -321,3 +321,18 @@ async def test_a_missing_video_is_reported_without_its_path(campaign):
         assert_blind(app)
         await pilot.press("s")                      # still judgeable (other camera, or skip)
         assert live(campaign, "alice")[0][:2] == (victim.id, "success")
+
+
+@async_test
+async def test_textual_image_renderer_path(campaign):
+    """Frames also go through textual-image's widgets (the Kitty/Sixel path in real terminals)."""
+    app = JudgeApp(CampaignSource(campaign, "alice"), renderer="unicode", autoplay=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(0.2)
+        first = app.current_id
+        await pilot.press("right", "s")
+        await pilot.pause(0.2)
+        assert {e for _, e, _ in app.shown_log} >= {first, app.current_id}
+        assert "1 of 8 judged" in app.screen_text()
+        assert_blind(app)
+    app.source.close()
