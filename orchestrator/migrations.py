@@ -1,7 +1,7 @@
 """Schema migrations of the campaign store, one function per version step.
 
 `migrate(conn, from_version)` upgrades in place inside one transaction. Schema 1 is the
-first; later versions add a function `_to_N` and register it in `_STEPS`.
+first; each later version N adds a function `_to_N` registered in `_STEPS`.
 """
 
 from __future__ import annotations
@@ -11,7 +11,15 @@ from typing import Callable
 
 from .errors import BadInput
 
-_STEPS: dict[int, Callable[[sqlite3.Connection], None]] = {}
+def _to_2(conn: sqlite3.Connection) -> None:
+    """Schema 2 adds the `sessions` table (one row per `orchestrator run`)."""
+    from .store import SESSIONS_TABLE
+
+    conn.execute(SESSIONS_TABLE)
+    conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+
+
+_STEPS: dict[int, Callable[[sqlite3.Connection], None]] = {2: _to_2}
 
 
 def migrate(conn: sqlite3.Connection, from_version: int) -> None:

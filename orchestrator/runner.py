@@ -113,6 +113,8 @@ def run_campaign(opened: OpenedCampaign, operator: Operator | None = None, worke
         say(f"warning: free disk space may not hold all {len(pending)} remaining episodes "
             f"(about {per_episode * len(pending) / 1e6:.0f} MB); the run will stop cleanly before the disk fills")
     previous = signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
+    session = store.begin_session()
+    outcome = "failed"
     try:
         if opened.rig.profile.simulated and workers > 1:
             from .parallel import run_parallel
@@ -120,8 +122,19 @@ def run_campaign(opened: OpenedCampaign, operator: Operator | None = None, worke
             run_parallel(opened, pending, workers, summary, say, stop_after)
         else:
             _run_sequential(opened, pending, operator, summary, say, stop_after)
+        outcome = "ended"
+    except (Interrupted, KeyboardInterrupt):
+        outcome = "interrupted"
+        raise
+    except BaseException as exc:
+        outcome = f"failed: {exc}"[:500]
+        raise
     finally:
         signal.signal(signal.SIGTERM, previous)
+        try:
+            store.end_session(session, outcome)
+        except Exception:
+            pass  # the store may be the thing that failed (disk full); the error is already on its way
     if summary.slow_episodes:
         # Not per trial: which episode was slow could hint at which policy ran.
         say(f"warning: {summary.slow_episodes} episode(s) could not keep the {episode.fps} Hz control "

@@ -28,7 +28,7 @@ from filelock import FileLock, Timeout
 from .errors import BadInput, RuntimeFailure
 from .schedule import ScheduledTrial
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 APPLICATION_ID = 0x50414231  # "PAB1": marks the file as ours (PRAGMA application_id)
 DB_NAME = "campaign.db"
 LOCK_NAME = "campaign.lock"
@@ -36,6 +36,15 @@ LOCK_NAME = "campaign.lock"
 TRIAL_STATES = ("pending", "running", "done", "aborted")
 LABELS = ("success", "failure", "unsure")
 PHYSICS_JUDGE = "physics"
+
+# Schema 2: one row per `orchestrator run` session (how often a campaign was resumed, on which
+# host, how each session ended). Added by migrations._to_2 to schema-1 stores.
+SESSIONS_TABLE = """
+CREATE TABLE sessions (
+    id INTEGER PRIMARY KEY, started_at REAL NOT NULL, ended_at REAL, host TEXT NOT NULL,
+    pid INTEGER NOT NULL, tool_version TEXT NOT NULL, outcome TEXT
+);
+"""
 
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -75,7 +84,8 @@ CREATE TABLE events (
     id INTEGER PRIMARY KEY, at REAL NOT NULL, kind TEXT NOT NULL, slot INTEGER,
     message TEXT NOT NULL, data TEXT
 );
-"""
+""" + SESSIONS_TABLE
+
 
 
 def new_episode_id() -> str:
@@ -472,6 +482,25 @@ class CampaignStore:
             c.execute("UPDATE campaign SET finished_at=?, stop_reason=?", (time.time(), reason))
             c.execute("INSERT INTO events (at, kind, message) VALUES (?,?,?)",
                       (time.time(), "finished", reason))
+
+    def begin_session(self) -> int:
+        """Record the start of an `orchestrator run` session; returns its id."""
+        import platform
+
+        from . import __version__
+
+        with self.transaction() as c:
+            cur = c.execute("INSERT INTO sessions (started_at, host, pid, tool_version) VALUES (?,?,?,?)",
+                            (time.time(), platform.node(), os.getpid(), __version__))
+            return int(cur.lastrowid)
+
+    def end_session(self, session_id: int, outcome: str) -> None:
+        with self.transaction() as c:
+            c.execute("UPDATE sessions SET ended_at=?, outcome=? WHERE id=?", (time.time(), outcome, session_id))
+
+    def sessions(self) -> list[dict[str, Any]]:
+        """Run sessions; one with no `ended_at` was killed (SIGKILL, power loss)."""
+        return [dict(r) for r in self.conn.execute("SELECT * FROM sessions ORDER BY id")]
 
     def integrity_ok(self) -> bool:
         return self.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"

@@ -235,7 +235,7 @@ def test_newer_schema_is_refused(tmp_path):
     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
     conn.close()
     for opener in (CampaignStore.open_for_run, CampaignStore.open_readonly):
-        with pytest.raises(BadInput, match=r"newer orchestrator \(schema 2"):
+        with pytest.raises(BadInput, match=rf"newer orchestrator \(schema {SCHEMA_VERSION + 1}"):
             opener(tmp_path / "c")
     # refused without holding the lock
     conn = sqlite3.connect(tmp_path / "c" / DB_NAME)
@@ -269,6 +269,24 @@ def test_schema1_fixture_still_opens(tmp_path):
         assert store.conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         attempt = store.begin_attempt(3, new_episode_id())
         store.finish_attempt(attempt, record(new_episode_id()))
+
+
+def test_schema1_fixture_is_migrated_to_schema2_sessions(tmp_path):
+    """Schema 2 added the `sessions` table: a schema-1 store gains it, keeps its data, and
+    records run sessions from then on."""
+    shutil.copytree(FIXTURES / "schema1", tmp_path / "c")
+    raw = sqlite3.connect(tmp_path / "c" / "campaign.db")
+    assert raw.execute("PRAGMA user_version").fetchone()[0] == 1
+    assert raw.execute("SELECT count(*) FROM sqlite_master WHERE name='sessions'").fetchone()[0] == 0
+    raw.close()
+    with CampaignStore.open_for_run(tmp_path / "c") as store:
+        assert store.conn.execute("PRAGMA user_version").fetchone()[0] == 2
+        assert store.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "2"
+        assert store.sessions() == []
+        session = store.begin_session()
+        store.end_session(session, "ended")
+        assert [s["outcome"] for s in store.sessions()] == ["ended"]
+        assert len(store.trials()) == 4 and len(store.episodes()) == 2
 
 
 # ------------------------------------------------------------------ processes
