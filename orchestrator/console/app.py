@@ -24,6 +24,8 @@ the operator's decision. `run_console(layout, session)` wires both together.
 
 from __future__ import annotations
 
+import collections
+import logging
 import queue
 import threading
 import time
@@ -44,10 +46,37 @@ T = TypeVar("T")
 ESTOP_PENDING = "emergency stop by operator"
 
 
+class _LogToConsole(logging.Handler):
+    """Root-logger handler while the console runs: WARNING+ lines (e.g. LeRobot's "goal position
+    clamped") go to the console's log, collapsed when repeated, instead of garbling the screen.
+    `emit` only appends to a deque (it may run on the control thread every step)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.pending: collections.deque[str] = collections.deque(maxlen=500)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            text = record.getMessage().strip().splitlines()
+            self.pending.append(f"{record.levelname.lower()}: {text[0][:200] if text else record.name}")
+        except Exception:  # noqa: BLE001 - never raise from logging
+            pass
+
+    def drain(self) -> list[str]:
+        counts: dict[str, int] = {}
+        while self.pending:
+            line = self.pending.popleft()
+            counts[line] = counts.get(line, 0) + 1
+        return [line + (f" (x{n})" if n > 1 else "") for line, n in counts.items()]
+
+
 class ConsoleOperator:
     """The `Operator` the runner talks to; every decision comes from the console's keys."""
 
     def __init__(self, app: "OperatorConsole", review: bool = True):
+        if not isinstance(app, OperatorConsole):
+            raise TypeError("ConsoleOperator is made by OperatorConsole (app.operator); to run a session "
+                            "with the console use console.run_with_console(protocol, session)")
         self.app = app
         self.review = review
         self.decisions: "queue.Queue[tuple[str, Any]]" = queue.Queue()
@@ -191,6 +220,7 @@ class OperatorConsole(App):
         self._countdown_end = 0.0
         self._reason_kind = ""
         self.sub_title = subtitle
+        self.log_handler = _LogToConsole()
 
     # ---------------------------------------------------------------- widgets
     def compose(self) -> ComposeResult:
@@ -351,6 +381,8 @@ class OperatorConsole(App):
 
     # ---------------------------------------------------------------- timer
     def _tick(self) -> None:
+        for line in self.log_handler.drain():
+            self.add_message(line)
         if self.state == "countdown":
             left = self._countdown_end - time.monotonic()
             if left <= 0:
@@ -389,7 +421,13 @@ def run_console(layout: Layout, session: Callable[[ConsoleOperator], T], *, head
                 pass
 
     thread = threading.Thread(target=work, name="orchestrator-session", daemon=True)
-    app.run(headless=headless)
+    root = logging.getLogger()
+    saved_handlers = root.handlers[:]
+    root.handlers = [app.log_handler]
+    try:
+        app.run(headless=headless)
+    finally:
+        root.handlers = saved_handlers
     app._close_bridge()
     if thread.ident is not None:
         thread.join()
