@@ -298,14 +298,15 @@ def _compare(a: str, b: str, data: OutcomeSet, holm_mid: float, holm_primary: fl
             verdict += " (the interval still reaches 0: a borderline result)"
         verdict += "."
     else:
-        verdict = f"{a} vs {b}: not established at this n ({p_label} {p_value_text}; {ci})"
+        verdict = f"{a} vs {b}: not established at this n ({p_label} {p_value_text}; {ci})."
         if table.discordant < stats.min_discordant_for_alpha(data.alpha, primary):
-            verdict += (f"; only {table.discordant} discordant layout{'s' if table.discordant != 1 else ''}, "
-                        f"too few for any split to reach p <= {data.alpha:g}")
+            verdict += (f" Only {table.discordant} discordant layout{'s' if table.discordant != 1 else ''}: "
+                        f"too few for any split to reach p <= {data.alpha:g}.")
         if more is not None:
-            verdict += f": need about {more} more layouts (80 % power at the observed rates)."
+            verdict += f" Need about {more} more layouts (80 % power at the observed rates"
+            verdict += f"; a rough guide from only {n} layouts)." if n < 20 else ")."
         else:
-            verdict += f": {more_note}."
+            verdict += f" {more_note[0].upper()}{more_note[1:]}."
     if n == 0:
         pairing = ""
     else:
@@ -313,8 +314,9 @@ def _compare(a: str, b: str, data: OutcomeSet, holm_mid: float, holm_primary: fl
         head = (f"Treated as unpaired samples the same trials give Fisher p = {_fmt_p(fisher)}; "
                 f"paired, {test} {_fmt_p(p_primary)}: ")
         if p_primary < 0.8 * fisher:
-            pairing = head + (f"pairing bought this, because the policies agreed on {agree} of {n} layouts "
-                              f"and only the {table.discordant} discordant ones carry the comparison.")
+            pairing = head + (f"pairing gave the stronger evidence; the policies agreed on {agree} of {n} layouts "
+                              f"and only the {table.discordant} discordant "
+                              f"layout{'s' if table.discordant != 1 else ''} carry the comparison.")
         elif p_primary <= 1.25 * fisher:
             pairing = head + (f"pairing made little difference here; the policies agreed on {agree} of {n} "
                               "layouts, about what unrelated outcomes would give.")

@@ -48,7 +48,7 @@ def test_scenario_1_report_numbers(tmp_path):
     assert c.verdict.startswith("A better than B: mid-p 0.012; difference +16 points, 95% CI ")
     iv = stats.newcombe_paired(stats.PairedTable(33, 9, 1, 7))
     assert f"95% CI +{round(100 * iv.lo)} to +{round(100 * iv.hi)}" in c.verdict
-    assert "paired, mid-p 0.012: pairing bought this" in c.pairing_note
+    assert "paired, mid-p 0.012: pairing gave the stronger evidence" in c.pairing_note
     pa = {p.label: p for p in r.policies}
     assert (pa["A"].successes, pa["A"].trials, pa["B"].successes) == (42, 50, 34)
     assert pa["A"].wilson == stats.wilson(42, 50)
@@ -62,7 +62,7 @@ def test_scenario_2_not_established_and_needs_more(tmp_path):
     # the "more layouts" figure comes from the power function at the observed cells
     need = stats.layouts_needed(14 / 50, 6 / 50, 0.8, 0.05, "mcnemar_midp")
     assert c.more_layouts_needed == need - 50
-    assert f"need about {need - 50} more layouts" in c.verdict
+    assert f"Need about {need - 50} more layouts" in c.verdict
     assert "pairing made little difference" in c.pairing_note   # Fisher 0.078 vs mid-p 0.078
 
 
@@ -77,7 +77,7 @@ def test_few_discordant_pairs_are_named(tmp_path):
     r = build_report(load_outcomes_csv(paired_csv(tmp_path, {(1, 1): 40, (1, 0): 4, (0, 0): 6})))
     (c,) = r.comparisons
     assert not c.significant   # 4-0 gives mid-p 0.0625
-    assert "only 4 discordant layouts" in c.verdict
+    assert "Only 4 discordant layouts" in c.verdict
 
 
 def test_json_schema(tmp_path, capsys):
