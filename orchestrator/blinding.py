@@ -211,19 +211,17 @@ def forbidden_terms(protocol_text: str, extra: Iterable[str] = ()) -> list[str]:
     return sorted(t for t in terms if len(t) >= _MIN_TERM and t.lower() not in generic)
 
 
-def scan_for_terms(root: Path, terms: list[str]) -> list[str]:
-    """Files under `root` whose path or bytes contain any term (case-insensitive)."""
-    needles = [t.lower().encode() for t in terms]
-    hits = []
+def scan_for_terms(root: Path, terms: list[str]) -> list[tuple[str, str]]:
+    """(file, term) for each file under `root` whose path or bytes contain a term (any case)."""
+    needles = [(t, t.lower().encode()) for t in terms]
+    hits: list[tuple[str, str]] = []
     if not needles:
         return hits
     for path in sorted(Path(root).rglob("*")):
-        rel = str(path.relative_to(root)).lower().encode()
-        if any(n in rel for n in needles):
-            hits.append(str(path.relative_to(root)))
-            continue
-        if path.is_file():
-            data = path.read_bytes().lower()
-            if any(n in data for n in needles):
-                hits.append(str(path.relative_to(root)))
+        rel = str(path.relative_to(root))
+        data = rel.lower().encode() + b"\0" + (path.read_bytes().lower() if path.is_file() else b"")
+        for term, needle in needles:
+            if needle in data:
+                hits.append((rel, term))
+                break
     return hits

@@ -143,8 +143,10 @@ def write_bundle(campaign: Path, out: Path) -> BundleSummary:
             _fsync_file(tmp / name)
         leaks = scan_for_terms(tmp, forbidden_terms(protocol_text))
         if leaks:
+            where, term = leaks[0]
             raise RuntimeFailure(f"blinding check failed: {len(leaks)} bundle files contain a policy "
-                                 f"name, checkpoint path or revision (first: {leaks[0]}); bundle not written")
+                                 f"name, checkpoint path or revision (first: {term!r} in {where}); "
+                                 "bundle not written")
         for directory in sorted({p.parent for p in tmp.rglob("*")}, key=lambda p: -len(p.parts)):
             fsync_dir(directory)
         if out.exists():
