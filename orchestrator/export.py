@@ -45,7 +45,7 @@ import secrets
 import shutil
 import time
 from collections import Counter
-from contextlib import contextmanager
+from contextlib import contextmanager, redirect_stderr
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -342,6 +342,23 @@ def plan_export(store: CampaignStore, *, repo_id: str, root: Path, judge: str | 
         forced.append(f"{len(unlabelled)} of {len(done)} episodes without a definite label "
                       f"({F_SUCCESS} = -1)")
 
+    # a consensus of human judges: as many judges as the protocol pre-registered must have
+    # labelled every episode before the export unblinds the campaign
+    humans = [j for j in store.judges() if j != PHYSICS_JUDGE]
+    wanted = protocol.protocol.judging.judges
+    if labels.requested == CONSENSUS and humans and wanted > 1:
+        done_ids = {t.episode_id for t in done}
+        complete_judges = [h for h in humans if done_ids <= {ep for ep, j in store.latest_labels(h).items()
+                                                              if j.label in ("success", "failure", "unsure")}]
+        if len(complete_judges) < wanted:
+            why = (f"{directory}: the protocol asks for {wanted} judges per episode; "
+                   f"{len(complete_judges)} ({', '.join(complete_judges) or 'none'}) have judged every episode; "
+                   "exporting reveals which policy ran, so let the others judge first (`orchestrator judge "
+                   "CAMPAIGN --judge NAME`), or pass --force")
+            if not force:
+                raise BadInput(why)
+            forced.append(f"{len(complete_judges)} of the {wanted} pre-registered judges judged every episode")
+
     # every file present and intact (the recorder's digests), before anything is written
     cameras: list[str] | None = None
     for t in done:
@@ -476,31 +493,35 @@ def _series(plan: ExportPlan, ep: EpisodePlan) -> dict[str, np.ndarray]:
 
 @contextmanager
 def _native_stderr_captured() -> Iterator[None]:
-    """Send what native code prints on fd 2 (the SVT-AV1 encoder's banner per video, FFmpeg's
-    muxer notes, progress bars) to a temporary file; replay its tail only if the block fails."""
+    """Keep the writer's chatter off the terminal: what native code prints on fd 2 (the SVT-AV1
+    encoder's banner per video, FFmpeg's muxer notes) and what Python code writes to
+    `sys.stderr` (the `datasets` progress bars) go to temporary buffers, whose tails are
+    replayed only if a library fails in the block."""
+    import io
     import sys
     import tempfile
 
     sys.stderr.flush()
+    python_side = io.StringIO()
     with tempfile.TemporaryFile() as log:
         saved = os.dup(2)
         os.dup2(log.fileno(), 2)
         failed = False
         try:
-            yield
+            with redirect_stderr(python_side):
+                yield
+        except (OrchestratorError, KeyboardInterrupt):
+            raise  # our own one-line message says it all
         except BaseException:
-            failed = True
+            failed = True  # a library failure: its chatter may explain it
             raise
         finally:
-            try:
-                sys.stderr.flush()
-            except (OSError, ValueError):
-                pass
             os.dup2(saved, 2)
             os.close(saved)
             if failed:
                 log.seek(0)
-                tail = log.read()[-4000:].decode("utf-8", "replace").strip()
+                tail = (log.read()[-3000:].decode("utf-8", "replace").strip() + "\n"
+                        + python_side.getvalue()[-3000:].strip()).strip()
                 if tail:
                     print(tail, file=sys.stderr)
 
@@ -895,6 +916,7 @@ def export_campaign(campaign_dir: Path, *, repo_id: str, root: Path | None = Non
 
     summary = evaluation_summary(plan, report, report_source)
     rows = trial_rows(plan, judge_labels)
+    check_export_space(plan)
     say(f"exporting {len(plan.episodes)} episodes of {campaign_dir} as {repo_id} to {root} "
         f"(labels: {plan.labels.source})")
 
@@ -939,6 +961,31 @@ def export_campaign(campaign_dir: Path, *, repo_id: str, root: Path | None = Non
     if push:
         result.pushed_to = push_dataset(root, repo_id, private=private, card_kwargs=card_kwargs)
     return result
+
+
+# The export re-encodes the videos the way LeRobot does (AV1, a keyframe every 2 frames), which
+# measured ~9x the bytes of the recorder's H.264 on simulated episodes; 12x leaves margin.
+EXPORT_BYTES_PER_SOURCE_BYTE = 12
+EXPORT_MARGIN_BYTES = 200 * 1024 * 1024
+
+
+def check_export_space(plan: ExportPlan) -> None:
+    """Refuse to start an export that would not fit beside the root (nothing written yet)."""
+    source = 0
+    for ep in plan.episodes:
+        for name, relative in ep.record["files"].items():
+            try:
+                source += (plan.campaign_dir / relative).stat().st_size
+            except OSError:
+                pass
+    need = source * EXPORT_BYTES_PER_SOURCE_BYTE + EXPORT_MARGIN_BYTES
+    folder = plan.root.parent
+    while not folder.exists():
+        folder = folder.parent
+    free = shutil.disk_usage(folder).free
+    if free < need:
+        raise RuntimeFailure(f"{folder}: not enough disk space for the export: {free / 1e6:.0f} MB free, "
+                             f"need about {need / 1e6:.0f} MB; free some space or choose another --root")
 
 
 def _cleanup(tmp: Path, created: list[Path]) -> None:

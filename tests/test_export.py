@@ -36,7 +36,6 @@ def hf_env(tmp_path_factory):
         mp.setenv("HF_HUB_OFFLINE", "1")
         mp.setenv("HF_HOME", str(home / "hf"))
         mp.setenv("HF_LEROBOT_HOME", str(home / "lerobot"))
-        mp.setenv("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
         mp.delenv("HF_TOKEN", raising=False)
         yield home
 
@@ -228,7 +227,7 @@ def test_reexport_replaces_atomically_and_a_failed_export_changes_nothing(export
 
     monkeypatch.setattr(export, "_series", failing_series)
     failed = cli("export", sim_campaign, "--repo-id", REPO_ID, "--root", root)
-    assert failed.code == 1 and "disk fault (injected)" in failed.err
+    assert failed.code == 1 and len(failed.err_lines) == 1 and "disk fault (injected)" in failed.err
     assert tree_digest(root) == before
     assert siblings(root) == ["ds"]
     monkeypatch.setattr(export, "_series", real_series)
@@ -533,3 +532,31 @@ def test_fallback_labels_and_report_agree_with_the_report_module(judged_campaign
             assert ours["comparisons"][0][key] == pytest.approx(theirs["comparisons"][0][key]), key
         assert ours["comparisons"][0]["difference"]["ci95"] == pytest.approx(
             theirs["comparisons"][0]["difference"]["ci95"])
+
+
+@pytest.mark.slow
+def test_failed_push_is_one_line_keeps_the_export_and_hides_the_token(sim_campaign, tmp_path, cli,
+                                                                      monkeypatch):
+    from huggingface_hub import HfApi
+
+    monkeypatch.setenv("HF_TOKEN", TOKEN)
+
+    def refuse(self, repo_id, **kw):  # a Hub error that (badly) echoes the credential
+        raise RuntimeError(f"401 Client Error: Unauthorized for token {TOKEN}\nmore detail")
+
+    monkeypatch.setattr(HfApi, "create_repo", refuse)
+    root = tmp_path / "ds"
+    result = cli("export", sim_campaign, "--repo-id", REPO_ID, "--root", root, "--push")
+    assert result.code == 1 and len(result.err_lines) == 1, result.err
+    assert "push of" in result.err and "401 Client Error" in result.err and "--push again" in result.err
+    assert TOKEN not in result.out + result.err
+    assert load(root).num_episodes == 6  # the local export is complete
+
+
+def test_too_few_preregistered_judges_is_refused(tmp_path, cli, hf_env):
+    directory = make_campaign(tmp_path / "c", marks=1, judges=2, abort_slot=None)
+    label_all(directory, "alice")  # the protocol asks for 2 judges; only alice has judged
+    result = cli("export", directory, "--repo-id", REPO_ID, "--root", tmp_path / "ds")
+    assert result.code == 2 and len(result.err_lines) == 1, result.err
+    assert "asks for 2 judges" in result.err and "1 (alice)" in result.err and "--force" in result.err
+    assert not (tmp_path / "ds").exists()
