@@ -548,3 +548,44 @@ def _r3(iv):
 
 def _r2(iv):
     return (round(iv.lo, 2), round(iv.hi, 2))
+
+
+# ------------------------------------------------------------------ properties (hypothesis)
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+counts = st.integers(0, 120)
+
+
+@settings(max_examples=300, deadline=None)
+@given(a=counts, b=counts, c=counts, d=counts)
+def test_paired_interval_properties(a, b, c, d):
+    t = S.PairedTable(a, b, c, d)
+    if t.n == 0:
+        return
+    for method in ("newcombe", "tango", "bonett-price", "wald"):
+        iv = S.paired_difference(t, method)
+        assert -1.0 <= iv.lo <= iv.hi <= 1.0, method
+        assert iv.estimate == pytest.approx((b - c) / t.n)
+        if method in ("newcombe", "tango"):
+            assert iv.lo <= iv.estimate + 1e-12 and iv.estimate <= iv.hi + 1e-12, method
+    # swapping the policies mirrors every interval
+    sw = S.PairedTable(a, c, b, d)
+    for method in ("newcombe", "tango", "bonett-price"):
+        x, y = S.paired_difference(t, method), S.paired_difference(sw, method)
+        assert x.lo == pytest.approx(-y.hi, abs=1e-7) and x.hi == pytest.approx(-y.lo, abs=1e-7)
+
+
+@settings(max_examples=300, deadline=None)
+@given(b=counts, c=counts)
+def test_mcnemar_and_evalue_properties(b, c):
+    r = S.mcnemar(b, c)
+    assert 0 < r.mid_p <= r.exact_p <= 1
+    assert r.exact_p >= S.discordant_floor(b + c) - 1e-15
+    assert S.mcnemar(c, b) == S.McNemarResult(c, b, r.exact_p, r.mid_p, r.chi2, r.chi2_p, r.chi2_cc, r.chi2_cc_p)
+    e = S.evalue_discordant(b, c).e_value
+    assert e == pytest.approx(S.evalue_discordant(c, b).e_value) and e > 0
+    # one more win for the side already ahead never lowers the evidence
+    if b >= c:
+        assert S.evalue_discordant(b + 1, c).e_value >= e * (1 - 1e-12)
