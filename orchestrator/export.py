@@ -46,7 +46,7 @@ import shutil
 import time
 from collections import Counter
 from contextlib import contextmanager, redirect_stderr
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, is_dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -714,7 +714,10 @@ def report_json(store: CampaignStore, judge: str | None) -> tuple[dict[str, Any]
         from .report import build_report, render_json, render_markdown
     except ImportError:
         return _fallback_report(store, judge), "orchestrator.export (fallback)", None
-    report = build_report(outcomes_from_store(store, judge))
+    data = outcomes_from_store(store, judge)
+    # a published dataset names the campaign, not where it sat on this machine
+    data = replace(data, source=store.directory.name) if is_dataclass(data) else data
+    report = build_report(data)
     try:
         markdown = render_markdown(report)
     except Exception:  # the card's full-report section is optional

@@ -189,6 +189,9 @@ def test_evaluation_files_and_card(exported, sim_campaign):
 
     card = (root / "README.md").read_text()
     assert card.startswith("---\n") and "LeRobot" in card and "robotics" in card
+    for path in root.rglob("*"):  # no local path of the campaign is published
+        if path.is_file():
+            assert str(sim_campaign.parent).encode() not in path.read_bytes(), path
     assert "| A | 3 / 3 | 100.0% | [43.9%, 100.0%] |" in card        # Wilson 3/3
     assert "| B | 1 / 3 | 33.3% | [6.1%, 79.2%] |" in card           # Wilson 1/3
     assert "| **A succeeded** | 1 (both) | 2 (A only) |" in card      # the paired 2x2
