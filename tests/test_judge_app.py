@@ -336,3 +336,27 @@ async def test_textual_image_renderer_path(campaign):
         assert "1 of 8 judged" in app.screen_text()
         assert_blind(app)
     app.source.close()
+
+
+@async_test
+async def test_a_label_that_cannot_be_saved_is_said_and_kept_on_screen(tmp_path):
+    from orchestrator.judge.source import BlindEpisode, JudgingInfo, Mark, MemorySource
+
+    episodes = [BlindEpisode(f"ep_{i:016x}", {"front": tmp_path / "none.mp4"}, Mark("M01"), 2.0, 30)
+                for i in range(3)]
+    source = MemorySource(JudgingInfo("ref", "lifted", ("missed",)), "full", episodes)
+    real_add = source.add
+    app = JudgeApp(source, renderer="halfcell", autoplay=False)
+
+    def disk_full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    async with app.run_test(size=SIZE) as pilot:
+        first = app.current_id
+        source.add = disk_full
+        await pilot.press("s")
+        assert app.current_id == first and source.history() == []
+        assert "NOT SAVED (No space left on device)" in app.screen_text()
+        source.add = real_add
+        await pilot.press("s")
+        assert [r.episode_id for r in source.history()] == [first] and app.current_id != first

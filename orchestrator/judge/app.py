@@ -264,6 +264,19 @@ class JudgeApp(App[int]):
     def _reload_labels(self) -> None:
         self.labels = current_labels(self.source.history())
 
+    def _not_saved(self, exc: Exception) -> None:
+        """A label could not be written (disk full, store locked, read-only bundle): say so, stay."""
+        if isinstance(exc, OSError) and exc.strerror:
+            reason = exc.strerror
+        else:
+            reason = f"{type(exc).__name__}: {exc}"
+        self.status(f"NOT SAVED ({reason}); fix it and press the key again, or q to quit")
+        try:
+            self._reload_labels()
+        except Exception:
+            pass
+        self.refresh_panels()
+
     def _replace(self, old: LabelRecord | None, label: str, failure_mode: str | None,
                  note: str | None, episode_id: str) -> LabelRecord:
         """Write the new label, then retract the one it replaces (one live label per episode)."""
@@ -281,7 +294,13 @@ class JudgeApp(App[int]):
         old = self.labels.get(episode.id)
         note = self.pending_notes.pop(episode.id, None) or (old.note if old else None)
         mode = old.failure_mode if (old and label == "failure") else None
-        self.last = self._replace(old, label, mode, note, episode.id)
+        try:
+            self.last = self._replace(old, label, mode, note, episode.id)
+        except Exception as exc:
+            if note and not (old and old.note == note):
+                self.pending_notes[episode.id] = note
+            self._not_saved(exc)
+            return
         nxt = self.next_episode(after=episode.id)
         hint = " - press 1-9 for the failure mode" if label == "failure" else ""
         self.status(f"Saved: {label} for {episode.id}{hint}")
@@ -304,7 +323,11 @@ class JudgeApp(App[int]):
         if target is None or target.label != "failure":
             self.status("Failure mode: label the episode a failure first (f), then press 1-9.")
             return
-        self.last = self._replace(target, "failure", modes[number - 1], target.note, target.episode_id)
+        try:
+            self.last = self._replace(target, "failure", modes[number - 1], target.note, target.episode_id)
+        except Exception as exc:
+            self._not_saved(exc)
+            return
         where = "" if target.episode_id == self.current_id else " (the episode just labelled)"
         self.status(f"Saved: failure mode {modes[number - 1]!r} for {target.episode_id}{where}")
         self.refresh_panels()
@@ -331,7 +354,12 @@ class JudgeApp(App[int]):
         self._close_note()
         target = self._annotation_target()
         if target is not None:
-            self.last = self._replace(target, target.label, target.failure_mode, text, target.episode_id)
+            try:
+                self.last = self._replace(target, target.label, target.failure_mode, text,
+                                          target.episode_id)
+            except Exception as exc:
+                self._not_saved(exc)
+                return
             self.status(f"Saved: note for {target.episode_id}")
         elif self.current_id:
             if text:
@@ -360,7 +388,11 @@ class JudgeApp(App[int]):
             self.status("Nothing to undo.")
             return
         record = history[-1]
-        self.source.retract(record.id)
+        try:
+            self.source.retract(record.id)
+        except Exception as exc:
+            self._not_saved(exc)
+            return
         self._reload_labels()
         self.last = None
         self.status(f"Undone: {record.label} for {record.episode_id}; label it again.")
