@@ -331,12 +331,11 @@ def plan_export(store: CampaignStore, *, repo_id: str, root: Path, judge: str | 
     unlabelled = [t for t in done if labels.by_episode.get(t.episode_id, (None, None))[0] is None]
     if unlabelled:
         humans = [j for j in store.judges() if j != PHYSICS_JUDGE]
-        hint = ("judge them blind with `orchestrator judge CAMPAIGN --judge NAME`" if not humans or
-                labels.requested != PHYSICS_JUDGE else "")
+        hint = ("judge them blind first (`orchestrator judge CAMPAIGN --judge NAME`), or "
+                if not humans or labels.requested != PHYSICS_JUDGE else "")
         why = (f"{directory}: {len(unlabelled)} of {len(done)} episodes have no definite label under "
-               f"{labels.source} (unjudged, unsure or a tie); exporting reveals which policy ran, so "
-               f"{hint + ' first, ' if hint else ''}or pass --force to export them with "
-               f"{F_SUCCESS} = -1")
+               f"{labels.source} (unjudged, unsure or a tie); exporting reveals which policy ran: "
+               f"{hint}pass --force to export them with {F_SUCCESS} = -1")
         if not force:
             raise BadInput(why)
         forced.append(f"{len(unlabelled)} of {len(done)} episodes without a definite label "
