@@ -46,7 +46,7 @@ Blind judging bundle {bundle_id}
 
 Judge every episode from its video alone:
 
-    orchestrator judge {folder} --judge YOUR_NAME
+    orchestrator judge THIS_FOLDER --judge YOUR_NAME
 
 Keys: s success, f failure, u unsure (asked again later), 1-9 failure mode, n note,
 z undo, space play/pause, left/right one frame, [ ] slower/faster, e end,
@@ -108,6 +108,11 @@ def write_bundle(campaign: Path, out: Path) -> BundleSummary:
     if missing:
         raise RuntimeFailure(f"{campaign}: {len(missing)} video files are missing "
                              f"(first: videos/{missing[0]}.mp4); bundle not written")
+    terms = forbidden_terms(protocol_text)
+    named = [t for t in terms if t.lower() in out.name.lower()]
+    if named:
+        raise BadInput(f"{out}: the bundle folder's name contains {named[0]!r}, which names a policy; "
+                       "judges see the folder name: choose a neutral one")
     bundle_id = "bd_" + secrets.token_hex(6)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.parent / f".{out.name}.partial-{secrets.token_hex(4)}"
@@ -136,12 +141,12 @@ def write_bundle(campaign: Path, out: Path) -> BundleSummary:
                     "success_test": info.success_test, "failure_modes": list(info.failure_modes),
                     "episodes": entries}
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
-        (tmp / "README.txt").write_text(README.format(bundle_id=bundle_id, folder=out.name,
+        (tmp / "README.txt").write_text(README.format(bundle_id=bundle_id,
                                                       success_test=info.success_test))
         (tmp / LABELS_DIR).mkdir()
         for name in (MANIFEST, "README.txt"):
             _fsync_file(tmp / name)
-        leaks = scan_for_terms(tmp, forbidden_terms(protocol_text))
+        leaks = scan_for_terms(tmp, terms)
         if leaks:
             where, term = leaks[0]
             raise RuntimeFailure(f"blinding check failed: {len(leaks)} bundle files contain a policy "

@@ -91,6 +91,13 @@ def test_bundle_refuses_a_non_empty_target(made, tmp_path, capsys):
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["keep.txt"]
 
 
+def test_bundle_folder_name_must_not_name_a_policy(made, tmp_path, capsys):
+    directory, _ = made
+    assert main(["bundle", str(directory), "--out", str(tmp_path / "secretpolicyalpha_vs_b")]) == 2
+    assert "names a policy" in capsys.readouterr().err
+    assert not (tmp_path / "secretpolicyalpha_vs_b").exists()
+
+
 def test_judging_a_bundle_appends_a_line_per_key_and_resumes(fresh):
     _, bundle = fresh
     app = judge_bundle(bundle, "remote", ["s", "f", "3", "u", "q"])
