@@ -279,7 +279,11 @@ def main() -> None:
     parser.add_argument("--width", type=int, default=640)
     parser.add_argument("--height", type=int, default=480)
     parser.add_argument("--skip-lerobot", action="store_true")
+    parser.add_argument("--switch-interval-ms", type=float, default=None,
+                        help="set sys.setswitchinterval (the GIL hand-over period, default 5 ms)")
     args = parser.parse_args()
+    if args.switch_interval_ms:
+        sys.setswitchinterval(args.switch_interval_ms / 1000)
     import logging
 
     logging.disable(logging.WARNING)  # LeRobot's "loop is running slower" lines
@@ -296,7 +300,8 @@ def main() -> None:
             rig.disconnect()
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"control loop at {args.fps} Hz, {args.seconds:g} s, two {args.width}x{args.height} cameras, "
-          f"fake SO-101 (LeRobot SOFollower on a fake serial port); {os.cpu_count()} CPUs, load {load:.1f}")
+          f"fake SO-101 (LeRobot SOFollower on a fake serial port); {os.cpu_count()} CPUs, load {load:.1f}, "
+          f"GIL switch interval {sys.getswitchinterval() * 1e3:g} ms")
     print(f"{'loop':15} {'steps':>5} {'overhead p50':>13} {'p99':>8} {'max':>8} {'io+policy p50':>14} "
           f"{'period p50':>11} {'p99':>8} {'overruns':>8} {'wake late p99':>14}")
     for r in rows:
