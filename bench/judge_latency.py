@@ -9,7 +9,10 @@ Prints:
 
 "On screen" is when Textual has composited the frame (the app's `shown_log`, written from
 `call_after_refresh` after the image widget got the frame), measured in a headless app of a
-fixed terminal size. Usage: `uv run python bench/judge_latency.py [--episodes 6] [--size 120x40]`.
+fixed terminal size. When tmux is installed, the key-to-next-episode time is also measured
+end to end in a real terminal: `orchestrator judge` in a tmux pane, `send-keys s`, then
+`capture-pane` polled until the next episode is drawn.
+Usage: `uv run python bench/judge_latency.py [--episodes 8] [--size 120x40]`.
 """
 
 from __future__ import annotations
@@ -17,7 +20,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import re
+import secrets
+import shlex
+import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -110,6 +118,49 @@ async def measure(campaign: Path, size: tuple[int, int], rounds: int) -> dict:
     return result
 
 
+def tmux_latency(campaign: Path, size: tuple[int, int], rounds: int) -> list[float]:
+    """Key to next episode drawn, in `orchestrator judge` inside a real tmux terminal."""
+    tmux = shutil.which("tmux")
+    if tmux is None:
+        return []
+    sock = f"judge-bench-{secrets.token_hex(3)}"
+    cols, rows = size
+    command = shlex.join([sys.executable, "-m", "orchestrator", "judge", str(campaign),
+                          "--judge", "tmuxbench", "--renderer", "halfcell"])
+    shell = (f"until [ \"$(stty size)\" = '{rows} {cols}' ]; do sleep 0.05; done; unset COLUMNS LINES; "
+             f"cd {shlex.quote(str(ROOT))} && {command}; sleep 30")
+
+    def run(*args: str) -> str:
+        return subprocess.run([tmux, "-L", sock, *args], capture_output=True, text=True,
+                              timeout=20).stdout
+
+    def episode_on_screen() -> str | None:
+        found = re.search(r"Episode (ep_[0-9a-f]{16})", run("capture-pane", "-p", "-t", "b"))
+        return found.group(1) if found else None
+
+    times = []
+    try:
+        run("new-session", "-d", "-s", "b", "-x", str(cols), "-y", str(rows), shell)
+        deadline = time.monotonic() + 60
+        while episode_on_screen() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        for _ in range(rounds):
+            time.sleep(3.0)
+            before = episode_on_screen()
+            t0 = time.perf_counter()
+            run("send-keys", "-t", "b", "s")
+            while time.perf_counter() - t0 < 5:
+                now = episode_on_screen()
+                if now and now != before:
+                    times.append(time.perf_counter() - t0)
+                    break
+        run("send-keys", "-t", "b", "q")
+        time.sleep(1)
+    finally:
+        subprocess.run([tmux, "-L", sock, "kill-server"], capture_output=True, timeout=20)
+    return times
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--episodes", type=int, default=8, help="episodes in the campaign (even)")
@@ -125,6 +176,7 @@ def main() -> None:
               f"(written in {time.perf_counter() - t:.1f} s); terminal {cols}x{rows}, half-blocks")
         r = asyncio.run(measure(campaign, (cols, rows), rounds=max(1, args.episodes // 2)))
         ti = asyncio.run(playback_only(campaign, (cols, rows), "ti-halfcell"))
+        real = tmux_latency(campaign, (cols, rows), rounds=max(1, args.episodes // 2 - 1))
 
     def ms(values: list[float]) -> str:
         return (f"median {statistics.median(values) * 1e3:.0f} ms, max {max(values) * 1e3:.0f} ms "
@@ -133,6 +185,9 @@ def main() -> None:
     verdict = "OK" if max(r["next"]) < 0.300 else "OVER TARGET"
     print(f"key -> next episode's first frame on screen: {ms(r['next'])}; target < 300 ms: {verdict}")
     print(f"  CPU used from key to frame (all threads): median {statistics.median(CPU[:len(r['next'])]) * 1e3:.0f} ms")
+    if real:
+        print(f"  in a real terminal (tmux, send-keys to capture-pane showing the next episode): "
+              f"{ms(real)}")
     print(f"z (undo) -> earlier episode's first frame, cold decode: {ms(r['undo'])}")
     print(f"playback at 1x: {r['fps']:.1f} frames/s drawn of {r['video_fps']:.0f} "
           f"({r['fps'] / r['video_fps']:.2f} of real time); CPU per drawn frame "
