@@ -155,6 +155,20 @@ def test_mismatched_checkpoint_features_are_spelled_out(tmp_path):
     assert len(lines) == 3 and all("\n" not in line for line in lines)
 
 
+def test_rename_map_matches_rig_cameras_to_the_checkpoint_names(tmp_path):
+    """lerobot-rollout's --rename_map: the rig's `front` feeds the checkpoint's `top`."""
+    from orchestrator.policies.lerobot import LeRobotPolicy
+
+    ckpt = make_act_checkpoint(tmp_path / "top", {"top": (48, 64), "wrist": (24, 32)})
+    spec_with_map = SimpleNamespace(type="lerobot", path=str(ckpt), revision=None, device="cpu",
+                                    rename_map={"observation.images.front": "observation.images.top"})
+    rig_features = {k: float for k in STATE_KEYS} | {n: (h, w, 3) for n, (h, w) in CAMERAS.items()}
+    policy = LeRobotPolicy(spec_with_map, tmp_path, "", rig_features)
+    policy.reset(None)
+    obs = {k: 1.0 for k in STATE_KEYS} | {n: np.full((h, w, 3), 128, np.uint8) for n, (h, w) in CAMERAS.items()}
+    assert set(policy.select_action(obs)) == set(STATE_KEYS)
+
+
 def test_offline_backbone_download_is_refused_with_the_weights_file(tmp_path, monkeypatch):
     from orchestrator.policies.lerobot import LeRobotPolicy
 

@@ -108,14 +108,23 @@ def backbone_weights_problem(cfg: Any, where: str) -> str | None:
 
 
 def feature_problems(cfg: Any, observation_features: Mapping[str, Any],
-                     action_features: Mapping[str, Any] | None, where: str) -> list[str]:
-    """One line per mismatch between the checkpoint's input/output features and the rig's."""
+                     action_features: Mapping[str, Any] | None, where: str,
+                     rename_map: Mapping[str, str] | None = None) -> list[str]:
+    """One line per mismatch between the checkpoint's input/output features and the rig's.
+
+    `rename_map` is lerobot-rollout's `--rename_map` (`{"observation.images.<rig camera>":
+    "observation.images.<policy camera>"}`): the rig's cameras are matched under their new names.
+    """
     from lerobot.configs import FeatureType
 
     problems: list[str] = []
     state_keys = [k for k, v in observation_features.items()
                   if v is float and k.endswith((".pos", ".vel"))]
-    cameras = {k: tuple(v) for k, v in observation_features.items() if isinstance(v, tuple)}
+    cameras = {}
+    for k, v in observation_features.items():
+        if isinstance(v, tuple):
+            renamed = (rename_map or {}).get(f"observation.images.{k}", f"observation.images.{k}")
+            cameras[renamed.removeprefix("observation.images.")] = tuple(v)
     action_keys = [k for k, v in (action_features or {k: float for k in state_keys}).items()
                    if k.endswith((".pos", ".vel"))]
     have = ", ".join(f"{n} ({s[1]}x{s[0]})" for n, s in cameras.items()) or "no cameras"
@@ -221,7 +230,8 @@ class LeRobotPolicy:
         cfg.device = device
         self.device = torch_device
 
-        problems = feature_problems(cfg, obs_features, act_features, where)
+        self.rename_map = dict(getattr(spec, "rename_map", None) or {})
+        problems = feature_problems(cfg, obs_features, act_features, where, self.rename_map)
         if problems:
             raise BadInput(problems)
         backbone = backbone_weights_problem(cfg, where)
@@ -247,7 +257,7 @@ class LeRobotPolicy:
                 policy_cfg=cfg, pretrained_path=self.path, pretrained_revision=spec.revision,
                 dataset_stats=None,
                 preprocessor_overrides={"device_processor": {"device": device},
-                                        "rename_observations_processor": {"rename_map": {}}})
+                                        "rename_observations_processor": {"rename_map": self.rename_map}})
         except Exception as exc:  # noqa: BLE001
             raise BadInput(f"{where}: cannot load its pre/post processors: {one_line(exc)}") from None
         if any(isinstance(step, RelativeActionsProcessorStep) and step.enabled

@@ -19,9 +19,11 @@ Imports LeRobot (and so torch): import this module only from the LeRobot adapter
 
 from __future__ import annotations
 
+import atexit
 import logging
 import threading
 import time
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +35,18 @@ from lerobot.cameras.configs import CameraConfig, ColorMode
 from lerobot.utils.errors import DeviceAlreadyConnectedError, DeviceNotConnectedError
 
 logger = logging.getLogger(__name__)
+_RUNNING: "weakref.WeakSet[VideoCam]" = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_all() -> None:
+    """Stop decoding threads before the interpreter finalizes (a daemon thread inside OpenCV at
+    shutdown aborts the process)."""
+    for cam in list(_RUNNING):
+        cam._stop.set()
+    for cam in list(_RUNNING):
+        if cam._thread is not None:
+            cam._thread.join(timeout=1.0)
 
 
 @CameraConfig.register_subclass("video")
@@ -94,6 +108,7 @@ class VideoCam(Camera):
         self._stop.clear()
         self._frozen.clear()
         self._thread = threading.Thread(target=self._run, name=f"{self}_read_loop", daemon=True)
+        _RUNNING.add(self)
         self._thread.start()
         if warmup and not self._new.wait(timeout=5.0):
             self.disconnect()
@@ -135,8 +150,9 @@ class VideoCam(Camera):
                 delay = next_t - time.perf_counter()
                 if delay > 0:
                     self._stop.wait(delay)
-                else:
+                elif delay < -10 * period:  # far behind (suspended): restart the clock
                     next_t = time.perf_counter()
+                # slightly behind: deliver at once and catch up, so the average rate holds
                 with self._lock:
                     self._frame, self._stamp = frame, time.perf_counter()
                 self.frames_delivered += 1
@@ -185,6 +201,7 @@ class VideoCam(Camera):
         if self._thread is not None:
             self._thread.join(timeout=2.0)
         self._thread = None
+        _RUNNING.discard(self)
         if self._cap is not None:
             self._cap.release()
         self._cap = None
