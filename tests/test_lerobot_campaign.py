@@ -41,7 +41,7 @@ def hardware(tmp_path, monkeypatch):
 
     monkeypatch.setattr(builtins, "input", lambda *a: pytest.fail("input() called"))
     monkeypatch.setitem(LeRobotRig.__init__.__kwdefaults__, "rest_speed_deg_s", 600.0)
-    monkeypatch.setattr(preflight.rig_checks, "__defaults__", (0.3,))
+    monkeypatch.setattr(preflight.rig_checks, "__defaults__", (0.6,))
     port = str(tmp_path / "ttyACM0")
     open(port, "w").close()
     arms = []

@@ -82,7 +82,7 @@ def test_doctor_ready_measures_cameras_and_loads_the_policy(tmp_path, bench, cap
     make_act_checkpoint(tmp_path / "ckpt", CAMERAS)
     protocol = write_protocol(tmp_path, {"type": "lerobot", "path": "./ckpt", "device": "cpu"})
     assert main(["doctor", "--rig", str(rig), "--protocol", str(protocol), "--out", str(tmp_path),
-                 "--camera-seconds", "0.5"]) == 0
+                 "--camera-seconds", "1.0"]) == 0
     out, err = capsys.readouterr()
     assert err == ""
     fps = [float(line.split(" at ")[1].split()[0]) for line in out.splitlines() if line.startswith("ok    camera")]
