@@ -120,3 +120,14 @@ def test_doctor_entry_point_bad_rig_file_exit_2(tmp_path):
                           capture_output=True, text=True, cwd=REPO, timeout=120)
     assert proc.returncode == 2
     assert len(proc.stderr.strip().splitlines()) == 1 and "nope.yaml" in proc.stderr
+
+
+def test_hardware_modules_import_without_torch_and_sim_doctor_needs_none():
+    code = ("import sys; import orchestrator.preflight, orchestrator.faults, orchestrator.console, "
+            "orchestrator.console.prompt, orchestrator.rigs.lerobot, orchestrator.policies.lerobot, "
+            "orchestrator.commands.doctor; from orchestrator.cli import main; "
+            "rc = main(['doctor', '--rig', 'hardware/sim.yaml', '--protocol', 'protocols/sim_demo.yaml']); "
+            "heavy = sorted({m.split('.')[0] for m in sys.modules} & {'torch', 'lerobot', 'mujoco'}); "
+            "print('RC', rc, 'HEAVY', heavy)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert "RC 0 HEAVY []" in proc.stdout, proc.stdout + proc.stderr
