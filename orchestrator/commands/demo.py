@@ -6,8 +6,6 @@ import argparse
 import time
 from pathlib import Path
 
-from ..campaign import open_campaign
-from ..runner import run_campaign
 from .run import default_workers
 
 HELP = "run the simulated A/B campaign (protocols/sim_demo.yaml on hardware/sim.yaml), then report"
@@ -25,6 +23,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..campaign import open_campaign
+    from ..runner import run_campaign
+
     out = args.out or Path("recordings") / f"demo-{time.strftime('%Y%m%d-%H%M%S')}"
     opened = open_campaign(args.protocol, args.rig, out)
     started = time.monotonic()

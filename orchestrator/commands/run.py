@@ -6,9 +6,6 @@ import argparse
 import os
 from pathlib import Path
 
-from ..campaign import open_campaign
-from ..runner import run_campaign
-
 HELP = "run a new campaign, or resume the one in --out (same protocol only)"
 
 
@@ -43,6 +40,9 @@ def make_operator(args: argparse.Namespace, opened):
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..campaign import open_campaign
+    from ..runner import run_campaign
+
     opened = open_campaign(args.protocol, args.rig, args.out)
     try:
         directory = opened.store.directory

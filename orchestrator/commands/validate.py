@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from ..protocol import load_protocol
-
 HELP = "check a protocol and its layout (exit 0, or exit 2 with path:line:col lines)"
 
 
@@ -14,6 +12,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..protocol import load_protocol
+
     loaded = load_protocol(args.protocol)
     p = loaded.protocol
     print(f"{loaded.path}: ok: {p.name}: {len(p.policies)} policies ({', '.join(p.policies)}), "
