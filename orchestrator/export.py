@@ -577,6 +577,13 @@ def _write_episodes(plan: ExportPlan, out: Path, say: Callable[[str], None]) -> 
             dataset.save_episode()
             say(f"  episode {ep.index + 1}/{len(plan.episodes)}: trial {ep.trial.slot + 1}, mark "
                 f"{ep.trial.mark_id}, {steps} frames ({time.monotonic() - started:.0f} s)")
+    except BaseException:
+        if dataset.has_pending_frames():  # stop the streaming encoders of the unfinished episode
+            try:
+                dataset.clear_episode_buffer()
+            except Exception:
+                pass
+        raise
     finally:
         dataset.finalize()
     images = out / "images"  # LeRobot's per-frame staging folders, empty once encoded

@@ -220,20 +220,23 @@ def test_reexport_replaces_atomically_and_a_failed_export_changes_nothing(export
     # a fault in the middle of the second export: the first export stays, byte for byte
     before = tree_digest(root)
     calls = {"n": 0}
-    real_series = export._series
+    real_frames = export._held_frames
 
-    def failing_series(plan, ep):
+    def failing_frames(*args, **kwargs):  # the 5th camera stream (3rd episode) dies at frame 5
         calls["n"] += 1
-        if calls["n"] == 3:
-            raise export.RuntimeFailure("disk fault (injected)")
-        return real_series(plan, ep)
+        mine = calls["n"]
+        for index, image in enumerate(real_frames(*args, **kwargs)):
+            if mine == 5 and index == 5:
+                raise export.RuntimeFailure("disk fault (injected)")
+            yield image
 
-    monkeypatch.setattr(export, "_series", failing_series)
+    monkeypatch.setattr(export, "_held_frames", failing_frames)
     failed = cli("export", sim_campaign, "--repo-id", REPO_ID, "--root", root)
     assert failed.code == 1 and len(failed.err_lines) == 1 and "disk fault (injected)" in failed.err
+    assert "episode 2/6" in failed.out and "episode 3/6" not in failed.out
     assert tree_digest(root) == before
     assert siblings(root) == ["ds"]
-    monkeypatch.setattr(export, "_series", real_series)
+    monkeypatch.setattr(export, "_held_frames", real_frames)
 
     # exporting again replaces the whole root (the stale file goes), with different options
     second = cli("export", sim_campaign, "--repo-id", REPO_ID, "--root", root, "--judge", "physics",
