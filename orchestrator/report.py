@@ -18,7 +18,7 @@ from itertools import accumulate, combinations
 from typing import Any
 
 from . import stats
-from .outcomes import OutcomeSet, TrialOutcome
+from .outcomes import OutcomeSet
 
 SCHEMA = "orchestrator.report/1"
 PLAN_MAX_LAYOUTS = 2000

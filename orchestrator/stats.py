@@ -732,23 +732,6 @@ def paired_power(n: int, p10: float, p01: float, alpha: float = 0.05,
     return PowerResult(n, float(np.dot(pm, r)), n * q)
 
 
-def _power_curve(n_max: int, p10: float, p01: float, alpha: float, test: str) -> np.ndarray:
-    """Power for every n = 0..n_max (vectorised over m for each n)."""
-    q = p10 + p01
-    out = np.zeros(n_max + 1)
-    if q <= 0:
-        return out
-    r = _conditional_rejection(n_max, p10 / q, alpha, test)
-    nz = np.nonzero(r > 0)[0]
-    if nz.size == 0:
-        return out
-    m_first = int(nz[0])
-    for n in range(m_first, n_max + 1):
-        ms = np.arange(m_first, n + 1)
-        out[n] = float(np.dot(stats.binom.pmf(ms, n, q), r[m_first:n + 1]))
-    return out
-
-
 def layouts_needed(p10: float, p01: float, power: float = 0.8, alpha: float = 0.05,
                    test: str = "mcnemar_midp", n_max: int = 2000) -> int | None:
     """Smallest number of layouts n <= n_max whose exact power (see `paired_power`) reaches
