@@ -566,3 +566,13 @@ def test_too_few_preregistered_judges_is_refused(tmp_path, cli, hf_env):
     assert result.code == 2 and len(result.err_lines) == 1, result.err
     assert "asks for 2 judges" in result.err and "1 (alice)" in result.err and "--force" in result.err
     assert not (tmp_path / "ds").exists()
+
+
+def test_default_root_follows_lerobot(monkeypatch, tmp_path):
+    from orchestrator.export import default_root
+
+    monkeypatch.setenv("HF_LEROBOT_HOME", str(tmp_path / "lr"))
+    assert default_root("me/ds") == tmp_path / "lr" / "me" / "ds"
+    monkeypatch.delenv("HF_LEROBOT_HOME")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    assert default_root("me/ds") == tmp_path / "hf" / "lerobot" / "me" / "ds"
