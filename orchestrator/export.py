@@ -160,6 +160,15 @@ def check_root(root: Path) -> Path:
     return root
 
 
+def check_lerobot_installed() -> None:
+    """The export writes through LeRobot, an optional extra (it brings torch)."""
+    import importlib.util
+
+    if importlib.util.find_spec("lerobot") is None:
+        raise RuntimeFailure("export needs LeRobot, which is not installed here: install the lerobot "
+                             "extra (`uv sync --extra lerobot` or `pip install '.[lerobot]'`)")
+
+
 def check_hub_token() -> None:
     """Refuse `--push` without a token (login or HF_TOKEN). The token itself is never shown."""
     try:
@@ -912,6 +921,7 @@ def export_campaign(campaign_dir: Path, *, repo_id: str, root: Path | None = Non
         root = check_root(root if root is not None else default_root(repo_id))
         if root == campaign_dir.resolve() or campaign_dir.resolve() in root.parents:
             raise BadInput(f"--root {root}: inside the campaign directory; choose a root outside it")
+        check_lerobot_installed()
         if push:
             check_hub_token()
         plan = plan_export(store, repo_id=repo_id, root=root, judge=judge,

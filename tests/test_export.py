@@ -576,3 +576,13 @@ def test_default_root_follows_lerobot(monkeypatch, tmp_path):
     monkeypatch.delenv("HF_LEROBOT_HOME")
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
     assert default_root("me/ds") == tmp_path / "hf" / "lerobot" / "me" / "ds"
+
+
+def test_without_lerobot_installed(sim_campaign, tmp_path, cli, monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "lerobot" else real(name, *a))
+    result = cli("export", sim_campaign, "--repo-id", REPO_ID, "--root", tmp_path / "ds")
+    assert result.code == 1 and len(result.err_lines) == 1 and "lerobot extra" in result.err
+    assert list(tmp_path.iterdir()) == []
