@@ -110,30 +110,37 @@ def test_power_loss_torn_wal_and_video_are_detected_and_rerun(reference, tmp_pat
     assert outcomes(out) == outcomes(reference)
 
 
-def _label_while_running(directory: str, judge: str, pid: int) -> tuple[int, int]:
-    """Label episodes until the run with `pid` ends; return (labels, labels made while it ran)."""
-    made = during = 0
+def _label_until(directory: str, judge: str, stop_file: str) -> int:
+    """Label episodes (alternating success/failure) until `stop_file` exists; return the count."""
+    made = 0
     with CampaignStore.open_readonly(Path(directory)) as store:
         episodes = [e["id"] for e in store.episodes()]
-        while True:
-            running = subprocess.run(["kill", "-0", str(pid)], capture_output=True).returncode == 0
+        while not Path(stop_file).exists():
             store.add_judgment(episodes[made % len(episodes)], judge, "success" if made % 2 else "failure")
             made += 1
-            during += running
-            if not running and made >= 20:
-                return made, during
             time.sleep(0.01)
+    return made
+
+
+def _label_counts(directory: Path) -> tuple[int, int]:
+    with CampaignStore.open_readonly(directory) as store:
+        return len(store.judgments("ann")), len(store.judgments("bob"))
 
 
 def test_report_and_two_judges_work_while_run_writes(tmp_path, capsys):
     out = tmp_path / "c"
     assert run_cli(out, "--workers", "1", "--stop-after", "2") == 0
-    process = _start_run(out, workers=1)
+    stop = tmp_path / "stop"
     reports_during_run = 0
-    try:
-        with get_context("spawn").Pool(2) as pool:
-            pending = pool.starmap_async(_label_while_running,
-                                         [(str(out), "ann", process.pid), (str(out), "bob", process.pid)])
+    with get_context("spawn").Pool(2) as pool:
+        pending = pool.starmap_async(_label_until, [(str(out), "ann", str(stop)), (str(out), "bob", str(stop))])
+        deadline = time.monotonic() + 120
+        while min(_label_counts(out)) == 0:  # both judges are labelling before the run starts
+            assert time.monotonic() < deadline and not pending.ready(), "labellers did not start"
+            time.sleep(0.1)
+        at_start = _label_counts(out)
+        process = _start_run(out, workers=1)
+        try:
             while process.poll() is None:
                 capsys.readouterr()
                 with CampaignStore.open_readonly(out) as store:
@@ -142,15 +149,16 @@ def test_report_and_two_judges_work_while_run_writes(tmp_path, capsys):
                 assert '"schema": "orchestrator.report/1"' in capsys.readouterr().out
                 reports_during_run += mid_run
                 time.sleep(0.2)
-            results = pending.get(timeout=300)
-        _, err = process.communicate(timeout=300)
-        assert process.returncode == 0, err
-    finally:
-        if process.poll() is None:
-            kill_process_tree(process)
+            at_end = _label_counts(out)
+            _, err = process.communicate(timeout=300)
+            assert process.returncode == 0, err
+        finally:
+            stop.touch()
+            if process.poll() is None:
+                kill_process_tree(process)
+        ann, bob = pending.get(timeout=120)
     assert reports_during_run >= 1
-    (ann, ann_during), (bob, bob_during) = results
-    assert ann_during > 0 and bob_during > 0
+    assert at_end[0] > at_start[0] and at_end[1] > at_start[1], "labels were written while the run wrote"
     with CampaignStore.open_readonly(out) as store:
         assert len(store.judgments("ann")) == ann and len(store.judgments("bob")) == bob
         assert all(t.state == "done" for t in store.trials())
