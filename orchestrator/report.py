@@ -204,6 +204,12 @@ def _fmt_p(p: float) -> str:
     return f"{p:.3f}"
 
 
+def _p_eq(p: float) -> str:
+    """'= 0.012' or '< 0.0001', to follow a 'p'."""
+    text = _fmt_p(p)
+    return text if text.startswith("<") else f"= {text}"
+
+
 def _test_name(primary: str) -> str:
     return "exact p" if primary == "mcnemar_exact" else "mid-p"
 
@@ -311,7 +317,7 @@ def _compare(a: str, b: str, data: OutcomeSet, holm_mid: float, holm_primary: fl
         pairing = ""
     else:
         agree = table.both + table.neither
-        head = (f"Treated as unpaired samples the same trials give Fisher p = {_fmt_p(fisher)}; "
+        head = (f"Treated as unpaired samples the same trials give Fisher p {_p_eq(fisher)}; "
                 f"paired, {test} {_fmt_p(p_primary)}: ")
         if p_primary < 0.8 * fisher:
             pairing = head + (f"pairing gave the stronger evidence; the policies agreed on {agree} of {n} layouts "
@@ -504,7 +510,7 @@ def build_report(data: OutcomeSet) -> Report:
     elif comparisons:
         lines = []
         if cochran is not None:
-            lines.append(f"Cochran's Q = {cochran.q:.2f} (df {cochran.df}), p = {_fmt_p(cochran.p)} over "
+            lines.append(f"Cochran's Q = {cochran.q:.2f} (df {cochran.df}), p {_p_eq(cochran.p)} over "
                          f"{cochran.blocks} complete layouts.")
         lines.extend(c.verdict for c in comparisons)
         headline = " ".join(lines)
@@ -705,7 +711,7 @@ def _sections(r: Report, md: bool) -> list[str]:
 
     if r.cochran is not None:
         h("Three or more policies")
-        L.append(f"Cochran's Q = {r.cochran.q:.3f}, df {r.cochran.df}, p = {_fmt_p(r.cochran.p)} "
+        L.append(f"Cochran's Q = {r.cochran.q:.3f}, df {r.cochran.df}, p {_p_eq(r.cochran.p)} "
                  f"({r.cochran.blocks} layouts judged for every policy); pairwise McNemar above, Holm-adjusted.")
 
     if r.strata:
