@@ -81,12 +81,17 @@ def check_calibration(rig: Any) -> Check:
 
 
 def measure_camera(camera: Any, seconds: float) -> float:
-    """Frames per second a connected LeRobot camera delivers (distinct new frames over `seconds`)."""
+    """Frames per second a connected LeRobot camera delivers over `seconds`: new frames seen by
+    `async_read` (a camera that counts its own deliveries, like the video camera, is read from
+    its counter, which a busy reader cannot undercount)."""
     camera.async_read(timeout_ms=2000)  # wait for a fresh frame, then count
+    counter = getattr(camera, "frames_delivered", None)
     count, start = 0, time.perf_counter()
     while (elapsed := time.perf_counter() - start) < seconds:
         camera.async_read(timeout_ms=max(500.0, 3000.0 / max(camera.fps or 1, 1)))
         count += 1
+    if isinstance(counter, int):
+        count = camera.frames_delivered - counter
     return count / elapsed
 
 

@@ -72,7 +72,7 @@ async def wait_for(pilot, predicate, timeout: float = 5.0) -> None:
 
 def test_console_cues_the_mark_counts_down_estops_redoes_and_never_shows_the_policy(layout):
     async def session() -> tuple[list, list[str]]:
-        app = OperatorConsole(layout, countdown_s=0.4)
+        app = OperatorConsole(layout, countdown_s=1.5)
         screens = []
         async with app.run_test(size=(120, 40)) as pilot:
             runner = FakeRunner(app.operator, layout)
@@ -128,7 +128,7 @@ def test_console_cues_the_mark_counts_down_estops_redoes_and_never_shows_the_pol
 
 def test_pause_blocks_start_and_space_cancels_the_countdown(layout):
     async def session() -> list:
-        app = OperatorConsole(layout, countdown_s=0.5)
+        app = OperatorConsole(layout, countdown_s=2.0)
         async with app.run_test(size=(120, 40)) as pilot:
             runner = FakeRunner(app.operator, layout, steps=5)
             runner.start()
@@ -136,12 +136,13 @@ def test_pause_blocks_start_and_space_cancels_the_countdown(layout):
             await pilot.press("p")
             assert "PAUSED" in screen_text(app)
             await pilot.press("enter")
-            await pilot.pause(0.7)
+            await pilot.pause(0.3)
             assert runner.log == [] and app.state == "place"
             await pilot.press("p", "enter")
             assert app.state == "countdown"
             await pilot.press("space")  # cancels the countdown, nothing starts
-            await pilot.pause(0.7)
+            assert app.state == "place"
+            await pilot.pause(0.3)
             assert runner.log == [] and app.state == "place"
             await pilot.press("enter")
             await wait_for(pilot, lambda: runner.log[:1] == [("started", 0)])
