@@ -1060,7 +1060,8 @@ def push_dataset(root: Path, repo_id: str, *, private: bool, card_kwargs: dict[s
     license_id = kwargs.pop("license", LICENSE)
     try:
         dataset = LeRobotDataset(repo_id, root=root, video_backend="pyav")
-        dataset.push_to_hub(tags=tags, license=license_id, private=private, **kwargs)
+        # private=None leaves the Hub's default (an organisation's setting) for new repos
+        dataset.push_to_hub(tags=tags, license=license_id, private=True if private else None, **kwargs)
     except OrchestratorError:
         raise
     except Exception as exc:
