@@ -112,8 +112,9 @@ def _printable(line: str) -> str:
 
 
 def _located(line: str) -> bool:
-    head = line.split(": ", 1)[0]
-    return head.count(":") >= 2
+    """True for `path:line:col: message` and `path:line: message` lines."""
+    path, _, position = line.split(": ", 1)[0].partition(":")
+    return bool(path) and bool(position) and all(p.isdigit() for p in position.split(":"))
 
 
 def entry() -> None:

@@ -269,7 +269,7 @@ class CampaignStore:
             conn = _connect(db)
             app_id = conn.execute("PRAGMA application_id").fetchone()[0]
             version = conn.execute("PRAGMA user_version").fetchone()[0]
-        except sqlite3.DatabaseError as exc:
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
             raise BadInput(f"{db}: campaign store is corrupted ({exc})") from None
         if app_id != APPLICATION_ID:
             conn.close()
