@@ -238,7 +238,9 @@ def test_reexport_replaces_atomically_and_a_failed_export_changes_nothing(export
     assert siblings(root) == ["ds"]
     monkeypatch.setattr(export, "_held_frames", real_frames)
 
-    # exporting again replaces the whole root (the stale file goes), with different options
+    # exporting again replaces the whole root (the stale file goes), with different options;
+    # the temp dir a killed export left behind (its pid is gone) is cleaned up on the way
+    (root.parent / ".ds.export-99999999-0badc0de" / "meta").mkdir(parents=True)
     second = cli("export", sim_campaign, "--repo-id", REPO_ID, "--root", root, "--judge", "physics",
                  "--include-aborted")
     assert second.code == 0, second.err
