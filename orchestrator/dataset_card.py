@@ -118,7 +118,7 @@ def render_description(plan: Any, summary: dict[str, Any], report: dict[str, Any
         add("")
     if "cochran_q" in report:
         q = report["cochran_q"]
-        add(f"Cochran's Q over all policies: Q = {q['q']:.2f}, df = {q['df']}, p = {_p(q['p'])}.")
+        add(f"Cochran's Q over all policies: Q = {_num(q.get('q'))}, df = {q.get('df')}, p = {_p(q.get('p'))}.")
         add("")
     add(f"Alpha {protocol.analysis.alpha:g}; primary test {PRIMARY_NAMES.get(primary, primary)}. "
         "Wilson score intervals (Wilson 1927); McNemar exact and mid-p (Fagerland, Lydersen & Laake "
