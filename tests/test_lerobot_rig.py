@@ -70,6 +70,7 @@ def test_so_follower_runs_on_the_fake_bus(setup):
         facts = rig.end_episode()
         assert facts.physics_success is None
         assert facts.extra["clipped_steps"] == {"shoulder_pan.pos": 1}
+        assert facts.safety_events == ["target_clipped:shoulder_pan"]
         assert rig.end_episode().extra["steps"] == 0
         assert all(s.torque for s in arm.servos.values())
     finally:

@@ -304,7 +304,11 @@ class LeRobotRig:
         return sent
 
     def end_episode(self) -> EpisodeFacts:
-        facts = EpisodeFacts(extra={"steps": self._steps, "clipped_steps": dict(self._clipped),
+        """No physics on hardware; `max_relative_target` clipping is a safety event per joint
+        (`target_clipped:<joint>`), with the number of clipped steps in `extra`."""
+        events = [f"target_clipped:{key.removesuffix('.pos')}" for key in self._clipped]
+        facts = EpisodeFacts(safety_events=events,
+                             extra={"steps": self._steps, "clipped_steps": dict(self._clipped),
                                     "max_relative_target": self.profile.robot.max_relative_target})
         self._clipped, self._steps = {}, 0
         return facts
