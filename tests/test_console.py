@@ -227,3 +227,38 @@ def test_prompt_operator_without_a_terminal(layout):
     text = "\n".join(lines)
     assert f"Put the cube on mark {layout.marks[4].id}" in text and "no emergency-stop key" in text
     assert "trial aborted: DeviceFault: camera front" in text
+
+
+def test_estop_without_episode_ended_never_jams_the_next_cue(layout):
+    """A runner that goes straight to the next trial after an emergency stop still gets it started."""
+    async def session() -> list:
+        app = OperatorConsole(layout, countdown_s=0.2)
+        log = []
+
+        def runner():
+            cue = TrialCue(index=1, total=2, done_before=0, campaign_total=2, mark=layout.marks[0], duration_s=5.0)
+            app.operator.before_trial(cue)
+            app.operator.episode_started(cue)
+            try:
+                for k in range(2000):
+                    app.operator.poll(k / 30)
+                    time.sleep(0.005)
+            except EmergencyStop as stop:
+                log.append(stop.reason)
+            app.operator.before_trial(cue)  # no episode_ended in between
+            log.append("second trial started")
+
+        async with app.run_test(size=(120, 40)) as pilot:
+            thread = threading.Thread(target=runner, daemon=True)
+            thread.start()
+            await wait_for(pilot, lambda: app.state == "place")
+            await pilot.press("enter")
+            await wait_for(pilot, lambda: app.state == "episode")
+            await pilot.press("space")
+            await wait_for(pilot, lambda: len(log) == 1 and app.state == "place")
+            await pilot.press("enter")
+            await wait_for(pilot, lambda: len(log) == 2)
+        thread.join(2)
+        return log
+
+    assert asyncio.run(session()) == ["emergency stop by operator", "second trial started"]

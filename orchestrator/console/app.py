@@ -7,8 +7,8 @@ What the operator sees, trial by trial:
    countdown (`space`/`esc` cancels the countdown), `p` pauses / resumes between trials, `q`
    ends the session (resumable).
 2. **episode**: the episode timer; `space` or `esc` = emergency stop: the runner's next `poll`
-   raises `EmergencyStop`, the runner makes the arm safe, and the console asks why (the reason
-   is written into the `EmergencyStop` during `episode_ended`). `r` asks for a redo after the
+   raises `EmergencyStop`, the runner makes the arm safe and calls `episode_ended`, where the
+   console asks why and writes the answer into that `EmergencyStop` (`reason`) before returning. `r` asks for a redo after the
    episode; `p` pauses after this trial.
 3. **review**: `Enter` continues, `r` redoes the trial (the reason is asked and returned by
    `episode_ended`). A trial aborted by a fault shows its cause and what to check.
@@ -259,6 +259,10 @@ class OperatorConsole(App):
 
     # ---------------------------------------------------------------- called by the bridge
     def show_cue(self, cue: TrialCue) -> None:
+        box = self.query_one("#reason", Input)
+        if box.display:  # a question the runner did not wait for: drop it, never block the cue
+            box.display = False
+            self.set_focus(None)
         self.cue = cue
         self.state = "place"
         if self.pause_after_trial:
@@ -326,7 +330,9 @@ class OperatorConsole(App):
     def action_estop(self) -> None:
         if self.state == "episode":
             self.operator.estop.set()
-            self.ask_reason("estop", self.cue)
+            self.state = "stopping"
+            self._banner("EMERGENCY STOP: stopping the arm...", "estop")
+            self.add_message("emergency stop pressed")
         elif self.state == "countdown":
             self.state = "place"
             self._show_place_banner()
