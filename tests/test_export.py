@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from export_fixtures import FPS, STEPS, label_all, level, make_campaign, state_value, tree_digest
+from export_fixtures import FPS, REPO, STEPS, label_all, level, make_campaign, state_value, tree_digest
 from orchestrator.store import CampaignStore
 
 REPO_ID = "tester/so101-ab-export"
@@ -588,3 +588,41 @@ def test_without_lerobot_installed(sim_campaign, tmp_path, cli, monkeypatch):
     result = cli("export", sim_campaign, "--repo-id", REPO_ID, "--root", tmp_path / "ds")
     assert result.code == 1 and len(result.err_lines) == 1 and "lerobot extra" in result.err
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.slow
+def test_real_simulated_campaign_exports(tmp_path, cli, hf_env):
+    """End to end on the real simulated rig: `orchestrator run` (MuJoCo, scripted policies,
+    the recorder) on a 2-mark, 10 fps x 1 s copy of the demo protocol, then `export`."""
+    import yaml
+
+    from conftest import GRID20, sim_protocol_text
+
+    layout = yaml.safe_load(GRID20.read_text())
+    layout["marks"] = layout["marks"][5:7]
+    (tmp_path / "layout.yaml").write_text(yaml.safe_dump(layout, sort_keys=False))
+    text = sim_protocol_text().replace("episode: {fps: 30, duration_s: 12}", "episode: {fps: 10, duration_s: 1}")
+    assert "fps: 10" in text
+    (tmp_path / "protocol.yaml").write_text(text)
+    campaign = tmp_path / "campaign"
+    ran = cli("run", tmp_path / "protocol.yaml", "--rig", REPO / "hardware" / "sim.yaml", "--out", campaign,
+              "--workers", "1")
+    assert ran.code == 0, ran.err
+    root = tmp_path / "ds"
+    result = cli("export", campaign, "--repo-id", REPO_ID, "--root", root)
+    assert result.code == 0, result.err
+
+    trials, episodes, _ = store_rows(campaign)
+    dataset = load(root)
+    assert dataset.num_episodes == len(trials) == 4
+    assert list(dataset.meta.episodes["length"]) == [10] * 4
+    data = columns(dataset)
+    for index, trial in enumerate(trials):
+        rows = data["episode_index"] == index
+        assert set(data["ab.policy"][rows]) == {["A", "B"].index(trial.policy)}
+        assert set(data["ab.success"][rows]) == {episodes[trial.episode_id]["physics_success"]}
+    rig = yaml.safe_load((REPO / "hardware" / "sim.yaml").read_text())
+    item = dataset[len(dataset) - 1]
+    for camera, spec in rig["cameras"].items():
+        assert tuple(item[f"observation.images.{camera}"].shape) == (3, spec["height"], spec["width"])
+        assert float(item[f"observation.images.{camera}"].std()) > 0.01  # a rendered scene, not blank
