@@ -12,12 +12,18 @@ Two sources give the same `OutcomeSet`:
 
 Pairs are formed on (layout, repeat). A layout whose policies are not all present (or whose
 success is unknown) cannot form a pair: it is listed in `OutcomeSet.unpaired`, never hidden.
+
+A campaign also gives what a CSV cannot: each episode's control-loop timing
+(`TrialOutcome.timing`), the `orchestrator run` sessions (`OutcomeSet.sessions`) and whether
+the operator was also a judge; for a CSV these stay None.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import math
+import os
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -30,6 +36,52 @@ SUCCESS_WORDS = {"1": True, "true": True, "yes": True, "0": False, "false": Fals
 CSV_REQUIRED = ("layout", "policy", "success")
 CSV_OPTIONAL = ("repeat", "stratum", "judge", "failure_mode")
 CONSENSUS = "consensus"
+
+
+@dataclass(frozen=True)
+class LoopTiming:
+    """One episode's control-loop timing as stored by the runner (milliseconds).
+
+    overruns = steps whose period exceeded the control period by more than 5 % (always 0 for
+    a simulated rig, whose steps are not paced in real time)."""
+
+    period_p50_ms: float
+    period_p99_ms: float
+    overruns: int
+    policy_p50_ms: float
+    policy_p99_ms: float
+    steps: int
+
+    @classmethod
+    def from_dict(cls, timing: Any) -> "LoopTiming | None":
+        """From an episode's stored `timing` JSON; None when absent or not understood."""
+        if not isinstance(timing, dict):
+            return None
+        try:
+            out = cls(period_p50_ms=float(timing["period_p50_ms"]), period_p99_ms=float(timing["period_p99_ms"]),
+                      overruns=int(timing["overruns"]), policy_p50_ms=float(timing["policy_p50_ms"]),
+                      policy_p99_ms=float(timing["policy_p99_ms"]), steps=int(timing["steps"]))
+        except (KeyError, TypeError, ValueError, OverflowError):
+            return None
+        values = (out.period_p50_ms, out.period_p99_ms, out.policy_p50_ms, out.policy_p99_ms)
+        if not all(math.isfinite(v) for v in values) or out.steps <= 0 or out.overruns < 0:
+            return None
+        return out
+
+
+@dataclass(frozen=True)
+class SessionCounts:
+    """The `orchestrator run` sessions of a campaign and how they ended.
+
+    killed: no end was recorded (SIGKILL, power loss, crash of the interpreter); running: the
+    last session has no end yet and its process is alive on this host (a run in progress)."""
+
+    count: int
+    ended: int = 0
+    interrupted: int = 0
+    killed: int = 0
+    failed: int = 0
+    running: int = 0
 
 
 @dataclass(frozen=True)
@@ -56,6 +108,7 @@ class TrialOutcome:
     safety_events: tuple[str, ...] = ()
     aborted_attempts: int = 0
     line: int | None = None           # CSV line number, for messages
+    timing: LoopTiming | None = None  # the episode's control-loop timing (campaigns only)
 
     @property
     def key(self) -> tuple[str, int]:
@@ -94,6 +147,9 @@ class OutcomeSet:
     warnings: tuple[str, ...] = ()
     aborted_attempts: int = 0
     scheduled_trials: int = 0
+    sessions: SessionCounts | None = None         # None: the source has no sessions (CSV)
+    operator_is_judge: bool | None = None         # None: unknown (CSV)
+    fps: int | None = None                        # the protocol's control rate
 
     # ---------------------------------------------------------------- views
 
@@ -429,7 +485,8 @@ def outcomes_from_store(store: Any, judge: str | None = None) -> OutcomeSet:
             slot=t.slot, unit=t.unit, position=t.position, episode_id=t.episode_id, state=t.state,
             time_to_success_s=(rec.get("time_to_success_s") if rec else None),
             safety_events=tuple(rec.get("safety_events") or ()) if rec else (),
-            aborted_attempts=aborted_by_slot.get(t.slot, 0)))
+            aborted_attempts=aborted_by_slot.get(t.slot, 0),
+            timing=LoopTiming.from_dict(rec.get("timing")) if rec else None))
     done = sum(1 for t in trials if t.state == "done")
     if unjudged and not (mode == "consensus" and not humans and not simulated):
         warnings.append(f"{unjudged} of {done} episodes have no usable label under {label_source} "
@@ -437,6 +494,10 @@ def outcomes_from_store(store: Any, judge: str | None = None) -> OutcomeSet:
     stop_reason = camp.get("stop_reason")
     complete = done == len(trials) or bool(camp.get("finished_at"))
     stopping = analysis.get("stopping", "none")
+    judging = proto.get("judging") if isinstance(proto.get("judging"), dict) else {}
+    operator_is_judge = bool(judging.get("operator_is_judge", False)) if proto else None
+    episode = proto.get("episode") if isinstance(proto.get("episode"), dict) else {}
+    fps = episode.get("fps") if isinstance(episode.get("fps"), int) else None
     return OutcomeSet(
         outcomes=tuple(outcomes), policies=policies, source=str(store.directory), label_source=label_source,
         campaign_id=str(camp.get("id", "")), campaign_name=str(camp.get("name", "")),
@@ -445,4 +506,40 @@ def outcomes_from_store(store: Any, judge: str | None = None) -> OutcomeSet:
         stop_reason=stop_reason, primary=str(analysis.get("primary", "mcnemar_midp")),
         alpha=float(analysis.get("alpha", 0.05)), stopping=stopping, marks=marks,
         human_labels=tuple(human_labels), physics=physics, warnings=tuple(warnings),
-        aborted_attempts=sum(aborted_by_slot.values()), scheduled_trials=len(trials))
+        aborted_attempts=sum(aborted_by_slot.values()), scheduled_trials=len(trials),
+        sessions=session_counts(store.sessions()), operator_is_judge=operator_is_judge, fps=fps)
+
+
+def session_counts(sessions: Sequence[dict[str, Any]]) -> SessionCounts:
+    """Classify `store.sessions()` rows: outcome `ended`, `interrupted`, `failed: ...`; no
+    `ended_at` means killed, unless it is the last session and its process is still alive on
+    this host (a run in progress while the report is made)."""
+    import platform
+
+    counts: Counter = Counter()
+    for i, s in enumerate(sessions):
+        outcome = str(s.get("outcome") or "")
+        if s.get("ended_at") is None:
+            last = i == len(sessions) - 1
+            alive = last and s.get("host") == platform.node() and _pid_alive(s.get("pid"))
+            counts["running" if alive else "killed"] += 1
+        elif outcome == "interrupted":
+            counts["interrupted"] += 1
+        elif outcome.startswith("failed"):
+            counts["failed"] += 1
+        else:
+            counts["ended"] += 1
+    return SessionCounts(count=len(sessions), ended=counts["ended"], interrupted=counts["interrupted"],
+                         killed=counts["killed"], failed=counts["failed"], running=counts["running"])
+
+
+def _pid_alive(pid: Any) -> bool:
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)          # no signal is sent: only asks whether the process exists
+    except PermissionError:
+        return True              # exists, owned by someone else
+    except OSError:
+        return False
+    return True

@@ -18,10 +18,13 @@ from itertools import accumulate, combinations
 from typing import Any
 
 from . import stats
-from .outcomes import OutcomeSet
+from .outcomes import OutcomeSet, SessionCounts
 
 SCHEMA = "orchestrator.report/1"
 PLAN_MAX_LAYOUTS = 2000
+# An episode "could not keep the rate" when more than this fraction of its steps overran the
+# control period: the same threshold as the runner's warning (runner.OVERRUN_WARN_FRACTION).
+OVERRUN_WARN_FRACTION = 0.05
 
 
 # ------------------------------------------------------------------ the report object
@@ -58,6 +61,27 @@ class PolicySummary:
     @property
     def rate(self) -> float | None:
         return self.successes / self.trials if self.trials else None
+
+
+@dataclass(frozen=True)
+class PolicyTiming:
+    """Control-loop timing of one policy's episodes (milliseconds).
+
+    paced is False for a simulated campaign: its steps are not paced in real time, so the
+    periods are compute time and overruns are not measured (None)."""
+
+    label: str
+    episodes: int                     # done episodes
+    with_timing: int                  # of those, episodes with a stored timing summary
+    steps: int | None                 # steps per episode (the common value)
+    paced: bool
+    period_p50_ms: float | None       # median over episodes of the episode's period p50
+    period_p99_ms: float | None       # worst episode's period p99
+    overrun_steps: int | None         # total over episodes (None when not paced)
+    episodes_over: int | None         # episodes with more than OVERRUN_WARN_FRACTION overruns
+    policy_p50_ms: float | None       # median over episodes of the policy's compute p50
+    policy_p99_ms: float | None       # median over episodes of the policy's compute p99
+    policy_p99_max_ms: float | None   # worst episode's policy compute p99
 
 
 @dataclass(frozen=True)
@@ -185,6 +209,11 @@ class Report:
     grid: tuple[tuple[str, float | None, float | None, str, str], ...] = ()   # layout, x, y, stratum, category
     timeline: tuple[tuple[str, tuple[bool, ...]], ...] = ()                   # policy, outcomes in run order
     extra: dict[str, Any] = field(default_factory=dict)
+    # campaign-only facts (empty / None for an outcomes CSV)
+    timing: tuple[PolicyTiming, ...] = ()
+    sessions: SessionCounts | None = None
+    operator_is_judge: bool | None = None
+    fps: int | None = None
 
 
 # ------------------------------------------------------------------ building
@@ -221,6 +250,37 @@ def _time_summary(values: list[float]) -> TimeSummary | None:
     n = len(values)
     med = values[n // 2] if n % 2 else (values[n // 2 - 1] + values[n // 2]) / 2
     return TimeSummary(n, med, sum(values) / n, values[0], values[-1])
+
+
+def _median(values: list[float]) -> float | None:
+    if not values:
+        return None
+    values = sorted(values)
+    n = len(values)
+    return values[n // 2] if n % 2 else (values[n // 2 - 1] + values[n // 2]) / 2
+
+
+def _timing(data: OutcomeSet) -> tuple[PolicyTiming, ...]:
+    """Per-policy control-loop timing; () when the source is not a campaign (an outcomes CSV)."""
+    if not data.campaign_id:
+        return ()
+    paced = not data.simulated
+    rows = []
+    for p in data.policies:
+        done = [o for o in data.outcomes if o.policy == p and o.state == "done" and o.episode_id]
+        ts = [o.timing for o in done if o.timing is not None]
+        over = [t for t in ts if t.overruns > OVERRUN_WARN_FRACTION * t.steps]
+        steps = Counter(t.steps for t in ts).most_common(1)
+        rows.append(PolicyTiming(
+            label=p, episodes=len(done), with_timing=len(ts), steps=steps[0][0] if steps else None, paced=paced,
+            period_p50_ms=_median([t.period_p50_ms for t in ts]),
+            period_p99_ms=max((t.period_p99_ms for t in ts), default=None),
+            overrun_steps=sum(t.overruns for t in ts) if paced else None,
+            episodes_over=len(over) if paced else None,
+            policy_p50_ms=_median([t.policy_p50_ms for t in ts]),
+            policy_p99_ms=_median([t.policy_p99_ms for t in ts]),
+            policy_p99_max_ms=max((t.policy_p99_ms for t in ts), default=None)))
+    return tuple(rows)
 
 
 def _policy_summary(label: str, data: OutcomeSet) -> PolicySummary:
@@ -495,6 +555,14 @@ def build_report(data: OutcomeSet) -> Report:
         warnings.append(f"{len(unpaired)} layout run{'s' if len(unpaired) != 1 else ''} cannot form a "
                         "complete pair (listed under 'Unpaired layouts'); they are not in the paired tables")
     done = sum(1 for o in data.outcomes if o.state == "done")
+    timing = _timing(data)
+    rate = f"{data.fps} Hz" if data.fps else "its control rate"
+    for t in timing:
+        if t.episodes_over:
+            warnings.append(f"policy {t.label} could not keep {rate} in {t.episodes_over} "
+                            f"episode{'s' if t.episodes_over != 1 else ''} of {t.with_timing} (more than "
+                            f"{100 * OVERRUN_WARN_FRACTION:g}% of the steps overran the control period; "
+                            f"{t.overrun_steps} overrun steps in all): its outcomes may reflect a slow loop")
     stopping_rule = _describe_stopping(data.stopping)
     if _evalue_rule(data.stopping):
         warnings.append("the protocol pre-registers the e-value stopping rule: the verdict uses the "
@@ -524,7 +592,8 @@ def build_report(data: OutcomeSet) -> Report:
         trials_scheduled=data.scheduled_trials, aborted_attempts=data.aborted_attempts, policies=policies,
         comparisons=comparisons, cochran=cochran, strata=_strata(data), drift=_drift(data),
         judges=_judges(data), unpaired=unpaired, warnings=tuple(warnings), headline=headline,
-        grid=_grid(data), timeline=_timeline(data))
+        grid=_grid(data), timeline=_timeline(data), timing=timing, sessions=data.sessions,
+        operator_is_judge=data.operator_is_judge, fps=data.fps)
 
 
 def _describe_stopping(stopping: Any) -> str:
@@ -553,7 +622,8 @@ def to_dict(r: Report) -> dict[str, Any]:
                      "trials": r.trials_done, "aborted": r.aborted_attempts,
                      "name": r.campaign_name, "protocol_name": r.protocol_name, "source": r.source,
                      "simulated": r.simulated, "scheduled_trials": r.trials_scheduled,
-                     "stop_reason": r.stop_reason, "stopping_rule": r.stopping_rule},
+                     "stop_reason": r.stop_reason, "stopping_rule": r.stopping_rule,
+                     "operator_is_judge": r.operator_is_judge, "fps": r.fps},
         "labels": r.label_source,
         "analysis": {"primary": r.primary, "alpha": r.alpha},
         "policies": {},
@@ -609,6 +679,17 @@ def to_dict(r: Report) -> dict[str, Any]:
                                               "false_success": a.false_success, "false_failure": a.false_failure}
                                     for a in j.accuracy},
         }
+    # campaign-only: null for an outcomes CSV, which holds neither timing nor sessions
+    out["timing"] = {t.label: {
+        "episodes": t.episodes, "episodes_with_timing": t.with_timing, "steps": t.steps, "paced": t.paced,
+        "period_p50_ms": _num(t.period_p50_ms), "period_p99_ms": _num(t.period_p99_ms),
+        "overrun_steps": t.overrun_steps, "episodes_over_5pct_overruns": t.episodes_over,
+        "policy_p50_ms": _num(t.policy_p50_ms), "policy_p99_ms": _num(t.policy_p99_ms),
+        "policy_p99_max_ms": _num(t.policy_p99_max_ms),
+    } for t in r.timing} if r.timing else None
+    out["sessions"] = None if r.sessions is None else {
+        "count": r.sessions.count, "interrupted": r.sessions.interrupted, "killed": r.sessions.killed,
+        "failed": r.sessions.failed, "ended": r.sessions.ended, "running": r.sessions.running}
     out["unpaired"] = [{"layout": l, "repeat": rp, "why": why} for l, rp, why in r.unpaired]
     out["warnings"] = list(r.warnings)
     out["verdict"] = r.headline
@@ -667,6 +748,12 @@ def _sections(r: Report, md: bool) -> list[str]:
     L.append(f"Trials: {r.trials_done} done of {r.trials_scheduled} scheduled; aborted attempts: {r.aborted_attempts}; "
              f"campaign {'complete' if r.complete else 'NOT complete'}"
              + (f"; stopped: {r.stop_reason}" if r.stop_reason else ""))
+    if r.sessions is not None:
+        s = r.sessions
+        L.append(f"Run sessions: {s.count} ({s.interrupted} interrupted, {s.killed} killed, {s.failed} failed"
+                 + (f", {s.running} still running" if s.running else "") + ")")
+    if r.operator_is_judge is not None:
+        L.append("Operator also a judge: " + ("yes" if r.operator_is_judge else "no"))
     if r.warnings:
         h("Warnings")
         for w in r.warnings:
@@ -746,6 +833,30 @@ def _sections(r: Report, md: bool) -> list[str]:
                      "-" if ts is None else f"{ts.median:.2f} s", "-" if ts is None else f"{ts.mean:.2f} s",
                      "-" if ts is None else f"{ts.lo:.2f}-{ts.hi:.2f} s"])
     table(["policy", "n", "median", "mean", "range"], rows)
+
+    if r.timing:
+        h("Control-loop timing" + (f" ({r.fps} Hz, {1000 / r.fps:.1f} ms period)" if r.fps else ""))
+
+        def ms(x: float | None) -> str:
+            return "-" if x is None else (f"{x:.2f} ms" if x < 10 else f"{x:.1f} ms")
+
+        if all(t.paced for t in r.timing):
+            table(["policy", "episodes with timing", "period p50", "worst period p99", "overrun steps",
+                   f"episodes > {100 * OVERRUN_WARN_FRACTION:g}% overruns", "policy p50", "policy p99"],
+                  [[t.label, f"{t.with_timing} of {t.episodes}", ms(t.period_p50_ms), ms(t.period_p99_ms),
+                    str(t.overrun_steps), str(t.episodes_over), ms(t.policy_p50_ms), ms(t.policy_p99_ms)]
+                   for t in r.timing])
+            L.append("")
+            L.append("period p50, policy p50 and p99: median over the episodes; worst period p99: the slowest "
+                     "episode; an overrun step took more than 5% longer than the period")
+        else:
+            L.append("simulated: not paced in real time (no overrun figures); policy compute time per step:")
+            L.append("")
+            table(["policy", "episodes with timing", "policy p50", "policy p99", "worst policy p99"],
+                  [[t.label, f"{t.with_timing} of {t.episodes}", ms(t.policy_p50_ms), ms(t.policy_p99_ms),
+                    ms(t.policy_p99_max_ms)] for t in r.timing])
+            L.append("")
+            L.append("policy p50 and p99: median over the episodes; worst policy p99: the slowest episode")
 
     h("Aborted attempts")
     L.append(", ".join(f"{p.label}: {p.aborted_attempts}" for p in r.policies) +
