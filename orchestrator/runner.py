@@ -13,6 +13,7 @@ on the trial's stored seed, so they equal those of an uninterrupted sequential r
 from __future__ import annotations
 
 import signal
+import threading
 import time
 from dataclasses import dataclass
 from typing import Callable
@@ -78,6 +79,10 @@ def _sigterm_as_interrupt(signum, frame):  # noqa: ARG001
     raise KeyboardInterrupt
 
 
+class _Redo(EmergencyStop):
+    """The operator asked to redo a completed episode (its reason is already recorded)."""
+
+
 def stop_decision(opened: OpenedCampaign) -> str | None:
     """The pre-registered stopping rule, evaluated on outcomes so far; a reason or None."""
     stopping = opened.protocol.protocol.analysis.stopping
@@ -112,7 +117,9 @@ def run_campaign(opened: OpenedCampaign, operator: Operator | None = None, worke
     if free_bytes(store.directory) < 2 * per_episode * len(pending) + DISK_MARGIN_BYTES:
         say(f"warning: free disk space may not hold all {len(pending)} remaining episodes "
             f"(about {per_episode * len(pending) / 1e6:.0f} MB); the run will stop cleanly before the disk fills")
-    previous = signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
+    on_main_thread = threading.current_thread() is threading.main_thread()
+    # (under the operator console the runner is on a worker thread; the console owns signals)
+    previous = signal.signal(signal.SIGTERM, _sigterm_as_interrupt) if on_main_thread else None
     session = store.begin_session()
     outcome = "failed"
     try:
@@ -130,7 +137,8 @@ def run_campaign(opened: OpenedCampaign, operator: Operator | None = None, worke
         outcome = f"failed: {exc}"[:500]
         raise
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        if on_main_thread:
+            signal.signal(signal.SIGTERM, previous)
         try:
             store.end_session(session, outcome)
         except Exception:
@@ -172,12 +180,15 @@ def _run_sequential(opened: OpenedCampaign, pending: list[TrialRow], operator: O
     rig = make_rig(opened.rig, loaded)
     policies = {}
     try:
-        rig.connect()
-        problems = rig.preflight()
-        if problems:
-            raise BadInput(problems)
+        # Policies first, hardware last (as LeRobot does): a checkpoint that does not match the
+        # rig is refused before the arm's torque is ever enabled.
         for label in dict.fromkeys(t.policy for t in pending):
             policies[label] = make_policy(label, loaded.protocol.policies[label], loaded, rig)
+        if rig.realtime and (problems := rig.preflight()):
+            raise BadInput(problems)
+        rig.connect()
+        if not rig.realtime and (problems := rig.preflight()):  # the simulator checks its scene
+            raise BadInput(problems)
         rig.go_to_rest()
         progress = Progress(summary.total, summary.done_total, say)
         queue = list(pending)
@@ -213,7 +224,7 @@ def _run_sequential(opened: OpenedCampaign, pending: list[TrialRow], operator: O
                 facts, timing = run_episode(rig, policies[trial.policy], context, recorder, operator)
                 redo = operator.episode_ended(cue, None)
                 if redo:
-                    raise EmergencyStop(f"redo requested by operator: {redo}")
+                    raise _Redo(f"redo requested by operator: {redo}")
                 recorded = recorder.finish()
                 store.finish_attempt(attempt, episode_record(episode_id, context, cameras, recorded, facts, timing))
             except KeyboardInterrupt:
@@ -225,6 +236,8 @@ def _run_sequential(opened: OpenedCampaign, pending: list[TrialRow], operator: O
             except EmergencyStop as stop:
                 rig.safe_stop()
                 recorder.discard()
+                if not isinstance(stop, _Redo):
+                    operator.episode_ended(cue, stop.reason)  # the operator says why (into stop.reason)
                 store.abort_attempt(attempt, stop.reason)
                 summary.aborted_now += 1
                 tries[trial.slot] = tries.get(trial.slot, 0) + 1
@@ -239,6 +252,7 @@ def _run_sequential(opened: OpenedCampaign, pending: list[TrialRow], operator: O
                 store.abort_attempt(attempt, cause)
                 summary.aborted_now += 1
                 hint = getattr(exc, "hint", None)
+                operator.message(f"trial aborted: {cause}" + (f"; check: {hint}" if hint else ""))
                 raise RuntimeFailure(
                     f"trial {trial.slot + 1} (mark {trial.mark_id}) aborted: {cause}"
                     + (f"; {hint}" if hint else "")

@@ -26,33 +26,39 @@ def default_workers() -> int:
     return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
 
 
-def make_operator(args: argparse.Namespace, opened):
-    """The operator for this run: nobody in simulation, the console (or prompts) on hardware."""
-    if opened.rig.profile.simulated:
-        return None
-    if args.no_console:
-        from ..console.prompt import PromptOperator
-
-        return PromptOperator()
-    from ..console import ConsoleOperator
-
-    return ConsoleOperator(opened.protocol)
-
-
 def run(args: argparse.Namespace) -> int:
     from ..campaign import open_campaign
+    from ..protocol import load_protocol
+    from ..rigs.profile import load_rig
     from ..runner import run_campaign
 
-    opened = open_campaign(args.protocol, args.rig, args.out)
-    try:
-        directory = opened.store.directory
-        print(f"campaign {directory} ({'resumed' if opened.resumed else 'new'}; "
-              f"protocol sha256 {opened.protocol.sha256[:12]})")
-        workers = args.workers or (default_workers() if opened.rig.profile.simulated else 1)
-        summary = run_campaign(opened, make_operator(args, opened), workers=workers,
-                               stop_after=args.stop_after)
-    finally:
-        opened.store.close()
+    def session(operator=None):
+        opened = open_campaign(args.protocol, args.rig, args.out)
+        try:
+            directory = opened.store.directory
+            say = operator.message if operator is not None else None
+            (say or print)(f"campaign {directory} ({'resumed' if opened.resumed else 'new'}; "
+                           f"protocol sha256 {opened.protocol.sha256[:12]})")
+            workers = args.workers or (default_workers() if opened.rig.profile.simulated else 1)
+            kwargs = {"say": say} if say else {}
+            return directory, run_campaign(opened, operator, workers=workers, stop_after=args.stop_after,
+                                           **kwargs)
+        finally:
+            opened.store.close()
+
+    simulated = load_rig(args.rig).profile.simulated
+    if simulated:
+        directory, summary = session()
+    elif args.no_console:
+        from ..console.prompt import PromptOperator
+
+        directory, summary = session(PromptOperator(load_protocol(args.protocol)))
+    else:
+        # Textual owns the main thread; the runner (and its SQLite store) runs on the console's
+        # worker thread, opened there.
+        from ..console import run_with_console
+
+        directory, summary = run_with_console(load_protocol(args.protocol), session)
     state = "complete" if summary.complete else "incomplete (run again to resume)"
     print(f"{summary.done_total}/{summary.total} trials done, {summary.aborted_now} aborted this "
           f"session; campaign {state}")
