@@ -148,7 +148,8 @@ def bench_orchestrator(rig, loaded, tmp: Path, fps: int, seconds: float, record:
     episode_mod.precise_sleep_until = probe
     context = EpisodeContext(mark=Mark(id="M01", x=0.2, y=0.0), cube=Cube(), seed=0, fps=fps,
                              duration_s=seconds, task="bench")
-    recorder = (EpisodeRecorder(tmp / "campaign", "benchepisode", loaded.profile.cameras, fps, round(fps * seconds))
+    recorder = (EpisodeRecorder(tmp / "campaign", "benchepisode", loaded.profile.cameras, fps, round(fps * seconds),
+                                realtime=True)
                 if record else NoRecorder())
     try:
         facts, timing = episode_mod.run_episode(timed_rig, policy, context, recorder, AutoOperator(lambda s: None))

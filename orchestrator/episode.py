@@ -9,6 +9,7 @@ can show p50/p99 period and overruns.
 
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import dataclass
 
@@ -18,6 +19,9 @@ from .operator import Operator
 from .policies.base import EpisodeContext, Policy
 from .recording import EpisodeRecorder
 from .rigs.base import EpisodeFacts, Rig
+
+
+REALTIME_SWITCH_INTERVAL_S = 0.0005
 
 
 def precise_sleep_until(deadline: float) -> None:
@@ -60,6 +64,21 @@ def run_episode(rig: Rig, policy: Policy, context: EpisodeContext, recorder: Epi
     Exceptions (device faults, policy errors, an operator's emergency stop) propagate to the
     caller, which aborts the attempt; the caller also owns `safe_stop`.
     """
+    if rig.realtime:
+        # The video encoders run on threads; with Python's default 5 ms GIL hand-over a control
+        # step can wait that long for the interpreter. 0.5 ms keeps the loop's wait short
+        # (measured with bench/control_loop.py).
+        switch = sys.getswitchinterval()
+        sys.setswitchinterval(REALTIME_SWITCH_INTERVAL_S)
+        try:
+            return _run_steps(rig, policy, context, recorder, operator)
+        finally:
+            sys.setswitchinterval(switch)
+    return _run_steps(rig, policy, context, recorder, operator)
+
+
+def _run_steps(rig: Rig, policy: Policy, context: EpisodeContext, recorder: EpisodeRecorder,
+               operator: Operator | None) -> tuple[EpisodeFacts, EpisodeTiming]:
     steps = round(context.fps * context.duration_s)
     period = 1.0 / context.fps
     policy.reset(context)

@@ -74,10 +74,11 @@ def check_disk(directory: Path, needed_bytes: int, what: str) -> None:
 class _VideoWriter(threading.Thread):
     """Encodes RGB frames of one camera to H.264 on its own thread."""
 
-    def __init__(self, path: Path, spec: CameraSpec):
+    def __init__(self, path: Path, spec: CameraSpec, preset: str):
         super().__init__(daemon=True, name=f"video-{path.stem}")
         self.path = path
         self.spec = spec
+        self.preset = preset
         self.frames: queue.Queue = queue.Queue(maxsize=max(8, spec.fps * 4))
         self.error: BaseException | None = None
         self.count = 0
@@ -91,7 +92,7 @@ class _VideoWriter(threading.Thread):
             stream = container.add_stream("libx264", rate=self.spec.fps)
             stream.width, stream.height = self.spec.width, self.spec.height
             stream.pix_fmt = "yuv420p"
-            stream.options = {"preset": "veryfast", "crf": "23", "threads": "1"}
+            stream.options = {"preset": self.preset, "crf": "23", "threads": "1"}
             while True:
                 item = self.frames.get()
                 if item is None:
@@ -163,7 +164,7 @@ class EpisodeRecorder:
     """
 
     def __init__(self, campaign_dir: Path, episode_id: str, cameras: dict[str, CameraSpec],
-                 control_fps: int, steps: int):
+                 control_fps: int, steps: int, realtime: bool = False):
         self.campaign_dir = Path(campaign_dir)
         self.episode_id = episode_id
         self.cameras = cameras
@@ -174,7 +175,10 @@ class EpisodeRecorder:
         self.video_dir.mkdir(parents=True, exist_ok=True)
         self.series_dir.mkdir(parents=True, exist_ok=True)
         self._due = {name: self._frame_steps(spec.fps) for name, spec in cameras.items()}
-        self._writers = {name: _VideoWriter(self.video_dir / f"{name}.mp4{PARTIAL}", spec)
+        # Live cameras: the cheapest H.264 preset, so encoding leaves CPU to the control loop
+        # and the policy; simulation has time to spare and gets smaller files.
+        preset = "ultrafast" if realtime else "veryfast"
+        self._writers = {name: _VideoWriter(self.video_dir / f"{name}.mp4{PARTIAL}", spec, preset)
                          for name, spec in cameras.items()}
         for writer in self._writers.values():
             writer.start()

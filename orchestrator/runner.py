@@ -218,7 +218,7 @@ def _run_sequential(opened: OpenedCampaign, pending: list[TrialRow], operator: O
             episode_id = new_episode_id()
             attempt = store.begin_attempt(trial.slot, episode_id)
             recorder = EpisodeRecorder(store.directory, episode_id, cameras, context.fps,
-                                       round(context.fps * context.duration_s))
+                                       round(context.fps * context.duration_s), realtime=rig.realtime)
             try:
                 operator.episode_started(cue)
                 facts, timing = run_episode(rig, policies[trial.policy], context, recorder, operator)
