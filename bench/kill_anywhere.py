@@ -35,6 +35,7 @@ from orchestrator.store import CampaignStore  # noqa: E402
 class KillStats:
     kills: int = 0
     resumes: int = 0
+    campaigns: list[Path] = field(default_factory=list)
     aborted_attempts: int = 0
     violations: list[str] = field(default_factory=list)
 
@@ -93,39 +94,50 @@ def kill_process_tree(process: subprocess.Popen) -> None:
 
 def kill_loop(protocol: Path, rig: Path, out: Path, kills: int, workers: int, max_delay_s: float,
               rng: random.Random, log=print) -> KillStats:
-    """Start/kill/resume until `kills` kills were delivered, then run to completion."""
+    """Start/kill/resume until `kills` kills were delivered, then run to completion.
+
+    A kill that comes too late (the run already finished) is not counted; once a campaign
+    completes, the next kills go to a fresh campaign (`out`-2, `out`-3, ...), so every kill
+    lands in a campaign that is still running. `stats.campaigns` lists the directories.
+    """
     stats = KillStats()
     previous_done = 0
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    directory = out
+    stats.campaigns.append(directory)
     while True:
-        process = subprocess.Popen(run_command(protocol, rig, out, workers), cwd=ROOT, env=env,
+        process = subprocess.Popen(run_command(protocol, rig, directory, workers), cwd=ROOT, env=env,
                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                    start_new_session=True)
         stats.resumes += 1
+        err = b""
         if stats.kills < kills:
             delay = rng.uniform(0.0, max_delay_s)
             try:
-                process.wait(timeout=delay)
+                _, err = process.communicate(timeout=delay)
             except subprocess.TimeoutExpired:
                 kill_process_tree(process)
                 stats.kills += 1
         else:
             _, err = process.communicate(timeout=1800)
-            if process.returncode != 0:
-                stats.violations.append(f"final run exit {process.returncode}: {err.decode()[-300:]}")
-        if process.returncode not in (0, -signal.SIGKILL, None):
-            err = process.stderr.read().decode() if process.stderr else ""
-            stats.violations.append(f"run exited {process.returncode}: {err.strip()[-300:]}")
-        done, problems = check_invariants(out)
-        stats.violations.extend(problems)
+        if process.returncode not in (0, -signal.SIGKILL):
+            stats.violations.append(f"{directory.name}: run exited {process.returncode}: "
+                                    f"{(err or b'').decode()[-300:].strip()}")
+        done, problems = check_invariants(directory)
+        stats.violations.extend(f"{directory.name}: {p}" for p in problems)
         if done < previous_done:
-            stats.violations.append(f"done trials went down from {previous_done} to {done}")
+            stats.violations.append(f"{directory.name}: done trials went down from {previous_done} to {done}")
         previous_done = done
-        if stats.kills >= kills and process.returncode == 0:
-            break
-        log(f"kill {stats.kills}/{kills}: {done} trials done")
-    with CampaignStore.open_readonly(out) as store:
-        stats.aborted_attempts = sum(1 for a in store.attempts() if a["status"] == "aborted")
+        if process.returncode == 0:
+            if stats.kills >= kills:
+                break
+            directory = out.with_name(f"{out.name}-{len(stats.campaigns) + 1}")
+            stats.campaigns.append(directory)
+            previous_done = 0
+        log(f"kill {stats.kills}/{kills}: {done} trials done in {directory.name}")
+    for campaign in stats.campaigns:
+        with CampaignStore.open_readonly(campaign) as store:
+            stats.aborted_attempts += sum(1 for a in store.attempts() if a["status"] == "aborted")
     return stats
 
 
@@ -149,14 +161,18 @@ def main() -> int:
     killed = args.work / "killed"
     stats = kill_loop(args.protocol, args.rig, killed, args.kills, args.workers, args.max_delay,
                       random.Random(args.seed))
-    got = outcomes(killed)
-    lost = len(expected) - len(got)
-    mismatched = sum(1 for slot in expected if got.get(slot) != expected[slot])
-    print(f"kills delivered:      {stats.kills}")
+    lost = mismatched = done_total = 0
+    for campaign in stats.campaigns:
+        got = outcomes(campaign)
+        done_total += len(got)
+        lost += len(expected) - len(got)
+        mismatched += sum(1 for slot in expected if got.get(slot) != expected[slot])
+    print(f"kills delivered:      {stats.kills} (SIGKILL to the run and its workers)")
+    print(f"campaigns:            {len(stats.campaigns)} of {len(expected)} trials each, all completed")
     print(f"resumes:              {stats.resumes}")
     print(f"aborted attempts:     {stats.aborted_attempts} (re-run)")
-    print(f"trials expected/done: {len(expected)}/{len(got)} (lost {lost})")
-    print(f"outcome mismatches:   {mismatched}")
+    print(f"trials done:          {done_total} (lost {lost})")
+    print(f"outcome mismatches:   {mismatched} (against an uninterrupted run)")
     print(f"invariant violations: {len(stats.violations)}")
     for violation in stats.violations[:10]:
         print(f"  {violation}")

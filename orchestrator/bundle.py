@@ -35,7 +35,8 @@ from typing import Any
 from .blinding import blinded_view, forbidden_terms, judge_order, scan_for_terms
 from .errors import BadInput, RuntimeFailure
 from .judge.source import BlindEpisode, JudgingInfo, LabelRecord, Mark, check_judge_name, current_labels
-from .store import LABELS, CampaignStore, fsync_dir
+from .durable import fsync_dir, fsync_file
+from .store import LABELS, CampaignStore
 
 SCHEMA = "orchestrator.bundle/1"
 MANIFEST = "manifest.json"
@@ -56,14 +57,6 @@ Success test: {success_test}
 
 When done, send back the folder labels/ (or the whole bundle).
 """
-
-
-def _fsync_file(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _remux_without_metadata(src: Path, dst: Path) -> None:
@@ -131,7 +124,7 @@ def write_bundle(campaign: Path, out: Path) -> BundleSummary:
                 except Exception as exc:
                     raise RuntimeFailure(f"{src}: cannot copy video into the bundle "
                                          f"({type(exc).__name__}: {exc})") from None
-                _fsync_file(dst)
+                fsync_file(dst)
                 total += dst.stat().st_size
                 videos[camera] = rel
             entries.append({"id": episode.id, "videos": videos,
@@ -145,7 +138,7 @@ def write_bundle(campaign: Path, out: Path) -> BundleSummary:
                                                       success_test=info.success_test))
         (tmp / LABELS_DIR).mkdir()
         for name in (MANIFEST, "README.txt"):
-            _fsync_file(tmp / name)
+            fsync_file(tmp / name)
         leaks = scan_for_terms(tmp, terms)
         if leaks:
             where, term = leaks[0]

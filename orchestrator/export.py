@@ -52,6 +52,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
+from .durable import fsync_dir
 from .errors import BadInput, OrchestratorError, RuntimeFailure
 from .rigs.profile import STATE_KEYS, RigProfile, parse_rig_text
 from .store import LOCK_NAME, PHYSICS_JUDGE, CampaignStore, TrialRow
@@ -835,11 +836,7 @@ def _fsync_tree(directory: Path) -> None:
             pass
         finally:
             os.close(fd)
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    fsync_dir(directory)
 
 
 def swap_into_place(new: Path, root: Path) -> None:
@@ -863,11 +860,7 @@ def swap_into_place(new: Path, root: Path) -> None:
             os.rename(aside, root)  # put the previous export back
             raise
         shutil.rmtree(aside, ignore_errors=True)
-    fd = os.open(root.parent, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    fsync_dir(root.parent)
 
 
 def _remove_stale_temps(root: Path) -> None:

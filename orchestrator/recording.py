@@ -26,25 +26,13 @@ import numpy as np
 from .errors import RuntimeFailure
 from .rigs.base import Action, Observation
 from .rigs.profile import STATE_KEYS, CameraSpec
-from .store import fsync_dir
+from .durable import publish
 
 PARTIAL = ".partial"
 # Bytes per pixel per frame of H.264 at CRF 23 on table-top scenes, measured on simulated
 # episodes (0.02-0.05); 0.08 leaves margin for noisy real cameras.
 H264_BYTES_PER_PIXEL = 0.08
 DISK_MARGIN_BYTES = 32 * 1024 * 1024   # kept free for the store, logs and the OS
-
-
-def fsync_file(path: Path) -> None:
-    with open(path, "rb+") as handle:
-        os.fsync(handle.fileno())
-
-
-def publish(partial: Path, final: Path) -> None:
-    """Make `partial` visible as `final` atomically and durably (fsync file, rename, fsync dir)."""
-    fsync_file(partial)
-    os.replace(partial, final)
-    fsync_dir(final.parent)
 
 
 def episode_bytes_estimate(cameras: dict[str, CameraSpec], duration_s: float) -> int:

@@ -25,6 +25,7 @@ from typing import Any, Iterator
 
 from filelock import FileLock, Timeout
 
+from .durable import fsync_dir
 from .errors import BadInput, RuntimeFailure
 from .schedule import ScheduledTrial
 
@@ -148,15 +149,6 @@ def _connect(path: Path, readonly: bool = False) -> sqlite3.Connection:
         conn.execute("PRAGMA synchronous = FULL")
         conn.execute("PRAGMA foreign_keys = ON")
     return conn
-
-
-def fsync_dir(path: Path) -> None:
-    """fsync a directory so a rename or new file inside it survives power loss."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class CampaignStore:

@@ -132,9 +132,10 @@ def test_sigkill_anywhere_then_resume_gives_identical_outcomes(reference, tmp_pa
                       rng=random.Random(3), log=lambda *_: None)
     assert stats.violations == []
     assert stats.kills == 4
-    assert outcomes(tmp_path / "killed") == outcomes(reference)
-    done, problems = check_invariants(tmp_path / "killed")
-    assert done == 6 and problems == []
+    for campaign in stats.campaigns:
+        assert outcomes(campaign) == outcomes(reference)
+        done, problems = check_invariants(campaign)
+        assert done == 6 and problems == []
 
 
 def test_damaged_video_of_done_trial_is_detected_and_rerun(reference, tmp_path):

@@ -326,7 +326,7 @@ def test_lock_refuses_a_second_runner_while_readers_work(tmp_path):
 
 
 WRITER = """
-import random, sys
+import random, sys, time
 from orchestrator.store import CampaignStore, EpisodeRecord, new_episode_id
 store = CampaignStore.open_for_run(sys.argv[1])
 rng = random.Random(int(sys.argv[2]))
@@ -346,6 +346,7 @@ while store.pending_trials():
         if rng.random() < 0.3:
             store.add_judgment(ep, "ann", rng.choice(["success", "failure", "unsure"]))
         store.log_event("progress", f"slot {trial.slot}", slot=trial.slot)
+        time.sleep(0.005)  # a writer that lasts longer than the kill delays on a fast machine
 print("finished", flush=True)
 """
 

@@ -9,6 +9,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from ..durable import fsync_dir
 from ..errors import BadInput, RuntimeFailure
 
 HELP = "the paired report: McNemar (mid-p primary), Wilson intervals, difference CI, strata, judges, plots"
@@ -46,11 +47,7 @@ def write_atomic(path: Path, text: str) -> None:
         Path(tmp).unlink(missing_ok=True)
         raise RuntimeFailure(f"{path}: cannot write the report: {exc.strerror or exc}") from None
     try:
-        dfd = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
+        fsync_dir(folder)
     except OSError:
         pass
 
