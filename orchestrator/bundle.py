@@ -178,14 +178,22 @@ def read_manifest(bundle: Path) -> dict[str, Any]:
 
 
 def _episodes(bundle: Path, manifest: dict[str, Any]) -> list[BlindEpisode]:
+    """The manifest's episodes; a damaged entry is bad input, named by its index."""
+    episodes = manifest.get("episodes", [])
+    if not isinstance(episodes, list):
+        raise BadInput(f"{Path(bundle) / MANIFEST}: 'episodes' is not a list; the manifest is damaged")
     out = []
-    for entry in manifest.get("episodes", []):
-        mark = entry.get("mark") or {}
-        out.append(BlindEpisode(
-            id=str(entry["id"]),
-            videos={cam: (Path(bundle) / rel).resolve() for cam, rel in entry["videos"].items()},
-            mark=Mark(str(mark.get("id", "?")), mark.get("x"), mark.get("y")),
-            duration_s=float(entry["duration_s"]), frames=int(entry["frames"])))
+    for index, entry in enumerate(episodes):
+        try:
+            mark = entry.get("mark") or {}
+            out.append(BlindEpisode(
+                id=str(entry["id"]),
+                videos={str(cam): (Path(bundle) / rel).resolve() for cam, rel in entry["videos"].items()},
+                mark=Mark(str(mark.get("id", "?")), mark.get("x"), mark.get("y")),
+                duration_s=float(entry["duration_s"]), frames=int(entry["frames"])))
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise BadInput(f"{Path(bundle) / MANIFEST}: episode {index}: missing or bad field "
+                           f"({type(exc).__name__}: {exc}); the manifest is damaged") from None
     return out
 
 
@@ -200,14 +208,28 @@ def _read_label_lines(path: Path) -> list[dict[str, Any]]:
             continue
         try:
             op = json.loads(line)
-            if not isinstance(op, dict) or op.get("op") not in ("add", "retract"):
-                raise ValueError("not a label operation")
+            _check_label_op(op)
         except ValueError:
             if number == len(lines):
                 continue
             raise BadInput(f"{path}:{number}: not a label line; the labels file is damaged") from None
         ops.append(op)
     return ops
+
+
+def _check_label_op(op: Any) -> None:
+    """Raise ValueError unless `op` is a well-formed add/retract operation."""
+    if not isinstance(op, dict) or op.get("op") not in ("add", "retract") or not isinstance(op.get("id"), str):
+        raise ValueError("not a label operation")
+    if op["op"] == "add":
+        if not isinstance(op.get("episode_id"), str) or op.get("label") not in LABELS:
+            raise ValueError("label operation without an episode or a known label")
+        for key in ("failure_mode", "note"):
+            if op.get(key) is not None and not isinstance(op[key], str):
+                raise ValueError(f"{key} is not text")
+        created = op.get("created_at", 0.0)
+        if isinstance(created, bool) or not isinstance(created, (int, float)) or created != created:
+            raise ValueError("created_at is not a number")
 
 
 def _replay(ops: list[dict[str, Any]]) -> list[LabelRecord]:

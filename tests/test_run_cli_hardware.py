@@ -1,0 +1,32 @@
+"""`orchestrator run` on a real-arm rig profile, through the CLI: the fake SO-101 (LeRobot's
+SOFollower down to fake serial bytes), two tiny ACT checkpoints, video files as cameras, and the
+plain-terminal operator (`--no-console`) answering from stdin."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from orchestrator.cli import main
+from orchestrator.store import CampaignStore
+from test_lerobot_campaign import hardware  # noqa: F401  (the fake-arm fixture)
+
+pytest.importorskip("lerobot")
+
+
+def test_run_verb_on_the_fake_arm_with_terminal_prompts(hardware, monkeypatch, capsys):  # noqa: F811
+    tmp_path, protocol, rig, arms, _ = hardware
+    monkeypatch.setattr("sys.stdin", io.StringIO("\n" * 10))
+    out = tmp_path / "campaign"
+    code = main(["run", str(protocol), "--rig", str(rig), "--out", str(out), "--no-console"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert "Put the cube on mark M01" in captured.out and "Put the cube on mark M02" in captured.out
+    assert "act_a" not in captured.out and "act_b" not in captured.out   # the operator is not told
+    with CampaignStore.open_readonly(out) as store:
+        trials = store.trials()
+        assert [t.state for t in trials] == ["done"] * 4
+        assert all(e["timing"]["steps"] == 10 for e in store.episodes())
+        assert [s["outcome"] for s in store.sessions()] == ["ended"]
+    assert "4/4 trials done" in captured.out
