@@ -68,23 +68,29 @@ async def first_frame_after(app: JudgeApp, t0: float, episode: str | None = None
     return float("nan")
 
 
+async def _playback_rate(app: JudgeApp) -> tuple[float, float]:
+    """(frames/s drawn, CPU s per frame) over 3 s of playback at 1x from the episode start."""
+    player = app.query_one("#player")
+    player.frame_index = 0
+    player.playing = True
+    await asyncio.sleep(0.3)
+    t_start, cpu_start = time.perf_counter(), time.process_time()
+    await asyncio.sleep(3.0)
+    t_end, cpu_end = time.perf_counter(), time.process_time()
+    frames = {(e, f) for at, e, f in app.shown_log if t_start <= at <= t_end}
+    return len(frames) / (t_end - t_start), (cpu_end - cpu_start) / max(1, len(frames))
+
+
 async def playback_only(campaign: Path, size: tuple[int, int], renderer: str) -> tuple[float, float]:
     """(frames/s drawn, CPU s per frame) for 3 s of playback with `renderer`."""
     app = JudgeApp(CampaignSource(campaign, f"pb{int(time.time())}"), renderer=renderer)
     async with app.run_test(size=size) as pilot:
         await pilot.pause(1.0)
-        player = app.query_one("#player")
-        player.frame_index = 0
-        player.playing = True
-        await asyncio.sleep(0.3)
-        t_start, cpu_start = time.perf_counter(), time.process_time()
-        await asyncio.sleep(3.0)
-        t_end, cpu_end = time.perf_counter(), time.process_time()
-        frames = {(e, f) for at, e, f in app.shown_log if t_start <= at <= t_end}
-        player.playing = False
+        rate = await _playback_rate(app)
+        app.query_one("#player").playing = False
         await pilot.press("q")
     app.source.close()
-    return len(frames) / (t_end - t_start), (cpu_end - cpu_start) / max(1, len(frames))
+    return rate
 
 
 async def measure(campaign: Path, size: tuple[int, int], rounds: int) -> dict:
@@ -92,17 +98,8 @@ async def measure(campaign: Path, size: tuple[int, int], rounds: int) -> dict:
     result: dict = {"next": [], "undo": [], "fps": None}
     async with app.run_test(size=size) as pilot:
         await pilot.pause(1.0)
-        # playback rate: 3 s at 1x from the start of the current episode
+        result["fps"], result["cpu_per_frame"] = await _playback_rate(app)
         player = app.query_one("#player")
-        player.frame_index = 0
-        player.playing = True
-        await asyncio.sleep(0.3)
-        t_start, cpu_start = time.perf_counter(), time.process_time()
-        await asyncio.sleep(3.0)
-        t_end, cpu_end = time.perf_counter(), time.process_time()
-        frames = {(e, f) for at, e, f in app.shown_log if t_start <= at <= t_end}
-        result["fps"] = len(frames) / (t_end - t_start)
-        result["cpu_per_frame"] = (cpu_end - cpu_start) / max(1, len(frames))
         result["video_fps"] = player.fps
         for _ in range(rounds):
             await asyncio.sleep(3.0)            # a judge watches; the next episode decodes ahead

@@ -22,16 +22,9 @@ from orchestrator.recording import DISK_MARGIN_BYTES, episode_bytes_estimate
 from orchestrator.rigs.profile import load_rig
 from orchestrator.store import CampaignStore
 
-ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT / "tests" / "data"
-PROTOCOL = DATA / "tiny_protocol.yaml"
-RIG = DATA / "tiny_sim.yaml"
+from tiny import PROTOCOL, RIG, ROOT, run_cli  # noqa: E402
 sys.path.insert(0, str(ROOT / "bench"))
 from kill_anywhere import check_invariants, kill_process_tree, outcomes  # noqa: E402
-
-
-def run_cli(out: Path, *extra: str) -> int:
-    return main(["run", str(PROTOCOL), "--rig", str(RIG), "--out", str(out), *extra])
 
 
 @pytest.fixture(scope="module")

@@ -21,16 +21,9 @@ from orchestrator.cli import main
 from orchestrator.recording import PARTIAL
 from orchestrator.store import CampaignStore
 
-ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT / "tests" / "data"
-PROTOCOL = DATA / "tiny_protocol.yaml"
-RIG = DATA / "tiny_sim.yaml"
+from tiny import DATA, PROTOCOL, RIG, ROOT, run_cli  # noqa: E402
 sys.path.insert(0, str(ROOT / "bench"))
 from kill_anywhere import check_invariants, kill_loop, outcomes  # noqa: E402
-
-
-def run_cli(out: Path, *extra: str, protocol: Path = PROTOCOL) -> int:
-    return main(["run", str(protocol), "--rig", str(RIG), "--out", str(out), *extra])
 
 
 @pytest.fixture(scope="module")
