@@ -28,7 +28,6 @@ def _init_worker(protocol_path: str, protocol_text: str, layout_text: str, rig_p
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the main process decides about Ctrl-C
     os.environ.setdefault("MUJOCO_GL", "egl")
     os.environ.setdefault("LP_NUM_THREADS", "1")   # one rendering thread per worker (llvmpipe)
-    from .campaign import OpenedCampaign  # noqa: F401  (import check)
     from .protocol import load_protocol
     from .rigs.profile import load_rig
 
@@ -57,15 +56,13 @@ def _run_trial(trial: TrialRow, episode_id: str):
     """Worker side: run one episode and return its EpisodeRecord (files already published)."""
     from pathlib import Path
 
-    from .campaign import OpenedCampaign
     from .episode import run_episode
     from .recording import EpisodeRecorder
     from .runner import episode_context, episode_record
 
     sim, policies = _worker_state()
     loaded, rig_profile = _WORKER["loaded"], _WORKER["rig"]
-    view = OpenedCampaign(store=None, protocol=loaded, rig=rig_profile, resumed=False, recovered=[])  # type: ignore[arg-type]
-    context = episode_context(view, trial)
+    context = episode_context(loaded, trial)
     cameras = rig_profile.profile.cameras
     sim.prepare_layout(context.mark, context.cube, trial.seed)
     recorder = EpisodeRecorder(Path(_WORKER["campaign_dir"]), episode_id, cameras, context.fps,

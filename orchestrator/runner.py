@@ -23,6 +23,7 @@ from .episode import run_episode
 from .errors import BadInput, Interrupted, RuntimeFailure
 from .operator import AutoOperator, EmergencyStop, Operator, StopRequested, TrialCue
 from .policies.base import EpisodeContext
+from .protocol import LoadedProtocol
 from .recording import DISK_MARGIN_BYTES, EpisodeRecorder, check_disk, episode_bytes_estimate, free_bytes
 from .store import EpisodeRecord, TrialRow, new_episode_id
 
@@ -153,8 +154,8 @@ def run_campaign(opened: OpenedCampaign, operator: Operator | None = None, worke
     return summary
 
 
-def episode_context(opened: OpenedCampaign, trial: TrialRow) -> EpisodeContext:
-    loaded = opened.protocol
+def episode_context(loaded: LoadedProtocol, trial: TrialRow) -> EpisodeContext:
+    """What the policy may know about a trial: its mark, the cube, its stored seed, the timing."""
     return EpisodeContext(mark=loaded.layout.mark(trial.mark_id), cube=loaded.layout.cube,
                           seed=trial.seed, fps=loaded.protocol.episode.fps,
                           duration_s=loaded.protocol.episode.duration_s, task=loaded.protocol.task)
@@ -206,7 +207,7 @@ def _run_sequential(opened: OpenedCampaign, pending: list[TrialRow], operator: O
             check_disk(store.directory, episode_bytes_estimate(cameras, loaded.protocol.episode.duration_s),
                        "the next episode")
             index += 1
-            context = episode_context(opened, trial)
+            context = episode_context(loaded, trial)
             cue = TrialCue(index=index, total=index + len(queue), done_before=summary.done_total,
                            campaign_total=summary.total, mark=context.mark, duration_s=context.duration_s)
             try:
