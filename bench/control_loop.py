@@ -164,22 +164,13 @@ def bench_orchestrator(rig, loaded, tmp: Path, fps: int, seconds: float, record:
 
 def lerobot_context(rig, fps: int, seconds: float, dataset=None):
     import torch
-    from lerobot.datasets import aggregate_pipeline_dataset_features, create_initial_features
-    from lerobot.processor import make_default_processors
     from lerobot.rollout.inference.base import InferenceEngine
     from lerobot.rollout.robot_wrapper import ThreadSafeRobot
-    from lerobot.utils.feature_utils import combine_feature_dicts
 
     robot = rig.robot
-    teleop_p, action_p, obs_p = make_default_processors()
-    obs_hw = {k: v for k, v in robot.observation_features.items()
-              if isinstance(v, tuple) or (v is float and k.endswith((".pos", ".vel")))}
-    act_hw = {k: v for k, v in robot.action_features.items() if k.endswith((".pos", ".vel"))}
-    features = combine_feature_dicts(
-        aggregate_pipeline_dataset_features(pipeline=teleop_p, initial_features=create_initial_features(action=act_hw),
-                                            use_videos=True),
-        aggregate_pipeline_dataset_features(pipeline=obs_p, initial_features=create_initial_features(observation=obs_hw),
-                                            use_videos=True))
+    from fakes.rollout import rollout_features
+
+    teleop_p, action_p, obs_p, features, action_keys = rollout_features(robot)
 
     class HoldEngine(InferenceEngine):
         def start(self):
@@ -208,7 +199,7 @@ def lerobot_context(rig, fps: int, seconds: float, dataset=None):
         processors=SimpleNamespace(teleop_action_processor=teleop_p, robot_action_processor=action_p,
                                    robot_observation_processor=obs_p),
         data=SimpleNamespace(dataset=dataset, dataset_features=features, hw_features={},
-                             ordered_action_keys=list(act_hw)))
+                             ordered_action_keys=action_keys))
     return ctx, features, engine, wrapper
 
 

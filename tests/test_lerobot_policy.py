@@ -50,13 +50,10 @@ def lerobot_rollout_actions(checkpoint, robot, task, observations):
     """What `lerobot-rollout` (sync inference, base strategy) sends for these observations:
     its loading code path, `SyncInferenceEngine` and `send_next_action`, fed the same frames."""
     from lerobot.configs.policies import PreTrainedConfig
-    from lerobot.datasets import aggregate_pipeline_dataset_features, create_initial_features
     from lerobot.policies import get_policy_class, make_pre_post_processors
-    from lerobot.processor import make_default_processors
     from lerobot.rollout.inference.sync import SyncInferenceEngine
     from lerobot.rollout.strategies.core import send_next_action
     from lerobot.utils.action_interpolator import ActionInterpolator
-    from lerobot.utils.feature_utils import combine_feature_dicts
 
     cfg = PreTrainedConfig.from_pretrained(str(checkpoint))
     cfg.pretrained_path = str(checkpoint)
@@ -66,19 +63,13 @@ def lerobot_rollout_actions(checkpoint, robot, task, observations):
         policy_cfg=cfg, pretrained_path=str(checkpoint), pretrained_revision=None, dataset_stats=None,
         preprocessor_overrides={"device_processor": {"device": "cpu"},
                                 "rename_observations_processor": {"rename_map": {}}})
-    teleop_p, action_p, obs_p = make_default_processors()
-    obs_hw = {k: v for k, v in robot.observation_features.items()
-              if isinstance(v, tuple) or (v is float and k.endswith((".pos", ".vel")))}
-    act_hw = {k: v for k, v in robot.action_features.items() if k.endswith((".pos", ".vel"))}
-    features = combine_feature_dicts(
-        aggregate_pipeline_dataset_features(pipeline=teleop_p, initial_features=create_initial_features(action=act_hw),
-                                            use_videos=True),
-        aggregate_pipeline_dataset_features(pipeline=obs_p, initial_features=create_initial_features(observation=obs_hw),
-                                            use_videos=True))
-    engine = SyncInferenceEngine(policy, pre, post, features, list(act_hw), task, "cpu", robot.robot_type)
+    from fakes.rollout import rollout_features
+
+    teleop_p, action_p, obs_p, features, action_keys = rollout_features(robot)
+    engine = SyncInferenceEngine(policy, pre, post, features, action_keys, task, "cpu", robot.robot_type)
     sent: list[dict] = []
     ctx = SimpleNamespace(policy=SimpleNamespace(inference=engine),
-                          data=SimpleNamespace(dataset_features=features, ordered_action_keys=list(act_hw)),
+                          data=SimpleNamespace(dataset_features=features, ordered_action_keys=action_keys),
                           processors=SimpleNamespace(robot_action_processor=action_p),
                           hardware=SimpleNamespace(robot_wrapper=SimpleNamespace(send_action=sent.append)))
     engine.reset()
