@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import GRID20, REPO, SIM_PROTOCOL, run_module
+from support.cli import run_module
+from support.repo import GRID20, REPO, SIM_PROTOCOL
 
 pytest.importorskip("lerobot")
 
@@ -25,7 +26,7 @@ SIM_RIG = REPO / "hardware" / "sim.yaml"
 
 def save_act_in_subprocess(directory: Path, cameras: dict[str, tuple[int, int]]) -> Path:
     """`tests/fakes/act.py`'s tiny ACT saved by a separate interpreter."""
-    code = ("import sys, json; sys.path.insert(0, sys.argv[1]); from fakes.act import make_act_checkpoint; "
+    code = ("import sys, json; sys.path.insert(0, sys.argv[1]); from support.act import make_act_checkpoint; "
             "make_act_checkpoint(sys.argv[2], {k: tuple(v) for k, v in json.loads(sys.argv[3]).items()})")
     subprocess.run([sys.executable, "-c", code, str(REPO / "tests"), str(directory), json.dumps(cameras)],
                    check=True, capture_output=True, timeout=300)
