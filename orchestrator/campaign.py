@@ -33,10 +33,15 @@ def default_campaign_dir(protocol: LoadedProtocol, root: Path = Path("recordings
     return root / f"{protocol.protocol.name}-{time.strftime('%Y%m%d-%H%M%S')}"
 
 
-def open_campaign(protocol_path: str | Path, rig_path: str | Path, directory: Path | None) -> OpenedCampaign:
-    """Validate inputs, then create or resume the campaign in `directory` (locked for running)."""
+def open_campaign(protocol_path: str | Path, rig_path: str | Path | LoadedRig,
+                  directory: Path | None) -> OpenedCampaign:
+    """Validate inputs, then create or resume the campaign in `directory` (locked for running).
+
+    `rig_path` may be an already loaded rig (the `--twin` swap of a profile); a campaign on the
+    twin is a simulated campaign (its physics labels count by default, as on the sim rig)."""
     loaded = load_protocol(protocol_path)
-    rig = load_rig(rig_path)
+    rig = rig_path if isinstance(rig_path, LoadedRig) else load_rig(rig_path)
+    simulated = rig.profile.simulated or rig.twin is not None
     directory = Path(directory) if directory else default_campaign_dir(loaded)
     if (directory / DB_NAME).exists():
         store = CampaignStore.open_for_run(directory)
@@ -48,10 +53,11 @@ def open_campaign(protocol_path: str | Path, rig_path: str | Path, directory: Pa
                     f"{directory}: holds campaign {frozen['name']!r} with a different {what} "
                     f"(frozen sha256 {frozen['protocol_sha256'][:12]}, given {loaded.sha256[:12]}); "
                     "refusing to mix protocols: use a new --out directory")
-            if bool(frozen["simulated"]) != rig.profile.simulated:
+            if bool(frozen["simulated"]) != simulated:
                 raise BadInput(f"{directory}: campaign was run on a "
                                f"{'simulated' if frozen['simulated'] else 'real'} rig; "
-                               f"{rig.path} is a {'simulated' if rig.profile.simulated else 'real'} rig")
+                               f"{rig.path}{' --twin' if rig.twin is not None else ''} is a "
+                               f"{'simulated' if simulated else 'real'} rig")
             if frozen["rig_text"] != rig.text:
                 store.log_event("rig_changed", f"resumed with a changed rig profile {rig.path}",
                                 data={"rig_text": rig.text})
@@ -77,7 +83,7 @@ def open_campaign(protocol_path: str | Path, rig_path: str | Path, directory: Pa
         directory, name=loaded.protocol.name, protocol_path=str(loaded.path),
         protocol_text=loaded.text, protocol_sha256=loaded.sha256, layout_text=loaded.layout_text,
         layout_sha256=loaded.layout_sha256, rig_path=str(rig.path), rig_text=rig.text,
-        simulated=rig.profile.simulated, schedule=draw_schedule(loaded.protocol, loaded.layout))
+        simulated=simulated, schedule=draw_schedule(loaded.protocol, loaded.layout))
     return OpenedCampaign(store, loaded, rig, resumed=False, recovered=[])
 
 

@@ -100,6 +100,10 @@ def camera_configs(profile: RigProfile, base_dir: Path) -> dict[str, Any]:
                 elif isinstance(where, str):
                     where = Path(where)
                 configs[name] = OpenCVCameraConfig(index_or_path=where, **common, **extra)
+            elif cam.type == "twin":
+                from ..sim.twin.twincamera import TwinCameraConfig
+
+                configs[name] = TwinCameraConfig(index_or_path=str(cam.index_or_path), **common)
             elif cam.type == "video":
                 if not cam.index_or_path:
                     problems.append(f"rig: camera {name}: type video needs index_or_path: <file.mp4>")
