@@ -286,8 +286,14 @@ class LeRobotRig:
         return None
 
     def observe(self, with_images: bool = True) -> Observation:
+        from .servo_alarms import CHECK_EVERY_STEPS, drop_stale_replies, raise_on_alarm
+
         try:
+            drop_stale_replies(self.robot)
             obs = self.robot.get_observation()
+            self._observed = getattr(self, "_observed", 0) + 1
+            if self._observed % CHECK_EVERY_STEPS == 0:
+                raise_on_alarm(self.robot)
         except Exception as exc:  # noqa: BLE001
             raise self._fault(exc) from exc
         if not with_images:
@@ -296,7 +302,10 @@ class LeRobotRig:
         return obs
 
     def act(self, action: Action) -> Action:
+        from .servo_alarms import drop_stale_replies
+
         try:
+            drop_stale_replies(self.robot)
             sent = self.robot.send_action(action)
         except Exception as exc:  # noqa: BLE001
             raise self._fault(exc) from exc

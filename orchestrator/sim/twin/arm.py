@@ -149,7 +149,10 @@ class TwinArm:
             self.servo(i).put("Present_Voltage", round(volts * 10))
             low = volts * 10 < self.servo(i).get("Min_Voltage_Limit")
             self.servo(i).error = (self.servo(i).error | ERR_VOLTAGE) if low else (self.servo(i).error & ~ERR_VOLTAGE)
-            self._apply_torque(i)
+            if low:
+                self.release(i)      # brown-out: the servo drops its torque
+            else:
+                self._apply_torque(i)
 
     def _refresh(self, servo_id: int) -> None:
         i = servo_id - 1

@@ -145,7 +145,8 @@ def start_twin(loaded: LoadedRig, protocol=None, faults: dict | None = None) -> 
         raise BadInput(f"{loaded.path}: camera {unknown[0]!r}: the twin has cameras {', '.join(KNOWN_CAMERAS)}")
     home = Path(tempfile.mkdtemp(prefix="orchestrator-twin-"))
     frames = Path(tempfile.mkdtemp(prefix="orchestrator-twin-frames-", dir=frames_root()))
-    config = {**twin_config(loaded, protocol, faults), "frames_dir": str(frames), "parent_pid": os.getpid()}
+    config = {**twin_config(loaded, protocol, faults), "frames_dir": str(frames), "parent_pid": os.getpid(),
+              "home": str(home)}
     env = {**os.environ}
     env.setdefault("MUJOCO_GL", "egl")
     proc = subprocess.Popen([sys.executable, "-m", "orchestrator.sim.twin", json.dumps(config)],

@@ -104,3 +104,63 @@ class FrameReader:
             os.close(self._fd)
         except (OSError, ValueError, BufferError):
             pass
+
+
+# ---------------------------------------------------------------- the scene state for the renderer
+
+STATE = struct.Struct("<4sIIQd")     # magic TWNS, nq, cameras, sequence, stamp
+
+
+class SceneState:
+    """The simulation's joint positions (`qpos`) and each camera's fault state, shared by the
+    physics process (writer) with the render process (reader), seqlocked like the frames."""
+
+    def __init__(self, path: Path, nq: int = 0, cameras: int = 0, create: bool = False):
+        self.path = Path(path)
+        if create:
+            with open(self.path, "wb") as f:
+                f.truncate(HEADER_BYTES + 4 * cameras + 8 * nq)
+            self._fd = os.open(self.path, os.O_RDWR)
+        else:
+            self._fd = os.open(self.path, os.O_RDWR)
+        self._map = mmap.mmap(self._fd, os.fstat(self._fd).st_size)
+        if create:
+            self._map[:STATE.size] = STATE.pack(b"TWNS", nq, cameras, 0, 0.0)
+        _, self.nq, self.cameras, _, _ = STATE.unpack(self._map[:STATE.size])
+        self._states = np.ndarray((self.cameras,), np.uint32, self._map, HEADER_BYTES)
+        self._qpos = np.ndarray((self.nq,), np.float64, self._map, HEADER_BYTES + 4 * self.cameras)
+        self.seq = STATE.unpack(self._map[:STATE.size])[3]
+
+    def _put_seq(self, seq: int) -> None:
+        self._map[:STATE.size] = STATE.pack(b"TWNS", self.nq, self.cameras, seq, time.monotonic())
+
+    def write_qpos(self, qpos: np.ndarray) -> None:
+        self.seq += 1
+        self._put_seq(self.seq)
+        self._qpos[:] = qpos
+        self.seq += 1
+        self._put_seq(self.seq)
+
+    def read_qpos(self, out: np.ndarray) -> bool:
+        for _ in range(100):
+            seq = STATE.unpack(self._map[:STATE.size])[3]
+            if seq % 2:
+                time.sleep(0.0002)
+                continue
+            out[:] = self._qpos
+            if STATE.unpack(self._map[:STATE.size])[3] == seq:
+                return True
+        return False
+
+    def camera_state(self, index: int) -> int:
+        return int(self._states[index])
+
+    def set_camera_state(self, index: int, state: int) -> None:
+        self._states[index] = state
+
+    def close(self) -> None:
+        try:
+            self._map.close()
+            os.close(self._fd)
+        except (OSError, ValueError, BufferError):
+            pass

@@ -10,7 +10,8 @@ simulated rig's scene (`rigs.sim.SimRig`), and serves, on one thread:
 - control requests on stdin, one JSON object a line, answered on stdout: `place` (cube on a
   mark), `begin` (episode time zero), `end` (the physics success test and events), `state`,
   `quit`.
-A second thread renders every camera at its fps into shared frames (`frames.py`).
+A second process (`render.py`) renders every camera at its fps into shared frames
+(`frames.py`) from the joint positions this one shares after every physics step.
 
 It exits when stdin reaches end of file (the orchestrator closed it, exited or was killed),
 when its parent process changes, on `quit`, and on SIGTERM; the frame files go with it.
@@ -21,7 +22,9 @@ from __future__ import annotations
 import json
 import os
 import select
+import shutil
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -30,10 +33,11 @@ from pathlib import Path
 
 from .faults import FaultPlan
 from .feetech import INST_SYNC_WRITE, REG, ERR_OVERHEAT, ERR_OVERLOAD, split_packets, wire_time_s
-from .frames import DISCONNECTED, FROZEN, FrameWriter
+from .frames import DISCONNECTED, FROZEN, SceneState
 
 MAX_LAG_S = 0.1
 PARENT_CHECK_S = 0.5
+REALTIME_PRIORITY = 10
 PARKED_CUBE = {"id": "parked", "x": 0.30, "y": 0.22, "yaw_deg": 0.0}
 
 
@@ -64,9 +68,11 @@ class TwinServer:
         os.set_blocking(self.master, False)
         self.port = os.ttyname(self.slave)
         self.unplugged = False
-        self.writers = {n: FrameWriter(self.frames_dir / f"{n}.frame", c["render_height"], c["render_width"])
-                        for n, c in cams.items()}
+        self.camera_names = list(cams)
+        self.state = SceneState(self.frames_dir / "state.bin", self.sim.model.nq, len(cams), create=True)
+        self.state.write_qpos(self.sim.data.qpos)
         self.lag_s = 0.0
+        self.priority = "normal"
         self.steps = 0
         self.packets = 0
         self._rx = bytearray()
@@ -75,9 +81,8 @@ class TwinServer:
     # ------------------------------------------------------------ main loop
     def serve(self) -> None:
         parent = int(self.config.get("parent_pid") or os.getppid())
-        renderer = threading.Thread(target=self._render_loop, name="twin-render", daemon=True)
-        renderer.start()
-        self._say({"ready": True, "port": self.port, "pid": os.getpid(),
+        self.renderer = self._start_renderer()
+        self._say({"ready": True, "port": self.port, "pid": os.getpid(), "priority": self.priority,
                    "frames_dir": str(self.frames_dir)})
         self.t0 = time.monotonic()
         next_parent_check = self.t0 + PARENT_CHECK_S
@@ -97,7 +102,6 @@ class TwinServer:
                         break
         finally:
             self.stop.set()
-            renderer.join(timeout=2.0)
             self._close()
 
     def _advance(self) -> None:
@@ -114,6 +118,7 @@ class TwinServer:
         with self.lock:
             for _ in range(behind):
                 self.arm.step()
+            self.state.write_qpos(self.sim.data.qpos)
         self.steps += behind
 
     # ------------------------------------------------------------ the bus
@@ -177,10 +182,9 @@ class TwinServer:
                     self.arm.set_voltage(float(fault["volts"]))
                 elif kind == "usb_unplug":
                     self._unplug()
-                elif kind in ("camera_freeze", "camera_disconnect"):
-                    writer = self.writers.get(fault["camera"])
-                    if writer is not None:
-                        writer.set_state(FROZEN if kind == "camera_freeze" else DISCONNECTED)
+                elif kind in ("camera_freeze", "camera_disconnect") and fault["camera"] in self.camera_names:
+                    self.state.set_camera_state(self.camera_names.index(fault["camera"]),
+                                                FROZEN if kind == "camera_freeze" else DISCONNECTED)
 
     def _unplug(self) -> None:
         self.unplugged = True
@@ -240,49 +244,51 @@ class TwinServer:
         return {"ok": False, "error": f"unknown op {op!r}"}
 
     # ------------------------------------------------------------ cameras
-    def _render_loop(self) -> None:
-        import mujoco
-
-        model = self.sim.model
-        data = mujoco.MjData(model)
-        cams = self.config["cameras"]
-        renderers = {}
-        try:
-            for name, c in cams.items():
-                renderers[name] = mujoco.Renderer(model, height=c["render_height"], width=c["render_width"])
-            due = {name: time.monotonic() for name in cams}
-            while not self.stop.is_set():
-                name = min(due, key=due.get)
-                wait = due[name] - time.monotonic()
-                if wait > 0:
-                    self.stop.wait(wait)
-                    continue
-                due[name] = max(due[name] + 1.0 / cams[name]["fps"], time.monotonic() - 0.5)
-                if self.writers[name].state != 0:
-                    continue
-                with self.lock:
-                    data.qpos[:] = self.sim.data.qpos
-                mujoco.mj_forward(model, data)
-                renderers[name].update_scene(data, camera=name)
-                self.writers[name].write(renderers[name].render())
-        except Exception as exc:  # noqa: BLE001 - cameras stop; the bus goes on
-            print(f"twin: camera rendering stopped: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
-        finally:
-            for r in renderers.values():
-                r.close()
+    def _start_renderer(self) -> subprocess.Popen:
+        """The render process (`render.py`); returns once its frame files exist."""
+        config = {"cameras": self.config["cameras"], "frames_dir": str(self.frames_dir),
+                  "cube": self.cube.model_dump()}
+        proc = subprocess.Popen([sys.executable, "-m", "orchestrator.sim.twin.render", json.dumps(config)],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, close_fds=True)
+        if proc.stdout.readline().strip() != "ready":
+            proc.wait()
+            raise RuntimeError(f"the twin's camera process did not start (exit code {proc.returncode})")
+        return proc
 
     def _close(self) -> None:
         if not self.unplugged:
             self._unplug()
-        for writer in self.writers.values():
-            writer.set_state(DISCONNECTED)
-            writer.close()
-        for path in self.frames_dir.glob("*.frame"):
+        renderer = getattr(self, "renderer", None)
+        if renderer is not None:
+            renderer.stdin.close()
+            try:
+                renderer.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                renderer.kill()
+        self.state.close()
+        for path in [*self.frames_dir.glob("*.frame"), self.frames_dir / "state.bin"]:
             path.unlink(missing_ok=True)
-        try:
-            self.frames_dir.rmdir()
-        except OSError:
-            pass
+        shutil.rmtree(self.frames_dir, ignore_errors=True)
+        if self.config.get("home"):
+            shutil.rmtree(self.config["home"], ignore_errors=True)
+
+
+def prioritise() -> str:
+    """Let the servos answer on time on a busy machine: LeRobot gives a reply ~34 ms (a write, a
+    sync read) before it gives up, and a late reply then shifts every later one by a packet.
+    Real servos have their own microcontrollers; the twin asks for a real-time round-robin
+    priority (it sleeps in `select` between packets and uses a few percent of a core), else a
+    higher nice level, else runs as it is (returns which)."""
+    try:
+        os.sched_setscheduler(0, os.SCHED_RR, os.sched_param(REALTIME_PRIORITY))
+        return "realtime"
+    except (PermissionError, AttributeError, OSError):
+        pass
+    try:
+        os.nice(-10)
+        return "nice -10"
+    except (PermissionError, OSError):
+        return "normal"
 
 
 def main(argv: list[str]) -> int:
@@ -290,5 +296,6 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the orchestrator's to handle
     server = TwinServer(config)
+    server.priority = prioritise()
     server.serve()
     return 0

@@ -62,6 +62,11 @@ class TwinCamera(Camera):
     def is_connected(self) -> bool:
         return self._reader is not None and self._reader.header()[0] != DISCONNECTED
 
+    @property
+    def frames_delivered(self) -> int:
+        """Frames the twin has rendered for this camera (the preflight's frame-rate counter)."""
+        return self._reader.header()[1] // 2 if self._reader is not None else 0
+
     @staticmethod
     def find_cameras() -> list[dict[str, Any]]:
         return []
