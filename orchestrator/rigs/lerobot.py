@@ -264,7 +264,12 @@ class LeRobotRig:
         if problems:
             raise BadInput(problems)
         try:
-            robot.connect(calibrate=False)
+            try:
+                robot.connect(calibrate=False)
+            except ConnectionError:   # a reply missed once (the SDK's ~34 ms timeout): try again
+                self._disconnect_quietly()
+                time.sleep(0.2)
+                robot.connect(calibrate=False)
         except Exception as exc:  # noqa: BLE001 - classified into a DeviceFault
             self._disconnect_quietly()
             raise self._fault(exc) from exc

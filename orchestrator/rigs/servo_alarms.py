@@ -17,11 +17,13 @@ load; the same happens on a real arm.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 ALARM_BITS = {1: "supply voltage out of range", 2: "angle sensor error", 4: "overheating",
               8: "overcurrent", 32: "overload"}
 CHECK_EVERY_STEPS = 5     # at 30 Hz: an alarm is seen within ~0.17 s
+SETTLE_S = 0.002          # a status packet takes < 0.1 ms at 1 Mbaud; the USB adapter ~1 ms
 
 
 class ServoAlarm(RuntimeError):
@@ -43,10 +45,18 @@ def servo_alarms(robot: Any) -> list[str]:
 
 
 def raise_on_alarm(robot: Any) -> None:
+    """Raise `ServoAlarm` when the servos report an alarm on two reads in a row (an alarm bit
+    stays set on the servo; a byte of a late reply read as `Status` does not repeat)."""
+    first = _settled_read(robot)
+    if first and _settled_read(robot) == first:
+        raise ServoAlarm("servo alarm: " + "; ".join(first))
+
+
+def _settled_read(robot: Any) -> list[str]:
     drop_stale_replies(robot)
-    alarms = servo_alarms(robot)
-    if alarms:
-        raise ServoAlarm("servo alarm: " + "; ".join(alarms))
+    time.sleep(SETTLE_S)          # a reply still on the wire lands, and is dropped
+    drop_stale_replies(robot)
+    return servo_alarms(robot)
 
 
 def drop_stale_replies(robot: Any) -> None:

@@ -60,7 +60,7 @@ class TwinCamera(Camera):
 
     @property
     def is_connected(self) -> bool:
-        return self._reader is not None and self._reader.header()[0] != DISCONNECTED
+        return self._reader is not None   # as OpenCVCamera: an unplugged camera fails its reads
 
     @property
     def frames_delivered(self) -> int:
