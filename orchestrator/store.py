@@ -89,6 +89,42 @@ CREATE TABLE events (
 
 
 
+def _write_new_campaign(conn, *, name: str, protocol_path: str, protocol_text: str, protocol_sha256: str,
+                        layout_text: str, layout_sha256: str, rig_path: str, rig_text: str,
+                        simulated: bool, schedule: list[ScheduledTrial]) -> None:
+    """One transaction: schema, frozen protocol, schedule (SQLite file or PostgreSQL database)."""
+    conn.execute("BEGIN")
+    for statement in _SCHEMA.split(";"):
+        if statement.strip():
+            conn.execute(statement)
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    conn.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+    conn.execute("INSERT INTO meta VALUES ('tool', 'so101-ab-orchestrator')")
+    conn.execute(
+        "INSERT INTO campaign (id, name, created_at, protocol_path, protocol_text, protocol_sha256,"
+        " layout_text, layout_sha256, rig_path, rig_text, simulated) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+        (secrets.token_hex(6), name, time.time(), protocol_path, protocol_text, protocol_sha256,
+         layout_text, layout_sha256, rig_path, rig_text, int(simulated)))
+    conn.executemany(
+        "INSERT INTO trials (slot, unit, mark_id, repeat_index, position, policy, seed)"
+        " VALUES (?,?,?,?,?,?,?)",
+        [(t.slot, t.unit, t.mark_id, t.repeat, t.position, t.policy, t.seed) for t in schedule])
+    conn.execute("INSERT INTO events (at, kind, message) VALUES (?, 'created', ?)",
+                 (time.time(), f"campaign created with {len(schedule)} scheduled trials"))
+    conn.execute("COMMIT")
+
+
+def _server(purpose: str):
+    """With `--store URL` (pgstore.using_server), an opener of the campaign on that server."""
+    from .pgstore import open_on_server, server_url
+
+    url = server_url()
+    if url is None:
+        return None
+    return lambda directory: open_on_server(url, directory, purpose)
+
+
 def new_episode_id() -> str:
     """An opaque episode id: 64 random bits, hex. Not sequential, not derived from time/policy."""
     return "ep_" + secrets.token_hex(8)
@@ -177,26 +213,10 @@ class CampaignStore:
         tmp.unlink(missing_ok=True)
         conn = _connect(tmp)
         try:
-            conn.execute("BEGIN")
-            for statement in _SCHEMA.split(";"):
-                if statement.strip():
-                    conn.execute(statement)
-            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-            conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-            conn.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
-            conn.execute("INSERT INTO meta VALUES ('tool', 'so101-ab-orchestrator')")
-            conn.execute(
-                "INSERT INTO campaign (id, name, created_at, protocol_path, protocol_text, protocol_sha256,"
-                " layout_text, layout_sha256, rig_path, rig_text, simulated) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                (secrets.token_hex(6), name, time.time(), protocol_path, protocol_text, protocol_sha256,
-                 layout_text, layout_sha256, rig_path, rig_text, int(simulated)))
-            conn.executemany(
-                "INSERT INTO trials (slot, unit, mark_id, repeat_index, position, policy, seed)"
-                " VALUES (?,?,?,?,?,?,?)",
-                [(t.slot, t.unit, t.mark_id, t.repeat, t.position, t.policy, t.seed) for t in schedule])
-            conn.execute("INSERT INTO events (at, kind, message) VALUES (?, 'created', ?)",
-                         (time.time(), f"campaign created with {len(schedule)} scheduled trials"))
-            conn.execute("COMMIT")
+            _write_new_campaign(conn, name=name, protocol_path=protocol_path, protocol_text=protocol_text,
+                                protocol_sha256=protocol_sha256, layout_text=layout_text,
+                                layout_sha256=layout_sha256, rig_path=rig_path, rig_text=rig_text,
+                                simulated=simulated, schedule=schedule)
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             conn.close()
             for suffix in ("-wal", "-shm"):
@@ -214,6 +234,8 @@ class CampaignStore:
     def open_for_run(cls, directory: Path) -> "CampaignStore":
         """Open an existing campaign to run it; refuses if another process is running it."""
         directory = Path(directory)
+        if (server := _server("run")) is not None:
+            return server(directory)
         db = directory / DB_NAME
         if not db.exists():
             raise BadInput(f"{directory}: no campaign here ({DB_NAME} is missing)")
@@ -228,6 +250,8 @@ class CampaignStore:
     def open_readonly(cls, directory: Path) -> "CampaignStore":
         """Open for reading and labelling (report, judge); works while a run is writing."""
         directory = Path(directory)
+        if (server := _server("label")) is not None:
+            return server(directory)
         db = directory / DB_NAME
         if not db.exists():
             raise BadInput(f"{directory}: no campaign here ({DB_NAME} is missing)")

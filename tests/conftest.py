@@ -35,3 +35,22 @@ def protocol_dir(tmp_path) -> Path:
     (tmp_path / "protocol.yaml").write_text(sim_protocol_text())
     (tmp_path / "layout.yaml").write_text(GRID20.read_text())
     return tmp_path
+
+
+@pytest.fixture(scope="session")
+def pg_cluster():
+    """A private PostgreSQL server for the whole test session (tests/support/postgres.py);
+    missing PostgreSQL fails with the install line, never skips."""
+    from support.postgres import PgCluster
+
+    try:
+        cluster = PgCluster()
+    except RuntimeError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    try:
+        cluster.start()
+    except RuntimeError as exc:
+        cluster.stop()
+        pytest.fail(str(exc), pytrace=False)
+    yield cluster
+    cluster.stop()
