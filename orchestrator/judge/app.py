@@ -33,7 +33,9 @@ from textual.containers import Horizontal, Vertical
 from textual.reactive import reactive
 from textual.widgets import Footer, Input, Static
 
-from .player import Player, VideoFrames, image_widget_class
+from .frames import VideoFrames
+from .halfblock import image_widget_class
+from .player import Player
 from .source import BlindEpisode, JudgeSource, LabelRecord, current_labels
 
 MAX_SIZE = {"halfcell": (320, 240), "unicode": (320, 240), "ti-halfcell": (320, 240)}  # else 640x480
@@ -189,14 +191,14 @@ class JudgeApp(App[int]):
             sources = self.sources_for(episode)
             for source in sources.values():
                 source.first.wait(2.0)   # first frame only; the rest keeps decoding
-            player.load(episode.id, sources, episode.frames, episode.duration_s, play=self.autoplay)
+            player.load(episode.id, sources, episode.duration_s, play=self.autoplay)
             upcoming = self._after(episode)
             if upcoming is not None:
                 keep.add(upcoming.id)
                 # decode ahead once this frame is on screen (so it does not compete with it)
                 self.call_after_refresh(self._prefetch, upcoming)
         else:
-            player.load("", {}, 1, 0.0, play=False)
+            player.load("", {}, 0.0, play=False)
         for episode_id in list(self._cache):
             if episode_id not in keep:
                 for source in self._cache.pop(episode_id).values():
