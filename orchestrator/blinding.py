@@ -165,6 +165,11 @@ class CampaignSource:
     def retract(self, label_id: str) -> None:
         self.store.retract_judgment(int(label_id))
 
+    def invalidate(self, episode_id: str, reason: str) -> None:
+        """Invalid start: the trial goes back to the queue (through the sealed connection)."""
+        self.store.invalidate_episode(episode_id, f"invalid start (judge {self.judge}): {reason}",
+                                      kind="invalid_start")
+
     def close(self) -> None:
         self.store.close()
 

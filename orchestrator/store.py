@@ -420,10 +420,13 @@ class CampaignStore:
                           (record.episode_id, PHYSICS_JUDGE,
                            "success" if record.physics_success else "failure", now))
 
-    def invalidate_episode(self, episode_id: str, reason: str) -> int:
-        """Undo a done trial whose files did not survive (power loss, disk fault): the episode
-        and its labels are removed, the attempt is marked aborted with `reason`, and the trial
-        goes back to the queue. Returns the trial slot."""
+    def invalidate_episode(self, episode_id: str, reason: str, kind: str = "invalidated") -> int:
+        """Undo a done trial whose files did not survive (power loss, disk fault), or whose start
+        a judge found invalid (`kind='invalid_start'`: cube not on its mark, knocked, arm not at
+        rest): the episode and its labels are removed, the attempt is marked aborted with
+        `reason` (reported like an e-stop, never an outcome), and the trial goes back to the
+        queue, so the next `orchestrator run` re-runs it. Reads no key column, so a judge's
+        sealed connection (`blinding.seal`) may call it. Returns the trial slot."""
         now = time.time()
         with self.transaction() as c:
             row = c.execute("SELECT slot, attempt_id FROM episodes WHERE id=?", (episode_id,)).fetchone()
@@ -436,7 +439,7 @@ class CampaignStore:
             c.execute("UPDATE trials SET state='aborted', episode_id=NULL, done_at=NULL WHERE slot=?", (slot,))
             c.execute("UPDATE campaign SET finished_at=NULL, stop_reason=NULL WHERE stop_reason='complete'")
             c.execute("INSERT INTO events (at, kind, slot, message) VALUES (?,?,?,?)",
-                      (now, "invalidated", slot, f"episode {episode_id}: {reason}; trial will be re-run"))
+                      (now, kind, slot, f"episode {episode_id}: {reason}; trial will be re-run"))
         return slot
 
     def abort_attempt(self, attempt_id: int, reason: str) -> None:
