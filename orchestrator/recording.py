@@ -126,6 +126,7 @@ class RecordedEpisode:
     files: dict[str, str]                       # logical name -> path relative to campaign dir
     video_frames: dict[str, int] = field(default_factory=dict)
     digests: dict[str, tuple[int, str]] = field(default_factory=dict)  # rel path -> (bytes, sha256)
+    root: Path | None = None                    # the campaign directory the paths are relative to
 
 
 def file_digest(path: Path) -> tuple[int, str]:
@@ -235,7 +236,7 @@ class EpisodeRecorder:
         publish(partial, series)
         files["timeseries"] = str(series.relative_to(self.campaign_dir))
         digests = {rel: file_digest(self.campaign_dir / rel) for rel in files.values()}
-        return RecordedEpisode(files=files, video_frames=counts, digests=digests)
+        return RecordedEpisode(files=files, video_frames=counts, digests=digests, root=self.campaign_dir)
 
     def discard(self) -> None:
         """Stop the writers and delete everything of this episode (aborted attempt)."""

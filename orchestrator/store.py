@@ -37,6 +37,7 @@ LOCK_NAME = "campaign.lock"
 TRIAL_STATES = ("pending", "running", "done", "aborted")
 LABELS = ("success", "failure", "unsure")
 PHYSICS_JUDGE = "physics"
+AUTO_JUDGE = "auto"
 
 # Schema 2: one row per `orchestrator run` session (how often a campaign was resumed, on which
 # host, how each session ended). Added by migrations._to_2 to schema-1 stores.
@@ -123,6 +124,7 @@ class EpisodeRecord:
     time_to_success_s: float | None = None
     safety_events: tuple[str, ...] = ()
     timing: dict[str, Any] | None = None
+    auto: tuple[str, str] | None = None   # the `auto` rater's (label, reason), judge AUTO_JUDGE
 
 
 @dataclass(frozen=True)
@@ -419,6 +421,9 @@ class CampaignStore:
                           " VALUES (?,?,?,?, 'physics')",
                           (record.episode_id, PHYSICS_JUDGE,
                            "success" if record.physics_success else "failure", now))
+            if record.auto is not None:
+                c.execute("INSERT INTO judgments (episode_id, judge, label, note, created_at, source)"
+                          " VALUES (?,?,?,?,?, 'auto')", (record.episode_id, AUTO_JUDGE, *record.auto, now))
 
     def invalidate_episode(self, episode_id: str, reason: str, kind: str = "invalidated") -> int:
         """Undo a done trial whose files did not survive (power loss, disk fault), or whose start
