@@ -3,7 +3,7 @@
 Offline throughout (HF_HUB_OFFLINE=1, HF_HOME / HF_LEROBOT_HOME in a temporary folder). The
 Hub is replaced at the boundary of `huggingface_hub.HfApi` (create_repo, upload_folder, tags)
 and of the card upload, so `--push` runs LeRobot's real `push_to_hub` down to the HTTP layer.
-The campaign is the small one of `export_fixtures.py` (3 marks x 2 policies, 10 fps x 1 s,
+The campaign is the small one of `tests/support/export_campaign.py` (3 marks x 2 policies, 10 fps x 1 s,
 a 10 fps and a 5 fps camera, one aborted attempt), whose images encode their control step.
 """
 
@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from export_fixtures import FPS, REPO, STEPS, label_all, level, make_campaign, state_value, tree_digest
+from support.export_campaign import FPS, REPO, STEPS, label_all, level, make_campaign, state_value, tree_digest
 from orchestrator.store import CampaignStore
 
 REPO_ID = "tester/so101-ab-export"
@@ -596,7 +596,7 @@ def test_real_simulated_campaign_exports(tmp_path, cli, hf_env):
     the recorder) on a 2-mark, 10 fps x 1 s copy of the demo protocol, then `export`."""
     import yaml
 
-    from conftest import GRID20, sim_protocol_text
+    from support.repo import GRID20, sim_protocol_text
 
     layout = yaml.safe_load(GRID20.read_text())
     layout["marks"] = layout["marks"][5:7]
