@@ -18,7 +18,7 @@ from orchestrator.auto.rater import arm_moved, rate
 from orchestrator.blinding import CampaignSource
 from orchestrator.store import CampaignStore
 
-from tiny import ROOT, run_cli
+from support.tiny import ROOT, run_cli
 
 
 @pytest.fixture(scope="module")

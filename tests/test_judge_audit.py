@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from judge_fixtures import make_campaign
+from support.judge_campaign import make_campaign
 from orchestrator.blinding import CampaignSource
 from orchestrator.bundle import BundleSource
 from orchestrator.cli import main
@@ -23,7 +23,7 @@ from orchestrator.judge.app import JudgeApp
 from orchestrator.judge.player import Player
 from orchestrator.store import CampaignStore
 
-from tiny import run_cli
+from support.tiny import run_cli
 
 
 @pytest.fixture(scope="module")
