@@ -73,7 +73,7 @@ def _run_trial(trial: TrialRow, episode_id: str):
     except BaseException:
         recorder.discard()
         raise
-    return episode_record(episode_id, context, cameras, recorded, facts, timing)
+    return episode_record(episode_id, context, cameras, recorded, facts, timing, loaded.protocol.success)
 
 
 def run_parallel(opened: OpenedCampaign, pending: list[TrialRow], workers: int, summary,

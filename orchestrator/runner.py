@@ -154,7 +154,8 @@ def _run_sequential(opened: OpenedCampaign, pending: list[TrialRow], operator: O
                 if redo:
                     raise _Redo(f"redo requested by operator: {redo}")
                 recorded = recorder.finish()
-                record = episode_record(episode_id, context, cameras, recorded, facts, timing)
+                record = episode_record(episode_id, context, cameras, recorded, facts, timing,
+                                        loaded.protocol.success)
                 commit_episode(store, attempt, trial, record, context.fps, summary)
             except KeyboardInterrupt:
                 rig.safe_stop()

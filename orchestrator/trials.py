@@ -76,14 +76,22 @@ def episode_context(loaded: LoadedProtocol, trial: TrialRow) -> EpisodeContext:
                           duration_s=loaded.protocol.episode.duration_s, task=loaded.protocol.task)
 
 
-def episode_record(episode_id: str, context: EpisodeContext, cameras, recorded, facts, timing) -> EpisodeRecord:
+def episode_record(episode_id: str, context: EpisodeContext, cameras, recorded, facts, timing,
+                   success=None) -> EpisodeRecord:
+    """What `finish_attempt` commits; with the protocol's `success` test, the `auto` rater's
+    label (from the recorded joints, `orchestrator.auto`) goes in the same transaction."""
+    auto = None
+    if success is not None and "timeseries" in recorded.files and recorded.root is not None:
+        from .auto.labels import rate_recorded
+
+        auto = rate_recorded(recorded.root / recorded.files["timeseries"], context.cube.size_m, success)
     return EpisodeRecord(
         episode_id=episode_id, frames=timing.steps, duration_s=context.duration_s,
         cameras=list(cameras), files=recorded.files, digests=recorded.digests,
         physics_success=facts.physics_success,
         max_lift_m=facts.max_lift_m, time_to_success_s=facts.time_to_success_s,
         safety_events=tuple(facts.safety_events),
-        timing={**timing.as_dict(), "video_frames": recorded.video_frames})
+        timing={**timing.as_dict(), "video_frames": recorded.video_frames}, auto=auto)
 
 
 def commit_episode(store: CampaignStore, attempt: int, trial: TrialRow, record: EpisodeRecord, fps: int,
