@@ -197,7 +197,7 @@ class AdvisoryLock:
             pass  # closing the connection releases it anyway
 
 
-def open_connection(url: str, directory: Path) -> PgConnection:
+def open_connection(url: str, directory: Path | None) -> PgConnection:
     """Connect and check the database holds a campaign store of a known schema (migrating an
     older one), as `CampaignStore._checked` does for a file."""
     from .errors import BadInput
@@ -239,6 +239,9 @@ def create_on_server(url: str, directory: Path, **campaign: Any):
             raise BadInput(f"{redact(url)}: database is not empty and holds no campaign; use a new database")
         try:
             _write_new_campaign(conn, **campaign)
+            from .pgroles import install_blind_objects
+
+            install_blind_objects(conn)
         except BaseException:
             conn.raw.execute("ROLLBACK")
             raise

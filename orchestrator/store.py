@@ -487,7 +487,9 @@ class CampaignStore:
         if label not in LABELS:
             raise BadInput(f"label must be one of {', '.join(LABELS)}, not {label!r}")
         with self.transaction() as c:
-            if c.execute("SELECT 1 FROM episodes WHERE id=?", (episode_id,)).fetchone() is None:
+            # (on a server a judge's role may read only the blinded view: pgroles.py)
+            table = "blind_episodes" if getattr(c, "dialect", "") == "postgresql" else "episodes"
+            if c.execute(f"SELECT 1 FROM {table} WHERE id=?", (episode_id,)).fetchone() is None:
                 raise BadInput(f"episode {episode_id} is not in this campaign")
             cur = c.execute(
                 "INSERT INTO judgments (episode_id, judge, label, failure_mode, note, created_at, source)"
