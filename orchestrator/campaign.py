@@ -93,6 +93,10 @@ def _resume(store: CampaignStore, loaded: LoadedProtocol, rig: LoadedRig, direct
             raise BadInput(f"{directory}: campaign was run on a "
                            f"{'simulated' if frozen['simulated'] else 'real'} rig; "
                            f"{rig.path} is a {'simulated' if rig.profile.simulated else 'real'} rig")
+        if station is not None:
+            # stations differ in their rigs and must not touch each other's running attempts
+            # or files: each records its rig, and claims recover blocks (stations.py)
+            return OpenedCampaign(store, loaded, rig, resumed=True, recovered=[])
         if frozen["rig_text"] != rig.text:
             store.log_event("rig_changed", f"resumed with a changed rig profile {rig.path}",
                             data={"rig_text": rig.text})

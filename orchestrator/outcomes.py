@@ -150,6 +150,7 @@ class OutcomeSet:
     sessions: SessionCounts | None = None         # None: the source has no sessions (CSV)
     operator_is_judge: bool | None = None         # None: unknown (CSV)
     fps: int | None = None                        # the protocol's control rate
+    station_blocks: tuple[dict[str, Any], ...] = ()   # unit, station, state, claimed_at, finished_at
 
     # ---------------------------------------------------------------- views
 
@@ -523,7 +524,8 @@ def outcomes_from_store(store: Any, judge: str | None = None) -> OutcomeSet:
         alpha=float(analysis.get("alpha", 0.05)), stopping=stopping, marks=marks,
         human_labels=tuple(human_labels), physics=physics, warnings=tuple(warnings),
         aborted_attempts=sum(aborted_by_slot.values()), scheduled_trials=len(trials),
-        sessions=session_counts(store.sessions()), operator_is_judge=operator_is_judge, fps=fps)
+        sessions=session_counts(store.sessions()), operator_is_judge=operator_is_judge, fps=fps,
+        station_blocks=tuple(store.station_blocks()) if hasattr(store, "station_blocks") else ())
 
 
 def session_counts(sessions: Sequence[dict[str, Any]]) -> SessionCounts:

@@ -196,6 +196,9 @@ class CampaignStore:
         self.directory = Path(directory)
         self.conn = conn
         self._lock = lock
+        # A station's claim check (stations.py), run first inside the transactions that begin
+        # and commit an attempt: raises when the station no longer holds the trial's block.
+        self.guard: Any = None
 
     # ------------------------------------------------------------ opening
 
@@ -410,6 +413,8 @@ class CampaignStore:
 
     def begin_attempt(self, slot: int, episode_id: str) -> int:
         with self.transaction() as c:
+            if self.guard is not None:
+                self.guard(c, slot)
             state = c.execute("SELECT state FROM trials WHERE slot=?", (slot,)).fetchone()
             if state is None or state[0] == "done":
                 raise RuntimeFailure(f"trial {slot} is {'missing' if state is None else 'already done'}")
@@ -427,6 +432,8 @@ class CampaignStore:
             if slot is None:
                 raise RuntimeFailure(f"attempt {attempt_id} is not running")
             slot = slot[0]
+            if self.guard is not None:
+                self.guard(c, slot)
             c.execute("UPDATE attempts SET status='done', ended_at=? WHERE id=?", (now, attempt_id))
             c.execute(
                 "INSERT INTO episodes (id, slot, attempt_id, frames, duration_s, cameras, physics_success,"
@@ -527,6 +534,13 @@ class CampaignStore:
     def sessions(self) -> list[dict[str, Any]]:
         """Run sessions; one with no `ended_at` was killed (SIGKILL, power loss)."""
         return [dict(r) for r in self.conn.execute("SELECT * FROM sessions ORDER BY id")]
+
+    def station_blocks(self) -> list[dict[str, Any]]:
+        """Which station ran each layout block, and when (stations.py); [] for a single arm."""
+        if getattr(self.conn, "dialect", "sqlite") != "postgresql" or not self.conn.has_table("blocks"):
+            return []
+        return [dict(r) for r in self.conn.execute(
+            "SELECT unit, station, state, claimed_at, finished_at FROM blocks ORDER BY unit")]
 
     def integrity_ok(self) -> bool:
         return self.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"

@@ -54,3 +54,16 @@ def pg_cluster():
         pytest.fail(str(exc), pytrace=False)
     yield cluster
     cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def tiny_reference(tmp_path_factory) -> Path:
+    """The tiny protocol run once on SQLite by a fresh process, one episode at a time: the
+    single-station reference the shared-store tests compare outcomes with."""
+    from support.cli import run_module
+    from support.tiny import PROTOCOL, RIG
+
+    local = tmp_path_factory.mktemp("reference") / "campaign"
+    done = run_module("run", PROTOCOL, "--rig", RIG, "--out", local, "--workers", "1", timeout=400)
+    assert done.code == 0, done.err
+    return local

@@ -21,7 +21,7 @@ def _outcomes(report_json: str) -> dict:
 
 
 @pytest.fixture(scope="module")
-def on_server(pg_cluster, tmp_path_factory):
+def on_server(pg_cluster, tmp_path_factory, tiny_reference):
     """The tiny campaign run on a PostgreSQL store (videos in a shared dir), and the same
     protocol run on SQLite."""
     url = pg_cluster.new_database()
@@ -29,10 +29,7 @@ def on_server(pg_cluster, tmp_path_factory):
     run = run_module("run", PROTOCOL, "--rig", RIG, "--out", videos, "--store", url, timeout=300)
     assert run.code == 0, run.err
     assert "6/6 trials done" in run.out
-    local = tmp_path_factory.mktemp("local") / "campaign"
-    run = run_module("run", PROTOCOL, "--rig", RIG, "--out", local, timeout=300)
-    assert run.code == 0, run.err
-    return url, videos, local
+    return url, videos, tiny_reference
 
 
 def _physics_by_slot_sqlite(directory) -> dict[int, int]:
@@ -88,8 +85,11 @@ def test_doctor_bundle_import_labels_judge_and_export_on_the_server(on_server, t
     assert exported.code == 0 and "exported 6 episodes" in exported.out, exported.err
 
 
-def test_store_migrate_copies_and_verifies(on_server, pg_cluster):
-    _, _, local = on_server
+def test_store_migrate_copies_and_verifies(on_server, pg_cluster, tmp_path):
+    import shutil
+
+    local = tmp_path / "campaign"
+    shutil.copytree(on_server[2], local)  # migrate locks the campaign: leave the reference alone
     url = pg_cluster.new_database()
     moved = run_module("store", "migrate", local, url)
     assert moved.code == 0 and "6 trials" in moved.out and "match" in moved.out, moved.err

@@ -330,6 +330,11 @@ def build_report(data: OutcomeSet) -> Report:
                             f"episode{'s' if t.episodes_over != 1 else ''} of {t.with_timing} (more than "
                             f"{100 * OVERRUN_WARN_FRACTION:g}% of the steps overran the control period; "
                             f"{t.overrun_steps} overrun steps in all): its outcomes may reflect a slow loop")
+    from .stations import build_stations
+
+    station_section = build_stations(data)
+    if station_section is not None:
+        warnings.extend(station_section.warnings)
     stopping_rule = _describe_stopping(data.stopping)
     if _evalue_rule(data.stopping):
         warnings.append("the protocol pre-registers the e-value stopping rule: the verdict uses the "
@@ -360,7 +365,7 @@ def build_report(data: OutcomeSet) -> Report:
         comparisons=comparisons, cochran=cochran, strata=_strata(data), drift=_drift(data),
         judges=_judges(data), unpaired=unpaired, warnings=tuple(warnings), headline=headline,
         grid=_grid(data), timeline=_timeline(data), timing=timing, sessions=data.sessions,
-        operator_is_judge=data.operator_is_judge, fps=data.fps)
+        operator_is_judge=data.operator_is_judge, fps=data.fps, stations=station_section)
 
 
 def _describe_stopping(stopping: Any) -> str:

@@ -201,3 +201,4 @@ class Report:
     sessions: SessionCounts | None = None
     operator_is_judge: bool | None = None
     fps: int | None = None
+    stations: Any = None    # report/stations.StationSection for a campaign run by several arms
