@@ -151,6 +151,8 @@ class OutcomeSet:
     sessions: SessionCounts | None = None         # None: the source has no sessions (CSV)
     operator_is_judge: bool | None = None         # None: unknown (CSV)
     fps: int | None = None                        # the protocol's control rate
+    auto_labels: dict[str, str] = field(default_factory=dict)   # episode -> the `auto` rater's label
+    arm_still: tuple[str, ...] = ()               # episodes in which the arm never moved
 
     # ---------------------------------------------------------------- views
 
@@ -454,6 +456,7 @@ def outcomes_from_store(store: CampaignStore, judge: str | None = None) -> Outco
     judge: a human judge's name, `physics`, `auto`, `consensus` or None (the default: consensus
     of the human judges, with `auto` only if the protocol says `judging: {auto: counted}`; when
     no human has judged and the campaign is simulated, physics)."""
+    from .auto.labels import still_episodes
     from .campaign import frozen_protocol
 
     camp = store.campaign()
@@ -498,7 +501,8 @@ def outcomes_from_store(store: CampaignStore, judge: str | None = None) -> Outco
         marks=marks, human_labels=tuple(human_labels), physics=labels.physics, warnings=tuple(warnings),
         aborted_attempts=sum(aborted_by_slot.values()), scheduled_trials=len(trials),
         sessions=session_counts(store.sessions()), operator_is_judge=protocol.judging.operator_is_judge,
-        fps=protocol.episode.fps)
+        fps=protocol.episode.fps, auto_labels={ep: j.label for ep, j in store.latest_labels(AUTO_JUDGE).items()},
+        arm_still=still_episodes(store.directory, episodes.values()))
 
 
 def session_counts(sessions: Sequence[dict[str, Any]]) -> SessionCounts:
