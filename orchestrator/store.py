@@ -28,7 +28,7 @@ from filelock import FileLock, Timeout
 from .durable import fsync_dir
 from .errors import BadInput, RuntimeFailure
 from .migrations import SCHEMA_VERSION, create_schema, migrate
-from .schedule import ScheduledTrial
+from .schedule import Trial
 
 APPLICATION_ID = 0x50414231  # "PAB1": marks the file as ours (PRAGMA application_id)
 DB_NAME = "campaign.db"
@@ -42,20 +42,6 @@ AUTO_JUDGE = "auto"
 def new_episode_id() -> str:
     """An opaque episode id: 64 random bits, hex. Not sequential, not derived from time/policy."""
     return "ep_" + secrets.token_hex(8)
-
-
-@dataclass(frozen=True)
-class TrialRow:
-    slot: int
-    unit: int
-    mark_id: str
-    repeat: int
-    position: int
-    policy: str
-    seed: int
-    state: str
-    episode_id: str | None
-    attempts: int
 
 
 @dataclass(frozen=True)
@@ -128,7 +114,7 @@ class CampaignStore:
     @classmethod
     def create(cls, directory: Path, *, name: str, protocol_path: str, protocol_text: str,
                protocol_sha256: str, layout_text: str, layout_sha256: str, rig_path: str,
-               rig_text: str, simulated: bool, schedule: list[ScheduledTrial]) -> "CampaignStore":
+               rig_text: str, simulated: bool, schedule: list[Trial]) -> "CampaignStore":
         """Create a new campaign (directory, lock, schema, frozen protocol, schedule)."""
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
@@ -313,13 +299,13 @@ class CampaignStore:
             raise BadInput(f"{self.directory / DB_NAME}: campaign store has no campaign record")
         return dict(row)
 
-    def trials(self) -> list[TrialRow]:
+    def trials(self) -> list[Trial]:
         rows = self.conn.execute(
             "SELECT slot, unit, mark_id, repeat_index, position, policy, seed, state, episode_id,"
             " attempts FROM trials ORDER BY slot").fetchall()
-        return [TrialRow(*row) for row in rows]
+        return [Trial(*row) for row in rows]
 
-    def pending_trials(self) -> list[TrialRow]:
+    def pending_trials(self) -> list[Trial]:
         """Trials still to run, in schedule order (pending, aborted, or interrupted)."""
         return [t for t in self.trials() if t.state != "done"]
 

@@ -17,18 +17,18 @@ import pytest
 
 from support.repo import REPO
 from orchestrator.errors import BadInput, RuntimeFailure
-from orchestrator.schedule import ScheduledTrial
+from orchestrator.schedule import Trial
 from orchestrator.store import (APPLICATION_ID, DB_NAME, SCHEMA_VERSION, CampaignStore, EpisodeRecord,
                                 new_episode_id)
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
-def schedule(n_units: int, labels=("A", "B")) -> list[ScheduledTrial]:
+def schedule(n_units: int, labels=("A", "B")) -> list[Trial]:
     out = []
     for unit in range(n_units):
         for position, label in enumerate(labels if unit % 2 == 0 else labels[::-1]):
-            out.append(ScheduledTrial(slot=len(out), unit=unit, mark_id=f"M{unit:03d}", repeat=0,
+            out.append(Trial(slot=len(out), unit=unit, mark_id=f"M{unit:03d}", repeat=0,
                                       position=position, policy=label, seed=len(out)))
     return out
 
