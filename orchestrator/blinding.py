@@ -100,14 +100,19 @@ def judging_info(store: CampaignStore) -> tuple[JudgingInfo, dict[str, Mark]]:
 
 def blinded_episodes(store: CampaignStore, marks: dict[str, Mark]) -> list[BlindEpisode]:
     """Every recorded episode (sorted by id, not by run order), through `_VIEW_SQL` only."""
+    from .auto.labels import series_arm_moved
+
     episodes = []
     sql = _SERVER_VIEW_SQL if _on_server(store) else _VIEW_SQL
     for episode_id, frames, duration_s, files, mark_id in store.conn.execute(sql):
+        files = json.loads(files)
         videos = {camera: (store.directory / rel).resolve()
-                  for camera, rel in json.loads(files).items() if str(rel).endswith(".mp4")}
+                  for camera, rel in files.items() if str(rel).endswith(".mp4")}
+        series = files.get("timeseries")
+        still = bool(series) and series_arm_moved(store.directory / series) is False
         episodes.append(BlindEpisode(id=episode_id, videos=videos,
                                      mark=marks.get(mark_id, Mark(mark_id)),
-                                     duration_s=float(duration_s), frames=int(frames)))
+                                     duration_s=float(duration_s), frames=int(frames), arm_still=still))
     episodes.sort(key=lambda e: e.id)
     return episodes
 
@@ -154,7 +159,7 @@ class CampaignSource:
     """
 
     def __init__(self, directory: Path, judge: str, contested_first: bool = False):
-        self.store = CampaignStore.open_readonly(Path(directory))
+        self.store = CampaignStore.open_for_labels(Path(directory))
         self.judge = judge
         self.contested_first = contested_first
         self.info, self._marks = judging_info(self.store)

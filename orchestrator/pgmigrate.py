@@ -47,7 +47,8 @@ def table_digest(conn, table: str) -> tuple[int, str]:
 def migrate_to_server(campaign: Path, url: str) -> MigrateSummary:
     """Copy the campaign in `campaign` to the empty database `url` and verify the copy."""
     from .pgstore import AdvisoryLock, PgConnection, redact
-    from .store import _SCHEMA, CampaignStore
+    from .migrations import create_schema
+    from .store import CampaignStore
 
     source = CampaignStore.open_for_run(Path(campaign))  # no run may write while we copy
     target = PgConnection(url)
@@ -58,9 +59,8 @@ def migrate_to_server(campaign: Path, url: str) -> MigrateSummary:
         expected = {t: table_digest(source.conn, t) for t in TABLES}
         target.execute("BEGIN")
         try:
-            for statement in _SCHEMA.split(";"):
-                if statement.strip():
-                    target.execute(statement)
+            create_schema(target)            # the same frozen steps as a new store
+            target.execute("DELETE FROM meta")  # the source's rows are copied as they are
             for table in TABLES:
                 _copy_table(source.conn, target, table)
             copied = {t: table_digest(target, t) for t in TABLES}

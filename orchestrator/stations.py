@@ -34,7 +34,7 @@ from typing import Callable
 from .campaign import OpenedCampaign
 from .errors import RuntimeFailure
 from .recording import remove_episode_files
-from .store import TrialRow
+from .schedule import Trial
 
 NOW = "extract(epoch from clock_timestamp())"
 
@@ -143,7 +143,7 @@ class Station:
 
     # ------------------------------------------------------------ claiming
 
-    def next_block(self) -> list[TrialRow]:
+    def next_block(self) -> list[Trial]:
         """Close the current block, apply the stopping rule, then claim the next block and
         return its trials still to run (in order); [] when there is nothing left for us."""
         from .trials import stop_decision

@@ -201,4 +201,6 @@ class Report:
     sessions: SessionCounts | None = None
     operator_is_judge: bool | None = None
     fps: int | None = None
+    raters: tuple[Any, ...] = ()                    # raters.RaterAgreement rows
+    arm_still: tuple[tuple[str, str, str], ...] = ()   # episode, layout, policy: the arm never moved
     stations: Any = None    # report/stations.StationSection for a campaign run by several arms
