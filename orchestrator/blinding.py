@@ -141,15 +141,20 @@ class CampaignSource:
     through it.
     """
 
-    def __init__(self, directory: Path, judge: str):
+    def __init__(self, directory: Path, judge: str, contested_first: bool = False):
         self.store = CampaignStore.open_readonly(Path(directory))
         self.judge = judge
+        self.contested_first = contested_first
         self.info, self._marks = judging_info(self.store)
         seal(self.store.conn)
 
     def episodes(self) -> list[BlindEpisode]:
         by_id = {e.id: e for e in blinded_episodes(self.store, self._marks)}
-        return [by_id[i] for i in judge_order(by_id, self.judge, self.info.ref)]
+        order = judge_order(by_id, self.judge, self.info.ref)
+        if self.contested_first:
+            first = contested(self.store, self.judge)
+            order = [i for i in order if i in first] + [i for i in order if i not in first]
+        return [by_id[i] for i in order]
 
     def history(self) -> list[LabelRecord]:
         return [LabelRecord(str(j.id), j.episode_id, j.label, j.failure_mode, j.note, j.created_at)
@@ -165,8 +170,30 @@ class CampaignSource:
     def retract(self, label_id: str) -> None:
         self.store.retract_judgment(int(label_id))
 
+    def invalidate(self, episode_id: str, reason: str) -> None:
+        """Invalid start: the trial goes back to the queue (through the sealed connection)."""
+        self.store.invalidate_episode(episode_id, f"invalid start (judge {self.judge}): {reason}",
+                                      kind="invalid_start")
+
     def close(self) -> None:
         self.store.close()
+
+
+def contested(store: CampaignStore, judge: str) -> set[str]:
+    """Episodes where the `auto` rater and an earlier human judge (not `judge`) disagree
+    (success against failure; unsure disagrees with nobody). Only which episodes, never
+    whose label: the judge app does not show `auto`'s label."""
+    labels: dict[str, dict[str, str]] = {}
+    for j in store.judgments():
+        labels.setdefault(j.judge, {})[j.episode_id] = j.label
+    auto = labels.pop("auto", {})
+    out = set()
+    for name, theirs in labels.items():
+        if name in ("physics", judge):
+            continue
+        out.update(e for e, label in theirs.items()
+                   if {label, auto.get(e)} == {"success", "failure"})
+    return out
 
 
 def judge_labels(store: CampaignStore) -> dict[str, dict[str, str]]:

@@ -34,7 +34,8 @@ from typing import Any
 
 from .blinding import blinded_view, forbidden_terms, judge_order, scan_for_terms
 from .errors import BadInput, RuntimeFailure
-from .judge.source import BlindEpisode, JudgingInfo, LabelRecord, Mark, check_judge_name, current_labels
+from .judge.source import (INVALID_START, BlindEpisode, JudgingInfo, LabelRecord, Mark, check_judge_name,
+                           current_labels)
 from .durable import fsync_dir, fsync_file
 from .store import LABELS, CampaignStore
 
@@ -222,7 +223,7 @@ def _check_label_op(op: Any) -> None:
     if not isinstance(op, dict) or op.get("op") not in ("add", "retract") or not isinstance(op.get("id"), str):
         raise ValueError("not a label operation")
     if op["op"] == "add":
-        if not isinstance(op.get("episode_id"), str) or op.get("label") not in LABELS:
+        if not isinstance(op.get("episode_id"), str) or op.get("label") not in (*LABELS, INVALID_START):
             raise ValueError("label operation without an episode or a known label")
         for key in ("failure_mode", "note"):
             if op.get(key) is not None and not isinstance(op[key], str):
@@ -303,7 +304,7 @@ class BundleSource:
             note: str | None = None) -> LabelRecord:
         if episode_id not in self._ids:
             raise BadInput(f"episode {episode_id} is not in this bundle")
-        if label not in LABELS:
+        if label not in (*LABELS, INVALID_START):
             raise BadInput(f"label must be one of {', '.join(LABELS)}, not {label!r}")
         op = {"op": "add", "id": "lb_" + secrets.token_hex(6), "episode_id": episode_id,
               "judge": self.judge, "label": label, "failure_mode": failure_mode, "note": note,
@@ -313,6 +314,11 @@ class BundleSource:
 
     def retract(self, label_id: str) -> None:
         self._append({"op": "retract", "id": label_id, "at": time.time()})
+
+    def invalidate(self, episode_id: str, reason: str) -> None:
+        """Invalid start, recorded as an `invalid_start` label (reason in the note);
+        `import-labels` sends the trial back for a re-run."""
+        self.add(episode_id, INVALID_START, None, reason)
 
     def close(self) -> None:
         pass
@@ -328,6 +334,7 @@ class ImportSummary:
     duplicates: int
     conflicts: int
     judges: list[str]
+    invalid_starts: int = 0       # trials sent back for a re-run (invalid start)
 
 
 def import_labels(campaign: Path, bundle: Path) -> ImportSummary:
@@ -351,10 +358,16 @@ def import_labels(campaign: Path, bundle: Path) -> ImportSummary:
         problems = [p for p in problems if p]
         if problems:
             raise BadInput(f"{bundle}/{LABELS_DIR}: {problems[0]}; nothing imported")
-        foreign = sorted({r.episode_id for records in labels.values() for r in records} - known)
+        invalid = {r.episode_id: (judge, r.note or "no reason given") for judge, records in labels.items()
+                   for r in current_labels(records).values() if r.label == INVALID_START}
+        sent_back = {a["episode_id"] for a in store.attempts()} - known   # invalidated before
+        foreign = sorted({r.episode_id for records in labels.values() for r in records}
+                         - known - (sent_back & set(invalid)))
         if foreign:
             raise BadInput(f"{bundle}: labels for {len(foreign)} episodes that are not in this campaign "
                            f"({', '.join(foreign[:3])}{', ...' if len(foreign) > 3 else ''}); nothing imported")
+        labels = {judge: [r for r in records if r.episode_id not in invalid]
+                  for judge, records in labels.items()}
         bad = [r for records in labels.values() for r in records if r.label not in LABELS]
         if bad:
             raise BadInput(f"{bundle}: label {bad[0].label!r} for {bad[0].episode_id} is not one of "
@@ -374,6 +387,11 @@ def import_labels(campaign: Path, bundle: Path) -> ImportSummary:
                 store.add_judgment(record.episode_id, judge, record.label, record.failure_mode,
                                    record.note, source=source, created_at=record.created_at or None)
                 imported += 1
+        invalid = {e: why for e, why in invalid.items() if e in known}
+        for episode_id, (judge, reason) in sorted(invalid.items()):
+            store.invalidate_episode(episode_id, f"invalid start (judge {judge}, bundle "
+                                     f"{manifest['bundle_id']}): {reason}", kind="invalid_start")
     finally:
         store.close()
-    return ImportSummary(str(manifest["bundle_id"]), imported, duplicates, conflicts, sorted(labels))
+    return ImportSummary(str(manifest["bundle_id"]), imported, duplicates, conflicts, sorted(labels),
+                         invalid_starts=len(invalid))

@@ -377,14 +377,27 @@ def consensus_label(labels: Sequence[str]) -> str:
     return "unsure"
 
 
+def _auto_counted(protocol_text: Any) -> bool:
+    """Whether the frozen protocol pre-registered the `auto` rater as a counted judge."""
+    import yaml
+
+    try:
+        proto = yaml.safe_load(protocol_text or "") or {}
+    except yaml.YAMLError:
+        return False
+    judging = proto.get("judging") if isinstance(proto, dict) else None
+    return isinstance(judging, dict) and judging.get("auto") == "counted"
+
+
 def outcomes_from_store(store: Any, judge: str | None = None) -> OutcomeSet:
     """Outcomes of a campaign under the chosen labels.
 
-    judge: a human judge's name, `physics`, `consensus` or None (the default: consensus of
-    the human judges; when no human has judged and the campaign is simulated, physics)."""
+    judge: a human judge's name, `physics`, `auto`, `consensus` or None (the default: consensus
+    of the human judges, with `auto` only if the protocol says `judging: {auto: counted}`; when
+    no human has judged and the campaign is simulated, physics)."""
     import yaml
 
-    from .store import PHYSICS_JUDGE
+    from .store import AUTO_JUDGE, PHYSICS_JUDGE
 
     camp = store.campaign()
     trials = store.trials()
@@ -394,7 +407,10 @@ def outcomes_from_store(store: Any, judge: str | None = None) -> OutcomeSet:
         if att.get("status") == "aborted":
             aborted_by_slot[att["slot"]] += 1
     all_judges = store.judges()
-    humans = [j for j in all_judges if j != PHYSICS_JUDGE]
+    humans = [j for j in all_judges if j not in (PHYSICS_JUDGE, AUTO_JUDGE)]
+    # `auto` votes in the consensus only when the protocol pre-registered it (judging.auto: counted)
+    if AUTO_JUDGE in all_judges and _auto_counted(camp.get("protocol_text")):
+        humans.append(AUTO_JUDGE)
     simulated = bool(camp.get("simulated"))
     warnings: list[str] = []
 

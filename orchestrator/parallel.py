@@ -19,6 +19,7 @@ from .campaign import OpenedCampaign
 from .errors import Interrupted, RuntimeFailure
 from .recording import check_disk, episode_bytes_estimate, remove_episode_files
 from .store import TrialRow, new_episode_id
+from .trials import Progress, commit_episode, episode_context, episode_record, stop_decision
 
 _WORKER: dict = {}
 
@@ -58,7 +59,6 @@ def _run_trial(trial: TrialRow, episode_id: str):
 
     from .episode import run_episode
     from .recording import EpisodeRecorder
-    from .runner import episode_context, episode_record
 
     sim, policies = _worker_state()
     loaded, rig_profile = _WORKER["loaded"], _WORKER["rig"]
@@ -73,13 +73,11 @@ def _run_trial(trial: TrialRow, episode_id: str):
     except BaseException:
         recorder.discard()
         raise
-    return episode_record(episode_id, context, cameras, recorded, facts, timing)
+    return episode_record(episode_id, context, cameras, recorded, facts, timing, loaded.protocol.success)
 
 
 def run_parallel(opened: OpenedCampaign, pending: list[TrialRow], workers: int, summary,
                  say: Callable[[str], None], stop_after: int | None) -> None:
-    from .runner import Progress, stop_decision
-
     store, loaded, rig = opened.store, opened.protocol, opened.rig
     progress = Progress(summary.total, summary.done_total, say)
     per_episode = episode_bytes_estimate(rig.profile.cameras, loaded.protocol.episode.duration_s)
@@ -133,8 +131,7 @@ def run_parallel(opened: OpenedCampaign, pending: list[TrialRow], workers: int, 
                     summary.aborted_now += 1
                     raise RuntimeFailure(f"trial {trial.slot + 1} (mark {trial.mark_id}) aborted: {cause}; "
                                          "the campaign is resumable: fix the cause and run again") from exc
-                store.finish_attempt(attempt, record)
-                summary.done_now += 1
+                commit_episode(store, attempt, trial, record, loaded.protocol.episode.fps, summary)
                 progress.update(trial.mark_id)
     except KeyboardInterrupt:
         _kill_pool(pool)

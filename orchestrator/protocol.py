@@ -101,6 +101,12 @@ class ScriptedPolicySpec(_Strict):
 
     type: Literal["scripted"]
     aim_noise_mm: Annotated[float, Field(ge=0, le=100)] = 0.0
+    # Faults for testing raters (`auto` against physics): open the gripper this many seconds
+    # into the episode (a drop), lift only this high (m; below the success height: a
+    # half-lift), or close only to this opening (rig units; a loose, half grasp).
+    release_s: Annotated[float, Field(gt=0)] | None = None
+    lift_m: Annotated[float, Field(gt=0, le=0.2)] | None = None
+    grip_pct: Annotated[float, Field(ge=0, le=100)] | None = None
 
 
 class LeRobotPolicySpec(_Strict):
@@ -139,6 +145,9 @@ class Judging(_Strict):
         "missed", "pushed", "dropped", "collision", "other",
     ]
     operator_is_judge: bool = False
+    # The automatic rater (`auto`, from the recorded joints): a second opinion (`advisory`,
+    # never in the consensus) unless pre-registered as `counted` (one more judge in it).
+    auto: Literal["advisory", "counted"] = "advisory"
 
 
 class EValueStopping(_Strict):

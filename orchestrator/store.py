@@ -37,6 +37,7 @@ LOCK_NAME = "campaign.lock"
 TRIAL_STATES = ("pending", "running", "done", "aborted")
 LABELS = ("success", "failure", "unsure")
 PHYSICS_JUDGE = "physics"
+AUTO_JUDGE = "auto"
 
 # Schema 2: one row per `orchestrator run` session (how often a campaign was resumed, on which
 # host, how each session ended). Added by migrations._to_2 to schema-1 stores.
@@ -123,6 +124,7 @@ class EpisodeRecord:
     time_to_success_s: float | None = None
     safety_events: tuple[str, ...] = ()
     timing: dict[str, Any] | None = None
+    auto: tuple[str, str] | None = None   # the `auto` rater's (label, reason), judge AUTO_JUDGE
 
 
 @dataclass(frozen=True)
@@ -419,11 +421,17 @@ class CampaignStore:
                           " VALUES (?,?,?,?, 'physics')",
                           (record.episode_id, PHYSICS_JUDGE,
                            "success" if record.physics_success else "failure", now))
+            if record.auto is not None:
+                c.execute("INSERT INTO judgments (episode_id, judge, label, note, created_at, source)"
+                          " VALUES (?,?,?,?,?, 'auto')", (record.episode_id, AUTO_JUDGE, *record.auto, now))
 
-    def invalidate_episode(self, episode_id: str, reason: str) -> int:
-        """Undo a done trial whose files did not survive (power loss, disk fault): the episode
-        and its labels are removed, the attempt is marked aborted with `reason`, and the trial
-        goes back to the queue. Returns the trial slot."""
+    def invalidate_episode(self, episode_id: str, reason: str, kind: str = "invalidated") -> int:
+        """Undo a done trial whose files did not survive (power loss, disk fault), or whose start
+        a judge found invalid (`kind='invalid_start'`: cube not on its mark, knocked, arm not at
+        rest): the episode and its labels are removed, the attempt is marked aborted with
+        `reason` (reported like an e-stop, never an outcome), and the trial goes back to the
+        queue, so the next `orchestrator run` re-runs it. Reads no key column, so a judge's
+        sealed connection (`blinding.seal`) may call it. Returns the trial slot."""
         now = time.time()
         with self.transaction() as c:
             row = c.execute("SELECT slot, attempt_id FROM episodes WHERE id=?", (episode_id,)).fetchone()
@@ -436,7 +444,7 @@ class CampaignStore:
             c.execute("UPDATE trials SET state='aborted', episode_id=NULL, done_at=NULL WHERE slot=?", (slot,))
             c.execute("UPDATE campaign SET finished_at=NULL, stop_reason=NULL WHERE stop_reason='complete'")
             c.execute("INSERT INTO events (at, kind, slot, message) VALUES (?,?,?,?)",
-                      (now, "invalidated", slot, f"episode {episode_id}: {reason}; trial will be re-run"))
+                      (now, kind, slot, f"episode {episode_id}: {reason}; trial will be re-run"))
         return slot
 
     def abort_attempt(self, attempt_id: int, reason: str) -> None:

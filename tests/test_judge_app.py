@@ -201,14 +201,18 @@ async def test_player_keys(campaign, monkeypatch):
         assert player.frame_index == at + 1
         await pilot.press("e")
         for _ in range(50):
-            if player.last_frame == 29:
+            if player.all_decoded:
                 break
             await pilot.pause(0.02)
         await pilot.press("e")
-        assert player.frame_index == 29
-        assert "t = 1.93 s / 2.00 s" in app.screen_text() and "frame 30 / 30" in app.screen_text()
+        # the clock runs to the episode's end; the last frame (PTS 29/15 s) stays on screen
+        assert player.frame_index == 29 and player.frame_time() == pytest.approx(29 / 15, abs=1e-3)
+        assert "t = 2.00 s / 2.00 s" in app.screen_text() and "frame 30 / 30" in app.screen_text()
         await pilot.press("right")
-        assert player.frame_index == 29
+        assert player.frame_index == 29 and player.position == 2.0
+        await pilot.press("left")                  # back one frame: the clock shows its PTS
+        assert player.frame_index == 28 and "t = 1.87 s / 2.00 s" in app.screen_text()
+        await pilot.press("e")
         await pilot.press("right_square_bracket")
         assert player.speed == 2.0
         await pilot.press("left_square_bracket", "left_square_bracket")

@@ -11,7 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-RESERVED_JUDGES = ("physics", "consensus")
+RESERVED_JUDGES = ("physics", "consensus", "auto")
+# Why a judge may send a trial back for a re-run (start-state audit; `x` then 1-3 in the app).
+INVALID_START_REASONS = ("cube not on its mark", "cube knocked before the start", "arm not at rest")
+INVALID_START = "invalid_start"   # the label a bundle records for it (never an outcome)
 _JUDGE_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,31}$")
 
 
@@ -21,7 +24,7 @@ def check_judge_name(name: str) -> str | None:
         return (f"judge name {name!r} must be a plain name: a letter, then up to 31 letters, "
                 "digits, '_', '-' or '.'")
     if name.lower() in RESERVED_JUDGES:
-        return f"judge name {name!r} is reserved (physics and consensus are computed labels)"
+        return f"judge name {name!r} is reserved (physics, consensus and auto are computed labels)"
     return None
 
 
@@ -98,6 +101,10 @@ class JudgeSource(Protocol):
 
     def retract(self, label_id: str) -> None:
         """Undo a label (kept for the audit trail, no longer counted)."""
+
+    def invalidate(self, episode_id: str, reason: str) -> None:
+        """Invalid start: send the episode's trial back for a re-run with `reason` (one of
+        `INVALID_START_REASONS`); the episode is never counted as an outcome."""
 
     def close(self) -> None:
         ...
