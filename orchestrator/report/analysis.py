@@ -9,8 +9,8 @@ and the difference interval is Newcombe's on the table divided by the design eff
 
 Optional stopping. With the pre-registered e-value rule the fixed-n interval is not valid at a
 data-dependent stopping time; the anytime-valid Beta-binomial mixture confidence sequence for
-the difference (`stats.sequence`, Howard et al. 2021) is computed along the run order at the
-level the e-value threshold uses (1 - alpha/K for K comparisons).
+the difference (`stats.sequence`, Howard et al. 2021) is given at the level the e-value
+threshold uses (1 - alpha/K for K comparisons).
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def paired_analysis(data: OutcomeSet, a: str, b: str, evalue_rule: bool = False,
     repeats = any(t.n > 1 for _, t in marks)
     sequence = None
     if evalue_rule and table.n and not repeats:
-        sequence = stats.difference_cs([(x[1], x[2]) for x in pairs], alpha)
+        sequence = stats.difference_cs(table.a_only, table.b_only, table.n, alpha)
     if not repeats:
         return PairedAnalysis(table, marks, mc, None, mc.exact_p, mc.mid_p, stats.newcombe_paired(table), sequence)
     clustered = stats.clustered_mcnemar([t for _, t in marks])

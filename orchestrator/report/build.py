@@ -148,7 +148,7 @@ def _compare(an: PairedAnalysis, a: str, b: str, data: OutcomeSet, holm_mid: flo
     split = stats.mark_split([t for _, t in an.marks]) if an.unit == "mark" else (table.a_only, table.b_only)
     ev = stats.evalue_discordant(*split, data.alpha / max(comparisons, 1))
     significant = n > 0 and (ev.reject if evalue_rule else holm_primary <= data.alpha)
-    more, more_note = _more_layouts(table, data.alpha, primary)
+    more, more_note = _more_layouts(table, data.alpha, primary) if an.unit == "layout" else (None, "")
     discordant_units = an.clustered.discordant_marks if an.clustered is not None else table.discordant
     evidence = Evidence(a=a, b=b, table=table, unit=an.unit, discordant_units=discordant_units, primary=primary,
                         alpha=data.alpha, p=holm_primary, p_raw=p_primary, mid_p=holm_mid, exact_p=holm_exact,
@@ -160,7 +160,7 @@ def _compare(an: PairedAnalysis, a: str, b: str, data: OutcomeSet, holm_mid: flo
         bonett_price=stats.bonett_price_paired(table) if n else an.difference, primary=primary, primary_p=p_primary,
         holm_mid_p=holm_mid, holm_primary_p=holm_primary, fisher_p=fisher, unpaired_difference=unpaired,
         floor_p=stats.discordant_floor(table.discordant), evalue=ev, significant=significant,
-        more_layouts_needed=more if an.unit == "layout" else None, more_layouts_note=more_note,
+        more_layouts_needed=more, more_layouts_note=more_note,
         verdict=verdict_text(evidence, more, more_note),
         pairing_note=_pairing_note(table, fisher, p_primary, p_name(primary)) if an.unit == "layout" else "",
         strata=_stratum_rows(data.pairs(a, b), data), unit=an.unit, clustered=an.clustered, marks=an.marks,
