@@ -89,13 +89,18 @@ def judging_info(store: CampaignStore) -> tuple[JudgingInfo, dict[str, Mark]]:
 
 def blinded_episodes(store: CampaignStore, marks: dict[str, Mark]) -> list[BlindEpisode]:
     """Every recorded episode (sorted by id, not by run order), through `_VIEW_SQL` only."""
+    from .auto.labels import series_arm_moved
+
     episodes = []
     for episode_id, frames, duration_s, files, mark_id in store.conn.execute(_VIEW_SQL):
+        files = json.loads(files)
         videos = {camera: (store.directory / rel).resolve()
-                  for camera, rel in json.loads(files).items() if str(rel).endswith(".mp4")}
+                  for camera, rel in files.items() if str(rel).endswith(".mp4")}
+        series = files.get("timeseries")
+        still = bool(series) and series_arm_moved(store.directory / series) is False
         episodes.append(BlindEpisode(id=episode_id, videos=videos,
                                      mark=marks.get(mark_id, Mark(mark_id)),
-                                     duration_s=float(duration_s), frames=int(frames)))
+                                     duration_s=float(duration_s), frames=int(frames), arm_still=still))
     episodes.sort(key=lambda e: e.id)
     return episodes
 

@@ -130,7 +130,8 @@ def write_bundle(campaign: Path, out: Path) -> BundleSummary:
                 videos[camera] = rel
             entries.append({"id": episode.id, "videos": videos,
                             "mark": {"id": episode.mark.id, "x": episode.mark.x, "y": episode.mark.y},
-                            "duration_s": episode.duration_s, "frames": episode.frames})
+                            "duration_s": episode.duration_s, "frames": episode.frames,
+                            "arm_still": episode.arm_still})
         manifest = {"schema": SCHEMA, "bundle_id": bundle_id, "campaign_id": info.ref,
                     "success_test": info.success_test, "failure_modes": list(info.failure_modes),
                     "episodes": entries}
@@ -191,7 +192,8 @@ def _episodes(bundle: Path, manifest: dict[str, Any]) -> list[BlindEpisode]:
                 id=str(entry["id"]),
                 videos={str(cam): (Path(bundle) / rel).resolve() for cam, rel in entry["videos"].items()},
                 mark=Mark(str(mark.get("id", "?")), mark.get("x"), mark.get("y")),
-                duration_s=float(entry["duration_s"]), frames=int(entry["frames"])))
+                duration_s=float(entry["duration_s"]), frames=int(entry["frames"]),
+                arm_still=bool(entry.get("arm_still", False))))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise BadInput(f"{Path(bundle) / MANIFEST}: episode {index}: missing or bad field "
                            f"({type(exc).__name__}: {exc}); the manifest is damaged") from None

@@ -150,6 +150,8 @@ class OutcomeSet:
     sessions: SessionCounts | None = None         # None: the source has no sessions (CSV)
     operator_is_judge: bool | None = None         # None: unknown (CSV)
     fps: int | None = None                        # the protocol's control rate
+    auto_labels: dict[str, str] = field(default_factory=dict)   # episode -> the `auto` rater's label
+    arm_still: tuple[str, ...] = ()               # episodes in which the arm never moved
 
     # ---------------------------------------------------------------- views
 
@@ -397,6 +399,7 @@ def outcomes_from_store(store: Any, judge: str | None = None) -> OutcomeSet:
     no human has judged and the campaign is simulated, physics)."""
     import yaml
 
+    from .auto.labels import still_episodes
     from .store import AUTO_JUDGE, PHYSICS_JUDGE
 
     camp = store.campaign()
@@ -523,7 +526,9 @@ def outcomes_from_store(store: Any, judge: str | None = None) -> OutcomeSet:
         alpha=float(analysis.get("alpha", 0.05)), stopping=stopping, marks=marks,
         human_labels=tuple(human_labels), physics=physics, warnings=tuple(warnings),
         aborted_attempts=sum(aborted_by_slot.values()), scheduled_trials=len(trials),
-        sessions=session_counts(store.sessions()), operator_is_judge=operator_is_judge, fps=fps)
+        sessions=session_counts(store.sessions()), operator_is_judge=operator_is_judge, fps=fps,
+        auto_labels={ep: j.label for ep, j in store.latest_labels(AUTO_JUDGE).items()},
+        arm_still=still_episodes(store.directory, episodes.values()))
 
 
 def session_counts(sessions: Sequence[dict[str, Any]]) -> SessionCounts:

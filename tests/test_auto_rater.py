@@ -51,27 +51,37 @@ def lifted_pose(kinematics, height_m: float) -> np.ndarray:
 
 
 def test_rate_on_synthetic_trajectories(kinematics):
+    """Grasp at 3 cm, squeeze, lift the grasp point by 4 cm + seat +- 5 mm, hold for a while."""
+    from orchestrator.auto.rater import SEAT_M
+
     cube = 0.03
-    holding_pct = float(np.interp(cube, fk.GAP_M, fk.GAP_PCT))   # jaws at the cube's width
-    high = lifted_pose(kinematics, 0.04 + cube / 2 + 0.01)       # cube bottom 5 cm up
-    low = lifted_pose(kinematics, 0.04 + cube / 2 - 0.01)        # 3 cm up
-    t = np.arange(90) / 30.0                                      # 3 s at 30 Hz
+    holding = float(np.interp(cube * 0.95, fk.GAP_M, fk.GAP_PCT))   # jaws stopped by the cube
+    grasp = lifted_pose(kinematics, 0.03)
+    high = lifted_pose(kinematics, 0.03 + 0.04 + SEAT_M + 0.005)     # cube bottom 4.5 cm up
+    low = lifted_pose(kinematics, 0.03 + 0.04 + SEAT_M - 0.005)      # 3.5 cm up
+    t = np.arange(120) / 30.0                                         # 4 s at 30 Hz
 
-    def run(pose, pct, steps_held):
-        state = np.tile(np.append(low, pct), (90, 1))
-        state[:steps_held] = np.append(pose, pct)
-        return rate(t, state[::-1].copy(), cube, 0.04, 1.0)
+    def run(lifted, held_steps, pct=holding, command=0.0, arm=grasp):
+        state = np.tile(np.append(arm, pct), (120, 1))
+        state[30:30 + held_steps, :5] = lifted                        # lifted from step 30
+        action = state.copy()
+        action[10:, 5] = command                                      # squeeze from step 10
+        return rate(t, state, cube, 0.04, 1.0, action)
 
-    assert run(high, holding_pct, 40).success                    # 1.3 s held high
-    assert not run(high, holding_pct, 25).success                # 0.8 s only
-    assert not run(low, holding_pct, 90).success                 # never high enough
-    assert not run(high, 0.0, 90).success                        # shut: nothing between the jaws
-    assert not run(high, 60.0, 90).success                       # open wide
-    still = np.tile(np.append(high, 30.0), (90, 1))
+    assert run(high, 40).success                                      # 1.3 s held high
+    assert not run(high, 25).success                                  # 0.8 s only
+    assert not run(low, 90).success                                   # never high enough
+    assert not run(high, 90, pct=0.0).success                         # shut: nothing between the jaws
+    assert not run(high, 90, pct=60.0).success                        # open wide
+    assert not run(high, 90, command=holding).success                 # at the cube's width, no squeeze
+    assert run(high, 90).max_bottom_m == pytest.approx(0.045, abs=1e-4)
+    # lifted before the squeeze: the height counts from where the squeeze began
+    assert not run(high, 90, arm=high).success
+    still = np.tile(np.append(grasp, 30.0), (90, 1))
     moved = still.copy()
-    moved[45:, 2] += 3.0                                          # the elbow moved 3 degrees
+    moved[45:, 2] += 3.0                                              # the elbow moved 3 degrees
     assert not arm_moved(still) and arm_moved(moved)
-    assert rate(t, still, cube, 0.04, 1.0).reason == "the arm never moved"
+    assert rate(t[:90], still, cube, 0.04, 1.0).reason == "the arm never moved"
 
 
 @pytest.fixture(scope="module")
@@ -167,3 +177,65 @@ def test_judge_auto_in_a_fresh_process_without_mujoco_or_torch(tiny, tmp_path):
     again = subprocess.run([sys.executable, "-m", "orchestrator", "judge", str(copy), "--judge", "auto"],
                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert "rated 0 episodes (6 were rated already)" in again.stdout
+
+
+def test_binary_agreement_against_statsmodels():
+    from statsmodels.stats.inter_rater import cohens_kappa
+    from statsmodels.stats.proportion import proportion_confint
+
+    from orchestrator.stats import binary_agreement
+
+    rng = np.random.default_rng(5)
+    for n in (12, 40, 100):
+        truth = rng.random(n) < 0.6
+        rater = np.where(rng.random(n) < 0.85, truth, ~truth)
+        result = binary_agreement(list(rater), list(truth))
+        table = np.array([[np.sum(rater & truth), np.sum(rater & ~truth)],
+                          [np.sum(~rater & truth), np.sum(~rater & ~truth)]])
+        assert [result["table"][k] for k in ("success_success", "success_failure", "failure_success",
+                                             "failure_failure")] == table.ravel().tolist()
+        assert result["kappa"] == pytest.approx(cohens_kappa(table).kappa, abs=1e-12)
+        lo, hi = proportion_confint(int(np.trace(table)), n, method="wilson")
+        pe = (table[0].sum() * table[:, 0].sum() + table[1].sum() * table[:, 1].sum()) / n ** 2
+        assert result["kappa_ci95"] == pytest.approx([max(-1, (lo - pe) / (1 - pe)), min(1, (hi - pe) / (1 - pe))])
+        assert result["kappa_ci95"][0] <= result["kappa"] <= result["kappa_ci95"][1]
+    perfect = binary_agreement([True] * 31 + [False] * 9, [True] * 31 + [False] * 9)
+    assert perfect["kappa"] == 1.0 and 0.7 < perfect["kappa_ci95"][0] < 0.8   # not a point
+
+
+def test_report_json_rater_agreement_and_a_still_arm(tiny, tmp_path, capsys):
+    import json
+    import shutil
+
+    from orchestrator.cli import main
+
+    copy = tmp_path / "c"
+    shutil.copytree(tiny, copy)
+    with CampaignStore.open_readonly(copy) as store:
+        episodes = store.episodes()
+        physics = {e: j.label for e, j in store.latest_labels("physics").items()}
+        flip = {"success": "failure", "failure": "success"}
+        for k, e in enumerate(sorted(physics)):    # alice errs once, bob never
+            store.add_judgment(e, "alice", flip[physics[e]] if k == 0 else physics[e])
+            store.add_judgment(e, "bob", physics[e])
+    still = episodes[0]
+    series = copy / still["files"]["timeseries"]
+    with np.load(series) as data:
+        arrays = {k: data[k] for k in data.files}
+    arrays["state"] = np.repeat(arrays["state"][:1], len(arrays["state"]), axis=0)
+    np.savez(series, **arrays)
+    capsys.readouterr()
+    assert main(["report", str(copy), "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    rows = {(r["rater"], r["reference"]): r for r in doc["rater_agreement"]}
+    assert set(rows) == {("alice", "physics"), ("alice", "consensus"), ("bob", "physics"),
+                         ("bob", "consensus"), ("auto", "physics"), ("auto", "consensus")}
+    assert rows[("bob", "physics")]["kappa"] == 1.0 and rows[("alice", "physics")]["agreement"] == 5 / 6
+    assert rows[("alice", "consensus")]["items"] == 6          # bob alone is alice's consensus
+    assert rows[("auto", "physics")]["table"]["success_failure"] == 0
+    assert doc["arm_never_moved"] == [{"episode": still["id"], "layout": doc["arm_never_moved"][0]["layout"],
+                                       "policy": doc["arm_never_moved"][0]["policy"]}]
+    source = CampaignSource(copy, "carol")
+    assert [e.arm_still for e in source.episodes() if e.id == still["id"]] == [True]
+    assert sum(e.arm_still for e in source.episodes()) == 1
+    source.close()

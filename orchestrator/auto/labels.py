@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from ..store import AUTO_JUDGE, CampaignStore
-from .rater import AutoVerdict, rate_file
+from .rater import AutoVerdict, arm_moved, rate_file
 
 
 def verdict_label(verdict: AutoVerdict) -> tuple[str, str]:
@@ -55,3 +55,25 @@ def rate_missing(store: CampaignStore) -> tuple[int, int]:
         store.add_judgment(episode_id, AUTO_JUDGE, label, note=reason, source="auto")
         rated += 1
     return rated, len(have)
+
+
+def series_arm_moved(series: Path) -> bool | None:
+    """Whether the arm moved in a recorded episode (None: no readable time series)."""
+    import numpy as np
+
+    try:
+        with np.load(series) as data:
+            return arm_moved(data["state"])
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+def still_episodes(directory: Path, episodes) -> tuple[str, ...]:
+    """Ids of the episodes (store rows with `files`) whose arm never moved (`rater.arm_moved`)."""
+    out = []
+    for episode in episodes:
+        files = episode["files"] if isinstance(episode["files"], dict) else json.loads(episode["files"])
+        series = files.get("timeseries")
+        if series and series_arm_moved(Path(directory) / series) is False:
+            out.append(str(episode["id"]))
+    return tuple(sorted(out))

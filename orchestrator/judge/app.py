@@ -252,6 +252,8 @@ class JudgeApp(App[int]):
         else:
             position = [e.id for e in self.order].index(episode.id) + 1
             head = f"Episode {episode.id}\n({position} in your order)\n{episode.mark.describe()}"
+            if episode.arm_still:
+                head += "\n! the arm never moved in this episode: check the start (a: first|last)"
             record = self.labels.get(episode.id)
             if record is None:
                 label = "Label: (none yet)"

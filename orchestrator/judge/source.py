@@ -51,6 +51,7 @@ class BlindEpisode:
     mark: Mark
     duration_s: float
     frames: int
+    arm_still: bool = False          # the recorded joints never moved (flagged to the judge)
 
     @property
     def cameras(self) -> list[str]:

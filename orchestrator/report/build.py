@@ -13,6 +13,7 @@ from .. import stats
 from ..outcomes import OutcomeSet
 from .analysis import PairedAnalysis, paired_analysis, test_description
 from .format import fmt_p, p_eq, p_name
+from .raters import rater_agreement
 from .model import (OVERRUN_WARN_FRACTION, SCHEMA, Comparison, Disagreement, DriftRow, JudgeAccuracy, JudgeSection,
                     KappaRow, PolicySummary, PolicyTiming, Report, StratumComparison, StratumRow, TimeSummary)
 from .verdict import Evidence, verdict_notes, verdict_text
@@ -319,8 +320,14 @@ def build_report(data: OutcomeSet) -> Report:
         comparisons=comparisons, cochran=cochran, strata=_strata(data), drift=_drift(data),
         judges=_judges(data), unpaired=unpaired, warnings=tuple(warnings), headline=_headline(comparisons, cochran),
         grid=_grid(data), timeline=_timeline(data), timing=timing, sessions=data.sessions,
-        operator_is_judge=data.operator_is_judge, fps=data.fps, unit=unit, test=test_description(unit, primary),
+        operator_is_judge=data.operator_is_judge, fps=data.fps, raters=rater_agreement(data),
+        arm_still=_arm_still(data), unit=unit, test=test_description(unit, primary),
         notes=_cochran_notes(comparisons, cochran, data.alpha))
+
+
+def _arm_still(data: OutcomeSet) -> tuple[tuple[str, str, str], ...]:
+    where = {o.episode_id: o for o in data.outcomes if o.episode_id}
+    return tuple((ep, where[ep].layout, where[ep].policy) for ep in data.arm_still if ep in where)
 
 
 def _warnings(data: OutcomeSet, unpaired: tuple, timing: tuple[PolicyTiming, ...], stopping_rule: str,

@@ -209,6 +209,8 @@ class Report:
     sessions: SessionCounts | None = None
     operator_is_judge: bool | None = None
     fps: int | None = None
+    raters: tuple[Any, ...] = ()                    # raters.RaterAgreement rows
+    arm_still: tuple[tuple[str, str, str], ...] = ()   # episode, layout, policy: the arm never moved
     unit: str = "layout"              # the unit of analysis: layout, or mark when marks have repeats
     test: str = ""                    # the deciding test and interval, as the header names them
     notes: tuple[str, ...] = ()       # report-level notes (e.g. Cochran's Q beside a pairwise "better")

@@ -61,7 +61,7 @@ References
 
 from __future__ import annotations
 
-from .agreement import cohen_kappa, fleiss_kappa
+from .agreement import binary_agreement, cohen_kappa, fleiss_kappa
 from .clustered import (clustered_difference, clustered_mcnemar, clustered_p_values, design_effect,
                         mark_split, signflip_tails)
 from .evalue import evalue_discordant
