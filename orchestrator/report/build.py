@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import math
 import statistics
 from collections import Counter
 from itertools import combinations
@@ -118,17 +117,21 @@ def _pairing_note(table: stats.PairedTable, fisher: float, p_primary: float, tes
 
 
 def _stratum_rows(pairs: list, data: OutcomeSet) -> tuple[StratumComparison, ...]:
-    by_stratum: dict[str, list[tuple[bool, bool]]] = {}
+    """Per stratum: the pooled table and the test over marks (`stats.clustered_p_values`, which
+    is McNemar's when each mark has one pair)."""
+    by_stratum: dict[str, dict[str, list[tuple[bool, bool]]]] = {}
     key_stratum = {o.key: (o.stratum or "all") for o in data.outcomes}
     for key, sa, sb in pairs:
-        by_stratum.setdefault(key_stratum.get(key, "all"), []).append((sa, sb))
+        by_stratum.setdefault(key_stratum.get(key, "all"), {}).setdefault(key[0], []).append((sa, sb))
     if len(by_stratum) < 2:
         return ()
     rows = []
     for s in sorted(by_stratum):
-        t = stats.paired_table([x[0] for x in by_stratum[s]], [x[1] for x in by_stratum[s]])
-        m = stats.mcnemar(t.a_only, t.b_only)
-        rows.append(StratumComparison(s, t, m.mid_p, m.exact_p))
+        marks = [stats.paired_table([x[0] for x in v], [x[1] for x in v]) for v in by_stratum[s].values()]
+        pooled = stats.paired_table([x[0] for v in by_stratum[s].values() for x in v],
+                                    [x[1] for v in by_stratum[s].values() for x in v])
+        exact, mid = stats.clustered_p_values([t.a_only - t.b_only for t in marks])
+        rows.append(StratumComparison(s, pooled, mid, exact))
     return tuple(rows)
 
 
