@@ -96,11 +96,14 @@ def blinded_episodes(store: CampaignStore, marks: dict[str, Mark]) -> list[Blind
         files = json.loads(files)
         videos = {camera: (store.directory / rel).resolve()
                   for camera, rel in files.items() if str(rel).endswith(".mp4")}
+        stills = {name[: -len(".start")]: (store.directory / rel).resolve()
+                  for name, rel in files.items() if name.endswith(".start") and str(rel).endswith(".jpg")}
         series = files.get("timeseries")
         still = bool(series) and series_arm_moved(store.directory / series) is False
         episodes.append(BlindEpisode(id=episode_id, videos=videos,
                                      mark=marks.get(mark_id, Mark(mark_id)),
-                                     duration_s=float(duration_s), frames=int(frames), arm_still=still))
+                                     duration_s=float(duration_s), frames=int(frames), arm_still=still,
+                                     stills=stills))
     episodes.sort(key=lambda e: e.id)
     return episodes
 

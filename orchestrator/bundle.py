@@ -128,10 +128,17 @@ def write_bundle(campaign: Path, out: Path) -> BundleSummary:
                 fsync_file(dst)
                 total += dst.stat().st_size
                 videos[camera] = rel
+            stills = {}
+            for camera, src in episode.stills.items():
+                rel = f"videos/{episode.id}/{camera}.start.jpg"
+                shutil.copyfile(src, tmp / rel)
+                fsync_file(tmp / rel)
+                total += (tmp / rel).stat().st_size
+                stills[camera] = rel
             entries.append({"id": episode.id, "videos": videos,
                             "mark": {"id": episode.mark.id, "x": episode.mark.x, "y": episode.mark.y},
                             "duration_s": episode.duration_s, "frames": episode.frames,
-                            "arm_still": episode.arm_still})
+                            "arm_still": episode.arm_still, "stills": stills})
         manifest = {"schema": SCHEMA, "bundle_id": bundle_id, "campaign_id": info.ref,
                     "success_test": info.success_test, "failure_modes": list(info.failure_modes),
                     "episodes": entries}
@@ -193,7 +200,8 @@ def _episodes(bundle: Path, manifest: dict[str, Any]) -> list[BlindEpisode]:
                 videos={str(cam): (Path(bundle) / rel).resolve() for cam, rel in entry["videos"].items()},
                 mark=Mark(str(mark.get("id", "?")), mark.get("x"), mark.get("y")),
                 duration_s=float(entry["duration_s"]), frames=int(entry["frames"]),
-                arm_still=bool(entry.get("arm_still", False))))
+                arm_still=bool(entry.get("arm_still", False)),
+                stills={str(cam): (Path(bundle) / rel).resolve() for cam, rel in (entry.get("stills") or {}).items()}))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise BadInput(f"{Path(bundle) / MANIFEST}: episode {index}: missing or bad field "
                            f"({type(exc).__name__}: {exc}); the manifest is damaged") from None

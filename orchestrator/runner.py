@@ -148,6 +148,8 @@ def _run_sequential(opened: OpenedCampaign, pending: list[TrialRow], operator: O
             recorder = EpisodeRecorder(store.directory, episode_id, cameras, context.fps,
                                        round(context.fps * context.duration_s), realtime=rig.realtime)
             try:
+                if rig.realtime:   # the start state as the operator left it (judges' audit)
+                    recorder.still(rig.observe(with_images=True))
                 operator.episode_started(cue)
                 facts, timing = run_episode(rig, policies[trial.policy], context, recorder, operator)
                 redo = operator.episode_ended(cue, None)

@@ -202,7 +202,7 @@ class JudgeApp(App[int]):
             sources = self.sources_for(episode)
             for source in sources.values():
                 source.first.wait(2.0)   # first frame only; the rest keeps decoding
-            player.load(episode.id, sources, episode.duration_s, play=self.autoplay)
+            player.load(episode.id, sources, episode.duration_s, play=self.autoplay, stills=episode.stills)
             upcoming = self._after(episode)
             if upcoming is not None:
                 keep.add(upcoming.id)

@@ -52,6 +52,7 @@ class BlindEpisode:
     duration_s: float
     frames: int
     arm_still: bool = False          # the recorded joints never moved (flagged to the judge)
+    stills: dict[str, Path] = field(default_factory=dict)   # camera -> start-state still (JPEG)
 
     @property
     def cameras(self) -> list[str]:
