@@ -162,7 +162,8 @@ class EpisodeRecorder:
     """
 
     def __init__(self, campaign_dir: Path, episode_id: str, cameras: dict[str, CameraSpec],
-                 control_fps: int, steps: int, realtime: bool = False):
+                 control_fps: int, steps: int, realtime: bool = False,
+                 camera_poses: dict[str, dict] | None = None):
         self.campaign_dir = Path(campaign_dir)
         self.episode_id = episode_id
         self.cameras = cameras
@@ -186,6 +187,7 @@ class EpisodeRecorder:
         self._frame_t: dict[str, list[float]] = {name: [] for name in cameras}
         self.enqueue_wait_s = 0.0
         self._stills: dict[str, str] = {}     # "<camera>.start" -> relative path of the still
+        self.camera_poses = camera_poses or {}   # fixed cameras' poses (judge zoom and guide)
 
     def _frame_steps(self, camera_fps: int) -> set[int]:
         """Control steps at which a camera at `camera_fps` takes a frame."""
@@ -256,6 +258,14 @@ class EpisodeRecorder:
         publish(partial, series)
         files["timeseries"] = str(series.relative_to(self.campaign_dir))
         files.update(self._stills)
+        if self.camera_poses:
+            import json
+
+            poses = self.video_dir / "cameras.json"
+            partial = self.video_dir / ("cameras" + PARTIAL + ".json")
+            partial.write_text(json.dumps(self.camera_poses, indent=1) + "\n")
+            publish(partial, poses)
+            files["camera_poses"] = str(poses.relative_to(self.campaign_dir))
         digests = {rel: file_digest(self.campaign_dir / rel) for rel in files.values()}
         return RecordedEpisode(files=files, video_frames=counts, digests=digests, root=self.campaign_dir)
 
