@@ -169,7 +169,7 @@ class CampaignSource:
     """
 
     def __init__(self, directory: Path, judge: str, contested_first: bool = False):
-        self.store = CampaignStore.open_readonly(Path(directory))
+        self.store = CampaignStore.open_for_labels(Path(directory))
         self.judge = judge
         self.contested_first = contested_first
         self.info, self._marks = judging_info(self.store)

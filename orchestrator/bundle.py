@@ -364,7 +364,7 @@ def import_labels(campaign: Path, bundle: Path) -> ImportSummary:
     """
     manifest = read_manifest(Path(bundle))
     labels = bundle_labels(Path(bundle))
-    store = CampaignStore.open_readonly(Path(campaign))
+    store = CampaignStore.open_for_labels(Path(campaign))
     try:
         info, episodes = blinded_view(store)
         if manifest.get("campaign_id") != info.ref:

@@ -18,7 +18,8 @@ from typing import Callable
 from .campaign import OpenedCampaign
 from .errors import Interrupted, RuntimeFailure
 from .recording import check_disk, episode_bytes_estimate, remove_episode_files
-from .store import TrialRow, new_episode_id
+from .schedule import Trial
+from .store import new_episode_id
 from .trials import Progress, commit_episode, episode_context, episode_record, stop_decision
 
 _WORKER: dict = {}
@@ -53,7 +54,7 @@ def _worker_state():
     return _WORKER["sim"], _WORKER["policies"]
 
 
-def _run_trial(trial: TrialRow, episode_id: str):
+def _run_trial(trial: Trial, episode_id: str):
     """Worker side: run one episode and return its EpisodeRecord (files already published)."""
     from pathlib import Path
 
@@ -76,7 +77,7 @@ def _run_trial(trial: TrialRow, episode_id: str):
     return episode_record(episode_id, context, cameras, recorded, facts, timing, loaded.protocol.success)
 
 
-def run_parallel(opened: OpenedCampaign, pending: list[TrialRow], workers: int, summary,
+def run_parallel(opened: OpenedCampaign, pending: list[Trial], workers: int, summary,
                  say: Callable[[str], None], stop_after: int | None) -> None:
     store, loaded, rig = opened.store, opened.protocol, opened.rig
     progress = Progress(summary.total, summary.done_total, say)
@@ -86,7 +87,7 @@ def run_parallel(opened: OpenedCampaign, pending: list[TrialRow], workers: int, 
         max_workers=workers, mp_context=context, initializer=_init_worker,
         initargs=(str(loaded.path), loaded.text, loaded.layout_text, str(rig.path), rig.text,
                   str(store.directory)))
-    in_flight: dict[Future, tuple[TrialRow, int, str]] = {}
+    in_flight: dict[Future, tuple[Trial, int, str]] = {}
     queue = list(pending)
     submitted = 0
     deferred: RuntimeFailure | None = None

@@ -21,7 +21,8 @@ from .episode import run_episode
 from .errors import BadInput, Interrupted, RuntimeFailure
 from .operator import AutoOperator, EmergencyStop, Operator, StopRequested, TrialCue
 from .recording import DISK_MARGIN_BYTES, EpisodeRecorder, check_disk, episode_bytes_estimate, free_bytes
-from .store import TrialRow, new_episode_id
+from .schedule import Trial
+from .store import new_episode_id
 from .trials import Progress, RunSummary, commit_episode, episode_context, episode_record, stop_decision
 
 MAX_ATTEMPTS_PER_SESSION = 3
@@ -98,7 +99,7 @@ def run_campaign(opened: OpenedCampaign, operator: Operator | None = None, worke
     return summary
 
 
-def _run_sequential(opened: OpenedCampaign, pending: list[TrialRow], operator: Operator,
+def _run_sequential(opened: OpenedCampaign, pending: list[Trial], operator: Operator,
                     summary: RunSummary, say: Callable[[str], None], stop_after: int | None) -> None:
     from .policies.factory import make_policy
     from .rigs.factory import make_rig

@@ -12,7 +12,8 @@ from typing import Callable
 from .campaign import OpenedCampaign
 from .policies.base import EpisodeContext
 from .protocol import LoadedProtocol
-from .store import CampaignStore, EpisodeRecord, TrialRow
+from .schedule import Trial
+from .store import CampaignStore, EpisodeRecord
 
 OVERRUN_WARN_FRACTION = 0.05  # warn when more than 5 % of an episode's steps overran the period
 
@@ -69,7 +70,7 @@ def stop_decision(opened: OpenedCampaign) -> str | None:
     return decision.reason if decision.stop else None
 
 
-def episode_context(loaded: LoadedProtocol, trial: TrialRow) -> EpisodeContext:
+def episode_context(loaded: LoadedProtocol, trial: Trial) -> EpisodeContext:
     """What the policy may know about a trial: its mark, the cube, its stored seed, the timing."""
     return EpisodeContext(mark=loaded.layout.mark(trial.mark_id), cube=loaded.layout.cube,
                           seed=trial.seed, fps=loaded.protocol.episode.fps,
@@ -94,7 +95,7 @@ def episode_record(episode_id: str, context: EpisodeContext, cameras, recorded, 
         timing={**timing.as_dict(), "video_frames": recorded.video_frames}, auto=auto)
 
 
-def commit_episode(store: CampaignStore, attempt: int, trial: TrialRow, record: EpisodeRecord, fps: int,
+def commit_episode(store: CampaignStore, attempt: int, trial: Trial, record: EpisodeRecord, fps: int,
                    summary: RunSummary) -> None:
     """Commit a finished episode (one transaction) and count it; an episode whose loop overran
     the control period on more than OVERRUN_WARN_FRACTION of its steps is logged and counted

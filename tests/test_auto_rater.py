@@ -109,7 +109,7 @@ def test_auto_is_advisory_unless_counted(tiny, tmp_path):
 
     copy = tmp_path / "c"
     shutil.copytree(tiny, copy)
-    with CampaignStore.open_readonly(copy) as store:
+    with CampaignStore.open_for_labels(copy) as store:
         physics = {e: j.label for e, j in store.latest_labels("physics").items()}
         human = sorted(physics)[0]
         store.add_judgment(human, "alice", "failure" if physics[human] == "success" else "success")
@@ -118,7 +118,7 @@ def test_auto_is_advisory_unless_counted(tiny, tmp_path):
     assert "alice" in advisory.label_source and "auto" not in advisory.label_source
     # alice alone decides her episode (against physics and auto)
     assert [o.success for o in advisory.outcomes if o.episode_id == human] == [physics[human] != "success"]
-    with CampaignStore.open_readonly(copy) as store:   # pre-registered as counted: it votes
+    with CampaignStore.open_for_labels(copy) as store:   # pre-registered as counted: it votes
         text = store.campaign()["protocol_text"].replace("judging: {judges: 1,",
                                                          "judging: {auto: counted, judges: 1,")
         assert "auto: counted" in text
@@ -134,7 +134,7 @@ def test_contested_first_orders_without_showing_auto(tiny, tmp_path):
 
     copy = tmp_path / "c"
     shutil.copytree(tiny, copy)
-    with CampaignStore.open_readonly(copy) as store:
+    with CampaignStore.open_for_labels(copy) as store:
         auto = {e: j.label for e, j in store.latest_labels("auto").items()}
         ids = sorted(auto)
         flip = {"success": "failure", "failure": "success"}
@@ -159,7 +159,7 @@ def test_judge_auto_in_a_fresh_process_without_mujoco_or_torch(tiny, tmp_path):
 
     copy = tmp_path / "c"
     shutil.copytree(tiny, copy)
-    with CampaignStore.open_readonly(copy) as store:
+    with CampaignStore.open_for_labels(copy) as store:
         before = {e: j.label for e, j in store.latest_labels("auto").items()}
         store.conn.execute("DELETE FROM judgments WHERE judge = 'auto'")
     blocked = tmp_path / "blocked"
@@ -211,7 +211,7 @@ def test_report_json_rater_agreement_and_a_still_arm(tiny, tmp_path, capsys):
 
     copy = tmp_path / "c"
     shutil.copytree(tiny, copy)
-    with CampaignStore.open_readonly(copy) as store:
+    with CampaignStore.open_for_labels(copy) as store:
         episodes = store.episodes()
         physics = {e: j.label for e, j in store.latest_labels("physics").items()}
         flip = {"success": "failure", "failure": "success"}

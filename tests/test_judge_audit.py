@@ -61,7 +61,7 @@ def drive(app: JudgeApp, keys: list[str]) -> None:
 def test_first_beside_last_and_an_invalid_start_from_the_app(campaign):
     app = JudgeApp(CampaignSource(campaign, "alice"), renderer="halfcell", autoplay=False)
     victim = app.order[0].id
-    with CampaignStore.open_readonly(campaign) as store:    # bob had labelled it already
+    with CampaignStore.open_for_labels(campaign) as store:    # bob had labelled it already
         store.add_judgment(victim, "bob", "success")
         slot = [t.slot for t in store.trials() if t.episode_id == victim][0]
 

@@ -79,7 +79,7 @@ def run_auto(target: Path) -> int:
     if not (target / "campaign.db").is_file():
         raise BadInput(f"{target}: --judge auto needs a campaign directory (campaign.db): it rates "
                        "the recorded joint trajectories, which bundles do not carry")
-    with CampaignStore.open_readonly(target) as store:
+    with CampaignStore.open_for_labels(target) as store:
         rated, before = rate_missing(store)
     print(f"judge auto: rated {rated} episodes ({before} were rated already)")
     return 0

@@ -7,7 +7,7 @@ schedule, so code written against it cannot reach the key (policy labels, seeds,
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -120,35 +120,3 @@ def current_labels(history: list[LabelRecord]) -> dict[str, LabelRecord]:
     for record in history:
         out[record.episode_id] = record
     return out
-
-
-@dataclass
-class MemorySource:
-    """An in-memory `JudgeSource` (for tests and benchmarks of the app alone)."""
-
-    info: JudgingInfo
-    judge: str
-    items: list[BlindEpisode]
-    records: list[LabelRecord] = field(default_factory=list)
-    _next: int = 0
-
-    def episodes(self) -> list[BlindEpisode]:
-        return list(self.items)
-
-    def history(self) -> list[LabelRecord]:
-        return list(self.records)
-
-    def add(self, episode_id: str, label: str, failure_mode: str | None = None,
-            note: str | None = None) -> LabelRecord:
-        import time
-
-        self._next += 1
-        record = LabelRecord(f"m{self._next}", episode_id, label, failure_mode, note, time.time())
-        self.records.append(record)
-        return record
-
-    def retract(self, label_id: str) -> None:
-        self.records = [r for r in self.records if r.id != label_id]
-
-    def close(self) -> None:
-        pass
