@@ -7,7 +7,7 @@ schedule, so code written against it cannot reach the key (policy labels, seeds,
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
