@@ -9,7 +9,8 @@ the last label and goes back to that episode), `space` play/pause, `left`/`right
 open the video in an external player, `c` next camera (then all cameras tiled), `a` first
 frame beside last (start-state audit), `x` then `1`-`3` invalid start (cube not on its mark,
 knocked before the start, arm not at rest: the trial is re-run, never counted; `esc`
-cancels), `q` quit.
+cancels), `m` zoom on the mark and `g` the success-height guide (cameras whose pose the rig
+recorded: the simulated front camera), `q` quit.
 
 Every label is handed to the `JudgeSource` when the key is pressed and is durable when that
 call returns, so quitting or a crash loses nothing; reopening continues with the episodes not
@@ -76,6 +77,8 @@ class JudgeApp(App[int]):
         Binding("o", "open", "player"),
         Binding("c", "camera", "camera"),
         Binding("a", "audit", "first|last"),
+        Binding("m", "zoom", "zoom mark"),
+        Binding("g", "guide", "height guide"),
         Binding("x", "invalid", "invalid start"),
         Binding("q", "quit", "quit"),
     ]
@@ -99,6 +102,8 @@ class JudgeApp(App[int]):
         self.shown_log: list[tuple[float, str, int]] = []   # (perf_counter, episode, frame)
         self._open_dir: Path | None = None
         self.invalid_prompt = False    # `x` pressed: 1-3 give the reason, esc cancels
+        self.zoom = False              # `m`: zoom on the mark (cameras with a known pose)
+        self.guide = False             # `g`: the success-height guide (same cameras)
 
     # ---------------------------------------------------------------- layout
 
@@ -121,6 +126,7 @@ class JudgeApp(App[int]):
     def on_mount(self) -> None:
         player = self.query_one(Player)
         player.on_shown = self._record_shown
+        player.decorate = self._decorate
         modes = "  ".join(f"{i}:{m}" for i, m in enumerate(self.info.failure_modes, 1))
         self.query_one("#success", Static).update(f"Success test:\n{self.info.success_test}")
         self.query_one("#modes", Static).update(f"Failure modes:\n{modes or '(none)'}")
@@ -202,7 +208,7 @@ class JudgeApp(App[int]):
             sources = self.sources_for(episode)
             for source in sources.values():
                 source.first.wait(2.0)   # first frame only; the rest keeps decoding
-            player.load(episode.id, sources, episode.duration_s, play=self.autoplay)
+            player.load(episode.id, sources, episode.duration_s, play=self.autoplay, stills=episode.stills)
             upcoming = self._after(episode)
             if upcoming is not None:
                 keep.add(upcoming.id)
@@ -412,6 +418,42 @@ class JudgeApp(App[int]):
         player.toggle_audit()
         self.status("First frame beside last: was the cube on its mark and the arm at rest?"
                     if player.audit else "Back to playback.")
+
+    def _decorate(self, camera: str, image):
+        """Zoom and guide on frames of a camera whose pose the rig recorded (`overlay`)."""
+        episode = self.episode(self.current_id)
+        pose = episode.camera_poses.get(camera) if episode else None
+        if not (self.zoom or self.guide) or not pose or episode.mark.x is None or episode.mark.y is None:
+            return image
+        from .overlay import CameraPose, draw
+
+        try:
+            camera_pose = CameraPose.from_dict(pose)
+        except (KeyError, TypeError, ValueError):
+            return image
+        return draw(image, camera_pose, episode.mark.x, episode.mark.y, self.info.min_height_m,
+                    zoom=self.zoom, guide=self.guide)
+
+    def _overlay_status(self, what: str, on: bool) -> None:
+        episode = self.episode(self.current_id)
+        posed = sorted(episode.camera_poses) if episode else []
+        if not posed:
+            self.status(f"{what}: no camera of this episode has a known pose (the simulated rig's "
+                        "front camera has one; real cameras and wrist cameras do not)")
+        else:
+            self.status(f"{what} {'on' if on else 'off'} (cameras: {', '.join(posed)})")
+        player = self.query_one(Player)
+        player._shown = None
+        player.show()
+
+    def action_zoom(self) -> None:
+        self.zoom = not self.zoom
+        self._overlay_status("Zoom on the mark", self.zoom)
+
+    def action_guide(self) -> None:
+        self.guide = not self.guide
+        self._overlay_status(f"Success-height guide ({self.info.min_height_m * 100:g} cm: the cube's bottom "
+                             "must be above the line)", self.guide)
 
     def action_invalid(self) -> None:
         if self.current_id is None:
