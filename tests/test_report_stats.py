@@ -258,3 +258,26 @@ def test_csv_repeat_column_reaches_the_clustered_path(tmp_path):
     """The CSV loader keeps repeats apart, so the report sees 10 marks and 50 pairs."""
     data = load_outcomes_csv(_ten_by_five_csv(tmp_path / "r.csv"))
     assert len({o.layout for o in data.outcomes}) == 10 and len(data.pairs("A", "B")) == 50
+
+
+def test_campaign_with_repeats_is_analysed_by_mark(tmp_path):
+    """A stored simulated campaign with `trials_per_layout: 3` (the runner's own schedule), read
+    back by a fresh `orchestrator report` process: A wins every repeat of 4 of the 20 marks and
+    both succeed elsewhere. Pooled, 12-0 pairs (mid-p 0.5^12); by mark, 4-0 (mid-p 1/16)."""
+    from test_report import ROOT, make_store_campaign
+
+    text = (ROOT / "protocols" / "sim_demo.yaml").read_text()
+    text = text.replace("layout: ../layouts/grid20.yaml", f"layout: {ROOT / 'layouts' / 'grid20.yaml'}")
+    text = text.replace("trials_per_layout: 1", "trials_per_layout: 3")
+    proto = tmp_path / "repeats.yaml"
+    proto.write_text(text)
+    winners = {"M01", "M05", "M09", "M13"}
+    directory = make_store_campaign(tmp_path, judged=False, protocol=proto,
+                                    success=lambda t: t.policy == "A" or t.mark_id not in winners)
+    result = run_module("report", directory, "--judge", "physics")
+    assert result.code == 0, result.err
+    assert "Unit of analysis: the mark (20 marks, 60 pairs" in result.out
+    assert "better" not in result.out.split("Success per policy")[0].replace("A vs B", "")
+    _, pooled_mid = mcnemar_p_oracle(12, 0)
+    assert pooled_mid < 0.001
+    assert "sign-flip mid-p 0.062 (primary), exact 0.125" in result.out
