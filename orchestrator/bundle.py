@@ -52,7 +52,9 @@ Judge every episode from its video alone:
 
 Keys: s success, f failure, u unsure (asked again later), 1-9 failure mode, n note,
 z undo, space play/pause, left/right one frame, [ ] slower/faster, e end,
-o external player, c camera, q quit. Every label is saved as you make it.
+o external player, c camera, a first frame beside last, x then 1-3 invalid start
+(cube not on its mark, knocked, arm not at rest), m zoom on the mark, g success-height
+guide, q quit. Every label is saved as you make it.
 
 Success test: {success_test}
 

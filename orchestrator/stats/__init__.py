@@ -91,7 +91,7 @@ __all__ = [
     "cochran_q", "holm", "t_interval", "t_interval_from_summary", "paired_power",
     "layouts_needed", "cell_probabilities", "independent_groups_n", "fisher_power",
     "fisher_trials_needed",
-    "evalue_discordant", "interquartile_mean", "stratified_bootstrap_ci", "cohen_kappa",
+    "evalue_discordant", "interquartile_mean", "stratified_bootstrap_ci", "binary_agreement", "cohen_kappa",
     "fleiss_kappa", "prob_at_least", "plan",
     "ClusteredResult", "clustered_mcnemar", "clustered_p_values", "clustered_difference",
     "design_effect", "mark_split", "signflip_tails", "newcombe_cells", "beta_binomial_cs", "beta_binomial_bounds", "difference_cs",
