@@ -18,6 +18,7 @@ import queue
 import shutil
 import threading
 import time
+from fractions import Fraction
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,6 +30,10 @@ from .rigs.profile import STATE_KEYS, CameraSpec
 from .durable import publish
 
 PARTIAL = ".partial"
+# Video timestamps in milliseconds: each frame's PTS is the episode time of the control step at
+# which it was taken (not its index / fps), so players show true time whatever the camera's
+# rate, and a camera that skipped steps leaves a gap rather than speeding the video up.
+PTS_TIME_BASE = Fraction(1, 1000)
 # Bytes per pixel per frame of H.264 at CRF 23 on table-top scenes, measured on simulated
 # episodes (0.02-0.05); 0.08 leaves margin for noisy real cameras.
 H264_BYTES_PER_PIXEL = 0.08
@@ -78,6 +83,8 @@ class _VideoWriter(threading.Thread):
         try:
             container = av.open(str(self.path), mode="w", format="mp4")
             stream = container.add_stream("libx264", rate=self.spec.fps)
+            stream.time_base = PTS_TIME_BASE
+            stream.codec_context.time_base = PTS_TIME_BASE
             stream.width, stream.height = self.spec.width, self.spec.height
             stream.pix_fmt = "yuv420p"
             stream.options = {"preset": self.preset, "crf": "23", "threads": "1"}
@@ -86,8 +93,10 @@ class _VideoWriter(threading.Thread):
                 if item is None:
                     break
                 if self.error is None:
-                    frame = av.VideoFrame.from_ndarray(item, format="rgb24")
-                    frame.pts = self.count
+                    t, image = item
+                    frame = av.VideoFrame.from_ndarray(image, format="rgb24")
+                    frame.pts = round(t / PTS_TIME_BASE)
+                    frame.time_base = PTS_TIME_BASE
                     for packet in stream.encode(frame):
                         container.mux(packet)
                     self.count += 1
@@ -117,6 +126,7 @@ class RecordedEpisode:
     files: dict[str, str]                       # logical name -> path relative to campaign dir
     video_frames: dict[str, int] = field(default_factory=dict)
     digests: dict[str, tuple[int, str]] = field(default_factory=dict)  # rel path -> (bytes, sha256)
+    root: Path | None = None                    # the campaign directory the paths are relative to
 
 
 def file_digest(path: Path) -> tuple[int, str]:
@@ -152,7 +162,8 @@ class EpisodeRecorder:
     """
 
     def __init__(self, campaign_dir: Path, episode_id: str, cameras: dict[str, CameraSpec],
-                 control_fps: int, steps: int, realtime: bool = False):
+                 control_fps: int, steps: int, realtime: bool = False,
+                 camera_poses: dict[str, dict] | None = None):
         self.campaign_dir = Path(campaign_dir)
         self.episode_id = episode_id
         self.cameras = cameras
@@ -175,6 +186,8 @@ class EpisodeRecorder:
         self._action: list[list[float]] = []
         self._frame_t: dict[str, list[float]] = {name: [] for name in cameras}
         self.enqueue_wait_s = 0.0
+        self._stills: dict[str, str] = {}     # "<camera>.start" -> relative path of the still
+        self.camera_poses = camera_poses or {}   # fixed cameras' poses (judge zoom and guide)
 
     def _frame_steps(self, camera_fps: int) -> set[int]:
         """Control steps at which a camera at `camera_fps` takes a frame."""
@@ -198,9 +211,28 @@ class EpisodeRecorder:
                 if writer.error is not None:
                     raise RuntimeFailure(f"video writer for camera {name!r} failed: {writer.error}")
                 started = time.perf_counter()
-                writer.frames.put(np.ascontiguousarray(image))
+                writer.frames.put((t, np.ascontiguousarray(image)))
                 self.enqueue_wait_s += time.perf_counter() - started
                 self._frame_t[name].append(t)
+
+    def still(self, observation: Observation) -> None:
+        """Keep each camera's image of the start state (before the episode's first step) as
+        `videos/<episode id>/<camera>.start.jpg`: on a real arm, what the operator set up."""
+        import cv2
+
+        for name in self.cameras:
+            image = observation.get(name)
+            if image is None:
+                continue
+            ok, jpeg = cv2.imencode(".jpg", cv2.cvtColor(np.asarray(image), cv2.COLOR_RGB2BGR),
+                                    [cv2.IMWRITE_JPEG_QUALITY, 92])
+            if not ok:
+                raise RuntimeFailure(f"camera {name!r}: the start still could not be encoded")
+            partial = self.video_dir / f"{name}.start{PARTIAL}.jpg"
+            partial.write_bytes(jpeg.tobytes())
+            final = self.video_dir / f"{name}.start.jpg"
+            publish(partial, final)
+            self._stills[f"{name}.start"] = str(final.relative_to(self.campaign_dir))
 
     def finish(self) -> RecordedEpisode:
         """Flush encoders, publish every file atomically, return their relative paths."""
@@ -225,8 +257,17 @@ class EpisodeRecorder:
                      **{f"frame_t.{k}": np.asarray(v) for k, v in self._frame_t.items()})
         publish(partial, series)
         files["timeseries"] = str(series.relative_to(self.campaign_dir))
+        files.update(self._stills)
+        if self.camera_poses:
+            import json
+
+            poses = self.video_dir / "cameras.json"
+            partial = self.video_dir / ("cameras" + PARTIAL + ".json")
+            partial.write_text(json.dumps(self.camera_poses, indent=1) + "\n")
+            publish(partial, poses)
+            files["camera_poses"] = str(poses.relative_to(self.campaign_dir))
         digests = {rel: file_digest(self.campaign_dir / rel) for rel in files.values()}
-        return RecordedEpisode(files=files, video_frames=counts, digests=digests)
+        return RecordedEpisode(files=files, video_frames=counts, digests=digests, root=self.campaign_dir)
 
     def discard(self) -> None:
         """Stop the writers and delete everything of this episode (aborted attempt)."""

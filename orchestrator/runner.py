@@ -14,62 +14,18 @@ from __future__ import annotations
 
 import signal
 import threading
-import time
-from dataclasses import dataclass
 from typing import Callable
 
 from .campaign import OpenedCampaign
 from .episode import run_episode
 from .errors import BadInput, Interrupted, RuntimeFailure
 from .operator import AutoOperator, EmergencyStop, Operator, StopRequested, TrialCue
-from .policies.base import EpisodeContext
-from .protocol import LoadedProtocol
 from .recording import DISK_MARGIN_BYTES, EpisodeRecorder, check_disk, episode_bytes_estimate, free_bytes
-from .store import EpisodeRecord, TrialRow, new_episode_id
+from .schedule import Trial
+from .store import new_episode_id
+from .trials import Progress, RunSummary, commit_episode, episode_context, episode_record, stop_decision
 
 MAX_ATTEMPTS_PER_SESSION = 3
-OVERRUN_WARN_FRACTION = 0.05  # warn when more than 5 % of an episode's steps overran the period
-
-
-@dataclass
-class RunSummary:
-    done_now: int = 0
-    aborted_now: int = 0
-    total: int = 0
-    done_total: int = 0
-    stopped_early: str | None = None
-    slow_episodes: int = 0     # episodes whose loop could not keep the protocol's rate
-
-    @property
-    def complete(self) -> bool:
-        return self.done_total == self.total or self.stopped_early is not None
-
-
-class Progress:
-    """`trial k/N  mark M07  elapsed 1:23  ETA 4:56` lines (no policy label, ever)."""
-
-    def __init__(self, total: int, done_before: int, say: Callable[[str], None]):
-        self.total, self.done_before, self.say = total, done_before, say
-        self.started = time.monotonic()
-        self.completed_now = 0
-
-    def update(self, mark_id: str, slot_done: bool = True) -> None:
-        if slot_done:
-            self.completed_now += 1
-        done = self.done_before + self.completed_now
-        elapsed = time.monotonic() - self.started
-        remaining = self.total - done
-        eta = elapsed / self.completed_now * remaining if self.completed_now else float("nan")
-        self.say(f"trial {done}/{self.total}  mark {mark_id}  elapsed {_clock(elapsed)}  "
-                 f"ETA {_clock(eta)}")
-
-
-def _clock(seconds: float) -> str:
-    if seconds != seconds:  # NaN
-        return "--:--"
-    seconds = int(round(seconds))
-    return f"{seconds // 60}:{seconds % 60:02d}" if seconds < 3600 else \
-        f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
 
 
 def say_flushed(text: str) -> None:
@@ -82,17 +38,6 @@ def _sigterm_as_interrupt(signum, frame):  # noqa: ARG001
 
 class _Redo(EmergencyStop):
     """The operator asked to redo a completed episode (its reason is already recorded)."""
-
-
-def stop_decision(opened: OpenedCampaign) -> str | None:
-    """The pre-registered stopping rule, evaluated on outcomes so far; a reason or None."""
-    stopping = opened.protocol.protocol.analysis.stopping
-    if isinstance(stopping, str):
-        return None
-    from .stopping import evaluate_stopping  # statistics, only when a rule is registered
-
-    decision = evaluate_stopping(opened.store, opened.protocol)
-    return decision.reason if decision.stop else None
 
 
 def run_campaign(opened: OpenedCampaign, operator: Operator | None = None, workers: int = 1,
@@ -154,25 +99,11 @@ def run_campaign(opened: OpenedCampaign, operator: Operator | None = None, worke
     return summary
 
 
-def episode_context(loaded: LoadedProtocol, trial: TrialRow) -> EpisodeContext:
-    """What the policy may know about a trial: its mark, the cube, its stored seed, the timing."""
-    return EpisodeContext(mark=loaded.layout.mark(trial.mark_id), cube=loaded.layout.cube,
-                          seed=trial.seed, fps=loaded.protocol.episode.fps,
-                          duration_s=loaded.protocol.episode.duration_s, task=loaded.protocol.task)
-
-
-def episode_record(episode_id: str, context: EpisodeContext, cameras, recorded, facts, timing) -> EpisodeRecord:
-    return EpisodeRecord(
-        episode_id=episode_id, frames=timing.steps, duration_s=context.duration_s,
-        cameras=list(cameras), files=recorded.files, digests=recorded.digests,
-        physics_success=facts.physics_success,
-        max_lift_m=facts.max_lift_m, time_to_success_s=facts.time_to_success_s,
-        safety_events=tuple(facts.safety_events),
-        timing={**timing.as_dict(), "video_frames": recorded.video_frames})
-
-
-def _run_sequential(opened: OpenedCampaign, pending: list[TrialRow], operator: Operator,
-                    summary: RunSummary, say: Callable[[str], None], stop_after: int | None) -> None:
+def _run_sequential(opened: OpenedCampaign, pending: list[Trial], operator: Operator,
+                    summary: RunSummary, say: Callable[[str], None], stop_after: int | None,
+                    refill: Callable[[], list[Trial]] | None = None) -> None:
+    """Run `pending` in order on one rig; with `refill` (a station, stations.py), ask it for the
+    next block's trials whenever the queue runs dry, until it returns none."""
     from .policies.factory import make_policy
     from .rigs.factory import make_rig
 
@@ -183,7 +114,7 @@ def _run_sequential(opened: OpenedCampaign, pending: list[TrialRow], operator: O
     try:
         # Policies first, hardware last (as LeRobot does): a checkpoint that does not match the
         # rig is refused before the arm's torque is ever enabled.
-        for label in dict.fromkeys(t.policy for t in pending):
+        for label in dict.fromkeys(t.policy for t in pending) if refill is None else loaded.protocol.policies:
             policies[label] = make_policy(label, loaded.protocol.policies[label], loaded, rig)
         if rig.realtime and (problems := rig.preflight()):
             raise BadInput(problems)
@@ -195,7 +126,7 @@ def _run_sequential(opened: OpenedCampaign, pending: list[TrialRow], operator: O
         queue = list(pending)
         tries: dict[int, int] = {}
         index = 0
-        while queue:
+        while queue or (refill is not None and (queue := refill())):
             trial = queue.pop(0)
             if stop_after is not None and summary.done_now >= stop_after:
                 return
@@ -219,15 +150,20 @@ def _run_sequential(opened: OpenedCampaign, pending: list[TrialRow], operator: O
             episode_id = new_episode_id()
             attempt = store.begin_attempt(trial.slot, episode_id)
             recorder = EpisodeRecorder(store.directory, episode_id, cameras, context.fps,
-                                       round(context.fps * context.duration_s), realtime=rig.realtime)
+                                       round(context.fps * context.duration_s), realtime=rig.realtime,
+                                       camera_poses=rig.camera_poses() if hasattr(rig, "camera_poses") else None)
             try:
+                if rig.realtime:   # the start state as the operator left it (judges' audit)
+                    recorder.still(rig.observe(with_images=True))
                 operator.episode_started(cue)
                 facts, timing = run_episode(rig, policies[trial.policy], context, recorder, operator)
                 redo = operator.episode_ended(cue, None)
                 if redo:
                     raise _Redo(f"redo requested by operator: {redo}")
                 recorded = recorder.finish()
-                store.finish_attempt(attempt, episode_record(episode_id, context, cameras, recorded, facts, timing))
+                record = episode_record(episode_id, context, cameras, recorded, facts, timing,
+                                        loaded.protocol.success)
+                commit_episode(store, attempt, trial, record, context.fps, summary)
             except KeyboardInterrupt:
                 rig.safe_stop()
                 recorder.discard()
@@ -258,12 +194,6 @@ def _run_sequential(opened: OpenedCampaign, pending: list[TrialRow], operator: O
                     f"trial {trial.slot + 1} (mark {trial.mark_id}) aborted: {cause}"
                     + (f"; {hint}" if hint else "")
                     + "; the arm was made safe and the campaign is resumable: fix the cause and run again") from exc
-            summary.done_now += 1
-            summary.done_total += 1
-            if timing.overruns > OVERRUN_WARN_FRACTION * timing.steps:
-                summary.slow_episodes += 1
-                store.log_event("overrun", f"{timing.overruns} of {timing.steps} steps overran the "
-                                f"{context.fps} Hz period (p99 {timing.period_p99_ms:.1f} ms)", slot=trial.slot)
             progress.update(trial.mark_id)
             rig.go_to_rest()
     finally:

@@ -21,6 +21,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="parallel episodes for a simulated rig (default: one per core)")
     parser.add_argument("--no-console", action="store_true",
                         help="hardware: plain terminal prompts instead of the operator console")
+    parser.add_argument("--station", metavar="NAME", default=None,
+                        help="with --store: run as station NAME (one per arm), claiming layout blocks "
+                             "of the shared campaign until none is left")
     parser.add_argument("--stop-after", type=int, default=None, help=argparse.SUPPRESS)
     add_twin_arguments(parser, unattended=True)
 
@@ -30,9 +33,14 @@ def default_workers() -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..errors import BadInput
     from ..protocol import load_protocol
     from ..rigs.profile import load_rig
 
+    if args.station is not None and not getattr(args, "store", None):
+        raise BadInput("--station needs --store postgresql://...: stations share a campaign on a server")
+    if args.station is not None and not all(c.isalnum() or c in "_-." for c in args.station):
+        raise BadInput(f"--station {args.station!r}: use letters, digits, _ - .")
     loaded = load_rig(args.rig)
     protocol = load_protocol(args.protocol) if args.twin else None
     with twin_session(args, loaded, protocol) as rig:
@@ -55,7 +63,7 @@ def _run_with_operator(args: argparse.Namespace, rig):
     from ..runner import run_campaign
 
     def session(operator=None):
-        opened = open_campaign(args.protocol, rig, args.out)
+        opened = open_campaign(args.protocol, rig, args.out, station=args.station)
         try:
             directory = opened.store.directory
             say = operator.message if operator is not None else None
@@ -63,6 +71,11 @@ def _run_with_operator(args: argparse.Namespace, rig):
                            f"protocol sha256 {opened.protocol.sha256[:12]})")
             workers = args.workers or (default_workers() if opened.rig.profile.simulated else 1)
             kwargs = {"say": say} if say else {}
+            if args.station:
+                from ..stations import run_station
+
+                return directory, run_station(opened, args.station, operator, say=say,
+                                              stop_after=args.stop_after)
             return directory, run_campaign(opened, operator, workers=workers, stop_after=args.stop_after,
                                            **kwargs)
         finally:

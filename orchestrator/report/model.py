@@ -13,7 +13,7 @@ from ..outcomes import SessionCounts
 
 SCHEMA = "orchestrator.report/1"
 # An episode "could not keep the rate" when more than this fraction of its steps overran the
-# control period: the same threshold as the runner's warning (runner.OVERRUN_WARN_FRACTION).
+# control period: the same threshold as the runner's warning (trials.OVERRUN_WARN_FRACTION).
 OVERRUN_WARN_FRACTION = 0.05
 
 
@@ -102,6 +102,14 @@ class Comparison:
     verdict: str
     pairing_note: str
     strata: tuple[StratumComparison, ...]
+    # issue #15: the unit of analysis, the mark-level analysis with repeats, the anytime-valid
+    # confidence sequence after optional stopping, one-line notes beside the verdict
+    unit: str = "layout"                                   # layout | mark
+    clustered: stats.ClusteredResult | None = None         # the deciding test when unit == mark
+    marks: tuple[tuple[str, stats.PairedTable], ...] = ()  # per-mark counts (shown when unit == mark)
+    sequence: stats.Interval | None = None                 # CS for the difference (e-value rule)
+    notes: tuple[str, ...] = ()
+    holm_exact_p: float = float("nan")
 
     @property
     def pairs(self) -> int:
@@ -201,3 +209,9 @@ class Report:
     sessions: SessionCounts | None = None
     operator_is_judge: bool | None = None
     fps: int | None = None
+    raters: tuple[Any, ...] = ()                    # raters.RaterAgreement rows
+    arm_still: tuple[tuple[str, str, str], ...] = ()   # episode, layout, policy: the arm never moved
+    unit: str = "layout"              # the unit of analysis: layout, or mark when marks have repeats
+    test: str = ""                    # the deciding test and interval, as the header names them
+    notes: tuple[str, ...] = ()       # report-level notes (e.g. Cochran's Q beside a pairwise "better")
+    stations: Any = None    # report/stations.StationSection for a campaign run by several arms
