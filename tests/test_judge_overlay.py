@@ -18,7 +18,6 @@ from orchestrator.protocol import Cube, Mark
 from orchestrator.rigs.profile import load_rig
 
 from support.repo import REPO
-from support.tiny import run_cli
 
 os.environ.setdefault("MUJOCO_GL", "egl")
 
@@ -69,11 +68,13 @@ def test_zoom_box_and_guide_geometry():
     assert abs(seg[0, 1] - seg[1, 1]) < abs(seg[0, 0] - seg[1, 0])   # and runs across the image
 
 
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    out = tmp_path_factory.mktemp("overlay") / "tiny"
-    assert run_cli(out, "--workers", "1") == 0
-    return out
+@pytest.fixture
+def tiny(tiny_reference, tmp_path):
+    """A copy of the session's tiny simulated campaign (the judge writes labels into it)."""
+    import shutil
+
+    shutil.copytree(tiny_reference, tmp_path / "tiny")
+    return tmp_path / "tiny"
 
 
 def test_auto_renderer_follows_textual_image_detection(monkeypatch):
@@ -118,3 +119,24 @@ def test_zoom_and_guide_keys_in_each_renderer(tiny, renderer):
 
     asyncio.run(session())
     app.source.close()
+
+
+def test_a_rig_profile_can_give_a_camera_pose(tmp_path):
+    """Real or twin cameras get zoom and guide when the profile says where they are."""
+    from orchestrator.errors import BadInput
+    from orchestrator.rigs.profile import profile_camera_poses
+
+    text = (REPO / "hardware" / "so101.example.yaml").read_text()
+    assert "front: {type: opencv" in text
+    posed = text.replace("front: {type: opencv", "front: {pose: {position: [0.5, -0.2, 0.12], "
+                         "target: [0.2, 0.0, 0.05], fovy_deg: 50}, type: opencv")
+    (tmp_path / "rig.yaml").write_text(posed)
+    profile = load_rig(tmp_path / "rig.yaml").profile
+    poses = profile_camera_poses(profile)
+    assert set(poses) == {"front"}
+    pose = CameraPose.from_dict(poses["front"])
+    assert (pose.width, pose.height) == (profile.cameras["front"].width, profile.cameras["front"].height)
+    assert pose.project([(0.2, 0.0, 0.05)])[0] == pytest.approx([pose.width / 2, pose.height / 2])
+    (tmp_path / "bad.yaml").write_text(posed.replace("fovy_deg: 50", "fovy_deg: 0"))
+    with pytest.raises(BadInput, match=r"bad.yaml:\d+:\d+: .*fovy_deg"):
+        load_rig(tmp_path / "bad.yaml")
