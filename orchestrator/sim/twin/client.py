@@ -110,7 +110,8 @@ def swap_sources(loaded: LoadedRig, twin: Twin) -> LoadedRig:
     robot = {**profile.robot.model_dump(), "port": twin.port, "id": robot_id,
              "calibration_dir": str(twin.calibration_dir)}
     cameras = {name: {"type": "twin", "index_or_path": str(twin.frames_dir / f"{name}.frame"),
-                      "width": cam.width, "height": cam.height, "fps": cam.fps}
+                      "width": cam.width, "height": cam.height, "fps": cam.fps,
+                      **({"pose": cam.pose.model_dump()} if cam.pose is not None else {})}
                for name, cam in profile.cameras.items()}
     swapped = RigProfile.model_validate({**profile.model_dump(), "robot": robot, "cameras": cameras})
     return dataclasses.replace(loaded, profile=swapped, twin=twin)
