@@ -384,7 +384,10 @@ class LeRobotRig:
         robot = self.robot
         bus = getattr(robot, "bus", None)
         if bus is not None and hasattr(bus, "sync_read"):
-            values = bus.sync_read("Present_Position")
+            from .servo_alarms import drop_stale_replies
+
+            drop_stale_replies(robot)
+            values = bus.sync_read("Present_Position", num_retry=getattr(robot.config, "num_read_retries", 0))
             return {f"{m}.pos": float(v) for m, v in values.items()}
         obs = robot.get_observation()
         return {k: float(v) for k, v in obs.items() if k.endswith(".pos")}
