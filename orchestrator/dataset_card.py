@@ -46,8 +46,13 @@ def render_description(plan: Any, summary: dict[str, Any], report_md: str) -> st
     add(f"- Campaign `{campaign['name']}` (id `{campaign['id']}`): {campaign['done']} of "
         f"{campaign['trials']} scheduled trials done, {campaign['aborted_attempts']} aborted attempt(s) "
         f"(re-run, not counted){'; stopped: ' + str(campaign['stop_reason']) if campaign.get('stop_reason') not in (None, 'complete') else ''}.")
-    add(f"- {summary['episodes']} episodes, one per completed trial, {summary['fps']} fps, "
-        f"{protocol.episode.duration_s:g} s each ({protocol.episode.frames} frames); cameras: "
+    control_fps = summary.get("control_fps", summary["fps"])
+    rate = (f"{summary['fps']} fps (the cameras' recorded rate: one row per recorded frame, with the joint "
+            f"state and action of the control step it was taken at; the control loop ran at {control_fps} Hz)"
+            if summary["fps"] != control_fps else f"{summary['fps']} fps")
+    add(f"- {summary['episodes']} episodes, one per completed trial, {rate}, "
+        f"{protocol.episode.duration_s:g} s each "
+        f"({round(protocol.episode.duration_s * summary['fps'])} frames); cameras: "
         + ", ".join(f"`{cam}` {v['width']}x{v['height']}"
                     + (f" (recorded at {v['recorded_fps']} fps)" if v.get("recorded_fps") else "")
                     for cam, v in summary["cameras"].items()) + ".")
