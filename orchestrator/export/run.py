@@ -131,7 +131,7 @@ def export_campaign(campaign_dir: Path, *, repo_id: str, root: Path | None = Non
     check_export_space(plan)
     say(f"exporting {len(plan.episodes)} episodes of {campaign_dir} as {repo_id} to {root} "
         f"(labels: {plan.labels.source}; {plan.fps} fps"
-        + (f", the cameras' recorded rate: every {plan.stride}th control step" if plan.stride > 1 else "") + ")")
+        + (f", the cameras' recorded rate: every {plan.stride} control steps" if plan.stride > 1 else "") + ")")
 
     created: list[Path] = []
     parent = root.parent
