@@ -75,16 +75,45 @@ def _protocol_parts(protocol_text: str, layout_text: str) -> tuple[str, tuple[st
 _VIEW_SQL = ("SELECT e.id, e.frames, e.duration_s, e.files, t.mark_id"
              " FROM episodes e JOIN trials t ON t.slot = e.slot")
 _INFO_SQL = "SELECT id, protocol_text, layout_text FROM campaign"
+# On a PostgreSQL store the same view is a server object a judge's role is granted (pgroles.py).
+_SERVER_VIEW_SQL = "SELECT id, frames, duration_s, files, mark_id FROM blind_episodes"
+_SERVER_INFO_SQL = "SELECT ref, success_test, failure_modes, marks FROM judging_info"
+
+
+def _on_server(store: CampaignStore) -> bool:
+    return getattr(store.conn, "dialect", "sqlite") == "postgresql"
+
+
+def _min_height(protocol_text: str) -> float:
+    try:
+        success = (yaml.safe_load(protocol_text) or {}).get("success") or {}
+        return float(success.get("min_height_m", 0.04))
+    except (yaml.YAMLError, AttributeError, TypeError, ValueError):
+        return 0.04
 
 
 def judging_info(store: CampaignStore) -> tuple[JudgingInfo, dict[str, Mark]]:
     """What the judge is told (success test, failure modes) and the marks, from the frozen texts."""
+    if _on_server(store):
+        ref, text, modes, marks = store.conn.execute(_SERVER_INFO_SQL).fetchone()
+        return (JudgingInfo(ref=ref, success_test=text, failure_modes=tuple(json.loads(modes)), kind="campaign"),
+                {k: Mark(k, x, y) for k, (x, y) in json.loads(marks).items()})
     row = store.conn.execute(_INFO_SQL).fetchone()
     if row is None:
         raise BadInput(f"{store.directory}: campaign store has no campaign record")
     campaign_id, protocol_text, layout_text = row
     text, modes, marks = _protocol_parts(protocol_text, layout_text)
-    return JudgingInfo(ref=str(campaign_id), success_test=text, failure_modes=modes, kind="campaign"), marks
+    return JudgingInfo(ref=str(campaign_id), success_test=text, failure_modes=modes, kind="campaign",
+                       min_height_m=_min_height(protocol_text)), marks
+
+
+def _read_poses(path: Path) -> dict[str, dict]:
+    """The fixed cameras' poses recorded with an episode ({} if the file is unreadable)."""
+    try:
+        poses = json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return {}
+    return poses if isinstance(poses, dict) else {}
 
 
 def blinded_episodes(store: CampaignStore, marks: dict[str, Mark]) -> list[BlindEpisode]:
@@ -92,15 +121,20 @@ def blinded_episodes(store: CampaignStore, marks: dict[str, Mark]) -> list[Blind
     from .auto.labels import series_arm_moved
 
     episodes = []
-    for episode_id, frames, duration_s, files, mark_id in store.conn.execute(_VIEW_SQL):
+    sql = _SERVER_VIEW_SQL if _on_server(store) else _VIEW_SQL
+    for episode_id, frames, duration_s, files, mark_id in store.conn.execute(sql):
         files = json.loads(files)
         videos = {camera: (store.directory / rel).resolve()
                   for camera, rel in files.items() if str(rel).endswith(".mp4")}
+        stills = {name[: -len(".start")]: (store.directory / rel).resolve()
+                  for name, rel in files.items() if name.endswith(".start") and str(rel).endswith(".jpg")}
         series = files.get("timeseries")
         still = bool(series) and series_arm_moved(store.directory / series) is False
+        poses = _read_poses(store.directory / files["camera_poses"]) if files.get("camera_poses") else {}
         episodes.append(BlindEpisode(id=episode_id, videos=videos,
                                      mark=marks.get(mark_id, Mark(mark_id)),
-                                     duration_s=float(duration_s), frames=int(frames), arm_still=still))
+                                     duration_s=float(duration_s), frames=int(frames), arm_still=still,
+                                     stills=stills, camera_poses=poses))
     episodes.sort(key=lambda e: e.id)
     return episodes
 
