@@ -23,13 +23,10 @@ from .operator import AutoOperator, EmergencyStop, Operator, StopRequested, Tria
 from .recording import DISK_MARGIN_BYTES, EpisodeRecorder, check_disk, episode_bytes_estimate, free_bytes
 from .schedule import Trial
 from .store import new_episode_id
+from .progress import say_flushed, terminal
 from .trials import Progress, RunSummary, commit_episode, episode_context, episode_record, stop_decision
 
 MAX_ATTEMPTS_PER_SESSION = 3
-
-
-def say_flushed(text: str) -> None:
-    print(text, flush=True)
 
 
 def _sigterm_as_interrupt(signum, frame):  # noqa: ARG001
@@ -163,6 +160,7 @@ def _run_sequential(opened: OpenedCampaign, pending: list[Trial], operator: Oper
     cameras = opened.rig.profile.cameras
     rig = make_rig(opened.rig, loaded)
     policies = {}
+    progress = None
     try:
         # Policies first, hardware last (as LeRobot does): a checkpoint that does not match the
         # rig is refused before the arm's torque is ever enabled.
@@ -174,7 +172,7 @@ def _run_sequential(opened: OpenedCampaign, pending: list[Trial], operator: Oper
         if not rig.realtime and (problems := rig.preflight()):  # the simulator checks its scene
             raise BadInput(problems)
         rig.go_to_rest()
-        progress = Progress(summary.total, summary.done_total, say)
+        progress = Progress(summary.total, summary.done_total, say, terminal() if say is say_flushed else None)
         queue = list(pending)
         tries: dict[int, int] = {}
         index = 0
@@ -209,6 +207,8 @@ def _run_sequential(opened: OpenedCampaign, pending: list[Trial], operator: Oper
             progress.update(trial.mark_id)
             rig.go_to_rest()
     finally:
+        if progress is not None:
+            progress.close()
         for policy in policies.values():
             try:
                 policy.close()

@@ -39,13 +39,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..export import check_repo_id, export_campaign
+    from ..progress import say_flushed
 
     check_repo_id(args.repo_id)
     if args.private and not args.push:
         raise BadInput("--private applies to --push only")
     result = export_campaign(args.campaign, repo_id=args.repo_id, root=args.root, judge=args.judge,
                              include_aborted=args.include_aborted, force=args.force, push=args.push,
-                             private=args.private, fps=args.fps, say=lambda line: print(line, flush=True))
+                             private=args.private, fps=args.fps, say=say_flushed)
     print(f"exported {result.episodes} episodes ({result.frames} frames, cameras "
           f"{', '.join(result.cameras)}) to {result.root} in {result.seconds:.1f} s")
     if result.pushed_to:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import time
 from contextlib import contextmanager, redirect_stderr
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -15,6 +14,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from ..errors import OrchestratorError
+from ..progress import ProgressBar
 from . import frames
 from .names import F_ACTION, F_FAILURE, F_IMAGE, F_MARK, F_POLICY, F_STATE, F_SUCCESS
 from .plan import EpisodePlan, ExportPlan
@@ -68,10 +68,11 @@ def rgb_encoder(fps: int) -> Any:
     return RGBEncoderConfig(vcodec="h264", pix_fmt="yuv420p", g=max(2 * int(fps), 1), crf=23, preset="veryfast")
 
 
-def write_dataset(plan: ExportPlan, out: Path, say: Callable[[str], None]) -> dict[str, Any]:
-    """LeRobot's own writer: create, add_frame per control step, save_episode, finalize."""
+def write_dataset(plan: ExportPlan, out: Path, say: Callable[[str], None], console: Any = None) -> dict[str, Any]:
+    """LeRobot's own writer: create, add_frame per dataset frame, save_episode, finalize. Progress:
+    a bar with ETA on `console` (a terminal), else one line per episode through `say`."""
     with _native_stderr_captured():
-        return _write_episodes(plan, out, say)
+        return _write_episodes(plan, out, say, console)
 
 
 def _columns(plan: ExportPlan, ep: EpisodePlan) -> dict[str, np.ndarray]:
@@ -117,7 +118,7 @@ def _add_episode(dataset: Any, plan: ExportPlan, ep: EpisodePlan) -> int:
     return len(rows)
 
 
-def _write_episodes(plan: ExportPlan, out: Path, say: Callable[[str], None]) -> dict[str, Any]:
+def _write_episodes(plan: ExportPlan, out: Path, say: Callable[[str], None], console: Any) -> dict[str, Any]:
     from lerobot.datasets.lerobot_dataset import LeRobotDataset
 
     # streaming encoding: LeRobot encodes each camera on its own thread as frames arrive,
@@ -126,12 +127,11 @@ def _write_episodes(plan: ExportPlan, out: Path, say: Callable[[str], None]) -> 
     dataset = LeRobotDataset.create(plan.repo_id, fps=plan.fps, features=plan.features(), root=out,
                                     robot_type=plan.robot_type, use_videos=True, video_backend="pyav",
                                     streaming_encoding=True, rgb_encoder=rgb_encoder(plan.fps))
-    started = time.monotonic()
+    progress = ProgressBar(len(plan.episodes), 0, "episode", say, console)
     try:
         for ep in plan.episodes:
             steps = _add_episode(dataset, plan, ep)
-            say(f"  episode {ep.index + 1}/{len(plan.episodes)}: trial {ep.trial.slot + 1}, mark "
-                f"{ep.trial.mark_id}, {steps} frames ({time.monotonic() - started:.0f} s)")
+            progress.step(f"trial {ep.trial.slot + 1}, mark {ep.trial.mark_id}, {steps} frames")
     except BaseException:
         if dataset.has_pending_frames():  # stop the streaming encoders of the unfinished episode
             try:
@@ -140,6 +140,7 @@ def _write_episodes(plan: ExportPlan, out: Path, say: Callable[[str], None]) -> 
                 pass
         raise
     finally:
+        progress.close()
         dataset.finalize()
     images = out / "images"  # LeRobot's per-frame staging folders, empty once encoded
     if images.is_dir() and not any(p.is_file() for p in images.rglob("*")):
