@@ -58,3 +58,20 @@ def test_the_installed_wheel_carries_the_demo(tmp_path):
     validate = subprocess.run([str(venv / "bin" / "orchestrator"), "validate", str(protocol)],
                               cwd=away, capture_output=True, text=True, timeout=300, env=env)
     assert validate.returncode == 0, validate.stdout + validate.stderr
+
+
+@pytest.mark.slow
+def test_demo_in_a_fresh_process_reports_and_exits_with_the_reports_code(tmp_path):
+    """`orchestrator demo` (on the tiny protocol, through its hidden options) runs the campaign,
+    prints the report itself (no call back into the CLI) and exits with the report's code."""
+    from support.cli import run_module
+
+    data = REPO / "tests" / "data"
+    result = run_module("demo", "--protocol", data / "tiny_protocol.yaml", "--rig", data / "tiny_sim.yaml",
+                        "--out", tmp_path / "demo", "--workers", "1", timeout=600)
+    assert result.code == 0, result.err
+    assert "Verdict:" in result.out and "Next:" in result.out
+    assert "trial 6/6  mark" in result.out                 # progress lines (not a terminal)
+    again = run_module("demo", "--protocol", data / "tiny_protocol.yaml", "--rig", data / "tiny_sim.yaml",
+                        "--out", tmp_path / "demo", "--workers", "1", timeout=600)
+    assert again.code == 0 and "campaign is complete" in again.out   # resumed: nothing left to run
