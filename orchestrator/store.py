@@ -459,7 +459,10 @@ class CampaignStore:
             if row is None:
                 raise RuntimeFailure(f"episode {episode_id} is not in this campaign")
             slot, attempt_id = row
-            c.execute("DELETE FROM judgments WHERE episode_id=?", (episode_id,))
+            if getattr(c, "dialect", "") == "postgresql":  # labels an operator may not see (pgroles.py)
+                c.execute("SELECT forget_episode_labels(?)", (episode_id,))
+            else:
+                c.execute("DELETE FROM judgments WHERE episode_id=?", (episode_id,))
             c.execute("DELETE FROM episodes WHERE id=?", (episode_id,))
             c.execute("UPDATE attempts SET status='aborted', reason=? WHERE id=?", (reason, attempt_id))
             c.execute("UPDATE trials SET state='aborted', episode_id=NULL, done_at=NULL WHERE slot=?", (slot,))
