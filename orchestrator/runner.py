@@ -21,6 +21,7 @@ from typing import Callable
 from .campaign import OpenedCampaign
 from .episode import run_episode
 from .errors import BadInput, Interrupted, RuntimeFailure
+from .motion import ArmMotion
 from .operator import AutoOperator, EmergencyStop, Operator, StopRequested, TrialCue
 from .policies.base import EpisodeContext
 from .protocol import LoadedProtocol
@@ -179,6 +180,7 @@ def _run_sequential(opened: OpenedCampaign, pending: list[TrialRow], operator: O
     store, loaded = opened.store, opened.protocol
     cameras = opened.rig.profile.cameras
     rig = make_rig(opened.rig, loaded)
+    motion = ArmMotion(rig, operator)
     policies = {}
     try:
         # Policies first, hardware last (as LeRobot does): a checkpoint that does not match the
@@ -190,7 +192,8 @@ def _run_sequential(opened: OpenedCampaign, pending: list[TrialRow], operator: O
         rig.connect()
         if not rig.realtime and (problems := rig.preflight()):  # the simulator checks its scene
             raise BadInput(problems)
-        rig.go_to_rest()
+        if not _rest_or_end(motion, say):
+            return
         progress = Progress(summary.total, summary.done_total, say)
         queue = list(pending)
         tries: dict[int, int] = {}
@@ -229,15 +232,17 @@ def _run_sequential(opened: OpenedCampaign, pending: list[TrialRow], operator: O
                 recorded = recorder.finish()
                 store.finish_attempt(attempt, episode_record(episode_id, context, cameras, recorded, facts, timing))
             except KeyboardInterrupt:
-                rig.safe_stop()
+                rig.safe_stop()  # holds; the arm goes to rest at the end of the session
                 recorder.discard()
                 store.abort_attempt(attempt, "interrupted by the user (Ctrl-C)")
                 raise Interrupted("interrupted: arm made safe, the running trial will be re-run; "
                                   "run the same command again to resume") from None
             except EmergencyStop as stop:
-                rig.safe_stop()
+                redo = isinstance(stop, _Redo)
+                if not redo:
+                    motion.stop()  # hold (or release); nothing moves until the operator confirms
                 recorder.discard()
-                if not isinstance(stop, _Redo):
+                if not redo:
                     operator.episode_ended(cue, stop.reason)  # the operator says why (into stop.reason)
                 store.abort_attempt(attempt, stop.reason)
                 summary.aborted_now += 1
@@ -245,6 +250,8 @@ def _run_sequential(opened: OpenedCampaign, pending: list[TrialRow], operator: O
                 if tries[trial.slot] < MAX_ATTEMPTS_PER_SESSION:
                     queue.append(trial)  # re-run later in this session
                 operator.message(f"trial aborted ({stop.reason}); it will be re-run later")
+                if not _rest_or_end(motion, say):
+                    return
                 continue
             except Exception as exc:
                 rig.safe_stop()
@@ -265,14 +272,22 @@ def _run_sequential(opened: OpenedCampaign, pending: list[TrialRow], operator: O
                 store.log_event("overrun", f"{timing.overruns} of {timing.steps} steps overran the "
                                 f"{context.fps} Hz period (p99 {timing.period_p99_ms:.1f} ms)", slot=trial.slot)
             progress.update(trial.mark_id)
-            rig.go_to_rest()
+            if not _rest_or_end(motion, say):
+                return
     finally:
         for policy in policies.values():
             try:
                 policy.close()
             except Exception:
                 pass
-        try:
-            rig.safe_stop()
-        finally:
-            rig.disconnect()
+        motion.leave()  # to rest (stoppable; not after an unconfirmed stop), then torque off
+
+
+def _rest_or_end(motion: ArmMotion, say: Callable[[str], None]) -> bool:
+    """Back to rest between trials; False when the operator ended the session instead."""
+    try:
+        motion.to_rest()
+    except StopRequested:
+        say("stopped by the operator; run again to resume")
+        return False
+    return True

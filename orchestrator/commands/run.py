@@ -52,7 +52,12 @@ def run(args: argparse.Namespace) -> int:
     elif args.no_console:
         from ..console.prompt import PromptOperator
 
-        directory, summary = session(PromptOperator(load_protocol(args.protocol)))
+        operator = PromptOperator(load_protocol(args.protocol))
+        restore = operator.handle_sigint()  # Ctrl-C between two control steps, never mid-transaction
+        try:
+            directory, summary = session(operator)
+        finally:
+            restore()
     else:
         # Textual owns the main thread; the runner (and its SQLite store) runs on the console's
         # worker thread, opened there.

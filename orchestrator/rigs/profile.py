@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -44,10 +44,15 @@ class RobotSpec(BaseModel):
 
 
 class RigProfile(BaseModel):
+    """`rest_pose`: where the arm goes between trials (default: the pose captured at connect).
+    `on_stop`: what the stop key does to the arm: `hold` it where it is (default), or
+    `release` torque (the arm goes limp: only for arms that cannot fall on anyone)."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
     robot: RobotSpec
     cameras: dict[str, CameraSpec] = {}
     rest_pose: dict[str, float] = {}
+    on_stop: Literal["hold", "release"] = "hold"
 
     @property
     def simulated(self) -> bool:
