@@ -168,7 +168,7 @@ def lerobot_context(rig, fps: int, seconds: float, dataset=None):
     from lerobot.rollout.robot_wrapper import ThreadSafeRobot
 
     robot = rig.robot
-    from fakes.rollout import rollout_features
+    from support.rollout import rollout_features
 
     teleop_p, action_p, obs_p, features, action_keys = rollout_features(robot)
 

@@ -34,7 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))   # the test fixture writes small recorded campaigns
 
-from judge_fixtures import make_campaign  # noqa: E402
+from support.judge_campaign import make_campaign  # noqa: E402
 from textual import events  # noqa: E402
 
 from orchestrator.blinding import CampaignSource  # noqa: E402

@@ -1,10 +1,11 @@
 """The dataset card (README.md) of an exported campaign: the description LeRobot's card
 template receives as `dataset_description`.
 
-Everything numeric comes from the report JSON (`orchestrator.report/1`): per-policy results
-with Wilson intervals, the paired 2x2 table of each comparison, McNemar (mid-p, exact,
-asymptotic), the paired difference with its interval. Nothing is computed here. Then the
-frozen protocol (with its SHA-256), what the columns mean, and how to load the data.
+The results are the report's own Markdown (`orchestrator.report`, the text `orchestrator report
+--format md` prints): per-policy Wilson intervals, the paired 2x2 table of each comparison,
+McNemar (mid-p, exact, asymptotic), the paired difference with its interval, strata, judges.
+Nothing is computed or formatted here. Then the frozen protocol (with its SHA-256), what the
+columns mean, and how to load the data.
 """
 
 from __future__ import annotations
@@ -15,41 +16,20 @@ from typing import Any
 PRIMARY_NAMES = {"mcnemar_midp": "McNemar mid-p", "mcnemar_exact": "McNemar exact"}
 
 
-def _p(value: Any) -> str:
-    if value is None:
-        return "n/a"
-    value = float(value)
-    return "< 0.0001" if value < 1e-4 else f"{value:.4f}"
-
-
-def _num(value: Any) -> str:
-    return "n/a" if value is None else f"{float(value):.2f}"
-
-
-def _rate(value: Any) -> str:
-    return "n/a" if value is None else f"{100 * float(value):.1f}%"
-
-
-def _interval(pair: Any, percent: bool = True) -> str:
-    if not pair or pair[0] is None or pair[1] is None:
-        return "n/a"
-    lo, hi = float(pair[0]), float(pair[1])
-    return f"[{100 * lo:.1f}%, {100 * hi:.1f}%]" if percent else f"[{lo:+.3f}, {hi:+.3f}]"
-
-
-def _points(pair: Any) -> str:
-    if not pair or pair[0] is None or pair[1] is None:
-        return "n/a"
-    return f"{100 * float(pair[0]):+.1f} to {100 * float(pair[1]):+.1f} points"
-
-
 def _spec(spec: Any) -> str:
     data = spec.model_dump(exclude_none=True) if hasattr(spec, "model_dump") else dict(spec)
     return ", ".join(f"{k}: {v}" for k, v in data.items())
 
 
-def render_description(plan: Any, summary: dict[str, Any], report: dict[str, Any],
-                       report_md: str | None = None) -> str:
+def _nested(report_md: str) -> str:
+    """The report's Markdown without its title, its headings demoted to nest under a section."""
+    lines = report_md.strip().splitlines()
+    if lines and lines[0].startswith("# "):
+        lines = lines[1:]
+    return "\n".join(("#" + line) if line.startswith("#") else line for line in lines).strip()
+
+
+def render_description(plan: Any, summary: dict[str, Any], report_md: str) -> str:
     """Markdown for the card: results, paired tables, tests, protocol, contents, loading."""
     protocol = plan.protocol.protocol
     layout = plan.protocol.layout
@@ -79,47 +59,11 @@ def render_description(plan: Any, summary: dict[str, Any], report: dict[str, Any
         add("> **Exported with `--force`, read with care:** " + "; ".join(summary["forced"]) + ".")
     add("")
 
+    primary = protocol.analysis.primary
     add("## Results")
     add("")
-    if report.get("verdict"):
-        add(f"**{report['verdict']}**")
-        add("")
-    add("| Policy | Successes / trials | Success rate | Wilson 95% CI |")
-    add("|---|---|---|---|")
-    for label in plan.policies:
-        p = report.get("policies", {}).get(label, {})
-        add(f"| {label} | {p.get('successes', 0)} / {p.get('trials', 0)} | {_rate(p.get('rate'))} | "
-            f"{_interval(p.get('wilson95'))} |")
+    add(_nested(report_md))
     add("")
-    primary = protocol.analysis.primary
-    for c in report.get("comparisons", []):
-        a, b, t, m = c["a"], c["b"], c["table"], c["mcnemar"]
-        add(f"### Paired comparison {a} vs {b} ({c['pairs']} pairs: same mark, same repeat)")
-        add("")
-        add(f"| | {b} succeeded | {b} failed |")
-        add("|---|---|---|")
-        add(f"| **{a} succeeded** | {t['both']} (both) | {t['a_only']} ({a} only) |")
-        add(f"| **{a} failed** | {t['b_only']} ({b} only) | {t['neither']} (neither) |")
-        add("")
-        marker = " (primary, pre-registered)"
-        add(f"- McNemar mid-p{marker if primary == 'mcnemar_midp' else ''}: **{_p(m.get('mid_p'))}**; "
-            f"exact{marker if primary == 'mcnemar_exact' else ''}: {_p(m.get('exact_p'))}; "
-            f"chi-squared {_num(m.get('chi2'))} (p {_p(m.get('chi2_p'))}), with continuity "
-            f"correction {_num(m.get('chi2_cc'))} (p {_p(m.get('chi2_cc_p'))}).")
-        d = c.get("difference", {})
-        est = d.get("estimate")
-        add(f"- Difference in success rate {a} - {b}: "
-            f"{'n/a' if est is None else f'{100 * est:+.1f} points'}, 95% CI {_points(d.get('ci95'))} "
-            f"({d.get('method', 'newcombe')}).")
-        if len(report.get("comparisons", [])) > 1 and c.get("holm_mid_p") is not None:
-            add(f"- Holm-adjusted mid-p over all pairs: {_p(c['holm_mid_p'])}.")
-        if c.get("verdict"):
-            add(f"- {c['verdict']}")
-        add("")
-    if "cochran_q" in report:
-        q = report["cochran_q"]
-        add(f"Cochran's Q over all policies: Q = {_num(q.get('q'))}, df = {q.get('df')}, p = {_p(q.get('p'))}.")
-        add("")
     add(f"Alpha {protocol.analysis.alpha:g}; primary test {PRIMARY_NAMES.get(primary, primary)}. "
         "Wilson score intervals (Wilson 1927); McNemar exact and mid-p (Fagerland, Lydersen & Laake "
         "2013); paired difference interval Newcombe (1998) method 10. The full report is in "
@@ -197,12 +141,4 @@ def render_description(plan: Any, summary: dict[str, Any], report: dict[str, Any
     add("```")
     add("")
     add("Or from a local copy: `LeRobotDataset(repo_id, root=PATH)`.")
-    if report_md:
-        add("")
-        add("## Full report")
-        add("")
-        body = report_md.strip()
-        # demote the report's headings so they nest under this section
-        body = "\n".join(("##" + line) if line.startswith("#") else line for line in body.splitlines())
-        add(body)
     return "\n".join(lines) + "\n"

@@ -23,12 +23,11 @@ the origin) with arrows for +x and +y, the x axis (y = 0) with distances from th
 from __future__ import annotations
 
 import math
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from xml.sax.saxutils import escape, quoteattr
 
+from .durable import publish, staged
 from .errors import BadInput
 from .protocol import Layout
 
@@ -472,24 +471,17 @@ def check_output(out: Path) -> str:
     return kind
 
 
-def _write_atomic(target: Path, data: bytes | None, writer=None) -> Path:
-    """Write to a temp file in the target's folder and rename it over the target."""
+def _stage(target: Path, data: bytes | None, writer=None) -> Path:
+    """Write to a temporary file beside the target (`durable.staged`); `publish` it later."""
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        tmp_path = staged(target)
     except OSError as exc:
         raise BadInput(f"{target}: cannot write: {exc.strerror}") from None
-    tmp_path = Path(tmp)
     try:
-        with os.fdopen(fd, "wb") as handle:
-            if data is not None:
-                handle.write(data)
+        if data is not None:
+            tmp_path.write_bytes(data)
         if writer is not None:
             writer(tmp_path)
-        with open(tmp_path, "rb+") as handle:
-            os.fsync(handle.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp_path, 0o666 & ~umask)
         return tmp_path
     except OSError as exc:
         tmp_path.unlink(missing_ok=True)
@@ -509,12 +501,12 @@ def write_template(layout: Layout, out: Path, paper: str = "A4", with_base: bool
     try:
         if kind == "svg":
             for page, target in zip(pages, targets):
-                temps.append(_write_atomic(target, render_svg(page).encode("utf-8")))
+                temps.append(_stage(target, render_svg(page).encode("utf-8")))
         else:
-            temps.append(_write_atomic(targets[0], None, lambda p: render_pdf(pages, p)))
+            temps.append(_stage(targets[0], None, lambda p: render_pdf(pages, p)))
         for tmp, target in zip(temps, targets):
             try:
-                os.replace(tmp, target)
+                publish(tmp, target)
             except OSError as exc:
                 raise BadInput(f"{target}: cannot write: {exc.strerror}") from None
     finally:

@@ -12,7 +12,7 @@ from pathlib import Path
 import av
 import pytest
 
-from judge_fixtures import SECRET_TERMS, make_campaign, policy_of
+from support.judge_campaign import SECRET_TERMS, make_campaign, policy_of
 from orchestrator import blinding
 from orchestrator.blinding import CampaignSource, blinded_view, judge_order
 from orchestrator.bundle import write_bundle

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from judge_fixtures import make_campaign
+from support.judge_campaign import make_campaign
 from orchestrator.bundle import BundleSource, bundle_labels
 from orchestrator.cli import main
 from orchestrator.judge.app import JudgeApp

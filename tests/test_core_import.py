@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import REPO, SIM_PROTOCOL
+from support.repo import REPO, SIM_PROTOCOL
 
 HEAVY = ("torch", "mujoco", "lerobot")
 CORE_MODULES = ["orchestrator.cli", "orchestrator.protocol", "orchestrator.yamlsrc", "orchestrator.schedule",

@@ -3,7 +3,7 @@
 Offline throughout (HF_HUB_OFFLINE=1, HF_HOME / HF_LEROBOT_HOME in a temporary folder). The
 Hub is replaced at the boundary of `huggingface_hub.HfApi` (create_repo, upload_folder, tags)
 and of the card upload, so `--push` runs LeRobot's real `push_to_hub` down to the HTTP layer.
-The campaign is the small one of `export_fixtures.py` (3 marks x 2 policies, 10 fps x 1 s,
+The campaign is the small one of `tests/support/export_campaign.py` (3 marks x 2 policies, 10 fps x 1 s,
 a 10 fps and a 5 fps camera, one aborted attempt), whose images encode their control step.
 """
 
@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from export_fixtures import FPS, REPO, STEPS, label_all, level, make_campaign, state_value, tree_digest
+from support.export_campaign import FPS, REPO, STEPS, label_all, level, make_campaign, state_value, tree_digest
 from orchestrator.store import CampaignStore
 
 REPO_ID = "tester/so101-ab-export"
@@ -192,12 +192,14 @@ def test_evaluation_files_and_card(exported, sim_campaign):
     for path in root.rglob("*"):  # no local path of the campaign is published
         if path.is_file():
             assert str(sim_campaign.parent).encode() not in path.read_bytes(), path
-    assert "| A | 3 / 3 | 100.0% | [43.9%, 100.0%] |" in card        # Wilson 3/3
-    assert "| B | 1 / 3 | 33.3% | [6.1%, 79.2%] |" in card           # Wilson 1/3
-    assert "| **A succeeded** | 1 (both) | 2 (A only) |" in card      # the paired 2x2
-    assert "| **A failed** | 0 (B only) | 0 (neither) |" in card
-    assert f"McNemar mid-p (primary, pre-registered): **{comparison['mcnemar']['mid_p']:.4f}**" in card
-    assert f"exact: {comparison['mcnemar']['exact_p']:.4f}" in card
+    # the results are the report's own Markdown, headings nested under the card's "## Results"
+    assert "| A | 3/3 (100%) | [0.439, 1.000] |" in card          # Wilson 3/3
+    assert "| B | 1/3 (33%) | [0.061, 0.792] |" in card           # Wilson 1/3
+    assert "### A vs B: paired over 3 layouts" in card
+    assert "| A succeeds | both: 1 | A only: 2 |" in card        # the paired 2x2
+    assert "| A fails | B only: 0 | neither: 0 |" in card
+    assert (f"McNemar mid-p {comparison['mcnemar']['mid_p']:.3f} (primary), "
+            f"exact {comparison['mcnemar']['exact_p']:.3f};") in card
     assert campaign["protocol_sha256"] in card
     assert f'LeRobotDataset("{REPO_ID}")' in card and "ab_trials.parquet" in card
     assert "| `ab.policy` | policy label | 0 = A, 1 = B |" in card
@@ -211,7 +213,8 @@ def test_evaluation_files_and_card(exported, sim_campaign):
 @pytest.mark.slow
 def test_reexport_replaces_atomically_and_a_failed_export_changes_nothing(exported, sim_campaign, tmp_path,
                                                                           cli, monkeypatch):
-    import orchestrator.export as export
+    import orchestrator.export.frames as frames
+    from orchestrator.errors import RuntimeFailure
 
     root = tmp_path / "ds"
     shutil.copytree(exported[0], root)  # an earlier export of this campaign
@@ -220,23 +223,23 @@ def test_reexport_replaces_atomically_and_a_failed_export_changes_nothing(export
     # a fault in the middle of the second export: the first export stays, byte for byte
     before = tree_digest(root)
     calls = {"n": 0}
-    real_frames = export._held_frames
+    real_frames = frames.held_frames
 
     def failing_frames(*args, **kwargs):  # the 5th camera stream (3rd episode) dies at frame 5
         calls["n"] += 1
         mine = calls["n"]
         for index, image in enumerate(real_frames(*args, **kwargs)):
             if mine == 5 and index == 5:
-                raise export.RuntimeFailure("disk fault (injected)")
+                raise RuntimeFailure("disk fault (injected)")
             yield image
 
-    monkeypatch.setattr(export, "_held_frames", failing_frames)
+    monkeypatch.setattr(frames, "held_frames", failing_frames)
     failed = cli("export", sim_campaign, "--repo-id", REPO_ID, "--root", root)
     assert failed.code == 1 and len(failed.err_lines) == 1 and "disk fault (injected)" in failed.err
     assert "episode 2/6" in failed.out and "episode 3/6" not in failed.out
     assert tree_digest(root) == before
     assert siblings(root) == ["ds"]
-    monkeypatch.setattr(export, "_held_frames", real_frames)
+    monkeypatch.setattr(frames, "held_frames", real_frames)
 
     # exporting again replaces the whole root (the stale file goes), with different options;
     # the temp dir a killed export left behind (its pid is gone) is cleaned up on the way
@@ -388,7 +391,7 @@ def test_push_with_consensus_labels_and_force(judged_campaign, tmp_path, cli, mo
         assert (pushed / relative).is_file(), relative
     card = (pushed / "README.md").read_text()
     assert card == (root / "README.md").read_text()  # LeRobot's card = ours
-    assert "Paired comparison A vs B" in card and "Exported with `--force`" in card
+    assert "### A vs B: paired over" in card and "Exported with `--force`" in card
 
     # the token is never printed, logged, written, or passed by us
     assert TOKEN not in result.out + result.err + caplog.text
@@ -520,28 +523,6 @@ def test_frame_indices_hold_the_latest_frame():
                                   [0, 1])
 
 
-def test_fallback_labels_and_report_agree_with_the_report_module(judged_campaign, sim_campaign):
-    """The export reads labels and results through `orchestrator.outcomes`/`report`; its own
-    fallback (used only if those modules are missing) must give the same answers."""
-    from orchestrator.export import _fallback_labels, _fallback_report, campaign_labels, report_json
-
-    for directory, judge in ((judged_campaign, None), (judged_campaign, "bob"), (sim_campaign, None),
-                             (sim_campaign, "physics")):
-        store = CampaignStore.open_readonly(directory)
-        try:
-            assert _fallback_labels(store, judge).by_episode == campaign_labels(store, judge).by_episode
-            ours, theirs = _fallback_report(store, judge), report_json(store, judge)[0]
-        finally:
-            store.close()
-        for label in ("A", "B"):
-            for key in ("successes", "trials", "wilson95"):
-                assert ours["policies"][label][key] == pytest.approx(theirs["policies"][label][key])
-        for key in ("pairs", "table", "mcnemar"):
-            assert ours["comparisons"][0][key] == pytest.approx(theirs["comparisons"][0][key]), key
-        assert ours["comparisons"][0]["difference"]["ci95"] == pytest.approx(
-            theirs["comparisons"][0]["difference"]["ci95"])
-
-
 @pytest.mark.slow
 def test_failed_push_is_one_line_keeps_the_export_and_hides_the_token(sim_campaign, tmp_path, cli,
                                                                       monkeypatch):
@@ -596,7 +577,7 @@ def test_real_simulated_campaign_exports(tmp_path, cli, hf_env):
     the recorder) on a 2-mark, 10 fps x 1 s copy of the demo protocol, then `export`."""
     import yaml
 
-    from conftest import GRID20, sim_protocol_text
+    from support.repo import GRID20, sim_protocol_text
 
     layout = yaml.safe_load(GRID20.read_text())
     layout["marks"] = layout["marks"][5:7]

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from judge_fixtures import make_campaign
+from support.judge_campaign import make_campaign
 from orchestrator.bundle import BundleSource, write_bundle
 from orchestrator.cli import main
 from orchestrator.errors import BadInput

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from judge_fixtures import SECRET_TERMS, make_campaign
+from support.judge_campaign import SECRET_TERMS, make_campaign
 from orchestrator.blinding import CampaignSource
 from orchestrator.judge import app as app_module
 from orchestrator.judge.app import JudgeApp

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from judge_fixtures import SECRET_TERMS, make_campaign
+from support.judge_campaign import SECRET_TERMS, make_campaign
 
 ROOT = Path(__file__).resolve().parents[1]
 TMUX = shutil.which("tmux")

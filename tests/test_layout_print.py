@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import GRID20, LOCATED
+from support.repo import GRID20, LOCATED
 
 NS = {"svg": "http://www.w3.org/2000/svg"}
 A4_PT = (595.276, 841.89)

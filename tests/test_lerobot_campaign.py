@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from fakes import feetech
-from fakes.act import make_act_checkpoint
+from support.act import make_act_checkpoint
 from fakes.rigs import CAMERAS, write_rig, write_videos
 from orchestrator.errors import RuntimeFailure
 

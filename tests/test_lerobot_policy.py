@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from fakes import feetech
-from fakes.act import make_act_checkpoint
+from support.act import make_act_checkpoint
 from fakes.rigs import CAMERAS, write_rig, write_videos
 from orchestrator.errors import BadInput
 from orchestrator.faults import DeviceFault
@@ -63,7 +63,7 @@ def lerobot_rollout_actions(checkpoint, robot, task, observations):
         policy_cfg=cfg, pretrained_path=str(checkpoint), pretrained_revision=None, dataset_stats=None,
         preprocessor_overrides={"device_processor": {"device": "cpu"},
                                 "rename_observations_processor": {"rename_map": {}}})
-    from fakes.rollout import rollout_features
+    from support.rollout import rollout_features
 
     teleop_p, action_p, obs_p, features, action_keys = rollout_features(robot)
     engine = SyncInferenceEngine(policy, pre, post, features, action_keys, task, "cpu", robot.robot_type)

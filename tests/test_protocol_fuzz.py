@@ -18,7 +18,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import GRID20, LOCATED, sim_protocol_text
+from support.repo import GRID20, LOCATED, sim_protocol_text
 from orchestrator.cli import main
 
 SIM = sim_protocol_text()

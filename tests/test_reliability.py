@@ -22,7 +22,7 @@ from orchestrator.recording import DISK_MARGIN_BYTES, episode_bytes_estimate
 from orchestrator.rigs.profile import load_rig
 from orchestrator.store import CampaignStore
 
-from tiny import PROTOCOL, RIG, ROOT, run_cli  # noqa: E402
+from support.tiny import PROTOCOL, RIG, ROOT, run_cli  # noqa: E402
 sys.path.insert(0, str(ROOT / "bench"))
 from kill_anywhere import check_invariants, kill_process_tree, outcomes  # noqa: E402
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import LOCATED, REPO, line_of
+from support.repo import LOCATED, REPO, line_of
 from orchestrator.errors import BadInput
 from orchestrator.rigs.profile import STATE_KEYS, load_rig, parse_rig_text
 

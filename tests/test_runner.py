@@ -21,7 +21,7 @@ from orchestrator.cli import main
 from orchestrator.recording import PARTIAL
 from orchestrator.store import CampaignStore
 
-from tiny import DATA, PROTOCOL, RIG, ROOT, run_cli  # noqa: E402
+from support.tiny import DATA, PROTOCOL, RIG, ROOT, run_cli  # noqa: E402
 sys.path.insert(0, str(ROOT / "bench"))
 from kill_anywhere import check_invariants, kill_loop, outcomes  # noqa: E402
 

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import REPO, SIM_PROTOCOL
+from support.repo import REPO, SIM_PROTOCOL
 from orchestrator.protocol import Layout, Protocol, load_protocol
 from orchestrator.schedule import draw_schedule, trial_seed
 

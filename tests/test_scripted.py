@@ -12,7 +12,7 @@ from orchestrator.policies.base import EpisodeContext
 from orchestrator.protocol import Cube, Mark, ScriptedPolicySpec, load_protocol
 from orchestrator.rigs.profile import STATE_KEYS
 
-from conftest import SIM_PROTOCOL
+from support.repo import SIM_PROTOCOL
 
 os.environ.setdefault("MUJOCO_GL", "egl")
 pytest.importorskip("mujoco")

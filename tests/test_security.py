@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from judge_fixtures import SECRET_TERMS, make_campaign
+from support.judge_campaign import SECRET_TERMS, make_campaign
 from orchestrator.bundle import write_bundle
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -16,7 +16,7 @@ from orchestrator.policies.base import EpisodeContext
 from orchestrator.protocol import Cube, Mark, Success, load_protocol
 from orchestrator.rigs.profile import STATE_KEYS, load_rig
 
-from conftest import GRID20, REPO, SIM_PROTOCOL
+from support.repo import GRID20, REPO, SIM_PROTOCOL
 
 os.environ.setdefault("MUJOCO_GL", "egl")   # headless rendering; before mujoco is imported
 pytest.importorskip("mujoco")

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from scipy import special
 from scipy import stats as sps
 from statsmodels.stats import contingency_tables as ct
 from statsmodels.stats.inter_rater import cohens_kappa as sm_cohens_kappa
@@ -17,6 +18,7 @@ from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import confint_proportions_2indep, proportion_confint
 
 from orchestrator import stats as S
+from orchestrator.stats.paired_ci import _tango_p01
 
 # The reference values of the project's source documents (shared/reference/stats_vectors.json),
 # copied into the repository so the tests never depend on a checkout layout.
@@ -254,7 +256,7 @@ def test_tango_matches_numeric_constrained_mle_and_mcnemar():
             return -(b * math.log(p10) + c * math.log(p01) + (n - b - c) * math.log(max(rest, 1e-300)))
 
         best = minimize_scalar(nll, bounds=(lo_x, hi_x), method="bounded", options={"xatol": 1e-12})
-        assert S._tango_p01(b, c, n, delta) == pytest.approx(best.x, abs=2e-5)
+        assert _tango_p01(b, c, n, delta) == pytest.approx(best.x, abs=2e-5)
         # the Tango interval excludes 0 exactly when the uncorrected McNemar test rejects
         iv = S.tango_paired(S.PairedTable(a, b, c, d))
         p = S.mcnemar(b, c).chi2_p
@@ -498,7 +500,7 @@ def test_evalue_stopping_keeps_type_one_error_while_naive_peeking_does_not():
     b = np.cumsum(disc & a_wins, axis=1)
     c = np.cumsum(disc & ~a_wins, axis=1)
     # vectorised e-value and mid-p McNemar on every prefix
-    log_e = (S.special.betaln(1 + b, 1 + c) - S.special.betaln(1, 1) + (b + c) * math.log(2))
+    log_e = (special.betaln(1 + b, 1 + c) - special.betaln(1, 1) + (b + c) * math.log(2))
     e_reject = np.any(log_e >= math.log(1 / alpha), axis=1).mean()
     m = b + c
     lo = np.minimum(b, c)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from support.repo import REPO
 from orchestrator.errors import BadInput, RuntimeFailure
 from orchestrator.schedule import ScheduledTrial
 from orchestrator.store import (APPLICATION_ID, DB_NAME, SCHEMA_VERSION, CampaignStore, EpisodeRecord,

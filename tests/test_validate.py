@@ -11,7 +11,8 @@ import random
 
 import pytest
 
-from conftest import GRID20, LOCATED, REPO, line_of, run_module, sim_protocol_text
+from support.cli import run_module
+from support.repo import GRID20, LOCATED, REPO, line_of, sim_protocol_text
 
 SIM = sim_protocol_text()
 GRID = GRID20.read_text()

@@ -1,7 +1,7 @@
 """`orchestrator export CAMPAIGN --repo-id USER/NAME [--root DIR] [--push] [--private] [--judge ...]`.
 
 Writes the campaign as a LeRobotDataset (v3) with its evaluation (labels, report, protocol,
-dataset card), optionally pushes it to the Hugging Face Hub. See `orchestrator/export.py`.
+dataset card), optionally pushes it to the Hugging Face Hub. See `orchestrator/export/`.
 """
 
 from __future__ import annotations

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import tempfile
 from pathlib import Path
 
-from ..durable import fsync_dir
+from ..durable import write_atomic
 from ..errors import BadInput, RuntimeFailure
 
 HELP = "the paired report: McNemar (mid-p primary), Wilson intervals, difference CI, strata, judges, plots"
@@ -27,29 +25,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", metavar="FILE", help="write the report to FILE (atomically) instead of stdout")
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write text to path via a temporary file in the same folder, fsync, rename."""
-    path = Path(path)
+def _write_report(path: Path, text: str) -> None:
+    """The report to `path`, atomically and durably (`durable.write_atomic`)."""
     folder = path.parent if str(path.parent) else Path(".")
     if not folder.is_dir():
         raise BadInput(f"{path}: folder {folder} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
     try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a report is an ordinary file
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
+        write_atomic(path, text)
     except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
         raise RuntimeFailure(f"{path}: cannot write the report: {exc.strerror or exc}") from None
-    try:
-        fsync_dir(folder)
-    except OSError:
-        pass
 
 
 def run(args: argparse.Namespace) -> int:
@@ -79,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
                            f"sqlite3 {db} 'PRAGMA integrity_check'") from None
     text = render(build_report(data), args.format)
     if args.out:
-        write_atomic(Path(args.out), text)
+        _write_report(Path(args.out), text)
         print(f"report written to {args.out}", file=sys.stderr)
     else:
         sys.stdout.write(text)

@@ -69,6 +69,21 @@ def _is_local(path: str) -> bool:
     return path.startswith((".", "/", "~")) or path.rstrip("/").count("/") >= 2
 
 
+def register_policy_types() -> None:
+    """Register every LeRobot policy config type before a checkpoint's config.json is parsed.
+
+    `PreTrainedConfig.from_pretrained` looks the `type` up in the draccus choice registry, which
+    is filled only when the policy config modules are imported (`lerobot.policies` imports them
+    all) and, for plugins, when `lerobot_policy_*` packages are imported
+    (`register_third_party_plugins`, as lerobot's own scripts do). Without this a fresh process
+    fails with "Policy type 'act' ... is not registered".
+    """
+    import lerobot.policies  # noqa: F401 - registers act, diffusion, smolvla, ...
+    from lerobot.utils.import_utils import register_third_party_plugins
+
+    register_third_party_plugins()
+
+
 def resolve_checkpoint(spec: LeRobotPolicySpec, protocol_dir: Path | str) -> tuple[str, bool]:
     """(`path or repo id` to hand LeRobot, is_local). Local paths resolve from the protocol's folder."""
     raw = spec.path
@@ -207,6 +222,7 @@ class LeRobotPolicy:
         import torch
         from lerobot.configs.policies import PreTrainedConfig
 
+        register_policy_types()
         try:
             cfg = PreTrainedConfig.from_pretrained(self.path, revision=spec.revision)
         except Exception as exc:  # noqa: BLE001 - one line with what to do

@@ -30,7 +30,7 @@ from orchestrator.rigs.profile import STATE_KEYS, parse_rig_text
 from orchestrator.schedule import draw_schedule
 from orchestrator.store import CampaignStore, EpisodeRecord, new_episode_id
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 FPS = 10
 DURATION_S = 1.0
 STEPS = round(FPS * DURATION_S)

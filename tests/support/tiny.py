@@ -7,7 +7,7 @@ from pathlib import Path
 
 from orchestrator.cli import main
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data"
 PROTOCOL = DATA / "tiny_protocol.yaml"
 RIG = DATA / "tiny_sim.yaml"

@@ -1,0 +1,84 @@
+"""Frames for the dataset: the recorded videos decoded (PyAV) and aligned to the control steps,
+and the episode's joint time series.
+
+The dataset runs at the protocol's control fps; a camera recorded at a lower fps contributes, at
+each control step, the latest frame taken at or before that step (its recorded frame times say
+when), so every step has an image and none is taken from the future."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+
+from ..errors import RuntimeFailure
+from ..rigs.profile import STATE_KEYS
+from .plan import EpisodePlan, ExportPlan
+
+
+def _decoded(path: Path) -> Iterator[np.ndarray]:
+    """RGB frames of the first video stream, in order."""
+    import av
+
+    with av.open(str(path)) as container:
+        stream = container.streams.video[0]
+        stream.thread_type = "AUTO"
+        for frame in container.decode(stream):
+            yield frame.to_ndarray(format="rgb24")
+
+
+def frame_indices(step_t: np.ndarray, frame_t: np.ndarray | None, n_video: int | None) -> np.ndarray:
+    """For each control step, the index of the camera frame to show: the latest frame taken at
+    or before the step (a slower camera's frame is held until its next one). Without recorded
+    frame times the frames are spread uniformly over the steps."""
+    steps = len(step_t)
+    if frame_t is not None and len(frame_t):
+        index = np.searchsorted(np.asarray(frame_t, dtype=float), np.asarray(step_t, dtype=float) + 1e-9,
+                                side="right") - 1
+        return np.clip(index, 0, None)
+    n = n_video or steps
+    return np.floor(np.arange(steps) * n / max(steps, 1)).astype(int)
+
+
+def held_frames(path: Path, indices: np.ndarray, shape: tuple[int, int], where: str) -> Iterator[np.ndarray]:
+    """Yield one image per control step, advancing through the decoded video as `indices` asks
+    (holding the last frame if the video is shorter than its recorded frame times say)."""
+    frames = _decoded(path)
+    current: np.ndarray | None = None
+    position = -1
+    try:
+        for target in indices:
+            while position < target:
+                nxt = next(frames, None)
+                if nxt is None:
+                    break
+                current, position = nxt, position + 1
+            if current is None:
+                raise RuntimeFailure(f"{where}: the video has no frame")
+            if current.shape[:2] != shape:
+                raise RuntimeFailure(f"{where}: frames are {current.shape[1]}x{current.shape[0]}, the "
+                                     f"dataset's {shape[1]}x{shape[0]} (camera changed between episodes)")
+            yield current
+    finally:
+        frames.close()
+
+
+def episode_series(plan: ExportPlan, ep: EpisodePlan) -> dict[str, np.ndarray]:
+    path = plan.campaign_dir / ep.record["files"]["timeseries"]
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            data = {k: z[k] for k in z.files}
+    except (OSError, ValueError) as exc:
+        raise RuntimeFailure(f"{path}: cannot read the time series: {exc}") from None
+    keys = [str(k) for k in data.get("keys", STATE_KEYS)]
+    order = [keys.index(k) if k in keys else None for k in STATE_KEYS]
+    for name in ("state", "action"):
+        values = np.asarray(data[name], dtype=np.float64).reshape(len(data["t"]), -1)
+        data[name] = np.stack([values[:, i] if i is not None else np.full(len(values), np.nan)
+                               for i in order], axis=1).astype(np.float32)
+    steps = len(data["t"])
+    if steps != int(ep.record["frames"]):
+        raise RuntimeFailure(f"{path}: {steps} control steps recorded, the store says {ep.record['frames']}")
+    return data
+

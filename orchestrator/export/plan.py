@@ -1,0 +1,216 @@
+"""The export plan: everything an export needs, read from the campaign store with the refusals
+applied (incomplete campaign, episodes without a definite label, too few pre-registered judges,
+missing or damaged files), before anything is written."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import BadInput, RuntimeFailure
+from ..outcomes import CONSENSUS, outcomes_from_store
+from ..rigs.profile import STATE_KEYS, RigProfile, parse_rig_text
+from ..store import PHYSICS_JUDGE, CampaignStore, TrialRow
+from .names import F_ACTION, F_FAILURE, F_IMAGE, F_MARK, F_POLICY, F_STATE, F_SUCCESS
+
+
+@dataclass(frozen=True)
+class Labels:
+    """The labels that count for the export: episode id -> (success or None, failure mode)."""
+
+    requested: str                     # what the user asked for (a name, physics, consensus)
+    source: str                        # human-readable: whose labels these are
+    by_episode: dict[str, tuple[bool | None, str | None]]
+
+
+def campaign_labels(store: CampaignStore, judge: str | None) -> Labels:
+    """The chosen labels, the same ones `orchestrator report` counts: read through
+    `orchestrator.outcomes.outcomes_from_store` (the report's own reading of the store), so the
+    export and the report can never disagree."""
+    data = outcomes_from_store(store, judge)
+    by_episode = {o.episode_id: (o.success, o.failure_mode) for o in data.outcomes
+                  if o.episode_id and o.state == "done"}
+    return Labels(requested=judge or CONSENSUS, source=data.label_source, by_episode=by_episode)
+
+
+@dataclass
+class EpisodePlan:
+    index: int                         # episode_index in the dataset
+    trial: TrialRow
+    record: dict[str, Any]             # the store's episode row
+    success: bool | None
+    failure_mode: str | None
+
+
+@dataclass
+class ExportPlan:
+    campaign_dir: Path
+    repo_id: str
+    root: Path
+    campaign: dict[str, Any]
+    protocol: Any                      # LoadedProtocol
+    rig: RigProfile | None
+    labels: Labels
+    episodes: list[EpisodePlan]
+    cameras: list[str]
+    camera_shapes: dict[str, tuple[int, int]]    # camera -> (height, width)
+    policies: list[str]
+    marks: list[str]
+    failure_modes: list[str]
+    judges: list[str]
+    trials: list[TrialRow]
+    attempts: list[dict[str, Any]]
+    include_aborted: bool
+    forced: list[str] = field(default_factory=list)   # refusals overridden by --force
+
+    @property
+    def fps(self) -> int:
+        return int(self.protocol.protocol.episode.fps)
+
+    @property
+    def task(self) -> str:
+        return self.protocol.protocol.task or self.protocol.protocol.name
+
+    @property
+    def robot_type(self) -> str:
+        return self.rig.robot.type if self.rig is not None else "so101_follower"
+
+    def features(self) -> dict[str, dict[str, Any]]:
+        joints = list(STATE_KEYS)
+        features: dict[str, dict[str, Any]] = {
+            F_STATE: {"dtype": "float32", "shape": (len(joints),), "names": joints},
+            F_ACTION: {"dtype": "float32", "shape": (len(joints),), "names": joints},
+        }
+        for camera in self.cameras:
+            height, width = self.camera_shapes[camera]
+            features[F_IMAGE.format(camera=camera)] = {
+                "dtype": "video", "shape": (height, width, 3), "names": ["height", "width", "channels"]}
+        for key in (F_POLICY, F_MARK, F_SUCCESS, F_FAILURE):
+            features[key] = {"dtype": "int64", "shape": (1,), "names": None}
+        return features
+
+
+
+def _refusals(store: CampaignStore, done: list[TrialRow], trials: list[TrialRow], labels: Labels,
+              judges_wanted: int, force: bool) -> list[str]:
+    """The reasons not to export (BadInput), or with --force the list of what was overridden."""
+    directory = store.directory
+    forced: list[str] = []
+
+    def refuse(why: str, note: str) -> None:
+        if not force:
+            raise BadInput(why)
+        forced.append(note)
+
+    if not (len(done) == len(trials) or bool(store.campaign().get("finished_at"))):
+        refuse(f"{directory}: the campaign is incomplete ({len(done)} of {len(trials)} trials done); "
+               "resume it with `orchestrator run`, or pass --force to export the done trials",
+               f"incomplete campaign: {len(done)} of {len(trials)} trials done")
+    humans = [j for j in store.judges() if j != PHYSICS_JUDGE]
+    unlabelled = [t for t in done if labels.by_episode.get(t.episode_id, (None, None))[0] is None]
+    if unlabelled:
+        hint = ("judge them blind first (`orchestrator judge CAMPAIGN --judge NAME`), or "
+                if not humans or labels.requested != PHYSICS_JUDGE else "")
+        refuse(f"{directory}: {len(unlabelled)} of {len(done)} episodes have no definite label under "
+               f"{labels.source} (unjudged, unsure or a tie); exporting reveals which policy ran: "
+               f"{hint}pass --force to export them with {F_SUCCESS} = -1",
+               f"{len(unlabelled)} of {len(done)} episodes without a definite label ({F_SUCCESS} = -1)")
+    # a consensus of human judges: as many judges as the protocol pre-registered must have
+    # labelled every episode before the export unblinds the campaign
+    if labels.requested == CONSENSUS and humans and judges_wanted > 1:
+        done_ids = {t.episode_id for t in done}
+        complete_judges = [h for h in humans if done_ids <= {ep for ep, j in store.latest_labels(h).items()
+                                                              if j.label in ("success", "failure", "unsure")}]
+        if len(complete_judges) < judges_wanted:
+            refuse(f"{directory}: the protocol asks for {judges_wanted} judges per episode; "
+                   f"{len(complete_judges)} ({', '.join(complete_judges) or 'none'}) have judged every episode; "
+                   "exporting reveals which policy ran, so let the others judge first (`orchestrator judge "
+                   "CAMPAIGN --judge NAME`), or pass --force",
+                   f"{len(complete_judges)} of the {judges_wanted} pre-registered judges judged every episode")
+    return forced
+
+
+def _check_files(directory: Path, done: list[TrialRow], records: dict[str, dict[str, Any]]) -> list[str]:
+    """Every file present and intact (the recorder's digests); the common camera list."""
+    from ..recording import damaged_files
+
+    cameras: list[str] | None = None
+    for t in done:
+        record = records[t.episode_id]
+        if cameras is None:
+            cameras = list(record["cameras"])
+        elif list(record["cameras"]) != cameras:
+            raise RuntimeFailure(f"{directory}: episode {t.episode_id} (trial {t.slot + 1}) has cameras "
+                                 f"{record['cameras']}, others {cameras}; cannot export mixed camera sets")
+        files = record["files"]
+        missing = [name for name in [*cameras, "timeseries"] if name not in files]
+        if missing:
+            raise RuntimeFailure(f"{directory}: episode {t.episode_id} (trial {t.slot + 1}) lists no file "
+                                 f"for {', '.join(missing)}")
+        digests = record.get("digests") or {}
+        if digests:
+            bad = damaged_files(directory, digests)
+        else:
+            bad = [files[name] for name in [*cameras, "timeseries"] if not (directory / files[name]).is_file()]
+        if bad:
+            raise RuntimeFailure(f"{directory}: episode {t.episode_id} (trial {t.slot + 1}): "
+                                 f"{', '.join(bad)} missing or damaged; cannot export it")
+    assert cameras is not None
+    return cameras
+
+
+def _failure_modes(store: CampaignStore, declared: list[str], labels: Labels) -> list[str]:
+    """The protocol's failure modes, then any other mode a judge used, sorted."""
+    latest = [store.latest_labels(j) for j in store.judges()]
+    extra = sorted({lab.failure_mode for one in latest for lab in one.values()
+                    if lab.failure_mode and lab.failure_mode not in declared}
+                   | {m for _, m in labels.by_episode.values() if m and m not in declared})
+    return declared + extra
+
+
+def plan_export(store: CampaignStore, *, repo_id: str, root: Path, judge: str | None = None,
+                include_aborted: bool = False, force: bool = False) -> ExportPlan:
+    """Read everything the export needs and apply the refusals; writes nothing."""
+    from ..campaign import frozen_protocol
+
+    campaign = store.campaign()
+    directory = store.directory
+    protocol = frozen_protocol(store)
+    try:
+        rig = parse_rig_text(campaign["rig_text"])
+    except Exception:  # an unreadable rig text only costs the robot type
+        rig = None
+    trials = store.trials()
+    records = {e["id"]: e for e in store.episodes()}
+    labels = campaign_labels(store, judge)
+    done = [t for t in trials if t.state == "done" and t.episode_id in records]
+    if not done:
+        raise BadInput(f"{directory}: no completed episode to export yet (run the campaign first)")
+    forced = _refusals(store, done, trials, labels, protocol.protocol.judging.judges, force)
+    cameras = _check_files(directory, done, records)
+    shapes = {camera: video_shape(directory / records[done[0].episode_id]["files"][camera])
+              for camera in cameras}
+    episodes = [EpisodePlan(index=i, trial=t, record=records[t.episode_id],
+                            success=labels.by_episode.get(t.episode_id, (None, None))[0],
+                            failure_mode=labels.by_episode.get(t.episode_id, (None, None))[1])
+                for i, t in enumerate(done)]
+    return ExportPlan(campaign_dir=directory, repo_id=repo_id, root=root, campaign=campaign,
+                      protocol=protocol, rig=rig, labels=labels, episodes=episodes, cameras=cameras,
+                      camera_shapes=shapes, policies=list(protocol.protocol.policies),
+                      marks=[m.id for m in protocol.layout.marks],
+                      failure_modes=_failure_modes(store, list(protocol.protocol.judging.failure_modes), labels),
+                      judges=store.judges(), trials=trials, attempts=store.attempts(),
+                      include_aborted=include_aborted, forced=forced)
+
+
+def video_shape(path: Path) -> tuple[int, int]:
+    import av
+
+    try:
+        with av.open(str(path)) as container:
+            stream = container.streams.video[0]
+            return int(stream.codec_context.height), int(stream.codec_context.width)
+    except (OSError, IndexError, av.error.FFmpegError) as exc:
+        raise RuntimeFailure(f"{path}: cannot read the video: {exc}") from None
+

@@ -1,0 +1,159 @@
+"""The whole export: checks, plan, LeRobot's writer into a temporary directory beside the root,
+the evaluation files, then the directory swapped into place (`durable.swap_directory`), and
+optionally pushed to the Hub."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from ..durable import swap_directory
+from ..errors import BadInput, RuntimeFailure
+from ..store import CampaignStore
+from .checks import (check_export_space, check_hub_token, check_lerobot_installed, check_not_running, check_repo_id,
+                     check_root, default_root)
+from .hub import push_dataset
+from .names import CARD_FILE, EVALUATION_FILE, LAYOUT_FILE, PROTOCOL_FILE, REPORT_FILE, RIG_FILE, TRIALS_FILE
+from .plan import ExportPlan, plan_export
+from .tables import card_arguments, evaluation_summary, render_full_card, report_json, trial_rows, write_table
+from .writer import write_dataset
+
+
+@dataclass
+class ExportResult:
+    root: Path
+    episodes: int
+    frames: int
+    cameras: list[str]
+    seconds: float
+    pushed_to: str | None = None
+    forced: list[str] = field(default_factory=list)
+
+
+def _remove_stale_temps(root: Path) -> None:
+    """Temp dirs of exports to this root whose process is gone (killed mid-export)."""
+    pattern = re.compile(rf"^\.{re.escape(root.name)}\.(?:export|old)-(\d+)-[0-9a-f]+$")
+    if not root.parent.is_dir():
+        return
+    for child in root.parent.iterdir():
+        match = pattern.match(child.name)
+        if not match:
+            continue
+        pid = int(match.group(1))
+        try:
+            os.kill(pid, 0)
+            alive = pid != os.getpid()
+        except ProcessLookupError:
+            alive = False
+        except PermissionError:
+            alive = True
+        if not alive:
+            shutil.rmtree(child, ignore_errors=True)
+
+
+def _cleanup(tmp: Path, created: list[Path]) -> None:
+    shutil.rmtree(tmp, ignore_errors=True)
+    for directory in created:  # innermost first; only the empty folders this export made
+        try:
+            directory.rmdir()
+        except OSError:
+            break
+
+
+@dataclass
+class _Prepared:
+    plan: ExportPlan
+    report: dict[str, Any]
+    report_md: str
+    judge_labels: dict[str, dict[str, Any]]
+
+
+def _prepare(campaign_dir: Path, repo_id: str, root: Path | None, judge: str | None, include_aborted: bool,
+             force: bool, push: bool, say: Callable[[str], None]) -> _Prepared:
+    """Every check and everything read from the store, before anything is written."""
+    check_repo_id(repo_id)
+    if not campaign_dir.is_dir():
+        raise BadInput(f"{campaign_dir}: not a campaign directory (no such directory)")
+    store = CampaignStore.open_readonly(campaign_dir)
+    try:
+        check_not_running(campaign_dir)
+        root = check_root(root if root is not None else default_root(repo_id))
+        if root == campaign_dir.resolve() or campaign_dir.resolve() in root.parents:
+            raise BadInput(f"--root {root}: inside the campaign directory; choose a root outside it")
+        check_lerobot_installed()
+        if push:
+            check_hub_token()
+        plan = plan_export(store, repo_id=repo_id, root=root, judge=judge,
+                           include_aborted=include_aborted, force=force)
+        for line in plan.forced:
+            say(f"warning (--force): {line}")
+        report, report_md = report_json(store, judge)
+        return _Prepared(plan, report, report_md, {j: store.latest_labels(j) for j in plan.judges})
+    finally:
+        store.close()
+
+
+def _write_all(prep: _Prepared, summary: dict[str, Any], out: Path,
+               say: Callable[[str], None]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The dataset and the evaluation files into `out`; (LeRobot's info, the card arguments)."""
+    plan = prep.plan
+    info = write_dataset(plan, out, say)
+    write_table(trial_rows(plan, prep.judge_labels), out / TRIALS_FILE)
+    (out / PROTOCOL_FILE).write_text(plan.campaign["protocol_text"], encoding="utf-8")
+    (out / LAYOUT_FILE).write_text(plan.campaign["layout_text"], encoding="utf-8")
+    (out / RIG_FILE).write_text(plan.campaign["rig_text"], encoding="utf-8")
+    (out / REPORT_FILE).write_text(json.dumps(prep.report, indent=2, sort_keys=False) + "\n", encoding="utf-8")
+    (out / EVALUATION_FILE).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    card_kwargs = card_arguments(plan, summary, prep.report_md)
+    (out / CARD_FILE).write_text(render_full_card(info, card_kwargs, plan.repo_id), encoding="utf-8")
+    return info, card_kwargs
+
+
+def export_campaign(campaign_dir: Path, *, repo_id: str, root: Path | None = None, judge: str | None = None,
+                    include_aborted: bool = False, force: bool = False, push: bool = False,
+                    private: bool = False, say: Callable[[str], None] = print) -> ExportResult:
+    """Export the campaign at `campaign_dir` (see the package docstring). Raises `BadInput` for
+    refusals (nothing written) and `RuntimeFailure` for faults (nothing left half-written)."""
+    started = time.monotonic()
+    campaign_dir = Path(campaign_dir)
+    prep = _prepare(campaign_dir, repo_id, root, judge, include_aborted, force, push, say)
+    plan = prep.plan
+    root = plan.root
+    summary = evaluation_summary(plan)  # refuses an altered store before anything is written
+    check_export_space(plan)
+    say(f"exporting {len(plan.episodes)} episodes of {campaign_dir} as {repo_id} to {root} "
+        f"(labels: {plan.labels.source})")
+
+    created: list[Path] = []
+    parent = root.parent
+    while not parent.exists():
+        created.append(parent)
+        parent = parent.parent
+    tmp = root.parent / f".{root.name}.export-{os.getpid()}-{secrets.token_hex(4)}"
+    try:
+        for directory in reversed(created):
+            directory.mkdir()
+        _remove_stale_temps(root)
+        info, card_kwargs = _write_all(prep, summary, tmp, say)
+        swap_directory(tmp, root)
+    except OSError as exc:
+        _cleanup(tmp, created)
+        raise RuntimeFailure(f"{root}: export failed: {exc.strerror or exc}"
+                             f"{' (' + str(exc.filename) + ')' if getattr(exc, 'filename', None) else ''}; "
+                             "nothing was replaced") from None
+    except BaseException:
+        _cleanup(tmp, created)
+        raise
+    frames = int(info.get("total_frames", sum(int(e.record["frames"]) for e in plan.episodes)))
+    result = ExportResult(root=root, episodes=len(plan.episodes), frames=frames, cameras=plan.cameras,
+                          seconds=time.monotonic() - started, forced=plan.forced)
+    if push:
+        result.pushed_to = push_dataset(root, repo_id, private=private, card_kwargs=card_kwargs)
+    return result

@@ -1,0 +1,373 @@
+"""Building the report: `build_report` is the only place that calls the statistics
+(`orchestrator.stats`); everything it computes lands in the frozen `Report` (model.py)."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import Counter
+from itertools import combinations
+from typing import Any
+
+from .. import stats
+from ..outcomes import OutcomeSet
+from .format import fmt_p, p_eq, pct, p_name
+from .model import (OVERRUN_WARN_FRACTION, SCHEMA, Comparison, Disagreement, DriftRow, JudgeAccuracy, JudgeSection,
+                    KappaRow, PolicySummary, PolicyTiming, Report, StratumComparison, StratumRow, TimeSummary)
+
+PLAN_MAX_LAYOUTS = 2000
+
+
+def _median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def _time_summary(values: list[float]) -> TimeSummary | None:
+    if not values:
+        return None
+    return TimeSummary(len(values), statistics.median(values), sum(values) / len(values), min(values), max(values))
+
+def _timing(data: OutcomeSet) -> tuple[PolicyTiming, ...]:
+    """Per-policy control-loop timing; () when the source is not a campaign (an outcomes CSV)."""
+    if not data.campaign_id:
+        return ()
+    paced = not data.simulated
+    rows = []
+    for p in data.policies:
+        done = [o for o in data.outcomes if o.policy == p and o.state == "done" and o.episode_id]
+        ts = [o.timing for o in done if o.timing is not None]
+        over = [t for t in ts if t.overruns > OVERRUN_WARN_FRACTION * t.steps]
+        steps = Counter(t.steps for t in ts).most_common(1)
+        rows.append(PolicyTiming(
+            label=p, episodes=len(done), with_timing=len(ts), steps=steps[0][0] if steps else None, paced=paced,
+            period_p50_ms=_median([t.period_p50_ms for t in ts]),
+            period_p99_ms=max((t.period_p99_ms for t in ts), default=None),
+            overrun_steps=sum(t.overruns for t in ts) if paced else None,
+            episodes_over=len(over) if paced else None,
+            policy_p50_ms=_median([t.policy_p50_ms for t in ts]),
+            policy_p99_ms=_median([t.policy_p99_ms for t in ts]),
+            policy_p99_max_ms=max((t.policy_p99_ms for t in ts), default=None)))
+    return tuple(rows)
+
+
+def _policy_summary(label: str, data: OutcomeSet) -> PolicySummary:
+    mine = [o for o in data.outcomes if o.policy == label]
+    judged = [o for o in mine if o.success is not None]
+    k = sum(1 for o in judged if o.success)
+    n = len(judged)
+    done = sum(1 for o in mine if o.state == "done")
+    modes = Counter(o.failure_mode or "unspecified" for o in judged if not o.success)
+    safety = Counter(ev for o in mine for ev in o.safety_events)
+    times = [o.time_to_success_s for o in judged if o.success and o.time_to_success_s is not None]
+    first = [o for o in judged if o.position == 0]
+    second = [o for o in judged if o.position is not None and o.position > 0]
+    return PolicySummary(
+        label=label, successes=k, trials=n, wilson=stats.wilson(k, n), scheduled=len(mine), done=done,
+        unjudged=sum(1 for o in mine if o.state == "done" and o.success is None),
+        aborted_attempts=sum(o.aborted_attempts for o in mine),
+        failure_modes=tuple(sorted(modes.items(), key=lambda kv: (-kv[1], kv[0]))),
+        safety_events=tuple(sorted(safety.items(), key=lambda kv: (-kv[1], kv[0]))),
+        episodes_with_safety_events=sum(1 for o in mine if o.safety_events),
+        time_to_success=_time_summary(times),
+        first_successes=sum(1 for o in first if o.success), first_trials=len(first),
+        second_successes=sum(1 for o in second if o.success), second_trials=len(second))
+
+
+def _more_layouts(table: stats.PairedTable, alpha: float, primary: str) -> tuple[int | None, str]:
+    """Layouts still needed for 80 % power if the observed cell rates were the truth."""
+    n = table.n
+    if n == 0:
+        return None, "no complete pairs yet"
+    b, c = table.a_only, table.b_only
+    if b == c:
+        return None, ("the policies won the same number of discordant layouts, so the observed "
+                      "difference is zero and no number of layouts is expected to separate them")
+    needed = stats.layouts_needed(b / n, c / n, 0.8, alpha, primary, PLAN_MAX_LAYOUTS)
+    if needed is None:
+        return None, (f"even {PLAN_MAX_LAYOUTS} layouts would not give 80 % power at the observed "
+                      "difference: it is too small to establish with this design")
+    return max(needed - n, 0), (f"with the observed rates ({b}/{n} A-only, {c}/{n} B-only layouts) "
+                                f"about {needed} layouts in all give 80 % power")
+
+
+def _evalue_rule(stopping: Any) -> bool:
+    if isinstance(stopping, dict):
+        return stopping.get("kind") == "evalue"
+    return getattr(stopping, "kind", None) == "evalue"
+
+
+def _compare(a: str, b: str, data: OutcomeSet, holm_mid: float, holm_primary: float,
+             comparisons: int = 1) -> Comparison:
+    pairs = data.pairs(a, b)
+    table = stats.paired_table([x[1] for x in pairs], [x[2] for x in pairs])
+    mc = stats.mcnemar(table.a_only, table.b_only)
+    primary = data.primary if data.primary in ("mcnemar_midp", "mcnemar_exact") else "mcnemar_midp"
+    p_primary = mc.exact_p if primary == "mcnemar_exact" else mc.mid_p
+    diff = stats.newcombe_paired(table)
+    n = table.n
+    fisher = stats.fisher_exact(table.successes_a, n, table.successes_b, n) if n else 1.0
+    unpaired = stats.newcombe_independent(table.successes_a, n, table.successes_b, n) if n else \
+        stats.Interval(0.0, -1.0, 1.0, "newcombe-hybrid")
+    # with a pre-registered e-value stopping rule the anytime-valid e-value decides (the McNemar
+    # p-values assume a fixed number of layouts); K comparisons share alpha (threshold K/alpha)
+    evalue_rule = _evalue_rule(data.stopping)
+    ev = stats.evalue_discordant(table.a_only, table.b_only, data.alpha / max(comparisons, 1))
+    significant = n > 0 and (ev.reject if evalue_rule else holm_primary <= data.alpha)
+    more, more_note = _more_layouts(table, data.alpha, primary)
+    floor = stats.discordant_floor(table.discordant)
+    test = p_name(primary)
+    if evalue_rule:
+        p_label, p_value_text = "e-value", f"{ev.e_value:.1f} (anytime-valid; decides at >= {ev.threshold:g})"
+    else:
+        p_label = test if math.isclose(holm_primary, p_primary) else f"Holm-adjusted {test}"
+        p_value_text = fmt_p(holm_primary)
+    ci = f"difference {pct(diff.estimate)} points, 95% CI {pct(diff.lo)} to {pct(diff.hi)}"
+    if n == 0:
+        verdict = f"{a} vs {b}: no layout has a known outcome for both yet; nothing can be said."
+    elif significant:
+        better, worse = (a, b) if table.a_only > table.b_only else (b, a)
+        verdict = f"{better} better than {worse}: {p_label} {p_value_text}; {ci}"
+        if diff.lo <= 0 <= diff.hi:
+            verdict += " (the interval still reaches 0: a borderline result)"
+        verdict += "."
+    else:
+        verdict = f"{a} vs {b}: not established at this n ({p_label} {p_value_text}; {ci})."
+        if table.discordant < stats.min_discordant_for_alpha(data.alpha, primary):
+            verdict += (f" Only {table.discordant} discordant layout{'s' if table.discordant != 1 else ''}: "
+                        f"too few for any split to reach p <= {data.alpha:g}.")
+        if more is not None:
+            verdict += f" Need about {more} more layouts (80 % power at the observed rates"
+            verdict += f"; a rough guide from only {n} layouts)." if n < 20 else ")."
+        else:
+            verdict += f" {more_note[0].upper()}{more_note[1:]}."
+    if n == 0:
+        pairing = ""
+    else:
+        agree = table.both + table.neither
+        head = (f"Treated as unpaired samples the same trials give Fisher p {p_eq(fisher)}; "
+                f"paired, {test} {fmt_p(p_primary)}: ")
+        if p_primary < 0.8 * fisher:
+            pairing = head + (f"pairing gave the stronger evidence; the policies agreed on {agree} of {n} layouts "
+                              f"and only the {table.discordant} discordant "
+                              f"layout{'s' if table.discordant != 1 else ''} carry the comparison.")
+        elif p_primary <= 1.25 * fisher:
+            pairing = head + (f"pairing made little difference here; the policies agreed on {agree} of {n} "
+                              "layouts, about what unrelated outcomes would give.")
+        else:
+            pairing = head + (f"pairing bought nothing here; the policies agreed on only {agree} of {n} "
+                              "layouts, so their outcomes were barely correlated across layouts.")
+    strata_rows = []
+    by_stratum: dict[str, list[tuple[bool, bool]]] = {}
+    key_stratum = {o.key: (o.stratum or "all") for o in data.outcomes}
+    for key, sa, sb in pairs:
+        by_stratum.setdefault(key_stratum.get(key, "all"), []).append((sa, sb))
+    if len(by_stratum) > 1:
+        for s in sorted(by_stratum):
+            t = stats.paired_table([x[0] for x in by_stratum[s]], [x[1] for x in by_stratum[s]])
+            m = stats.mcnemar(t.a_only, t.b_only)
+            strata_rows.append(StratumComparison(s, t, m.mid_p, m.exact_p))
+    return Comparison(
+        a=a, b=b, table=table, mcnemar=mc, difference=diff, tango=stats.tango_paired(table) if n else diff,
+        bonett_price=stats.bonett_price_paired(table) if n else diff, primary=primary, primary_p=p_primary,
+        holm_mid_p=holm_mid, holm_primary_p=holm_primary, fisher_p=fisher, unpaired_difference=unpaired,
+        floor_p=floor, evalue=ev, significant=significant, more_layouts_needed=more,
+        more_layouts_note=more_note, verdict=verdict, pairing_note=pairing, strata=tuple(strata_rows))
+
+
+def _strata(data: OutcomeSet) -> tuple[StratumRow, ...]:
+    names = sorted({o.stratum for o in data.outcomes if o.stratum})
+    if len(names) < 2:
+        return ()
+    rows = []
+    for s in names:
+        mine = [o for o in data.outcomes if o.stratum == s]
+        per = []
+        for p in data.policies:
+            judged = [o for o in mine if o.policy == p and o.success is not None]
+            k = sum(1 for o in judged if o.success)
+            per.append((p, k, len(judged), stats.wilson(k, len(judged))))
+        rows.append(StratumRow(s, len({o.key for o in mine}), tuple(per)))
+    return tuple(rows)
+
+
+def _drift(data: OutcomeSet) -> tuple[DriftRow, ...]:
+    """Success in the first and second half of the campaign (by run order), per policy."""
+    rows = []
+    for p in data.policies:
+        judged = [o for o in data.outcomes if o.policy == p and o.success is not None]
+        judged.sort(key=lambda o: (o.slot if o.slot is not None else (o.line or 0)))
+        if len(judged) < 2:
+            continue
+        half = len(judged) // 2
+        first, second = judged[:half], judged[half:]
+        k1 = sum(1 for o in first if o.success)
+        k2 = sum(1 for o in second if o.success)
+        rows.append(DriftRow(p, k1, len(first), k2, len(second),
+                             stats.fisher_exact(k1, len(first), k2, len(second))))
+    return tuple(rows)
+
+
+def _judges(data: OutcomeSet) -> JudgeSection | None:
+    if not data.human_labels and not data.physics:
+        return None
+    judges = tuple(sorted({j.judge for j in data.human_labels}))
+    if not judges:
+        return None
+    by_ep: dict[str, dict[str, str]] = {}
+    for j in data.human_labels:
+        by_ep.setdefault(j.episode_id, {})[j.judge] = j.label
+    where = {o.episode_id: o for o in data.outcomes if o.episode_id}
+    kappas = []
+    for j1, j2 in combinations(judges, 2):
+        items = [(v[j1], v[j2]) for v in by_ep.values() if j1 in v and j2 in v]
+        if items:
+            kappas.append(KappaRow(j1, j2, len(items), stats.cohen_kappa([x for x, _ in items], [y for _, y in items]),
+                                   sum(1 for x, y in items if x == y) / len(items)))
+    fleiss = None
+    fleiss_items = 0
+    if len(judges) >= 2:
+        cats = ("success", "failure", "unsure")
+        rows = [[sum(1 for j in judges if v[j] == c) for c in cats]
+                for v in by_ep.values() if all(j in v for j in judges)]
+        if rows:
+            fleiss, fleiss_items = stats.fleiss_kappa(rows), len(rows)
+    disagreements = []
+    for ep, v in sorted(by_ep.items(), key=lambda kv: (where[kv[0]].slot if kv[0] in where and where[kv[0]].slot is not None else 0)):
+        if len(v) >= 2 and len(set(v.values())) > 1:
+            o = where.get(ep)
+            disagreements.append(Disagreement(ep, o.layout if o else "?", o.repeat if o else 0,
+                                              o.policy if o else "?", tuple(sorted(v.items())),
+                                              data.physics.get(ep)))
+    accuracy = []
+    if data.physics:
+        for j in judges:
+            agree = compared = unsure = fs = ff = 0
+            for ep, v in by_ep.items():
+                if j not in v or ep not in data.physics:
+                    continue
+                if v[j] == "unsure":
+                    unsure += 1
+                    continue
+                compared += 1
+                said = v[j] == "success"
+                truth = data.physics[ep]
+                agree += said == truth
+                fs += said and not truth
+                ff += (not said) and truth
+            accuracy.append(JudgeAccuracy(j, agree, compared, unsure, fs, ff))
+    per_judge = Counter(j.judge for j in data.human_labels)
+    return JudgeSection(judges, tuple(sorted(per_judge.items())), tuple(kappas), fleiss, fleiss_items,
+                        tuple(disagreements), tuple(accuracy))
+
+
+def _grid(data: OutcomeSet) -> tuple[tuple[str, float | None, float | None, str, str], ...]:
+    if len(data.policies) < 2:
+        return ()
+    a, b = data.policies[0], data.policies[1]
+    out = []
+    for key, per in data.by_key().items():
+        oa, ob = per.get(a), per.get(b)
+        if oa is None or ob is None or oa.success is None or ob.success is None:
+            cat = "incomplete"
+        elif oa.success and ob.success:
+            cat = "both"
+        elif oa.success:
+            cat = f"{a} only"
+        elif ob.success:
+            cat = f"{b} only"
+        else:
+            cat = "neither"
+        mark = data.marks.get(key[0])
+        stratum = (mark[2] if mark else None) or next((o.stratum for o in per.values() if o.stratum), "all")
+        out.append((f"{key[0]}" + (f"#{key[1]}" if key[1] else ""), mark[0] if mark else None,
+                    mark[1] if mark else None, stratum or "all", cat))
+    return tuple(out)
+
+
+def _timeline(data: OutcomeSet) -> tuple[tuple[str, tuple[bool, ...]], ...]:
+    out = []
+    for p in data.policies:
+        judged = sorted((o for o in data.outcomes if o.policy == p and o.success is not None),
+                        key=lambda o: (o.slot if o.slot is not None else (o.line or 0)))
+        out.append((p, tuple(bool(o.success) for o in judged)))
+    return tuple(out)
+
+
+def build_report(data: OutcomeSet) -> Report:
+    """Compute every statistic the report shows, once."""
+    policies = tuple(_policy_summary(p, data) for p in data.policies)
+    pairs = list(combinations(data.policies, 2))
+    # Holm over all pairwise comparisons (a single comparison is its own adjustment)
+    raw = []
+    for a, b in pairs:
+        pr = data.pairs(a, b)
+        t = stats.paired_table([x[1] for x in pr], [x[2] for x in pr])
+        m = stats.mcnemar(t.a_only, t.b_only)
+        raw.append((m.mid_p, m.exact_p))
+    holm_mid = stats.holm([r[0] for r in raw])
+    holm_exact = stats.holm([r[1] for r in raw])
+    primary = data.primary
+    comparisons = tuple(
+        _compare(a, b, data, holm_mid[i], holm_exact[i] if primary == "mcnemar_exact" else holm_mid[i],
+                 len(pairs))
+        for i, (a, b) in enumerate(pairs))
+    cochran = None
+    if len(data.policies) >= 3:
+        blocks = data.complete_blocks()
+        if blocks:
+            cochran = stats.cochran_q([[int(v) for v in vals] for _, vals in blocks])
+    unpaired = tuple((k[0], k[1], why) for k, why in data.unpaired())
+    warnings = list(data.warnings)
+    if unpaired:
+        warnings.append(f"{len(unpaired)} layout run{'s' if len(unpaired) != 1 else ''} cannot form a "
+                        "complete pair (listed under 'Unpaired layouts'); they are not in the paired tables")
+    done = sum(1 for o in data.outcomes if o.state == "done")
+    timing = _timing(data)
+    rate = f"{data.fps} Hz" if data.fps else "its control rate"
+    for t in timing:
+        if t.episodes_over:
+            warnings.append(f"policy {t.label} could not keep {rate} in {t.episodes_over} "
+                            f"episode{'s' if t.episodes_over != 1 else ''} of {t.with_timing} (more than "
+                            f"{100 * OVERRUN_WARN_FRACTION:g}% of the steps overran the control period; "
+                            f"{t.overrun_steps} overrun steps in all): its outcomes may reflect a slow loop")
+    stopping_rule = _describe_stopping(data.stopping)
+    if _evalue_rule(data.stopping):
+        warnings.append("the protocol pre-registers the e-value stopping rule: the verdict uses the "
+                        "anytime-valid e-value; McNemar p-values assume a fixed number of layouts and "
+                        "are shown for reference only")
+    if not data.complete:
+        warnings.append(f"the campaign is not complete ({done} of {data.scheduled_trials} trials done): "
+                        "these are interim numbers" + ("" if stopping_rule.startswith("e-value") else
+                                                       " and, with no pre-registered stopping rule, "
+                                                       "must not be used to decide when to stop"))
+    if len(comparisons) == 1:
+        headline = comparisons[0].verdict
+    elif comparisons:
+        lines = []
+        if cochran is not None:
+            lines.append(f"Cochran's Q = {cochran.q:.2f} (df {cochran.df}), p {p_eq(cochran.p)} over "
+                         f"{cochran.blocks} complete layouts.")
+        lines.extend(c.verdict for c in comparisons)
+        headline = " ".join(lines)
+    else:
+        headline = "no comparison possible"
+    return Report(
+        schema=SCHEMA, source=data.source, label_source=data.label_source, campaign_id=data.campaign_id,
+        campaign_name=data.campaign_name, protocol_name=data.protocol_name, protocol_sha256=data.protocol_sha256,
+        simulated=data.simulated, complete=data.complete, stop_reason=data.stop_reason,
+        stopping_rule=stopping_rule, primary=primary, alpha=data.alpha, trials_done=done,
+        trials_scheduled=data.scheduled_trials, aborted_attempts=data.aborted_attempts, policies=policies,
+        comparisons=comparisons, cochran=cochran, strata=_strata(data), drift=_drift(data),
+        judges=_judges(data), unpaired=unpaired, warnings=tuple(warnings), headline=headline,
+        grid=_grid(data), timeline=_timeline(data), timing=timing, sessions=data.sessions,
+        operator_is_judge=data.operator_is_judge, fps=data.fps)
+
+
+def _describe_stopping(stopping: Any) -> str:
+    if isinstance(stopping, dict) and stopping.get("kind") == "evalue":
+        return f"e-value (anytime-valid), max_layouts {stopping.get('max_layouts')}"
+    kind = getattr(stopping, "kind", None)
+    if kind == "evalue":
+        return f"e-value (anytime-valid), max_layouts {stopping.max_layouts}"
+    return "none (fixed number of layouts)"
+

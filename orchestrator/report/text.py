@@ -1,0 +1,287 @@
+"""The report as a document: one function per section, each returning blocks (a heading, lines,
+list items, tables). `render_text` lays the blocks out as plain text; markdown.py and html.py
+render the same blocks, so the three formats always say the same thing."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Union
+
+from .format import fmt_p, interval, k_of_n, ms, p_eq, p_name, pct
+from .model import OVERRUN_WARN_FRACTION, Comparison, Report
+
+
+@dataclass(frozen=True)
+class Title:
+    text: str
+
+
+@dataclass(frozen=True)
+class Heading:
+    text: str
+
+
+@dataclass(frozen=True)
+class Line:
+    text: str
+    role: str = ""              # "verdict": the headline, set apart in HTML
+
+
+@dataclass(frozen=True)
+class Item:
+    text: str                   # one list item ("- text")
+
+
+@dataclass(frozen=True)
+class Gap:
+    """A blank line between paragraphs (plain text and Markdown only)."""
+
+
+@dataclass(frozen=True)
+class Table:
+    header: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+
+
+Block = Union[Title, Heading, Line, Item, Gap, Table]
+
+
+def table(header: list[str], rows: list[list[str]]) -> Table:
+    return Table(tuple(header), tuple(tuple(r) for r in rows))
+
+
+# ------------------------------------------------------------------ sections
+
+
+def header(r: Report) -> list[Block]:
+    out: list[Block] = [Title(f"Report: {r.protocol_name or r.campaign_name}"),
+                        Line(f"Verdict: {r.headline}", "verdict"), Gap(),
+                        Line(f"Source: {r.source}" + (f" (campaign {r.campaign_id})" if r.campaign_id else ""))]
+    if r.protocol_sha256:
+        out.append(Line(f"Protocol: {r.protocol_name}, sha256 {r.protocol_sha256}"))
+    out.append(Line(f"Labels: {r.label_source}"))
+    out.append(Line(f"Primary test: McNemar {p_name(r.primary)}, alpha {r.alpha:g}; stopping rule: {r.stopping_rule}"))
+    out.append(Line(f"Trials: {r.trials_done} done of {r.trials_scheduled} scheduled; aborted attempts: "
+                    f"{r.aborted_attempts}; campaign {'complete' if r.complete else 'NOT complete'}"
+                    + (f"; stopped: {r.stop_reason}" if r.stop_reason else "")))
+    if r.sessions is not None:
+        s = r.sessions
+        out.append(Line(f"Run sessions: {s.count} ({s.interrupted} interrupted, {s.killed} killed, {s.failed} failed"
+                        + (f", {s.running} still running" if s.running else "") + ")"))
+    if r.operator_is_judge is not None:
+        out.append(Line("Operator also a judge: " + ("yes" if r.operator_is_judge else "no")))
+    return out
+
+
+def warnings(r: Report) -> list[Block]:
+    if not r.warnings:
+        return []
+    return [Heading("Warnings"), *(Item(w) for w in r.warnings)]
+
+
+def policies(r: Report) -> list[Block]:
+    return [Heading("Success per policy (Wilson 95%)"),
+            table(["policy", "successes", "95% CI", "unjudged", "aborted attempts"],
+                  [[p.label, k_of_n(p.successes, p.trials), interval(p.wilson), str(p.unjudged),
+                    str(p.aborted_attempts)] for p in r.policies])]
+
+
+def comparison(c: Comparison, several: bool) -> list[Block]:
+    """One pairwise comparison: the paired 2x2 table, the tests, the interval, the verdict."""
+    t = c.table
+    prim = p_name(c.primary)
+    d = c.difference
+    out: list[Block] = [
+        Heading(f"{c.a} vs {c.b}: paired over {t.n} layouts"),
+        table(["", f"{c.b} succeeds", f"{c.b} fails"],
+              [[f"{c.a} succeeds", f"both: {t.both}", f"{c.a} only: {t.a_only}"],
+               [f"{c.a} fails", f"{c.b} only: {t.b_only}", f"neither: {t.neither}"]]),
+        Gap(),
+        Line(f"Discordant layouts: {t.discordant} ({c.a} only {t.a_only}, {c.b} only {t.b_only}); "
+             f"smallest exact p they could give: {fmt_p(c.floor_p)}"),
+        Line(f"McNemar mid-p {fmt_p(c.mcnemar.mid_p)}{' (primary)' if c.primary == 'mcnemar_midp' else ''}, "
+             f"exact {fmt_p(c.mcnemar.exact_p)}{' (primary)' if c.primary == 'mcnemar_exact' else ''}; "
+             f"chi2 {c.mcnemar.chi2:.2f} (p {fmt_p(c.mcnemar.chi2_p)}), with continuity correction "
+             f"{c.mcnemar.chi2_cc:.2f} (p {fmt_p(c.mcnemar.chi2_cc_p)})")]
+    if several:
+        out.append(Line(f"Holm-adjusted {prim}: {fmt_p(c.holm_primary_p)}"))
+    out.append(Line(f"Difference {c.a} - {c.b}: {pct(d.estimate)} points, 95% CI {pct(d.lo)} to {pct(d.hi)} "
+                    f"(Newcombe); Tango {pct(c.tango.lo)} to {pct(c.tango.hi)}, "
+                    f"Bonett-Price {pct(c.bonett_price.lo)} to {pct(c.bonett_price.hi)}"))
+    if c.pairing_note:
+        out.append(Line(c.pairing_note))
+    out.append(Line(f"Anytime-valid e-value on the discordant pairs: {c.evalue.e_value:.2f} "
+                    f"(rejects at >= {c.evalue.threshold:g})"))
+    out.append(Line(f"Verdict: {c.verdict}"))
+    if c.strata:
+        out += [Gap(), Line("Per stratum:"),
+                table(["stratum", "pairs", "both", f"{c.a} only", f"{c.b} only", "neither", "mid-p"],
+                      [[s.stratum, str(s.table.n), str(s.table.both), str(s.table.a_only), str(s.table.b_only),
+                        str(s.table.neither), fmt_p(s.mid_p)] for s in c.strata])]
+    return out
+
+
+def comparisons(r: Report) -> list[Block]:
+    return [b for c in r.comparisons for b in comparison(c, len(r.comparisons) > 1)]
+
+
+def cochran(r: Report) -> list[Block]:
+    if r.cochran is None:
+        return []
+    q = r.cochran
+    return [Heading("Three or more policies"),
+            Line(f"Cochran's Q = {q.q:.3f}, df {q.df}, p {p_eq(q.p)} ({q.blocks} layouts judged for every "
+                 "policy); pairwise McNemar above, Holm-adjusted.")]
+
+
+def strata(r: Report) -> list[Block]:
+    if not r.strata:
+        return []
+    return [Heading("Per stratum (Wilson 95%)"),
+            table(["stratum", "layouts"] + [p.label for p in r.policies],
+                  [[s.stratum, str(s.layouts)] + [f"{k_of_n(k, n)} {interval(iv, 2)}" for _, k, n, iv in s.per_policy]
+                   for s in r.strata])]
+
+
+def failure_modes(r: Report) -> list[Block]:
+    modes = sorted({m for p in r.policies for m, _ in p.failure_modes})
+    if not modes:
+        return [Heading("Failure modes"), Line("no failures recorded")]
+    return [Heading("Failure modes"),
+            table(["failure mode"] + [p.label for p in r.policies],
+                  [[m] + [str(dict(p.failure_modes).get(m, 0)) for p in r.policies] for m in modes])]
+
+
+def safety_events(r: Report) -> list[Block]:
+    events = sorted({e for p in r.policies for e, _ in p.safety_events})
+    if not events:
+        return [Heading("Safety events"), Line("none recorded")]
+    return [Heading("Safety events"),
+            table(["event"] + [p.label for p in r.policies],
+                  [[e] + [str(dict(p.safety_events).get(e, 0)) for p in r.policies] for e in events]),
+            Line("episodes with any safety event: "
+                 + ", ".join(f"{p.label} {p.episodes_with_safety_events}" for p in r.policies))]
+
+
+def time_to_success(r: Report) -> list[Block]:
+    rows = []
+    for p in r.policies:
+        ts = p.time_to_success
+        rows.append([p.label, "-" if ts is None else str(ts.n),
+                     "-" if ts is None else f"{ts.median:.2f} s", "-" if ts is None else f"{ts.mean:.2f} s",
+                     "-" if ts is None else f"{ts.lo:.2f}-{ts.hi:.2f} s"])
+    return [Heading("Time to success (among successes)"), table(["policy", "n", "median", "mean", "range"], rows)]
+
+
+def timing(r: Report) -> list[Block]:
+    if not r.timing:
+        return []
+    out: list[Block] = [Heading("Control-loop timing"
+                                + (f" ({r.fps} Hz, {1000 / r.fps:.1f} ms period)" if r.fps else ""))]
+    if all(t.paced for t in r.timing):
+        out += [table(["policy", "episodes with timing", "period p50", "worst period p99", "overrun steps",
+                       f"episodes > {100 * OVERRUN_WARN_FRACTION:g}% overruns", "policy p50", "policy p99"],
+                      [[t.label, f"{t.with_timing} of {t.episodes}", ms(t.period_p50_ms), ms(t.period_p99_ms),
+                        str(t.overrun_steps), str(t.episodes_over), ms(t.policy_p50_ms), ms(t.policy_p99_ms)]
+                       for t in r.timing]),
+                Gap(),
+                Line("period p50, policy p50 and p99: median over the episodes; worst period p99: the slowest "
+                     "episode; an overrun step took more than 5% longer than the period")]
+    else:
+        out += [Line("simulated: not paced in real time (no overrun figures); policy compute time per step:"),
+                Gap(),
+                table(["policy", "episodes with timing", "policy p50", "policy p99", "worst policy p99"],
+                      [[t.label, f"{t.with_timing} of {t.episodes}", ms(t.policy_p50_ms), ms(t.policy_p99_ms),
+                        ms(t.policy_p99_max_ms)] for t in r.timing]),
+                Gap(),
+                Line("policy p50 and p99: median over the episodes; worst policy p99: the slowest episode")]
+    return out
+
+
+def aborted(r: Report) -> list[Block]:
+    return [Heading("Aborted attempts"),
+            Line(", ".join(f"{p.label}: {p.aborted_attempts}" for p in r.policies)
+                 + " (aborted attempts are re-run, never counted as outcomes)")]
+
+
+def drift(r: Report) -> list[Block]:
+    out: list[Block] = [Heading("Drift check (success by campaign half)")]
+    if not r.drift:
+        return out + [Line("not enough judged trials")]
+    out.append(table(["policy", "first half", "second half", "Fisher p"],
+                     [[d.policy, k_of_n(d.first_k, d.first_n), k_of_n(d.second_k, d.second_n), fmt_p(d.fisher_p)]
+                      for d in r.drift]))
+    order_rows = [p for p in r.policies if p.first_trials and p.second_trials]
+    if order_rows:
+        out += [Gap(), Line("Order within the pair: " + "; ".join(
+            f"{p.label} first {k_of_n(p.first_successes, p.first_trials)}, second "
+            f"{k_of_n(p.second_successes, p.second_trials)}" for p in order_rows))]
+    return out
+
+
+def judges(r: Report) -> list[Block]:
+    j = r.judges
+    if j is None:
+        return []
+    out: list[Block] = [Heading("Judges"), Line("Labels: " + ", ".join(f"{name} {n}" for name, n in j.labels_per_judge))]
+    for k in j.kappas:
+        out.append(Line(f"Cohen's kappa {k.judge_1} vs {k.judge_2}: {k.kappa:.3f} on {k.items} episodes "
+                        f"(raw agreement {100 * k.agreement:.0f}%)"))
+    if j.fleiss is not None and len(j.judges) > 2:
+        out.append(Line(f"Fleiss' kappa over {len(j.judges)} judges: {j.fleiss:.3f} on {j.fleiss_items} episodes"))
+    if j.disagreements:
+        out.append(Line("Disagreements:"))
+        for d in j.disagreements:
+            phys = "" if d.physics is None else f"; physics: {'success' if d.physics else 'failure'}"
+            out.append(Item(f"{d.episode_id} (layout {d.layout}, policy {d.policy}): "
+                            + ", ".join(f"{a} {b}" for a, b in d.labels) + phys))
+    for a in j.accuracy:
+        if a.compared or a.unsure:
+            acc = f"{a.agree}/{a.compared} ({100 * a.agree / a.compared:.0f}%)" if a.compared else "-"
+            out.append(Line(f"Accuracy of {a.judge} vs physics: {acc}; said success when physics failed: "
+                            f"{a.false_success}, failure when physics succeeded: {a.false_failure}; "
+                            f"unsure: {a.unsure}"))
+    return out
+
+
+def unpaired(r: Report) -> list[Block]:
+    if not r.unpaired:
+        return []
+    return [Heading("Unpaired layouts"),
+            *(Item(f"{lay}" + (f" (repeat {rep})" if rep else "") + f": {why}") for lay, rep, why in r.unpaired)]
+
+
+SECTIONS: tuple[Callable[[Report], list[Block]], ...] = (
+    header, warnings, policies, comparisons, cochran, strata, failure_modes, safety_events, time_to_success,
+    timing, aborted, drift, judges, unpaired)
+
+
+def document(r: Report) -> list[Block]:
+    """Every section's blocks, in reading order."""
+    return [b for section in SECTIONS for b in section(r)]
+
+
+# ------------------------------------------------------------------ plain text
+
+
+def text_table(t: Table) -> list[str]:
+    widths = [max(len(x) for x in col) for col in zip(t.header, *t.rows)]
+    return ["  ".join(x.ljust(w) for x, w in zip(row, widths)).rstrip() for row in (t.header, *t.rows)]
+
+
+def _text_lines(b: Block) -> list[str]:
+    if isinstance(b, Title):
+        return [b.text, "=" * len(b.text)]
+    if isinstance(b, Heading):
+        return ["", b.text, "-" * len(b.text)]
+    if isinstance(b, Table):
+        return text_table(b)
+    if isinstance(b, Item):
+        return [f"- {b.text}"]
+    if isinstance(b, Gap):
+        return [""]
+    return [b.text]
+
+
+def render_text(r: Report) -> str:
+    return "\n".join(line for b in document(r) for line in _text_lines(b)).rstrip() + "\n"

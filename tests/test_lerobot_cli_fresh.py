@@ -1,0 +1,81 @@
+"""LeRobot policies from the command line, in fresh processes (issue #16, item 1).
+
+A tiny random-init ACT checkpoint is saved by one Python process; `orchestrator run` and
+`orchestrator doctor` then load it in other processes. A checkpoint built in the test's own
+interpreter would hide a missing import: building it registers LeRobot's `act` config type,
+which a fresh `orchestrator` process must do on its own before reading `config.json`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from support.cli import run_module
+from support.repo import GRID20, REPO, SIM_PROTOCOL
+
+pytest.importorskip("lerobot")
+
+SIM_RIG = REPO / "hardware" / "sim.yaml"
+
+
+def save_act_in_subprocess(directory: Path, cameras: dict[str, tuple[int, int]]) -> Path:
+    """`tests/fakes/act.py`'s tiny ACT saved by a separate interpreter."""
+    code = ("import sys, json; sys.path.insert(0, sys.argv[1]); from support.act import make_act_checkpoint; "
+            "make_act_checkpoint(sys.argv[2], {k: tuple(v) for k, v in json.loads(sys.argv[3]).items()})")
+    subprocess.run([sys.executable, "-c", code, str(REPO / "tests"), str(directory), json.dumps(cameras)],
+                   check=True, capture_output=True, timeout=300)
+    assert (directory / "config.json").is_file()
+    return directory
+
+
+def two_mark_protocol(folder: Path, policy_b: str, *, duration_s: float = 1.0, fps: int = 10) -> Path:
+    """A copy of protocols/sim_demo.yaml on the first two marks of grid20, with `policy_b` as B."""
+    layout = [line for line in GRID20.read_text().splitlines()
+              if not line.lstrip().startswith("- {id: M") or line.lstrip().startswith(("- {id: M01", "- {id: M02"))]
+    (folder / "layout2.yaml").write_text("\n".join(layout) + "\n")
+    text = SIM_PROTOCOL.read_text()
+    for old, new in (("../layouts/grid20.yaml", "layout2.yaml"),
+                     ("B: {type: scripted, aim_noise_mm: 12}", f"B: {policy_b}"),
+                     ("episode: {fps: 30, duration_s: 12}", f"episode: {{fps: {fps}, duration_s: {duration_s}}}")):
+        assert old in text
+        text = text.replace(old, new)
+    path = folder / "protocol.yaml"
+    path.write_text(text)
+    return path
+
+
+@pytest.fixture(scope="module")
+def act_protocol(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("fresh_act")
+    save_act_in_subprocess(folder / "act_b", {"front": (240, 320), "wrist": (240, 320)})
+    return two_mark_protocol(folder, "{type: lerobot, path: ./act_b}")
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl"), "HF_HUB_OFFLINE": "1"}
+
+
+def test_run_loads_a_checkpoint_saved_by_another_process(act_protocol, tmp_path):
+    out = tmp_path / "campaign"
+    result = run_module("run", act_protocol, "--rig", SIM_RIG, "--out", out, "--workers", "1",
+                        env=_env(), timeout=600)
+    assert result.code == 0, result.err
+    assert "not registered" not in result.err
+    assert "4/4 trials done, 0 aborted" in result.out, result.out + result.err
+    report = run_module("report", out, "--format", "json", env=_env())
+    assert report.code == 0, report.err
+    data = json.loads(report.out)
+    assert data["campaign"]["complete"] is True and data["campaign"]["aborted"] == 0
+    assert data["policies"]["B"]["trials"] == 2
+
+
+def test_doctor_loads_a_checkpoint_saved_by_another_process(act_protocol):
+    result = run_module("doctor", "--rig", SIM_RIG, "--protocol", act_protocol, env=_env(), timeout=300)
+    assert result.code == 0, result.err
+    assert "policy B: ./act_b loads (act on cpu, cameras front, wrist, 6 actions)" in result.out
