@@ -7,9 +7,14 @@ Checks, in order (all of them run; each problem is one line):
   `lerobot-find-port`;
 - calibration: LeRobot's calibration file for this robot type and id exists (LeRobot's
   `connect()` would otherwise ask on stdin mid-campaign) -> the exact `lerobot-calibrate` command;
+- rest pose: the profile's rest pose lies inside the calibrated range of each joint; the
+  present pose (read on a bare bus: nothing written, torque untouched) is shown next to the
+  rest pose the arm will go to (the profile's, or the present one, captured at connect);
 - cameras: each camera opens and delivers frames at its configured fps (measured);
 - policies: each LeRobot checkpoint of the protocol loads, offline, and its input/output features
-  match the rig (camera names, image shapes, state and action sizes), spelled out;
+  match the rig (camera names, image shapes, state and action sizes), spelled out; warnings as
+  lerobot-rollout gives them; the weights of all policies together against the accelerator's
+  free memory (they stay loaded for the whole campaign);
 - disk: free space where the campaign is written, against an estimate of what it will need.
 
 A simulated rig (`sim_so101`) has no port, calibration or cameras to check; its policies and disk
@@ -144,25 +149,51 @@ def check_cameras(rig: Any, seconds: float = 1.0) -> list[Check]:
     return checks
 
 
+def check_rest_pose(rig: Any) -> list[Check]:
+    """The rest pose inside the calibrated range; the present pose next to it (bare bus read)."""
+    problems = rig.rest_pose_problems()
+    if problems:
+        return [Check("rest pose", False, line) for line in problems]
+    if getattr(rig.robot, "bus", None) is None or getattr(rig, "_connected", False):
+        return []
+    try:
+        present = rig.read_present_pose()
+    except Exception as exc:  # noqa: BLE001
+        return [Check("rest pose", False, f"cannot read the arm's present pose ({one_line(exc)}); check "
+                                          "its power and USB cable")]
+    rest = dict(rig.profile.rest_pose)
+    source = "profile" if rest else "captured at connect: the present pose"
+    rest = rest or present
+
+    def pose(p: dict) -> str:
+        return " ".join(f"{k.removesuffix('.pos')}={p[k]:.1f}" for k in p)
+
+    return [Check("rest pose", True, f"present {pose(present)}; rest ({source}) {pose(rest)}")]
+
+
 def rig_checks(rig: Any, camera_seconds: float = 1.0) -> list[Check]:
-    """Port, calibration and cameras of a `LeRobotRig`."""
+    """Port, calibration, rest pose and cameras of a `LeRobotRig`."""
     checks = []
     if "port" in {f for f in getattr(rig.config, "__dataclass_fields__", {})}:
         checks.append(check_port(rig.port))
     checks.append(check_calibration(rig))
+    if all(c.ok for c in checks) and rig.needs_calibration:
+        checks.extend(check_rest_pose(rig))
     checks.extend(check_cameras(rig, camera_seconds))
     return checks
 
 
 def check_policies(protocol: Any, rig_features: Any, robot_type: str | None = None) -> list[Check]:
-    """Each LeRobot policy of the protocol loads and matches the rig's features."""
+    """Each LeRobot policy of the protocol loads and matches the rig; their weights fit together."""
     from .protocol import LeRobotPolicySpec
 
     checks = []
+    sizes: dict[str, dict[str, int]] = {}
     for label, spec in protocol.protocol.policies.items():
         if not isinstance(spec, LeRobotPolicySpec):
             checks.append(Check(f"policy {label}", True, f"{spec.type}"))
             continue
+        from .policies.checkpoint import parameter_bytes
         from .policies.lerobot import LeRobotPolicy
 
         try:
@@ -178,10 +209,36 @@ def check_policies(protocol: Any, rig_features: Any, robot_type: str | None = No
             continue
         cfg = policy.config
         cams = [k.removeprefix("observation.images.") for k in getattr(cfg, "image_features", {})]
+        size = parameter_bytes(policy.policy)
+        sizes.setdefault(str(policy.device), {})[label] = size
         checks.append(Check(f"policy {label}", True,
                             f"{spec.path} loads ({cfg.type} on {policy.device}, cameras "
                             f"{', '.join(cams) or 'none'}, {len(policy.ordered_action_keys)} actions)"))
+        checks.append(Check(f"policy {label}", True, f"{size / 1e6:.0f} MB of weights; warm-up forward pass "
+                                                     f"{policy.warmup_s * 1000:.0f} ms"))
+        prefix = f"policy checkpoint {spec.path}: "
+        checks.extend(Check(f"policy {label}", True, "warning: " + w.removeprefix(prefix)) for w in policy.warnings)
         policy.close()
+    checks.extend(_memory_checks(sizes))
+    return checks
+
+
+def _memory_checks(sizes: dict[str, dict[str, int]]) -> list[Check]:
+    from .policies.checkpoint import memory_problem
+
+    checks = []
+    for device, by_label in sizes.items():
+        free = None
+        if device.startswith("cuda"):
+            import torch
+
+            free = torch.cuda.mem_get_info(torch.device(device))[0]
+        problem = memory_problem(by_label, device, free)
+        if problem:
+            checks.append(Check(f"memory {device}", False, problem))
+        elif free is not None:
+            checks.append(Check(f"memory {device}", True, f"{sum(by_label.values()) / (1 << 30):.1f} GiB of "
+                                                          f"weights, {free / (1 << 30):.1f} GiB free"))
     return checks
 
 

@@ -119,12 +119,17 @@ def test_a_two_second_stall_is_never_caught_up(bench):
                 action = super().select_action(obs)
                 if self.calls == 4:
                     stall_end["t"] = time.perf_counter()
-                return action
+                return {**action, "shoulder_pan.pos": obs["shoulder_pan.pos"] + 20.0}  # clipped to +5
 
         _, timing = run_episode(rig, Stall(stall_at=3, stall_s=2.0), context, recorder)
-        recorder.discard()
+        series = np.load(tmp_path / "c" / recorder.finish().files["timeseries"])
     finally:
         rig.disconnect()
+    # item 10: measured clock times (the stall is in them), the policy's action and the sent one
+    assert series["t"][0] < 0.01 and 2.0 <= series["t"][4] - series["t"][3] < 2.5
+    pan = list(STATE_KEYS).index("shoulder_pan.pos")
+    assert np.allclose(series["action"][:, pan] - series["state"][:, pan], 20.0, atol=0.01)
+    assert np.allclose(series["sent_action"][:, pan] - series["state"][:, pan], 5.0, atol=0.3)
     period = 1.0 / FPS
     after = arm.goal_write_times(since=stall_end["t"] - 1e-3)
     assert len(after) == 15 - 3, after  # the stalled step's action, then the 11 left
@@ -403,3 +408,75 @@ def test_ctrl_c_under_the_terminal_prompt_waits_for_the_end_of_the_control_step(
     finally:
         restore()
     assert signal.getsignal(signal.SIGINT) is before
+
+
+# ------------------------------------------------------------------ item 5 (doctor) and item 11
+def test_doctor_shows_the_present_and_rest_pose_and_refuses_a_rest_pose_outside_the_range(bench):
+    from orchestrator.preflight import run_preflight
+
+    tmp_path, arm, rig_path, _ = bench
+    checks = run_preflight(load_rig(rig_path), None, tmp_path, camera_seconds=0.3)
+    (rest,) = [c for c in checks if c.name == "rest pose"]
+    assert rest.ok and "present shoulder_pan=0.0" in rest.detail and "rest (profile) shoulder_pan=0.0 shoulder_lift=-100.0" in rest.detail
+    assert not arm.goal_writes() and not arm.torque_writes()  # read only
+    checks = run_preflight(load_rig(rig_with(rig_path, rest_pose=None)), None, tmp_path, camera_seconds=0.3)
+    assert "rest (captured at connect: the present pose)" in [c for c in checks if c.name == "rest pose"][0].detail
+    bad = dict(REST, **{"wrist_flex.pos": 250.0})
+    checks = run_preflight(load_rig(rig_with(rig_path, rest_pose=bad)), None, tmp_path, camera_seconds=0.3)
+    (line,) = [c.line for c in checks if not c.ok]
+    assert line.startswith("rest pose: rest_pose wrist_flex.pos: 250 is outside the calibrated range [-180.0, 180.0]")
+
+
+def test_doctor_weighs_the_policies_against_the_accelerator_memory(tmp_path):
+    """Item 11: all policies stay loaded; their weights (measured: parameter bytes, checked against
+    the size of the saved safetensors file) together against the device's free memory."""
+    from support.act import make_act_checkpoint
+
+    from orchestrator.policies.checkpoint import memory_problem, parameter_bytes
+    from orchestrator.policies.lerobot import LeRobotPolicy
+
+    cams = {"front": (48, 64)}
+    ckpt = make_act_checkpoint(tmp_path / "a", cams)
+    features = {k: float for k in STATE_KEYS} | {"front": (48, 64, 3)}
+    from orchestrator.protocol import LeRobotPolicySpec
+
+    policy = LeRobotPolicy(LeRobotPolicySpec(type="lerobot", path=str(ckpt)), tmp_path, "", features)
+    size = parameter_bytes(policy.policy)
+    assert size == pytest.approx((ckpt / "model.safetensors").stat().st_size, rel=0.05)
+    sizes = {"A": size, "B": size}
+    assert memory_problem(sizes, "cuda:0", 2 * size) is None
+    line = memory_problem(sizes, "cuda:0", 2 * size - 1)
+    assert line.startswith("policies A ") and "together on cuda:0" in line and "\n" not in line
+
+
+def test_export_names_the_robot_as_lerobot_does():
+    """Item 10: a dataset's robot_type is the robot's LeRobot `name` (lerobot-record writes
+    `robot.name`), taken from the rig."""
+    from types import SimpleNamespace
+
+    from lerobot.robots import make_robot_from_config
+    from lerobot.robots.so_follower import SO101FollowerConfig
+
+    from orchestrator.export.plan import ExportPlan
+    from orchestrator.rigs.profile import RigProfile
+
+    oracle = make_robot_from_config(SO101FollowerConfig(port="/dev/null", id="x")).name
+    rig = RigProfile.model_validate({"robot": {"type": "so101_follower", "port": "/dev/null"}})
+    assert ExportPlan.robot_type.fget(SimpleNamespace(rig=rig)) == oracle == "so_follower"
+    sim = RigProfile.model_validate({"robot": {"type": "sim_so101"}})
+    assert ExportPlan.robot_type.fget(SimpleNamespace(rig=sim)) == "sim_so101"
+
+
+def test_an_opencv_camera_without_index_or_path_is_an_error(tmp_path):
+    """Item 14: it used to become camera 0 silently (another camera than the operator meant)."""
+    from orchestrator.rigs.lerobot import LeRobotRig
+
+    rig = tmp_path / "rig.yaml"
+    rig.write_text(yaml.safe_dump({"robot": {"type": "so101_follower", "port": "/dev/ttyACM0", "id": "a"},
+                                   "cameras": {"front": {"type": "opencv", "width": 640, "height": 480, "fps": 30},
+                                               "wrist": {"type": "opencv", "index_or_path": 0, "width": 640,
+                                                         "height": 480, "fps": 30}}}))
+    with pytest.raises(BadInput) as err:
+        LeRobotRig(load_rig(rig))
+    (line,) = err.value.problems
+    assert line.startswith("rig: camera front: type opencv needs index_or_path") and "\n" not in line

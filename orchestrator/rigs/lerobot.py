@@ -102,6 +102,24 @@ def robot_config_class(robot_type: str):
     return RobotConfig.get_choice_class(robot_type)
 
 
+def robot_name(robot_type: str) -> str:
+    """LeRobot's `Robot.name` for a robot type (what lerobot-record writes as a dataset's
+    `robot_type`: `so_follower` for so101_follower), found without building the robot."""
+    from lerobot.robots import Robot
+
+    cls = robot_config_class(robot_type)
+    todo, seen = list(Robot.__subclasses__()), set()
+    while todo:
+        robot = todo.pop()
+        if robot in seen:
+            continue
+        seen.add(robot)
+        todo.extend(robot.__subclasses__())
+        if getattr(robot, "config_class", None) is cls and isinstance(getattr(robot, "name", None), str):
+            return robot.name
+    return robot_type
+
+
 def camera_configs(profile: RigProfile, base_dir: Path) -> dict[str, Any]:
     """LeRobot camera configs for the profile's cameras (opencv, video)."""
     from lerobot.cameras.opencv import OpenCVCameraConfig
