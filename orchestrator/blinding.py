@@ -89,13 +89,18 @@ def judging_info(store: CampaignStore) -> tuple[JudgingInfo, dict[str, Mark]]:
 
 def blinded_episodes(store: CampaignStore, marks: dict[str, Mark]) -> list[BlindEpisode]:
     """Every recorded episode (sorted by id, not by run order), through `_VIEW_SQL` only."""
+    from .auto.labels import series_arm_moved
+
     episodes = []
     for episode_id, frames, duration_s, files, mark_id in store.conn.execute(_VIEW_SQL):
+        files = json.loads(files)
         videos = {camera: (store.directory / rel).resolve()
-                  for camera, rel in json.loads(files).items() if str(rel).endswith(".mp4")}
+                  for camera, rel in files.items() if str(rel).endswith(".mp4")}
+        series = files.get("timeseries")
+        still = bool(series) and series_arm_moved(store.directory / series) is False
         episodes.append(BlindEpisode(id=episode_id, videos=videos,
                                      mark=marks.get(mark_id, Mark(mark_id)),
-                                     duration_s=float(duration_s), frames=int(frames)))
+                                     duration_s=float(duration_s), frames=int(frames), arm_still=still))
     episodes.sort(key=lambda e: e.id)
     return episodes
 
@@ -141,15 +146,20 @@ class CampaignSource:
     through it.
     """
 
-    def __init__(self, directory: Path, judge: str):
-        self.store = CampaignStore.open_readonly(Path(directory))
+    def __init__(self, directory: Path, judge: str, contested_first: bool = False):
+        self.store = CampaignStore.open_for_labels(Path(directory))
         self.judge = judge
+        self.contested_first = contested_first
         self.info, self._marks = judging_info(self.store)
         seal(self.store.conn)
 
     def episodes(self) -> list[BlindEpisode]:
         by_id = {e.id: e for e in blinded_episodes(self.store, self._marks)}
-        return [by_id[i] for i in judge_order(by_id, self.judge, self.info.ref)]
+        order = judge_order(by_id, self.judge, self.info.ref)
+        if self.contested_first:
+            first = contested(self.store, self.judge)
+            order = [i for i in order if i in first] + [i for i in order if i not in first]
+        return [by_id[i] for i in order]
 
     def history(self) -> list[LabelRecord]:
         return [LabelRecord(str(j.id), j.episode_id, j.label, j.failure_mode, j.note, j.created_at)
@@ -165,8 +175,30 @@ class CampaignSource:
     def retract(self, label_id: str) -> None:
         self.store.retract_judgment(int(label_id))
 
+    def invalidate(self, episode_id: str, reason: str) -> None:
+        """Invalid start: the trial goes back to the queue (through the sealed connection)."""
+        self.store.invalidate_episode(episode_id, f"invalid start (judge {self.judge}): {reason}",
+                                      kind="invalid_start")
+
     def close(self) -> None:
         self.store.close()
+
+
+def contested(store: CampaignStore, judge: str) -> set[str]:
+    """Episodes where the `auto` rater and an earlier human judge (not `judge`) disagree
+    (success against failure; unsure disagrees with nobody). Only which episodes, never
+    whose label: the judge app does not show `auto`'s label."""
+    labels: dict[str, dict[str, str]] = {}
+    for j in store.judgments():
+        labels.setdefault(j.judge, {})[j.episode_id] = j.label
+    auto = labels.pop("auto", {})
+    out = set()
+    for name, theirs in labels.items():
+        if name in ("physics", judge):
+            continue
+        out.update(e for e, label in theirs.items()
+                   if {label, auto.get(e)} == {"success", "failure"})
+    return out
 
 
 def judge_labels(store: CampaignStore) -> dict[str, dict[str, str]]:

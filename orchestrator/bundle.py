@@ -34,7 +34,8 @@ from typing import Any
 
 from .blinding import blinded_view, forbidden_terms, judge_order, scan_for_terms
 from .errors import BadInput, RuntimeFailure
-from .judge.source import BlindEpisode, JudgingInfo, LabelRecord, Mark, check_judge_name, current_labels
+from .judge.source import (INVALID_START, BlindEpisode, JudgingInfo, LabelRecord, Mark, check_judge_name,
+                           current_labels)
 from .durable import fsync_dir, fsync_file
 from .store import LABELS, CampaignStore
 
@@ -129,7 +130,8 @@ def write_bundle(campaign: Path, out: Path) -> BundleSummary:
                 videos[camera] = rel
             entries.append({"id": episode.id, "videos": videos,
                             "mark": {"id": episode.mark.id, "x": episode.mark.x, "y": episode.mark.y},
-                            "duration_s": episode.duration_s, "frames": episode.frames})
+                            "duration_s": episode.duration_s, "frames": episode.frames,
+                            "arm_still": episode.arm_still})
         manifest = {"schema": SCHEMA, "bundle_id": bundle_id, "campaign_id": info.ref,
                     "success_test": info.success_test, "failure_modes": list(info.failure_modes),
                     "episodes": entries}
@@ -190,7 +192,8 @@ def _episodes(bundle: Path, manifest: dict[str, Any]) -> list[BlindEpisode]:
                 id=str(entry["id"]),
                 videos={str(cam): (Path(bundle) / rel).resolve() for cam, rel in entry["videos"].items()},
                 mark=Mark(str(mark.get("id", "?")), mark.get("x"), mark.get("y")),
-                duration_s=float(entry["duration_s"]), frames=int(entry["frames"])))
+                duration_s=float(entry["duration_s"]), frames=int(entry["frames"]),
+                arm_still=bool(entry.get("arm_still", False))))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise BadInput(f"{Path(bundle) / MANIFEST}: episode {index}: missing or bad field "
                            f"({type(exc).__name__}: {exc}); the manifest is damaged") from None
@@ -222,7 +225,7 @@ def _check_label_op(op: Any) -> None:
     if not isinstance(op, dict) or op.get("op") not in ("add", "retract") or not isinstance(op.get("id"), str):
         raise ValueError("not a label operation")
     if op["op"] == "add":
-        if not isinstance(op.get("episode_id"), str) or op.get("label") not in LABELS:
+        if not isinstance(op.get("episode_id"), str) or op.get("label") not in (*LABELS, INVALID_START):
             raise ValueError("label operation without an episode or a known label")
         for key in ("failure_mode", "note"):
             if op.get(key) is not None and not isinstance(op[key], str):
@@ -303,7 +306,7 @@ class BundleSource:
             note: str | None = None) -> LabelRecord:
         if episode_id not in self._ids:
             raise BadInput(f"episode {episode_id} is not in this bundle")
-        if label not in LABELS:
+        if label not in (*LABELS, INVALID_START):
             raise BadInput(f"label must be one of {', '.join(LABELS)}, not {label!r}")
         op = {"op": "add", "id": "lb_" + secrets.token_hex(6), "episode_id": episode_id,
               "judge": self.judge, "label": label, "failure_mode": failure_mode, "note": note,
@@ -313,6 +316,11 @@ class BundleSource:
 
     def retract(self, label_id: str) -> None:
         self._append({"op": "retract", "id": label_id, "at": time.time()})
+
+    def invalidate(self, episode_id: str, reason: str) -> None:
+        """Invalid start, recorded as an `invalid_start` label (reason in the note);
+        `import-labels` sends the trial back for a re-run."""
+        self.add(episode_id, INVALID_START, None, reason)
 
     def close(self) -> None:
         pass
@@ -328,6 +336,7 @@ class ImportSummary:
     duplicates: int
     conflicts: int
     judges: list[str]
+    invalid_starts: int = 0       # trials sent back for a re-run (invalid start)
 
 
 def import_labels(campaign: Path, bundle: Path) -> ImportSummary:
@@ -340,7 +349,7 @@ def import_labels(campaign: Path, bundle: Path) -> ImportSummary:
     """
     manifest = read_manifest(Path(bundle))
     labels = bundle_labels(Path(bundle))
-    store = CampaignStore.open_readonly(Path(campaign))
+    store = CampaignStore.open_for_labels(Path(campaign))
     try:
         info, episodes = blinded_view(store)
         if manifest.get("campaign_id") != info.ref:
@@ -351,10 +360,16 @@ def import_labels(campaign: Path, bundle: Path) -> ImportSummary:
         problems = [p for p in problems if p]
         if problems:
             raise BadInput(f"{bundle}/{LABELS_DIR}: {problems[0]}; nothing imported")
-        foreign = sorted({r.episode_id for records in labels.values() for r in records} - known)
+        invalid = {r.episode_id: (judge, r.note or "no reason given") for judge, records in labels.items()
+                   for r in current_labels(records).values() if r.label == INVALID_START}
+        sent_back = {a["episode_id"] for a in store.attempts()} - known   # invalidated before
+        foreign = sorted({r.episode_id for records in labels.values() for r in records}
+                         - known - (sent_back & set(invalid)))
         if foreign:
             raise BadInput(f"{bundle}: labels for {len(foreign)} episodes that are not in this campaign "
                            f"({', '.join(foreign[:3])}{', ...' if len(foreign) > 3 else ''}); nothing imported")
+        labels = {judge: [r for r in records if r.episode_id not in invalid]
+                  for judge, records in labels.items()}
         bad = [r for records in labels.values() for r in records if r.label not in LABELS]
         if bad:
             raise BadInput(f"{bundle}: label {bad[0].label!r} for {bad[0].episode_id} is not one of "
@@ -374,6 +389,11 @@ def import_labels(campaign: Path, bundle: Path) -> ImportSummary:
                 store.add_judgment(record.episode_id, judge, record.label, record.failure_mode,
                                    record.note, source=source, created_at=record.created_at or None)
                 imported += 1
+        invalid = {e: why for e, why in invalid.items() if e in known}
+        for episode_id, (judge, reason) in sorted(invalid.items()):
+            store.invalidate_episode(episode_id, f"invalid start (judge {judge}, bundle "
+                                     f"{manifest['bundle_id']}): {reason}", kind="invalid_start")
     finally:
         store.close()
-    return ImportSummary(str(manifest["bundle_id"]), imported, duplicates, conflicts, sorted(labels))
+    return ImportSummary(str(manifest["bundle_id"]), imported, duplicates, conflicts, sorted(labels),
+                         invalid_starts=len(invalid))

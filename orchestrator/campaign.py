@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import BadInput
-from .protocol import LoadedProtocol, load_protocol
+from .protocol import LoadedProtocol, frozen_protocol_from, load_protocol
 from .recording import damaged_files, remove_episode_files, remove_orphans
 from .rigs.profile import LoadedRig, load_rig
 from .schedule import draw_schedule
@@ -83,14 +83,5 @@ def open_campaign(protocol_path: str | Path, rig_path: str | Path, directory: Pa
 
 def frozen_protocol(store: CampaignStore) -> LoadedProtocol:
     """Rebuild the protocol frozen in a campaign store (for reports and judging)."""
-
-    from .protocol import Layout, Protocol
-    import yaml
-
     c = store.campaign()
-    protocol = Protocol.model_validate(yaml.safe_load(c["protocol_text"]))
-    layout = Layout.model_validate(yaml.safe_load(c["layout_text"]))
-    path = Path(c["protocol_path"])
-    return LoadedProtocol(path=path, protocol=protocol, layout=layout,
-                          layout_path=(path.parent / protocol.layout), text=c["protocol_text"],
-                          layout_text=c["layout_text"])
+    return frozen_protocol_from(c["protocol_path"], c["protocol_text"], c["layout_text"])

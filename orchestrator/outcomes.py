@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from .errors import BadInput
+from .store import AUTO_JUDGE, PHYSICS_JUDGE, CampaignStore, Judgment
 
 SUCCESS_WORDS = {"1": True, "true": True, "yes": True, "0": False, "false": False, "no": False}
 CSV_REQUIRED = ("layout", "policy", "success")
@@ -150,6 +151,8 @@ class OutcomeSet:
     sessions: SessionCounts | None = None         # None: the source has no sessions (CSV)
     operator_is_judge: bool | None = None         # None: unknown (CSV)
     fps: int | None = None                        # the protocol's control rate
+    auto_labels: dict[str, str] = field(default_factory=dict)   # episode -> the `auto` rater's label
+    arm_still: tuple[str, ...] = ()               # episodes in which the arm never moved
 
     # ---------------------------------------------------------------- views
 
@@ -377,51 +380,44 @@ def consensus_label(labels: Sequence[str]) -> str:
     return "unsure"
 
 
-def outcomes_from_store(store: Any, judge: str | None = None) -> OutcomeSet:
-    """Outcomes of a campaign under the chosen labels.
+@dataclass(frozen=True)
+class _Labels:
+    """Whose labels count: `mode` physics | judge | consensus, and the votes it uses."""
 
-    judge: a human judge's name, `physics`, `consensus` or None (the default: consensus of
-    the human judges; when no human has judged and the campaign is simulated, physics)."""
-    import yaml
+    mode: str
+    source: str                                   # human-readable
+    requested: str
+    voters: list[str]                             # the consensus's judges (humans, + auto if counted)
+    latest: dict[str, dict[str, Judgment]]        # voter -> episode -> latest label
+    physics: dict[str, bool]
 
-    from .store import PHYSICS_JUDGE
 
-    camp = store.campaign()
-    trials = store.trials()
-    episodes = {e["id"]: e for e in store.episodes()}
-    aborted_by_slot: Counter = Counter()
-    for att in store.attempts():
-        if att.get("status") == "aborted":
-            aborted_by_slot[att["slot"]] += 1
+def _choose_labels(store: CampaignStore, judge: str | None, auto_counted: bool, simulated: bool,
+                   warnings: list[str]) -> _Labels:
     all_judges = store.judges()
-    humans = [j for j in all_judges if j != PHYSICS_JUDGE]
-    simulated = bool(camp.get("simulated"))
-    warnings: list[str] = []
-
-    human_labels: list[JudgeLabel] = []
-    latest: dict[str, dict[str, Any]] = {}
-    for h in humans:
-        latest[h] = store.latest_labels(h)
-        for ep, j in latest[h].items():
-            human_labels.append(JudgeLabel(ep, h, j.label, j.failure_mode))
-    physics_latest = store.latest_labels(PHYSICS_JUDGE)
-    physics = {ep: j.label == "success" for ep, j in physics_latest.items() if j.label in ("success", "failure")}
-    for ep, rec in episodes.items():
-        if ep not in physics and rec.get("physics_success") is not None:
-            physics[ep] = bool(rec["physics_success"])
-
+    voters = [j for j in all_judges if j not in (PHYSICS_JUDGE, AUTO_JUDGE)]
+    # `auto` votes in the consensus only when the protocol pre-registered it (judging.auto: counted)
+    if AUTO_JUDGE in all_judges and auto_counted:
+        voters.append(AUTO_JUDGE)
+    latest = {h: store.latest_labels(h) for h in voters}
+    physics = {ep: j.label == "success" for ep, j in store.latest_labels(PHYSICS_JUDGE).items()
+               if j.label in ("success", "failure")}
+    for rec in store.episodes():
+        if rec["id"] not in physics and rec.get("physics_success") is not None:
+            physics[rec["id"]] = bool(rec["physics_success"])
     requested = judge or CONSENSUS
     if requested == CONSENSUS:
-        if humans:
-            mode, label_source = "consensus", f"consensus of {len(humans)} human judge{'s' if len(humans) > 1 else ''} ({', '.join(humans)})"
+        if voters:
+            mode, source = CONSENSUS, (f"consensus of {len(voters)} human judge{'s' if len(voters) > 1 else ''} "
+                                       f"({', '.join(voters)})")
         elif simulated:
-            mode, label_source = "physics", "physics (simulated campaign, no human judge yet)"
+            mode, source = "physics", "physics (simulated campaign, no human judge yet)"
         else:
-            mode, label_source = "consensus", "consensus of human judges (none has judged yet)"
+            mode, source = CONSENSUS, "consensus of human judges (none has judged yet)"
             warnings.append("nobody has judged this campaign yet: every outcome is unknown; run "
                             "`orchestrator judge CAMPAIGN --judge NAME`")
     elif requested == PHYSICS_JUDGE:
-        mode, label_source = "physics", "physics"
+        mode, source = "physics", "physics"
         if not physics:
             warnings.append("this campaign has no physics labels (hardware campaigns have none)")
     else:
@@ -429,55 +425,60 @@ def outcomes_from_store(store: Any, judge: str | None = None) -> OutcomeSet:
             known = ", ".join(all_judges) or "none"
             raise BadInput(f"{store.directory}: judge {requested!r} has no labels in this campaign "
                            f"(judges with labels: {known}; or use physics / consensus)")
-        mode, label_source = "judge", requested
+        mode, source = "judge", requested
+        latest.setdefault(requested, store.latest_labels(requested))
+    return _Labels(mode, source, requested, voters, latest, physics)
 
-    proto: dict[str, Any] = {}
-    try:
-        proto = yaml.safe_load(camp.get("protocol_text") or "") or {}
-    except yaml.YAMLError:
-        warnings.append("could not parse the stored protocol text")
-    marks: dict[str, tuple[float, float, str]] = {}
-    try:
-        lay = yaml.safe_load(camp.get("layout_text") or "") or {}
-        for m in lay.get("marks", []) or []:
-            marks[str(m["id"])] = (float(m.get("x", 0.0)), float(m.get("y", 0.0)), str(m.get("stratum", "all")))
-    except (yaml.YAMLError, TypeError, KeyError, ValueError, AttributeError):
-        warnings.append("could not parse the stored layout text")
-    analysis = proto.get("analysis") if isinstance(proto.get("analysis"), dict) else {}
-    policies = tuple(proto.get("policies", {}) or ()) if isinstance(proto.get("policies"), dict) else ()
-    if not policies:
-        policies = tuple(dict.fromkeys(t.policy for t in trials))
 
+def _label_of(labels: _Labels, episode_id: str) -> tuple[bool | None, str | None, str]:
+    """(success or None, failure mode, who decided) for one done episode."""
+    if labels.mode == "physics":
+        return labels.physics.get(episode_id), None, PHYSICS_JUDGE
+    if labels.mode == "judge":
+        lab = labels.latest[labels.requested].get(episode_id)
+        if lab is None or lab.label == "unsure":
+            return None, None, labels.requested
+        success = lab.label == "success"
+        return success, (lab.failure_mode if not success else None), labels.requested
+    votes = [labels.latest[h][episode_id] for h in labels.voters if episode_id in labels.latest[h]]
+    verdict = consensus_label([v.label for v in votes])
+    if verdict == "unsure":
+        return None, None, CONSENSUS
+    if verdict == "success":
+        return True, None, CONSENSUS
+    modes = Counter(v.failure_mode for v in votes if v.label == "failure" and v.failure_mode)
+    return False, (sorted(modes.items(), key=lambda kv: (-kv[1], kv[0]))[0][0] if modes else None), CONSENSUS
+
+
+def outcomes_from_store(store: CampaignStore, judge: str | None = None) -> OutcomeSet:
+    """Outcomes of a campaign under the chosen labels, read through the frozen protocol.
+
+    judge: a human judge's name, `physics`, `auto`, `consensus` or None (the default: consensus
+    of the human judges, with `auto` only if the protocol says `judging: {auto: counted}`; when
+    no human has judged and the campaign is simulated, physics)."""
+    from .auto.labels import still_episodes
+    from .campaign import frozen_protocol
+
+    camp = store.campaign()
+    frozen = frozen_protocol(store)
+    protocol = frozen.protocol
+    trials = store.trials()
+    episodes = {e["id"]: e for e in store.episodes()}
+    aborted_by_slot = Counter(a["slot"] for a in store.attempts() if a.get("status") == "aborted")
+    simulated = bool(camp.get("simulated"))
+    warnings: list[str] = []
+    labels = _choose_labels(store, judge, protocol.judging.auto == "counted", simulated, warnings)
+    human_labels = [JudgeLabel(ep, h, j.label, j.failure_mode) for h in labels.voters
+                    for ep, j in labels.latest[h].items()]
+    marks = {m.id: (float(m.x), float(m.y), m.stratum) for m in frozen.layout.marks}
     outcomes: list[TrialOutcome] = []
     unjudged = 0
     for t in trials:
         rec = episodes.get(t.episode_id) if t.episode_id else None
-        success: bool | None = None
-        failure_mode = None
-        who = None
+        success, failure_mode, who = None, None, None
         if t.state == "done" and rec is not None:
-            ep = rec["id"]
-            if mode == "physics":
-                success = physics.get(ep)
-                who = PHYSICS_JUDGE
-            elif mode == "judge":
-                j = latest.get(requested) or store.latest_labels(requested)
-                lab = j.get(ep)
-                if lab is not None and lab.label != "unsure":
-                    success = lab.label == "success"
-                    failure_mode = lab.failure_mode if not success else None
-                who = requested
-            else:
-                votes = [latest[h][ep] for h in humans if ep in latest[h]]
-                verdict = consensus_label([v.label for v in votes])
-                if verdict != "unsure":
-                    success = verdict == "success"
-                    if not success:
-                        modes = Counter(v.failure_mode for v in votes if v.label == "failure" and v.failure_mode)
-                        failure_mode = sorted(modes.items(), key=lambda kv: (-kv[1], kv[0]))[0][0] if modes else None
-                who = "consensus"
-            if success is None:
-                unjudged += 1
+            success, failure_mode, who = _label_of(labels, rec["id"])
+            unjudged += success is None
         mark = marks.get(t.mark_id)
         outcomes.append(TrialOutcome(
             layout=t.mark_id, repeat=t.repeat, policy=t.policy, success=success,
@@ -488,26 +489,20 @@ def outcomes_from_store(store: Any, judge: str | None = None) -> OutcomeSet:
             aborted_attempts=aborted_by_slot.get(t.slot, 0),
             timing=LoopTiming.from_dict(rec.get("timing")) if rec else None))
     done = sum(1 for t in trials if t.state == "done")
-    if unjudged and not (mode == "consensus" and not humans and not simulated):
-        warnings.append(f"{unjudged} of {done} episodes have no usable label under {label_source} "
+    if unjudged and not (labels.mode == CONSENSUS and not labels.voters and not simulated):
+        warnings.append(f"{unjudged} of {done} episodes have no usable label under {labels.source} "
                         "(unjudged or unsure); they are left out of the pairs")
-    stop_reason = camp.get("stop_reason")
-    complete = done == len(trials) or bool(camp.get("finished_at"))
-    stopping = analysis.get("stopping", "none")
-    judging = proto.get("judging") if isinstance(proto.get("judging"), dict) else {}
-    operator_is_judge = bool(judging.get("operator_is_judge", False)) if proto else None
-    episode = proto.get("episode") if isinstance(proto.get("episode"), dict) else {}
-    fps = episode.get("fps") if isinstance(episode.get("fps"), int) else None
     return OutcomeSet(
-        outcomes=tuple(outcomes), policies=policies, source=str(store.directory), label_source=label_source,
-        campaign_id=str(camp.get("id", "")), campaign_name=str(camp.get("name", "")),
-        protocol_name=str(proto.get("name", camp.get("name", ""))),
-        protocol_sha256=str(camp.get("protocol_sha256", "")), simulated=simulated, complete=complete,
-        stop_reason=stop_reason, primary=str(analysis.get("primary", "mcnemar_midp")),
-        alpha=float(analysis.get("alpha", 0.05)), stopping=stopping, marks=marks,
-        human_labels=tuple(human_labels), physics=physics, warnings=tuple(warnings),
+        outcomes=tuple(outcomes), policies=tuple(protocol.policies), source=str(store.directory),
+        label_source=labels.source, campaign_id=str(camp.get("id", "")), campaign_name=str(camp.get("name", "")),
+        protocol_name=protocol.name, protocol_sha256=str(camp.get("protocol_sha256", "")), simulated=simulated,
+        complete=done == len(trials) or bool(camp.get("finished_at")), stop_reason=camp.get("stop_reason"),
+        primary=protocol.analysis.primary, alpha=float(protocol.analysis.alpha), stopping=protocol.analysis.stopping,
+        marks=marks, human_labels=tuple(human_labels), physics=labels.physics, warnings=tuple(warnings),
         aborted_attempts=sum(aborted_by_slot.values()), scheduled_trials=len(trials),
-        sessions=session_counts(store.sessions()), operator_is_judge=operator_is_judge, fps=fps)
+        sessions=session_counts(store.sessions()), operator_is_judge=protocol.judging.operator_is_judge,
+        fps=protocol.episode.fps, auto_labels={ep: j.label for ep, j in store.latest_labels(AUTO_JUDGE).items()},
+        arm_still=still_episodes(store.directory, episodes.values()))
 
 
 def session_counts(sessions: Sequence[dict[str, Any]]) -> SessionCounts:

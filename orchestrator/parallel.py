@@ -18,7 +18,9 @@ from typing import Callable
 from .campaign import OpenedCampaign
 from .errors import Interrupted, RuntimeFailure
 from .recording import check_disk, episode_bytes_estimate, remove_episode_files
-from .store import TrialRow, new_episode_id
+from .schedule import Trial
+from .store import new_episode_id
+from .trials import Progress, commit_episode, episode_context, episode_record, stop_decision
 
 _WORKER: dict = {}
 
@@ -52,13 +54,12 @@ def _worker_state():
     return _WORKER["sim"], _WORKER["policies"]
 
 
-def _run_trial(trial: TrialRow, episode_id: str):
+def _run_trial(trial: Trial, episode_id: str):
     """Worker side: run one episode and return its EpisodeRecord (files already published)."""
     from pathlib import Path
 
     from .episode import run_episode
     from .recording import EpisodeRecorder
-    from .runner import episode_context, episode_record
 
     sim, policies = _worker_state()
     loaded, rig_profile = _WORKER["loaded"], _WORKER["rig"]
@@ -73,13 +74,11 @@ def _run_trial(trial: TrialRow, episode_id: str):
     except BaseException:
         recorder.discard()
         raise
-    return episode_record(episode_id, context, cameras, recorded, facts, timing)
+    return episode_record(episode_id, context, cameras, recorded, facts, timing, loaded.protocol.success)
 
 
-def run_parallel(opened: OpenedCampaign, pending: list[TrialRow], workers: int, summary,
+def run_parallel(opened: OpenedCampaign, pending: list[Trial], workers: int, summary,
                  say: Callable[[str], None], stop_after: int | None) -> None:
-    from .runner import Progress, stop_decision
-
     store, loaded, rig = opened.store, opened.protocol, opened.rig
     progress = Progress(summary.total, summary.done_total, say)
     per_episode = episode_bytes_estimate(rig.profile.cameras, loaded.protocol.episode.duration_s)
@@ -88,7 +87,7 @@ def run_parallel(opened: OpenedCampaign, pending: list[TrialRow], workers: int, 
         max_workers=workers, mp_context=context, initializer=_init_worker,
         initargs=(str(loaded.path), loaded.text, loaded.layout_text, str(rig.path), rig.text,
                   str(store.directory)))
-    in_flight: dict[Future, tuple[TrialRow, int, str]] = {}
+    in_flight: dict[Future, tuple[Trial, int, str]] = {}
     queue = list(pending)
     submitted = 0
     deferred: RuntimeFailure | None = None
@@ -133,8 +132,7 @@ def run_parallel(opened: OpenedCampaign, pending: list[TrialRow], workers: int, 
                     summary.aborted_now += 1
                     raise RuntimeFailure(f"trial {trial.slot + 1} (mark {trial.mark_id}) aborted: {cause}; "
                                          "the campaign is resumable: fix the cause and run again") from exc
-                store.finish_attempt(attempt, record)
-                summary.done_now += 1
+                commit_episode(store, attempt, trial, record, loaded.protocol.episode.fps, summary)
                 progress.update(trial.mark_id)
     except KeyboardInterrupt:
         _kill_pool(pool)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
+import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .errors import BadInput
@@ -101,6 +102,12 @@ class ScriptedPolicySpec(_Strict):
 
     type: Literal["scripted"]
     aim_noise_mm: Annotated[float, Field(ge=0, le=100)] = 0.0
+    # Faults for testing raters (`auto` against physics): open the gripper this many seconds
+    # into the episode (a drop), lift only this high (m; below the success height: a
+    # half-lift), or close only to this opening (rig units; a loose, half grasp).
+    release_s: Annotated[float, Field(gt=0)] | None = None
+    lift_m: Annotated[float, Field(gt=0, le=0.2)] | None = None
+    grip_pct: Annotated[float, Field(ge=0, le=100)] | None = None
 
 
 class LeRobotPolicySpec(_Strict):
@@ -154,6 +161,9 @@ class Judging(_Strict):
         "missed", "pushed", "dropped", "collision", "other",
     ]
     operator_is_judge: bool = False
+    # The automatic rater (`auto`, from the recorded joints): a second opinion (`advisory`,
+    # never in the consensus) unless pre-registered as `counted` (one more judge in it).
+    auto: Literal["advisory", "counted"] = "advisory"
 
 
 class EValueStopping(_Strict):
@@ -219,6 +229,21 @@ class LoadedProtocol:
     def resolve(self, relative: str) -> Path:
         """A path written in the protocol, resolved from the protocol file's folder."""
         return (self.path.parent / relative).resolve()
+
+
+def frozen_protocol_from(protocol_path: str, protocol_text: str, layout_text: str) -> LoadedProtocol:
+    """The protocol and layout frozen in a campaign store (their stored texts), validated;
+    BadInput (one line) if the stored texts no longer parse (the store was altered)."""
+    try:
+        protocol = Protocol.model_validate(yaml.safe_load(protocol_text))
+        layout = Layout.model_validate(yaml.safe_load(layout_text))
+    except (yaml.YAMLError, ValidationError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise BadInput(f"{protocol_path}: the protocol frozen in the campaign store does not parse "
+                       f"({first}); the store was altered") from None
+    path = Path(protocol_path)
+    return LoadedProtocol(path=path, protocol=protocol, layout=layout, layout_path=path.parent / protocol.layout,
+                          text=protocol_text, layout_text=layout_text)
 
 
 def _fields_of(model: type[BaseModel] | None) -> list[str]:

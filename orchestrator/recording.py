@@ -24,6 +24,7 @@ import queue
 import shutil
 import threading
 import time
+from fractions import Fraction
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,6 +36,10 @@ from .rigs.profile import STATE_KEYS, CameraSpec
 from .durable import publish
 
 PARTIAL = ".partial"
+# Video timestamps in milliseconds: each frame's PTS is the episode time of the control step at
+# which it was taken (not its index / fps), so players show true time whatever the camera's
+# rate, and a camera that skipped steps leaves a gap rather than speeding the video up.
+PTS_TIME_BASE = Fraction(1, 1000)
 # Bytes per pixel per frame of H.264 at CRF 23 on table-top scenes, measured on simulated
 # episodes (0.02-0.05); 0.08 leaves margin for noisy real cameras.
 H264_BYTES_PER_PIXEL = 0.08
@@ -84,6 +89,8 @@ class _VideoWriter(threading.Thread):
         try:
             container = av.open(str(self.path), mode="w", format="mp4")
             stream = container.add_stream("libx264", rate=self.spec.fps)
+            stream.time_base = PTS_TIME_BASE
+            stream.codec_context.time_base = PTS_TIME_BASE
             stream.width, stream.height = self.spec.width, self.spec.height
             stream.pix_fmt = "yuv420p"
             stream.options = {"preset": self.preset, "crf": "23", "threads": "1"}
@@ -92,8 +99,10 @@ class _VideoWriter(threading.Thread):
                 if item is None:
                     break
                 if self.error is None:
-                    frame = av.VideoFrame.from_ndarray(item, format="rgb24")
-                    frame.pts = self.count
+                    t, image = item
+                    frame = av.VideoFrame.from_ndarray(image, format="rgb24")
+                    frame.pts = round(t / PTS_TIME_BASE)
+                    frame.time_base = PTS_TIME_BASE
                     for packet in stream.encode(frame):
                         container.mux(packet)
                     self.count += 1
@@ -123,6 +132,7 @@ class RecordedEpisode:
     files: dict[str, str]                       # logical name -> path relative to campaign dir
     video_frames: dict[str, int] = field(default_factory=dict)
     digests: dict[str, tuple[int, str]] = field(default_factory=dict)  # rel path -> (bytes, sha256)
+    root: Path | None = None                    # the campaign directory the paths are relative to
 
 
 def file_digest(path: Path) -> tuple[int, str]:
@@ -209,7 +219,7 @@ class EpisodeRecorder:
                 if writer.error is not None:
                     raise RuntimeFailure(f"video writer for camera {name!r} failed: {writer.error}")
                 started = time.perf_counter()
-                writer.frames.put(np.ascontiguousarray(image))
+                writer.frames.put((t, np.ascontiguousarray(image)))
                 self.enqueue_wait_s += time.perf_counter() - started
                 self._frame_t[name].append(t)
 
@@ -238,7 +248,7 @@ class EpisodeRecorder:
         publish(partial, series)
         files["timeseries"] = str(series.relative_to(self.campaign_dir))
         digests = {rel: file_digest(self.campaign_dir / rel) for rel in files.values()}
-        return RecordedEpisode(files=files, video_frames=counts, digests=digests)
+        return RecordedEpisode(files=files, video_frames=counts, digests=digests, root=self.campaign_dir)
 
     def discard(self) -> None:
         """Stop the writers and delete everything of this episode (aborted attempt)."""

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import signal
 import threading
-import time
-from dataclasses import dataclass
 from typing import Callable
 
 from .campaign import OpenedCampaign
@@ -23,54 +21,12 @@ from .episode import run_episode
 from .errors import BadInput, Interrupted, RuntimeFailure
 from .motion import ArmMotion
 from .operator import AutoOperator, EmergencyStop, Operator, StopRequested, TrialCue
-from .policies.base import EpisodeContext
-from .protocol import LoadedProtocol
 from .recording import DISK_MARGIN_BYTES, EpisodeRecorder, check_disk, episode_bytes_estimate, free_bytes
-from .store import EpisodeRecord, TrialRow, new_episode_id
+from .schedule import Trial
+from .store import new_episode_id
+from .trials import Progress, RunSummary, commit_episode, episode_context, episode_record, stop_decision
 
 MAX_ATTEMPTS_PER_SESSION = 3
-OVERRUN_WARN_FRACTION = 0.05  # warn when more than 5 % of an episode's steps overran the period
-
-
-@dataclass
-class RunSummary:
-    done_now: int = 0
-    aborted_now: int = 0
-    total: int = 0
-    done_total: int = 0
-    stopped_early: str | None = None
-    slow_episodes: int = 0     # episodes whose loop could not keep the protocol's rate
-
-    @property
-    def complete(self) -> bool:
-        return self.done_total == self.total or self.stopped_early is not None
-
-
-class Progress:
-    """`trial k/N  mark M07  elapsed 1:23  ETA 4:56` lines (no policy label, ever)."""
-
-    def __init__(self, total: int, done_before: int, say: Callable[[str], None]):
-        self.total, self.done_before, self.say = total, done_before, say
-        self.started = time.monotonic()
-        self.completed_now = 0
-
-    def update(self, mark_id: str, slot_done: bool = True) -> None:
-        if slot_done:
-            self.completed_now += 1
-        done = self.done_before + self.completed_now
-        elapsed = time.monotonic() - self.started
-        remaining = self.total - done
-        eta = elapsed / self.completed_now * remaining if self.completed_now else float("nan")
-        self.say(f"trial {done}/{self.total}  mark {mark_id}  elapsed {_clock(elapsed)}  "
-                 f"ETA {_clock(eta)}")
-
-
-def _clock(seconds: float) -> str:
-    if seconds != seconds:  # NaN
-        return "--:--"
-    seconds = int(round(seconds))
-    return f"{seconds // 60}:{seconds % 60:02d}" if seconds < 3600 else \
-        f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
 
 
 def say_flushed(text: str) -> None:
@@ -83,17 +39,6 @@ def _sigterm_as_interrupt(signum, frame):  # noqa: ARG001
 
 class _Redo(EmergencyStop):
     """The operator asked to redo a completed episode (its reason is already recorded)."""
-
-
-def stop_decision(opened: OpenedCampaign) -> str | None:
-    """The pre-registered stopping rule, evaluated on outcomes so far; a reason or None."""
-    stopping = opened.protocol.protocol.analysis.stopping
-    if isinstance(stopping, str):
-        return None
-    from .stopping import evaluate_stopping  # statistics, only when a rule is registered
-
-    decision = evaluate_stopping(opened.store, opened.protocol)
-    return decision.reason if decision.stop else None
 
 
 def run_campaign(opened: OpenedCampaign, operator: Operator | None = None, workers: int = 1,
@@ -155,24 +100,7 @@ def run_campaign(opened: OpenedCampaign, operator: Operator | None = None, worke
     return summary
 
 
-def episode_context(loaded: LoadedProtocol, trial: TrialRow) -> EpisodeContext:
-    """What the policy may know about a trial: its mark, the cube, its stored seed, the timing."""
-    return EpisodeContext(mark=loaded.layout.mark(trial.mark_id), cube=loaded.layout.cube,
-                          seed=trial.seed, fps=loaded.protocol.episode.fps,
-                          duration_s=loaded.protocol.episode.duration_s, task=loaded.protocol.task)
-
-
-def episode_record(episode_id: str, context: EpisodeContext, cameras, recorded, facts, timing) -> EpisodeRecord:
-    return EpisodeRecord(
-        episode_id=episode_id, frames=timing.steps, duration_s=context.duration_s,
-        cameras=list(cameras), files=recorded.files, digests=recorded.digests,
-        physics_success=facts.physics_success,
-        max_lift_m=facts.max_lift_m, time_to_success_s=facts.time_to_success_s,
-        safety_events=tuple(facts.safety_events),
-        timing={**timing.as_dict(), "video_frames": recorded.video_frames})
-
-
-def _run_sequential(opened: OpenedCampaign, pending: list[TrialRow], operator: Operator,
+def _run_sequential(opened: OpenedCampaign, pending: list[Trial], operator: Operator,
                     summary: RunSummary, say: Callable[[str], None], stop_after: int | None) -> None:
     from .policies.factory import make_policy
     from .rigs.factory import make_rig
@@ -230,7 +158,9 @@ def _run_sequential(opened: OpenedCampaign, pending: list[TrialRow], operator: O
                 if redo:
                     raise _Redo(f"redo requested by operator: {redo}")
                 recorded = recorder.finish()
-                store.finish_attempt(attempt, episode_record(episode_id, context, cameras, recorded, facts, timing))
+                record = episode_record(episode_id, context, cameras, recorded, facts, timing,
+                                        loaded.protocol.success)
+                commit_episode(store, attempt, trial, record, context.fps, summary)
             except KeyboardInterrupt:
                 rig.safe_stop()  # holds; the arm goes to rest at the end of the session
                 recorder.discard()
@@ -265,12 +195,6 @@ def _run_sequential(opened: OpenedCampaign, pending: list[TrialRow], operator: O
                     f"trial {trial.slot + 1} (mark {trial.mark_id}) aborted: {cause}"
                     + (f"; {hint}" if hint else "")
                     + "; the arm was made safe and the campaign is resumable: fix the cause and run again") from exc
-            summary.done_now += 1
-            summary.done_total += 1
-            if timing.overruns > OVERRUN_WARN_FRACTION * timing.steps:
-                summary.slow_episodes += 1
-                store.log_event("overrun", f"{timing.overruns} of {timing.steps} steps overran the "
-                                f"{context.fps} Hz period (p99 {timing.period_p99_ms:.1f} ms)", slot=trial.slot)
             progress.update(trial.mark_id)
             if not _rest_or_end(motion, say):
                 return

@@ -22,8 +22,10 @@ from .protocol import Layout, Protocol
 
 
 @dataclass(frozen=True)
-class ScheduledTrial:
-    """One trial slot. `slot` is the 0-based run order; trials of one `unit` face one mark."""
+class Trial:
+    """One trial slot, as drawn and as stored. `slot` is the 0-based run order; trials of one
+    `unit` face one mark. `state`, `episode_id` and `attempts` are its progress in the store
+    (a freshly drawn trial is pending, with no episode and no attempt)."""
 
     slot: int
     unit: int
@@ -32,6 +34,9 @@ class ScheduledTrial:
     position: int
     policy: str
     seed: int
+    state: str = "pending"              # pending | running | done | aborted (store.TRIAL_STATES)
+    episode_id: str | None = None
+    attempts: int = 0
 
 
 def trial_seed(protocol_seed: int, mark_id: str, repeat: int, policy: str) -> int:
@@ -49,7 +54,7 @@ def _first_positions(n_units: int, labels: list[str], rng: np.random.Generator) 
     return [pool[i] for i in rng.permutation(n_units)]
 
 
-def draw_schedule(protocol: Protocol, layout: Layout) -> list[ScheduledTrial]:
+def draw_schedule(protocol: Protocol, layout: Layout) -> list[Trial]:
     """Draw the full schedule for `protocol` on `layout` (deterministic in `protocol.seed`)."""
     rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(protocol.seed)))
     labels = list(protocol.policies)
@@ -61,12 +66,12 @@ def draw_schedule(protocol: Protocol, layout: Layout) -> list[ScheduledTrial]:
         firsts = _first_positions(len(units), labels, rng)
     else:
         firsts = [labels[int(rng.integers(len(labels)))] for _ in units]
-    trials: list[ScheduledTrial] = []
+    trials: list[Trial] = []
     for unit_index, ((repeat, mark_id), first) in enumerate(zip(units, firsts)):
         rest = [label for label in labels if label != first]
         rest = [rest[i] for i in rng.permutation(len(rest))]
         for position, policy in enumerate([first, *rest]):
-            trials.append(ScheduledTrial(
+            trials.append(Trial(
                 slot=len(trials), unit=unit_index, mark_id=mark_id, repeat=repeat,
                 position=position, policy=policy,
                 seed=trial_seed(protocol.seed, mark_id, repeat, policy)))

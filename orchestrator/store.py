@@ -27,9 +27,9 @@ from filelock import FileLock, Timeout
 
 from .durable import fsync_dir
 from .errors import BadInput, RuntimeFailure
-from .schedule import ScheduledTrial
+from .migrations import SCHEMA_VERSION, create_schema, migrate
+from .schedule import Trial
 
-SCHEMA_VERSION = 2
 APPLICATION_ID = 0x50414231  # "PAB1": marks the file as ours (PRAGMA application_id)
 DB_NAME = "campaign.db"
 LOCK_NAME = "campaign.lock"
@@ -37,75 +37,11 @@ LOCK_NAME = "campaign.lock"
 TRIAL_STATES = ("pending", "running", "done", "aborted")
 LABELS = ("success", "failure", "unsure")
 PHYSICS_JUDGE = "physics"
-
-# Schema 2: one row per `orchestrator run` session (how often a campaign was resumed, on which
-# host, how each session ended). Added by migrations._to_2 to schema-1 stores.
-SESSIONS_TABLE = """
-CREATE TABLE sessions (
-    id INTEGER PRIMARY KEY, started_at REAL NOT NULL, ended_at REAL, host TEXT NOT NULL,
-    pid INTEGER NOT NULL, tool_version TEXT NOT NULL, outcome TEXT
-);
-"""
-
-_SCHEMA = """
-CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE campaign (
-    id TEXT PRIMARY KEY, name TEXT NOT NULL, created_at REAL NOT NULL,
-    protocol_path TEXT NOT NULL, protocol_text TEXT NOT NULL, protocol_sha256 TEXT NOT NULL,
-    layout_text TEXT NOT NULL, layout_sha256 TEXT NOT NULL,
-    rig_path TEXT NOT NULL, rig_text TEXT NOT NULL, simulated INTEGER NOT NULL,
-    finished_at REAL, stop_reason TEXT
-);
-CREATE TABLE trials (
-    slot INTEGER PRIMARY KEY, unit INTEGER NOT NULL, mark_id TEXT NOT NULL,
-    repeat_index INTEGER NOT NULL, position INTEGER NOT NULL, policy TEXT NOT NULL,
-    seed INTEGER NOT NULL, state TEXT NOT NULL DEFAULT 'pending',
-    episode_id TEXT, attempts INTEGER NOT NULL DEFAULT 0, done_at REAL
-);
-CREATE TABLE attempts (
-    id INTEGER PRIMARY KEY, slot INTEGER NOT NULL REFERENCES trials(slot),
-    episode_id TEXT NOT NULL UNIQUE, started_at REAL NOT NULL, ended_at REAL,
-    status TEXT NOT NULL, reason TEXT
-);
-CREATE TABLE episodes (
-    id TEXT PRIMARY KEY, slot INTEGER NOT NULL UNIQUE REFERENCES trials(slot),
-    attempt_id INTEGER NOT NULL REFERENCES attempts(id),
-    frames INTEGER NOT NULL, duration_s REAL NOT NULL, cameras TEXT NOT NULL,
-    physics_success INTEGER, max_lift_m REAL, time_to_success_s REAL,
-    safety_events TEXT NOT NULL, timing TEXT NOT NULL, files TEXT NOT NULL,
-    digests TEXT NOT NULL, created_at REAL NOT NULL
-);
-CREATE TABLE judgments (
-    id INTEGER PRIMARY KEY, episode_id TEXT NOT NULL REFERENCES episodes(id),
-    judge TEXT NOT NULL, label TEXT NOT NULL, failure_mode TEXT, note TEXT,
-    created_at REAL NOT NULL, retracted_at REAL, source TEXT NOT NULL DEFAULT 'local'
-);
-CREATE INDEX judgments_by_episode ON judgments(episode_id, judge);
-CREATE TABLE events (
-    id INTEGER PRIMARY KEY, at REAL NOT NULL, kind TEXT NOT NULL, slot INTEGER,
-    message TEXT NOT NULL, data TEXT
-);
-""" + SESSIONS_TABLE
-
-
+AUTO_JUDGE = "auto"
 
 def new_episode_id() -> str:
     """An opaque episode id: 64 random bits, hex. Not sequential, not derived from time/policy."""
     return "ep_" + secrets.token_hex(8)
-
-
-@dataclass(frozen=True)
-class TrialRow:
-    slot: int
-    unit: int
-    mark_id: str
-    repeat: int
-    position: int
-    policy: str
-    seed: int
-    state: str
-    episode_id: str | None
-    attempts: int
 
 
 @dataclass(frozen=True)
@@ -123,6 +59,7 @@ class EpisodeRecord:
     time_to_success_s: float | None = None
     safety_events: tuple[str, ...] = ()
     timing: dict[str, Any] | None = None
+    auto: tuple[str, str] | None = None   # the `auto` rater's (label, reason), judge AUTO_JUDGE
 
 
 @dataclass(frozen=True)
@@ -138,8 +75,20 @@ class Judgment:
 
 
 def _connect(path: Path, readonly: bool = False) -> sqlite3.Connection:
+    """A connection to the store: read-write (WAL, full sync, foreign keys) or truly read-only
+    (`mode=ro`: SQLite refuses every write). A read-only connection to a store on read-only
+    media, where SQLite cannot create the WAL index, falls back to `immutable=1` (nobody can
+    write there either)."""
     if readonly:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30, isolation_level=None)
+        uri = Path(path).resolve().as_uri() + "?mode=ro"
+        conn = sqlite3.connect(uri, uri=True, timeout=30, isolation_level=None)
+        try:
+            conn.execute("PRAGMA schema_version").fetchone()
+        except sqlite3.OperationalError:
+            conn.close()
+            if os.access(Path(path).parent, os.W_OK):
+                raise
+            conn = sqlite3.connect(uri + "&immutable=1", uri=True, timeout=30, isolation_level=None)
     else:
         conn = sqlite3.connect(path, timeout=30, isolation_level=None)
     conn.row_factory = sqlite3.Row
@@ -152,7 +101,8 @@ def _connect(path: Path, readonly: bool = False) -> sqlite3.Connection:
 
 
 class CampaignStore:
-    """Access to one campaign directory. Open with `create`, `open_for_run` or `open_readonly`."""
+    """Access to one campaign directory. Open with `create`, `open_for_run` (the runner, holding
+    the run lock), `open_for_labels` (judging) or `open_readonly` (everything that only reads)."""
 
     def __init__(self, directory: Path, conn: sqlite3.Connection, lock: FileLock | None):
         self.directory = Path(directory)
@@ -164,7 +114,7 @@ class CampaignStore:
     @classmethod
     def create(cls, directory: Path, *, name: str, protocol_path: str, protocol_text: str,
                protocol_sha256: str, layout_text: str, layout_sha256: str, rig_path: str,
-               rig_text: str, simulated: bool, schedule: list[ScheduledTrial]) -> "CampaignStore":
+               rig_text: str, simulated: bool, schedule: list[Trial]) -> "CampaignStore":
         """Create a new campaign (directory, lock, schema, frozen protocol, schedule)."""
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
@@ -178,12 +128,8 @@ class CampaignStore:
         conn = _connect(tmp)
         try:
             conn.execute("BEGIN")
-            for statement in _SCHEMA.split(";"):
-                if statement.strip():
-                    conn.execute(statement)
-            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            create_schema(conn)
             conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-            conn.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
             conn.execute("INSERT INTO meta VALUES ('tool', 'so101-ab-orchestrator')")
             conn.execute(
                 "INSERT INTO campaign (id, name, created_at, protocol_path, protocol_text, protocol_sha256,"
@@ -208,30 +154,74 @@ class CampaignStore:
             tmp.unlink(missing_ok=True)
             lock.release()
             raise
-        return cls(directory, cls._checked(db), lock)
+        conn, _ = cls._checked(db)
+        return cls(directory, conn, lock)
 
     @classmethod
     def open_for_run(cls, directory: Path) -> "CampaignStore":
-        """Open an existing campaign to run it; refuses if another process is running it."""
+        """Open an existing campaign to run it (read-write, holding the run lock; an older
+        schema is upgraded here); refuses if another process is running it."""
         directory = Path(directory)
-        db = directory / DB_NAME
-        if not db.exists():
-            raise BadInput(f"{directory}: no campaign here ({DB_NAME} is missing)")
+        db = cls._existing(directory)
         lock = cls._acquire(directory)
         try:
-            return cls(directory, cls._checked(db), lock)
+            conn, version = cls._checked(db)
+            if version < SCHEMA_VERSION:
+                migrate(conn, version)
+            return cls(directory, conn, lock)
         except BaseException:
             lock.release()
             raise
 
     @classmethod
     def open_readonly(cls, directory: Path) -> "CampaignStore":
-        """Open for reading and labelling (report, judge); works while a run is writing."""
-        directory = Path(directory)
+        """Open for reading only (report, export, bundle, plan): SQLite refuses every write on
+        this connection. Works while a run is writing."""
+        return cls._open_unlocked(Path(directory), readonly=True)
+
+    @classmethod
+    def open_for_labels(cls, directory: Path) -> "CampaignStore":
+        """Open for judging: read-write without the run lock (labels are added while a run may
+        be writing; SQLite's WAL serialises the two writers)."""
+        return cls._open_unlocked(Path(directory), readonly=False)
+
+    @classmethod
+    def _open_unlocked(cls, directory: Path, readonly: bool) -> "CampaignStore":
+        db = cls._existing(directory)
+        conn, version = cls._checked(db, readonly)
+        if version < SCHEMA_VERSION:  # migrations run only under the run lock
+            conn.close()
+            cls._upgrade(directory)
+            conn, version = cls._checked(db, readonly)
+        return cls(directory, conn, None)
+
+    @staticmethod
+    def _existing(directory: Path) -> Path:
         db = directory / DB_NAME
         if not db.exists():
             raise BadInput(f"{directory}: no campaign here ({DB_NAME} is missing)")
-        return cls(directory, cls._checked(db), None)
+        return db
+
+    @classmethod
+    def _upgrade(cls, directory: Path) -> None:
+        """Upgrade an older store to this schema, taking the run lock for it."""
+        try:
+            lock = cls._acquire(directory)
+        except BadInput:
+            raise BadInput(f"{directory}: the campaign store has an older schema and another "
+                           "`orchestrator run` holds its lock; try again when that run has started or ended") from None
+        except OSError as exc:
+            raise BadInput(f"{directory}: the campaign store has an older schema and cannot be upgraded "
+                           f"here ({exc.strerror or exc}); copy the campaign to a writable folder") from None
+        try:
+            conn, version = cls._checked(directory / DB_NAME)
+            try:
+                if version < SCHEMA_VERSION:
+                    migrate(conn, version)
+            finally:
+                conn.close()
+        finally:
+            lock.release()
 
     @staticmethod
     def _acquire(directory: Path) -> FileLock:
@@ -244,8 +234,9 @@ class CampaignStore:
         return lock
 
     @staticmethod
-    def _checked(db: Path) -> sqlite3.Connection:
-        """Connect and verify the file is an intact campaign store of a known schema."""
+    def _checked(db: Path, readonly: bool = False) -> tuple[sqlite3.Connection, int]:
+        """Connect and verify the file is an intact campaign store of a known schema; the
+        connection and the store's schema version (never migrated here)."""
         try:
             with open(db, "rb") as handle:
                 header = handle.read(100)
@@ -258,7 +249,7 @@ class CampaignStore:
         if len(header) < 100 or int.from_bytes(header[68:72], "big") != APPLICATION_ID:
             raise BadInput(f"{db}: not a campaign store of this tool (foreign SQLite database)")
         try:
-            conn = _connect(db)
+            conn = _connect(db, readonly)
             app_id = conn.execute("PRAGMA application_id").fetchone()[0]
             version = conn.execute("PRAGMA user_version").fetchone()[0]
         except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
@@ -270,11 +261,10 @@ class CampaignStore:
             conn.close()
             raise BadInput(f"{db}: written by a newer orchestrator (schema {version}, this one "
                            f"reads up to {SCHEMA_VERSION}); upgrade with `uv sync`")
-        if version < SCHEMA_VERSION:
-            from .migrations import migrate
-
-            migrate(conn, version)
-        return conn
+        if version < 1:
+            conn.close()
+            raise BadInput(f"{db}: campaign store has no schema version; it was not written by this tool")
+        return conn, version
 
     def close(self) -> None:
         try:
@@ -309,13 +299,13 @@ class CampaignStore:
             raise BadInput(f"{self.directory / DB_NAME}: campaign store has no campaign record")
         return dict(row)
 
-    def trials(self) -> list[TrialRow]:
+    def trials(self) -> list[Trial]:
         rows = self.conn.execute(
             "SELECT slot, unit, mark_id, repeat_index, position, policy, seed, state, episode_id,"
             " attempts FROM trials ORDER BY slot").fetchall()
-        return [TrialRow(*row) for row in rows]
+        return [Trial(*row) for row in rows]
 
-    def pending_trials(self) -> list[TrialRow]:
+    def pending_trials(self) -> list[Trial]:
         """Trials still to run, in schedule order (pending, aborted, or interrupted)."""
         return [t for t in self.trials() if t.state != "done"]
 
@@ -419,11 +409,17 @@ class CampaignStore:
                           " VALUES (?,?,?,?, 'physics')",
                           (record.episode_id, PHYSICS_JUDGE,
                            "success" if record.physics_success else "failure", now))
+            if record.auto is not None:
+                c.execute("INSERT INTO judgments (episode_id, judge, label, note, created_at, source)"
+                          " VALUES (?,?,?,?,?, 'auto')", (record.episode_id, AUTO_JUDGE, *record.auto, now))
 
-    def invalidate_episode(self, episode_id: str, reason: str) -> int:
-        """Undo a done trial whose files did not survive (power loss, disk fault): the episode
-        and its labels are removed, the attempt is marked aborted with `reason`, and the trial
-        goes back to the queue. Returns the trial slot."""
+    def invalidate_episode(self, episode_id: str, reason: str, kind: str = "invalidated") -> int:
+        """Undo a done trial whose files did not survive (power loss, disk fault), or whose start
+        a judge found invalid (`kind='invalid_start'`: cube not on its mark, knocked, arm not at
+        rest): the episode and its labels are removed, the attempt is marked aborted with
+        `reason` (reported like an e-stop, never an outcome), and the trial goes back to the
+        queue, so the next `orchestrator run` re-runs it. Reads no key column, so a judge's
+        sealed connection (`blinding.seal`) may call it. Returns the trial slot."""
         now = time.time()
         with self.transaction() as c:
             row = c.execute("SELECT slot, attempt_id FROM episodes WHERE id=?", (episode_id,)).fetchone()
@@ -436,7 +432,7 @@ class CampaignStore:
             c.execute("UPDATE trials SET state='aborted', episode_id=NULL, done_at=NULL WHERE slot=?", (slot,))
             c.execute("UPDATE campaign SET finished_at=NULL, stop_reason=NULL WHERE stop_reason='complete'")
             c.execute("INSERT INTO events (at, kind, slot, message) VALUES (?,?,?,?)",
-                      (now, "invalidated", slot, f"episode {episode_id}: {reason}; trial will be re-run"))
+                      (now, kind, slot, f"episode {episode_id}: {reason}; trial will be re-run"))
         return slot
 
     def abort_attempt(self, attempt_id: int, reason: str) -> None:

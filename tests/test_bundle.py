@@ -72,7 +72,7 @@ def test_bundle_layout_and_manifest(made):
     ids = [e["id"] for e in manifest["episodes"]]
     assert ids == sorted(ids) and len(ids) == 8         # sorted by id, not by run order
     for entry in manifest["episodes"]:
-        assert set(entry) == {"id", "videos", "mark", "duration_s", "frames"}
+        assert set(entry) == {"id", "videos", "mark", "duration_s", "frames", "arm_still"}
         for rel in entry["videos"].values():
             assert (bundle / rel).stat().st_size > 0
     import av   # remuxed, not re-encoded: every frame is there

@@ -201,14 +201,18 @@ async def test_player_keys(campaign, monkeypatch):
         assert player.frame_index == at + 1
         await pilot.press("e")
         for _ in range(50):
-            if player.last_frame == 29:
+            if player.all_decoded:
                 break
             await pilot.pause(0.02)
         await pilot.press("e")
-        assert player.frame_index == 29
-        assert "t = 1.93 s / 2.00 s" in app.screen_text() and "frame 30 / 30" in app.screen_text()
+        # the clock runs to the episode's end; the last frame (PTS 29/15 s) stays on screen
+        assert player.frame_index == 29 and player.frame_time() == pytest.approx(29 / 15, abs=1e-3)
+        assert "t = 2.00 s / 2.00 s" in app.screen_text() and "frame 30 / 30" in app.screen_text()
         await pilot.press("right")
-        assert player.frame_index == 29
+        assert player.frame_index == 29 and player.position == 2.0
+        await pilot.press("left")                  # back one frame: the clock shows its PTS
+        assert player.frame_index == 28 and "t = 1.87 s / 2.00 s" in app.screen_text()
+        await pilot.press("e")
         await pilot.press("right_square_bracket")
         assert player.speed == 2.0
         await pilot.press("left_square_bracket", "left_square_bracket")
@@ -262,22 +266,27 @@ async def test_frames_reach_the_screen(campaign):
         assert "▀" in app.screen_text()            # half-block pixels are drawn
 
 
-def test_label_queue_invariants_under_random_keys(tmp_path):
-    """Random label/mode/undo sequences keep the queue rules (hypothesis, in-memory source)."""
+def test_label_queue_invariants_under_random_keys(campaign_template, tmp_path):
+    """Random label/mode/undo sequences keep the queue rules (hypothesis; each example on a fresh
+    copy of the recorded campaign, through the real `CampaignSource`)."""
+    import shutil
+    from itertools import count
+
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
 
-    from orchestrator.judge.source import BlindEpisode, JudgingInfo, Mark, MemorySource, current_labels
+    from orchestrator.judge.source import current_labels
 
-    episodes = [BlindEpisode(f"ep_{i:016x}", {"front": tmp_path / "missing.mp4"}, Mark("M01"), 2.0, 30)
-                for i in range(5)]
-    info = JudgingInfo("ref", "cube bottom lifted >= 4 cm", ("missed", "pushed"), "campaign")
     actions = st.lists(st.sampled_from(["s", "f", "u", "1", "2", "3", "z"]), max_size=25)
+    copies = count()
 
     @settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck))
     @given(actions)
     def run(keys):
-        source = MemorySource(info, "prop", list(episodes))
+        directory = tmp_path / f"c{next(copies)}"
+        shutil.copytree(campaign_template, directory)
+        source = CampaignSource(directory, "prop")
+        episodes = source.episodes()
         app = JudgeApp(source, renderer="halfcell", autoplay=False)
 
         async def session():
@@ -289,10 +298,9 @@ def test_label_queue_invariants_under_random_keys(tmp_path):
                         app.action_undo()
                     else:
                         app.action_mode(int(key))
-                    live = source.history()
-                    assert len({r.episode_id for r in live}) == len(live)   # one live label each
-                    labels = current_labels(live)
+                    labels = current_labels(source.history())
                     assert app.labels == labels
+                    assert {e: r.label for e, r in labels.items()} == {e: lab for e, lab, _, _ in live(directory, "prop")}
                     unjudged = [e.id for e in episodes if e.id not in labels]
                     unsure = [e for e, r in labels.items() if r.label == "unsure"]
                     if unjudged:
@@ -302,9 +310,12 @@ def test_label_queue_invariants_under_random_keys(tmp_path):
                     else:
                         assert app.current_id is None
                     decided = len(labels) - len(unsure)
-                    assert app.progress_text().startswith(f"{decided} of 5 judged")
+                    assert app.progress_text().startswith(f"{decided} of {len(episodes)} judged")
 
-        asyncio.run(session())
+        try:
+            asyncio.run(session())
+        finally:
+            source.close()
 
     run()
 
@@ -339,12 +350,8 @@ async def test_textual_image_renderer_path(campaign):
 
 
 @async_test
-async def test_a_label_that_cannot_be_saved_is_said_and_kept_on_screen(tmp_path):
-    from orchestrator.judge.source import BlindEpisode, JudgingInfo, Mark, MemorySource
-
-    episodes = [BlindEpisode(f"ep_{i:016x}", {"front": tmp_path / "none.mp4"}, Mark("M01"), 2.0, 30)
-                for i in range(3)]
-    source = MemorySource(JudgingInfo("ref", "lifted", ("missed",)), "full", episodes)
+async def test_a_label_that_cannot_be_saved_is_said_and_kept_on_screen(campaign):
+    source = CampaignSource(campaign, "full")
     real_add = source.add
     app = JudgeApp(source, renderer="halfcell", autoplay=False)
 
@@ -360,3 +367,5 @@ async def test_a_label_that_cannot_be_saved_is_said_and_kept_on_screen(tmp_path)
         source.add = real_add
         await pilot.press("s")
         assert [r.episode_id for r in source.history()] == [first] and app.current_id != first
+    assert [row[:2] for row in live(campaign, "full")] == [(first, "success")]   # durable in campaign.db
+    source.close()

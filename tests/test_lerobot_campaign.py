@@ -36,12 +36,12 @@ def write_protocol(directory: Path, policies: dict, fps: int = 10, duration_s: f
 @pytest.fixture
 def hardware(tmp_path, monkeypatch):
     """Two ACT checkpoints, a fake SO-101 with video cameras, fast rest moves and camera checks."""
-    from orchestrator import preflight
+    from orchestrator.rigs import hardware_checks
     from orchestrator.rigs.lerobot import LeRobotRig
 
     monkeypatch.setattr(builtins, "input", lambda *a: pytest.fail("input() called"))
     monkeypatch.setitem(LeRobotRig.__init__.__kwdefaults__, "rest_speed_deg_s", 600.0)
-    monkeypatch.setattr(preflight.rig_checks, "__defaults__", (0.6,))
+    monkeypatch.setattr(hardware_checks, "CAMERA_SECONDS", 0.6)
     port = str(tmp_path / "ttyACM0")
     open(port, "w").close()
     arms = []

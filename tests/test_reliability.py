@@ -106,7 +106,7 @@ def test_power_loss_torn_wal_and_video_are_detected_and_rerun(reference, tmp_pat
 def _label_until(directory: str, judge: str, stop_file: str) -> int:
     """Label episodes (alternating success/failure) until `stop_file` exists; return the count."""
     made = 0
-    with CampaignStore.open_readonly(Path(directory)) as store:
+    with CampaignStore.open_for_labels(Path(directory)) as store:
         episodes = [e["id"] for e in store.episodes()]
         while not Path(stop_file).exists():
             store.add_judgment(episodes[made % len(episodes)], judge, "success" if made % 2 else "failure")

@@ -55,7 +55,7 @@ def _json_report(directory: Path) -> dict:
 
 
 def test_threshold_matches_the_runner():
-    from orchestrator.runner import OVERRUN_WARN_FRACTION as RUNNER
+    from orchestrator.trials import OVERRUN_WARN_FRACTION as RUNNER
 
     assert OVERRUN_WARN_FRACTION == RUNNER
 

@@ -161,3 +161,30 @@ def test_preregistered_evalue_rule_stops_at_max_layouts(tmp_path, capsys):
         done = [t for t in store.trials() if t.state == "done"]
         assert len(done) == 4 and {t.unit for t in done} == {0, 1}
         assert "max_layouts" in store.campaign()["stop_reason"] or "2 layouts" in store.campaign()["stop_reason"]
+
+
+def test_commit_episode_counts_and_logs_slow_episodes(tmp_path):
+    """The sequential and the parallel runner commit through one function (`trials.commit_episode`):
+    an episode whose loop overran the period on more than 5 % of its steps is counted as slow and
+    logged against its slot; exactly 5 % is not."""
+    from dataclasses import replace
+
+    from test_store import create, record
+
+    from orchestrator.store import new_episode_id
+    from orchestrator.trials import RunSummary, commit_episode
+
+    store = create(tmp_path / "c", n_units=1)
+    slow, borderline = store.trials()[:2]
+    summary = RunSummary(total=2)
+    for trial, overruns in ((slow, 6), (borderline, 5)):
+        episode_id = new_episode_id()
+        attempt = store.begin_attempt(trial.slot, episode_id)
+        timing = {"steps": 100, "overruns": overruns, "period_p99_ms": 40.0}
+        commit_episode(store, attempt, trial, replace(record(episode_id), timing=timing), 30, summary)
+    assert (summary.done_now, summary.done_total, summary.slow_episodes) == (2, 2, 1)
+    events = [e for e in store.events() if e["kind"] == "overrun"]
+    assert [e["slot"] for e in events] == [slow.slot]
+    assert events[0]["message"] == "6 of 100 steps overran the 30 Hz period (p99 40.0 ms)"
+    assert [t.state for t in store.trials()] == ["done", "done"]
+    store.close()

@@ -17,18 +17,18 @@ import pytest
 
 from support.repo import REPO
 from orchestrator.errors import BadInput, RuntimeFailure
-from orchestrator.schedule import ScheduledTrial
+from orchestrator.schedule import Trial
 from orchestrator.store import (APPLICATION_ID, DB_NAME, SCHEMA_VERSION, CampaignStore, EpisodeRecord,
                                 new_episode_id)
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
-def schedule(n_units: int, labels=("A", "B")) -> list[ScheduledTrial]:
+def schedule(n_units: int, labels=("A", "B")) -> list[Trial]:
     out = []
     for unit in range(n_units):
         for position, label in enumerate(labels if unit % 2 == 0 else labels[::-1]):
-            out.append(ScheduledTrial(slot=len(out), unit=unit, mark_id=f"M{unit:03d}", repeat=0,
+            out.append(Trial(slot=len(out), unit=unit, mark_id=f"M{unit:03d}", repeat=0,
                                       position=position, policy=label, seed=len(out)))
     return out
 
@@ -289,6 +289,82 @@ def test_schema1_fixture_is_migrated_to_schema2_sessions(tmp_path):
         assert len(store.trials()) == 4 and len(store.episodes()) == 2
 
 
+def test_a_new_store_has_the_schema_of_an_upgraded_one(tmp_path):
+    """Schema 1 and each migration step are frozen DDL; a new store is built by the same steps,
+    so it has exactly the tables, columns and indexes of an upgraded schema-1 store."""
+    def schema(db: Path) -> list[tuple]:
+        conn = sqlite3.connect(db)
+        try:
+            return sorted(conn.execute("SELECT type, name, sql FROM sqlite_master").fetchall())
+        finally:
+            conn.close()
+
+    shutil.copytree(FIXTURES / "schema1", tmp_path / "old")
+    CampaignStore.open_for_run(tmp_path / "old").close()
+    create(tmp_path / "new").close()
+    assert schema(tmp_path / "new" / "campaign.db") == schema(tmp_path / "old" / "campaign.db")
+    assert any(name == "sessions" for _, name, _ in schema(tmp_path / "new" / "campaign.db"))
+
+
+def test_open_readonly_refuses_every_write(tmp_path):
+    directory = tmp_path / "c"
+    with create(directory) as store:
+        ep = new_episode_id()
+        store.finish_attempt(store.begin_attempt(0, ep), record(ep))
+    before = (directory / "campaign.db").read_bytes()
+    with CampaignStore.open_readonly(directory) as reader:
+        assert reader.trials()[0].state == "done"
+        with pytest.raises(sqlite3.OperationalError, match="readonly"):
+            reader.add_judgment(ep, "ann", "success")
+        with pytest.raises(sqlite3.OperationalError, match="readonly"):
+            reader.conn.execute("DELETE FROM trials")
+    assert (directory / "campaign.db").read_bytes() == before
+    with CampaignStore.open_for_labels(directory) as judge:   # the labelling opener writes
+        judge.add_judgment(ep, "ann", "success")
+    with CampaignStore.open_readonly(directory) as reader:
+        assert [j.label for j in reader.judgments("ann")] == ["success"]
+
+
+LOCKER = """
+import sys
+from filelock import FileLock
+lock = FileLock(sys.argv[1], timeout=0)
+lock.acquire()
+print("locked", flush=True)
+sys.stdin.readline()
+lock.release()
+"""
+
+
+def test_an_older_store_is_upgraded_only_under_the_run_lock(tmp_path):
+    """Opening a schema-1 store to read or label migrates it only after taking the run lock; while
+    another process holds the lock it is refused (one line) and left at schema 1."""
+    shutil.copytree(FIXTURES / "schema1", tmp_path / "c")
+    db = tmp_path / "c" / "campaign.db"
+
+    def version() -> int:
+        conn = sqlite3.connect(db)
+        try:
+            return conn.execute("PRAGMA user_version").fetchone()[0]
+        finally:
+            conn.close()
+
+    holder = subprocess.Popen([sys.executable, "-c", LOCKER, str(tmp_path / "c" / "campaign.lock")], cwd=REPO,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        for opener in (CampaignStore.open_readonly, CampaignStore.open_for_labels):
+            with pytest.raises(BadInput, match="older schema and another `orchestrator run` holds its lock"):
+                opener(tmp_path / "c")
+        assert version() == 1
+    finally:
+        holder.communicate("\n", timeout=60)
+    with CampaignStore.open_readonly(tmp_path / "c") as store:
+        assert store.sessions() == [] and len(store.trials()) == 4
+    assert version() == SCHEMA_VERSION
+    CampaignStore.open_for_run(tmp_path / "c").close()   # the lock was released after the upgrade
+
+
 # ------------------------------------------------------------------ processes
 
 HOLDER = """
@@ -316,7 +392,7 @@ def test_lock_refuses_a_second_runner_while_readers_work(tmp_path):
             CampaignStore.create(directory, name="x", protocol_path="", protocol_text="", protocol_sha256="",
                                  layout_text="", layout_sha256="", rig_path="", rig_text="",
                                  simulated=True, schedule=[])
-        with CampaignStore.open_readonly(directory) as reader:   # report / judge during a run
+        with CampaignStore.open_for_labels(directory) as reader:   # report / judge during a run
             assert reader.trials()[0].state == "done"
             reader.add_judgment(ep, "ann", "success")
     finally:

@@ -29,5 +29,8 @@ def run(args: argparse.Namespace) -> int:
     if summary.conflicts:
         parts.append(f"skipped {summary.conflicts} where the judge already labelled the episode "
                      "in the campaign")
+    if summary.invalid_starts:
+        parts.append(f"sent {summary.invalid_starts} trials back for a re-run (invalid start; "
+                     "`orchestrator run` re-runs them)")
     print("; ".join(parts))
     return 0

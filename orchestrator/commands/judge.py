@@ -21,14 +21,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("target", metavar="CAMPAIGN|BUNDLE",
                         help="campaign directory (with campaign.db) or judge bundle folder")
     parser.add_argument("--judge", required=True, metavar="NAME",
-                        help="your judge name (letters, digits, _ - .; not physics/consensus)")
+                        help="your judge name (letters, digits, _ - .; not physics/consensus/auto); "
+                             "`--judge auto` runs the automatic rater on every episode it has not "
+                             "rated yet (no terminal needed)")
+    parser.add_argument("--contested-first", action="store_true",
+                        help="first the episodes where the automatic rater and an earlier judge "
+                             "disagree (their labels are never shown); campaigns only")
     parser.add_argument("--renderer", default="auto",
                         choices=("auto", "halfcell", "unicode", "sixel", "tgp"),
                         help="how frames are drawn (auto: Kitty/Sixel if the terminal can, "
                              "else Unicode half-blocks)")
 
 
-def open_source(target: Path, judge: str):
+def open_source(target: Path, judge: str, contested_first: bool = False):
     """The `JudgeSource` for a campaign directory or a bundle folder."""
     from ..judge.source import check_judge_name
 
@@ -39,8 +44,11 @@ def open_source(target: Path, judge: str):
     if (target / "campaign.db").is_file():
         from ..blinding import CampaignSource
 
-        source = CampaignSource(target, judge)
+        source = CampaignSource(target, judge, contested_first=contested_first)
     elif (target / "manifest.json").is_file():
+        if contested_first:
+            raise BadInput(f"{target}: --contested-first needs the campaign (a bundle holds no "
+                           "other labels); judge the campaign or drop the option")
         from ..bundle import BundleSource
 
         source = BundleSource(target, judge)
@@ -57,14 +65,30 @@ def open_source(target: Path, judge: str):
 def build_app(args: argparse.Namespace, source=None):
     """The judge app for parsed arguments (tests drive it with `run_test`)."""
     if source is None:
-        source = open_source(Path(args.target), args.judge)
+        source = open_source(Path(args.target), args.judge, getattr(args, "contested_first", False))
     from ..judge.app import JudgeApp
 
     return JudgeApp(source, renderer=args.renderer)
 
 
+def run_auto(target: Path) -> int:
+    """`--judge auto`: rate every episode the automatic rater has not rated yet."""
+    from ..auto.labels import rate_missing
+    from ..store import CampaignStore
+
+    if not (target / "campaign.db").is_file():
+        raise BadInput(f"{target}: --judge auto needs a campaign directory (campaign.db): it rates "
+                       "the recorded joint trajectories, which bundles do not carry")
+    with CampaignStore.open_for_labels(target) as store:
+        rated, before = rate_missing(store)
+    print(f"judge auto: rated {rated} episodes ({before} were rated already)")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
-    source = open_source(Path(args.target), args.judge)
+    if args.judge == "auto":
+        return run_auto(Path(args.target))
+    source = open_source(Path(args.target), args.judge, args.contested_first)
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         source.close()
         raise BadInput("judge needs an interactive terminal (stdin and stdout must be a TTY)")

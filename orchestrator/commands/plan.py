@@ -57,10 +57,10 @@ def run(args: argparse.Namespace) -> int:
 def format_plan(r, assumed_independent: bool = False) -> str:
     from .. import stats
 
-    test = "mid-p" if r.test == "mcnemar_midp" else "exact"
+    test = "mid-p" if r.test == "mcnemar_midp" else "exact p"
     lines = [
         f"Plan: p_A = {r.p_a:g}, p_B = {r.p_b:g}, difference {100 * (r.p_a - r.p_b):+.1f} points, "
-        f"two-sided alpha {r.alpha:g}, paired McNemar {test} test",
+        f"two-sided alpha {r.alpha:g}, paired McNemar {test.removesuffix(' p')} test",
         f"Expected layouts where only A succeeds: {r.p10:.3f}; only B: {r.p01:.3f}; "
         f"discordant {r.discordance:.3f} (agreement {r.agreement:.3f})"
         + (" - assumed independent outcomes; give --agreement if the policies share hard layouts" if assumed_independent else ""),
@@ -75,14 +75,16 @@ def format_plan(r, assumed_independent: bool = False) -> str:
         lines.append(f"{100 * target:4.0f}%   {paired:>14}   {disc:>19}   {un if un is not None else '-':>26}")
     lines.append("")
     lines.append(f"Each paired layout runs both policies, so the paired design needs 2 x layouts trials in all; "
-                 f"the unpaired column is per policy (normal formula).")
+                 f"the unpaired column is per policy (exact power of Fisher's test, the report's unpaired comparison).")
     k = r.min_discordant
-    lines.append(f"Discordant floor: with k discordant layouts the smallest exact p is 2 x 0.5^k; at least {k} "
-                 f"discordant layouts are needed before the {test} test can reach {r.alpha:g} at all.")
+    floor = "0.5^k (exact test: 2 x 0.5^k)" if r.test == "mcnemar_midp" else "2 x 0.5^k"
+    lines.append(f"Discordant floor: with k discordant layouts the smallest {test} is {floor}; at least {k} "
+                 f"discordant layouts are needed before the {test.removesuffix(' p')} test can reach {r.alpha:g} at all.")
     for target, n in r.targets:
         if n is not None:
             expected = n * r.discordance
             lines.append(f"At {n} layouts ({100 * target:.0f}% power) about {expected:.0f} discordant layouts are "
-                         f"expected; the smallest p they allow is {stats.discordant_floor(int(round(expected))):.2g}.")
+                         f"expected; the smallest {test} they allow is "
+                         f"{stats.discordant_floor(int(round(expected)), r.test):.2g}.")
             break
     return "\n".join(lines)

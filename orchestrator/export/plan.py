@@ -11,7 +11,8 @@ from typing import Any
 from ..errors import BadInput, RuntimeFailure
 from ..outcomes import CONSENSUS, outcomes_from_store
 from ..rigs.profile import STATE_KEYS, RigProfile, parse_rig_text
-from ..store import PHYSICS_JUDGE, CampaignStore, TrialRow
+from ..schedule import Trial
+from ..store import PHYSICS_JUDGE, CampaignStore
 from .names import F_ACTION, F_FAILURE, F_IMAGE, F_MARK, F_POLICY, F_STATE, F_SUCCESS
 
 
@@ -37,7 +38,7 @@ def campaign_labels(store: CampaignStore, judge: str | None) -> Labels:
 @dataclass
 class EpisodePlan:
     index: int                         # episode_index in the dataset
-    trial: TrialRow
+    trial: Trial
     record: dict[str, Any]             # the store's episode row
     success: bool | None
     failure_mode: str | None
@@ -59,7 +60,7 @@ class ExportPlan:
     marks: list[str]
     failure_modes: list[str]
     judges: list[str]
-    trials: list[TrialRow]
+    trials: list[Trial]
     attempts: list[dict[str, Any]]
     include_aborted: bool
     forced: list[str] = field(default_factory=list)   # refusals overridden by --force
@@ -103,7 +104,7 @@ class ExportPlan:
 
 
 
-def _refusals(store: CampaignStore, done: list[TrialRow], trials: list[TrialRow], labels: Labels,
+def _refusals(store: CampaignStore, done: list[Trial], trials: list[Trial], labels: Labels,
               judges_wanted: int, force: bool) -> list[str]:
     """The reasons not to export (BadInput), or with --force the list of what was overridden."""
     directory = store.directory
@@ -142,7 +143,7 @@ def _refusals(store: CampaignStore, done: list[TrialRow], trials: list[TrialRow]
     return forced
 
 
-def _check_files(directory: Path, done: list[TrialRow], records: dict[str, dict[str, Any]]) -> list[str]:
+def _check_files(directory: Path, done: list[Trial], records: dict[str, dict[str, Any]]) -> list[str]:
     """Every file present and intact (the recorder's digests); the common camera list."""
     from ..recording import damaged_files
 

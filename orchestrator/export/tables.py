@@ -13,13 +13,14 @@ from typing import Any
 
 from ..errors import RuntimeFailure
 from ..outcomes import outcomes_from_store
-from ..store import CampaignStore, TrialRow
+from ..schedule import Trial
+from ..store import CampaignStore
 from .names import (CARD_FILE, CARD_TAGS, EXPORT_SCHEMA, F_FAILURE, F_MARK, F_POLICY, F_SUCCESS, LAYOUT_FILE,
                     LICENSE, PROTOCOL_FILE, REPORT_FILE, RIG_FILE, TRIALS_FILE)
 from .plan import EpisodePlan, ExportPlan
 
 
-def _trial_cells(plan: ExportPlan, t: TrialRow, aborted: int) -> dict[str, Any]:
+def _trial_cells(plan: ExportPlan, t: Trial, aborted: int) -> dict[str, Any]:
     """The columns every row has: which trial, where, which policy."""
     mark = next((m for m in plan.protocol.layout.marks if m.id == t.mark_id), None)
     return {"slot": t.slot, "trial": t.slot + 1, "unit": t.unit, "mark_id": t.mark_id,

@@ -5,8 +5,11 @@ unjudged ones), `1`-`9` failure mode from the protocol's list (sets the mode of 
 episode's failure label, or of the failure label just made), `n` note (same target; before
 any label it is kept for the current episode and saved with its label), `z` undo (retracts
 the last label and goes back to that episode), `space` play/pause, `left`/`right` one frame,
-`[`/`]` slower/faster, `e` jump to the end, `o` open the video in an external player, `c`
-next camera (then all cameras tiled), `q` quit.
+`[`/`]` slower/faster (true time: each frame at its own timestamp), `e` jump to the end, `o`
+open the video in an external player, `c` next camera (then all cameras tiled), `a` first
+frame beside last (start-state audit), `x` then `1`-`3` invalid start (cube not on its mark,
+knocked before the start, arm not at rest: the trial is re-run, never counted; `esc`
+cancels), `q` quit.
 
 Every label is handed to the `JudgeSource` when the key is pressed and is durable when that
 call returns, so quitting or a crash loses nothing; reopening continues with the episodes not
@@ -33,8 +36,10 @@ from textual.containers import Horizontal, Vertical
 from textual.reactive import reactive
 from textual.widgets import Footer, Input, Static
 
-from .player import Player, VideoFrames, image_widget_class
-from .source import BlindEpisode, JudgeSource, LabelRecord, current_labels
+from .frames import VideoFrames
+from .halfblock import image_widget_class
+from .player import Player
+from .source import INVALID_START, INVALID_START_REASONS, BlindEpisode, JudgeSource, LabelRecord, current_labels
 
 MAX_SIZE = {"halfcell": (320, 240), "unicode": (320, 240), "ti-halfcell": (320, 240)}  # else 640x480
 
@@ -70,6 +75,8 @@ class JudgeApp(App[int]):
         Binding("e", "end", "end"),
         Binding("o", "open", "player"),
         Binding("c", "camera", "camera"),
+        Binding("a", "audit", "first|last"),
+        Binding("x", "invalid", "invalid start"),
         Binding("q", "quit", "quit"),
     ]
 
@@ -84,13 +91,14 @@ class JudgeApp(App[int]):
         self.max_size = MAX_SIZE.get(renderer, (640, 480))
         self.info = source.info
         self.title = f"Blind judging - judge {source.judge} - {self.info.kind} {self.info.ref}"
-        self.order: list[BlindEpisode] = source.episodes()
         self.labels: dict[str, LabelRecord] = current_labels(source.history())
+        self.order: list[BlindEpisode] = self._judgeable(source.episodes())
         self.last: LabelRecord | None = None      # the label made last in this session
         self.pending_notes: dict[str, str] = {}
         self._cache: dict[str, dict[str, VideoFrames]] = {}
         self.shown_log: list[tuple[float, str, int]] = []   # (perf_counter, episode, frame)
         self._open_dir: Path | None = None
+        self.invalid_prompt = False    # `x` pressed: 1-3 give the reason, esc cancels
 
     # ---------------------------------------------------------------- layout
 
@@ -144,6 +152,11 @@ class JudgeApp(App[int]):
         console.print(self.screen._compositor.render_update(full=True))
         return console.export_text(styles=False)
 
+    def _judgeable(self, episodes: list[BlindEpisode]) -> list[BlindEpisode]:
+        """Episodes still to judge or judged (not those this judge sent back: invalid start)."""
+        return [e for e in episodes
+                if getattr(self.labels.get(e.id), "label", None) != INVALID_START]
+
     def _record_shown(self, episode: str, frame: int) -> None:
         self.shown_log.append((time.perf_counter(), episode, frame))
         del self.shown_log[:-1000]
@@ -179,7 +192,7 @@ class JudgeApp(App[int]):
         """Show `episode` (None: everything is judged)."""
         if episode is None:
             # a campaign may have recorded more episodes meanwhile
-            fresh = self.source.episodes()
+            fresh = self._judgeable(self.source.episodes())
             if len(fresh) != len(self.order):
                 self.order = fresh
                 episode = self.next_episode()
@@ -189,14 +202,14 @@ class JudgeApp(App[int]):
             sources = self.sources_for(episode)
             for source in sources.values():
                 source.first.wait(2.0)   # first frame only; the rest keeps decoding
-            player.load(episode.id, sources, episode.frames, episode.duration_s, play=self.autoplay)
+            player.load(episode.id, sources, episode.duration_s, play=self.autoplay)
             upcoming = self._after(episode)
             if upcoming is not None:
                 keep.add(upcoming.id)
                 # decode ahead once this frame is on screen (so it does not compete with it)
                 self.call_after_refresh(self._prefetch, upcoming)
         else:
-            player.load("", {}, 1, 0.0, play=False)
+            player.load("", {}, 0.0, play=False)
         for episode_id in list(self._cache):
             if episode_id not in keep:
                 for source in self._cache.pop(episode_id).values():
@@ -239,6 +252,8 @@ class JudgeApp(App[int]):
         else:
             position = [e.id for e in self.order].index(episode.id) + 1
             head = f"Episode {episode.id}\n({position} in your order)\n{episode.mark.describe()}"
+            if episode.arm_still:
+                head += "\n! the arm never moved in this episode: check the start (a: first|last)"
             record = self.labels.get(episode.id)
             if record is None:
                 label = "Label: (none yet)"
@@ -287,6 +302,7 @@ class JudgeApp(App[int]):
         return record
 
     def action_label(self, label: str) -> None:
+        self.invalid_prompt = False
         episode = self.episode(self.current_id)
         if episode is None:
             self.status("Nothing left to judge (z undoes the last label, q quits).")
@@ -315,6 +331,9 @@ class JudgeApp(App[int]):
         return None
 
     def action_mode(self, number: int) -> None:
+        if self.invalid_prompt:
+            self.invalid_start(number)
+            return
         modes = self.info.failure_modes
         if not 1 <= number <= len(modes):
             self.status(f"No failure mode {number}: the protocol lists {len(modes)} (1-{len(modes)}).")
@@ -381,6 +400,45 @@ class JudgeApp(App[int]):
             self._close_note()
             self.status("Note cancelled.")
             event.stop()
+        elif event.key == "escape" and self.invalid_prompt:
+            self.invalid_prompt = False
+            self.status("Invalid start cancelled.")
+            event.stop()
+
+    # ---------------------------------------------------------------- start-state audit
+
+    def action_audit(self) -> None:
+        player = self.query_one(Player)
+        player.toggle_audit()
+        self.status("First frame beside last: was the cube on its mark and the arm at rest?"
+                    if player.audit else "Back to playback.")
+
+    def action_invalid(self) -> None:
+        if self.current_id is None:
+            self.status("No episode to mark.")
+            return
+        self.invalid_prompt = True
+        reasons = "  ".join(f"{i}: {r}" for i, r in enumerate(INVALID_START_REASONS, 1))
+        self.status(f"Invalid start (the trial is re-run, never counted) - why? {reasons}  (esc cancels)")
+
+    def invalid_start(self, number: int) -> None:
+        """Send the current episode's trial back for a re-run with reason `number` (1-3)."""
+        self.invalid_prompt = False
+        episode = self.episode(self.current_id)
+        if episode is None or not 1 <= number <= len(INVALID_START_REASONS):
+            self.status("Invalid start cancelled (no such reason).")
+            return
+        reason = INVALID_START_REASONS[number - 1]
+        try:
+            self.source.invalidate(episode.id, reason)
+        except Exception as exc:
+            self._not_saved(exc)
+            return
+        self.order = [e for e in self.order if e.id != episode.id]
+        self._reload_labels()
+        self.labels.pop(episode.id, None)
+        self.status(f"Saved: invalid start ({reason}) for {episode.id}; the trial will be re-run")
+        self.go(self.next_episode())
 
     def action_undo(self) -> None:
         history = self.source.history()

@@ -7,11 +7,14 @@ schedule, so code written against it cannot reach the key (policy labels, seeds,
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-RESERVED_JUDGES = ("physics", "consensus")
+RESERVED_JUDGES = ("physics", "consensus", "auto")
+# Why a judge may send a trial back for a re-run (start-state audit; `x` then 1-3 in the app).
+INVALID_START_REASONS = ("cube not on its mark", "cube knocked before the start", "arm not at rest")
+INVALID_START = "invalid_start"   # the label a bundle records for it (never an outcome)
 _JUDGE_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,31}$")
 
 
@@ -21,7 +24,7 @@ def check_judge_name(name: str) -> str | None:
         return (f"judge name {name!r} must be a plain name: a letter, then up to 31 letters, "
                 "digits, '_', '-' or '.'")
     if name.lower() in RESERVED_JUDGES:
-        return f"judge name {name!r} is reserved (physics and consensus are computed labels)"
+        return f"judge name {name!r} is reserved (physics, consensus and auto are computed labels)"
     return None
 
 
@@ -48,6 +51,7 @@ class BlindEpisode:
     mark: Mark
     duration_s: float
     frames: int
+    arm_still: bool = False          # the recorded joints never moved (flagged to the judge)
 
     @property
     def cameras(self) -> list[str]:
@@ -99,6 +103,10 @@ class JudgeSource(Protocol):
     def retract(self, label_id: str) -> None:
         """Undo a label (kept for the audit trail, no longer counted)."""
 
+    def invalidate(self, episode_id: str, reason: str) -> None:
+        """Invalid start: send the episode's trial back for a re-run with `reason` (one of
+        `INVALID_START_REASONS`); the episode is never counted as an outcome."""
+
     def close(self) -> None:
         ...
 
@@ -109,35 +117,3 @@ def current_labels(history: list[LabelRecord]) -> dict[str, LabelRecord]:
     for record in history:
         out[record.episode_id] = record
     return out
-
-
-@dataclass
-class MemorySource:
-    """An in-memory `JudgeSource` (for tests and benchmarks of the app alone)."""
-
-    info: JudgingInfo
-    judge: str
-    items: list[BlindEpisode]
-    records: list[LabelRecord] = field(default_factory=list)
-    _next: int = 0
-
-    def episodes(self) -> list[BlindEpisode]:
-        return list(self.items)
-
-    def history(self) -> list[LabelRecord]:
-        return list(self.records)
-
-    def add(self, episode_id: str, label: str, failure_mode: str | None = None,
-            note: str | None = None) -> LabelRecord:
-        import time
-
-        self._next += 1
-        record = LabelRecord(f"m{self._next}", episode_id, label, failure_mode, note, time.time())
-        self.records.append(record)
-        return record
-
-    def retract(self, label_id: str) -> None:
-        self.records = [r for r in self.records if r.id != label_id]
-
-    def close(self) -> None:
-        pass

@@ -22,7 +22,8 @@ def make_policy(label: str, spec: Any, protocol: "LoadedProtocol | None" = None,
     if isinstance(spec, ScriptedPolicySpec):
         from .scripted import ScriptedPickPolicy
 
-        return ScriptedPickPolicy(aim_noise_mm=spec.aim_noise_mm)
+        return ScriptedPickPolicy(aim_noise_mm=spec.aim_noise_mm, release_s=spec.release_s,
+                                  lift_m=spec.lift_m, grip_pct=spec.grip_pct)
     if isinstance(spec, LeRobotPolicySpec):
         from pathlib import Path
 

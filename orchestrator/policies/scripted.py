@@ -93,7 +93,8 @@ def opening_for(cube_size_m: float) -> tuple[float, float]:
     return pct, opening(pct)[0] - centre0
 
 
-def plan_pick(x: float, y: float, cube_size_m: float, cube_yaw_deg: float = 0.0) -> PickPlan:
+def plan_pick(x: float, y: float, cube_size_m: float, cube_yaw_deg: float = 0.0,
+              lift_m: float = LIFT_M) -> PickPlan:
     """Solve the pick's poses for an aim point (layout frame, metres) with the arm's IK."""
     from ..sim.kinematics import arm_kinematics
 
@@ -112,7 +113,7 @@ def plan_pick(x: float, y: float, cube_size_m: float, cube_yaw_deg: float = 0.0)
         drop = kin.tip_drop(rot)   # fixed jaw's lowest point below the grasp site
         z_grasp = max(cube_size_m / 2.0, drop + TIP_CLEARANCE_M)
         z_above = cube_size_m + drop + ABOVE_CLEARANCE_M
-        z_lift = z_grasp + LIFT_M
+        z_lift = z_grasp + lift_m
         # Put the cube's centre mid-way between the opened jaws (the grasp site is that
         # point for a 3 cm cube): move the site against the shift along the jaw axis.
         dx, dy = -shift * rot[0, 0], -shift * rot[1, 0]
@@ -169,8 +170,12 @@ class ScriptedPickPolicy:
 
     needs_images = False
 
-    def __init__(self, aim_noise_mm: float = 0.0) -> None:
+    def __init__(self, aim_noise_mm: float = 0.0, release_s: float | None = None,
+                 lift_m: float | None = None, grip_pct: float | None = None) -> None:
         self.aim_noise_mm = float(aim_noise_mm)
+        self.release_s = release_s      # open the gripper at this episode time (a drop)
+        self.lift_m = LIFT_M if lift_m is None else float(lift_m)
+        self.grip_pct = CLOSED_PCT if grip_pct is None else float(grip_pct)
         self.plan: PickPlan | None = None
         self._table: np.ndarray | None = None
         self._start: np.ndarray | None = None
@@ -180,7 +185,7 @@ class ScriptedPickPolicy:
         noise = aim_noise(context.seed, self.aim_noise_mm)
         mark, cube = context.mark, context.cube
         self.noise_m = noise
-        plan = plan_pick(mark.x + noise[0], mark.y + noise[1], cube.size_m, mark.yaw_deg)
+        plan = plan_pick(mark.x + noise[0], mark.y + noise[1], cube.size_m, mark.yaw_deg, self.lift_m)
         self.plan = plan
         fps = context.fps
         frames = max(1, round(fps * context.duration_s))
@@ -197,7 +202,9 @@ class ScriptedPickPolicy:
         in_l = t >= T_LIFT[0]
         table[in_l, :5] = _along(plan.lift[:, :5], _smooth(lft[in_l]))
         close = _smooth((t - T_CLOSE[0]) / (T_CLOSE[1] - T_CLOSE[0]))
-        table[:, 5] = plan.open_pct + (CLOSED_PCT - plan.open_pct) * close
+        table[:, 5] = plan.open_pct + (self.grip_pct - plan.open_pct) * close
+        if self.release_s is not None:   # a drop: open again at release_s (episode time)
+            table[np.arange(frames) / fps >= self.release_s, 5] = plan.open_pct
         self._table = table
         self._move = _smooth(t / T_MOVE_END)
         self._open = _smooth((t - T_OPEN[0]) / (T_OPEN[1] - T_OPEN[0]))

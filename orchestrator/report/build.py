@@ -12,6 +12,7 @@ from typing import Any
 from .. import stats
 from ..outcomes import OutcomeSet
 from .format import fmt_p, p_eq, pct, p_name
+from .raters import rater_agreement
 from .model import (OVERRUN_WARN_FRACTION, SCHEMA, Comparison, Disagreement, DriftRow, JudgeAccuracy, JudgeSection,
                     KappaRow, PolicySummary, PolicyTiming, Report, StratumComparison, StratumRow, TimeSummary)
 
@@ -360,7 +361,13 @@ def build_report(data: OutcomeSet) -> Report:
         comparisons=comparisons, cochran=cochran, strata=_strata(data), drift=_drift(data),
         judges=_judges(data), unpaired=unpaired, warnings=tuple(warnings), headline=headline,
         grid=_grid(data), timeline=_timeline(data), timing=timing, sessions=data.sessions,
-        operator_is_judge=data.operator_is_judge, fps=data.fps)
+        operator_is_judge=data.operator_is_judge, fps=data.fps, raters=rater_agreement(data),
+        arm_still=_arm_still(data))
+
+
+def _arm_still(data: OutcomeSet) -> tuple[tuple[str, str, str], ...]:
+    where = {o.episode_id: o for o in data.outcomes if o.episode_id}
+    return tuple((ep, where[ep].layout, where[ep].policy) for ep in data.arm_still if ep in where)
 
 
 def _describe_stopping(stopping: Any) -> str:

@@ -7,6 +7,7 @@ import json
 import math
 from typing import Any
 
+from . import raters
 from .model import Comparison, JudgeSection, PolicySummary, PolicyTiming, Report
 
 
@@ -98,6 +99,8 @@ def to_dict(r: Report) -> dict[str, Any]:
                                "fisher_p": d.fisher_p} for d in r.drift}
     if r.judges is not None:
         out["judges"] = _judges(r.judges)
+    out["rater_agreement"] = raters.to_json(r.raters)
+    out["arm_never_moved"] = [{"episode": e, "layout": lay, "policy": p} for e, lay, p in r.arm_still]
     # campaign-only: null for an outcomes CSV, which holds neither timing nor sessions
     out["timing"] = {t.label: _timing(t) for t in r.timing} if r.timing else None
     out["sessions"] = None if r.sessions is None else {

@@ -13,7 +13,7 @@ from ..outcomes import SessionCounts
 
 SCHEMA = "orchestrator.report/1"
 # An episode "could not keep the rate" when more than this fraction of its steps overran the
-# control period: the same threshold as the runner's warning (runner.OVERRUN_WARN_FRACTION).
+# control period: the same threshold as the runner's warning (trials.OVERRUN_WARN_FRACTION).
 OVERRUN_WARN_FRACTION = 0.05
 
 
@@ -201,3 +201,5 @@ class Report:
     sessions: SessionCounts | None = None
     operator_is_judge: bool | None = None
     fps: int | None = None
+    raters: tuple[Any, ...] = ()                    # raters.RaterAgreement rows
+    arm_still: tuple[tuple[str, str, str], ...] = ()   # episode, layout, policy: the arm never moved

@@ -244,6 +244,17 @@ def judges(r: Report) -> list[Block]:
     return out
 
 
+def rater_trust(r: Report) -> list[Block]:
+    """Agreement of every judge and of `auto` with physics and with the human consensus."""
+    from .raters import to_lines
+
+    lines = to_lines(r.raters, r.arm_still)
+    if not lines:
+        return []
+    return [Heading("Raters against physics and the consensus (auto is advisory unless pre-registered)"),
+            *(Item(line) for line in lines)]
+
+
 def unpaired(r: Report) -> list[Block]:
     if not r.unpaired:
         return []
@@ -253,7 +264,7 @@ def unpaired(r: Report) -> list[Block]:
 
 SECTIONS: tuple[Callable[[Report], list[Block]], ...] = (
     header, warnings, policies, comparisons, cochran, strata, failure_modes, safety_events, time_to_success,
-    timing, aborted, drift, judges, unpaired)
+    timing, aborted, drift, judges, rater_trust, unpaired)
 
 
 def document(r: Report) -> list[Block]:

@@ -31,6 +31,19 @@ class EpisodeFacts:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class Check:
+    """One preflight check: `name` (what), `ok`, `detail` (the measurement, or the problem)."""
+
+    name: str
+    ok: bool
+    detail: str
+
+    @property
+    def line(self) -> str:
+        return f"{self.name}: {self.detail}"
+
+
 @runtime_checkable
 class Rig(Protocol):
     """An arm with cameras on which episodes run.

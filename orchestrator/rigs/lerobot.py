@@ -46,7 +46,8 @@ from ..errors import BadInput
 from ..faults import DeviceFault
 from ..operator import EmergencyStop
 from ..protocol import Cube, Mark
-from .base import Action, EpisodeFacts, Observation
+from .base import Action, Check, EpisodeFacts, Observation
+from .hardware_checks import calibrate_command, check_calibration, check_port, rig_checks
 from .profile import LoadedRig, RigProfile
 
 logger = logging.getLogger(__name__)
@@ -193,19 +194,6 @@ def build_robot_config(profile: RigProfile, base_dir: Path | None = None):
         raise BadInput(f"rig: cannot build LeRobot's {cls.__name__}: {str(exc).splitlines()[0]}") from None
 
 
-def calibrate_command(profile: RigProfile, calibration_dir: Path | None = None) -> str:
-    spec = profile.robot
-    cmd = f"lerobot-calibrate --robot.type={spec.type}"
-    if spec.port:
-        cmd += f" --robot.port={spec.port}"
-    if spec.id:
-        cmd += f" --robot.id={spec.id}"
-    extra = spec.model_extra or {}
-    if extra.get("calibration_dir"):
-        cmd += f" --robot.calibration_dir={calibration_dir or extra['calibration_dir']}"
-    return cmd
-
-
 class LeRobotRig:
     """A LeRobot robot (real arm) implementing the `Rig` protocol. See the module docstring.
 
@@ -286,10 +274,12 @@ class LeRobotRig:
         return f"arm {self.port}" if self.port else f"arm {self.profile.robot.type}"
 
     # ------------------------------------------------------------ Rig protocol
-    def preflight(self) -> list[str]:
-        from ..preflight import rig_checks
+    def checks(self, camera_seconds: float | None = None) -> list[Check]:
+        """The rig's own checks: port, calibration, cameras at fps (`rigs/hardware_checks.py`)."""
+        return rig_checks(self, camera_seconds)
 
-        return [c.line for c in rig_checks(self) if not c.ok]
+    def preflight(self) -> list[str]:
+        return [c.line for c in self.checks() if not c.ok]
 
     def connect(self) -> None:
         if self._connected:
@@ -297,8 +287,6 @@ class LeRobotRig:
         robot = self.robot
         # The cheap preflight checks first: a missing port or calibration file is bad input
         # (exit 2, with what to run), never a hang on LeRobot's calibration prompt.
-        from ..preflight import check_calibration, check_port
-
         checks = [check_calibration(self)]
         if "port" in getattr(self.config, "__dataclass_fields__", {}):
             checks.insert(0, check_port(self.port))

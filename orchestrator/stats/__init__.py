@@ -61,20 +61,23 @@ References
 
 from __future__ import annotations
 
-from .agreement import cohen_kappa, fleiss_kappa
+from .agreement import binary_agreement, cohen_kappa, fleiss_kappa
+from .clustered import (clustered_difference, clustered_mcnemar, clustered_p_values, design_effect,
+                        signflip_tails)
 from .evalue import evalue_discordant
 from .mcnemar import (discordant_floor, mcnemar, mcnemar_exact_p, mcnemar_midp, min_discordant_for_alpha,
                       paired_table)
 from .multi import cochran_q, holm
-from .paired_ci import (bonett_price_paired, newcombe_paired, paired_difference, tango_paired,
+from .paired_ci import (bonett_price_paired, newcombe_cells, newcombe_paired, paired_difference, tango_paired,
                         wald_paired)
 from .planning import plan
-from .power import (_rejection_bounds, cell_probabilities, fisher_power, independent_groups_n,
+from .power import (_rejection_bounds, cell_probabilities, fisher_power, fisher_trials_needed, independent_groups_n,
                     layouts_needed, paired_power)
 from .proportion import (Z95, clopper_pearson, exact_coverage, prob_at_least, wald, wilson,
                          wilson_bounds, wilson_coverage, wilson_trials_needed, z_for_level)
+from .sequence import beta_binomial_bounds, beta_binomial_cs, difference_cs
 from .seeds import interquartile_mean, stratified_bootstrap_ci, t_interval, t_interval_from_summary
-from .types import (CochranQResult, EValueResult, Interval, McNemarResult, MeanInterval, PairedTable,
+from .types import (ClusteredResult, CochranQResult, EValueResult, Interval, McNemarResult, MeanInterval, PairedTable,
                     PlanResult, PowerResult)
 from .unpaired import fisher_exact, newcombe_independent
 
@@ -87,6 +90,9 @@ __all__ = [
     "bonett_price_paired", "wald_paired", "fisher_exact", "newcombe_independent",
     "cochran_q", "holm", "t_interval", "t_interval_from_summary", "paired_power",
     "layouts_needed", "cell_probabilities", "independent_groups_n", "fisher_power",
+    "fisher_trials_needed",
     "evalue_discordant", "interquartile_mean", "stratified_bootstrap_ci", "cohen_kappa",
     "fleiss_kappa", "prob_at_least", "plan",
+    "ClusteredResult", "clustered_mcnemar", "clustered_p_values", "clustered_difference",
+    "design_effect", "signflip_tails", "newcombe_cells", "beta_binomial_cs", "beta_binomial_bounds", "difference_cs",
 ]

@@ -47,3 +47,41 @@ def fleiss_kappa(counts: np.ndarray | Sequence[Sequence[int]]) -> float:
     if p_e >= 1.0:
         return 1.0 if p_bar >= 1.0 else 0.0
     return float((p_bar - p_e) / (1 - p_e))
+
+
+def binary_agreement(rater: Sequence[bool], reference: Sequence[bool]) -> dict:
+    """Agreement of a binary rater with a reference on the same items: the 2x2 confusion
+    table, the observed agreement p_o, Cohen's kappa, and a 95% interval for kappa.
+
+    The interval maps the Wilson score interval of p_o (Wilson 1927; `proportion.wilson`)
+    through kappa = (p_o - p_e) / (1 - p_e), the chance agreement p_e = p1 q1 + (1-p1)(1-q1)
+    held at its estimate from the two raters' success rates (an interval conditional on the
+    marginals). Unlike the large-sample standard error of Fleiss, Cohen & Everitt (1969,
+    Psychol Bull 72:323-327), it does not collapse to a point at perfect agreement (40 of 40
+    agreeing items still leave kappa's lower bound well below 1). Bounds are clipped to
+    [-1, 1]; when p_e = 1 (both raters constant) kappa is 1 if they agree, else 0, and the
+    interval is undefined (NaN)."""
+    from .proportion import wilson
+
+    if len(rater) != len(reference):
+        raise ValueError("the rater and the reference must label the same items")
+    table = {"success_success": 0, "success_failure": 0, "failure_success": 0, "failure_failure": 0}
+    for r, ref in zip(rater, reference):
+        table[f"{'success' if r else 'failure'}_{'success' if ref else 'failure'}"] += 1
+    n = len(rater)
+    if n == 0:
+        return {"items": 0, "table": table, "agreement": float("nan"), "kappa": float("nan"),
+                "kappa_ci95": [float("nan"), float("nan")]}
+    agree = table["success_success"] + table["failure_failure"]
+    p1 = (table["success_success"] + table["success_failure"]) / n
+    q1 = (table["success_success"] + table["failure_success"]) / n
+    pe = p1 * q1 + (1 - p1) * (1 - q1)
+    kappa = cohen_kappa([bool(x) for x in rater], [bool(x) for x in reference])
+    if pe >= 1.0:
+        ci = [float("nan"), float("nan")]
+    else:
+        interval = wilson(agree, n)
+        low, high = interval.lo, interval.hi
+        ci = [max(-1.0, (low - pe) / (1 - pe)), min(1.0, (high - pe) / (1 - pe))]
+    return {"items": n, "table": table, "agreement": agree / n, "kappa": float(kappa),
+            "kappa_ci95": [float(ci[0]), float(ci[1])]}

@@ -66,10 +66,11 @@ def mcnemar(b: int, c: int) -> McNemarResult:
                          float(stats.chi2.sf(chi2, 1)), float(chi2_cc), float(stats.chi2.sf(chi2_cc, 1)))
 
 
-def discordant_floor(k: int) -> float:
-    """Smallest two-sided exact McNemar p with k discordant pairs: 2 * 0.5^k (all k won by one
-    policy), capped at 1. Five discordant pairs can never reach 0.05 (0.0625)."""
-    return float(min(1.0, 2 * 0.5 ** k))
+def discordant_floor(k: int, test: str = "mcnemar_exact") -> float:
+    """Smallest two-sided McNemar p with k discordant pairs (all k won by one policy), capped
+    at 1: exact 2 * 0.5^k, mid-p 0.5^k (the exact floor minus P(X = 0) = 0.5^k). Five
+    discordant pairs can never reach 0.05 with the exact test (0.0625); mid-p gives 0.031."""
+    return float(min(1.0, (1 if test == "mcnemar_midp" else 2) * 0.5 ** k))
 
 
 def min_discordant_for_alpha(alpha: float, test: str = "mcnemar_midp") -> int:

@@ -9,13 +9,18 @@ from __future__ import annotations
 
 import math
 
-from .proportion import wilson, z_for_level
+from .proportion import wilson, wilson_bounds, z_for_level
 from .types import Interval, PairedTable
 
 
-def _wilson_lu(k: int, n: int, z: float) -> tuple[float, float, float]:
-    iv = wilson(k, n, z=z)
-    return k / n, iv.lo, iv.hi
+def _wilson_lu(k: float, n: float, z: float) -> tuple[float, float, float]:
+    """(k/n, Wilson lower, Wilson upper); real-valued k and n (effective counts of a clustered
+    design, see `stats.clustered`) go through the same formula, vectorised."""
+    if int(k) == k and int(n) == n:
+        iv = wilson(int(k), int(n), z=z)
+        return k / n, iv.lo, iv.hi
+    lo, hi = wilson_bounds(k, n, z)
+    return k / n, float(lo), float(hi)
 
 
 def newcombe_paired(t: PairedTable, level: float = 0.95) -> Interval:
@@ -33,11 +38,16 @@ def newcombe_paired(t: PairedTable, level: float = 0.95) -> Interval:
     As tabulated by Fagerland, Lydersen & Laake (2014) ("Newcombe square-and-add"): on
     [[59, 6], [16, 80]] it gives -0.1186 to -0.0046. Default interval of the reports.
     """
-    n = t.n
-    if n == 0:
+    if t.n == 0:
         return Interval(0.0, -1.0, 1.0, "newcombe", level)
-    z = z_for_level(level)
-    a, b, c, d = t.both, t.a_only, t.b_only, t.neither
+    diff, lo, hi = newcombe_cells(t.both, t.a_only, t.b_only, t.neither, z_for_level(level))
+    return Interval(diff, lo, hi, "newcombe", level)
+
+
+def newcombe_cells(a: float, b: float, c: float, d: float, z: float) -> tuple[float, float, float]:
+    """`newcombe_paired` on four cell counts, which may be real numbers (a clustered design's
+    counts divided by its design effect): (difference, lower, upper), bounds clipped to [-1, 1]."""
+    n = a + b + c + d
     p1, l1, u1 = _wilson_lu(a + b, n, z)
     p2, l2, u2 = _wilson_lu(a + c, n, z)
     margins = (a + b) * (c + d) * (a + c) * (b + d)
@@ -55,7 +65,7 @@ def newcombe_paired(t: PairedTable, level: float = 0.95) -> Interval:
     diff = p1 - p2
     lo = diff - math.sqrt(max(0.0, (p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2))
     hi = diff + math.sqrt(max(0.0, (p2 - l2) ** 2 - 2 * phi * (p2 - l2) * (u1 - p1) + (u1 - p1) ** 2))
-    return Interval(diff, max(-1.0, lo), min(1.0, hi), "newcombe", level)
+    return diff, max(-1.0, lo), min(1.0, hi)
 
 
 def _tango_p01(b: int, c: int, n: int, delta: float) -> float:

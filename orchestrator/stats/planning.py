@@ -4,7 +4,7 @@ the unpaired contrast, and the discordant-pair floor of the chosen test."""
 from __future__ import annotations
 
 from .mcnemar import min_discordant_for_alpha
-from .power import cell_probabilities, independent_groups_n, layouts_needed
+from .power import cell_probabilities, fisher_trials_needed, layouts_needed
 from .types import PlanResult
 
 
@@ -13,7 +13,8 @@ def plan(p_a: float, p_b: float, agreement: float | None = None, discordance: fl
          n_max: int = 2000) -> PlanResult:
     """Planning summary for `orchestrator plan`: layouts needed for 80 %, 90 % and the requested
     power with the paired exact test (`layouts_needed`), the per-policy trials an unpaired
-    design would need (`independent_groups_n`), and the fewest discordant pairs that can reach
+    design would need by exact Fisher power (`fisher_trials_needed`: Fisher's test is
+    the report's unpaired comparison), and the fewest discordant pairs that can reach
     alpha at all (`min_discordant_for_alpha`). Raises ValueError on impossible inputs."""
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must be in (0, 1), not {alpha}")
@@ -23,6 +24,6 @@ def plan(p_a: float, p_b: float, agreement: float | None = None, discordance: fl
     q = p10 + p01
     wanted = sorted({0.8, 0.9, round(power, 6)})
     targets = tuple((w, layouts_needed(p10, p01, w, alpha, test, n_max)) for w in wanted)
-    unpaired = tuple((w, independent_groups_n(p_a, p_b, alpha, w) if p_a != p_b else None) for w in wanted)
+    unpaired = tuple((w, fisher_trials_needed(p_a, p_b, w, alpha, n_max)) for w in wanted)
     return PlanResult(p_a, p_b, q, 1 - q, p10, p01, alpha, test, targets, unpaired,
                       min_discordant_for_alpha(alpha, test), n_max)

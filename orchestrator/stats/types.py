@@ -142,3 +142,18 @@ class EValueResult:
     threshold: float
     reject: bool
     prior_a: float
+
+
+@dataclass(frozen=True)
+class ClusteredResult:
+    """The mark-as-unit analysis of one comparison (see `stats.clustered`)."""
+
+    marks: int                 # marks with at least one pair
+    pairs: int
+    discordant_marks: int      # marks whose b_k != c_k
+    exact_p: float             # sign-flip test on d_k = b_k - c_k, doubled upper tail
+    mid_p: float
+    durkalski_chi2: float      # (B - C)^2 / sum d_k^2 (Durkalski et al. 2003)
+    durkalski_p: float         # its chi2(1) p, for reference (unreliable with few marks)
+    design_effect: float       # Kish's deff of D, >= 1
+    difference: Interval       # Newcombe method 10 on the table divided by deff

@@ -146,7 +146,7 @@ def _record(recorder: EpisodeRecorder, slot: int, steps: int) -> None:
 
 def label_all(directory: Path, judge: str, rule=None, failure_mode: str = "missed") -> None:
     """Give every episode a label from `judge`; `rule(trial) -> label` (default: = physics)."""
-    store = CampaignStore.open_readonly(directory)
+    store = CampaignStore.open_for_labels(directory)
     try:
         first_mark = _first_mark(store)
         for trial in store.trials():

@@ -1,0 +1,165 @@
+"""A LeRobot rig's own checks, run before anything moves: the robot's serial port exists, LeRobot's
+calibration file for this robot type and id exists, the profile's rest pose lies inside the
+calibrated range (with the present pose, read on a bare bus: nothing written, torque untouched,
+shown next to the rest pose the arm will go to), and each camera opens and delivers frames at
+its configured fps (measured). `LeRobotRig.checks()` runs them; `orchestrator.preflight` only
+combines them with the protocol's and the disk's checks."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any, Iterable
+
+from ..faults import one_line
+from .base import Check
+from .profile import RigProfile
+
+FPS_TOLERANCE = 0.9       # a camera must deliver >= 90 % of its configured fps
+CAMERA_SECONDS = 1.0      # how long each camera's frame rate is measured
+
+
+def calibrate_command(profile: RigProfile, calibration_dir: Path | None = None) -> str:
+    """The `lerobot-calibrate` command line for this rig's robot."""
+    spec = profile.robot
+    cmd = f"lerobot-calibrate --robot.type={spec.type}"
+    if spec.port:
+        cmd += f" --robot.port={spec.port}"
+    if spec.id:
+        cmd += f" --robot.id={spec.id}"
+    extra = spec.model_extra or {}
+    if extra.get("calibration_dir"):
+        cmd += f" --robot.calibration_dir={calibration_dir or extra['calibration_dir']}"
+    return cmd
+
+
+def available_ports() -> list[str]:
+    from serial.tools import list_ports
+
+    return sorted(p.device for p in list_ports.comports())
+
+
+def check_port(port: str | None, ports: Iterable[str] | None = None) -> Check:
+    """The serial port exists: listed by pyserial, or present as a device path."""
+    if not port:
+        return Check("port", False, "the rig profile names no robot port (robot: {port: /dev/ttyACM0}); "
+                                    "find it with `lerobot-find-port`")
+    listed = list(available_ports() if ports is None else ports)
+    if port in listed or os.path.exists(port):
+        return Check(f"port {port}", True, "present")
+    seen = ", ".join(listed) if listed else "none"
+    return Check(f"port {port}", False, f"not found (serial ports present: {seen}); plug the arm's "
+                                        "USB cable and power in, then find its port with `lerobot-find-port`")
+
+
+def check_calibration(rig: Any) -> Check:
+    """LeRobot's calibration file for the rig's robot type and id exists."""
+    if not rig.needs_calibration:
+        return Check("calibration", True, "not needed for this robot type")
+    path = rig.calibration_path
+    spec = rig.profile.robot
+    if path.is_file():
+        return Check("calibration", True, f"{path}")
+    return Check("calibration", False,
+                 f"no calibration file for {spec.type} id {spec.id!r} (looked for {path}); LeRobot would "
+                 f"stop and ask on stdin mid-campaign: calibrate first with {calibrate_command(rig.profile)}")
+
+
+def measure_camera(camera: Any, seconds: float) -> float:
+    """Frames per second a connected LeRobot camera delivers over `seconds`: new frames seen by
+    `async_read` (a camera that counts its own deliveries, like the video camera, is read from
+    its counter, which a busy reader cannot undercount)."""
+    camera.async_read(timeout_ms=2000)  # wait for a fresh frame, then count
+    counter = getattr(camera, "frames_delivered", None)
+    count, start = 0, time.perf_counter()
+    while (elapsed := time.perf_counter() - start) < seconds:
+        camera.async_read(timeout_ms=max(500.0, 3000.0 / max(camera.fps or 1, 1)))
+        count += 1
+    if isinstance(counter, int):
+        count = camera.frames_delivered - counter
+    return count / elapsed
+
+
+def check_cameras(rig: Any, seconds: float = 1.0) -> list[Check]:
+    """Open each camera (or use the connected ones) and measure the frame rate it delivers."""
+    checks = []
+    robot = rig.robot
+    connected = bool(getattr(robot, "is_connected", False))
+    if connected:
+        cameras = dict(robot.cameras)
+    else:
+        from lerobot.cameras import make_cameras_from_configs
+
+        cameras = {}
+        for name, cfg in getattr(rig.config, "cameras", {}).items():
+            try:
+                cameras[name] = make_cameras_from_configs({name: cfg})[name]
+            except Exception as exc:  # noqa: BLE001
+                checks.append(Check(f"camera {name}", False, f"cannot be built: {one_line(exc)}"))
+    for name, cam in cameras.items():
+        spec = rig.profile.cameras.get(name)
+        want = spec.fps if spec else cam.fps
+        where = (f"{spec.type} {spec.index_or_path}" if spec and spec.type == "opencv"
+                 else str(spec.index_or_path) if spec else "?")
+        opened_here = False
+        try:
+            if not cam.is_connected:
+                cam.connect()
+                opened_here = True
+            fps = measure_camera(cam, seconds)
+        except Exception as exc:  # noqa: BLE001
+            checks.append(Check(f"camera {name}", False,
+                                f"{where} does not open or deliver frames ({one_line(exc)}); "
+                                "list attached cameras with `lerobot-find-cameras opencv`"))
+            continue
+        finally:
+            if opened_here:
+                try:
+                    cam.disconnect()
+                except Exception:  # noqa: BLE001
+                    pass
+        size = f"{spec.width}x{spec.height}" if spec else ""
+        if fps < FPS_TOLERANCE * want:
+            checks.append(Check(f"camera {name}", False,
+                                f"{where} delivers {fps:.1f} fps, configured {want} fps ({size}); lower the "
+                                "resolution or fps in the rig profile, use another USB port/hub, or try "
+                                "fourcc: MJPG"))
+        else:
+            checks.append(Check(f"camera {name}", True, f"{where} {size} at {fps:.1f} fps (configured {want})"))
+    return checks
+
+
+def check_rest_pose(rig: Any) -> list[Check]:
+    """The rest pose inside the calibrated range; the present pose next to it (bare bus read)."""
+    problems = rig.rest_pose_problems()
+    if problems:
+        return [Check("rest pose", False, line) for line in problems]
+    if getattr(rig.robot, "bus", None) is None or getattr(rig, "_connected", False):
+        return []
+    try:
+        present = rig.read_present_pose()
+    except Exception as exc:  # noqa: BLE001
+        return [Check("rest pose", False, f"cannot read the arm's present pose ({one_line(exc)}); check "
+                                          "its power and USB cable")]
+    rest = dict(rig.profile.rest_pose)
+    source = "profile" if rest else "captured at connect: the present pose"
+    rest = rest or present
+
+    def pose(p: dict) -> str:
+        return " ".join(f"{k.removesuffix('.pos')}={p[k]:.1f}" for k in p)
+
+    return [Check("rest pose", True, f"present {pose(present)}; rest ({source}) {pose(rest)}")]
+
+
+def rig_checks(rig: Any, camera_seconds: float | None = None) -> list[Check]:
+    """Port, calibration, rest pose and cameras of a `LeRobotRig` (cameras measured for
+    `camera_seconds`, default `CAMERA_SECONDS`)."""
+    checks = []
+    if "port" in {f for f in getattr(rig.config, "__dataclass_fields__", {})}:
+        checks.append(check_port(rig.port))
+    checks.append(check_calibration(rig))
+    if all(c.ok for c in checks) and rig.needs_calibration:
+        checks.extend(check_rest_pose(rig))
+    checks.extend(check_cameras(rig, CAMERA_SECONDS if camera_seconds is None else camera_seconds))
+    return checks

@@ -1,0 +1,111 @@
+"""Trial bookkeeping shared by the sequential runner (`runner.py`) and the parallel one
+(`parallel.py`): the run summary, the progress line, the stopping rule between units, what a
+policy may know about a trial, and committing a finished episode (with the overrun warning).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+from .campaign import OpenedCampaign
+from .policies.base import EpisodeContext
+from .protocol import LoadedProtocol
+from .schedule import Trial
+from .store import CampaignStore, EpisodeRecord
+
+OVERRUN_WARN_FRACTION = 0.05  # warn when more than 5 % of an episode's steps overran the period
+
+
+@dataclass
+class RunSummary:
+    done_now: int = 0
+    aborted_now: int = 0
+    total: int = 0
+    done_total: int = 0
+    stopped_early: str | None = None
+    slow_episodes: int = 0     # episodes whose loop could not keep the protocol's rate
+
+    @property
+    def complete(self) -> bool:
+        return self.done_total == self.total or self.stopped_early is not None
+
+
+class Progress:
+    """`trial k/N  mark M07  elapsed 1:23  ETA 4:56` lines (no policy label, ever)."""
+
+    def __init__(self, total: int, done_before: int, say: Callable[[str], None]):
+        self.total, self.done_before, self.say = total, done_before, say
+        self.started = time.monotonic()
+        self.completed_now = 0
+
+    def update(self, mark_id: str, slot_done: bool = True) -> None:
+        if slot_done:
+            self.completed_now += 1
+        done = self.done_before + self.completed_now
+        elapsed = time.monotonic() - self.started
+        remaining = self.total - done
+        eta = elapsed / self.completed_now * remaining if self.completed_now else float("nan")
+        self.say(f"trial {done}/{self.total}  mark {mark_id}  elapsed {_clock(elapsed)}  "
+                 f"ETA {_clock(eta)}")
+
+
+def _clock(seconds: float) -> str:
+    if seconds != seconds:  # NaN
+        return "--:--"
+    seconds = int(round(seconds))
+    return f"{seconds // 60}:{seconds % 60:02d}" if seconds < 3600 else \
+        f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
+
+
+def stop_decision(opened: OpenedCampaign) -> str | None:
+    """The pre-registered stopping rule, evaluated on outcomes so far; a reason or None."""
+    stopping = opened.protocol.protocol.analysis.stopping
+    if isinstance(stopping, str):
+        return None
+    from .stopping import evaluate_stopping  # statistics, only when a rule is registered
+
+    decision = evaluate_stopping(opened.store, opened.protocol)
+    return decision.reason if decision.stop else None
+
+
+def episode_context(loaded: LoadedProtocol, trial: Trial) -> EpisodeContext:
+    """What the policy may know about a trial: its mark, the cube, its stored seed, the timing."""
+    return EpisodeContext(mark=loaded.layout.mark(trial.mark_id), cube=loaded.layout.cube,
+                          seed=trial.seed, fps=loaded.protocol.episode.fps,
+                          duration_s=loaded.protocol.episode.duration_s, task=loaded.protocol.task)
+
+
+def episode_record(episode_id: str, context: EpisodeContext, cameras, recorded, facts, timing,
+                   success=None) -> EpisodeRecord:
+    """What `finish_attempt` commits; with the protocol's `success` test, the `auto` rater's
+    label (from the recorded joints, `orchestrator.auto`) goes in the same transaction."""
+    auto = None
+    if success is not None and "timeseries" in recorded.files and recorded.root is not None:
+        from .auto.labels import rate_recorded
+
+        auto = rate_recorded(recorded.root / recorded.files["timeseries"], context.cube.size_m, success)
+    return EpisodeRecord(
+        episode_id=episode_id, frames=timing.steps, duration_s=context.duration_s,
+        cameras=list(cameras), files=recorded.files, digests=recorded.digests,
+        physics_success=facts.physics_success,
+        max_lift_m=facts.max_lift_m, time_to_success_s=facts.time_to_success_s,
+        safety_events=tuple(facts.safety_events),
+        timing={**timing.as_dict(), "video_frames": recorded.video_frames}, auto=auto)
+
+
+def commit_episode(store: CampaignStore, attempt: int, trial: Trial, record: EpisodeRecord, fps: int,
+                   summary: RunSummary) -> None:
+    """Commit a finished episode (one transaction) and count it; an episode whose loop overran
+    the control period on more than OVERRUN_WARN_FRACTION of its steps is logged and counted
+    as slow (never said per trial: which episode was slow could hint at which policy ran)."""
+    store.finish_attempt(attempt, record)
+    summary.done_now += 1
+    summary.done_total += 1
+    timing = record.timing or {}
+    steps, overruns = int(timing.get("steps") or 0), int(timing.get("overruns") or 0)
+    if steps and overruns > OVERRUN_WARN_FRACTION * steps:
+        summary.slow_episodes += 1
+        store.log_event("overrun", f"{overruns} of {steps} steps overran the {fps} Hz period "
+                        f"(p99 {float(timing.get('period_p99_ms') or 0):.1f} ms)", slot=trial.slot)
