@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from fakes import feetech
-from fakes.rigs import REST, write_rig, write_videos
+from fakes.rigs import REST, plug_in_arm, write_rig, write_videos
 from orchestrator.errors import BadInput, Interrupted, RuntimeFailure
 from orchestrator.operator import AutoOperator, EmergencyStop, StopRequested
 from orchestrator.rigs.profile import STATE_KEYS, load_rig
@@ -32,13 +32,8 @@ def bench(tmp_path, monkeypatch):
 
     monkeypatch.setattr(builtins, "input", lambda *a: pytest.fail("input() called"))
     monkeypatch.setitem(LeRobotRig.__init__.__kwdefaults__, "rest_speed_deg_s", 600.0)
-    port = str(tmp_path / "ttyACM0")
-    open(port, "w").close()
-    arm = feetech.FakeFeetechArm(port, calibration=feetech.default_calibration())
-    feetech.install(monkeypatch, arm)
-    feetech.write_calibration_file(tmp_path / "cal", "lab_arm")
-    videos = write_videos(tmp_path)
-    rig = write_rig(tmp_path / "rig.yaml", port, tmp_path / "cal", videos, fps=FPS, max_relative_target=5.0)
+    arm, port, cal = plug_in_arm(tmp_path, monkeypatch)
+    rig = write_rig(tmp_path / "rig.yaml", port, cal, write_videos(tmp_path), fps=FPS, max_relative_target=5.0)
     (tmp_path / "layout.yaml").write_text(yaml.safe_dump({
         "name": "two", "marks": [{"id": "M01", "x": 0.16, "y": -0.05}, {"id": "M02", "x": 0.20, "y": 0.05}]}))
     protocol = tmp_path / "protocol.yaml"
