@@ -71,7 +71,7 @@ async def first_frame_after(app: JudgeApp, t0: float, episode: str | None = None
 async def _playback_rate(app: JudgeApp) -> tuple[float, float]:
     """(frames/s drawn, CPU s per frame) over 3 s of playback at 1x from the episode start."""
     player = app.query_one("#player")
-    player.frame_index = 0
+    player._set_clock(0.0)
     player.playing = True
     await asyncio.sleep(0.3)
     t_start, cpu_start = time.perf_counter(), time.process_time()
@@ -100,7 +100,7 @@ async def measure(campaign: Path, size: tuple[int, int], rounds: int) -> dict:
         await pilot.pause(1.0)
         result["fps"], result["cpu_per_frame"] = await _playback_rate(app)
         player = app.query_one("#player")
-        result["video_fps"] = player.fps
+        result["video_fps"] = player.visible[0].fps
         for _ in range(rounds):
             await asyncio.sleep(3.0)            # a judge watches; the next episode decodes ahead
             t0 = press(app, "s")

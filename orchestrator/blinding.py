@@ -77,6 +77,14 @@ _VIEW_SQL = ("SELECT e.id, e.frames, e.duration_s, e.files, t.mark_id"
 _INFO_SQL = "SELECT id, protocol_text, layout_text FROM campaign"
 
 
+def _min_height(protocol_text: str) -> float:
+    try:
+        success = (yaml.safe_load(protocol_text) or {}).get("success") or {}
+        return float(success.get("min_height_m", 0.04))
+    except (yaml.YAMLError, AttributeError, TypeError, ValueError):
+        return 0.04
+
+
 def judging_info(store: CampaignStore) -> tuple[JudgingInfo, dict[str, Mark]]:
     """What the judge is told (success test, failure modes) and the marks, from the frozen texts."""
     row = store.conn.execute(_INFO_SQL).fetchone()
@@ -84,7 +92,17 @@ def judging_info(store: CampaignStore) -> tuple[JudgingInfo, dict[str, Mark]]:
         raise BadInput(f"{store.directory}: campaign store has no campaign record")
     campaign_id, protocol_text, layout_text = row
     text, modes, marks = _protocol_parts(protocol_text, layout_text)
-    return JudgingInfo(ref=str(campaign_id), success_test=text, failure_modes=modes, kind="campaign"), marks
+    return JudgingInfo(ref=str(campaign_id), success_test=text, failure_modes=modes, kind="campaign",
+                       min_height_m=_min_height(protocol_text)), marks
+
+
+def _read_poses(path: Path) -> dict[str, dict]:
+    """The fixed cameras' poses recorded with an episode ({} if the file is unreadable)."""
+    try:
+        poses = json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return {}
+    return poses if isinstance(poses, dict) else {}
 
 
 def blinded_episodes(store: CampaignStore, marks: dict[str, Mark]) -> list[BlindEpisode]:
@@ -96,11 +114,15 @@ def blinded_episodes(store: CampaignStore, marks: dict[str, Mark]) -> list[Blind
         files = json.loads(files)
         videos = {camera: (store.directory / rel).resolve()
                   for camera, rel in files.items() if str(rel).endswith(".mp4")}
+        stills = {name[: -len(".start")]: (store.directory / rel).resolve()
+                  for name, rel in files.items() if name.endswith(".start") and str(rel).endswith(".jpg")}
         series = files.get("timeseries")
         still = bool(series) and series_arm_moved(store.directory / series) is False
+        poses = _read_poses(store.directory / files["camera_poses"]) if files.get("camera_poses") else {}
         episodes.append(BlindEpisode(id=episode_id, videos=videos,
                                      mark=marks.get(mark_id, Mark(mark_id)),
-                                     duration_s=float(duration_s), frames=int(frames), arm_still=still))
+                                     duration_s=float(duration_s), frames=int(frames), arm_still=still,
+                                     stills=stills, camera_poses=poses))
     episodes.sort(key=lambda e: e.id)
     return episodes
 

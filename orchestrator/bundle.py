@@ -52,7 +52,9 @@ Judge every episode from its video alone:
 
 Keys: s success, f failure, u unsure (asked again later), 1-9 failure mode, n note,
 z undo, space play/pause, left/right one frame, [ ] slower/faster, e end,
-o external player, c camera, q quit. Every label is saved as you make it.
+o external player, c camera, a first frame beside last, x then 1-3 invalid start
+(cube not on its mark, knocked, arm not at rest), m zoom on the mark, g success-height
+guide, q quit. Every label is saved as you make it.
 
 Success test: {success_test}
 
@@ -128,13 +130,21 @@ def write_bundle(campaign: Path, out: Path) -> BundleSummary:
                 fsync_file(dst)
                 total += dst.stat().st_size
                 videos[camera] = rel
+            stills = {}
+            for camera, src in episode.stills.items():
+                rel = f"videos/{episode.id}/{camera}.start.jpg"
+                shutil.copyfile(src, tmp / rel)
+                fsync_file(tmp / rel)
+                total += (tmp / rel).stat().st_size
+                stills[camera] = rel
             entries.append({"id": episode.id, "videos": videos,
                             "mark": {"id": episode.mark.id, "x": episode.mark.x, "y": episode.mark.y},
                             "duration_s": episode.duration_s, "frames": episode.frames,
-                            "arm_still": episode.arm_still})
+                            "arm_still": episode.arm_still, "stills": stills,
+                            "camera_poses": episode.camera_poses})
         manifest = {"schema": SCHEMA, "bundle_id": bundle_id, "campaign_id": info.ref,
                     "success_test": info.success_test, "failure_modes": list(info.failure_modes),
-                    "episodes": entries}
+                    "min_height_m": info.min_height_m, "episodes": entries}
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
         (tmp / "README.txt").write_text(README.format(bundle_id=bundle_id,
                                                       success_test=info.success_test))
@@ -193,7 +203,9 @@ def _episodes(bundle: Path, manifest: dict[str, Any]) -> list[BlindEpisode]:
                 videos={str(cam): (Path(bundle) / rel).resolve() for cam, rel in entry["videos"].items()},
                 mark=Mark(str(mark.get("id", "?")), mark.get("x"), mark.get("y")),
                 duration_s=float(entry["duration_s"]), frames=int(entry["frames"]),
-                arm_still=bool(entry.get("arm_still", False))))
+                arm_still=bool(entry.get("arm_still", False)),
+                stills={str(cam): (Path(bundle) / rel).resolve() for cam, rel in (entry.get("stills") or {}).items()},
+                camera_poses=dict(entry.get("camera_poses") or {})))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise BadInput(f"{Path(bundle) / MANIFEST}: episode {index}: missing or bad field "
                            f"({type(exc).__name__}: {exc}); the manifest is damaged") from None
@@ -256,6 +268,11 @@ def bundle_labels(bundle: Path) -> dict[str, list[LabelRecord]]:
     return out
 
 
+def _number(value: Any, default: float) -> float:
+    """A manifest number, or `default` when it is missing or damaged (only the guide uses it)."""
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else default
+
+
 class BundleSource:
     """`JudgeSource` over a bundle folder; labels go to `labels/<judge>.jsonl` (fsync per line)."""
 
@@ -266,7 +283,7 @@ class BundleSource:
         self.info = JudgingInfo(ref=str(self.manifest["bundle_id"]),
                                 success_test=str(self.manifest["success_test"]),
                                 failure_modes=tuple(self.manifest.get("failure_modes", []))[:9],
-                                kind="bundle")
+                                kind="bundle", min_height_m=_number(self.manifest.get("min_height_m"), 0.04))
         self._episodes = _episodes(self.bundle, self.manifest)
         self._ids = {e.id for e in self._episodes}
         self.path = self.bundle / LABELS_DIR / f"{judge}.jsonl"

@@ -66,8 +66,10 @@ def render_description(plan: Any, summary: dict[str, Any], report_md: str) -> st
     add("")
     add(f"Alpha {protocol.analysis.alpha:g}; primary test {PRIMARY_NAMES.get(primary, primary)}. "
         "Wilson score intervals (Wilson 1927); McNemar exact and mid-p (Fagerland, Lydersen & Laake "
-        "2013); paired difference interval Newcombe (1998) method 10. The full report is in "
-        "`meta/report.json` (schema `orchestrator.report/1`).")
+        "2013); paired difference interval Newcombe (1998) method 10"
+        + ("; with repeats on a mark the mark is the unit: clustered McNemar over marks (Durkalski et al. "
+           "2003) and Newcombe with the design effect (Rao & Scott 1992)" if protocol.trials_per_layout > 1 else "")
+        + ". The full report is in `meta/report.json` (schema `orchestrator.report/1`).")
     add("")
 
     add("## Protocol")

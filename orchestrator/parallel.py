@@ -67,7 +67,7 @@ def _run_trial(trial: Trial, episode_id: str):
     cameras = rig_profile.profile.cameras
     sim.prepare_layout(context.mark, context.cube, trial.seed)
     recorder = EpisodeRecorder(Path(_WORKER["campaign_dir"]), episode_id, cameras, context.fps,
-                               round(context.fps * context.duration_s))
+                               round(context.fps * context.duration_s), camera_poses=sim.camera_poses())
     try:
         facts, timing = run_episode(sim, policies[trial.policy], context, recorder)
         recorded = recorder.finish()

@@ -168,7 +168,8 @@ class EpisodeRecorder:
     """
 
     def __init__(self, campaign_dir: Path, episode_id: str, cameras: dict[str, CameraSpec],
-                 control_fps: int, steps: int, realtime: bool = False):
+                 control_fps: int, steps: int, realtime: bool = False,
+                 camera_poses: dict[str, dict] | None = None):
         self.campaign_dir = Path(campaign_dir)
         self.episode_id = episode_id
         self.cameras = cameras
@@ -192,6 +193,8 @@ class EpisodeRecorder:
         self._sent: list[list[float]] = []
         self._frame_t: dict[str, list[float]] = {name: [] for name in cameras}
         self.enqueue_wait_s = 0.0
+        self._stills: dict[str, str] = {}     # "<camera>.start" -> relative path of the still
+        self.camera_poses = camera_poses or {}   # fixed cameras' poses (judge zoom and guide)
 
     def _frame_steps(self, camera_fps: int) -> set[int]:
         """Control steps at which a camera at `camera_fps` takes a frame."""
@@ -223,6 +226,25 @@ class EpisodeRecorder:
                 self.enqueue_wait_s += time.perf_counter() - started
                 self._frame_t[name].append(t)
 
+    def still(self, observation: Observation) -> None:
+        """Keep each camera's image of the start state (before the episode's first step) as
+        `videos/<episode id>/<camera>.start.jpg`: on a real arm, what the operator set up."""
+        import cv2
+
+        for name in self.cameras:
+            image = observation.get(name)
+            if image is None:
+                continue
+            ok, jpeg = cv2.imencode(".jpg", cv2.cvtColor(np.asarray(image), cv2.COLOR_RGB2BGR),
+                                    [cv2.IMWRITE_JPEG_QUALITY, 92])
+            if not ok:
+                raise RuntimeFailure(f"camera {name!r}: the start still could not be encoded")
+            partial = self.video_dir / f"{name}.start{PARTIAL}.jpg"
+            partial.write_bytes(jpeg.tobytes())
+            final = self.video_dir / f"{name}.start.jpg"
+            publish(partial, final)
+            self._stills[f"{name}.start"] = str(final.relative_to(self.campaign_dir))
+
     def finish(self) -> RecordedEpisode:
         """Flush encoders, publish every file atomically, return their relative paths."""
         for writer in self._writers.values():
@@ -247,6 +269,15 @@ class EpisodeRecorder:
                      **{f"frame_t.{k}": np.asarray(v) for k, v in self._frame_t.items()})
         publish(partial, series)
         files["timeseries"] = str(series.relative_to(self.campaign_dir))
+        files.update(self._stills)
+        if self.camera_poses:
+            import json
+
+            poses = self.video_dir / "cameras.json"
+            partial = self.video_dir / ("cameras" + PARTIAL + ".json")
+            partial.write_text(json.dumps(self.camera_poses, indent=1) + "\n")
+            publish(partial, poses)
+            files["camera_poses"] = str(poses.relative_to(self.campaign_dir))
         digests = {rel: file_digest(self.campaign_dir / rel) for rel in files.values()}
         return RecordedEpisode(files=files, video_frames=counts, digests=digests, root=self.campaign_dir)
 

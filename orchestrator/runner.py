@@ -150,8 +150,11 @@ def _run_sequential(opened: OpenedCampaign, pending: list[Trial], operator: Oper
             episode_id = new_episode_id()
             attempt = store.begin_attempt(trial.slot, episode_id)
             recorder = EpisodeRecorder(store.directory, episode_id, cameras, context.fps,
-                                       round(context.fps * context.duration_s), realtime=rig.realtime)
+                                       round(context.fps * context.duration_s), realtime=rig.realtime,
+                                       camera_poses=rig.camera_poses() if hasattr(rig, "camera_poses") else None)
             try:
+                if rig.realtime:   # the start state as the operator left it (judges' audit)
+                    recorder.still(rig.observe(with_images=True))
                 operator.episode_started(cue)
                 facts, timing = run_episode(rig, policies[trial.policy], context, recorder, operator)
                 redo = operator.episode_ended(cue, None)

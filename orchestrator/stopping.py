@@ -1,7 +1,8 @@
 """The pre-registered stopping rule: `analysis.stopping: {kind: evalue, max_layouts: N}`.
 
 After each completed layout the runner asks `evaluate_stopping(store, loaded_protocol)`.
-The rule uses the discordant pairs observed so far: the Beta-mixture e-value
+The rule uses the discordant pairs observed so far (discordant marks when marks have repeats:
+repeats on one mark are not independent, see `stats.clustered`): the Beta-mixture e-value
 (`stats.evalue_discordant`) is an anytime-valid test, so the campaign may stop as soon as
 e >= 1/alpha and the type-I error stays <= alpha however often it looks (Ville's
 inequality). With 3+ policies every pair gets its own e-value and the threshold is
@@ -14,7 +15,7 @@ from itertools import combinations
 from typing import Any, NamedTuple, Sequence
 
 from .outcomes import TrialOutcome
-from .stats import evalue_discordant
+from .stats import evalue_discordant, mark_split, paired_table
 
 
 class StoppingDecision(NamedTuple):
@@ -45,7 +46,10 @@ def _stopping_fields(stopping: Any) -> tuple[str, int | None]:
 def stopping_decision(outcomes_so_far: Sequence[TrialOutcome], protocol: Any) -> StoppingDecision:
     """Decide whether to stop now. Returns (stop, reason, e_value).
 
-    The e-value uses the layouts (per (layout, repeat)) where every policy has a known outcome;
+    The e-value uses the marks whose every (layout, repeat) has a known outcome for every
+    policy: with one trial per mark the discordant layouts, with repeats the discordant marks
+    (a mark's sign of A-only minus B-only over its repeats, `stats.mark_split`): repeats on one
+    mark are not independent, the signs of complete marks are (under H0);
     max_layouts counts the layouts every policy has run, judged or not (on hardware labels may
     lag behind). stop is True when the e-value of some pair reaches K/alpha (K = number of
     policy pairs), or when max_layouts layouts have run. e_value is the largest pairwise e-value. With
@@ -62,14 +66,15 @@ def stopping_decision(outcomes_so_far: Sequence[TrialOutcome], protocol: Any) ->
         per.setdefault((o.layout, o.repeat), {})[o.policy] = bool(o.success)
     if not labels:
         labels = tuple(dict.fromkeys(o.policy for o in outcomes_so_far))
-    blocks = [v for v in per.values() if all(p in v for p in labels)]
+    blocks = {key: v for key, v in per.items() if all(p in v for p in labels)}
+    marks = _complete_marks(outcomes_so_far, blocks)
+    repeats = any(len(reps) > 1 for reps in marks.values())
     layouts_run = sum(1 for v in ran.values() if all(p in v for p in labels))
     pairs = list(combinations(labels, 2))
     k = max(len(pairs), 1)
     best_e, best_pair, best_counts = 0.0, None, (0, 0)
     for a, b in pairs:
-        a_only = sum(1 for v in blocks if v[a] and not v[b])
-        b_only = sum(1 for v in blocks if v[b] and not v[a])
+        a_only, b_only = _split(marks, blocks, a, b)
         e = evalue_discordant(a_only, b_only, alpha / k).e_value
         if e > best_e or best_pair is None:
             best_e, best_pair, best_counts = e, (a, b), (a_only, b_only)
@@ -84,13 +89,33 @@ def stopping_decision(outcomes_so_far: Sequence[TrialOutcome], protocol: Any) ->
         return StoppingDecision(
             True, f"stopped early by the pre-registered e-value rule after {layouts_run} layouts{judged_note}: "
                   f"e = {best_e:.1f} >= {threshold:g} for {a} vs {b} "
-                  f"({best_counts[0]}-{best_counts[1]} discordant, {leader} ahead)", best_e)
+                  f"({best_counts[0]}-{best_counts[1]} discordant{' marks' if repeats else ''}, {leader} ahead)",
+            best_e)
     if max_layouts is not None and layouts_run >= max_layouts:
         return StoppingDecision(
             True, f"reached max_layouts = {max_layouts}{judged_note} without the e-value rule rejecting "
                   f"(largest e = {best_e:.2f} < {threshold:g})", best_e)
     return StoppingDecision(False, f"continue: {layouts_run} layouts run{judged_note}, largest e = "
                                    f"{best_e:.2f} < {threshold:g}", best_e)
+
+
+def _complete_marks(outcomes: Sequence[TrialOutcome],
+                    blocks: dict[tuple[str, int], dict[str, bool]]) -> dict[str, list[int]]:
+    """{mark: its repeats} for every mark whose scheduled (layout, repeat) blocks are all known
+    for every policy. With repeats a mark counts only once complete, so its sign is final."""
+    reps: dict[str, set[int]] = {}
+    for o in outcomes:
+        reps.setdefault(o.layout, set()).add(o.repeat)
+    return {m: sorted(r) for m, r in reps.items() if all((m, x) in blocks for x in r)}
+
+
+def _split(marks: dict[str, list[int]], blocks: dict[tuple[str, int], dict[str, bool]],
+           a: str, b: str) -> tuple[int, int]:
+    """Discordant marks (A ahead, B ahead): a mark's d = (A-only) - (B-only) over its repeats
+    (`stats.mark_split`); with one repeat per mark, the discordant layouts."""
+    tables = [paired_table([blocks[(m, r)][a] for r in rs], [blocks[(m, r)][b] for r in rs])
+              for m, rs in marks.items()]
+    return mark_split(tables)
 
 
 def evaluate_stopping(store: Any, loaded_protocol: Any) -> StoppingDecision:

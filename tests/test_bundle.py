@@ -68,11 +68,12 @@ def test_bundle_layout_and_manifest(made):
     assert names == ["README.txt", "labels", "manifest.json", "videos"]
     manifest = json.loads((bundle / "manifest.json").read_text())
     assert set(manifest) == {"schema", "bundle_id", "campaign_id", "success_test",
-                             "failure_modes", "episodes"}
+                             "failure_modes", "min_height_m", "episodes"}
     ids = [e["id"] for e in manifest["episodes"]]
     assert ids == sorted(ids) and len(ids) == 8         # sorted by id, not by run order
     for entry in manifest["episodes"]:
-        assert set(entry) == {"id", "videos", "mark", "duration_s", "frames", "arm_still"}
+        assert set(entry) == {"id", "videos", "mark", "duration_s", "frames", "arm_still", "stills",
+                              "camera_poses"}
         for rel in entry["videos"].values():
             assert (bundle / rel).stat().st_size > 0
     import av   # remuxed, not re-encoded: every frame is there

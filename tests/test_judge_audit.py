@@ -144,3 +144,41 @@ def test_resume_re_runs_a_trial_sent_back(tmp_path):
 
     doc = json.loads((tmp_path / "r.json").read_text())
     assert doc["campaign"]["aborted"] == 1 and doc["campaign"]["trials"] == 6
+
+
+def test_a_start_still_is_shown_first_and_goes_into_bundles(campaign, tmp_path):
+    import json
+
+    import cv2
+    import numpy as np
+
+    source = CampaignSource(campaign, "alice")
+    first = source.episodes()[0]
+    source.close()
+    still = np.zeros((48, 64, 3), np.uint8)
+    still[:, :, 2] = 255                                      # a red frame (BGR)
+    cv2.imwrite(str(campaign / "videos" / first.id / "front.start.jpg"), still)
+    conn = sqlite3.connect(campaign / "campaign.db")
+    files = json.loads(conn.execute("SELECT files FROM episodes WHERE id=?", (first.id,)).fetchone()[0])
+    files["front.start"] = f"videos/{first.id}/front.start.jpg"
+    conn.execute("UPDATE episodes SET files=? WHERE id=?", (json.dumps(files), first.id))
+    conn.commit()
+    conn.close()
+    app = JudgeApp(CampaignSource(campaign, "alice"), renderer="halfcell", autoplay=False)
+
+    async def session():
+        async with app.run_test(size=(110, 32)) as pilot:
+            await pilot.pause(0.3)
+            player = app.query_one(Player)
+            single = player.current_image()
+            await pilot.press("a")
+            audit = player.current_image()
+            assert "start still | first frame | last frame" in app.screen_text()
+            assert audit.shape[1] > 3 * single.shape[1]               # still | first | last
+            assert audit[:, : single.shape[1], 0].mean() > 200        # the red still comes first
+
+    asyncio.run(session())
+    app.source.close()
+    assert main(["bundle", str(campaign), "--out", str(tmp_path / "b")]) == 0
+    bundled = {e.id: e for e in BundleSource(tmp_path / "b", "bob").episodes()}
+    assert cv2.imread(str(bundled[first.id].stills["front"])) is not None

@@ -131,25 +131,25 @@ def playback_ratio(shown: list, times: list[float]) -> float:
 @pytest.mark.parametrize("fps", [10, 15, 30])
 @async_test
 async def test_wall_clock_playback_rate_is_true_time_at_each_speed(tmp_path, fps):
-    """A 2 s video at `fps` plays in 2 s at x1 and in 1 s at x2; the clock ends at 2.00 s."""
+    """A 3 s video at `fps` plays in 3 s at x1 and in 1.5 s at x2; the clock ends at 3.00 s."""
     path = tmp_path / f"v{fps}.mp4"
-    write_timed_video(path, [k / fps for k in range(2 * fps)])
+    write_timed_video(path, [k / fps for k in range(3 * fps)])
     source = decoded(path)
     for speed in (1.0, 2.0):
-        app = PlayerApp({"front": source}, 2.0, play=False)
+        app = PlayerApp({"front": source}, 3.0, play=False)
         async with app.run_test(size=(60, 20)) as pilot:
             player = app.query_one(Player)
             player.speed = speed
             player.toggle()
-            for _ in range(400):
+            for _ in range(600):
                 await pilot.pause(0.02)
                 if not player.playing:
                     break
-            assert not player.playing and player.position == 2.0
-            assert "t = 2.00 s / 2.00 s" in player.cursor_text()
-            assert f"frame {2 * fps} / {2 * fps}" in player.cursor_text()
-        playing = [s for s in app.shown if s[1] < 2.0]
-        assert len(playing) >= 5
+            assert not player.playing and player.position == 3.0
+            assert "t = 3.00 s / 3.00 s" in player.cursor_text()
+            assert f"frame {3 * fps} / {3 * fps}" in player.cursor_text()
+        playing = [s for s in app.shown if s[1] < 3.0]
+        assert len(playing) >= 4, playing          # (a loaded machine draws fewer, never none)
         for _, clock, (index,) in playing:   # what is on screen is the frame of the clock
             assert source.times[index] <= clock + 1e-6
             assert index == len(source.times) - 1 or source.times[index + 1] > clock

@@ -29,4 +29,20 @@ def test_run_verb_on_the_fake_arm_with_terminal_prompts(hardware, monkeypatch, c
         assert [t.state for t in trials] == ["done"] * 4
         assert all(e["timing"]["steps"] == 10 for e in store.episodes())
         assert [s["outcome"] for s in store.sessions()] == ["ended"]
+        episodes = store.episodes()
     assert "4/4 trials done" in captured.out
+    # a still of the start state per camera, before each episode, that the judge gets
+    import cv2
+
+    from orchestrator.blinding import CampaignSource
+
+    source = CampaignSource(out, "alice")
+    blind = {e.id: e for e in source.episodes()}
+    source.close()
+    for episode in episodes:
+        stills = {k: v for k, v in episode["files"].items() if k.endswith(".start")}
+        assert sorted(stills) == sorted(f"{c}.start" for c in episode["cameras"])
+        assert set(stills.values()) <= set(episode["digests"])        # checked on resume too
+        assert sorted(blind[episode["id"]].stills) == sorted(episode["cameras"])
+        for camera, path in blind[episode["id"]].stills.items():
+            assert cv2.imread(str(path)) is not None

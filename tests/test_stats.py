@@ -18,6 +18,7 @@ from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import confint_proportions_2indep, proportion_confint
 
 from orchestrator import stats as S
+from support.oracles import newcombe_transcribed
 from orchestrator.stats.paired_ci import _tango_p01
 
 # The reference values of the project's source documents (shared/reference/stats_vectors.json),
@@ -204,24 +205,6 @@ def test_cavo_2012_published_values():
     assert round(S.clopper_pearson(0, 10).hi, 4) == 0.3085
 
 
-def _newcombe_transcribed(a, b, c, d, z=S.Z95):
-    """Newcombe (1998b) method 10 transcribed independently, with statsmodels' Wilson limits."""
-    n = a + b + c + d
-    p1, p2 = (a + b) / n, (a + c) / n
-    l1, u1 = proportion_confint(a + b, n, alpha=0.05, method="wilson")
-    l2, u2 = proportion_confint(a + c, n, alpha=0.05, method="wilson")
-    den = (a + b) * (c + d) * (a + c) * (b + d)
-    if den == 0:
-        phi = 0.0
-    else:
-        A = a * d - b * c
-        phi = ((A - n / 2) if A > n / 2 else (0.0 if A >= 0 else A)) / math.sqrt(den)
-    D = p1 - p2
-    delta = math.sqrt(max(0, (p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2))
-    eps = math.sqrt(max(0, (u1 - p1) ** 2 - 2 * phi * (u1 - p1) * (p2 - l2) + (p2 - l2) ** 2))
-    return D - delta, D + eps
-
-
 def test_newcombe_paired_transcription_random_tables():
     rng = np.random.default_rng(10)
     for _ in range(1000):
@@ -229,7 +212,7 @@ def test_newcombe_paired_transcription_random_tables():
         if a + b + c + d == 0:
             continue
         iv = S.newcombe_paired(S.PairedTable(int(a), int(b), int(c), int(d)))
-        lo, hi = _newcombe_transcribed(int(a), int(b), int(c), int(d))
+        lo, hi = newcombe_transcribed(int(a), int(b), int(c), int(d))
         assert iv.lo == pytest.approx(max(lo, -1), abs=1e-9)
         assert iv.hi == pytest.approx(min(hi, 1), abs=1e-9)
         assert iv.lo <= iv.estimate <= iv.hi

@@ -72,7 +72,8 @@ def format_plan(r, assumed_independent: bool = False) -> str:
         un = unpaired.get(target)
         paired = f"{n}" if n is not None else f"> {r.max_layouts}"
         disc = f"{n * r.discordance:.1f}" if n is not None else "-"
-        lines.append(f"{100 * target:4.0f}%   {paired:>14}   {disc:>19}   {un if un is not None else '-':>26}")
+        unpaired_n = f"{un}" if un is not None else f"> {r.max_layouts}"
+        lines.append(f"{100 * target:4.0f}%   {paired:>14}   {disc:>19}   {unpaired_n:>26}")
     lines.append("")
     lines.append(f"Each paired layout runs both policies, so the paired design needs 2 x layouts trials in all; "
                  f"the unpaired column is per policy (exact power of Fisher's test, the report's unpaired comparison).")

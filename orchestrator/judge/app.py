@@ -9,7 +9,8 @@ the last label and goes back to that episode), `space` play/pause, `left`/`right
 open the video in an external player, `c` next camera (then all cameras tiled), `a` first
 frame beside last (start-state audit), `x` then `1`-`3` invalid start (cube not on its mark,
 knocked before the start, arm not at rest: the trial is re-run, never counted; `esc`
-cancels), `q` quit.
+cancels), `m` zoom on the mark and `g` the success-height guide (cameras whose pose the rig
+recorded: the simulated front camera), `q` quit.
 
 Every label is handed to the `JudgeSource` when the key is pressed and is durable when that
 call returns, so quitting or a crash loses nothing; reopening continues with the episodes not
@@ -38,8 +39,9 @@ from textual.widgets import Footer, Input, Static
 
 from .frames import VideoFrames
 from .halfblock import image_widget_class
+from .audit import AuditKeys
 from .player import Player
-from .source import INVALID_START, INVALID_START_REASONS, BlindEpisode, JudgeSource, LabelRecord, current_labels
+from .source import INVALID_START, BlindEpisode, JudgeSource, LabelRecord, current_labels
 
 MAX_SIZE = {"halfcell": (320, 240), "unicode": (320, 240), "ti-halfcell": (320, 240)}  # else 640x480
 
@@ -53,7 +55,7 @@ def find_opener() -> list[str] | None:
     return None
 
 
-class JudgeApp(App[int]):
+class JudgeApp(AuditKeys, App[int]):
     """Blind labelling of one judge's episodes from a `JudgeSource`."""
 
     CSS_PATH = "app.tcss"
@@ -76,6 +78,8 @@ class JudgeApp(App[int]):
         Binding("o", "open", "player"),
         Binding("c", "camera", "camera"),
         Binding("a", "audit", "first|last"),
+        Binding("m", "zoom", "zoom mark"),
+        Binding("g", "guide", "height guide"),
         Binding("x", "invalid", "invalid start"),
         Binding("q", "quit", "quit"),
     ]
@@ -99,6 +103,8 @@ class JudgeApp(App[int]):
         self.shown_log: list[tuple[float, str, int]] = []   # (perf_counter, episode, frame)
         self._open_dir: Path | None = None
         self.invalid_prompt = False    # `x` pressed: 1-3 give the reason, esc cancels
+        self.zoom = False              # `m`: zoom on the mark (cameras with a known pose)
+        self.guide = False             # `g`: the success-height guide (same cameras)
 
     # ---------------------------------------------------------------- layout
 
@@ -121,6 +127,7 @@ class JudgeApp(App[int]):
     def on_mount(self) -> None:
         player = self.query_one(Player)
         player.on_shown = self._record_shown
+        player.decorate = self._decorate
         modes = "  ".join(f"{i}:{m}" for i, m in enumerate(self.info.failure_modes, 1))
         self.query_one("#success", Static).update(f"Success test:\n{self.info.success_test}")
         self.query_one("#modes", Static).update(f"Failure modes:\n{modes or '(none)'}")
@@ -202,7 +209,7 @@ class JudgeApp(App[int]):
             sources = self.sources_for(episode)
             for source in sources.values():
                 source.first.wait(2.0)   # first frame only; the rest keeps decoding
-            player.load(episode.id, sources, episode.duration_s, play=self.autoplay)
+            player.load(episode.id, sources, episode.duration_s, play=self.autoplay, stills=episode.stills)
             upcoming = self._after(episode)
             if upcoming is not None:
                 keep.add(upcoming.id)
@@ -404,41 +411,6 @@ class JudgeApp(App[int]):
             self.invalid_prompt = False
             self.status("Invalid start cancelled.")
             event.stop()
-
-    # ---------------------------------------------------------------- start-state audit
-
-    def action_audit(self) -> None:
-        player = self.query_one(Player)
-        player.toggle_audit()
-        self.status("First frame beside last: was the cube on its mark and the arm at rest?"
-                    if player.audit else "Back to playback.")
-
-    def action_invalid(self) -> None:
-        if self.current_id is None:
-            self.status("No episode to mark.")
-            return
-        self.invalid_prompt = True
-        reasons = "  ".join(f"{i}: {r}" for i, r in enumerate(INVALID_START_REASONS, 1))
-        self.status(f"Invalid start (the trial is re-run, never counted) - why? {reasons}  (esc cancels)")
-
-    def invalid_start(self, number: int) -> None:
-        """Send the current episode's trial back for a re-run with reason `number` (1-3)."""
-        self.invalid_prompt = False
-        episode = self.episode(self.current_id)
-        if episode is None or not 1 <= number <= len(INVALID_START_REASONS):
-            self.status("Invalid start cancelled (no such reason).")
-            return
-        reason = INVALID_START_REASONS[number - 1]
-        try:
-            self.source.invalidate(episode.id, reason)
-        except Exception as exc:
-            self._not_saved(exc)
-            return
-        self.order = [e for e in self.order if e.id != episode.id]
-        self._reload_labels()
-        self.labels.pop(episode.id, None)
-        self.status(f"Saved: invalid start ({reason}) for {episode.id}; the trial will be re-run")
-        self.go(self.next_episode())
 
     def action_undo(self) -> None:
         history = self.source.history()

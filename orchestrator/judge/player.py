@@ -53,6 +53,7 @@ class Player(Vertical):
         self._shown: tuple[Any, ...] | None = None
         self.on_shown: Callable[[str, int], Any] | None = None  # (episode key, frame) after refresh
         self.decorate: Callable[[str, np.ndarray], np.ndarray] | None = None
+        self.stills: dict[str, Any] = {}
 
     def compose(self) -> ComposeResult:
         yield self._image_class(id="frame")
@@ -63,9 +64,12 @@ class Player(Vertical):
 
     # ---------------------------------------------------------------- loading
 
-    def load(self, key: str, sources: dict[str, VideoFrames], duration_s: float, play: bool = True) -> None:
-        """Show an episode from its start (and start playing it)."""
+    def load(self, key: str, sources: dict[str, VideoFrames], duration_s: float, play: bool = True,
+             stills: dict[str, Any] | None = None) -> None:
+        """Show an episode from its start (and start playing it). `stills`: camera -> path of
+        the start-state still taken before the episode (hardware), shown first by `a`."""
         self.episode_key = key
+        self.stills = dict(stills or {})
         self.sources = sources
         self.cameras = list(sources)
         self.duration_s = duration_s
@@ -210,6 +214,18 @@ class Player(Vertical):
             image = self.decorate(name, image)
         return image
 
+    def _still(self, camera: str, like: np.ndarray | None) -> np.ndarray | None:
+        """The start-state still of `camera`, at the size of the video frames (None if none)."""
+        import cv2
+
+        path = self.stills.get(camera)
+        bgr = cv2.imread(str(path)) if path else None
+        if bgr is None or like is None:
+            return None
+        image = cv2.resize(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB), (like.shape[1], like.shape[0]),
+                           interpolation=cv2.INTER_AREA)
+        return self.decorate(camera, image) if self.decorate is not None else image
+
     def current_image(self) -> np.ndarray | None:
         if self.audit:   # first frame beside last, of the first visible camera
             visible = self.visible
@@ -217,7 +233,8 @@ class Player(Vertical):
                 return None
             source, name = visible[0], self.view_name if self.view_name != "tiled" else self.cameras[0]
             images = [self._image(name, source, 0), self._image(name, source, source.decoded - 1)]
-            return tile([i for i in images if i is not None])
+            still = self._still(name, images[0])
+            return tile([i for i in [still, *images] if i is not None])
         images = [self._image(n, s, s.index_at(self.position)) for n, s in self.sources.items()
                   if s in self.visible]
         images = [i for i in images if i is not None]
@@ -248,7 +265,8 @@ class Player(Vertical):
         errors = [s.error for s in self.sources.values() if s.error]
         total = self.frame_count if self.all_decoded else "?"
         if self.audit:
-            text = f"first frame | last frame   (a: back to playback)   camera: {self.view_name}"
+            first = "start still | first frame" if self.stills else "first frame"
+            text = f"{first} | last frame   (a: back to playback)   camera: {self.view_name}"
         else:
             text = (f"t = {self.position:.2f} s / {self.duration_s:.2f} s   frame {self.frame_index + 1} / "
                     f"{total}   {state} x{self.speed:g}   camera: {self.view_name}")

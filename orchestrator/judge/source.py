@@ -7,7 +7,7 @@ schedule, so code written against it cannot reach the key (policy labels, seeds,
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
@@ -52,6 +52,8 @@ class BlindEpisode:
     duration_s: float
     frames: int
     arm_still: bool = False          # the recorded joints never moved (flagged to the judge)
+    stills: dict[str, Path] = field(default_factory=dict)   # camera -> start-state still (JPEG)
+    camera_poses: dict[str, dict] = field(default_factory=dict)   # camera -> overlay.CameraPose fields
 
     @property
     def cameras(self) -> list[str]:
@@ -66,6 +68,7 @@ class JudgingInfo:
     success_test: str
     failure_modes: tuple[str, ...]
     kind: str = "campaign"           # "campaign" | "bundle"
+    min_height_m: float = 0.04       # the success height (the judge's guide)
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import math
 import statistics
 from collections import Counter
 from itertools import combinations
@@ -11,10 +10,12 @@ from typing import Any
 
 from .. import stats
 from ..outcomes import OutcomeSet
-from .format import fmt_p, p_eq, pct, p_name
+from .analysis import PairedAnalysis, paired_analysis, test_description
+from .format import fmt_p, p_eq, p_name
 from .raters import rater_agreement
 from .model import (OVERRUN_WARN_FRACTION, SCHEMA, Comparison, Disagreement, DriftRow, JudgeAccuracy, JudgeSection,
                     KappaRow, PolicySummary, PolicyTiming, Report, StratumComparison, StratumRow, TimeSummary)
+from .verdict import Evidence, verdict_notes, verdict_text
 
 PLAN_MAX_LAYOUTS = 2000
 
@@ -97,14 +98,49 @@ def _evalue_rule(stopping: Any) -> bool:
     return getattr(stopping, "kind", None) == "evalue"
 
 
-def _compare(a: str, b: str, data: OutcomeSet, holm_mid: float, holm_primary: float,
+def _pairing_note(table: stats.PairedTable, fisher: float, p_primary: float, test: str) -> str:
+    n = table.n
+    if n == 0:
+        return ""
+    agree = table.both + table.neither
+    head = (f"Treated as unpaired samples the same trials give Fisher p {p_eq(fisher)}; "
+            f"paired, {test} {fmt_p(p_primary)}: ")
+    if p_primary < 0.8 * fisher:
+        return head + (f"pairing gave the stronger evidence; the policies agreed on {agree} of {n} layouts "
+                       f"and only the {table.discordant} discordant "
+                       f"layout{'s' if table.discordant != 1 else ''} carry the comparison.")
+    if p_primary <= 1.25 * fisher:
+        return head + (f"pairing made little difference here; the policies agreed on {agree} of {n} "
+                       "layouts, about what unrelated outcomes would give.")
+    return head + (f"pairing bought nothing here; the policies agreed on only {agree} of {n} "
+                   "layouts, so their outcomes were barely correlated across layouts.")
+
+
+def _stratum_rows(pairs: list, data: OutcomeSet) -> tuple[StratumComparison, ...]:
+    """Per stratum: the pooled table and the test over marks (`stats.clustered_p_values`, which
+    is McNemar's when each mark has one pair)."""
+    by_stratum: dict[str, dict[str, list[tuple[bool, bool]]]] = {}
+    key_stratum = {o.key: (o.stratum or "all") for o in data.outcomes}
+    for key, sa, sb in pairs:
+        by_stratum.setdefault(key_stratum.get(key, "all"), {}).setdefault(key[0], []).append((sa, sb))
+    if len(by_stratum) < 2:
+        return ()
+    rows = []
+    for s in sorted(by_stratum):
+        marks = [stats.paired_table([x[0] for x in v], [x[1] for x in v]) for v in by_stratum[s].values()]
+        pooled = stats.paired_table([x[0] for v in by_stratum[s].values() for x in v],
+                                    [x[1] for v in by_stratum[s].values() for x in v])
+        exact, mid = stats.clustered_p_values([t.a_only - t.b_only for t in marks])
+        rows.append(StratumComparison(s, pooled, mid, exact))
+    return tuple(rows)
+
+
+def _compare(an: PairedAnalysis, a: str, b: str, data: OutcomeSet, holm_mid: float, holm_exact: float,
              comparisons: int = 1) -> Comparison:
-    pairs = data.pairs(a, b)
-    table = stats.paired_table([x[1] for x in pairs], [x[2] for x in pairs])
-    mc = stats.mcnemar(table.a_only, table.b_only)
+    table = an.table
     primary = data.primary if data.primary in ("mcnemar_midp", "mcnemar_exact") else "mcnemar_midp"
-    p_primary = mc.exact_p if primary == "mcnemar_exact" else mc.mid_p
-    diff = stats.newcombe_paired(table)
+    p_primary = an.p(primary)
+    holm_primary = holm_exact if primary == "mcnemar_exact" else holm_mid
     n = table.n
     fisher = stats.fisher_exact(table.successes_a, n, table.successes_b, n) if n else 1.0
     unpaired = stats.newcombe_independent(table.successes_a, n, table.successes_b, n) if n else \
@@ -112,67 +148,27 @@ def _compare(a: str, b: str, data: OutcomeSet, holm_mid: float, holm_primary: fl
     # with a pre-registered e-value stopping rule the anytime-valid e-value decides (the McNemar
     # p-values assume a fixed number of layouts); K comparisons share alpha (threshold K/alpha)
     evalue_rule = _evalue_rule(data.stopping)
-    ev = stats.evalue_discordant(table.a_only, table.b_only, data.alpha / max(comparisons, 1))
+    # with repeats the e-value counts discordant marks (`stats.mark_split`), like the test
+    split = stats.mark_split([t for _, t in an.marks]) if an.unit == "mark" else (table.a_only, table.b_only)
+    ev = stats.evalue_discordant(*split, data.alpha / max(comparisons, 1))
     significant = n > 0 and (ev.reject if evalue_rule else holm_primary <= data.alpha)
-    more, more_note = _more_layouts(table, data.alpha, primary)
-    floor = stats.discordant_floor(table.discordant)
-    test = p_name(primary)
-    if evalue_rule:
-        p_label, p_value_text = "e-value", f"{ev.e_value:.1f} (anytime-valid; decides at >= {ev.threshold:g})"
-    else:
-        p_label = test if math.isclose(holm_primary, p_primary) else f"Holm-adjusted {test}"
-        p_value_text = fmt_p(holm_primary)
-    ci = f"difference {pct(diff.estimate)} points, 95% CI {pct(diff.lo)} to {pct(diff.hi)}"
-    if n == 0:
-        verdict = f"{a} vs {b}: no layout has a known outcome for both yet; nothing can be said."
-    elif significant:
-        better, worse = (a, b) if table.a_only > table.b_only else (b, a)
-        verdict = f"{better} better than {worse}: {p_label} {p_value_text}; {ci}"
-        if diff.lo <= 0 <= diff.hi:
-            verdict += " (the interval still reaches 0: a borderline result)"
-        verdict += "."
-    else:
-        verdict = f"{a} vs {b}: not established at this n ({p_label} {p_value_text}; {ci})."
-        if table.discordant < stats.min_discordant_for_alpha(data.alpha, primary):
-            verdict += (f" Only {table.discordant} discordant layout{'s' if table.discordant != 1 else ''}: "
-                        f"too few for any split to reach p <= {data.alpha:g}.")
-        if more is not None:
-            verdict += f" Need about {more} more layouts (80 % power at the observed rates"
-            verdict += f"; a rough guide from only {n} layouts)." if n < 20 else ")."
-        else:
-            verdict += f" {more_note[0].upper()}{more_note[1:]}."
-    if n == 0:
-        pairing = ""
-    else:
-        agree = table.both + table.neither
-        head = (f"Treated as unpaired samples the same trials give Fisher p {p_eq(fisher)}; "
-                f"paired, {test} {fmt_p(p_primary)}: ")
-        if p_primary < 0.8 * fisher:
-            pairing = head + (f"pairing gave the stronger evidence; the policies agreed on {agree} of {n} layouts "
-                              f"and only the {table.discordant} discordant "
-                              f"layout{'s' if table.discordant != 1 else ''} carry the comparison.")
-        elif p_primary <= 1.25 * fisher:
-            pairing = head + (f"pairing made little difference here; the policies agreed on {agree} of {n} "
-                              "layouts, about what unrelated outcomes would give.")
-        else:
-            pairing = head + (f"pairing bought nothing here; the policies agreed on only {agree} of {n} "
-                              "layouts, so their outcomes were barely correlated across layouts.")
-    strata_rows = []
-    by_stratum: dict[str, list[tuple[bool, bool]]] = {}
-    key_stratum = {o.key: (o.stratum or "all") for o in data.outcomes}
-    for key, sa, sb in pairs:
-        by_stratum.setdefault(key_stratum.get(key, "all"), []).append((sa, sb))
-    if len(by_stratum) > 1:
-        for s in sorted(by_stratum):
-            t = stats.paired_table([x[0] for x in by_stratum[s]], [x[1] for x in by_stratum[s]])
-            m = stats.mcnemar(t.a_only, t.b_only)
-            strata_rows.append(StratumComparison(s, t, m.mid_p, m.exact_p))
+    more, more_note = _more_layouts(table, data.alpha, primary) if an.unit == "layout" else (None, "")
+    discordant_units = an.clustered.discordant_marks if an.clustered is not None else table.discordant
+    evidence = Evidence(a=a, b=b, table=table, unit=an.unit, discordant_units=discordant_units, primary=primary,
+                        alpha=data.alpha, p=holm_primary, p_raw=p_primary, mid_p=holm_mid, exact_p=holm_exact,
+                        difference=an.difference, sequence=an.sequence, evalue=ev, evalue_rule=evalue_rule,
+                        significant=significant)
     return Comparison(
-        a=a, b=b, table=table, mcnemar=mc, difference=diff, tango=stats.tango_paired(table) if n else diff,
-        bonett_price=stats.bonett_price_paired(table) if n else diff, primary=primary, primary_p=p_primary,
+        a=a, b=b, table=table, mcnemar=an.mcnemar, difference=an.difference,
+        tango=stats.tango_paired(table) if n else an.difference,
+        bonett_price=stats.bonett_price_paired(table) if n else an.difference, primary=primary, primary_p=p_primary,
         holm_mid_p=holm_mid, holm_primary_p=holm_primary, fisher_p=fisher, unpaired_difference=unpaired,
-        floor_p=floor, evalue=ev, significant=significant, more_layouts_needed=more,
-        more_layouts_note=more_note, verdict=verdict, pairing_note=pairing, strata=tuple(strata_rows))
+        floor_p=stats.discordant_floor(table.discordant), evalue=ev, significant=significant,
+        more_layouts_needed=more, more_layouts_note=more_note,
+        verdict=verdict_text(evidence, more, more_note),
+        pairing_note=_pairing_note(table, fisher, p_primary, p_name(primary)) if an.unit == "layout" else "",
+        strata=_stratum_rows(data.pairs(a, b), data), unit=an.unit, clustered=an.clustered, marks=an.marks,
+        sequence=an.sequence, notes=verdict_notes(evidence), holm_exact_p=holm_exact)
 
 
 def _strata(data: OutcomeSet) -> tuple[StratumRow, ...]:
@@ -298,60 +294,26 @@ def build_report(data: OutcomeSet) -> Report:
     """Compute every statistic the report shows, once."""
     policies = tuple(_policy_summary(p, data) for p in data.policies)
     pairs = list(combinations(data.policies, 2))
-    # Holm over all pairwise comparisons (a single comparison is its own adjustment)
-    raw = []
-    for a, b in pairs:
-        pr = data.pairs(a, b)
-        t = stats.paired_table([x[1] for x in pr], [x[2] for x in pr])
-        m = stats.mcnemar(t.a_only, t.b_only)
-        raw.append((m.mid_p, m.exact_p))
-    holm_mid = stats.holm([r[0] for r in raw])
-    holm_exact = stats.holm([r[1] for r in raw])
+    evalue_rule = _evalue_rule(data.stopping)
+    analyses = [paired_analysis(data, a, b, evalue_rule, data.alpha / max(len(pairs), 1)) for a, b in pairs]
+    # Holm over all pairwise comparisons (a single comparison is its own adjustment), on the
+    # p-values of the deciding test (clustered over marks when marks have repeats)
+    holm_mid = stats.holm([an.mid_p for an in analyses])
+    holm_exact = stats.holm([an.exact_p for an in analyses])
     primary = data.primary
-    comparisons = tuple(
-        _compare(a, b, data, holm_mid[i], holm_exact[i] if primary == "mcnemar_exact" else holm_mid[i],
-                 len(pairs))
-        for i, (a, b) in enumerate(pairs))
+    comparisons = tuple(_compare(an, a, b, data, holm_mid[i], holm_exact[i], len(pairs))
+                        for i, (an, (a, b)) in enumerate(zip(analyses, pairs)))
+    unit = "mark" if any(c.unit == "mark" for c in comparisons) else "layout"
     cochran = None
     if len(data.policies) >= 3:
         blocks = data.complete_blocks()
         if blocks:
             cochran = stats.cochran_q([[int(v) for v in vals] for _, vals in blocks])
     unpaired = tuple((k[0], k[1], why) for k, why in data.unpaired())
-    warnings = list(data.warnings)
-    if unpaired:
-        warnings.append(f"{len(unpaired)} layout run{'s' if len(unpaired) != 1 else ''} cannot form a "
-                        "complete pair (listed under 'Unpaired layouts'); they are not in the paired tables")
     done = sum(1 for o in data.outcomes if o.state == "done")
     timing = _timing(data)
-    rate = f"{data.fps} Hz" if data.fps else "its control rate"
-    for t in timing:
-        if t.episodes_over:
-            warnings.append(f"policy {t.label} could not keep {rate} in {t.episodes_over} "
-                            f"episode{'s' if t.episodes_over != 1 else ''} of {t.with_timing} (more than "
-                            f"{100 * OVERRUN_WARN_FRACTION:g}% of the steps overran the control period; "
-                            f"{t.overrun_steps} overrun steps in all): its outcomes may reflect a slow loop")
     stopping_rule = _describe_stopping(data.stopping)
-    if _evalue_rule(data.stopping):
-        warnings.append("the protocol pre-registers the e-value stopping rule: the verdict uses the "
-                        "anytime-valid e-value; McNemar p-values assume a fixed number of layouts and "
-                        "are shown for reference only")
-    if not data.complete:
-        warnings.append(f"the campaign is not complete ({done} of {data.scheduled_trials} trials done): "
-                        "these are interim numbers" + ("" if stopping_rule.startswith("e-value") else
-                                                       " and, with no pre-registered stopping rule, "
-                                                       "must not be used to decide when to stop"))
-    if len(comparisons) == 1:
-        headline = comparisons[0].verdict
-    elif comparisons:
-        lines = []
-        if cochran is not None:
-            lines.append(f"Cochran's Q = {cochran.q:.2f} (df {cochran.df}), p {p_eq(cochran.p)} over "
-                         f"{cochran.blocks} complete layouts.")
-        lines.extend(c.verdict for c in comparisons)
-        headline = " ".join(lines)
-    else:
-        headline = "no comparison possible"
+    warnings = _warnings(data, unpaired, timing, stopping_rule, done, unit, cochran is not None)
     return Report(
         schema=SCHEMA, source=data.source, label_source=data.label_source, campaign_id=data.campaign_id,
         campaign_name=data.campaign_name, protocol_name=data.protocol_name, protocol_sha256=data.protocol_sha256,
@@ -359,15 +321,73 @@ def build_report(data: OutcomeSet) -> Report:
         stopping_rule=stopping_rule, primary=primary, alpha=data.alpha, trials_done=done,
         trials_scheduled=data.scheduled_trials, aborted_attempts=data.aborted_attempts, policies=policies,
         comparisons=comparisons, cochran=cochran, strata=_strata(data), drift=_drift(data),
-        judges=_judges(data), unpaired=unpaired, warnings=tuple(warnings), headline=headline,
+        judges=_judges(data), unpaired=unpaired, warnings=tuple(warnings), headline=_headline(comparisons, cochran),
         grid=_grid(data), timeline=_timeline(data), timing=timing, sessions=data.sessions,
         operator_is_judge=data.operator_is_judge, fps=data.fps, raters=rater_agreement(data),
-        arm_still=_arm_still(data))
+        arm_still=_arm_still(data), unit=unit, test=test_description(unit, primary),
+        notes=_cochran_notes(comparisons, cochran, data.alpha))
 
 
 def _arm_still(data: OutcomeSet) -> tuple[tuple[str, str, str], ...]:
     where = {o.episode_id: o for o in data.outcomes if o.episode_id}
     return tuple((ep, where[ep].layout, where[ep].policy) for ep in data.arm_still if ep in where)
+
+
+def _warnings(data: OutcomeSet, unpaired: tuple, timing: tuple[PolicyTiming, ...], stopping_rule: str,
+              done: int, unit: str, cochran: bool) -> list[str]:
+    warnings = list(data.warnings)
+    if unpaired:
+        warnings.append(f"{len(unpaired)} layout run{'s' if len(unpaired) != 1 else ''} cannot form a "
+                        "complete pair (listed under 'Unpaired layouts'); they are not in the paired tables")
+    rate = f"{data.fps} Hz" if data.fps else "its control rate"
+    for t in timing:
+        if t.episodes_over:
+            warnings.append(f"policy {t.label} could not keep {rate} in {t.episodes_over} "
+                            f"episode{'s' if t.episodes_over != 1 else ''} of {t.with_timing} (more than "
+                            f"{100 * OVERRUN_WARN_FRACTION:g}% of the steps overran the control period; "
+                            f"{t.overrun_steps} overrun steps in all): its outcomes may reflect a slow loop")
+    if _evalue_rule(data.stopping):
+        warnings.append("the protocol pre-registers the e-value stopping rule: the verdict uses the "
+                        "anytime-valid e-value; McNemar p-values assume a fixed number of layouts and "
+                        "are shown for reference only")
+    if unit == "mark" and cochran:
+        warnings.append("marks have repeats: Cochran's Q counts every (mark, repeat) as an independent block; "
+                        "the pairwise tests count marks")
+    if not data.complete:
+        warnings.append(f"the campaign is not complete ({done} of {data.scheduled_trials} trials done): "
+                        "these are interim numbers" + ("" if stopping_rule.startswith("e-value") else
+                                                       " and, with no pre-registered stopping rule, "
+                                                       "must not be used to decide when to stop"))
+    return warnings
+
+
+def _headline(comparisons: tuple[Comparison, ...], cochran: stats.CochranQResult | None) -> str:
+    if len(comparisons) == 1:
+        return comparisons[0].verdict
+    if not comparisons:
+        return "no comparison possible"
+    lines = []
+    if cochran is not None:
+        lines.append(f"Cochran's Q = {cochran.q:.2f} (df {cochran.df}), p {p_eq(cochran.p)} over "
+                     f"{cochran.blocks} complete layouts.")
+    lines.extend(c.verdict for c in comparisons)
+    return " ".join(lines)
+
+
+def _cochran_notes(comparisons: tuple[Comparison, ...], cochran: stats.CochranQResult | None,
+                   alpha: float) -> tuple[str, ...]:
+    """With 3+ policies a Holm-adjusted pairwise "better" can sit beside a Cochran's Q that does
+    not reject. Holm controls the family-wise error on its own, so the pairwise result stands;
+    the note says that the omnibus test does not back it (issue #15, item 6)."""
+    if cochran is None or cochran.p <= alpha:
+        return ()
+    better = [c for c in comparisons if c.significant]
+    if not better:
+        return ()
+    names = ", ".join(f"{c.a} vs {c.b}" for c in better)
+    return (f"Cochran's Q does not reject (p {p_eq(cochran.p)} > {alpha:g}) although the Holm-adjusted "
+            f"pairwise test finds a difference for {names}: Holm controls the family-wise error by itself, "
+            "so the pairwise result stands, but the omnibus test does not back it.",)
 
 
 def _describe_stopping(stopping: Any) -> str:

@@ -37,7 +37,7 @@ def _comparison(c: Comparison) -> dict[str, Any]:
         "mcnemar": {"exact_p": c.mcnemar.exact_p, "mid_p": c.mcnemar.mid_p, "chi2": c.mcnemar.chi2,
                     "chi2_p": c.mcnemar.chi2_p, "chi2_cc": c.mcnemar.chi2_cc, "chi2_cc_p": c.mcnemar.chi2_cc_p},
         "difference": {"estimate": c.difference.estimate, "ci95": [c.difference.lo, c.difference.hi],
-                       "method": "newcombe",
+                       "method": c.difference.method,
                        "tango95": [c.tango.lo, c.tango.hi], "bonett_price95": [c.bonett_price.lo, c.bonett_price.hi]},
         "holm_mid_p": c.holm_mid_p,
         "primary": c.primary, "primary_p": c.primary_p, "significant": c.significant,
@@ -48,7 +48,25 @@ def _comparison(c: Comparison) -> dict[str, Any]:
         "verdict": c.verdict,
         "strata": {s.stratum: {"both": s.table.both, "a_only": s.table.a_only, "b_only": s.table.b_only,
                                "neither": s.table.neither, "mid_p": s.mid_p} for s in c.strata},
+        "unit": c.unit,
+        "holm_exact_p": _num(c.holm_exact_p),
+        "clustered": _clustered(c),
+        "confidence_sequence": None if c.sequence is None else {
+            "difference": [c.sequence.lo, c.sequence.hi], "level": c.sequence.level,
+            "method": "beta-binomial mixture (Howard et al. 2021)"},
+        "notes": list(c.notes),
     }
+
+
+def _clustered(c: Comparison) -> dict[str, Any] | None:
+    """The mark-as-unit analysis (null with one pair per mark)."""
+    k = c.clustered
+    if k is None:
+        return None
+    return {"marks": k.marks, "discordant_marks": k.discordant_marks, "exact_p": k.exact_p, "mid_p": k.mid_p,
+            "durkalski_chi2": k.durkalski_chi2, "durkalski_p": k.durkalski_p, "design_effect": k.design_effect,
+            "per_mark": {m: {"both": t.both, "a_only": t.a_only, "b_only": t.b_only, "neither": t.neither}
+                         for m, t in c.marks}}
 
 
 def _judges(j: JudgeSection) -> dict[str, Any]:
@@ -87,7 +105,7 @@ def to_dict(r: Report) -> dict[str, Any]:
                      "stop_reason": r.stop_reason, "stopping_rule": r.stopping_rule,
                      "operator_is_judge": r.operator_is_judge, "fps": r.fps},
         "labels": r.label_source,
-        "analysis": {"primary": r.primary, "alpha": r.alpha},
+        "analysis": {"primary": r.primary, "alpha": r.alpha, "unit": r.unit, "test": r.test},
         "policies": {p.label: _policy(p) for p in r.policies},
         "comparisons": [_comparison(c) for c in r.comparisons],
     }
@@ -108,6 +126,7 @@ def to_dict(r: Report) -> dict[str, Any]:
         "failed": r.sessions.failed, "ended": r.sessions.ended, "running": r.sessions.running}
     out["unpaired"] = [{"layout": l, "repeat": rp, "why": why} for l, rp, why in r.unpaired]
     out["warnings"] = list(r.warnings)
+    out["notes"] = list(r.notes)
     out["verdict"] = r.headline
     return out
 

@@ -102,6 +102,14 @@ class Comparison:
     verdict: str
     pairing_note: str
     strata: tuple[StratumComparison, ...]
+    # issue #15: the unit of analysis, the mark-level analysis with repeats, the anytime-valid
+    # confidence sequence after optional stopping, one-line notes beside the verdict
+    unit: str = "layout"                                   # layout | mark
+    clustered: stats.ClusteredResult | None = None         # the deciding test when unit == mark
+    marks: tuple[tuple[str, stats.PairedTable], ...] = ()  # per-mark counts (shown when unit == mark)
+    sequence: stats.Interval | None = None                 # CS for the difference (e-value rule)
+    notes: tuple[str, ...] = ()
+    holm_exact_p: float = float("nan")
 
     @property
     def pairs(self) -> int:
@@ -203,3 +211,6 @@ class Report:
     fps: int | None = None
     raters: tuple[Any, ...] = ()                    # raters.RaterAgreement rows
     arm_still: tuple[tuple[str, str, str], ...] = ()   # episode, layout, policy: the arm never moved
+    unit: str = "layout"              # the unit of analysis: layout, or mark when marks have repeats
+    test: str = ""                    # the deciding test and interval, as the header names them
+    notes: tuple[str, ...] = ()       # report-level notes (e.g. Cochran's Q beside a pairwise "better")

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Union
 
-from .format import fmt_p, interval, k_of_n, ms, p_eq, p_name, pct
+from .format import fmt_p, interval, k_of_n, ms, p_eq, p_name, points
 from .model import OVERRUN_WARN_FRACTION, Comparison, Report
 
 
@@ -61,6 +61,7 @@ def header(r: Report) -> list[Block]:
         out.append(Line(f"Protocol: {r.protocol_name}, sha256 {r.protocol_sha256}"))
     out.append(Line(f"Labels: {r.label_source}"))
     out.append(Line(f"Primary test: McNemar {p_name(r.primary)}, alpha {r.alpha:g}; stopping rule: {r.stopping_rule}"))
+    out.append(Line(_unit_line(r)))
     out.append(Line(f"Trials: {r.trials_done} done of {r.trials_scheduled} scheduled; aborted attempts: "
                     f"{r.aborted_attempts}; campaign {'complete' if r.complete else 'NOT complete'}"
                     + (f"; stopped: {r.stop_reason}" if r.stop_reason else "")))
@@ -70,7 +71,20 @@ def header(r: Report) -> list[Block]:
                         + (f", {s.running} still running" if s.running else "") + ")"))
     if r.operator_is_judge is not None:
         out.append(Line("Operator also a judge: " + ("yes" if r.operator_is_judge else "no")))
+    notes = [n for c in r.comparisons for n in c.notes] + list(r.notes)
+    if notes:
+        out.append(Gap())
+        out += [Line(f"Note: {n}") for n in dict.fromkeys(notes)]
     return out
+
+
+def _unit_line(r: Report) -> str:
+    """The unit of analysis and the deciding test (issue #15: the header names both)."""
+    if r.unit == "mark":
+        c = next(c for c in r.comparisons if c.unit == "mark")
+        return (f"Unit of analysis: the mark ({len(c.marks)} marks, {c.table.n} pairs: marks have repeats); "
+                f"test: {r.test}")
+    return f"Unit of analysis: the layout (one pair per mark); test: {r.test}"
 
 
 def warnings(r: Report) -> list[Block]:
@@ -92,33 +106,70 @@ def comparison(c: Comparison, several: bool) -> list[Block]:
     prim = p_name(c.primary)
     d = c.difference
     out: list[Block] = [
-        Heading(f"{c.a} vs {c.b}: paired over {t.n} layouts"),
+        Heading(f"{c.a} vs {c.b}: paired over {len(c.marks)} marks ({t.n} pairs)" if c.unit == "mark"
+                else f"{c.a} vs {c.b}: paired over {t.n} layouts"),
         table(["", f"{c.b} succeeds", f"{c.b} fails"],
               [[f"{c.a} succeeds", f"both: {t.both}", f"{c.a} only: {t.a_only}"],
                [f"{c.a} fails", f"{c.b} only: {t.b_only}", f"neither: {t.neither}"]]),
         Gap(),
-        Line(f"Discordant layouts: {t.discordant} ({c.a} only {t.a_only}, {c.b} only {t.b_only}); "
-             f"smallest exact p they could give: {fmt_p(c.floor_p)}"),
-        Line(f"McNemar mid-p {fmt_p(c.mcnemar.mid_p)}{' (primary)' if c.primary == 'mcnemar_midp' else ''}, "
-             f"exact {fmt_p(c.mcnemar.exact_p)}{' (primary)' if c.primary == 'mcnemar_exact' else ''}; "
-             f"chi2 {c.mcnemar.chi2:.2f} (p {fmt_p(c.mcnemar.chi2_p)}), with continuity correction "
-             f"{c.mcnemar.chi2_cc:.2f} (p {fmt_p(c.mcnemar.chi2_cc_p)})")]
+        Line(f"Discordant {'pairs' if c.unit == 'mark' else 'layouts'}: {t.discordant} ({c.a} only {t.a_only}, "
+             f"{c.b} only {t.b_only}); smallest exact p they could give: {fmt_p(c.floor_p)}"),
+        _mcnemar_line(c)]
     if several:
         out.append(Line(f"Holm-adjusted {prim}: {fmt_p(c.holm_primary_p)}"))
-    out.append(Line(f"Difference {c.a} - {c.b}: {pct(d.estimate)} points, 95% CI {pct(d.lo)} to {pct(d.hi)} "
-                    f"(Newcombe); Tango {pct(c.tango.lo)} to {pct(c.tango.hi)}, "
-                    f"Bonett-Price {pct(c.bonett_price.lo)} to {pct(c.bonett_price.hi)}"))
+    out += _clustered(c)
+    est, lo, hi = points(d.estimate, d.lo, d.hi)
+    method = "Newcombe with the design effect over marks" if c.unit == "mark" else "Newcombe"
+    tango = points(c.tango.lo, c.tango.hi, c.bonett_price.lo, c.bonett_price.hi)
+    out.append(Line(f"Difference {c.a} - {c.b}: {est} points, 95% CI {lo} to {hi} ({method}"
+                    + (", fixed-n: not valid after optional stopping" if c.sequence is not None else "") + "); "
+                    + ("pairs as if independent: " if c.unit == "mark" else "")
+                    + f"Tango {tango[0]} to {tango[1]}, Bonett-Price {tango[2]} to {tango[3]}"))
+    if c.sequence is not None:
+        q = c.sequence
+        est, lo, hi = points(q.estimate, q.lo, q.hi)
+        out.append(Line(f"Anytime-valid {100 * q.level:g}% confidence sequence for the difference: {lo} to {hi} "
+                        "points (Beta-binomial mixture, Howard et al. 2021): valid at the data-dependent stop"))
     if c.pairing_note:
         out.append(Line(c.pairing_note))
-    out.append(Line(f"Anytime-valid e-value on the discordant pairs: {c.evalue.e_value:.2f} "
+    out.append(Line(f"Anytime-valid e-value on the discordant {'marks' if c.unit == 'mark' else 'pairs'}: "
+                    f"{c.evalue.e_value:.2f} "
                     f"(rejects at >= {c.evalue.threshold:g})"))
     out.append(Line(f"Verdict: {c.verdict}"))
+    out += [Line(f"Note: {n}") for n in c.notes]
     if c.strata:
         out += [Gap(), Line("Per stratum:"),
                 table(["stratum", "pairs", "both", f"{c.a} only", f"{c.b} only", "neither", "mid-p"],
                       [[s.stratum, str(s.table.n), str(s.table.both), str(s.table.a_only), str(s.table.b_only),
                         str(s.table.neither), fmt_p(s.mid_p)] for s in c.strata])]
     return out
+
+
+def _mcnemar_line(c: Comparison) -> Line:
+    m = c.mcnemar
+    layout = c.unit == "layout"
+    tag = {p: " (primary)" if layout and c.primary == p else "" for p in ("mcnemar_midp", "mcnemar_exact")}
+    return Line(("McNemar" if layout else "McNemar on the pairs as if independent (for reference only)")
+                + f" mid-p {fmt_p(m.mid_p)}{tag['mcnemar_midp']}, exact {fmt_p(m.exact_p)}{tag['mcnemar_exact']}; "
+                f"chi2 {m.chi2:.2f} (p {fmt_p(m.chi2_p)}), with continuity correction "
+                f"{m.chi2_cc:.2f} (p {fmt_p(m.chi2_cc_p)})")
+
+
+def _clustered(c: Comparison) -> list[Block]:
+    """With repeats: the test over marks and the per-mark counts."""
+    k = c.clustered
+    if k is None:
+        return []
+    prim = "mcnemar_midp" if c.primary != "mcnemar_exact" else "mcnemar_exact"
+    return [Line(f"Clustered McNemar over marks (the unit): {k.discordant_marks} of {k.marks} marks discordant; "
+                 f"sign-flip mid-p {fmt_p(k.mid_p)}{' (primary)' if prim == 'mcnemar_midp' else ''}, "
+                 f"exact {fmt_p(k.exact_p)}{' (primary)' if prim == 'mcnemar_exact' else ''}; Durkalski chi2 "
+                 f"{k.durkalski_chi2:.2f} (p {fmt_p(k.durkalski_p)}, asymptotic); design effect "
+                 f"{k.design_effect:.2f}"),
+            Gap(), Line("Per mark:"),
+            table(["mark", "pairs", "both", f"{c.a} only", f"{c.b} only", "neither"],
+                  [[m, str(t.n), str(t.both), str(t.a_only), str(t.b_only), str(t.neither)] for m, t in c.marks]),
+            Gap()]
 
 
 def comparisons(r: Report) -> list[Block]:

@@ -332,6 +332,18 @@ class SimRig:
             obs[name] = self.render(name)
         return obs
 
+    def camera_poses(self) -> dict[str, dict]:
+        """Pose of each fixed camera (`judge.overlay.CameraPose` fields): the front camera's
+        look-at placement from `sim.scene`, at the profile's resolution. The wrist camera
+        moves with the gripper and has none."""
+        from ..sim.scene import FRONT_CAMERA_FOVY, FRONT_CAMERA_POS, FRONT_CAMERA_TARGET
+
+        spec = self.profile.cameras.get("front")
+        if spec is None:
+            return {}
+        return {"front": {"position": list(FRONT_CAMERA_POS), "target": list(FRONT_CAMERA_TARGET),
+                          "fovy_deg": FRONT_CAMERA_FOVY, "width": spec.width, "height": spec.height}}
+
     def render(self, camera: str) -> np.ndarray:
         """One HxWx3 uint8 RGB frame of `camera` at the profile's resolution."""
         spec = self.profile.cameras[camera]

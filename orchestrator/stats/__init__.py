@@ -63,7 +63,7 @@ from __future__ import annotations
 
 from .agreement import binary_agreement, cohen_kappa, fleiss_kappa
 from .clustered import (clustered_difference, clustered_mcnemar, clustered_p_values, design_effect,
-                        signflip_tails)
+                        mark_split, signflip_tails)
 from .evalue import evalue_discordant
 from .mcnemar import (discordant_floor, mcnemar, mcnemar_exact_p, mcnemar_midp, min_discordant_for_alpha,
                       paired_table)
@@ -91,8 +91,8 @@ __all__ = [
     "cochran_q", "holm", "t_interval", "t_interval_from_summary", "paired_power",
     "layouts_needed", "cell_probabilities", "independent_groups_n", "fisher_power",
     "fisher_trials_needed",
-    "evalue_discordant", "interquartile_mean", "stratified_bootstrap_ci", "cohen_kappa",
+    "evalue_discordant", "interquartile_mean", "stratified_bootstrap_ci", "binary_agreement", "cohen_kappa",
     "fleiss_kappa", "prob_at_least", "plan",
     "ClusteredResult", "clustered_mcnemar", "clustered_p_values", "clustered_difference",
-    "design_effect", "signflip_tails", "newcombe_cells", "beta_binomial_cs", "beta_binomial_bounds", "difference_cs",
+    "design_effect", "mark_split", "signflip_tails", "newcombe_cells", "beta_binomial_cs", "beta_binomial_bounds", "difference_cs",
 ]

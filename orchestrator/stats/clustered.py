@@ -136,6 +136,14 @@ def clustered_difference(tables: Sequence[PairedTable], level: float = 0.95) -> 
     return Interval(diff, lo, hi, "newcombe-clustered", level)
 
 
+def mark_split(tables: Sequence[PairedTable]) -> tuple[int, int]:
+    """(marks with b_k > c_k, marks with c_k > b_k): the discordant marks of the sign test.
+    Under H0 each discordant mark favours A with probability 1/2 independently of the others,
+    so the e-value of `stats.evalue_discordant` on this split stays a test martingale over
+    marks with repeats (with one pair per mark it is the split of the discordant pairs)."""
+    return (sum(1 for t in tables if t.a_only > t.b_only), sum(1 for t in tables if t.b_only > t.a_only))
+
+
 def clustered_mcnemar(tables: Sequence[PairedTable], level: float = 0.95) -> ClusteredResult:
     """The clustered matched-pair analysis of one comparison, one `PairedTable` per mark:
     sign-flip exact and mid-p, Durkalski's X^2 with its chi2(1) p (for reference), the design

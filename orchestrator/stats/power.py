@@ -220,15 +220,17 @@ def fisher_trials_needed(p1: float, p2: float, power: float = 0.8, alpha: float 
     def reaches(n: int) -> bool:
         return fisher_power(p1, p2, n, alpha) >= power
 
-    # bracket around the normal formula's answer, then bisect
-    hi = min(n_max, max(2, independent_groups_n(p1, p2, alpha, power)))
+    # bracket from the normal formula's answer in steps of 10 % (Fisher needs a little more),
+    # then bisect
+    lo = hi = min(n_max, max(2, independent_groups_n(p1, p2, alpha, power)))
     while not reaches(hi):
         if hi >= n_max:
             return None
-        hi = min(n_max, 2 * hi)
-    lo = max(1, hi // 2)
-    while lo > 1 and reaches(lo):
-        lo = max(1, lo // 2)
+        lo, hi = hi + 1, min(n_max, max(hi + 1, int(hi * 1.1)))
+    if lo == hi:
+        lo = max(1, int(hi / 1.1))
+        while lo > 1 and reaches(lo):
+            lo = max(1, int(lo / 1.1))
     while lo < hi:
         mid = (lo + hi) // 2
         if reaches(mid):
