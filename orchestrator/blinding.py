@@ -75,6 +75,13 @@ def _protocol_parts(protocol_text: str, layout_text: str) -> tuple[str, tuple[st
 _VIEW_SQL = ("SELECT e.id, e.frames, e.duration_s, e.files, t.mark_id"
              " FROM episodes e JOIN trials t ON t.slot = e.slot")
 _INFO_SQL = "SELECT id, protocol_text, layout_text FROM campaign"
+# On a PostgreSQL store the same view is a server object a judge's role is granted (pgroles.py).
+_SERVER_VIEW_SQL = "SELECT id, frames, duration_s, files, mark_id FROM blind_episodes"
+_SERVER_INFO_SQL = "SELECT ref, success_test, failure_modes, marks FROM judging_info"
+
+
+def _on_server(store: CampaignStore) -> bool:
+    return getattr(store.conn, "dialect", "sqlite") == "postgresql"
 
 
 def _min_height(protocol_text: str) -> float:
@@ -87,6 +94,10 @@ def _min_height(protocol_text: str) -> float:
 
 def judging_info(store: CampaignStore) -> tuple[JudgingInfo, dict[str, Mark]]:
     """What the judge is told (success test, failure modes) and the marks, from the frozen texts."""
+    if _on_server(store):
+        ref, text, modes, marks = store.conn.execute(_SERVER_INFO_SQL).fetchone()
+        return (JudgingInfo(ref=ref, success_test=text, failure_modes=tuple(json.loads(modes)), kind="campaign"),
+                {k: Mark(k, x, y) for k, (x, y) in json.loads(marks).items()})
     row = store.conn.execute(_INFO_SQL).fetchone()
     if row is None:
         raise BadInput(f"{store.directory}: campaign store has no campaign record")
@@ -110,7 +121,8 @@ def blinded_episodes(store: CampaignStore, marks: dict[str, Mark]) -> list[Blind
     from .auto.labels import series_arm_moved
 
     episodes = []
-    for episode_id, frames, duration_s, files, mark_id in store.conn.execute(_VIEW_SQL):
+    sql = _SERVER_VIEW_SQL if _on_server(store) else _VIEW_SQL
+    for episode_id, frames, duration_s, files, mark_id in store.conn.execute(sql):
         files = json.loads(files)
         videos = {camera: (store.directory / rel).resolve()
                   for camera, rel in files.items() if str(rel).endswith(".mp4")}

@@ -33,52 +33,89 @@ def default_campaign_dir(protocol: LoadedProtocol, root: Path = Path("recordings
     return root / f"{protocol.protocol.name}-{time.strftime('%Y%m%d-%H%M%S')}"
 
 
-def open_campaign(protocol_path: str | Path, rig_path: str | Path, directory: Path | None) -> OpenedCampaign:
-    """Validate inputs, then create or resume the campaign in `directory` (locked for running)."""
+def open_campaign(protocol_path: str | Path, rig_path: str | Path, directory: Path | None,
+                  store_url: str | None = None, station: str | None = None) -> OpenedCampaign:
+    """Validate inputs, then create or resume the campaign in `directory` (locked for running),
+    or, with `store_url`, in that PostgreSQL database with its videos under `directory`."""
     loaded = load_protocol(protocol_path)
     rig = load_rig(rig_path)
+    if store_url is None:
+        from .pgstore import server_url
+
+        store_url = server_url()
+    if store_url is not None:
+        return _open_on_server(loaded, rig, directory, store_url, station)
     directory = Path(directory) if directory else default_campaign_dir(loaded)
     if (directory / DB_NAME).exists():
         store = CampaignStore.open_for_run(directory)
-        try:
-            frozen = store.campaign()
-            if frozen["protocol_sha256"] != loaded.sha256 or frozen["layout_sha256"] != loaded.layout_sha256:
-                what = "protocol" if frozen["protocol_sha256"] != loaded.sha256 else "layout"
-                raise BadInput(
-                    f"{directory}: holds campaign {frozen['name']!r} with a different {what} "
-                    f"(frozen sha256 {frozen['protocol_sha256'][:12]}, given {loaded.sha256[:12]}); "
-                    "refusing to mix protocols: use a new --out directory")
-            if bool(frozen["simulated"]) != rig.profile.simulated:
-                raise BadInput(f"{directory}: campaign was run on a "
-                               f"{'simulated' if frozen['simulated'] else 'real'} rig; "
-                               f"{rig.path} is a {'simulated' if rig.profile.simulated else 'real'} rig")
-            if frozen["rig_text"] != rig.text:
-                store.log_event("rig_changed", f"resumed with a changed rig profile {rig.path}",
-                                data={"rig_text": rig.text})
-            recovered = store.recover_interrupted()
-            for _, episode_id in recovered:
-                remove_episode_files(directory, episode_id)
-            for episode in store.episodes():
-                bad = damaged_files(directory, episode["digests"])
-                if bad:
-                    slot = store.invalidate_episode(
-                        episode["id"], f"recorded files missing or damaged after a restart: {', '.join(bad)}")
-                    remove_episode_files(directory, episode["id"])
-                    recovered.append((slot, episode["id"]))
-            keep = {e["id"] for e in store.episodes()}
-            remove_orphans(directory, keep)
-        except BaseException:
-            store.close()
-            raise
-        return OpenedCampaign(store, loaded, rig, resumed=True, recovered=recovered)
+        return _resume(store, loaded, rig, directory)
     if directory.exists() and any(p.name not in (".gitkeep", "campaign.lock") for p in directory.iterdir()):
         raise BadInput(f"{directory}: directory is not empty and holds no campaign; choose another --out")
-    store = CampaignStore.create(
-        directory, name=loaded.protocol.name, protocol_path=str(loaded.path),
-        protocol_text=loaded.text, protocol_sha256=loaded.sha256, layout_text=loaded.layout_text,
-        layout_sha256=loaded.layout_sha256, rig_path=str(rig.path), rig_text=rig.text,
-        simulated=rig.profile.simulated, schedule=draw_schedule(loaded.protocol, loaded.layout))
+    store = CampaignStore.create(directory, **_campaign_fields(loaded, rig))
     return OpenedCampaign(store, loaded, rig, resumed=False, recovered=[])
+
+
+def _campaign_fields(loaded: LoadedProtocol, rig: LoadedRig) -> dict:
+    return dict(name=loaded.protocol.name, protocol_path=str(loaded.path),
+                protocol_text=loaded.text, protocol_sha256=loaded.sha256, layout_text=loaded.layout_text,
+                layout_sha256=loaded.layout_sha256, rig_path=str(rig.path), rig_text=rig.text,
+                simulated=rig.profile.simulated, schedule=draw_schedule(loaded.protocol, loaded.layout))
+
+
+def _open_on_server(loaded: LoadedProtocol, rig: LoadedRig, directory: Path | None, url: str,
+                    station: str | None) -> OpenedCampaign:
+    from .pgstore import create_on_server, open_on_server
+
+    if directory is None:
+        raise BadInput("--store needs --out: the shared directory (NFS/SMB mount) where every "
+                       "station writes the campaign's videos")
+    directory = Path(directory)
+    store = create_on_server(url, directory, station=station is not None, **_campaign_fields(loaded, rig))
+    if store is not None:
+        return OpenedCampaign(store, loaded, rig, resumed=False, recovered=[])
+    store = open_on_server(url, directory, "station" if station else "run")
+    return _resume(store, loaded, rig, directory, station)
+
+
+def _resume(store: CampaignStore, loaded: LoadedProtocol, rig: LoadedRig, directory: Path,
+            station: str | None = None) -> OpenedCampaign:
+    """Check an existing campaign is the same protocol and rig kind, then recover what a dead
+    process left: interrupted attempts, damaged files, orphan files."""
+    try:
+        frozen = store.campaign()
+        if frozen["protocol_sha256"] != loaded.sha256 or frozen["layout_sha256"] != loaded.layout_sha256:
+            what = "protocol" if frozen["protocol_sha256"] != loaded.sha256 else "layout"
+            raise BadInput(
+                f"{directory}: holds campaign {frozen['name']!r} with a different {what} "
+                f"(frozen sha256 {frozen['protocol_sha256'][:12]}, given {loaded.sha256[:12]}); "
+                "refusing to mix protocols: use a new --out directory")
+        if bool(frozen["simulated"]) != rig.profile.simulated:
+            raise BadInput(f"{directory}: campaign was run on a "
+                           f"{'simulated' if frozen['simulated'] else 'real'} rig; "
+                           f"{rig.path} is a {'simulated' if rig.profile.simulated else 'real'} rig")
+        if station is not None:
+            # stations differ in their rigs and must not touch each other's running attempts
+            # or files: each records its rig, and claims recover blocks (stations.py)
+            return OpenedCampaign(store, loaded, rig, resumed=True, recovered=[])
+        if frozen["rig_text"] != rig.text:
+            store.log_event("rig_changed", f"resumed with a changed rig profile {rig.path}",
+                            data={"rig_text": rig.text})
+        recovered = store.recover_interrupted()
+        for _, episode_id in recovered:
+            remove_episode_files(directory, episode_id)
+        for episode in store.episodes():
+            bad = damaged_files(directory, episode["digests"])
+            if bad:
+                slot = store.invalidate_episode(
+                    episode["id"], f"recorded files missing or damaged after a restart: {', '.join(bad)}")
+                remove_episode_files(directory, episode["id"])
+                recovered.append((slot, episode["id"]))
+        keep = {e["id"] for e in store.episodes()}
+        remove_orphans(directory, keep)
+    except BaseException:
+        store.close()
+        raise
+    return OpenedCampaign(store, loaded, rig, resumed=True, recovered=recovered)
 
 
 def frozen_protocol(store: CampaignStore) -> LoadedProtocol:

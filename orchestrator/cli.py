@@ -26,7 +26,12 @@ VERBS = {
     "export": "export",
     "layout": "layout",
     "doctor": "doctor",
+    "store": "store",
 }
+
+# Verbs that open a campaign store: `--store postgresql://...` puts it on a PostgreSQL server
+# (several arms, orchestrator/pgstore.py); without it the store is CAMPAIGN/campaign.db.
+STORE_VERBS = ("run", "judge", "report", "export", "bundle", "import-labels", "doctor")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -47,6 +52,10 @@ def build_parser() -> argparse.ArgumentParser:
         verb_parser.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                                  help="show tracebacks on errors")
         module.add_arguments(verb_parser)
+        if verb in STORE_VERBS:
+            verb_parser.add_argument("--store", metavar="URL", default=None,
+                                     help="the campaign's store on a PostgreSQL server (postgresql://USER@HOST/DB); "
+                                          "the campaign directory then holds only its videos")
         verb_parser.set_defaults(_run=module.run)
     return parser
 
@@ -56,7 +65,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     debug = getattr(args, "debug", False)
     try:
-        code = args._run(args)
+        from .pgstore import using_server
+
+        with using_server(getattr(args, "store", None)):
+            code = args._run(args)
     except OrchestratorError as exc:
         if debug:
             raise
@@ -84,6 +96,10 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # a bug: still one line unless --debug
         if debug:
             raise
+        if type(exc).__module__.startswith("psycopg"):
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            print(f"orchestrator: campaign store (PostgreSQL): {first}", file=sys.stderr)
+            return 1
         where = ""
         tb = exc.__traceback__
         while tb is not None and tb.tb_next is not None:

@@ -153,6 +153,7 @@ class OutcomeSet:
     fps: int | None = None                        # the protocol's control rate
     auto_labels: dict[str, str] = field(default_factory=dict)   # episode -> the `auto` rater's label
     arm_still: tuple[str, ...] = ()               # episodes in which the arm never moved
+    station_blocks: tuple[dict[str, Any], ...] = ()   # unit, station, state, claimed_at, finished_at
 
     # ---------------------------------------------------------------- views
 
@@ -502,7 +503,8 @@ def outcomes_from_store(store: CampaignStore, judge: str | None = None) -> Outco
         aborted_attempts=sum(aborted_by_slot.values()), scheduled_trials=len(trials),
         sessions=session_counts(store.sessions()), operator_is_judge=protocol.judging.operator_is_judge,
         fps=protocol.episode.fps, auto_labels={ep: j.label for ep, j in store.latest_labels(AUTO_JUDGE).items()},
-        arm_still=still_episodes(store.directory, episodes.values()))
+        arm_still=still_episodes(store.directory, episodes.values()),
+        station_blocks=tuple(store.station_blocks()) if hasattr(store, "station_blocks") else ())
 
 
 def session_counts(sessions: Sequence[dict[str, Any]]) -> SessionCounts:

@@ -179,6 +179,13 @@ class Analysis(_Strict):
     stopping: Literal["none"] | EValueStopping = "none"
 
 
+class Stations(_Strict):
+    """Several arms on one server store (`run --station`): a station that stops renewing its
+    claim on a layout block for `lease_s` seconds loses it, and the block is re-queued."""
+
+    lease_s: Annotated[float, Field(gt=0, le=3600)] = 60.0
+
+
 class Protocol(_Strict):
     name: Annotated[str, Field(min_length=1)]
     task: str = ""
@@ -191,6 +198,7 @@ class Protocol(_Strict):
     success: Success = Success()
     judging: Judging = Judging()
     analysis: Analysis = Analysis()
+    stations: Stations = Stations()
 
     @field_validator("policies")
     @classmethod

@@ -101,7 +101,10 @@ def run_campaign(opened: OpenedCampaign, operator: Operator | None = None, worke
 
 
 def _run_sequential(opened: OpenedCampaign, pending: list[Trial], operator: Operator,
-                    summary: RunSummary, say: Callable[[str], None], stop_after: int | None) -> None:
+                    summary: RunSummary, say: Callable[[str], None], stop_after: int | None,
+                    refill: Callable[[], list[Trial]] | None = None) -> None:
+    """Run `pending` in order on one rig; with `refill` (a station, stations.py), ask it for the
+    next block's trials whenever the queue runs dry, until it returns none."""
     from .policies.factory import make_policy
     from .rigs.factory import make_rig
 
@@ -113,7 +116,7 @@ def _run_sequential(opened: OpenedCampaign, pending: list[Trial], operator: Oper
     try:
         # Policies first, hardware last (as LeRobot does): a checkpoint that does not match the
         # rig is refused before the arm's torque is ever enabled.
-        for label in dict.fromkeys(t.policy for t in pending):
+        for label in dict.fromkeys(t.policy for t in pending) if refill is None else loaded.protocol.policies:
             policies[label] = make_policy(label, loaded.protocol.policies[label], loaded, rig)
         if rig.realtime and (problems := rig.preflight()):
             raise BadInput(problems)
@@ -126,7 +129,7 @@ def _run_sequential(opened: OpenedCampaign, pending: list[Trial], operator: Oper
         queue = list(pending)
         tries: dict[int, int] = {}
         index = 0
-        while queue:
+        while queue or (refill is not None and (queue := refill())):
             trial = queue.pop(0)
             if stop_after is not None and summary.done_now >= stop_after:
                 return

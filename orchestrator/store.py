@@ -39,6 +39,38 @@ LABELS = ("success", "failure", "unsure")
 PHYSICS_JUDGE = "physics"
 AUTO_JUDGE = "auto"
 
+def _write_new_campaign(conn, *, name: str, protocol_path: str, protocol_text: str, protocol_sha256: str,
+                        layout_text: str, layout_sha256: str, rig_path: str, rig_text: str,
+                        simulated: bool, schedule: list[Trial]) -> None:
+    """One transaction: schema, frozen protocol, schedule (SQLite file or PostgreSQL database)."""
+    conn.execute("BEGIN")
+    create_schema(conn)
+    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    conn.execute("INSERT INTO meta VALUES ('tool', 'so101-ab-orchestrator')")
+    conn.execute(
+        "INSERT INTO campaign (id, name, created_at, protocol_path, protocol_text, protocol_sha256,"
+        " layout_text, layout_sha256, rig_path, rig_text, simulated) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+        (secrets.token_hex(6), name, time.time(), protocol_path, protocol_text, protocol_sha256,
+         layout_text, layout_sha256, rig_path, rig_text, int(simulated)))
+    conn.executemany(
+        "INSERT INTO trials (slot, unit, mark_id, repeat_index, position, policy, seed)"
+        " VALUES (?,?,?,?,?,?,?)",
+        [(t.slot, t.unit, t.mark_id, t.repeat, t.position, t.policy, t.seed) for t in schedule])
+    conn.execute("INSERT INTO events (at, kind, message) VALUES (?, 'created', ?)",
+                 (time.time(), f"campaign created with {len(schedule)} scheduled trials"))
+    conn.execute("COMMIT")
+
+
+def _server(purpose: str):
+    """With `--store URL` (pgstore.using_server), an opener of the campaign on that server."""
+    from .pgstore import open_on_server, server_url
+
+    url = server_url()
+    if url is None:
+        return None
+    return lambda directory: open_on_server(url, directory, purpose)
+
+
 def new_episode_id() -> str:
     """An opaque episode id: 64 random bits, hex. Not sequential, not derived from time/policy."""
     return "ep_" + secrets.token_hex(8)
@@ -108,6 +140,9 @@ class CampaignStore:
         self.directory = Path(directory)
         self.conn = conn
         self._lock = lock
+        # A station's claim check (stations.py), run first inside the transactions that begin
+        # and commit an attempt: raises when the station no longer holds the trial's block.
+        self.guard: Any = None
 
     # ------------------------------------------------------------ opening
 
@@ -127,22 +162,10 @@ class CampaignStore:
         tmp.unlink(missing_ok=True)
         conn = _connect(tmp)
         try:
-            conn.execute("BEGIN")
-            create_schema(conn)
-            conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-            conn.execute("INSERT INTO meta VALUES ('tool', 'so101-ab-orchestrator')")
-            conn.execute(
-                "INSERT INTO campaign (id, name, created_at, protocol_path, protocol_text, protocol_sha256,"
-                " layout_text, layout_sha256, rig_path, rig_text, simulated) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                (secrets.token_hex(6), name, time.time(), protocol_path, protocol_text, protocol_sha256,
-                 layout_text, layout_sha256, rig_path, rig_text, int(simulated)))
-            conn.executemany(
-                "INSERT INTO trials (slot, unit, mark_id, repeat_index, position, policy, seed)"
-                " VALUES (?,?,?,?,?,?,?)",
-                [(t.slot, t.unit, t.mark_id, t.repeat, t.position, t.policy, t.seed) for t in schedule])
-            conn.execute("INSERT INTO events (at, kind, message) VALUES (?, 'created', ?)",
-                         (time.time(), f"campaign created with {len(schedule)} scheduled trials"))
-            conn.execute("COMMIT")
+            _write_new_campaign(conn, name=name, protocol_path=protocol_path, protocol_text=protocol_text,
+                                protocol_sha256=protocol_sha256, layout_text=layout_text,
+                                layout_sha256=layout_sha256, rig_path=rig_path, rig_text=rig_text,
+                                simulated=simulated, schedule=schedule)
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             conn.close()
             for suffix in ("-wal", "-shm"):
@@ -162,6 +185,8 @@ class CampaignStore:
         """Open an existing campaign to run it (read-write, holding the run lock; an older
         schema is upgraded here); refuses if another process is running it."""
         directory = Path(directory)
+        if (server := _server("run")) is not None:
+            return server(directory)
         db = cls._existing(directory)
         lock = cls._acquire(directory)
         try:
@@ -177,12 +202,16 @@ class CampaignStore:
     def open_readonly(cls, directory: Path) -> "CampaignStore":
         """Open for reading only (report, export, bundle, plan): SQLite refuses every write on
         this connection. Works while a run is writing."""
+        if (server := _server("read")) is not None:
+            return server(directory)
         return cls._open_unlocked(Path(directory), readonly=True)
 
     @classmethod
     def open_for_labels(cls, directory: Path) -> "CampaignStore":
         """Open for judging: read-write without the run lock (labels are added while a run may
         be writing; SQLite's WAL serialises the two writers)."""
+        if (server := _server("label")) is not None:
+            return server(directory)
         return cls._open_unlocked(Path(directory), readonly=False)
 
     @classmethod
@@ -374,6 +403,8 @@ class CampaignStore:
 
     def begin_attempt(self, slot: int, episode_id: str) -> int:
         with self.transaction() as c:
+            if self.guard is not None:
+                self.guard(c, slot)
             state = c.execute("SELECT state FROM trials WHERE slot=?", (slot,)).fetchone()
             if state is None or state[0] == "done":
                 raise RuntimeFailure(f"trial {slot} is {'missing' if state is None else 'already done'}")
@@ -391,6 +422,8 @@ class CampaignStore:
             if slot is None:
                 raise RuntimeFailure(f"attempt {attempt_id} is not running")
             slot = slot[0]
+            if self.guard is not None:
+                self.guard(c, slot)
             c.execute("UPDATE attempts SET status='done', ended_at=? WHERE id=?", (now, attempt_id))
             c.execute(
                 "INSERT INTO episodes (id, slot, attempt_id, frames, duration_s, cameras, physics_success,"
@@ -451,7 +484,9 @@ class CampaignStore:
         if label not in LABELS:
             raise BadInput(f"label must be one of {', '.join(LABELS)}, not {label!r}")
         with self.transaction() as c:
-            if c.execute("SELECT 1 FROM episodes WHERE id=?", (episode_id,)).fetchone() is None:
+            # (on a server a judge's role may read only the blinded view: pgroles.py)
+            table = "blind_episodes" if getattr(c, "dialect", "") == "postgresql" else "episodes"
+            if c.execute(f"SELECT 1 FROM {table} WHERE id=?", (episode_id,)).fetchone() is None:
                 raise BadInput(f"episode {episode_id} is not in this campaign")
             cur = c.execute(
                 "INSERT INTO judgments (episode_id, judge, label, failure_mode, note, created_at, source)"
@@ -489,6 +524,13 @@ class CampaignStore:
     def sessions(self) -> list[dict[str, Any]]:
         """Run sessions; one with no `ended_at` was killed (SIGKILL, power loss)."""
         return [dict(r) for r in self.conn.execute("SELECT * FROM sessions ORDER BY id")]
+
+    def station_blocks(self) -> list[dict[str, Any]]:
+        """Which station ran each layout block, and when (stations.py); [] for a single arm."""
+        if getattr(self.conn, "dialect", "sqlite") != "postgresql" or not self.conn.has_table("blocks"):
+            return []
+        return [dict(r) for r in self.conn.execute(
+            "SELECT unit, station, state, claimed_at, finished_at FROM blocks ORDER BY unit")]
 
     def integrity_ok(self) -> bool:
         return self.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"

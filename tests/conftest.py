@@ -35,3 +35,35 @@ def protocol_dir(tmp_path) -> Path:
     (tmp_path / "protocol.yaml").write_text(sim_protocol_text())
     (tmp_path / "layout.yaml").write_text(GRID20.read_text())
     return tmp_path
+
+
+@pytest.fixture(scope="session")
+def pg_cluster():
+    """A private PostgreSQL server for the whole test session (tests/support/postgres.py);
+    missing PostgreSQL fails with the install line, never skips."""
+    from support.postgres import PgCluster
+
+    try:
+        cluster = PgCluster()
+    except RuntimeError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    try:
+        cluster.start()
+    except RuntimeError as exc:
+        cluster.stop()
+        pytest.fail(str(exc), pytrace=False)
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def tiny_reference(tmp_path_factory) -> Path:
+    """The tiny protocol run once on SQLite by a fresh process, one episode at a time: the
+    single-station reference the shared-store tests compare outcomes with."""
+    from support.cli import run_module
+    from support.tiny import PROTOCOL, RIG
+
+    local = tmp_path_factory.mktemp("reference") / "campaign"
+    done = run_module("run", PROTOCOL, "--rig", RIG, "--out", local, "--workers", "1", timeout=400)
+    assert done.code == 0, done.err
+    return local

@@ -4,6 +4,7 @@ recorded joints against the simulator's physics test, its place in the consensus
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sqlite3
 import subprocess
@@ -16,6 +17,7 @@ import pytest
 from orchestrator.auto import fk
 from orchestrator.auto.rater import arm_moved, rate
 from orchestrator.blinding import CampaignSource
+from orchestrator.judge.app import JudgeApp
 from orchestrator.store import CampaignStore
 
 from support.tiny import ROOT, run_cli
@@ -145,13 +147,27 @@ def test_contested_first_orders_without_showing_auto(tiny, tmp_path):
     plain = [e.id for e in CampaignSource(copy, "carol").episodes()]
     source = CampaignSource(copy, "carol", contested_first=True)
     ordered = [e.id for e in source.episodes()]
+    assert [e.id for e in CampaignSource(copy, "bob", contested_first=True).episodes()] == \
+        [e.id for e in CampaignSource(copy, "bob").episodes()]   # bob's own labels do not count
+    with CampaignStore.open_readonly(copy) as store:
+        notes = {j.note for j in store.latest_labels("auto").values()}
+    app = JudgeApp(source, renderer="halfcell", autoplay=False)
+
+    async def session():   # nothing of auto's verdict on screen, before or after labelling
+        async with app.run_test(size=(110, 32)) as pilot:
+            await pilot.pause()
+            for key in ("s", "f", ""):
+                text = app.screen_text()
+                assert "auto" not in text.lower() and not any(n in text for n in notes)
+                if key:
+                    await pilot.press(key)
+
+    asyncio.run(session())
     assert set(ordered[:2]) == {ids[1], ids[4]} and sorted(ordered) == sorted(plain)
     assert [i for i in ordered[2:]] == [i for i in plain if i not in (ids[1], ids[4])]
     with pytest.raises(sqlite3.DatabaseError):                  # still sealed
         source.store.conn.execute("SELECT policy FROM trials").fetchall()
     source.close()
-    assert [e.id for e in CampaignSource(copy, "bob", contested_first=True).episodes()] == \
-        [e.id for e in CampaignSource(copy, "bob").episodes()]   # bob's own labels do not count
 
 
 def test_judge_auto_in_a_fresh_process_without_mujoco_or_torch(tiny, tmp_path):
@@ -238,4 +254,27 @@ def test_report_json_rater_agreement_and_a_still_arm(tiny, tmp_path, capsys):
     source = CampaignSource(copy, "carol")
     assert [e.arm_still for e in source.episodes() if e.id == still["id"]] == [True]
     assert sum(e.arm_still for e in source.episodes()) == 1
+    app = JudgeApp(source, renderer="halfcell", autoplay=False)
+
+    async def session():
+        async with app.run_test(size=(110, 32)) as pilot:
+            await pilot.pause()
+            app.go(app.episode(still["id"]))
+            await pilot.pause()
+            assert "the arm never moved" in " ".join(app.screen_text().split())
+            app.go(next(e for e in app.order if e.id != still["id"]))
+            await pilot.pause()
+            assert "never moved" not in app.screen_text()
+
+    asyncio.run(session())
     source.close()
+
+
+def test_contested_first_on_a_bundle_is_refused_in_a_fresh_process(tiny, tmp_path):
+    from orchestrator.cli import main
+
+    assert main(["bundle", str(tiny), "--out", str(tmp_path / "b")]) == 0
+    run = subprocess.run([sys.executable, "-m", "orchestrator", "judge", str(tmp_path / "b"), "--judge",
+                          "eve", "--contested-first"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2 and len(run.stderr.strip().splitlines()) == 1
+    assert "--contested-first needs the campaign" in run.stderr and "Traceback" not in run.stderr

@@ -42,5 +42,11 @@ def run(args: argparse.Namespace) -> int:
     checks = run_preflight(loaded, protocol, Path(args.out), camera_seconds=args.camera_seconds,
                            on_check=show)
     require_ready(checks)
+    if getattr(args, "store", None):
+        from ..pgstore import describe_server_store
+
+        show_line = describe_server_store(args.store, Path(args.out))
+        print(f"ok    {show_line}", flush=True)
+        checks = [*checks, show_line]
     print(f"ready: {len(checks)} checks passed for {args.rig}")
     return 0

@@ -41,7 +41,9 @@ def open_source(target: Path, judge: str, contested_first: bool = False):
     if problem:
         raise BadInput(f"--judge: {problem}")
     target = Path(target)
-    if (target / "campaign.db").is_file():
+    from ..pgstore import server_url
+
+    if (target / "campaign.db").is_file() or server_url() is not None:
         from ..blinding import CampaignSource
 
         source = CampaignSource(target, judge, contested_first=contested_first)

@@ -19,6 +19,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="parallel episodes for a simulated rig (default: one per core)")
     parser.add_argument("--no-console", action="store_true",
                         help="hardware: plain terminal prompts instead of the operator console")
+    parser.add_argument("--station", metavar="NAME", default=None,
+                        help="with --store: run as station NAME (one per arm), claiming layout blocks "
+                             "of the shared campaign until none is left")
     parser.add_argument("--stop-after", type=int, default=None, help=argparse.SUPPRESS)
 
 
@@ -27,13 +30,19 @@ def default_workers() -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..errors import BadInput
+
+    if args.station is not None and not getattr(args, "store", None):
+        raise BadInput("--station needs --store postgresql://...: stations share a campaign on a server")
+    if args.station is not None and not all(c.isalnum() or c in "_-." for c in args.station):
+        raise BadInput(f"--station {args.station!r}: use letters, digits, _ - .")
     from ..campaign import open_campaign
     from ..protocol import load_protocol
     from ..rigs.profile import load_rig
     from ..runner import run_campaign
 
     def session(operator=None):
-        opened = open_campaign(args.protocol, args.rig, args.out)
+        opened = open_campaign(args.protocol, args.rig, args.out, station=args.station)
         try:
             directory = opened.store.directory
             say = operator.message if operator is not None else None
@@ -41,6 +50,11 @@ def run(args: argparse.Namespace) -> int:
                            f"protocol sha256 {opened.protocol.sha256[:12]})")
             workers = args.workers or (default_workers() if opened.rig.profile.simulated else 1)
             kwargs = {"say": say} if say else {}
+            if args.station:
+                from ..stations import run_station
+
+                return directory, run_station(opened, args.station, operator, say=say,
+                                              stop_after=args.stop_after)
             return directory, run_campaign(opened, operator, workers=workers, stop_after=args.stop_after,
                                            **kwargs)
         finally:

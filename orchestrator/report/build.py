@@ -314,6 +314,11 @@ def build_report(data: OutcomeSet) -> Report:
     timing = _timing(data)
     stopping_rule = _describe_stopping(data.stopping)
     warnings = _warnings(data, unpaired, timing, stopping_rule, done, unit, cochran is not None)
+    from .stations import build_stations
+
+    station_section = build_stations(data)
+    if station_section is not None:
+        warnings.extend(station_section.warnings)
     return Report(
         schema=SCHEMA, source=data.source, label_source=data.label_source, campaign_id=data.campaign_id,
         campaign_name=data.campaign_name, protocol_name=data.protocol_name, protocol_sha256=data.protocol_sha256,
@@ -325,7 +330,7 @@ def build_report(data: OutcomeSet) -> Report:
         grid=_grid(data), timeline=_timeline(data), timing=timing, sessions=data.sessions,
         operator_is_judge=data.operator_is_judge, fps=data.fps, raters=rater_agreement(data),
         arm_still=_arm_still(data), unit=unit, test=test_description(unit, primary),
-        notes=_cochran_notes(comparisons, cochran, data.alpha))
+        notes=_cochran_notes(comparisons, cochran, data.alpha), stations=station_section)
 
 
 def _arm_still(data: OutcomeSet) -> tuple[tuple[str, str, str], ...]:

@@ -124,6 +124,9 @@ def to_dict(r: Report) -> dict[str, Any]:
     out["sessions"] = None if r.sessions is None else {
         "count": r.sessions.count, "interrupted": r.sessions.interrupted, "killed": r.sessions.killed,
         "failed": r.sessions.failed, "ended": r.sessions.ended, "running": r.sessions.running}
+    from .stations import to_dict as stations_dict
+
+    out["stations"] = stations_dict(r.stations)
     out["unpaired"] = [{"layout": l, "repeat": rp, "why": why} for l, rp, why in r.unpaired]
     out["warnings"] = list(r.warnings)
     out["notes"] = list(r.notes)

@@ -214,3 +214,4 @@ class Report:
     unit: str = "layout"              # the unit of analysis: layout, or mark when marks have repeats
     test: str = ""                    # the deciding test and interval, as the header names them
     notes: tuple[str, ...] = ()       # report-level notes (e.g. Cochran's Q beside a pairwise "better")
+    stations: Any = None    # report/stations.StationSection for a campaign run by several arms

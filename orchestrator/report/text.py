@@ -295,6 +295,24 @@ def judges(r: Report) -> list[Block]:
     return out
 
 
+def stations(r: Report) -> list[Block]:
+    s = r.stations
+    if s is None:
+        return []
+    out: list[Block] = [Heading(f"Stations ({s.a} vs {s.b}, paired per station)")]
+    out.append(table(["station", "blocks", "pairs", "both", f"{s.a} only", f"{s.b} only", "neither",
+                      *(f"{p} success" for p, _, _ in s.rows[0].successes), "median block"],
+                     [[row.station, str(row.blocks), str(row.pairs), str(row.both), str(row.a_only),
+                       str(row.b_only), str(row.neither), *(k_of_n(k, n) for _, k, n in row.successes),
+                       "-" if row.median_block_s is None else f"{row.median_block_s:.1f} s"]
+                      for row in s.rows]))
+    h = s.homogeneity
+    out.append(Line("Discordance by station (exact conditional test, Freeman-Halton): "
+                    + (f"p {fmt_p(h.p_value)} over {len(h.stations)} stations with discordant pairs"
+                       if h.p_value is not None else "not testable (fewer than two stations with discordant pairs)")))
+    return out
+
+
 def rater_trust(r: Report) -> list[Block]:
     """Agreement of every judge and of `auto` with physics and with the human consensus."""
     from .raters import to_lines
@@ -315,7 +333,7 @@ def unpaired(r: Report) -> list[Block]:
 
 SECTIONS: tuple[Callable[[Report], list[Block]], ...] = (
     header, warnings, policies, comparisons, cochran, strata, failure_modes, safety_events, time_to_success,
-    timing, aborted, drift, judges, rater_trust, unpaired)
+    timing, aborted, drift, stations, judges, rater_trust, unpaired)
 
 
 def document(r: Report) -> list[Block]:

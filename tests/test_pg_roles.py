@@ -1,0 +1,101 @@
+"""Blinding enforced by the PostgreSQL server: a judge's role (`orchestrator store add-judge`)
+reads only the blinded view and writes only its own labels; every other query is refused by
+the server itself ("permission denied", or row-level security hiding other judges' rows)."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+
+from support.cli import run_module
+from support.tiny import PROTOCOL, RIG
+
+
+@pytest.fixture(scope="module")
+def campaign(pg_cluster, tmp_path_factory):
+    """A campaign on the server with 4 committed episodes, written through the store API."""
+    from orchestrator.campaign import open_campaign
+    from orchestrator.store import EpisodeRecord, new_episode_id
+
+    url = pg_cluster.new_database()
+    videos = tmp_path_factory.mktemp("videos")
+    opened = open_campaign(PROTOCOL, RIG, videos, store_url=url)
+    store = opened.store
+    for trial in store.trials()[:4]:
+        episode_id = new_episode_id()
+        attempt = store.begin_attempt(trial.slot, episode_id)
+        store.finish_attempt(attempt, EpisodeRecord(
+            episode_id=episode_id, frames=50, duration_s=5.0, cameras=["front"],
+            files={"front": f"episodes/{episode_id}/front.mp4"}, physics_success=trial.policy == "A"))
+    store.close()
+    for judge in ("alice", "bob"):
+        made = run_module("store", "add-judge", url, judge)
+        assert made.code == 0 and f"judge role {judge!r} created" in made.out, made.err
+    return url, videos
+
+
+def _as(pg_cluster, url: str, role: str) -> psycopg.Connection:
+    database = url.split("@/")[1].split("?")[0]
+    return psycopg.connect(pg_cluster.url(database, role), autocommit=True)
+
+
+@pytest.mark.parametrize("query", [
+    "SELECT policy FROM trials", "SELECT seed FROM trials", "SELECT * FROM trials",
+    "SELECT physics_success FROM episodes", "SELECT id FROM episodes",
+    "SELECT protocol_text FROM campaign", "SELECT name FROM campaign", "SELECT * FROM events",
+    "SELECT reason FROM attempts", "SELECT * FROM sessions",
+    "UPDATE trials SET state = 'pending'", "DELETE FROM judgments",
+])
+def test_the_server_refuses_a_judge_the_key(campaign, pg_cluster, query):
+    url, _ = campaign
+    with _as(pg_cluster, url, "alice") as conn:
+        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="permission denied"):
+            conn.execute(query)
+
+
+def test_a_judge_labels_through_the_blinded_view_only(campaign, pg_cluster):
+    from orchestrator.blinding import CampaignSource
+    from orchestrator.pgstore import using_server
+
+    url, videos = campaign
+    database = url.split("@/")[1].split("?")[0]
+    alice_url, bob_url = pg_cluster.url(database, "alice"), pg_cluster.url(database, "bob")
+    with using_server(alice_url):
+        source = CampaignSource(videos, "alice")
+        episodes = source.episodes()
+        assert len(episodes) == 4 and source.info.success_test.startswith("cube bottom lifted")
+        first = source.add(episodes[0].id, "success")
+        second = source.add(episodes[1].id, "failure", "dropped")
+        source.retract(second.id)
+        assert [r.episode_id for r in source.history()] == [episodes[0].id]
+        source.close()
+    with using_server(bob_url):
+        bob = CampaignSource(videos, "bob")
+        assert bob.history() == []          # alice's labels are invisible to bob
+        bob.add(episodes[0].id, "failure")
+        bob.retract(first.id)               # not bob's: the server matches no row
+        bob.close()
+    with _as(pg_cluster, url, "bob") as conn:
+        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="row-level security"):
+            conn.execute("INSERT INTO judgments (episode_id, judge, label, created_at, source)"
+                         " VALUES (%s, 'alice', 'failure', 0, 'local')", (episodes[2].id,))
+        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="row-level security"):
+            conn.execute("INSERT INTO judgments (episode_id, judge, label, created_at, source)"
+                         " VALUES (%s, 'bob', 'success', 0, 'physics')", (episodes[2].id,))
+    with psycopg.connect(url) as owner:  # the operator (owner) reads every label
+        rows = owner.execute("SELECT judge, label, retracted_at IS NULL FROM judgments"
+                             " WHERE judge IN ('alice', 'bob') ORDER BY id").fetchall()
+    assert rows == [("alice", "success", True), ("alice", "failure", False), ("bob", "failure", True)]
+
+
+def test_add_judge_errors(campaign, pg_cluster):
+    url, _ = campaign
+    again = run_module("store", "add-judge", url, "alice")
+    assert again.code == 2 and "already exists" in again.err and len(again.err_lines) == 1
+    bad = run_module("store", "add-judge", url, "physics")
+    assert bad.code == 2 and "judge name" in bad.err
+    database = url.split("@/")[1].split("?")[0]
+    as_judge = run_module("store", "add-judge", pg_cluster.url(database, "alice"), "carol")
+    assert as_judge.code == 2 and "owner" in as_judge.err, as_judge.err
+    report = run_module("report", RIG.parent, "--store", pg_cluster.url(database, "alice"))
+    assert report.code == 1 and "permission denied" in report.err and len(report.err_lines) == 1

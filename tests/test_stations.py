@@ -1,0 +1,117 @@
+"""Several arms, one campaign: three station processes on the sim rig share a PostgreSQL store;
+one is SIGKILLed in the middle of an episode and restarted. Every trial is done exactly once,
+the interrupted attempt is on record, the outcomes equal a single-station SQLite run of the same
+protocol and seed, and judging and the report work on the same store."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+import psycopg
+import pytest
+
+from support.cli import run_module
+from support.repo import REPO
+from support.tiny import DATA, RIG
+
+LEASE_S = 3
+
+
+def _protocol(tmp_path):
+    """The tiny protocol (3 blocks of 2 trials) with a short station lease."""
+    text = (DATA / "tiny_protocol.yaml").read_text() + f"stations: {{lease_s: {LEASE_S}}}\n"
+    (tmp_path / "tiny_layout.yaml").write_text((DATA / "tiny_layout.yaml").read_text())
+    path = tmp_path / "stations.yaml"
+    path.write_text(text)
+    return path
+
+
+def _station(protocol, url, videos, name, log):
+    env = {**os.environ, "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl")}
+    return subprocess.Popen(
+        [sys.executable, "-m", "orchestrator", "run", str(protocol), "--rig", str(RIG), "--store", url,
+         "--out", str(videos), "--station", name], cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+
+
+def _running_attempt_of(conn, station):
+    return conn.execute(
+        "SELECT a.id FROM attempts a JOIN trials t ON t.slot = a.slot JOIN blocks b ON b.unit = t.unit"
+        " WHERE a.status = 'running' AND b.station = %s AND b.state = 'claimed'", (station,)).fetchone()
+
+
+@pytest.mark.slow
+def test_three_stations_one_killed_mid_episode(pg_cluster, tmp_path, tiny_reference):
+    protocol = _protocol(tmp_path)
+    url = pg_cluster.new_database()
+    videos = tmp_path / "shared"
+    logs = {n: open(tmp_path / f"{n}.log", "w+") for n in ("s1", "s2", "s3", "s2b")}
+    procs = {n: _station(protocol, url, videos, n, logs[n]) for n in ("s1", "s2", "s3")}
+    try:
+        deadline = time.monotonic() + 240
+        with psycopg.connect(url, autocommit=True) as conn:
+            while time.monotonic() < deadline:
+                try:
+                    if _running_attempt_of(conn, "s2"):
+                        break
+                except psycopg.errors.UndefinedTable:
+                    pass  # the stations have not created their tables yet
+                assert procs["s2"].poll() is None, (tmp_path / "s2.log").read_text()
+                time.sleep(0.02)
+            else:
+                pytest.fail("station s2 never started an episode")
+        procs["s2"].send_signal(signal.SIGKILL)
+        procs["s2"].wait(timeout=30)
+        procs["s2b"] = _station(protocol, url, videos, "s2", logs["s2b"])
+        for name in ("s1", "s3", "s2b"):
+            assert procs[name].wait(timeout=400) == 0, (tmp_path / f"{name}.log").read_text()
+    finally:
+        for proc in procs.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+    with psycopg.connect(url) as conn:
+        trials = conn.execute("SELECT slot, state FROM trials ORDER BY slot").fetchall()
+        done = dict(conn.execute("SELECT slot, count(*) FROM attempts WHERE status = 'done'"
+                                 " GROUP BY slot").fetchall())
+        interrupted = conn.execute("SELECT reason FROM attempts WHERE status = 'aborted'").fetchall()
+        physics = dict(conn.execute("SELECT slot, physics_success FROM episodes").fetchall())
+        blocks = conn.execute("SELECT count(DISTINCT station), bool_and(state = 'done') FROM blocks").fetchone()
+        stations = conn.execute("SELECT name, rig_sha256 FROM stations ORDER BY name").fetchall()
+        finished = conn.execute("SELECT stop_reason FROM campaign").fetchone()[0]
+    assert len(trials) == 6 and all(state == "done" for _, state in trials)
+    assert done == {slot: 1 for slot, _ in trials}                 # every trial done exactly once
+    assert any("interrupted" in reason for (reason,) in interrupted), interrupted
+    assert blocks[1] and blocks[0] >= 2 and [n for n, _ in stations] == ["s1", "s2", "s3"]
+    assert finished == "complete"
+
+    with sqlite3.connect(tiny_reference / "campaign.db") as conn:  # same seed, one station, SQLite
+        assert physics == dict(conn.execute("SELECT slot, physics_success FROM episodes"))
+
+    report = run_module("report", videos, "--store", url, "--format", "json")
+    assert report.code == 0, report.err
+    data = json.loads(report.out)
+    assert data["sessions"]["killed"] >= 1                       # the SIGKILLed station's session
+    per_station = data["stations"]["per_station"]
+    assert sum(row["pairs"] for row in per_station.values()) == 3 and set(per_station) <= {"s1", "s2", "s3"}
+    assert all(row["median_block_s"] > 0 for row in per_station.values())
+    made = run_module("store", "add-judge", url, "judy")
+    assert made.code == 0, made.err
+    from orchestrator.blinding import CampaignSource
+    from orchestrator.pgstore import using_server
+
+    database = url.split("@/")[1].split("?")[0]
+    with using_server(pg_cluster.url(database, "judy")):
+        source = CampaignSource(videos, "judy")
+        for episode in source.episodes():
+            assert all(p.is_file() for p in episode.videos.values())
+            source.add(episode.id, "success")
+        source.close()
+    judged = run_module("report", videos, "--store", url, "--judge", "judy", "--format", "json")
+    assert judged.code == 0 and json.loads(judged.out)["policies"]["A"]["successes"] == 3, judged.err
