@@ -118,3 +118,24 @@ def test_zoom_and_guide_keys_in_each_renderer(tiny, renderer):
 
     asyncio.run(session())
     app.source.close()
+
+
+def test_a_rig_profile_can_give_a_camera_pose(tmp_path):
+    """Real or twin cameras get zoom and guide when the profile says where they are."""
+    from orchestrator.errors import BadInput
+    from orchestrator.rigs.profile import profile_camera_poses
+
+    text = (REPO / "hardware" / "so101.example.yaml").read_text()
+    assert "front: {type: opencv" in text
+    posed = text.replace("front: {type: opencv", "front: {pose: {position: [0.5, -0.2, 0.12], "
+                         "target: [0.2, 0.0, 0.05], fovy_deg: 50}, type: opencv")
+    (tmp_path / "rig.yaml").write_text(posed)
+    profile = load_rig(tmp_path / "rig.yaml").profile
+    poses = profile_camera_poses(profile)
+    assert set(poses) == {"front"}
+    pose = CameraPose.from_dict(poses["front"])
+    assert (pose.width, pose.height) == (profile.cameras["front"].width, profile.cameras["front"].height)
+    assert pose.project([(0.2, 0.0, 0.05)])[0] == pytest.approx([pose.width / 2, pose.height / 2])
+    (tmp_path / "bad.yaml").write_text(posed.replace("fovy_deg: 50", "fovy_deg: 0"))
+    with pytest.raises(BadInput, match=r"bad.yaml:\d+:\d+: .*fovy_deg"):
+        load_rig(tmp_path / "bad.yaml")

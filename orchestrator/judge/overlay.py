@@ -11,9 +11,9 @@ projects to u = W/2 + f x_c / z_c, v = H/2 - f y_c / z_c, with f = (H/2) / tan(f
 - `guide_segment`: the success height as a line: two points at z = `min_height_m` (where the
   cube's bottom must be), 6 cm either side of the mark along the camera's horizontal.
 
-The simulated rig records its fixed cameras' poses with every episode
-(`videos/<id>/cameras.json`); a wrist camera moves, and a real rig's cameras have no pose,
-so there the keys say why nothing is drawn.
+Rigs record their fixed cameras' poses with every episode (`videos/<id>/cameras.json`): the
+simulated front camera always, other cameras when their rig-profile entry has a `pose`; a
+wrist camera moves and has none, and without a pose the keys say why nothing is drawn.
 """
 
 from __future__ import annotations

@@ -59,7 +59,7 @@ _ROBOT_MODULES = {
     "hope_jr_hand": "hope_jr", "hope_jr_arm": "hope_jr",
     "lekiwi_client": "lekiwi", "reachy2": "reachy2",
 }
-_OWN_CAMERA_FIELDS = {"type", "index_or_path", "width", "height", "fps"}
+_OWN_CAMERA_FIELDS = {"type", "index_or_path", "width", "height", "fps", "pose"}
 CONNECT_ATTEMPTS = 3
 
 
@@ -280,6 +280,12 @@ class LeRobotRig:
 
     def preflight(self) -> list[str]:
         return [c.line for c in self.checks() if not c.ok]
+
+    def camera_poses(self) -> dict[str, dict]:
+        """Poses of the cameras whose profile entry gives one (judge zoom and guide)."""
+        from .profile import profile_camera_poses
+
+        return profile_camera_poses(self.profile)
 
     def connect(self) -> None:
         if self._connected:

@@ -22,6 +22,16 @@ JOINTS = ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_ro
 STATE_KEYS = tuple(f"{j}.pos" for j in JOINTS)
 
 
+class CameraPoseSpec(BaseModel):
+    """Where a fixed camera is (layout frame, metres) and what it looks at, with its vertical
+    field of view: lets the judge zoom on the mark and draw the success-height guide."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    position: tuple[float, float, float]
+    target: tuple[float, float, float]
+    fovy_deg: Annotated[float, Field(gt=1, lt=179)]
+
+
 class CameraSpec(BaseModel):
     """One camera. `type` is `sim`, `opencv` or `video` (a video file played as a camera)."""
 
@@ -31,6 +41,14 @@ class CameraSpec(BaseModel):
     height: Annotated[int, Field(gt=0, le=4096)]
     fps: Annotated[int, Field(gt=0, le=240)]
     index_or_path: int | str | None = None
+    pose: CameraPoseSpec | None = None   # fixed cameras only (measured by hand, or the twin's)
+
+
+def profile_camera_poses(profile: "RigProfile") -> dict[str, dict]:
+    """The poses the profile gives, with each camera's image size (`judge.overlay.CameraPose`)."""
+    return {name: {"position": list(c.pose.position), "target": list(c.pose.target),
+                   "fovy_deg": c.pose.fovy_deg, "width": c.width, "height": c.height}
+            for name, c in profile.cameras.items() if c.pose is not None}
 
 
 class RobotSpec(BaseModel):
@@ -95,7 +113,7 @@ def load_rig(path: str | Path) -> LoadedRig:
 _ROBOT_FIELDS = ("type", "port", "id", "max_relative_target", "disable_torque_on_disconnect",
                  "use_degrees", "calibration_dir", "cameras")
 _CAMERA_FIELDS = ("type", "index_or_path", "width", "height", "fps", "color_mode", "rotation",
-                  "warmup_s", "fourcc", "backend")
+                  "warmup_s", "fourcc", "backend", "pose")
 
 
 def _near_miss_keys(data: dict, smap) -> list[str]:

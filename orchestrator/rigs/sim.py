@@ -337,11 +337,12 @@ class SimRig:
         look-at placement from `sim.scene`, at the profile's resolution. The wrist camera
         moves with the gripper and has none."""
         from ..sim.scene import FRONT_CAMERA_FOVY, FRONT_CAMERA_POS, FRONT_CAMERA_TARGET
+        from .profile import profile_camera_poses
 
         spec = self.profile.cameras.get("front")
         if spec is None:
-            return {}
-        return {"front": {"position": list(FRONT_CAMERA_POS), "target": list(FRONT_CAMERA_TARGET),
+            return profile_camera_poses(self.profile)
+        return {**profile_camera_poses(self.profile), "front": {"position": list(FRONT_CAMERA_POS), "target": list(FRONT_CAMERA_TARGET),
                           "fovy_deg": FRONT_CAMERA_FOVY, "width": spec.width, "height": spec.height}}
 
     def render(self, camera: str) -> np.ndarray:
