@@ -33,12 +33,15 @@ def default_campaign_dir(protocol: LoadedProtocol, root: Path = Path("recordings
     return root / f"{protocol.protocol.name}-{time.strftime('%Y%m%d-%H%M%S')}"
 
 
-def open_campaign(protocol_path: str | Path, rig_path: str | Path, directory: Path | None,
+def open_campaign(protocol_path: str | Path, rig_path: str | Path | LoadedRig, directory: Path | None,
                   store_url: str | None = None, station: str | None = None) -> OpenedCampaign:
     """Validate inputs, then create or resume the campaign in `directory` (locked for running),
-    or, with `store_url`, in that PostgreSQL database with its videos under `directory`."""
+    or, with `store_url`, in that PostgreSQL database with its videos under `directory`.
+
+    `rig_path` may be an already loaded rig (the `--twin` swap of a profile); a campaign on the
+    twin is a simulated campaign (its physics labels count by default, as on the sim rig)."""
     loaded = load_protocol(protocol_path)
-    rig = load_rig(rig_path)
+    rig = rig_path if isinstance(rig_path, LoadedRig) else load_rig(rig_path)
     if store_url is None:
         from .pgstore import server_url
 
@@ -55,11 +58,16 @@ def open_campaign(protocol_path: str | Path, rig_path: str | Path, directory: Pa
     return OpenedCampaign(store, loaded, rig, resumed=False, recovered=[])
 
 
+def simulated_rig(rig: LoadedRig) -> bool:
+    """The simulated rig, or a real-arm profile run on the twin (`--twin`)."""
+    return rig.profile.simulated or rig.twin is not None
+
+
 def _campaign_fields(loaded: LoadedProtocol, rig: LoadedRig) -> dict:
     return dict(name=loaded.protocol.name, protocol_path=str(loaded.path),
                 protocol_text=loaded.text, protocol_sha256=loaded.sha256, layout_text=loaded.layout_text,
                 layout_sha256=loaded.layout_sha256, rig_path=str(rig.path), rig_text=rig.text,
-                simulated=rig.profile.simulated, schedule=draw_schedule(loaded.protocol, loaded.layout))
+                simulated=simulated_rig(rig), schedule=draw_schedule(loaded.protocol, loaded.layout))
 
 
 def _open_on_server(loaded: LoadedProtocol, rig: LoadedRig, directory: Path | None, url: str,
@@ -89,10 +97,11 @@ def _resume(store: CampaignStore, loaded: LoadedProtocol, rig: LoadedRig, direct
                 f"{directory}: holds campaign {frozen['name']!r} with a different {what} "
                 f"(frozen sha256 {frozen['protocol_sha256'][:12]}, given {loaded.sha256[:12]}); "
                 "refusing to mix protocols: use a new --out directory")
-        if bool(frozen["simulated"]) != rig.profile.simulated:
+        if bool(frozen["simulated"]) != simulated_rig(rig):
             raise BadInput(f"{directory}: campaign was run on a "
                            f"{'simulated' if frozen['simulated'] else 'real'} rig; "
-                           f"{rig.path} is a {'simulated' if rig.profile.simulated else 'real'} rig")
+                           f"{rig.path}{' --twin' if rig.twin is not None else ''} is a "
+                           f"{'simulated' if simulated_rig(rig) else 'real'} rig")
         if station is not None:
             # stations differ in their rigs and must not touch each other's running attempts
             # or files: each records its rig, and claims recover blocks (stations.py)

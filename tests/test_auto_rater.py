@@ -20,7 +20,7 @@ from orchestrator.blinding import CampaignSource
 from orchestrator.judge.app import JudgeApp
 from orchestrator.store import CampaignStore
 
-from support.tiny import ROOT, run_cli
+from support.tiny import ROOT
 
 
 @pytest.fixture(scope="module")
@@ -86,11 +86,11 @@ def test_rate_on_synthetic_trajectories(kinematics):
     assert rate(t[:90], still, cube, 0.04, 1.0).reason == "the arm never moved"
 
 
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("auto") / "tiny"
-    assert run_cli(out, "--workers", "1") == 0
-    return out
+@pytest.fixture
+def tiny(tiny_reference) -> Path:
+    """The tiny simulated campaign, run once per session by a fresh process (read-only: the
+    tests that write copy it)."""
+    return tiny_reference
 
 
 def test_runner_stores_auto_labels_that_agree_with_physics(tiny):

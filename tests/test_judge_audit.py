@@ -121,9 +121,9 @@ def test_invalid_start_from_a_bundle_is_imported_once(campaign, tmp_path, capsys
     assert "sent" not in capsys.readouterr().out
 
 
-def test_resume_re_runs_a_trial_sent_back(tmp_path):
+def test_resume_re_runs_a_trial_sent_back(tiny_reference, tmp_path):
     out = tmp_path / "tiny"
-    assert run_cli(out, "--workers", "1") == 0
+    shutil.copytree(tiny_reference, out)      # a complete campaign another process ran
     source = CampaignSource(out, "dave")
     victim = source.episodes()[0].id
     source.invalidate(victim, "cube not on its mark")

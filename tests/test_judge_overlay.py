@@ -18,7 +18,6 @@ from orchestrator.protocol import Cube, Mark
 from orchestrator.rigs.profile import load_rig
 
 from support.repo import REPO
-from support.tiny import run_cli
 
 os.environ.setdefault("MUJOCO_GL", "egl")
 
@@ -69,11 +68,13 @@ def test_zoom_box_and_guide_geometry():
     assert abs(seg[0, 1] - seg[1, 1]) < abs(seg[0, 0] - seg[1, 0])   # and runs across the image
 
 
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    out = tmp_path_factory.mktemp("overlay") / "tiny"
-    assert run_cli(out, "--workers", "1") == 0
-    return out
+@pytest.fixture
+def tiny(tiny_reference, tmp_path):
+    """A copy of the session's tiny simulated campaign (the judge writes labels into it)."""
+    import shutil
+
+    shutil.copytree(tiny_reference, tmp_path / "tiny")
+    return tmp_path / "tiny"
 
 
 def test_auto_renderer_follows_textual_image_detection(monkeypatch):

@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from .twin_options import add_twin_arguments, twin_session
+
 HELP = "preflight: port, calibration, cameras at fps, policy load, disk"
 
 
@@ -20,6 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="also load the protocol's LeRobot policies and match them to the rig")
     parser.add_argument("--out", metavar="DIR", default="recordings",
                         help="where campaigns will be written (disk check; default recordings/)")
+    add_twin_arguments(parser, unattended=False)
     parser.add_argument("--camera-seconds", type=float, default=1.0, metavar="S",
                         help="how long to measure each camera's frame rate (default 1 s)")
 
@@ -39,8 +42,9 @@ def run(args: argparse.Namespace) -> int:
         if check.ok:
             print(f"ok    {check.line}", flush=True)
 
-    checks = run_preflight(loaded, protocol, Path(args.out), camera_seconds=args.camera_seconds,
-                           on_check=show)
+    with twin_session(args, loaded, protocol) as rig:
+        checks = run_preflight(rig, protocol, Path(args.out), camera_seconds=args.camera_seconds,
+                               on_check=show)
     require_ready(checks)
     if getattr(args, "store", None):
         from ..pgstore import describe_server_store

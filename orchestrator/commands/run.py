@@ -6,6 +6,8 @@ import argparse
 import os
 from pathlib import Path
 
+from .twin_options import add_twin_arguments, twin_session
+
 HELP = "run a new campaign, or resume the one in --out (same protocol only)"
 
 
@@ -23,6 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="with --store: run as station NAME (one per arm), claiming layout blocks "
                              "of the shared campaign until none is left")
     parser.add_argument("--stop-after", type=int, default=None, help=argparse.SUPPRESS)
+    add_twin_arguments(parser, unattended=True)
 
 
 def default_workers() -> int:
@@ -31,18 +34,36 @@ def default_workers() -> int:
 
 def run(args: argparse.Namespace) -> int:
     from ..errors import BadInput
+    from ..protocol import load_protocol
+    from ..rigs.profile import load_rig
 
     if args.station is not None and not getattr(args, "store", None):
         raise BadInput("--station needs --store postgresql://...: stations share a campaign on a server")
     if args.station is not None and not all(c.isalnum() or c in "_-." for c in args.station):
         raise BadInput(f"--station {args.station!r}: use letters, digits, _ - .")
+    loaded = load_rig(args.rig)
+    protocol = load_protocol(args.protocol) if args.twin else None
+    with twin_session(args, loaded, protocol) as rig:
+        directory, summary = _run_with_operator(args, rig)
+    state = "complete" if summary.complete else "incomplete (run again to resume)"
+    print(f"{summary.done_total}/{summary.total} trials done, {summary.aborted_now} aborted this "
+          f"session; campaign {state}")
+    if summary.stopped_early:
+        print(f"stopped early: {summary.stopped_early}")
+    print(f"next: orchestrator judge {directory} --judge YOUR_NAME   |   "
+          f"orchestrator report {directory}")
+    return 0
+
+
+def _run_with_operator(args: argparse.Namespace, rig):
+    """Run the session with the operator the rig needs: none in simulation or --unattended, the
+    console (or terminal prompts with --no-console) at a real arm or the attended twin."""
     from ..campaign import open_campaign
     from ..protocol import load_protocol
-    from ..rigs.profile import load_rig
     from ..runner import run_campaign
 
     def session(operator=None):
-        opened = open_campaign(args.protocol, args.rig, args.out, station=args.station)
+        opened = open_campaign(args.protocol, rig, args.out, station=args.station)
         try:
             directory = opened.store.directory
             say = operator.message if operator is not None else None
@@ -60,29 +81,19 @@ def run(args: argparse.Namespace) -> int:
         finally:
             opened.store.close()
 
-    simulated = load_rig(args.rig).profile.simulated
-    if simulated:
-        directory, summary = session()
-    elif args.no_console:
+    if rig.profile.simulated or getattr(args, "unattended", False):
+        return session()
+    if args.no_console:
         from ..console.prompt import PromptOperator
 
         operator = PromptOperator(load_protocol(args.protocol))
         restore = operator.handle_sigint()  # Ctrl-C between two control steps, never mid-transaction
         try:
-            directory, summary = session(operator)
+            return session(operator)
         finally:
             restore()
-    else:
-        # Textual owns the main thread; the runner (and its SQLite store) runs on the console's
-        # worker thread, opened there.
-        from ..console import run_with_console
+    # Textual owns the main thread; the runner (and its SQLite store) runs on the console's
+    # worker thread, opened there.
+    from ..console import run_with_console
 
-        directory, summary = run_with_console(load_protocol(args.protocol), session)
-    state = "complete" if summary.complete else "incomplete (run again to resume)"
-    print(f"{summary.done_total}/{summary.total} trials done, {summary.aborted_now} aborted this "
-          f"session; campaign {state}")
-    if summary.stopped_early:
-        print(f"stopped early: {summary.stopped_early}")
-    print(f"next: orchestrator judge {directory} --judge YOUR_NAME   |   "
-          f"orchestrator report {directory}")
-    return 0
+    return run_with_console(load_protocol(args.protocol), session)

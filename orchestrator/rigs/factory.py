@@ -31,6 +31,10 @@ def make_rig(rig: LoadedRig | RigProfile, protocol: "LoadedProtocol | None" = No
         if protocol is not None:
             kwargs = {"fps": protocol.protocol.episode.fps, "success": protocol.protocol.success}
         return SimRig(profile, **kwargs, **options)
+    if getattr(rig, "twin", None) is not None:
+        from .twin import TwinRig
+
+        return TwinRig(rig, **options)
     from .lerobot import LeRobotRig
 
     return LeRobotRig(rig, **options)

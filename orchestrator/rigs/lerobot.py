@@ -145,6 +145,10 @@ def camera_configs(profile: RigProfile, base_dir: Path) -> dict[str, Any]:
                 elif isinstance(where, str):
                     where = Path(where)
                 configs[name] = OpenCVCameraConfig(index_or_path=where, **common, **extra)
+            elif cam.type == "twin":
+                from ..sim.twin.twincamera import TwinCameraConfig
+
+                configs[name] = TwinCameraConfig(index_or_path=str(cam.index_or_path), **common)
             elif cam.type == "video":
                 if not cam.index_or_path:
                     problems.append(f"rig: camera {name}: type video needs index_or_path: <file.mp4>")
@@ -321,7 +325,12 @@ class LeRobotRig:
 
     def _connect_robot(self) -> None:
         try:
-            self.robot.connect(calibrate=False)
+            try:
+                self.robot.connect(calibrate=False)
+            except ConnectionError:   # a reply missed once (the SDK's ~34 ms timeout): try again
+                self._disconnect_quietly()
+                time.sleep(0.2)
+                self.robot.connect(calibrate=False)
         except Exception as exc:  # noqa: BLE001 - classified into a DeviceFault
             self._disconnect_quietly()
             raise self._fault(exc) from exc
@@ -334,7 +343,8 @@ class LeRobotRig:
             try:
                 return step()
             except DeviceFault as fault:
-                corrupted = any("Incorrect status packet" in str(e) for e in _chain(fault))
+                corrupted = any("Incorrect status packet" in str(e) or "no status packet" in str(e)
+                                for e in _chain(fault))
                 if not corrupted or attempt == CONNECT_ATTEMPTS - 1:
                     raise
                 logger.warning("connect: %s; trying again", fault.cause)
@@ -366,8 +376,14 @@ class LeRobotRig:
         return None
 
     def observe(self, with_images: bool = True) -> Observation:
+        from .servo_alarms import CHECK_EVERY_STEPS, drop_stale_replies, raise_on_alarm
+
         try:
+            drop_stale_replies(self.robot)
             obs = self.robot.get_observation()
+            self._observed = getattr(self, "_observed", 0) + 1
+            if self._observed % CHECK_EVERY_STEPS == 0:
+                raise_on_alarm(self.robot)
         except Exception as exc:  # noqa: BLE001
             raise self._fault(exc) from exc
         if not with_images:
@@ -376,7 +392,10 @@ class LeRobotRig:
         return obs
 
     def act(self, action: Action) -> Action:
+        from .servo_alarms import drop_stale_replies
+
         try:
+            drop_stale_replies(self.robot)
             sent = self.robot.send_action(action)
         except Exception as exc:  # noqa: BLE001
             raise self._fault(exc) from exc

@@ -71,6 +71,7 @@ class RigProfile(BaseModel):
     cameras: dict[str, CameraSpec] = {}
     rest_pose: dict[str, float] = {}
     on_stop: Literal["hold", "release"] = "hold"
+    twin: dict[str, Any] | None = None   # `--twin` only: {faults: [...], seed: N} (sim/twin/faults.py)
 
     @property
     def simulated(self) -> bool:
@@ -82,6 +83,7 @@ class LoadedRig:
     path: Path
     profile: RigProfile
     text: str
+    twin: Any = None        # the running twin (`sim.twin.client.Twin`) when run with --twin
 
     @property
     def sha256(self) -> str:
@@ -101,6 +103,10 @@ def load_rig(path: str | Path) -> LoadedRig:
         if key not in STATE_KEYS:
             problems.append(f"{smap.locate(('rest_pose', key))}: unknown joint {key!r} "
                             f"(expected one of {', '.join(STATE_KEYS)})")
+    if profile.twin is not None:
+        from ..sim.twin.faults import section_problems
+
+        problems += section_problems(profile.twin, tuple(profile.cameras), smap.locate(("twin",)))
     if problems:
         raise BadInput(problems)
     return LoadedRig(path=path, profile=profile, text=text)

@@ -301,6 +301,52 @@ class SimRig:
         self._steps = 0
         self._first_table = None
 
+    # ------------------------------------------------------------ the wire-level twin's hooks
+
+    @property
+    def model(self):
+        self._require()
+        return self._model
+
+    @property
+    def data(self):
+        self._require()
+        return self._data
+
+    def step_physics(self, steps: int = 1) -> None:
+        """Advance `steps` physics steps with the present actuator targets (`data.ctrl`),
+        feeding the success test and the table-collision watch (the twin drives the actuators
+        itself, as its servos' firmware)."""
+        for _ in range(steps):
+            self._mj.mj_step(self._model, self._data)
+            self._monitor()
+
+    def place_cube(self, mark: Mark, cube: Cube) -> None:
+        """Put the cube on `mark` at rest, leaving the arm where it is, and start a new episode's
+        success test and events (the twin's `prepare_layout`: a hand placing the cube)."""
+        from ..sim.scene import yaw_quat
+
+        if self._model is None or self._cube != cube:
+            self._build(cube)
+            self.go_to_rest()
+        d = self._data
+        adr, vadr = self._ids["cube_qpos"], self._model.joint("cube").dofadr[0]
+        d.qpos[adr:adr + 3] = [mark.x, mark.y, cube.size_m / 2.0]
+        d.qpos[adr + 3:adr + 7] = yaw_quat(mark.yaw_deg)
+        d.qvel[vadr:vadr + 6] = 0.0
+        self._mj.mj_forward(self._model, d)
+        self._mark = mark
+        self.restart_episode_clock()
+
+    def restart_episode_clock(self) -> None:
+        """Time zero of an episode: simulation time 0, a fresh success test and event log."""
+        self._data.time = 0.0
+        self._tracker = LiftHoldTracker(self.success.min_height_m, self.success.hold_s)
+        self._events = {}
+        self._table_steps = 0
+        self._steps = 0
+        self._first_table = None
+
     def cube_pose(self) -> tuple[float, float, float, float]:
         """Measured cube pose: centre x, y, z (m) and yaw (degrees)."""
         from ..sim.scene import quat_yaw_deg

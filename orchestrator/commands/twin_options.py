@@ -1,0 +1,64 @@
+"""`--twin`, `--twin-faults FILE` and `--unattended` for `run` and `doctor` (shared parsing).
+
+`twin_session(args, loaded_rig, protocol)` is a context manager: without `--twin` it yields
+the rig unchanged; with it, it starts the twin (`sim.twin.client.start_twin`) and yields the
+swapped rig, and stops the twin when the block ends, however it ends.
+"""
+
+from __future__ import annotations
+
+import argparse
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+from ..errors import BadInput
+from ..rigs.profile import LoadedRig
+
+
+def add_twin_arguments(parser: argparse.ArgumentParser, *, unattended: bool) -> None:
+    parser.add_argument("--twin", action="store_true",
+                        help="run a real-arm profile on the wire-level simulated SO-101 (same LeRobot "
+                             "stack; the port and camera sources are swapped)")
+    parser.add_argument("--twin-faults", metavar="FILE", type=Path, default=None,
+                        help="with --twin: wire faults to rehearse (YAML with faults: and seed:), "
+                             "instead of the profile's twin: section")
+    if unattended:
+        parser.add_argument("--unattended", action="store_true",
+                            help="with --twin: nobody at the arm; the twin places the cube and the "
+                                 "operator's prompts are answered")
+
+
+def check_twin_arguments(args: argparse.Namespace) -> None:
+    if getattr(args, "unattended", False) and not args.twin:
+        raise BadInput("--unattended is only for --twin: on a real arm a person places the cube and "
+                       "watches the arm")
+    if args.twin_faults is not None and not args.twin:
+        raise BadInput("--twin-faults is only for --twin")
+
+
+def load_faults(path: Path, cameras: tuple[str, ...]) -> dict:
+    from ..sim.twin.faults import section_problems
+    from ..yamlsrc import load_yaml_mapping
+
+    data, smap, _ = load_yaml_mapping(path, "twin faults file")
+    problems = section_problems(data, cameras, str(path))
+    if problems:
+        raise BadInput(problems)
+    return data
+
+
+@contextmanager
+def twin_session(args: argparse.Namespace, loaded: LoadedRig, protocol=None) -> Iterator[LoadedRig]:
+    check_twin_arguments(args)
+    if not args.twin:
+        yield loaded
+        return
+    from ..sim.twin.client import start_twin
+
+    faults = load_faults(args.twin_faults, tuple(loaded.profile.cameras)) if args.twin_faults else None
+    twin = start_twin(loaded, protocol, faults)
+    try:
+        yield twin.rig
+    finally:
+        twin.close()

@@ -1,0 +1,67 @@
+"""Servo alarms: the error bits a Feetech servo raises, read from its `Status` register.
+
+LeRobot's `sync_read` of `Present_Position` drops the error byte of the status packets, so an
+STS3215 that has unloaded itself (overload, overheating, supply voltage out of range) would go
+limp mid-episode unnoticed. `servo_alarms(robot)` reads `Status` (address 65) of every motor of a
+Feetech bus and names the bits that are set (Feetech STS/SMS manual; scservo_sdk `ERRBIT_*`);
+`ServoAlarm` is the exception the rig raises so the trial is aborted with that cause.
+
+`drop_stale_replies(robot)` empties the serial input buffer before a new transaction. The bus is
+half duplex, request then reply, so nothing should be waiting; but `scservo_sdk` gives up on a
+reply after ~34 ms (a write, a sync read) and never flushes, so when the control process was
+descheduled past that (a busy machine, a policy saturating the cores), the late reply stays
+in the buffer and is taken as the answer to the next request: every read after it is one
+packet behind, and a 1-byte `Status` read gets a byte of a position. Found on the twin under
+load; the same happens on a real arm.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+ALARM_BITS = {1: "supply voltage out of range", 2: "angle sensor error", 4: "overheating",
+              8: "overcurrent", 32: "overload"}
+CHECK_EVERY_STEPS = 5     # at 30 Hz: an alarm is seen within ~0.17 s
+SETTLE_S = 0.002          # a status packet takes < 0.1 ms at 1 Mbaud; the USB adapter ~1 ms
+
+
+class ServoAlarm(RuntimeError):
+    """A servo reports an alarm (its message names the motor and the alarm)."""
+
+
+def servo_alarms(robot: Any) -> list[str]:
+    """`motor (id N): alarm` for every motor whose Status has an alarm bit; [] without a Feetech bus."""
+    bus = getattr(robot, "bus", None)
+    if bus is None or type(bus).__name__ != "FeetechMotorsBus":
+        return []
+    status = bus.sync_read("Status", normalize=False, num_retry=getattr(robot.config, "num_read_retries", 0))
+    alarms = []
+    for motor, value in status.items():
+        names = [text for bit, text in ALARM_BITS.items() if int(value) & bit]
+        if names:
+            alarms.append(f"{motor} (id {bus.motors[motor].id}): {', '.join(names)}")
+    return alarms
+
+
+def raise_on_alarm(robot: Any) -> None:
+    """Raise `ServoAlarm` when the servos report an alarm on two reads in a row (an alarm bit
+    stays set on the servo; a byte of a late reply read as `Status` does not repeat)."""
+    first = _settled_read(robot)
+    if first and _settled_read(robot) == first:
+        raise ServoAlarm("servo alarm: " + "; ".join(first))
+
+
+def _settled_read(robot: Any) -> list[str]:
+    drop_stale_replies(robot)
+    time.sleep(SETTLE_S)          # a reply still on the wire lands, and is dropped
+    drop_stale_replies(robot)
+    return servo_alarms(robot)
+
+
+def drop_stale_replies(robot: Any) -> None:
+    """Discard bytes waiting on the motor bus's serial port (see the module docstring)."""
+    bus = getattr(robot, "bus", None)
+    ser = getattr(getattr(bus, "port_handler", None), "ser", None)
+    if ser is not None and getattr(ser, "is_open", False):
+        ser.reset_input_buffer()
