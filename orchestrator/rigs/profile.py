@@ -116,7 +116,7 @@ def load_rig(path: str | Path) -> LoadedRig:
 # sections allow other keys (they are passed on to LeRobot's config classes), but a key that is
 # a near miss of one of these (`max_relative_targt`) is almost certainly a typo of a safety or
 # device setting, so it is refused with a suggestion instead of being silently ignored.
-_ROBOT_FIELDS = ("type", "port", "id", "max_relative_target", "disable_torque_on_disconnect",
+_ROBOT_FIELDS = ("type", "port", "id", "max_relative_target", "disable_torque_on_disconnect", "num_read_retries",
                  "use_degrees", "calibration_dir", "cameras")
 _CAMERA_FIELDS = ("type", "index_or_path", "width", "height", "fps", "color_mode", "rotation",
                   "warmup_s", "fourcc", "backend", "pose")
