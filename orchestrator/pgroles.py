@@ -32,11 +32,6 @@ def _ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def judges_group(conn) -> str:
-    database = conn.raw.execute("SELECT current_database()").fetchone()[0]
-    return f"{database}_judges"
-
-
 def install_blind_objects(conn) -> None:
     """Create (or refresh) `blind_episodes` and `judging_info` on a server store's connection."""
     from .blinding import _protocol_parts
@@ -54,36 +49,77 @@ def install_blind_objects(conn) -> None:
     conn.raw.execute("INSERT INTO judging_info VALUES (%s, %s, %s, %s)",
                      (str(campaign_id), text, json.dumps(list(modes)),
                       json.dumps({k: [m.x, m.y] for k, m in marks.items()})))
+    _install_judging_complete(conn, protocol_text)
+
+
+def _install_judging_complete(conn, protocol_text: str) -> None:
+    """`judging_rules` (the protocol's pre-registration) and `judging_complete()`, a
+    security-definer function (it reads every label with the owner's rights): true unless the
+    protocol hides labels from the operator and judging has not ended, i.e. the campaign has
+    not finished (complete or stopped) or some episode has fewer than `judges` human labels
+    (physics and auto are not judges; unsure does not count)."""
+    import yaml
+
+    judging = (yaml.safe_load(protocol_text) or {}).get("judging") or {}
+    hide = bool(judging.get("hide_labels_from_operator", False))
+    judges = int(judging.get("judges", 1))
+    conn.raw.execute("CREATE TABLE IF NOT EXISTS judging_rules (hide BOOLEAN NOT NULL, judges BIGINT NOT NULL)")
+    conn.raw.execute("DELETE FROM judging_rules")
+    conn.raw.execute("INSERT INTO judging_rules VALUES (%s, %s)", (hide, judges))
+    conn.raw.execute("""
+CREATE OR REPLACE FUNCTION judging_complete() RETURNS boolean
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = public AS $$
+  SELECT NOT (SELECT hide FROM judging_rules)
+      OR ((SELECT stop_reason FROM campaign) IS NOT NULL
+          AND NOT EXISTS (
+            SELECT 1 FROM episodes e
+            WHERE (SELECT count(DISTINCT j.judge) FROM judgments j
+                   WHERE j.episode_id = e.id AND j.retracted_at IS NULL AND j.label <> 'unsure'
+                     AND j.judge NOT IN ('physics', 'auto')) < (SELECT judges FROM judging_rules)))
+$$""")
+    conn.raw.execute("""
+CREATE OR REPLACE FUNCTION forget_episode_labels(episode TEXT) RETURNS void
+LANGUAGE sql VOLATILE SECURITY DEFINER SET search_path = public AS $$
+  DELETE FROM judgments WHERE episode_id = episode
+$$""")
+    conn.raw.execute("REVOKE ALL ON FUNCTION judging_complete(), forget_episode_labels(TEXT) FROM PUBLIC")
 
 
 def add_judge(url: str, name: str, password: str | None = None) -> None:
     """Create the login role `name` for a judge of the campaign at `url` (run as its owner)."""
+    if name in ("physics", "consensus", "auto"):
+        raise BadInput(f"judge name {name!r}: physics, consensus and auto are reserved")
+    _add_role(url, name, password, "judges", _grant)
+
+
+def _add_role(url: str, name: str, password: str | None, kind: str, grant) -> None:
+    """In one transaction: the group `<database>_<kind>` with its grants and policies, then the
+    login role `name` in it. Only the campaign's owner may do this."""
     import psycopg
     from psycopg import sql
 
     from .pgstore import open_connection, redact
 
-    if not _NAME.match(name) or name in ("physics", "consensus", "auto"):
-        raise BadInput(f"judge name {name!r}: use a letter, then letters, digits, _ . - "
-                       "(not physics, consensus or auto)")
+    if not _NAME.match(name):
+        raise BadInput(f"name {name!r}: use a letter, then letters, digits, _ . -")
     conn = open_connection(url, directory=None)  # type: ignore[arg-type]
     try:
-        group = judges_group(conn)
+        database = conn.raw.execute("SELECT current_database()").fetchone()[0]
+        group = f"{database}_{kind}"
         owner = conn.raw.execute("SELECT tableowner FROM pg_tables WHERE tablename = 'judgments'"
                                  " AND schemaname = current_schema()").fetchone()[0]
         me = conn.raw.execute("SELECT current_user").fetchone()[0]
         if owner != me:
-            raise BadInput(f"{redact(url)}: connect as the campaign's owner ({owner}) to add judges")
+            raise BadInput(f"{redact(url)}: connect as the campaign's owner ({owner}) to add {kind}")
         conn.raw.execute("BEGIN")
         try:
             install_blind_objects(conn)
             if not conn.raw.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (group,)).fetchone():
                 conn.raw.execute(sql.SQL("CREATE ROLE {} NOLOGIN").format(sql.Identifier(group)))
-            _grant(conn, group)
+            grant(conn, group)
             if conn.raw.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (name,)).fetchone():
                 raise BadInput(f"{redact(url)}: a role named {name!r} already exists on this server")
-            create = sql.SQL("CREATE ROLE {} LOGIN IN ROLE {}").format(
-                sql.Identifier(name), sql.Identifier(group))
+            create = sql.SQL("CREATE ROLE {} LOGIN IN ROLE {}").format(sql.Identifier(name), sql.Identifier(group))
             if password:
                 create = create + sql.SQL(" PASSWORD {}").format(sql.Literal(password))
             conn.raw.execute(create)
@@ -96,6 +132,52 @@ def add_judge(url: str, name: str, password: str | None = None) -> None:
                        "connect as a role with CREATEROLE that owns the campaign") from None
     finally:
         conn.close()
+
+
+def add_operator(url: str, name: str, password: str | None = None) -> None:
+    """Create the login role `name` for an operator (a station's arm) of the campaign at `url`
+    (run as its owner): it runs trials (every table but the owner's objects) and, when the
+    protocol pre-registers `judging.hide_labels_from_operator`, reads no human label before
+    `judging_complete()`; row-level security filters them out of every query it makes."""
+    _add_role(url, name, password, "operators", _grant_operators)
+
+
+def _grant_operators(conn, group: str) -> None:
+    from psycopg import sql
+
+    from .stations import install_station_tables
+
+    install_station_tables(conn, in_transaction=True)
+    database = conn.raw.execute("SELECT current_database()").fetchone()[0]
+    role = sql.Identifier(group)
+    for statement in (
+            "GRANT CONNECT ON DATABASE {db} TO {role}",
+            "GRANT USAGE ON SCHEMA public TO {role}",
+            "GRANT SELECT, INSERT, UPDATE, DELETE ON meta, campaign, trials, attempts, episodes, judgments,"
+            " events, sessions, blocks, stations TO {role}",
+            "GRANT SELECT ON blind_episodes, judging_info TO {role}",
+            "GRANT USAGE, SELECT, UPDATE ON ALL SEQUENCES IN SCHEMA public TO {role}",
+            "GRANT EXECUTE ON FUNCTION judging_complete(), forget_episode_labels(TEXT) TO {role}",
+            "ALTER TABLE judgments ENABLE ROW LEVEL SECURITY"):
+        conn.raw.execute(sql.SQL(statement).format(db=sql.Identifier(database), role=role))
+    policies = {
+        "operators_read": "FOR SELECT TO {role} USING (judge IN ('physics', 'auto') OR judging_complete())",
+        "operators_add": "FOR INSERT TO {role} WITH CHECK (true)",
+        "operators_update": "FOR UPDATE TO {role} USING (judge IN ('physics', 'auto') OR judging_complete())",
+        "operators_delete": "FOR DELETE TO {role} USING (true)",
+    }
+    _policies(conn, role, policies)
+
+
+def _policies(conn, role, policies: dict[str, str]) -> None:
+    from psycopg import sql
+
+    for policy, body in policies.items():
+        if conn.raw.execute("SELECT 1 FROM pg_policies WHERE tablename = 'judgments' AND policyname = %s",
+                            (policy,)).fetchone():
+            continue
+        conn.raw.execute(sql.SQL("CREATE POLICY {} ON judgments " + body).format(
+            sql.Identifier(policy), role=role))
 
 
 def _grant(conn, group: str) -> None:
@@ -121,9 +203,4 @@ def _grant(conn, group: str) -> None:
         "judges_add_own": "FOR INSERT TO {role} WITH CHECK (judge = current_user AND source = 'local')",
         "judges_retract_own": "FOR UPDATE TO {role} USING (judge = current_user) WITH CHECK (judge = current_user)",
     }
-    for policy, body in policies.items():
-        if conn.raw.execute("SELECT 1 FROM pg_policies WHERE tablename = 'judgments' AND policyname = %s",
-                            (policy,)).fetchone():
-            continue
-        conn.raw.execute(sql.SQL("CREATE POLICY {} ON judgments " + body).format(
-            sql.Identifier(policy), role=role))
+    _policies(conn, role, policies)

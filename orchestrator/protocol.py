@@ -164,6 +164,9 @@ class Judging(_Strict):
     # The automatic rater (`auto`, from the recorded joints): a second opinion (`advisory`,
     # never in the consensus) unless pre-registered as `counted` (one more judge in it).
     auto: Literal["advisory", "counted"] = "advisory"
+    # On a PostgreSQL store: operator roles (`store add-operator`) see no human label until the
+    # campaign has ended and every episode has `judges` human labels (enforced by the server).
+    hide_labels_from_operator: bool = False
 
 
 class EValueStopping(_Strict):

@@ -52,19 +52,24 @@ class LeaseLost(RuntimeFailure):
     """This station no longer holds the block of the trial it is running."""
 
 
-def install_station_tables(conn) -> None:
-    """Create `blocks` (one row per schedule unit) and `stations` once, whoever comes first."""
-    conn.execute("BEGIN")
+def install_station_tables(conn, in_transaction: bool = False) -> None:
+    """Create `blocks` (one row per schedule unit) and `stations` once, whoever comes first
+    (in its own transaction, or in the caller's)."""
+    if not in_transaction:
+        conn.execute("BEGIN")
     try:
         conn.raw.execute("SELECT pg_advisory_xact_lock(%s)", (0x50414233,))
-        for statement in STATION_DDL:
-            conn.raw.execute(statement)
+        if not (conn.has_table("blocks") and conn.has_table("stations")):
+            for statement in STATION_DDL:
+                conn.raw.execute(statement)
         conn.raw.execute("INSERT INTO blocks (unit) SELECT DISTINCT unit FROM trials ON CONFLICT DO NOTHING")
         conn.raw.execute("UPDATE blocks SET state = 'done' WHERE state <> 'done' AND unit NOT IN"
                          " (SELECT unit FROM trials WHERE state <> 'done')")
-        conn.execute("COMMIT")
+        if not in_transaction:
+            conn.execute("COMMIT")
     except BaseException:
-        conn.execute("ROLLBACK")
+        if not in_transaction:
+            conn.execute("ROLLBACK")
         raise
 
 

@@ -19,9 +19,10 @@ import secrets
 import sqlite3
 import time
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from filelock import FileLock, Timeout
 
@@ -61,14 +62,17 @@ def _write_new_campaign(conn, *, name: str, protocol_path: str, protocol_text: s
     conn.execute("COMMIT")
 
 
+# Set by `pgstore.using_server` around a verb given `--store URL`: how to open a campaign on that
+# server (directory, purpose) -> store. The store itself never imports the server module.
+SERVER_OPENER: ContextVar[Callable[[Path, str], "CampaignStore"] | None] = ContextVar("server_opener", default=None)
+
+
 def _server(purpose: str):
     """With `--store URL` (pgstore.using_server), an opener of the campaign on that server."""
-    from .pgstore import open_on_server, server_url
-
-    url = server_url()
-    if url is None:
+    opener = SERVER_OPENER.get()
+    if opener is None:
         return None
-    return lambda directory: open_on_server(url, directory, purpose)
+    return lambda directory: opener(directory, purpose)
 
 
 def new_episode_id() -> str:
@@ -459,7 +463,10 @@ class CampaignStore:
             if row is None:
                 raise RuntimeFailure(f"episode {episode_id} is not in this campaign")
             slot, attempt_id = row
-            c.execute("DELETE FROM judgments WHERE episode_id=?", (episode_id,))
+            if getattr(c, "dialect", "") == "postgresql":  # labels an operator may not see (pgroles.py)
+                c.execute("SELECT forget_episode_labels(?)", (episode_id,))
+            else:
+                c.execute("DELETE FROM judgments WHERE episode_id=?", (episode_id,))
             c.execute("DELETE FROM episodes WHERE id=?", (episode_id,))
             c.execute("UPDATE attempts SET status='aborted', reason=? WHERE id=?", (reason, attempt_id))
             c.execute("UPDATE trials SET state='aborted', episode_id=NULL, done_at=NULL WHERE slot=?", (slot,))

@@ -99,3 +99,56 @@ def test_add_judge_errors(campaign, pg_cluster):
     assert as_judge.code == 2 and "owner" in as_judge.err, as_judge.err
     report = run_module("report", RIG.parent, "--store", pg_cluster.url(database, "alice"))
     assert report.code == 1 and "permission denied" in report.err and len(report.err_lines) == 1
+
+
+def test_an_operator_sees_no_human_label_before_judging_is_complete(pg_cluster, tmp_path):
+    """`judging.hide_labels_from_operator`: the operator's role runs trials but the server
+    filters every human label out of its queries until the campaign has ended and each episode
+    has its judges' labels; the physics labels stay visible."""
+    from orchestrator.campaign import open_campaign
+    from orchestrator.pgstore import using_server
+    from orchestrator.store import CampaignStore, EpisodeRecord, new_episode_id
+
+    (tmp_path / "tiny_layout.yaml").write_text((PROTOCOL.parent / "tiny_layout.yaml").read_text())
+    protocol = tmp_path / "hidden.yaml"
+    protocol.write_text(PROTOCOL.read_text().replace(
+        "judging: {judges: 1,", "judging: {judges: 1, hide_labels_from_operator: true,"))
+    assert "hide_labels_from_operator: true" in protocol.read_text()
+    owner_url = pg_cluster.new_database(owner="labadmin")
+    database = owner_url.split("@/")[1].split("?")[0]
+    made = run_module("store", "init", owner_url, protocol, "--rig", RIG, "--out", tmp_path / "videos")
+    assert made.code == 0 and "6 trials scheduled" in made.out, made.err
+    for verb, name in (("add-operator", "oper1"), ("add-judge", "jo1")):
+        added = run_module("store", verb, owner_url, name)
+        assert added.code == 0, added.err
+    op_url, judge_url = pg_cluster.url(database, "oper1"), pg_cluster.url(database, "jo1")
+    opened = open_campaign(protocol, RIG, tmp_path / "videos", store_url=op_url)  # the operator runs trials
+    episodes = []
+    for trial in opened.store.trials()[:2]:
+        episode_id = new_episode_id()
+        attempt = opened.store.begin_attempt(trial.slot, episode_id)
+        opened.store.finish_attempt(attempt, EpisodeRecord(
+            episode_id=episode_id, frames=50, duration_s=5.0, cameras=["front"], files={},
+            physics_success=True))
+        episodes.append(episode_id)
+    opened.store.close()
+    with using_server(judge_url):
+        judge = CampaignStore.open_for_labels(tmp_path / "videos")
+        for episode_id in episodes:
+            judge.add_judgment(episode_id, "jo1", "failure")
+        judge.close()
+
+    def visible(url):
+        with psycopg.connect(url) as conn:
+            return sorted(conn.execute("SELECT judge FROM judgments WHERE retracted_at IS NULL").fetchall())
+
+    assert visible(op_url) == [("physics",), ("physics",)]             # jo1's labels are withheld
+    assert visible(owner_url) == [("jo1",), ("jo1",), ("physics",), ("physics",)]
+    report = run_module("report", tmp_path / "videos", "--store", op_url, "--judge", "jo1")
+    assert report.code == 2 and "judge 'jo1' has no labels" in report.err
+    with using_server(op_url):                     # the operator can still undo an episode
+        store = CampaignStore.open_for_run(tmp_path / "videos")
+        store.invalidate_episode(episodes[1], "files lost")
+        store.mark_finished("stopped by the test")
+        store.close()
+    assert visible(op_url) == [("jo1",), ("physics",)]                 # judging complete: shown

@@ -98,6 +98,7 @@ def test_three_stations_one_killed_mid_episode(pg_cluster, tmp_path, tiny_refere
     assert report.code == 0, report.err
     data = json.loads(report.out)
     assert data["sessions"]["killed"] >= 1                       # the SIGKILLed station's session
+    assert data["campaign"]["aborted"] >= 1                      # its interrupted attempt
     per_station = data["stations"]["per_station"]
     assert sum(row["pairs"] for row in per_station.values()) == 3 and set(per_station) <= {"s1", "s2", "s3"}
     assert all(row["median_block_s"] > 0 for row in per_station.values())

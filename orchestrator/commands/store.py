@@ -26,6 +26,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     judge.add_argument("name", help="the judge's name (also the role's name)")
     judge.add_argument("--password", default=None,
                        help="the role's password (default: none; local trust or peer authentication)")
+    operator = sub.add_parser("add-operator", help="create an operator's role: runs stations; with "
+                                                   "judging.hide_labels_from_operator sees no human label "
+                                                   "before judging is complete")
+    operator.add_argument("url", help="postgresql://OWNER@HOST/DATABASE of the campaign")
+    operator.add_argument("name", help="the operator's role name")
+    operator.add_argument("--password", default=None, help="the role's password (default: none)")
+    init = sub.add_parser("init", help="create the campaign on the server as its owner (before adding "
+                                       "operators and judges)")
+    init.add_argument("url", help="postgresql://OWNER@HOST/DATABASE (an empty database)")
+    init.add_argument("protocol", help="protocol YAML file")
+    init.add_argument("--rig", required=True, help="a rig profile of the campaign (simulated or real)")
+    init.add_argument("--out", required=True, type=Path, help="the shared videos directory")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -42,6 +54,23 @@ def run(args: argparse.Namespace) -> int:
               f"every table match")
         print(f"next: orchestrator run PROTOCOL --rig RIG --store URL --out {args.campaign}   |   "
               f"orchestrator report {args.campaign} --store URL")
+        return 0
+    if args.store_verb == "init":
+        from ..campaign import open_campaign
+
+        opened = open_campaign(args.protocol, args.rig, args.out, store_url=args.url)
+        state = "exists already" if opened.resumed else "created"
+        total = len(opened.store.trials())
+        opened.store.close()
+        print(f"campaign {state} on {redact(args.url)}: {total} trials scheduled, videos under {args.out}")
+        return 0
+    if args.store_verb == "add-operator":
+        from ..pgroles import add_operator
+
+        add_operator(args.url, args.name, args.password)
+        print(f"operator role {args.name!r} created: run a station with "
+              f"`orchestrator run PROTOCOL --rig RIG --store postgresql://{args.name}@HOST/DATABASE "
+              f"--out VIDEOS_DIR --station ARM`")
         return 0
     from ..pgroles import add_judge
 
