@@ -29,15 +29,12 @@ def _nested(report_md: str) -> str:
     return "\n".join(("#" + line) if line.startswith("#") else line for line in lines).strip()
 
 
-def render_description(plan: Any, summary: dict[str, Any], report_md: str) -> str:
-    """Markdown for the card: results, paired tables, tests, protocol, contents, loading."""
+def _intro(plan: Any, summary: dict[str, Any]) -> list[str]:
+    """Who compared what, on which arm; the campaign; frames and cameras; labels; protocol hash."""
     protocol = plan.protocol.protocol
-    layout = plan.protocol.layout
     campaign = summary["campaign"]
-    repo_id = summary["repo_id"]
     lines: list[str] = []
     add = lines.append
-
     kind = "simulated SO-101 (MuJoCo)" if campaign["simulated"] else "real SO-101 arm"
     add(f"Evaluation rollouts of a **blinded, paired, interleaved A/B campaign** comparing "
         f"{len(plan.policies)} policies ({', '.join(plan.policies)}) on a {kind}, exported by "
@@ -46,8 +43,13 @@ def render_description(plan: Any, summary: dict[str, Any], report_md: str) -> st
     add(f"- Campaign `{campaign['name']}` (id `{campaign['id']}`): {campaign['done']} of "
         f"{campaign['trials']} scheduled trials done, {campaign['aborted_attempts']} aborted attempt(s) "
         f"(re-run, not counted){'; stopped: ' + str(campaign['stop_reason']) if campaign.get('stop_reason') not in (None, 'complete') else ''}.")
-    add(f"- {summary['episodes']} episodes, one per completed trial, {summary['fps']} fps, "
-        f"{protocol.episode.duration_s:g} s each ({protocol.episode.frames} frames); cameras: "
+    control_fps = summary.get("control_fps", summary["fps"])
+    rate = (f"{summary['fps']} fps (the cameras' recorded rate: one row per recorded frame, with the joint "
+            f"state and action of the control step it was taken at; the control loop ran at {control_fps} Hz)"
+            if summary["fps"] != control_fps else f"{summary['fps']} fps")
+    add(f"- {summary['episodes']} episodes, one per completed trial, {rate}, "
+        f"{protocol.episode.duration_s:g} s each "
+        f"({round(protocol.episode.duration_s * summary['fps'])} frames); cameras: "
         + ", ".join(f"`{cam}` {v['width']}x{v['height']}"
                     + (f" (recorded at {v['recorded_fps']} fps)" if v.get("recorded_fps") else "")
                     for cam, v in summary["cameras"].items()) + ".")
@@ -58,7 +60,14 @@ def render_description(plan: Any, summary: dict[str, Any], report_md: str) -> st
         add("")
         add("> **Exported with `--force`, read with care:** " + "; ".join(summary["forced"]) + ".")
     add("")
+    return lines
 
+
+def _results(plan: Any, report_md: str) -> list[str]:
+    """The report's own Markdown, and the methods it used."""
+    protocol = plan.protocol.protocol
+    lines: list[str] = []
+    add = lines.append
     primary = protocol.analysis.primary
     add("## Results")
     add("")
@@ -71,7 +80,16 @@ def render_description(plan: Any, summary: dict[str, Any], report_md: str) -> st
            "2003) and Newcombe with the design effect (Rao & Scott 1992)" if protocol.trials_per_layout > 1 else "")
         + ". The full report is in `meta/report.json` (schema `orchestrator.report/1`).")
     add("")
+    return lines
 
+
+def _protocol(plan: Any, summary: dict[str, Any]) -> list[str]:
+    """The frozen protocol, spelled out."""
+    protocol = plan.protocol.protocol
+    layout = plan.protocol.layout
+    primary = protocol.analysis.primary
+    lines: list[str] = []
+    add = lines.append
     add("## Protocol")
     add("")
     add(f"- Name: `{protocol.name}`; task: \"{protocol.task}\"")
@@ -92,7 +110,13 @@ def render_description(plan: Any, summary: dict[str, Any], report_md: str) -> st
         f"{', '.join(protocol.judging.failure_modes) or 'none'}; judges with labels: "
         f"{', '.join(summary['labels']['judges']) or 'none'}.")
     add("")
+    return lines
 
+
+def _contents(summary: dict[str, Any]) -> list[str]:
+    """The features, the evaluation columns and files."""
+    lines: list[str] = []
+    add = lines.append
     add("## Contents")
     add("")
     add("Standard LeRobotDataset v3 features: `observation.state` and `action` (6 joint positions: "
@@ -126,7 +150,14 @@ def render_description(plan: Any, summary: dict[str, Any], report_md: str) -> st
     add("- `meta/protocol.yaml`, `meta/layout.yaml`, `meta/rig.yaml`: the frozen protocol, layout and rig profile.")
     add("- `meta/report.json`: the report (`orchestrator.report/1`).")
     add("")
+    return lines
 
+
+def _how_to_load(plan: Any, summary: dict[str, Any]) -> list[str]:
+    """Loading with LeRobot and pandas."""
+    repo_id = summary["repo_id"]
+    lines: list[str] = []
+    add = lines.append
     add("## How to load")
     add("")
     add("```python")
@@ -143,4 +174,11 @@ def render_description(plan: Any, summary: dict[str, Any], report_md: str) -> st
     add("```")
     add("")
     add("Or from a local copy: `LeRobotDataset(repo_id, root=PATH)`.")
+    return lines
+
+
+def render_description(plan: Any, summary: dict[str, Any], report_md: str) -> str:
+    """Markdown for the card: results, paired tables, tests, protocol, contents, loading."""
+    lines = (_intro(plan, summary) + _results(plan, report_md) + _protocol(plan, summary) + _contents(summary)
+             + _how_to_load(plan, summary))
     return "\n".join(lines) + "\n"

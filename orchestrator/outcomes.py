@@ -239,14 +239,8 @@ def parse_success(value: str) -> bool | None:
     return SUCCESS_WORDS.get(value.strip().lower())
 
 
-def load_outcomes_csv(path: str | Path) -> OutcomeSet:
-    """Read an Outcomes CSV (DESIGN section 4). Raises BadInput with `path:line: message` lines.
-
-    Rules: the header must name layout, policy and success (any order, any case) and nothing
-    unknown; every row needs as many fields as the header, a non-empty layout and policy, a
-    success in 1,0,true,false,yes,no and, if given, an integer repeat >= 0; (layout, repeat,
-    policy) must be unique; one layout must keep one stratum; at least two policies."""
-    path = Path(path)
+def _csv_rows(path: Path) -> tuple[list[list[str]], list[int]]:
+    """The CSV's rows from the first non-blank one, with their physical line numbers."""
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
@@ -258,7 +252,6 @@ def load_outcomes_csv(path: str | Path) -> OutcomeSet:
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         raise BadInput(f"{path}:{line}: not UTF-8 text") from None
-    problems: list[str] = []
     try:
         rows = list(csv.reader(io.StringIO(text, newline=""), strict=True))
     except csv.Error as exc:
@@ -270,8 +263,12 @@ def load_outcomes_csv(path: str | Path) -> OutcomeSet:
         line_numbers.pop(0)
     if not rows:
         raise BadInput(f"{path}:1: empty file: expected a header row `layout,policy,success`")
-    header = [h.strip().lower() for h in rows[0]]
-    hline = line_numbers[0]
+    return rows, line_numbers
+
+
+def _csv_header(path: Path, row: list[str], hline: int) -> tuple[list[str], int]:
+    """The header's column names (lower case); BadInput for unknown, repeated or missing ones."""
+    header = [h.strip().lower() for h in row]
     known = set(CSV_REQUIRED) | set(CSV_OPTIONAL)
     unknown = [h for h in header if h not in known]
     if unknown:
@@ -284,6 +281,20 @@ def load_outcomes_csv(path: str | Path) -> OutcomeSet:
     if missing:
         raise BadInput(f"{path}:{hline}: missing required column{'s' if len(missing) > 1 else ''} "
                        f"{', '.join(repr(m) for m in missing)} (header is: {','.join(header)})")
+    return header, hline
+
+
+def load_outcomes_csv(path: str | Path) -> OutcomeSet:
+    """Read an Outcomes CSV (DESIGN section 4). Raises BadInput with `path:line: message` lines.
+
+    Rules: the header must name layout, policy and success (any order, any case) and nothing
+    unknown; every row needs as many fields as the header, a non-empty layout and policy, a
+    success in 1,0,true,false,yes,no and, if given, an integer repeat >= 0; (layout, repeat,
+    policy) must be unique; one layout must keep one stratum; at least two policies."""
+    path = Path(path)
+    rows, line_numbers = _csv_rows(path)
+    header, hline = _csv_header(path, rows[0], line_numbers[0])
+    problems: list[str] = []
     col = {h: i for i, h in enumerate(header)}
     outcomes: list[TrialOutcome] = []
     seen: dict[tuple[str, int, str], int] = {}

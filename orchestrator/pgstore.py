@@ -301,10 +301,15 @@ def using_server(url: str | None) -> Iterator[None]:
 
     if url is not None and not is_url(url):
         raise BadInput(f"--store {url}: expected a PostgreSQL URL (postgresql://USER@HOST/DATABASE)")
+    from .store import SERVER_OPENER
+
     token = _SERVER_URL.set(url)
+    opener = SERVER_OPENER.set(None if url is None else
+                               (lambda directory, purpose: open_on_server(url, directory, purpose)))
     try:
         yield
     finally:
+        SERVER_OPENER.reset(opener)
         _SERVER_URL.reset(token)
 
 

@@ -23,13 +23,10 @@ from .operator import AutoOperator, EmergencyStop, Operator, StopRequested, Tria
 from .recording import DISK_MARGIN_BYTES, EpisodeRecorder, check_disk, episode_bytes_estimate, free_bytes
 from .schedule import Trial
 from .store import new_episode_id
+from .progress import say_flushed, terminal
 from .trials import Progress, RunSummary, commit_episode, episode_context, episode_record, stop_decision
 
 MAX_ATTEMPTS_PER_SESSION = 3
-
-
-def say_flushed(text: str) -> None:
-    print(text, flush=True)
 
 
 def _sigterm_as_interrupt(signum, frame):  # noqa: ARG001
@@ -99,6 +96,58 @@ def run_campaign(opened: OpenedCampaign, operator: Operator | None = None, worke
     return summary
 
 
+def _attempt(opened: OpenedCampaign, rig, policy, trial: Trial, context, cue: TrialCue, operator: Operator,
+             summary: RunSummary) -> str | None:
+    """One attempt at a trial: record the episode and commit it; None when done, the reason when an
+    emergency stop (or a redo) aborted it. Ctrl-C and faults make the arm safe, abort the attempt
+    with its cause, and raise (`Interrupted`, `RuntimeFailure`)."""
+    store, loaded = opened.store, opened.protocol
+    cameras = opened.rig.profile.cameras
+    episode_id = new_episode_id()
+    attempt = store.begin_attempt(trial.slot, episode_id)
+    recorder = EpisodeRecorder(store.directory, episode_id, cameras, context.fps,
+                               round(context.fps * context.duration_s), realtime=rig.realtime,
+                               camera_poses=rig.camera_poses() if hasattr(rig, "camera_poses") else None)
+    try:
+        if rig.realtime:   # the start state as the operator left it (judges' audit)
+            recorder.still(rig.observe(with_images=True))
+        operator.episode_started(cue)
+        facts, timing = run_episode(rig, policy, context, recorder, operator)
+        redo = operator.episode_ended(cue, None)
+        if redo:
+            raise _Redo(f"redo requested by operator: {redo}")
+        recorded = recorder.finish()
+        record = episode_record(episode_id, context, cameras, recorded, facts, timing, loaded.protocol.success)
+        commit_episode(store, attempt, trial, record, context.fps, summary)
+        return None
+    except KeyboardInterrupt:
+        rig.safe_stop()
+        recorder.discard()
+        store.abort_attempt(attempt, "interrupted by the user (Ctrl-C)")
+        raise Interrupted("interrupted: arm made safe, the running trial will be re-run; "
+                          "run the same command again to resume") from None
+    except EmergencyStop as stop:
+        rig.safe_stop()
+        recorder.discard()
+        if not isinstance(stop, _Redo):
+            operator.episode_ended(cue, stop.reason)  # the operator says why (into stop.reason)
+        store.abort_attempt(attempt, stop.reason)
+        summary.aborted_now += 1
+        return stop.reason
+    except Exception as exc:
+        rig.safe_stop()
+        recorder.discard()
+        cause = f"{type(exc).__name__}: {exc}"
+        store.abort_attempt(attempt, cause)
+        summary.aborted_now += 1
+        hint = getattr(exc, "hint", None)
+        operator.message(f"trial aborted: {cause}" + (f"; check: {hint}" if hint else ""))
+        raise RuntimeFailure(
+            f"trial {trial.slot + 1} (mark {trial.mark_id}) aborted: {cause}"
+            + (f"; {hint}" if hint else "")
+            + "; the arm was made safe and the campaign is resumable: fix the cause and run again") from exc
+
+
 def _run_sequential(opened: OpenedCampaign, pending: list[Trial], operator: Operator,
                     summary: RunSummary, say: Callable[[str], None], stop_after: int | None,
                     refill: Callable[[], list[Trial]] | None = None) -> None:
@@ -111,6 +160,7 @@ def _run_sequential(opened: OpenedCampaign, pending: list[Trial], operator: Oper
     cameras = opened.rig.profile.cameras
     rig = make_rig(opened.rig, loaded)
     policies = {}
+    progress = None
     try:
         # Policies first, hardware last (as LeRobot does): a checkpoint that does not match the
         # rig is refused before the arm's torque is ever enabled.
@@ -122,7 +172,7 @@ def _run_sequential(opened: OpenedCampaign, pending: list[Trial], operator: Oper
         if not rig.realtime and (problems := rig.preflight()):  # the simulator checks its scene
             raise BadInput(problems)
         rig.go_to_rest()
-        progress = Progress(summary.total, summary.done_total, say)
+        progress = Progress(summary.total, summary.done_total, say, terminal() if say is say_flushed else None)
         queue = list(pending)
         tries: dict[int, int] = {}
         index = 0
@@ -147,56 +197,18 @@ def _run_sequential(opened: OpenedCampaign, pending: list[Trial], operator: Oper
                 say("stopped by the operator between trials; run again to resume")
                 return
             rig.prepare_layout(context.mark, context.cube, trial.seed)
-            episode_id = new_episode_id()
-            attempt = store.begin_attempt(trial.slot, episode_id)
-            recorder = EpisodeRecorder(store.directory, episode_id, cameras, context.fps,
-                                       round(context.fps * context.duration_s), realtime=rig.realtime,
-                                       camera_poses=rig.camera_poses() if hasattr(rig, "camera_poses") else None)
-            try:
-                if rig.realtime:   # the start state as the operator left it (judges' audit)
-                    recorder.still(rig.observe(with_images=True))
-                operator.episode_started(cue)
-                facts, timing = run_episode(rig, policies[trial.policy], context, recorder, operator)
-                redo = operator.episode_ended(cue, None)
-                if redo:
-                    raise _Redo(f"redo requested by operator: {redo}")
-                recorded = recorder.finish()
-                record = episode_record(episode_id, context, cameras, recorded, facts, timing,
-                                        loaded.protocol.success)
-                commit_episode(store, attempt, trial, record, context.fps, summary)
-            except KeyboardInterrupt:
-                rig.safe_stop()
-                recorder.discard()
-                store.abort_attempt(attempt, "interrupted by the user (Ctrl-C)")
-                raise Interrupted("interrupted: arm made safe, the running trial will be re-run; "
-                                  "run the same command again to resume") from None
-            except EmergencyStop as stop:
-                rig.safe_stop()
-                recorder.discard()
-                if not isinstance(stop, _Redo):
-                    operator.episode_ended(cue, stop.reason)  # the operator says why (into stop.reason)
-                store.abort_attempt(attempt, stop.reason)
-                summary.aborted_now += 1
+            stopped = _attempt(opened, rig, policies[trial.policy], trial, context, cue, operator, summary)
+            if stopped is not None:
                 tries[trial.slot] = tries.get(trial.slot, 0) + 1
                 if tries[trial.slot] < MAX_ATTEMPTS_PER_SESSION:
                     queue.append(trial)  # re-run later in this session
-                operator.message(f"trial aborted ({stop.reason}); it will be re-run later")
+                operator.message(f"trial aborted ({stopped}); it will be re-run later")
                 continue
-            except Exception as exc:
-                rig.safe_stop()
-                recorder.discard()
-                cause = f"{type(exc).__name__}: {exc}"
-                store.abort_attempt(attempt, cause)
-                summary.aborted_now += 1
-                hint = getattr(exc, "hint", None)
-                operator.message(f"trial aborted: {cause}" + (f"; check: {hint}" if hint else ""))
-                raise RuntimeFailure(
-                    f"trial {trial.slot + 1} (mark {trial.mark_id}) aborted: {cause}"
-                    + (f"; {hint}" if hint else "")
-                    + "; the arm was made safe and the campaign is resumable: fix the cause and run again") from exc
             progress.update(trial.mark_id)
             rig.go_to_rest()
     finally:
+        if progress is not None:
+            progress.close()
         for policy in policies.values():
             try:
                 policy.close()

@@ -19,9 +19,10 @@ import secrets
 import sqlite3
 import time
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from filelock import FileLock, Timeout
 
@@ -61,14 +62,17 @@ def _write_new_campaign(conn, *, name: str, protocol_path: str, protocol_text: s
     conn.execute("COMMIT")
 
 
+# Set by `pgstore.using_server` around a verb given `--store URL`: how to open a campaign on that
+# server (directory, purpose) -> store. The store itself never imports the server module.
+SERVER_OPENER: ContextVar[Callable[[Path, str], "CampaignStore"] | None] = ContextVar("server_opener", default=None)
+
+
 def _server(purpose: str):
     """With `--store URL` (pgstore.using_server), an opener of the campaign on that server."""
-    from .pgstore import open_on_server, server_url
-
-    url = server_url()
-    if url is None:
+    opener = SERVER_OPENER.get()
+    if opener is None:
         return None
-    return lambda directory: open_on_server(url, directory, purpose)
+    return lambda directory: opener(directory, purpose)
 
 
 def new_episode_id() -> str:

@@ -5,12 +5,12 @@ policy may know about a trial, and committing a finished episode (with the overr
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 from .campaign import OpenedCampaign
 from .policies.base import EpisodeContext
+from .progress import ProgressBar
 from .protocol import LoadedProtocol
 from .schedule import Trial
 from .store import CampaignStore, EpisodeRecord
@@ -32,31 +32,15 @@ class RunSummary:
         return self.done_total == self.total or self.stopped_early is not None
 
 
-class Progress:
-    """`trial k/N  mark M07  elapsed 1:23  ETA 4:56` lines (no policy label, ever)."""
+class Progress(ProgressBar):
+    """The runners' progress: a bar with ETA on a terminal, else `trial k/N  mark M07  elapsed 1:23
+    ETA 4:56` lines (no policy label, ever)."""
 
-    def __init__(self, total: int, done_before: int, say: Callable[[str], None]):
-        self.total, self.done_before, self.say = total, done_before, say
-        self.started = time.monotonic()
-        self.completed_now = 0
+    def __init__(self, total: int, done_before: int, say: Callable[[str], None], console: Any = None):
+        super().__init__(total, done_before, "trial", say, console)
 
-    def update(self, mark_id: str, slot_done: bool = True) -> None:
-        if slot_done:
-            self.completed_now += 1
-        done = self.done_before + self.completed_now
-        elapsed = time.monotonic() - self.started
-        remaining = self.total - done
-        eta = elapsed / self.completed_now * remaining if self.completed_now else float("nan")
-        self.say(f"trial {done}/{self.total}  mark {mark_id}  elapsed {_clock(elapsed)}  "
-                 f"ETA {_clock(eta)}")
-
-
-def _clock(seconds: float) -> str:
-    if seconds != seconds:  # NaN
-        return "--:--"
-    seconds = int(round(seconds))
-    return f"{seconds // 60}:{seconds % 60:02d}" if seconds < 3600 else \
-        f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
+    def update(self, mark_id: str) -> None:
+        self.step(f"mark {mark_id}")
 
 
 def stop_decision(opened: OpenedCampaign) -> str | None:

@@ -60,6 +60,19 @@ def _byte_position(raw: bytes, offset: int) -> tuple[int, int]:
     return raw.count(b"\n", 0, offset) + 1, offset - (raw.rfind(b"\n", 0, offset) + 1) + 1
 
 
+def _syntax_error(path: Path, exc: yaml.MarkedYAMLError) -> str:
+    """One line naming both places PyYAML knows: where the construct opened (`context_mark`, e.g.
+    an unclosed `{`: where the user has to look) and where PyYAML noticed (`problem_mark`)."""
+    problem, context = exc.problem_mark, exc.context_mark
+    reason = exc.problem or exc.context or "invalid YAML"
+    if context is not None and problem is not None and (context.line, context.column) != (problem.line, problem.column):
+        return (f"{path}:{context.line + 1}:{context.column + 1}: YAML syntax error: {reason} at line "
+                f"{problem.line + 1}, column {problem.column + 1}, {exc.context or 'in what'} that starts here")
+    mark = problem or context
+    line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+    return f"{path}:{line}:{col}: YAML syntax error: {reason}"
+
+
 def load_yaml_mapping(path: Path, what: str) -> tuple[dict[str, Any], SourceMap, str]:
     """Read `path` as a YAML mapping; return (data, source map, text).
 
@@ -98,10 +111,7 @@ def load_yaml_mapping(path: Path, what: str) -> tuple[dict[str, Any], SourceMap,
         raise BadInput(f"{path}:{line}:{col}: YAML syntax error: character "
                        f"U+{ord(char):04X} is not allowed in YAML") from None
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
-        reason = exc.problem or exc.context or "invalid YAML"
-        raise BadInput(f"{path}:{line}:{col}: YAML syntax error: {reason}") from None
+        raise BadInput(_syntax_error(path, exc)) from None
     except yaml.YAMLError as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise BadInput(f"{path}:1:1: YAML error: {first}") from None

@@ -607,3 +607,45 @@ def test_real_simulated_campaign_exports(tmp_path, cli, hf_env):
     for camera, spec in rig["cameras"].items():
         assert tuple(item[f"observation.images.{camera}"].shape) == (3, spec["height"], spec["width"])
         assert float(item[f"observation.images.{camera}"].std()) > 0.01  # a rendered scene, not blank
+
+
+def test_export_stride_follows_the_recorded_camera_rate():
+    from orchestrator.export.plan import export_stride
+    from orchestrator.rigs.profile import parse_rig_text
+
+    def rig(*rates: int):
+        cams = ", ".join(f"c{i}: {{type: sim, width: 64, height: 48, fps: {r}}}" for i, r in enumerate(rates))
+        return parse_rig_text(f"robot: {{type: sim_so101}}\ncameras: {{{cams}}}\n")
+
+    assert export_stride(30, rig(15, 15), ["c0", "c1"], "recorded") == 2      # the demo: 30 Hz loop, 15 fps cameras
+    assert export_stride(30, rig(15, 15), ["c0", "c1"], "control") == 1
+    assert export_stride(30, rig(15, 10), ["c0", "c1"], "recorded") == 1      # two rates: one dataset fps cannot hold both
+    assert export_stride(10, rig(15), ["c0"], "recorded") == 1                # a camera faster than the loop
+    assert export_stride(30, rig(20), ["c0"], "recorded") == 1                # 20 does not divide 30
+    assert export_stride(30, None, ["c0"], "recorded") == 1                   # no readable rig profile
+
+
+@pytest.mark.slow
+def test_tiny_campaign_exports_at_the_cameras_recorded_rate(tmp_path, cli, hf_env):
+    """The tiny campaign's loop runs at 10 Hz, its cameras at 5 fps: the dataset runs at 5 fps, one
+    row per recorded frame, holding the joint state and action of the step the frame was taken at."""
+    from support.tiny import run_cli
+
+    campaign = tmp_path / "c"
+    assert run_cli(campaign) == 0
+    root = tmp_path / "ds"
+    result = cli("export", campaign, "--repo-id", REPO_ID, "--root", root)
+    assert result.code == 0, result.err
+    assert "5 fps, the cameras' recorded rate: every 2 control steps" in result.out
+    dataset = load(root)
+    assert dataset.fps == 5 and dataset.num_episodes == 6
+    cols = columns(dataset)
+    trials, records, _ = store_rows(campaign)
+    for index, trial in enumerate(t for t in trials if t.state == "done"):
+        with np.load(campaign / records[trial.episode_id]["files"]["timeseries"]) as z:
+            state = np.asarray(z["state"], dtype=np.float32)
+        mine = cols["episode_index"] == index
+        np.testing.assert_allclose(cols["observation.state"][mine], state[::2], rtol=1e-6)
+        np.testing.assert_allclose(cols["timestamp"][mine], np.arange(mine.sum()) / 5, atol=1e-6)
+    card = (root / "README.md").read_text()
+    assert "5 fps (the cameras' recorded rate" in card and "the control loop ran at 10 Hz" in card

@@ -303,3 +303,22 @@ def test_control_characters_in_paths_stay_on_one_line(cli, protocol_dir):
     result = cli("validate", path)
     assert_located(result, path, [(line_of(text, "layout:"), "not found")])
     assert len(result.err_lines) == 1 and "x\\ry\\n" in result.err
+
+
+def test_yaml_syntax_error_names_where_the_construct_opened_and_where_yaml_noticed(tmp_path, cli):
+    """An unclosed `{` on line 3 is located at line 3 (where the user has to look); the message
+    also names where PyYAML noticed (PyYAML's own marks are the oracle)."""
+    import yaml
+
+    text = "name: x\nseed: 1\npolicies: {A: {type: scripted}\norder: balanced\ntrials_per_layout: 1\n"
+    with pytest.raises(yaml.MarkedYAMLError) as caught:
+        yaml.safe_load(text)
+    opened, noticed = caught.value.context_mark, caught.value.problem_mark
+    assert opened.line + 1 == 3 and noticed.line + 1 > 3
+    (tmp_path / "p.yaml").write_text(text)
+    result = cli("validate", tmp_path / "p.yaml")
+    assert result.code == 2 and len(result.err_lines) == 1, result.err
+    m = LOCATED.match(result.err_lines[0])
+    assert m and (int(m["line"]), int(m["col"])) == (3, opened.column + 1)
+    assert f"at line {noticed.line + 1}, column {noticed.column + 1}" in m["message"]
+    assert "while parsing a flow mapping that starts here" in m["message"]

@@ -6,28 +6,41 @@ import argparse
 import time
 from pathlib import Path
 
+from ..errors import RuntimeFailure
+from . import report as report_command
 from .run import default_workers
 
 HELP = "run the simulated A/B campaign (protocols/sim_demo.yaml on hardware/sim.yaml), then report"
 
-ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = Path(__file__).resolve().parents[1]
+
+
+def demo_files() -> tuple[Path, Path]:
+    """(protocol, rig) of the demo: the package data of an installed wheel (`orchestrator/demo_data/`,
+    see pyproject.toml), else the source tree's `protocols/` and `hardware/`."""
+    for root in (PACKAGE / "demo_data", PACKAGE.parent):
+        protocol, rig = root / "protocols" / "sim_demo.yaml", root / "hardware" / "sim.yaml"
+        if protocol.is_file() and rig.is_file():
+            return protocol, rig
+    raise RuntimeFailure(f"the demo protocol is not installed with this package (looked in {PACKAGE / 'demo_data'} "
+                         f"and {PACKAGE.parent}); reinstall so101-ab-orchestrator")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, default=None,
                         help="campaign directory (default recordings/demo-<time>)")
     parser.add_argument("--workers", type=int, default=None, help="parallel episodes (default: cores)")
-    parser.add_argument("--protocol", type=Path, default=ROOT / "protocols" / "sim_demo.yaml",
-                        help=argparse.SUPPRESS)
-    parser.add_argument("--rig", type=Path, default=ROOT / "hardware" / "sim.yaml", help=argparse.SUPPRESS)
+    parser.add_argument("--protocol", type=Path, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--rig", type=Path, default=None, help=argparse.SUPPRESS)
 
 
 def run(args: argparse.Namespace) -> int:
     from ..campaign import open_campaign
     from ..runner import run_campaign
 
+    protocol, rig = demo_files()
     out = args.out or Path("recordings") / f"demo-{time.strftime('%Y%m%d-%H%M%S')}"
-    opened = open_campaign(args.protocol, args.rig, out)
+    opened = open_campaign(args.protocol or protocol, args.rig or rig, out)
     started = time.monotonic()
     try:
         print(f"simulated campaign in {out}: {len(opened.store.trials())} trials "
@@ -40,11 +53,10 @@ def run(args: argparse.Namespace) -> int:
     print(f"ran {summary.done_now} episodes ({episode_s:.0f} s of robot time) in {wall:.0f} s: "
           f"{episode_s / wall if wall else 0:.1f}x real time")
     print()
-    from ..cli import main as cli_main
-
-    cli_main(["report", str(out)])  # the physics outcomes (nobody has judged yet)
+    code = report_command.run(argparse.Namespace(campaign=str(out), outcomes=None, judge=None, format="text",
+                                                 out=None))   # the physics outcomes (nobody has judged yet)
     print("Next:")
     print(f"  judge blind:  uv run orchestrator judge {out} --judge YOUR_NAME")
     print(f"  report:       uv run orchestrator report {out} [--format md|json|html --out FILE]")
     print(f"  export:       uv run --extra lerobot orchestrator export {out} --repo-id USER/sim-demo")
-    return 0
+    return code

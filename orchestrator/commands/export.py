@@ -30,19 +30,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--include-aborted", action="store_true",
                         help="list aborted attempts in meta/ab_trials.parquet (their recordings were "
                              "deleted when they aborted)")
+    parser.add_argument("--fps", choices=("recorded", "control"), default="recorded",
+                        help="dataset frame rate: the cameras' recorded rate when they share one that divides "
+                             "the control rate (default; one row per recorded frame), or every control step")
     parser.add_argument("--force", action="store_true",
                         help="export although episodes lack a definite label or the campaign is incomplete")
 
 
 def run(args: argparse.Namespace) -> int:
     from ..export import check_repo_id, export_campaign
+    from ..progress import say_flushed
 
     check_repo_id(args.repo_id)
     if args.private and not args.push:
         raise BadInput("--private applies to --push only")
     result = export_campaign(args.campaign, repo_id=args.repo_id, root=args.root, judge=args.judge,
                              include_aborted=args.include_aborted, force=args.force, push=args.push,
-                             private=args.private, say=lambda line: print(line, flush=True))
+                             private=args.private, fps=args.fps, say=say_flushed)
     print(f"exported {result.episodes} episodes ({result.frames} frames, cameras "
           f"{', '.join(result.cameras)}) to {result.root} in {result.seconds:.1f} s")
     if result.pushed_to:

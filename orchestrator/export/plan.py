@@ -64,10 +64,16 @@ class ExportPlan:
     attempts: list[dict[str, Any]]
     include_aborted: bool
     forced: list[str] = field(default_factory=list)   # refusals overridden by --force
+    stride: int = 1                    # control steps per dataset frame (see `export_stride`)
+
+    @property
+    def control_fps(self) -> int:
+        return int(self.protocol.protocol.episode.fps)
 
     @property
     def fps(self) -> int:
-        return int(self.protocol.protocol.episode.fps)
+        """The dataset's frame rate: the control rate, or the cameras' recorded rate."""
+        return self.control_fps // self.stride
 
     @property
     def task(self) -> str:
@@ -170,8 +176,26 @@ def _failure_modes(store: CampaignStore, declared: list[str], labels: Labels) ->
     return declared + extra
 
 
+FPS_CHOICES = ("recorded", "control")
+
+
+def export_stride(control_fps: int, rig: RigProfile | None, cameras: list[str], choice: str) -> int:
+    """Control steps per dataset frame. `control`: 1 (every step, each camera holding its latest
+    frame). `recorded` (the default): when every camera recorded at one rate that divides the
+    control rate, the dataset runs at that rate (one row per recorded frame, with the joint state
+    and action of the step the frame was taken at), so no frame is stored twice; otherwise 1
+    (a LeRobot dataset has one frame rate for all its features)."""
+    if choice == "control" or rig is None:
+        return 1
+    rates = {rig.cameras[c].fps for c in cameras if c in rig.cameras}
+    if len(rates) != 1 or len(cameras) != sum(1 for c in cameras if c in rig.cameras):
+        return 1
+    (rate,) = rates
+    return control_fps // rate if rate and rate < control_fps and control_fps % rate == 0 else 1
+
+
 def plan_export(store: CampaignStore, *, repo_id: str, root: Path, judge: str | None = None,
-                include_aborted: bool = False, force: bool = False) -> ExportPlan:
+                include_aborted: bool = False, force: bool = False, fps: str = "recorded") -> ExportPlan:
     """Read everything the export needs and apply the refusals; writes nothing."""
     from ..campaign import frozen_protocol
 
@@ -202,7 +226,8 @@ def plan_export(store: CampaignStore, *, repo_id: str, root: Path, judge: str | 
                       marks=[m.id for m in protocol.layout.marks],
                       failure_modes=_failure_modes(store, list(protocol.protocol.judging.failure_modes), labels),
                       judges=store.judges(), trials=trials, attempts=store.attempts(),
-                      include_aborted=include_aborted, forced=forced)
+                      include_aborted=include_aborted, forced=forced,
+                      stride=export_stride(int(protocol.protocol.episode.fps), rig, cameras, fps))
 
 
 def video_shape(path: Path) -> tuple[int, int]:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..durable import swap_directory
+from ..progress import say_flushed, terminal
 from ..errors import BadInput, RuntimeFailure
 from ..store import CampaignStore
 from .checks import (check_export_space, check_hub_token, check_lerobot_installed, check_not_running, check_repo_id,
@@ -76,7 +77,7 @@ class _Prepared:
 
 
 def _prepare(campaign_dir: Path, repo_id: str, root: Path | None, judge: str | None, include_aborted: bool,
-             force: bool, push: bool, say: Callable[[str], None]) -> _Prepared:
+             force: bool, push: bool, fps: str, say: Callable[[str], None]) -> _Prepared:
     """Every check and everything read from the store, before anything is written."""
     check_repo_id(repo_id)
     if not campaign_dir.is_dir():
@@ -91,7 +92,7 @@ def _prepare(campaign_dir: Path, repo_id: str, root: Path | None, judge: str | N
         if push:
             check_hub_token()
         plan = plan_export(store, repo_id=repo_id, root=root, judge=judge,
-                           include_aborted=include_aborted, force=force)
+                           include_aborted=include_aborted, force=force, fps=fps)
         for line in plan.forced:
             say(f"warning (--force): {line}")
         report, report_md = report_json(store, judge)
@@ -104,7 +105,7 @@ def _write_all(prep: _Prepared, summary: dict[str, Any], out: Path,
                say: Callable[[str], None]) -> tuple[dict[str, Any], dict[str, Any]]:
     """The dataset and the evaluation files into `out`; (LeRobot's info, the card arguments)."""
     plan = prep.plan
-    info = write_dataset(plan, out, say)
+    info = write_dataset(plan, out, say, terminal() if say is say_flushed else None)
     write_table(trial_rows(plan, prep.judge_labels), out / TRIALS_FILE)
     (out / PROTOCOL_FILE).write_text(plan.campaign["protocol_text"], encoding="utf-8")
     (out / LAYOUT_FILE).write_text(plan.campaign["layout_text"], encoding="utf-8")
@@ -118,18 +119,20 @@ def _write_all(prep: _Prepared, summary: dict[str, Any], out: Path,
 
 def export_campaign(campaign_dir: Path, *, repo_id: str, root: Path | None = None, judge: str | None = None,
                     include_aborted: bool = False, force: bool = False, push: bool = False,
-                    private: bool = False, say: Callable[[str], None] = print) -> ExportResult:
+                    private: bool = False, fps: str = "recorded",
+                    say: Callable[[str], None] = print) -> ExportResult:
     """Export the campaign at `campaign_dir` (see the package docstring). Raises `BadInput` for
     refusals (nothing written) and `RuntimeFailure` for faults (nothing left half-written)."""
     started = time.monotonic()
     campaign_dir = Path(campaign_dir)
-    prep = _prepare(campaign_dir, repo_id, root, judge, include_aborted, force, push, say)
+    prep = _prepare(campaign_dir, repo_id, root, judge, include_aborted, force, push, fps, say)
     plan = prep.plan
     root = plan.root
     summary = evaluation_summary(plan)  # refuses an altered store before anything is written
     check_export_space(plan)
     say(f"exporting {len(plan.episodes)} episodes of {campaign_dir} as {repo_id} to {root} "
-        f"(labels: {plan.labels.source})")
+        f"(labels: {plan.labels.source}; {plan.fps} fps"
+        + (f", the cameras' recorded rate: every {plan.stride} control steps" if plan.stride > 1 else "") + ")")
 
     created: list[Path] = []
     parent = root.parent
@@ -151,7 +154,7 @@ def export_campaign(campaign_dir: Path, *, repo_id: str, root: Path | None = Non
     except BaseException:
         _cleanup(tmp, created)
         raise
-    frames = int(info.get("total_frames", sum(int(e.record["frames"]) for e in plan.episodes)))
+    frames = int(info.get("total_frames", 0))
     result = ExportResult(root=root, episodes=len(plan.episodes), frames=frames, cameras=plan.cameras,
                           seconds=time.monotonic() - started, forced=plan.forced)
     if push:

@@ -112,6 +112,7 @@ def evaluation_summary(plan: ExportPlan) -> dict[str, Any]:
         },
         "episodes": len(plan.episodes),
         "fps": plan.fps,
+        "control_fps": plan.control_fps,
         "task": plan.task,
         "cameras": {cam: {"height": h, "width": w,
                           "recorded_fps": (plan.rig.cameras[cam].fps if plan.rig and cam in plan.rig.cameras

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import time
 from contextlib import contextmanager, redirect_stderr
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -15,6 +14,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from ..errors import OrchestratorError
+from ..progress import ProgressBar
 from . import frames
 from .names import F_ACTION, F_FAILURE, F_IMAGE, F_MARK, F_POLICY, F_STATE, F_SUCCESS
 from .plan import EpisodePlan, ExportPlan
@@ -56,10 +56,23 @@ def _native_stderr_captured() -> Iterator[None]:
 
 
 
-def write_dataset(plan: ExportPlan, out: Path, say: Callable[[str], None]) -> dict[str, Any]:
-    """LeRobot's own writer: create, add_frame per control step, save_episode, finalize."""
+def rgb_encoder(fps: int) -> Any:
+    """The video encoder, through LeRobot's own `rgb_encoder` config: H.264 (libx264, `veryfast`,
+    CRF 23: the recorder's own settings) with a keyframe every 2 seconds, instead of LeRobot's
+    default AV1 with a keyframe every 2 frames, which measured 12x the recorded bytes and 2x
+    the encoding time (bench/export_speed.py). On the demo's frames a keyframe every second
+    measured 1.56x the recorded video bytes, every 2 s 1.2x; random access stays cheap: a
+    training loader decodes at most `2 fps - 1` frames to reach any frame."""
+    from lerobot.configs.video import RGBEncoderConfig
+
+    return RGBEncoderConfig(vcodec="h264", pix_fmt="yuv420p", g=max(2 * int(fps), 1), crf=23, preset="veryfast")
+
+
+def write_dataset(plan: ExportPlan, out: Path, say: Callable[[str], None], console: Any = None) -> dict[str, Any]:
+    """LeRobot's own writer: create, add_frame per dataset frame, save_episode, finalize. Progress:
+    a bar with ETA on `console` (a terminal), else one line per episode through `say`."""
     with _native_stderr_captured():
-        return _write_episodes(plan, out, say)
+        return _write_episodes(plan, out, say, console)
 
 
 def _columns(plan: ExportPlan, ep: EpisodePlan) -> dict[str, np.ndarray]:
@@ -75,18 +88,23 @@ def _columns(plan: ExportPlan, ep: EpisodePlan) -> dict[str, np.ndarray]:
 
 
 def _add_episode(dataset: Any, plan: ExportPlan, ep: EpisodePlan) -> int:
-    """Add one episode's frames to the dataset and save it; returns its number of frames."""
+    """Add one episode's frames to the dataset (every `plan.stride`-th control step) and save it;
+    returns its number of dataset frames."""
     series = frames.episode_series(plan, ep)
-    steps = len(series["t"])
+    rows = range(0, len(series["t"]), plan.stride)
+    step_t = series["t"][::plan.stride]
     streams = {}
     for camera in plan.cameras:
         path = plan.campaign_dir / ep.record["files"][camera]
         n_video = (ep.record.get("timing") or {}).get("video_frames", {}).get(camera)
-        indices = frames.frame_indices(series["t"], series.get(f"frame_t.{camera}"), n_video)
+        if series.get(f"frame_t.{camera}") is None and n_video:   # spread over every step, then take ours
+            indices = frames.frame_indices(series["t"], None, n_video)[::plan.stride]
+        else:
+            indices = frames.frame_indices(step_t, series.get(f"frame_t.{camera}"), n_video)
         streams[camera] = frames.held_frames(path, indices, plan.camera_shapes[camera], str(path))
     columns = _columns(plan, ep)
     try:
-        for step in range(steps):
+        for step in rows:
             frame: dict[str, Any] = {
                 F_STATE: series["state"][step], F_ACTION: series["action"][step],
                 "task": plan.task, **{k: v.copy() for k, v in columns.items()}}
@@ -97,10 +115,10 @@ def _add_episode(dataset: Any, plan: ExportPlan, ep: EpisodePlan) -> int:
         for stream in streams.values():
             stream.close()
     dataset.save_episode()
-    return steps
+    return len(rows)
 
 
-def _write_episodes(plan: ExportPlan, out: Path, say: Callable[[str], None]) -> dict[str, Any]:
+def _write_episodes(plan: ExportPlan, out: Path, say: Callable[[str], None], console: Any) -> dict[str, Any]:
     from lerobot.datasets.lerobot_dataset import LeRobotDataset
 
     # streaming encoding: LeRobot encodes each camera on its own thread as frames arrive,
@@ -108,13 +126,12 @@ def _write_episodes(plan: ExportPlan, out: Path, say: Callable[[str], None]) -> 
     # 320x240 x 360-frame episodes with two cameras)
     dataset = LeRobotDataset.create(plan.repo_id, fps=plan.fps, features=plan.features(), root=out,
                                     robot_type=plan.robot_type, use_videos=True, video_backend="pyav",
-                                    streaming_encoding=True)
-    started = time.monotonic()
+                                    streaming_encoding=True, rgb_encoder=rgb_encoder(plan.fps))
+    progress = ProgressBar(len(plan.episodes), 0, "episode", say, console)
     try:
         for ep in plan.episodes:
             steps = _add_episode(dataset, plan, ep)
-            say(f"  episode {ep.index + 1}/{len(plan.episodes)}: trial {ep.trial.slot + 1}, mark "
-                f"{ep.trial.mark_id}, {steps} frames ({time.monotonic() - started:.0f} s)")
+            progress.step(f"trial {ep.trial.slot + 1}, mark {ep.trial.mark_id}, {steps} frames")
     except BaseException:
         if dataset.has_pending_frames():  # stop the streaming encoders of the unfinished episode
             try:
@@ -123,6 +140,7 @@ def _write_episodes(plan: ExportPlan, out: Path, say: Callable[[str], None]) -> 
                 pass
         raise
     finally:
+        progress.close()
         dataset.finalize()
     images = out / "images"  # LeRobot's per-frame staging folders, empty once encoded
     if images.is_dir() and not any(p.is_file() for p in images.rglob("*")):

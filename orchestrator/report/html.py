@@ -22,8 +22,9 @@ th, td { border: 1px solid #ccc; padding: .25em .6em; text-align: left; vertical
 thead th { background: #f0f0f0; }
 tbody tr:nth-child(even) { background: #fafafa; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
-figure { display: inline-block; margin: .5em; vertical-align: top; }
-figure img { max-width: 100%; }
+section.plots { display: grid; grid-template-columns: repeat(auto-fill, minmax(440px, 1fr)); gap: .5em; }
+figure { margin: .5em 0; }
+figure img { max-width: 100%; height: auto; }
 figcaption { font-size: .85em; color: #555; }
 @page { margin: 15mm; }
 @media print {

@@ -1,0 +1,77 @@
+"""`orchestrator demo` from an installed wheel: the demo protocol, its layout and the simulated rig
+ship as package data, so the demo finds them away from the source tree."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+from support.repo import REPO
+
+
+def uv() -> str:
+    path = shutil.which("uv")
+    if not path:
+        pytest.fail("uv is needed to build and install the wheel: https://docs.astral.sh/uv/ (.ci/run installs it)")
+    return path
+
+
+@pytest.mark.slow
+def test_the_installed_wheel_carries_the_demo(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
+    build = subprocess.run([uv(), "build", "--wheel", "--out-dir", str(tmp_path / "dist"), str(REPO)],
+                           capture_output=True, text=True, timeout=600, env=env)
+    assert build.returncode == 0, build.stderr[-2000:]
+    (wheel,) = (tmp_path / "dist").glob("*.whl")
+    venv = tmp_path / "venv"
+    made = subprocess.run([uv(), "venv", "--python", sys.executable, str(venv)], capture_output=True, text=True,
+                          timeout=300, env=env)
+    assert made.returncode == 0, made.stderr[-2000:]
+    python = venv / "bin" / "python"
+    install = subprocess.run([uv(), "pip", "install", "--offline", "--no-deps", "--python", str(python), str(wheel)],
+                             capture_output=True, text=True, timeout=600, env=env)
+    assert install.returncode == 0, install.stderr[-2000:]
+    # offline: the dependencies come from the test environment's site-packages, appended after the
+    # venv's own (a plain path line: its editable-install .pth files are not processed, so
+    # `orchestrator` itself is the wheel's copy)
+    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          capture_output=True, text=True, timeout=120, env=env).stdout.strip()
+    (Path(site) / "_test_deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    away = tmp_path / "elsewhere"             # not the source tree
+    away.mkdir()
+    probe = ("from orchestrator.commands.demo import demo_files; from orchestrator.rigs.profile import load_rig; "
+             "p, r = demo_files(); load_rig(r); print(p); print(r)")
+    found = subprocess.run([str(python), "-c", probe], cwd=away, capture_output=True, text=True, timeout=300, env=env)
+    assert found.returncode == 0, found.stderr[-2000:]
+    protocol, rig = (Path(line) for line in found.stdout.split())
+    assert venv in protocol.parents and venv in rig.parents            # package data, not the repo
+    where = subprocess.run([str(python), "-c", "import orchestrator; print(orchestrator.__file__)"], cwd=away,
+                           capture_output=True, text=True, timeout=300, env=env).stdout.strip()
+    assert venv in Path(where).parents                                  # the wheel's code, not the source tree
+    assert protocol.read_text() == (REPO / "protocols" / "sim_demo.yaml").read_text()
+    validate = subprocess.run([str(venv / "bin" / "orchestrator"), "validate", str(protocol)],
+                              cwd=away, capture_output=True, text=True, timeout=300, env=env)
+    assert validate.returncode == 0, validate.stdout + validate.stderr
+
+
+@pytest.mark.slow
+def test_demo_in_a_fresh_process_reports_and_exits_with_the_reports_code(tmp_path):
+    """`orchestrator demo` (on the tiny protocol, through its hidden options) runs the campaign,
+    prints the report itself (no call back into the CLI) and exits with the report's code."""
+    from support.cli import run_module
+
+    data = REPO / "tests" / "data"
+    result = run_module("demo", "--protocol", data / "tiny_protocol.yaml", "--rig", data / "tiny_sim.yaml",
+                        "--out", tmp_path / "demo", "--workers", "1", timeout=600)
+    assert result.code == 0, result.err
+    assert "Verdict:" in result.out and "Next:" in result.out
+    assert "trial 6/6  mark" in result.out                 # progress lines (not a terminal)
+    again = run_module("demo", "--protocol", data / "tiny_protocol.yaml", "--rig", data / "tiny_sim.yaml",
+                        "--out", tmp_path / "demo", "--workers", "1", timeout=600)
+    assert again.code == 0 and "campaign is complete" in again.out   # resumed: nothing left to run
