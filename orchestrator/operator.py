@@ -1,7 +1,9 @@
 """The operator: the person at the arm, as the runner sees them.
 
 Between trials the runner asks the operator to put the cube on a mark and waits until they
-start the episode; during an episode it polls for an emergency stop. Hardware campaigns use
+start the episode; during an episode it polls for an emergency stop; whenever the arm moves by
+itself (to rest) the same stop key is live (`arm_moving`, `check_stop`), and after a stop the
+arm moves again only when the operator confirms (`confirm_move`). Hardware campaigns use
 the Textual operator console (`console/`); simulation uses `AutoOperator` (nobody at the arm).
 The operator never learns which policy runs: none of these calls carries the policy label.
 """
@@ -60,6 +62,19 @@ class Operator(Protocol):
         """Show a line to the operator (progress, warnings, what to check after a fault)."""
         ...
 
+    def arm_moving(self, what: str | None) -> None:
+        """The arm is about to move by itself (`what`, e.g. "to rest"), or has stopped (None)."""
+        ...
+
+    def check_stop(self) -> None:
+        """Called before every step of a move: raise `EmergencyStop` if the stop key was hit."""
+        ...
+
+    def confirm_move(self, what: str) -> None:
+        """After a stop: block until the operator confirms the arm may move `what` again;
+        raise `StopRequested` to end the session instead (the arm stays held)."""
+        ...
+
 
 class AutoOperator:
     """No one at the arm (simulation): never waits, never stops; messages go to a callback."""
@@ -81,3 +96,12 @@ class AutoOperator:
 
     def message(self, text: str) -> None:
         self._say(text)
+
+    def arm_moving(self, what: str | None) -> None:
+        return None
+
+    def check_stop(self) -> None:
+        return None
+
+    def confirm_move(self, what: str) -> None:
+        return None

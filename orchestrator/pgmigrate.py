@@ -68,7 +68,7 @@ def migrate_to_server(campaign: Path, url: str) -> MigrateSummary:
             if wrong:
                 raise RuntimeFailure(f"{redact(url)}: the copy differs from {campaign} in "
                                      f"{', '.join(wrong)}; nothing was committed")
-            from .pgroles import install_blind_objects
+            from .pgblind import install_blind_objects
 
             install_blind_objects(target)
             target.execute("COMMIT")

@@ -1,13 +1,6 @@
-"""Blinding enforced by the PostgreSQL server: judge roles (`orchestrator store add-judge`).
-
-Every campaign on a server carries two objects made for judges (`install_blind_objects`,
-run when the campaign is created or migrated):
-- `blind_episodes`, a view of the opaque episode id, frame count, duration, video paths and
-  layout mark of every recorded episode. A view reads its tables with its owner's rights, so
-  a judge granted the view reads those columns and nothing else of `episodes` or `trials`;
-- `judging_info`, one row: the campaign's random id (the judges' ordering salt), the success
-  test in words, the failure modes and the marks, taken from the frozen protocol by
-  `blinding._protocol_parts` (the protocol text itself names policies and is not granted).
+"""Blinding enforced by the PostgreSQL server: judge and operator roles (`orchestrator store
+add-judge` / `add-operator`), granted the objects of `pgblind.py` (the `blind_episodes` view,
+`judging_info`, `judging_complete()`).
 
 A judge is a login role in the group `<database>_judges`. The group may read `meta`,
 `blind_episodes` and `judging_info`; on `judgments` row-level security lets it read, add and
@@ -15,74 +8,21 @@ retract (set `retracted_at`) only rows whose `judge` is its own role name, with 
 'local'. It has no privilege on `trials`, `episodes`, `attempts`, `campaign`, `events` or
 `sessions`: the server answers "permission denied" (PostgreSQL documentation, "Row Security
 Policies" and "Privileges", sections 5.8 and 5.9 of the PostgreSQL 15 manual). The campaign's
-owner (the operator who created it) is not subject to the policies.
+owner is not subject to the policies.
+
+An operator is a login role in `<database>_operators`: it may run stations (every campaign
+table) but reads human labels only once `judging_complete()` says so (the protocol's
+`judging.hide_labels_from_operator`; otherwise always).
 """
 
 from __future__ import annotations
 
-import json
 import re
 
 from .errors import BadInput
+from .pgblind import install_blind_objects
 
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,40}$")
-
-
-def _ident(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-def install_blind_objects(conn) -> None:
-    """Create (or refresh) `blind_episodes` and `judging_info` on a server store's connection."""
-    from .blinding import _protocol_parts
-
-    campaign_id, protocol_text, layout_text = conn.raw.execute(
-        "SELECT id, protocol_text, layout_text FROM campaign").fetchone()
-    text, modes, marks = _protocol_parts(protocol_text, layout_text)
-    conn.raw.execute(
-        "CREATE OR REPLACE VIEW blind_episodes WITH (security_barrier) AS"
-        " SELECT e.id, e.frames, e.duration_s, e.files, t.mark_id"
-        " FROM episodes e JOIN trials t ON t.slot = e.slot")
-    conn.raw.execute("CREATE TABLE IF NOT EXISTS judging_info (ref TEXT NOT NULL, success_test TEXT NOT NULL,"
-                     " failure_modes TEXT NOT NULL, marks TEXT NOT NULL)")
-    conn.raw.execute("DELETE FROM judging_info")
-    conn.raw.execute("INSERT INTO judging_info VALUES (%s, %s, %s, %s)",
-                     (str(campaign_id), text, json.dumps(list(modes)),
-                      json.dumps({k: [m.x, m.y] for k, m in marks.items()})))
-    _install_judging_complete(conn, protocol_text)
-
-
-def _install_judging_complete(conn, protocol_text: str) -> None:
-    """`judging_rules` (the protocol's pre-registration) and `judging_complete()`, a
-    security-definer function (it reads every label with the owner's rights): true unless the
-    protocol hides labels from the operator and judging has not ended, i.e. the campaign has
-    not finished (complete or stopped) or some episode has fewer than `judges` human labels
-    (physics and auto are not judges; unsure does not count)."""
-    import yaml
-
-    judging = (yaml.safe_load(protocol_text) or {}).get("judging") or {}
-    hide = bool(judging.get("hide_labels_from_operator", False))
-    judges = int(judging.get("judges", 1))
-    conn.raw.execute("CREATE TABLE IF NOT EXISTS judging_rules (hide BOOLEAN NOT NULL, judges BIGINT NOT NULL)")
-    conn.raw.execute("DELETE FROM judging_rules")
-    conn.raw.execute("INSERT INTO judging_rules VALUES (%s, %s)", (hide, judges))
-    conn.raw.execute("""
-CREATE OR REPLACE FUNCTION judging_complete() RETURNS boolean
-LANGUAGE sql STABLE SECURITY DEFINER SET search_path = public AS $$
-  SELECT NOT (SELECT hide FROM judging_rules)
-      OR ((SELECT stop_reason FROM campaign) IS NOT NULL
-          AND NOT EXISTS (
-            SELECT 1 FROM episodes e
-            WHERE (SELECT count(DISTINCT j.judge) FROM judgments j
-                   WHERE j.episode_id = e.id AND j.retracted_at IS NULL AND j.label <> 'unsure'
-                     AND j.judge NOT IN ('physics', 'auto')) < (SELECT judges FROM judging_rules)))
-$$""")
-    conn.raw.execute("""
-CREATE OR REPLACE FUNCTION forget_episode_labels(episode TEXT) RETURNS void
-LANGUAGE sql VOLATILE SECURITY DEFINER SET search_path = public AS $$
-  DELETE FROM judgments WHERE episode_id = episode
-$$""")
-    conn.raw.execute("REVOKE ALL ON FUNCTION judging_complete(), forget_episode_labels(TEXT) FROM PUBLIC")
 
 
 def add_judge(url: str, name: str, password: str | None = None) -> None:

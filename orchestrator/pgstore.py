@@ -239,7 +239,7 @@ def create_on_server(url: str, directory: Path, **campaign: Any):
             raise BadInput(f"{redact(url)}: database is not empty and holds no campaign; use a new database")
         try:
             _write_new_campaign(conn, **campaign)
-            from .pgroles import install_blind_objects
+            from .pgblind import install_blind_objects
 
             install_blind_objects(conn)
         except BaseException:

@@ -7,9 +7,12 @@ Checks, in order (all of them run; each problem is one line):
   `lerobot-find-port`;
 - calibration: LeRobot's calibration file for this robot type and id exists (LeRobot's
   `connect()` would otherwise ask on stdin mid-campaign) -> the exact `lerobot-calibrate` command;
+- rest pose: inside the calibrated range; the present pose (read, nothing written) next to it;
 - cameras: each camera opens and delivers frames at its configured fps (measured);
 - policies: each LeRobot checkpoint of the protocol loads, offline, and its input/output features
-  match the rig (camera names, image shapes, state and action sizes), spelled out;
+  match the rig (camera names, image shapes, state and action sizes), spelled out; warnings as
+  lerobot-rollout gives them; the weights of all policies together against the accelerator's
+  free memory (they stay loaded for the whole campaign);
 - disk: free space where the campaign is written, against an estimate of what it will need.
 
 Port, calibration and cameras are the rig's own checks (`LeRobotRig.checks()`, in
@@ -33,14 +36,16 @@ MIN_FREE_BYTES = 1 << 30  # never start a campaign with less than 1 GiB free
 
 
 def check_policies(protocol: Any, rig_features: Any, robot_type: str | None = None) -> list[Check]:
-    """Each LeRobot policy of the protocol loads and matches the rig's features."""
+    """Each LeRobot policy of the protocol loads and matches the rig; their weights fit together."""
     from .protocol import LeRobotPolicySpec
 
     checks = []
+    sizes: dict[str, dict[str, int]] = {}
     for label, spec in protocol.protocol.policies.items():
         if not isinstance(spec, LeRobotPolicySpec):
             checks.append(Check(f"policy {label}", True, f"{spec.type}"))
             continue
+        from .policies.checkpoint import parameter_bytes
         from .policies.lerobot import LeRobotPolicy
 
         try:
@@ -56,10 +61,36 @@ def check_policies(protocol: Any, rig_features: Any, robot_type: str | None = No
             continue
         cfg = policy.config
         cams = [k.removeprefix("observation.images.") for k in getattr(cfg, "image_features", {})]
+        size = parameter_bytes(policy.policy)
+        sizes.setdefault(str(policy.device), {})[label] = size
         checks.append(Check(f"policy {label}", True,
                             f"{spec.path} loads ({cfg.type} on {policy.device}, cameras "
                             f"{', '.join(cams) or 'none'}, {len(policy.ordered_action_keys)} actions)"))
+        checks.append(Check(f"policy {label}", True, f"{size / 1e6:.0f} MB of weights; warm-up forward pass "
+                                                     f"{policy.warmup_s * 1000:.0f} ms"))
+        prefix = f"policy checkpoint {spec.path}: "
+        checks.extend(Check(f"policy {label}", True, "warning: " + w.removeprefix(prefix)) for w in policy.warnings)
         policy.close()
+    checks.extend(_memory_checks(sizes))
+    return checks
+
+
+def _memory_checks(sizes: dict[str, dict[str, int]]) -> list[Check]:
+    from .policies.checkpoint import memory_problem
+
+    checks = []
+    for device, by_label in sizes.items():
+        free = None
+        if device.startswith("cuda"):
+            import torch
+
+            free = torch.cuda.mem_get_info(torch.device(device))[0]
+        problem = memory_problem(by_label, device, free)
+        if problem:
+            checks.append(Check(f"memory {device}", False, problem))
+        elif free is not None:
+            checks.append(Check(f"memory {device}", True, f"{sum(by_label.values()) / (1 << 30):.1f} GiB of "
+                                                          f"weights, {free / (1 << 30):.1f} GiB free"))
     return checks
 
 

@@ -111,12 +111,27 @@ class ScriptedPolicySpec(_Strict):
 
 
 class LeRobotPolicySpec(_Strict):
-    """A LeRobot checkpoint: a Hub repo id or a local directory (relative to the protocol)."""
+    """A LeRobot checkpoint: a Hub repo id or a local directory (relative to the protocol).
+
+    The fields `lerobot-rollout` takes for one policy:
+    - `device`: default the checkpoint's own (`config.device`), or what is available when that
+      one is not (as lerobot-rollout resolves `--device`);
+    - `rename_map`: `{"observation.images.<rig camera>": "observation.images.<policy camera>"}`
+      (`--rename_map`), for checkpoints trained under other camera names;
+    - `n_action_steps`, `temporal_ensemble_coeff`: overrides of the checkpoint's config
+      (`--policy.n_action_steps=...`), where the policy type has them;
+    - `task`: this policy's task string for language-conditioned policies (default: the
+      protocol's `task`).
+    """
 
     type: Literal["lerobot"]
     path: Annotated[str, Field(min_length=1)]
     revision: str | None = None
-    device: str = "cpu"
+    device: str | None = None
+    rename_map: dict[str, str] = {}
+    n_action_steps: Annotated[int, Field(gt=0)] | None = None
+    temporal_ensemble_coeff: float | None = None
+    task: str | None = None
 
 
 PolicySpec = Annotated[Union[ScriptedPolicySpec, LeRobotPolicySpec], Field(discriminator="type")]

@@ -7,7 +7,13 @@ fsynced: a file a judge can see is always complete (DESIGN section 5; issue 8 "p
 
 Layout inside the campaign directory:
     videos/<episode id>/<camera>.mp4        what judges watch (no policy anywhere)
-    episodes/<episode id>/timeseries.npz    t, observation.state, action, frame times
+    episodes/<episode id>/timeseries.npz    t, state, action, sent_action, frame times
+
+Time series (one row per control step): `t` the step's clock time since the episode started
+(measured on a real rig, simulated time in simulation), `state` the observed joints, `action` the
+policy's action as `lerobot-record`/`lerobot-rollout` store it, `sent_action` what was actually
+sent to the arm after `max_relative_target` clipping; `frame_t.<camera>` the `t` of each video
+frame.
 """
 
 from __future__ import annotations
@@ -184,6 +190,7 @@ class EpisodeRecorder:
         self._t: list[float] = []
         self._state: list[list[float]] = []
         self._action: list[list[float]] = []
+        self._sent: list[list[float]] = []
         self._frame_t: dict[str, list[float]] = {name: [] for name in cameras}
         self.enqueue_wait_s = 0.0
         self._stills: dict[str, str] = {}     # "<camera>.start" -> relative path of the still
@@ -199,10 +206,14 @@ class EpisodeRecorder:
     def wants_images(self, step: int) -> bool:
         return any(step in due for due in self._due.values())
 
-    def frame(self, step: int, t: float, observation: Observation, action: Action) -> None:
+    def frame(self, step: int, t: float, observation: Observation, action: Action,
+              sent: Action | None = None) -> None:
+        """One control step: `action` the policy's, `sent` what the arm was sent (default: the same)."""
         self._t.append(t)
         self._state.append([float(observation.get(k, np.nan)) for k in STATE_KEYS])
         self._action.append([float(action.get(k, np.nan)) for k in STATE_KEYS])
+        sent = action if sent is None else sent
+        self._sent.append([float(sent.get(k, np.nan)) for k in STATE_KEYS])
         for name, writer in self._writers.items():
             if step in self._due[name]:
                 image = observation.get(name)
@@ -253,7 +264,8 @@ class EpisodeRecorder:
         partial = self.series_dir / ("timeseries" + PARTIAL + ".npz")
         with open(partial, "wb") as handle:
             np.savez(handle, t=np.asarray(self._t), state=np.asarray(self._state),
-                     action=np.asarray(self._action), keys=np.asarray(STATE_KEYS),
+                     action=np.asarray(self._action), sent_action=np.asarray(self._sent),
+                     keys=np.asarray(STATE_KEYS),
                      **{f"frame_t.{k}": np.asarray(v) for k, v in self._frame_t.items()})
         publish(partial, series)
         files["timeseries"] = str(series.relative_to(self.campaign_dir))

@@ -19,6 +19,7 @@ from typing import Callable
 from .campaign import OpenedCampaign
 from .episode import run_episode
 from .errors import BadInput, Interrupted, RuntimeFailure
+from .motion import ArmMotion
 from .operator import AutoOperator, EmergencyStop, Operator, StopRequested, TrialCue
 from .recording import DISK_MARGIN_BYTES, EpisodeRecorder, check_disk, episode_bytes_estimate, free_bytes
 from .schedule import Trial
@@ -96,11 +97,13 @@ def run_campaign(opened: OpenedCampaign, operator: Operator | None = None, worke
     return summary
 
 
-def _attempt(opened: OpenedCampaign, rig, policy, trial: Trial, context, cue: TrialCue, operator: Operator,
-             summary: RunSummary) -> str | None:
+def _attempt(opened: OpenedCampaign, motion: ArmMotion, policy, trial: Trial, context, cue: TrialCue,
+             operator: Operator, summary: RunSummary) -> str | None:
     """One attempt at a trial: record the episode and commit it; None when done, the reason when an
-    emergency stop (or a redo) aborted it. Ctrl-C and faults make the arm safe, abort the attempt
-    with its cause, and raise (`Interrupted`, `RuntimeFailure`)."""
+    emergency stop (or a redo) aborted it (after a stop the arm holds until the operator confirms).
+    Ctrl-C and faults hold the arm, abort the attempt with its cause, and raise (`Interrupted`,
+    `RuntimeFailure`); the arm goes to rest at the end of the session (`ArmMotion.leave`)."""
+    rig = motion.rig
     store, loaded = opened.store, opened.protocol
     cameras = opened.rig.profile.cameras
     episode_id = new_episode_id()
@@ -127,7 +130,8 @@ def _attempt(opened: OpenedCampaign, rig, policy, trial: Trial, context, cue: Tr
         raise Interrupted("interrupted: arm made safe, the running trial will be re-run; "
                           "run the same command again to resume") from None
     except EmergencyStop as stop:
-        rig.safe_stop()
+        if not isinstance(stop, _Redo):
+            motion.stop()  # hold (or release); nothing moves until the operator confirms
         recorder.discard()
         if not isinstance(stop, _Redo):
             operator.episode_ended(cue, stop.reason)  # the operator says why (into stop.reason)
@@ -159,6 +163,7 @@ def _run_sequential(opened: OpenedCampaign, pending: list[Trial], operator: Oper
     store, loaded = opened.store, opened.protocol
     cameras = opened.rig.profile.cameras
     rig = make_rig(opened.rig, loaded)
+    motion = ArmMotion(rig, operator)
     policies = {}
     progress = None
     try:
@@ -171,7 +176,8 @@ def _run_sequential(opened: OpenedCampaign, pending: list[Trial], operator: Oper
         rig.connect()
         if not rig.realtime and (problems := rig.preflight()):  # the simulator checks its scene
             raise BadInput(problems)
-        rig.go_to_rest()
+        if not _rest_or_end(motion, say):
+            return
         progress = Progress(summary.total, summary.done_total, say, terminal() if say is say_flushed else None)
         queue = list(pending)
         tries: dict[int, int] = {}
@@ -197,15 +203,18 @@ def _run_sequential(opened: OpenedCampaign, pending: list[Trial], operator: Oper
                 say("stopped by the operator between trials; run again to resume")
                 return
             rig.prepare_layout(context.mark, context.cube, trial.seed)
-            stopped = _attempt(opened, rig, policies[trial.policy], trial, context, cue, operator, summary)
+            stopped = _attempt(opened, motion, policies[trial.policy], trial, context, cue, operator, summary)
             if stopped is not None:
                 tries[trial.slot] = tries.get(trial.slot, 0) + 1
                 if tries[trial.slot] < MAX_ATTEMPTS_PER_SESSION:
                     queue.append(trial)  # re-run later in this session
                 operator.message(f"trial aborted ({stopped}); it will be re-run later")
+                if not _rest_or_end(motion, say):
+                    return
                 continue
             progress.update(trial.mark_id)
-            rig.go_to_rest()
+            if not _rest_or_end(motion, say):
+                return
     finally:
         if progress is not None:
             progress.close()
@@ -214,7 +223,14 @@ def _run_sequential(opened: OpenedCampaign, pending: list[Trial], operator: Oper
                 policy.close()
             except Exception:
                 pass
-        try:
-            rig.safe_stop()
-        finally:
-            rig.disconnect()
+        motion.leave()  # to rest (stoppable; not after an unconfirmed stop), then torque off
+
+
+def _rest_or_end(motion: ArmMotion, say: Callable[[str], None]) -> bool:
+    """Back to rest between trials; False when the operator ended the session instead."""
+    try:
+        motion.to_rest()
+    except StopRequested:
+        say("stopped by the operator; run again to resume")
+        return False
+    return True

@@ -173,61 +173,64 @@ def test_lerobot_policy_against_scripted_in_the_simulated_rig(tmp_path):
 
 
 def test_operator_console_session_on_the_fake_arm(hardware, monkeypatch):
-    """The runner on its thread, the console on this one: Enter at each cue, the campaign completes,
-    progress lands in the console log, nothing about the policies on screen."""
-    import signal
+    """The runner on its thread, the console on this one, two ACT checkpoints on the fake arm: Enter
+    at each cue; in the first episode the stop key: the arm holds, no Goal_Position is written until
+    the operator has said why and confirmed with Enter, then it goes to rest; the campaign completes,
+    nothing about the policies on screen."""
     import threading
     import time
+    from types import SimpleNamespace
 
     from orchestrator import runner
     from orchestrator.campaign import open_campaign
     from orchestrator.console import run_with_console
     from orchestrator.protocol import load_protocol
 
-    # The runner installs its SIGTERM handler with signal.signal, which Python allows only on the
-    # main thread; under the console the runner runs on a worker thread (the console owns the
-    # terminal and the main thread). Until the runner guards that call, skip it off the main thread.
-    class MainThreadOnlySignal:
-        def __getattr__(self, name):
-            return getattr(signal, name)
-
-        def signal(self, signum, handler):
-            if threading.current_thread() is threading.main_thread():
-                return signal.signal(signum, handler)
-            return signal.getsignal(signum)
-
-    monkeypatch.setattr(runner, "signal", MainThreadOnlySignal())
-    tmp_path, _, rig, _, _ = hardware
-    protocol = write_protocol(tmp_path, {"A": {"type": "scripted"}, "B": {"type": "scripted", "aim_noise_mm": 5}},
-                              fps=10, duration_s=0.5)
+    tmp_path, protocol, rig, arms, _ = hardware
+    arm = arms[-1]
     seen: list[str] = []
+    marks: dict[str, float] = {}
 
     def session(op):
         app = op.app
 
-        def operator_at_the_arm():  # presses Enter whenever the console waits for it
+        def operator_at_the_arm():  # presses the keys a person would
             while not op.closed:
-                if app.state in ("place", "review"):
-                    try:
+                try:
+                    if app.state == "episode" and "stop" not in marks and op.elapsed > 0.3:
+                        marks["stop"] = time.perf_counter()
+                        app.call_from_thread(app.action_estop)
+                    elif app.state == "reason":
+                        box = app.query_one("#reason")
+                        app.call_from_thread(app.on_input_submitted, SimpleNamespace(value="cube slipped", input=box))
+                    elif app.state == "confirm":
+                        time.sleep(0.3)
+                        marks["confirm"] = time.perf_counter()
+                        app.call_from_thread(app.action_enter)
+                    elif app.state in ("place", "review"):
                         seen.append(app.call_from_thread(lambda: app.export_screenshot()))
                         app.call_from_thread(app.action_enter)
-                    except RuntimeError:
-                        return
-                time.sleep(0.05)
+                except RuntimeError:
+                    return
+                time.sleep(0.02)
 
         threading.Thread(target=operator_at_the_arm, daemon=True).start()
         opened = open_campaign(protocol, rig, tmp_path / "campaign")  # SQLite: opened on this thread
         try:
-            return run_campaign_and_trials(opened, op)
+            summary = runner.run_campaign(opened, op, say=op.message)
+            return summary, opened.store.trials(), opened.store.attempts(), op.app.query_one("#log").lines
         finally:
             opened.store.close()
 
-    def run_campaign_and_trials(opened, op):
-        summary = runner.run_campaign(opened, op, say=op.message)
-        return summary, opened.store.trials(), op.app.query_one("#log").lines
-
-    summary, trials, log_lines = run_with_console(load_protocol(protocol), session, headless=True, countdown_s=0.1)
+    summary, trials, attempts, log_lines = run_with_console(load_protocol(protocol), session, headless=True,
+                                                            countdown_s=0.1)
     assert summary.complete and [t.state for t in trials] == ["done"] * 4
+    (aborted,) = [a for a in attempts if a["status"] == "aborted"]
+    assert aborted["reason"] == "emergency stop by operator: cube slipped"
+    held = [w for w in arm.goal_writes(since=marks["stop"]) if w[0] < marks["confirm"]]
+    assert len({t for t, _, _ in held}) <= 2  # the last step in flight and the hold, nothing after
+    assert max(t for t, _, _ in held) < marks["confirm"] - 0.25  # nothing while the operator decided
     log = "\n".join(str(line.text) for line in log_lines)
-    assert "trial 4/4" in log
-    assert "scripted" not in "".join(seen) and len(seen) >= 4
+    assert "trial 4/4" in log and "emergency stop recorded: cube slipped" in log
+    assert "act_a" not in "".join(seen) and "act_b" not in "".join(seen) and len(seen) >= 4
+    assert not any(arm.torque_enabled().values())

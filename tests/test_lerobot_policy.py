@@ -46,37 +46,27 @@ def spec(path, **kw):
     return LeRobotPolicySpec(type="lerobot", path=str(path), **kw)
 
 
-def lerobot_rollout_actions(checkpoint, robot, task, observations):
-    """What `lerobot-rollout` (sync inference, base strategy) sends for these observations:
-    its loading code path, `SyncInferenceEngine` and `send_next_action`, fed the same frames."""
-    from lerobot.configs.policies import PreTrainedConfig
-    from lerobot.policies import get_policy_class, make_pre_post_processors
-    from lerobot.rollout.inference.sync import SyncInferenceEngine
+def lerobot_rollout_actions(checkpoint, rig, task, observations):
+    """What `lerobot-rollout` (sync inference, base strategy) sends for these observations: LeRobot's
+    own `build_rollout_context(RolloutConfig(...))` on the same fake arm and video cameras, then its
+    `send_next_action` fed the same frames (the robot wrapper records what reaches the arm)."""
     from lerobot.rollout.strategies.core import send_next_action
     from lerobot.utils.action_interpolator import ActionInterpolator
+    from support.rollout import lerobot_rollout_context
 
-    cfg = PreTrainedConfig.from_pretrained(str(checkpoint))
-    cfg.pretrained_path = str(checkpoint)
-    policy = get_policy_class(cfg.type).from_pretrained(str(checkpoint), config=cfg).to("cpu")
-    policy.eval()
-    pre, post = make_pre_post_processors(
-        policy_cfg=cfg, pretrained_path=str(checkpoint), pretrained_revision=None, dataset_stats=None,
-        preprocessor_overrides={"device_processor": {"device": "cpu"},
-                                "rename_observations_processor": {"rename_map": {}}})
-    from support.rollout import rollout_features
-
-    teleop_p, action_p, obs_p, features, action_keys = rollout_features(robot)
-    engine = SyncInferenceEngine(policy, pre, post, features, action_keys, task, "cpu", robot.robot_type)
-    sent: list[dict] = []
-    ctx = SimpleNamespace(policy=SimpleNamespace(inference=engine),
-                          data=SimpleNamespace(dataset_features=features, ordered_action_keys=action_keys),
-                          processors=SimpleNamespace(robot_action_processor=action_p),
-                          hardware=SimpleNamespace(robot_wrapper=SimpleNamespace(send_action=sent.append)))
-    engine.reset()
-    interpolator = ActionInterpolator(multiplier=1)
-    for obs in observations:
-        send_next_action(obs_p(obs), obs, ctx, interpolator)
-    return sent
+    ctx = lerobot_rollout_context(rig.config, checkpoint, task, fps=30)
+    try:
+        assert ctx.data.ordered_action_keys == list(STATE_KEYS)
+        sent: list[dict] = []
+        ctx.hardware.robot_wrapper.send_action = sent.append
+        ctx.policy.inference.reset()
+        interpolator = ActionInterpolator(multiplier=1)
+        obs_p = ctx.processors.robot_observation_processor
+        for obs in observations:
+            send_next_action(obs_p(obs), obs, ctx, interpolator)
+        return sent, ctx
+    finally:
+        ctx.hardware.robot_wrapper.inner.disconnect()
 
 
 def test_act_on_the_fake_arm_matches_lerobot_rollout(checkpoint, fake_rig, tmp_path):
@@ -98,12 +88,15 @@ def test_act_on_the_fake_arm_matches_lerobot_rollout(checkpoint, fake_rig, tmp_p
         actions.append(action)
         rig.act(action)
     assert all(set(a) == set(STATE_KEYS) and all(isinstance(v, float) for v in a.values()) for a in actions)
-    assert actions == lerobot_rollout_actions(checkpoint, rig.robot, "Pick up the cube", observations)
-
     # reset() clears the action queue: the same frames give the same actions again
     policy.reset(SimpleNamespace(task="Pick up the cube"))
     assert [policy.select_action(o) for o in observations] == actions
     policy.close()
+    rig.disconnect()  # LeRobot's own rollout connects the same arm next
+    reference, ctx = lerobot_rollout_actions(checkpoint, rig, "Pick up the cube", observations)
+    assert actions == reference
+    assert policy.dataset_features == ctx.data.dataset_features
+    assert policy.device.type == ctx.runtime.cfg.device
 
 
 def test_policy_exception_mid_episode_is_a_device_fault(checkpoint):
@@ -131,6 +124,8 @@ def test_policy_exception_mid_episode_is_a_device_fault(checkpoint):
 
 
 def test_mismatched_checkpoint_features_are_spelled_out(tmp_path):
+    """Camera sets of which neither contains the other are refused (lerobot-rollout raises);
+    a state of another size is refused."""
     from orchestrator.policies.lerobot import LeRobotPolicy
 
     ckpt = make_act_checkpoint(tmp_path / "other", {"top": (48, 64), "wrist": (96, 128)}, state_dim=7)
@@ -139,11 +134,33 @@ def test_mismatched_checkpoint_features_are_spelled_out(tmp_path):
         LeRobotPolicy(spec(ckpt), tmp_path, "", rig_features)
     lines = err.value.problems
     where = f"policy checkpoint {ckpt}"
-    assert f"{where}: expects camera 'top' (observation.images.top, 64x48) but the rig has front (64x48), wrist (32x24)" in lines
-    assert f"{where}: camera 'wrist' is 32x24 on the rig but the policy was trained on 128x96 (observation.images.wrist)" in lines
-    assert any(line.startswith(f"{where}: expects a state of 7 values (observation.state) but the rig gives 6")
-               for line in lines)
-    assert len(lines) == 3 and all("\n" not in line for line in lines)
+    assert (f"{where}: expects cameras top, wrist but the rig has front (64x48), wrist (32x24): neither set "
+            "contains the other (lerobot-rollout refuses this)") in lines[1]
+    assert lines[0].startswith(f"{where}: expects a state of 7 values (observation.state) but the rig gives 6")
+    assert len(lines) == 2 and all("\n" not in line for line in lines)
+
+
+def test_camera_subsets_and_sizes_warn_like_lerobot_rollout_and_refuse_what_would_fail(tmp_path, caplog):
+    """Item 9: the rig's cameras a superset of the policy's and another image size: lerobot-rollout
+    accepts it (checked here with its own visual-feature rule); the adapter warns and runs it.
+    A camera the policy needs and the rig lacks: the warm-up forward pass fails, so it is refused
+    before any arm is connected."""
+    from orchestrator.policies.lerobot import LeRobotPolicy
+
+    rig_features = {k: float for k in STATE_KEYS} | {n: (h, w, 3) for n, (h, w) in CAMERAS.items()}
+    only_front = make_act_checkpoint(tmp_path / "front", {"front": (96, 128)})
+    policy = LeRobotPolicy(spec(only_front), tmp_path, "", rig_features)
+    assert any("does not use the rig's camera 'wrist'" in w for w in policy.warnings)
+    assert any("camera 'front' is 64x48 on the rig but the policy was trained on 128x96" in w for w in policy.warnings)
+    assert policy.warmup_s > 0
+    obs = {k: 1.0 for k in STATE_KEYS} | {n: np.full((h, w, 3), 99, np.uint8) for n, (h, w) in CAMERAS.items()}
+    assert set(policy.select_action(obs)) == set(STATE_KEYS)
+
+    three = make_act_checkpoint(tmp_path / "three", {**CAMERAS, "side": (48, 64)})
+    with pytest.raises(BadInput) as err:
+        LeRobotPolicy(spec(three), tmp_path, "", rig_features)
+    (line,) = err.value.problems
+    assert "fails on an observation shaped like the rig's" in line and "\n" not in line
 
 
 def test_rename_map_matches_rig_cameras_to_the_checkpoint_names(tmp_path):
@@ -192,3 +209,122 @@ def test_hub_checkpoint_not_in_cache_offline_is_one_line(tmp_path, monkeypatch):
     assert "hf download someone/act_so101_pick --revision v2" in line
     with pytest.raises(BadInput, match="no config.json"):
         LeRobotPolicy(spec("./nothing_here"), tmp_path, "", {})
+
+
+def write_policy_protocol(directory, policies: dict):
+    import yaml
+
+    (directory / "layout.yaml").write_text(yaml.safe_dump({"name": "one", "marks": [{"id": "M01", "x": 0.16, "y": 0.0}]}))
+    path = directory / "protocol.yaml"
+    path.write_text(yaml.safe_dump({"name": "p", "task": "Pick up the cube", "layout": "layout.yaml",
+                                    "policies": policies, "seed": 1, "episode": {"fps": 10, "duration_s": 1}}))
+    from orchestrator.protocol import load_protocol
+
+    return load_protocol(path)
+
+
+def test_protocol_yaml_sets_rename_map_overrides_and_a_task_per_policy(tmp_path, monkeypatch):
+    """Items 8 and 14 from YAML: rename_map, n_action_steps, temporal_ensemble_coeff, task."""
+    from lerobot.policies.act.modeling_act import ACTPolicy
+
+    from orchestrator.policies.lerobot import LeRobotPolicy
+
+    make_act_checkpoint(tmp_path / "top", {"top": (48, 64), "wrist": (24, 32)}, chunk_size=5)
+    loaded = write_policy_protocol(tmp_path, {
+        "A": {"type": "lerobot", "path": "./top", "n_action_steps": 2, "task": "Stack the cube",
+              "rename_map": {"observation.images.front": "observation.images.top"}},
+        "B": {"type": "lerobot", "path": "./top", "n_action_steps": 1, "temporal_ensemble_coeff": 0.01,
+              "rename_map": {"observation.images.front": "observation.images.top"}}})
+    rig_features = {k: float for k in STATE_KEYS} | {n: (h, w, 3) for n, (h, w) in CAMERAS.items()}
+    a = LeRobotPolicy(loaded.protocol.policies["A"], tmp_path, loaded.protocol.task, rig_features)
+    b = LeRobotPolicy(loaded.protocol.policies["B"], tmp_path, loaded.protocol.task, rig_features)
+    assert a.config.n_action_steps == 2 and a.task == "Stack the cube" and b.task == "Pick up the cube"
+    assert b.config.temporal_ensemble_coeff == 0.01 and b.policy.temporal_ensembler is not None
+    calls = []
+    real = ACTPolicy.predict_action_chunk
+    monkeypatch.setattr(ACTPolicy, "predict_action_chunk", lambda self, batch: calls.append(batch["task"]) or real(self, batch))
+    a.reset(SimpleNamespace(task="Pick up the cube"))
+    obs = {k: 1.0 for k in STATE_KEYS} | {n: np.full((h, w, 3), 99, np.uint8) for n, (h, w) in CAMERAS.items()}
+    for _ in range(6):
+        a.select_action(obs)
+    assert calls == [["Stack the cube"]] * 3  # a model call every 2 steps, with this policy's task
+    with pytest.raises(BadInput) as err:  # ACT's own validation: ensembling needs n_action_steps 1
+        LeRobotPolicy(loaded.protocol.policies["A"].model_copy(update={"temporal_ensemble_coeff": 0.01}),
+                      tmp_path, "", rig_features)
+    assert "temporal_ensemble_coeff" in str(err.value) or "n_action_steps" in str(err.value)
+
+
+def test_device_defaults_to_the_checkpoint_then_what_is_available_and_compile_is_off(tmp_path):
+    """Items 6 and 7, against LeRobot's own resolution (`RolloutConfig.__post_init__`)."""
+    import json
+
+    from lerobot.policies.diffusion.configuration_diffusion import DiffusionConfig
+    from lerobot.utils.device_utils import auto_select_torch_device
+
+    from orchestrator.policies.checkpoint import apply_overrides, resolve_device
+    from orchestrator.policies.lerobot import LeRobotPolicy
+    from orchestrator.protocol import LeRobotPolicySpec
+
+    assert LeRobotPolicySpec(type="lerobot", path="x").device is None
+    ckpt = make_act_checkpoint(tmp_path / "gpu", CAMERAS)
+    config = json.loads((ckpt / "config.json").read_text())
+    config["device"] = "cuda"  # trained on a GPU; this machine may have none
+    (ckpt / "config.json").write_text(json.dumps(config))
+    rig_features = {k: float for k in STATE_KEYS} | {n: (h, w, 3) for n, (h, w) in CAMERAS.items()}
+    policy = LeRobotPolicy(spec(ckpt), tmp_path, "", rig_features)
+    import torch
+
+    expected = "cuda" if torch.cuda.is_available() else auto_select_torch_device().type
+    assert policy.device.type == expected and policy.config.device == expected
+    assert resolve_device(None, "cpu", "x") == "cpu"
+    cfg = DiffusionConfig(compile_model=True)
+    apply_overrides(cfg, SimpleNamespace(), "x")
+    assert cfg.compile_model is False
+
+
+def test_warm_up_runs_one_forward_pass_at_load_before_any_arm(checkpoint, tmp_path, monkeypatch):
+    from lerobot.policies.act.modeling_act import ACTPolicy
+
+    from orchestrator.policies.lerobot import LeRobotPolicy
+
+    calls = []
+    real = ACTPolicy.predict_action_chunk
+    monkeypatch.setattr(ACTPolicy, "predict_action_chunk", lambda self, batch: calls.append(1) or real(self, batch))
+    rig_features = {k: float for k in STATE_KEYS} | {n: (h, w, 3) for n, (h, w) in CAMERAS.items()}
+    policy = LeRobotPolicy(spec(checkpoint), tmp_path, "", rig_features)
+    assert calls == [1] and policy.warmup_s > 0
+    assert len(policy.policy._action_queue) == 0  # reset after the warm-up: episodes start fresh
+
+
+def test_state_units_other_than_the_rigs_are_refused(tmp_path, fake_rig):
+    """Item 14: a checkpoint whose state statistics were recorded in -100..100 units against a
+    rig in degrees, or the other way round, is refused (normalisation stats vs calibrated range)."""
+    import torch
+    from lerobot.policies.factory import make_pre_post_processors
+
+    from orchestrator.policies.lerobot import LeRobotPolicy
+
+    ckpt = make_act_checkpoint(tmp_path / "wide", CAMERAS)
+    from lerobot.configs.policies import PreTrainedConfig
+
+    cfg = PreTrainedConfig.from_pretrained(str(ckpt))
+    stats = {"observation.state": {"mean": torch.zeros(6), "std": torch.ones(6) * 40,
+                                   "min": torch.tensor([-170.0, -170, -170, -170, -170, 0]),
+                                   "max": torch.tensor([170.0, 170, 170, 170, 170, 100])},
+             "action": {"mean": torch.zeros(6), "std": torch.ones(6) * 40}}
+    for name in CAMERAS:
+        stats[f"observation.images.{name}"] = {"mean": torch.full((3, 1, 1), 0.5), "std": torch.full((3, 1, 1), 0.25)}
+    pre, post = make_pre_post_processors(cfg, dataset_stats=stats)
+    pre.save_pretrained(ckpt)
+    post.save_pretrained(ckpt)
+    assert LeRobotPolicy(spec(ckpt), tmp_path, "", fake_rig).config is not None  # degrees rig: fits
+    from orchestrator.rigs.lerobot import LeRobotRig
+    from orchestrator.rigs.profile import RigProfile
+
+    profile = fake_rig.profile.model_dump()
+    profile["robot"]["use_degrees"] = False  # the rig in -100..100
+    range_rig = LeRobotRig(RigProfile.model_validate(profile))
+    with pytest.raises(BadInput) as err:
+        LeRobotPolicy(spec(ckpt), tmp_path, "", range_rig)
+    assert len(err.value.problems) == 5  # five joints; the gripper is 0-100 in both
+    assert "span [-170.0, 170.0] but the rig's calibrated range is [-100.0, 100.0] in -100..100" in err.value.problems[0]

@@ -70,10 +70,13 @@ def test_doctor_refuses_a_checkpoint_that_does_not_fit_the_rig(tmp_path, bench, 
     assert main(["doctor", "--rig", str(rig), "--protocol", str(protocol), "--out", str(tmp_path),
                  "--camera-seconds", "0.3"]) == 2
     out, err = capsys.readouterr()
-    assert problems(err) == ["orchestrator: policy A (./ckpt_top): expects camera 'top' (observation.images.top, "
-                             "64x48) but the rig has front (64x48), wrist (32x24)"]
+    assert problems(err) == ["orchestrator: policy A (./ckpt_top): expects cameras top, wrist but the rig has "
+                             "front (64x48), wrist (32x24): neither set contains the other (lerobot-rollout refuses "
+                             'this); map the names with rename_map: {"observation.images.<rig camera>": '
+                             '"observation.images.<policy camera>"}']
     assert "ok    policy B: scripted" in out and "ok    calibration:" in out and f"ok    port {port}" in out
-    assert arm.packets == 0
+    assert "ok    rest pose: present shoulder_pan=" in out  # read on the bare bus...
+    assert not arm.goal_writes() and not arm.torque_writes()  # ...nothing written
 
 
 def test_doctor_ready_measures_cameras_and_loads_the_policy(tmp_path, bench, capsys):
@@ -88,8 +91,9 @@ def test_doctor_ready_measures_cameras_and_loads_the_policy(tmp_path, bench, cap
     fps = [float(line.split(" at ")[1].split()[0]) for line in out.splitlines() if line.startswith("ok    camera")]
     assert len(fps) == 2 and all(25 <= f <= 35 for f in fps), out
     assert "ok    policy A: ./ckpt loads (act on cpu, cameras front, wrist, 6 actions)" in out
+    assert " MB of weights; warm-up forward pass " in out
     assert out.rstrip().endswith(f"checks passed for {rig}")
-    assert arm.packets == 0
+    assert not arm.goal_writes() and not arm.torque_writes()  # the present pose was read, nothing written
 
 
 def test_camera_that_stops_delivering_fails_preflight(tmp_path, bench):

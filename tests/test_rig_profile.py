@@ -46,7 +46,8 @@ CASES = {
     "unknown-joint": (_edit("elbow_flex.pos: 100", "elbow.pos: 100"), "rest_pose:", "unknown joint 'elbow.pos'"),
     "joint-not-a-number": (_edit("wrist_roll.pos: 0", "wrist_roll.pos: left"), "rest_pose:", "rest_pose.wrist_roll.pos"),
     "robot-without-type": (_edit("type: so101_follower, ", ""), "robot:", "missing required key 'robot.type'"),
-    "robot-not-a-mapping": (_edit("robot: {type: so101_follower, port: /dev/ttyACM0, id: lab_arm, max_relative_target: 10.0}",
+    "robot-not-a-mapping": (_edit("robot: {type: so101_follower, port: /dev/ttyACM0, id: lab_arm, max_relative_target: 10.0, "
+                                  "num_read_retries: 5}",
                                   "robot: so101_follower"), "robot:", "robot"),
     "cameras-list": (_edit("cameras:\n", "cameras: [front]\nold_cameras:\n"), "cameras:", "cameras"),
     "syntax": (_edit("rest_pose: {", "rest_pose: {{"), None, "YAML syntax error"),

@@ -116,3 +116,29 @@ def test_three_stations_one_killed_mid_episode(pg_cluster, tmp_path, tiny_refere
         source.close()
     judged = run_module("report", videos, "--store", url, "--judge", "judy", "--format", "json")
     assert judged.code == 0 and json.loads(judged.out)["policies"]["A"]["successes"] == 3, judged.err
+
+
+def test_the_stopping_rule_is_global_across_stations(pg_cluster, tmp_path):
+    """max_layouts: 1 pre-registered: after the first block the rule says stop on the whole
+    campaign; the station stops claiming and a second station started later runs nothing."""
+    from orchestrator.campaign import open_campaign
+    from orchestrator.stations import run_station
+
+    protocol = _protocol(tmp_path)
+    text = protocol.read_text().replace("stopping: none", "stopping: {kind: evalue, max_layouts: 1}")
+    assert "max_layouts: 1" in text
+    protocol.write_text(text)
+    url = pg_cluster.new_database()
+    lines: list[str] = []
+    for station in ("first", "second"):
+        opened = open_campaign(protocol, RIG, tmp_path / "videos", store_url=url, station=station)
+        try:
+            summary = run_station(opened, station, say=lines.append)
+        finally:
+            opened.store.close()
+        assert summary.stopped_early and "reached max_layouts = 1" in summary.stopped_early
+    with psycopg.connect(url) as conn:
+        done = conn.execute("SELECT count(*) FROM trials WHERE state = 'done'").fetchone()[0]
+        blocks = conn.execute("SELECT station, state FROM blocks WHERE state <> 'pending'").fetchall()
+    assert done == 2 and blocks == [("first", "done")]
+    assert lines[-1].startswith("campaign is complete (reached max_layouts")   # the second station

@@ -86,7 +86,12 @@ def _run_with_operator(args: argparse.Namespace, rig):
     if args.no_console:
         from ..console.prompt import PromptOperator
 
-        return session(PromptOperator(load_protocol(args.protocol)))
+        operator = PromptOperator(load_protocol(args.protocol))
+        restore = operator.handle_sigint()  # Ctrl-C between two control steps, never mid-transaction
+        try:
+            return session(operator)
+        finally:
+            restore()
     # Textual owns the main thread; the runner (and its SQLite store) runs on the console's
     # worker thread, opened there.
     from ..console import run_with_console

@@ -12,6 +12,9 @@ What the operator sees, trial by trial:
    episode; `p` pauses after this trial.
 3. **review**: `Enter` continues, `r` redoes the trial (the reason is asked and returned by
    `episode_ended`). A trial aborted by a fault shows its cause and what to check.
+4. **moving**: whenever the arm moves by itself (to rest) the banner says so and `space`/`esc`
+   stops it; after any stop the arm holds and the banner asks for `Enter` before it moves again
+   (`q` ends the session instead, the arm held until torque goes off).
 
 The console never shows which policy runs: the runner tells it only the `TrialCue` (index,
 mark, duration); no call carries a policy label.
@@ -86,6 +89,7 @@ class ConsoleOperator:
         self.last_stop: EmergencyStop | None = None
         self.closed = False
         self.interrupted = False
+        self.move_stop = threading.Event()
 
     def interrupt(self) -> None:
         """Ctrl-C / SIGTERM: the runner's next call raises KeyboardInterrupt (arm made safe,
@@ -177,6 +181,27 @@ class ConsoleOperator:
 
     def message(self, text: str) -> None:
         self._call(self.app.add_message, text)
+
+    def arm_moving(self, what: str | None) -> None:
+        if what is None:
+            self._call(self.app.show_moving, None)
+            return
+        self.move_stop.clear()
+        self._call(self.app.show_moving, what)
+
+    def check_stop(self) -> None:
+        if self.move_stop.is_set():
+            self.move_stop.clear()
+            raise EmergencyStop("arm stopped by the operator during a move")
+
+    def confirm_move(self, what: str) -> None:
+        self._drain()
+        self._call(self.app.ask_confirm, what)
+        kind, _ = self._wait("confirm", "stop")
+        if kind == "interrupt":
+            raise KeyboardInterrupt
+        if kind != "confirm":
+            raise StopRequested("session ended by the operator with the arm stopped")
 
 
 class OperatorConsole(App):
@@ -286,6 +311,20 @@ class OperatorConsole(App):
         self.state = "episode"
         self._banner("EPISODE RUNNING: space or esc = EMERGENCY STOP", "")
 
+    def show_moving(self, what: str | None) -> None:
+        if what is None:
+            if self.state == "moving":
+                self.state = "waiting"
+                self._banner("Arm still")
+            return
+        self.state = "moving"
+        self._banner(f"ARM MOVING {what.upper()}: space or esc = STOP", "paused")
+
+    def ask_confirm(self, what: str) -> None:
+        self.state = "confirm"
+        self._banner(f"ARM STOPPED (holding). Enter = move it {what}, q = end the session "
+                     "(torque goes off: support the arm)", "estop")
+
     def show_waiting(self, text: str) -> None:
         self.state = "waiting"
         self._banner(text)
@@ -318,7 +357,10 @@ class OperatorConsole(App):
 
     # ---------------------------------------------------------------- keys
     def action_enter(self) -> None:
-        if self.state == "place" and not self.paused:
+        if self.state == "confirm":
+            self.state = "waiting"
+            self.operator.decisions.put(("confirm", None))
+        elif self.state == "place" and not self.paused:
             self.state = "countdown"
             self._countdown_end = time.monotonic() + self.countdown_s
             self._tick()
@@ -328,7 +370,12 @@ class OperatorConsole(App):
             self.operator.decisions.put(("continue", None))
 
     def action_estop(self) -> None:
-        if self.state == "episode":
+        if self.state == "moving":
+            self.operator.move_stop.set()
+            self.state = "stopping"
+            self._banner("STOP: holding the arm...", "estop")
+            self.add_message("stop pressed while the arm was moving")
+        elif self.state == "episode":
             self.operator.estop.set()
             self.state = "stopping"
             self._banner("EMERGENCY STOP: stopping the arm...", "estop")
@@ -362,7 +409,11 @@ class OperatorConsole(App):
         self.operator.interrupt()
 
     def action_stop_session(self) -> None:
-        if self.state == "place":
+        if self.state == "confirm":
+            self.state = "waiting"
+            self._banner("Session ended with the arm stopped; torque goes off: support the arm")
+            self.operator.decisions.put(("stop", None))
+        elif self.state == "place":
             self.state = "waiting"
             self._banner("Session ended: resume later with the same `orchestrator run` command")
             self.operator.decisions.put(("stop", None))

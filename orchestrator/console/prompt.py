@@ -5,7 +5,14 @@ before each trial it prints the mark (id, position, the layout drawn in text) an
 Enter (`q` + Enter ends the session, resumable); during the episode the terminal is in cbreak
 mode and `space` or `esc` is an emergency stop, `r` asks for a redo after the episode (each
 `poll` is one non-blocking `select` on stdin); after an emergency stop or a redo it asks why.
-When stdin is not a terminal there is no emergency-stop key (it says so once).
+When stdin is not a terminal there is no emergency-stop key (it says so once). Whenever the
+arm moves by itself (to rest) the same keys stop it; after a stop it asks for Enter before the
+arm moves again.
+
+Ctrl-C (`handle_sigint()`): while the arm is under control (an episode, a move) SIGINT only sets
+a flag, and the next `poll`/`check_stop` raises `KeyboardInterrupt` between two steps, never in
+the middle of a serial transaction (as the console does); while waiting for the operator's input
+it interrupts at once.
 
 It never prints which policy runs: it is only given the `TrialCue`.
 """
@@ -38,6 +45,30 @@ class PromptOperator:
         self._redo = False
         self._warned = False
         self._last_shown = -1.0
+        self._controlling = False   # an episode or a move runs: SIGINT becomes a flag
+        self.sigint_pending = False
+        self._move_stop = False
+
+    # ---------------------------------------------------------------- Ctrl-C
+    def handle_sigint(self) -> Callable[[], None]:
+        """Install the SIGINT handler (main thread); returns a function that restores the old one."""
+        import signal
+
+        previous = signal.signal(signal.SIGINT, self._on_sigint)
+        return lambda: signal.signal(signal.SIGINT, previous)
+
+    def _on_sigint(self, signum, frame) -> None:  # noqa: ARG002
+        if self._controlling:
+            self.sigint_pending = True
+            return
+        raise KeyboardInterrupt
+
+    def _raise_pending_interrupt(self) -> None:
+        if self.sigint_pending:
+            self.sigint_pending = False
+            self._controlling = False
+            self._restore()
+            raise KeyboardInterrupt
 
     # ---------------------------------------------------------------- terminal
     def _fd(self) -> int | None:
@@ -93,10 +124,12 @@ class PromptOperator:
 
     def episode_started(self, cue: TrialCue) -> None:
         self._last_shown = -1.0
+        self._controlling = True
         self._cbreak()
         self.say("EPISODE RUNNING: space or esc = EMERGENCY STOP, r = redo after the episode")
 
     def poll(self, elapsed_s: float) -> None:
+        self._raise_pending_interrupt()
         if self._stop is not None:
             raise self._stop
         if elapsed_s - self._last_shown >= 1.0:
@@ -116,6 +149,7 @@ class PromptOperator:
                 self._redo = True
 
     def episode_ended(self, cue: TrialCue, aborted_reason: str | None) -> str | None:
+        self._controlling = False
         self._restore()
         self.say("")
         if self._stop is not None:
@@ -136,3 +170,32 @@ class PromptOperator:
 
     def message(self, text: str) -> None:
         self.say(text)
+
+    def arm_moving(self, what: str | None) -> None:
+        if what is None:
+            self._controlling = False
+            self._restore()
+            return
+        self._move_stop = False
+        self._controlling = True
+        self._cbreak()
+        self.say(f"ARM MOVING {what.upper()}: space or esc = STOP")
+
+    def check_stop(self) -> None:
+        self._raise_pending_interrupt()
+        if self._tty:
+            fd = self._fd()
+            while select.select([fd], [], [], 0)[0]:
+                if os.read(fd, 1) in (b" ", b"\x1b"):
+                    self._move_stop = True
+        if self._move_stop:
+            self._move_stop = False
+            raise EmergencyStop("arm stopped by the operator during a move")
+
+    def confirm_move(self, what: str) -> None:
+        self._controlling = False
+        self._restore()
+        answer = self._line(f"ARM STOPPED (holding). Enter = move it {what}, q + Enter = end the session "
+                            "(torque goes off: support the arm)")
+        if answer.lower().startswith("q"):
+            raise StopRequested("session ended by the operator with the arm stopped")

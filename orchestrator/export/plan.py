@@ -81,7 +81,18 @@ class ExportPlan:
 
     @property
     def robot_type(self) -> str:
-        return self.rig.robot.type if self.rig is not None else "so101_follower"
+        """The rig's LeRobot robot `name`, as lerobot-record writes it (`so_follower` for an
+        SO-101); the simulated rig keeps its own type."""
+        if self.rig is None:
+            return "so_follower"
+        if self.rig.simulated:
+            return self.rig.robot.type
+        from ..rigs.lerobot import robot_name
+
+        try:
+            return robot_name(self.rig.robot.type)
+        except BadInput:  # a plugin robot not installed where the export runs
+            return self.rig.robot.type
 
     def features(self) -> dict[str, dict[str, Any]]:
         joints = list(STATE_KEYS)

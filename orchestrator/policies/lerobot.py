@@ -43,6 +43,8 @@ from ..faults import DeviceFault, one_line
 from ..protocol import LeRobotPolicySpec
 from ..rigs.base import Action, Observation
 from ..rigs.profile import STATE_KEYS, LoadedRig, RigProfile
+from .checkpoint import (apply_overrides, feature_problems, resolve_device, state_stats,  # noqa: F401
+                         state_units_problems)
 
 logger = logging.getLogger(__name__)
 
@@ -122,55 +124,6 @@ def backbone_weights_problem(cfg: Any, where: str) -> str | None:
             "(the checkpoint's own weights replace them when it loads)")
 
 
-def feature_problems(cfg: Any, observation_features: Mapping[str, Any],
-                     action_features: Mapping[str, Any] | None, where: str,
-                     rename_map: Mapping[str, str] | None = None) -> list[str]:
-    """One line per mismatch between the checkpoint's input/output features and the rig's.
-
-    `rename_map` is lerobot-rollout's `--rename_map` (`{"observation.images.<rig camera>":
-    "observation.images.<policy camera>"}`): the rig's cameras are matched under their new names.
-    """
-    from lerobot.configs import FeatureType
-
-    problems: list[str] = []
-    state_keys = [k for k, v in observation_features.items()
-                  if v is float and k.endswith((".pos", ".vel"))]
-    cameras = {}
-    for k, v in observation_features.items():
-        if isinstance(v, tuple):
-            renamed = (rename_map or {}).get(f"observation.images.{k}", f"observation.images.{k}")
-            cameras[renamed.removeprefix("observation.images.")] = tuple(v)
-    action_keys = [k for k, v in (action_features or {k: float for k in state_keys}).items()
-                   if k.endswith((".pos", ".vel"))]
-    have = ", ".join(f"{n} ({s[1]}x{s[0]})" for n, s in cameras.items()) or "no cameras"
-    for key, ft in cfg.input_features.items():
-        shape = tuple(ft.shape)
-        if ft.type == FeatureType.VISUAL:
-            cam = key.removeprefix("observation.images.").removeprefix("observation.image")
-            cam = cam or "image"
-            want = f"{shape[2]}x{shape[1]}" if len(shape) == 3 else str(shape)
-            if cam not in cameras:
-                problems.append(f"{where}: expects camera {cam!r} ({key}, {want}) but the rig has {have}")
-            elif len(shape) == 3 and (shape[1], shape[2]) != cameras[cam][:2]:
-                h, w = cameras[cam][:2]
-                problems.append(f"{where}: camera {cam!r} is {w}x{h} on the rig but the policy was "
-                                f"trained on {want} ({key})")
-        elif ft.type == FeatureType.STATE:
-            if shape != (len(state_keys),):
-                problems.append(f"{where}: expects a state of {shape[0] if shape else shape} values ({key}) "
-                                f"but the rig gives {len(state_keys)} ({', '.join(state_keys)})")
-        elif ft.type == FeatureType.ENV:
-            problems.append(f"{where}: expects {key} {shape}, which a real rig does not provide")
-        else:
-            problems.append(f"{where}: expects input {key} ({ft.type.value}, {shape}), "
-                            "which the rig does not provide")
-    for key, ft in cfg.output_features.items():
-        if ft.type == FeatureType.ACTION and tuple(ft.shape) != (len(action_keys),):
-            problems.append(f"{where}: outputs {ft.shape[0]} action values ({key}) but the rig takes "
-                            f"{len(action_keys)} ({', '.join(action_keys)})")
-    return problems
-
-
 def _resolve_action_key_order(policy_names: list[str] | None, dataset_names: list[str]) -> list[str]:
     """As `lerobot.rollout.context._resolve_action_key_order`."""
     if not policy_names:
@@ -193,7 +146,7 @@ class LeRobotPolicy:
     def __init__(self, spec: LeRobotPolicySpec, protocol_dir: Path | str, task: str,
                  rig_features: Any, *, robot_type: str | None = None):
         self.spec = spec
-        self.task = task or ""
+        self.task = getattr(spec, "task", None) or task or ""  # a task per policy, else the protocol's
         self.path, self.local = resolve_checkpoint(spec, protocol_dir)
         where = f"policy checkpoint {spec.path}"
         self.where = where
@@ -237,26 +190,30 @@ class LeRobotPolicy:
             raise BadInput(f"{where}: cannot load its config: {one_line(exc)}{hint}") from None
         cfg.pretrained_path = self.path
 
-        device = spec.device or "cpu"
-        try:
-            torch_device = torch.device(device)
-        except (RuntimeError, TypeError) as exc:
-            raise BadInput(f"{where}: device {device!r}: {one_line(exc)}") from None
-        if torch_device.type == "cuda" and not torch.cuda.is_available():
-            raise BadInput(f"{where}: device {device!r} requested but CUDA is not available here (use device: cpu)")
-        if torch_device.type == "mps" and not torch.backends.mps.is_available():
-            raise BadInput(f"{where}: device {device!r} requested but MPS is not available here (use device: cpu)")
+        apply_overrides(cfg, spec, where)
+        device = resolve_device(spec.device, getattr(cfg, "device", None), where)
         cfg.device = device
-        self.device = torch_device
+        self.device = torch.device(device)
 
         self.rename_map = dict(getattr(spec, "rename_map", None) or {})
-        problems = feature_problems(cfg, obs_features, act_features, where, self.rename_map)
+        problems, self.warnings = feature_problems(cfg, obs_features, act_features, where, self.rename_map)
         if problems:
             raise BadInput(problems)
+        for line in self.warnings:
+            logger.warning(line)
         backbone = backbone_weights_problem(cfg, where)
         if backbone and _offline():
             raise BadInput(backbone)
+        self._load(cfg, spec, device, backbone, obs_features, act_features)
+        units = state_units_problems(state_stats(self.preprocessor),
+                                     [k for k in obs_features if obs_features[k] is float], rig_features, where)
+        if units:
+            raise BadInput(units)
+        self.warmup_s = self._warm_up(obs_features)
 
+    def _load(self, cfg, spec, device, backbone, obs_features, act_features) -> None:
+        """The policy, its processors and the rollout features, as lerobot-rollout builds them."""
+        where = self.where
         from lerobot.datasets import aggregate_pipeline_dataset_features, create_initial_features
         from lerobot.policies import get_policy_class, make_pre_post_processors
         from lerobot.processor import make_default_processors
@@ -307,11 +264,30 @@ class LeRobotPolicy:
         self.robot_action_processor = robot_action_processor
         self._episode_task = self.task
 
+    def _warm_up(self, obs_features: Mapping[str, Any]) -> float:
+        """One forward pass on a still observation shaped like the rig's (zeros), then a reset:
+        the first episode does not pay for CUDA/kernel warm-up, and a checkpoint that cannot run
+        on this rig's inputs is refused before the arm is connected. Returns its seconds."""
+        import time
+
+        import numpy as np
+
+        still = {k: (np.zeros(v, dtype=np.uint8) if isinstance(v, tuple) else 0.0)
+                 for k, v in obs_features.items()}
+        start = time.perf_counter()
+        try:
+            self._step(still)
+        except Exception as exc:  # noqa: BLE001 - what lerobot-rollout would hit at its first step
+            raise BadInput(f"{self.where}: fails on an observation shaped like the rig's: {one_line(exc)}") from None
+        finally:
+            self.reset()
+        return time.perf_counter() - start
+
     # ------------------------------------------------------------ Policy protocol
     def reset(self, context: Any = None) -> None:
         """Per episode, as `SyncInferenceEngine.reset`: policy, preprocessor, postprocessor."""
         task = getattr(context, "task", None)
-        self._episode_task = task if task else self.task
+        self._episode_task = getattr(self.spec, "task", None) or task or self.task
         self.policy.reset()
         self.preprocessor.reset()
         self.postprocessor.reset()

@@ -8,7 +8,7 @@ camera keyed by the camera's name. A policy sees the same names in simulation an
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Callable, Protocol, runtime_checkable
 
 from ..protocol import Cube, Mark
 
@@ -59,7 +59,9 @@ class Rig(Protocol):
     def preflight(self) -> list[str]:
         """Problems that must stop the campaign before the first trial (empty = ready)."""
         ...
-    def go_to_rest(self) -> None: ...
+    def go_to_rest(self, check: Callable[[], None] | None = None) -> None:
+        """Move to the rest pose; `check()` is called before each step and raises to stop."""
+        ...
     def prepare_layout(self, mark: Mark, cube: Cube, seed: int) -> None:
         """Put the cube on `mark` (simulation) or ask the operator to (hardware)."""
         ...
@@ -69,6 +71,7 @@ class Rig(Protocol):
         ...
     def end_episode(self) -> EpisodeFacts: ...
     def safe_stop(self) -> None:
-        """Bring the arm to a safe state (hold / rest / torque per config). Must not raise."""
+        """Hold the arm where it is (or release torque if the profile says so); never moves it
+        elsewhere. Must not raise."""
         ...
     def disconnect(self) -> None: ...

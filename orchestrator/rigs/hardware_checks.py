@@ -1,5 +1,7 @@
 """A LeRobot rig's own checks, run before anything moves: the robot's serial port exists, LeRobot's
-calibration file for this robot type and id exists, and each camera opens and delivers frames at
+calibration file for this robot type and id exists, the profile's rest pose lies inside the
+calibrated range (with the present pose, read on a bare bus: nothing written, torque untouched,
+shown next to the rest pose the arm will go to), and each camera opens and delivers frames at
 its configured fps (measured). `LeRobotRig.checks()` runs them; `orchestrator.preflight` only
 combines them with the protocol's and the disk's checks."""
 
@@ -128,12 +130,36 @@ def check_cameras(rig: Any, seconds: float = 1.0) -> list[Check]:
     return checks
 
 
+def check_rest_pose(rig: Any) -> list[Check]:
+    """The rest pose inside the calibrated range; the present pose next to it (bare bus read)."""
+    problems = rig.rest_pose_problems()
+    if problems:
+        return [Check("rest pose", False, line) for line in problems]
+    if getattr(rig.robot, "bus", None) is None or getattr(rig, "_connected", False):
+        return []
+    try:
+        present = rig.read_present_pose()
+    except Exception as exc:  # noqa: BLE001
+        return [Check("rest pose", False, f"cannot read the arm's present pose ({one_line(exc)}); check "
+                                          "its power and USB cable")]
+    rest = dict(rig.profile.rest_pose)
+    source = "profile" if rest else "captured at connect: the present pose"
+    rest = rest or present
+
+    def pose(p: dict) -> str:
+        return " ".join(f"{k.removesuffix('.pos')}={p[k]:.1f}" for k in p)
+
+    return [Check("rest pose", True, f"present {pose(present)}; rest ({source}) {pose(rest)}")]
+
+
 def rig_checks(rig: Any, camera_seconds: float | None = None) -> list[Check]:
-    """Port, calibration and cameras of a `LeRobotRig` (cameras measured for `camera_seconds`,
-    default `CAMERA_SECONDS`)."""
+    """Port, calibration, rest pose and cameras of a `LeRobotRig` (cameras measured for
+    `camera_seconds`, default `CAMERA_SECONDS`)."""
     checks = []
     if "port" in {f for f in getattr(rig.config, "__dataclass_fields__", {})}:
         checks.append(check_port(rig.port))
     checks.append(check_calibration(rig))
+    if all(c.ok for c in checks) and rig.needs_calibration:
+        checks.extend(check_rest_pose(rig))
     checks.extend(check_cameras(rig, CAMERA_SECONDS if camera_seconds is None else camera_seconds))
     return checks

@@ -8,11 +8,22 @@ LeRobot robot type or `lerobot_robot_*` plugin), filled with the profile's `port
 `make_robot_from_config`. Cameras: `type: opencv` -> `OpenCVCameraConfig`, `type: video` -> the
 video-file camera (`rigs/videocam.py`), both through LeRobot's camera registry.
 
-Safety: `connect()` never lets LeRobot ask for calibration on stdin (it connects with
-`calibrate=False` and refuses when the calibration file is missing or differs from the motors);
-`max_relative_target` clips every target (LeRobot does it in `send_action`); `go_to_rest()`
-moves to `rest_pose` in small steps; `safe_stop()` holds, then goes to rest, and never raises;
-`disconnect()` turns torque off as the LeRobot config says (`disable_torque_on_disconnect`).
+Safety (DESIGN "Safety on a real arm"):
+- `connect()` never lets LeRobot ask for calibration on stdin, and checks the motors'
+  calibration on a bare bus connection (port opened, motors pinged and read, nothing written)
+  before LeRobot's `connect(calibrate=False)` runs `configure()`, which enables torque: an arm
+  holding another calibration is refused with torque never switched on.
+- The rest pose is the profile's `rest_pose`, else the pose captured at connect (as
+  lerobot-rollout's `initial_position`); `rest_pose_problems()` refuses a rest pose outside the
+  calibrated range (doctor).
+- `max_relative_target` clips every target (LeRobot does it in `send_action`).
+- `go_to_rest(check)` moves to the rest pose in small steps and calls `check()` before each
+  one, so the operator's stop key can stop it (`check` raises).
+- `safe_stop()` holds the present position, or releases torque when the profile says
+  `on_stop: release`; it never moves the arm anywhere else and never raises.
+- `disconnect()` turns torque off whenever the bus is connected (LeRobot's
+  `disable_torque_on_disconnect`), even when a camera is dead, then releases the cameras.
+- Joint reads use LeRobot's retries (`num_retry=config.num_read_retries`).
 
 Faults mid-episode (serial bus, camera) surface as `faults.DeviceFault` with a one-line cause
 and what to check.
@@ -29,10 +40,11 @@ import math
 import pkgutil
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ..errors import BadInput
 from ..faults import DeviceFault
+from ..operator import EmergencyStop
 from ..protocol import Cube, Mark
 from .base import Action, Check, EpisodeFacts, Observation
 from .hardware_checks import calibrate_command, check_calibration, check_port, rig_checks
@@ -48,6 +60,15 @@ _ROBOT_MODULES = {
     "lekiwi_client": "lekiwi", "reachy2": "reachy2",
 }
 _OWN_CAMERA_FIELDS = {"type", "index_or_path", "width", "height", "fps", "pose"}
+CONNECT_ATTEMPTS = 3
+
+
+def _chain(exc: BaseException | None):
+    """An exception and its causes."""
+    seen = 0
+    while exc is not None and seen < 10:
+        yield exc
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
 
 
 def robot_config_class(robot_type: str):
@@ -82,6 +103,24 @@ def robot_config_class(robot_type: str):
     return RobotConfig.get_choice_class(robot_type)
 
 
+def robot_name(robot_type: str) -> str:
+    """LeRobot's `Robot.name` for a robot type (what lerobot-record writes as a dataset's
+    `robot_type`: `so_follower` for so101_follower), found without building the robot."""
+    from lerobot.robots import Robot
+
+    cls = robot_config_class(robot_type)
+    todo, seen = list(Robot.__subclasses__()), set()
+    while todo:
+        robot = todo.pop()
+        if robot in seen:
+            continue
+        seen.add(robot)
+        todo.extend(robot.__subclasses__())
+        if getattr(robot, "config_class", None) is cls and isinstance(getattr(robot, "name", None), str):
+            return robot.name
+    return robot_type
+
+
 def camera_configs(profile: RigProfile, base_dir: Path) -> dict[str, Any]:
     """LeRobot camera configs for the profile's cameras (opencv, video)."""
     from lerobot.cameras.opencv import OpenCVCameraConfig
@@ -95,7 +134,12 @@ def camera_configs(profile: RigProfile, base_dir: Path) -> dict[str, Any]:
         common = dict(fps=cam.fps, width=cam.width, height=cam.height)
         try:
             if cam.type == "opencv":
-                where = cam.index_or_path if cam.index_or_path is not None else 0
+                if cam.index_or_path is None or cam.index_or_path == "":
+                    problems.append(f"rig: camera {name}: type opencv needs index_or_path (a camera index "
+                                    "such as 0, or a device path such as /dev/video0; list them with "
+                                    "`lerobot-find-cameras opencv`)")
+                    continue
+                where = cam.index_or_path
                 if isinstance(where, str) and where.isdigit():
                     where = int(where)
                 elif isinstance(where, str):
@@ -188,6 +232,8 @@ class LeRobotRig:
         self._connected = False
         self._clipped: dict[str, int] = {}
         self._steps = 0
+        self.connect_pose: dict[str, float] = {}
+        self._released = False
 
     # ------------------------------------------------------------ LeRobot objects
     @property
@@ -257,28 +303,68 @@ class LeRobotRig:
         problems = [f"{self.name}: {c.line}" for c in checks if not c.ok]
         if problems:
             raise BadInput(problems)
-        try:
+        calibrated = self._retrying(self._calibrated_on_bare_bus)
+        if calibrated is False:
+            raise self._other_calibration()
+        self._retrying(self._connect_robot)
+        if calibrated is None:  # no motor bus to check beforehand: LeRobot's own check
             try:
-                robot.connect(calibrate=False)
-            except ConnectionError:   # a reply missed once (the SDK's ~34 ms timeout): try again
+                calibrated = robot.is_calibrated
+            except Exception as exc:  # noqa: BLE001
                 self._disconnect_quietly()
-                time.sleep(0.2)
-                robot.connect(calibrate=False)
+                raise self._fault(exc) from exc
+            if not calibrated:
+                self._disconnect_quietly()
+                raise self._other_calibration()
+        self._connected = True
+        try:
+            self.connect_pose = self._joint_positions()
+        except Exception as exc:  # noqa: BLE001
+            self.disconnect()
+            raise self._fault(exc) from exc
+
+    def _connect_robot(self) -> None:
+        try:
+            self.robot.connect(calibrate=False)
         except Exception as exc:  # noqa: BLE001 - classified into a DeviceFault
             self._disconnect_quietly()
             raise self._fault(exc) from exc
+
+    def _retrying(self, step: Callable[[], Any]) -> Any:
+        """Run a connect step again (up to `CONNECT_ATTEMPTS`) when a status packet came back
+        corrupted: LeRobot's calibration reads and configure() writes have no retries of their
+        own, and Feetech servos do corrupt packets now and then."""
+        for attempt in range(CONNECT_ATTEMPTS):
+            try:
+                return step()
+            except DeviceFault as fault:
+                corrupted = any("Incorrect status packet" in str(e) or "no status packet" in str(e)
+                                for e in _chain(fault))
+                if not corrupted or attempt == CONNECT_ATTEMPTS - 1:
+                    raise
+                logger.warning("connect: %s; trying again", fault.cause)
+
+    def _calibrated_on_bare_bus(self) -> bool | None:
+        """Open the motor bus alone, compare the motors' calibration with the file, close it
+        again without touching torque. None when the robot has no motor bus."""
+        bus = getattr(self.robot, "bus", None)
+        if bus is None or not hasattr(type(bus), "is_calibrated"):
+            return None
         try:
-            calibrated = robot.is_calibrated
+            bus.connect()
+            try:
+                return bool(bus.is_calibrated)
+            finally:
+                bus.disconnect(disable_torque=False)
         except Exception as exc:  # noqa: BLE001
             self._disconnect_quietly()
             raise self._fault(exc) from exc
-        if not calibrated:
-            self._disconnect_quietly()
-            raise BadInput(f"{self.name}: the motors on {self.port} hold another calibration than "
-                           f"{self.calibration_path} (another arm on this port, or calibrated elsewhere); "
-                           f"check the port, then run {calibrate_command(self.profile)} "
-                           "(ENTER writes the file to the motors, 'c' recalibrates)")
-        self._connected = True
+
+    def _other_calibration(self) -> BadInput:
+        return BadInput(f"{self.name}: the motors on {self.port} hold another calibration than "
+                        f"{self.calibration_path} (another arm on this port, or calibrated elsewhere); "
+                        f"check the port, then run {calibrate_command(self.profile)} "
+                        "(ENTER writes the file to the motors, 'c' recalibrates)")
 
     def prepare_layout(self, mark: Mark, cube: Cube, seed: int) -> None:
         """Nothing to do on hardware: the operator console asks the human to place the cube."""
@@ -325,14 +411,25 @@ class LeRobotRig:
         self._clipped, self._steps = {}, 0
         return facts
 
-    def go_to_rest(self) -> None:
-        """Interpolate from the present joint positions to `rest_pose` at `rest_speed_deg_s`."""
-        rest = dict(self.profile.rest_pose)
-        if not rest:
+    @property
+    def rest_target(self) -> dict[str, float]:
+        """The profile's `rest_pose`, else the pose captured at connect."""
+        return dict(self.profile.rest_pose) or dict(self.connect_pose)
+
+    def go_to_rest(self, check: Callable[[], None] | None = None) -> None:
+        """Interpolate from the present joint positions to the rest pose at `rest_speed_deg_s`,
+        calling `check()` before every step (it raises to stop the move: the arm then stays
+        where it is, the caller holds it)."""
+        rest = self.rest_target
+        if not rest or not self._connected:
             return
         from lerobot.utils.robot_utils import precise_sleep
 
+        check = check or (lambda: None)
         try:
+            check()
+            if self._released:
+                self._resume_torque()
             start = self._joint_positions()
             keys = [k for k in rest if k in start]
             span = max((abs(rest[k] - start[k]) for k in keys), default=0.0)
@@ -340,42 +437,85 @@ class LeRobotRig:
             period = 1.0 / self.rest_fps
             for i in range(1, steps + 1):
                 t0 = time.perf_counter()
+                check()
                 frac = i / steps
                 self.robot.send_action({k: start[k] + (rest[k] - start[k]) * frac for k in keys})
                 precise_sleep(max(0.0, period - (time.perf_counter() - t0)))
             # max_relative_target may have clipped the last steps: hold the target until reached.
             deadline = time.perf_counter() + self.settle_s
             while time.perf_counter() < deadline:
+                check()
                 here = self._joint_positions()
                 if all(abs(here[k] - rest[k]) <= self.rest_tolerance_deg for k in keys):
                     break
                 self.robot.send_action({k: rest[k] for k in keys})
                 precise_sleep(period)
+        except EmergencyStop:
+            raise  # the operator's stop key: the caller holds the arm
         except Exception as exc:  # noqa: BLE001
             raise self._fault(exc) from exc
 
     def safe_stop(self) -> None:
-        """Hold the present position, then go to rest; never raises (logs what failed)."""
+        """Hold the present position (or release torque if the profile says `on_stop: release`);
+        never moves the arm elsewhere, never raises (logs what failed)."""
         robot = self._robot
         if robot is None or not self._connected:
             return
         try:
-            here = self._joint_positions()
-            robot.send_action(here)
+            if self.profile.on_stop == "release":
+                robot.bus.disable_torque(num_retry=self._retries)
+                self._released = True
+                return
+            robot.send_action(self._joint_positions())
         except Exception as exc:  # noqa: BLE001
-            logger.warning("safe_stop: cannot hold position: %s", exc)
-            return
-        try:
-            self.go_to_rest()
-        except Exception as exc:  # noqa: BLE001
-            logger.warning("safe_stop: cannot go to rest: %s", exc)
+            logger.warning("safe_stop: cannot %s: %s", "release torque" if self.profile.on_stop == "release"
+                           else "hold position", exc)
 
     def disconnect(self) -> None:
-        """Disconnect (torque off if the LeRobot config says so); never raises."""
+        """Torque off (LeRobot's `disable_torque_on_disconnect`) whenever the bus is connected,
+        even if a camera is not, then release the cameras; never raises."""
         if self._robot is None:
             return
         self._disconnect_quietly()
         self._connected = False
+
+    def rest_pose_problems(self) -> list[str]:
+        """The profile's rest pose against the calibrated range of each joint (LeRobot's own
+        normalisation of the calibration file's range_min/range_max)."""
+        rest = dict(self.profile.rest_pose)
+        bus = getattr(self.robot, "bus", None)
+        if not rest or bus is None or not getattr(bus, "calibration", None):
+            return []
+        problems = []
+        for key, value in rest.items():
+            motor = key.removesuffix(".pos")
+            cal = bus.calibration.get(motor)
+            if cal is None or motor not in bus.motors:
+                continue
+            lo, hi = sorted(self.calibrated_range(motor))
+            if not lo - 1e-6 <= value <= hi + 1e-6:
+                problems.append(f"rest_pose {key}: {value:g} is outside the calibrated range "
+                                f"[{lo:.1f}, {hi:.1f}] ({self.calibration_path}); choose a pose inside it")
+        return problems
+
+    def calibrated_range(self, motor: str) -> tuple[float, float]:
+        """(range_min, range_max) of `motor` in LeRobot's units (degrees, gripper 0-100)."""
+        bus = self.robot.bus
+        cal = bus.calibration[motor]
+        mid = bus.motors[motor].id
+        lo = bus._normalize({mid: cal.range_min})[mid]
+        hi = bus._normalize({mid: cal.range_max})[mid]
+        return float(lo), float(hi)
+
+    def read_present_pose(self) -> dict[str, float]:
+        """The present joint positions read on a bare bus (nothing written; for doctor)."""
+        bus = self.robot.bus
+        bus.connect()
+        try:
+            values = bus.sync_read("Present_Position", num_retry=self._retries)
+        finally:
+            bus.disconnect(disable_torque=False)
+        return {f"{m}.pos": float(v) for m, v in values.items()}
 
     # ------------------------------------------------------------ helpers
     def _joint_positions(self) -> dict[str, float]:
@@ -387,28 +527,50 @@ class LeRobotRig:
             from .servo_alarms import drop_stale_replies
 
             drop_stale_replies(robot)
-            values = bus.sync_read("Present_Position", num_retry=getattr(robot.config, "num_read_retries", 0))
+            values = bus.sync_read("Present_Position", num_retry=self._retries)
             return {f"{m}.pos": float(v) for m, v in values.items()}
         obs = robot.get_observation()
         return {k: float(v) for k, v in obs.items() if k.endswith(".pos")}
+
+    @property
+    def _retries(self) -> int:
+        """LeRobot's read retries for this robot (`num_read_retries`; Feetech packets get
+        corrupted when several joints move)."""
+        return int(getattr(self.config, "num_read_retries", 2) or 0)
+
+    def _resume_torque(self) -> None:
+        """After `on_stop: release`: goal := present position first, then torque on, so the arm
+        does not jump to the last goal it was sent."""
+        bus = self.robot.bus
+        here = bus.sync_read("Present_Position", num_retry=self._retries)
+        bus.sync_write("Goal_Position", here)
+        bus.enable_torque(num_retry=self._retries)
+        self._released = False
 
     def _disconnect_quietly(self) -> None:
         robot = self._robot
         if robot is None:
             return
-        try:
-            if robot.is_connected:
-                robot.disconnect()
-                return
-        except Exception as exc:  # noqa: BLE001
-            logger.warning("disconnect: %s", exc)
-        # A dead bus makes robot.disconnect() fail before the cameras: release them one by one.
         bus = getattr(robot, "bus", None)
+        if bus is None:
+            try:
+                if robot.is_connected:
+                    robot.disconnect()
+            except Exception as exc:  # noqa: BLE001
+                logger.warning("disconnect: %s", exc)
+            return
+        # The bus first, on its own: robot.disconnect() is skipped by LeRobot when any camera
+        # is down (`is_connected` is False), and would leave torque on.
         try:
-            if bus is not None and bus.is_connected:
-                bus.port_handler.closePort()
+            if bus.is_connected:
+                bus.disconnect(getattr(self.config, "disable_torque_on_disconnect", True))
         except Exception as exc:  # noqa: BLE001
-            logger.warning("disconnect: closing the port: %s", exc)
+            logger.warning("disconnect: torque off: %s", exc)
+            try:
+                if bus.is_connected:
+                    bus.port_handler.closePort()
+            except Exception as exc2:  # noqa: BLE001
+                logger.warning("disconnect: closing the port: %s", exc2)
         for cam in getattr(robot, "cameras", {}).values():
             try:
                 if cam.is_connected:

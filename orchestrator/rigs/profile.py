@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -62,10 +62,15 @@ class RobotSpec(BaseModel):
 
 
 class RigProfile(BaseModel):
+    """`rest_pose`: where the arm goes between trials (default: the pose captured at connect).
+    `on_stop`: what the stop key does to the arm: `hold` it where it is (default), or
+    `release` torque (the arm goes limp: only for arms that cannot fall on anyone)."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
     robot: RobotSpec
     cameras: dict[str, CameraSpec] = {}
     rest_pose: dict[str, float] = {}
+    on_stop: Literal["hold", "release"] = "hold"
     twin: dict[str, Any] | None = None   # `--twin` only: {faults: [...], seed: N} (sim/twin/faults.py)
 
     @property
@@ -111,7 +116,7 @@ def load_rig(path: str | Path) -> LoadedRig:
 # sections allow other keys (they are passed on to LeRobot's config classes), but a key that is
 # a near miss of one of these (`max_relative_targt`) is almost certainly a typo of a safety or
 # device setting, so it is refused with a suggestion instead of being silently ignored.
-_ROBOT_FIELDS = ("type", "port", "id", "max_relative_target", "disable_torque_on_disconnect",
+_ROBOT_FIELDS = ("type", "port", "id", "max_relative_target", "disable_torque_on_disconnect", "num_read_retries",
                  "use_degrees", "calibration_dir", "cameras")
 _CAMERA_FIELDS = ("type", "index_or_path", "width", "height", "fps", "color_mode", "rotation",
                   "warmup_s", "fourcc", "backend", "pose")

@@ -269,7 +269,7 @@ class SimRig:
         self._mj.mj_forward(m, d)
         return depth
 
-    def go_to_rest(self) -> None:
+    def go_to_rest(self, check=None) -> None:
         """Simulation: put the arm at the rest pose at once (targets too), velocities zero."""
         self._set_arm(self.rest_pose_rig())
         self._mj.mj_forward(self._model, self._data)

@@ -10,12 +10,19 @@ answered with status packets from a per-servo register table, as the motors woul
 
 Fault injection: `arm.unplug()` (every serial I/O raises `SerialException`, as when the USB
 cable is pulled), `arm.mute()` (servos stop answering: the SDK times out), `arm.fail_after(n)`
-(unplug after n more instruction packets).
+(unplug after n more instruction packets), `arm.drop(n)` (the next n instruction packets get no
+answer: a transient serial failure), `arm.corrupt_rate = p` (each status packet has one byte
+flipped with probability p, seeded: what Feetech servos do when several joints move).
+
+Register log: `arm.writes` holds `(perf_counter time, servo id, register address, value)` for every
+write the servos accept (`goal_writes()` / `torque_writes()` filter it), so tests can assert when
+the arm was commanded, and what every servo's Torque_Enable reads at the end.
 """
 
 from __future__ import annotations
 
 import json
+import random
 import threading
 import time
 import types
@@ -107,6 +114,11 @@ class FakeFeetechArm:
         self.unplugged = False
         self.muted = False
         self._fail_countdown: int | None = None
+        self._drop = 0
+        self.corrupt_rate = 0.0
+        self.corrupted = 0
+        self._rng = random.Random(0)
+        self.writes: list[tuple[float, int, int, int]] = []
         self.packets = 0
         self.is_open = False
         if calibration:
@@ -132,8 +144,32 @@ class FakeFeetechArm:
     def fail_after(self, packets: int) -> None:
         self._fail_countdown = packets
 
+    def drop(self, packets: int) -> None:
+        self._drop = packets
+
     def positions(self) -> dict[int, int]:
         return {i: s.position for i, s in self.servos.items()}
+
+    def torque_enabled(self) -> dict[int, int]:
+        """Torque_Enable as each servo's register reads now."""
+        return {i: s.regs[ADDR_TORQUE] for i, s in self.servos.items()}
+
+    def goal_writes(self, since: float = 0.0) -> list[tuple[float, int, int]]:
+        """(time, servo id, goal ticks) of every Goal_Position write after `since`."""
+        return [(t, i, v) for t, i, a, v in self.writes if a == ADDR_GOAL and t > since]
+
+    def goal_write_times(self, since: float = 0.0) -> list[float]:
+        """Distinct times at which Goal_Position was written (one per sync write)."""
+        return sorted({t for t, _, _ in self.goal_writes(since)})
+
+    def torque_writes(self, since: float = 0.0) -> list[tuple[float, int, int]]:
+        return [(t, i, v) for t, i, a, v in self.writes if a == ADDR_TORQUE and t > since]
+
+    def _log(self, t: float, servo_id: int, addr: int, data: list[int]) -> None:
+        if addr == ADDR_GOAL and len(data) >= 2:
+            self.writes.append((t, servo_id, ADDR_GOAL, data[0] | data[1] << 8))
+        elif addr == ADDR_TORQUE and data:
+            self.writes.append((t, servo_id, ADDR_TORQUE, data[0]))
 
     # -------------------------------------------------------- pyserial side
     def _check(self) -> None:
@@ -163,8 +199,15 @@ class FakeFeetechArm:
             if self._fail_countdown <= 0:
                 self.unplugged = True
                 self._check()
-        if not self.muted:
+        if self._drop > 0:
+            self._drop -= 1
+        elif not self.muted:
             reply = self._handle(packet)
+            if reply and self.corrupt_rate and self._rng.random() < self.corrupt_rate:
+                reply = bytearray(reply)
+                reply[-1] ^= 0x5A  # a bad checksum: the SDK reports COMM_RX_CORRUPT
+                reply = bytes(reply)
+                self.corrupted += 1
             with self._lock:
                 self._out += reply
         return len(packet)
@@ -187,6 +230,7 @@ class FakeFeetechArm:
         if len(p) < 6 or p[0] != 0xFF or p[1] != 0xFF or _checksum(p[2:-1]) != p[-1]:
             return b""
         sid, inst, params = p[2], p[4], p[5:-1]
+        now = time.perf_counter()
         if inst == INST_PING:
             if sid == BROADCAST_ID:
                 return b"".join(_status(i, []) for i in self.servos)
@@ -199,6 +243,7 @@ class FakeFeetechArm:
             for servo in targets:
                 if servo:
                     servo.write(params[0], params[1:])
+                    self._log(now, servo.regs[ADDR_ID], params[0], params[1:])
             return _status(sid, []) if sid in self.servos else b""
         if inst == INST_SYNC_READ:
             addr, n, ids = params[0], params[1], params[2:]
@@ -209,6 +254,7 @@ class FakeFeetechArm:
                 servo = self.servos.get(rest[k])
                 if servo:
                     servo.write(addr, rest[k + 1:k + 1 + n])
+                    self._log(now, rest[k], addr, rest[k + 1:k + 1 + n])
             return b""
         return b""
 

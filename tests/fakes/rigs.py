@@ -32,3 +32,17 @@ def write_rig(path: Path, port: str, calibration_dir: Path, videos: dict[str, Pa
                       "width": w, "height": h, "fps": fps, **((camera_extra or {}).get(name, {}))}
     path.write_text(yaml.safe_dump({"robot": robot, "cameras": cams, "rest_pose": REST}, sort_keys=False))
     return path
+
+
+def plug_in_arm(directory: Path, monkeypatch, robot_id: str = "lab_arm"):
+    """A fake calibrated SO-101 on `<directory>/ttyACM0` (device node present), its calibration file
+    in `<directory>/cal`: (arm, port, calibration dir)."""
+    from fakes import feetech
+
+    port = str(Path(directory) / "ttyACM0")
+    open(port, "w").close()
+    arm = feetech.FakeFeetechArm(port, calibration=feetech.default_calibration())
+    feetech.install(monkeypatch, arm)
+    cal_dir = Path(directory) / "cal"
+    feetech.write_calibration_file(cal_dir, robot_id)
+    return arm, port, cal_dir

@@ -1,7 +1,28 @@
-"""LeRobot's own rollout features, built the way `lerobot-rollout` builds them: the reference
-side of the adapter-equality test and of bench/control_loop.py's LeRobot loop."""
+"""lerobot-rollout's own setup, for comparing the adapter with LeRobot's code (not a copy of it).
+
+`lerobot_rollout_context(robot_config, checkpoint, task, fps)` is LeRobot's
+`build_rollout_context(RolloutConfig(...))`: it loads the policy, builds the processors and the
+dataset features, connects the robot (the fake bus, video-file cameras) and creates the sync
+inference engine, exactly as `lerobot-rollout --strategy.type=base` does.
+
+`rollout_features(robot)` is kept for bench/control_loop.py's policy-free loop only (a
+transcription of the features part of that builder; the tests use the builder itself).
+"""
 
 from __future__ import annotations
+
+
+def lerobot_rollout_context(robot_config, checkpoint, task: str, fps: float, device: str = "cpu"):
+    from threading import Event
+
+    from lerobot.configs.policies import PreTrainedConfig
+    from lerobot.rollout.configs import RolloutConfig
+    from lerobot.rollout.context import build_rollout_context
+
+    policy_cfg = PreTrainedConfig.from_pretrained(str(checkpoint))
+    policy_cfg.pretrained_path = str(checkpoint)
+    cfg = RolloutConfig(robot=robot_config, policy=policy_cfg, fps=fps, task=task, device=device)
+    return build_rollout_context(cfg, Event())
 
 
 def rollout_features(robot):

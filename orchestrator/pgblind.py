@@ -1,0 +1,69 @@
+"""The server objects a PostgreSQL campaign store carries for blinding (pgroles.py grants them).
+
+- `blind_episodes`, a view of the opaque episode id, frame count, duration, video paths and
+  layout mark of every recorded episode (a view reads its tables with its owner's rights);
+- `judging_info`, one row: the campaign's random id (the judges' ordering salt), the success
+  test in words, the failure modes and the marks, from the frozen protocol
+  (`blinding._protocol_parts`; the protocol text itself names policies and is not granted);
+- `judging_rules` and the security-definer functions `judging_complete()` and
+  `forget_episode_labels(episode)`.
+Installed when a campaign is created on a server or migrated there, and refreshed by
+`store add-judge` / `add-operator`.
+"""
+
+from __future__ import annotations
+
+import json
+
+
+def install_blind_objects(conn) -> None:
+    """Create (or refresh) `blind_episodes` and `judging_info` on a server store's connection."""
+    from .blinding import _protocol_parts
+
+    campaign_id, protocol_text, layout_text = conn.raw.execute(
+        "SELECT id, protocol_text, layout_text FROM campaign").fetchone()
+    text, modes, marks = _protocol_parts(protocol_text, layout_text)
+    conn.raw.execute(
+        "CREATE OR REPLACE VIEW blind_episodes WITH (security_barrier) AS"
+        " SELECT e.id, e.frames, e.duration_s, e.files, t.mark_id"
+        " FROM episodes e JOIN trials t ON t.slot = e.slot")
+    conn.raw.execute("CREATE TABLE IF NOT EXISTS judging_info (ref TEXT NOT NULL, success_test TEXT NOT NULL,"
+                     " failure_modes TEXT NOT NULL, marks TEXT NOT NULL)")
+    conn.raw.execute("DELETE FROM judging_info")
+    conn.raw.execute("INSERT INTO judging_info VALUES (%s, %s, %s, %s)",
+                     (str(campaign_id), text, json.dumps(list(modes)),
+                      json.dumps({k: [m.x, m.y] for k, m in marks.items()})))
+    _install_judging_complete(conn, protocol_text)
+
+
+def _install_judging_complete(conn, protocol_text: str) -> None:
+    """`judging_rules` (the protocol's pre-registration) and `judging_complete()`, a
+    security-definer function (it reads every label with the owner's rights): true unless the
+    protocol hides labels from the operator and judging has not ended, i.e. the campaign has
+    not finished (complete or stopped) or some episode has fewer than `judges` human labels
+    (physics and auto are not judges; unsure does not count)."""
+    import yaml
+
+    judging = (yaml.safe_load(protocol_text) or {}).get("judging") or {}
+    hide = bool(judging.get("hide_labels_from_operator", False))
+    judges = int(judging.get("judges", 1))
+    conn.raw.execute("CREATE TABLE IF NOT EXISTS judging_rules (hide BOOLEAN NOT NULL, judges BIGINT NOT NULL)")
+    conn.raw.execute("DELETE FROM judging_rules")
+    conn.raw.execute("INSERT INTO judging_rules VALUES (%s, %s)", (hide, judges))
+    conn.raw.execute("""
+CREATE OR REPLACE FUNCTION judging_complete() RETURNS boolean
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = public AS $$
+  SELECT NOT (SELECT hide FROM judging_rules)
+      OR ((SELECT stop_reason FROM campaign) IS NOT NULL
+          AND NOT EXISTS (
+            SELECT 1 FROM episodes e
+            WHERE (SELECT count(DISTINCT j.judge) FROM judgments j
+                   WHERE j.episode_id = e.id AND j.retracted_at IS NULL AND j.label <> 'unsure'
+                     AND j.judge NOT IN ('physics', 'auto')) < (SELECT judges FROM judging_rules)))
+$$""")
+    conn.raw.execute("""
+CREATE OR REPLACE FUNCTION forget_episode_labels(episode TEXT) RETURNS void
+LANGUAGE sql VOLATILE SECURITY DEFINER SET search_path = public AS $$
+  DELETE FROM judgments WHERE episode_id = episode
+$$""")
+    conn.raw.execute("REVOKE ALL ON FUNCTION judging_complete(), forget_episode_labels(TEXT) FROM PUBLIC")

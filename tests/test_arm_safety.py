@@ -1,0 +1,477 @@
+"""Safety on a real arm (issue 11), measured on the byte-level fake SO-101: LeRobot's SOFollower,
+FeetechMotorsBus and scservo_sdk run unchanged; the fake servos log every Goal_Position and
+Torque_Enable write with its time (`fakes/feetech.py`), so each assertion is on what the arm was
+actually told, not on what the adapter meant to do."""
+
+from __future__ import annotations
+
+import builtins
+import os
+import signal
+import time
+
+import numpy as np
+import pytest
+import yaml
+
+from fakes import feetech
+from fakes.rigs import REST, plug_in_arm, write_rig, write_videos
+from orchestrator.errors import BadInput, Interrupted, RuntimeFailure
+from orchestrator.operator import AutoOperator, EmergencyStop, StopRequested
+from orchestrator.rigs.profile import STATE_KEYS, load_rig
+
+pytest.importorskip("lerobot")
+
+FPS = 30
+
+
+@pytest.fixture
+def bench(tmp_path, monkeypatch):
+    """A fake SO-101 (video cameras), its profile, and a two-mark protocol with scripted policies."""
+    from orchestrator.rigs.lerobot import LeRobotRig
+
+    monkeypatch.setattr(builtins, "input", lambda *a: pytest.fail("input() called"))
+    monkeypatch.setitem(LeRobotRig.__init__.__kwdefaults__, "rest_speed_deg_s", 600.0)
+    arm, port, cal = plug_in_arm(tmp_path, monkeypatch)
+    rig = write_rig(tmp_path / "rig.yaml", port, cal, write_videos(tmp_path), fps=FPS, max_relative_target=5.0)
+    (tmp_path / "layout.yaml").write_text(yaml.safe_dump({
+        "name": "two", "marks": [{"id": "M01", "x": 0.16, "y": -0.05}, {"id": "M02", "x": 0.20, "y": 0.05}]}))
+    protocol = tmp_path / "protocol.yaml"
+    protocol.write_text(yaml.safe_dump({
+        "name": "safety", "task": "Pick up the cube", "layout": "layout.yaml", "seed": 3,
+        "policies": {"A": {"type": "scripted"}, "B": {"type": "scripted", "aim_noise_mm": 5}},
+        "episode": {"fps": 10, "duration_s": 0.5}}, sort_keys=False))
+    return tmp_path, arm, rig, protocol
+
+
+def rig_with(rig_path, **changes):
+    """The profile at `rig_path` with top-level keys changed (written next to it)."""
+    data = yaml.safe_load(rig_path.read_text())
+    for key, value in changes.items():
+        if value is None:
+            data.pop(key, None)
+        else:
+            data[key] = value
+    out = rig_path.with_name(f"rig_{len(changes)}_{abs(hash(str(changes))) % 10**6}.yaml")
+    out.write_text(yaml.safe_dump(data, sort_keys=False))
+    return out
+
+
+def campaign(protocol, rig, out, operator=None):
+    from orchestrator.campaign import open_campaign
+    from orchestrator.runner import run_campaign
+
+    opened = open_campaign(protocol, rig, out)
+    try:
+        summary = run_campaign(opened, operator, say=lambda s: None)
+        return summary, opened.store.attempts()
+    finally:
+        opened.store.close()
+
+
+class Hold:
+    """A policy that asks for the present pose (and stalls once, if told to)."""
+
+    needs_images = False
+
+    def __init__(self, stall_at: int | None = None, stall_s: float = 0.0):
+        self.stall_at, self.stall_s, self.calls = stall_at, stall_s, 0
+
+    def reset(self, context=None):
+        self.calls = 0
+
+    def select_action(self, obs):
+        if self.calls == self.stall_at:
+            time.sleep(self.stall_s)
+        self.calls += 1
+        return {k: obs[k] + (1.0 if self.calls % 2 else -1.0) for k in STATE_KEYS}
+
+    def close(self):
+        pass
+
+
+# ------------------------------------------------------------------ item 1: pacing
+def test_a_two_second_stall_is_never_caught_up(bench):
+    """After a 2 s inference the next actions go out a full period apart (lerobot-rollout's
+    `max(0, period - dt)`), not back to back; the overrun is recorded with its step."""
+    from orchestrator.episode import run_episode
+    from orchestrator.policies.base import EpisodeContext
+    from orchestrator.protocol import Cube, Mark
+    from orchestrator.recording import EpisodeRecorder
+    from orchestrator.rigs.lerobot import LeRobotRig
+
+    tmp_path, arm, rig_path, _ = bench
+    rig = LeRobotRig(load_rig(rig_path))
+    rig.connect()
+    try:
+        context = EpisodeContext(mark=Mark(id="M01", x=0.16, y=0.0), cube=Cube(), seed=0, fps=FPS,
+                                 duration_s=0.5, task="")
+        recorder = EpisodeRecorder(tmp_path / "c", "ep", {}, FPS, 15, realtime=True)
+        stall_end = {}
+
+        class Stall(Hold):
+            def select_action(self, obs):
+                action = super().select_action(obs)
+                if self.calls == 4:
+                    stall_end["t"] = time.perf_counter()
+                return {**action, "shoulder_pan.pos": obs["shoulder_pan.pos"] + 20.0}  # clipped to +5
+
+        _, timing = run_episode(rig, Stall(stall_at=3, stall_s=2.0), context, recorder)
+        series = np.load(tmp_path / "c" / recorder.finish().files["timeseries"])
+    finally:
+        rig.disconnect()
+    # item 10: measured clock times (the stall is in them), the policy's action and the sent one
+    assert series["t"][0] < 0.01 and 2.0 <= series["t"][4] - series["t"][3] < 2.5
+    pan = list(STATE_KEYS).index("shoulder_pan.pos")
+    assert np.allclose(series["action"][:, pan] - series["state"][:, pan], 20.0, atol=0.01)
+    assert np.allclose(series["sent_action"][:, pan] - series["state"][:, pan], 5.0, atol=0.3)
+    period = 1.0 / FPS
+    after = arm.goal_write_times(since=stall_end["t"] - 1e-3)
+    assert len(after) == 15 - 3, after  # the stalled step's action, then the 11 left
+    gaps = np.diff(after)
+    assert gaps.min() >= period / 2, f"smallest interval after the stall {gaps.min() * 1000:.1f} ms"
+    assert [s for s, _ in timing.overrun_steps][:1] == [3] and timing.overrun_steps[0][1] >= 2000
+    assert timing.overruns == len(timing.overrun_steps)
+
+
+# ------------------------------------------------------------------ item 2: e-stop and confirmation
+class StopOnce(AutoOperator):
+    """Hits the stop key at `poll` number `at` (or during the first move to rest at step
+    `move_at`), then confirms after `wait_s`; records when."""
+
+    def __init__(self, at: int | None = None, move_at: int | None = None, wait_s: float = 0.3,
+                 end_instead: bool = False):
+        super().__init__(say=lambda s: None)
+        self.at, self.move_at, self.wait_s, self.end_instead = at, move_at, wait_s, end_instead
+        self.polls = self.checks = 0
+        self.stopped_at = self.confirmed_at = None
+        self.moving = False
+
+    def poll(self, elapsed_s):
+        self.polls += 1
+        if self.polls == self.at:
+            self.stopped_at = time.perf_counter()
+            raise EmergencyStop()
+
+    def arm_moving(self, what):
+        self.moving = what is not None
+
+    def check_stop(self):
+        self.checks += 1
+        if self.checks == self.move_at:
+            self.stopped_at = time.perf_counter()
+            raise EmergencyStop("stop during a move")
+
+    def confirm_move(self, what):
+        time.sleep(self.wait_s)
+        if self.end_instead:
+            raise StopRequested("ended")
+        self.confirmed_at = time.perf_counter()
+
+
+@pytest.mark.parametrize("on_stop", ["hold", "release"])
+def test_estop_holds_and_nothing_moves_until_the_operator_confirms(bench, on_stop):
+    tmp_path, arm, rig, protocol = bench
+    if on_stop == "release":
+        rig = rig_with(rig, on_stop="release")
+    op = StopOnce(at=3, wait_s=0.4)
+    summary, attempts = campaign(protocol, rig, tmp_path / "c", op)
+    assert summary.complete and summary.aborted_now == 1
+    assert [a["status"] for a in attempts].count("aborted") == 1
+    window = arm.goal_writes(since=op.stopped_at)
+    before_confirm = [w for w in window if w[0] < op.confirmed_at]
+    if on_stop == "hold":
+        # one hold write (goal := present, within a tick), nothing else until confirmed
+        assert len({t for t, _, _ in before_confirm}) == 1
+    else:
+        assert before_confirm == []
+        released = [w for w in arm.torque_writes(since=op.stopped_at) if w[0] < op.confirmed_at]
+        assert {i for _, i, v in released if v == 0} == set(arm.servos)
+        assert not any(v for _, _, v in released)
+        # torque back on only after goal := present (no jump to the last goal)
+        resumed = min(t for t, _, v in arm.torque_writes(since=op.confirmed_at) if v == 1)
+        assert min(t for t, _, _ in arm.goal_writes(since=op.confirmed_at)) < resumed
+    assert any(w[0] > op.confirmed_at for w in window)  # then it went to rest
+    assert not any(arm.torque_enabled().values())
+
+
+def test_the_stop_key_stops_a_move_to_rest_and_it_resumes_on_confirmation(bench):
+    tmp_path, arm, rig_path, protocol = bench
+    start = {i: 1400 for i in arm.servos}  # far from rest: the first move takes many steps
+    for i, servo in arm.servos.items():
+        servo._put(feetech.ADDR_PRESENT, 2, start[i])
+        servo._put(feetech.ADDR_GOAL, 2, start[i])
+    op = StopOnce(move_at=4, wait_s=0.4)
+    summary, _ = campaign(protocol, rig_path, tmp_path / "c", op)
+    assert summary.complete
+    held = [w for w in arm.goal_writes(since=op.stopped_at) if w[0] < op.confirmed_at]
+    assert len({t for t, _, _ in held}) <= 1  # at most the hold itself
+    assert arm.goal_writes(since=op.confirmed_at)
+
+
+def test_ending_the_session_after_a_stop_leaves_the_arm_unmoved_and_torque_off(bench):
+    tmp_path, arm, rig, protocol = bench
+    op = StopOnce(at=2, wait_s=0.05, end_instead=True)
+    summary, attempts = campaign(protocol, rig, tmp_path / "c", op)
+    assert not summary.complete and summary.aborted_now == 1
+    held = arm.goal_writes(since=op.stopped_at)
+    assert len({t for t, _, _ in held}) == 1  # the hold, then never moved again
+    assert not any(arm.torque_enabled().values())
+
+
+# ------------------------------------------------------------------ item 3: torque off on every way out
+class Failing(AutoOperator):
+    def __init__(self, action, at=3):
+        super().__init__(say=lambda s: None)
+        self.action, self.at, self.polls = action, at, 0
+
+    def poll(self, elapsed_s):
+        self.polls += 1
+        if self.polls == self.at:
+            self.action()
+
+
+def _freeze_wrist():
+    from orchestrator.rigs.videocam import VideoCam
+
+    for cam in VideoCam.live:
+        if cam.path.name == "wrist.mp4":
+            cam.freeze()
+
+
+EXITS = {
+    "normal": (None, None),
+    "ctrl-c": (lambda arm: (_ for _ in ()).throw(KeyboardInterrupt()), Interrupted),
+    "sigterm": (lambda arm: os.kill(os.getpid(), signal.SIGTERM), Interrupted),
+    "exception": (lambda arm: (_ for _ in ()).throw(ValueError("boom")), RuntimeFailure),
+    "serial": (lambda arm: arm.drop(12), RuntimeFailure),
+    "camera": (lambda arm: _freeze_wrist(), RuntimeFailure),
+}
+
+
+@pytest.mark.parametrize("way_out", list(EXITS))
+def test_torque_is_off_after_every_way_out(bench, way_out, monkeypatch):
+    from orchestrator.rigs import videocam
+
+    tmp_path, arm, rig, protocol = bench
+    live = []
+    real_init = videocam.VideoCam.__init__
+
+    def init(self, cfg):
+        real_init(self, cfg)
+        live.append(self)
+
+    monkeypatch.setattr(videocam.VideoCam, "__init__", init)
+    monkeypatch.setattr(videocam.VideoCam, "live", live, raising=False)
+    inject, raised = EXITS[way_out]
+    op = Failing(lambda: inject(arm)) if inject else None
+    if raised is None:
+        summary, _ = campaign(protocol, rig, tmp_path / "c", op)
+        assert summary.complete
+    else:
+        with pytest.raises(raised):
+            campaign(protocol, rig, tmp_path / "c", op)
+    assert arm.torque_enabled() == {i: 0 for i in arm.servos}
+    assert not arm.is_open
+    if way_out != "serial":  # the arm went to rest before torque went off (not with the bus down)
+        here = {k: v for k, v in zip(feetech.SO101_MOTORS, arm.positions().values())}
+        assert abs(here["shoulder_lift"] - 2048) > 100  # moved away from the start pose, to REST
+
+
+def test_disconnect_turns_torque_off_even_with_a_dead_camera(bench):
+    from orchestrator.rigs.lerobot import LeRobotRig
+
+    _, arm, rig_path, _ = bench
+    rig = LeRobotRig(load_rig(rig_path))
+    rig.connect()
+    rig.act({k: 0.0 for k in STATE_KEYS})
+    assert all(arm.torque_enabled().values())
+    rig.robot.cameras["wrist"].disconnect()  # the wrist camera's thread is gone
+    assert not rig.robot.is_connected  # what made the old fallback skip torque off
+    rig.disconnect()
+    assert arm.torque_enabled() == {i: 0 for i in arm.servos} and not arm.is_open
+
+
+# ------------------------------------------------------------------ item 4: corrupted packets
+def test_no_trial_aborts_at_one_percent_corrupted_packets(bench, monkeypatch):
+    """1 % of status packets corrupted from the moment the arm is connected (LeRobot's own
+    connect() reads the calibration and configures the motors without retries; the rig retries
+    the whole connect on a corrupted packet, but a campaign's trials are what is counted here)."""
+    from orchestrator.rigs.lerobot import LeRobotRig
+
+    tmp_path, arm, rig, protocol = bench
+    connect = LeRobotRig.connect
+
+    def connect_then_corrupt(self):
+        connect(self)
+        arm.corrupt_rate = 0.01
+
+    monkeypatch.setattr(LeRobotRig, "connect", connect_then_corrupt)
+    summary, attempts = campaign(protocol, rig, tmp_path / "c", None)
+    assert summary.complete and summary.aborted_now == 0
+    assert all(a["status"] == "done" for a in attempts) and len(attempts) == 4
+    assert arm.corrupted > 0
+
+
+def test_moves_to_rest_retry_corrupted_reads(bench):
+    from orchestrator.rigs.lerobot import LeRobotRig
+
+    _, arm, rig_path, _ = bench
+    rig = LeRobotRig(load_rig(rig_path))
+    rig.connect()
+    try:
+        arm.corrupt_rate = 0.05
+        for _ in range(60):
+            rig.safe_stop()
+            rig.go_to_rest()
+        assert arm.corrupted >= 10
+    finally:
+        rig.disconnect()
+
+
+# ------------------------------------------------------------------ item 5: the rest pose
+def test_rest_pose_defaults_to_the_pose_captured_at_connect(bench):
+    from orchestrator.rigs.lerobot import LeRobotRig
+
+    _, arm, rig_path, _ = bench
+    for servo in arm.servos.values():
+        servo._put(feetech.ADDR_PRESENT, 2, 1800)
+        servo._put(feetech.ADDR_GOAL, 2, 1800)
+    rig = LeRobotRig(load_rig(rig_with(rig_path, rest_pose=None)))
+    rig.connect()
+    try:
+        at_connect = rig.observe(with_images=False)
+        for _ in range(10):
+            rig.act({k: at_connect[k] + 30 for k in STATE_KEYS})
+            time.sleep(0.02)
+        rig.go_to_rest()
+        assert arm.positions() == {i: 1800 for i in arm.servos}
+    finally:
+        rig.disconnect()
+
+
+def test_rest_pose_outside_the_calibrated_range_is_refused(bench):
+    from orchestrator.rigs.lerobot import LeRobotRig
+
+    tmp_path, arm, rig_path, _ = bench
+    cal = feetech.default_calibration()
+    cal["elbow_flex"].update(range_min=1000, range_max=3000)
+    feetech.write_calibration_file(tmp_path / "cal", "lab_arm", cal)
+    rig = LeRobotRig(load_rig(rig_path))
+    (line,) = rig.rest_pose_problems()
+    lo, hi = rig.calibrated_range("elbow_flex")
+    assert lo == pytest.approx((1000 - 2000) * 360 / 4095) and hi == pytest.approx((3000 - 2000) * 360 / 4095)
+    assert "rest_pose elbow_flex.pos: 100 is outside the calibrated range [-87.9, 87.9]" in line
+    assert arm.packets == 0  # read from the calibration file; the arm is not touched
+
+
+# ------------------------------------------------------------------ item 12: calibration before torque
+def test_another_calibration_is_refused_before_torque_is_ever_enabled(bench):
+    from orchestrator.rigs.lerobot import LeRobotRig
+
+    _, arm, rig_path, _ = bench
+    other = feetech.default_calibration()
+    other["wrist_flex"]["range_max"] = 3000
+    arm.load_calibration(other)
+    with pytest.raises(BadInput, match="hold another calibration"):
+        LeRobotRig(load_rig(rig_path)).connect()
+    assert arm.packets > 0  # the motors were read...
+    assert not [w for w in arm.torque_writes() if w[2] == 1]  # ...and torque never switched on
+    assert not arm.goal_writes() and not arm.is_open
+
+
+# ------------------------------------------------------------------ item 13: Ctrl-C with --no-console
+def test_ctrl_c_under_the_terminal_prompt_waits_for_the_end_of_the_control_step():
+    import io
+
+    from orchestrator.console.prompt import PromptOperator
+
+    before = signal.getsignal(signal.SIGINT)
+    op = PromptOperator(None, stdin=io.StringIO(""), out=lambda s: None)
+    restore = op.handle_sigint()
+    try:
+        op.arm_moving("to rest")
+        os.kill(os.getpid(), signal.SIGINT)  # lands "in the middle of a serial transaction"
+        time.sleep(0.01)
+        assert op.sigint_pending
+        with pytest.raises(KeyboardInterrupt):
+            op.check_stop()  # raised between two steps
+        op.arm_moving(None)
+        with pytest.raises(KeyboardInterrupt):  # waiting for the operator: interrupts at once
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.5)
+    finally:
+        restore()
+    assert signal.getsignal(signal.SIGINT) is before
+
+
+# ------------------------------------------------------------------ item 5 (doctor) and item 11
+def test_doctor_shows_the_present_and_rest_pose_and_refuses_a_rest_pose_outside_the_range(bench):
+    from orchestrator.preflight import run_preflight
+
+    tmp_path, arm, rig_path, _ = bench
+    checks = run_preflight(load_rig(rig_path), None, tmp_path, camera_seconds=0.3)
+    (rest,) = [c for c in checks if c.name == "rest pose"]
+    assert rest.ok and "present shoulder_pan=0.0" in rest.detail and "rest (profile) shoulder_pan=0.0 shoulder_lift=-100.0" in rest.detail
+    assert not arm.goal_writes() and not arm.torque_writes()  # read only
+    checks = run_preflight(load_rig(rig_with(rig_path, rest_pose=None)), None, tmp_path, camera_seconds=0.3)
+    assert "rest (captured at connect: the present pose)" in [c for c in checks if c.name == "rest pose"][0].detail
+    bad = dict(REST, **{"wrist_flex.pos": 250.0})
+    checks = run_preflight(load_rig(rig_with(rig_path, rest_pose=bad)), None, tmp_path, camera_seconds=0.3)
+    (line,) = [c.line for c in checks if not c.ok]
+    assert line.startswith("rest pose: rest_pose wrist_flex.pos: 250 is outside the calibrated range [-180.0, 180.0]")
+
+
+def test_doctor_weighs_the_policies_against_the_accelerator_memory(tmp_path):
+    """Item 11: all policies stay loaded; their weights (measured: parameter bytes, checked against
+    the size of the saved safetensors file) together against the device's free memory."""
+    from support.act import make_act_checkpoint
+
+    from orchestrator.policies.checkpoint import memory_problem, parameter_bytes
+    from orchestrator.policies.lerobot import LeRobotPolicy
+
+    cams = {"front": (48, 64)}
+    ckpt = make_act_checkpoint(tmp_path / "a", cams)
+    features = {k: float for k in STATE_KEYS} | {"front": (48, 64, 3)}
+    from orchestrator.protocol import LeRobotPolicySpec
+
+    policy = LeRobotPolicy(LeRobotPolicySpec(type="lerobot", path=str(ckpt)), tmp_path, "", features)
+    size = parameter_bytes(policy.policy)
+    assert size == pytest.approx((ckpt / "model.safetensors").stat().st_size, rel=0.05)
+    sizes = {"A": size, "B": size}
+    assert memory_problem(sizes, "cuda:0", 2 * size) is None
+    line = memory_problem(sizes, "cuda:0", 2 * size - 1)
+    assert line.startswith("policies A ") and "together on cuda:0" in line and "\n" not in line
+
+
+def test_export_names_the_robot_as_lerobot_does():
+    """Item 10: a dataset's robot_type is the robot's LeRobot `name` (lerobot-record writes
+    `robot.name`), taken from the rig."""
+    from types import SimpleNamespace
+
+    from lerobot.robots import make_robot_from_config
+    from lerobot.robots.so_follower import SO101FollowerConfig
+
+    from orchestrator.export.plan import ExportPlan
+    from orchestrator.rigs.profile import RigProfile
+
+    oracle = make_robot_from_config(SO101FollowerConfig(port="/dev/null", id="x")).name
+    rig = RigProfile.model_validate({"robot": {"type": "so101_follower", "port": "/dev/null"}})
+    assert ExportPlan.robot_type.fget(SimpleNamespace(rig=rig)) == oracle == "so_follower"
+    sim = RigProfile.model_validate({"robot": {"type": "sim_so101"}})
+    assert ExportPlan.robot_type.fget(SimpleNamespace(rig=sim)) == "sim_so101"
+
+
+def test_an_opencv_camera_without_index_or_path_is_an_error(tmp_path):
+    """Item 14: it used to become camera 0 silently (another camera than the operator meant)."""
+    from orchestrator.rigs.lerobot import LeRobotRig
+
+    rig = tmp_path / "rig.yaml"
+    rig.write_text(yaml.safe_dump({"robot": {"type": "so101_follower", "port": "/dev/ttyACM0", "id": "a"},
+                                   "cameras": {"front": {"type": "opencv", "width": 640, "height": 480, "fps": 30},
+                                               "wrist": {"type": "opencv", "index_or_path": 0, "width": 640,
+                                                         "height": 480, "fps": 30}}}))
+    with pytest.raises(BadInput) as err:
+        LeRobotRig(load_rig(rig))
+    (line,) = err.value.problems
+    assert line.startswith("rig: camera front: type opencv needs index_or_path") and "\n" not in line
