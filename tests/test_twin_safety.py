@@ -30,3 +30,93 @@ def test_no_trial_aborts_at_one_percent_corrupted_status_packets(tmp_path, capsy
     assert "4/4 trials done, 0 aborted" in captured.out
     with CampaignStore.open_readonly(out) as store:
         assert [a["status"] for a in store.attempts()] == ["done"] * 4
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("way_out", ["estop_then_end", "ctrl-c"])
+def test_torque_reads_zero_on_the_twin_after_a_stop_and_after_ctrl_c(tmp_path, way_out):
+    """Items 2-3 on the twin: after the stop key the arm is held and nothing moves while the
+    operator decides (the twin's joints do not change); ending the session there, or Ctrl-C, leaves
+    Torque_Enable 0 on every servo of the twin."""
+    import time
+
+    from orchestrator.errors import Interrupted
+    from orchestrator.rigs.profile import load_rig
+    from orchestrator.sim.twin.client import start_twin
+    from test_arm_safety import Failing, StopOnce, campaign
+
+    rig = twin_rig(tmp_path)
+    protocol = two_mark_protocol(tmp_path, "{type: scripted, aim_noise_mm: 3}", duration_s=1.0, fps=15)
+    with start_twin(load_rig(rig)) as twin:
+        if way_out == "estop_then_end":
+            class Watch(StopOnce):
+                def confirm_move(self, what):
+                    self.before = twin.request("state")["joints_deg"]
+                    time.sleep(0.5)
+                    self.after = twin.request("state")["joints_deg"]
+                    super().confirm_move(what)
+
+            op = Watch(at=5, wait_s=0.0, end_instead=True)
+            summary, attempts = campaign(protocol, twin.rig, tmp_path / "c", op)
+            assert not summary.complete and [a["status"] for a in attempts] == ["aborted"]
+            assert max(abs(a - b) for a, b in zip(op.before, op.after)) < 0.5  # held: nothing moved
+        else:
+            with pytest.raises(Interrupted):
+                campaign(protocol, twin.rig, tmp_path / "c",
+                         Failing(lambda: (_ for _ in ()).throw(KeyboardInterrupt()), at=5))
+        state = twin.request("state")
+    assert state["torque"] == [False] * 6
+
+
+@pytest.mark.slow
+def test_after_a_two_second_stall_on_the_twin_actions_are_half_a_period_apart_or_more(tmp_path, monkeypatch):
+    """Item 1 on the twin: the times at which LeRobot's bus wrote Goal_Position to the twin's
+    pseudo-terminal, after a 2 s policy stall: never closer than half a period."""
+    import time
+
+    import numpy as np
+    from lerobot.motors.feetech import FeetechMotorsBus
+
+    from orchestrator.episode import run_episode
+    from orchestrator.policies.base import EpisodeContext
+    from orchestrator.protocol import Cube, Mark
+    from orchestrator.recording import EpisodeRecorder
+    from orchestrator.rigs.factory import make_rig
+    from orchestrator.rigs.profile import load_rig
+    from orchestrator.sim.twin.client import start_twin
+    from test_arm_safety import Hold
+
+    writes: list[float] = []
+    real = FeetechMotorsBus.sync_write
+
+    def timed(self, data_name, *args, **kwargs):
+        out = real(self, data_name, *args, **kwargs)
+        if data_name == "Goal_Position":
+            writes.append(time.perf_counter())
+        return out
+
+    monkeypatch.setattr(FeetechMotorsBus, "sync_write", timed)
+    fps = 15
+    with start_twin(load_rig(twin_rig(tmp_path, fps=fps))) as twin:
+        rig = make_rig(twin.rig)
+        rig.connect()
+        try:
+            context = EpisodeContext(mark=Mark(id="M01", x=0.16, y=0.0), cube=Cube(), seed=0, fps=fps,
+                                     duration_s=1.0, task="")
+            recorder = EpisodeRecorder(tmp_path / "c", "ep", {}, fps, fps, realtime=True)
+            stall_start = {}
+
+            class Stall(Hold):
+                def select_action(self, obs):
+                    if self.calls == 3:
+                        stall_start["t"] = time.perf_counter()
+                    return super().select_action(obs)
+
+            rig.prepare_layout(context.mark, context.cube, 0)
+            run_episode(rig, Stall(stall_at=3, stall_s=2.0), context, recorder)
+            recorder.discard()
+        finally:
+            rig.disconnect()
+    after = [t for t in writes if t > stall_start["t"]]
+    assert len(after) == fps - 3
+    assert np.diff(after).min() >= 0.5 / fps, np.diff(after).min()
