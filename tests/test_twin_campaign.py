@@ -71,6 +71,10 @@ def test_unattended_twin_campaign_scripted_vs_saved_act(twin_protocol, tmp_path)
     assert data["policies"]["A"]["successes"] == 2, data["policies"]
     assert data["policies"]["B"]["successes"] == 0, data["policies"]
     del episodes
+    # judging works unchanged: a blinded bundle of the twin campaign
+    bundle = run_module("bundle", out, "--out", tmp_path / "bundle", env=env())
+    assert bundle.code == 0, bundle.err
+    assert "4 episodes, 8 videos" in bundle.out
 
 
 def test_doctor_on_the_twin_with_the_same_protocol(twin_protocol):
