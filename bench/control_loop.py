@@ -121,7 +121,8 @@ class NoRecorder:
         return SimpleNamespace(video_frames={})
 
 
-def bench_orchestrator(rig, loaded, tmp: Path, fps: int, seconds: float, record: bool = True) -> dict:
+def bench_orchestrator(rig, loaded, tmp: Path, fps: int, seconds: float, record: bool = True,
+                       policy=None, name: str | None = None) -> dict:
     from orchestrator import episode as episode_mod
     from orchestrator.operator import AutoOperator
     from orchestrator.policies.base import EpisodeContext
@@ -140,7 +141,7 @@ def bench_orchestrator(rig, loaded, tmp: Path, fps: int, seconds: float, record:
         def close(self):
             pass
 
-    policy = Hold()
+    policy = policy or Hold()
     observe, act, select = Timed(rig.observe), Timed(rig.act), Timed(policy.select_action)
     timed_rig = SimpleNamespace(observe=observe, act=act, realtime=True, end_episode=rig.end_episode)
     policy.select_action = select
@@ -156,7 +157,11 @@ def bench_orchestrator(rig, loaded, tmp: Path, fps: int, seconds: float, record:
         recorded = recorder.finish()
     finally:
         episode_mod.precise_sleep_until = probe.sleep
-    out = stats("orchestrator" if record else "orch. no-rec", probe, [observe.times, select.times, act.times], 1 / fps)
+    out = stats(name or ("orchestrator" if record else "orch. no-rec"), probe,
+                [observe.times, select.times, act.times], 1 / fps)
+    for key, times in (("observe", observe.times), ("policy", select.times), ("act", act.times)):
+        out[f"{key}_p50_ms"] = float(np.percentile(times, 50) * 1e3)
+        out[f"{key}_total_s"] = float(sum(times))
     out["record_p99_ms"] = timing.record_p99_ms
     out["video_frames"] = recorded.video_frames
     return out
@@ -271,6 +276,9 @@ def main() -> None:
     parser.add_argument("--width", type=int, default=640)
     parser.add_argument("--height", type=int, default=480)
     parser.add_argument("--skip-lerobot", action="store_true")
+    parser.add_argument("--twin", action="store_true",
+                        help="the whole LeRobot stack on the rehearsal twin (hardware/so101_twin.yaml: two "
+                             "320x240 cameras at 30 fps) with a tiny ACT checkpoint, recording on")
     parser.add_argument("--switch-interval-ms", type=float, default=None,
                         help="set sys.setswitchinterval (the GIL hand-over period, default 5 ms)")
     args = parser.parse_args()
@@ -279,6 +287,8 @@ def main() -> None:
     import logging
 
     logging.disable(logging.WARNING)  # LeRobot's "loop is running slower" lines
+    if args.twin:
+        return bench_twin(args.fps, args.seconds)
     with tempfile.TemporaryDirectory() as tmpdir:
         tmp = Path(tmpdir)
         rig, loaded = build_rig(tmp, args.width, args.height, args.fps)
@@ -310,6 +320,59 @@ def main() -> None:
         ratio = r["overhead_p99_ms"] / ours["overhead_p99_ms"] if ours["overhead_p99_ms"] > 0 else float("nan")
         print(f"{r['loop']}: p99 overhead {ratio:.1f}x the orchestrator's"
               + (f"; save_episode after the loop {r['save_episode_s']:.1f} s" if "save_episode_s" in r else ""))
+
+
+def bench_twin(fps: int, seconds: float) -> None:
+    """The runner's loop through LeRobot's SOFollower / FeetechMotorsBus / scservo_sdk / twin
+    cameras on the twin, a tiny ACT (LeRobot's rollout pipeline) as the policy, recording on.
+    Inside LeRobot = get_observation + the policy pipeline + send_action; the orchestrator's own
+    share = the rest of each step's work (loop, recording hand-off, bookkeeping)."""
+    import torch
+
+    from orchestrator.policies.lerobot import LeRobotPolicy
+    from orchestrator.protocol import LeRobotPolicySpec
+    from orchestrator.rigs.factory import make_rig
+    from orchestrator.rigs.profile import load_rig
+    from orchestrator.sim.twin.client import start_twin
+    from support.act import make_act_checkpoint
+
+    loaded = load_rig(ROOT / "hardware" / "so101_twin.yaml")
+    shape = {n: (c.height, c.width) for n, c in loaded.profile.cameras.items()}
+    with tempfile.TemporaryDirectory() as tmpdir:
+        tmp = Path(tmpdir)
+        make_act_checkpoint(tmp / "act", shape)
+        twin = start_twin(loaded)
+        try:
+            rig = make_rig(twin.rig)
+            policy = LeRobotPolicy(LeRobotPolicySpec(type="lerobot", path=str(tmp / "act")), tmp, "bench", rig)
+            rig.connect()
+            rig.go_to_rest()
+            policy.reset(None)
+            rows = [bench_orchestrator(rig, twin.rig, tmp, fps, seconds, name="twin+hold"),
+                    bench_orchestrator(rig, twin.rig, tmp / "act_run", fps, seconds, policy=policy,
+                                       name="twin+ACT")]
+            state = twin.request("state")
+            rig.disconnect()
+        finally:
+            twin.close()
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    cams = ", ".join(f"{n} {w}x{h}" for n, (h, w) in shape.items())
+    print(f"twin: {fps} Hz, {seconds:g} s, cameras {cams} at {loaded.profile.cameras['front'].fps} fps, "
+          f"tiny ACT (chunk 4), recording on; {os.cpu_count()} CPUs, load {load:.1f}, torch threads "
+          f"{torch.get_num_threads()}; twin priority {twin.priority}, physics lag {state['lag_s']:.3f} s "
+          f"over {state['wall_s']:.0f} s")
+    for row in rows:
+        steps = row["steps"]
+        lerobot_s = row["observe_total_s"] + row["policy_total_s"] + row["act_total_s"]
+        print(f"{row['loop']}: steps {steps}, overruns {row['overruns']} "
+              f"({100 * row['overruns'] / max(steps, 1):.0f} %), period p50 {row['period_p50_ms']:.2f} ms "
+              f"p99 {row['period_p99_ms']:.2f} ms")
+        print(f"  orchestrator overhead per step p50 {row['overhead_p50_ms']:.3f} ms, p99 "
+              f"{row['overhead_p99_ms']:.3f} ms, max {row['overhead_max_ms']:.2f} ms; recording hand-off p99 "
+              f"{row['record_p99_ms']:.3f} ms")
+        print(f"  inside LeRobot p50: observe {row['observe_p50_ms']:.2f} ms, policy {row['policy_p50_ms']:.2f} ms, "
+              f"act {row['act_p50_ms']:.2f} ms; in total {lerobot_s:.2f} s inside LeRobot vs "
+              f"{row['overhead_p50_ms'] * steps / 1e3:.2f} s (p50 x steps) in the orchestrator's loop")
 
 
 if __name__ == "__main__":

@@ -325,12 +325,7 @@ class LeRobotRig:
 
     def _connect_robot(self) -> None:
         try:
-            try:
-                self.robot.connect(calibrate=False)
-            except ConnectionError:   # a reply missed once (the SDK's ~34 ms timeout): try again
-                self._disconnect_quietly()
-                time.sleep(0.2)
-                self.robot.connect(calibrate=False)
+            self.robot.connect(calibrate=False)
         except Exception as exc:  # noqa: BLE001 - classified into a DeviceFault
             self._disconnect_quietly()
             raise self._fault(exc) from exc
@@ -529,6 +524,9 @@ class LeRobotRig:
         robot = self.robot
         bus = getattr(robot, "bus", None)
         if bus is not None and hasattr(bus, "sync_read"):
+            from .servo_alarms import drop_stale_replies
+
+            drop_stale_replies(robot)
             values = bus.sync_read("Present_Position", num_retry=self._retries)
             return {f"{m}.pos": float(v) for m, v in values.items()}
         obs = robot.get_observation()

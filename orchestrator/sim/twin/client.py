@@ -53,6 +53,7 @@ class Twin:
         self.home = home
         self.port = ready["port"]
         self.frames_dir = Path(ready["frames_dir"])
+        self.priority = ready.get("priority", "normal")
         self.calibration_dir = home / "calibration"
         self._lock = threading.Lock()
         self.rig = swap_sources(loaded, self)
