@@ -5,8 +5,10 @@
 - `judging_info`, one row: the campaign's random id (the judges' ordering salt), the success
   test in words, the failure modes and the marks, from the frozen protocol
   (`blinding._protocol_parts`; the protocol text itself names policies and is not granted);
-- `judging_rules` and the security-definer functions `judging_complete()` and
-  `forget_episode_labels(episode)`.
+- `judging_rules` and the security-definer functions `judging_complete()`,
+  `forget_episode_labels(episode)` and `invalid_start(episode, why)` (a judge sends a trial
+  back for a re-run without any right on trials, attempts or episodes; the function returns
+  nothing, so it tells the judge nothing about the schedule).
 Installed when a campaign is created on a server or migrated there, and refreshed by
 `store add-judge` / `add-operator`.
 """
@@ -66,4 +68,21 @@ CREATE OR REPLACE FUNCTION forget_episode_labels(episode TEXT) RETURNS void
 LANGUAGE sql VOLATILE SECURITY DEFINER SET search_path = public AS $$
   DELETE FROM judgments WHERE episode_id = episode
 $$""")
-    conn.raw.execute("REVOKE ALL ON FUNCTION judging_complete(), forget_episode_labels(TEXT) FROM PUBLIC")
+    conn.raw.execute("""
+CREATE OR REPLACE FUNCTION invalid_start(episode TEXT, why TEXT) RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = public AS $$
+DECLARE s BIGINT; a BIGINT;
+BEGIN
+  SELECT slot, attempt_id INTO s, a FROM episodes WHERE id = episode;
+  IF NOT FOUND THEN RAISE EXCEPTION 'episode % is not in this campaign', episode; END IF;
+  DELETE FROM judgments WHERE episode_id = episode;
+  DELETE FROM episodes WHERE id = episode;
+  UPDATE attempts SET status = 'aborted', reason = why WHERE id = a;
+  UPDATE trials SET state = 'aborted', episode_id = NULL, done_at = NULL WHERE slot = s;
+  UPDATE campaign SET finished_at = NULL, stop_reason = NULL WHERE stop_reason = 'complete';
+  INSERT INTO events (at, kind, slot, message)
+    VALUES (extract(epoch FROM clock_timestamp()), 'invalid_start', s,
+            'episode ' || episode || ': ' || why || '; trial will be re-run');
+END $$""")
+    conn.raw.execute("REVOKE ALL ON FUNCTION judging_complete(), forget_episode_labels(TEXT),"
+                     " invalid_start(TEXT, TEXT) FROM PUBLIC")

@@ -134,6 +134,7 @@ def _grant(conn, group: str) -> None:
         " INSERT (episode_id, judge, label, failure_mode, note, created_at, source),"
         " UPDATE (retracted_at) ON judgments TO {role}",
         "GRANT USAGE ON SEQUENCE judgments_id_seq TO {role}",
+        "GRANT EXECUTE ON FUNCTION invalid_start(TEXT, TEXT) TO {role}",
         "ALTER TABLE judgments ENABLE ROW LEVEL SECURITY",
     ]
     for statement in statements:

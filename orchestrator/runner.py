@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import signal
 import threading
+from contextlib import contextmanager
 from typing import Callable
 
 from .campaign import OpenedCampaign
@@ -32,6 +33,34 @@ MAX_ATTEMPTS_PER_SESSION = 3
 
 def _sigterm_as_interrupt(signum, frame):  # noqa: ARG001
     raise KeyboardInterrupt
+
+
+@contextmanager
+def run_session(store, label: str = ""):
+    """One row of the store's `sessions` table around a run: SIGTERM becomes KeyboardInterrupt
+    (on the main thread only: under the operator console the runner is on a worker thread and
+    the console owns signals), and how the run ended (`ended`, `interrupted`, `failed: why`,
+    followed by `label`) is recorded even when the store itself is what failed."""
+    on_main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _sigterm_as_interrupt) if on_main_thread else None
+    session = store.begin_session()
+    outcome = "failed"
+    try:
+        yield
+        outcome = "ended"
+    except (Interrupted, KeyboardInterrupt):
+        outcome = "interrupted"
+        raise
+    except BaseException as exc:
+        outcome = f"failed: {exc}"[:500]
+        raise
+    finally:
+        if on_main_thread:
+            signal.signal(signal.SIGTERM, previous)
+        try:
+            store.end_session(session, outcome + label)
+        except Exception:
+            pass  # the store may be the thing that failed (disk full); the error is already on its way
 
 
 class _Redo(EmergencyStop):
@@ -61,32 +90,13 @@ def run_campaign(opened: OpenedCampaign, operator: Operator | None = None, worke
     if free_bytes(store.directory) < 2 * per_episode * len(pending) + DISK_MARGIN_BYTES:
         say(f"warning: free disk space may not hold all {len(pending)} remaining episodes "
             f"(about {per_episode * len(pending) / 1e6:.0f} MB); the run will stop cleanly before the disk fills")
-    on_main_thread = threading.current_thread() is threading.main_thread()
-    # (under the operator console the runner is on a worker thread; the console owns signals)
-    previous = signal.signal(signal.SIGTERM, _sigterm_as_interrupt) if on_main_thread else None
-    session = store.begin_session()
-    outcome = "failed"
-    try:
+    with run_session(store):
         if opened.rig.profile.simulated and workers > 1:
             from .parallel import run_parallel
 
             run_parallel(opened, pending, workers, summary, say, stop_after)
         else:
             _run_sequential(opened, pending, operator, summary, say, stop_after)
-        outcome = "ended"
-    except (Interrupted, KeyboardInterrupt):
-        outcome = "interrupted"
-        raise
-    except BaseException as exc:
-        outcome = f"failed: {exc}"[:500]
-        raise
-    finally:
-        if on_main_thread:
-            signal.signal(signal.SIGTERM, previous)
-        try:
-            store.end_session(session, outcome)
-        except Exception:
-            pass  # the store may be the thing that failed (disk full); the error is already on its way
     if summary.slow_episodes:
         # Not per trial: which episode was slow could hint at which policy ran.
         say(f"warning: {summary.slow_episodes} episode(s) could not keep the {episode.fps} Hz control "

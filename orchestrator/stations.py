@@ -24,6 +24,7 @@ report). These two tables exist only on server stores.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import platform
@@ -254,12 +255,10 @@ def run_station(opened: OpenedCampaign, name: str, operator=None, say: Callable[
                 stop_after: int | None = None):
     """Run blocks of the campaign as station `name` until none is left or the stopping rule
     says stop (one arm, trials in order); returns the runner's `RunSummary`."""
-    import signal
     import statistics
 
-    from .errors import Interrupted
     from .operator import AutoOperator
-    from .runner import _run_sequential, _sigterm_as_interrupt, say_flushed
+    from .runner import _run_sequential, run_session, say_flushed
     from .trials import RunSummary
 
     say = say or say_flushed
@@ -272,28 +271,13 @@ def run_station(opened: OpenedCampaign, name: str, operator=None, say: Callable[
         say("campaign is complete" + (f" ({finished})" if finished != "complete" else ""))
         return summary
     station = Station(opened, name, say)
-    on_main_thread = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGTERM, _sigterm_as_interrupt) if on_main_thread else None
-    session = store.begin_session()
-    outcome = "failed"
-    try:
-        _run_sequential(opened, [], operator or AutoOperator(say), summary, say, stop_after,
-                        refill=station.next_block)
-        outcome = "ended"
-    except (Interrupted, KeyboardInterrupt):
-        outcome = "interrupted"
-        raise
-    except BaseException as exc:
-        outcome = f"failed: {exc}"[:500]
-        raise
-    finally:
-        if on_main_thread:
-            signal.signal(signal.SIGTERM, previous)
+    with run_session(store, f" (station {name})"):
         try:
-            station.close()
-            store.end_session(session, f"{outcome} (station {name})")
-        except Exception:
-            pass
+            _run_sequential(opened, [], operator or AutoOperator(say), summary, say, stop_after,
+                            refill=station.next_block)
+        finally:
+            with contextlib.suppress(Exception):
+                station.close()
     summary.done_total = sum(1 for t in store.trials() if t.state == "done")
     reason = store.campaign()["stop_reason"]
     if reason and reason != "complete":

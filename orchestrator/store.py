@@ -450,15 +450,21 @@ class CampaignStore:
                 c.execute("INSERT INTO judgments (episode_id, judge, label, note, created_at, source)"
                           " VALUES (?,?,?,?,?, 'auto')", (record.episode_id, AUTO_JUDGE, *record.auto, now))
 
-    def invalidate_episode(self, episode_id: str, reason: str, kind: str = "invalidated") -> int:
+    def invalidate_episode(self, episode_id: str, reason: str, kind: str = "invalidated") -> int | None:
         """Undo a done trial whose files did not survive (power loss, disk fault), or whose start
         a judge found invalid (`kind='invalid_start'`: cube not on its mark, knocked, arm not at
         rest): the episode and its labels are removed, the attempt is marked aborted with
         `reason` (reported like an e-stop, never an outcome), and the trial goes back to the
         queue, so the next `orchestrator run` re-runs it. Reads no key column, so a judge's
-        sealed connection (`blinding.seal`) may call it. Returns the trial slot."""
+        sealed connection (`blinding.seal`) may call it. Returns the trial slot (None for an
+        invalid start on a server store, done by the server's `invalid_start` function so that a
+        judge's role can do it without reading the schedule)."""
         now = time.time()
         with self.transaction() as c:
+            if kind == "invalid_start" and getattr(c, "dialect", "") == "postgresql":
+                # a judge's role has no right on trials or episodes: the server does it (pgblind.py)
+                c.execute("SELECT invalid_start(?, ?)", (episode_id, reason))
+                return None
             row = c.execute("SELECT slot, attempt_id FROM episodes WHERE id=?", (episode_id,)).fetchone()
             if row is None:
                 raise RuntimeFailure(f"episode {episode_id} is not in this campaign")

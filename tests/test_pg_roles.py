@@ -152,3 +152,32 @@ def test_an_operator_sees_no_human_label_before_judging_is_complete(pg_cluster, 
         store.mark_finished("stopped by the test")
         store.close()
     assert visible(op_url) == [("jo1",), ("physics",)]                 # judging complete: shown
+
+
+def test_a_judge_sends_an_invalid_start_back_through_the_server(campaign, pg_cluster):
+    """The judge's role has no right on trials, attempts or episodes (refused above), yet an
+    invalid start must send the trial back for a re-run: the server's security-definer
+    `invalid_start` does it, and nothing of the schedule comes back to the judge."""
+    from orchestrator.blinding import CampaignSource
+    from orchestrator.pgstore import using_server
+
+    url, videos = campaign
+    database = url.split("@/")[1].split("?")[0]
+    with using_server(pg_cluster.url(database, "alice")):
+        source = CampaignSource(videos, "alice")
+        before = [e.id for e in source.episodes()]
+        victim = before[-1]
+        source.invalidate(victim, "cube not on its mark")
+        assert victim not in [e.id for e in source.episodes()]
+        source.close()
+    with psycopg.connect(url) as owner:
+        assert owner.execute("SELECT count(*) FROM episodes WHERE id = %s", (victim,)).fetchone()[0] == 0
+        states = owner.execute("SELECT state, episode_id FROM trials WHERE state = 'aborted'").fetchall()
+        assert states == [("aborted", None)]
+        reason = owner.execute("SELECT reason FROM attempts WHERE status = 'aborted'").fetchone()[0]
+        assert reason == "invalid start (judge alice): cube not on its mark"
+        kinds = [k for (k,) in owner.execute("SELECT kind FROM events WHERE kind = 'invalid_start'")]
+        assert kinds == ["invalid_start"]
+    with _as(pg_cluster, url, "alice") as conn:
+        with pytest.raises(psycopg.errors.RaiseException, match="not in this campaign"):
+            conn.execute("SELECT invalid_start(%s, 'again')", (victim,))
