@@ -108,6 +108,13 @@ class PgConnection:
         self.url = url
         self.row_factory = None  # accepted and ignored (sqlite3 compatibility)
 
+    @property
+    def in_transaction(self) -> bool:
+        """As `sqlite3.Connection.in_transaction`: inside BEGIN ... COMMIT (or a failed one)."""
+        from psycopg.pq import TransactionStatus
+
+        return self.raw.info.transaction_status != TransactionStatus.IDLE
+
     # -------------------------------------------------------------- the bridge
 
     def execute(self, sql: str, params: Iterable[Any] = ()) -> _Result:

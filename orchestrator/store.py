@@ -315,14 +315,22 @@ class CampaignStore:
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        """One atomic change: BEGIN IMMEDIATE ... COMMIT (ROLLBACK on any exception)."""
+        """One atomic change: BEGIN IMMEDIATE ... COMMIT (ROLLBACK on any exception).
+
+        A Ctrl-C (KeyboardInterrupt) can land between BEGIN and the `try`, or inside COMMIT,
+        and leave the connection inside a transaction that nothing committed; the next change
+        rolls that leftover back first instead of failing with "cannot start a transaction
+        within a transaction" (seen once in the Ctrl-C test)."""
+        if self.conn.in_transaction:
+            self.conn.execute("ROLLBACK")
         self.conn.execute("BEGIN IMMEDIATE")
         try:
             yield self.conn
+            self.conn.execute("COMMIT")
         except BaseException:
-            self.conn.execute("ROLLBACK")
+            if self.conn.in_transaction:
+                self.conn.execute("ROLLBACK")
             raise
-        self.conn.execute("COMMIT")
 
     # ------------------------------------------------------------ reading
 

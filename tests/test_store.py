@@ -142,6 +142,19 @@ def test_transaction_rolls_back_on_error(tmp_path):
         assert {t.state for t in store.trials()} == {"pending"}
 
 
+def test_a_transaction_left_open_by_an_interrupt_is_rolled_back_by_the_next_change(tmp_path):
+    """Ctrl-C between BEGIN and the transaction's `try` leaves the connection in a transaction
+    nothing committed: the next change must roll it back and go through, not fail with
+    "cannot start a transaction within a transaction"."""
+    with create(tmp_path / "c") as store:
+        store.conn.execute("BEGIN IMMEDIATE")
+        store.conn.execute("UPDATE trials SET state='done' WHERE slot=1")  # never committed
+        attempt = store.begin_attempt(0, new_episode_id())
+        assert not store.conn.in_transaction
+        assert [t.state for t in store.trials()[:2]] == ["running", "pending"]
+        assert [a["id"] for a in store.attempts()] == [attempt]
+
+
 def test_attempt_lifecycle(tmp_path):
     with create(tmp_path / "c") as store:
         ep1, ep2 = new_episode_id(), new_episode_id()
