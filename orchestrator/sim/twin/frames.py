@@ -29,7 +29,21 @@ def frames_root() -> Path:
     return shm if shm.is_dir() and os.access(shm, os.W_OK) else Path(os.environ.get("TMPDIR", "/tmp"))
 
 
-class FrameWriter:
+class _Mapped:
+    """A shared file both processes map: `_map` over the descriptor `_fd`."""
+
+    _map: mmap.mmap
+    _fd: int
+
+    def close(self) -> None:
+        try:
+            self._map.close()
+            os.close(self._fd)
+        except (OSError, ValueError, BufferError):
+            pass
+
+
+class FrameWriter(_Mapped):
     def __init__(self, path: Path, height: int, width: int):
         self.path, self.height, self.width = Path(path), int(height), int(width)
         size = HEADER_BYTES + self.height * self.width * 3
@@ -58,15 +72,8 @@ class FrameWriter:
         self.state = state
         self._header(time.monotonic())
 
-    def close(self) -> None:
-        try:
-            self._map.close()
-            os.close(self._fd)
-        except (OSError, ValueError, BufferError):
-            pass
 
-
-class FrameReader:
+class FrameReader(_Mapped):
     """Latest frame of one camera. `latest()` -> (sequence, stamp, frame copy, state)."""
 
     def __init__(self, path: Path):
@@ -98,20 +105,13 @@ class FrameReader:
                 return seq, stamp, frame, state2
         return 0, 0.0, None, self.header()[0]
 
-    def close(self) -> None:
-        try:
-            self._map.close()
-            os.close(self._fd)
-        except (OSError, ValueError, BufferError):
-            pass
-
 
 # ---------------------------------------------------------------- the scene state for the renderer
 
 STATE = struct.Struct("<4sIIQd")     # magic TWNS, nq, cameras, sequence, stamp
 
 
-class SceneState:
+class SceneState(_Mapped):
     """The simulation's joint positions (`qpos`) and each camera's fault state, shared by the
     physics process (writer) with the render process (reader), seqlocked like the frames."""
 
@@ -158,9 +158,3 @@ class SceneState:
     def set_camera_state(self, index: int, state: int) -> None:
         self._states[index] = state
 
-    def close(self) -> None:
-        try:
-            self._map.close()
-            os.close(self._fd)
-        except (OSError, ValueError, BufferError):
-            pass
