@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import sqlite3
+import time
 from pathlib import Path
 
 import pytest
@@ -49,6 +50,19 @@ def live(directory: Path, judge: str) -> list[tuple[str, str, str | None, str | 
             " WHERE judge = ? AND retracted_at IS NULL ORDER BY id", (judge,))]
     finally:
         conn.close()
+
+
+async def wait_for(pilot, condition, timeout_s: float = 30.0) -> bool:
+    """Let the app run until `condition()` holds (polled every 20 ms) or `timeout_s` passes;
+    returns whether it holds. Playback, decoding and the external player work on threads:
+    on a loaded machine they take longer than any fixed pause, so the tests wait for the
+    state they check instead of sleeping a guess (and fail only when it never comes)."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        await pilot.pause(0.02)
+    return True
 
 
 def new_app(directory: Path, judge: str = "alice", autoplay: bool = False) -> JudgeApp:
@@ -190,8 +204,8 @@ async def test_player_keys(campaign, monkeypatch):
     app = new_app(campaign, autoplay=True)
     async with app.run_test(size=SIZE) as pilot:
         player = app.query_one("#player")
-        await pilot.pause(0.5)
-        assert player.playing and player.frame_index > 0   # it plays by itself
+        assert await wait_for(pilot, lambda: player.playing and player.frame_index > 0), \
+            (player.playing, player.frame_index)          # it plays by itself
         await pilot.press("space")
         assert not player.playing
         at = player.frame_index
@@ -200,10 +214,7 @@ async def test_player_keys(campaign, monkeypatch):
         await pilot.press("left")
         assert player.frame_index == at + 1
         await pilot.press("e")
-        for _ in range(50):
-            if player.all_decoded:
-                break
-            await pilot.pause(0.02)
+        assert await wait_for(pilot, lambda: player.all_decoded), "the decoders never finished"
         await pilot.press("e")
         # the clock runs to the episode's end; the last frame (PTS 29/15 s) stays on screen
         assert player.frame_index == 29 and player.frame_time() == pytest.approx(29 / 15, abs=1e-3)
@@ -240,15 +251,15 @@ async def test_player_keys(campaign, monkeypatch):
         monkeypatch.setattr(app_module.subprocess, "Popen",
                             lambda args, **kw: opened.append(args[-1]) or real_popen(args, **kw))
         await pilot.press("o")
-        await pilot.pause(1.2)
-        assert "Opened" in app.screen_text() and "in the external player" in app.screen_text()
+        assert await wait_for(pilot, lambda: "Opened" in app.screen_text()), app.screen_text()
+        assert "in the external player" in app.screen_text()
         # the player gets a neutral copy, not a path through the campaign folder
         assert Path(opened[0]).name == f"{app.current_id}-front.mp4"
         assert "SECRET" not in opened[0] and Path(opened[0]).read_bytes()
         monkeypatch.setattr(app_module, "find_opener", lambda: ["false"])
         await pilot.press("o")
-        await pilot.pause(1.2)
-        assert "external player could not open" in app.screen_text()
+        assert await wait_for(pilot, lambda: "external player could not open" in app.screen_text()), \
+            app.screen_text()
         assert live(campaign, "alice") == []       # player keys never label
         assert_blind(app)
 
@@ -257,12 +268,11 @@ async def test_player_keys(campaign, monkeypatch):
 async def test_frames_reach_the_screen(campaign):
     app = new_app(campaign, autoplay=True)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause(0.3)
         first = app.current_id
-        assert any(e == first for _, e, _ in app.shown_log)
+        assert await wait_for(pilot, lambda: any(e == first for _, e, _ in app.shown_log)), app.shown_log
         await pilot.press("s")
-        await pilot.pause(0.1)
-        assert any(e == app.current_id and f == 0 for _, e, f in app.shown_log)
+        assert await wait_for(pilot, lambda: any(e == app.current_id and f == 0 for _, e, f in app.shown_log)), \
+            app.shown_log
         assert "▀" in app.screen_text()            # half-block pixels are drawn
 
 
