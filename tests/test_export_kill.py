@@ -1,6 +1,10 @@
 """SIGKILL during `orchestrator export` (issue 8 item 1): the dataset root is at every moment
 absent or a complete export (the previous one while a re-export is killed), and the next
-export completes. Uses the tiny simulated campaign of tests/data."""
+export completes. Uses the tiny simulated campaign of tests/data.
+
+Kills land at random moments of the writing (from the staging folder's appearance; the window
+of a re-export is the writing time of the export before it), so no export process is started
+only to finish unkilled: four processes (kill, complete, kill a re-export, complete)."""
 
 from __future__ import annotations
 
@@ -43,6 +47,28 @@ def _episodes_in(root: Path) -> int | None:
     return int(json.loads((root / "meta" / "info.json").read_text())["total_episodes"])
 
 
+def _run_until_killed(campaign: Path, root: Path, env: dict, after_s: float | None) -> tuple[bool, float]:
+    """One export, SIGKILLed `after_s` seconds after its own staging folder appears (None: let it
+    finish). Returns (killed, seconds from the staging folder's appearance to the end). The
+    folder is `.<root>.export-<pid>-<hex>` (export/run.py): a killed export's folder stays until
+    the next export removes it, so any dot-folder would start the clock before this one writes."""
+    process = _export(campaign, root, env)
+    mine = f".{root.name}.export-{process.pid}-"
+    staging = lambda: [p for p in root.parent.iterdir() if p.name.startswith(mine)]  # noqa: E731
+    deadline = time.monotonic() + 300
+    while not staging() and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    writing = time.monotonic()
+    try:
+        _, err = process.communicate(timeout=after_s if after_s is not None else 600)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        return True, time.monotonic() - writing
+    assert process.returncode == 0, err.decode()[-500:]
+    return False, time.monotonic() - writing
+
+
 def test_sigkill_during_export_never_leaves_a_partial_dataset(tmp_path, env):
     campaign = tmp_path / "c"
     assert main(["run", str(ROOT / "tests/data/tiny_protocol.yaml"), "--rig",
@@ -50,27 +76,30 @@ def test_sigkill_during_export_never_leaves_a_partial_dataset(tmp_path, env):
     root = tmp_path / "dataset"
     rng = random.Random(5)
     expected = 6
-    staging = lambda: [p for p in root.parent.iterdir() if p.name.startswith(".") and p.is_dir()]  # noqa: E731
-    kills = 0
-    for attempt in range(8):
-        process = _export(campaign, root, env)
-        # kill once the export is writing (its staging folder exists), at a random moment after
-        deadline = time.monotonic() + 300
-        while not staging() and process.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.05)
-        try:
-            process.communicate(timeout=rng.uniform(0.0, 6.0))
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-            kills += 1
-        assert _episodes_in(root) in (None, expected)   # absent, or a whole export
-        if kills >= 2 and root.exists():
-            break
-    assert kills >= 2
-    final = _export(campaign, root, env)
-    _, err = final.communicate(timeout=600)
-    assert final.returncode == 0, err.decode()[-500:]
-    assert _episodes_in(root) == expected
+    kills = []
+
+    def kill_while_writing(window_s: float) -> None:
+        """Exports killed at a random moment of the first `window_s` s of their writing until
+        one is (one that finishes first must have left a whole dataset)."""
+        for _ in range(4):
+            killed, _ = _run_until_killed(campaign, root, env, rng.uniform(0.0, window_s))
+            state = _episodes_in(root)
+            assert state in (None, expected)   # absent, or a whole export
+            if killed:
+                kills.append(state)
+                return
+        pytest.fail(f"4 exports finished within {window_s:.1f} s of writing: none was killed")
+
+    # the first export, killed while it writes: no dataset at the root
+    kill_while_writing(1.0)
+    # the next export completes (after a killed one); how long its writing takes here and now
+    killed, writing_s = _run_until_killed(campaign, root, env, None)
+    assert not killed and _episodes_in(root) == expected
+    # a re-export killed at a random moment of its writing: the previous export stays whole
+    kill_while_writing(writing_s)
+    assert kills[-1] == expected
+    # the next export completes and leaves no temporary folder behind
+    killed, _ = _run_until_killed(campaign, root, env, None)
+    assert not killed and _episodes_in(root) == expected
     leftovers = [p.name for p in root.parent.iterdir() if p.name.startswith(".") and "dataset" in p.name]
     assert leftovers == []

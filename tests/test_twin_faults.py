@@ -1,20 +1,34 @@
 """Seeded wire faults on the rehearsal twin (issue #16, item 4): each one aborts the running trial
 with its cause recorded, leaves the arm safe, and `run` (without the fault) resumes the campaign
-to completion. In-process CLI runs (LeRobot imported once); the twin is its own process."""
+to completion. In-process CLI runs (LeRobot imported once); the twin is its own process.
+
+The faults take turns on one campaign (a twin process is started per `run`, so each fault gets a
+fresh twin): fault 1's run aborts trial 1, fault 2's run resumes the campaign and aborts trial 1
+again, and so on; then `run` without faults resumes it to completion. Each fault has its own test
+of what its run did; one test checks the resume after all of them. (Each fault used to get its own
+campaign and its own resume: 9 x 19 s; the resume is the same for every fault.)"""
 
 from __future__ import annotations
 
+import io
 import json
+import traceback
+from contextlib import redirect_stderr, redirect_stdout
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 import yaml
 
 from orchestrator.cli import main
 from orchestrator.store import CampaignStore
+from support.cli import CliResult
 from test_lerobot_cli_fresh import two_mark_protocol
 from test_twin_campaign import twin_rig
 
 pytest.importorskip("lerobot")
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
 
 FAULTS = {
     "corrupt_status": ({"kind": "corrupt_status", "rate": 1.0, "at_step": 3}, "Incorrect status packet"),
@@ -30,39 +44,93 @@ FAULTS = {
 }
 
 
+def run_cli(*argv: str | Path) -> CliResult:
+    """`orchestrator.cli.main(argv)` in-process with its output captured (an exception is
+    reported as the output, so one fault's failure does not hide the others' results)."""
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        try:
+            code = main([str(a) for a in argv])
+        except BaseException:  # noqa: BLE001 - shown in the failing test's message
+            code = -1
+            err.write(traceback.format_exc())
+    return CliResult(code, out.getvalue(), err.getvalue())
+
+
+def read_store(out: Path) -> tuple[list[dict], int]:
+    """(attempts, trials done) of the campaign at `out` (([], 0) before it exists)."""
+    if not (out / "campaign.db").exists():
+        return [], 0
+    with CampaignStore.open_readonly(out) as store:
+        return store.attempts(), sum(t.state == "done" for t in store.trials())
+
+
+@dataclass
+class FaultRun:
+    result: CliResult
+    before: list[dict]          # the campaign's attempts before this fault's run
+    after: list[dict]           # and after it
+    done: int                   # trials done after it
+
+
+@dataclass
+class Chain:
+    runs: dict[str, FaultRun] = field(default_factory=dict)
+    campaign: Path | None = None
+    resumed: CliResult | None = None
+    report: CliResult | None = None
+
+
 @pytest.fixture(scope="module")
-def setup(tmp_path_factory):
+def chain(tmp_path_factory) -> Chain:
     folder = tmp_path_factory.mktemp("twin_faults")
     rig = twin_rig(folder)
     protocol = two_mark_protocol(folder, "{type: scripted, aim_noise_mm: 3}", duration_s=1.0, fps=30)
     layout = folder / "layout2.yaml"
     layout.write_text("\n".join(l for l in layout.read_text().splitlines() if "id: M02" not in l) + "\n")
-    return folder, protocol, rig
+    chain = Chain(campaign=folder / "campaign")
+
+    def args() -> list:
+        return ["run", protocol, "--rig", rig, "--twin", "--unattended", "--out", chain.campaign]
+
+    for n, (name, (fault, _)) in enumerate(FAULTS.items()):
+        faults_file = folder / f"faults_{name}.yaml"
+        faults_file.write_text(yaml.safe_dump({"seed": 3, "faults": [fault]}))
+        before, _ = read_store(chain.campaign)
+        result = run_cli(*args(), "--twin-faults", faults_file)
+        after, done = read_store(chain.campaign)
+        chain.runs[name] = FaultRun(result, before, after, done)
+        if result.code != 1 or done:   # this one did not abort: the next fault gets a new campaign
+            chain.campaign = folder / f"campaign_after_{name}"
+    chain.resumed = run_cli(*args())
+    chain.report = run_cli("report", chain.campaign, "--format", "json")
+    return chain
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("name", list(FAULTS))
-def test_fault_aborts_the_trial_with_its_cause_and_run_resumes(name, setup, tmp_path, capsys):
-    folder, protocol, rig = setup
-    fault, cause = FAULTS[name]
-    faults_file = tmp_path / "faults.yaml"
-    faults_file.write_text(yaml.safe_dump({"seed": 3, "faults": [fault]}))
-    out = tmp_path / "campaign"
-    args = ["run", str(protocol), "--rig", str(rig), "--twin", "--unattended", "--out", str(out)]
-    code = main([*args, "--twin-faults", str(faults_file)])
-    err = capsys.readouterr().err
-    assert code == 1, err[-2000:]
-    assert "aborted" in err and cause in err, err[-2000:]
-    with CampaignStore.open_readonly(out) as store:
-        attempts = store.attempts()
-        assert [a["status"] for a in attempts] == ["aborted"], attempts
-        assert cause in attempts[0]["reason"], attempts[0]["reason"]   # the recorded cause
-        assert not any(t.state == "done" for t in store.trials())
-    code = main(args)
-    captured = capsys.readouterr()
-    assert code == 0, captured.err[-2000:]
-    assert "2/2 trials done" in captured.out
-    code = main(["report", str(out), "--format", "json"])
-    report = json.loads(capsys.readouterr().out)
-    assert code == 0 and report["campaign"]["complete"] is True
-    assert report["campaign"]["aborted"] == 1
+def test_fault_aborts_the_trial_with_its_cause(name, chain):
+    run = chain.runs[name]
+    cause = FAULTS[name][1]
+    err = run.result.err[-2000:]
+    assert run.result.code == 1, f"{name}: exit code {run.result.code}\n{err}"
+    assert "aborted" in run.result.err and cause in run.result.err, f"{name}: {cause!r} not in\n{err}"
+    # one new attempt, aborted with the recorded cause; the earlier ones are left as they were
+    assert run.after[: len(run.before)] == run.before, f"{name}: earlier attempts changed"
+    assert [a["status"] for a in run.after[len(run.before):]] == ["aborted"], (name, run.after)
+    assert cause in run.after[-1]["reason"], (name, run.after[-1]["reason"])
+    assert run.done == 0, f"{name}: {run.done} trials done"
+
+
+def test_run_resumes_to_completion_after_the_faults(chain):
+    assert chain.resumed.code == 0, chain.resumed.err[-2000:]
+    assert "2/2 trials done" in chain.resumed.out, chain.resumed.out
+    assert chain.report.code == 0, chain.report.err[-2000:]
+    report = json.loads(chain.report.out)
+    assert report["campaign"]["complete"] is True
+    aborted = [name for name, run in chain.runs.items() if run.result.code == 1]
+    assert report["campaign"]["aborted"] == len(aborted) == len(FAULTS), (report["campaign"], aborted)
+    attempts, done = read_store(chain.campaign)
+    assert done == 2
+    assert [a["status"] for a in attempts] == ["aborted"] * len(FAULTS) + ["done", "done"], attempts
+    for attempt, (name, (_, cause)) in zip(attempts, FAULTS.items()):
+        assert cause in attempt["reason"], (name, attempt["reason"])
