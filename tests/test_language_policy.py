@@ -17,7 +17,6 @@ to the task (lower-cased, as CLIP's tokenizer normalises).
 
 from __future__ import annotations
 
-import builtins
 import json
 import os
 from pathlib import Path
@@ -26,12 +25,12 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from fakes import feetech
-from fakes.rigs import CAMERAS, write_rig, write_videos
+from fakes.rigs import CAMERAS
 from orchestrator.protocol import LeRobotPolicySpec
-from orchestrator.rigs.profile import STATE_KEYS, load_rig
+from orchestrator.rigs.profile import STATE_KEYS
 from support.cli import run_module
 from support.repo import REPO
+from test_lerobot_policy import fake_rig  # noqa: F401 - the fake SO-101 with video cameras (fixture)
 
 pytest.importorskip("lerobot")
 pytest.importorskip("transformers", reason="install the lerobot extra: uv sync --all-extras")
@@ -134,11 +133,13 @@ def test_the_task_changes_the_actions_and_nothing_else_does(sim_checkpoint):
 
 
 # ------------------------------------------------------------------ the real CLI, fresh process
-def test_run_cli_feeds_each_policy_its_task(sim_checkpoint, tmp_path):
-    """`orchestrator run` in a fresh process: A has its own task, B none (the protocol's)."""
-    from test_lerobot_cli_fresh import two_mark_protocol
-
+@pytest.mark.slow
+def test_run_cli_feeds_each_policy_its_task(sim_checkpoint, tmp_path, monkeypatch):
+    """`orchestrator run` in a fresh process: A has its own task, B none (the protocol's). The
+    export stores each episode with the task its policy ran with, as lerobot-record does."""
     import shutil
+
+    from test_lerobot_cli_fresh import two_mark_protocol
 
     shutil.copytree(sim_checkpoint, tmp_path / "dit")
     # the copied config still names the module fixture's tiny-clip folder (absolute), as a real
@@ -167,23 +168,26 @@ def test_run_cli_feeds_each_policy_its_task(sim_checkpoint, tmp_path):
     # warm-up + 5 steps at 10 fps in chunks of 4 (2 model calls) x 2 trials, per policy
     assert len(calls) == 2 * (1 + 2 * 2), len(calls)
 
+    from lerobot.datasets.lerobot_dataset import LeRobotDataset
+
+    from orchestrator.cli import main
+    from orchestrator.store import CampaignStore
+
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.setenv("HF_LEROBOT_HOME", str(tmp_path / "lerobot"))
+    assert main(["export", str(out), "--repo-id", "tester/language", "--root", str(tmp_path / "dataset")]) == 0
+    dataset = LeRobotDataset("tester/language", root=tmp_path / "dataset", video_backend="pyav")
+    store = CampaignStore.open_readonly(out)
+    try:
+        policies = [t.policy for t in store.trials()]  # run order = episode order
+    finally:
+        store.close()
+    tasks = [list(t) for t in dataset.meta.episodes["tasks"]]
+    expected = {"A": [OWN_TASK], "B": [PROTOCOL_TASK]}
+    assert tasks == [expected[p] for p in policies] and set(policies) == {"A", "B"}
+
 
 # ------------------------------------------------------------------ against lerobot-rollout
-@pytest.fixture
-def fake_rig(tmp_path, monkeypatch):
-    monkeypatch.setattr(builtins, "input", lambda *a: pytest.fail("input() called"))
-    port = str(tmp_path / "ttyACM0")
-    open(port, "w").close()
-    feetech.install(monkeypatch, feetech.FakeFeetechArm(port, calibration=feetech.default_calibration()))
-    feetech.write_calibration_file(tmp_path / "cal", "lab_arm")
-    rig_path = write_rig(tmp_path / "rig.yaml", port, tmp_path / "cal", write_videos(tmp_path))
-    from orchestrator.rigs.lerobot import LeRobotRig
-
-    rig = LeRobotRig(load_rig(rig_path), rest_speed_deg_s=600.0)
-    yield rig
-    rig.disconnect()
-
-
 def test_task_and_actions_match_lerobot_rollout_on_the_fake_arm(fake_rig, tmp_path):
     """The same task string, the same tokens, the same actions as lerobot-rollout's own setup
     (the policy uses the front camera only; the rig's wrist camera is recorded, not fed)."""

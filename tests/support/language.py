@@ -23,7 +23,6 @@ model's output rather than clipped noise.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 STATE_DIM = 6
@@ -41,10 +40,7 @@ def make_tiny_clip(directory: Path, *, image_size: int = 32, seed: int = 0) -> P
     vocab = {s: i for i, s in enumerate(symbols + [s + "</w>" for s in symbols])}
     vocab |= {"<|startoftext|>": len(vocab), "<|endoftext|>": len(vocab) + 1}
     directory.mkdir(parents=True, exist_ok=True)
-    (directory / "vocab.json").write_text(json.dumps(vocab))
-    (directory / "merges.txt").write_text("#version: 0.2\n")
-    tokenizer = CLIPTokenizer(vocab=str(directory / "vocab.json"), merges=str(directory / "merges.txt"))
-    tokenizer.save_pretrained(directory)
+    CLIPTokenizer(vocab=vocab, merges=[]).save_pretrained(directory)  # vocab.json, merges.txt, tokenizer.json
 
     tower = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2)
     config = CLIPConfig(
