@@ -14,6 +14,7 @@ import pytest
 
 from orchestrator.sim.twin import feetech
 from support.repo import REPO
+from support.requires import require_module
 
 SHIPPED_TWIN_RIG = REPO / "hardware" / "so101_twin.yaml"
 
@@ -53,7 +54,7 @@ def test_chain_answers_reads_writes_and_sync_reads_and_drops_bad_packets():
 
 # ------------------------------------------------------------------ LeRobot on the twin
 
-pytest.importorskip("lerobot")
+require_module("lerobot")
 
 
 @pytest.fixture

@@ -47,6 +47,7 @@ from ..faults import DeviceFault
 from ..operator import EmergencyStop
 from ..protocol import Cube, Mark
 from .base import Action, Check, EpisodeFacts, Observation
+from .clamp_log import quiet_clamp_warnings
 from .hardware_checks import calibrate_command, check_calibration, check_port, rig_checks
 from .profile import LoadedRig, RigProfile
 
@@ -386,6 +387,7 @@ class LeRobotRig:
                 obs.pop(name, None)
         return obs
 
+    @quiet_clamp_warnings()  # LeRobot's per-step warning: counted below as target_clipped events
     def act(self, action: Action) -> Action:
         from .servo_alarms import drop_stale_replies
 
@@ -416,6 +418,7 @@ class LeRobotRig:
         """The profile's `rest_pose`, else the pose captured at connect."""
         return dict(self.profile.rest_pose) or dict(self.connect_pose)
 
+    @quiet_clamp_warnings()  # the settle loop lets max_relative_target step towards rest
     def go_to_rest(self, check: Callable[[], None] | None = None) -> None:
         """Interpolate from the present joint positions to the rest pose at `rest_speed_deg_s`,
         calling `check()` before every step (it raises to stop the move: the arm then stays
