@@ -13,8 +13,9 @@ from orchestrator.cli import main
 from orchestrator.store import CampaignStore
 from test_lerobot_cli_fresh import two_mark_protocol
 from test_twin_campaign import twin_rig
+from support.requires import require_module
 
-pytest.importorskip("lerobot")
+require_module("lerobot")
 
 FAULTS = {
     "corrupt_status": ({"kind": "corrupt_status", "rate": 1.0, "at_step": 3}, "Incorrect status packet"),

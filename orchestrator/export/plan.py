@@ -93,7 +93,7 @@ class ExportPlan:
             return "so_follower"
         if self.rig.simulated:
             return self.rig.robot.type
-        from ..rigs.lerobot import robot_name
+        from ..rigs.lerobot_config import robot_name
 
         try:
             return robot_name(self.rig.robot.type)
