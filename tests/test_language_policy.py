@@ -9,6 +9,8 @@ to the task (lower-cased, as CLIP's tokenizer normalises).
 - per policy: a policy with its own `task` gets it; one without gets the protocol's (in-process,
   through `LeRobotPolicy`, and in a fresh `orchestrator run` process, where a `sitecustomize`
   on PYTHONPATH records what every `CLIPTextModel` receives; the CLI itself is unchanged);
+- quiet: transformers' weight-loading report (a table of every unused CLIP weight) and its
+  progress bars do not reach the operator's terminal;
 - the task changes the actions: with the diffusion noise seeded alike, two tasks give different
   actions and the same task gives the same ones;
 - against lerobot-rollout: LeRobot's own `build_rollout_context(RolloutConfig(task=...))` on the
@@ -161,6 +163,8 @@ def test_run_cli_feeds_each_policy_its_task(sim_checkpoint, tmp_path, monkeypatc
     result = run_module("run", protocol, "--rig", SIM_RIG, "--out", out, "--workers", "1", env=env, timeout=600)
     assert result.code == 0, result.err
     assert "4/4 trials done, 0 aborted" in result.out, result.out + result.err
+    # transformers' weight-loading reports (every unused CLIP weight) and bars stay off the terminal
+    assert "LOAD REPORT" not in result.err and "Loading weights:" not in result.err, result.err[:2000]
     calls = [json.loads(line) for line in log.read_text().splitlines()]
     tasks_by_model: dict[int, set[str]] = {}
     for call in calls:
