@@ -19,7 +19,6 @@ frame.
 from __future__ import annotations
 
 import hashlib
-import os
 import queue
 import shutil
 import threading

@@ -31,7 +31,15 @@ from .trials import Progress, RunSummary, commit_episode, episode_context, episo
 MAX_ATTEMPTS_PER_SESSION = 3
 
 
-def _sigterm_as_interrupt(signum, frame):  # noqa: ARG001
+def _sigterm_as_interrupt(signum, frame):
+    """SIGTERM is handled as Ctrl-C is at that moment: by the SIGINT handler in place (the
+    `--no-console` operator's handler only sets a flag while the arm is under control, so the
+    interrupt lands between two control steps, never inside a serial transaction), else as
+    KeyboardInterrupt."""
+    handler = signal.getsignal(signal.SIGINT)
+    if callable(handler):
+        handler(signum, frame)
+        return
     raise KeyboardInterrupt
 
 

@@ -60,7 +60,6 @@ def pg_cluster():
 def tiny_reference(tmp_path_factory) -> Path:
     """The tiny protocol run once on SQLite by a fresh process, one episode at a time: the
     single-station reference the shared-store tests compare outcomes with."""
-    from support.cli import run_module
     from support.tiny import PROTOCOL, RIG
 
     local = tmp_path_factory.mktemp("reference") / "campaign"

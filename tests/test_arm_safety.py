@@ -19,8 +19,9 @@ from fakes.rigs import REST, plug_in_arm, write_rig, write_videos
 from orchestrator.errors import BadInput, Interrupted, RuntimeFailure
 from orchestrator.operator import AutoOperator, EmergencyStop, StopRequested
 from orchestrator.rigs.profile import STATE_KEYS, load_rig
+from support.requires import require_module
 
-pytest.importorskip("lerobot")
+require_module("lerobot")
 
 FPS = 30
 
@@ -403,6 +404,40 @@ def test_ctrl_c_under_the_terminal_prompt_waits_for_the_end_of_the_control_step(
     finally:
         restore()
     assert signal.getsignal(signal.SIGINT) is before
+
+
+def test_sigterm_under_the_terminal_prompt_waits_for_the_end_of_the_control_step_too():
+    """A run session turns SIGTERM into what Ctrl-C does at that moment: with the terminal
+    prompt's handler in place, a flag honoured between two control steps."""
+    import io
+
+    from orchestrator.console.prompt import PromptOperator
+    from orchestrator.runner import run_session
+
+    class Sessions:  # the store's sessions table, as far as run_session uses it
+        outcome = None
+
+        def begin_session(self):
+            return 1
+
+        def end_session(self, session, outcome):
+            self.outcome = outcome
+
+    before = signal.getsignal(signal.SIGTERM)
+    op = PromptOperator(None, stdin=io.StringIO(""), out=lambda s: None)
+    restore, store, pending_after_signal = op.handle_sigint(), Sessions(), []
+    try:
+        with pytest.raises(KeyboardInterrupt), run_session(store):
+            op.episode_started(None)
+            os.kill(os.getpid(), signal.SIGTERM)  # lands "in the middle of a serial transaction"
+            time.sleep(0.01)
+            pending_after_signal.append(op.sigint_pending)  # not raised there...
+            op.poll(0.1)  # ...but here, between two steps
+    finally:
+        restore()
+    assert pending_after_signal == [True]
+    assert store.outcome == "interrupted"
+    assert signal.getsignal(signal.SIGTERM) is before
 
 
 # ------------------------------------------------------------------ item 5 (doctor) and item 11

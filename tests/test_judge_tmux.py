@@ -1,57 +1,20 @@
 """`orchestrator judge` in a real terminal: a detached tmux session driven with send-keys.
 
-Needs the `tmux` program (CI: install it); skipped with that reason when it is missing.
+Needs the `tmux` program (CI installs it); without it the tests fail with the install line.
 """
 
 from __future__ import annotations
 
-import os
-import secrets
 import shlex
-import shutil
 import sqlite3
-import subprocess
 import sys
 import time
 from pathlib import Path
 
-import pytest
-
 from support.judge_campaign import SECRET_TERMS, make_campaign
+from support.tmux import Tmux
 
 ROOT = Path(__file__).resolve().parents[1]
-TMUX = shutil.which("tmux")
-
-pytestmark = pytest.mark.skipif(TMUX is None, reason="tmux is not installed (apt-get install tmux)")
-
-
-class Tmux:
-    """One private tmux server (own socket), so nothing else's sessions are touched."""
-
-    def __init__(self) -> None:
-        self.socket = f"judge-test-{os.getpid()}-{secrets.token_hex(3)}"
-
-    def __call__(self, *args: str) -> str:
-        out = subprocess.run([TMUX, "-L", self.socket, *args], capture_output=True, text=True, timeout=20)
-        if out.returncode != 0:
-            raise AssertionError(f"tmux {' '.join(args)}: {out.stderr.strip()}")
-        return out.stdout
-
-    def screen(self, name: str) -> str:
-        return self("capture-pane", "-p", "-t", name)
-
-    def wait_for(self, name: str, text: str, timeout: float = 30.0) -> str:
-        deadline = time.monotonic() + timeout
-        screen = ""
-        while time.monotonic() < deadline:
-            screen = self.screen(name)
-            if text in screen:
-                return screen
-            time.sleep(0.2)
-        raise AssertionError(f"{text!r} did not appear on the screen:\n{screen}")
-
-    def kill(self) -> None:
-        subprocess.run([TMUX, "-L", self.socket, "kill-server"], capture_output=True, timeout=20)
 
 
 def labels(directory: Path) -> list[tuple[str, str | None]]:

@@ -17,8 +17,9 @@ from fakes import feetech
 from support.act import make_act_checkpoint
 from fakes.rigs import CAMERAS, write_rig, write_videos
 from orchestrator.errors import RuntimeFailure
+from support.requires import require_module
 
-pytest.importorskip("lerobot")
+require_module("lerobot")
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -18,8 +18,9 @@ import pytest
 
 from support.cli import run_module
 from support.repo import GRID20, REPO, SIM_PROTOCOL
+from support.requires import require_module
 
-pytest.importorskip("lerobot")
+require_module("lerobot")
 
 SIM_RIG = REPO / "hardware" / "sim.yaml"
 

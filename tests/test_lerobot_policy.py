@@ -17,8 +17,9 @@ from orchestrator.faults import DeviceFault
 from orchestrator.policies.base import Policy
 from orchestrator.protocol import LeRobotPolicySpec
 from orchestrator.rigs.profile import STATE_KEYS, load_rig
+from support.requires import require_module
 
-pytest.importorskip("lerobot")
+require_module("lerobot")
 
 
 @pytest.fixture(scope="module")

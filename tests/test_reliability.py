@@ -5,10 +5,8 @@ Uses the tiny simulated protocol of tests/data (see test_runner.py).
 
 from __future__ import annotations
 
-import os
 import random
 import shutil
-import signal
 import subprocess
 import sys
 import time

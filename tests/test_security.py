@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from support.judge_campaign import SECRET_TERMS, make_campaign
+from support.requires import require_program
 from orchestrator.bundle import write_bundle
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -58,8 +59,7 @@ PYTHON_DIRS = tuple({sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", 
 def _opened_files(kind: str, target: Path, trace: Path) -> list[Path]:
     """Every file the judging session opened: Python's audit events plus the kernel's view
     (strace), since the video decoder (FFmpeg inside PyAV) opens files in C."""
-    if shutil.which("strace") is None:
-        pytest.skip("strace is not installed (.ci/run installs it)")
+    require_program("strace", "apt-get install -y strace (.ci/run installs it)")
     result = subprocess.run(["strace", "-f", "-qq", "-e", "trace=open,openat", "-o", str(trace),
                              sys.executable, "-c", SESSION, kind, str(target)], cwd=ROOT,
                             capture_output=True, text=True, timeout=300)

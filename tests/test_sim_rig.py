@@ -16,10 +16,11 @@ from orchestrator.policies.base import EpisodeContext
 from orchestrator.protocol import Cube, Mark, Success, load_protocol
 from orchestrator.rigs.profile import STATE_KEYS, load_rig
 
-from support.repo import GRID20, REPO, SIM_PROTOCOL
+from support.repo import REPO, SIM_PROTOCOL
+from support.requires import require_module
 
 os.environ.setdefault("MUJOCO_GL", "egl")   # headless rendering; before mujoco is imported
-pytest.importorskip("mujoco")
+require_module("mujoco")
 
 from orchestrator.rigs.sim import SimRig, substeps_for  # noqa: E402
 

@@ -14,6 +14,7 @@ import pytest
 
 from orchestrator.sim.twin import feetech
 from support.repo import REPO
+from support.requires import require_module
 
 SHIPPED_TWIN_RIG = REPO / "hardware" / "so101_twin.yaml"
 
@@ -53,7 +54,7 @@ def test_chain_answers_reads_writes_and_sync_reads_and_drops_bad_packets():
 
 # ------------------------------------------------------------------ LeRobot on the twin
 
-pytest.importorskip("lerobot")
+require_module("lerobot")
 
 
 @pytest.fixture
@@ -138,3 +139,24 @@ def test_twin_and_its_camera_process_go_when_the_orchestrator_is_sigkilled(tmp_p
     assert not _alive(twin_pid), "the twin outlived the orchestrator"
     assert not any(_alive(int(c)) for c in children), "the twin's camera process outlived it"
     assert not os.path.exists(frames)
+
+
+def test_the_next_twin_removes_the_folders_a_killed_twin_left():
+    """A twin killed outright (SIGKILL) cannot remove its frame files in /dev/shm nor its
+    calibration folder; the next start of a twin does (their owner pid is no longer running),
+    and leaves a running twin's folders alone."""
+    from orchestrator.rigs.profile import load_rig
+    from orchestrator.sim.twin.client import start_twin
+
+    loaded = load_rig(SHIPPED_TWIN_RIG)
+    with start_twin(loaded) as running:
+        killed = start_twin(loaded)
+        left = [killed.frames_dir, killed.home]
+        os.kill(killed.proc.pid, signal.SIGKILL)
+        killed.proc.wait()
+        assert all(folder.is_dir() for folder in left)
+        with start_twin(loaded):
+            assert not any(folder.exists() for folder in left)
+            assert running.frames_dir.is_dir() and running.home.is_dir()
+            assert running.request("state")["ok"]
+        killed.close()

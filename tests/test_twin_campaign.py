@@ -15,8 +15,9 @@ import pytest
 from support.cli import run_module
 from support.repo import REPO
 from test_lerobot_cli_fresh import save_act_in_subprocess, two_mark_protocol
+from support.requires import require_module
 
-pytest.importorskip("lerobot")
+require_module("lerobot")
 
 SHIPPED_TWIN_RIG = REPO / "hardware" / "so101_twin.yaml"
 

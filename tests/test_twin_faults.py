@@ -25,8 +25,9 @@ from orchestrator.store import CampaignStore
 from support.cli import CliResult
 from test_lerobot_cli_fresh import two_mark_protocol
 from test_twin_campaign import twin_rig
+from support.requires import require_module
 
-pytest.importorskip("lerobot")
+require_module("lerobot")
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
 

@@ -75,8 +75,8 @@ def format_plan(r, assumed_independent: bool = False) -> str:
         unpaired_n = f"{un}" if un is not None else f"> {r.max_layouts}"
         lines.append(f"{100 * target:4.0f}%   {paired:>14}   {disc:>19}   {unpaired_n:>26}")
     lines.append("")
-    lines.append(f"Each paired layout runs both policies, so the paired design needs 2 x layouts trials in all; "
-                 f"the unpaired column is per policy (exact power of Fisher's test, the report's unpaired comparison).")
+    lines.append("Each paired layout runs both policies, so the paired design needs 2 x layouts trials in all; "
+                 "the unpaired column is per policy (exact power of Fisher's test, the report's unpaired comparison).")
     k = r.min_discordant
     floor = "0.5^k (exact test: 2 x 0.5^k)" if r.test == "mcnemar_midp" else "2 x 0.5^k"
     lines.append(f"Discordant floor: with k discordant layouts the smallest {test} is {floor}; at least {k} "

@@ -79,6 +79,12 @@ class ExportPlan:
     def task(self) -> str:
         return self.protocol.protocol.task or self.protocol.protocol.name
 
+    def task_of(self, policy: str) -> str:
+        """The task string `policy` ran with, as lerobot-record stores the task it recorded: the
+        policy's own `task` (language-conditioned LeRobot policies), else the protocol's."""
+        spec = self.protocol.protocol.policies.get(policy)
+        return getattr(spec, "task", None) or self.task
+
     @property
     def robot_type(self) -> str:
         """The rig's LeRobot robot `name`, as lerobot-record writes it (`so_follower` for an
@@ -87,7 +93,7 @@ class ExportPlan:
             return "so_follower"
         if self.rig.simulated:
             return self.rig.robot.type
-        from ..rigs.lerobot import robot_name
+        from ..rigs.lerobot_config import robot_name
 
         try:
             return robot_name(self.rig.robot.type)

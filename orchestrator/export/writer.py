@@ -103,11 +103,12 @@ def _add_episode(dataset: Any, plan: ExportPlan, ep: EpisodePlan) -> int:
             indices = frames.frame_indices(step_t, series.get(f"frame_t.{camera}"), n_video)
         streams[camera] = frames.held_frames(path, indices, plan.camera_shapes[camera], str(path))
     columns = _columns(plan, ep)
+    task = plan.task_of(ep.trial.policy)
     try:
         for step in rows:
             frame: dict[str, Any] = {
                 F_STATE: series["state"][step], F_ACTION: series["action"][step],
-                "task": plan.task, **{k: v.copy() for k, v in columns.items()}}
+                "task": task, **{k: v.copy() for k, v in columns.items()}}
             for camera, stream in streams.items():
                 frame[F_IMAGE.format(camera=camera)] = next(stream)
             dataset.add_frame(frame)

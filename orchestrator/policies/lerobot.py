@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import logging
 import os
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from copy import copy
 from pathlib import Path
 from typing import Any, Mapping
@@ -124,6 +124,28 @@ def backbone_weights_problem(cfg: Any, where: str) -> str | None:
             "(the checkpoint's own weights replace them when it loads)")
 
 
+@contextmanager
+def transformers_quiet():
+    """transformers' weight-loading reports and progress bars off while a checkpoint loads (errors
+    still raise). A language policy loads its text encoder from a full model (e.g. `CLIPTextModel`
+    from a CLIP checkpoint), and transformers then prints a table of every unused weight: hundreds
+    of stderr lines on every `run` and `doctor`. Nothing when transformers is not installed."""
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:
+        yield
+        return
+    verbosity, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(verbosity)
+        if bars:
+            hf_logging.enable_progress_bar()
+
+
 def _resolve_action_key_order(policy_names: list[str] | None, dataset_names: list[str]) -> list[str]:
     """As `lerobot.rollout.context._resolve_action_key_order`."""
     if not policy_names:
@@ -204,7 +226,8 @@ class LeRobotPolicy:
         backbone = backbone_weights_problem(cfg, where)
         if backbone and _offline():
             raise BadInput(backbone)
-        self._load(cfg, spec, device, backbone, obs_features, act_features)
+        with transformers_quiet():
+            self._load(cfg, spec, device, backbone, obs_features, act_features)
         units = state_units_problems(state_stats(self.preprocessor),
                                      [k for k in obs_features if obs_features[k] is float], rig_features, where)
         if units:

@@ -434,7 +434,7 @@ class SimRig:
 
         Plain Python over the few contacts of a step (cheaper than numpy on tiny arrays).
         """
-        m, d, ids = self._model, self._data, self._ids
+        d, ids = self._data, self._ids
         rot = d.xmat[ids["cube_body"]].tolist()
         bottom = float(d.qpos[ids["cube_qpos"] + 2]) - self._half * (abs(rot[6]) + abs(rot[7]) + abs(rot[8]))
         fixed = moving = False

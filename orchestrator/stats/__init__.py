@@ -71,7 +71,8 @@ from .multi import cochran_q, holm
 from .paired_ci import (bonett_price_paired, newcombe_cells, newcombe_paired, paired_difference, tango_paired,
                         wald_paired)
 from .planning import plan
-from .power import (_rejection_bounds, cell_probabilities, fisher_power, fisher_trials_needed, independent_groups_n,
+from .power import _rejection_bounds  # noqa: F401  (bench/stats_speed.py clears its cache)
+from .power import (cell_probabilities, fisher_power, fisher_trials_needed, independent_groups_n,
                     layouts_needed, paired_power)
 from .proportion import (Z95, clopper_pearson, exact_coverage, prob_at_least, wald, wilson,
                          wilson_bounds, wilson_coverage, wilson_trials_needed, z_for_level)

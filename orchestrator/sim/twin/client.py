@@ -12,6 +12,8 @@ pose, any other LeRobot field.
 Lifetime: the twin exits when its stdin closes, which happens when this process exits however
 it exits (SIGKILL included: the kernel closes the pipe), and it also watches its parent's pid.
 `Twin.close()` (or leaving the `with` block) asks it to quit and waits, then removes its files.
+A twin killed outright cannot remove them; the next `start_twin` removes the folders of twins
+that no longer run (`remove_dead_twins_files`).
 """
 
 from __future__ import annotations
@@ -34,6 +36,9 @@ from .frames import frames_root
 # Cameras are rendered at most this size and scaled up by the camera (cheap on 2 cores).
 MAX_RENDER = (320, 240)
 START_TIMEOUT_S = 120.0
+# The twin's folders (calibration home in the temp dir, frames in /dev/shm), each holding
+# OWNER_FILE with the twin's pid so that a later start can remove a killed twin's folders.
+HOME_PREFIX, FRAMES_PREFIX, OWNER_FILE = "orchestrator-twin-", "orchestrator-twin-frames-", "twin.pid"
 
 
 def render_size(width: int, height: int, limit: tuple[int, int] = MAX_RENDER) -> tuple[int, int]:
@@ -145,8 +150,9 @@ def start_twin(loaded: LoadedRig, protocol=None, faults: dict | None = None) -> 
     unknown = [n for n in loaded.profile.cameras if n not in KNOWN_CAMERAS]
     if unknown:
         raise BadInput(f"{loaded.path}: camera {unknown[0]!r}: the twin has cameras {', '.join(KNOWN_CAMERAS)}")
-    home = Path(tempfile.mkdtemp(prefix="orchestrator-twin-"))
-    frames = Path(tempfile.mkdtemp(prefix="orchestrator-twin-frames-", dir=frames_root()))
+    remove_dead_twins_files()
+    home = Path(tempfile.mkdtemp(prefix=HOME_PREFIX))
+    frames = Path(tempfile.mkdtemp(prefix=FRAMES_PREFIX, dir=frames_root()))
     config = {**twin_config(loaded, protocol, faults), "frames_dir": str(frames), "parent_pid": os.getpid(),
               "home": str(home)}
     env = {**os.environ}
@@ -154,6 +160,8 @@ def start_twin(loaded: LoadedRig, protocol=None, faults: dict | None = None) -> 
     proc = subprocess.Popen([sys.executable, "-m", "orchestrator.sim.twin", json.dumps(config)],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None, text=True,
                             env=env, close_fds=True, start_new_session=True)
+    for folder in (home, frames):
+        (folder / OWNER_FILE).write_text(str(proc.pid))
     line = _first_line(proc)
     if not line:
         code = proc.wait()
@@ -161,6 +169,33 @@ def start_twin(loaded: LoadedRig, protocol=None, faults: dict | None = None) -> 
         shutil.rmtree(frames, ignore_errors=True)
         raise TwinError(f"the twin process did not start (exit code {code}); see the lines above")
     return Twin(proc, home, json.loads(line), loaded)
+
+
+def remove_dead_twins_files() -> None:
+    """Remove the folders of twins that were killed (SIGKILL, power cut) before they could
+    remove them: each folder names its twin's pid in `OWNER_FILE`; a folder whose twin is no
+    longer running goes (a folder without that file, or of a live process, is left alone)."""
+    for root, prefix in ((frames_root(), FRAMES_PREFIX), (Path(tempfile.gettempdir()), HOME_PREFIX)):
+        for folder in root.glob(f"{prefix}*"):
+            try:
+                pid = int((folder / OWNER_FILE).read_text())
+            except (OSError, ValueError):
+                continue
+            if not _running(pid):
+                shutil.rmtree(folder, ignore_errors=True)
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process
+    try:  # a zombie (killed, not yet reaped by its parent) is not running
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
 
 
 def _first_line(proc: subprocess.Popen) -> str:

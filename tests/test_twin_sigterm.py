@@ -1,0 +1,126 @@
+"""SIGTERM sent by another process to `orchestrator run` at a real-arm profile (issue 11, item 3).
+
+The twin is started by the test (so it outlives the orchestrator and can be read after it);
+`orchestrator run` drives it through LeRobot's real stack in a fresh process. During an episode
+the test sends SIGTERM, as a service manager or `kill` would, then reads the twin's registers:
+torque off on every servo, and not one more packet on the wire once the process is gone. The
+next `run` starts with the interrupted trial: nothing lost, nothing duplicated.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import shlex
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+import yaml
+
+from orchestrator.rigs.profile import load_rig
+from orchestrator.store import CampaignStore
+from support.repo import REPO
+from support.tmux import Tmux
+from test_lerobot_cli_fresh import two_mark_protocol
+from test_twin_campaign import env, twin_rig
+from support.requires import require_module
+
+require_module("lerobot")
+
+
+def _start_run(protocol, rig, out, *extra) -> tuple[subprocess.Popen, queue.Queue]:
+    proc = subprocess.Popen([sys.executable, "-m", "orchestrator", "run", str(protocol), "--rig", str(rig),
+                             "--no-console", "--out", str(out), *extra],
+                            cwd=REPO, env=env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    proc.stdin.write("\n" * 50)  # Enter at every "put the cube on the mark" prompt
+    proc.stdin.flush()
+    lines: queue.Queue = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()
+    return proc, lines
+
+
+def _wait_for(lines: queue.Queue, text: str, timeout_s: float) -> list[str]:
+    seen, deadline = [], time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            seen.append(lines.get(timeout=0.2))
+        except queue.Empty:
+            continue
+        if text in seen[-1]:
+            return seen
+    raise AssertionError(f"no {text!r} within {timeout_s} s; the run printed:\n{''.join(seen)[-2000:]}")
+
+
+def _twin_is_safe_and_quiet(twin) -> None:
+    """Torque_Enable 0 on all six servos, and not one packet on the wire for half a second."""
+    state = twin.request("state")
+    assert state["torque"] == [False] * 6
+    time.sleep(0.5)
+    assert twin.request("state")["packets"] == state["packets"]
+
+
+@pytest.mark.slow
+def test_sigterm_from_another_process_leaves_torque_off_and_the_wire_quiet_then_run_resumes(tmp_path):
+    """Both ways an operator runs a real arm: plain terminal prompts (`--no-console`, stdin is a
+    pipe), then the resumed campaign under the operator console in a real terminal (tmux)."""
+    from orchestrator.sim.twin.client import start_twin
+
+    protocol = two_mark_protocol(tmp_path, "{type: scripted, aim_noise_mm: 3}", duration_s=2.0, fps=15)
+    out = tmp_path / "campaign"
+    tmux = Tmux()
+    with start_twin(load_rig(twin_rig(tmp_path))) as twin:
+        rig = tmp_path / "attached.yaml"  # the profile as --twin swaps it: the twin's port and cameras
+        rig.write_text(yaml.safe_dump(twin.rig.profile.model_dump(mode="json", exclude_none=True)))
+
+        # 1. --no-console: SIGTERM during the first episode
+        proc, lines = _start_run(protocol, rig, out)
+        try:
+            _wait_for(lines, "EPISODE RUNNING", timeout_s=180)
+            time.sleep(0.5)  # inside the episode: the policy is moving the arm
+            assert twin.request("state")["torque"] == [True] * 6
+            proc.send_signal(signal.SIGTERM)
+            code = proc.wait(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        err = proc.stderr.read()
+        assert code == 130, err[-2000:]
+        assert "Traceback" not in err
+        assert err.strip().splitlines()[-1].startswith("orchestrator: interrupted: arm made safe")
+        _twin_is_safe_and_quiet(twin)
+        with CampaignStore.open_readonly(out) as store:
+            attempts = store.attempts()
+            assert [a["status"] for a in attempts] == ["aborted"]
+            assert store.sessions()[-1]["outcome"].startswith("interrupted")
+            interrupted = attempts[0]["slot"]
+
+        # 2. the operator console resumes (same trial first), SIGTERM during its episode
+        command = shlex.join([sys.executable, "-m", "orchestrator", "run", str(protocol), "--rig", str(rig),
+                              "--out", str(out)])
+        variables = " ".join(f"{k}={shlex.quote(v)}" for k, v in env().items()
+                             if k in ("MUJOCO_GL", "HF_HUB_OFFLINE", "OMP_NUM_THREADS", "PATH"))
+        shell = (f"until [ \"$(stty size)\" = '32 110' ]; do sleep 0.05; done; unset COLUMNS LINES; "
+                 f"cd {shlex.quote(str(REPO))} && env {variables} {command}; echo EXIT=$?; sleep 60")
+        try:
+            tmux("new-session", "-d", "-s", "op", "-x", "110", "-y", "32", shell)
+            tmux.wait_for("op", "press Enter", timeout=180)
+            tmux("send-keys", "-t", "op", "Enter")
+            tmux.wait_for("op", "EPISODE RUNNING", timeout=60)
+            time.sleep(0.5)
+            with CampaignStore.open_readonly(out) as store:
+                (running,) = [s for s in store.sessions() if s["ended_at"] is None]
+            os.kill(running["pid"], signal.SIGTERM)
+            screen = tmux.wait_for("op", "EXIT=", timeout=60)
+        finally:
+            tmux.kill()
+        assert "EXIT=130" in screen and "Traceback" not in screen, screen
+        assert "orchestrator: interrupted: arm made safe" in screen
+        _twin_is_safe_and_quiet(twin)
+    with CampaignStore.open_readonly(out) as store:
+        assert [(a["slot"], a["status"]) for a in store.attempts()] == [(interrupted, "aborted")] * 2
+        assert [s["outcome"][:11] for s in store.sessions()] == ["interrupted"] * 2
