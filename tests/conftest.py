@@ -57,6 +57,18 @@ def pg_cluster():
 
 
 @pytest.fixture(scope="session")
+def saved_acts(tmp_path_factory) -> dict[str, Path]:
+    """The tiny ACT checkpoints of the fresh-process tests (support/act.py `SAVED_ACT_CAMERAS`:
+    `sim` for hardware/sim.yaml's cameras, `twin` for the twin tests'), saved once by one separate
+    interpreter; a test copies the one it needs beside its protocol."""
+    from support.act import SAVED_ACT_CAMERAS, save_acts_in_subprocess
+
+    root = tmp_path_factory.mktemp("saved_acts")
+    save_acts_in_subprocess({root / name: cameras for name, cameras in SAVED_ACT_CAMERAS.items()})
+    return {name: root / name for name in SAVED_ACT_CAMERAS}
+
+
+@pytest.fixture(scope="session")
 def tiny_reference(tmp_path_factory) -> Path:
     """The tiny protocol run once on SQLite by a fresh process, one episode at a time: the
     single-station reference the shared-store tests compare outcomes with."""

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
+import shutil
 from pathlib import Path
 
 import pytest
@@ -23,16 +22,6 @@ from support.requires import require_module
 require_module("lerobot")
 
 SIM_RIG = REPO / "hardware" / "sim.yaml"
-
-
-def save_act_in_subprocess(directory: Path, cameras: dict[str, tuple[int, int]]) -> Path:
-    """`tests/fakes/act.py`'s tiny ACT saved by a separate interpreter."""
-    code = ("import sys, json; sys.path.insert(0, sys.argv[1]); from support.act import make_act_checkpoint; "
-            "make_act_checkpoint(sys.argv[2], {k: tuple(v) for k, v in json.loads(sys.argv[3]).items()})")
-    subprocess.run([sys.executable, "-c", code, str(REPO / "tests"), str(directory), json.dumps(cameras)],
-                   check=True, capture_output=True, timeout=300)
-    assert (directory / "config.json").is_file()
-    return directory
 
 
 def two_mark_protocol(folder: Path, policy_b: str, *, duration_s: float = 1.0, fps: int = 10) -> Path:
@@ -52,9 +41,9 @@ def two_mark_protocol(folder: Path, policy_b: str, *, duration_s: float = 1.0, f
 
 
 @pytest.fixture(scope="module")
-def act_protocol(tmp_path_factory) -> Path:
+def act_protocol(tmp_path_factory, saved_acts) -> Path:
     folder = tmp_path_factory.mktemp("fresh_act")
-    save_act_in_subprocess(folder / "act_b", {"front": (240, 320), "wrist": (240, 320)})
+    shutil.copytree(saved_acts["sim"], folder / "act_b")   # saved by another interpreter (conftest)
     return two_mark_protocol(folder, "{type: lerobot, path: ./act_b}")
 
 

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 
 import pytest
 
 from support.cli import run_module
 from support.repo import REPO
-from test_lerobot_cli_fresh import save_act_in_subprocess, two_mark_protocol
+from support.act import TWIN_CAMERA
+from test_lerobot_cli_fresh import two_mark_protocol
 from support.requires import require_module
 
 require_module("lerobot")
@@ -22,7 +24,7 @@ require_module("lerobot")
 SHIPPED_TWIN_RIG = REPO / "hardware" / "so101_twin.yaml"
 
 
-CAMERA = (96, 128)   # (height, width) of the test profile's cameras and the ACT's inputs
+CAMERA = TWIN_CAMERA   # (height, width) of the test profile's cameras and the ACT's inputs
 
 
 def twin_rig(folder, fps: int = 15):
@@ -45,9 +47,9 @@ def env() -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def twin_protocol(tmp_path_factory):
+def twin_protocol(tmp_path_factory, saved_acts):
     folder = tmp_path_factory.mktemp("twin_act")
-    save_act_in_subprocess(folder / "act_b", {"front": CAMERA, "wrist": CAMERA})
+    shutil.copytree(saved_acts["twin"], folder / "act_b")   # saved by another interpreter (conftest)
     twin_rig(folder)
     return two_mark_protocol(folder, "{type: lerobot, path: ./act_b}", duration_s=8, fps=30)
 

@@ -10,6 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 
 STATE_DIM = 6
+TWIN_CAMERA = (96, 128)   # (height, width): the twin tests' cameras (tests/test_twin_campaign.py)
+SIM_CAMERA = (240, 320)   # hardware/sim.yaml's cameras
+# The checkpoints the fresh-process tests load (conftest `saved_acts`): name -> cameras.
+SAVED_ACT_CAMERAS = {"sim": {"front": SIM_CAMERA, "wrist": SIM_CAMERA},
+                     "twin": {"front": TWIN_CAMERA, "wrist": TWIN_CAMERA}}
 
 
 def make_act_checkpoint(directory: Path, cameras: dict[str, tuple[int, int]], *, state_dim: int = STATE_DIM,
@@ -51,3 +56,20 @@ def make_act_checkpoint(directory: Path, cameras: dict[str, tuple[int, int]], *,
         data["pretrained_backbone_weights"] = backbone_weights
         cfg_path.write_text(json.dumps(data, indent=4))
     return directory
+
+
+def save_acts_in_subprocess(checkpoints: dict[Path, dict[str, tuple[int, int]]]) -> None:
+    """`make_act_checkpoint(directory, cameras)` for each item, by one separate interpreter: a
+    checkpoint built in the test's own interpreter would hide a missing import (building one
+    registers LeRobot's `act` config type, which a fresh `orchestrator` must do on its own)."""
+    import json
+    import subprocess
+    import sys
+
+    code = ("import sys, json; sys.path.insert(0, sys.argv[1]); from support.act import make_act_checkpoint; "
+            "[make_act_checkpoint(d, {k: tuple(v) for k, v in c.items()}) for d, c in json.loads(sys.argv[2])]")
+    tests = Path(__file__).resolve().parents[1]
+    subprocess.run([sys.executable, "-c", code, str(tests), json.dumps([[str(d), c] for d, c in checkpoints.items()])],
+                   check=True, capture_output=True, timeout=300)
+    for directory in checkpoints:
+        assert (Path(directory) / "config.json").is_file(), directory
