@@ -4,9 +4,18 @@ simulated protocol in a temporary folder. Plain helpers live in `tests/support/`
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
+
+# As .ci/run does: many tests start `orchestrator` (or the twin) in a fresh process that imports
+# torch, LeRobot or MuJoCo; where PYTHONDONTWRITEBYTECODE is set nothing is cached and each such
+# process compiles them from source again (21 s instead of 7.6 s on the 2-core machine). The
+# first import writes the caches into .venv, so `uv run --all-extras pytest` run directly is as
+# fast as CI's run.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
 
 from support.cli import CliResult, run_module  # noqa: F401  (re-exported for older imports)
 from support.repo import GRID20, LOCATED, REPO, SIM_PROTOCOL, line_of, sim_protocol_text  # noqa: F401
