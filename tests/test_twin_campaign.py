@@ -51,7 +51,12 @@ def twin_protocol(tmp_path_factory, saved_acts):
     folder = tmp_path_factory.mktemp("twin_act")
     shutil.copytree(saved_acts["twin"], folder / "act_b")   # saved by another interpreter (conftest)
     twin_rig(folder)
-    return two_mark_protocol(folder, "{type: lerobot, path: ./act_b}", duration_s=8, fps=30)
+    protocol = two_mark_protocol(folder, "{type: lerobot, path: ./act_b}", duration_s=8, fps=30)
+    # one mark (M01, 7.5 cm right of centre: a wrong pan sign or scale misses it), so two trials
+    # of 8 s: the scripted pick needs ~7 s to lift and hold through the real stack
+    layout = folder / "layout2.yaml"
+    layout.write_text("\n".join(l for l in layout.read_text().splitlines() if "id: M02" not in l) + "\n")
+    return protocol
 
 
 @pytest.mark.slow
@@ -61,23 +66,23 @@ def test_unattended_twin_campaign_scripted_vs_saved_act(twin_protocol, tmp_path)
     result = run_module("run", twin_protocol, "--rig", twin_protocol.parent / "so101_twin.yaml", "--twin", "--unattended", "--out", out,
                         env=env(), timeout=900)
     assert result.code == 0, result.err[-3000:]
-    assert "4/4 trials done, 0 aborted" in result.out, result.out + result.err[-3000:]
+    assert "2/2 trials done, 0 aborted" in result.out, result.out + result.err[-3000:]
     report = run_module("report", out, "--format", "json", env=env())
     assert report.code == 0, report.err
     data = json.loads(report.out)
-    assert data["campaign"]["complete"] is True and data["campaign"]["trials"] == 4
+    assert data["campaign"]["complete"] is True and data["campaign"]["trials"] == 2
     assert data["campaign"]["simulated"] is True
     episodes = data["labels"]["episodes"] if "episodes" in data.get("labels", {}) else None
-    assert {p: data["policies"][p]["trials"] for p in ("A", "B")} == {"A": 2, "B": 2}
+    assert {p: data["policies"][p]["trials"] for p in ("A", "B")} == {"A": 1, "B": 1}
     assert data["policies"]["A"]["unjudged"] == 0 and data["policies"]["B"]["unjudged"] == 0
     # the scripted pick succeeds through calibration, degrees and the bus; the random ACT does not
-    assert data["policies"]["A"]["successes"] == 2, data["policies"]
+    assert data["policies"]["A"]["successes"] == 1, data["policies"]
     assert data["policies"]["B"]["successes"] == 0, data["policies"]
     del episodes
     # judging works unchanged: a blinded bundle of the twin campaign
     bundle = run_module("bundle", out, "--out", tmp_path / "bundle", env=env())
     assert bundle.code == 0, bundle.err
-    assert "4 episodes, 8 videos" in bundle.out
+    assert "2 episodes, 4 videos" in bundle.out
 
 
 def test_doctor_on_the_twin_with_the_same_protocol(twin_protocol):
