@@ -123,6 +123,7 @@ def kill_loop(protocol: Path, rig: Path, out: Path, kills: int, workers: int, ma
         if process.returncode not in (0, -signal.SIGKILL):
             stats.violations.append(f"{directory.name}: run exited {process.returncode}: "
                                     f"{(err or b'').decode()[-300:].strip()}")
+            return stats   # it would fail again at every resume: the loop would never end
         done, problems = check_invariants(directory)
         stats.violations.extend(f"{directory.name}: {p}" for p in problems)
         if done < previous_done:

@@ -52,7 +52,10 @@ def open_campaign(protocol_path: str | Path, rig_path: str | Path | LoadedRig, d
     if (directory / DB_NAME).exists():
         store = CampaignStore.open_for_run(directory)
         return _resume(store, loaded, rig, directory)
-    if directory.exists() and any(p.name not in (".gitkeep", "campaign.lock") for p in directory.iterdir()):
+    # a creation killed before its rename leaves `campaign.db.creating` (+ journal): not a campaign,
+    # and `CampaignStore.create` (under the lock) starts it again
+    leftover = (".gitkeep", "campaign.lock", f"{DB_NAME}.creating")
+    if directory.exists() and any(not p.name.startswith(leftover) for p in directory.iterdir()):
         raise BadInput(f"{directory}: directory is not empty and holds no campaign; choose another --out")
     store = CampaignStore.create(directory, **_campaign_fields(loaded, rig))
     return OpenedCampaign(store, loaded, rig, resumed=False, recovered=[])

@@ -163,7 +163,8 @@ class CampaignStore:
             lock.release()
             raise BadInput(f"{db}: a campaign already exists here")
         tmp = directory / (DB_NAME + ".creating")
-        tmp.unlink(missing_ok=True)
+        for suffix in ("", "-journal", "-wal", "-shm"):   # of a creation killed before its rename
+            Path(str(tmp) + suffix).unlink(missing_ok=True)
         conn = _connect(tmp)
         try:
             _write_new_campaign(conn, name=name, protocol_path=protocol_path, protocol_text=protocol_text,

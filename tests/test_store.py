@@ -477,3 +477,26 @@ def test_transactions_survive_a_killed_writer(tmp_path):
         aborted = [a for a in store.attempts() if a["status"] == "aborted"]
         assert all(a["reason"] for a in aborted)
         assert consistency_problems(store.conn) == []
+
+
+def test_a_campaign_killed_while_being_created_is_created_again(tmp_path):
+    """SIGKILL between the first write of `campaign.db.creating` and its rename (met by
+    bench/kill_anywhere.py in the suite) leaves that file, its journal and the lock: `run` creates
+    the campaign again instead of calling the folder foreign ("not empty and holds no campaign",
+    at every resume), and no stale journal is applied to the new store."""
+    from orchestrator.campaign import open_campaign
+    from support.tiny import PROTOCOL, RIG
+
+    out = tmp_path / "campaign"
+    out.mkdir()
+    (out / "campaign.db.creating").write_bytes(b"SQLite format 3\x00" + bytes(4080))
+    (out / "campaign.db.creating-journal").write_bytes(bytes(512))
+    (out / "campaign.lock").touch()
+    opened = open_campaign(PROTOCOL, RIG, out)
+    try:
+        assert not opened.resumed and len(opened.store.trials()) == 6
+    finally:
+        opened.store.close()
+    assert not [p.name for p in out.iterdir() if "creating" in p.name]
+    with CampaignStore.open_readonly(out) as store:
+        assert [t.state for t in store.trials()] == ["pending"] * 6
