@@ -479,6 +479,32 @@ def test_doctor_weighs_the_policies_against_the_accelerator_memory(tmp_path):
     assert line.startswith("policies A ") and "together on cuda:0" in line and "\n" not in line
 
 
+def test_doctor_weighs_the_policies_against_the_accelerators_free_memory(monkeypatch):
+    """Item 11 through doctor's own check: the free memory comes from torch's CUDA driver call,
+    faked here (no GPU on this machine) at that lowest layer."""
+    import torch
+
+    from orchestrator.preflight import _memory_checks
+
+    asked = []
+
+    def mem_get_info(device):
+        asked.append(str(device))
+        return free[0], 24 << 30
+
+    monkeypatch.setattr(torch.cuda, "mem_get_info", mem_get_info)
+    weights = {"cuda:0": {"A": 14 << 30, "B": 14 << 30}}
+    free = [20 << 30]
+    (check,) = _memory_checks(weights)
+    assert not check.ok and asked == ["cuda:0"]
+    assert "policies A " in check.line and "together on cuda:0" in check.line and "\n" not in check.line
+    free = [30 << 30]
+    (check,) = _memory_checks(weights)
+    assert check.ok and check.detail == "28.0 GiB of weights, 30.0 GiB free"
+    assert _memory_checks({"cpu": {"A": 14 << 30, "B": 14 << 30}}) == []  # no accelerator: nothing to weigh
+    assert asked == ["cuda:0", "cuda:0"]
+
+
 def test_export_names_the_robot_as_lerobot_does():
     """Item 10: a dataset's robot_type is the robot's LeRobot `name` (lerobot-record writes
     `robot.name`), taken from the rig."""
