@@ -17,29 +17,22 @@ SAVED_ACT_CAMERAS = {"sim": {"front": SIM_CAMERA, "wrist": SIM_CAMERA},
                      "twin": {"front": TWIN_CAMERA, "wrist": TWIN_CAMERA}}
 
 
-def make_act_checkpoint(directory: Path, cameras: dict[str, tuple[int, int]], *, state_dim: int = STATE_DIM,
-                        action_dim: int = STATE_DIM, chunk_size: int = 4, seed: int = 0,
-                        backbone_weights: str | None = None) -> Path:
-    """Save a random ACT policy for `cameras` {name: (height, width)} into `directory`."""
-    import torch
+def policy_features(cameras: dict[str, tuple[int, int]], state_dim: int, action_dim: int) -> tuple[dict, dict]:
+    """LeRobot input and output features of an SO-101 policy: state, one image per camera, action."""
     from lerobot.configs.types import FeatureType, PolicyFeature
-    from lerobot.policies.act.configuration_act import ACTConfig
-    from lerobot.policies.act.modeling_act import ACTPolicy
-    from lerobot.policies.factory import make_pre_post_processors
 
     inputs = {"observation.state": PolicyFeature(FeatureType.STATE, (state_dim,))}
     for name, (h, w) in cameras.items():
         inputs[f"observation.images.{name}"] = PolicyFeature(FeatureType.VISUAL, (3, h, w))
-    cfg = ACTConfig(
-        input_features=inputs,
-        output_features={"action": PolicyFeature(FeatureType.ACTION, (action_dim,))},
-        pretrained_backbone_weights=None, dim_model=32, n_heads=2, dim_feedforward=64,
-        n_encoder_layers=1, n_decoder_layers=1, chunk_size=chunk_size, n_action_steps=chunk_size,
-        use_vae=False, device="cpu")
-    torch.manual_seed(seed)
-    policy = ACTPolicy(cfg)
-    stats = {"observation.state": {"mean": torch.zeros(state_dim), "std": torch.full((state_dim,), 40.0)},
-             "action": {"mean": torch.zeros(action_dim), "std": torch.full((action_dim,), 40.0)}}
+    return inputs, {"action": PolicyFeature(FeatureType.ACTION, (action_dim,))}
+
+
+def save_with_processors(policy, cfg, stats: dict, cameras, directory: Path) -> Path:
+    """Save `policy` and its pre/post processors (normalised with `stats`, plus mid-grey image
+    statistics per camera) into `directory`, as LeRobot's training does."""
+    import torch
+    from lerobot.policies.factory import make_pre_post_processors
+
     for name in cameras:
         stats[f"observation.images.{name}"] = {"mean": torch.full((3, 1, 1), 0.5),
                                                "std": torch.full((3, 1, 1), 0.25)}
@@ -48,6 +41,29 @@ def make_act_checkpoint(directory: Path, cameras: dict[str, tuple[int, int]], *,
     policy.save_pretrained(directory)
     pre.save_pretrained(directory)
     post.save_pretrained(directory)
+    return directory
+
+
+def make_act_checkpoint(directory: Path, cameras: dict[str, tuple[int, int]], *, state_dim: int = STATE_DIM,
+                        action_dim: int = STATE_DIM, chunk_size: int = 4, seed: int = 0,
+                        backbone_weights: str | None = None) -> Path:
+    """Save a random ACT policy for `cameras` {name: (height, width)} into `directory`."""
+    import torch
+    from lerobot.policies.act.configuration_act import ACTConfig
+    from lerobot.policies.act.modeling_act import ACTPolicy
+
+    inputs, outputs = policy_features(cameras, state_dim, action_dim)
+    cfg = ACTConfig(
+        input_features=inputs,
+        output_features=outputs,
+        pretrained_backbone_weights=None, dim_model=32, n_heads=2, dim_feedforward=64,
+        n_encoder_layers=1, n_decoder_layers=1, chunk_size=chunk_size, n_action_steps=chunk_size,
+        use_vae=False, device="cpu")
+    torch.manual_seed(seed)
+    policy = ACTPolicy(cfg)
+    stats = {"observation.state": {"mean": torch.zeros(state_dim), "std": torch.full((state_dim,), 40.0)},
+             "action": {"mean": torch.zeros(action_dim), "std": torch.full((action_dim,), 40.0)}}
+    directory = save_with_processors(policy, cfg, stats, cameras, directory)
     if backbone_weights:  # what a checkpoint trained from ImageNet weights says in its config
         import json
 

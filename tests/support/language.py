@@ -61,19 +61,17 @@ def make_dit_checkpoint(directory: Path, cameras: dict[str, tuple[int, int]], *,
     all, as the policy requires) into `directory`; its CLIP is `clip`, else a new tiny one in
     `directory/tiny-clip`."""
     import torch
-    from lerobot.configs.types import FeatureType, PolicyFeature
-    from lerobot.policies.factory import make_pre_post_processors
     from lerobot.policies.multi_task_dit.configuration_multi_task_dit import MultiTaskDiTConfig
     from lerobot.policies.multi_task_dit.modeling_multi_task_dit import MultiTaskDiTPolicy
 
+    from .act import policy_features, save_with_processors
+
     directory = Path(directory)
     clip = Path(clip) if clip else make_tiny_clip(directory / "tiny-clip", seed=seed)
-    inputs = {"observation.state": PolicyFeature(FeatureType.STATE, (state_dim,))}
-    for name, (h, w) in cameras.items():
-        inputs[f"observation.images.{name}"] = PolicyFeature(FeatureType.VISUAL, (3, h, w))
+    inputs, outputs = policy_features(cameras, state_dim, action_dim)
     cfg = MultiTaskDiTConfig(
         input_features=inputs,
-        output_features={"action": PolicyFeature(FeatureType.ACTION, (action_dim,))},
+        output_features=outputs,
         n_obs_steps=1, horizon=8, n_action_steps=n_action_steps,
         noise_scheduler_type="DDIM", num_train_timesteps=10, num_inference_steps=2, prediction_type="sample",
         hidden_dim=32, num_layers=1, num_heads=2, timestep_embed_dim=32, dropout=0.0,
@@ -91,11 +89,4 @@ def make_dit_checkpoint(directory: Path, cameras: dict[str, tuple[int, int]], *,
                                    "mean": torch.full((state_dim,), 20.0), "std": torch.full((state_dim,), 10.0)},
              "action": {"min": torch.full((action_dim,), -40.0), "max": torch.full((action_dim,), 40.0),
                         "mean": torch.zeros(action_dim), "std": torch.full((action_dim,), 20.0)}}
-    for name in cameras:
-        stats[f"observation.images.{name}"] = {"mean": torch.full((3, 1, 1), 0.5),
-                                               "std": torch.full((3, 1, 1), 0.25)}
-    pre, post = make_pre_post_processors(cfg, dataset_stats=stats)
-    policy.save_pretrained(directory)
-    pre.save_pretrained(directory)
-    post.save_pretrained(directory)
-    return directory
+    return save_with_processors(policy, cfg, stats, cameras, directory)
