@@ -23,7 +23,6 @@ from __future__ import annotations
 import csv
 import io
 import math
-import os
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -31,6 +30,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from .errors import BadInput
+from .pids import process_running
 from .store import AUTO_JUDGE, PHYSICS_JUDGE, CampaignStore, Judgment
 
 SUCCESS_WORDS = {"1": True, "true": True, "yes": True, "0": False, "false": False, "no": False}
@@ -529,7 +529,7 @@ def session_counts(sessions: Sequence[dict[str, Any]]) -> SessionCounts:
         outcome = str(s.get("outcome") or "")
         if s.get("ended_at") is None:
             last = i == len(sessions) - 1
-            alive = last and s.get("host") == platform.node() and _pid_alive(s.get("pid"))
+            alive = last and s.get("host") == platform.node() and process_running(s.get("pid"))
             counts["running" if alive else "killed"] += 1
         elif outcome == "interrupted":
             counts["interrupted"] += 1
@@ -539,15 +539,3 @@ def session_counts(sessions: Sequence[dict[str, Any]]) -> SessionCounts:
             counts["ended"] += 1
     return SessionCounts(count=len(sessions), ended=counts["ended"], interrupted=counts["interrupted"],
                          killed=counts["killed"], failed=counts["failed"], running=counts["running"])
-
-
-def _pid_alive(pid: Any) -> bool:
-    if not isinstance(pid, int) or pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)          # no signal is sent: only asks whether the process exists
-    except PermissionError:
-        return True              # exists, owned by someone else
-    except OSError:
-        return False
-    return True

@@ -21,7 +21,7 @@ from .recording import check_disk, episode_bytes_estimate, remove_episode_files
 from .schedule import Trial
 from .store import new_episode_id
 from .progress import say_flushed, terminal
-from .trials import Progress, commit_episode, episode_context, episode_record, stop_decision
+from .trials import INTERRUPTED_BY_USER, Progress, commit_episode, episode_context, episode_record, stop_decision
 
 _WORKER: dict = {}
 
@@ -138,7 +138,7 @@ def run_parallel(opened: OpenedCampaign, pending: list[Trial], workers: int, sum
     except KeyboardInterrupt:
         _kill_pool(pool)
         for future, (trial, attempt, episode_id) in in_flight.items():
-            store.abort_attempt(attempt, "interrupted by the user (Ctrl-C)")
+            store.abort_attempt(attempt, INTERRUPTED_BY_USER)
             remove_episode_files(store.directory, episode_id)
         raise Interrupted("interrupted: running simulated trials will be re-run; "
                           "run the same command again to resume") from None

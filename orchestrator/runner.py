@@ -26,7 +26,8 @@ from .recording import DISK_MARGIN_BYTES, EpisodeRecorder, check_disk, episode_b
 from .schedule import Trial
 from .store import new_episode_id
 from .progress import say_flushed, terminal
-from .trials import Progress, RunSummary, commit_episode, episode_context, episode_record, stop_decision
+from .trials import (INTERRUPTED_BY_USER, Progress, RunSummary, commit_episode, episode_context, episode_record,
+                     stop_decision)
 
 MAX_ATTEMPTS_PER_SESSION = 3
 
@@ -144,7 +145,7 @@ def _attempt(opened: OpenedCampaign, motion: ArmMotion, policy, trial: Trial, co
     except KeyboardInterrupt:
         rig.safe_stop()
         recorder.discard()
-        store.abort_attempt(attempt, "interrupted by the user (Ctrl-C)")
+        store.abort_attempt(attempt, INTERRUPTED_BY_USER)
         raise Interrupted("interrupted: arm made safe, the running trial will be re-run; "
                           "run the same command again to resume") from None
     except EmergencyStop as stop:

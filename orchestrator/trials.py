@@ -15,6 +15,8 @@ from .protocol import LoadedProtocol
 from .schedule import Trial
 from .store import CampaignStore, EpisodeRecord
 
+# The recorded reason of an attempt a Ctrl-C or SIGTERM cut short (the runner and the parallel pool).
+INTERRUPTED_BY_USER = "interrupted by the user (Ctrl-C)"
 OVERRUN_WARN_FRACTION = 0.05  # warn when more than 5 % of an episode's steps overran the period
 
 

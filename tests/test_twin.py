@@ -12,6 +12,7 @@ import time
 import numpy as np
 import pytest
 
+from orchestrator.pids import process_running
 from orchestrator.sim.twin import feetech
 from support.repo import REPO
 from support.requires import require_module
@@ -107,18 +108,6 @@ def test_lerobot_reads_calibrated_degrees_and_torque_off_lets_the_arm_sag(twin_r
     assert sagged["joints_deg"][1] > held[1] + 15, (held, sagged["joints_deg"])
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:   # a zombie waiting for its (dead) parent's reaper counts as gone
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
 def test_twin_and_its_camera_process_go_when_the_orchestrator_is_sigkilled(tmp_path):
     code = ("import sys, time, json; from orchestrator.rigs.profile import load_rig; "
             "from orchestrator.sim.twin.client import start_twin; t = start_twin(load_rig(sys.argv[1])); "
@@ -130,14 +119,14 @@ def test_twin_and_its_camera_process_go_when_the_orchestrator_is_sigkilled(tmp_p
     twin_pid, port, frames = json.loads(proc.stdout.readline())
     children = subprocess.run(["pgrep", "-P", str(twin_pid)], capture_output=True, text=True).stdout.split()
     assert children, "the twin has no camera process"
-    assert _alive(twin_pid) and os.path.exists(port) and os.path.isdir(frames)
+    assert process_running(twin_pid) and os.path.exists(port) and os.path.isdir(frames)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and (_alive(twin_pid) or any(_alive(int(c)) for c in children)):
+    while time.monotonic() < deadline and (process_running(twin_pid) or any(process_running(int(c)) for c in children)):
         time.sleep(0.1)
-    assert not _alive(twin_pid), "the twin outlived the orchestrator"
-    assert not any(_alive(int(c)) for c in children), "the twin's camera process outlived it"
+    assert not process_running(twin_pid), "the twin outlived the orchestrator"
+    assert not any(process_running(int(c)) for c in children), "the twin's camera process outlived it"
     assert not os.path.exists(frames)
 
 

@@ -17,6 +17,7 @@ from typing import Any, Callable
 from ..durable import swap_directory
 from ..progress import say_flushed, terminal
 from ..errors import BadInput, RuntimeFailure
+from ..pids import process_running
 from ..store import CampaignStore
 from .checks import (check_export_space, check_hub_token, check_lerobot_installed, check_not_running, check_repo_id,
                      check_root, default_root)
@@ -48,14 +49,7 @@ def _remove_stale_temps(root: Path) -> None:
         if not match:
             continue
         pid = int(match.group(1))
-        try:
-            os.kill(pid, 0)
-            alive = pid != os.getpid()
-        except ProcessLookupError:
-            alive = False
-        except PermissionError:
-            alive = True
-        if not alive:
+        if pid == os.getpid() or not process_running(pid):
             shutil.rmtree(child, ignore_errors=True)
 
 

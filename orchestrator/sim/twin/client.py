@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import BadInput
+from ...pids import process_running
 from ...rigs.profile import LoadedRig, RigProfile
 from .frames import frames_root
 
@@ -181,21 +182,8 @@ def remove_dead_twins_files() -> None:
                 pid = int((folder / OWNER_FILE).read_text())
             except (OSError, ValueError):
                 continue
-            if not _running(pid):
+            if not process_running(pid):
                 shutil.rmtree(folder, ignore_errors=True)
-
-
-def _running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # someone else's process
-    try:  # a zombie (killed, not yet reaped by its parent) is not running
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return True
 
 
 def _first_line(proc: subprocess.Popen) -> str:
