@@ -20,7 +20,7 @@ from .errors import Interrupted, RuntimeFailure
 from .recording import check_disk, episode_bytes_estimate, remove_episode_files
 from .schedule import Trial
 from .store import new_episode_id
-from .progress import say_flushed, terminal
+from .progress import terminal_for
 from .trials import INTERRUPTED_BY_USER, Progress, commit_episode, episode_context, episode_record, stop_decision
 
 _WORKER: dict = {}
@@ -81,7 +81,7 @@ def _run_trial(trial: Trial, episode_id: str):
 def run_parallel(opened: OpenedCampaign, pending: list[Trial], workers: int, summary,
                  say: Callable[[str], None], stop_after: int | None) -> None:
     store, loaded, rig = opened.store, opened.protocol, opened.rig
-    progress = Progress(summary.total, summary.done_total, say, terminal() if say is say_flushed else None)
+    progress = Progress(summary.total, summary.done_total, say, terminal_for(say))
     per_episode = episode_bytes_estimate(rig.profile.cameras, loaded.protocol.episode.duration_s)
     context = multiprocessing.get_context("spawn")
     pool = ProcessPoolExecutor(

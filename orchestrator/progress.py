@@ -25,9 +25,10 @@ def say_flushed(text: str) -> None:
     print(text, flush=True)
 
 
-def terminal() -> Any:
-    """A rich Console on stdout when stdout is a terminal, else None (plain lines)."""
-    if not sys.stdout.isatty():
+def terminal_for(say: Callable[[str], None]) -> Any:
+    """A rich Console on stdout when the output goes through the default printer (`say_flushed`)
+    to a terminal, else None (plain lines: a caller's own `say`, pipes, logs)."""
+    if say is not say_flushed or not sys.stdout.isatty():
         return None
     from rich.console import Console
 

@@ -25,7 +25,7 @@ from .operator import AutoOperator, EmergencyStop, Operator, StopRequested, Tria
 from .recording import DISK_MARGIN_BYTES, EpisodeRecorder, check_disk, episode_bytes_estimate, free_bytes
 from .schedule import Trial
 from .store import new_episode_id
-from .progress import say_flushed, terminal
+from .progress import say_flushed, terminal_for
 from .trials import (INTERRUPTED_BY_USER, Progress, RunSummary, commit_episode, episode_context, episode_record,
                      stop_decision)
 
@@ -197,7 +197,7 @@ def _run_sequential(opened: OpenedCampaign, pending: list[Trial], operator: Oper
             raise BadInput(problems)
         if not _rest_or_end(motion, say):
             return
-        progress = Progress(summary.total, summary.done_total, say, terminal() if say is say_flushed else None)
+        progress = Progress(summary.total, summary.done_total, say, terminal_for(say))
         queue = list(pending)
         tries: dict[int, int] = {}
         index = 0

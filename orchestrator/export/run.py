@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..durable import swap_directory
-from ..progress import say_flushed, terminal
+from ..progress import terminal_for
 from ..errors import BadInput, RuntimeFailure
 from ..pids import process_running
 from ..store import CampaignStore
@@ -99,7 +99,7 @@ def _write_all(prep: _Prepared, summary: dict[str, Any], out: Path,
                say: Callable[[str], None]) -> tuple[dict[str, Any], dict[str, Any]]:
     """The dataset and the evaluation files into `out`; (LeRobot's info, the card arguments)."""
     plan = prep.plan
-    info = write_dataset(plan, out, say, terminal() if say is say_flushed else None)
+    info = write_dataset(plan, out, say, terminal_for(say))
     write_table(trial_rows(plan, prep.judge_labels), out / TRIALS_FILE)
     (out / PROTOCOL_FILE).write_text(plan.campaign["protocol_text"], encoding="utf-8")
     (out / LAYOUT_FILE).write_text(plan.campaign["layout_text"], encoding="utf-8")
