@@ -43,7 +43,7 @@ from ..faults import DeviceFault, one_line
 from ..protocol import LeRobotPolicySpec
 from ..rigs.base import Action, Observation
 from ..rigs.profile import STATE_KEYS, LoadedRig, RigProfile
-from .checkpoint import (apply_overrides, feature_problems, resolve_device, state_stats,  # noqa: F401
+from .checkpoint import (apply_overrides, feature_problems, resolve_device, state_stats,
                          state_units_problems)
 
 logger = logging.getLogger(__name__)
