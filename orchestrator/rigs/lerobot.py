@@ -49,6 +49,7 @@ from .clamp_log import quiet_clamp_warnings
 from .hardware_checks import calibrate_command, check_calibration, check_port, rig_checks
 from .lerobot_config import build_robot_config
 from .profile import LoadedRig, RigProfile
+from .servo_alarms import CHECK_EVERY_STEPS, drop_stale_replies, raise_on_alarm
 
 logger = logging.getLogger(__name__)
 
@@ -236,8 +237,6 @@ class LeRobotRig:
         return None
 
     def observe(self, with_images: bool = True) -> Observation:
-        from .servo_alarms import CHECK_EVERY_STEPS, drop_stale_replies, raise_on_alarm
-
         try:
             drop_stale_replies(self.robot)
             obs = self.robot.get_observation()
@@ -253,8 +252,6 @@ class LeRobotRig:
 
     @quiet_clamp_warnings()  # LeRobot's per-step warning: counted below as target_clipped events
     def act(self, action: Action) -> Action:
-        from .servo_alarms import drop_stale_replies
-
         try:
             drop_stale_replies(self.robot)
             sent = self.robot.send_action(action)
@@ -391,8 +388,6 @@ class LeRobotRig:
         robot = self.robot
         bus = getattr(robot, "bus", None)
         if bus is not None and hasattr(bus, "sync_read"):
-            from .servo_alarms import drop_stale_replies
-
             drop_stale_replies(robot)
             values = bus.sync_read("Present_Position", num_retry=self._retries)
             return {f"{m}.pos": float(v) for m, v in values.items()}
