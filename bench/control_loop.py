@@ -123,11 +123,11 @@ class NoRecorder:
 
 def bench_orchestrator(rig, loaded, tmp: Path, fps: int, seconds: float, record: bool = True,
                        policy=None, name: str | None = None) -> dict:
-    from orchestrator import episode as episode_mod
-    from orchestrator.operator import AutoOperator
+    from orchestrator.run import control_loop as episode_mod
+    from orchestrator.run.operator_protocol import AutoOperator
     from orchestrator.policies.base import EpisodeContext
-    from orchestrator.protocol import Cube, Mark
-    from orchestrator.recording import EpisodeRecorder
+    from orchestrator.design.protocol import Cube, Mark
+    from orchestrator.run.recording import EpisodeRecorder
 
     class Hold:
         needs_images = True
@@ -330,10 +330,10 @@ def bench_twin(fps: int, seconds: float) -> None:
     import torch
 
     from orchestrator.policies.lerobot import LeRobotPolicy
-    from orchestrator.protocol import LeRobotPolicySpec
+    from orchestrator.design.protocol import LeRobotPolicySpec
     from orchestrator.rigs.factory import make_rig
     from orchestrator.rigs.profile import load_rig
-    from orchestrator.sim.twin.client import start_twin
+    from orchestrator.rigs.twin.client import start_twin
     from support.act import make_act_checkpoint
 
     loaded = load_rig(ROOT / "hardware" / "so101_twin.yaml")

@@ -37,8 +37,8 @@ sys.path.insert(0, str(ROOT / "tests"))   # the test fixture writes small record
 from support.judge_campaign import make_campaign  # noqa: E402
 from textual import events  # noqa: E402
 
-from orchestrator.blinding import CampaignSource  # noqa: E402
-from orchestrator.judge.app import JudgeApp  # noqa: E402
+from orchestrator.judging.blinding import CampaignSource  # noqa: E402
+from orchestrator.judging.tui.app import JudgeApp  # noqa: E402
 
 
 def press(app: JudgeApp, key: str) -> float:

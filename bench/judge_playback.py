@@ -18,9 +18,9 @@ from pathlib import Path
 
 import numpy as np
 
-from orchestrator.blinding import CampaignSource
-from orchestrator.judge.app import JudgeApp
-from orchestrator.judge.player import Player
+from orchestrator.judging.blinding import CampaignSource
+from orchestrator.judging.tui.app import JudgeApp
+from orchestrator.judging.tui.player import Player
 
 
 async def play(campaign: Path, speed: float, size: tuple[int, int]) -> None:

@@ -21,10 +21,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from orchestrator.campaign import open_campaign  # noqa: E402
+from orchestrator.run.campaign import open_campaign  # noqa: E402
 from orchestrator.commands.run import default_workers  # noqa: E402
-from orchestrator.runner import run_campaign  # noqa: E402
-from orchestrator.store import CampaignStore  # noqa: E402
+from orchestrator.commands.referees import campaign_referees  # noqa: E402
+from orchestrator.run.sequential import run_campaign  # noqa: E402
+from orchestrator.store.sqlite import CampaignStore  # noqa: E402
 
 
 def main() -> int:
@@ -38,7 +39,7 @@ def main() -> int:
         opened = open_campaign(args.protocol, args.rig, work / "c")
         started = time.perf_counter()
         try:
-            summary = run_campaign(opened, workers=args.workers, say=lambda _: None)
+            summary = run_campaign(opened, workers=args.workers, say=lambda _: None, referees=campaign_referees())
         finally:
             opened.store.close()
         wall = time.perf_counter() - started

@@ -35,7 +35,7 @@ def measure(cell: float | None, width: int, height: int, frames: int) -> dict:
 
     from orchestrator.policies.base import EpisodeContext
     from orchestrator.policies.scripted import ScriptedPickPolicy
-    from orchestrator.protocol import load_protocol
+    from orchestrator.design.protocol import load_protocol
     from orchestrator.rigs.profile import CameraSpec, load_rig
     from orchestrator.rigs.sim import SimRig
     from orchestrator.sim.scene import RenderSettings
@@ -126,10 +126,10 @@ def demo_outcomes(protocol_path: Path, rig_path: Path) -> None:
     from math import comb
 
     from orchestrator.policies.factory import make_policy
-    from orchestrator.protocol import load_protocol
+    from orchestrator.design.protocol import load_protocol
     from orchestrator.rigs.factory import make_rig
     from orchestrator.rigs.profile import load_rig
-    from orchestrator.schedule import trial_seed
+    from orchestrator.design.schedule import trial_seed
 
     loaded = load_protocol(protocol_path)
     proto, layout = loaded.protocol, loaded.layout
@@ -167,10 +167,10 @@ def noise_sweep(levels: list[float], reps: int) -> None:
     os.environ.setdefault("MUJOCO_GL", "egl")
     sys.path.insert(0, str(REPO))
     from orchestrator.policies.scripted import ScriptedPickPolicy
-    from orchestrator.protocol import load_protocol
+    from orchestrator.design.protocol import load_protocol
     from orchestrator.rigs.factory import make_rig
     from orchestrator.rigs.profile import load_rig
-    from orchestrator.schedule import trial_seed
+    from orchestrator.design.schedule import trial_seed
 
     loaded = load_protocol(REPO / "protocols" / "sim_demo.yaml")
     proto, layout = loaded.protocol, loaded.layout

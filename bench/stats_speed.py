@@ -20,10 +20,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 t0 = time.perf_counter()
-from orchestrator import stats  # noqa: E402
-from orchestrator.outcomes import load_outcomes_csv  # noqa: E402
-from orchestrator.report import build_report, render  # noqa: E402
-from orchestrator.stopping import stopping_decision  # noqa: E402
+from orchestrator.analysis import stats  # noqa: E402
+from orchestrator.analysis.outcomes import load_outcomes_csv  # noqa: E402
+from orchestrator.analysis.report import build_report, render  # noqa: E402
+from orchestrator.analysis.stopping import stopping_decision  # noqa: E402
 
 IMPORT_S = time.perf_counter() - t0
 

@@ -1,3 +1,3 @@
-from .cli import entry
+from orchestrator.cli import entry
 
 entry()

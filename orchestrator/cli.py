@@ -12,7 +12,7 @@ import importlib
 import sqlite3
 import sys
 
-from .errors import OrchestratorError
+from orchestrator.core.errors import OrchestratorError
 
 VERBS = {
     "demo": "demo",
@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     debug = getattr(args, "debug", False)
     try:
-        from .pgstore import using_server
+        from orchestrator.store.postgres import using_server
 
         with using_server(getattr(args, "store", None)):
             code = args._run(args)

@@ -1,7 +1,8 @@
 """The shape of the code (the developer guide's rules, checked): no module in `orchestrator/`
 over 600 lines, no function over 80 lines unless its file says why in a `# long-function: NAME:
-why` note, and no import cycle between the package's modules (lazy imports inside functions
-count too: they are dependencies all the same)."""
+why` note, no import cycle between the package's modules, and imports only downward through the
+stages a campaign goes through (`STAGES`). Lazy imports inside functions count too: they are
+dependencies all the same."""
 
 from __future__ import annotations
 
@@ -107,6 +108,44 @@ def test_no_import_cycle():
     graph = {name: {d for d in imports_of(name, path, known) if (name, d) not in NOTED_EDGES}
              for name, path in known.items()}
     assert cycles(graph) == []
+
+
+# The packages in the order a campaign flows through them; a module may import its own stage and
+# the stages before it, never one after it. `core` is what every stage uses (errors, atomic
+# writes, YAML with line numbers, the progress bar); `cli` and `__main__` sit above everything.
+STAGES = ("core", "design", "store", "sim", "rigs", "policies", "run", "judging", "analysis", "export",
+          "commands", "cli")
+
+
+def stage_of(module: str) -> int:
+    parts = module.split(".")
+    if len(parts) == 1:          # the package itself (orchestrator/__init__.py)
+        return -1
+    top = "cli" if parts[1] == "__main__" else parts[1]
+    assert top in STAGES, f"{module}: top-level module or package not in a stage (add it to STAGES or move it)"
+    return STAGES.index(top)
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    return sorted(f"{a} -> {b}" for a, deps in graph.items() for b in deps if stage_of(b) > stage_of(a))
+
+
+def test_imports_only_downward_through_the_stages():
+    known = modules()
+    graph = {name: imports_of(name, path, known) for name, path in known.items()}
+    assert sum(len(d) for d in graph.values()) > 200     # the graph was read (not vacuously empty)
+    assert upward_imports(graph) == []
+
+
+def test_every_top_level_module_belongs_to_a_stage():
+    tops = {name.split(".")[1] for name in modules() if "." in name}
+    assert tops - {"__main__"} == set(STAGES), tops ^ set(STAGES)
+
+
+def test_the_stage_check_finds_an_upward_import():
+    graph = {"orchestrator.design.protocol": {"orchestrator.run.campaign"},
+             "orchestrator.run.campaign": {"orchestrator.design.protocol"}}
+    assert upward_imports(graph) == ["orchestrator.design.protocol -> orchestrator.run.campaign"]
 
 
 def test_the_cycle_finder_finds_a_cycle():

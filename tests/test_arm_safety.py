@@ -16,8 +16,9 @@ import yaml
 
 from fakes import feetech
 from fakes.rigs import REST, plug_in_arm, write_rig, write_videos
-from orchestrator.errors import BadInput, Interrupted, RuntimeFailure
-from orchestrator.operator import AutoOperator, EmergencyStop, StopRequested
+from orchestrator.core.errors import BadInput, Interrupted, RuntimeFailure
+from orchestrator.run.operator_protocol import AutoOperator, StopRequested
+from orchestrator.rigs.base import EmergencyStop
 from orchestrator.rigs.profile import STATE_KEYS, load_rig
 from support.requires import require_module
 
@@ -59,12 +60,13 @@ def rig_with(rig_path, **changes):
 
 
 def campaign(protocol, rig, out, operator=None):
-    from orchestrator.campaign import open_campaign
-    from orchestrator.runner import run_campaign
+    from orchestrator.run.campaign import open_campaign
+    from orchestrator.commands.referees import campaign_referees
+    from orchestrator.run.sequential import run_campaign
 
     opened = open_campaign(protocol, rig, out)
     try:
-        summary = run_campaign(opened, operator, say=lambda s: None)
+        summary = run_campaign(opened, operator, say=lambda s: None, referees=campaign_referees())
         return summary, opened.store.attempts()
     finally:
         opened.store.close()
@@ -95,10 +97,10 @@ class Hold:
 def test_a_two_second_stall_is_never_caught_up(bench):
     """After a 2 s inference the next actions go out a full period apart (lerobot-rollout's
     `max(0, period - dt)`), not back to back; the overrun is recorded with its step."""
-    from orchestrator.episode import run_episode
+    from orchestrator.run.control_loop import run_episode
     from orchestrator.policies.base import EpisodeContext
-    from orchestrator.protocol import Cube, Mark
-    from orchestrator.recording import EpisodeRecorder
+    from orchestrator.design.protocol import Cube, Mark
+    from orchestrator.run.recording import EpisodeRecorder
     from orchestrator.rigs.lerobot import LeRobotRig
 
     tmp_path, arm, rig_path, _ = bench
@@ -385,7 +387,7 @@ def test_another_calibration_is_refused_before_torque_is_ever_enabled(bench):
 def test_ctrl_c_under_the_terminal_prompt_waits_for_the_end_of_the_control_step():
     import io
 
-    from orchestrator.console.prompt import PromptOperator
+    from orchestrator.run.console.prompt import PromptOperator
 
     before = signal.getsignal(signal.SIGINT)
     op = PromptOperator(None, stdin=io.StringIO(""), out=lambda s: None)
@@ -411,8 +413,8 @@ def test_sigterm_under_the_terminal_prompt_waits_for_the_end_of_the_control_step
     prompt's handler in place, a flag honoured between two control steps."""
     import io
 
-    from orchestrator.console.prompt import PromptOperator
-    from orchestrator.runner import run_session
+    from orchestrator.run.console.prompt import PromptOperator
+    from orchestrator.run.sequential import run_session
 
     class Sessions:  # the store's sessions table, as far as run_session uses it
         outcome = None
@@ -442,7 +444,7 @@ def test_sigterm_under_the_terminal_prompt_waits_for_the_end_of_the_control_step
 
 # ------------------------------------------------------------------ item 5 (doctor) and item 11
 def test_doctor_shows_the_present_and_rest_pose_and_refuses_a_rest_pose_outside_the_range(bench):
-    from orchestrator.preflight import run_preflight
+    from orchestrator.run.preflight import run_preflight
 
     tmp_path, arm, rig_path, _ = bench
     checks = run_preflight(load_rig(rig_path), None, tmp_path, camera_seconds=0.3)
@@ -468,7 +470,7 @@ def test_doctor_weighs_the_policies_against_the_accelerator_memory(tmp_path):
     cams = {"front": (48, 64)}
     ckpt = make_act_checkpoint(tmp_path / "a", cams)
     features = {k: float for k in STATE_KEYS} | {"front": (48, 64, 3)}
-    from orchestrator.protocol import LeRobotPolicySpec
+    from orchestrator.design.protocol import LeRobotPolicySpec
 
     policy = LeRobotPolicy(LeRobotPolicySpec(type="lerobot", path=str(ckpt)), tmp_path, "", features)
     size = parameter_bytes(policy.policy)
@@ -484,7 +486,7 @@ def test_doctor_weighs_the_policies_against_the_accelerators_free_memory(monkeyp
     faked here (no GPU on this machine) at that lowest layer."""
     import torch
 
-    from orchestrator.preflight import _memory_checks
+    from orchestrator.run.preflight import _memory_checks
 
     asked = []
 

@@ -14,11 +14,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from orchestrator.auto import fk
-from orchestrator.auto.rater import arm_moved, rate
-from orchestrator.blinding import CampaignSource
-from orchestrator.judge.app import JudgeApp
-from orchestrator.store import CampaignStore
+from orchestrator.judging.auto import fk
+from orchestrator.judging.auto.rater import arm_moved, rate
+from orchestrator.judging.blinding import CampaignSource
+from orchestrator.judging.tui.app import JudgeApp
+from orchestrator.store.sqlite import CampaignStore
 
 from support.tiny import ROOT
 
@@ -54,7 +54,7 @@ def lifted_pose(kinematics, height_m: float) -> np.ndarray:
 
 def test_rate_on_synthetic_trajectories(kinematics):
     """Grasp at 3 cm, squeeze, lift the grasp point by 4 cm + seat +- 5 mm, hold for a while."""
-    from orchestrator.auto.rater import SEAT_M
+    from orchestrator.judging.auto.rater import SEAT_M
 
     cube = 0.03
     holding = float(np.interp(cube * 0.95, fk.GAP_M, fk.GAP_PCT))   # jaws stopped by the cube
@@ -107,7 +107,7 @@ def test_runner_stores_auto_labels_that_agree_with_physics(tiny):
 def test_auto_is_advisory_unless_counted(tiny, tmp_path):
     import shutil
 
-    from orchestrator.outcomes import outcomes_from_store
+    from orchestrator.analysis.outcomes import outcomes_from_store
 
     copy = tmp_path / "c"
     shutil.copytree(tiny, copy)
@@ -199,7 +199,7 @@ def test_binary_agreement_against_statsmodels():
     from statsmodels.stats.inter_rater import cohens_kappa
     from statsmodels.stats.proportion import proportion_confint
 
-    from orchestrator.stats import binary_agreement
+    from orchestrator.analysis.stats import binary_agreement
 
     rng = np.random.default_rng(5)
     for n in (12, 40, 100):

@@ -13,12 +13,12 @@ import av
 import pytest
 
 from support.judge_campaign import SECRET_TERMS, make_campaign, policy_of
-from orchestrator import blinding
-from orchestrator.blinding import CampaignSource, blinded_view, judge_order
-from orchestrator.bundle import write_bundle
-from orchestrator.errors import RuntimeFailure
-from orchestrator.judge.app import JudgeApp
-from orchestrator.store import CampaignStore
+from orchestrator.judging import blinding
+from orchestrator.judging.blinding import CampaignSource, blinded_view, judge_order
+from orchestrator.judging.bundle import write_bundle
+from orchestrator.core.errors import RuntimeFailure
+from orchestrator.judging.tui.app import JudgeApp
+from orchestrator.store.sqlite import CampaignStore
 
 
 
@@ -122,9 +122,9 @@ def test_orders_are_independent_of_the_policy_sequence(campaign):
 
 def test_judge_package_cannot_reach_the_key():
     """Importing the judge app loads none of the modules that can read the key."""
-    code = ("import sys, orchestrator.judge.app, orchestrator.judge.player, orchestrator.judge.source\n"
-            "bad = [m for m in ('orchestrator.store', 'orchestrator.blinding', 'orchestrator.bundle',"
-            " 'orchestrator.schedule', 'orchestrator.protocol', 'sqlite3') if m in sys.modules]\n"
+    code = ("import sys, orchestrator.judging.tui.app, orchestrator.judging.tui.player, orchestrator.judging.source\n"
+            "bad = [m for m in ('orchestrator.store.sqlite', 'orchestrator.judging.blinding', 'orchestrator.judging.bundle',"
+            " 'orchestrator.design.schedule', 'orchestrator.design.protocol', 'sqlite3') if m in sys.modules]\n"
             "print(bad)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr

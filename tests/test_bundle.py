@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from support.judge_campaign import make_campaign
-from orchestrator.bundle import BundleSource, bundle_labels
+from orchestrator.judging.bundle import BundleSource, bundle_labels
 from orchestrator.cli import main
-from orchestrator.judge.app import JudgeApp
+from orchestrator.judging.tui.app import JudgeApp
 
 ROOT = Path(__file__).resolve().parents[1]
 

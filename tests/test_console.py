@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.console import OperatorConsole, run_console
-from orchestrator.console.layout_view import describe_mark, render_layout
-from orchestrator.operator import EmergencyStop, Operator, StopRequested, TrialCue
-from orchestrator.protocol import load_layout
+from orchestrator.run.console import OperatorConsole, run_console
+from orchestrator.run.console.layout_view import describe_mark, render_layout
+from orchestrator.run.operator_protocol import Operator, StopRequested, TrialCue
+from orchestrator.rigs.base import EmergencyStop
+from orchestrator.design.protocol import load_layout
 
 REPO = Path(__file__).resolve().parent.parent
 LABELS = ("act_policy_v2", "scripted_baseline")  # the fake schedule's policy labels
@@ -207,7 +208,7 @@ def test_ctrl_c_interrupts_the_session(layout):
 def test_prompt_operator_without_a_terminal(layout):
     import io
 
-    from orchestrator.console.prompt import PromptOperator
+    from orchestrator.run.console.prompt import PromptOperator
 
     lines: list[str] = []
     op = PromptOperator(layout, countdown_s=0, stdin=io.StringIO("\n\nq\n"), out=lines.append)

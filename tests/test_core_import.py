@@ -12,9 +12,9 @@ from pathlib import Path
 from support.repo import REPO, SIM_PROTOCOL
 
 HEAVY = ("torch", "mujoco", "lerobot")
-CORE_MODULES = ["orchestrator.cli", "orchestrator.protocol", "orchestrator.yamlsrc", "orchestrator.schedule",
-                "orchestrator.store", "orchestrator.migrations", "orchestrator.errors",
-                "orchestrator.rigs.profile", "orchestrator.layout_print", "orchestrator.commands.validate",
+CORE_MODULES = ["orchestrator.cli", "orchestrator.design.protocol", "orchestrator.core.yamlsrc", "orchestrator.design.schedule",
+                "orchestrator.store.sqlite", "orchestrator.store.schema", "orchestrator.core.errors",
+                "orchestrator.rigs.profile", "orchestrator.design.template", "orchestrator.commands.validate",
                 "orchestrator.commands.layout"]
 
 

@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from support.export_campaign import FPS, REPO, STEPS, label_all, level, make_campaign, state_value, tree_digest
-from orchestrator.store import CampaignStore
+from orchestrator.store.sqlite import CampaignStore
 
 REPO_ID = "tester/so101-ab-export"
 TOKEN = "hf_EXPORTTESTTOKENdoNotLeakThis0123456789"
@@ -89,7 +89,7 @@ def columns(dataset) -> dict[str, np.ndarray]:
 
 
 def test_importing_export_does_not_import_torch_or_lerobot():
-    code = ("import sys, orchestrator.export, orchestrator.dataset_card, orchestrator.commands.export, "
+    code = ("import sys, orchestrator.export, orchestrator.export.dataset_card, orchestrator.commands.export, "
             "orchestrator.cli; orchestrator.cli.build_parser(); "
             "bad = [m for m in ('torch', 'lerobot', 'datasets', 'huggingface_hub') if m in sys.modules]; "
             "print(bad); sys.exit(1 if bad else 0)")
@@ -214,7 +214,7 @@ def test_evaluation_files_and_card(exported, sim_campaign):
 def test_reexport_replaces_atomically_and_a_failed_export_changes_nothing(exported, sim_campaign, tmp_path,
                                                                           cli, monkeypatch):
     import orchestrator.export.frames as frames
-    from orchestrator.errors import RuntimeFailure
+    from orchestrator.core.errors import RuntimeFailure
 
     root = tmp_path / "ds"
     shutil.copytree(exported[0], root)  # an earlier export of this campaign

@@ -13,10 +13,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from support.judge_campaign import make_campaign
-from orchestrator.bundle import BundleSource, write_bundle
+from orchestrator.judging.bundle import BundleSource, write_bundle
 from orchestrator.cli import main
-from orchestrator.errors import BadInput
-from orchestrator.store import CampaignStore
+from orchestrator.core.errors import BadInput
+from orchestrator.store.sqlite import CampaignStore
 
 FUZZ = settings(max_examples=int(os.environ.get("ORCH_FUZZ_EXAMPLES", "60")), deadline=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])

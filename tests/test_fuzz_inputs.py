@@ -16,9 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from orchestrator.cli import main
-from orchestrator.errors import BadInput
+from orchestrator.core.errors import BadInput
 from orchestrator.rigs.profile import load_rig
-from orchestrator.store import CampaignStore
+from orchestrator.store.sqlite import CampaignStore
 
 ROOT = Path(__file__).resolve().parents[1]
 SIM_RIG = (ROOT / "hardware" / "sim.yaml").read_text()

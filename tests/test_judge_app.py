@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from support.judge_campaign import SECRET_TERMS, make_campaign
-from orchestrator.blinding import CampaignSource
-from orchestrator.judge import app as app_module
-from orchestrator.judge.app import JudgeApp
+from orchestrator.judging.blinding import CampaignSource
+from orchestrator.judging.tui import app as app_module
+from orchestrator.judging.tui.app import JudgeApp
 
 SIZE = (110, 32)
 
@@ -285,7 +285,7 @@ def test_label_queue_invariants_under_random_keys(campaign_template, tmp_path):
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
 
-    from orchestrator.judge.source import current_labels
+    from orchestrator.judging.source import current_labels
 
     actions = st.lists(st.sampled_from(["s", "f", "u", "1", "2", "3", "z"]), max_size=25)
     copies = count()

@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 
 from support.judge_campaign import make_campaign
-from orchestrator.blinding import CampaignSource
-from orchestrator.bundle import BundleSource
+from orchestrator.judging.blinding import CampaignSource
+from orchestrator.judging.bundle import BundleSource
 from orchestrator.cli import main
-from orchestrator.judge.app import JudgeApp
-from orchestrator.judge.player import Player
-from orchestrator.store import CampaignStore
+from orchestrator.judging.tui.app import JudgeApp
+from orchestrator.judging.tui.player import Player
+from orchestrator.store.sqlite import CampaignStore
 
 from support.tiny import run_cli
 

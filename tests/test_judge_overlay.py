@@ -10,11 +10,11 @@ import os
 import numpy as np
 import pytest
 
-from orchestrator.blinding import CampaignSource
-from orchestrator.judge.app import JudgeApp
-from orchestrator.judge.overlay import GUIDE_RGB, CameraPose, guide_segment, zoom_box
-from orchestrator.judge.player import Player
-from orchestrator.protocol import Cube, Mark
+from orchestrator.judging.blinding import CampaignSource
+from orchestrator.judging.tui.app import JudgeApp
+from orchestrator.judging.overlay import GUIDE_RGB, CameraPose, guide_segment, zoom_box
+from orchestrator.judging.tui.player import Player
+from orchestrator.design.protocol import Cube, Mark
 from orchestrator.rigs.profile import load_rig
 
 from support.repo import REPO
@@ -81,7 +81,7 @@ def test_auto_renderer_follows_textual_image_detection(monkeypatch):
     import textual_image.renderable as tir
     import textual_image.widget as tiw
 
-    from orchestrator.judge.halfblock import HalfBlockImage, image_widget_class
+    from orchestrator.judging.tui.halfblock import HalfBlockImage, image_widget_class
 
     monkeypatch.setattr(tir, "Image", tir.HalfcellImage)
     assert image_widget_class("auto") is HalfBlockImage          # no graphics: half-blocks
@@ -123,7 +123,7 @@ def test_zoom_and_guide_keys_in_each_renderer(tiny, renderer):
 
 def test_a_rig_profile_can_give_a_camera_pose(tmp_path):
     """Real or twin cameras get zoom and guide when the profile says where they are."""
-    from orchestrator.errors import BadInput
+    from orchestrator.core.errors import BadInput
     from orchestrator.rigs.profile import profile_camera_poses
 
     text = (REPO / "hardware" / "so101.example.yaml").read_text()

@@ -19,10 +19,10 @@ import numpy as np
 import pytest
 from textual.app import App, ComposeResult
 
-from orchestrator.judge.frames import VideoFrames, frame_at
-from orchestrator.judge.halfblock import HalfBlockImage
-from orchestrator.judge.player import Player
-from orchestrator.recording import EpisodeRecorder
+from orchestrator.judging.video import VideoFrames, frame_at
+from orchestrator.judging.tui.halfblock import HalfBlockImage
+from orchestrator.judging.tui.player import Player
+from orchestrator.run.recording import EpisodeRecorder
 from orchestrator.rigs.profile import STATE_KEYS, CameraSpec
 
 
@@ -190,7 +190,7 @@ async def test_tiled_cameras_at_different_rates_stay_in_step(tmp_path):
 
 def test_a_bundle_keeps_every_frame_timestamp(tmp_path):
     """Bundles remux packets: the judge (and an external player) sees the same PTS."""
-    from orchestrator.bundle import _remux_without_metadata
+    from orchestrator.judging.bundle import _remux_without_metadata
 
     times = [0.0, 0.1, 0.2, 0.5, 0.6, 1.3, 1.4, 1.9]
     write_timed_video(tmp_path / "src.mp4", times)

@@ -28,7 +28,7 @@ import numpy as np
 import pytest
 
 from fakes.rigs import CAMERAS
-from orchestrator.protocol import LeRobotPolicySpec
+from orchestrator.design.protocol import LeRobotPolicySpec
 from orchestrator.rigs.profile import STATE_KEYS
 from support.cli import run_module
 from support.repo import REPO
@@ -177,7 +177,7 @@ def test_run_cli_feeds_each_policy_its_task(sim_checkpoint, tmp_path, monkeypatc
     from lerobot.datasets.lerobot_dataset import LeRobotDataset
 
     from orchestrator.cli import main
-    from orchestrator.store import CampaignStore
+    from orchestrator.store.sqlite import CampaignStore
 
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
     monkeypatch.setenv("HF_LEROBOT_HOME", str(tmp_path / "lerobot"))

@@ -16,7 +16,7 @@ import yaml
 from fakes import feetech
 from support.act import make_act_checkpoint
 from fakes.rigs import CAMERAS, write_rig, write_videos
-from orchestrator.errors import RuntimeFailure
+from orchestrator.core.errors import RuntimeFailure
 from support.requires import require_module
 
 require_module("lerobot")
@@ -66,12 +66,13 @@ def hardware(tmp_path, monkeypatch):
 
 
 def run(protocol, rig, out, say=None):
-    from orchestrator.campaign import open_campaign
-    from orchestrator.runner import run_campaign
+    from orchestrator.run.campaign import open_campaign
+    from orchestrator.commands.referees import campaign_referees
+    from orchestrator.run.sequential import run_campaign
 
     opened = open_campaign(protocol, rig, out)
     try:
-        return run_campaign(opened, None, say=say or (lambda s: None)), opened.store.trials(), opened.store.attempts()
+        return run_campaign(opened, None, say=say or (lambda s: None), referees=campaign_referees()), opened.store.trials(), opened.store.attempts()
     finally:
         opened.store.close()
 
@@ -183,10 +184,11 @@ def test_operator_console_session_on_the_fake_arm(hardware, monkeypatch):
     import time
     from types import SimpleNamespace
 
-    from orchestrator import runner
-    from orchestrator.campaign import open_campaign
-    from orchestrator.console import run_with_console
-    from orchestrator.protocol import load_protocol
+    from orchestrator.commands.referees import campaign_referees
+    from orchestrator.run import sequential as runner
+    from orchestrator.run.campaign import open_campaign
+    from orchestrator.run.console import run_with_console
+    from orchestrator.design.protocol import load_protocol
 
     tmp_path, protocol, rig, arms, _ = hardware
     arm = arms[-1]
@@ -219,7 +221,7 @@ def test_operator_console_session_on_the_fake_arm(hardware, monkeypatch):
         threading.Thread(target=operator_at_the_arm, daemon=True).start()
         opened = open_campaign(protocol, rig, tmp_path / "campaign")  # SQLite: opened on this thread
         try:
-            summary = runner.run_campaign(opened, op, say=op.message)
+            summary = runner.run_campaign(opened, op, say=op.message, referees=campaign_referees())
             return summary, opened.store.trials(), opened.store.attempts(), op.app.query_one("#log").lines
         finally:
             opened.store.close()

@@ -12,10 +12,10 @@ import pytest
 from fakes import feetech
 from support.act import make_act_checkpoint
 from fakes.rigs import CAMERAS, write_rig, write_videos
-from orchestrator.errors import BadInput
-from orchestrator.faults import DeviceFault
+from orchestrator.core.errors import BadInput
+from orchestrator.rigs.device_fault import DeviceFault
 from orchestrator.policies.base import Policy
-from orchestrator.protocol import LeRobotPolicySpec
+from orchestrator.design.protocol import LeRobotPolicySpec
 from orchestrator.rigs.profile import STATE_KEYS, load_rig
 from support.requires import require_module
 
@@ -219,7 +219,7 @@ def write_policy_protocol(directory, policies: dict):
     path = directory / "protocol.yaml"
     path.write_text(yaml.safe_dump({"name": "p", "task": "Pick up the cube", "layout": "layout.yaml",
                                     "policies": policies, "seed": 1, "episode": {"fps": 10, "duration_s": 1}}))
-    from orchestrator.protocol import load_protocol
+    from orchestrator.design.protocol import load_protocol
 
     return load_protocol(path)
 
@@ -264,7 +264,7 @@ def test_device_defaults_to_the_checkpoint_then_what_is_available_and_compile_is
 
     from orchestrator.policies.checkpoint import apply_overrides, resolve_device
     from orchestrator.policies.lerobot import LeRobotPolicy
-    from orchestrator.protocol import LeRobotPolicySpec
+    from orchestrator.design.protocol import LeRobotPolicySpec
 
     assert LeRobotPolicySpec(type="lerobot", path="x").device is None
     ckpt = make_act_checkpoint(tmp_path / "gpu", CAMERAS)

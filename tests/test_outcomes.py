@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from orchestrator.cli import main
-from orchestrator.errors import BadInput
-from orchestrator.outcomes import consensus_label, load_outcomes_csv, parse_success
-from orchestrator.stopping import stopping_decision
+from orchestrator.core.errors import BadInput
+from orchestrator.analysis.outcomes import consensus_label, load_outcomes_csv, parse_success
+from orchestrator.analysis.stopping import stopping_decision
 
 
 def write(tmp_path: Path, text: str, name: str = "o.csv") -> Path:
@@ -154,7 +154,7 @@ def test_stopping_decision_on_outcomes(tmp_path):
 
 
 def test_max_layouts_counts_layouts_run_even_unjudged():
-    from orchestrator.outcomes import TrialOutcome
+    from orchestrator.analysis.outcomes import TrialOutcome
 
     outs = [TrialOutcome(layout=f"L{i}", repeat=0, policy=p, success=None, state="done")
             for i in range(5) for p in ("A", "B")]

@@ -14,8 +14,8 @@ from support.tiny import PROTOCOL, RIG
 @pytest.fixture(scope="module")
 def campaign(pg_cluster, tmp_path_factory):
     """A campaign on the server with 4 committed episodes, written through the store API."""
-    from orchestrator.campaign import open_campaign
-    from orchestrator.store import EpisodeRecord, new_episode_id
+    from orchestrator.run.campaign import open_campaign
+    from orchestrator.store.sqlite import EpisodeRecord, new_episode_id
 
     url = pg_cluster.new_database()
     videos = tmp_path_factory.mktemp("videos")
@@ -54,8 +54,8 @@ def test_the_server_refuses_a_judge_the_key(campaign, pg_cluster, query):
 
 
 def test_a_judge_labels_through_the_blinded_view_only(campaign, pg_cluster):
-    from orchestrator.blinding import CampaignSource
-    from orchestrator.pgstore import using_server
+    from orchestrator.judging.blinding import CampaignSource
+    from orchestrator.store.postgres import using_server
 
     url, videos = campaign
     database = url.split("@/")[1].split("?")[0]
@@ -105,9 +105,9 @@ def test_an_operator_sees_no_human_label_before_judging_is_complete(pg_cluster, 
     """`judging.hide_labels_from_operator`: the operator's role runs trials but the server
     filters every human label out of its queries until the campaign has ended and each episode
     has its judges' labels; the physics labels stay visible."""
-    from orchestrator.campaign import open_campaign
-    from orchestrator.pgstore import using_server
-    from orchestrator.store import CampaignStore, EpisodeRecord, new_episode_id
+    from orchestrator.run.campaign import open_campaign
+    from orchestrator.store.postgres import using_server
+    from orchestrator.store.sqlite import CampaignStore, EpisodeRecord, new_episode_id
 
     (tmp_path / "tiny_layout.yaml").write_text((PROTOCOL.parent / "tiny_layout.yaml").read_text())
     protocol = tmp_path / "hidden.yaml"
@@ -158,8 +158,8 @@ def test_a_judge_sends_an_invalid_start_back_through_the_server(campaign, pg_clu
     """The judge's role has no right on trials, attempts or episodes (refused above), yet an
     invalid start must send the trial back for a re-run: the server's security-definer
     `invalid_start` does it, and nothing of the schedule comes back to the judge."""
-    from orchestrator.blinding import CampaignSource
-    from orchestrator.pgstore import using_server
+    from orchestrator.judging.blinding import CampaignSource
+    from orchestrator.store.postgres import using_server
 
     url, videos = campaign
     database = url.split("@/")[1].split("?")[0]

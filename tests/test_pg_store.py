@@ -61,7 +61,7 @@ def test_a_campaign_on_the_server_matches_sqlite_and_reports(on_server):
 
 @pytest.mark.slow
 def test_doctor_bundle_import_labels_judge_and_export_on_the_server(on_server, tmp_path):
-    from orchestrator.bundle import BundleSource
+    from orchestrator.judging.bundle import BundleSource
 
     url, videos, _ = on_server
     doctor = run_module("doctor", "--rig", RIG, "--out", videos, "--store", url)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from scipy import stats as sps
 
-from orchestrator import stats
+from orchestrator.analysis import stats
 from orchestrator.cli import main
 
 

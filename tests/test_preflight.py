@@ -98,9 +98,9 @@ def test_doctor_ready_measures_cameras_and_loads_the_policy(tmp_path, bench, cap
 
 
 def test_camera_that_stops_delivering_fails_preflight(tmp_path, bench):
-    from orchestrator.preflight import require_ready, run_preflight
+    from orchestrator.run.preflight import require_ready, run_preflight
     from orchestrator.rigs.profile import load_rig
-    from orchestrator.errors import BadInput
+    from orchestrator.core.errors import BadInput
 
     _, port, cal, videos = bench
     rig = write_rig(tmp_path / "rig.yaml", port, cal, videos, camera_extra={"wrist": {"stop_after_frames": 2}})
@@ -113,7 +113,7 @@ def test_camera_that_stops_delivering_fails_preflight(tmp_path, bench):
 
 
 def test_disk_check(tmp_path):
-    from orchestrator.preflight import check_disk
+    from orchestrator.run.preflight import check_disk
 
     assert check_disk(tmp_path / "not" / "yet").ok
     low = check_disk(tmp_path, need_bytes=1 << 60)
@@ -128,8 +128,8 @@ def test_doctor_entry_point_bad_rig_file_exit_2(tmp_path):
 
 
 def test_hardware_modules_import_without_torch_and_sim_doctor_needs_none():
-    code = ("import sys; import orchestrator.preflight, orchestrator.faults, orchestrator.console, "
-            "orchestrator.console.prompt, orchestrator.rigs.lerobot, orchestrator.policies.lerobot, "
+    code = ("import sys; import orchestrator.run.preflight, orchestrator.rigs.device_fault, orchestrator.run.console, "
+            "orchestrator.run.console.prompt, orchestrator.rigs.lerobot, orchestrator.policies.lerobot, "
             "orchestrator.commands.doctor; from orchestrator.cli import main; "
             "rc = main(['doctor', '--rig', 'hardware/sim.yaml', '--protocol', 'protocols/sim_demo.yaml']); "
             "heavy = sorted({m.split('.')[0] for m in sys.modules} & {'torch', 'lerobot', 'mujoco'}); "

@@ -5,8 +5,8 @@ from __future__ import annotations
 import io
 import re
 
-from orchestrator.progress import ProgressBar, clock
-from orchestrator.trials import Progress
+from orchestrator.core.progress import ProgressBar, clock
+from orchestrator.run.bookkeeping import Progress
 
 
 def test_plain_lines_carry_count_note_elapsed_and_eta():

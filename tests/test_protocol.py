@@ -7,8 +7,8 @@ import hashlib
 import pytest
 
 from support.repo import GRID20, REPO, SIM_PROTOCOL, line_of, sim_protocol_text
-from orchestrator.errors import BadInput
-from orchestrator.protocol import (REACH_MAX_M, REACH_MIN_M, LeRobotPolicySpec, ScriptedPolicySpec,
+from orchestrator.core.errors import BadInput
+from orchestrator.design.protocol import (REACH_MAX_M, REACH_MIN_M, LeRobotPolicySpec, ScriptedPolicySpec,
                                    load_layout, load_protocol)
 
 

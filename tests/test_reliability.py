@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from orchestrator.cli import main
-from orchestrator.recording import DISK_MARGIN_BYTES, episode_bytes_estimate
+from orchestrator.run.recording import DISK_MARGIN_BYTES, episode_bytes_estimate
 from orchestrator.rigs.profile import load_rig
-from orchestrator.store import CampaignStore
+from orchestrator.store.sqlite import CampaignStore
 
 from support.tiny import PROTOCOL, RIG, ROOT, run_cli  # noqa: E402
 sys.path.insert(0, str(ROOT / "bench"))

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import stats
+from orchestrator.analysis import stats
 from orchestrator.cli import main
-from orchestrator.outcomes import load_outcomes_csv, outcomes_from_store
-from orchestrator.protocol import load_protocol
-from orchestrator.report import build_report, render, to_dict
-from orchestrator.schedule import draw_schedule
-from orchestrator.store import CampaignStore, EpisodeRecord, new_episode_id
+from orchestrator.analysis.outcomes import load_outcomes_csv, outcomes_from_store
+from orchestrator.design.protocol import load_protocol
+from orchestrator.analysis.report import build_report, render, to_dict
+from orchestrator.design.schedule import draw_schedule
+from orchestrator.store.sqlite import CampaignStore, EpisodeRecord, new_episode_id
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -292,7 +292,7 @@ def test_evalue_rule_decides_when_preregistered(tmp_path):
 
 def test_evaluate_stopping_on_a_store(tmp_path):
     """The runner's entry point: physics labels of a simulated campaign, e-value rule."""
-    from orchestrator.stopping import evaluate_stopping
+    from orchestrator.analysis.stopping import evaluate_stopping
 
     text = (ROOT / "protocols" / "sim_demo.yaml").read_text()
     text = text.replace("layout: ../layouts/grid20.yaml", f"layout: {ROOT / 'layouts' / 'grid20.yaml'}")

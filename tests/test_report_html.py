@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.outcomes import load_outcomes_csv
-from orchestrator.report import build_report, render
+from orchestrator.analysis.outcomes import load_outcomes_csv
+from orchestrator.analysis.report import build_report, render
 
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync"]

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from scipy.stats import fisher_exact
 
-from orchestrator.outcomes import OutcomeSet, TrialOutcome
-from orchestrator.report import build_report, render
-from orchestrator.stats.homogeneity import discordance_homogeneity
+from orchestrator.analysis.outcomes import OutcomeSet, TrialOutcome
+from orchestrator.analysis.report import build_report, render
+from orchestrator.analysis.stats.homogeneity import discordance_homogeneity
 
 
 def _campaign(per_station: dict[str, list[tuple[bool, bool]]]) -> OutcomeSet:

@@ -16,8 +16,8 @@ from scipy import special
 from statsmodels.stats.contingency_tables import cochrans_q
 from statsmodels.stats.multitest import multipletests
 
-from orchestrator.outcomes import OutcomeSet, TrialOutcome, load_outcomes_csv
-from orchestrator.report import build_report, render, to_dict
+from orchestrator.analysis.outcomes import OutcomeSet, TrialOutcome, load_outcomes_csv
+from orchestrator.analysis.report import build_report, render, to_dict
 from support.cli import run_module
 from support.oracles import mcnemar_p_oracle, newcombe_transcribed
 
@@ -190,7 +190,7 @@ def test_digits_on_random_tables_are_distinct_and_faithful():
 
 
 def test_points_on_random_triples():
-    from orchestrator.report.format import points
+    from orchestrator.analysis.report.format import points
 
     rng = np.random.default_rng(2)
     for _ in range(3000):
@@ -239,7 +239,7 @@ def test_confidence_sequence_after_optional_stopping(tmp_path):
 def test_evalue_with_repeats_counts_marks():
     """With repeats the e-value is the Beta-mixture e-value of the discordant marks:
     E = B(1 + k, 1) / B(1, 1) / 0.5^k for k marks won by A and none by B (scipy's Beta function)."""
-    from orchestrator.stopping import stopping_decision
+    from orchestrator.analysis.stopping import stopping_decision
 
     blocks = [(f"M{m}", r, {"A": 1, "B": 0}) for m in range(6) for r in range(4)]
     data = _outcomes(blocks, stopping={"kind": "evalue", "max_layouts": 60})

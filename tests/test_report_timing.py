@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from orchestrator.cli import main
-from orchestrator.outcomes import LoopTiming, OutcomeSet, TrialOutcome, session_counts
-from orchestrator.report import OVERRUN_WARN_FRACTION, build_report, render, to_dict
+from orchestrator.analysis.outcomes import LoopTiming, OutcomeSet, TrialOutcome, session_counts
+from orchestrator.analysis.report import OVERRUN_WARN_FRACTION, build_report, render, to_dict
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data"
@@ -46,8 +46,8 @@ def campaign(tmp_path_factory):
 
 
 def _json_report(directory: Path) -> dict:
-    from orchestrator.outcomes import outcomes_from_store
-    from orchestrator.store import CampaignStore
+    from orchestrator.analysis.outcomes import outcomes_from_store
+    from orchestrator.store.sqlite import CampaignStore
 
     with CampaignStore.open_readonly(directory) as store:
         data = outcomes_from_store(store)
@@ -55,7 +55,7 @@ def _json_report(directory: Path) -> dict:
 
 
 def test_threshold_matches_the_runner():
-    from orchestrator.trials import OVERRUN_WARN_FRACTION as RUNNER
+    from orchestrator.run.bookkeeping import OVERRUN_WARN_FRACTION as RUNNER
 
     assert OVERRUN_WARN_FRACTION == RUNNER
 

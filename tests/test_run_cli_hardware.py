@@ -8,7 +8,7 @@ import io
 
 
 from orchestrator.cli import main
-from orchestrator.store import CampaignStore
+from orchestrator.store.sqlite import CampaignStore
 from test_lerobot_campaign import hardware  # noqa: F401  (the fake-arm fixture)
 from support.requires import require_module
 
@@ -34,7 +34,7 @@ def test_run_verb_on_the_fake_arm_with_terminal_prompts(hardware, monkeypatch, c
     # a still of the start state per camera, before each episode, that the judge gets
     import cv2
 
-    from orchestrator.blinding import CampaignSource
+    from orchestrator.judging.blinding import CampaignSource
 
     source = CampaignSource(out, "alice")
     blind = {e.id: e for e in source.episodes()}

@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 from orchestrator.cli import main
-from orchestrator.recording import PARTIAL
-from orchestrator.store import CampaignStore
+from orchestrator.run.recording import PARTIAL
+from orchestrator.store.sqlite import CampaignStore
 
 from support.tiny import DATA, PROTOCOL, RIG, ROOT, run_cli  # noqa: E402
 sys.path.insert(0, str(ROOT / "bench"))
@@ -171,8 +171,8 @@ def test_commit_episode_counts_and_logs_slow_episodes(tmp_path):
 
     from test_store import create, record
 
-    from orchestrator.store import new_episode_id
-    from orchestrator.trials import RunSummary, commit_episode
+    from orchestrator.store.sqlite import new_episode_id
+    from orchestrator.run.bookkeeping import RunSummary, commit_episode
 
     store = create(tmp_path / "c", n_units=1)
     slow, borderline = store.trials()[:2]

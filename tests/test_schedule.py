@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from support.repo import REPO, SIM_PROTOCOL
-from orchestrator.protocol import Layout, Protocol, load_protocol
-from orchestrator.schedule import draw_schedule, trial_seed
+from orchestrator.design.protocol import Layout, Protocol, load_protocol
+from orchestrator.design.schedule import draw_schedule, trial_seed
 
 
 def make(n_marks: int = 20, labels=("A", "B"), trials_per_layout: int = 1, order: str = "balanced",
@@ -167,8 +167,8 @@ def test_same_schedule_in_a_fresh_interpreter():
     here = digest(draw_schedule(loaded.protocol, loaded.layout))
     code = (
         "import hashlib, json, sys\n"
-        "from orchestrator.protocol import load_protocol\n"
-        "from orchestrator.schedule import draw_schedule\n"
+        "from orchestrator.design.protocol import load_protocol\n"
+        "from orchestrator.design.schedule import draw_schedule\n"
         f"loaded = load_protocol({str(SIM_PROTOCOL)!r})\n"
         "s = draw_schedule(loaded.protocol, loaded.layout)\n"
         "rows = [(t.slot, t.unit, t.mark_id, t.repeat, t.position, t.policy, t.seed) for t in s]\n"

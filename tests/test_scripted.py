@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from orchestrator.policies.base import EpisodeContext
-from orchestrator.protocol import Mark, ScriptedPolicySpec, load_protocol
+from orchestrator.design.protocol import Mark, ScriptedPolicySpec, load_protocol
 from orchestrator.rigs.profile import STATE_KEYS
 
 from support.repo import SIM_PROTOCOL

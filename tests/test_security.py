@@ -22,7 +22,7 @@ import pytest
 
 from support.judge_campaign import SECRET_TERMS, make_campaign
 from support.requires import require_program
-from orchestrator.bundle import write_bundle
+from orchestrator.judging.bundle import write_bundle
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -36,13 +36,13 @@ def hook(event, args):
         opened.append(str(args[0]))
 sys.addaudithook(hook)
 from pathlib import Path
-from orchestrator.judge.app import JudgeApp
+from orchestrator.judging.tui.app import JudgeApp
 kind, target = sys.argv[1], Path(sys.argv[2])
 if kind == "bundle":
-    from orchestrator.bundle import BundleSource
+    from orchestrator.judging.bundle import BundleSource
     source = BundleSource(target, "auditor")
 else:
-    from orchestrator.blinding import CampaignSource
+    from orchestrator.judging.blinding import CampaignSource
     source = CampaignSource(target, "auditor")
 app = JudgeApp(source, renderer="halfcell", autoplay=False)
 async def session():

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from orchestrator.policies.base import EpisodeContext
-from orchestrator.protocol import Cube, Mark, Success, load_protocol
+from orchestrator.design.protocol import Cube, Mark, Success, load_protocol
 from orchestrator.rigs.profile import STATE_KEYS, load_rig
 
 from support.repo import REPO, SIM_PROTOCOL

@@ -104,8 +104,8 @@ def test_three_stations_one_killed_mid_episode(pg_cluster, tmp_path, tiny_refere
     assert all(row["median_block_s"] > 0 for row in per_station.values())
     made = run_module("store", "add-judge", url, "judy")
     assert made.code == 0, made.err
-    from orchestrator.blinding import CampaignSource
-    from orchestrator.pgstore import using_server
+    from orchestrator.judging.blinding import CampaignSource
+    from orchestrator.store.postgres import using_server
 
     database = url.split("@/")[1].split("?")[0]
     with using_server(pg_cluster.url(database, "judy")):
@@ -121,8 +121,9 @@ def test_three_stations_one_killed_mid_episode(pg_cluster, tmp_path, tiny_refere
 def test_the_stopping_rule_is_global_across_stations(pg_cluster, tmp_path):
     """max_layouts: 1 pre-registered: after the first block the rule says stop on the whole
     campaign; the station stops claiming and a second station started later runs nothing."""
-    from orchestrator.campaign import open_campaign
-    from orchestrator.stations import run_station
+    from orchestrator.run.campaign import open_campaign
+    from orchestrator.run.stations import run_station
+    from orchestrator.commands.referees import campaign_referees
 
     protocol = _protocol(tmp_path)
     text = protocol.read_text().replace("stopping: none", "stopping: {kind: evalue, max_layouts: 1}")
@@ -133,7 +134,7 @@ def test_the_stopping_rule_is_global_across_stations(pg_cluster, tmp_path):
     for station in ("first", "second"):
         opened = open_campaign(protocol, RIG, tmp_path / "videos", store_url=url, station=station)
         try:
-            summary = run_station(opened, station, say=lines.append)
+            summary = run_station(opened, station, say=lines.append, referees=campaign_referees())
         finally:
             opened.store.close()
         assert summary.stopped_early and "reached max_layouts = 1" in summary.stopped_early

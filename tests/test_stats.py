@@ -1,4 +1,4 @@
-"""orchestrator.stats against the reference vectors, the seed documents, published values and
+"""orchestrator.analysis.stats against the reference vectors, the seed documents, published values and
 statsmodels/scipy as oracles on thousands of random tables."""
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss_kappa
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import confint_proportions_2indep, proportion_confint
 
-from orchestrator import stats as S
+from orchestrator.analysis import stats as S
 from support.oracles import newcombe_transcribed
-from orchestrator.stats.paired_ci import _tango_p01
+from orchestrator.analysis.stats.paired_ci import _tango_p01
 
 # The reference values of the project's source documents (shared/reference/stats_vectors.json),
 # copied into the repository so the tests never depend on a checkout layout.

@@ -13,7 +13,7 @@ from scipy import stats as sps
 from statsmodels.regression.linear_model import OLS
 from statsmodels.stats import contingency_tables as ct
 
-from orchestrator import stats as S
+from orchestrator.analysis import stats as S
 
 T = S.PairedTable
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from orchestrator.stats.homogeneity import discordance_homogeneity
+from orchestrator.analysis.stats.homogeneity import discordance_homogeneity
 
 
 @pytest.mark.parametrize("counts", [((7, 1), (2, 6)), ((3, 3), (4, 2)), ((10, 0), (0, 10)), ((1, 0), (0, 2)),

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import integrate
 
-from orchestrator import stats as S
+from orchestrator.analysis import stats as S
 
 
 def _mixture_ratio_quad(theta, k, m):

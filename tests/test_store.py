@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from support.repo import REPO
-from orchestrator.errors import BadInput, RuntimeFailure
-from orchestrator.schedule import Trial
-from orchestrator.store import (APPLICATION_ID, DB_NAME, SCHEMA_VERSION, CampaignStore, EpisodeRecord,
+from orchestrator.core.errors import BadInput, RuntimeFailure
+from orchestrator.design.schedule import Trial
+from orchestrator.store.sqlite import (APPLICATION_ID, DB_NAME, SCHEMA_VERSION, CampaignStore, EpisodeRecord,
                                 new_episode_id)
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -382,7 +382,7 @@ def test_an_older_store_is_upgraded_only_under_the_run_lock(tmp_path):
 
 HOLDER = """
 import sys, time
-from orchestrator.store import CampaignStore
+from orchestrator.store.sqlite import CampaignStore
 store = CampaignStore.open_for_run(sys.argv[1])
 print("locked", flush=True)
 sys.stdin.readline()
@@ -416,7 +416,7 @@ def test_lock_refuses_a_second_runner_while_readers_work(tmp_path):
 
 WRITER = """
 import random, sys, time
-from orchestrator.store import CampaignStore, EpisodeRecord, new_episode_id
+from orchestrator.store.sqlite import CampaignStore, EpisodeRecord, new_episode_id
 store = CampaignStore.open_for_run(sys.argv[1])
 rng = random.Random(int(sys.argv[2]))
 store.recover_interrupted()
@@ -484,7 +484,7 @@ def test_a_campaign_killed_while_being_created_is_created_again(tmp_path):
     bench/kill_anywhere.py in the suite) leaves that file, its journal and the lock: `run` creates
     the campaign again instead of calling the folder foreign ("not empty and holds no campaign",
     at every resume), and no stale journal is applied to the new store."""
-    from orchestrator.campaign import open_campaign
+    from orchestrator.run.campaign import open_campaign
     from support.tiny import PROTOCOL, RIG
 
     out = tmp_path / "campaign"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from orchestrator.success import LiftHoldTracker, evaluate
+from orchestrator.sim.success import LiftHoldTracker, evaluate
 
 DT = 1.0 / 210.0   # the simulated rig's physics step at 30 fps
 

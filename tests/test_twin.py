@@ -12,8 +12,8 @@ import time
 import numpy as np
 import pytest
 
-from orchestrator.pids import process_running
-from orchestrator.sim.twin import feetech
+from orchestrator.core.pids import process_running
+from orchestrator.rigs.twin.rig import feetech
 from support.repo import REPO
 from support.requires import require_module
 
@@ -62,7 +62,7 @@ require_module("lerobot")
 def twin_rig():
     from orchestrator.rigs.factory import make_rig
     from orchestrator.rigs.profile import load_rig
-    from orchestrator.sim.twin.client import start_twin
+    from orchestrator.rigs.twin.client import start_twin
 
     twin = start_twin(load_rig(SHIPPED_TWIN_RIG))
     rig = make_rig(twin.rig)
@@ -110,7 +110,7 @@ def test_lerobot_reads_calibrated_degrees_and_torque_off_lets_the_arm_sag(twin_r
 
 def test_twin_and_its_camera_process_go_when_the_orchestrator_is_sigkilled(tmp_path):
     code = ("import sys, time, json; from orchestrator.rigs.profile import load_rig; "
-            "from orchestrator.sim.twin.client import start_twin; t = start_twin(load_rig(sys.argv[1])); "
+            "from orchestrator.rigs.twin.client import start_twin; t = start_twin(load_rig(sys.argv[1])); "
             "print(json.dumps([t.proc.pid, t.port, str(t.frames_dir)]), flush=True); time.sleep(600)")
     proc = subprocess.Popen([sys.executable, "-c", code, str(SHIPPED_TWIN_RIG)], stdout=subprocess.PIPE,
                             text=True, env={**os.environ, "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl")})
@@ -135,7 +135,7 @@ def test_the_next_twin_removes_the_folders_a_killed_twin_left():
     calibration folder; the next start of a twin does (their owner pid is no longer running),
     and leaves a running twin's folders alone."""
     from orchestrator.rigs.profile import load_rig
-    from orchestrator.sim.twin.client import start_twin
+    from orchestrator.rigs.twin.client import start_twin
 
     loaded = load_rig(SHIPPED_TWIN_RIG)
     with start_twin(loaded) as running:

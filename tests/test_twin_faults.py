@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from orchestrator.cli import main
-from orchestrator.store import CampaignStore
+from orchestrator.store.sqlite import CampaignStore
 from support.cli import CliResult
 from test_lerobot_cli_fresh import two_mark_protocol
 from test_twin_campaign import twin_rig

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from orchestrator.cli import main
-from orchestrator.store import CampaignStore
+from orchestrator.store.sqlite import CampaignStore
 from test_lerobot_cli_fresh import two_mark_protocol
 from test_twin_campaign import twin_rig
 from support.requires import require_module
@@ -41,9 +41,9 @@ def test_torque_reads_zero_on_the_twin_after_a_stop_and_after_ctrl_c(tmp_path, w
     Torque_Enable 0 on every servo of the twin."""
     import time
 
-    from orchestrator.errors import Interrupted
+    from orchestrator.core.errors import Interrupted
     from orchestrator.rigs.profile import load_rig
-    from orchestrator.sim.twin.client import start_twin
+    from orchestrator.rigs.twin.client import start_twin
     from test_arm_safety import Failing, StopOnce, campaign
 
     rig = twin_rig(tmp_path)
@@ -78,13 +78,13 @@ def test_after_a_two_second_stall_on_the_twin_actions_are_half_a_period_apart_or
     import numpy as np
     from lerobot.motors.feetech import FeetechMotorsBus
 
-    from orchestrator.episode import run_episode
+    from orchestrator.run.control_loop import run_episode
     from orchestrator.policies.base import EpisodeContext
-    from orchestrator.protocol import Cube, Mark
-    from orchestrator.recording import EpisodeRecorder
+    from orchestrator.design.protocol import Cube, Mark
+    from orchestrator.run.recording import EpisodeRecorder
     from orchestrator.rigs.factory import make_rig
     from orchestrator.rigs.profile import load_rig
-    from orchestrator.sim.twin.client import start_twin
+    from orchestrator.rigs.twin.client import start_twin
     from test_arm_safety import Hold
 
     writes: list[float] = []

@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 from orchestrator.rigs.profile import load_rig
-from orchestrator.store import CampaignStore
+from orchestrator.store.sqlite import CampaignStore
 from support.repo import REPO
 from support.tmux import Tmux
 from test_lerobot_cli_fresh import two_mark_protocol
@@ -68,7 +68,7 @@ def _twin_is_safe_and_quiet(twin) -> None:
 def test_sigterm_from_another_process_leaves_torque_off_and_the_wire_quiet_then_run_resumes(tmp_path):
     """Both ways an operator runs a real arm: plain terminal prompts (`--no-console`, stdin is a
     pipe), then the resumed campaign under the operator console in a real terminal (tmux)."""
-    from orchestrator.sim.twin.client import start_twin
+    from orchestrator.rigs.twin.client import start_twin
 
     protocol = two_mark_protocol(tmp_path, "{type: scripted, aim_noise_mm: 3}", duration_s=2.0, fps=15)
     out = tmp_path / "campaign"

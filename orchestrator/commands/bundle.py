@@ -20,7 +20,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..bundle import write_bundle
+    from orchestrator.judging.bundle import write_bundle
 
     summary = write_bundle(Path(args.campaign), Path(args.out))
     print(f"{summary.path}: judge bundle {summary.bundle_id}: {summary.episodes} episodes, "

@@ -6,9 +6,9 @@ import argparse
 import time
 from pathlib import Path
 
-from ..errors import RuntimeFailure
-from . import report as report_command
-from .run import default_workers
+from orchestrator.core.errors import RuntimeFailure
+from orchestrator.commands import report as report_command
+from orchestrator.commands.run import default_workers
 
 HELP = "run the simulated A/B campaign (protocols/sim_demo.yaml on hardware/sim.yaml), then report"
 
@@ -35,8 +35,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..campaign import open_campaign
-    from ..runner import run_campaign
+    from orchestrator.run.campaign import open_campaign
+    from orchestrator.commands.referees import campaign_referees
+    from orchestrator.run.sequential import run_campaign
 
     protocol, rig = demo_files()
     out = args.out or Path("recordings") / f"demo-{time.strftime('%Y%m%d-%H%M%S')}"
@@ -45,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         print(f"simulated campaign in {out}: {len(opened.store.trials())} trials "
               f"({len(opened.protocol.layout.marks)} marks x {len(opened.protocol.protocol.policies)} policies)")
-        summary = run_campaign(opened, workers=args.workers or default_workers())
+        summary = run_campaign(opened, workers=args.workers or default_workers(), referees=campaign_referees())
     finally:
         opened.store.close()
     wall = time.monotonic() - started

@@ -1,7 +1,7 @@
 """`orchestrator doctor --rig RIG [--protocol P] [--out DIR]`: the preflight on its own.
 
 Checks the robot port, LeRobot's calibration file, every camera's frame rate, that each LeRobot
-policy of the protocol loads and matches the rig, and disk space (`orchestrator.preflight`).
+policy of the protocol loads and matches the rig, and disk space (`orchestrator.run.preflight`).
 Prints one line per passed check; problems are one line each on stderr, exit 2. Nothing is
 started: the arm is not moved and devices opened to be checked are closed again.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .twin_options import add_twin_arguments, twin_session
+from orchestrator.commands.twin_options import add_twin_arguments, twin_session
 
 HELP = "preflight: port, calibration, cameras at fps, policy load, disk"
 
@@ -28,13 +28,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..preflight import require_ready, run_preflight
-    from ..rigs.profile import load_rig
+    from orchestrator.run.preflight import require_ready, run_preflight
+    from orchestrator.rigs.profile import load_rig
 
     loaded = load_rig(args.rig)
     protocol = None
     if args.protocol:
-        from ..protocol import load_protocol
+        from orchestrator.design.protocol import load_protocol
 
         protocol = load_protocol(args.protocol)
 
@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
                                on_check=show)
     require_ready(checks)
     if getattr(args, "store", None):
-        from ..pgstore import describe_server_store
+        from orchestrator.store.postgres import describe_server_store
 
         show_line = describe_server_store(args.store, Path(args.out))
         print(f"ok    {show_line}", flush=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..errors import BadInput
+from orchestrator.core.errors import BadInput
 
 HELP = "export the episodes, labels and results as a LeRobotDataset (v3); --push to the Hub"
 
@@ -38,8 +38,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..export import check_repo_id, export_campaign
-    from ..progress import say_flushed
+    from orchestrator.export import check_repo_id, export_campaign
+    from orchestrator.core.progress import say_flushed
 
     check_repo_id(args.repo_id)
     if args.private and not args.push:

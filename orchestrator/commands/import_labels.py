@@ -19,7 +19,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..bundle import import_labels
+    from orchestrator.judging.bundle import import_labels
 
     summary = import_labels(Path(args.campaign), Path(args.bundle))
     parts = [f"imported {summary.imported} labels from bundle {summary.bundle_id}"

@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..errors import BadInput
+from orchestrator.core.errors import BadInput
 
 HELP = "label episodes from video alone, blind (Textual app; campaign or judge bundle)"
 
@@ -35,23 +35,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def open_source(target: Path, judge: str, contested_first: bool = False):
     """The `JudgeSource` for a campaign directory or a bundle folder."""
-    from ..judge.source import check_judge_name
+    from orchestrator.judging.source import check_judge_name
 
     problem = check_judge_name(judge)
     if problem:
         raise BadInput(f"--judge: {problem}")
     target = Path(target)
-    from ..pgstore import server_url
+    from orchestrator.store.postgres import server_url
 
     if (target / "campaign.db").is_file() or server_url() is not None:
-        from ..blinding import CampaignSource
+        from orchestrator.judging.blinding import CampaignSource
 
         source = CampaignSource(target, judge, contested_first=contested_first)
     elif (target / "manifest.json").is_file():
         if contested_first:
             raise BadInput(f"{target}: --contested-first needs the campaign (a bundle holds no "
                            "other labels); judge the campaign or drop the option")
-        from ..bundle import BundleSource
+        from orchestrator.judging.bundle import BundleSource
 
         source = BundleSource(target, judge)
     elif not target.exists():
@@ -68,15 +68,15 @@ def build_app(args: argparse.Namespace, source=None):
     """The judge app for parsed arguments (tests drive it with `run_test`)."""
     if source is None:
         source = open_source(Path(args.target), args.judge, getattr(args, "contested_first", False))
-    from ..judge.app import JudgeApp
+    from orchestrator.judging.tui.app import JudgeApp
 
     return JudgeApp(source, renderer=args.renderer)
 
 
 def run_auto(target: Path) -> int:
     """`--judge auto`: rate every episode the automatic rater has not rated yet."""
-    from ..auto.labels import rate_missing
-    from ..store import CampaignStore
+    from orchestrator.judging.auto.labels import rate_missing
+    from orchestrator.store.sqlite import CampaignStore
 
     if not (target / "campaign.db").is_file():
         raise BadInput(f"{target}: --judge auto needs a campaign directory (campaign.db): it rates "

@@ -30,8 +30,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..layout_print import check_output, write_template
-    from ..protocol import load_layout
+    from orchestrator.design.template import check_output, write_template
+    from orchestrator.design.protocol import load_layout
 
     out = Path(args.out)
     check_output(out)                       # fail fast, before reading the layout
@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     written = write_template(layout, out, paper=args.paper, with_base=args.with_base)
     pages = "1 page" if len(written) == 1 else f"{len(written)} files"
     if out.suffix.lower() == ".pdf":
-        from ..layout_print import plan_pages
+        from orchestrator.design.template import plan_pages
 
         n = len(plan_pages(layout, args.paper, args.with_base))
         pages = f"{n} page{'s' if n != 1 else ''}"

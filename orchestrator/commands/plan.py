@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..errors import BadInput
+from orchestrator.core.errors import BadInput
 
 HELP = "how many layouts a paired A/B campaign needs (exact McNemar power), and what unpaired would cost"
 
@@ -31,7 +31,7 @@ def _probability(name: str, value: float, open_interval: bool = False) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .. import stats
+    from orchestrator.analysis import stats
 
     _probability("--p-a", args.p_a)
     _probability("--p-b", args.p_b)
@@ -55,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def format_plan(r, assumed_independent: bool = False) -> str:
-    from .. import stats
+    from orchestrator.analysis import stats
 
     test = "mid-p" if r.test == "mcnemar_midp" else "exact p"
     lines = [

@@ -7,8 +7,8 @@ import json
 import sys
 from pathlib import Path
 
-from ..durable import write_atomic
-from ..errors import BadInput, RuntimeFailure
+from orchestrator.core.durable import write_atomic
+from orchestrator.core.errors import BadInput, RuntimeFailure
 
 HELP = "the paired report: McNemar (mid-p primary), Wilson intervals, difference CI, strata, judges, plots"
 FORMATS = ("text", "md", "json", "html")
@@ -37,8 +37,8 @@ def _write_report(path: Path, text: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..outcomes import load_outcomes_csv, outcomes_from_store
-    from ..report import build_report, render
+    from orchestrator.analysis.outcomes import load_outcomes_csv, outcomes_from_store
+    from orchestrator.analysis.report import build_report, render
 
     if bool(args.campaign) == bool(args.outcomes):
         raise BadInput("report: give a CAMPAIGN directory or --outcomes CSV (exactly one)")
@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
             raise BadInput("report: --judge applies to a campaign; an outcomes CSV already holds the labels")
         data = load_outcomes_csv(args.outcomes)
     else:
-        from ..store import CampaignStore
+        from orchestrator.store.sqlite import CampaignStore
 
         db = Path(args.campaign) / "campaign.db"
         try:

@@ -6,7 +6,7 @@ import argparse
 import os
 from pathlib import Path
 
-from .twin_options import add_twin_arguments, twin_session
+from orchestrator.commands.twin_options import add_twin_arguments, twin_session
 
 HELP = "run a new campaign, or resume the one in --out (same protocol only)"
 
@@ -33,9 +33,9 @@ def default_workers() -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..errors import BadInput
-    from ..protocol import load_protocol
-    from ..rigs.profile import load_rig
+    from orchestrator.core.errors import BadInput
+    from orchestrator.design.protocol import load_protocol
+    from orchestrator.rigs.profile import load_rig
 
     if args.station is not None and not getattr(args, "store", None):
         raise BadInput("--station needs --store postgresql://...: stations share a campaign on a server")
@@ -58,9 +58,12 @@ def run(args: argparse.Namespace) -> int:
 def _run_with_operator(args: argparse.Namespace, rig):
     """Run the session with the operator the rig needs: none in simulation or --unattended, the
     console (or terminal prompts with --no-console) at a real arm or the attended twin."""
-    from ..campaign import open_campaign
-    from ..protocol import load_protocol
-    from ..runner import run_campaign
+    from orchestrator.run.campaign import open_campaign
+    from orchestrator.design.protocol import load_protocol
+    from orchestrator.commands.referees import campaign_referees
+    from orchestrator.run.sequential import run_campaign
+
+    referees = campaign_referees()
 
     def session(operator=None):
         opened = open_campaign(args.protocol, rig, args.out, station=args.station)
@@ -72,19 +75,19 @@ def _run_with_operator(args: argparse.Namespace, rig):
             workers = args.workers or (default_workers() if opened.rig.profile.simulated else 1)
             kwargs = {"say": say} if say else {}
             if args.station:
-                from ..stations import run_station
+                from orchestrator.run.stations import run_station
 
                 return directory, run_station(opened, args.station, operator, say=say,
-                                              stop_after=args.stop_after)
+                                              stop_after=args.stop_after, referees=referees)
             return directory, run_campaign(opened, operator, workers=workers, stop_after=args.stop_after,
-                                           **kwargs)
+                                           referees=referees, **kwargs)
         finally:
             opened.store.close()
 
     if rig.profile.simulated or getattr(args, "unattended", False):
         return session()
     if args.no_console:
-        from ..console.prompt import PromptOperator
+        from orchestrator.run.console.prompt import PromptOperator
 
         operator = PromptOperator(load_protocol(args.protocol))
         restore = operator.handle_sigint()  # Ctrl-C between two control steps, never mid-transaction
@@ -94,6 +97,6 @@ def _run_with_operator(args: argparse.Namespace, rig):
             restore()
     # Textual owns the main thread; the runner (and its SQLite store) runs on the console's
     # worker thread, opened there.
-    from ..console import run_with_console
+    from orchestrator.run.console import run_with_console
 
     return run_with_console(load_protocol(args.protocol), session)

@@ -41,12 +41,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..pgstore import redact, using_server
+    from orchestrator.store.postgres import redact, using_server
 
     with using_server(args.url):  # checks it is a PostgreSQL URL
         pass
     if args.store_verb == "migrate":
-        from ..pgmigrate import migrate_to_server
+        from orchestrator.store.postgres_copy import migrate_to_server
 
         summary = migrate_to_server(args.campaign, args.url)
         counts = ", ".join(f"{n} {t}" for t, n in summary.counts.items() if t not in ("meta", "campaign"))
@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
               f"orchestrator report {args.campaign} --store URL")
         return 0
     if args.store_verb == "init":
-        from ..campaign import open_campaign
+        from orchestrator.run.campaign import open_campaign
 
         opened = open_campaign(args.protocol, args.rig, args.out, store_url=args.url)
         state = "exists already" if opened.resumed else "created"
@@ -65,14 +65,14 @@ def run(args: argparse.Namespace) -> int:
         print(f"campaign {state} on {redact(args.url)}: {total} trials scheduled, videos under {args.out}")
         return 0
     if args.store_verb == "add-operator":
-        from ..pgroles import add_operator
+        from orchestrator.store.postgres_roles import add_operator
 
         add_operator(args.url, args.name, args.password)
         print(f"operator role {args.name!r} created: run a station with "
               f"`orchestrator run PROTOCOL --rig RIG --store postgresql://{args.name}@HOST/DATABASE "
               f"--out VIDEOS_DIR --station ARM`")
         return 0
-    from ..pgroles import add_judge
+    from orchestrator.store.postgres_roles import add_judge
 
     add_judge(args.url, args.name, args.password)
     print(f"judge role {args.name!r} created: it reads only the blinded view and writes only its own "

@@ -12,8 +12,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from ..errors import BadInput
-from ..rigs.profile import LoadedRig
+from orchestrator.core.errors import BadInput
+from orchestrator.rigs.profile import LoadedRig
 
 
 def add_twin_arguments(parser: argparse.ArgumentParser, *, unattended: bool) -> None:
@@ -38,8 +38,8 @@ def check_twin_arguments(args: argparse.Namespace) -> None:
 
 
 def load_faults(path: Path, cameras: tuple[str, ...]) -> dict:
-    from ..sim.twin.faults import section_problems
-    from ..yamlsrc import load_yaml_mapping
+    from orchestrator.rigs.twin.fault_plan import section_problems
+    from orchestrator.core.yamlsrc import load_yaml_mapping
 
     data, smap, _ = load_yaml_mapping(path, "twin faults file")
     problems = section_problems(data, cameras, str(path))
@@ -54,7 +54,7 @@ def twin_session(args: argparse.Namespace, loaded: LoadedRig, protocol=None) -> 
     if not args.twin:
         yield loaded
         return
-    from ..sim.twin.client import start_twin
+    from orchestrator.rigs.twin.client import start_twin
 
     faults = load_faults(args.twin_faults, tuple(loaded.profile.cameras)) if args.twin_faults else None
     twin = start_twin(loaded, protocol, faults)

@@ -12,7 +12,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..protocol import load_protocol
+    from orchestrator.design.protocol import load_protocol
 
     loaded = load_protocol(args.protocol)
     p = loaded.protocol

@@ -36,14 +36,14 @@ module import: judges' core installs import this module's siblings without torch
 
 from __future__ import annotations
 
-from .checks import check_export_space, check_repo_id, check_root, default_root
-from .frames import frame_indices
-from .hub import push_dataset
-from .names import (CARD_FILE, EVALUATION_FILE, EXPORT_SCHEMA, F_ACTION, F_FAILURE, F_IMAGE, F_MARK, F_POLICY,
+from orchestrator.export.checks import check_export_space, check_repo_id, check_root, default_root
+from orchestrator.export.frames import frame_indices
+from orchestrator.export.hub import push_dataset
+from orchestrator.export.names import (CARD_FILE, EVALUATION_FILE, EXPORT_SCHEMA, F_ACTION, F_FAILURE, F_IMAGE, F_MARK, F_POLICY,
                     F_STATE, F_SUCCESS, LAYOUT_FILE, PROTOCOL_FILE, REPORT_FILE, RIG_FILE, TRIALS_FILE)
-from .plan import EpisodePlan, ExportPlan, Labels, campaign_labels, plan_export
-from .run import ExportResult, export_campaign
-from .tables import evaluation_summary, report_json, trial_rows
+from orchestrator.export.plan import EpisodePlan, ExportPlan, Labels, campaign_labels, plan_export
+from orchestrator.export.run import ExportResult, export_campaign
+from orchestrator.export.tables import evaluation_summary, report_json, trial_rows
 
 __all__ = ["CARD_FILE", "EVALUATION_FILE", "EXPORT_SCHEMA", "F_ACTION", "F_FAILURE", "F_IMAGE", "F_MARK",
            "F_POLICY", "F_STATE", "F_SUCCESS", "LAYOUT_FILE", "PROTOCOL_FILE", "REPORT_FILE", "RIG_FILE",

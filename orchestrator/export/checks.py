@@ -8,10 +8,10 @@ import re
 import shutil
 from pathlib import Path
 
-from ..errors import BadInput, RuntimeFailure
-from ..store import LOCK_NAME
-from .names import EVALUATION_FILE
-from .plan import ExportPlan
+from orchestrator.core.errors import BadInput, RuntimeFailure
+from orchestrator.store.sqlite import LOCK_NAME
+from orchestrator.export.names import EVALUATION_FILE
+from orchestrator.export.plan import ExportPlan
 
 # Hugging Face repo ids: `namespace/name`, each 1-96 of letters, digits, `-`, `_`, `.`,
 # not starting or ending with `-` or `.`, without `--` or `..` (huggingface_hub's rules).

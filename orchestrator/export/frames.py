@@ -12,9 +12,9 @@ from typing import Iterator
 
 import numpy as np
 
-from ..errors import RuntimeFailure
-from ..rigs.profile import STATE_KEYS
-from .plan import EpisodePlan, ExportPlan
+from orchestrator.core.errors import RuntimeFailure
+from orchestrator.rigs.profile import STATE_KEYS
+from orchestrator.export.plan import EpisodePlan, ExportPlan
 
 
 def _decoded(path: Path) -> Iterator[np.ndarray]:

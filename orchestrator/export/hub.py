@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..errors import OrchestratorError, RuntimeFailure
-from .names import LICENSE
+from orchestrator.core.errors import OrchestratorError, RuntimeFailure
+from orchestrator.export.names import LICENSE
 
 
 def push_dataset(root: Path, repo_id: str, *, private: bool, card_kwargs: dict[str, Any]) -> str:

@@ -8,12 +8,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import BadInput, RuntimeFailure
-from ..outcomes import CONSENSUS, outcomes_from_store
-from ..rigs.profile import STATE_KEYS, RigProfile, parse_rig_text
-from ..schedule import Trial
-from ..store import PHYSICS_JUDGE, CampaignStore
-from .names import F_ACTION, F_FAILURE, F_IMAGE, F_MARK, F_POLICY, F_STATE, F_SUCCESS
+from orchestrator.core.errors import BadInput, RuntimeFailure
+from orchestrator.analysis.outcomes import CONSENSUS, outcomes_from_store
+from orchestrator.rigs.profile import STATE_KEYS, RigProfile, parse_rig_text
+from orchestrator.design.schedule import Trial
+from orchestrator.store.sqlite import PHYSICS_JUDGE, CampaignStore
+from orchestrator.export.names import F_ACTION, F_FAILURE, F_IMAGE, F_MARK, F_POLICY, F_STATE, F_SUCCESS
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,7 @@ class Labels:
 
 def campaign_labels(store: CampaignStore, judge: str | None) -> Labels:
     """The chosen labels, the same ones `orchestrator report` counts: read through
-    `orchestrator.outcomes.outcomes_from_store` (the report's own reading of the store), so the
+    `orchestrator.analysis.outcomes.outcomes_from_store` (the report's own reading of the store), so the
     export and the report can never disagree."""
     data = outcomes_from_store(store, judge)
     by_episode = {o.episode_id: (o.success, o.failure_mode) for o in data.outcomes
@@ -93,7 +93,7 @@ class ExportPlan:
             return "so_follower"
         if self.rig.simulated:
             return self.rig.robot.type
-        from ..rigs.lerobot_config import robot_name
+        from orchestrator.rigs.lerobot_config import robot_name
 
         try:
             return robot_name(self.rig.robot.type)
@@ -157,7 +157,7 @@ def _refusals(store: CampaignStore, done: list[Trial], trials: list[Trial], labe
 
 def _check_files(directory: Path, done: list[Trial], records: dict[str, dict[str, Any]]) -> list[str]:
     """Every file present and intact (the recorder's digests); the common camera list."""
-    from ..recording import damaged_files
+    from orchestrator.run.recording import damaged_files
 
     cameras: list[str] | None = None
     for t in done:
@@ -214,7 +214,7 @@ def export_stride(control_fps: int, rig: RigProfile | None, cameras: list[str], 
 def plan_export(store: CampaignStore, *, repo_id: str, root: Path, judge: str | None = None,
                 include_aborted: bool = False, force: bool = False, fps: str = "recorded") -> ExportPlan:
     """Read everything the export needs and apply the refusals; writes nothing."""
-    from ..campaign import frozen_protocol
+    from orchestrator.run.campaign import frozen_protocol
 
     campaign = store.campaign()
     directory = store.directory

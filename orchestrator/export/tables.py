@@ -11,13 +11,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..errors import RuntimeFailure
-from ..outcomes import outcomes_from_store
-from ..schedule import Trial
-from ..store import CampaignStore
-from .names import (CARD_FILE, CARD_TAGS, EXPORT_SCHEMA, F_FAILURE, F_MARK, F_POLICY, F_SUCCESS, LAYOUT_FILE,
+from orchestrator.core.errors import RuntimeFailure
+from orchestrator.analysis.outcomes import outcomes_from_store
+from orchestrator.design.schedule import Trial
+from orchestrator.store.sqlite import CampaignStore
+from orchestrator.export.names import (CARD_FILE, CARD_TAGS, EXPORT_SCHEMA, F_FAILURE, F_MARK, F_POLICY, F_SUCCESS, LAYOUT_FILE,
                     LICENSE, PROTOCOL_FILE, REPORT_FILE, RIG_FILE, TRIALS_FILE)
-from .plan import EpisodePlan, ExportPlan
+from orchestrator.export.plan import EpisodePlan, ExportPlan
 
 
 def _trial_cells(plan: ExportPlan, t: Trial, aborted: int) -> dict[str, Any]:
@@ -140,7 +140,7 @@ def evaluation_summary(plan: ExportPlan) -> dict[str, Any]:
 def report_json(store: CampaignStore, judge: str | None) -> tuple[dict[str, Any], str]:
     """The campaign's report JSON (`orchestrator.report/1`, the same numbers `orchestrator report
     --format json` prints) and its Markdown, for the card."""
-    from ..report import build_report, render_markdown, to_dict
+    from orchestrator.analysis.report import build_report, render_markdown, to_dict
 
     data = outcomes_from_store(store, judge)
     # a published dataset names the campaign, not where it sat on this machine
@@ -150,7 +150,7 @@ def report_json(store: CampaignStore, judge: str | None) -> tuple[dict[str, Any]
 
 def card_arguments(plan: ExportPlan, summary: dict[str, Any], report_md: str) -> dict[str, Any]:
     """Keyword arguments for LeRobot's dataset card (its template + our description)."""
-    from ..dataset_card import render_description
+    from orchestrator.export.dataset_card import render_description
 
     return {"dataset_description": render_description(plan, summary, report_md),
             "tags": list(CARD_TAGS), "license": LICENSE}

@@ -13,11 +13,11 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from ..errors import OrchestratorError
-from ..progress import ProgressBar
-from . import frames
-from .names import F_ACTION, F_FAILURE, F_IMAGE, F_MARK, F_POLICY, F_STATE, F_SUCCESS
-from .plan import EpisodePlan, ExportPlan
+from orchestrator.core.errors import OrchestratorError
+from orchestrator.core.progress import ProgressBar
+from orchestrator.export import frames
+from orchestrator.export.names import F_ACTION, F_FAILURE, F_IMAGE, F_MARK, F_POLICY, F_STATE, F_SUCCESS
+from orchestrator.export.plan import EpisodePlan, ExportPlan
 
 
 @contextmanager

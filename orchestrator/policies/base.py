@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from ..protocol import Cube, Mark
-from ..rigs.base import Action, Observation
+from orchestrator.design.protocol import Cube, Mark
+from orchestrator.rigs.base import Action, Observation
 
 
 @dataclass(frozen=True)

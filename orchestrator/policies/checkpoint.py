@@ -22,8 +22,8 @@ from __future__ import annotations
 import logging
 from typing import Any, Mapping
 
-from ..errors import BadInput
-from ..faults import one_line
+from orchestrator.core.errors import BadInput
+from orchestrator.rigs.device_fault import one_line
 
 logger = logging.getLogger(__name__)
 

@@ -10,24 +10,24 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..errors import BadInput
-from ..protocol import LeRobotPolicySpec, ScriptedPolicySpec
+from orchestrator.core.errors import BadInput
+from orchestrator.design.protocol import LeRobotPolicySpec, ScriptedPolicySpec
 
 if TYPE_CHECKING:
-    from ..protocol import LoadedProtocol
+    from orchestrator.design.protocol import LoadedProtocol
 
 
 def make_policy(label: str, spec: Any, protocol: "LoadedProtocol | None" = None, rig: Any = None):
     """Build policy `label` of a protocol from its validated spec."""
     if isinstance(spec, ScriptedPolicySpec):
-        from .scripted import ScriptedPickPolicy
+        from orchestrator.policies.scripted import ScriptedPickPolicy
 
         return ScriptedPickPolicy(aim_noise_mm=spec.aim_noise_mm, release_s=spec.release_s,
                                   lift_m=spec.lift_m, grip_pct=spec.grip_pct)
     if isinstance(spec, LeRobotPolicySpec):
         from pathlib import Path
 
-        from .lerobot import LeRobotPolicy
+        from orchestrator.policies.lerobot import LeRobotPolicy
 
         protocol_dir = protocol.path.parent if protocol is not None else Path.cwd()
         task = protocol.protocol.task if protocol is not None else ""

@@ -38,12 +38,12 @@ from copy import copy
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..errors import BadInput
-from ..faults import DeviceFault, one_line
-from ..protocol import LeRobotPolicySpec
-from ..rigs.base import Action, Observation
-from ..rigs.profile import STATE_KEYS, LoadedRig, RigProfile
-from .checkpoint import (apply_overrides, feature_problems, resolve_device, state_stats,
+from orchestrator.core.errors import BadInput
+from orchestrator.rigs.device_fault import DeviceFault, one_line
+from orchestrator.design.protocol import LeRobotPolicySpec
+from orchestrator.rigs.base import Action, Observation
+from orchestrator.rigs.profile import STATE_KEYS, LoadedRig, RigProfile
+from orchestrator.policies.checkpoint import (apply_overrides, feature_problems, resolve_device, state_stats,
                          state_units_problems)
 
 logger = logging.getLogger(__name__)

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..rigs.base import Action, Observation
-from ..rigs.profile import STATE_KEYS
-from .base import EpisodeContext
+from orchestrator.rigs.base import Action, Observation
+from orchestrator.rigs.profile import STATE_KEYS
+from orchestrator.policies.base import EpisodeContext
 
 # Timeline (seconds from the start of the episode). Compressed proportionally when an
 # episode is shorter than NOMINAL_END_S + the protocol's hold time.
@@ -71,7 +71,7 @@ def opening_for(cube_size_m: float) -> tuple[float, float]:
     """(gripper opening in rig units, shift in metres of the opening's centre along the jaw
     axis relative to the grasp site) giving a cube of this size the clearance a 3 cm cube
     has at `OPEN_PCT`."""
-    from ..sim.kinematics import arm_kinematics
+    from orchestrator.sim.kinematics import arm_kinematics
 
     kin = arm_kinematics()
 
@@ -96,7 +96,7 @@ def opening_for(cube_size_m: float) -> tuple[float, float]:
 def plan_pick(x: float, y: float, cube_size_m: float, cube_yaw_deg: float = 0.0,
               lift_m: float = LIFT_M) -> PickPlan:
     """Solve the pick's poses for an aim point (layout frame, metres) with the arm's IK."""
-    from ..sim.kinematics import arm_kinematics
+    from orchestrator.sim.kinematics import arm_kinematics
 
     kin = arm_kinematics()
     ax, ay = x, y

@@ -10,10 +10,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol, runtime_checkable
 
-from ..protocol import Cube, Mark
+from orchestrator.design.protocol import Cube, Mark
 
 Observation = dict[str, Any]   # "<joint>.pos": float, "<camera>": np.ndarray (H, W, 3) uint8
 Action = dict[str, float]      # "<joint>.pos": float target position
+
+
+class EmergencyStop(Exception):
+    """The operator hit the emergency stop (a rig checks for it between bus transactions); `reason` is recorded."""
+
+    def __init__(self, reason: str = "emergency stop by operator"):
+        super().__init__(reason)
+        self.reason = reason
 
 
 @dataclass

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .profile import LoadedRig, RigProfile
+from orchestrator.rigs.profile import LoadedRig, RigProfile
 
 if TYPE_CHECKING:
-    from ..protocol import LoadedProtocol
+    from orchestrator.design.protocol import LoadedProtocol
 
 
 def make_rig(rig: LoadedRig | RigProfile, protocol: "LoadedProtocol | None" = None, **options: Any):
@@ -25,16 +25,16 @@ def make_rig(rig: LoadedRig | RigProfile, protocol: "LoadedProtocol | None" = No
     """
     profile = rig.profile if isinstance(rig, LoadedRig) else rig
     if profile.simulated:
-        from .sim import SimRig
+        from orchestrator.rigs.sim import SimRig
 
         kwargs: dict[str, Any] = {}
         if protocol is not None:
             kwargs = {"fps": protocol.protocol.episode.fps, "success": protocol.protocol.success}
         return SimRig(profile, **kwargs, **options)
     if getattr(rig, "twin", None) is not None:
-        from .twin import TwinRig
+        from orchestrator.rigs.twin.rig import TwinRig
 
         return TwinRig(rig, **options)
-    from .lerobot import LeRobotRig
+    from orchestrator.rigs.lerobot import LeRobotRig
 
     return LeRobotRig(rig, **options)

@@ -2,7 +2,7 @@
 calibration file for this robot type and id exists, the profile's rest pose lies inside the
 calibrated range (with the present pose, read on a bare bus: nothing written, torque untouched,
 shown next to the rest pose the arm will go to), and each camera opens and delivers frames at
-its configured fps (measured). `LeRobotRig.checks()` runs them; `orchestrator.preflight` only
+its configured fps (measured). `LeRobotRig.checks()` runs them; `orchestrator.run.preflight` only
 combines them with the protocol's and the disk's checks."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import time
 from pathlib import Path
 from typing import Any, Iterable
 
-from ..faults import one_line
-from .base import Check
-from .profile import RigProfile
+from orchestrator.rigs.device_fault import one_line
+from orchestrator.rigs.base import Check
+from orchestrator.rigs.profile import RigProfile
 
 FPS_TOLERANCE = 0.9       # a camera must deliver >= 90 % of its configured fps
 CAMERA_SECONDS = 1.0      # how long each camera's frame rate is measured

@@ -40,16 +40,16 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from ..errors import BadInput
-from ..faults import DeviceFault
-from ..operator import EmergencyStop
-from ..protocol import Cube, Mark
-from .base import Action, Check, EpisodeFacts, Observation
-from .clamp_log import quiet_clamp_warnings
-from .hardware_checks import calibrate_command, check_calibration, check_port, rig_checks
-from .lerobot_config import build_robot_config
-from .profile import LoadedRig, RigProfile
-from .servo_alarms import CHECK_EVERY_STEPS, drop_stale_replies, raise_on_alarm
+from orchestrator.core.errors import BadInput
+from orchestrator.rigs.device_fault import DeviceFault
+from orchestrator.rigs.base import EmergencyStop
+from orchestrator.design.protocol import Cube, Mark
+from orchestrator.rigs.base import Action, Check, EpisodeFacts, Observation
+from orchestrator.rigs.clamp_log import quiet_clamp_warnings
+from orchestrator.rigs.hardware_checks import calibrate_command, check_calibration, check_port, rig_checks
+from orchestrator.rigs.lerobot_config import build_robot_config
+from orchestrator.rigs.profile import LoadedRig, RigProfile
+from orchestrator.rigs.servo_alarms import CHECK_EVERY_STEPS, drop_stale_replies, raise_on_alarm
 
 logger = logging.getLogger(__name__)
 
@@ -153,7 +153,7 @@ class LeRobotRig:
 
     def camera_poses(self) -> dict[str, dict]:
         """Poses of the cameras whose profile entry gives one (judge zoom and guide)."""
-        from .profile import profile_camera_poses
+        from orchestrator.rigs.profile import profile_camera_poses
 
         return profile_camera_poses(self.profile)
 

@@ -13,8 +13,8 @@ import pkgutil
 from pathlib import Path
 from typing import Any
 
-from ..errors import BadInput
-from .profile import RigProfile
+from orchestrator.core.errors import BadInput
+from orchestrator.rigs.profile import RigProfile
 
 # Robot types whose config lives in a LeRobot module of another name.
 _ROBOT_MODULES = {
@@ -80,7 +80,7 @@ def camera_configs(profile: RigProfile, base_dir: Path) -> dict[str, Any]:
     """LeRobot camera configs for the profile's cameras (opencv, video)."""
     from lerobot.cameras.opencv import OpenCVCameraConfig
 
-    from .videocam import VideoCamConfig
+    from orchestrator.rigs.videocam import VideoCamConfig
 
     configs: dict[str, Any] = {}
     problems = []
@@ -101,7 +101,7 @@ def camera_configs(profile: RigProfile, base_dir: Path) -> dict[str, Any]:
                     where = Path(where)
                 configs[name] = OpenCVCameraConfig(index_or_path=where, **common, **extra)
             elif cam.type == "twin":
-                from ..sim.twin.twincamera import TwinCameraConfig
+                from orchestrator.rigs.twin.twincamera import TwinCameraConfig
 
                 configs[name] = TwinCameraConfig(index_or_path=str(cam.index_or_path), **common)
             elif cam.type == "video":

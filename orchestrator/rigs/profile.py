@@ -13,9 +13,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..errors import BadInput
-from ..protocol import format_validation_errors
-from ..yamlsrc import load_yaml_mapping
+from orchestrator.core.errors import BadInput
+from orchestrator.design.protocol import format_validation_errors
+from orchestrator.core.yamlsrc import load_yaml_mapping
 
 JOINTS = ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper")
 """SO-101 motor names; observation/action keys are `<joint>.pos` (degrees, gripper 0-100)."""
@@ -104,7 +104,7 @@ def load_rig(path: str | Path) -> LoadedRig:
             problems.append(f"{smap.locate(('rest_pose', key))}: unknown joint {key!r} "
                             f"(expected one of {', '.join(STATE_KEYS)})")
     if profile.twin is not None:
-        from ..sim.twin.faults import section_problems
+        from orchestrator.rigs.twin.fault_plan import section_problems
 
         problems += section_problems(profile.twin, tuple(profile.cameras), smap.locate(("twin",)))
     if problems:

@@ -35,10 +35,10 @@ from typing import Any
 
 import numpy as np
 
-from ..protocol import Cube, Mark, Success
-from ..success import LiftHoldTracker
-from .base import Action, EpisodeFacts, Observation
-from .profile import JOINTS, STATE_KEYS, RigProfile
+from orchestrator.design.protocol import Cube, Mark, Success
+from orchestrator.sim.success import LiftHoldTracker
+from orchestrator.rigs.base import Action, EpisodeFacts, Observation
+from orchestrator.rigs.profile import JOINTS, STATE_KEYS, RigProfile
 
 # A robot geom pushing on the table harder than this (normal force, N) is a table collision.
 # Light brushes of the jaw tips (a few tenths of a newton) are not.
@@ -119,7 +119,7 @@ class SimRig:
         """Render settings: the constructor's, else the profile's `robot:` extras
         (`mesh_cell_mm: 4` (0 or null = full meshes), `key_light: false`, `shadows: false`,
         `offsamples: 0`), else the defaults of `sim.scene.RenderSettings`."""
-        from ..sim.scene import RenderSettings
+        from orchestrator.sim.scene import RenderSettings
 
         if self._render_settings is not None:
             return self._render_settings
@@ -136,8 +136,8 @@ class SimRig:
         return RenderSettings(**kwargs)
 
     def _build(self, cube: Cube) -> None:
-        from ..sim.kinematics import joint_units_of
-        from ..sim.scene import ARM_JOINTS, build_scene, mujoco
+        from orchestrator.sim.kinematics import joint_units_of
+        from orchestrator.sim.scene import ARM_JOINTS, build_scene, mujoco
 
         self._close_renderers()
         n, dt = substeps_for(self.fps)
@@ -216,7 +216,7 @@ class SimRig:
 
     def preflight(self) -> list[str]:
         problems = []
-        from ..sim.scene import KNOWN_CAMERAS
+        from orchestrator.sim.scene import KNOWN_CAMERAS
 
         for name in self.camera_names:
             if name not in KNOWN_CAMERAS:
@@ -280,7 +280,7 @@ class SimRig:
         The cube rests flat with its centre at (mark.x, mark.y) and yaw `mark.yaw_deg`. Physics
         is deterministic, so `seed` is not needed; it is kept for the episode's facts.
         """
-        from ..sim.scene import yaw_quat
+        from orchestrator.sim.scene import yaw_quat
 
         if self._model is None or self._cube != cube:
             self._build(cube)
@@ -324,7 +324,7 @@ class SimRig:
     def place_cube(self, mark: Mark, cube: Cube) -> None:
         """Put the cube on `mark` at rest, leaving the arm where it is, and start a new episode's
         success test and events (the twin's `prepare_layout`: a hand placing the cube)."""
-        from ..sim.scene import yaw_quat
+        from orchestrator.sim.scene import yaw_quat
 
         if self._model is None or self._cube != cube:
             self._build(cube)
@@ -349,7 +349,7 @@ class SimRig:
 
     def cube_pose(self) -> tuple[float, float, float, float]:
         """Measured cube pose: centre x, y, z (m) and yaw (degrees)."""
-        from ..sim.scene import quat_yaw_deg
+        from orchestrator.sim.scene import quat_yaw_deg
 
         self._require()
         adr = self._ids["cube_qpos"]
@@ -382,8 +382,8 @@ class SimRig:
         """Pose of each fixed camera (`judge.overlay.CameraPose` fields): the front camera's
         look-at placement from `sim.scene`, at the profile's resolution. The wrist camera
         moves with the gripper and has none."""
-        from ..sim.scene import FRONT_CAMERA_FOVY, FRONT_CAMERA_POS, FRONT_CAMERA_TARGET
-        from .profile import profile_camera_poses
+        from orchestrator.sim.scene import FRONT_CAMERA_FOVY, FRONT_CAMERA_POS, FRONT_CAMERA_TARGET
+        from orchestrator.rigs.profile import profile_camera_poses
 
         spec = self.profile.cameras.get("front")
         if spec is None:

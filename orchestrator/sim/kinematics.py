@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .scene import ARM_JOINTS, arm_spec, mujoco
+from orchestrator.sim.scene import ARM_JOINTS, arm_spec, mujoco
 
 ARM5 = ARM_JOINTS[:5]
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .gl import ensure_gl_backend
+from orchestrator.sim.gl import ensure_gl_backend
 
 ensure_gl_backend()
 

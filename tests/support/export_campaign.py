@@ -24,11 +24,11 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from orchestrator.protocol import load_protocol
-from orchestrator.recording import EpisodeRecorder
+from orchestrator.design.protocol import load_protocol
+from orchestrator.run.recording import EpisodeRecorder
 from orchestrator.rigs.profile import STATE_KEYS, parse_rig_text
-from orchestrator.schedule import draw_schedule
-from orchestrator.store import CampaignStore, EpisodeRecord, new_episode_id
+from orchestrator.design.schedule import draw_schedule
+from orchestrator.store.sqlite import CampaignStore, EpisodeRecord, new_episode_id
 
 REPO = Path(__file__).resolve().parents[2]
 FPS = 10

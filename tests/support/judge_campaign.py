@@ -14,9 +14,9 @@ from pathlib import Path
 import av
 import numpy as np
 
-from orchestrator.protocol import load_protocol
-from orchestrator.schedule import draw_schedule
-from orchestrator.store import CampaignStore, EpisodeRecord, new_episode_id
+from orchestrator.design.protocol import load_protocol
+from orchestrator.design.schedule import draw_schedule
+from orchestrator.store.sqlite import CampaignStore, EpisodeRecord, new_episode_id
 
 # Strings that must never reach a judge: policy labels, checkpoint paths, revisions, names.
 SECRET_TERMS = ("SECRETPOLICYALPHA", "SECRETPOLICYBRAVO", "SECRETPATHALPHA", "SECRETPATHBRAVO",

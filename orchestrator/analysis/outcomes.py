@@ -1,0 +1,541 @@
+"""Trial outcomes: the common input of reports and of the stopping rule.
+
+Two sources give the same `OutcomeSet`:
+
+- `load_outcomes_csv(path)` reads the Outcomes CSV of DESIGN section 4 (`report --outcomes`):
+  header row, columns `layout,policy,success`, optional `repeat,stratum,judge,failure_mode`;
+  success is one of 1,0,true,false,yes,no (any case). Every problem is a `path:line: message`
+  line (BadInput, exit 2); nothing is silently dropped.
+- `outcomes_from_store(store, judge)` reads a campaign: whose labels count is a judge's name,
+  `physics`, or `consensus` (default: majority of the human judges, ties -> unsure; when no
+  human has judged a simulated campaign, the physics test).
+
+Pairs are formed on (layout, repeat). A layout whose policies are not all present (or whose
+success is unknown) cannot form a pair: it is listed in `OutcomeSet.unpaired`, never hidden.
+
+A campaign also gives what a CSV cannot: each episode's control-loop timing
+(`TrialOutcome.timing`), the `orchestrator run` sessions (`OutcomeSet.sessions`) and whether
+the operator was also a judge; for a CSV these stay None.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from orchestrator.core.errors import BadInput
+from orchestrator.core.pids import process_running
+from orchestrator.store.sqlite import AUTO_JUDGE, PHYSICS_JUDGE, CampaignStore, Judgment
+
+SUCCESS_WORDS = {"1": True, "true": True, "yes": True, "0": False, "false": False, "no": False}
+CSV_REQUIRED = ("layout", "policy", "success")
+CSV_OPTIONAL = ("repeat", "stratum", "judge", "failure_mode")
+CONSENSUS = "consensus"
+
+
+@dataclass(frozen=True)
+class LoopTiming:
+    """One episode's control-loop timing as stored by the runner (milliseconds).
+
+    overruns = steps whose period exceeded the control period by more than 5 % (always 0 for
+    a simulated rig, whose steps are not paced in real time)."""
+
+    period_p50_ms: float
+    period_p99_ms: float
+    overruns: int
+    policy_p50_ms: float
+    policy_p99_ms: float
+    steps: int
+
+    @classmethod
+    def from_dict(cls, timing: Any) -> "LoopTiming | None":
+        """From an episode's stored `timing` JSON; None when absent or not understood."""
+        if not isinstance(timing, dict):
+            return None
+        try:
+            out = cls(period_p50_ms=float(timing["period_p50_ms"]), period_p99_ms=float(timing["period_p99_ms"]),
+                      overruns=int(timing["overruns"]), policy_p50_ms=float(timing["policy_p50_ms"]),
+                      policy_p99_ms=float(timing["policy_p99_ms"]), steps=int(timing["steps"]))
+        except (KeyError, TypeError, ValueError, OverflowError):
+            return None
+        values = (out.period_p50_ms, out.period_p99_ms, out.policy_p50_ms, out.policy_p99_ms)
+        if not all(math.isfinite(v) for v in values) or out.steps <= 0 or out.overruns < 0:
+            return None
+        return out
+
+
+@dataclass(frozen=True)
+class SessionCounts:
+    """The `orchestrator run` sessions of a campaign and how they ended.
+
+    killed: no end was recorded (SIGKILL, power loss, crash of the interpreter); running: the
+    last session has no end yet and its process is alive on this host (a run in progress)."""
+
+    count: int
+    ended: int = 0
+    interrupted: int = 0
+    killed: int = 0
+    failed: int = 0
+    running: int = 0
+
+
+@dataclass(frozen=True)
+class TrialOutcome:
+    """One trial's outcome as the report sees it.
+
+    success is True/False, or None when nobody has judged it (or the judges were unsure, or
+    the trial has not run). slot is the run order (None for a CSV without order: its row
+    order is used); position is the place within the pair (0 = went first)."""
+
+    layout: str
+    repeat: int
+    policy: str
+    success: bool | None
+    stratum: str | None = None
+    judge: str | None = None
+    failure_mode: str | None = None
+    slot: int | None = None
+    unit: int | None = None
+    position: int | None = None
+    episode_id: str | None = None
+    state: str = "done"
+    time_to_success_s: float | None = None
+    safety_events: tuple[str, ...] = ()
+    aborted_attempts: int = 0
+    line: int | None = None           # CSV line number, for messages
+    timing: LoopTiming | None = None  # the episode's control-loop timing (campaigns only)
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.layout, self.repeat)
+
+
+@dataclass(frozen=True)
+class JudgeLabel:
+    episode_id: str
+    judge: str
+    label: str                        # success | failure | unsure
+    failure_mode: str | None = None
+
+
+@dataclass(frozen=True)
+class OutcomeSet:
+    """Everything the report needs, statistics-free."""
+
+    outcomes: tuple[TrialOutcome, ...]
+    policies: tuple[str, ...]
+    source: str                                   # CSV path or campaign directory
+    label_source: str                             # judge name, physics, consensus(...), csv
+    campaign_id: str = ""
+    campaign_name: str = ""
+    protocol_name: str = ""
+    protocol_sha256: str = ""
+    simulated: bool = False
+    complete: bool = True
+    stop_reason: str | None = None
+    primary: str = "mcnemar_midp"
+    alpha: float = 0.05
+    stopping: Any = "none"                        # "none" or {"kind": "evalue", "max_layouts": N}
+    marks: dict[str, tuple[float, float, str]] = field(default_factory=dict)   # id -> (x, y, stratum)
+    human_labels: tuple[JudgeLabel, ...] = ()     # every human judge's current label
+    physics: dict[str, bool] = field(default_factory=dict)                      # episode -> success
+    warnings: tuple[str, ...] = ()
+    aborted_attempts: int = 0
+    scheduled_trials: int = 0
+    sessions: SessionCounts | None = None         # None: the source has no sessions (CSV)
+    operator_is_judge: bool | None = None         # None: unknown (CSV)
+    fps: int | None = None                        # the protocol's control rate
+    auto_labels: dict[str, str] = field(default_factory=dict)   # episode -> the `auto` rater's label
+    arm_still: tuple[str, ...] = ()               # episodes in which the arm never moved
+    station_blocks: tuple[dict[str, Any], ...] = ()   # unit, station, state, claimed_at, finished_at
+
+    # ---------------------------------------------------------------- views
+
+    @cached_property
+    def _by_key(self) -> dict[tuple[str, int], dict[str, TrialOutcome]]:
+        out: dict[tuple[str, int], dict[str, TrialOutcome]] = defaultdict(dict)
+        for o in self.outcomes:
+            out[o.key][o.policy] = o
+        return dict(out)
+
+    def by_key(self) -> dict[tuple[str, int], dict[str, TrialOutcome]]:
+        """{(layout, repeat): {policy: outcome}} (computed once; do not mutate)."""
+        return self._by_key
+
+    @cached_property
+    def _pairs_cache(self) -> dict[tuple[str, str], list]:
+        return {}
+
+    def pairs(self, a: str, b: str) -> list[tuple[tuple[str, int], bool, bool]]:
+        """(key, a_success, b_success) for every (layout, repeat) where both are known, in run order."""
+        cached = self._pairs_cache.get((a, b))
+        if cached is None:
+            cached = self._pairs_cache[(a, b)] = self._pairs(a, b)
+        return list(cached)
+
+    def _pairs(self, a: str, b: str) -> list[tuple[tuple[str, int], bool, bool]]:
+        rows = []
+        for key, per in self.by_key().items():
+            oa, ob = per.get(a), per.get(b)
+            if oa is None or ob is None or oa.success is None or ob.success is None:
+                continue
+            order = min((o.slot if o.slot is not None else (o.line or 0)) for o in (oa, ob))
+            rows.append((order, key, oa.success, ob.success))
+        rows.sort(key=lambda r: (r[0], r[1]))
+        return [(key, sa, sb) for _, key, sa, sb in rows]
+
+    def complete_blocks(self) -> list[tuple[tuple[str, int], tuple[bool, ...]]]:
+        """(key, successes in `policies` order) for every (layout, repeat) judged for all policies."""
+        out = []
+        for key, per in sorted(self.by_key().items(), key=lambda kv: _order_of(kv[1].values())):
+            vals = [per.get(p) for p in self.policies]
+            if any(v is None or v.success is None for v in vals):
+                continue
+            out.append((key, tuple(bool(v.success) for v in vals)))  # type: ignore[union-attr]
+        return out
+
+    def unpaired(self) -> list[tuple[tuple[str, int], str]]:
+        """(key, why) for every (layout, repeat) that cannot form a full block."""
+        out = []
+        for key, per in sorted(self.by_key().items(), key=lambda kv: _order_of(kv[1].values())):
+            missing = [p for p in self.policies if p not in per]
+            not_run = [p for p in self.policies if p in per and per[p].state != "done"]
+            unknown = [p for p in self.policies
+                       if p in per and per[p].state == "done" and per[p].success is None]
+            why = []
+            if missing:
+                why.append("no row for " + ", ".join(missing))
+            if not_run:
+                why.append("not run yet: " + ", ".join(not_run))
+            if unknown:
+                why.append("unjudged or unsure: " + ", ".join(unknown))
+            if why:
+                out.append((key, "; ".join(why)))
+        return out
+
+    def judged(self, policy: str) -> list[TrialOutcome]:
+        return [o for o in self.outcomes if o.policy == policy and o.success is not None]
+
+
+def _order_of(outcomes: Iterable[TrialOutcome]) -> tuple:
+    best = None
+    for o in outcomes:
+        v = o.slot if o.slot is not None else (o.line or 0)
+        best = v if best is None else min(best, v)
+    return (best if best is not None else 0,)
+
+
+# ---------------------------------------------------------------- CSV
+
+
+def parse_success(value: str) -> bool | None:
+    """1/0/true/false/yes/no, any case and surrounding spaces; None if not one of them."""
+    return SUCCESS_WORDS.get(value.strip().lower())
+
+
+def _csv_rows(path: Path) -> tuple[list[list[str]], list[int]]:
+    """The CSV's rows from the first non-blank one, with their physical line numbers."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise BadInput(f"{path}: file not found") from None
+    except OSError as exc:
+        raise BadInput(f"{path}: cannot read: {exc.strerror}") from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise BadInput(f"{path}:{line}: not UTF-8 text") from None
+    try:
+        rows = list(csv.reader(io.StringIO(text, newline=""), strict=True))
+    except csv.Error as exc:
+        raise BadInput(f"{path}: malformed CSV: {exc}") from None
+    # csv.reader loses physical line numbers for quoted newlines; rebuild them
+    line_numbers = _row_lines(text)
+    while rows and not any(cell.strip() for cell in rows[0]):
+        rows.pop(0)
+        line_numbers.pop(0)
+    if not rows:
+        raise BadInput(f"{path}:1: empty file: expected a header row `layout,policy,success`")
+    return rows, line_numbers
+
+
+def _csv_header(path: Path, row: list[str], hline: int) -> tuple[list[str], int]:
+    """The header's column names (lower case); BadInput for unknown, repeated or missing ones."""
+    header = [h.strip().lower() for h in row]
+    known = set(CSV_REQUIRED) | set(CSV_OPTIONAL)
+    unknown = [h for h in header if h not in known]
+    if unknown:
+        raise BadInput(f"{path}:{hline}: unknown column{'s' if len(unknown) > 1 else ''} "
+                       f"{', '.join(repr(u) for u in unknown)} (allowed: {', '.join(CSV_REQUIRED + CSV_OPTIONAL)})")
+    dupes = [h for h, n in Counter(header).items() if n > 1]
+    if dupes:
+        raise BadInput(f"{path}:{hline}: column {dupes[0]!r} appears twice in the header")
+    missing = [h for h in CSV_REQUIRED if h not in header]
+    if missing:
+        raise BadInput(f"{path}:{hline}: missing required column{'s' if len(missing) > 1 else ''} "
+                       f"{', '.join(repr(m) for m in missing)} (header is: {','.join(header)})")
+    return header, hline
+
+
+def load_outcomes_csv(path: str | Path) -> OutcomeSet:
+    """Read an Outcomes CSV (DESIGN section 4). Raises BadInput with `path:line: message` lines.
+
+    Rules: the header must name layout, policy and success (any order, any case) and nothing
+    unknown; every row needs as many fields as the header, a non-empty layout and policy, a
+    success in 1,0,true,false,yes,no and, if given, an integer repeat >= 0; (layout, repeat,
+    policy) must be unique; one layout must keep one stratum; at least two policies."""
+    path = Path(path)
+    rows, line_numbers = _csv_rows(path)
+    header, hline = _csv_header(path, rows[0], line_numbers[0])
+    problems: list[str] = []
+    col = {h: i for i, h in enumerate(header)}
+    outcomes: list[TrialOutcome] = []
+    seen: dict[tuple[str, int, str], int] = {}
+    strata: dict[str, tuple[str, int]] = {}
+    for row, line in zip(rows[1:], line_numbers[1:]):
+        if not any(cell.strip() for cell in row):
+            continue  # blank line
+        if len(row) != len(header):
+            problems.append(f"{path}:{line}: expected {len(header)} fields ({','.join(header)}), found {len(row)}")
+            continue
+        cell = {h: row[i].strip() for h, i in col.items()}
+        if not cell["layout"]:
+            problems.append(f"{path}:{line}: empty layout")
+            continue
+        if not cell["policy"]:
+            problems.append(f"{path}:{line}: empty policy")
+            continue
+        success = parse_success(cell["success"])
+        if success is None:
+            problems.append(f"{path}:{line}: success must be one of 1,0,true,false,yes,no, not {cell['success']!r}")
+            continue
+        repeat = 0
+        if cell.get("repeat"):
+            try:
+                repeat = int(cell["repeat"])
+                if repeat < 0:
+                    raise ValueError
+            except ValueError:
+                problems.append(f"{path}:{line}: repeat must be a whole number >= 0, not {cell['repeat']!r}")
+                continue
+        key = (cell["layout"], repeat, cell["policy"])
+        if key in seen:
+            problems.append(f"{path}:{line}: duplicate row for layout {key[0]!r}, repeat {repeat}, "
+                            f"policy {key[2]!r} (first at line {seen[key]})")
+            continue
+        seen[key] = line
+        stratum = cell.get("stratum") or None
+        if stratum is not None:
+            prev = strata.get(cell["layout"])
+            if prev is not None and prev[0] != stratum:
+                problems.append(f"{path}:{line}: layout {cell['layout']!r} is in stratum {stratum!r} "
+                                f"here but {prev[0]!r} at line {prev[1]}")
+                continue
+            strata.setdefault(cell["layout"], (stratum, line))
+        outcomes.append(TrialOutcome(
+            layout=cell["layout"], repeat=repeat, policy=cell["policy"], success=success,
+            stratum=stratum, judge=cell.get("judge") or None,
+            failure_mode=(cell.get("failure_mode") or None) if not success else None,
+            line=line))
+    if problems:
+        raise BadInput(problems)
+    if not outcomes:
+        raise BadInput(f"{path}:{hline}: no data rows after the header")
+    policies = tuple(dict.fromkeys(o.policy for o in outcomes))
+    if len(policies) < 2:
+        raise BadInput(f"{path}:{outcomes[0].line}: only one policy ({policies[0]!r}); a comparison needs 2 or more")
+    # a layout listed with a stratum on one row and none on another: fill it in
+    filled = tuple(o if o.stratum or o.layout not in strata else
+                   TrialOutcome(**{**o.__dict__, "stratum": strata[o.layout][0]}) for o in outcomes)
+    judges = sorted({o.judge for o in filled if o.judge})
+    label_source = "csv" + (f" (judge: {', '.join(judges)})" if judges else "")
+    return OutcomeSet(outcomes=filled, policies=policies, source=str(path), label_source=label_source,
+                      campaign_name=path.stem, scheduled_trials=len(filled))
+
+
+def _row_lines(text: str) -> list[int]:
+    """The 1-based physical line on which each CSV record starts."""
+    lines = []
+    reader = csv.reader(io.StringIO(text, newline=""))
+    start = 1
+    while True:
+        try:
+            next(reader)
+        except StopIteration:
+            break
+        except csv.Error:
+            break
+        lines.append(start)
+        start = reader.line_num + 1
+    return lines
+
+
+# ---------------------------------------------------------------- campaign store
+
+
+def consensus_label(labels: Sequence[str]) -> str:
+    """Majority of the human judges who labelled an episode: `success` or `failure` needs more
+    than half of their labels (unsure counts in the total); otherwise, ties included, `unsure`."""
+    if not labels:
+        return "unsure"
+    counts = Counter(labels)
+    for label in ("success", "failure"):
+        if counts[label] * 2 > len(labels):
+            return label
+    return "unsure"
+
+
+@dataclass(frozen=True)
+class _Labels:
+    """Whose labels count: `mode` physics | judge | consensus, and the votes it uses."""
+
+    mode: str
+    source: str                                   # human-readable
+    requested: str
+    voters: list[str]                             # the consensus's judges (humans, + auto if counted)
+    latest: dict[str, dict[str, Judgment]]        # voter -> episode -> latest label
+    physics: dict[str, bool]
+
+
+def _choose_labels(store: CampaignStore, judge: str | None, auto_counted: bool, simulated: bool,
+                   warnings: list[str]) -> _Labels:
+    all_judges = store.judges()
+    voters = [j for j in all_judges if j not in (PHYSICS_JUDGE, AUTO_JUDGE)]
+    # `auto` votes in the consensus only when the protocol pre-registered it (judging.auto: counted)
+    if AUTO_JUDGE in all_judges and auto_counted:
+        voters.append(AUTO_JUDGE)
+    latest = {h: store.latest_labels(h) for h in voters}
+    physics = {ep: j.label == "success" for ep, j in store.latest_labels(PHYSICS_JUDGE).items()
+               if j.label in ("success", "failure")}
+    for rec in store.episodes():
+        if rec["id"] not in physics and rec.get("physics_success") is not None:
+            physics[rec["id"]] = bool(rec["physics_success"])
+    requested = judge or CONSENSUS
+    if requested == CONSENSUS:
+        if voters:
+            mode, source = CONSENSUS, (f"consensus of {len(voters)} human judge{'s' if len(voters) > 1 else ''} "
+                                       f"({', '.join(voters)})")
+        elif simulated:
+            mode, source = "physics", "physics (simulated campaign, no human judge yet)"
+        else:
+            mode, source = CONSENSUS, "consensus of human judges (none has judged yet)"
+            warnings.append("nobody has judged this campaign yet: every outcome is unknown; run "
+                            "`orchestrator judge CAMPAIGN --judge NAME`")
+    elif requested == PHYSICS_JUDGE:
+        mode, source = "physics", "physics"
+        if not physics:
+            warnings.append("this campaign has no physics labels (hardware campaigns have none)")
+    else:
+        if requested not in all_judges:
+            known = ", ".join(all_judges) or "none"
+            raise BadInput(f"{store.directory}: judge {requested!r} has no labels in this campaign "
+                           f"(judges with labels: {known}; or use physics / consensus)")
+        mode, source = "judge", requested
+        latest.setdefault(requested, store.latest_labels(requested))
+    return _Labels(mode, source, requested, voters, latest, physics)
+
+
+def _label_of(labels: _Labels, episode_id: str) -> tuple[bool | None, str | None, str]:
+    """(success or None, failure mode, who decided) for one done episode."""
+    if labels.mode == "physics":
+        return labels.physics.get(episode_id), None, PHYSICS_JUDGE
+    if labels.mode == "judge":
+        lab = labels.latest[labels.requested].get(episode_id)
+        if lab is None or lab.label == "unsure":
+            return None, None, labels.requested
+        success = lab.label == "success"
+        return success, (lab.failure_mode if not success else None), labels.requested
+    votes = [labels.latest[h][episode_id] for h in labels.voters if episode_id in labels.latest[h]]
+    verdict = consensus_label([v.label for v in votes])
+    if verdict == "unsure":
+        return None, None, CONSENSUS
+    if verdict == "success":
+        return True, None, CONSENSUS
+    modes = Counter(v.failure_mode for v in votes if v.label == "failure" and v.failure_mode)
+    return False, (sorted(modes.items(), key=lambda kv: (-kv[1], kv[0]))[0][0] if modes else None), CONSENSUS
+
+
+def outcomes_from_store(store: CampaignStore, judge: str | None = None) -> OutcomeSet:
+    """Outcomes of a campaign under the chosen labels, read through the frozen protocol.
+
+    judge: a human judge's name, `physics`, `auto`, `consensus` or None (the default: consensus
+    of the human judges, with `auto` only if the protocol says `judging: {auto: counted}`; when
+    no human has judged and the campaign is simulated, physics)."""
+    from orchestrator.judging.auto.labels import still_episodes
+    from orchestrator.run.campaign import frozen_protocol
+
+    camp = store.campaign()
+    frozen = frozen_protocol(store)
+    protocol = frozen.protocol
+    trials = store.trials()
+    episodes = {e["id"]: e for e in store.episodes()}
+    aborted_by_slot = Counter(a["slot"] for a in store.attempts() if a.get("status") == "aborted")
+    simulated = bool(camp.get("simulated"))
+    warnings: list[str] = []
+    labels = _choose_labels(store, judge, protocol.judging.auto == "counted", simulated, warnings)
+    human_labels = [JudgeLabel(ep, h, j.label, j.failure_mode) for h in labels.voters
+                    for ep, j in labels.latest[h].items()]
+    marks = {m.id: (float(m.x), float(m.y), m.stratum) for m in frozen.layout.marks}
+    outcomes: list[TrialOutcome] = []
+    unjudged = 0
+    for t in trials:
+        rec = episodes.get(t.episode_id) if t.episode_id else None
+        success, failure_mode, who = None, None, None
+        if t.state == "done" and rec is not None:
+            success, failure_mode, who = _label_of(labels, rec["id"])
+            unjudged += success is None
+        mark = marks.get(t.mark_id)
+        outcomes.append(TrialOutcome(
+            layout=t.mark_id, repeat=t.repeat, policy=t.policy, success=success,
+            stratum=mark[2] if mark else None, judge=who, failure_mode=failure_mode,
+            slot=t.slot, unit=t.unit, position=t.position, episode_id=t.episode_id, state=t.state,
+            time_to_success_s=(rec.get("time_to_success_s") if rec else None),
+            safety_events=tuple(rec.get("safety_events") or ()) if rec else (),
+            aborted_attempts=aborted_by_slot.get(t.slot, 0),
+            timing=LoopTiming.from_dict(rec.get("timing")) if rec else None))
+    done = sum(1 for t in trials if t.state == "done")
+    if unjudged and not (labels.mode == CONSENSUS and not labels.voters and not simulated):
+        warnings.append(f"{unjudged} of {done} episodes have no usable label under {labels.source} "
+                        "(unjudged or unsure); they are left out of the pairs")
+    return OutcomeSet(
+        outcomes=tuple(outcomes), policies=tuple(protocol.policies), source=str(store.directory),
+        label_source=labels.source, campaign_id=str(camp.get("id", "")), campaign_name=str(camp.get("name", "")),
+        protocol_name=protocol.name, protocol_sha256=str(camp.get("protocol_sha256", "")), simulated=simulated,
+        complete=done == len(trials) or bool(camp.get("finished_at")), stop_reason=camp.get("stop_reason"),
+        primary=protocol.analysis.primary, alpha=float(protocol.analysis.alpha), stopping=protocol.analysis.stopping,
+        marks=marks, human_labels=tuple(human_labels), physics=labels.physics, warnings=tuple(warnings),
+        aborted_attempts=sum(aborted_by_slot.values()), scheduled_trials=len(trials),
+        sessions=session_counts(store.sessions()), operator_is_judge=protocol.judging.operator_is_judge,
+        fps=protocol.episode.fps, auto_labels={ep: j.label for ep, j in store.latest_labels(AUTO_JUDGE).items()},
+        arm_still=still_episodes(store.directory, episodes.values()),
+        station_blocks=tuple(store.station_blocks()) if hasattr(store, "station_blocks") else ())
+
+
+def session_counts(sessions: Sequence[dict[str, Any]]) -> SessionCounts:
+    """Classify `store.sessions()` rows: outcome `ended`, `interrupted`, `failed: ...`; no
+    `ended_at` means killed, unless it is the last session and its process is still alive on
+    this host (a run in progress while the report is made)."""
+    import platform
+
+    counts: Counter = Counter()
+    for i, s in enumerate(sessions):
+        outcome = str(s.get("outcome") or "")
+        if s.get("ended_at") is None:
+            last = i == len(sessions) - 1
+            alive = last and s.get("host") == platform.node() and process_running(s.get("pid"))
+            counts["running" if alive else "killed"] += 1
+        elif outcome == "interrupted":
+            counts["interrupted"] += 1
+        elif outcome.startswith("failed"):
+            counts["failed"] += 1
+        else:
+            counts["ended"] += 1
+    return SessionCounts(count=len(sessions), ended=counts["ended"], interrupted=counts["interrupted"],
+                         killed=counts["killed"], failed=counts["failed"], running=counts["running"])

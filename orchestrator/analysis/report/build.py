@@ -1,0 +1,405 @@
+"""Building the report: `build_report` is the only place that calls the statistics
+(`orchestrator.analysis.stats`); everything it computes lands in the frozen `Report` (model.py)."""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from itertools import combinations
+from typing import Any
+
+from orchestrator.analysis import stats
+from orchestrator.analysis.outcomes import OutcomeSet
+from orchestrator.analysis.report.analysis import PairedAnalysis, paired_analysis, test_description
+from orchestrator.analysis.report.format import fmt_p, p_eq, p_name
+from orchestrator.analysis.report.raters import rater_agreement
+from orchestrator.analysis.report.model import (OVERRUN_WARN_FRACTION, SCHEMA, Comparison, Disagreement, DriftRow, JudgeAccuracy, JudgeSection,
+                    KappaRow, PolicySummary, PolicyTiming, Report, StratumComparison, StratumRow, TimeSummary)
+from orchestrator.analysis.report.verdict import Evidence, verdict_notes, verdict_text
+
+PLAN_MAX_LAYOUTS = 2000
+
+
+def _median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def _time_summary(values: list[float]) -> TimeSummary | None:
+    if not values:
+        return None
+    return TimeSummary(len(values), statistics.median(values), sum(values) / len(values), min(values), max(values))
+
+def _timing(data: OutcomeSet) -> tuple[PolicyTiming, ...]:
+    """Per-policy control-loop timing; () when the source is not a campaign (an outcomes CSV)."""
+    if not data.campaign_id:
+        return ()
+    paced = not data.simulated
+    rows = []
+    for p in data.policies:
+        done = [o for o in data.outcomes if o.policy == p and o.state == "done" and o.episode_id]
+        ts = [o.timing for o in done if o.timing is not None]
+        over = [t for t in ts if t.overruns > OVERRUN_WARN_FRACTION * t.steps]
+        steps = Counter(t.steps for t in ts).most_common(1)
+        rows.append(PolicyTiming(
+            label=p, episodes=len(done), with_timing=len(ts), steps=steps[0][0] if steps else None, paced=paced,
+            period_p50_ms=_median([t.period_p50_ms for t in ts]),
+            period_p99_ms=max((t.period_p99_ms for t in ts), default=None),
+            overrun_steps=sum(t.overruns for t in ts) if paced else None,
+            episodes_over=len(over) if paced else None,
+            policy_p50_ms=_median([t.policy_p50_ms for t in ts]),
+            policy_p99_ms=_median([t.policy_p99_ms for t in ts]),
+            policy_p99_max_ms=max((t.policy_p99_ms for t in ts), default=None)))
+    return tuple(rows)
+
+
+def _policy_summary(label: str, data: OutcomeSet) -> PolicySummary:
+    mine = [o for o in data.outcomes if o.policy == label]
+    judged = [o for o in mine if o.success is not None]
+    k = sum(1 for o in judged if o.success)
+    n = len(judged)
+    done = sum(1 for o in mine if o.state == "done")
+    modes = Counter(o.failure_mode or "unspecified" for o in judged if not o.success)
+    safety = Counter(ev for o in mine for ev in o.safety_events)
+    times = [o.time_to_success_s for o in judged if o.success and o.time_to_success_s is not None]
+    first = [o for o in judged if o.position == 0]
+    second = [o for o in judged if o.position is not None and o.position > 0]
+    return PolicySummary(
+        label=label, successes=k, trials=n, wilson=stats.wilson(k, n), scheduled=len(mine), done=done,
+        unjudged=sum(1 for o in mine if o.state == "done" and o.success is None),
+        aborted_attempts=sum(o.aborted_attempts for o in mine),
+        failure_modes=tuple(sorted(modes.items(), key=lambda kv: (-kv[1], kv[0]))),
+        safety_events=tuple(sorted(safety.items(), key=lambda kv: (-kv[1], kv[0]))),
+        episodes_with_safety_events=sum(1 for o in mine if o.safety_events),
+        time_to_success=_time_summary(times),
+        first_successes=sum(1 for o in first if o.success), first_trials=len(first),
+        second_successes=sum(1 for o in second if o.success), second_trials=len(second))
+
+
+def _more_layouts(table: stats.PairedTable, alpha: float, primary: str) -> tuple[int | None, str]:
+    """Layouts still needed for 80 % power if the observed cell rates were the truth."""
+    n = table.n
+    if n == 0:
+        return None, "no complete pairs yet"
+    b, c = table.a_only, table.b_only
+    if b == c:
+        return None, ("the policies won the same number of discordant layouts, so the observed "
+                      "difference is zero and no number of layouts is expected to separate them")
+    needed = stats.layouts_needed(b / n, c / n, 0.8, alpha, primary, PLAN_MAX_LAYOUTS)
+    if needed is None:
+        return None, (f"even {PLAN_MAX_LAYOUTS} layouts would not give 80 % power at the observed "
+                      "difference: it is too small to establish with this design")
+    return max(needed - n, 0), (f"with the observed rates ({b}/{n} A-only, {c}/{n} B-only layouts) "
+                                f"about {needed} layouts in all give 80 % power")
+
+
+def _evalue_rule(stopping: Any) -> bool:
+    if isinstance(stopping, dict):
+        return stopping.get("kind") == "evalue"
+    return getattr(stopping, "kind", None) == "evalue"
+
+
+def _pairing_note(table: stats.PairedTable, fisher: float, p_primary: float, test: str) -> str:
+    n = table.n
+    if n == 0:
+        return ""
+    agree = table.both + table.neither
+    head = (f"Treated as unpaired samples the same trials give Fisher p {p_eq(fisher)}; "
+            f"paired, {test} {fmt_p(p_primary)}: ")
+    if p_primary < 0.8 * fisher:
+        return head + (f"pairing gave the stronger evidence; the policies agreed on {agree} of {n} layouts "
+                       f"and only the {table.discordant} discordant "
+                       f"layout{'s' if table.discordant != 1 else ''} carry the comparison.")
+    if p_primary <= 1.25 * fisher:
+        return head + (f"pairing made little difference here; the policies agreed on {agree} of {n} "
+                       "layouts, about what unrelated outcomes would give.")
+    return head + (f"pairing bought nothing here; the policies agreed on only {agree} of {n} "
+                   "layouts, so their outcomes were barely correlated across layouts.")
+
+
+def _stratum_rows(pairs: list, data: OutcomeSet) -> tuple[StratumComparison, ...]:
+    """Per stratum: the pooled table and the test over marks (`stats.clustered_p_values`, which
+    is McNemar's when each mark has one pair)."""
+    by_stratum: dict[str, dict[str, list[tuple[bool, bool]]]] = {}
+    key_stratum = {o.key: (o.stratum or "all") for o in data.outcomes}
+    for key, sa, sb in pairs:
+        by_stratum.setdefault(key_stratum.get(key, "all"), {}).setdefault(key[0], []).append((sa, sb))
+    if len(by_stratum) < 2:
+        return ()
+    rows = []
+    for s in sorted(by_stratum):
+        marks = [stats.paired_table([x[0] for x in v], [x[1] for x in v]) for v in by_stratum[s].values()]
+        pooled = stats.paired_table([x[0] for v in by_stratum[s].values() for x in v],
+                                    [x[1] for v in by_stratum[s].values() for x in v])
+        exact, mid = stats.clustered_p_values([t.a_only - t.b_only for t in marks])
+        rows.append(StratumComparison(s, pooled, mid, exact))
+    return tuple(rows)
+
+
+def _compare(an: PairedAnalysis, a: str, b: str, data: OutcomeSet, holm_mid: float, holm_exact: float,
+             comparisons: int = 1) -> Comparison:
+    table = an.table
+    primary = data.primary if data.primary in ("mcnemar_midp", "mcnemar_exact") else "mcnemar_midp"
+    p_primary = an.p(primary)
+    holm_primary = holm_exact if primary == "mcnemar_exact" else holm_mid
+    n = table.n
+    fisher = stats.fisher_exact(table.successes_a, n, table.successes_b, n) if n else 1.0
+    unpaired = stats.newcombe_independent(table.successes_a, n, table.successes_b, n) if n else \
+        stats.Interval(0.0, -1.0, 1.0, "newcombe-hybrid")
+    # with a pre-registered e-value stopping rule the anytime-valid e-value decides (the McNemar
+    # p-values assume a fixed number of layouts); K comparisons share alpha (threshold K/alpha)
+    evalue_rule = _evalue_rule(data.stopping)
+    # with repeats the e-value counts discordant marks (`stats.mark_split`), like the test
+    split = stats.mark_split([t for _, t in an.marks]) if an.unit == "mark" else (table.a_only, table.b_only)
+    ev = stats.evalue_discordant(*split, data.alpha / max(comparisons, 1))
+    significant = n > 0 and (ev.reject if evalue_rule else holm_primary <= data.alpha)
+    more, more_note = _more_layouts(table, data.alpha, primary) if an.unit == "layout" else (None, "")
+    discordant_units = an.clustered.discordant_marks if an.clustered is not None else table.discordant
+    evidence = Evidence(a=a, b=b, table=table, unit=an.unit, discordant_units=discordant_units, primary=primary,
+                        alpha=data.alpha, p=holm_primary, p_raw=p_primary, mid_p=holm_mid, exact_p=holm_exact,
+                        difference=an.difference, sequence=an.sequence, evalue=ev, evalue_rule=evalue_rule,
+                        significant=significant)
+    return Comparison(
+        a=a, b=b, table=table, mcnemar=an.mcnemar, difference=an.difference,
+        tango=stats.tango_paired(table) if n else an.difference,
+        bonett_price=stats.bonett_price_paired(table) if n else an.difference, primary=primary, primary_p=p_primary,
+        holm_mid_p=holm_mid, holm_primary_p=holm_primary, fisher_p=fisher, unpaired_difference=unpaired,
+        floor_p=stats.discordant_floor(table.discordant), evalue=ev, significant=significant,
+        more_layouts_needed=more, more_layouts_note=more_note,
+        verdict=verdict_text(evidence, more, more_note),
+        pairing_note=_pairing_note(table, fisher, p_primary, p_name(primary)) if an.unit == "layout" else "",
+        strata=_stratum_rows(data.pairs(a, b), data), unit=an.unit, clustered=an.clustered, marks=an.marks,
+        sequence=an.sequence, notes=verdict_notes(evidence), holm_exact_p=holm_exact)
+
+
+def _strata(data: OutcomeSet) -> tuple[StratumRow, ...]:
+    names = sorted({o.stratum for o in data.outcomes if o.stratum})
+    if len(names) < 2:
+        return ()
+    rows = []
+    for s in names:
+        mine = [o for o in data.outcomes if o.stratum == s]
+        per = []
+        for p in data.policies:
+            judged = [o for o in mine if o.policy == p and o.success is not None]
+            k = sum(1 for o in judged if o.success)
+            per.append((p, k, len(judged), stats.wilson(k, len(judged))))
+        rows.append(StratumRow(s, len({o.key for o in mine}), tuple(per)))
+    return tuple(rows)
+
+
+def _drift(data: OutcomeSet) -> tuple[DriftRow, ...]:
+    """Success in the first and second half of the campaign (by run order), per policy."""
+    rows = []
+    for p in data.policies:
+        judged = [o for o in data.outcomes if o.policy == p and o.success is not None]
+        judged.sort(key=lambda o: (o.slot if o.slot is not None else (o.line or 0)))
+        if len(judged) < 2:
+            continue
+        half = len(judged) // 2
+        first, second = judged[:half], judged[half:]
+        k1 = sum(1 for o in first if o.success)
+        k2 = sum(1 for o in second if o.success)
+        rows.append(DriftRow(p, k1, len(first), k2, len(second),
+                             stats.fisher_exact(k1, len(first), k2, len(second))))
+    return tuple(rows)
+
+
+def _judges(data: OutcomeSet) -> JudgeSection | None:
+    if not data.human_labels and not data.physics:
+        return None
+    judges = tuple(sorted({j.judge for j in data.human_labels}))
+    if not judges:
+        return None
+    by_ep: dict[str, dict[str, str]] = {}
+    for j in data.human_labels:
+        by_ep.setdefault(j.episode_id, {})[j.judge] = j.label
+    where = {o.episode_id: o for o in data.outcomes if o.episode_id}
+    kappas = []
+    for j1, j2 in combinations(judges, 2):
+        items = [(v[j1], v[j2]) for v in by_ep.values() if j1 in v and j2 in v]
+        if items:
+            kappas.append(KappaRow(j1, j2, len(items), stats.cohen_kappa([x for x, _ in items], [y for _, y in items]),
+                                   sum(1 for x, y in items if x == y) / len(items)))
+    fleiss = None
+    fleiss_items = 0
+    if len(judges) >= 2:
+        cats = ("success", "failure", "unsure")
+        rows = [[sum(1 for j in judges if v[j] == c) for c in cats]
+                for v in by_ep.values() if all(j in v for j in judges)]
+        if rows:
+            fleiss, fleiss_items = stats.fleiss_kappa(rows), len(rows)
+    disagreements = []
+    for ep, v in sorted(by_ep.items(), key=lambda kv: (where[kv[0]].slot if kv[0] in where and where[kv[0]].slot is not None else 0)):
+        if len(v) >= 2 and len(set(v.values())) > 1:
+            o = where.get(ep)
+            disagreements.append(Disagreement(ep, o.layout if o else "?", o.repeat if o else 0,
+                                              o.policy if o else "?", tuple(sorted(v.items())),
+                                              data.physics.get(ep)))
+    accuracy = []
+    if data.physics:
+        for j in judges:
+            agree = compared = unsure = fs = ff = 0
+            for ep, v in by_ep.items():
+                if j not in v or ep not in data.physics:
+                    continue
+                if v[j] == "unsure":
+                    unsure += 1
+                    continue
+                compared += 1
+                said = v[j] == "success"
+                truth = data.physics[ep]
+                agree += said == truth
+                fs += said and not truth
+                ff += (not said) and truth
+            accuracy.append(JudgeAccuracy(j, agree, compared, unsure, fs, ff))
+    per_judge = Counter(j.judge for j in data.human_labels)
+    return JudgeSection(judges, tuple(sorted(per_judge.items())), tuple(kappas), fleiss, fleiss_items,
+                        tuple(disagreements), tuple(accuracy))
+
+
+def _grid(data: OutcomeSet) -> tuple[tuple[str, float | None, float | None, str, str], ...]:
+    if len(data.policies) < 2:
+        return ()
+    a, b = data.policies[0], data.policies[1]
+    out = []
+    for key, per in data.by_key().items():
+        oa, ob = per.get(a), per.get(b)
+        if oa is None or ob is None or oa.success is None or ob.success is None:
+            cat = "incomplete"
+        elif oa.success and ob.success:
+            cat = "both"
+        elif oa.success:
+            cat = f"{a} only"
+        elif ob.success:
+            cat = f"{b} only"
+        else:
+            cat = "neither"
+        mark = data.marks.get(key[0])
+        stratum = (mark[2] if mark else None) or next((o.stratum for o in per.values() if o.stratum), "all")
+        out.append((f"{key[0]}" + (f"#{key[1]}" if key[1] else ""), mark[0] if mark else None,
+                    mark[1] if mark else None, stratum or "all", cat))
+    return tuple(out)
+
+
+def _timeline(data: OutcomeSet) -> tuple[tuple[str, tuple[bool, ...]], ...]:
+    out = []
+    for p in data.policies:
+        judged = sorted((o for o in data.outcomes if o.policy == p and o.success is not None),
+                        key=lambda o: (o.slot if o.slot is not None else (o.line or 0)))
+        out.append((p, tuple(bool(o.success) for o in judged)))
+    return tuple(out)
+
+
+def build_report(data: OutcomeSet) -> Report:
+    """Compute every statistic the report shows, once."""
+    policies = tuple(_policy_summary(p, data) for p in data.policies)
+    pairs = list(combinations(data.policies, 2))
+    evalue_rule = _evalue_rule(data.stopping)
+    analyses = [paired_analysis(data, a, b, evalue_rule, data.alpha / max(len(pairs), 1)) for a, b in pairs]
+    # Holm over all pairwise comparisons (a single comparison is its own adjustment), on the
+    # p-values of the deciding test (clustered over marks when marks have repeats)
+    holm_mid = stats.holm([an.mid_p for an in analyses])
+    holm_exact = stats.holm([an.exact_p for an in analyses])
+    primary = data.primary
+    comparisons = tuple(_compare(an, a, b, data, holm_mid[i], holm_exact[i], len(pairs))
+                        for i, (an, (a, b)) in enumerate(zip(analyses, pairs)))
+    unit = "mark" if any(c.unit == "mark" for c in comparisons) else "layout"
+    cochran = None
+    if len(data.policies) >= 3:
+        blocks = data.complete_blocks()
+        if blocks:
+            cochran = stats.cochran_q([[int(v) for v in vals] for _, vals in blocks])
+    unpaired = tuple((k[0], k[1], why) for k, why in data.unpaired())
+    done = sum(1 for o in data.outcomes if o.state == "done")
+    timing = _timing(data)
+    stopping_rule = _describe_stopping(data.stopping)
+    warnings = _warnings(data, unpaired, timing, stopping_rule, done, unit, cochran is not None)
+    from orchestrator.analysis.report.stations import build_stations
+
+    station_section = build_stations(data)
+    if station_section is not None:
+        warnings.extend(station_section.warnings)
+    return Report(
+        schema=SCHEMA, source=data.source, label_source=data.label_source, campaign_id=data.campaign_id,
+        campaign_name=data.campaign_name, protocol_name=data.protocol_name, protocol_sha256=data.protocol_sha256,
+        simulated=data.simulated, complete=data.complete, stop_reason=data.stop_reason,
+        stopping_rule=stopping_rule, primary=primary, alpha=data.alpha, trials_done=done,
+        trials_scheduled=data.scheduled_trials, aborted_attempts=data.aborted_attempts, policies=policies,
+        comparisons=comparisons, cochran=cochran, strata=_strata(data), drift=_drift(data),
+        judges=_judges(data), unpaired=unpaired, warnings=tuple(warnings), headline=_headline(comparisons, cochran),
+        grid=_grid(data), timeline=_timeline(data), timing=timing, sessions=data.sessions,
+        operator_is_judge=data.operator_is_judge, fps=data.fps, raters=rater_agreement(data),
+        arm_still=_arm_still(data), unit=unit, test=test_description(unit, primary),
+        notes=_cochran_notes(comparisons, cochran, data.alpha), stations=station_section)
+
+
+def _arm_still(data: OutcomeSet) -> tuple[tuple[str, str, str], ...]:
+    where = {o.episode_id: o for o in data.outcomes if o.episode_id}
+    return tuple((ep, where[ep].layout, where[ep].policy) for ep in data.arm_still if ep in where)
+
+
+def _warnings(data: OutcomeSet, unpaired: tuple, timing: tuple[PolicyTiming, ...], stopping_rule: str,
+              done: int, unit: str, cochran: bool) -> list[str]:
+    warnings = list(data.warnings)
+    if unpaired:
+        warnings.append(f"{len(unpaired)} layout run{'s' if len(unpaired) != 1 else ''} cannot form a "
+                        "complete pair (listed under 'Unpaired layouts'); they are not in the paired tables")
+    rate = f"{data.fps} Hz" if data.fps else "its control rate"
+    for t in timing:
+        if t.episodes_over:
+            warnings.append(f"policy {t.label} could not keep {rate} in {t.episodes_over} "
+                            f"episode{'s' if t.episodes_over != 1 else ''} of {t.with_timing} (more than "
+                            f"{100 * OVERRUN_WARN_FRACTION:g}% of the steps overran the control period; "
+                            f"{t.overrun_steps} overrun steps in all): its outcomes may reflect a slow loop")
+    if _evalue_rule(data.stopping):
+        warnings.append("the protocol pre-registers the e-value stopping rule: the verdict uses the "
+                        "anytime-valid e-value; McNemar p-values assume a fixed number of layouts and "
+                        "are shown for reference only")
+    if unit == "mark" and cochran:
+        warnings.append("marks have repeats: Cochran's Q counts every (mark, repeat) as an independent block; "
+                        "the pairwise tests count marks")
+    if not data.complete:
+        warnings.append(f"the campaign is not complete ({done} of {data.scheduled_trials} trials done): "
+                        "these are interim numbers" + ("" if stopping_rule.startswith("e-value") else
+                                                       " and, with no pre-registered stopping rule, "
+                                                       "must not be used to decide when to stop"))
+    return warnings
+
+
+def _headline(comparisons: tuple[Comparison, ...], cochran: stats.CochranQResult | None) -> str:
+    if len(comparisons) == 1:
+        return comparisons[0].verdict
+    if not comparisons:
+        return "no comparison possible"
+    lines = []
+    if cochran is not None:
+        lines.append(f"Cochran's Q = {cochran.q:.2f} (df {cochran.df}), p {p_eq(cochran.p)} over "
+                     f"{cochran.blocks} complete layouts.")
+    lines.extend(c.verdict for c in comparisons)
+    return " ".join(lines)
+
+
+def _cochran_notes(comparisons: tuple[Comparison, ...], cochran: stats.CochranQResult | None,
+                   alpha: float) -> tuple[str, ...]:
+    """With 3+ policies a Holm-adjusted pairwise "better" can sit beside a Cochran's Q that does
+    not reject. Holm controls the family-wise error on its own, so the pairwise result stands;
+    the note says that the omnibus test does not back it (issue #15, item 6)."""
+    if cochran is None or cochran.p <= alpha:
+        return ()
+    better = [c for c in comparisons if c.significant]
+    if not better:
+        return ()
+    names = ", ".join(f"{c.a} vs {c.b}" for c in better)
+    return (f"Cochran's Q does not reject (p {p_eq(cochran.p)} > {alpha:g}) although the Holm-adjusted "
+            f"pairwise test finds a difference for {names}: Holm controls the family-wise error by itself, "
+            "so the pairwise result stands, but the omnibus test does not back it.",)
+
+
+def _describe_stopping(stopping: Any) -> str:
+    if isinstance(stopping, dict) and stopping.get("kind") == "evalue":
+        return f"e-value (anytime-valid), max_layouts {stopping.get('max_layouts')}"
+    kind = getattr(stopping, "kind", None)
+    if kind == "evalue":
+        return f"e-value (anytime-valid), max_layouts {stopping.max_layouts}"
+    return "none (fixed number of layouts)"
+

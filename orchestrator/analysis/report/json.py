@@ -1,0 +1,138 @@
+"""The report as JSON: DESIGN section 4 (schema `orchestrator.report/1`). The extra keys it
+carries are additions, never changes of meaning."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from orchestrator.analysis.report import raters
+from orchestrator.analysis.report.model import Comparison, JudgeSection, PolicySummary, PolicyTiming, Report
+
+
+def _num(x: float | None) -> float | None:
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return None
+    return float(x)
+
+
+def _policy(p: PolicySummary) -> dict[str, Any]:
+    ts = p.time_to_success
+    return {
+        "successes": p.successes, "trials": p.trials, "rate": _num(p.rate),
+        "wilson95": [p.wilson.lo, p.wilson.hi],
+        "unjudged": p.unjudged, "aborted_attempts": p.aborted_attempts,
+        "failure_modes": dict(p.failure_modes), "safety_events": dict(p.safety_events),
+        "time_to_success_s": None if ts is None else {
+            "n": ts.n, "median": ts.median, "mean": ts.mean, "min": ts.lo, "max": ts.hi},
+    }
+
+
+def _comparison(c: Comparison) -> dict[str, Any]:
+    t = c.table
+    return {
+        "a": c.a, "b": c.b, "pairs": t.n,
+        "table": {"both": t.both, "a_only": t.a_only, "b_only": t.b_only, "neither": t.neither},
+        "mcnemar": {"exact_p": c.mcnemar.exact_p, "mid_p": c.mcnemar.mid_p, "chi2": c.mcnemar.chi2,
+                    "chi2_p": c.mcnemar.chi2_p, "chi2_cc": c.mcnemar.chi2_cc, "chi2_cc_p": c.mcnemar.chi2_cc_p},
+        "difference": {"estimate": c.difference.estimate, "ci95": [c.difference.lo, c.difference.hi],
+                       "method": c.difference.method,
+                       "tango95": [c.tango.lo, c.tango.hi], "bonett_price95": [c.bonett_price.lo, c.bonett_price.hi]},
+        "holm_mid_p": c.holm_mid_p,
+        "primary": c.primary, "primary_p": c.primary_p, "significant": c.significant,
+        "unpaired": {"fisher_p": c.fisher_p, "newcombe_hybrid95": [c.unpaired_difference.lo, c.unpaired_difference.hi]},
+        "discordant_floor_p": c.floor_p,
+        "e_value": _num(c.evalue.e_value),
+        "more_layouts_for_80pct_power": c.more_layouts_needed,
+        "verdict": c.verdict,
+        "strata": {s.stratum: {"both": s.table.both, "a_only": s.table.a_only, "b_only": s.table.b_only,
+                               "neither": s.table.neither, "mid_p": s.mid_p} for s in c.strata},
+        "unit": c.unit,
+        "holm_exact_p": _num(c.holm_exact_p),
+        "clustered": _clustered(c),
+        "confidence_sequence": None if c.sequence is None else {
+            "difference": [c.sequence.lo, c.sequence.hi], "level": c.sequence.level,
+            "method": "beta-binomial mixture (Howard et al. 2021)"},
+        "notes": list(c.notes),
+    }
+
+
+def _clustered(c: Comparison) -> dict[str, Any] | None:
+    """The mark-as-unit analysis (null with one pair per mark)."""
+    k = c.clustered
+    if k is None:
+        return None
+    return {"marks": k.marks, "discordant_marks": k.discordant_marks, "exact_p": k.exact_p, "mid_p": k.mid_p,
+            "durkalski_chi2": k.durkalski_chi2, "durkalski_p": k.durkalski_p, "design_effect": k.design_effect,
+            "per_mark": {m: {"both": t.both, "a_only": t.a_only, "b_only": t.b_only, "neither": t.neither}
+                         for m, t in c.marks}}
+
+
+def _judges(j: JudgeSection) -> dict[str, Any]:
+    return {
+        "judges": list(j.judges),
+        "cohen_kappa": [{"judges": [k.judge_1, k.judge_2], "items": k.items, "kappa": _num(k.kappa),
+                         "agreement": k.agreement} for k in j.kappas],
+        "fleiss_kappa": _num(j.fleiss), "fleiss_items": j.fleiss_items,
+        "disagreements": [{"episode": d.episode_id, "layout": d.layout, "repeat": d.repeat,
+                           "policy": d.policy, "labels": dict(d.labels), "physics": d.physics}
+                          for d in j.disagreements],
+        "accuracy_vs_physics": {a.judge: {"agree": a.agree, "compared": a.compared, "unsure": a.unsure,
+                                          "false_success": a.false_success, "false_failure": a.false_failure}
+                                for a in j.accuracy},
+    }
+
+
+def _timing(t: PolicyTiming) -> dict[str, Any]:
+    return {
+        "episodes": t.episodes, "episodes_with_timing": t.with_timing, "steps": t.steps, "paced": t.paced,
+        "period_p50_ms": _num(t.period_p50_ms), "period_p99_ms": _num(t.period_p99_ms),
+        "overrun_steps": t.overrun_steps, "episodes_over_5pct_overruns": t.episodes_over,
+        "policy_p50_ms": _num(t.policy_p50_ms), "policy_p99_ms": _num(t.policy_p99_ms),
+        "policy_p99_max_ms": _num(t.policy_p99_max_ms),
+    }
+
+
+def to_dict(r: Report) -> dict[str, Any]:
+    """The JSON document (DESIGN section 4) plus additional keys."""
+    out: dict[str, Any] = {
+        "schema": r.schema,
+        "campaign": {"id": r.campaign_id, "protocol_sha256": r.protocol_sha256, "complete": r.complete,
+                     "trials": r.trials_done, "aborted": r.aborted_attempts,
+                     "name": r.campaign_name, "protocol_name": r.protocol_name, "source": r.source,
+                     "simulated": r.simulated, "scheduled_trials": r.trials_scheduled,
+                     "stop_reason": r.stop_reason, "stopping_rule": r.stopping_rule,
+                     "operator_is_judge": r.operator_is_judge, "fps": r.fps},
+        "labels": r.label_source,
+        "analysis": {"primary": r.primary, "alpha": r.alpha, "unit": r.unit, "test": r.test},
+        "policies": {p.label: _policy(p) for p in r.policies},
+        "comparisons": [_comparison(c) for c in r.comparisons],
+    }
+    if r.cochran is not None:
+        out["cochran_q"] = {"q": r.cochran.q, "df": r.cochran.df, "p": r.cochran.p, "blocks": r.cochran.blocks}
+    out["strata"] = {s.stratum: {lab: {"successes": k, "trials": n, "wilson95": [iv.lo, iv.hi]}
+                                 for lab, k, n, iv in s.per_policy} for s in r.strata}
+    out["drift"] = {d.policy: {"first_half": [d.first_k, d.first_n], "second_half": [d.second_k, d.second_n],
+                               "fisher_p": d.fisher_p} for d in r.drift}
+    if r.judges is not None:
+        out["judges"] = _judges(r.judges)
+    out["rater_agreement"] = raters.to_json(r.raters)
+    out["arm_never_moved"] = [{"episode": e, "layout": lay, "policy": p} for e, lay, p in r.arm_still]
+    # campaign-only: null for an outcomes CSV, which holds neither timing nor sessions
+    out["timing"] = {t.label: _timing(t) for t in r.timing} if r.timing else None
+    out["sessions"] = None if r.sessions is None else {
+        "count": r.sessions.count, "interrupted": r.sessions.interrupted, "killed": r.sessions.killed,
+        "failed": r.sessions.failed, "ended": r.sessions.ended, "running": r.sessions.running}
+    from orchestrator.analysis.report.stations import to_dict as stations_dict
+
+    out["stations"] = stations_dict(r.stations)
+    out["unpaired"] = [{"layout": l, "repeat": rp, "why": why} for l, rp, why in r.unpaired]
+    out["warnings"] = list(r.warnings)
+    out["notes"] = list(r.notes)
+    out["verdict"] = r.headline
+    return out
+
+
+def render_json(r: Report) -> str:
+    return json.dumps(to_dict(r), indent=2, allow_nan=False) + "\n"

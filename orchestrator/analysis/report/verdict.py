@@ -1,0 +1,120 @@
+"""The verdict of one comparison in words, and the one-line notes that go beside it.
+
+Rules (issue #15):
+- the deciding test is the pre-registered primary (mid-p or exact; Holm-adjusted with 3+
+  policies), or the e-value when the protocol pre-registers the e-value stopping rule;
+- whenever mid-p and exact p fall on different sides of alpha, both are quoted (mid-p's actual
+  size exceeds alpha for some n, e.g. 0.077 at 16 all-discordant pairs);
+- when the test and the 95 % interval disagree, in either direction, a one-line note says so;
+- after optional stopping the verdict quotes the anytime-valid confidence sequence and says
+  that the fixed-n interval is not valid;
+- numbers are printed with enough digits that an interval's bounds differ from each other and
+  from the estimate (`format.points`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from orchestrator.analysis import stats
+from orchestrator.analysis.report.format import fmt_p, p_name, points
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What the verdict of a vs b rests on."""
+
+    a: str
+    b: str
+    table: stats.PairedTable             # pooled pairs
+    unit: str                            # layout | mark
+    discordant_units: int                # discordant layouts, or marks with b_k != c_k
+    primary: str
+    alpha: float
+    p: float                             # the primary p (Holm-adjusted with 3+ policies)
+    p_raw: float                         # before adjustment
+    mid_p: float                         # Holm-adjusted like p
+    exact_p: float
+    difference: stats.Interval           # the fixed-n interval (clustered with repeats)
+    sequence: stats.Interval | None      # anytime-valid CS (e-value rule)
+    evalue: stats.EValueResult
+    evalue_rule: bool
+    significant: bool
+
+
+def interval_text(iv: stats.Interval, anytime: bool = False) -> str:
+    est, lo, hi = points(iv.estimate, iv.lo, iv.hi)
+    level = f"{100 * iv.level:g}%"
+    kind = f"anytime-valid {level} confidence sequence" if anytime else f"{level} CI"
+    return f"difference {est} points, {kind} {lo} to {hi}"
+
+
+def _p_text(e: Evidence) -> tuple[str, str]:
+    """(label, value) of the deciding statistic, quoting the other McNemar p when mid-p and
+    exact p fall on different sides of alpha."""
+    if e.evalue_rule:
+        return "e-value", f"{e.evalue.e_value:.1f} (anytime-valid; decides at >= {e.evalue.threshold:g})"
+    test = p_name(e.primary)
+    label = test if math.isclose(e.p, e.p_raw) else f"Holm-adjusted {test}"
+    if e.unit == "mark":
+        label = f"{label} over marks"
+    value = fmt_p(e.p)
+    if (e.mid_p <= e.alpha) != (e.exact_p <= e.alpha):
+        other, other_p = ("exact p", e.exact_p) if e.primary != "mcnemar_exact" else ("mid-p", e.mid_p)
+        value += f" ({other} {fmt_p(other_p)}: the two fall on different sides of {e.alpha:g})"
+    return label, value
+
+
+def verdict_text(e: Evidence, more: int | None, more_note: str) -> str:
+    a, b, n = e.a, e.b, e.table.n
+    if n == 0:
+        return f"{a} vs {b}: no layout has a known outcome for both yet; nothing can be said."
+    label, value = _p_text(e)
+    shown = e.sequence if e.sequence is not None else e.difference
+    ci = interval_text(shown, anytime=e.sequence is not None)
+    if e.significant:
+        better, worse = (a, b) if e.table.a_only > e.table.b_only else (b, a)
+        return f"{better} better than {worse}: {label} {value}; {ci}."
+    units = "marks" if e.unit == "mark" else "layouts"
+    text = f"{a} vs {b}: not established at this n ({label} {value}; {ci})."
+    if e.discordant_units < stats.min_discordant_for_alpha(e.alpha, e.primary):
+        one = "mark" if e.unit == "mark" else "layout"
+        text += (f" Only {e.discordant_units} discordant {one if e.discordant_units == 1 else units}: "
+                 f"too few for any split to reach p <= {e.alpha:g}.")
+    if e.unit == "mark":
+        return text
+    if more is not None:
+        text += f" Need about {more} more layouts (80 % power at the observed rates"
+        text += f"; a rough guide from only {n} layouts)." if n < 20 else ")."
+    else:
+        text += f" {more_note[0].upper()}{more_note[1:]}."
+    return text
+
+
+def verdict_notes(e: Evidence) -> tuple[str, ...]:
+    """One-line notes: test and interval disagreeing (either way), the fixed-n interval after
+    optional stopping, the unit of analysis with repeats."""
+    if e.table.n == 0:
+        return ()
+    notes = []
+    iv = e.sequence if e.sequence is not None else e.difference
+    name = ("anytime-valid" if e.sequence is not None else
+            "clustered Newcombe" if e.unit == "mark" else "Newcombe")
+    test = "e-value rule" if e.evalue_rule else f"{p_name(e.primary)} test"
+    reaches_zero = iv.lo <= 0 <= iv.hi
+    if e.significant and reaches_zero:
+        notes.append(f"The {test} says better, but the {name} 95% interval still reaches 0 "
+                     f"({points(iv.lo)[0]} to {points(iv.hi)[0]} points): a borderline result.")
+    elif not e.significant and not reaches_zero:
+        notes.append(f"The {name} 95% interval excludes 0 but the {test} does not reject: the two methods "
+                     "disagree at this n; the pre-registered test decides, so nothing is established.")
+    if e.evalue_rule:
+        notes.append("Stopping was optional (pre-registered e-value rule): the fixed-n 95% interval is not "
+                     "valid after optional stopping; " + ("the anytime-valid confidence sequence is quoted "
+                                                          "instead." if e.sequence is not None else
+                                                          "no anytime-valid interval is given with repeats."))
+    if e.unit == "mark":
+        notes.append(f"The mark is the unit of analysis: {e.table.n} pairs on marks with repeats are not "
+                     "independent, so the test and interval count marks, not pairs.")
+    return tuple(notes)

@@ -1,0 +1,128 @@
+"""The pre-registered stopping rule: `analysis.stopping: {kind: evalue, max_layouts: N}`.
+
+After each completed layout the runner asks `evaluate_stopping(store, loaded_protocol)`.
+The rule uses the discordant pairs observed so far (discordant marks when marks have repeats:
+repeats on one mark are not independent, see `stats.clustered`): the Beta-mixture e-value
+(`stats.evalue_discordant`) is an anytime-valid test, so the campaign may stop as soon as
+e >= 1/alpha and the type-I error stays <= alpha however often it looks (Ville's
+inequality). With 3+ policies every pair gets its own e-value and the threshold is
+K/alpha for K pairs (a union bound). At N completed layouts the campaign stops regardless.
+"""
+
+from __future__ import annotations
+
+from itertools import combinations
+from typing import Any, NamedTuple, Sequence
+
+from orchestrator.analysis.outcomes import TrialOutcome
+from orchestrator.analysis.stats import evalue_discordant, mark_split, paired_table
+
+
+class StoppingDecision(NamedTuple):
+    stop: bool
+    reason: str
+    e_value: float
+
+
+def _analysis(protocol: Any) -> tuple[float, Any, tuple[str, ...]]:
+    """(alpha, stopping, policy labels) from a Protocol, a LoadedProtocol or a plain dict."""
+    inner = getattr(protocol, "protocol", protocol)
+    if isinstance(inner, dict):
+        analysis = inner.get("analysis") or {}
+        return (float(analysis.get("alpha", 0.05)), analysis.get("stopping", "none"),
+                tuple(inner.get("policies", {}) or ()))
+    analysis = inner.analysis
+    return float(analysis.alpha), analysis.stopping, tuple(inner.policies)
+
+
+def _stopping_fields(stopping: Any) -> tuple[str, int | None]:
+    if isinstance(stopping, str) or stopping is None:
+        return "none", None
+    if isinstance(stopping, dict):
+        return str(stopping.get("kind", "none")), stopping.get("max_layouts")
+    return str(stopping.kind), int(stopping.max_layouts)
+
+
+def stopping_decision(outcomes_so_far: Sequence[TrialOutcome], protocol: Any) -> StoppingDecision:
+    """Decide whether to stop now. Returns (stop, reason, e_value).
+
+    The e-value uses the marks whose every (layout, repeat) has a known outcome for every
+    policy: with one trial per mark the discordant layouts, with repeats the discordant marks
+    (a mark's sign of A-only minus B-only over its repeats, `stats.mark_split`): repeats on one
+    mark are not independent, the signs of complete marks are (under H0);
+    max_layouts counts the layouts every policy has run, judged or not (on hardware labels may
+    lag behind). stop is True when the e-value of some pair reaches K/alpha (K = number of
+    policy pairs), or when max_layouts layouts have run. e_value is the largest pairwise e-value. With
+    no evalue rule registered it never stops (reason says so)."""
+    alpha, stopping, labels = _analysis(protocol)
+    kind, max_layouts = _stopping_fields(stopping)
+    per: dict[tuple[str, int], dict[str, bool]] = {}
+    ran: dict[tuple[str, int], set[str]] = {}
+    for o in outcomes_so_far:
+        if o.state == "done":
+            ran.setdefault((o.layout, o.repeat), set()).add(o.policy)
+        if o.success is None:
+            continue
+        per.setdefault((o.layout, o.repeat), {})[o.policy] = bool(o.success)
+    if not labels:
+        labels = tuple(dict.fromkeys(o.policy for o in outcomes_so_far))
+    blocks = {key: v for key, v in per.items() if all(p in v for p in labels)}
+    marks = _complete_marks(outcomes_so_far, blocks)
+    repeats = any(len(reps) > 1 for reps in marks.values())
+    layouts_run = sum(1 for v in ran.values() if all(p in v for p in labels))
+    pairs = list(combinations(labels, 2))
+    k = max(len(pairs), 1)
+    best_e, best_pair, best_counts = 0.0, None, (0, 0)
+    for a, b in pairs:
+        a_only, b_only = _split(marks, blocks, a, b)
+        e = evalue_discordant(a_only, b_only, alpha / k).e_value
+        if e > best_e or best_pair is None:
+            best_e, best_pair, best_counts = e, (a, b), (a_only, b_only)
+    if kind != "evalue":
+        return StoppingDecision(False, "no stopping rule pre-registered", best_e)
+    threshold = k / alpha
+    n = len(blocks)
+    judged_note = "" if n == layouts_run else f" ({n} of them with known outcomes for every policy)"
+    if best_pair is not None and best_e >= threshold:
+        a, b = best_pair
+        leader = a if best_counts[0] > best_counts[1] else b
+        return StoppingDecision(
+            True, f"stopped early by the pre-registered e-value rule after {layouts_run} layouts{judged_note}: "
+                  f"e = {best_e:.1f} >= {threshold:g} for {a} vs {b} "
+                  f"({best_counts[0]}-{best_counts[1]} discordant{' marks' if repeats else ''}, {leader} ahead)",
+            best_e)
+    if max_layouts is not None and layouts_run >= max_layouts:
+        return StoppingDecision(
+            True, f"reached max_layouts = {max_layouts}{judged_note} without the e-value rule rejecting "
+                  f"(largest e = {best_e:.2f} < {threshold:g})", best_e)
+    return StoppingDecision(False, f"continue: {layouts_run} layouts run{judged_note}, largest e = "
+                                   f"{best_e:.2f} < {threshold:g}", best_e)
+
+
+def _complete_marks(outcomes: Sequence[TrialOutcome],
+                    blocks: dict[tuple[str, int], dict[str, bool]]) -> dict[str, list[int]]:
+    """{mark: its repeats} for every mark whose scheduled (layout, repeat) blocks are all known
+    for every policy. With repeats a mark counts only once complete, so its sign is final."""
+    reps: dict[str, set[int]] = {}
+    for o in outcomes:
+        reps.setdefault(o.layout, set()).add(o.repeat)
+    return {m: sorted(r) for m, r in reps.items() if all((m, x) in blocks for x in r)}
+
+
+def _split(marks: dict[str, list[int]], blocks: dict[tuple[str, int], dict[str, bool]],
+           a: str, b: str) -> tuple[int, int]:
+    """Discordant marks (A ahead, B ahead): a mark's d = (A-only) - (B-only) over its repeats
+    (`stats.mark_split`); with one repeat per mark, the discordant layouts."""
+    tables = [paired_table([blocks[(m, r)][a] for r in rs], [blocks[(m, r)][b] for r in rs])
+              for m, rs in marks.items()]
+    return mark_split(tables)
+
+
+def evaluate_stopping(store: Any, loaded_protocol: Any) -> StoppingDecision:
+    """The runner's entry point: outcomes from the store (physics in simulation, the human
+    consensus on hardware), then `stopping_decision`."""
+    from orchestrator.analysis.outcomes import outcomes_from_store
+
+    simulated = bool(store.campaign().get("simulated"))
+    outcomes = outcomes_from_store(store, "physics" if simulated else None)
+    return stopping_decision(outcomes.outcomes, loaded_protocol)

@@ -1,0 +1,436 @@
+"""Protocol and layout: the pre-registered description of an A/B campaign.
+
+A protocol (YAML, DESIGN section 4) names the layout of marked cube positions, the policies
+to compare, the success test, the episode length and the analysis plan. It is validated
+fully before anything runs; every problem is reported as `path:line:col: message`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal, Union
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from orchestrator.core.errors import BadInput
+from orchestrator.core.yamlsrc import SourceMap, load_yaml_mapping
+
+# Reach of the SO-101 for a top-down pick, measured from the base (shoulder-pan) axis in the
+# table plane. Upper arm 0.116 m + forearm 0.135 m + wrist to jaw tip ~0.10 m: a cube farther
+# than ~0.30 m cannot be grasped from above; nearer than 0.10 m the gripper hits the base.
+REACH_MIN_M = 0.10
+REACH_MAX_M = 0.30
+MAX_FAILURE_MODES = 9  # judge keys 1-9
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# ---------------------------------------------------------------- layout
+
+
+class Mark(_Strict):
+    """A marked cube position in the robot base frame (metres, degrees)."""
+
+    id: Annotated[str, Field(min_length=1, max_length=32, pattern=r"^[A-Za-z0-9_.-]+$")]
+    x: float
+    y: float
+    yaw_deg: float = 0.0
+    stratum: Annotated[str, Field(min_length=1)] = "all"
+
+    @field_validator("x", "y", "yaw_deg")
+    @classmethod
+    def _finite(cls, value: float) -> float:
+        if not math.isfinite(value):
+            raise ValueError("must be a finite number")
+        return value
+
+
+class Table(_Strict):
+    """The table top as a rectangle in the base frame; its surface is the plane z = 0."""
+
+    x_min: float = 0.0
+    x_max: float = 0.40
+    y_min: float = -0.25
+    y_max: float = 0.25
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "Table":
+        if not (self.x_min < self.x_max and self.y_min < self.y_max):
+            raise ValueError("table needs x_min < x_max and y_min < y_max")
+        return self
+
+
+class Cube(_Strict):
+    size_m: Annotated[float, Field(gt=0.005, le=0.08)] = 0.03
+    mass_kg: Annotated[float, Field(gt=0, le=1.0)] = 0.03
+
+
+class Layout(_Strict):
+    name: str = "layout"
+    table: Table = Table()
+    cube: Cube = Cube()
+    marks: Annotated[list[Mark], Field(min_length=1)]
+
+    @model_validator(mode="after")
+    def _check_marks(self) -> "Layout":
+        seen: set[str] = set()
+        for mark in self.marks:
+            if mark.id in seen:
+                raise ValueError(f"mark id {mark.id!r} is used twice")
+            seen.add(mark.id)
+        return self
+
+    def mark(self, mark_id: str) -> Mark:
+        for mark in self.marks:
+            if mark.id == mark_id:
+                return mark
+        raise KeyError(mark_id)
+
+
+# ---------------------------------------------------------------- protocol
+
+
+class ScriptedPolicySpec(_Strict):
+    """Scripted top-down pick aimed at the mark, plus Gaussian aim noise per axis (mm)."""
+
+    type: Literal["scripted"]
+    aim_noise_mm: Annotated[float, Field(ge=0, le=100)] = 0.0
+    # Faults for testing raters (`auto` against physics): open the gripper this many seconds
+    # into the episode (a drop), lift only this high (m; below the success height: a
+    # half-lift), or close only to this opening (rig units; a loose, half grasp).
+    release_s: Annotated[float, Field(gt=0)] | None = None
+    lift_m: Annotated[float, Field(gt=0, le=0.2)] | None = None
+    grip_pct: Annotated[float, Field(ge=0, le=100)] | None = None
+
+
+class LeRobotPolicySpec(_Strict):
+    """A LeRobot checkpoint: a Hub repo id or a local directory (relative to the protocol).
+
+    The fields `lerobot-rollout` takes for one policy:
+    - `device`: default the checkpoint's own (`config.device`), or what is available when that
+      one is not (as lerobot-rollout resolves `--device`);
+    - `rename_map`: `{"observation.images.<rig camera>": "observation.images.<policy camera>"}`
+      (`--rename_map`), for checkpoints trained under other camera names;
+    - `n_action_steps`, `temporal_ensemble_coeff`: overrides of the checkpoint's config
+      (`--policy.n_action_steps=...`), where the policy type has them;
+    - `task`: this policy's task string for language-conditioned policies (default: the
+      protocol's `task`).
+    """
+
+    type: Literal["lerobot"]
+    path: Annotated[str, Field(min_length=1)]
+    revision: str | None = None
+    device: str | None = None
+    rename_map: dict[str, str] = {}
+    n_action_steps: Annotated[int, Field(gt=0)] | None = None
+    temporal_ensemble_coeff: float | None = None
+    task: str | None = None
+
+
+PolicySpec = Annotated[Union[ScriptedPolicySpec, LeRobotPolicySpec], Field(discriminator="type")]
+
+
+class Episode(_Strict):
+    fps: Annotated[int, Field(gt=0, le=120)]
+    duration_s: Annotated[float, Field(gt=0, le=600)]
+
+    @property
+    def frames(self) -> int:
+        """Number of control steps (= recorded frames) in every episode."""
+        return round(self.fps * self.duration_s)
+
+
+class Success(_Strict):
+    """Cube bottom >= min_height_m above the table, both jaws touching, for >= hold_s."""
+
+    kind: Literal["lift_and_hold"] = "lift_and_hold"
+    min_height_m: Annotated[float, Field(gt=0, le=1.0)] = 0.04
+    hold_s: Annotated[float, Field(ge=0, le=60)] = 1.0
+
+
+class Judging(_Strict):
+    judges: Annotated[int, Field(ge=0, le=20)] = 1
+    failure_modes: Annotated[list[str], Field(max_length=MAX_FAILURE_MODES)] = [
+        "missed", "pushed", "dropped", "collision", "other",
+    ]
+    operator_is_judge: bool = False
+    # The automatic rater (`auto`, from the recorded joints): a second opinion (`advisory`,
+    # never in the consensus) unless pre-registered as `counted` (one more judge in it).
+    auto: Literal["advisory", "counted"] = "advisory"
+    # On a PostgreSQL store: operator roles (`store add-operator`) see no human label until the
+    # campaign has ended and every episode has `judges` human labels (enforced by the server).
+    hide_labels_from_operator: bool = False
+
+
+class EValueStopping(_Strict):
+    """Anytime-valid stopping on discordant pairs, pre-registered (Ville's inequality)."""
+
+    kind: Literal["evalue"]
+    max_layouts: Annotated[int, Field(ge=1)]
+
+
+class Analysis(_Strict):
+    primary: Literal["mcnemar_midp", "mcnemar_exact"] = "mcnemar_midp"
+    alpha: Annotated[float, Field(gt=0, lt=1)] = 0.05
+    stopping: Literal["none"] | EValueStopping = "none"
+
+
+class Stations(_Strict):
+    """Several arms on one server store (`run --station`): a station that stops renewing its
+    claim on a layout block for `lease_s` seconds loses it, and the block is re-queued."""
+
+    lease_s: Annotated[float, Field(gt=0, le=3600)] = 60.0
+
+
+class Protocol(_Strict):
+    name: Annotated[str, Field(min_length=1)]
+    task: str = ""
+    layout: Annotated[str, Field(min_length=1)]
+    policies: dict[str, PolicySpec]
+    trials_per_layout: Annotated[int, Field(ge=1, le=100)] = 1
+    order: Literal["balanced", "random"] = "balanced"
+    seed: int
+    episode: Episode
+    success: Success = Success()
+    judging: Judging = Judging()
+    analysis: Analysis = Analysis()
+    stations: Stations = Stations()
+
+    @field_validator("policies")
+    @classmethod
+    def _two_or_more(cls, value: dict[str, Any]) -> dict[str, Any]:
+        if len(value) < 2:
+            raise ValueError("an A/B campaign needs at least 2 policies")
+        for label in value:
+            if not label or len(label) > 32 or not all(c.isalnum() or c in "_-." for c in label):
+                raise ValueError(f"policy label {label!r} must be 1-32 letters, digits, _ - .")
+        return value
+
+
+# ---------------------------------------------------------------- loading
+
+
+@dataclass(frozen=True)
+class LoadedProtocol:
+    """A validated protocol with its layout, source texts and identity hashes."""
+
+    path: Path
+    protocol: Protocol
+    layout: Layout
+    layout_path: Path
+    text: str
+    layout_text: str
+
+    @property
+    def sha256(self) -> str:
+        """SHA-256 of the protocol file's bytes (what `sha256sum protocol.yaml` prints)."""
+        return hashlib.sha256(self.text.encode("utf-8")).hexdigest()
+
+    @property
+    def layout_sha256(self) -> str:
+        return hashlib.sha256(self.layout_text.encode("utf-8")).hexdigest()
+
+    def resolve(self, relative: str) -> Path:
+        """A path written in the protocol, resolved from the protocol file's folder."""
+        return (self.path.parent / relative).resolve()
+
+
+def frozen_protocol_from(protocol_path: str, protocol_text: str, layout_text: str) -> LoadedProtocol:
+    """The protocol and layout frozen in a campaign store (their stored texts), validated;
+    BadInput (one line) if the stored texts no longer parse (the store was altered)."""
+    try:
+        protocol = Protocol.model_validate(yaml.safe_load(protocol_text))
+        layout = Layout.model_validate(yaml.safe_load(layout_text))
+    except (yaml.YAMLError, ValidationError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise BadInput(f"{protocol_path}: the protocol frozen in the campaign store does not parse "
+                       f"({first}); the store was altered") from None
+    path = Path(protocol_path)
+    return LoadedProtocol(path=path, protocol=protocol, layout=layout, layout_path=path.parent / protocol.layout,
+                          text=protocol_text, layout_text=layout_text)
+
+
+def _fields_of(model: type[BaseModel] | None) -> list[str]:
+    return list(model.model_fields) if model else []
+
+
+def _model_at(root: type[BaseModel], loc: tuple) -> type[BaseModel] | None:
+    """The pydantic model class that owns the mapping at `loc` (for did-you-mean hints)."""
+    model: Any = root
+    for part in loc:
+        if isinstance(part, int) or model is None:
+            if isinstance(part, int) and model is not None:
+                continue
+            return None
+        field = getattr(model, "model_fields", {}).get(part)
+        if field is None:
+            return None
+        model = _inner_model(field.annotation)
+    return model if isinstance(model, type) and issubclass(model, BaseModel) else None
+
+
+def _inner_model(annotation: Any) -> Any:
+    import typing
+
+    args = typing.get_args(annotation)
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in args:
+        found = _inner_model(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _clean_loc(loc: tuple, data: Any = None) -> tuple:
+    """Drop pydantic's union-branch tags (e.g. 'scripted', 'EValueStopping') from a loc.
+
+    A part is a tag only where the YAML data has no such key: policy labels such as `A` or
+    `B` look like class names but are real keys and must stay.
+    """
+    out: list = []
+    node = data
+    for part in loc:
+        present = False
+        if isinstance(node, dict) and part in node:
+            present, node = True, node[part]
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            present, node = True, node[part]
+        looks_like_tag = isinstance(part, str) and (
+            part in ("scripted", "lerobot") or part[:1].isupper()
+            or part.startswith("literal[") or part.startswith("function-"))
+        if looks_like_tag and not present:
+            continue
+        if not present:
+            node = None
+        out.append(part)
+    return tuple(out)
+
+
+def format_validation_errors(error: ValidationError, smap: SourceMap, root: type[BaseModel],
+                             data: dict) -> list[str]:
+    """One `path:line:col: message` line per pydantic error, with did-you-mean for unknown keys."""
+    lines: list[str] = []
+    seen: set[str] = set()
+    for err in error.errors():
+        loc = _clean_loc(tuple(err["loc"]), data)
+        # keys come from the user's file: escape control characters so a message stays one line
+        dotted = ".".join(str(p) if str(p).isprintable() else repr(str(p))[1:-1]
+                          for p in loc) or "(top level)"
+        if err["type"] == "extra_forbidden":
+            key = str(loc[-1])
+            owner = _model_at(root, loc[:-1])
+            if owner is None and len(loc) >= 2 and loc[0] == "policies":
+                owner = _policy_model(data, loc)
+            hint = difflib.get_close_matches(key, _fields_of(owner), n=1)
+            msg = f"unknown key {dotted!r}" + (f" (did you mean {hint[0]!r}?)" if hint else "")
+        elif err["type"] == "missing":
+            msg = f"missing required key {dotted!r}"
+        else:
+            text = err["msg"].removeprefix("Value error, ")
+            msg = f"{dotted}: {text}"
+            if err["type"] in ("literal_error", "union_tag_invalid"):
+                msg = f"{dotted}: {text}"
+        line = f"{smap.locate(loc)}: {msg}"
+        if line not in seen:
+            seen.add(line)
+            lines.append(line)
+    return lines
+
+
+def _policy_model(data: dict, loc: tuple) -> type[BaseModel] | None:
+    try:
+        kind = data["policies"][loc[1]].get("type")
+    except (KeyError, AttributeError, TypeError, IndexError):
+        return None
+    return {"scripted": ScriptedPolicySpec, "lerobot": LeRobotPolicySpec}.get(kind)
+
+
+def _duplicate_mark_ids(data: dict, smap: SourceMap) -> list[str]:
+    marks = data.get("marks")
+    if not isinstance(marks, list):
+        return []
+    first: dict[str, int] = {}
+    lines = []
+    for index, mark in enumerate(marks):
+        mark_id = mark.get("id") if isinstance(mark, dict) else None
+        if not isinstance(mark_id, str):
+            continue
+        if mark_id in first:
+            line = smap.positions.get(("marks", first[mark_id], "id"), (0, 0))[0]
+            lines.append(f"{smap.locate(('marks', index, 'id'))}: mark id {mark_id!r} is used twice "
+                         f"(first at line {line})")
+        else:
+            first[mark_id] = index
+    return lines
+
+
+def load_layout(path: Path) -> tuple[Layout, str]:
+    """Load and validate a layout file, including reach and table checks for every mark."""
+    data, smap, text = load_yaml_mapping(path, "layout")
+    try:
+        layout = Layout.model_validate(data)
+    except ValidationError as exc:
+        lines = format_validation_errors(exc, smap, Layout, data)
+        duplicates = _duplicate_mark_ids(data, smap)
+        if duplicates:  # located at the repeated id instead of the top of the file
+            lines = [line for line in lines if "is used twice" not in line] + duplicates
+        raise BadInput(lines) from None
+    problems = []
+    half = layout.cube.size_m / 2
+    for index, mark in enumerate(layout.marks):
+        where = smap.locate(("marks", index))
+        reach = math.hypot(mark.x, mark.y)
+        if not REACH_MIN_M <= reach <= REACH_MAX_M:
+            problems.append(f"{where}: mark {mark.id} is {reach:.3f} m from the base; the SO-101 "
+                            f"picks from {REACH_MIN_M:.2f} to {REACH_MAX_M:.2f} m")
+        t = layout.table
+        if not (t.x_min + half <= mark.x <= t.x_max - half and t.y_min + half <= mark.y <= t.y_max - half):
+            problems.append(f"{where}: mark {mark.id} at ({mark.x}, {mark.y}) is not on the table")
+    if problems:
+        raise BadInput(problems)
+    return layout, text
+
+
+def load_protocol(path: str | Path) -> LoadedProtocol:
+    """Load, validate and resolve a protocol and its layout. Raises `BadInput` with every problem."""
+    path = Path(path)
+    data, smap, text = load_yaml_mapping(path, "protocol")
+    try:
+        protocol = Protocol.model_validate(data)
+    except ValidationError as exc:
+        raise BadInput(format_validation_errors(exc, smap, Protocol, data)) from None
+    layout_path = (path.parent / protocol.layout).resolve()
+    try:
+        layout, layout_text = load_layout(layout_path)
+    except BadInput as exc:
+        where = smap.locate(("layout",))
+        if len(exc.problems) == 1 and "file not found" in exc.problems[0]:
+            raise BadInput(f"{where}: layout file {protocol.layout!r} not found "
+                           f"(looked for {layout_path})") from None
+        raise
+    problems = []
+    stopping = protocol.analysis.stopping
+    if not isinstance(stopping, str) and stopping.max_layouts > len(layout.marks) * protocol.trials_per_layout:
+        problems.append(f"{smap.locate(('analysis', 'stopping', 'max_layouts'))}: max_layouts "
+                        f"{stopping.max_layouts} exceeds the {len(layout.marks) * protocol.trials_per_layout} "
+                        "layout runs the protocol schedules")
+    if protocol.judging.judges and len(set(protocol.judging.failure_modes)) != len(protocol.judging.failure_modes):
+        problems.append(f"{smap.locate(('judging', 'failure_modes'))}: failure modes must be unique")
+    for label, spec in protocol.policies.items():
+        if isinstance(spec, LeRobotPolicySpec) and spec.path.startswith((".", "/")):
+            local = (path.parent / spec.path).resolve()
+            if not local.exists():
+                problems.append(f"{smap.locate(('policies', label, 'path'))}: policy {label}: "
+                                f"checkpoint directory {spec.path!r} not found (looked for {local})")
+    if problems:
+        raise BadInput(problems)
+    return LoadedProtocol(path=path, protocol=protocol, layout=layout, layout_path=layout_path,
+                          text=text, layout_text=layout_text)

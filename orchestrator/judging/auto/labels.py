@@ -1,0 +1,79 @@
+"""The `auto` rater's labels in the campaign store (judge `auto`, source `auto`).
+
+The runner rates each episode as it is committed (`rate_recorded`, same transaction as the
+physics label); `rate_missing` rates the episodes of an existing campaign that have no `auto`
+label yet (`orchestrator judge CAMPAIGN --judge auto`). The label's note is the rater's one
+line of reasons. Whether `auto` counts in the consensus is the protocol's `judging.auto`
+(default `advisory`: never counted; `counted`: one more judge).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from orchestrator.store.sqlite import AUTO_JUDGE, CampaignStore
+from orchestrator.judging.auto.rater import AutoVerdict, arm_moved, rate_file
+
+
+def verdict_label(verdict: AutoVerdict) -> tuple[str, str]:
+    return ("success" if verdict.success else "failure"), verdict.reason
+
+
+def rate_recorded(series: Path, cube_size_m: float, success: Any) -> tuple[str, str]:
+    """(label, reason) for a just-recorded episode's time series under a `Success` test."""
+    return verdict_label(rate_file(Path(series), cube_size_m, float(success.min_height_m),
+                                   float(success.hold_s)))
+
+
+def campaign_test(store: CampaignStore) -> tuple[float, float, float]:
+    """(cube size m, min_height_m, hold_s) from the campaign's frozen protocol and layout."""
+    row = store.conn.execute("SELECT protocol_text, layout_text FROM campaign").fetchone()
+    protocol = yaml.safe_load(row[0]) or {}
+    layout = yaml.safe_load(row[1]) or {}
+    success = protocol.get("success") or {}
+    cube = layout.get("cube") or {}
+    return (float(cube.get("size_m", 0.03)), float(success.get("min_height_m", 0.04)),
+            float(success.get("hold_s", 1.0)))
+
+
+def rate_missing(store: CampaignStore) -> tuple[int, int]:
+    """Rate every episode without a live `auto` label; returns (rated now, already rated)."""
+    cube, height, hold = campaign_test(store)
+    have = set(store.latest_labels(AUTO_JUDGE))
+    rated = 0
+    for episode_id, files in store.conn.execute("SELECT id, files FROM episodes ORDER BY id").fetchall():
+        if episode_id in have:
+            continue
+        series = json.loads(files).get("timeseries")
+        if not series or not (store.directory / series).is_file():
+            continue
+        label, reason = verdict_label(rate_file(store.directory / series, cube, height, hold))
+        store.add_judgment(episode_id, AUTO_JUDGE, label, note=reason, source="auto")
+        rated += 1
+    return rated, len(have)
+
+
+def series_arm_moved(series: Path) -> bool | None:
+    """Whether the arm moved in a recorded episode (None: no readable time series)."""
+    import numpy as np
+
+    try:
+        with np.load(series) as data:
+            return arm_moved(data["state"])
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+def still_episodes(directory: Path, episodes) -> tuple[str, ...]:
+    """Ids of the episodes (store rows with `files`) whose arm never moved (`rater.arm_moved`)."""
+    out = []
+    for episode in episodes:
+        files = episode["files"] if isinstance(episode["files"], dict) else json.loads(episode["files"])
+        series = files.get("timeseries")
+        if series and series_arm_moved(Path(directory) / series) is False:
+            out.append(str(episode["id"]))
+    return tuple(sorted(out))

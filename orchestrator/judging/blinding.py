@@ -1,0 +1,274 @@
+"""Blinding (DESIGN section 5): the only view of a campaign a judge gets.
+
+The key -- which policy ran which episode -- lives only in the campaign store's `trials`
+table (`policy`, and `seed`/`position`/`slot`, from which the schedule and so the policy
+could be reconstructed). The blinded view is read with SQL that selects none of those
+columns: per episode the opaque random id (`store.new_episode_id`), the video files, the
+layout mark, the duration and the frame count. From the frozen protocol text only the
+success test and the failure-mode list are taken; the protocol text itself (which names
+policies and checkpoint paths) and the campaign name (chosen by the researcher, may name
+them too) are never passed on.
+
+Each judge sees the episodes in their own random order: episodes are sorted by
+SHA-256(salt | judge | episode id), the salt being the random campaign id (or a bundle's
+random id). The order is stable across sessions (resume continues in the same order),
+differs between judges, and, because episode ids are random and the hash is keyed by the
+judge, is independent of the schedule and hence of the policy sequence.
+
+`forbidden_terms` and `scan_for_terms` are a safety net for anything written for judges
+(bundles): the policy names, checkpoint paths and revisions of the protocol must not occur
+in any byte of it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+from typing import Any, Iterable
+
+import yaml
+
+from orchestrator.core.errors import BadInput
+from orchestrator.judging.source import BlindEpisode, JudgingInfo, LabelRecord, Mark
+from orchestrator.design.judge_facts import judge_facts
+from orchestrator.store.sqlite import CampaignStore
+
+
+
+def judge_order(episode_ids: Iterable[str], judge: str, salt: str) -> list[str]:
+    """`episode_ids` in `judge`'s own order: sorted by SHA-256(salt | judge | id)."""
+    def key(episode_id: str) -> bytes:
+        return hashlib.sha256(f"{salt}|{judge}|{episode_id}".encode()).digest()
+
+    return sorted(episode_ids, key=key)
+
+
+
+# The whole blinded view is these two statements. They must never name trials.policy,
+# trials.seed, trials.position or trials.slot (a test checks this text).
+_VIEW_SQL = ("SELECT e.id, e.frames, e.duration_s, e.files, t.mark_id"
+             " FROM episodes e JOIN trials t ON t.slot = e.slot")
+_INFO_SQL = "SELECT id, protocol_text, layout_text FROM campaign"
+# On a PostgreSQL store the same view is a server object a judge's role is granted (pgroles.py).
+_SERVER_VIEW_SQL = "SELECT id, frames, duration_s, files, mark_id FROM blind_episodes"
+_SERVER_INFO_SQL = "SELECT ref, success_test, failure_modes, marks FROM judging_info"
+
+
+def _on_server(store: CampaignStore) -> bool:
+    return getattr(store.conn, "dialect", "sqlite") == "postgresql"
+
+
+def _min_height(protocol_text: str) -> float:
+    try:
+        success = (yaml.safe_load(protocol_text) or {}).get("success") or {}
+        return float(success.get("min_height_m", 0.04))
+    except (yaml.YAMLError, AttributeError, TypeError, ValueError):
+        return 0.04
+
+
+def judging_info(store: CampaignStore) -> tuple[JudgingInfo, dict[str, Mark]]:
+    """What the judge is told (success test, failure modes) and the marks, from the frozen texts."""
+    if _on_server(store):
+        ref, text, modes, marks = store.conn.execute(_SERVER_INFO_SQL).fetchone()
+        return (JudgingInfo(ref=ref, success_test=text, failure_modes=tuple(json.loads(modes)), kind="campaign"),
+                {k: Mark(k, x, y) for k, (x, y) in json.loads(marks).items()})
+    row = store.conn.execute(_INFO_SQL).fetchone()
+    if row is None:
+        raise BadInput(f"{store.directory}: campaign store has no campaign record")
+    campaign_id, protocol_text, layout_text = row
+    text, modes, marks = _parts(protocol_text, layout_text)
+    return JudgingInfo(ref=str(campaign_id), success_test=text, failure_modes=modes, kind="campaign",
+                       min_height_m=_min_height(protocol_text)), marks
+
+
+def _read_poses(path: Path) -> dict[str, dict]:
+    """The fixed cameras' poses recorded with an episode ({} if the file is unreadable)."""
+    try:
+        poses = json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return {}
+    return poses if isinstance(poses, dict) else {}
+
+
+def blinded_episodes(store: CampaignStore, marks: dict[str, Mark]) -> list[BlindEpisode]:
+    """Every recorded episode (sorted by id, not by run order), through `_VIEW_SQL` only."""
+    from orchestrator.judging.auto.labels import series_arm_moved
+
+    episodes = []
+    sql = _SERVER_VIEW_SQL if _on_server(store) else _VIEW_SQL
+    for episode_id, frames, duration_s, files, mark_id in store.conn.execute(sql):
+        files = json.loads(files)
+        videos = {camera: (store.directory / rel).resolve()
+                  for camera, rel in files.items() if str(rel).endswith(".mp4")}
+        stills = {name[: -len(".start")]: (store.directory / rel).resolve()
+                  for name, rel in files.items() if name.endswith(".start") and str(rel).endswith(".jpg")}
+        series = files.get("timeseries")
+        still = bool(series) and series_arm_moved(store.directory / series) is False
+        poses = _read_poses(store.directory / files["camera_poses"]) if files.get("camera_poses") else {}
+        episodes.append(BlindEpisode(id=episode_id, videos=videos,
+                                     mark=marks.get(mark_id, Mark(mark_id)),
+                                     duration_s=float(duration_s), frames=int(frames), arm_still=still,
+                                     stills=stills, camera_poses=poses))
+    episodes.sort(key=lambda e: e.id)
+    return episodes
+
+
+def blinded_view(store: CampaignStore) -> tuple[JudgingInfo, list[BlindEpisode]]:
+    """The judging info and every recorded episode."""
+    info, marks = judging_info(store)
+    return info, blinded_episodes(store, marks)
+
+
+# Columns the judge's connection may never read: the key; anything that may name a policy
+# (the campaign name and protocol path are chosen by the researcher; events and abort reasons
+# may quote them; inference timings differ by policy type); and the physics outcome, which
+# would bias the judge.
+_SEALED = {"trials": {"policy", "seed", "position", "unit", "repeat_index"},
+           "campaign": {"name", "protocol_path", "protocol_text", "rig_path", "rig_text"},
+           "episodes": {"physics_success", "max_lift_m", "time_to_success_s", "safety_events",
+                        "timing"},
+           "attempts": {"reason"},
+           "events": None}
+
+
+def seal(conn) -> None:
+    """Make `conn` refuse (SQLite authorizer) every read of the key and of policy-naming text."""
+    import sqlite3
+
+    def authorizer(action, table, column, *_):
+        if action == sqlite3.SQLITE_READ and table in _SEALED:
+            columns = _SEALED[table]
+            if columns is None or column in columns:
+                return sqlite3.SQLITE_DENY
+        return sqlite3.SQLITE_OK
+
+    conn.set_authorizer(authorizer)
+
+
+class CampaignSource:
+    """`JudgeSource` over a campaign store: blinded view in, labels via the store's API.
+
+    After the success test and failure modes are read from the frozen protocol, the store
+    connection is sealed: SQLite itself refuses any read of the key columns, the protocol
+    text, the campaign name, the event log, abort reasons, timings or the physics outcome
+    through it.
+    """
+
+    def __init__(self, directory: Path, judge: str, contested_first: bool = False):
+        self.store = CampaignStore.open_for_labels(Path(directory))
+        self.judge = judge
+        self.contested_first = contested_first
+        self.info, self._marks = judging_info(self.store)
+        seal(self.store.conn)
+
+    def episodes(self) -> list[BlindEpisode]:
+        by_id = {e.id: e for e in blinded_episodes(self.store, self._marks)}
+        order = judge_order(by_id, self.judge, self.info.ref)
+        if self.contested_first:
+            first = contested(self.store, self.judge)
+            order = [i for i in order if i in first] + [i for i in order if i not in first]
+        return [by_id[i] for i in order]
+
+    def history(self) -> list[LabelRecord]:
+        return [LabelRecord(str(j.id), j.episode_id, j.label, j.failure_mode, j.note, j.created_at)
+                for j in self.store.judgments(self.judge)]
+
+    def add(self, episode_id: str, label: str, failure_mode: str | None = None,
+            note: str | None = None) -> LabelRecord:
+        label_id = self.store.add_judgment(episode_id, self.judge, label, failure_mode, note,
+                                           source="local")
+        j = [x for x in self.store.judgments(self.judge) if x.id == label_id][0]
+        return LabelRecord(str(j.id), j.episode_id, j.label, j.failure_mode, j.note, j.created_at)
+
+    def retract(self, label_id: str) -> None:
+        self.store.retract_judgment(int(label_id))
+
+    def invalidate(self, episode_id: str, reason: str) -> None:
+        """Invalid start: the trial goes back to the queue (through the sealed connection)."""
+        self.store.invalidate_episode(episode_id, f"invalid start (judge {self.judge}): {reason}",
+                                      kind="invalid_start")
+
+    def close(self) -> None:
+        self.store.close()
+
+
+def contested(store: CampaignStore, judge: str) -> set[str]:
+    """Episodes where the `auto` rater and an earlier human judge (not `judge`) disagree
+    (success against failure; unsure disagrees with nobody). Only which episodes, never
+    whose label: the judge app does not show `auto`'s label."""
+    labels: dict[str, dict[str, str]] = {}
+    for j in store.judgments():
+        labels.setdefault(j.judge, {})[j.episode_id] = j.label
+    auto = labels.pop("auto", {})
+    out = set()
+    for name, theirs in labels.items():
+        if name in ("physics", judge):
+            continue
+        out.update(e for e, label in theirs.items()
+                   if {label, auto.get(e)} == {"success", "failure"})
+    return out
+
+
+def judge_labels(store: CampaignStore) -> dict[str, dict[str, str]]:
+    """Each human judge's current label per episode: {judge: {episode_id: label}}.
+
+    A helper for agreement statistics (computed in `stats.py`); physics is left out.
+    """
+    out: dict[str, dict[str, str]] = {}
+    for judge in store.judges():
+        if judge == "physics":
+            continue
+        out[judge] = {eid: j.label for eid, j in store.latest_labels(judge).items()}
+    return out
+
+
+# ------------------------------------------------------------ safety net for judge files
+
+_MIN_TERM = 5  # shorter fragments (e.g. labels "A", "B") would match random bytes
+
+
+def forbidden_terms(protocol_text: str, extra: Iterable[str] = ()) -> list[str]:
+    """Strings that identify a policy: labels, checkpoint paths and their parts, revisions.
+
+    Labels and path parts shorter than 5 characters are left out (they would match random
+    video bytes); a label that short ("A", "B") carries no identity anyway.
+    """
+    try:
+        protocol: dict[str, Any] = yaml.safe_load(protocol_text) or {}
+    except yaml.YAMLError:
+        protocol = {}
+    terms: set[str] = set(t for t in extra if t and len(t) >= _MIN_TERM)
+    for label, spec in (protocol.get("policies") or {}).items():
+        terms.add(str(label))
+        if isinstance(spec, dict):
+            for key in ("path", "revision"):
+                value = spec.get(key)
+                if value:
+                    terms.add(str(value))
+                    terms.update(p for p in re.split(r"[/\\]", str(value)) if p not in (".", ".."))
+    generic = {"checkpoints", "checkpoint", "pretrained_model", "models", "outputs", "train",
+               "main", "master", "latest", "last", "model"}
+    return sorted(t for t in terms if len(t) >= _MIN_TERM and t.lower() not in generic)
+
+
+def scan_for_terms(root: Path, terms: list[str]) -> list[tuple[str, str]]:
+    """(file, term) for each file under `root` whose path or bytes contain a term (any case)."""
+    needles = [(t, t.lower().encode()) for t in terms]
+    hits: list[tuple[str, str]] = []
+    if not needles:
+        return hits
+    for path in sorted(Path(root).rglob("*")):
+        rel = str(path.relative_to(root))
+        data = rel.lower().encode() + b"\0" + (path.read_bytes().lower() if path.is_file() else b"")
+        for term, needle in needles:
+            if needle in data:
+                hits.append((rel, term))
+                break
+    return hits
+
+
+def _parts(protocol_text: str, layout_text: str) -> tuple[str, tuple[str, ...], dict[str, Mark]]:
+    text, modes, marks = judge_facts(protocol_text, layout_text)
+    return text, modes, {k: Mark(k, x, y) for k, (x, y) in marks.items()}

@@ -1,0 +1,82 @@
+"""The judge app's start-state and view keys: `a` first frame beside last, `x` + `1`-`3` an
+invalid start (the trial is re-run, never counted), `m` zoom on the mark, `g` the success-
+height guide. A mixin of `JudgeApp` (`app.py`), kept apart so each module holds one idea.
+"""
+
+from __future__ import annotations
+
+from orchestrator.judging.tui.player import Player
+from orchestrator.judging.source import INVALID_START_REASONS
+
+
+class AuditKeys:
+    """Actions of `JudgeApp` for the start-state audit and the frame overlays."""
+
+    def action_audit(self) -> None:
+        player = self.query_one(Player)
+        player.toggle_audit()
+        self.status("First frame beside last: was the cube on its mark and the arm at rest?"
+                    if player.audit else "Back to playback.")
+
+    def _decorate(self, camera: str, image):
+        """Zoom and guide on frames of a camera whose pose the rig recorded (`overlay`)."""
+        episode = self.episode(self.current_id)
+        pose = episode.camera_poses.get(camera) if episode else None
+        if not (self.zoom or self.guide) or not pose or episode.mark.x is None or episode.mark.y is None:
+            return image
+        from orchestrator.judging.overlay import CameraPose, draw
+
+        try:
+            camera_pose = CameraPose.from_dict(pose)
+        except (KeyError, TypeError, ValueError):
+            return image
+        return draw(image, camera_pose, episode.mark.x, episode.mark.y, self.info.min_height_m,
+                    zoom=self.zoom, guide=self.guide)
+
+    def _overlay_status(self, what: str, on: bool) -> None:
+        episode = self.episode(self.current_id)
+        posed = sorted(episode.camera_poses) if episode else []
+        if not posed:
+            self.status(f"{what}: no camera of this episode has a known pose (the simulated rig's "
+                        "front camera has one; real cameras and wrist cameras do not)")
+        else:
+            self.status(f"{what} {'on' if on else 'off'} (cameras: {', '.join(posed)})")
+        player = self.query_one(Player)
+        player._shown = None
+        player.show()
+
+    def action_zoom(self) -> None:
+        self.zoom = not self.zoom
+        self._overlay_status("Zoom on the mark", self.zoom)
+
+    def action_guide(self) -> None:
+        self.guide = not self.guide
+        self._overlay_status(f"Success-height guide ({self.info.min_height_m * 100:g} cm: the cube's bottom "
+                             "must be above the line)", self.guide)
+
+    def action_invalid(self) -> None:
+        if self.current_id is None:
+            self.status("No episode to mark.")
+            return
+        self.invalid_prompt = True
+        reasons = "  ".join(f"{i}: {r}" for i, r in enumerate(INVALID_START_REASONS, 1))
+        self.status(f"Invalid start (the trial is re-run, never counted) - why? {reasons}  (esc cancels)")
+
+    def invalid_start(self, number: int) -> None:
+        """Send the current episode's trial back for a re-run with reason `number` (1-3)."""
+        self.invalid_prompt = False
+        episode = self.episode(self.current_id)
+        if episode is None or not 1 <= number <= len(INVALID_START_REASONS):
+            self.status("Invalid start cancelled (no such reason).")
+            return
+        reason = INVALID_START_REASONS[number - 1]
+        try:
+            self.source.invalidate(episode.id, reason)
+        except Exception as exc:
+            self._not_saved(exc)
+            return
+        self.order = [e for e in self.order if e.id != episode.id]
+        self._reload_labels()
+        self.labels.pop(episode.id, None)
+        self.status(f"Saved: invalid start ({reason}) for {episode.id}; the trial will be re-run")
+        self.go(self.next_episode())

@@ -1,0 +1,62 @@
+"""Device faults during an episode: the arm's serial bus, a camera, a policy.
+
+A `DeviceFault` is a `RuntimeFailure` (exit 1) that carries what failed (`device`), the cause in
+one line and what the operator should check. The runner catches it mid-episode, makes the arm
+safe, marks the trial aborted with `str(fault)` and keeps the campaign resumable.
+
+No policy label ever appears in a fault: the operator reads these messages.
+"""
+
+from __future__ import annotations
+
+from orchestrator.core.errors import RuntimeFailure
+
+ARM_CHECK = ("the arm's USB cable and power supply (12 V / 5 V), that no other program "
+             "(lerobot-teleoperate, a second orchestrator) holds the port, then `orchestrator doctor`")
+CAMERA_CHECK = ("the camera's USB cable and that no other program uses it "
+                "(`lerobot-find-cameras opencv` lists what is attached), then `orchestrator doctor`")
+POLICY_CHECK = ("the checkpoint and its processors (re-run `orchestrator doctor --protocol ...`); "
+                "the run log has the traceback")
+
+
+def one_line(exc: BaseException, limit: int = 240) -> str:
+    """`Type: first non-empty line of the message`, shortened to `limit` characters."""
+    text = next((ln.strip() for ln in str(exc).splitlines() if ln.strip()), "")
+    line = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+class DeviceFault(RuntimeFailure):
+    """A device failed mid-episode. `kind` is `arm`, `camera` or `policy`.
+
+    `device` names it for the operator (`arm /dev/ttyACM0`, `camera front`, `policy`), `cause`
+    is one line, `check` says what to look at. `str(fault)` is `device: cause` on one line;
+    `hint` is `check ...` (the runner appends it to the abort message); `line` is both.
+    """
+
+    def __init__(self, kind: str, device: str, cause: str, check: str):
+        self.kind = kind
+        self.device = device
+        self.cause = cause
+        self.check = check
+        super().__init__(f"{device}: {cause}")
+
+    @property
+    def hint(self) -> str:
+        return f"check {self.check}"
+
+    @property
+    def line(self) -> str:
+        return f"{self}; {self.hint}"
+
+    @classmethod
+    def arm(cls, device: str, exc: BaseException) -> "DeviceFault":
+        return cls("arm", device, one_line(exc), ARM_CHECK)
+
+    @classmethod
+    def camera(cls, name: str, exc: BaseException) -> "DeviceFault":
+        return cls("camera", f"camera {name}", one_line(exc), CAMERA_CHECK)
+
+    @classmethod
+    def policy(cls, exc: BaseException) -> "DeviceFault":
+        return cls("policy", "policy", one_line(exc), POLICY_CHECK)

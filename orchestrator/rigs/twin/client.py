@@ -1,0 +1,197 @@
+"""Starting, talking to and stopping the twin process; the `--twin` profile swap.
+
+`start_twin(loaded_rig, protocol=None, faults=None) -> Twin` starts `python -m
+orchestrator.rigs.twin` in the background and waits for its pseudo-terminal. `Twin.rig` is the
+user's rig profile with only its sources swapped: `robot.port` -> the twin's pseudo-terminal,
+each camera -> a `twin` camera of the same name, width, height and fps, and
+`robot.calibration_dir` -> a folder holding the twin's calibration file under the profile's
+`id` (the twin's servos carry that calibration, as a calibrated arm's do; the user's own
+calibration files are never touched). Everything else stays: id, max_relative_target, rest
+pose, any other LeRobot field.
+
+Lifetime: the twin exits when its stdin closes, which happens when this process exits however
+it exits (SIGKILL included: the kernel closes the pipe), and it also watches its parent's pid.
+`Twin.close()` (or leaving the `with` block) asks it to quit and waits, then removes its files.
+A twin killed outright cannot remove them; the next `start_twin` removes the folders of twins
+that no longer run (`remove_dead_twins_files`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+from orchestrator.core.errors import BadInput
+from orchestrator.core.pids import process_running
+from orchestrator.rigs.profile import LoadedRig, RigProfile
+from orchestrator.rigs.twin.shared_frames import frames_root
+
+# Cameras are rendered at most this size and scaled up by the camera (cheap on 2 cores).
+MAX_RENDER = (320, 240)
+START_TIMEOUT_S = 120.0
+# The twin's folders (calibration home in the temp dir, frames in /dev/shm), each holding
+# OWNER_FILE with the twin's pid so that a later start can remove a killed twin's folders.
+HOME_PREFIX, FRAMES_PREFIX, OWNER_FILE = "orchestrator-twin-", "orchestrator-twin-frames-", "twin.pid"
+
+
+def render_size(width: int, height: int, limit: tuple[int, int] = MAX_RENDER) -> tuple[int, int]:
+    scale = min(1.0, limit[0] / width, limit[1] / height)
+    return max(16, round(width * scale)), max(16, round(height * scale))
+
+
+class TwinError(RuntimeError):
+    """The twin process did not start or stopped answering."""
+
+
+class Twin:
+    """A running twin process (see the module docstring)."""
+
+    def __init__(self, proc: subprocess.Popen, home: Path, ready: dict, loaded: LoadedRig):
+        self.proc = proc
+        self.home = home
+        self.port = ready["port"]
+        self.frames_dir = Path(ready["frames_dir"])
+        self.priority = ready.get("priority", "normal")
+        self.calibration_dir = home / "calibration"
+        self._lock = threading.Lock()
+        self.rig = swap_sources(loaded, self)
+
+    def request(self, op: str, **fields: Any) -> dict:
+        """One control request; raises TwinError when the twin is gone."""
+        with self._lock:
+            try:
+                self.proc.stdin.write(json.dumps({"op": op, **fields}) + "\n")
+                self.proc.stdin.flush()
+                line = self.proc.stdout.readline()
+            except (OSError, ValueError) as exc:
+                raise TwinError(f"the twin process stopped ({exc})") from None
+        if not line:
+            raise TwinError(f"the twin process stopped (exit code {self.proc.poll()})")
+        answer = json.loads(line)
+        if not answer.get("ok"):
+            raise TwinError(f"twin: {answer.get('error')}")
+        return answer
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                self.proc.stdin.close()
+            except OSError:
+                pass
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        for stream in (self.proc.stdout,):
+            try:
+                stream.close()
+            except OSError:
+                pass
+        shutil.rmtree(self.home, ignore_errors=True)
+        shutil.rmtree(self.frames_dir, ignore_errors=True)
+
+    def __enter__(self) -> "Twin":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def swap_sources(loaded: LoadedRig, twin: Twin) -> LoadedRig:
+    """The profile with the twin's port, cameras and calibration (see the module docstring)."""
+    from orchestrator.rigs.twin.arm import shipped_calibration
+
+    profile = loaded.profile
+    robot_id = profile.robot.id or "so101_twin"
+    twin.calibration_dir.mkdir(parents=True, exist_ok=True)
+    (twin.calibration_dir / f"{robot_id}.json").write_text(json.dumps(shipped_calibration(), indent=4))
+    robot = {**profile.robot.model_dump(), "port": twin.port, "id": robot_id,
+             "calibration_dir": str(twin.calibration_dir)}
+    cameras = {name: {"type": "twin", "index_or_path": str(twin.frames_dir / f"{name}.frame"),
+                      "width": cam.width, "height": cam.height, "fps": cam.fps,
+                      **({"pose": cam.pose.model_dump()} if cam.pose is not None else {})}
+               for name, cam in profile.cameras.items()}
+    swapped = RigProfile.model_validate({**profile.model_dump(), "robot": robot, "cameras": cameras})
+    return dataclasses.replace(loaded, profile=swapped, twin=twin)
+
+
+def twin_config(loaded: LoadedRig, protocol=None, faults: dict | None = None) -> dict:
+    """What the twin process is told: cameras, rest pose, physics rate, cube, success, faults."""
+    profile = loaded.profile
+    cameras = {}
+    for name, cam in profile.cameras.items():
+        rw, rh = render_size(cam.width, cam.height)
+        cameras[name] = {"fps": cam.fps, "render_width": rw, "render_height": rh}
+    section = dict(faults if faults is not None else (profile.twin or {}))
+    config: dict[str, Any] = {"cameras": cameras, "rest_pose": dict(profile.rest_pose),
+                              "faults": section.get("faults") or [], "seed": int(section.get("seed", 0))}
+    if protocol is not None:
+        p = protocol.protocol
+        config.update(fps=p.episode.fps, success=p.success.model_dump(exclude={"kind"}),
+                      cube=protocol.layout.cube.model_dump())
+    return config
+
+
+def start_twin(loaded: LoadedRig, protocol=None, faults: dict | None = None) -> Twin:
+    """Start the twin for a real-arm profile (BadInput for a simulated profile)."""
+    from orchestrator.sim.scene import KNOWN_CAMERAS
+
+    if loaded.profile.simulated:
+        raise BadInput(f"{loaded.path}: --twin takes a real-arm profile (robot.type so101_follower), "
+                       "not the simulated rig")
+    unknown = [n for n in loaded.profile.cameras if n not in KNOWN_CAMERAS]
+    if unknown:
+        raise BadInput(f"{loaded.path}: camera {unknown[0]!r}: the twin has cameras {', '.join(KNOWN_CAMERAS)}")
+    remove_dead_twins_files()
+    home = Path(tempfile.mkdtemp(prefix=HOME_PREFIX))
+    frames = Path(tempfile.mkdtemp(prefix=FRAMES_PREFIX, dir=frames_root()))
+    config = {**twin_config(loaded, protocol, faults), "frames_dir": str(frames), "parent_pid": os.getpid(),
+              "home": str(home)}
+    env = {**os.environ}
+    env.setdefault("MUJOCO_GL", "egl")
+    proc = subprocess.Popen([sys.executable, "-m", "orchestrator.rigs.twin", json.dumps(config)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None, text=True,
+                            env=env, close_fds=True, start_new_session=True)
+    for folder in (home, frames):
+        (folder / OWNER_FILE).write_text(str(proc.pid))
+    line = _first_line(proc)
+    if not line:
+        code = proc.wait()
+        shutil.rmtree(home, ignore_errors=True)
+        shutil.rmtree(frames, ignore_errors=True)
+        raise TwinError(f"the twin process did not start (exit code {code}); see the lines above")
+    return Twin(proc, home, json.loads(line), loaded)
+
+
+def remove_dead_twins_files() -> None:
+    """Remove the folders of twins that were killed (SIGKILL, power cut) before they could
+    remove them: each folder names its twin's pid in `OWNER_FILE`; a folder whose twin is no
+    longer running goes (a folder without that file, or of a live process, is left alone)."""
+    for root, prefix in ((frames_root(), FRAMES_PREFIX), (Path(tempfile.gettempdir()), HOME_PREFIX)):
+        for folder in root.glob(f"{prefix}*"):
+            try:
+                pid = int((folder / OWNER_FILE).read_text())
+            except (OSError, ValueError):
+                continue
+            if not process_running(pid):
+                shutil.rmtree(folder, ignore_errors=True)
+
+
+def _first_line(proc: subprocess.Popen) -> str:
+    result: list[str] = []
+    reader = threading.Thread(target=lambda: result.append(proc.stdout.readline()), daemon=True)
+    reader.start()
+    reader.join(START_TIMEOUT_S)
+    if reader.is_alive():
+        proc.kill()
+        return ""
+    return result[0] if result else ""

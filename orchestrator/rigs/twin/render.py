@@ -1,0 +1,85 @@
+"""The twin's camera process: renders the scene the physics process shares, at each camera's fps.
+
+`python -m orchestrator.rigs.twin.render CONFIG_JSON`, started by the twin process (`server.py`).
+Rendering is the twin's heavy work (~5-10 ms a frame with llvmpipe); in its own process, at a
+lower priority, it never delays the servos' answers on the bus, which LeRobot's serial timeouts
+(~34 ms for a write) do not forgive. It reads `qpos` from the shared `SceneState`, renders each
+camera at `render_width x render_height` into its `FrameWriter`, and applies each camera's
+fault state (frozen: no new frames; disconnected). It exits when stdin closes or its parent
+changes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import sys
+import time
+from pathlib import Path
+
+from orchestrator.rigs.twin.shared_frames import DISCONNECTED, LIVE, FrameWriter, SceneState
+
+NICENESS = 5
+
+
+def main(argv: list[str]) -> int:
+    config = json.loads(argv[0])
+    parent = os.getppid()
+    try:   # not the servos' real-time priority it was forked with: an ordinary, nicer process
+        os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+    except (AttributeError, OSError):
+        pass
+    try:
+        os.setpriority(os.PRIO_PROCESS, 0, NICENESS)
+    except OSError:
+        pass
+    from orchestrator.sim.scene import build_scene, mujoco
+
+    cube = config.get("cube") or {}
+    model = build_scene(cube.get("size_m", 0.03), cube.get("mass_kg", 0.03),
+                        offscreen_size=(640, 480))
+    data = mujoco.MjData(model)
+    frames_dir = Path(config["frames_dir"])
+    cams = config["cameras"]
+    names = list(cams)
+    state = SceneState(frames_dir / "state.bin")
+    writers = {n: FrameWriter(frames_dir / f"{n}.frame", c["render_height"], c["render_width"])
+               for n, c in cams.items()}
+    renderers = {n: mujoco.Renderer(model, height=c["render_height"], width=c["render_width"])
+                 for n, c in cams.items()}
+    sys.stdout.write("ready\n")
+    sys.stdout.flush()
+    due = {n: time.monotonic() for n in names}
+    try:
+        while True:
+            name = min(due, key=due.get)
+            wait = max(0.0, due[name] - time.monotonic())
+            if select.select([0], [], [], wait)[0] and not os.read(0, 4096):
+                break
+            if os.getppid() != parent:
+                break
+            if time.monotonic() < due[name]:
+                continue
+            due[name] = max(due[name] + 1.0 / cams[name]["fps"], time.monotonic() - 0.5)
+            fault = state.camera_state(names.index(name))
+            if fault != LIVE:
+                if writers[name].state != fault:
+                    writers[name].set_state(fault)
+                continue
+            if state.read_qpos(data.qpos):
+                mujoco.mj_forward(model, data)
+                renderers[name].update_scene(data, camera=name)
+                writers[name].write(renderers[name].render())
+    finally:
+        for name, writer in writers.items():
+            writer.set_state(DISCONNECTED)
+            writer.close()
+        for r in renderers.values():
+            r.close()
+        state.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

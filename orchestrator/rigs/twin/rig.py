@@ -1,0 +1,43 @@
+"""A real-arm rig profile run on the wire-level twin (`--twin`): LeRobot's whole stack, simulated arm.
+
+`TwinRig` is `LeRobotRig` unchanged (LeRobot's SOFollower, FeetechMotorsBus, scservo_sdk and
+camera classes talk to the twin's pseudo-terminal and frames) plus what only a simulation can do:
+- `prepare_layout` places the cube on the mark (the hand of the operator; the console's prompt
+  is still shown unless the run is `--unattended`);
+- the episode's time zero is sent to the twin at the first observation of the episode;
+- `end_episode` adds the scene's physical success test (recorded as `physics` labels, sealed
+  from judges as on the simulated rig) and its events (`table_collision`) to LeRobot's facts.
+"""
+
+from __future__ import annotations
+
+from orchestrator.design.protocol import Cube, Mark
+from orchestrator.rigs.base import EpisodeFacts, Observation
+from orchestrator.rigs.lerobot import LeRobotRig
+from orchestrator.rigs.profile import LoadedRig
+
+
+class TwinRig(LeRobotRig):
+    def __init__(self, loaded: LoadedRig, **options):
+        super().__init__(loaded, **options)
+        self.twin = loaded.twin
+        self._begun = True
+
+    def prepare_layout(self, mark: Mark, cube: Cube, seed: int) -> None:
+        self.twin.request("place", mark={"id": mark.id, "x": mark.x, "y": mark.y, "yaw_deg": mark.yaw_deg},
+                          cube=cube.model_dump())
+        self._begun = False
+
+    def observe(self, with_images: bool = True) -> Observation:
+        if not self._begun:
+            self.twin.request("begin")
+            self._begun = True
+        return super().observe(with_images)
+
+    def end_episode(self) -> EpisodeFacts:
+        facts = super().end_episode()
+        physics = self.twin.request("end")
+        events = sorted(set(facts.safety_events) | set(physics["safety_events"]))
+        return EpisodeFacts(physics_success=physics["physics_success"], max_lift_m=physics["max_lift_m"],
+                            time_to_success_s=physics["time_to_success_s"], safety_events=events,
+                            extra={**facts.extra, "twin": physics["extra"]})

@@ -1,0 +1,301 @@
+"""The twin process: six STS3215 servos on a pseudo-terminal, the MuJoCo SO-101 behind them.
+
+`python -m orchestrator.rigs.twin CONFIG_JSON` (started by `twin.client.start_twin`, never by
+hand). It opens a pseudo-terminal (the slave path is the serial port LeRobot opens), builds the
+simulated rig's scene (`rigs.sim.SimRig`), and serves, on one thread:
+- the bus: Feetech instruction packets in, status packets out after the time they take on a
+  1 Mbaud link plus the servo's Return_Delay_Time (`feetech.py`, `arm.py`);
+- the physics, stepped to the wall clock (real time; if the machine falls behind by more than
+  `MAX_LAG_S` the lost time is skipped and counted in `lag_s`);
+- control requests on stdin, one JSON object a line, answered on stdout: `place` (cube on a
+  mark), `begin` (episode time zero), `end` (the physics success test and events), `state`,
+  `quit`.
+A second process (`render.py`) renders every camera at its fps into shared frames
+(`frames.py`) from the joint positions this one shares after every physics step.
+
+It exits when stdin reaches end of file (the orchestrator closed it, exited or was killed),
+when its parent process changes, on `quit`, and on SIGTERM; the frame files go with it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+import tty
+from pathlib import Path
+
+from orchestrator.rigs.twin.fault_plan import FaultPlan
+from orchestrator.rigs.twin.feetech import INST_SYNC_WRITE, REG, ERR_OVERHEAT, ERR_OVERLOAD, split_packets, wire_time_s
+from orchestrator.rigs.twin.shared_frames import DISCONNECTED, FROZEN, SceneState
+
+MAX_LAG_S = 0.1
+PARENT_CHECK_S = 0.5
+REALTIME_PRIORITY = 10
+PARKED_CUBE = {"id": "parked", "x": 0.30, "y": 0.22, "yaw_deg": 0.0}
+
+
+class TwinServer:
+    def __init__(self, config: dict):
+        from orchestrator.design.protocol import Cube, Mark, Success
+        from orchestrator.rigs.profile import RigProfile
+        from orchestrator.rigs.sim import SimRig
+        from orchestrator.rigs.twin.arm import TwinArm
+
+        self.config = config
+        self.frames_dir = Path(config["frames_dir"])
+        cams = config["cameras"]
+        profile = RigProfile.model_validate({
+            "robot": {"type": "sim_so101"}, "rest_pose": config.get("rest_pose") or {},
+            "cameras": {n: {"type": "sim", "width": c["render_width"], "height": c["render_height"],
+                            "fps": c["fps"]} for n, c in cams.items()}})
+        self.sim = SimRig(profile, fps=int(config.get("fps", 30)), success=Success(**config.get("success", {})))
+        self.cube = Cube(**config.get("cube", {}))
+        self.sim.place_cube(Mark(**PARKED_CUBE), self.cube)
+        self.sim.go_to_rest()
+        self.arm = TwinArm(self.sim)
+        self.faults = FaultPlan(list(config.get("faults") or []), int(config.get("seed", 0)))
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+        self.master, self.slave = os.openpty()
+        tty.setraw(self.slave)
+        os.set_blocking(self.master, False)
+        self.port = os.ttyname(self.slave)
+        self.unplugged = False
+        self.camera_names = list(cams)
+        self.state = SceneState(self.frames_dir / "state.bin", self.sim.model.nq, len(cams), create=True)
+        self.state.write_qpos(self.sim.data.qpos)
+        self.lag_s = 0.0
+        self.priority = "normal"
+        self.steps = 0
+        self.packets = 0
+        self._rx = bytearray()
+        self._ctrl = bytearray()
+
+    # ------------------------------------------------------------ main loop
+    def serve(self) -> None:
+        parent = int(self.config.get("parent_pid") or os.getppid())
+        self.renderer = self._start_renderer()
+        self._say({"ready": True, "port": self.port, "pid": os.getpid(), "priority": self.priority,
+                   "frames_dir": str(self.frames_dir)})
+        self.t0 = time.monotonic()
+        next_parent_check = self.t0 + PARENT_CHECK_S
+        try:
+            while not self.stop.is_set():
+                fds = [0] + ([] if self.unplugged else [self.master])
+                ready, _, _ = select.select(fds, [], [], 0.002)
+                self._advance()
+                if self.master in ready and not self.unplugged:
+                    self._serve_bus()
+                if 0 in ready:
+                    self._serve_control()
+                now = time.monotonic()
+                if now >= next_parent_check:
+                    next_parent_check = now + PARENT_CHECK_S
+                    if os.getppid() != parent:
+                        break
+        finally:
+            self.stop.set()
+            self._close()
+
+    def _advance(self) -> None:
+        dt = self.arm.dt
+        due = int((time.monotonic() - self.t0) / dt)
+        behind = due - self.steps
+        if behind * dt > MAX_LAG_S:
+            skipped = behind - int(MAX_LAG_S / dt)
+            self.lag_s += skipped * dt
+            self.steps += skipped
+            behind -= skipped
+        if behind <= 0:
+            return
+        with self.lock:
+            for _ in range(behind):
+                self.arm.step()
+            self.state.write_qpos(self.sim.data.qpos)
+        self.steps += behind
+
+    # ------------------------------------------------------------ the bus
+    def _serve_bus(self) -> None:
+        try:
+            data = os.read(self.master, 4096)
+        except BlockingIOError:
+            return
+        except OSError:
+            return
+        t_in = time.monotonic()
+        self._rx += data
+        for packet in split_packets(self._rx):
+            self.packets += 1
+            if len(packet) > 5 and packet[4] == INST_SYNC_WRITE and packet[5] == REG["Goal_Position"][0]:
+                self.faults.step += 1
+            self._apply_faults()
+            if self.unplugged:
+                return
+            with self.lock:
+                reply = self.arm.chain.handle(packet)
+            if not reply:
+                continue
+            reply = self._wire_faults(reply)
+            delay = self.arm.servo(packet[2] - 1).get("Return_Delay_Time") * 2e-6 if packet[2] <= 6 else 0.0
+            due = t_in + wire_time_s(len(packet)) + delay + wire_time_s(len(reply))
+            pause = due - time.monotonic()
+            if pause > 0:
+                time.sleep(pause)
+            try:
+                os.write(self.master, reply)
+            except OSError:
+                pass
+
+    def _wire_faults(self, reply: bytes) -> bytes:
+        out = bytearray()
+        for status in split_packets(bytearray(reply)):
+            fate = self.faults.status_fate()
+            if fate == "drop":
+                continue
+            if fate == "corrupt":
+                status = status[:-1] + bytes([status[-1] ^ 0x5A])
+            out += status
+        return bytes(out)
+
+    def _apply_faults(self) -> None:
+        for fault in self.faults.due():
+            kind, sid = fault["kind"], fault.get("servo_id")
+            with self.lock:
+                if kind == "servo_silent":
+                    self.arm.servo(sid - 1).mute = True
+                elif kind == "overload":
+                    self.arm.servo(sid - 1).error |= ERR_OVERLOAD
+                    self.arm.release(sid - 1)
+                elif kind == "overheat":
+                    i = sid - 1
+                    self.arm.temperature[i] = float(self.arm.servo(i).get("Max_Temperature_Limit"))
+                    self.arm.servo(i).error |= ERR_OVERHEAT
+                    self.arm.release(i)
+                elif kind == "voltage_sag":
+                    self.arm.set_voltage(float(fault["volts"]))
+                elif kind == "usb_unplug":
+                    self._unplug()
+                elif kind in ("camera_freeze", "camera_disconnect") and fault["camera"] in self.camera_names:
+                    self.state.set_camera_state(self.camera_names.index(fault["camera"]),
+                                                FROZEN if kind == "camera_freeze" else DISCONNECTED)
+
+    def _unplug(self) -> None:
+        self.unplugged = True
+        for fd in (self.master, self.slave):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+    # ------------------------------------------------------------ control channel
+    def _say(self, message: dict) -> None:
+        sys.stdout.write(json.dumps(message) + "\n")
+        sys.stdout.flush()
+
+    def _serve_control(self) -> None:
+        data = os.read(0, 65536)
+        if not data:
+            self.stop.set()
+            return
+        self._ctrl += data
+        while b"\n" in self._ctrl:
+            line, _, rest = bytes(self._ctrl).partition(b"\n")
+            self._ctrl = bytearray(rest)
+            try:
+                request = json.loads(line)
+                self._say(self._answer(request))
+            except Exception as exc:  # noqa: BLE001 - the orchestrator gets the cause
+                self._say({"ok": False, "error": f"{type(exc).__name__}: {exc}"})
+
+    def _answer(self, request: dict) -> dict:
+        from orchestrator.design.protocol import Cube, Mark
+
+        op = request.get("op")
+        with self.lock:
+            if op == "place":
+                self.cube = Cube(**request.get("cube", {}))
+                self.sim.place_cube(Mark(**request["mark"]), self.cube)
+                return {"ok": True}
+            if op == "begin":
+                self.sim.restart_episode_clock()
+                self.faults.begin_episode()
+                return {"ok": True, "episode": self.faults.episode}
+            if op == "end":
+                facts = self.sim.end_episode()
+                return {"ok": True, "physics_success": facts.physics_success, "max_lift_m": facts.max_lift_m,
+                        "time_to_success_s": facts.time_to_success_s, "safety_events": facts.safety_events,
+                        "extra": {**facts.extra, "twin_lag_s": round(self.lag_s, 4)}}
+            if op == "state":
+                return {"ok": True, "joints_deg": [float(v) for v in self.sim.joint_positions()],
+                        "torque": [bool(t) for t in self.arm.torque_on], "lag_s": self.lag_s,
+                        "sim_s": self.steps * self.arm.dt, "wall_s": time.monotonic() - self.t0,
+                        "packets": self.packets, "cube": list(self.sim.cube_pose()),
+                        "temperature": [float(t) for t in self.arm.temperature]}
+            if op == "quit":
+                self.stop.set()
+                return {"ok": True}
+        return {"ok": False, "error": f"unknown op {op!r}"}
+
+    # ------------------------------------------------------------ cameras
+    def _start_renderer(self) -> subprocess.Popen:
+        """The render process (`render.py`); returns once its frame files exist."""
+        config = {"cameras": self.config["cameras"], "frames_dir": str(self.frames_dir),
+                  "cube": self.cube.model_dump()}
+        proc = subprocess.Popen([sys.executable, "-m", "orchestrator.rigs.twin.render", json.dumps(config)],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, close_fds=True)
+        if proc.stdout.readline().strip() != "ready":
+            proc.wait()
+            raise RuntimeError(f"the twin's camera process did not start (exit code {proc.returncode})")
+        return proc
+
+    def _close(self) -> None:
+        if not self.unplugged:
+            self._unplug()
+        renderer = getattr(self, "renderer", None)
+        if renderer is not None:
+            renderer.stdin.close()
+            try:
+                renderer.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                renderer.kill()
+        self.state.close()
+        for path in [*self.frames_dir.glob("*.frame"), self.frames_dir / "state.bin"]:
+            path.unlink(missing_ok=True)
+        shutil.rmtree(self.frames_dir, ignore_errors=True)
+        if self.config.get("home"):
+            shutil.rmtree(self.config["home"], ignore_errors=True)
+
+
+def prioritise() -> str:
+    """Let the servos answer on time on a busy machine: LeRobot gives a reply ~34 ms (a write, a
+    sync read) before it gives up, and a late reply then shifts every later one by a packet.
+    Real servos have their own microcontrollers; the twin asks for a real-time round-robin
+    priority (it sleeps in `select` between packets and uses a few percent of a core), else a
+    higher nice level, else runs as it is (returns which)."""
+    try:
+        os.sched_setscheduler(0, os.SCHED_RR, os.sched_param(REALTIME_PRIORITY))
+        return "realtime"
+    except (PermissionError, AttributeError, OSError):
+        pass
+    try:
+        os.nice(-10)
+        return "nice -10"
+    except (PermissionError, OSError):
+        return "normal"
+
+
+def main(argv: list[str]) -> int:
+    config = json.loads(argv[0])
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the orchestrator's to handle
+    server = TwinServer(config)
+    server.priority = prioritise()
+    server.serve()
+    return 0

@@ -1,0 +1,110 @@
+"""Trial bookkeeping shared by the sequential runner (`sequential.py`), the parallel one
+(`parallel.py`) and the stations (`stations.py`): the run summary, the progress line, the
+referees asked between units and after each episode, what a policy may know about a trial, and
+committing a finished episode (with the overrun warning).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from orchestrator.run.campaign import OpenedCampaign
+from orchestrator.policies.base import EpisodeContext
+from orchestrator.core.progress import ProgressBar
+from orchestrator.design.protocol import LoadedProtocol
+from orchestrator.design.schedule import Trial
+from orchestrator.store.sqlite import CampaignStore, EpisodeRecord
+
+# The recorded reason of an attempt a Ctrl-C or SIGTERM cut short (the runner and the parallel pool).
+INTERRUPTED_BY_USER = "interrupted by the user (Ctrl-C)"
+OVERRUN_WARN_FRACTION = 0.05  # warn when more than 5 % of an episode's steps overran the period
+
+
+@dataclass
+class RunSummary:
+    done_now: int = 0
+    aborted_now: int = 0
+    total: int = 0
+    done_total: int = 0
+    stopped_early: str | None = None
+    slow_episodes: int = 0     # episodes whose loop could not keep the protocol's rate
+
+    @property
+    def complete(self) -> bool:
+        return self.done_total == self.total or self.stopped_early is not None
+
+
+class Progress(ProgressBar):
+    """The runners' progress: a bar with ETA on a terminal, else `trial k/N  mark M07  elapsed 1:23
+    ETA 4:56` lines (no policy label, ever)."""
+
+    def __init__(self, total: int, done_before: int, say: Callable[[str], None], console: Any = None):
+        super().__init__(total, done_before, "trial", say, console)
+
+    def update(self, mark_id: str) -> None:
+        self.step(f"mark {mark_id}")
+
+
+@dataclass(frozen=True)
+class Referees:
+    """What the runners ask of later stages, handed to them by the command that runs them
+    (`commands/referees.py`), so that running a campaign imports neither the statistics nor the
+    automatic rater. `stop_rule(store, protocol)` evaluates the pre-registered stopping rule on the
+    outcomes so far and returns a reason to stop or None; `rate_episode(timeseries_path, cube_size_m,
+    success)` is the automatic rater's label of a recorded episode (stored as judge `auto`), or None.
+    Both must be module-level functions: the parallel runner sends `rate_episode` to its workers."""
+
+    stop_rule: Callable[[CampaignStore, LoadedProtocol], str | None] | None = None
+    rate_episode: Callable[[Path, float, Any], Any] | None = None
+
+
+NO_REFEREES = Referees()
+
+
+def stop_decision(opened: OpenedCampaign, referees: Referees) -> str | None:
+    """The pre-registered stopping rule, evaluated on outcomes so far; a reason or None."""
+    if isinstance(opened.protocol.protocol.analysis.stopping, str) or referees.stop_rule is None:
+        return None
+    return referees.stop_rule(opened.store, opened.protocol)
+
+
+def episode_context(loaded: LoadedProtocol, trial: Trial) -> EpisodeContext:
+    """What the policy may know about a trial: its mark, the cube, its stored seed, the timing."""
+    return EpisodeContext(mark=loaded.layout.mark(trial.mark_id), cube=loaded.layout.cube,
+                          seed=trial.seed, fps=loaded.protocol.episode.fps,
+                          duration_s=loaded.protocol.episode.duration_s, task=loaded.protocol.task)
+
+
+def episode_record(episode_id: str, context: EpisodeContext, cameras, recorded, facts, timing,
+                   success=None, rate_episode: Callable[[Path, float, Any], Any] | None = None) -> EpisodeRecord:
+    """What `finish_attempt` commits; with the protocol's `success` test and a `rate_episode`
+    referee, the automatic rater's label (from the recorded joints) goes in the same transaction."""
+    auto = None
+    if (rate_episode is not None and success is not None and "timeseries" in recorded.files
+            and recorded.root is not None):
+        auto = rate_episode(recorded.root / recorded.files["timeseries"], context.cube.size_m, success)
+    return EpisodeRecord(
+        episode_id=episode_id, frames=timing.steps, duration_s=context.duration_s,
+        cameras=list(cameras), files=recorded.files, digests=recorded.digests,
+        physics_success=facts.physics_success,
+        max_lift_m=facts.max_lift_m, time_to_success_s=facts.time_to_success_s,
+        safety_events=tuple(facts.safety_events),
+        timing={**timing.as_dict(), "video_frames": recorded.video_frames}, auto=auto)
+
+
+def commit_episode(store: CampaignStore, attempt: int, trial: Trial, record: EpisodeRecord, fps: int,
+                   summary: RunSummary) -> None:
+    """Commit a finished episode (one transaction) and count it; an episode whose loop overran
+    the control period on more than OVERRUN_WARN_FRACTION of its steps is logged and counted
+    as slow (never said per trial: which episode was slow could hint at which policy ran)."""
+    store.finish_attempt(attempt, record)
+    summary.done_now += 1
+    summary.done_total += 1
+    timing = record.timing or {}
+    steps, overruns = int(timing.get("steps") or 0), int(timing.get("overruns") or 0)
+    if steps and overruns > OVERRUN_WARN_FRACTION * steps:
+        summary.slow_episodes += 1
+        store.log_event("overrun", f"{overruns} of {steps} steps overran the {fps} Hz period "
+                        f"(p99 {float(timing.get('period_p99_ms') or 0):.1f} ms)", slot=trial.slot)

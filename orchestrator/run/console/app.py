@@ -1,0 +1,526 @@
+"""The operator console: a Textual app for the person at the arm, and its `Operator` bridge.
+
+What the operator sees, trial by trial:
+
+1. **place**: "put the cube on mark M07", the mark drawn on the layout (all marks dimmed, the
+   target highlighted) and described in centimetres; `Enter` starts the episode after a short
+   countdown (`space`/`esc` cancels the countdown), `p` pauses / resumes between trials, `q`
+   ends the session (resumable).
+2. **episode**: the episode timer; `space` or `esc` = emergency stop: the runner's next `poll`
+   raises `EmergencyStop`, the runner makes the arm safe and calls `episode_ended`, where the
+   console asks why and writes the answer into that `EmergencyStop` (`reason`) before returning. `r` asks for a redo after the
+   episode; `p` pauses after this trial.
+3. **review**: `Enter` continues, `r` redoes the trial (the reason is asked and returned by
+   `episode_ended`). A trial aborted by a fault shows its cause and what to check.
+4. **moving**: whenever the arm moves by itself (to rest) the banner says so and `space`/`esc`
+   stops it; after any stop the arm holds and the banner asks for `Enter` before it moves again
+   (`q` ends the session instead, the arm held until torque goes off).
+
+The console never shows which policy runs: the runner tells it only the `TrialCue` (index,
+mark, duration); no call carries a policy label.
+
+Threading: the Textual app runs on the main thread; the runner calls the `ConsoleOperator`
+from its own thread. `poll()` only reads an `Event` (no cross-thread call per control step);
+the other calls hop onto the app's thread with `call_from_thread` and block on a queue for
+the operator's decision. `run_console(layout, session)` wires both together.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import queue
+import threading
+import time
+from typing import Any, Callable, TypeVar
+
+from rich.text import Text
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Footer, Header, Input, RichLog, Static
+
+from orchestrator.run.operator_protocol import StopRequested, TrialCue
+from orchestrator.rigs.base import EmergencyStop
+from orchestrator.design.protocol import Layout
+from orchestrator.run.console.layout_view import describe_mark, render_layout
+
+T = TypeVar("T")
+
+ESTOP_PENDING = "emergency stop by operator"
+
+
+class _LogToConsole(logging.Handler):
+    """Root-logger handler while the console runs: WARNING+ lines (e.g. LeRobot's "goal position
+    clamped") go to the console's log, collapsed when repeated, instead of garbling the screen.
+    `emit` only appends to a deque (it may run on the control thread every step)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.pending: collections.deque[str] = collections.deque(maxlen=500)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            text = record.getMessage().strip().splitlines()
+            self.pending.append(f"{record.levelname.lower()}: {text[0][:200] if text else record.name}")
+        except Exception:  # noqa: BLE001 - never raise from logging
+            pass
+
+    def drain(self) -> list[str]:
+        counts: dict[str, int] = {}
+        while self.pending:
+            line = self.pending.popleft()
+            counts[line] = counts.get(line, 0) + 1
+        return [line + (f" (x{n})" if n > 1 else "") for line, n in counts.items()]
+
+
+class ConsoleOperator:
+    """The `Operator` the runner talks to; every decision comes from the console's keys."""
+
+    def __init__(self, app: "OperatorConsole", review: bool = True):
+        if not isinstance(app, OperatorConsole):
+            raise TypeError("ConsoleOperator is made by OperatorConsole (app.operator); to run a session "
+                            "with the console use console.run_with_console(protocol, session)")
+        self.app = app
+        self.review = review
+        self.decisions: "queue.Queue[tuple[str, Any]]" = queue.Queue()
+        self.estop = threading.Event()
+        self.elapsed = 0.0
+        self.redo_reason_pending = False
+        self.last_stop: EmergencyStop | None = None
+        self.closed = False
+        self.interrupted = False
+        self.move_stop = threading.Event()
+
+    def interrupt(self) -> None:
+        """Ctrl-C / SIGTERM: the runner's next call raises KeyboardInterrupt (arm made safe,
+        running trial aborted and re-run on resume). Thread-safe; callable from a signal handler."""
+        self.interrupted = True
+        self.estop.set()
+        self.decisions.put(("interrupt", None))
+
+    # ---------------------------------------------------------------- helpers
+    def _call(self, fn: Callable[..., Any], *args: Any) -> None:
+        if self.closed:
+            return
+        try:
+            self.app.call_from_thread(fn, *args)
+        except RuntimeError:  # the app has exited
+            self.closed = True
+
+    def _wait(self, *kinds: str) -> tuple[str, Any]:
+        while True:
+            kind, value = self.decisions.get()
+            if kind in ("closed", "interrupt"):
+                self.decisions.put((kind, value))  # sticky: every later wait sees it too
+                return kind, value
+            if kind in kinds:
+                return kind, value
+
+    def _drain(self) -> None:
+        try:
+            while True:
+                item = self.decisions.get_nowait()
+                if item[0] in ("closed", "interrupt"):
+                    self.decisions.put(item)
+                    return
+        except queue.Empty:
+            pass
+
+    # ---------------------------------------------------------------- Operator protocol
+    def before_trial(self, cue: TrialCue) -> None:
+        if self.interrupted:
+            raise KeyboardInterrupt
+        if self.closed:
+            raise StopRequested("the operator console was closed")
+        self._drain()
+        self.estop.clear()
+        self.redo_reason_pending = False
+        self._call(self.app.show_cue, cue)
+        kind, _ = self._wait("start", "stop")
+        if kind == "interrupt":
+            raise KeyboardInterrupt
+        if kind == "closed":
+            raise StopRequested("the operator console was closed")
+        if kind != "start":
+            raise StopRequested("session ended by the operator")
+
+    def episode_started(self, cue: TrialCue) -> None:
+        self.elapsed = 0.0
+        self.last_stop = None
+        self._call(self.app.show_episode, cue)
+
+    def poll(self, elapsed_s: float) -> None:
+        self.elapsed = elapsed_s
+        if self.estop.is_set():
+            if self.interrupted:
+                raise KeyboardInterrupt
+            if self.last_stop is None:
+                self.last_stop = EmergencyStop(ESTOP_PENDING)
+            raise self.last_stop
+
+    def episode_ended(self, cue: TrialCue, aborted_reason: str | None) -> str | None:
+        if self.last_stop is not None or self.estop.is_set():
+            stop = self.last_stop or EmergencyStop(ESTOP_PENDING)
+            self.last_stop = stop
+            self._call(self.app.ask_reason, "estop", cue)
+            kind, text = self._wait("estop_reason")
+            if kind == "estop_reason" and text:
+                stop.reason = f"{ESTOP_PENDING}: {text}"
+                stop.args = (stop.reason,)
+            self.estop.clear()
+            return None
+        if not self.review and aborted_reason is None and not self.redo_reason_pending:
+            self._call(self.app.show_waiting, "episode done")
+            return None
+        self._call(self.app.show_review, cue, aborted_reason, self.redo_reason_pending)
+        kind, text = self._wait("continue", "redo")
+        self.redo_reason_pending = False
+        if kind == "redo":
+            return text or "redo requested by operator"
+        return None
+
+    def message(self, text: str) -> None:
+        self._call(self.app.add_message, text)
+
+    def arm_moving(self, what: str | None) -> None:
+        if what is None:
+            self._call(self.app.show_moving, None)
+            return
+        self.move_stop.clear()
+        self._call(self.app.show_moving, what)
+
+    def check_stop(self) -> None:
+        if self.move_stop.is_set():
+            self.move_stop.clear()
+            raise EmergencyStop("arm stopped by the operator during a move")
+
+    def confirm_move(self, what: str) -> None:
+        self._drain()
+        self._call(self.app.ask_confirm, what)
+        kind, _ = self._wait("confirm", "stop")
+        if kind == "interrupt":
+            raise KeyboardInterrupt
+        if kind != "confirm":
+            raise StopRequested("session ended by the operator with the arm stopped")
+
+
+class OperatorConsole(App):
+    """The Textual app (see the module docstring). `operator` is the bridge for the runner."""
+
+    TITLE = "Operator console"
+    AUTO_FOCUS = None  # keys go to the console's bindings; the reason box takes focus when shown
+    CSS = """
+    #banner { height: 3; content-align: center middle; text-style: bold; background: $boost; }
+    #banner.estop { background: red; color: white; }
+    #banner.paused { background: $warning; color: black; }
+    #mark { height: 3; content-align: center middle; text-style: bold; color: yellow; }
+    #where { height: auto; content-align: center middle; }
+    #timer { height: 3; content-align: center middle; text-style: bold; }
+    #map { width: auto; height: auto; padding: 0 1; }
+    #side { width: 1fr; }
+    #log { height: 1fr; min-height: 4; border-top: solid $panel; }
+    #reason { margin: 0 2; }
+    """
+    BINDINGS = [
+        Binding("enter", "enter", "Start / continue"),
+        Binding("space", "estop", "E-STOP"),
+        Binding("escape", "estop", "E-STOP", show=False),
+        Binding("r", "redo", "Redo trial"),
+        Binding("p", "pause", "Pause/resume"),
+        Binding("q", "stop_session", "End session"),
+        Binding("ctrl+c", "interrupt", "Interrupt", show=False, priority=True),
+    ]
+
+    def __init__(self, layout: Layout, *, countdown_s: float = 3.0, review: bool = True,
+                 subtitle: str = "", on_ready: Callable[[], None] | None = None):
+        super().__init__()
+        self._on_ready = on_ready
+        self.layout_model = layout
+        self.countdown_s = countdown_s
+        self.operator = ConsoleOperator(self, review=review)
+        self.state = "waiting"
+        self.cue: TrialCue | None = None
+        self.paused = False
+        self.pause_after_trial = False
+        self._countdown_end = 0.0
+        self._reason_kind = ""
+        self.sub_title = subtitle
+        self.log_handler = _LogToConsole()
+
+    # ---------------------------------------------------------------- widgets
+    def compose(self) -> ComposeResult:
+        yield Header(show_clock=True)
+        yield Static("Waiting for the runner...", id="banner")
+        with Horizontal():
+            yield Static(render_layout(self.layout_model, None), id="map")
+            with Vertical(id="side"):
+                yield Static("", id="mark")
+                yield Static("", id="where")
+                yield Static("", id="timer")
+                yield Input(placeholder="why? (Enter records it)", id="reason")
+                yield RichLog(id="log", wrap=True, markup=False)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#reason", Input).display = False
+        self.set_interval(0.1, self._tick)
+        if self._on_ready is not None:
+            self._on_ready()
+
+    def on_unmount(self) -> None:
+        self._close_bridge()
+
+    def _close_bridge(self) -> None:
+        op = self.operator
+        if not op.closed:
+            op.closed = True
+            op.estop.set()  # an episode in progress stops; the runner makes the arm safe
+            op.decisions.put(("closed", None))
+
+    def _banner(self, text: str, cls: str = "") -> None:
+        banner = self.query_one("#banner", Static)
+        banner.update(text)
+        banner.set_classes(cls)
+
+    # ---------------------------------------------------------------- called by the bridge
+    def show_cue(self, cue: TrialCue) -> None:
+        box = self.query_one("#reason", Input)
+        if box.display:  # a question the runner did not wait for: drop it, never block the cue
+            box.display = False
+            self.set_focus(None)
+        self.cue = cue
+        self.state = "place"
+        if self.pause_after_trial:
+            self.paused, self.pause_after_trial = True, False
+        self.query_one("#map", Static).update(render_layout(self.layout_model, cue.mark))
+        self.query_one("#mark", Static).update(f"Put the cube on mark {cue.mark.id}")
+        self.query_one("#where", Static).update(describe_mark(cue.mark))
+        self.query_one("#timer", Static).update(
+            f"trial {cue.index} of {cue.total} this session · {cue.done_before} of "
+            f"{cue.campaign_total} done before · episode {cue.duration_s:g} s")
+        self._show_place_banner()
+
+    def _show_place_banner(self) -> None:
+        if self.paused:
+            self._banner("PAUSED: p resumes", "paused")
+        else:
+            self._banner(f"Place the cube on {self.cue.mark.id if self.cue else '?'}, step back, press "
+                         f"Enter ({self.countdown_s:g} s countdown)")
+
+    def show_episode(self, cue: TrialCue) -> None:
+        self.state = "episode"
+        self._banner("EPISODE RUNNING: space or esc = EMERGENCY STOP", "")
+
+    def show_moving(self, what: str | None) -> None:
+        if what is None:
+            if self.state == "moving":
+                self.state = "waiting"
+                self._banner("Arm still")
+            return
+        self.state = "moving"
+        self._banner(f"ARM MOVING {what.upper()}: space or esc = STOP", "paused")
+
+    def ask_confirm(self, what: str) -> None:
+        self.state = "confirm"
+        self._banner(f"ARM STOPPED (holding). Enter = move it {what}, q = end the session "
+                     "(torque goes off: support the arm)", "estop")
+
+    def show_waiting(self, text: str) -> None:
+        self.state = "waiting"
+        self._banner(text)
+
+    def show_review(self, cue: TrialCue, aborted_reason: str | None, redo_pending: bool) -> None:
+        self.state = "review"
+        if redo_pending:
+            self.ask_reason("redo", cue)
+            return
+        if aborted_reason:
+            self._banner(f"Trial aborted: {aborted_reason}. It will be re-run. Enter continues", "estop")
+            self.add_message(f"trial {cue.index} aborted: {aborted_reason}")
+        else:
+            self._banner("Episode finished. Enter = continue, r = redo this trial (asks why)")
+
+    def ask_reason(self, kind: str, cue: TrialCue | None = None) -> None:
+        self.state = "reason"
+        self._reason_kind = kind
+        if kind == "estop":
+            self._banner("EMERGENCY STOP: arm stopped, trial aborted (re-run later). Why?", "estop")
+        else:
+            self._banner("Redo this trial: why?", "paused")
+        box = self.query_one("#reason", Input)
+        box.value = ""
+        box.display = True
+        box.focus()
+
+    def add_message(self, text: str) -> None:
+        self.query_one("#log", RichLog).write(Text(f"{time.strftime('%H:%M:%S')}  {text}"))
+
+    # ---------------------------------------------------------------- keys
+    def action_enter(self) -> None:
+        if self.state == "confirm":
+            self.state = "waiting"
+            self.operator.decisions.put(("confirm", None))
+        elif self.state == "place" and not self.paused:
+            self.state = "countdown"
+            self._countdown_end = time.monotonic() + self.countdown_s
+            self._tick()
+        elif self.state == "review":
+            self.state = "waiting"
+            self._banner("Returning to rest...")
+            self.operator.decisions.put(("continue", None))
+
+    def action_estop(self) -> None:
+        if self.state == "moving":
+            self.operator.move_stop.set()
+            self.state = "stopping"
+            self._banner("STOP: holding the arm...", "estop")
+            self.add_message("stop pressed while the arm was moving")
+        elif self.state == "episode":
+            self.operator.estop.set()
+            self.state = "stopping"
+            self._banner("EMERGENCY STOP: stopping the arm...", "estop")
+            self.add_message("emergency stop pressed")
+        elif self.state == "countdown":
+            self.state = "place"
+            self._show_place_banner()
+            self.add_message("countdown cancelled")
+
+    def action_redo(self) -> None:
+        if self.state == "review":
+            self.ask_reason("redo", self.cue)
+        elif self.state == "episode":
+            self.operator.redo_reason_pending = True
+            self.add_message("redo requested: asked after the episode")
+
+    def action_pause(self) -> None:
+        if self.state in ("place", "countdown"):
+            self.paused = not self.paused
+            self.state = "place"
+            self._show_place_banner()
+            self.add_message("paused" if self.paused else "resumed")
+        elif self.state in ("episode", "review", "waiting"):
+            self.pause_after_trial = not self.pause_after_trial
+            self.add_message("will pause before the next trial" if self.pause_after_trial
+                             else "pause cancelled")
+
+    def action_interrupt(self) -> None:
+        self.state = "waiting"
+        self._banner("INTERRUPTED: making the arm safe; run the same command again to resume", "estop")
+        self.operator.interrupt()
+
+    def action_stop_session(self) -> None:
+        if self.state == "confirm":
+            self.state = "waiting"
+            self._banner("Session ended with the arm stopped; torque goes off: support the arm")
+            self.operator.decisions.put(("stop", None))
+        elif self.state == "place":
+            self.state = "waiting"
+            self._banner("Session ended: resume later with the same `orchestrator run` command")
+            self.operator.decisions.put(("stop", None))
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if self.state != "reason":
+            return
+        text = event.value.strip()
+        if self._reason_kind == "redo" and not text:
+            return  # a redo needs a reason
+        event.input.display = False
+        self.set_focus(None)
+        kind = self._reason_kind
+        self.state = "waiting"
+        if kind == "estop":
+            self.add_message(f"emergency stop recorded: {text or '(no reason given)'}")
+            self.operator.decisions.put(("estop_reason", text))
+        else:
+            self.add_message(f"redo recorded: {text}")
+            self.operator.decisions.put(("redo", text))
+        self._banner("Returning to rest...")
+
+    # ---------------------------------------------------------------- timer
+    def _tick(self) -> None:
+        for line in self.log_handler.drain():
+            self.add_message(line)
+        if self.state == "countdown":
+            left = self._countdown_end - time.monotonic()
+            if left <= 0:
+                self.state = "starting"
+                self._banner("GO")
+                self.operator.decisions.put(("start", None))
+            else:
+                self._banner(f"Starting in {left:.0f}..." if left >= 1 else "Starting...", "paused")
+        elif self.state == "episode" and self.cue is not None:
+            el = self.operator.elapsed
+            self.query_one("#timer", Static).update(
+                f"{el:5.1f} s / {self.cue.duration_s:g} s   (trial {self.cue.index} of {self.cue.total})")
+
+
+def run_console(layout: Layout, session: Callable[[ConsoleOperator], T], *, headless: bool = False,
+                **kwargs: Any) -> T:
+    """Run `session(operator)` on a worker thread while the console runs on this (main) thread.
+
+    Returns what the session returns, or raises what it raised. Closing the console stops the
+    session: an episode in progress gets an emergency stop, the next `before_trial` raises
+    `StopRequested`.
+    """
+    thread: threading.Thread
+    app = OperatorConsole(layout, on_ready=lambda: thread.start(), **kwargs)
+    outcome: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            outcome["value"] = session(app.operator)
+        except BaseException as exc:  # noqa: BLE001 - re-raised on the main thread
+            outcome["error"] = exc
+        finally:
+            try:
+                app.call_from_thread(app.exit)
+            except RuntimeError:
+                pass
+
+    thread = threading.Thread(target=work, name="orchestrator-session", daemon=True)
+    root = logging.getLogger()
+    saved_handlers = root.handlers[:]
+    root.handlers = [app.log_handler]
+    try:
+        app.run(headless=headless)
+    finally:
+        root.handlers = saved_handlers
+    app._close_bridge()
+    if thread.ident is not None:
+        thread.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome.get("value")  # type: ignore[return-value]
+
+
+def run_with_console(protocol: Any, session: Callable[[ConsoleOperator], T], *, headless: bool = False,
+                     **kwargs: Any) -> T:
+    """`run_console` for a `LoadedProtocol`: its layout, its task as subtitle (not its name: a
+    name may spell the policies), and SIGTERM / SIGHUP turned into an interrupt of the session
+    (the runner makes the arm safe and raises `Interrupted`, exit 130)."""
+    import signal
+
+    holder: dict[str, OperatorConsole] = {}
+    kwargs.setdefault("subtitle", protocol.protocol.task)
+
+    def on_signal(signum, frame):  # noqa: ARG001
+        app = holder.get("app")
+        if app is not None:
+            app.operator.interrupt()
+
+    previous = {}
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        try:
+            previous[sig] = signal.signal(sig, on_signal)
+        except (ValueError, OSError):  # not the main thread
+            pass
+    try:
+        def session_with_app(op: ConsoleOperator) -> T:
+            holder["app"] = op.app
+            return session(op)
+
+        return run_console(protocol.layout, session_with_app, headless=headless, **kwargs)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

@@ -1,0 +1,202 @@
+"""`PromptOperator`: the operator in a plain terminal (`orchestrator run --no-console`).
+
+Same `Operator` contract as the Textual console, on the calling thread, no full-screen UI:
+before each trial it prints the mark (id, position, the layout drawn in text) and waits for
+Enter (`q` + Enter ends the session, resumable); during the episode the terminal is in cbreak
+mode and `space` or `esc` is an emergency stop, `r` asks for a redo after the episode (each
+`poll` is one non-blocking `select` on stdin); after an emergency stop or a redo it asks why.
+When stdin is not a terminal there is no emergency-stop key (it says so once). Whenever the
+arm moves by itself (to rest) the same keys stop it; after a stop it asks for Enter before the
+arm moves again.
+
+Ctrl-C (`handle_sigint()`): while the arm is under control (an episode, a move) SIGINT only sets
+a flag, and the next `poll`/`check_stop` raises `KeyboardInterrupt` between two steps, never in
+the middle of a serial transaction (as the console does); while waiting for the operator's input
+it interrupts at once.
+
+It never prints which policy runs: it is only given the `TrialCue`.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import sys
+import time
+from typing import Callable, TextIO
+
+from orchestrator.run.operator_protocol import StopRequested, TrialCue
+from orchestrator.rigs.base import EmergencyStop
+from orchestrator.design.protocol import Layout
+from orchestrator.run.console.layout_view import describe_mark, render_layout
+
+ESTOP_PENDING = "emergency stop by operator"
+
+
+class PromptOperator:
+    def __init__(self, layout: Layout | None = None, *, countdown_s: float = 3.0,
+                 stdin: TextIO | None = None, out: Callable[[str], None] | None = None):
+        self.layout = layout.layout if hasattr(layout, "layout") else layout  # LoadedProtocol or Layout
+        self.countdown_s = countdown_s
+        self.stdin = stdin or sys.stdin
+        self.say = out or (lambda text: print(text, flush=True))
+        self._tty = False
+        self._saved = None
+        self._stop: EmergencyStop | None = None
+        self._redo = False
+        self._warned = False
+        self._last_shown = -1.0
+        self._controlling = False   # an episode or a move runs: SIGINT becomes a flag
+        self.sigint_pending = False
+        self._move_stop = False
+
+    # ---------------------------------------------------------------- Ctrl-C
+    def handle_sigint(self) -> Callable[[], None]:
+        """Install the SIGINT handler (main thread); returns a function that restores the old one."""
+        import signal
+
+        previous = signal.signal(signal.SIGINT, self._on_sigint)
+        return lambda: signal.signal(signal.SIGINT, previous)
+
+    def _on_sigint(self, signum, frame) -> None:  # noqa: ARG002
+        if self._controlling:
+            self.sigint_pending = True
+            return
+        raise KeyboardInterrupt
+
+    def _raise_pending_interrupt(self) -> None:
+        if self.sigint_pending:
+            self.sigint_pending = False
+            self._controlling = False
+            self._restore()
+            raise KeyboardInterrupt
+
+    # ---------------------------------------------------------------- terminal
+    def _fd(self) -> int | None:
+        try:
+            fd = self.stdin.fileno()
+        except (AttributeError, OSError, ValueError):
+            return None
+        return fd if os.isatty(fd) else None
+
+    def _cbreak(self) -> None:
+        fd = self._fd()
+        if fd is None:
+            if not self._warned:
+                self.say("note: stdin is not a terminal: no emergency-stop key; use the arm's power switch")
+                self._warned = True
+            return
+        import termios
+        import tty
+
+        self._saved = termios.tcgetattr(fd)
+        tty.setcbreak(fd)
+        self._tty = True
+
+    def _restore(self) -> None:
+        if self._tty and self._saved is not None:
+            import termios
+
+            termios.tcsetattr(self._fd(), termios.TCSADRAIN, self._saved)
+        self._tty, self._saved = False, None
+
+    def _line(self, prompt: str) -> str:
+        self.say(prompt)
+        line = self.stdin.readline()
+        if line == "":
+            raise StopRequested("no more input on stdin")
+        return line.strip()
+
+    # ---------------------------------------------------------------- Operator protocol
+    def before_trial(self, cue: TrialCue) -> None:
+        self._stop, self._redo = None, False
+        self.say("")
+        self.say(f"=== trial {cue.index} of {cue.total} this session ({cue.done_before} of "
+                 f"{cue.campaign_total} done before) · episode {cue.duration_s:g} s")
+        if self.layout is not None:
+            self.say(render_layout(self.layout, cue.mark).plain)
+        self.say(f"Put the cube on mark {cue.mark.id}  ({describe_mark(cue.mark)})")
+        answer = self._line("Enter = start after the countdown, q + Enter = end the session (resumable)")
+        if answer.lower().startswith("q"):
+            raise StopRequested("session ended by the operator")
+        for left in range(int(round(self.countdown_s)), 0, -1):
+            self.say(f"starting in {left}...")
+            time.sleep(1.0)
+
+    def episode_started(self, cue: TrialCue) -> None:
+        self._last_shown = -1.0
+        self._controlling = True
+        self._cbreak()
+        self.say("EPISODE RUNNING: space or esc = EMERGENCY STOP, r = redo after the episode")
+
+    def poll(self, elapsed_s: float) -> None:
+        self._raise_pending_interrupt()
+        if self._stop is not None:
+            raise self._stop
+        if elapsed_s - self._last_shown >= 1.0:
+            self._last_shown = elapsed_s
+            sys.stdout.write(f"\r  {elapsed_s:5.1f} s")
+            sys.stdout.flush()
+        if not self._tty:
+            return
+        fd = self._fd()
+        while select.select([fd], [], [], 0)[0]:
+            key = os.read(fd, 1)
+            if key in (b" ", b"\x1b"):
+                self._stop = EmergencyStop(ESTOP_PENDING)
+                self._restore()
+                raise self._stop
+            if key in (b"r", b"R"):
+                self._redo = True
+
+    def episode_ended(self, cue: TrialCue, aborted_reason: str | None) -> str | None:
+        self._controlling = False
+        self._restore()
+        self.say("")
+        if self._stop is not None:
+            why = self._line("EMERGENCY STOP: arm stopped, trial aborted (re-run later). Why? (Enter records it)")
+            if why:
+                self._stop.reason = f"{ESTOP_PENDING}: {why}"
+                self._stop.args = (self._stop.reason,)
+            return None
+        if aborted_reason:
+            self.say(f"trial aborted: {aborted_reason}; it will be re-run")
+            return None
+        if self._redo:
+            why = ""
+            while not why:
+                why = self._line("Redo this trial: why?")
+            return why
+        return None
+
+    def message(self, text: str) -> None:
+        self.say(text)
+
+    def arm_moving(self, what: str | None) -> None:
+        if what is None:
+            self._controlling = False
+            self._restore()
+            return
+        self._move_stop = False
+        self._controlling = True
+        self._cbreak()
+        self.say(f"ARM MOVING {what.upper()}: space or esc = STOP")
+
+    def check_stop(self) -> None:
+        self._raise_pending_interrupt()
+        if self._tty:
+            fd = self._fd()
+            while select.select([fd], [], [], 0)[0]:
+                if os.read(fd, 1) in (b" ", b"\x1b"):
+                    self._move_stop = True
+        if self._move_stop:
+            self._move_stop = False
+            raise EmergencyStop("arm stopped by the operator during a move")
+
+    def confirm_move(self, what: str) -> None:
+        self._controlling = False
+        self._restore()
+        answer = self._line(f"ARM STOPPED (holding). Enter = move it {what}, q + Enter = end the session "
+                            "(torque goes off: support the arm)")
+        if answer.lower().startswith("q"):
+            raise StopRequested("session ended by the operator with the arm stopped")

@@ -1,0 +1,100 @@
+"""The operator: the person at the arm, as the runner sees them.
+
+Between trials the runner asks the operator to put the cube on a mark and waits until they
+start the episode; during an episode it polls for an emergency stop; whenever the arm moves by
+itself (to rest) the same stop key is live (`arm_moving`, `check_stop`), and after a stop the
+arm moves again only when the operator confirms (`confirm_move`). Hardware campaigns use
+the Textual operator console (`console/`); simulation uses `AutoOperator` (nobody at the arm).
+The operator never learns which policy runs: none of these calls carries the policy label.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from orchestrator.design.protocol import Mark
+
+
+@dataclass(frozen=True)
+class TrialCue:
+    """What the operator is told before a trial: position k of N and the mark (no policy)."""
+
+    index: int          # 1-based position among the trials of this session still to run
+    total: int
+    done_before: int    # trials already done in the campaign
+    campaign_total: int
+    mark: Mark
+    duration_s: float
+
+
+class StopRequested(Exception):
+    """Raised by an operator to stop the campaign between trials (clean stop, resumable)."""
+
+
+
+class Operator(Protocol):
+    def before_trial(self, cue: TrialCue) -> None:
+        """Block until the cube is on the mark and the operator starts the episode.
+
+        Raise `StopRequested` to end the session cleanly.
+        """
+        ...
+
+    def episode_started(self, cue: TrialCue) -> None: ...
+
+    def poll(self, elapsed_s: float) -> None:
+        """Called every control step; raise `EmergencyStop` to abort the episode."""
+        ...
+
+    def episode_ended(self, cue: TrialCue, aborted_reason: str | None) -> str | None:
+        """Called after the episode; return a redo reason to re-run this trial, else None."""
+        ...
+
+    def message(self, text: str) -> None:
+        """Show a line to the operator (progress, warnings, what to check after a fault)."""
+        ...
+
+    def arm_moving(self, what: str | None) -> None:
+        """The arm is about to move by itself (`what`, e.g. "to rest"), or has stopped (None)."""
+        ...
+
+    def check_stop(self) -> None:
+        """Called before every step of a move: raise `EmergencyStop` if the stop key was hit."""
+        ...
+
+    def confirm_move(self, what: str) -> None:
+        """After a stop: block until the operator confirms the arm may move `what` again;
+        raise `StopRequested` to end the session instead (the arm stays held)."""
+        ...
+
+
+class AutoOperator:
+    """No one at the arm (simulation): never waits, never stops; messages go to a callback."""
+
+    def __init__(self, say=print):
+        self._say = say
+
+    def before_trial(self, cue: TrialCue) -> None:
+        return None
+
+    def episode_started(self, cue: TrialCue) -> None:
+        return None
+
+    def poll(self, elapsed_s: float) -> None:
+        return None
+
+    def episode_ended(self, cue: TrialCue, aborted_reason: str | None) -> str | None:
+        return None
+
+    def message(self, text: str) -> None:
+        self._say(text)
+
+    def arm_moving(self, what: str | None) -> None:
+        return None
+
+    def check_stop(self) -> None:
+        return None
+
+    def confirm_move(self, what: str) -> None:
+        return None

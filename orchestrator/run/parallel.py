@@ -1,0 +1,167 @@
+"""Simulated episodes in worker processes, one per core.
+
+Rendering dominates a simulated episode (DESIGN section 3), and episodes of a simulated
+campaign are independent given their stored trial seed, so they run in parallel. The main
+process keeps the store: it begins each attempt before handing the trial to a worker and
+commits (or aborts) it when the worker answers, one transaction each. Workers only write the
+episode's files, which stay invisible (temp names) until complete.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from typing import Callable
+
+from orchestrator.run.campaign import OpenedCampaign
+from orchestrator.core.errors import Interrupted, RuntimeFailure
+from orchestrator.run.recording import check_disk, episode_bytes_estimate, remove_episode_files
+from orchestrator.design.schedule import Trial
+from orchestrator.store.sqlite import new_episode_id
+from orchestrator.core.progress import terminal_for
+from orchestrator.run.bookkeeping import (INTERRUPTED_BY_USER, Progress, Referees, commit_episode, episode_context,
+                                          episode_record, stop_decision)
+
+_WORKER: dict = {}
+
+
+def _init_worker(protocol_path: str, protocol_text: str, layout_text: str, rig_path: str,
+                 rig_text: str, campaign_dir: str, rate_episode) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the main process decides about Ctrl-C
+    os.environ.setdefault("MUJOCO_GL", "egl")
+    os.environ.setdefault("LP_NUM_THREADS", "1")   # one rendering thread per worker (llvmpipe)
+    from orchestrator.design.protocol import load_protocol
+    from orchestrator.rigs.profile import load_rig
+
+    loaded = load_protocol(protocol_path)
+    if loaded.text != protocol_text or loaded.layout_text != layout_text:
+        raise RuntimeFailure("protocol file changed while the campaign was running")
+    rig = load_rig(rig_path)
+    _WORKER.update(loaded=loaded, rig=rig, campaign_dir=campaign_dir, rate_episode=rate_episode)
+
+
+def _worker_state():
+    if "sim" not in _WORKER:
+        from orchestrator.policies.factory import make_policy
+        from orchestrator.rigs.factory import make_rig
+
+        loaded, rig_profile = _WORKER["loaded"], _WORKER["rig"]
+        sim = make_rig(rig_profile, loaded)
+        sim.connect()
+        _WORKER["sim"] = sim
+        _WORKER["policies"] = {label: make_policy(label, spec, loaded, sim)
+                               for label, spec in loaded.protocol.policies.items()}
+    return _WORKER["sim"], _WORKER["policies"]
+
+
+def _run_trial(trial: Trial, episode_id: str):
+    """Worker side: run one episode and return its EpisodeRecord (files already published)."""
+    from pathlib import Path
+
+    from orchestrator.run.control_loop import run_episode
+    from orchestrator.run.recording import EpisodeRecorder
+
+    sim, policies = _worker_state()
+    loaded, rig_profile = _WORKER["loaded"], _WORKER["rig"]
+    context = episode_context(loaded, trial)
+    cameras = rig_profile.profile.cameras
+    sim.prepare_layout(context.mark, context.cube, trial.seed)
+    recorder = EpisodeRecorder(Path(_WORKER["campaign_dir"]), episode_id, cameras, context.fps,
+                               round(context.fps * context.duration_s), camera_poses=sim.camera_poses())
+    try:
+        facts, timing = run_episode(sim, policies[trial.policy], context, recorder)
+        recorded = recorder.finish()
+    except BaseException:
+        recorder.discard()
+        raise
+    return episode_record(episode_id, context, cameras, recorded, facts, timing, loaded.protocol.success,
+                          _WORKER["rate_episode"])
+
+
+def run_parallel(opened: OpenedCampaign, pending: list[Trial], workers: int, summary,
+                 say: Callable[[str], None], stop_after: int | None, referees: Referees) -> None:
+    store, loaded, rig = opened.store, opened.protocol, opened.rig
+    progress = Progress(summary.total, summary.done_total, say, terminal_for(say))
+    per_episode = episode_bytes_estimate(rig.profile.cameras, loaded.protocol.episode.duration_s)
+    context = multiprocessing.get_context("spawn")
+    pool = ProcessPoolExecutor(
+        max_workers=workers, mp_context=context, initializer=_init_worker,
+        initargs=(str(loaded.path), loaded.text, loaded.layout_text, str(rig.path), rig.text,
+                  str(store.directory), referees.rate_episode))
+    in_flight: dict[Future, tuple[Trial, int, str]] = {}
+    queue = list(pending)
+    submitted = 0
+    deferred: RuntimeFailure | None = None
+    try:
+        while queue or in_flight:
+            while queue and len(in_flight) < workers * 2:
+                if stop_after is not None and submitted >= stop_after:
+                    queue.clear()
+                    break
+                trial = queue[0]
+                if trial.position == 0 and not in_flight and (reason := stop_decision(opened, referees)):
+                    store.mark_finished(reason)
+                    summary.stopped_early = reason
+                    say(f"stopping: {reason}")
+                    queue.clear()
+                    break
+                if trial.position == 0 and in_flight and not isinstance(
+                        loaded.protocol.analysis.stopping, str):
+                    break  # a stopping rule looks at whole units: let the running ones finish
+                try:
+                    check_disk(store.directory, per_episode * (len(in_flight) + 1), "the next episodes")
+                except RuntimeFailure as exc:
+                    deferred = exc  # let the running episodes finish, then stop cleanly
+                    queue.clear()
+                    break
+                queue.pop(0)
+                episode_id = new_episode_id()
+                attempt = store.begin_attempt(trial.slot, episode_id)
+                in_flight[pool.submit(_run_trial, trial, episode_id)] = (trial, attempt, episode_id)
+                submitted += 1
+            if not in_flight:
+                break
+            done, _ = wait(in_flight, return_when=FIRST_COMPLETED)
+            for future in done:
+                trial, attempt, episode_id = in_flight.pop(future)
+                try:
+                    record = future.result()
+                except Exception as exc:
+                    cause = f"{type(exc).__name__}: {exc}"
+                    store.abort_attempt(attempt, cause)
+                    remove_episode_files(store.directory, episode_id)
+                    summary.aborted_now += 1
+                    raise RuntimeFailure(f"trial {trial.slot + 1} (mark {trial.mark_id}) aborted: {cause}; "
+                                         "the campaign is resumable: fix the cause and run again") from exc
+                commit_episode(store, attempt, trial, record, loaded.protocol.episode.fps, summary)
+                progress.update(trial.mark_id)
+    except KeyboardInterrupt:
+        _kill_pool(pool)
+        for future, (trial, attempt, episode_id) in in_flight.items():
+            store.abort_attempt(attempt, INTERRUPTED_BY_USER)
+            remove_episode_files(store.directory, episode_id)
+        raise Interrupted("interrupted: running simulated trials will be re-run; "
+                          "run the same command again to resume") from None
+    except BaseException:
+        _kill_pool(pool)
+        for future, (trial, attempt, episode_id) in in_flight.items():
+            store.abort_attempt(attempt, "stopped: another trial failed")
+            remove_episode_files(store.directory, episode_id)
+        raise
+    finally:
+        progress.close()
+    pool.shutdown(wait=True)
+    if deferred is not None:
+        raise deferred
+
+
+def _kill_pool(pool: ProcessPoolExecutor) -> None:
+    """Stop workers now (simulation holds no hardware that needs a safe stop)."""
+    for process in list(getattr(pool, "_processes", {}).values()):
+        try:
+            process.kill()
+        except Exception:
+            pass
+    pool.shutdown(wait=False, cancel_futures=True)

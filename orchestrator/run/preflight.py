@@ -1,0 +1,158 @@
+"""Preflight: everything that must hold before the first trial, checked without starting anything.
+
+Used by `orchestrator doctor --rig RIG [--protocol P]` and by the runner before the first trial.
+Checks, in order (all of them run; each problem is one line):
+
+- port: the robot's serial port exists (pyserial's port list, or the device path) -> hint
+  `lerobot-find-port`;
+- calibration: LeRobot's calibration file for this robot type and id exists (LeRobot's
+  `connect()` would otherwise ask on stdin mid-campaign) -> the exact `lerobot-calibrate` command;
+- rest pose: inside the calibrated range; the present pose (read, nothing written) next to it;
+- cameras: each camera opens and delivers frames at its configured fps (measured);
+- policies: each LeRobot checkpoint of the protocol loads, offline, and its input/output features
+  match the rig (camera names, image shapes, state and action sizes), spelled out; warnings as
+  lerobot-rollout gives them; the weights of all policies together against the accelerator's
+  free memory (they stay loaded for the whole campaign);
+- disk: free space where the campaign is written, against an estimate of what it will need.
+
+Port, calibration and cameras are the rig's own checks (`LeRobotRig.checks()`, in
+`rigs/hardware_checks.py`); this module only combines them with the protocol's and the disk's.
+A simulated rig (`sim_so101`) has no port, calibration or cameras to check; its policies and disk
+are checked the same way. Only the checks that need LeRobot import it (lazily).
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from orchestrator.core.errors import BadInput
+from orchestrator.rigs.device_fault import one_line
+from orchestrator.rigs.base import Check
+from orchestrator.rigs.profile import LoadedRig
+
+MIN_FREE_BYTES = 1 << 30  # never start a campaign with less than 1 GiB free
+
+
+def check_policies(protocol: Any, rig_features: Any, robot_type: str | None = None) -> list[Check]:
+    """Each LeRobot policy of the protocol loads and matches the rig; their weights fit together."""
+    from orchestrator.design.protocol import LeRobotPolicySpec
+
+    checks = []
+    sizes: dict[str, dict[str, int]] = {}
+    for label, spec in protocol.protocol.policies.items():
+        if not isinstance(spec, LeRobotPolicySpec):
+            checks.append(Check(f"policy {label}", True, f"{spec.type}"))
+            continue
+        from orchestrator.policies.checkpoint import parameter_bytes
+        from orchestrator.policies.lerobot import LeRobotPolicy
+
+        try:
+            policy = LeRobotPolicy(spec, protocol.path.parent, protocol.protocol.task, rig_features,
+                                   robot_type=robot_type)
+        except BadInput as exc:
+            prefix = f"policy checkpoint {spec.path}: "
+            checks.extend(Check(f"policy {label} ({spec.path})", False, line.removeprefix(prefix))
+                          for line in exc.problems)
+            continue
+        except Exception as exc:  # noqa: BLE001
+            checks.append(Check(f"policy {label}", False, f"{spec.path}: cannot load: {one_line(exc)}"))
+            continue
+        cfg = policy.config
+        cams = [k.removeprefix("observation.images.") for k in getattr(cfg, "image_features", {})]
+        size = parameter_bytes(policy.policy)
+        sizes.setdefault(str(policy.device), {})[label] = size
+        checks.append(Check(f"policy {label}", True,
+                            f"{spec.path} loads ({cfg.type} on {policy.device}, cameras "
+                            f"{', '.join(cams) or 'none'}, {len(policy.ordered_action_keys)} actions)"))
+        checks.append(Check(f"policy {label}", True, f"{size / 1e6:.0f} MB of weights; warm-up forward pass "
+                                                     f"{policy.warmup_s * 1000:.0f} ms"))
+        prefix = f"policy checkpoint {spec.path}: "
+        checks.extend(Check(f"policy {label}", True, "warning: " + w.removeprefix(prefix)) for w in policy.warnings)
+        policy.close()
+    checks.extend(_memory_checks(sizes))
+    return checks
+
+
+def _memory_checks(sizes: dict[str, dict[str, int]]) -> list[Check]:
+    from orchestrator.policies.checkpoint import memory_problem
+
+    checks = []
+    for device, by_label in sizes.items():
+        free = None
+        if device.startswith("cuda"):
+            import torch
+
+            free = torch.cuda.mem_get_info(torch.device(device))[0]
+        problem = memory_problem(by_label, device, free)
+        if problem:
+            checks.append(Check(f"memory {device}", False, problem))
+        elif free is not None:
+            checks.append(Check(f"memory {device}", True, f"{sum(by_label.values()) / (1 << 30):.1f} GiB of "
+                                                          f"weights, {free / (1 << 30):.1f} GiB free"))
+    return checks
+
+
+def estimate_campaign_bytes(protocol: Any, profile: Any) -> int:
+    """A generous estimate of the videos a campaign writes (0.15 bit per pixel, H.264-like)."""
+    if protocol is None:
+        return 0
+    p = protocol.protocol
+    trials = len(protocol.layout.marks) * len(p.policies) * p.trials_per_layout
+    per_episode = sum(c.width * c.height * p.episode.fps * p.episode.duration_s * 0.15 / 8
+                      for c in profile.cameras.values())
+    return int(trials * per_episode * 1.5)
+
+
+def check_disk(path: Path, need_bytes: int = 0) -> Check:
+    """Free space on the file system that will hold the campaign."""
+    probe = Path(path).resolve()
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    free = shutil.disk_usage(probe).free
+    need = max(MIN_FREE_BYTES, 2 * need_bytes)
+    gib = 1 << 30
+    if free < need:
+        return Check("disk", False, f"{free / gib:.1f} GiB free at {probe}, the campaign needs about "
+                                    f"{need / gib:.1f} GiB; free some space or choose another --out")
+    return Check("disk", True, f"{free / gib:.1f} GiB free at {probe} (campaign estimate "
+                               f"{need_bytes / gib:.2f} GiB)")
+
+
+def run_preflight(loaded_rig: LoadedRig, protocol: Any = None, out_dir: Path | str | None = None, *,
+                  rig: Any = None, camera_seconds: float = 1.0,
+                  on_check: Callable[[Check], None] | None = None) -> list[Check]:
+    """All checks for this rig (and protocol, and campaign folder). Nothing is started: devices
+    opened to be checked are closed again (a `rig` already connected is measured as it is)."""
+    from orchestrator.policies.lerobot import SO101_ROBOT_TYPE, rig_observation_features
+
+    checks: list[Check] = []
+
+    def add(items: Iterable[Check]) -> None:
+        for check in items:
+            checks.append(check)
+            if on_check:
+                on_check(check)
+
+    profile = loaded_rig.profile
+    if profile.simulated:
+        features, robot_type = rig_observation_features(profile), SO101_ROBOT_TYPE
+    else:
+        if rig is None:
+            from orchestrator.rigs.lerobot import LeRobotRig
+
+            rig = LeRobotRig(loaded_rig)
+        add(rig.checks(camera_seconds))
+        features, robot_type = rig, None
+    if protocol is not None:
+        add(check_policies(protocol, features, robot_type))
+    add([check_disk(Path(out_dir or "recordings"), estimate_campaign_bytes(protocol, profile))])
+    return checks
+
+
+def require_ready(checks: list[Check]) -> None:
+    """BadInput (exit 2) with one line per failed check; nothing has been started."""
+    problems = [c.line for c in checks if not c.ok]
+    if problems:
+        raise BadInput(problems)

@@ -1,0 +1,313 @@
+"""Episode recording: one H.264 MP4 per camera plus the joint/action time series.
+
+Encoding runs on a background thread per episode, fed through a bounded queue, so the
+control loop only copies a frame reference and never waits on the encoder. Every file is
+written under a temporary name, fsynced, then renamed into place and the directory
+fsynced: a file a judge can see is always complete (DESIGN section 5; issue 8 "power loss").
+
+Layout inside the campaign directory:
+    videos/<episode id>/<camera>.mp4        what judges watch (no policy anywhere)
+    episodes/<episode id>/timeseries.npz    t, state, action, sent_action, frame times
+
+Time series (one row per control step): `t` the step's clock time since the episode started
+(measured on a real rig, simulated time in simulation), `state` the observed joints, `action` the
+policy's action as `lerobot-record`/`lerobot-rollout` store it, `sent_action` what was actually
+sent to the arm after `max_relative_target` clipping; `frame_t.<camera>` the `t` of each video
+frame.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import queue
+import shutil
+import threading
+import time
+from fractions import Fraction
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from orchestrator.core.errors import RuntimeFailure
+from orchestrator.rigs.base import Action, Observation
+from orchestrator.rigs.profile import STATE_KEYS, CameraSpec
+from orchestrator.core.durable import publish
+
+PARTIAL = ".partial"
+# Video timestamps in milliseconds: each frame's PTS is the episode time of the control step at
+# which it was taken (not its index / fps), so players show true time whatever the camera's
+# rate, and a camera that skipped steps leaves a gap rather than speeding the video up.
+PTS_TIME_BASE = Fraction(1, 1000)
+# Bytes per pixel per frame of H.264 at CRF 23 on table-top scenes, measured on simulated
+# episodes (0.02-0.05); 0.08 leaves margin for noisy real cameras.
+H264_BYTES_PER_PIXEL = 0.08
+DISK_MARGIN_BYTES = 32 * 1024 * 1024   # kept free for the store, logs and the OS
+
+
+def episode_bytes_estimate(cameras: dict[str, CameraSpec], duration_s: float) -> int:
+    """Disk use of one episode's videos (+ time series), from resolution, fps and duration."""
+    video = sum(c.width * c.height * c.fps * duration_s * H264_BYTES_PER_PIXEL for c in cameras.values())
+    return int(video + 64 * 1024)
+
+
+def free_bytes(directory: Path) -> int:
+    return shutil.disk_usage(directory).free
+
+
+def check_disk(directory: Path, needed_bytes: int, what: str) -> None:
+    """Refuse to start (or continue) when free space is below twice the need + a margin.
+
+    Called before every episode, so a campaign stops cleanly, between trials, before the
+    disk is full; `orchestrator run` resumes it once there is space again.
+    """
+    free = free_bytes(directory)
+    needed_bytes *= 2
+    if free < needed_bytes + DISK_MARGIN_BYTES:
+        raise RuntimeFailure(
+            f"{directory}: not enough disk space for {what}: {free / 1e6:.0f} MB free, need about "
+            f"{(needed_bytes + DISK_MARGIN_BYTES) / 1e6:.0f} MB; free some space and run again to resume")
+
+
+class _VideoWriter(threading.Thread):
+    """Encodes RGB frames of one camera to H.264 on its own thread."""
+
+    def __init__(self, path: Path, spec: CameraSpec, preset: str):
+        super().__init__(daemon=True, name=f"video-{path.stem}")
+        self.path = path
+        self.spec = spec
+        self.preset = preset
+        self.frames: queue.Queue = queue.Queue(maxsize=max(8, spec.fps * 4))
+        self.error: BaseException | None = None
+        self.count = 0
+
+    def run(self) -> None:
+        import av  # PyAV: libx264 through FFmpeg
+
+        container = None
+        try:
+            container = av.open(str(self.path), mode="w", format="mp4")
+            stream = container.add_stream("libx264", rate=self.spec.fps)
+            stream.time_base = PTS_TIME_BASE
+            stream.codec_context.time_base = PTS_TIME_BASE
+            stream.width, stream.height = self.spec.width, self.spec.height
+            stream.pix_fmt = "yuv420p"
+            stream.options = {"preset": self.preset, "crf": "23", "threads": "1"}
+            while True:
+                item = self.frames.get()
+                if item is None:
+                    break
+                if self.error is None:
+                    t, image = item
+                    frame = av.VideoFrame.from_ndarray(image, format="rgb24")
+                    frame.pts = round(t / PTS_TIME_BASE)
+                    frame.time_base = PTS_TIME_BASE
+                    for packet in stream.encode(frame):
+                        container.mux(packet)
+                    self.count += 1
+            for packet in stream.encode():
+                container.mux(packet)
+            container.close()
+            container = None
+        except BaseException as exc:  # reported to the control thread at finish()
+            self.error = exc
+            # keep draining so the producer never blocks
+            while True:
+                try:
+                    if self.frames.get(timeout=0.5) is None:
+                        break
+                except queue.Empty:
+                    break
+        finally:
+            if container is not None:
+                try:
+                    container.close()
+                except Exception:
+                    pass
+
+
+@dataclass
+class RecordedEpisode:
+    files: dict[str, str]                       # logical name -> path relative to campaign dir
+    video_frames: dict[str, int] = field(default_factory=dict)
+    digests: dict[str, tuple[int, str]] = field(default_factory=dict)  # rel path -> (bytes, sha256)
+    root: Path | None = None                    # the campaign directory the paths are relative to
+
+
+def file_digest(path: Path) -> tuple[int, str]:
+    """(size in bytes, SHA-256 hex) of a file: what a resumed campaign checks."""
+    sha = hashlib.sha256()
+    size = 0
+    with open(path, "rb") as handle:
+        while chunk := handle.read(1 << 20):
+            sha.update(chunk)
+            size += len(chunk)
+    return size, sha.hexdigest()
+
+
+def damaged_files(campaign_dir: Path, digests: dict[str, list | tuple]) -> list[str]:
+    """Files of a committed episode that are missing or differ from their recorded digest."""
+    bad = []
+    for relative, (size, sha) in digests.items():
+        path = Path(campaign_dir) / relative
+        try:
+            if path.stat().st_size != size or file_digest(path)[1] != sha:
+                bad.append(relative)
+        except OSError:
+            bad.append(relative)
+    return bad
+
+
+class EpisodeRecorder:
+    """Records one episode. Call `frame()` per control step, then `finish()` or `discard()`.
+
+    Camera frames are taken at each camera's own fps (a camera at 15 fps under a 30 Hz loop
+    takes every second step); `wants_images(step)` tells the loop when a frame is due, so a
+    simulator renders only what is recorded.
+    """
+
+    def __init__(self, campaign_dir: Path, episode_id: str, cameras: dict[str, CameraSpec],
+                 control_fps: int, steps: int, realtime: bool = False,
+                 camera_poses: dict[str, dict] | None = None):
+        self.campaign_dir = Path(campaign_dir)
+        self.episode_id = episode_id
+        self.cameras = cameras
+        self.control_fps = control_fps
+        self.steps = steps
+        self.video_dir = self.campaign_dir / "videos" / episode_id
+        self.series_dir = self.campaign_dir / "episodes" / episode_id
+        self.video_dir.mkdir(parents=True, exist_ok=True)
+        self.series_dir.mkdir(parents=True, exist_ok=True)
+        self._due = {name: self._frame_steps(spec.fps) for name, spec in cameras.items()}
+        # Live cameras: the cheapest H.264 preset, so encoding leaves CPU to the control loop
+        # and the policy; simulation has time to spare and gets smaller files.
+        preset = "ultrafast" if realtime else "veryfast"
+        self._writers = {name: _VideoWriter(self.video_dir / f"{name}.mp4{PARTIAL}", spec, preset)
+                         for name, spec in cameras.items()}
+        for writer in self._writers.values():
+            writer.start()
+        self._t: list[float] = []
+        self._state: list[list[float]] = []
+        self._action: list[list[float]] = []
+        self._sent: list[list[float]] = []
+        self._frame_t: dict[str, list[float]] = {name: [] for name in cameras}
+        self.enqueue_wait_s = 0.0
+        self._stills: dict[str, str] = {}     # "<camera>.start" -> relative path of the still
+        self.camera_poses = camera_poses or {}   # fixed cameras' poses (judge zoom and guide)
+
+    def _frame_steps(self, camera_fps: int) -> set[int]:
+        """Control steps at which a camera at `camera_fps` takes a frame."""
+        if camera_fps >= self.control_fps:
+            return set(range(self.steps))
+        n_frames = round(self.steps * camera_fps / self.control_fps)
+        return {int(i * self.control_fps / camera_fps) for i in range(n_frames)}
+
+    def wants_images(self, step: int) -> bool:
+        return any(step in due for due in self._due.values())
+
+    def frame(self, step: int, t: float, observation: Observation, action: Action,
+              sent: Action | None = None) -> None:
+        """One control step: `action` the policy's, `sent` what the arm was sent (default: the same)."""
+        self._t.append(t)
+        self._state.append([float(observation.get(k, np.nan)) for k in STATE_KEYS])
+        self._action.append([float(action.get(k, np.nan)) for k in STATE_KEYS])
+        sent = action if sent is None else sent
+        self._sent.append([float(sent.get(k, np.nan)) for k in STATE_KEYS])
+        for name, writer in self._writers.items():
+            if step in self._due[name]:
+                image = observation.get(name)
+                if image is None:
+                    raise RuntimeFailure(f"camera {name!r} delivered no frame at step {step}")
+                if writer.error is not None:
+                    raise RuntimeFailure(f"video writer for camera {name!r} failed: {writer.error}")
+                started = time.perf_counter()
+                writer.frames.put((t, np.ascontiguousarray(image)))
+                self.enqueue_wait_s += time.perf_counter() - started
+                self._frame_t[name].append(t)
+
+    def still(self, observation: Observation) -> None:
+        """Keep each camera's image of the start state (before the episode's first step) as
+        `videos/<episode id>/<camera>.start.jpg`: on a real arm, what the operator set up."""
+        import cv2
+
+        for name in self.cameras:
+            image = observation.get(name)
+            if image is None:
+                continue
+            ok, jpeg = cv2.imencode(".jpg", cv2.cvtColor(np.asarray(image), cv2.COLOR_RGB2BGR),
+                                    [cv2.IMWRITE_JPEG_QUALITY, 92])
+            if not ok:
+                raise RuntimeFailure(f"camera {name!r}: the start still could not be encoded")
+            partial = self.video_dir / f"{name}.start{PARTIAL}.jpg"
+            partial.write_bytes(jpeg.tobytes())
+            final = self.video_dir / f"{name}.start.jpg"
+            publish(partial, final)
+            self._stills[f"{name}.start"] = str(final.relative_to(self.campaign_dir))
+
+    def finish(self) -> RecordedEpisode:
+        """Flush encoders, publish every file atomically, return their relative paths."""
+        for writer in self._writers.values():
+            writer.frames.put(None)
+        for writer in self._writers.values():
+            writer.join()
+        files: dict[str, str] = {}
+        counts: dict[str, int] = {}
+        for name, writer in self._writers.items():
+            if writer.error is not None:
+                raise RuntimeFailure(f"video for camera {name!r} could not be written: {writer.error}")
+            final = self.video_dir / f"{name}.mp4"
+            publish(writer.path, final)
+            files[name] = str(final.relative_to(self.campaign_dir))
+            counts[name] = writer.count
+        series = self.series_dir / "timeseries.npz"
+        partial = self.series_dir / ("timeseries" + PARTIAL + ".npz")
+        with open(partial, "wb") as handle:
+            np.savez(handle, t=np.asarray(self._t), state=np.asarray(self._state),
+                     action=np.asarray(self._action), sent_action=np.asarray(self._sent),
+                     keys=np.asarray(STATE_KEYS),
+                     **{f"frame_t.{k}": np.asarray(v) for k, v in self._frame_t.items()})
+        publish(partial, series)
+        files["timeseries"] = str(series.relative_to(self.campaign_dir))
+        files.update(self._stills)
+        if self.camera_poses:
+            import json
+
+            poses = self.video_dir / "cameras.json"
+            partial = self.video_dir / ("cameras" + PARTIAL + ".json")
+            partial.write_text(json.dumps(self.camera_poses, indent=1) + "\n")
+            publish(partial, poses)
+            files["camera_poses"] = str(poses.relative_to(self.campaign_dir))
+        digests = {rel: file_digest(self.campaign_dir / rel) for rel in files.values()}
+        return RecordedEpisode(files=files, video_frames=counts, digests=digests, root=self.campaign_dir)
+
+    def discard(self) -> None:
+        """Stop the writers and delete everything of this episode (aborted attempt)."""
+        for writer in self._writers.values():
+            writer.error = writer.error or RuntimeFailure("discarded")
+            try:
+                writer.frames.put_nowait(None)
+            except queue.Full:
+                pass
+        for writer in self._writers.values():
+            writer.join(timeout=10)
+        remove_episode_files(self.campaign_dir, self.episode_id)
+
+
+def remove_episode_files(campaign_dir: Path, episode_id: str) -> None:
+    """Delete the videos and time series of an episode that did not complete."""
+    for sub in ("videos", "episodes"):
+        shutil.rmtree(Path(campaign_dir) / sub / episode_id, ignore_errors=True)
+
+
+def remove_orphans(campaign_dir: Path, keep: set[str]) -> list[str]:
+    """Delete episode folders not backed by a committed episode (left by a crash)."""
+    removed = []
+    for sub in ("videos", "episodes"):
+        root = Path(campaign_dir) / sub
+        if not root.is_dir():
+            continue
+        for child in root.iterdir():
+            if child.name not in keep:
+                shutil.rmtree(child, ignore_errors=True)
+                removed.append(child.name)
+    return sorted(set(removed))

@@ -1,0 +1,259 @@
+"""The trial loop, independent of hardware: rig + policies + recorder + store.
+
+For each trial still to run, in schedule order: tell the operator which mark (never which
+policy), prepare the layout, run the policy for the fixed episode length while recording,
+then commit the episode in one transaction and return the arm to rest. A trial that fails
+(device fault, policy error, emergency stop, Ctrl-C) is aborted with its cause, its files
+are deleted, and it is re-run on the next `orchestrator run`; the schedule is never re-drawn.
+
+Simulated rigs run episodes in worker processes (`parallel.py`); episode outcomes depend only
+on the trial's stored seed, so they equal those of an uninterrupted sequential run.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from contextlib import contextmanager
+from typing import Callable
+
+from orchestrator.run.campaign import OpenedCampaign
+from orchestrator.run.control_loop import run_episode
+from orchestrator.core.errors import BadInput, Interrupted, RuntimeFailure
+from orchestrator.run.motion import ArmMotion
+from orchestrator.run.operator_protocol import AutoOperator, Operator, StopRequested, TrialCue
+from orchestrator.rigs.base import EmergencyStop
+from orchestrator.run.recording import DISK_MARGIN_BYTES, EpisodeRecorder, check_disk, episode_bytes_estimate, free_bytes
+from orchestrator.design.schedule import Trial
+from orchestrator.store.sqlite import new_episode_id
+from orchestrator.core.progress import say_flushed, terminal_for
+from orchestrator.run.bookkeeping import (INTERRUPTED_BY_USER, NO_REFEREES, Progress, Referees, RunSummary, commit_episode,
+                                          episode_context, episode_record, stop_decision)
+
+MAX_ATTEMPTS_PER_SESSION = 3
+
+
+def _sigterm_as_interrupt(signum, frame):
+    """SIGTERM is handled as Ctrl-C is at that moment: by the SIGINT handler in place (the
+    `--no-console` operator's handler only sets a flag while the arm is under control, so the
+    interrupt lands between two control steps, never inside a serial transaction), else as
+    KeyboardInterrupt."""
+    handler = signal.getsignal(signal.SIGINT)
+    if callable(handler):
+        handler(signum, frame)
+        return
+    raise KeyboardInterrupt
+
+
+@contextmanager
+def run_session(store, label: str = ""):
+    """One row of the store's `sessions` table around a run: SIGTERM becomes KeyboardInterrupt
+    (on the main thread only: under the operator console the runner is on a worker thread and
+    the console owns signals), and how the run ended (`ended`, `interrupted`, `failed: why`,
+    followed by `label`) is recorded even when the store itself is what failed."""
+    on_main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _sigterm_as_interrupt) if on_main_thread else None
+    session = store.begin_session()
+    outcome = "failed"
+    try:
+        yield
+        outcome = "ended"
+    except (Interrupted, KeyboardInterrupt):
+        outcome = "interrupted"
+        raise
+    except BaseException as exc:
+        outcome = f"failed: {exc}"[:500]
+        raise
+    finally:
+        if on_main_thread:
+            signal.signal(signal.SIGTERM, previous)
+        try:
+            store.end_session(session, outcome + label)
+        except Exception:
+            pass  # the store may be the thing that failed (disk full); the error is already on its way
+
+
+class _Redo(EmergencyStop):
+    """The operator asked to redo a completed episode (its reason is already recorded)."""
+
+
+def run_campaign(opened: OpenedCampaign, operator: Operator | None = None, workers: int = 1,
+                 say: Callable[[str], None] = say_flushed, stop_after: int | None = None,
+                 referees: Referees = NO_REFEREES) -> RunSummary:
+    """Run every pending trial of an opened campaign. Raises `Interrupted` on Ctrl-C/SIGTERM.
+    `referees` (the stopping rule, the automatic rater) come from the command that runs it."""
+    store, loaded = opened.store, opened.protocol
+    operator = operator or AutoOperator(say)
+    trials = store.trials()
+    pending = [t for t in trials if t.state != "done"]
+    summary = RunSummary(total=len(trials), done_total=len(trials) - len(pending))
+    for slot, _ in opened.recovered:
+        say(f"trial {slot + 1}: its last attempt did not complete (process stopped or files damaged); it will be re-run")
+    finished = store.campaign()["stop_reason"]
+    if finished and finished != "complete":
+        summary.stopped_early = finished
+    if not pending or summary.stopped_early:
+        say("campaign is complete" + (f" ({summary.stopped_early})" if summary.stopped_early else ""))
+        return summary
+    episode = loaded.protocol.episode
+    cameras = opened.rig.profile.cameras
+    per_episode = episode_bytes_estimate(cameras, episode.duration_s)
+    check_disk(store.directory, per_episode, "the next episode")
+    if free_bytes(store.directory) < 2 * per_episode * len(pending) + DISK_MARGIN_BYTES:
+        say(f"warning: free disk space may not hold all {len(pending)} remaining episodes "
+            f"(about {per_episode * len(pending) / 1e6:.0f} MB); the run will stop cleanly before the disk fills")
+    with run_session(store):
+        if opened.rig.profile.simulated and workers > 1:
+            from orchestrator.run.parallel import run_parallel
+
+            run_parallel(opened, pending, workers, summary, say, stop_after, referees)
+        else:
+            _run_sequential(opened, pending, operator, summary, say, stop_after, referees=referees)
+    if summary.slow_episodes:
+        # Not per trial: which episode was slow could hint at which policy ran.
+        say(f"warning: {summary.slow_episodes} episode(s) could not keep the {episode.fps} Hz control "
+            "rate (policy or device too slow); per-episode timing is in the report")
+    summary.done_total = sum(1 for t in store.trials() if t.state == "done")
+    if summary.done_total == summary.total and not summary.stopped_early:
+        store.mark_finished("complete")
+    return summary
+
+
+def _attempt(opened: OpenedCampaign, motion: ArmMotion, policy, trial: Trial, context, cue: TrialCue,
+             operator: Operator, summary: RunSummary, referees: Referees) -> str | None:
+    """One attempt at a trial: record the episode and commit it; None when done, the reason when an
+    emergency stop (or a redo) aborted it (after a stop the arm holds until the operator confirms).
+    Ctrl-C and faults hold the arm, abort the attempt with its cause, and raise (`Interrupted`,
+    `RuntimeFailure`); the arm goes to rest at the end of the session (`ArmMotion.leave`)."""
+    rig = motion.rig
+    store, loaded = opened.store, opened.protocol
+    cameras = opened.rig.profile.cameras
+    episode_id = new_episode_id()
+    attempt = store.begin_attempt(trial.slot, episode_id)
+    recorder = EpisodeRecorder(store.directory, episode_id, cameras, context.fps,
+                               round(context.fps * context.duration_s), realtime=rig.realtime,
+                               camera_poses=rig.camera_poses() if hasattr(rig, "camera_poses") else None)
+    try:
+        if rig.realtime:   # the start state as the operator left it (judges' audit)
+            recorder.still(rig.observe(with_images=True))
+        operator.episode_started(cue)
+        facts, timing = run_episode(rig, policy, context, recorder, operator)
+        redo = operator.episode_ended(cue, None)
+        if redo:
+            raise _Redo(f"redo requested by operator: {redo}")
+        recorded = recorder.finish()
+        record = episode_record(episode_id, context, cameras, recorded, facts, timing, loaded.protocol.success,
+                                referees.rate_episode)
+        commit_episode(store, attempt, trial, record, context.fps, summary)
+        return None
+    except KeyboardInterrupt:
+        rig.safe_stop()
+        recorder.discard()
+        store.abort_attempt(attempt, INTERRUPTED_BY_USER)
+        raise Interrupted("interrupted: arm made safe, the running trial will be re-run; "
+                          "run the same command again to resume") from None
+    except EmergencyStop as stop:
+        if not isinstance(stop, _Redo):
+            motion.stop()  # hold (or release); nothing moves until the operator confirms
+        recorder.discard()
+        if not isinstance(stop, _Redo):
+            operator.episode_ended(cue, stop.reason)  # the operator says why (into stop.reason)
+        store.abort_attempt(attempt, stop.reason)
+        summary.aborted_now += 1
+        return stop.reason
+    except Exception as exc:
+        rig.safe_stop()
+        recorder.discard()
+        cause = f"{type(exc).__name__}: {exc}"
+        store.abort_attempt(attempt, cause)
+        summary.aborted_now += 1
+        hint = getattr(exc, "hint", None)
+        operator.message(f"trial aborted: {cause}" + (f"; check: {hint}" if hint else ""))
+        raise RuntimeFailure(
+            f"trial {trial.slot + 1} (mark {trial.mark_id}) aborted: {cause}"
+            + (f"; {hint}" if hint else "")
+            + "; the arm was made safe and the campaign is resumable: fix the cause and run again") from exc
+
+
+def _run_sequential(opened: OpenedCampaign, pending: list[Trial], operator: Operator,
+                    summary: RunSummary, say: Callable[[str], None], stop_after: int | None,
+                    refill: Callable[[], list[Trial]] | None = None, referees: Referees = NO_REFEREES) -> None:
+    """Run `pending` in order on one rig; with `refill` (a station, stations.py), ask it for the
+    next block's trials whenever the queue runs dry, until it returns none."""
+    from orchestrator.policies.factory import make_policy
+    from orchestrator.rigs.factory import make_rig
+
+    store, loaded = opened.store, opened.protocol
+    cameras = opened.rig.profile.cameras
+    rig = make_rig(opened.rig, loaded)
+    motion = ArmMotion(rig, operator)
+    policies = {}
+    progress = None
+    try:
+        # Policies first, hardware last (as LeRobot does): a checkpoint that does not match the
+        # rig is refused before the arm's torque is ever enabled.
+        for label in dict.fromkeys(t.policy for t in pending) if refill is None else loaded.protocol.policies:
+            policies[label] = make_policy(label, loaded.protocol.policies[label], loaded, rig)
+        if rig.realtime and (problems := rig.preflight()):
+            raise BadInput(problems)
+        rig.connect()
+        if not rig.realtime and (problems := rig.preflight()):  # the simulator checks its scene
+            raise BadInput(problems)
+        if not _rest_or_end(motion, say):
+            return
+        progress = Progress(summary.total, summary.done_total, say, terminal_for(say))
+        queue = list(pending)
+        tries: dict[int, int] = {}
+        index = 0
+        while queue or (refill is not None and (queue := refill())):
+            trial = queue.pop(0)
+            if stop_after is not None and summary.done_now >= stop_after:
+                return
+            if trial.position == 0 and (reason := stop_decision(opened, referees)):
+                store.mark_finished(reason)
+                summary.stopped_early = reason
+                say(f"stopping: {reason}")
+                return
+            check_disk(store.directory, episode_bytes_estimate(cameras, loaded.protocol.episode.duration_s),
+                       "the next episode")
+            index += 1
+            context = episode_context(loaded, trial)
+            cue = TrialCue(index=index, total=index + len(queue), done_before=summary.done_total,
+                           campaign_total=summary.total, mark=context.mark, duration_s=context.duration_s)
+            try:
+                operator.before_trial(cue)
+            except StopRequested:
+                say("stopped by the operator between trials; run again to resume")
+                return
+            rig.prepare_layout(context.mark, context.cube, trial.seed)
+            stopped = _attempt(opened, motion, policies[trial.policy], trial, context, cue, operator, summary, referees)
+            if stopped is not None:
+                tries[trial.slot] = tries.get(trial.slot, 0) + 1
+                if tries[trial.slot] < MAX_ATTEMPTS_PER_SESSION:
+                    queue.append(trial)  # re-run later in this session
+                operator.message(f"trial aborted ({stopped}); it will be re-run later")
+                if not _rest_or_end(motion, say):
+                    return
+                continue
+            progress.update(trial.mark_id)
+            if not _rest_or_end(motion, say):
+                return
+    finally:
+        if progress is not None:
+            progress.close()
+        for policy in policies.values():
+            try:
+                policy.close()
+            except Exception:
+                pass
+        motion.leave()  # to rest (stoppable; not after an unconfirmed stop), then torque off
+
+
+def _rest_or_end(motion: ArmMotion, say: Callable[[str], None]) -> bool:
+    """Back to rest between trials; False when the operator ended the session instead."""
+    try:
+        motion.to_rest()
+    except StopRequested:
+        say("stopped by the operator; run again to resume")
+        return False
+    return True

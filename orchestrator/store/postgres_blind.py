@@ -1,0 +1,88 @@
+"""The server objects a PostgreSQL campaign store carries for blinding (pgroles.py grants them).
+
+- `blind_episodes`, a view of the opaque episode id, frame count, duration, video paths and
+  layout mark of every recorded episode (a view reads its tables with its owner's rights);
+- `judging_info`, one row: the campaign's random id (the judges' ordering salt), the success
+  test in words, the failure modes and the marks, from the frozen protocol
+  (`design.judge_facts`; the protocol text itself names policies and is not granted);
+- `judging_rules` and the security-definer functions `judging_complete()`,
+  `forget_episode_labels(episode)` and `invalid_start(episode, why)` (a judge sends a trial
+  back for a re-run without any right on trials, attempts or episodes; the function returns
+  nothing, so it tells the judge nothing about the schedule).
+Installed when a campaign is created on a server or migrated there, and refreshed by
+`store add-judge` / `add-operator`.
+"""
+
+from __future__ import annotations
+
+import json
+
+from orchestrator.design.judge_facts import judge_facts
+
+
+def install_blind_objects(conn) -> None:
+    """Create (or refresh) `blind_episodes` and `judging_info` on a server store's connection."""
+    campaign_id, protocol_text, layout_text = conn.raw.execute(
+        "SELECT id, protocol_text, layout_text FROM campaign").fetchone()
+    text, modes, marks = judge_facts(protocol_text, layout_text)
+    conn.raw.execute(
+        "CREATE OR REPLACE VIEW blind_episodes WITH (security_barrier) AS"
+        " SELECT e.id, e.frames, e.duration_s, e.files, t.mark_id"
+        " FROM episodes e JOIN trials t ON t.slot = e.slot")
+    conn.raw.execute("CREATE TABLE IF NOT EXISTS judging_info (ref TEXT NOT NULL, success_test TEXT NOT NULL,"
+                     " failure_modes TEXT NOT NULL, marks TEXT NOT NULL)")
+    conn.raw.execute("DELETE FROM judging_info")
+    conn.raw.execute("INSERT INTO judging_info VALUES (%s, %s, %s, %s)",
+                     (str(campaign_id), text, json.dumps(list(modes)),
+                      json.dumps({k: list(xy) for k, xy in marks.items()})))
+    _install_judging_complete(conn, protocol_text)
+
+
+def _install_judging_complete(conn, protocol_text: str) -> None:
+    """`judging_rules` (the protocol's pre-registration) and `judging_complete()`, a
+    security-definer function (it reads every label with the owner's rights): true unless the
+    protocol hides labels from the operator and judging has not ended, i.e. the campaign has
+    not finished (complete or stopped) or some episode has fewer than `judges` human labels
+    (physics and auto are not judges; unsure does not count)."""
+    import yaml
+
+    judging = (yaml.safe_load(protocol_text) or {}).get("judging") or {}
+    hide = bool(judging.get("hide_labels_from_operator", False))
+    judges = int(judging.get("judges", 1))
+    conn.raw.execute("CREATE TABLE IF NOT EXISTS judging_rules (hide BOOLEAN NOT NULL, judges BIGINT NOT NULL)")
+    conn.raw.execute("DELETE FROM judging_rules")
+    conn.raw.execute("INSERT INTO judging_rules VALUES (%s, %s)", (hide, judges))
+    conn.raw.execute("""
+CREATE OR REPLACE FUNCTION judging_complete() RETURNS boolean
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = public AS $$
+  SELECT NOT (SELECT hide FROM judging_rules)
+      OR ((SELECT stop_reason FROM campaign) IS NOT NULL
+          AND NOT EXISTS (
+            SELECT 1 FROM episodes e
+            WHERE (SELECT count(DISTINCT j.judge) FROM judgments j
+                   WHERE j.episode_id = e.id AND j.retracted_at IS NULL AND j.label <> 'unsure'
+                     AND j.judge NOT IN ('physics', 'auto')) < (SELECT judges FROM judging_rules)))
+$$""")
+    conn.raw.execute("""
+CREATE OR REPLACE FUNCTION forget_episode_labels(episode TEXT) RETURNS void
+LANGUAGE sql VOLATILE SECURITY DEFINER SET search_path = public AS $$
+  DELETE FROM judgments WHERE episode_id = episode
+$$""")
+    conn.raw.execute("""
+CREATE OR REPLACE FUNCTION invalid_start(episode TEXT, why TEXT) RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = public AS $$
+DECLARE s BIGINT; a BIGINT;
+BEGIN
+  SELECT slot, attempt_id INTO s, a FROM episodes WHERE id = episode;
+  IF NOT FOUND THEN RAISE EXCEPTION 'episode % is not in this campaign', episode; END IF;
+  DELETE FROM judgments WHERE episode_id = episode;
+  DELETE FROM episodes WHERE id = episode;
+  UPDATE attempts SET status = 'aborted', reason = why WHERE id = a;
+  UPDATE trials SET state = 'aborted', episode_id = NULL, done_at = NULL WHERE slot = s;
+  UPDATE campaign SET finished_at = NULL, stop_reason = NULL WHERE stop_reason = 'complete';
+  INSERT INTO events (at, kind, slot, message)
+    VALUES (extract(epoch FROM clock_timestamp()), 'invalid_start', s,
+            'episode ' || episode || ': ' || why || '; trial will be re-run');
+END $$""")
+    conn.raw.execute("REVOKE ALL ON FUNCTION judging_complete(), forget_episode_labels(TEXT),"
+                     " invalid_start(TEXT, TEXT) FROM PUBLIC")

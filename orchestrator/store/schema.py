@@ -1,0 +1,98 @@
+"""The campaign store's schema, as frozen steps: schema 1 as it shipped, then one function per
+later version, each with its own DDL written out (never today's table definitions), so a new
+schema never changes what an old step creates.
+
+A new store is built by the same steps (`create_schema`: schema 1, then every step), so a fresh
+store and an upgraded one have the same tables by construction. `migrate(conn, from_version)`
+upgrades in place inside one transaction; the store runs it only while it holds the run lock.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Callable
+
+from orchestrator.core.errors import BadInput
+
+SCHEMA_1 = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE campaign (
+    id TEXT PRIMARY KEY, name TEXT NOT NULL, created_at REAL NOT NULL,
+    protocol_path TEXT NOT NULL, protocol_text TEXT NOT NULL, protocol_sha256 TEXT NOT NULL,
+    layout_text TEXT NOT NULL, layout_sha256 TEXT NOT NULL,
+    rig_path TEXT NOT NULL, rig_text TEXT NOT NULL, simulated INTEGER NOT NULL,
+    finished_at REAL, stop_reason TEXT
+);
+CREATE TABLE trials (
+    slot INTEGER PRIMARY KEY, unit INTEGER NOT NULL, mark_id TEXT NOT NULL,
+    repeat_index INTEGER NOT NULL, position INTEGER NOT NULL, policy TEXT NOT NULL,
+    seed INTEGER NOT NULL, state TEXT NOT NULL DEFAULT 'pending',
+    episode_id TEXT, attempts INTEGER NOT NULL DEFAULT 0, done_at REAL
+);
+CREATE TABLE attempts (
+    id INTEGER PRIMARY KEY, slot INTEGER NOT NULL REFERENCES trials(slot),
+    episode_id TEXT NOT NULL UNIQUE, started_at REAL NOT NULL, ended_at REAL,
+    status TEXT NOT NULL, reason TEXT
+);
+CREATE TABLE episodes (
+    id TEXT PRIMARY KEY, slot INTEGER NOT NULL UNIQUE REFERENCES trials(slot),
+    attempt_id INTEGER NOT NULL REFERENCES attempts(id),
+    frames INTEGER NOT NULL, duration_s REAL NOT NULL, cameras TEXT NOT NULL,
+    physics_success INTEGER, max_lift_m REAL, time_to_success_s REAL,
+    safety_events TEXT NOT NULL, timing TEXT NOT NULL, files TEXT NOT NULL,
+    digests TEXT NOT NULL, created_at REAL NOT NULL
+);
+CREATE TABLE judgments (
+    id INTEGER PRIMARY KEY, episode_id TEXT NOT NULL REFERENCES episodes(id),
+    judge TEXT NOT NULL, label TEXT NOT NULL, failure_mode TEXT, note TEXT,
+    created_at REAL NOT NULL, retracted_at REAL, source TEXT NOT NULL DEFAULT 'local'
+);
+CREATE INDEX judgments_by_episode ON judgments(episode_id, judge);
+CREATE TABLE events (
+    id INTEGER PRIMARY KEY, at REAL NOT NULL, kind TEXT NOT NULL, slot INTEGER,
+    message TEXT NOT NULL, data TEXT
+);
+"""
+"""Schema 1 exactly as it shipped (tests/fixtures/schema1/campaign.db was written by it)."""
+
+
+def _to_2(conn: sqlite3.Connection) -> None:
+    """Schema 2 adds the `sessions` table: one row per `orchestrator run` (how often a campaign
+    was resumed, on which host, how each session ended)."""
+    conn.execute("""
+CREATE TABLE sessions (
+    id INTEGER PRIMARY KEY, started_at REAL NOT NULL, ended_at REAL, host TEXT NOT NULL,
+    pid INTEGER NOT NULL, tool_version TEXT NOT NULL, outcome TEXT
+)""")
+    conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+
+
+_STEPS: dict[int, Callable[[sqlite3.Connection], None]] = {2: _to_2}
+SCHEMA_VERSION = max(_STEPS)
+
+
+def create_schema(conn: sqlite3.Connection) -> None:
+    """Inside the caller's transaction: schema 1, then every step up to SCHEMA_VERSION."""
+    for statement in SCHEMA_1.split(";"):
+        if statement.strip():
+            conn.execute(statement)
+    conn.execute("INSERT INTO meta VALUES ('schema_version', '1')")
+    for version in range(2, SCHEMA_VERSION + 1):
+        _STEPS[version](conn)
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+
+def migrate(conn: sqlite3.Connection, from_version: int) -> None:
+    """Upgrade a store at `from_version` to SCHEMA_VERSION in one transaction (the caller holds
+    the run lock)."""
+    if from_version < 1:
+        raise BadInput("campaign store has no schema version; it was not written by this tool")
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for version in range(from_version + 1, SCHEMA_VERSION + 1):
+            _STEPS[version](conn)
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
