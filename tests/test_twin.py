@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from orchestrator.core.pids import process_running
-from orchestrator.rigs.twin.rig import feetech
+from orchestrator.rigs.twin import feetech
 from support.repo import REPO
 from support.requires import require_module
 
