@@ -15,6 +15,7 @@ episode started (perf_counter); in simulation it is simulated time, `step * peri
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from orchestrator.run.operator_protocol import Operator
 from orchestrator.policies.base import EpisodeContext, Policy
 from orchestrator.run.recording import EpisodeRecorder
 from orchestrator.rigs.base import EpisodeFacts, Rig
+from orchestrator.rigs.device_fault import DeviceFault
 
 
 REALTIME_SWITCH_INTERVAL_S = 0.0005
@@ -101,6 +103,21 @@ def run_episode(rig: Rig, policy: Policy, context: EpisodeContext, recorder: Epi
     return _run_steps(rig, policy, context, recorder, operator)
 
 
+def _policy_action(policy: Policy, observation) -> dict:
+    """The policy's action; any error inside the policy, or a non-finite target, is a
+    `DeviceFault` of kind `policy` (the runner counts it by the protocol's `aborts.policy`)."""
+    try:
+        action = policy.select_action(observation)
+        bad = [k for k, v in action.items() if not math.isfinite(float(v))]
+        if bad:
+            raise ValueError(f"non-finite action for {', '.join(sorted(bad))}")
+    except DeviceFault:
+        raise
+    except Exception as exc:  # noqa: BLE001 - whatever the policy raised is the policy's fault
+        raise DeviceFault.policy(exc) from exc
+    return action
+
+
 def _run_steps(rig: Rig, policy: Policy, context: EpisodeContext, recorder: EpisodeRecorder,
                operator: Operator | None) -> tuple[EpisodeFacts, EpisodeTiming]:
     steps = round(context.fps * context.duration_s)
@@ -115,7 +132,7 @@ def _run_steps(rig: Rig, policy: Policy, context: EpisodeContext, recorder: Epis
         t_episode = t0 - start if rig.realtime else step * period
         observation = rig.observe(with_images=policy.needs_images or recorder.wants_images(step))
         t1 = time.perf_counter()
-        action = policy.select_action(observation)
+        action = _policy_action(policy, observation)
         t2 = time.perf_counter()
         sent = rig.act(action)
         t3 = time.perf_counter()

@@ -10,6 +10,7 @@ from typing import Any
 
 from orchestrator.analysis import stats
 from orchestrator.analysis.outcomes import OutcomeSet
+from orchestrator.analysis.report.aborts import build_aborts
 from orchestrator.analysis.report.analysis import PairedAnalysis, paired_analysis, test_description
 from orchestrator.analysis.report.format import fmt_p, p_eq, p_name
 from orchestrator.analysis.report.raters import rater_agreement
@@ -319,6 +320,9 @@ def build_report(data: OutcomeSet) -> Report:
     station_section = build_stations(data)
     if station_section is not None:
         warnings.extend(station_section.warnings)
+    abort_section = build_aborts(data)
+    if abort_section is not None:
+        warnings.extend(abort_section.warnings)
     return Report(
         schema=SCHEMA, source=data.source, label_source=data.label_source, campaign_id=data.campaign_id,
         campaign_name=data.campaign_name, protocol_name=data.protocol_name, protocol_sha256=data.protocol_sha256,
@@ -330,7 +334,7 @@ def build_report(data: OutcomeSet) -> Report:
         grid=_grid(data), timeline=_timeline(data), timing=timing, sessions=data.sessions,
         operator_is_judge=data.operator_is_judge, fps=data.fps, raters=rater_agreement(data),
         arm_still=_arm_still(data), unit=unit, test=test_description(unit, primary),
-        notes=_cochran_notes(comparisons, cochran, data.alpha), stations=station_section)
+        notes=_cochran_notes(comparisons, cochran, data.alpha), stations=station_section, aborts=abort_section)
 
 
 def _arm_still(data: OutcomeSet) -> tuple[tuple[str, str, str], ...]:

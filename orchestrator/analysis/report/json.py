@@ -8,6 +8,7 @@ import math
 from typing import Any
 
 from orchestrator.analysis.report import raters
+from orchestrator.analysis.report.aborts import to_dict as aborts_dict
 from orchestrator.analysis.report.model import Comparison, JudgeSection, PolicySummary, PolicyTiming, Report
 
 
@@ -127,6 +128,7 @@ def to_dict(r: Report) -> dict[str, Any]:
     from orchestrator.analysis.report.stations import to_dict as stations_dict
 
     out["stations"] = stations_dict(r.stations)
+    out["aborts"] = aborts_dict(r.aborts)
     out["unpaired"] = [{"layout": l, "repeat": rp, "why": why} for l, rp, why in r.unpaired]
     out["warnings"] = list(r.warnings)
     out["notes"] = list(r.notes)

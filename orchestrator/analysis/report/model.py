@@ -215,3 +215,4 @@ class Report:
     test: str = ""                    # the deciding test and interval, as the header names them
     notes: tuple[str, ...] = ()       # report-level notes (e.g. Cochran's Q beside a pairwise "better")
     stations: Any = None    # report/stations.StationSection for a campaign run by several arms
+    aborts: Any = None      # report/aborts.AbortSection for a campaign (None for an outcomes CSV)

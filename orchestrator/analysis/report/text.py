@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Union
 
+from orchestrator.analysis.report.aborts import describe_rules
 from orchestrator.analysis.report.format import fmt_p, interval, k_of_n, ms, p_eq, p_name, points
 from orchestrator.analysis.report.model import OVERRUN_WARN_FRACTION, Comparison, Report
 
@@ -250,9 +251,20 @@ def timing(r: Report) -> list[Block]:
 
 
 def aborted(r: Report) -> list[Block]:
-    return [Heading("Aborted attempts"),
-            Line(", ".join(f"{p.label}: {p.aborted_attempts}" for p in r.policies)
-                 + " (aborted attempts are re-run, never counted as outcomes)")]
+    section = r.aborts
+    if section is None:
+        return [Heading("Aborted attempts"),
+                Line(", ".join(f"{p.label}: {p.aborted_attempts}" for p in r.policies))]
+    out: list[Block] = [
+        Heading("Aborted attempts"), Line(describe_rules(section.rules)),
+        table(["policy", "trials", "with an abort", "counted as failure", "left out", "aborted attempts by cause"],
+              [[x.policy, str(x.trials), str(x.trials_with_abort), str(x.scored_failures), str(x.excluded),
+                ", ".join(f"{c} {n}" for c, n in x.by_class) or "none"] for x in section.rows])]
+    for t in section.tests:
+        out.append(Item(f"abort rate {t.a} vs {t.b}: Fisher exact p {p_eq(t.fisher_p)}"
+                        + (f", Holm-adjusted {p_eq(t.holm_p)}" if len(section.tests) > 1 else "")
+                        + (" (differ)" if t.holm_p <= section.alpha else "")))
+    return out
 
 
 def drift(r: Report) -> list[Block]:
