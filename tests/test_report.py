@@ -70,7 +70,9 @@ def test_tie_never_claims(tmp_path):
     r = build_report(load_outcomes_csv(paired_csv(tmp_path, {(1, 1): 10, (1, 0): 3, (0, 1): 3, (0, 0): 4})))
     (c,) = r.comparisons
     assert not c.significant and "better" not in c.verdict
-    assert "difference is zero" in c.verdict
+    # a tie is not equivalence: the verdict says so beside the +-24 point interval
+    assert "not evidence that they are equivalent" in c.verdict and "-24 to +24" in c.verdict
+    assert "no number of layouts" not in c.verdict
 
 
 def test_few_discordant_pairs_are_named(tmp_path):

@@ -10,7 +10,9 @@ from typing import Any
 
 from orchestrator.analysis import stats
 from orchestrator.analysis.outcomes import OutcomeSet
+from orchestrator.analysis.stopping import RuleView
 from orchestrator.analysis.report.aborts import build_aborts
+from orchestrator.analysis.report.more_layouts import more_layouts
 from orchestrator.analysis.report.analysis import PairedAnalysis, paired_analysis, test_description
 from orchestrator.analysis.report.format import fmt_p, p_eq, p_name
 from orchestrator.analysis.report.raters import rater_agreement
@@ -18,7 +20,6 @@ from orchestrator.analysis.report.model import (OVERRUN_WARN_FRACTION, SCHEMA, C
                     KappaRow, PolicySummary, PolicyTiming, Report, StratumComparison, StratumRow, TimeSummary)
 from orchestrator.analysis.report.verdict import Evidence, verdict_notes, verdict_text
 
-PLAN_MAX_LAYOUTS = 2000
 
 
 def _median(values: list[float]) -> float | None:
@@ -76,21 +77,24 @@ def _policy_summary(label: str, data: OutcomeSet) -> PolicySummary:
         second_successes=sum(1 for o in second if o.success), second_trials=len(second))
 
 
-def _more_layouts(table: stats.PairedTable, alpha: float, primary: str) -> tuple[int | None, str]:
-    """Layouts still needed for 80 % power if the observed cell rates were the truth."""
-    n = table.n
-    if n == 0:
-        return None, "no complete pairs yet"
-    b, c = table.a_only, table.b_only
-    if b == c:
-        return None, ("the policies won the same number of discordant layouts, so the observed "
-                      "difference is zero and no number of layouts is expected to separate them")
-    needed = stats.layouts_needed(b / n, c / n, 0.8, alpha, primary, PLAN_MAX_LAYOUTS)
-    if needed is None:
-        return None, (f"even {PLAN_MAX_LAYOUTS} layouts would not give 80 % power at the observed "
-                      "difference: it is too small to establish with this design")
-    return max(needed - n, 0), (f"with the observed rates ({b}/{n} A-only, {c}/{n} B-only layouts) "
-                                f"about {needed} layouts in all give 80 % power")
+def _max_layouts(stopping: Any) -> int | None:
+    if isinstance(stopping, dict):
+        return stopping.get("max_layouts")
+    return getattr(stopping, "max_layouts", None)
+
+
+EARLY_STOP = "stopped early by the pre-registered e-value rule"
+
+
+def _stop_note(data: OutcomeSet, significant: bool, ev: stats.EValueResult) -> tuple[str, ...]:
+    """The recorded stop and the verdict can only differ when the labels changed after the stop
+    (the runner decides on physics in simulation, on the human consensus on hardware)."""
+    early = (data.stop_reason or "").startswith(EARLY_STOP)
+    if early and not significant:
+        return (f"The campaign was stopped early by the e-value rule on the labels of that moment; under the "
+                f"labels used here ({data.label_source}) the e-value is {ev.e_value:.2f} < {ev.threshold:g}, so "
+                "the stop stands but the difference is not established by these labels.",)
+    return ()
 
 
 def _evalue_rule(stopping: Any) -> bool:
@@ -137,7 +141,7 @@ def _stratum_rows(pairs: list, data: OutcomeSet) -> tuple[StratumComparison, ...
 
 
 def _compare(an: PairedAnalysis, a: str, b: str, data: OutcomeSet, holm_mid: float, holm_exact: float,
-             comparisons: int = 1) -> Comparison:
+             comparisons: int = 1, rule: RuleView | None = None) -> Comparison:
     table = an.table
     primary = data.primary if data.primary in ("mcnemar_midp", "mcnemar_exact") else "mcnemar_midp"
     p_primary = an.p(primary)
@@ -149,16 +153,27 @@ def _compare(an: PairedAnalysis, a: str, b: str, data: OutcomeSet, holm_mid: flo
     # with a pre-registered e-value stopping rule the anytime-valid e-value decides (the McNemar
     # p-values assume a fixed number of layouts); K comparisons share alpha (threshold K/alpha)
     evalue_rule = _evalue_rule(data.stopping)
-    # with repeats the e-value counts discordant marks (`stats.mark_split`), like the test
-    split = stats.mark_split([t for _, t in an.marks]) if an.unit == "mark" else (table.a_only, table.b_only)
-    ev = stats.evalue_discordant(*split, data.alpha / max(comparisons, 1))
+    # under the e-value rule the report's e-value is the runner's (`stopping.RuleView`: complete
+    # marks only), so the verdict never contradicts the recorded stop; otherwise, with repeats,
+    # the e-value counts discordant marks (`stats.mark_split`), like the test
+    level = data.alpha / max(comparisons, 1)
+    if evalue_rule and rule is not None:
+        split = rule.split(a, b)
+    else:
+        split = stats.mark_split([t for _, t in an.marks]) if an.unit == "mark" else (table.a_only, table.b_only)
+    ev = stats.evalue_discordant(*split, level)
+    share = stats.beta_binomial_cs(split[0], split[0] + split[1], level) if evalue_rule else None
     significant = n > 0 and (ev.reject if evalue_rule else holm_primary <= data.alpha)
-    more, more_note = _more_layouts(table, data.alpha, primary) if an.unit == "layout" else (None, "")
+    more, more_note = (None, "")
+    if not significant and an.unit == "layout":
+        more, more_note = more_layouts(table, data.alpha, primary, comparisons, evalue_rule,
+                                       _max_layouts(data.stopping))
     discordant_units = an.clustered.discordant_marks if an.clustered is not None else table.discordant
     evidence = Evidence(a=a, b=b, table=table, unit=an.unit, discordant_units=discordant_units, primary=primary,
                         alpha=data.alpha, p=holm_primary, p_raw=p_primary, mid_p=holm_mid, exact_p=holm_exact,
                         difference=an.difference, sequence=an.sequence, evalue=ev, evalue_rule=evalue_rule,
-                        significant=significant)
+                        significant=significant, share=share, comparisons=comparisons,
+                        rule_units=rule.units if rule is not None else 0)
     return Comparison(
         a=a, b=b, table=table, mcnemar=an.mcnemar, difference=an.difference,
         tango=stats.tango_paired(table) if n else an.difference,
@@ -169,7 +184,8 @@ def _compare(an: PairedAnalysis, a: str, b: str, data: OutcomeSet, holm_mid: flo
         verdict=verdict_text(evidence, more, more_note),
         pairing_note=_pairing_note(table, fisher, p_primary, p_name(primary)) if an.unit == "layout" else "",
         strata=_stratum_rows(data.pairs(a, b), data), unit=an.unit, clustered=an.clustered, marks=an.marks,
-        sequence=an.sequence, notes=verdict_notes(evidence), holm_exact_p=holm_exact)
+        sequence=an.sequence, notes=verdict_notes(evidence) + _stop_note(data, significant, ev),
+        holm_exact_p=holm_exact, share=share)
 
 
 def _strata(data: OutcomeSet) -> tuple[StratumRow, ...]:
@@ -302,7 +318,8 @@ def build_report(data: OutcomeSet) -> Report:
     holm_mid = stats.holm([an.mid_p for an in analyses])
     holm_exact = stats.holm([an.exact_p for an in analyses])
     primary = data.primary
-    comparisons = tuple(_compare(an, a, b, data, holm_mid[i], holm_exact[i], len(pairs))
+    rule = RuleView.of(data.outcomes, data.policies) if evalue_rule else None
+    comparisons = tuple(_compare(an, a, b, data, holm_mid[i], holm_exact[i], len(pairs), rule)
                         for i, (an, (a, b)) in enumerate(zip(analyses, pairs)))
     unit = "mark" if any(c.unit == "mark" for c in comparisons) else "layout"
     cochran = None

@@ -52,9 +52,15 @@ def _comparison(c: Comparison) -> dict[str, Any]:
         "unit": c.unit,
         "holm_exact_p": _num(c.holm_exact_p),
         "clustered": _clustered(c),
-        "confidence_sequence": None if c.sequence is None else {
-            "difference": [c.sequence.lo, c.sequence.hi], "level": c.sequence.level,
-            "method": "beta-binomial mixture (Howard et al. 2021)"},
+        "confidence_sequence": None if c.sequence is None and c.share is None else {
+            "difference": None if c.sequence is None else [c.sequence.lo, c.sequence.hi],
+            "level": (c.sequence or c.share).level,
+            "method": "beta-binomial mixture (Howard et al. 2021)",
+            # the rule's own interval: A's share of the discordant units it counts; excludes 0.5
+            # exactly when the e-value rule rejects
+            "discordant_share": None if c.share is None else [c.share.lo, c.share.hi],
+            "discordant_share_estimate": None if c.share is None else _num(c.share.estimate)},
+        "more_layouts_note": c.more_layouts_note,
         "notes": list(c.notes),
     }
 

@@ -110,6 +110,7 @@ class Comparison:
     sequence: stats.Interval | None = None                 # CS for the difference (e-value rule)
     notes: tuple[str, ...] = ()
     holm_exact_p: float = float("nan")
+    share: stats.Interval | None = None   # e-value rule: A's share of the rule's discordant units (CS)
 
     @property
     def pairs(self) -> int:

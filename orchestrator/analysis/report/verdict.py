@@ -60,7 +60,7 @@ def share_text(e: Evidence) -> str:
     iv = e.share
     assert iv is not None
     units = "marks" if e.unit == "mark" else "layouts"
-    discordant = round(iv.estimate * 0 + e.evalue.a_only + e.evalue.b_only)
+    discordant = e.evalue.a_only + e.evalue.b_only
     share = f"{100 * iv.estimate:.0f}%" if discordant else "undefined"
     return (f"{e.a}'s share of the {discordant} discordant {units} {share}, anytime-valid "
             f"{100 * iv.level:.4g}% confidence sequence {100 * iv.lo:.1f}% to {100 * iv.hi:.1f}% "
@@ -91,8 +91,7 @@ def verdict_text(e: Evidence, more: int | None, more_note: str) -> str:
         return f"{a} vs {b}: no layout has a known outcome for both yet; nothing can be said."
     label, value = _p_text(e)
     if e.evalue_rule and e.share is not None:
-        est = points(e.table.difference if hasattr(e.table, "difference") else
-                     (e.table.a_only - e.table.b_only) / n)[0]
+        est = points((e.table.a_only - e.table.b_only) / n)[0]
         ci = f"difference {est} points; {share_text(e)}"
     else:
         shown = e.sequence if e.sequence is not None else e.difference
