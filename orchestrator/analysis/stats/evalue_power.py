@@ -27,19 +27,26 @@ statistics and safe anytime-valid inference. Statistical Science 38:576-601.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numpy as np
 from scipy import special, stats
 
 
-def _rejects(m_max: int, alpha: float, prior_a: float) -> np.ndarray:
-    """Boolean [m, b]: the e-value after b A-wins of m discordant layouts is >= 1/alpha."""
-    m = np.arange(m_max + 1)[:, None]
-    b = np.arange(m_max + 1)[None, :]
-    valid = b <= m
-    log_e = (special.betaln(prior_a + b, prior_a + np.maximum(m - b, 0)) - special.betaln(prior_a, prior_a)
-             + m * math.log(2.0))
-    return valid & (log_e >= math.log(1.0 / alpha) - 1e-12)
+@lru_cache(maxsize=16)
+def _low_bounds(m_max: int, alpha: float, prior_a: float) -> np.ndarray:
+    """k_m for m = 0..m_max: the e-value after b A-wins of m discordant layouts is >= 1/alpha
+    exactly when b <= k_m or b >= m - k_m (the Beta mixture is symmetric and log-convex in b);
+    -1 when no b is. Row by row, in logs (scipy.special.betaln)."""
+    target = math.log(1.0 / alpha) - 1e-12
+    out = np.full(m_max + 1, -1, dtype=int)
+    base = special.betaln(prior_a, prior_a)
+    for m in range(1, m_max + 1):
+        b = np.arange(m // 2 + 1)
+        log_e = special.betaln(prior_a + b, prior_a + m - b) - base + m * math.log(2.0)
+        hit = np.nonzero(log_e >= target)[0]
+        out[m] = int(hit[-1]) if hit.size else -1
+    return out
 
 
 def rejection_by_discordant(m_max: int, theta: float, alpha: float = 0.05, prior_a: float = 1.0) -> np.ndarray:
@@ -49,20 +56,23 @@ def rejection_by_discordant(m_max: int, theta: float, alpha: float = 0.05, prior
         raise ValueError(f"theta must be in [0, 1], not {theta}")
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must be in (0, 1), not {alpha}")
-    rejects = _rejects(m_max, alpha, prior_a)
+    bounds = _low_bounds(max(m_max, 1), float(alpha), float(prior_a))
     alive = np.zeros(m_max + 2)
     alive[0] = 1.0                       # P(b A-wins so far and not yet rejected)
     out = np.zeros(m_max + 1)
     absorbed = 0.0
     for m in range(m_max + 1):
-        if m > 0:
-            nxt = np.zeros_like(alive)
-            nxt[1:] += alive[:-1] * theta
-            nxt[:-1] += alive[:-1] * (1 - theta)
-            alive = nxt
-        hit = rejects[m, : m + 1]
-        absorbed += float(alive[: m + 1][hit].sum())
-        alive[: m + 1][hit] = 0.0
+        if m > 0:   # one more discordant layout: b -> b + 1 with theta, stays with 1 - theta
+            alive[1: m + 1] = alive[1: m + 1] * (1 - theta) + alive[:m] * theta
+            alive[0] *= 1 - theta
+        k = bounds[m]
+        if k >= 0 and 2 * k >= m:        # every split rejects (only for an absurdly large alpha)
+            absorbed += float(alive[: m + 1].sum())
+            alive[: m + 1] = 0.0
+        elif k >= 0:
+            absorbed += float(alive[: k + 1].sum() + alive[m - k: m + 1].sum())
+            alive[: k + 1] = 0.0
+            alive[m - k: m + 1] = 0.0
         out[m] = absorbed
     return out
 
@@ -85,15 +95,20 @@ def evalue_layouts_needed(p10: float, p01: float, power: float = 0.8, alpha: flo
     q = p10 + p01
     if q <= 0 or p10 == p01:
         return None
-    # the discordant count needed is far below n for any q; cap the lattice at what n_max can hold
-    r = rejection_by_discordant(n_max, p10 / q, alpha, prior_a)
+    # grow the lattice fourfold at a time: the n needed is usually far below n_max
+    hi = 16
+    while True:
+        hi = min(hi * 4, n_max)
+        r = rejection_by_discordant(hi, p10 / q, alpha, prior_a)
 
-    def pw(n: int) -> float:
-        return float(np.dot(stats.binom.pmf(np.arange(n + 1), n, q), r[: n + 1]))
+        def pw(n: int) -> float:
+            return float(np.dot(stats.binom.pmf(np.arange(n + 1), n, q), r[: n + 1]))
 
-    if pw(n_max) < power:
-        return None
-    lo, hi = 1, n_max
+        if pw(hi) >= power:
+            break
+        if hi == n_max:
+            return None
+    lo = 1
     while lo < hi:
         mid = (lo + hi) // 2
         if pw(mid) >= power:
