@@ -117,6 +117,7 @@ def test_judging_a_bundle_appends_a_line_per_key_and_resumes(fresh):
     assert order[3] in {r.episode_id for r in bundle_labels(bundle)["remote"]}
 
 
+@pytest.mark.slow   # several seconds: kept out of the fast lane
 def test_import_labels_merges_and_reports_duplicates(fresh, capsys):
     directory, bundle = fresh
     judge_bundle(bundle, "remote", ["s", "f", "2", "n", *"late grip", "enter"])
@@ -178,6 +179,7 @@ def test_judge_cli_input_errors(made, tmp_path, capsys):
     assert "interactive terminal" in capsys.readouterr().err
 
 
+@pytest.mark.subprocess
 def test_judging_a_bundle_needs_no_torch_or_mujoco(made, tmp_path):
     """`orchestrator judge BUNDLE` with torch, mujoco and lerobot made unimportable."""
     _, bundle = made

@@ -315,8 +315,9 @@ def test_evaluate_stopping_on_a_store(tmp_path):
         assert report.comparisons[0].significant is expect_stop
 
 
+@pytest.mark.subprocess
 def test_report_and_plan_run_without_torch_mujoco_and_text_without_matplotlib(tmp_path):
-    """Judges may install the core only (DESIGN section 3): report and plan never import torch,
+    """Judges may install the core only (docs/design.md section 3): report and plan never import torch,
     mujoco or LeRobot (blocked here); text, md, json and plan do not import matplotlib either
     (HTML does, in `test_html_is_self_contained_with_plots`)."""
     import os
