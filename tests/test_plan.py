@@ -103,6 +103,7 @@ def test_plan_beyond_search_limit(capsys):
     assert "> 300" in capsys.readouterr().out
 
 
+@pytest.mark.subprocess
 def test_plan_stopping_evalue_gives_the_rule_s_layouts():
     """`plan --stopping evalue` (a fresh process): the layouts the e-value rule needs, by its exact
     power (enumeration-checked in test_stats_evalue_rule.py). The issue's case: the fixed-n test's

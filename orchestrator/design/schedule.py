@@ -1,10 +1,11 @@
 """The campaign schedule: seeded randomisation and interleaving of policies over layouts.
 
-Rules: the schedule is drawn once from the protocol seed and stored (a stored schedule never
-changes; these rules apply to campaigns created since); the layouts run in a random order; on
-each layout every policy runs once per repeat (a *unit*, the pairing block), in a random order;
-with repeats, marks run in blocks of MARK_BLOCK marks, every repeat of a block's marks before the
-next block (so marks are completed progressively); with `order: balanced` each policy goes first on the
+Rules (docs/design.md section 8): the schedule is drawn once from the protocol seed and stored
+(a stored schedule never changes; these rules apply to campaigns created since); the layouts run
+in a random order; on each layout every policy runs once per repeat (a *unit*, the pairing
+block), in a random order; with repeats, marks run in blocks of MARK_BLOCK marks, every repeat of
+a block's marks before the next block (so marks are completed progressively); with `order:
+balanced` each policy goes first on the
 same number of units (for 2 policies and 20 layouts exactly 10 and 10; with a count that does
 not divide evenly, the first-position counts differ by at most one). Policies are therefore
 interleaved (A,B / B,A), never run in blocks.
