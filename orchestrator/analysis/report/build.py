@@ -54,6 +54,24 @@ def _timing(data: OutcomeSet) -> tuple[PolicyTiming, ...]:
     return tuple(rows)
 
 
+def _has_repeats(data: OutcomeSet) -> bool:
+    """Some mark has more than one (mark, repeat) block: the mark is the unit of analysis."""
+    return len({o.key for o in data.outcomes}) > len({o.layout for o in data.outcomes})
+
+
+def _rate_interval(judged: list, repeats: bool) -> stats.Interval:
+    """Wilson's interval; with repeats, clustered over marks (`stats.clustered_wilson`)."""
+    k = sum(1 for o in judged if o.success)
+    if not repeats:
+        return stats.wilson(k, len(judged))
+    per: dict[str, list[int]] = {}
+    for o in judged:
+        per.setdefault(o.layout, [0, 0])
+        per[o.layout][0] += bool(o.success)
+        per[o.layout][1] += 1
+    return stats.clustered_wilson([tuple(v) for v in per.values()])
+
+
 def _policy_summary(label: str, data: OutcomeSet) -> PolicySummary:
     mine = [o for o in data.outcomes if o.policy == label]
     judged = [o for o in mine if o.success is not None]
@@ -74,7 +92,8 @@ def _policy_summary(label: str, data: OutcomeSet) -> PolicySummary:
         episodes_with_safety_events=sum(1 for o in mine if o.safety_events),
         time_to_success=_time_summary(times),
         first_successes=sum(1 for o in first if o.success), first_trials=len(first),
-        second_successes=sum(1 for o in second if o.success), second_trials=len(second))
+        second_successes=sum(1 for o in second if o.success), second_trials=len(second),
+        ci=_rate_interval(judged, _has_repeats(data)))
 
 
 def _max_layouts(stopping: Any) -> int | None:
@@ -180,6 +199,7 @@ def _compare(an: PairedAnalysis, a: str, b: str, data: OutcomeSet, holm_mid: flo
         bonett_price=stats.bonett_price_paired(table) if n else an.difference, primary=primary, primary_p=p_primary,
         holm_mid_p=holm_mid, holm_primary_p=holm_primary, fisher_p=fisher, unpaired_difference=unpaired,
         floor_p=stats.discordant_floor(table.discordant), evalue=ev, significant=significant,
+        deciding_floor_p=stats.discordant_floor(discordant_units),
         more_layouts_needed=more, more_layouts_note=more_note,
         verdict=verdict_text(evidence, more, more_note),
         pairing_note=_pairing_note(table, fisher, p_primary, p_name(primary)) if an.unit == "layout" else "",
@@ -199,7 +219,7 @@ def _strata(data: OutcomeSet) -> tuple[StratumRow, ...]:
         for p in data.policies:
             judged = [o for o in mine if o.policy == p and o.success is not None]
             k = sum(1 for o in judged if o.success)
-            per.append((p, k, len(judged), stats.wilson(k, len(judged))))
+            per.append((p, k, len(judged), _rate_interval(judged, _has_repeats(data))))
         rows.append(StratumRow(s, len({o.key for o in mine}), tuple(per)))
     return tuple(rows)
 
@@ -216,8 +236,9 @@ def _drift(data: OutcomeSet) -> tuple[DriftRow, ...]:
         first, second = judged[:half], judged[half:]
         k1 = sum(1 for o in first if o.success)
         k2 = sum(1 for o in second if o.success)
+        # with repeats Fisher's test would count the repeats of a mark as independent: withheld
         rows.append(DriftRow(p, k1, len(first), k2, len(second),
-                             stats.fisher_exact(k1, len(first), k2, len(second))))
+                             float("nan") if _has_repeats(data) else stats.fisher_exact(k1, len(first), k2, len(second))))
     return tuple(rows)
 
 
@@ -323,10 +344,17 @@ def build_report(data: OutcomeSet) -> Report:
                         for i, (an, (a, b)) in enumerate(zip(analyses, pairs)))
     unit = "mark" if any(c.unit == "mark" for c in comparisons) else "layout"
     cochran = None
-    if len(data.policies) >= 3:
+    withheld: list[tuple[str, str]] = []
+    if len(data.policies) >= 3 and _has_repeats(data):
+        withheld.append(("cochran_q", "marks have repeats: Cochran's Q would count every (mark, repeat) as "
+                                      "an independent block; the pairwise tests over marks, Holm-adjusted, decide"))
+    elif len(data.policies) >= 3:
         blocks = data.complete_blocks()
         if blocks:
             cochran = stats.cochran_q([[int(v) for v in vals] for _, vals in blocks])
+    if _has_repeats(data):
+        withheld.append(("drift_fisher_p", "marks have repeats: Fisher's test of the two halves would count a "
+                                           "mark's repeats as independent trials; the counts are shown"))
     unpaired = tuple((k[0], k[1], why) for k, why in data.unpaired())
     done = sum(1 for o in data.outcomes if o.state == "done")
     timing = _timing(data)
@@ -351,7 +379,8 @@ def build_report(data: OutcomeSet) -> Report:
         grid=_grid(data), timeline=_timeline(data), timing=timing, sessions=data.sessions,
         operator_is_judge=data.operator_is_judge, fps=data.fps, raters=rater_agreement(data),
         arm_still=_arm_still(data), unit=unit, test=test_description(unit, primary),
-        notes=_cochran_notes(comparisons, cochran, data.alpha), stations=station_section, aborts=abort_section)
+        notes=_cochran_notes(comparisons, cochran, data.alpha), stations=station_section, aborts=abort_section,
+        withheld=tuple(withheld))
 
 
 def _arm_still(data: OutcomeSet) -> tuple[tuple[str, str, str], ...]:
@@ -376,9 +405,6 @@ def _warnings(data: OutcomeSet, unpaired: tuple, timing: tuple[PolicyTiming, ...
         warnings.append("the protocol pre-registers the e-value stopping rule: the verdict uses the "
                         "anytime-valid e-value; McNemar p-values assume a fixed number of layouts and "
                         "are shown for reference only")
-    if unit == "mark" and cochran:
-        warnings.append("marks have repeats: Cochran's Q counts every (mark, repeat) as an independent block; "
-                        "the pairwise tests count marks")
     if not data.complete:
         warnings.append(f"the campaign is not complete ({done} of {data.scheduled_trials} trials done): "
                         "these are interim numbers" + ("" if stopping_rule.startswith("e-value") else

@@ -44,6 +44,11 @@ class PolicySummary:
     first_trials: int
     second_successes: int
     second_trials: int
+    ci: stats.Interval | None = None  # the interval shown: Wilson, or clustered over marks with repeats
+
+    @property
+    def interval(self) -> stats.Interval:
+        return self.ci if self.ci is not None else self.wilson
 
     @property
     def rate(self) -> float | None:
@@ -94,7 +99,7 @@ class Comparison:
     holm_primary_p: float
     fisher_p: float                   # the same trials treated as unpaired
     unpaired_difference: stats.Interval
-    floor_p: float                    # smallest exact p reachable with these discordant pairs
+    floor_p: float                    # smallest exact p reachable with these discordant pairs (pooled)
     evalue: stats.EValueResult
     significant: bool
     more_layouts_needed: int | None   # for 80 % power at the observed cells (None: cannot say)
@@ -111,6 +116,7 @@ class Comparison:
     notes: tuple[str, ...] = ()
     holm_exact_p: float = float("nan")
     share: stats.Interval | None = None   # e-value rule: A's share of the rule's discordant units (CS)
+    deciding_floor_p: float | None = None  # the smallest exact p the deciding test could give
 
     @property
     def pairs(self) -> int:
@@ -121,7 +127,7 @@ class Comparison:
 class StratumRow:
     stratum: str
     layouts: int
-    per_policy: tuple[tuple[str, int, int, stats.Interval], ...]    # label, k, n, wilson
+    per_policy: tuple[tuple[str, int, int, stats.Interval], ...]    # label, k, n, interval (clustered with repeats)
 
 
 @dataclass(frozen=True)
@@ -131,7 +137,7 @@ class DriftRow:
     first_n: int
     second_k: int
     second_n: int
-    fisher_p: float
+    fisher_p: float                   # nan when withheld (marks with repeats)
 
 
 @dataclass(frozen=True)
@@ -217,3 +223,4 @@ class Report:
     notes: tuple[str, ...] = ()       # report-level notes (e.g. Cochran's Q beside a pairwise "better")
     stations: Any = None    # report/stations.StationSection for a campaign run by several arms
     aborts: Any = None      # report/aborts.AbortSection for a campaign (None for an outcomes CSV)
+    withheld: tuple[tuple[str, str], ...] = ()   # (statistic, why) not computed, e.g. with repeats

@@ -95,9 +95,11 @@ def warnings(r: Report) -> list[Block]:
 
 
 def policies(r: Report) -> list[Block]:
-    return [Heading("Success per policy (Wilson 95%)"),
+    clustered = any(p.interval.method == "wilson-clustered" for p in r.policies)
+    return [Heading("Success per policy (Wilson 95%" + (", clustered over marks: repeats on one mark are not "
+                                                       "independent" if clustered else "") + ")"),
             table(["policy", "successes", "95% CI", "unjudged", "aborted attempts"],
-                  [[p.label, k_of_n(p.successes, p.trials), interval(p.wilson), str(p.unjudged),
+                  [[p.label, k_of_n(p.successes, p.trials), interval(p.interval), str(p.unjudged),
                     str(p.aborted_attempts)] for p in r.policies])]
 
 
@@ -114,7 +116,10 @@ def comparison(c: Comparison, several: bool) -> list[Block]:
                [f"{c.a} fails", f"{c.b} only: {t.b_only}", f"neither: {t.neither}"]]),
         Gap(),
         Line(f"Discordant {'pairs' if c.unit == 'mark' else 'layouts'}: {t.discordant} ({c.a} only {t.a_only}, "
-             f"{c.b} only {t.b_only}); smallest exact p they could give: {fmt_p(c.floor_p)}"),
+             f"{c.b} only {t.b_only})" + (
+                 f"; {c.clustered.discordant_marks} discordant marks: the smallest exact p the test over marks "
+                 f"could give is {fmt_p(c.deciding_floor_p)}" if c.unit == "mark" and c.clustered is not None
+                 and c.deciding_floor_p is not None else f"; smallest exact p they could give: {fmt_p(c.floor_p)}")),
         _mcnemar_line(c)]
     if several:
         out.append(Line(f"Holm-adjusted {prim}: {fmt_p(c.holm_primary_p)}"))
@@ -178,6 +183,9 @@ def comparisons(r: Report) -> list[Block]:
 
 
 def cochran(r: Report) -> list[Block]:
+    why = dict(r.withheld).get("cochran_q")
+    if why:
+        return [Heading("Three or more policies"), Line(f"Cochran's Q withheld: {why}.")]
     if r.cochran is None:
         return []
     q = r.cochran
@@ -189,7 +197,8 @@ def cochran(r: Report) -> list[Block]:
 def strata(r: Report) -> list[Block]:
     if not r.strata:
         return []
-    return [Heading("Per stratum (Wilson 95%)"),
+    clustered = any(iv.method == "wilson-clustered" for s in r.strata for _, _, _, iv in s.per_policy)
+    return [Heading("Per stratum (95%: Wilson" + (", clustered over marks" if clustered else "") + ")"),
             table(["stratum", "layouts"] + [p.label for p in r.policies],
                   [[s.stratum, str(s.layouts)] + [f"{k_of_n(k, n)} {interval(iv, 2)}" for _, k, n, iv in s.per_policy]
                    for s in r.strata])]
@@ -272,8 +281,11 @@ def drift(r: Report) -> list[Block]:
     if not r.drift:
         return out + [Line("not enough judged trials")]
     out.append(table(["policy", "first half", "second half", "Fisher p"],
-                     [[d.policy, k_of_n(d.first_k, d.first_n), k_of_n(d.second_k, d.second_n), fmt_p(d.fisher_p)]
-                      for d in r.drift]))
+                     [[d.policy, k_of_n(d.first_k, d.first_n), k_of_n(d.second_k, d.second_n),
+                       fmt_p(d.fisher_p) if d.fisher_p == d.fisher_p else "withheld"] for d in r.drift]))
+    why = dict(r.withheld).get("drift_fisher_p")
+    if why:
+        out.append(Line(f"Fisher p withheld: {why}."))
     order_rows = [p for p in r.policies if p.first_trials and p.second_trials]
     if order_rows:
         out += [Gap(), Line("Order within the pair: " + "; ".join(

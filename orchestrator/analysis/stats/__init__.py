@@ -17,7 +17,7 @@ Modules (one idea each; everything is re-exported here, so `stats.wilson(...)` w
 `types` result dataclasses; `proportion` one rate (Wilson, Clopper-Pearson, coverage);
 `mcnemar` the paired test; `paired_ci` intervals for the paired difference; `unpaired` Fisher
 and Newcombe for independent rates; `multi` Cochran's Q and Holm; `clustered` repeats on one
-mark (the mark as the unit); `evalue` the anytime-valid e-value; `evalue_power` the e-value rule's exact power; `sequence` anytime-valid
+mark (the mark as the unit); `clustered_rate` one policy's rate over marks; `evalue` the anytime-valid e-value; `evalue_power` the e-value rule's exact power; `sequence` anytime-valid
 confidence sequences; `power` exact power and sample sizes; `planning` `orchestrator plan`;
 `seeds` over training seeds and task suites; `agreement` judges' kappas.
 
@@ -65,6 +65,7 @@ from __future__ import annotations
 from orchestrator.analysis.stats.agreement import binary_agreement, cohen_kappa, fleiss_kappa
 from orchestrator.analysis.stats.clustered import (clustered_difference, clustered_mcnemar, clustered_p_values, design_effect,
                         mark_split, signflip_tails)
+from orchestrator.analysis.stats.clustered_rate import clustered_wilson, rate_design_effect
 from orchestrator.analysis.stats.evalue import evalue_discordant
 from orchestrator.analysis.stats.evalue_power import evalue_layouts_needed, evalue_power, rejection_by_discordant
 from orchestrator.analysis.stats.mcnemar import (discordant_floor, mcnemar, mcnemar_exact_p, mcnemar_midp, min_discordant_for_alpha,
@@ -96,6 +97,6 @@ __all__ = [
     "fisher_trials_needed",
     "evalue_discordant", "evalue_power", "evalue_layouts_needed", "rejection_by_discordant", "interquartile_mean", "stratified_bootstrap_ci", "binary_agreement", "cohen_kappa",
     "fleiss_kappa", "prob_at_least", "plan",
-    "ClusteredResult", "clustered_mcnemar", "clustered_p_values", "clustered_difference",
+    "ClusteredResult", "clustered_wilson", "rate_design_effect", "clustered_mcnemar", "clustered_p_values", "clustered_difference",
     "design_effect", "mark_split", "signflip_tails", "newcombe_cells", "beta_binomial_cs", "beta_binomial_bounds", "difference_cs",
 ]
