@@ -196,7 +196,8 @@ class CampaignSource:
 
 def contested(store: CampaignStore, judge: str) -> set[str]:
     """Episodes where the `auto` rater and an earlier human judge (not `judge`) disagree
-    (success against failure; unsure disagrees with nobody). Only which episodes, never
+    (success against failure; unsure disagrees with nobody), and those `auto` was unsure of
+    (they need a human most). Only which episodes, never
     whose label: the judge app does not show `auto`'s label."""
     labels: dict[str, dict[str, str]] = {}
     for j in store.judgments():
@@ -208,6 +209,8 @@ def contested(store: CampaignStore, judge: str) -> set[str]:
             continue
         out.update(e for e, label in theirs.items()
                    if {label, auto.get(e)} == {"success", "failure"})
+    # the episodes `auto` abstained on (its error band straddles the success test) come first too
+    out.update(e for e, label in auto.items() if label == "unsure")
     return out
 
 
