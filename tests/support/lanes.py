@@ -88,6 +88,7 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_stats_clustered_rate.py", ()),
     ("test_stats_evalue_rule.py", ()),
     ("test_stats_homogeneity.py", ()),
+    ("test_stats_kappa.py", ()),
     ("test_stats_sequence.py", ()),
     ("test_store.py", ()),
     ("test_success.py", ()),
