@@ -111,6 +111,7 @@ class TrialOutcome:
     aborted_attempts: int = 0
     line: int | None = None           # CSV line number, for messages
     timing: LoopTiming | None = None  # the episode's control-loop timing (campaigns only)
+    disputed: bool = False            # the human judges disagree on it (no majority either way)
     abort_classes: tuple[str, ...] = ()   # the class of each aborted attempt, in order
     settled: str | None = None        # `failure` / `excluded`: an abort settled the trial (no episode)
 
@@ -158,6 +159,7 @@ class OutcomeSet:
     arm_still: tuple[str, ...] = ()               # episodes in which the arm never moved
     station_blocks: tuple[dict[str, Any], ...] = ()   # unit, station, state, claimed_at, finished_at
     abort_rules: dict[str, Any] | None = None     # the protocol's `aborts` (None: a CSV)
+    disagreement: str = "unsure"                  # the protocol's judging.disagreement rule
 
     # ---------------------------------------------------------------- views
 
@@ -452,6 +454,14 @@ def _choose_labels(store: CampaignStore, judge: str | None, auto_counted: bool, 
     return _Labels(mode, source, requested, voters, latest, physics)
 
 
+def _disputed(labels: _Labels, episode_id: str) -> bool:
+    """The consensus's judges labelled it both success and failure, with no majority."""
+    if labels.mode != CONSENSUS:
+        return False
+    votes = [labels.latest[h][episode_id].label for h in labels.voters if episode_id in labels.latest[h]]
+    return "success" in votes and "failure" in votes and consensus_label(votes) == "unsure"
+
+
 def _label_of(labels: _Labels, episode_id: str) -> tuple[bool | None, str | None, str]:
     """(success or None, failure mode, who decided) for one done episode."""
     if labels.mode == "physics":
@@ -503,8 +513,12 @@ def outcomes_from_store(store: CampaignStore, judge: str | None = None) -> Outco
         rec = episodes.get(t.episode_id) if t.episode_id else None
         success, failure_mode, who = None, None, None
         settled = next((a for a in aborts_of.get(t.slot, ()) if a.get("settles")), None)
+        disputed = False
         if t.state == "done" and rec is not None:
             success, failure_mode, who = _label_of(labels, rec["id"])
+            disputed = _disputed(labels, rec["id"])
+            if disputed and protocol.judging.disagreement == "failure":
+                success, failure_mode = False, "judges disagree"   # pre-registered
             unjudged += success is None
         elif t.state == "done" and settled is not None and settled["settles"] == "failure":
             # the protocol's `aborts` rule scored the aborted trial as its policy's failure
@@ -518,6 +532,7 @@ def outcomes_from_store(store: CampaignStore, judge: str | None = None) -> Outco
             safety_events=tuple(rec.get("safety_events") or ()) if rec else (),
             aborted_attempts=aborted_by_slot.get(t.slot, 0),
             timing=LoopTiming.from_dict(rec.get("timing")) if rec else None,
+            disputed=disputed,
             abort_classes=tuple(a.get("abort_class") or "unclassified" for a in aborts_of.get(t.slot, ())),
             settled=settled["settles"] if settled is not None and t.state == "done" else None))
     done = sum(1 for t in trials if t.state == "done")
@@ -536,7 +551,7 @@ def outcomes_from_store(store: CampaignStore, judge: str | None = None) -> Outco
         fps=protocol.episode.fps, auto_labels={ep: j.label for ep, j in store.latest_labels(AUTO_JUDGE).items()},
         arm_still=still_episodes(store.directory, episodes.values()),
         station_blocks=tuple(store.station_blocks()) if hasattr(store, "station_blocks") else (),
-        abort_rules=protocol.aborts.model_dump())
+        abort_rules=protocol.aborts.model_dump(), disagreement=protocol.judging.disagreement)
 
 
 def session_counts(sessions: Sequence[dict[str, Any]]) -> SessionCounts:

@@ -167,6 +167,10 @@ class Judging(_Strict):
     # On a PostgreSQL store: operator roles (`store add-operator`) see no human label until the
     # campaign has ended and every episode has `judges` human labels (enforced by the server).
     hide_labels_from_operator: bool = False
+    # When the human judges of an episode disagree (no majority): `unsure` (the episode waits
+    # for another judge, its layout is left out meanwhile), or `failure` (a disagreement counts
+    # as a failure of the policy). Pre-registered: which layouts drop would depend on outcomes.
+    disagreement: Literal["unsure", "failure"] = "unsure"
 
 
 class EValueStopping(_Strict):

@@ -116,6 +116,32 @@ def _stop_note(data: OutcomeSet, significant: bool, ev: stats.EValueResult) -> t
     return ()
 
 
+def _disagreement_note(data: OutcomeSet, a: str, b: str, evalue_rule: bool) -> tuple[str, ...]:
+    """Judge disagreements that changed which layouts count, with the pre-registered rule and
+    what the other rule would have given (which layouts drop depends on the outcome)."""
+    disputed = {o.key for o in data.outcomes if o.disputed and o.policy in (a, b)}
+    if not disputed:
+        return ()
+    units = "layout" + ("s" if len(disputed) != 1 else "")
+    if data.disagreement == "failure":
+        return (f"The judges disagree on {len(disputed)} {units} of {a} vs {b}; by the pre-registered rule "
+                "(judging.disagreement: failure) a disagreement counts as a failure of the policy.",)
+    from dataclasses import replace
+
+    alt = replace(data, outcomes=tuple(replace(o, success=False, failure_mode="judges disagree")
+                                       if o.disputed and o.success is None else o for o in data.outcomes))
+    t = stats.paired_table([x[1] for x in alt.pairs(a, b)], [x[2] for x in alt.pairs(a, b)])
+    if evalue_rule:
+        other = f"e-value {stats.evalue_discordant(t.a_only, t.b_only).e_value:.2f}"
+    else:
+        mc = stats.mcnemar(t.a_only, t.b_only)
+        other = f"{p_name(data.primary)} {fmt_p(mc.exact_p if data.primary == 'mcnemar_exact' else mc.mid_p)}"
+    return (f"The judges disagree on {len(disputed)} {units} of {a} vs {b}: by the pre-registered rule "
+            "(judging.disagreement: unsure) they are left out until another judge decides; counted as "
+            f"failures instead, the table would be {t.a_only} {a}-only to {t.b_only} {b}-only of {t.n} "
+            f"({other}, unadjusted).",)
+
+
 def _evalue_rule(stopping: Any) -> bool:
     if isinstance(stopping, dict):
         return stopping.get("kind") == "evalue"
@@ -204,7 +230,8 @@ def _compare(an: PairedAnalysis, a: str, b: str, data: OutcomeSet, holm_mid: flo
         verdict=verdict_text(evidence, more, more_note),
         pairing_note=_pairing_note(table, fisher, p_primary, p_name(primary)) if an.unit == "layout" else "",
         strata=_stratum_rows(data.pairs(a, b), data), unit=an.unit, clustered=an.clustered, marks=an.marks,
-        sequence=an.sequence, notes=verdict_notes(evidence) + _stop_note(data, significant, ev),
+        sequence=an.sequence, notes=verdict_notes(evidence) + _stop_note(data, significant, ev)
+        + _disagreement_note(data, a, b, evalue_rule),
         holm_exact_p=holm_exact, share=share)
 
 
