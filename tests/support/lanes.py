@@ -71,6 +71,7 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_protocol_fuzz.py", ()),
     ("test_reliability.py", ("subprocess",)),
     ("test_report.py", ()),
+    ("test_report_wording.py", ()),
     ("test_report_html.py", ("browser", "subprocess")),
     ("test_report_stations.py", ()),
     ("test_report_stats.py", ()),
