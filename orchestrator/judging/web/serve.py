@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ipaddress
 import secrets
+import signal
 import socket
 import sys
 from typing import TextIO
@@ -99,8 +100,13 @@ def serve(source: JudgeSource, host: str = "127.0.0.1", port: int = 0, out: Text
         print_qr(urls[0], out)
     print("Ctrl-C (or q on the page) stops the server; every label is saved as it is made.", file=out,
           flush=True)
+    # uvicorn handles Ctrl-C / SIGTERM (a graceful stop), then raises the signal again for the
+    # handler that was there before: a no-op here, so the judge ends with its summary, exit 0
+    previous = {sig: signal.signal(sig, lambda *_: None) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         server.run(sockets=[sock])
     finally:
         sock.close()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     return session

@@ -12,13 +12,13 @@
 const SPEEDS = [0.25, 0.5, 1, 2, 4];
 const DRIFT_S = 0.12;
 const SEEK_PAD_S = 0.0005;   // seek just past a frame's timestamp, so that frame is the one shown
-const metrics = window.judgeMetrics = { keys: [], ready: [], frames: {}, clockAtEnd: null, ended: [] };
+const metrics = window.judgeMetrics = { keys: [], ready: [], frames: {}, clockAtEnd: null, ended: [], answered: 0 };
 
 let state = null;            // the server's /api/state
 let ep = null;               // the current episode (state.episode)
 let view = -1;               // -1: all cameras; else the index of one camera
 let audit = false, zoom = false, guide = false, invalidPrompt = false;
-const clock = { t: 0, playing: false, speed: 1, anchorWall: 0, anchorT: 0, waiting: false };
+const clock = window.judgeClock = { t: 0, playing: false, speed: 1, anchorWall: 0, anchorT: 0, waiting: false };
 const players = new Map();   // camera -> {video, cell, frame, canvas, cam}
 const preloaded = new Map(); // video URL -> <video> loaded ahead
 let queue = Promise.resolve();
@@ -374,10 +374,11 @@ function send(action, value) {
   const episode = ep ? ep.id : null;
   queue = queue.then(async () => {
     const r = await call("/api/action", { action, value, episode });
+    metrics.answered += 1;
     if (r.status === 409) { setStatus(r.data.error, true); if (r.data.state) render(r.data.state); return; }
     if (!r.ok) { setStatus(r.data.error || `the server answered ${r.status}`, true); return; }
     render(r.data);
-  }).catch((err) => setStatus(`NOT SAVED (the server cannot be reached: ${err.message}); press the key again`, true));
+  }).catch((err) => { metrics.answered += 1; setStatus(`NOT SAVED (the server cannot be reached: ${err.message}); press the key again`, true); });
 }
 
 function openNote() {
