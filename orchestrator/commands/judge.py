@@ -97,6 +97,24 @@ def run_auto(target: Path) -> int:
     return 0
 
 
+def check_judge_role(source, judge: str) -> None:
+    """On a PostgreSQL store a served judge connects as the judge's own role (`orchestrator
+    store add-judge`): refuse a connection that could read the key (the owner's, an
+    operator's) or that is another judge's (the server would refuse each label)."""
+    conn = getattr(getattr(source, "store", None), "conn", None)
+    if getattr(conn, "dialect", "sqlite") != "postgresql":
+        return
+    can_read_key, role = conn.execute(
+        "SELECT has_column_privilege('trials', 'policy', 'SELECT'), current_user").fetchone()
+    if can_read_key:
+        raise BadInput(f"--store: role {role!r} can read which policy ran each episode; serve the judge "
+                       f"with the judge's own role (orchestrator store add-judge URL {judge}, then "
+                       f"--store postgresql://{judge}@HOST/DATABASE)")
+    if role != judge:
+        raise BadInput(f"--judge {judge}: the store's role is {role!r}; a judge labels as its own role "
+                       "(--judge must be the role's name)")
+
+
 def run_web(args: argparse.Namespace) -> int:
     """`--web`: serve the judge to a browser until Ctrl-C or `q` on the page."""
     host = args.host or "127.0.0.1"
@@ -107,6 +125,7 @@ def run_web(args: argparse.Namespace) -> int:
     from orchestrator.judging.web.serve import serve
 
     try:
+        check_judge_role(source, args.judge)
         try:
             session = serve(source, host, port)
         except OSError as exc:

@@ -88,8 +88,11 @@ class JudgeSession:
 
     def progress(self) -> dict:
         total = len(self.order)
-        decided = sum(1 for r in self.labels.values() if r.label != "unsure")
-        unsure = sum(1 for r in self.labels.values() if r.label == "unsure")
+        # only episodes still in the order: a bundle's history keeps the `invalid_start` line of
+        # an episode sent back, which is no longer one to judge
+        labels = [self.labels[e.id] for e in self.order if e.id in self.labels]
+        decided = sum(1 for r in labels if r.label != "unsure")
+        unsure = sum(1 for r in labels if r.label == "unsure")
         text = f"{decided} of {total} judged" + (f" ({unsure} unsure)" if unsure else "")
         return {"decided": decided, "total": total, "unsure": unsure, "text": text}
 
