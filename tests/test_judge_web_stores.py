@@ -144,3 +144,28 @@ def test_five_judges_at_once_on_postgresql_lose_and_mix_nothing(on_server):
         for position, episode in enumerate(seen):
             assert got[(f"j{index}", episode)] == expected_label(index, position)
     assert every == 20 + sum(1 for i in range(1, 6) for p in range(4) if expected_label(i, p)[1])
+
+
+def test_a_label_that_cannot_be_written_says_not_saved_and_nothing_moves(template, tmp_path):
+    campaign = Path(shutil.copytree(template, tmp_path / template.name))
+    assert run_module("bundle", campaign, "--out", tmp_path / "bundle").code == 0
+    labels = tmp_path / "bundle" / "labels"
+    with WebJudge(tmp_path / "bundle", "--judge", "dora") as judge:
+        first = judge.state()["episode"]["id"]
+        shutil.rmtree(labels, ignore_errors=True)
+        labels.write_text("not a folder")                    # the labels folder cannot be written
+        status, state = judge.act("label", "success", first)
+        assert status == 200 and state["status"].startswith("NOT SAVED (File exists)")
+        assert state["episode"]["id"] == first and state["progress"]["decided"] == 0
+        labels.unlink()
+        status, state = judge.act("label", "success", first)  # fixed: the same key again
+        assert state["status"] == f"Saved: success for {first}" and state["progress"]["decided"] == 1
+    assert (labels / "dora.jsonl").read_text().count('"op": "add"') == 1
+
+
+def test_bad_web_options_are_one_line_and_exit_2(template):
+    for args, message in ((["--web", "--host", "256.1.1.1"], "cannot listen there"),
+                          (["--web", "--port", "70000"], "a port is 0-65535"),
+                          (["--port", "9000"], "--host and --port go with --web")):
+        done = run_module("judge", template, "--judge", "alice", *args)
+        assert done.code == 2 and len(done.err_lines) == 1 and message in done.err, done.err
