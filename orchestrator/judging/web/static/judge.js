@@ -108,6 +108,9 @@ function tick() {
       for (const p of players.values()) {
         const v = p.video;
         if (v.readyState < 1) continue;
+        // a camera whose last frame came before the episode's end holds that frame (play()
+        // on an ended video would start it again from 0)
+        if (v.ended || t >= (v.duration || Infinity) - 0.001) continue;
         if (v.paused) v.play().catch(() => null);
         if (Math.abs(v.currentTime - t) > DRIFT_S * clock.speed) v.currentTime = t;
       }
@@ -199,14 +202,15 @@ function cellFor(cam, media, tag) {
   const label = document.createElement("span");
   label.className = "tag"; label.textContent = tag;
   cell.append(frame, label);
-  decorate({ cam, frame, canvas });
+  cell.judgeParts = { cam, frame, canvas };
+  decorate(cell.judgeParts);
   return cell;
 }
 
 function release(video) { video.pause(); video.removeAttribute("src"); video.load(); }
 
 function load(episode, autoplay) {
-  for (const p of players.values()) if (!p.keep) release(p.video);
+  for (const p of players.values()) release(p.video);
   players.clear();
   $("stage").replaceChildren();
   audit = false; ep = episode; clock.playing = false; clock.waiting = false; setClock(0);
@@ -310,12 +314,7 @@ function decorate(p) {
 }
 
 function redecorate() {
-  document.querySelectorAll(".cell").forEach((cell) => {
-    const frame = cell.querySelector(".frame"), canvas = cell.querySelector("canvas");
-    const p = [...players.values()].find((q) => q.cell === cell);
-    const cam = p ? p.cam : ep && ep.cameras.find((c) => cell.querySelector(".tag").textContent.startsWith(c.name));
-    if (frame && canvas && cam) decorate({ cam, frame, canvas });
-  });
+  document.querySelectorAll(".cell").forEach((cell) => { if (cell.judgeParts) decorate(cell.judgeParts); });
 }
 
 function overlayStatus(what, on) {
