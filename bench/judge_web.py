@@ -12,7 +12,8 @@ Prints:
   and to its first presented frame; target < 200 ms;
 - the same for `z` (undo), which goes back to an episode not loaded ahead (a cold open).
 
-Usage: `uv run python bench/judge_web.py [--episodes 8] [--loads 5]`.
+Usage: `uv run python bench/judge_web.py [CAMPAIGN] [--episodes 8] [--loads 5]` (CAMPAIGN: an
+existing campaign to judge instead, e.g. the demo's; a judge `bench` labels it).
 """
 
 from __future__ import annotations
@@ -54,15 +55,20 @@ def press(page, key: str) -> tuple[float, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("campaign", nargs="?", type=Path, default=None)
     parser.add_argument("--episodes", type=int, default=8)
     parser.add_argument("--loads", type=int, default=5)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
-        campaign = make_campaign(Path(tmp), marks=max(1, args.episodes // 2), fps=30, seconds=8.0,
-                                 size=(640, 480))
-        print(f"campaign: {args.episodes} episodes x 2 cameras, 640x480 30 fps 8 s "
-              f"(written in {time.perf_counter() - t0:.1f} s)")
+        if args.campaign is not None:
+            campaign = args.campaign
+            print(f"campaign: {campaign}")
+        else:
+            campaign = make_campaign(Path(tmp), marks=max(1, args.episodes // 2), fps=30, seconds=8.0,
+                                     size=(640, 480))
+            print(f"campaign: {args.episodes} episodes x 2 cameras, 640x480 30 fps 8 s "
+                  f"(written in {time.perf_counter() - t0:.1f} s)")
         with WebJudge(campaign, "--judge", "bench") as judge, browser() as chrome:
             ready, shown = [], []
             for _ in range(args.loads):

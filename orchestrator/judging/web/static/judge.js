@@ -244,6 +244,8 @@ function load(episode, autoplay) {
     if (!ep || ep.id !== id) return;
     metrics.ready.push({ episode: id, wall: now() });
     if (autoplay) play();
+    // the next episode loads once this one is on screen (so it does not compete with it)
+    call("/api/upcoming").then((r) => { if (r.ok && r.data.episode && ep && ep.id === id) preload(r.data.episode); });
   }));
 }
 
@@ -308,8 +310,10 @@ function decorate(p) {
   }
   if (zoom && ov.zoom) {
     const [l, t, r, b] = ov.zoom;
-    const scale = Math.min(w / Math.max(2, (r - l) * sx), h / Math.max(2, (b - t) * sy));
-    p.frame.style.transform = `scale(${scale}) translate(${-l * sx}px, ${-t * sy}px)`;
+    // the box fills the frame, as overlay.draw resizes it (the box has the frame's aspect
+    // ratio unless the image's edge clipped it)
+    const kx = w / Math.max(2, (r - l) * sx), ky = h / Math.max(2, (b - t) * sy);
+    p.frame.style.transform = `scale(${kx}, ${ky}) translate(${-l * sx}px, ${-t * sy}px)`;
   }
 }
 
@@ -363,7 +367,6 @@ function render(s) {
   setStatus(s.status);
   if (!ep || !e || ep.id !== e.id) {
     load(e, true);
-    if (e) call("/api/upcoming").then((r) => { if (r.ok && r.data.episode) preload(r.data.episode); });
   }
 }
 
@@ -469,8 +472,13 @@ document.addEventListener("DOMContentLoaded", async () => {
     send("note", text);
   });
   $("notecancel").addEventListener("click", () => { closeNote(); setStatus("Note cancelled."); });
-  const r = await call("/api/state");
-  if (!r.ok) { setStatus("The judge server refused this page: open the URL it printed.", true); return; }
-  render(r.data);
+  let initial = null;
+  try { initial = JSON.parse($("initial-state").textContent); } catch (err) { initial = null; }
+  if (initial && initial.title) render(initial);
+  else {
+    const r = await call("/api/state");
+    if (!r.ok) { setStatus("The judge server refused this page: open the URL it printed.", true); return; }
+    render(r.data);
+  }
   requestAnimationFrame(tick);
 });
