@@ -40,7 +40,7 @@ def first_presented(page) -> float:
 
 def summary(name: str, values: list[float], target: float) -> None:
     print(f"{name:<46} median {statistics.median(values):6.0f} ms   max {max(values):6.0f} ms   "
-          f"(n={len(values)}, target < {target:.0f} ms)")
+          f"(n={len(values)}, target < {target:.0f} ms)   [{' '.join(f'{v:.0f}' for v in values)}]")
 
 
 def press(page, key: str) -> tuple[float, float]:

@@ -37,6 +37,8 @@ def open_page(chrome, judge: WebJudge):
     page = chrome.new_page(viewport={"width": 1280, "height": 800})
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
+    # (a script or style the Content-Security-Policy blocked would show here)
+    page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
     page.goto(judge.url)
     wait(page, "window.judgeMetrics.ready.length > 0")
     return page, errors

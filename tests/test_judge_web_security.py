@@ -43,7 +43,7 @@ def test_without_the_token_nothing_is_served(campaign):
         assert "?token=" in printed and "scan it on a tablet" in printed
         assert "\u2588" in printed or "\u2580" in printed or "\u2584" in printed    # the QR code
         video = media_url(judge)
-        for path in ("/", "/api/state", "/api/upcoming", "/static/judge.js", video):
+        for path in ("/", "/api/state", "/api/upcoming", video):
             status, headers, body = judge.request("GET", path, token=False)
             assert status == 403 and b"token" in body and headers["cache-control"] == "no-store", path
             status, _, _ = judge.request("GET", path, headers={"X-Judge-Token": judge.token[:-1] + "x"},
@@ -155,7 +155,7 @@ def test_nothing_the_browser_receives_names_a_policy_or_a_time(campaign):
         assert any(body[4:8] == b"ftyp" for _, _, body in received)
     kinds = {re.sub(r"/media/[A-Za-z0-9_-]{24}$", "/media/TOKEN", url.split(f":{judge.port}", 1)[1].split("?")[0])
              for url, _, _ in received}
-    assert kinds <= {"/", "/static/judge.js", "/static/judge.css", "/api/state", "/api/upcoming",
+    assert kinds <= {"/", "/api/state", "/api/upcoming",
                      "/api/action", "/media/TOKEN", "/favicon.ico"}, kinds
     assert any(h.get("content-type") == "video/mp4" for _, h, _ in received)
     assert any(h.get("content-type") == "image/jpeg" for _, h, _ in received)

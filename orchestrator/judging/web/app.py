@@ -1,6 +1,7 @@
 """The browser judge's HTTP interface (Starlette): one page, its state as JSON, the media.
 
-    GET  /                 the page (`static/index.html`; everything else comes from `/static/`)
+    GET  /                 the page: `static/index.html` with `judge.css`, `judge.js` and the
+                           session's state in it (one request before the videos)
     GET  /api/state        the session: task, progress, current episode, its label, a status line
     GET  /api/upcoming     the episode likely to come next (so the page loads it ahead)
     POST /api/action       {"action": label|mode|note|undo|invalid, "episode": id, "value": ...}
@@ -26,7 +27,7 @@ from typing import Callable
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
 from orchestrator.judging.source import INVALID_START_REASONS, BlindEpisode
@@ -36,7 +37,23 @@ from orchestrator.judging.web.session import JudgeSession
 
 STATIC = Path(__file__).with_name("static")
 STATE_SLOT = "{}<!--state-->"
-STATIC_FILES = {"judge.js": "text/javascript; charset=utf-8", "judge.css": "text/css; charset=utf-8"}
+
+
+def page_parts() -> tuple[str, bytes]:
+    """The page template with the style and script in it, and the Content-Security-Policy that
+    allows exactly that style and script (by their SHA-256, CSP level 2) and nothing inline else."""
+    import base64
+    import hashlib
+
+    css, js = ((STATIC / name).read_text() for name in ("judge.css", "judge.js"))
+    digest = {name: base64.b64encode(hashlib.sha256(text.encode()).digest()).decode()
+              for name, text in (("css", css), ("js", js))}
+    html = (STATIC / "index.html").read_text().replace("<!--style-->", f"<style>{css}</style>") \
+        .replace("<!--script-->", f"<script>{js}</script>")
+    csp = (f"default-src 'none'; script-src 'sha256-{digest['js']}'; style-src 'sha256-{digest['css']}'; "
+           "img-src 'self' blob:; media-src 'self' blob:; connect-src 'self'; form-action 'none'; "
+           "frame-ancestors 'none'; base-uri 'none'")
+    return html, csp.encode()
 
 
 def overlay_geometry(pose: dict, episode: BlindEpisode, min_height_m: float) -> dict | None:
@@ -64,13 +81,14 @@ class JudgeWeb:
         self.session = session
         self.media = MediaStore()
         self.on_quit = on_quit
-        routes = [Route("/", self.page), Route("/static/{name}", self.static),
+        self.html, csp = page_parts()
+        routes = [Route("/", self.page),
                   Route("/api/state", self.state), Route("/api/upcoming", self.upcoming),
                   Route("/api/action", self.action, methods=["POST"]),
                   Route("/api/quit", self.quit, methods=["POST"]),
                   Route("/media/{token}", self.media_file),
                   Route("/favicon.ico", lambda request: Response(status_code=204))]
-        self.app = Guard(Starlette(routes=routes), token, port)
+        self.app = Guard(Starlette(routes=routes), token, port, csp)
         for episode in (session.current, session.upcoming()):   # ready before the page asks
             if episode is not None:
                 self.media.prepare_async(episode)
@@ -136,14 +154,7 @@ class JudgeWeb:
         """The page, with the state in it (a JSON data block, which the Content-Security-Policy
         lets through as it is never run): one round trip less before the first frame."""
         state = json.dumps(await self.state_json()).replace("<", "\\u003c")
-        html = (STATIC / "index.html").read_text().replace(STATE_SLOT, state)
-        return HTMLResponse(html)
-
-    async def static(self, request: Request) -> Response:
-        name = request.path_params["name"]
-        if name not in STATIC_FILES:
-            return Response("not found\n", 404, media_type="text/plain")
-        return FileResponse(STATIC / name, media_type=STATIC_FILES[name])
+        return HTMLResponse(self.html.replace(STATE_SLOT, state))
 
     async def state(self, request: Request) -> Response:
         return JSONResponse(await self.state_json())

@@ -14,8 +14,8 @@
   server's own.
 - **Every response**: `Cache-Control: no-store` (videos and labels are not kept in the
   browser's or a proxy's cache), `Referrer-Policy: no-referrer`, `X-Content-Type-Options:
-  nosniff`, a Content-Security-Policy that allows only this server's own scripts, styles
-  and media, and no framing.
+  nosniff`, a Content-Security-Policy that allows only the page's own script and style (by
+  their hashes) and this server's media, and no framing.
 """
 
 from __future__ import annotations
@@ -31,11 +31,8 @@ SECURITY_HEADERS = [
     (b"x-content-type-options", b"nosniff"),
     (b"x-frame-options", b"DENY"),
     (b"cross-origin-resource-policy", b"same-origin"),
-    (b"content-security-policy",
-     b"default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' blob:; "
-     b"media-src 'self' blob:; connect-src 'self'; form-action 'none'; frame-ancestors 'none'; "
-     b"base-uri 'none'"),
 ]
+DEFAULT_CSP = b"default-src 'none'; frame-ancestors 'none'; base-uri 'none'"
 _DROPPED = {b"cache-control", b"last-modified", b"etag", b"server", b"date", b"expires"}
 
 
@@ -46,10 +43,11 @@ def cookie_name(port: int) -> str:
 class Guard:
     """ASGI middleware: the token check, the cross-site check and the response headers."""
 
-    def __init__(self, app, token: str, port: int):
+    def __init__(self, app, token: str, port: int, csp: bytes = DEFAULT_CSP):
         self.app = app
         self.token = token
         self.port = port
+        self.headers = [*SECURITY_HEADERS, (b"content-security-policy", csp)]
 
     def _headers(self, scope) -> dict[str, str]:
         return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
@@ -105,14 +103,13 @@ class Guard:
         async def with_headers(message):
             if message["type"] == "http.response.start":
                 kept = [(k, v) for k, v in message.get("headers", []) if k.lower() not in _DROPPED]
-                message = {**message, "headers": kept + SECURITY_HEADERS}
+                message = {**message, "headers": kept + self.headers}
             await send(message)
 
         await self.app(scope, receive, with_headers)
 
-    @staticmethod
-    async def _plain(send, status: int, body: bytes, extra: list | None = None) -> None:
+    async def _plain(self, send, status: int, body: bytes, extra: list | None = None) -> None:
         headers = [(b"content-type", b"text/plain; charset=utf-8"),
-                   (b"content-length", str(len(body)).encode()), *(extra or []), *SECURITY_HEADERS]
+                   (b"content-length", str(len(body)).encode()), *(extra or []), *self.headers]
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": body})
