@@ -227,3 +227,16 @@ def test_the_server_opens_no_file_outside_the_blinded_view(campaign, tmp_path):
     outside = [p for p in opened if p != campaign and p.name not in view
                and not re.fullmatch(r"(front|wrist)\.mp4|front\.start\.jpg|cameras\.json|timeseries\.\w+", p.name)]
     assert outside == []
+
+
+def test_the_web_judge_cannot_reach_the_key():
+    """Importing the browser judge loads none of the modules that can read the key: it gets a
+    `JudgeSource` and nothing else (commands/judge.py opens it)."""
+    code = ("import sys, orchestrator.judging.web.serve, orchestrator.judging.web.app\n"
+            "bad = [m for m in ('orchestrator.store.sqlite', 'orchestrator.judging.blinding', "
+            "'orchestrator.judging.bundle', 'orchestrator.design.schedule', 'orchestrator.design.protocol', "
+            "'sqlite3', 'psycopg') if m in sys.modules]\n"
+            "print(bad, 'orchestrator.judging.web.session' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[] True"
