@@ -22,15 +22,29 @@ def template(tmp_path_factory) -> Path:
     return make_campaign(tmp_path_factory.mktemp("webstores"), marks=2, seconds=1.0)
 
 
+def tap(page, key: str) -> None:
+    """Tap the button of `key` (for `x`: then the button of the third reason)."""
+    before = page.evaluate("() => window.judgeMetrics.answered")
+    if key == "x":
+        page.tap('#buttons button[data-key="x"]')
+        page.tap('#reasons button[data-key="3"]')
+    else:
+        page.tap(f'#buttons button[data-key="{key}"]')
+    wait(page, f"window.judgeMetrics.answered > {before}")
+
+
 def label_all_in_the_browser(judge: WebJudge, keys: list[str]) -> list[str]:
     """Press `keys` (one per episode) in a headless Chromium; returns the episode ids in order."""
     order = []
     with browser() as chrome:
-        page = chrome.new_page()
+        page = chrome.new_page(has_touch=True)
         page.goto(judge.url)
         wait(page, "window.judgeMetrics.ready.length > 0")
         for key in keys:
             order.append(page.inner_text("#episode").split()[1])
+            if key.startswith("tap "):          # a tablet: the buttons, no keyboard
+                tap(page, key.split()[1])
+                continue
             if key == "x":                      # invalid start: x, then the reason
                 page.keyboard.press("x")
                 assert "why?" in page.inner_text("#status")
@@ -46,7 +60,7 @@ def test_a_bundle_judged_in_the_browser_is_imported_and_reported(template, tmp_p
     assert made.code == 0, made.err
     with WebJudge(tmp_path / "bundle", "--judge", "carol") as judge:
         assert judge.state()["kind"] == "bundle"
-        order = label_all_in_the_browser(judge, ["s", "x", "f", "s"])
+        order = label_all_in_the_browser(judge, ["s", "tap x", "f", "tap s"])
         code, out, err = judge.stop()
     assert code == 0 and "3 of 3 episodes judged" in out, err
     imported = run_module("import-labels", campaign, tmp_path / "bundle")
