@@ -104,6 +104,8 @@ function tick() {
       seekAll(endS());
       metrics.clockAtEnd = clock.t;
       metrics.ended.push({ episode: ep.id, clock: clock.t, wall });
+    } else if (stalled(t)) {
+      setClock(t);   // a camera is waiting for data (a slow network): the clock waits with it
     } else {
       for (const p of players.values()) {
         const v = p.video;
@@ -118,6 +120,11 @@ function tick() {
   }
   drawCursor();
   requestAnimationFrame(tick);
+}
+
+function stalled(t) {
+  return [...players.values()].some(({ video: v }) => v.readyState >= 1 && v.readyState < 3 && !v.seeking
+    && !v.ended && t < (v.duration || Infinity) - 0.05);
 }
 
 function step(delta) {
