@@ -12,13 +12,16 @@ Prints:
   and to its first presented frame; target < 200 ms;
 - the same for `z` (undo), which goes back to an episode not loaded ahead (a cold open).
 
-Usage: `uv run python bench/judge_web.py [CAMPAIGN] [--episodes 8] [--loads 5]` (CAMPAIGN: an
-existing campaign to judge instead, e.g. the demo's; a judge `bench` labels it).
+Usage: `uv run python bench/judge_web.py [CAMPAIGN] [--episodes 8] [--loads 5] [--network MS,MBIT]`
+(CAMPAIGN: an existing campaign to judge instead, e.g. the demo's; a new judge `bench-XXXX` labels it;
+`--network 20,50`: Chromium's network emulation adds 20 ms of latency per request and caps the
+throughput at 50 Mbit/s, a judge on another machine of a LAN or a good Wi-Fi).
 """
 
 from __future__ import annotations
 
 import argparse
+import secrets
 import statistics
 import sys
 import tempfile
@@ -53,11 +56,25 @@ def press(page, key: str) -> tuple[float, float]:
     return ready_at - key_at, first_presented(page) - key_at
 
 
+def new_page(chrome, network: str | None):
+    """A page; with `network` ("MS,MBIT") behind Chromium's network emulation (DevTools)."""
+    page = chrome.new_page(viewport={"width": 1600, "height": 1000})
+    if network:
+        latency, mbit = (float(x) for x in network.split(","))
+        cdp = page.context.new_cdp_session(page)
+        cdp.send("Network.enable")
+        cdp.send("Network.emulateNetworkConditions", {
+            "offline": False, "latency": latency, "downloadThroughput": mbit * 1e6 / 8,
+            "uploadThroughput": mbit * 1e6 / 8})
+    return page
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("campaign", nargs="?", type=Path, default=None)
     parser.add_argument("--episodes", type=int, default=8)
     parser.add_argument("--loads", type=int, default=5)
+    parser.add_argument("--network", default=None, metavar="MS,MBIT")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
@@ -69,17 +86,17 @@ def main() -> None:
                                      size=(640, 480))
             print(f"campaign: {args.episodes} episodes x 2 cameras, 640x480 30 fps 8 s "
                   f"(written in {time.perf_counter() - t0:.1f} s)")
-        with WebJudge(campaign, "--judge", "bench") as judge, browser() as chrome:
+        with WebJudge(campaign, "--judge", f"bench-{secrets.token_hex(3)}") as judge, browser() as chrome:
             ready, shown = [], []
             for _ in range(args.loads):
-                page = chrome.new_page(viewport={"width": 1600, "height": 1000})
+                page = new_page(chrome, args.network)
                 page.goto(judge.url)
                 ready.append(wait(page, "window.judgeMetrics.ready.length && window.judgeMetrics.ready[0].wall"))
                 shown.append(first_presented(page))
                 page.close()
             summary("time to first frame (decoded, ready)", ready, 500)
             summary("time to first frame (presented, rVFC)", shown, 500)
-            page = chrome.new_page(viewport={"width": 1600, "height": 1000})
+            page = new_page(chrome, args.network)
             page.goto(judge.url)
             wait(page, "window.judgeMetrics.ready.length")
             labels, undos = [], []
