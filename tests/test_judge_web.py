@@ -152,7 +152,7 @@ def test_keys_label_every_episode_as_the_textual_judge_and_report_reads_them(cam
     assert retracted == 5
 
 
-def test_audit_guide_and_zoom_over_the_video(campaign):
+def test_audit_guide_zoom_speeds_and_cameras(campaign):
     with WebJudge(campaign, "--judge", "bob") as judge, browser() as chrome:
         page, errors = open_page(chrome, judge)
         page.keyboard.press("a")
@@ -168,6 +168,15 @@ def test_audit_guide_and_zoom_over_the_video(campaign):
             const k = c.querySelector('canvas'), d = k.getContext('2d').getImageData(0, 0, k.width, k.height).data;
             let n = 0; for (let i = 3; i < d.length; i += 4) n += d[i] > 0; return n; })""")
         assert inked[0] > 30 and inked[1] == 0       # the guide on the posed front camera only
+        for key, speed in (("]", 2), ("]", 4), ("]", 4), ("[", 2), ("[", 1), ("[", 0.5), ("[", 0.25), ("[", 0.25)):
+            page.keyboard.press(key)
+            assert page.evaluate("() => window.judgeClock.speed") == speed
+        assert page.evaluate("() => [...document.querySelectorAll('#stage video')].map(v => v.playbackRate)") == [0.25, 0.25]
+        shown = "() => [...document.querySelectorAll('#stage > .cell')].map(c => !c.hidden)"
+        for expected, status in (([True, False], "Camera: front"), ([False, True], "Camera: wrist"),
+                                 ([True, True], "Camera: all")):
+            page.keyboard.press("c")
+            assert page.evaluate(shown) == expected and page.inner_text("#status") == status
         page.keyboard.press("m")
         transforms = page.evaluate("() => [...document.querySelectorAll('#stage > .cell .frame')]"
                                    ".map(f => f.style.transform)")
