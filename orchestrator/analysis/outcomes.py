@@ -53,6 +53,7 @@ class LoopTiming:
     policy_p50_ms: float
     policy_p99_ms: float
     steps: int
+    lost_steps: int = 0               # planned steps the episode did not run (real rigs end on time)
 
     @classmethod
     def from_dict(cls, timing: Any) -> "LoopTiming | None":
@@ -62,7 +63,8 @@ class LoopTiming:
         try:
             out = cls(period_p50_ms=float(timing["period_p50_ms"]), period_p99_ms=float(timing["period_p99_ms"]),
                       overruns=int(timing["overruns"]), policy_p50_ms=float(timing["policy_p50_ms"]),
-                      policy_p99_ms=float(timing["policy_p99_ms"]), steps=int(timing["steps"]))
+                      policy_p99_ms=float(timing["policy_p99_ms"]), steps=int(timing["steps"]),
+                      lost_steps=int(timing.get("lost_steps") or 0))
         except (KeyError, TypeError, ValueError, OverflowError):
             return None
         values = (out.period_p50_ms, out.period_p99_ms, out.policy_p50_ms, out.policy_p99_ms)

@@ -78,7 +78,9 @@ def episode_series(plan: ExportPlan, ep: EpisodePlan) -> dict[str, np.ndarray]:
         data[name] = np.stack([values[:, i] if i is not None else np.full(len(values), np.nan)
                                for i in order], axis=1).astype(np.float32)
     steps = len(data["t"])
-    if steps != int(ep.record["frames"]):
+    # the steps that ran (timing.steps); fewer than the planned `frames` when a real rig lost steps
+    ran = (ep.record.get("timing") or {}).get("steps") if isinstance(ep.record.get("timing"), dict) else None
+    if steps != int(ran if ran is not None else ep.record["frames"]):
         raise RuntimeFailure(f"{path}: {steps} control steps recorded, the store says {ep.record['frames']}")
     return data
 

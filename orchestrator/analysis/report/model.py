@@ -74,6 +74,8 @@ class PolicyTiming:
     policy_p50_ms: float | None       # median over episodes of the policy's compute p50
     policy_p99_ms: float | None       # median over episodes of the policy's compute p99
     policy_p99_max_ms: float | None   # worst episode's policy compute p99
+    lost_steps: int | None = None     # planned steps not run, total (None when not paced)
+    episodes_lost: int | None = None  # episodes that lost at least one step (None when not paced)
 
 
 @dataclass(frozen=True)

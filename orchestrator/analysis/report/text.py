@@ -241,13 +241,17 @@ def timing(r: Report) -> list[Block]:
                                 + (f" ({r.fps} Hz, {1000 / r.fps:.1f} ms period)" if r.fps else ""))]
     if all(t.paced for t in r.timing):
         out += [table(["policy", "episodes with timing", "period p50", "worst period p99", "overrun steps",
-                       f"episodes > {100 * OVERRUN_WARN_FRACTION:g}% overruns", "policy p50", "policy p99"],
+                       f"episodes > {100 * OVERRUN_WARN_FRACTION:g}% overruns", "lost steps", "episodes that lost steps",
+                       "policy p50", "policy p99"],
                       [[t.label, f"{t.with_timing} of {t.episodes}", ms(t.period_p50_ms), ms(t.period_p99_ms),
-                        str(t.overrun_steps), str(t.episodes_over), ms(t.policy_p50_ms), ms(t.policy_p99_ms)]
+                        str(t.overrun_steps), str(t.episodes_over), str(t.lost_steps),
+                        f"{t.episodes_lost} of {t.with_timing}" if t.episodes_lost is not None else "-",
+                        ms(t.policy_p50_ms), ms(t.policy_p99_ms)]
                        for t in r.timing]),
                 Gap(),
                 Line("period p50, policy p50 and p99: median over the episodes; worst period p99: the slowest "
-                     "episode; an overrun step took more than 5% longer than the period")]
+                     "episode; an overrun step took more than 5% longer than the period; every episode ends at "
+                     "the protocol's duration in wall-clock time, so steps lost to overruns are not made up")]
     else:
         out += [Line("simulated: not paced in real time (no overrun figures); policy compute time per step:"),
                 Gap(),
