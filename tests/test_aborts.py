@@ -226,3 +226,43 @@ def test_judges_never_see_the_cause(tmp_path, monkeypatch):
         source.close()
     with CampaignStore.open_readonly(out) as store:   # unsealed: the same query reads the cause
         assert "policy" in [r[0] for r in store.conn.execute("SELECT abort_class FROM attempts")]
+
+
+@pytest.mark.lerobot
+@pytest.mark.subprocess
+def test_a_lerobot_policy_with_non_finite_actions_fails_its_trials_in_the_parallel_runner(tmp_path, saved_acts):
+    """A real LeRobot ACT checkpoint whose weights were poisoned with NaN, run by `orchestrator run
+    --workers 2` in a fresh process (the parallel runner: the fault crosses from a worker): every
+    one of its trials ends in a non-finite action, classed `policy` and counted as its failure; A's
+    trials run; the campaign completes and the report says so."""
+    import shutil
+
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    from support.cli import run_module
+    from test_lerobot_cli_fresh import two_mark_protocol
+
+    shutil.copytree(saved_acts["sim"], tmp_path / "act_b")
+    weights = next((tmp_path / "act_b").rglob("model.safetensors"))
+    tensors = load_file(weights)
+    for name, value in tensors.items():
+        if value.is_floating_point():
+            tensors[name] = torch.full_like(value, float("nan"))
+    save_file(tensors, weights)
+    protocol = two_mark_protocol(tmp_path, "{type: lerobot, path: ./act_b}")
+    out = tmp_path / "c"
+    run = run_module("run", protocol, "--rig", "hardware/sim.yaml", "--out", out, "--workers", "2", timeout=600)
+    assert run.code == 0, run.err[-2000:]
+    assert "non-finite action" in run.out and "counted as a failure of the policy that ran" in run.out
+    with CampaignStore.open_readonly(out) as store:
+        trials = store.trials()
+        aborted = [a for a in store.attempts() if a["status"] == "aborted"]
+    b_trials = [t for t in trials if t.policy == "B"]
+    assert all(t.state == "done" and t.episode_id is None for t in b_trials) and len(b_trials) == 2
+    assert all(t.episode_id for t in trials if t.policy == "A")
+    assert sorted((a["abort_class"], a["settles"]) for a in aborted) == [("policy", "failure")] * 2
+    report = run_module("report", out, "--format", "json")
+    doc = json.loads(report.out)
+    assert doc["aborts"]["per_policy"]["B"]["scored_failures"] == 2
+    assert doc["policies"]["B"]["successes"] == 0 and doc["policies"]["B"]["trials"] == 2
