@@ -266,3 +266,27 @@ def test_a_lerobot_policy_with_non_finite_actions_fails_its_trials_in_the_parall
     doc = json.loads(report.out)
     assert doc["aborts"]["per_policy"]["B"]["scored_failures"] == 2
     assert doc["policies"]["B"]["successes"] == 0 and doc["policies"]["B"]["trials"] == 2
+
+
+def test_the_plain_prompt_records_the_operator_s_reason_class():
+    """After an emergency stop the plain prompt asks why, with the three reasons; the answer's
+    class goes on the stop (`cause`) and so into the abort's class."""
+    import io
+
+    from orchestrator.design.protocol import Mark
+    from orchestrator.run.console.prompt import ESTOP_PENDING, PromptOperator
+    from orchestrator.run.operator_protocol import TrialCue
+
+    cue = TrialCue(index=1, total=2, done_before=0, campaign_total=2, mark=Mark(id="M1", x=0.2, y=0.0), duration_s=1)
+    seen = {}
+    for answer, cause in (("1 it swung at the camera\n", "operator_unsafe"), ("2\n", "operator_misplaced"),
+                          ("phone rang\n", "operator_other")):
+        said: list[str] = []
+        operator = PromptOperator(stdin=io.StringIO(answer), out=said.append)
+        operator._stop = EmergencyStop(ESTOP_PENDING)
+        operator.episode_ended(cue, None)
+        assert any("1 = unsafe motion, 2 = cube misplaced, 3 = other" in s for s in said)
+        seen[answer] = abort_class(operator._stop)
+        assert seen[answer] == cause, (answer, operator._stop.cause)
+    assert len(seen) == 3
+    assert operator._stop.reason == f"{ESTOP_PENDING}: phone rang"
