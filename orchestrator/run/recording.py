@@ -14,7 +14,12 @@ Time series (one row per control step): `t` the step's clock time since the epis
 (measured on a real rig, simulated time in simulation), `state` the observed joints, `action` the
 policy's action as `lerobot-record`/`lerobot-rollout` store it, `sent_action` what was actually
 sent to the arm after `max_relative_target` clipping; `frame_t.<camera>` the `t` of each video
-frame.
+frame; `keys` the joint order of the columns. `read_series` is the one reader of this file.
+
+The frame shown at time t (`frame_shown_at`): the last frame taken at or before t, never one
+from the future. The judge's player and the dataset export both use it.
+
+Disk space (`required_free_bytes`): one rule for `doctor`, the runners and the recorder.
 """
 
 from __future__ import annotations
@@ -52,22 +57,71 @@ def episode_bytes_estimate(cameras: dict[str, CameraSpec], duration_s: float) ->
     return int(video + 64 * 1024)
 
 
+def required_free_bytes(needed_bytes: int) -> int:
+    """The disk rule: free space must be at least twice what is about to be written (the
+    estimate is rough, and a file exists as partial and final for a moment) plus
+    DISK_MARGIN_BYTES for the store, logs and the OS."""
+    return 2 * int(needed_bytes) + DISK_MARGIN_BYTES
+
+
 def free_bytes(directory: Path) -> int:
-    return shutil.disk_usage(directory).free
+    """Free bytes on the file system of `directory`, or of its nearest existing parent."""
+    probe = Path(directory).resolve()
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    return shutil.disk_usage(probe).free
 
 
 def check_disk(directory: Path, needed_bytes: int, what: str) -> None:
-    """Refuse to start (or continue) when free space is below twice the need + a margin.
+    """Refuse to start (or continue) when free space is below `required_free_bytes`.
 
     Called before every episode, so a campaign stops cleanly, between trials, before the
     disk is full; `orchestrator run` resumes it once there is space again.
     """
-    free = free_bytes(directory)
-    needed_bytes *= 2
-    if free < needed_bytes + DISK_MARGIN_BYTES:
+    free, required = free_bytes(directory), required_free_bytes(needed_bytes)
+    if free < required:
         raise RuntimeFailure(
             f"{directory}: not enough disk space for {what}: {free / 1e6:.0f} MB free, need about "
-            f"{(needed_bytes + DISK_MARGIN_BYTES) / 1e6:.0f} MB; free some space and run again to resume")
+            f"{required / 1e6:.0f} MB; free some space and run again to resume")
+
+
+# Frame times come back from the video rounded to PTS_TIME_BASE (1 ms) and from the time series
+# as floats: a step at t shows a frame stamped t even after rounding or float error.
+FRAME_TIME_EPS_S = 1e-6
+
+
+def frame_shown_at(frame_times, t):
+    """Index of the frame shown at episode time `t` (a number or an array of them): the last
+    frame whose time is <= t, the first frame before it starts."""
+    index = np.searchsorted(np.asarray(frame_times, dtype=float), np.asarray(t, dtype=float) + FRAME_TIME_EPS_S,
+                            side="right") - 1
+    return np.clip(index, 0, None) if np.ndim(index) else max(int(index), 0)
+
+
+SERIES_COLUMNS = ("state", "action", "sent_action")
+
+
+def read_series(path: Path) -> dict[str, np.ndarray]:
+    """An episode's `timeseries.npz` as written by `EpisodeRecorder.finish`: every array, with
+    the joint columns of `state`, `action` and `sent_action` in STATE_KEYS order whatever order
+    the file recorded (`keys`; a joint the file lacks is NaN). Never unpickles. RuntimeFailure
+    naming the file when it cannot be read."""
+    path = Path(path)
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            data = {k: z[k] for k in z.files}
+        steps = len(data["t"])
+    except (OSError, ValueError, KeyError) as exc:
+        raise RuntimeFailure(f"{path}: cannot read the time series: {exc}") from None
+    keys = [str(k) for k in data.get("keys", STATE_KEYS)]
+    order = [keys.index(k) if k in keys else None for k in STATE_KEYS]
+    for name in SERIES_COLUMNS:
+        if name not in data:
+            continue
+        values = np.asarray(data[name], dtype=np.float64).reshape(steps, -1)
+        data[name] = np.stack([values[:, i] if i is not None else np.full(steps, np.nan) for i in order], axis=1)
+    data["keys"] = np.asarray(STATE_KEYS)
+    return data
 
 
 class _VideoWriter(threading.Thread):

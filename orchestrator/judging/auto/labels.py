@@ -15,6 +15,8 @@ from typing import Any
 
 import yaml
 
+from orchestrator.core.errors import RuntimeFailure
+from orchestrator.run.recording import read_series
 from orchestrator.store.sqlite import AUTO_JUDGE, CampaignStore
 from orchestrator.judging.auto.rater import AutoVerdict, arm_moved, rate_file
 
@@ -59,12 +61,9 @@ def rate_missing(store: CampaignStore) -> tuple[int, int]:
 
 def series_arm_moved(series: Path) -> bool | None:
     """Whether the arm moved in a recorded episode (None: no readable time series)."""
-    import numpy as np
-
     try:
-        with np.load(series) as data:
-            return arm_moved(data["state"])
-    except (OSError, KeyError, ValueError):
+        return arm_moved(read_series(series)["state"])
+    except RuntimeFailure:
         return None
 
 
