@@ -71,7 +71,7 @@ class RigProfile(BaseModel):
     cameras: dict[str, CameraSpec] = {}
     rest_pose: dict[str, float] = {}
     on_stop: Literal["hold", "release"] = "hold"
-    twin: dict[str, Any] | None = None   # `--twin` only: {faults: [...], seed: N} (sim/twin/faults.py)
+    twin: dict[str, Any] | None = None   # `--twin` only: {faults: [...], seed: N, wire_log: FILE} (rigs/twin/fault_plan.py)
 
     @property
     def simulated(self) -> bool:
