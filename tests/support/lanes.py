@@ -94,13 +94,18 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_twin_faults.py", ("twin", "lerobot", "subprocess")),
     ("test_twin_safety.py", ("twin", "lerobot", "subprocess")),
     ("test_twin_sigterm.py", ("twin", "lerobot", "subprocess")),
+    ("test_twin_wire_log.py", ("twin", "lerobot", "subprocess")),
     ("test_validate.py", ()),
 )
 
 
-def markers_of_file(name: str) -> tuple[str, ...]:
-    """The markers every test in `name` carries; KeyError for a file not in the table."""
-    return dict(FILE_MARKERS)[name]
+# A test file missing from FILE_MARKERS: kept out of the fast lane until it is listed.
+UNLISTED = ("slow",)
+
+
+def markers_of_file(name: str) -> tuple[str, ...] | None:
+    """The markers every test in `name` carries; None for a file not in the table."""
+    return dict(FILE_MARKERS).get(name)
 
 
 class HeavyInFastLane(AssertionError):
