@@ -27,7 +27,9 @@ def pytest_collection_modifyitems(config, items):
     and `fast` for every test left with no heavy marker."""
     for item in items:
         # A file not in the table stays out of the fast lane (tests/test_lanes.py fails, naming it).
-        markers = lanes.markers_of_file(item.path.name) or lanes.UNLISTED
+        markers = lanes.markers_of_file(item.path.name)
+        if markers is None:
+            markers = lanes.UNLISTED
         for fixture, implied in lanes.FIXTURE_MARKERS.items():
             if fixture in item.fixturenames:
                 markers += implied
