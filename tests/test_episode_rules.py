@@ -1,5 +1,6 @@
-"""The rules about an episode's files that several stages share, each written once in
-`run/recording.py`: the time-series reader, the frame shown at time t, and the disk rule."""
+"""The rules about an episode's files that several stages share, each written once: the
+time-series reader and the disk rule (`run/recording.py`), the frame shown at time t
+(`core/timeline.py`)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import pytest
 from orchestrator.core.errors import RuntimeFailure
 from orchestrator.rigs.profile import STATE_KEYS
 from orchestrator.run import preflight, recording
-from orchestrator.run.recording import frame_shown_at, read_series, required_free_bytes
+from orchestrator.core.timeline import frame_shown_at
+from orchestrator.run.recording import read_series, required_free_bytes
 
 
 def test_read_series_puts_the_columns_in_joint_order_whatever_the_file_says(tmp_path):

@@ -14,7 +14,8 @@ import numpy as np
 
 from orchestrator.core.errors import RuntimeFailure
 from orchestrator.export.plan import EpisodePlan, ExportPlan
-from orchestrator.run.recording import frame_shown_at, read_series
+from orchestrator.core.timeline import frame_shown_at
+from orchestrator.run.recording import read_series
 
 
 def _decoded(path: Path) -> Iterator[np.ndarray]:

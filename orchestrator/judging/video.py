@@ -9,7 +9,7 @@ episode appears without waiting for the whole file.
 Time: each frame keeps its presentation timestamp (PTS x stream time base, seconds from the
 start of the episode), which the recorder writes from the control step at which the frame
 was taken. The player shows, at episode time `t`, the last frame whose timestamp is <= t
-(`run.recording.frame_shown_at`, the rule the dataset export uses too), so a 15 fps camera under a 30 Hz loop, a 10 fps camera, and a camera that
+(`core.timeline.frame_shown_at`, the rule the dataset export uses too), so a 15 fps camera under a 30 Hz loop, a 10 fps camera, and a camera that
 dropped frames all play in true time, and cameras at different rates stay in step when tiled.
 A file without timestamps falls back to index / frame rate.
 """
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from orchestrator.run.recording import frame_shown_at
+from orchestrator.core.timeline import frame_shown_at
 
 
 class VideoFrames:

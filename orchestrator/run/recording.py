@@ -16,8 +16,7 @@ policy's action as `lerobot-record`/`lerobot-rollout` store it, `sent_action` wh
 sent to the arm after `max_relative_target` clipping; `frame_t.<camera>` the `t` of each video
 frame; `keys` the joint order of the columns. `read_series` is the one reader of this file.
 
-The frame shown at time t (`frame_shown_at`): the last frame taken at or before t, never one
-from the future. The judge's player and the dataset export both use it.
+The frame shown at time t is `core.timeline.frame_shown_at` (the judge's player and the export).
 
 Disk space (`required_free_bytes`): one rule for `doctor`, the runners and the recorder.
 """
@@ -83,19 +82,6 @@ def check_disk(directory: Path, needed_bytes: int, what: str) -> None:
         raise RuntimeFailure(
             f"{directory}: not enough disk space for {what}: {free / 1e6:.0f} MB free, need about "
             f"{required / 1e6:.0f} MB; free some space and run again to resume")
-
-
-# Frame times come back from the video rounded to PTS_TIME_BASE (1 ms) and from the time series
-# as floats: a step at t shows a frame stamped t even after rounding or float error.
-FRAME_TIME_EPS_S = 1e-6
-
-
-def frame_shown_at(frame_times, t):
-    """Index of the frame shown at episode time `t` (a number or an array of them): the last
-    frame whose time is <= t, the first frame before it starts."""
-    index = np.searchsorted(np.asarray(frame_times, dtype=float), np.asarray(t, dtype=float) + FRAME_TIME_EPS_S,
-                            side="right") - 1
-    return np.clip(index, 0, None) if np.ndim(index) else max(int(index), 0)
 
 
 SERIES_COLUMNS = ("state", "action", "sent_action")
