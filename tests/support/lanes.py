@@ -74,6 +74,7 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_report_html.py", ("browser", "subprocess")),
     ("test_report_stations.py", ()),
     ("test_report_stats.py", ()),
+    ("test_registries.py", ()),
     ("test_report_timing.py", ()),
     ("test_rig_profile.py", ()),
     ("test_run_cli_hardware.py", ("lerobot",)),
