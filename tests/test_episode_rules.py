@@ -4,6 +4,8 @@ time-series reader and the disk rule (`run/recording.py`), the frame shown at ti
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -63,3 +65,27 @@ def test_doctor_and_run_apply_the_same_disk_rule(tmp_path, monkeypatch):
         else:
             with pytest.raises(RuntimeFailure, match="not enough disk space for the next episode"):
                 recording.check_disk(tmp_path, need, "the next episode")
+
+
+def test_episode_files_written_by_the_recorder_read_back_by_name(tmp_path):
+    from orchestrator.rigs.profile import CameraSpec
+    from orchestrator.run.recording import EpisodeFiles, EpisodeRecorder
+
+    cameras = {"front": CameraSpec(type="sim", width=32, height=24, fps=10),
+               "wrist": CameraSpec(type="sim", width=32, height=24, fps=5)}
+    recorder = EpisodeRecorder(tmp_path, "ep_test", cameras, control_fps=10, steps=4,
+                               camera_poses={"front": {"position": [0.5, 0, 0.2]}})
+    image = np.zeros((24, 32, 3), np.uint8)
+    recorder.still({"front": image, "wrist": image})
+    for step in range(4):
+        recorder.frame(step, step / 10, {**dict.fromkeys(STATE_KEYS, 0.0), "front": image, "wrist": image},
+                       dict.fromkeys(STATE_KEYS, 1.0))
+    stored = recorder.finish().files
+    files = EpisodeFiles.from_dict(stored)
+    assert files.videos == {"front": "videos/ep_test/front.mp4", "wrist": "videos/ep_test/wrist.mp4"}
+    assert files.stills == {"front": "videos/ep_test/front.start.jpg", "wrist": "videos/ep_test/wrist.start.jpg"}
+    assert files.timeseries == "episodes/ep_test/timeseries.npz"
+    assert files.camera_poses == "videos/ep_test/cameras.json"
+    assert files.to_dict() == stored and EpisodeFiles.from_dict(json.dumps(stored)) == files
+    assert all((tmp_path / rel).is_file() for rel in stored.values())
+    assert read_series(tmp_path / files.timeseries)["action"].tolist() == [[1.0] * 6] * 4

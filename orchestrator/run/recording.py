@@ -167,9 +167,49 @@ class _VideoWriter(threading.Thread):
                     pass
 
 
+@dataclass(frozen=True)
+class EpisodeFiles:
+    """The files of one recorded episode, paths relative to the campaign folder.
+
+    The campaign store keeps them as one flat JSON object (the format since schema 1):
+    `<camera>` -> its video (`.mp4`), `<camera>.start` -> its start still (`.jpg`), `timeseries`,
+    and `camera_poses` when the rig knows them. `to_dict` writes it and `from_dict` reads it: the
+    only code that knows which name means what.
+    """
+
+    videos: dict[str, str]
+    timeseries: str | None = None
+    stills: dict[str, str] = field(default_factory=dict)
+    camera_poses: str | None = None
+
+    def to_dict(self) -> dict[str, str]:
+        out = dict(self.videos)
+        if self.timeseries is not None:
+            out["timeseries"] = self.timeseries
+        out.update({f"{camera}.start": rel for camera, rel in self.stills.items()})
+        if self.camera_poses is not None:
+            out["camera_poses"] = self.camera_poses
+        return out
+
+    @classmethod
+    def from_dict(cls, files: "dict[str, str] | str") -> "EpisodeFiles":
+        """From the stored object (or its JSON text)."""
+        if isinstance(files, str):
+            import json
+
+            files = json.loads(files)
+        named = {"timeseries", "camera_poses"}
+        return cls(videos={name: str(rel) for name, rel in files.items()
+                           if name not in named and not name.endswith(".start") and str(rel).endswith(".mp4")},
+                   timeseries=files.get("timeseries"),
+                   stills={name[: -len(".start")]: str(rel) for name, rel in files.items()
+                           if name.endswith(".start") and str(rel).endswith(".jpg")},
+                   camera_poses=files.get("camera_poses"))
+
+
 @dataclass
 class RecordedEpisode:
-    files: dict[str, str]                       # logical name -> path relative to campaign dir
+    files: dict[str, str]                       # `EpisodeFiles.to_dict()`: name -> path relative to campaign dir
     video_frames: dict[str, int] = field(default_factory=dict)
     digests: dict[str, tuple[int, str]] = field(default_factory=dict)  # rel path -> (bytes, sha256)
     root: Path | None = None                    # the campaign directory the paths are relative to
@@ -233,7 +273,7 @@ class EpisodeRecorder:
         self._sent: list[list[float]] = []
         self._frame_t: dict[str, list[float]] = {name: [] for name in cameras}
         self.enqueue_wait_s = 0.0
-        self._stills: dict[str, str] = {}     # "<camera>.start" -> relative path of the still
+        self._stills: dict[str, str] = {}     # camera -> relative path of its start still
         self.camera_poses = camera_poses or {}   # fixed cameras' poses (judge zoom and guide)
 
     def _frame_steps(self, camera_fps: int) -> set[int]:
@@ -283,7 +323,7 @@ class EpisodeRecorder:
             partial.write_bytes(jpeg.tobytes())
             final = self.video_dir / f"{name}.start.jpg"
             publish(partial, final)
-            self._stills[f"{name}.start"] = str(final.relative_to(self.campaign_dir))
+            self._stills[name] = str(final.relative_to(self.campaign_dir))
 
     def finish(self) -> RecordedEpisode:
         """Flush encoders, publish every file atomically, return their relative paths."""
@@ -291,14 +331,14 @@ class EpisodeRecorder:
             writer.frames.put(None)
         for writer in self._writers.values():
             writer.join()
-        files: dict[str, str] = {}
+        videos: dict[str, str] = {}
         counts: dict[str, int] = {}
         for name, writer in self._writers.items():
             if writer.error is not None:
                 raise RuntimeFailure(f"video for camera {name!r} could not be written: {writer.error}")
             final = self.video_dir / f"{name}.mp4"
             publish(writer.path, final)
-            files[name] = str(final.relative_to(self.campaign_dir))
+            videos[name] = str(final.relative_to(self.campaign_dir))
             counts[name] = writer.count
         series = self.series_dir / "timeseries.npz"
         partial = self.series_dir / ("timeseries" + PARTIAL + ".npz")
@@ -308,8 +348,7 @@ class EpisodeRecorder:
                      keys=np.asarray(STATE_KEYS),
                      **{f"frame_t.{k}": np.asarray(v) for k, v in self._frame_t.items()})
         publish(partial, series)
-        files["timeseries"] = str(series.relative_to(self.campaign_dir))
-        files.update(self._stills)
+        poses_file = None
         if self.camera_poses:
             import json
 
@@ -317,7 +356,9 @@ class EpisodeRecorder:
             partial = self.video_dir / ("cameras" + PARTIAL + ".json")
             partial.write_text(json.dumps(self.camera_poses, indent=1) + "\n")
             publish(partial, poses)
-            files["camera_poses"] = str(poses.relative_to(self.campaign_dir))
+            poses_file = str(poses.relative_to(self.campaign_dir))
+        files = EpisodeFiles(videos, str(series.relative_to(self.campaign_dir)), dict(self._stills),
+                             poses_file).to_dict()
         digests = {rel: file_digest(self.campaign_dir / rel) for rel in files.values()}
         return RecordedEpisode(files=files, video_frames=counts, digests=digests, root=self.campaign_dir)
 
