@@ -15,7 +15,9 @@ from __future__ import annotations
 import importlib
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
+
+from orchestrator.core.registry import Registry
 
 from orchestrator.design.protocol import Cube, Mark
 from orchestrator.rigs.base import Action, Observation
@@ -60,21 +62,12 @@ class Policy(ABC):
     def close(self) -> None: ...
 
 
-POLICY_TYPES: dict[str, type[Policy]] = {}
-P = TypeVar("P", bound=type[Policy])
+POLICY_TYPES: Registry[Policy] = Registry("policy type", Policy, "type_name")
 
 
 def register_policy(type_name: str):
     """Class decorator: `cls` builds the protocol's policies of `type: type_name`."""
-    def register(cls: P) -> P:
-        if not (isinstance(cls, type) and issubclass(cls, Policy)):
-            raise TypeError(f"{cls!r} is not a Policy")
-        if POLICY_TYPES.get(type_name, cls) is not cls:
-            raise ValueError(f"policy type {type_name!r} is already registered by {POLICY_TYPES[type_name].__name__}")
-        POLICY_TYPES[type_name] = cls
-        cls.type_name = type_name
-        return cls
-    return register
+    return POLICY_TYPES.register(type_name)
 
 
 def policy_class(type_name: str) -> type[Policy]:

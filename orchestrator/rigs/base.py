@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable
 
+from orchestrator.core.registry import Registry
 from orchestrator.design.protocol import Cube, Mark
 
 Observation = dict[str, Any]   # "<joint>.pos": float, "<camera>": np.ndarray (H, W, 3) uint8
@@ -108,18 +109,9 @@ class Rig(ABC):
     def disconnect(self) -> None: ...
 
 
-RIG_KINDS: dict[str, type[Rig]] = {}
-R = TypeVar("R", bound=type[Rig])
+RIG_KINDS: Registry[Rig] = Registry("rig kind", Rig, "kind")
 
 
 def register_rig(kind: str):
     """Class decorator: `cls` is the rig of kind `kind` (see `rigs.factory`)."""
-    def register(cls: R) -> R:
-        if not (isinstance(cls, type) and issubclass(cls, Rig)):
-            raise TypeError(f"{cls!r} is not a Rig")
-        if RIG_KINDS.get(kind, cls) is not cls:
-            raise ValueError(f"rig kind {kind!r} is already registered by {RIG_KINDS[kind].__name__}")
-        RIG_KINDS[kind] = cls
-        cls.kind = kind
-        return cls
-    return register
+    return RIG_KINDS.register(kind)
