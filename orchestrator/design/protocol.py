@@ -134,7 +134,10 @@ class LeRobotPolicySpec(_Strict):
     task: str | None = None
 
 
-PolicySpec = Annotated[Union[ScriptedPolicySpec, LeRobotPolicySpec], Field(discriminator="type")]
+# The policy types, listed once: the protocol's `type:` names and their specs. Each name has a
+# registered Policy class (`policies.base.register_policy`; tests/test_registries.py checks).
+POLICY_SPECS: dict[str, type[BaseModel]] = {"scripted": ScriptedPolicySpec, "lerobot": LeRobotPolicySpec}
+PolicySpec = Annotated[Union[tuple(POLICY_SPECS.values())], Field(discriminator="type")]
 
 
 class Episode(_Strict):
@@ -334,7 +337,7 @@ def _clean_loc(loc: tuple, data: Any = None) -> tuple:
         elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
             present, node = True, node[part]
         looks_like_tag = isinstance(part, str) and (
-            part in ("scripted", "lerobot") or part[:1].isupper()
+            part in POLICY_SPECS or part[:1].isupper()
             or part.startswith("literal[") or part.startswith("function-"))
         if looks_like_tag and not present:
             continue
@@ -380,7 +383,7 @@ def _policy_model(data: dict, loc: tuple) -> type[BaseModel] | None:
         kind = data["policies"][loc[1]].get("type")
     except (KeyError, AttributeError, TypeError, IndexError):
         return None
-    return {"scripted": ScriptedPolicySpec, "lerobot": LeRobotPolicySpec}.get(kind)
+    return POLICY_SPECS.get(kind)
 
 
 def _duplicate_mark_ids(data: dict, smap: SourceMap) -> list[str]:

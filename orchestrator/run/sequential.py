@@ -26,7 +26,8 @@ from orchestrator.core.errors import BadInput, Interrupted, RuntimeFailure
 from orchestrator.run.motion import ArmMotion
 from orchestrator.run.operator_protocol import AutoOperator, Operator, StopRequested, TrialCue
 from orchestrator.rigs.base import EmergencyStop
-from orchestrator.run.recording import DISK_MARGIN_BYTES, EpisodeRecorder, check_disk, episode_bytes_estimate, free_bytes
+from orchestrator.run.recording import (EpisodeRecorder, check_disk, episode_bytes_estimate, free_bytes,
+                                        required_free_bytes)
 from orchestrator.design.schedule import Trial
 from orchestrator.core.progress import say_flushed, terminal_for
 from orchestrator.run.bookkeeping import (INTERRUPTED_BY_USER, NO_REFEREES, SETTLED_SAY, Progress, Referees, RunSummary,
@@ -103,7 +104,7 @@ def run_campaign(opened: OpenedCampaign, operator: Operator | None = None, worke
     cameras = opened.rig.profile.cameras
     per_episode = episode_bytes_estimate(cameras, episode.duration_s)
     check_disk(store.directory, per_episode, "the next episode")
-    if free_bytes(store.directory) < 2 * per_episode * len(pending) + DISK_MARGIN_BYTES:
+    if free_bytes(store.directory) < required_free_bytes(per_episode * len(pending)):
         say(f"warning: free disk space may not hold all {len(pending)} remaining episodes "
             f"(about {per_episode * len(pending) / 1e6:.0f} MB); the run will stop cleanly before the disk fills")
     with run_session(store):

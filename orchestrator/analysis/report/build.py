@@ -13,7 +13,7 @@ from orchestrator.analysis.outcomes import OutcomeSet
 from orchestrator.analysis.stopping import RuleView
 from orchestrator.analysis.report.aborts import build_aborts
 from orchestrator.analysis.report.more_layouts import more_layouts
-from orchestrator.analysis.report.analysis import PairedAnalysis, paired_analysis, test_description
+from orchestrator.analysis.report.analysis import PairedAnalysis, paired_analysis, deciding_test_name
 from orchestrator.analysis.report.format import fmt_p, p_eq, p_name
 from orchestrator.analysis.report.raters import rater_agreement
 from orchestrator.analysis.report.model import (OVERRUN_WARN_FRACTION, SCHEMA, Comparison, Disagreement, DriftRow, JudgeAccuracy, JudgeSection,
@@ -426,7 +426,7 @@ def build_report(data: OutcomeSet) -> Report:
         judges=_judges(data), unpaired=unpaired, warnings=tuple(warnings), headline=_headline(comparisons, cochran),
         grid=_grid(data), timeline=_timeline(data), timing=timing, sessions=data.sessions,
         operator_is_judge=data.operator_is_judge, fps=data.fps, raters=rater_agreement(data),
-        arm_still=_arm_still(data), unit=unit, test=test_description(unit, primary),
+        arm_still=_arm_still(data), unit=unit, test=deciding_test_name(unit, primary),
         notes=_cochran_notes(comparisons, cochran, data.alpha), stations=station_section, aborts=abort_section,
         withheld=tuple(withheld))
 

@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from orchestrator.judging.auto import fk
+from orchestrator.run.recording import read_series
 
 GAP_LOW = 0.6    # x cube size: below this the jaws have (nearly) shut past where a cube would be
 GAP_HIGH = 1.15  # x cube size: above this the gripper is open wider than the cube
@@ -131,7 +132,6 @@ def rate(t: np.ndarray, state: np.ndarray, cube_size_m: float, min_height_m: flo
 
 
 def rate_file(series: Path, cube_size_m: float, min_height_m: float, hold_s: float) -> AutoVerdict:
-    """`rate` on an episode's `timeseries.npz` (written by `recording.EpisodeRecorder`)."""
-    with np.load(series) as data:
-        action = data["action"] if "action" in data.files else None
-        return rate(data["t"], data["state"], cube_size_m, min_height_m, hold_s, action)
+    """`rate` on an episode's `timeseries.npz` (read by `recording.read_series`)."""
+    data = read_series(series)
+    return rate(data["t"], data["state"], cube_size_m, min_height_m, hold_s, data.get("action"))
