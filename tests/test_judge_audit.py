@@ -93,7 +93,7 @@ def test_an_invalid_start_is_judged_from_the_start_alone(campaign):
     """After the outcome was on screen (playback past the first START_WINDOW_S, or the last frame
     beside the first), `x` is refused and nothing is written: a judge who has just watched a
     failure cannot re-roll it. Before that it works (positive control above)."""
-    from orchestrator.judging.tui.player import START_WINDOW_S
+    from orchestrator.judging.source import START_WINDOW_S
 
     app = JudgeApp(CampaignSource(campaign, "alice"), renderer="halfcell", autoplay=False)
     first = app.order[0].id

@@ -15,6 +15,10 @@ RESERVED_JUDGES = ("physics", "consensus", "auto")
 # Why a judge may send a trial back for a re-run (start-state audit; `x` then 1-3 in the app).
 INVALID_START_REASONS = ("cube not on its mark", "cube knocked before the start", "arm not at rest")
 INVALID_START = "invalid_start"   # the label a bundle records for it (never an outcome)
+# An invalid start is judged from the start alone: `x` is accepted while no more than this much of
+# the episode has been on screen and its last frame has not been shown (re-rolling an outcome the
+# judge has seen would be selection bias). The Textual judge and the web judge both apply it.
+START_WINDOW_S = 0.5
 _JUDGE_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,31}$")
 
 

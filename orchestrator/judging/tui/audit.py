@@ -5,8 +5,8 @@ height guide. A mixin of `JudgeApp` (`app.py`), kept apart so each module holds 
 
 from __future__ import annotations
 
-from orchestrator.judging.tui.player import START_WINDOW_S, Player
-from orchestrator.judging.source import INVALID_START_REASONS
+from orchestrator.judging.source import INVALID_START_REASONS, START_WINDOW_S
+from orchestrator.judging.tui.player import Player
 
 
 class AuditKeys:

@@ -20,7 +20,7 @@ Textual judge shows it. Methods are called from one thread (the server's event l
 
 from __future__ import annotations
 
-from orchestrator.judging.source import (INVALID_START, INVALID_START_REASONS, BlindEpisode, JudgeSource,
+from orchestrator.judging.source import (INVALID_START, INVALID_START_REASONS, START_WINDOW_S, BlindEpisode, JudgeSource,
                                          LabelRecord, current_labels)
 
 
@@ -196,11 +196,17 @@ class JudgeSession:
         self.status = f"Undone: {record.label} for {record.episode_id}; label it again."
         self.go(self.episode(record.episode_id) or self.next_episode())
 
-    def invalid_start(self, number: int) -> None:
-        """Send the current episode's trial back for a re-run with reason `number` (1-3)."""
+    def invalid_start(self, number: int, seen_s: float = 0.0, end_seen: bool = False) -> None:
+        """Send the current episode's trial back for a re-run with reason `number` (1-3), judged
+        from the start alone: refused when the page reports that more than START_WINDOW_S of the
+        episode (`seen_s`, the furthest clock time shown) or its last frame (`end_seen`) was on screen."""
         episode = self.current
         if episode is None or not 1 <= number <= len(INVALID_START_REASONS):
             self.status = "Invalid start cancelled (no such reason)."
+            return
+        if seen_s > START_WINDOW_S or end_seen:
+            self.status = (f"An invalid start is judged from the start alone: mark it with x before the episode plays "
+                           f"past its first {START_WINDOW_S:g} s or its last frame is shown (a). Label this one as you see it.")
             return
         reason = INVALID_START_REASONS[number - 1]
         try:
