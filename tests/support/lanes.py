@@ -45,6 +45,7 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_core_import.py", ("subprocess",)),
     ("test_demo_wheel.py", ("subprocess",)),
     ("test_export.py", ("lerobot",)),
+    ("test_docs.py", ()),
     ("test_episode_rules.py", ()),
     ("test_export_kill.py", ("lerobot", "subprocess")),
     ("test_fuzz_bundles.py", ()),
