@@ -170,6 +170,10 @@ class Judging(_Strict):
     # On a PostgreSQL store: operator roles (`store add-operator`) see no human label until the
     # campaign has ended and every episode has `judges` human labels (enforced by the server).
     hide_labels_from_operator: bool = False
+    # When the human judges of an episode disagree (no majority): `unsure` (the episode waits
+    # for another judge, its layout is left out meanwhile), or `failure` (a disagreement counts
+    # as a failure of the policy). Pre-registered: which layouts drop would depend on outcomes.
+    disagreement: Literal["unsure", "failure"] = "unsure"
 
 
 class EValueStopping(_Strict):
@@ -183,6 +187,31 @@ class Analysis(_Strict):
     primary: Literal["mcnemar_midp", "mcnemar_exact"] = "mcnemar_midp"
     alpha: Annotated[float, Field(gt=0, lt=1)] = 0.05
     stopping: Literal["none"] | EValueStopping = "none"
+
+
+AbortAction = Literal["failure", "rerun"]
+
+
+class Aborts(_Strict):
+    """What an aborted attempt counts as, by the class of its cause, pre-registered and frozen
+    with the rest of the protocol. `failure`: the trial is scored as a failure of the policy that
+    ran (its cause is shown in the report, never to the judges); `rerun`: the trial is run again.
+
+    Classes: `policy` (the policy raised, returned a non-finite action, or a servo overloaded
+    during its episode), `operator_unsafe` (the operator's stop: unsafe motion), `operator_misplaced`
+    (the operator's stop: cube not on its mark), `operator_other` (the operator's stop, any other
+    reason, and a redo), `rig` (USB, camera, servo reset, power, damaged files). Re-running
+    outcome-dependent aborts scores a policy only on its clean runs, which flatters the worse
+    one; hence the defaults. A trial aborted for a `rerun` class more than `max_reruns` times is
+    not run again: it is left out of the pairs and listed in the report (Ctrl-C and a killed
+    process are re-run without limit: they say nothing about the policy)."""
+
+    policy: AbortAction = "failure"
+    operator_unsafe: AbortAction = "failure"
+    operator_misplaced: AbortAction = "rerun"
+    operator_other: AbortAction = "rerun"
+    rig: AbortAction = "rerun"
+    max_reruns: Annotated[int, Field(ge=0, le=100)] = 3
 
 
 class Stations(_Strict):
@@ -204,6 +233,7 @@ class Protocol(_Strict):
     success: Success = Success()
     judging: Judging = Judging()
     analysis: Analysis = Analysis()
+    aborts: Aborts = Aborts()
     stations: Stations = Stations()
 
     @field_validator("policies")

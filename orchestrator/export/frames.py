@@ -70,7 +70,9 @@ def episode_series(plan: ExportPlan, ep: EpisodePlan) -> dict[str, np.ndarray]:
     for name in ("state", "action"):
         data[name] = data[name].astype(np.float32)
     steps = len(data["t"])
-    if steps != int(ep.record["frames"]):
+    # the steps that ran (timing.steps); fewer than the planned `frames` when a real rig lost steps
+    ran = (ep.record.get("timing") or {}).get("steps") if isinstance(ep.record.get("timing"), dict) else None
+    if steps != int(ran if ran is not None else ep.record["frames"]):
         raise RuntimeFailure(f"{path}: {steps} control steps recorded, the store says {ep.record['frames']}")
     return data
 

@@ -128,7 +128,7 @@ _SEALED = {"trials": {"policy", "seed", "position", "unit", "repeat_index"},
            "campaign": {"name", "protocol_path", "protocol_text", "rig_path", "rig_text"},
            "episodes": {"physics_success", "max_lift_m", "time_to_success_s", "safety_events",
                         "timing"},
-           "attempts": {"reason"},
+           "attempts": {"reason", "abort_class", "settles"},   # an abort's cause would unblind
            "events": None}
 
 
@@ -195,7 +195,8 @@ class CampaignSource:
 
 def contested(store: CampaignStore, judge: str) -> set[str]:
     """Episodes where the `auto` rater and an earlier human judge (not `judge`) disagree
-    (success against failure; unsure disagrees with nobody). Only which episodes, never
+    (success against failure; unsure disagrees with nobody), and those `auto` was unsure of
+    (they need a human most). Only which episodes, never
     whose label: the judge app does not show `auto`'s label."""
     labels: dict[str, dict[str, str]] = {}
     for j in store.judgments():
@@ -207,6 +208,8 @@ def contested(store: CampaignStore, judge: str) -> set[str]:
             continue
         out.update(e for e, label in theirs.items()
                    if {label, auto.get(e)} == {"success", "failure"})
+    # the episodes `auto` abstained on (its error band straddles the success test) come first too
+    out.update(e for e, label in auto.items() if label == "unsure")
     return out
 
 

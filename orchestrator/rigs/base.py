@@ -26,9 +26,11 @@ Action = dict[str, float]      # "<joint>.pos": float target position
 class EmergencyStop(Exception):
     """The operator hit the emergency stop (a rig checks for it between bus transactions); `reason` is recorded."""
 
-    def __init__(self, reason: str = "emergency stop by operator"):
+    def __init__(self, reason: str = "emergency stop by operator", cause: str | None = None):
         super().__init__(reason)
         self.reason = reason
+        # what the operator chose at the prompt: unsafe (motion), misplaced (cube), other / None
+        self.cause = cause
 
 
 @dataclass

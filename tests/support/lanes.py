@@ -36,12 +36,14 @@ FIXTURE_MARKERS: dict[str, tuple[str, ...]] = {
 }
 
 FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("test_aborts.py", ()),
     ("test_architecture.py", ()),
     ("test_arm_safety.py", ("lerobot",)),
     ("test_auto_rater.py", ()),
     ("test_blinding.py", ()),
     ("test_bundle.py", ()),
     ("test_console.py", ()),
+    ("test_control_loop_time.py", ()),
     ("test_core_import.py", ("subprocess",)),
     ("test_demo_wheel.py", ("subprocess",)),
     ("test_export.py", ("lerobot",)),
@@ -75,6 +77,7 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_protocol_fuzz.py", ()),
     ("test_reliability.py", ("subprocess",)),
     ("test_report.py", ()),
+    ("test_report_wording.py", ()),
     ("test_report_html.py", ("browser", "subprocess")),
     ("test_report_stations.py", ()),
     ("test_report_stats.py", ()),
@@ -90,7 +93,10 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_stations.py", ("postgres", "subprocess")),
     ("test_stats.py", ()),
     ("test_stats_clustered.py", ()),
+    ("test_stats_clustered_rate.py", ()),
+    ("test_stats_evalue_rule.py", ()),
     ("test_stats_homogeneity.py", ()),
+    ("test_stats_kappa.py", ()),
     ("test_stats_sequence.py", ()),
     ("test_store.py", ()),
     ("test_success.py", ()),

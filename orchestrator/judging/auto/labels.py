@@ -21,6 +21,8 @@ from orchestrator.judging.auto.rater import AutoVerdict, arm_moved, rate_file
 
 
 def verdict_label(verdict: AutoVerdict) -> tuple[str, str]:
+    if verdict.unsure:
+        return "unsure", verdict.reason
     return ("success" if verdict.success else "failure"), verdict.reason
 
 
