@@ -268,6 +268,8 @@ def aborted(r: Report) -> list[Block]:
     if section is None:
         return [Heading("Aborted attempts"),
                 Line(", ".join(f"{p.label}: {p.aborted_attempts}" for p in r.policies))]
+    if not any(x.by_class for x in section.rows):
+        return [Heading("Aborted attempts"), Line(f"none ({describe_rules(section.rules)})")]
     out: list[Block] = [
         Heading("Aborted attempts"), Line(describe_rules(section.rules)),
         table(["policy", "trials", "with an abort", "counted as failure", "left out", "aborted attempts by cause"],
