@@ -43,10 +43,11 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_blinding.py", ()),
     ("test_bundle.py", ()),
     ("test_console.py", ()),
-    ("test_control_loop_time.py", ()),
+    ("test_control_loop_time.py", ("slow",)),   # real-time episodes: seconds of wall clock
     ("test_core_import.py", ("subprocess",)),
     ("test_demo_wheel.py", ("subprocess",)),
     ("test_export.py", ("lerobot",)),
+    ("test_docs.py", ()),
     ("test_episode_rules.py", ()),
     ("test_export_kill.py", ("lerobot", "subprocess")),
     ("test_fuzz_bundles.py", ()),
