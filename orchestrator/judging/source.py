@@ -124,3 +124,12 @@ def current_labels(history: list[LabelRecord]) -> dict[str, LabelRecord]:
     for record in history:
         out[record.episode_id] = record
     return out
+
+
+def judging_progress(order, labels) -> tuple[int, int, int]:
+    """(decided, total, unsure) of a judge's session: over the episodes still in the judge's order
+    only, so the `invalid_start` line a bundle keeps for an episode sent back counts for nothing
+    (it is no longer one to judge). `labels` maps episode id to the judge's latest LabelRecord."""
+    kept = [labels[e.id].label for e in order if e.id in labels]
+    unsure = sum(1 for label in kept if label == "unsure")
+    return len(kept) - unsure, len(order), unsure

@@ -41,7 +41,7 @@ from orchestrator.judging.video import VideoFrames
 from orchestrator.judging.tui.halfblock import image_widget_class
 from orchestrator.judging.tui.audit import AuditKeys
 from orchestrator.judging.tui.player import Player
-from orchestrator.judging.source import INVALID_START, BlindEpisode, JudgeSource, LabelRecord, current_labels
+from orchestrator.judging.source import INVALID_START, BlindEpisode, JudgeSource, LabelRecord, current_labels, judging_progress
 
 MAX_SIZE = {"halfcell": (320, 240), "unicode": (320, 240), "ti-halfcell": (320, 240)}  # else 640x480
 
@@ -245,9 +245,7 @@ class JudgeApp(AuditKeys, App[int]):
     # ---------------------------------------------------------------- panels
 
     def progress_text(self) -> str:
-        total = len(self.order)
-        decided = sum(1 for r in self.labels.values() if r.label != "unsure")
-        unsure = sum(1 for r in self.labels.values() if r.label == "unsure")
+        decided, total, unsure = judging_progress(self.order, self.labels)
         text = f"{decided} of {total} judged"
         return text + (f" ({unsure} unsure)" if unsure else "")
 

@@ -21,7 +21,7 @@ Textual judge shows it. Methods are called from one thread (the server's event l
 from __future__ import annotations
 
 from orchestrator.judging.source import (INVALID_START, INVALID_START_REASONS, START_WINDOW_S, BlindEpisode, JudgeSource,
-                                         LabelRecord, current_labels)
+                                         LabelRecord, current_labels, judging_progress)
 
 
 class JudgeSession:
@@ -87,12 +87,7 @@ class JudgeSession:
         return [e.id for e in self.order].index(episode.id) + 1
 
     def progress(self) -> dict:
-        total = len(self.order)
-        # only episodes still in the order: a bundle's history keeps the `invalid_start` line of
-        # an episode sent back, which is no longer one to judge
-        labels = [self.labels[e.id] for e in self.order if e.id in self.labels]
-        decided = sum(1 for r in labels if r.label != "unsure")
-        unsure = sum(1 for r in labels if r.label == "unsure")
+        decided, total, unsure = judging_progress(self.order, self.labels)
         text = f"{decided} of {total} judged" + (f" ({unsure} unsure)" if unsure else "")
         return {"decided": decided, "total": total, "unsure": unsure, "text": text}
 
