@@ -389,7 +389,8 @@ def test_progress_counts_only_the_episodes_still_to_judge():
     the judge's order and must not count as judged (the Textual judge showed "4 of 3")."""
     from types import SimpleNamespace
 
-    from orchestrator.judging.source import INVALID_START, LabelRecord, judging_progress
+    from orchestrator.judging.queue import judging_progress
+    from orchestrator.judging.source import INVALID_START, LabelRecord
 
     order = [SimpleNamespace(id=i) for i in ("e1", "e2", "e3")]            # e4 was sent back
     labels = {"e1": LabelRecord("1", "e1", "success"), "e2": LabelRecord("2", "e2", "unsure"),

@@ -15,10 +15,6 @@ RESERVED_JUDGES = ("physics", "consensus", "auto")
 # Why a judge may send a trial back for a re-run (start-state audit; `x` then 1-3 in the app).
 INVALID_START_REASONS = ("cube not on its mark", "cube knocked before the start", "arm not at rest")
 INVALID_START = "invalid_start"   # the label a bundle records for it (never an outcome)
-# An invalid start is judged from the start alone: `x` is accepted while no more than this much of
-# the episode has been on screen and its last frame has not been shown (re-rolling an outcome the
-# judge has seen would be selection bias). The Textual judge and the web judge both apply it.
-START_WINDOW_S = 0.5
 _JUDGE_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,31}$")
 
 
@@ -125,11 +121,3 @@ def current_labels(history: list[LabelRecord]) -> dict[str, LabelRecord]:
         out[record.episode_id] = record
     return out
 
-
-def judging_progress(order, labels) -> tuple[int, int, int]:
-    """(decided, total, unsure) of a judge's session: over the episodes still in the judge's order
-    only, so the `invalid_start` line a bundle keeps for an episode sent back counts for nothing
-    (it is no longer one to judge). `labels` maps episode id to the judge's latest LabelRecord."""
-    kept = [labels[e.id].label for e in order if e.id in labels]
-    unsure = sum(1 for label in kept if label == "unsure")
-    return len(kept) - unsure, len(order), unsure

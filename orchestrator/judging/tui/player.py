@@ -24,7 +24,7 @@ from textual.containers import Vertical
 from textual.reactive import reactive
 from textual.widgets import Static
 
-from orchestrator.judging.source import START_WINDOW_S
+from orchestrator.judging.queue import START_WINDOW_S
 from orchestrator.judging.video import VideoFrames, tile
 from orchestrator.judging.tui.halfblock import HalfBlockImage, image_widget_class
 

@@ -30,7 +30,8 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
-from orchestrator.judging.source import INVALID_START_REASONS, START_WINDOW_S, BlindEpisode
+from orchestrator.judging.queue import START_WINDOW_S
+from orchestrator.judging.source import INVALID_START_REASONS, BlindEpisode
 from orchestrator.judging.web.guard import Guard
 from orchestrator.judging.web.media import MediaStore, Prepared
 from orchestrator.judging.web.session import JudgeSession

@@ -20,8 +20,10 @@ Textual judge shows it. Methods are called from one thread (the server's event l
 
 from __future__ import annotations
 
-from orchestrator.judging.source import (INVALID_START, INVALID_START_REASONS, START_WINDOW_S, BlindEpisode, JudgeSource,
-                                         LabelRecord, current_labels, judging_progress)
+from orchestrator.judging.queue import (START_ONLY, START_WINDOW_S, find_episode, judgeable, judging_progress,
+                                        next_to_judge)
+from orchestrator.judging.source import (INVALID_START_REASONS, BlindEpisode, JudgeSource, LabelRecord,
+                                         current_labels)
 
 
 class JudgeSession:
@@ -41,23 +43,14 @@ class JudgeSession:
     # ---------------------------------------------------------------- queue
 
     def _judgeable(self, episodes: list[BlindEpisode]) -> list[BlindEpisode]:
-        return [e for e in episodes if getattr(self.labels.get(e.id), "label", None) != INVALID_START]
+        return judgeable(episodes, self.labels)
 
     def next_episode(self, after: str | None = None) -> BlindEpisode | None:
         """First unjudged episode in this judge's order; then unsure ones, cycling after `after`."""
-        for episode in self.order:
-            if episode.id not in self.labels:
-                return episode
-        unsure = [e for e in self.order if self.labels[e.id].label == "unsure"]
-        if not unsure:
-            return None
-        ids = [e.id for e in unsure]
-        if after in ids and len(unsure) > 1:
-            return unsure[(ids.index(after) + 1) % len(unsure)]
-        return unsure[0]
+        return next_to_judge(self.order, self.labels, after)
 
     def episode(self, episode_id: str | None) -> BlindEpisode | None:
-        return next((e for e in self.order if e.id == episode_id), None)
+        return find_episode(self.order, episode_id)
 
     @property
     def current(self) -> BlindEpisode | None:
@@ -200,8 +193,7 @@ class JudgeSession:
             self.status = "Invalid start cancelled (no such reason)."
             return
         if seen_s > START_WINDOW_S or end_seen:
-            self.status = (f"An invalid start is judged from the start alone: mark it with x before the episode plays "
-                           f"past its first {START_WINDOW_S:g} s or its last frame is shown (a). Label this one as you see it.")
+            self.status = START_ONLY
             return
         reason = INVALID_START_REASONS[number - 1]
         try:
