@@ -29,6 +29,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from orchestrator.design.protocol import deployment_label
 from orchestrator.core.errors import BadInput
 from orchestrator.core.pids import process_running
 from orchestrator.store.sqlite import AUTO_JUDGE, PHYSICS_JUDGE, CampaignStore, Judgment
@@ -151,6 +152,7 @@ class OutcomeSet:
     sessions: SessionCounts | None = None         # None: the source has no sessions (CSV)
     operator_is_judge: bool | None = None         # None: unknown (CSV)
     fps: int | None = None                        # the protocol's control rate
+    deployments: dict[str, str] = field(default_factory=dict)   # policy -> how it runs (`deployment_label`)
     auto_labels: dict[str, str] = field(default_factory=dict)   # episode -> the `auto` rater's label
     arm_still: tuple[str, ...] = ()               # episodes in which the arm never moved
     station_blocks: tuple[dict[str, Any], ...] = ()   # unit, station, state, claimed_at, finished_at
@@ -513,7 +515,8 @@ def outcomes_from_store(store: CampaignStore, judge: str | None = None) -> Outco
         marks=marks, human_labels=tuple(human_labels), physics=labels.physics, warnings=tuple(warnings),
         aborted_attempts=sum(aborted_by_slot.values()), scheduled_trials=len(trials),
         sessions=session_counts(store.sessions()), operator_is_judge=protocol.judging.operator_is_judge,
-        fps=protocol.episode.fps, auto_labels={ep: j.label for ep, j in store.latest_labels(AUTO_JUDGE).items()},
+        fps=protocol.episode.fps, deployments={k: deployment_label(v) for k, v in protocol.policies.items()},
+        auto_labels={ep: j.label for ep, j in store.latest_labels(AUTO_JUDGE).items()},
         arm_still=still_episodes(store.directory, episodes.values()),
         station_blocks=tuple(store.station_blocks()) if hasattr(store, "station_blocks") else ())
 

@@ -72,7 +72,8 @@ def _policy_summary(label: str, data: OutcomeSet) -> PolicySummary:
         episodes_with_safety_events=sum(1 for o in mine if o.safety_events),
         time_to_success=_time_summary(times),
         first_successes=sum(1 for o in first if o.success), first_trials=len(first),
-        second_successes=sum(1 for o in second if o.success), second_trials=len(second))
+        second_successes=sum(1 for o in second if o.success), second_trials=len(second),
+        deployment=data.deployments.get(label, ""))
 
 
 def _more_layouts(table: stats.PairedTable, alpha: float, primary: str) -> tuple[int | None, str]:

@@ -22,7 +22,7 @@ def _policy(p: PolicySummary) -> dict[str, Any]:
     return {
         "successes": p.successes, "trials": p.trials, "rate": _num(p.rate),
         "wilson95": [p.wilson.lo, p.wilson.hi],
-        "unjudged": p.unjudged, "aborted_attempts": p.aborted_attempts,
+        "unjudged": p.unjudged, "aborted_attempts": p.aborted_attempts, "deployment": p.deployment or None,
         "failure_modes": dict(p.failure_modes), "safety_events": dict(p.safety_events),
         "time_to_success_s": None if ts is None else {
             "n": ts.n, "median": ts.median, "mean": ts.mean, "min": ts.lo, "max": ts.hi},

@@ -44,6 +44,7 @@ class PolicySummary:
     first_trials: int
     second_successes: int
     second_trials: int
+    deployment: str = ""              # how the policy ran: sync, rtc (horizon N), server host:port
 
     @property
     def rate(self) -> float | None:

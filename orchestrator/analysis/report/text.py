@@ -97,7 +97,13 @@ def policies(r: Report) -> list[Block]:
     return [Heading("Success per policy (Wilson 95%)"),
             table(["policy", "successes", "95% CI", "unjudged", "aborted attempts"],
                   [[p.label, k_of_n(p.successes, p.trials), interval(p.wilson), str(p.unjudged),
-                    str(p.aborted_attempts)] for p in r.policies])]
+                    str(p.aborted_attempts)] for p in r.policies])] + _deployments(r)
+
+
+def _deployments(r: Report) -> list[Block]:
+    """One line: how each LeRobot policy was deployed (sync, rtc, a policy server)."""
+    shown = [f"{p.label}: {p.deployment}" for p in r.policies if p.deployment and p.deployment != "scripted"]
+    return [Gap(), Line("deployment: " + ", ".join(shown))] if shown else []
 
 
 def comparison(c: Comparison, several: bool) -> list[Block]:
