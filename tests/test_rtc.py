@@ -72,7 +72,8 @@ def test_tiny_vla_runs_sync_and_rtc_on_the_twin_from_fresh_processes(saved_vla, 
     assert data["policies"]["A"]["deployment"] == "sync"
     assert data["policies"]["B"]["deployment"] == "rtc (horizon 5)"
     text = run_module("report", out, env=env())
-    assert "B: rtc (horizon 5)" in text.out, text.out
+    assert "deployment: A: sync, B: rtc (horizon 5)" in text.out, text.out
+    assert "inference latency per chunk (RTC thread or policy server, median over the episodes): B p50" in text.out
 
 
 def test_a_policy_without_rtc_is_refused_with_lerobots_reason(saved_acts, tmp_path):

@@ -40,6 +40,18 @@ CSV_OPTIONAL = ("repeat", "stratum", "judge", "failure_mode")
 CONSENSUS = "consensus"
 
 
+def _inference_latency(inference: Any) -> dict[str, float]:
+    """The chunk latency an asynchronous policy stored with its episode's timing (`inference`)."""
+    if not isinstance(inference, dict):
+        return {}
+    out = {}
+    for key in ("p50", "p99"):
+        value = inference.get(f"latency_{key}_ms")
+        if isinstance(value, (int, float)) and math.isfinite(value):
+            out[f"inference_{key}_ms"] = float(value)
+    return out
+
+
 @dataclass(frozen=True)
 class LoopTiming:
     """One episode's control-loop timing as stored by the runner (milliseconds).
@@ -53,6 +65,8 @@ class LoopTiming:
     policy_p50_ms: float
     policy_p99_ms: float
     steps: int
+    inference_p50_ms: float | None = None   # an RTC thread's or a policy server's chunk latency
+    inference_p99_ms: float | None = None
 
     @classmethod
     def from_dict(cls, timing: Any) -> "LoopTiming | None":
@@ -62,7 +76,8 @@ class LoopTiming:
         try:
             out = cls(period_p50_ms=float(timing["period_p50_ms"]), period_p99_ms=float(timing["period_p99_ms"]),
                       overruns=int(timing["overruns"]), policy_p50_ms=float(timing["policy_p50_ms"]),
-                      policy_p99_ms=float(timing["policy_p99_ms"]), steps=int(timing["steps"]))
+                      policy_p99_ms=float(timing["policy_p99_ms"]), steps=int(timing["steps"]),
+                      **_inference_latency(timing.get("inference")))
         except (KeyError, TypeError, ValueError, OverflowError):
             return None
         values = (out.period_p50_ms, out.period_p99_ms, out.policy_p50_ms, out.policy_p99_ms)

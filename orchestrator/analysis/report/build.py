@@ -48,7 +48,9 @@ def _timing(data: OutcomeSet) -> tuple[PolicyTiming, ...]:
             episodes_over=len(over) if paced else None,
             policy_p50_ms=_median([t.policy_p50_ms for t in ts]),
             policy_p99_ms=_median([t.policy_p99_ms for t in ts]),
-            policy_p99_max_ms=max((t.policy_p99_ms for t in ts), default=None)))
+            policy_p99_max_ms=max((t.policy_p99_ms for t in ts), default=None),
+            inference_p50_ms=_median([t.inference_p50_ms for t in ts if t.inference_p50_ms is not None]),
+            inference_p99_ms=_median([t.inference_p99_ms for t in ts if t.inference_p99_ms is not None])))
     return tuple(rows)
 
 

@@ -91,6 +91,7 @@ def _timing(t: PolicyTiming) -> dict[str, Any]:
         "overrun_steps": t.overrun_steps, "episodes_over_5pct_overruns": t.episodes_over,
         "policy_p50_ms": _num(t.policy_p50_ms), "policy_p99_ms": _num(t.policy_p99_ms),
         "policy_p99_max_ms": _num(t.policy_p99_max_ms),
+        "inference_p50_ms": _num(t.inference_p50_ms), "inference_p99_ms": _num(t.inference_p99_ms),
     }
 
 

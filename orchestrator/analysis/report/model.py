@@ -70,6 +70,8 @@ class PolicyTiming:
     policy_p50_ms: float | None       # median over episodes of the policy's compute p50
     policy_p99_ms: float | None       # median over episodes of the policy's compute p99
     policy_p99_max_ms: float | None   # worst episode's policy compute p99
+    inference_p50_ms: float | None = None   # median over episodes of an asynchronous policy's chunk latency
+    inference_p99_ms: float | None = None
 
 
 @dataclass(frozen=True)

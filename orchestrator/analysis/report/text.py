@@ -252,6 +252,11 @@ def timing(r: Report) -> list[Block]:
                         ms(t.policy_p99_max_ms)] for t in r.timing]),
                 Gap(),
                 Line("policy p50 and p99: median over the episodes; worst policy p99: the slowest episode")]
+    chunks = [f"{t.label} p50 {ms(t.inference_p50_ms)}, p99 {ms(t.inference_p99_ms)}"
+              for t in r.timing if t.inference_p50_ms is not None]
+    if chunks:
+        out.append(Line("inference latency per chunk (RTC thread or policy server, median over the episodes): "
+                        + "; ".join(chunks)))
     return out
 
 
