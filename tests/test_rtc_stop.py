@@ -4,8 +4,8 @@ action, and LeRobot's RTC thread is stopped and joined on every way out of an ep
 On the twin (LeRobot's real SOFollower and Feetech bus over the twin's pseudo-terminal), the
 tiny SmolVLA runs under `inference: {type: rtc}`; one chunk, the canary, is made slow and sets
 every joint to a value no other action has, and the operator's stop key is hit while it is
-being computed. Every Goal_Position the bus writes is logged; the canary must never reach it,
-neither in the stopped episode nor in the next one. The positive control is a policy that only
+being computed. The twin's wire log holds every Goal_Position the servos received; the canary
+must never be among them, neither in the stopped episode nor in the next one. The positive control is a policy that only
 pauses LeRobot's engine on a stop and clears its queue on the next reset (what a wrapper built on
 `engine.pause()`/`engine.reset()` would do): the in-flight canary lands in the cleared queue and
 is written to the bus in the next episode.
@@ -67,7 +67,7 @@ class StopDuringCanary:
 
     def poll(self, elapsed_s):
         if self.stopped_at is None and self.canary.started.is_set():
-            self.stopped_at = time.perf_counter()
+            self.stopped_at, self.stopped_epoch = time.perf_counter(), time.time()
             raise EmergencyStop()
 
 
@@ -95,11 +95,9 @@ def paused_not_stopped(base):
     return PausedNotStopped
 
 
-def two_episodes(policy_class, checkpoint, tmp_path, monkeypatch):
-    """A stopped RTC episode and the next one on the twin; (Goal_Position writes [(t, values)],
-    the canary, the operator, RTC threads alive after the stopped episode)."""
-    from lerobot.motors.feetech import FeetechMotorsBus
-
+def two_episodes(policy_class, checkpoint, tmp_path):
+    """A stopped RTC episode and the next one on the twin, with the twin's wire log; (the log, the
+    canary's raw goal per arm servo, the canary, the operator, RTC threads alive after the stop)."""
     from orchestrator.design.protocol import Cube, LeRobotPolicySpec, Mark
     from orchestrator.policies.base import EpisodeContext
     from orchestrator.rigs.factory import make_rig
@@ -107,22 +105,15 @@ def two_episodes(policy_class, checkpoint, tmp_path, monkeypatch):
     from orchestrator.rigs.twin.client import start_twin
     from orchestrator.run.control_loop import run_episode
     from orchestrator.run.recording import EpisodeRecorder
+    from support.wirelog import WireLog
 
-    writes: list[tuple[float, dict]] = []
-    real_write = FeetechMotorsBus.sync_write
-
-    def logged(self, data_name, values, *args, **kwargs):
-        if data_name == "Goal_Position":
-            writes.append((time.perf_counter(), dict(values)))
-        return real_write(self, data_name, values, *args, **kwargs)
-
-    monkeypatch.setattr(FeetechMotorsBus, "sync_write", logged)
     rig_path = twin_rig(tmp_path, fps=FPS)
     text = rig_path.read_text()   # no max_relative_target clipping: actions reach the bus as computed
     rig_path.write_text(text.replace("max_relative_target: 10.0", "max_relative_target: null"))
     spec = LeRobotPolicySpec(type="lerobot", path=str(checkpoint),
                              inference={"type": "rtc", "rtc": {"execution_horizon": 5}, "queue_threshold": 4})
-    with start_twin(load_rig(rig_path)) as twin:
+    log_path = tmp_path / "wire.jsonl"
+    with start_twin(load_rig(rig_path), wire_log=log_path) as twin:
         rig = make_rig(twin.rig)
         policy = policy_class(spec, tmp_path, "pick", rig, fps=FPS)
         canary = Canary(policy.policy)
@@ -130,6 +121,9 @@ def two_episodes(policy_class, checkpoint, tmp_path, monkeypatch):
         operator = StopDuringCanary(canary)
         rig.connect()
         try:
+            bus = rig.robot.bus
+            arm = [bus.motors[k.removesuffix(".pos")].id for k in STATE_KEYS if not k.startswith("gripper")]
+            canary_raw = bus._unnormalize(dict.fromkeys(arm, CANARY_DEG))
             context = EpisodeContext(mark=Mark(id="M01", x=0.16, y=0.0), cube=Cube(), seed=0, fps=FPS,
                                      duration_s=3.0, task="pick")
             recorder = EpisodeRecorder(tmp_path / "c", "ep1", {}, FPS, round(FPS * 3.0), realtime=True)
@@ -144,36 +138,42 @@ def two_episodes(policy_class, checkpoint, tmp_path, monkeypatch):
         finally:
             policy.close()
             rig.disconnect()
-    return writes, canary, operator, alive
+    return WireLog.read(log_path), canary_raw, canary, operator, alive
 
 
-def canary_writes(writes) -> list[float]:
-    return [t for t, values in writes
-            if all(abs(float(v) - CANARY_DEG) < 0.05 for k, v in values.items() if k != "gripper")]
+def canary_packets(log, canary_raw: dict[int, int]) -> list[float]:
+    """Times of the Goal_Position writes the servos received that carry the canary on every arm
+    servo (one sync write: one time), within a tick."""
+    by_time: dict[float, dict[int, int]] = {}
+    for t, servo, value in log.goals():
+        by_time.setdefault(t, {})[servo] = value
+    return [t for t, goals in by_time.items()
+            if all(abs(goals.get(servo, -99) - raw) <= 1 for servo, raw in canary_raw.items())]
 
 
 @pytest.mark.timeout(300)
-def test_a_stop_during_rtc_inference_sends_nothing_computed_before_it(saved_vla, tmp_path, monkeypatch):
+def test_a_stop_during_rtc_inference_sends_nothing_computed_before_it(saved_vla, tmp_path):
     from orchestrator.policies.rtc import EnginePolicy
 
-    writes, canary, operator, alive = two_episodes(EnginePolicy, saved_vla, tmp_path, monkeypatch)
+    log, canary_raw, canary, operator, alive = two_episodes(EnginePolicy, saved_vla, tmp_path)
     assert operator.stopped_at is not None and canary.finished_at is not None
     assert canary.finished_at > operator.stopped_at          # the canary was in flight at the stop
     assert alive == []                                       # the thread was joined before the arm moved
-    after = [t for t, _ in writes if t > operator.stopped_at]
+    after = {t for t, _, _ in log.goals(after=operator.stopped_epoch)}
     assert len(after) >= FPS // 2, len(after)                # the next episode did write goals
-    assert canary_writes(writes) == []
+    assert len({t for t, _, _ in log.goals()}) >= len(after) + 5   # ... and so did the stopped one
+    assert canary_packets(log, canary_raw) == []
     assert rtc_threads() == []
 
 
 @pytest.mark.timeout(300)
-def test_positive_control_a_paused_engine_lets_the_in_flight_canary_through(saved_vla, tmp_path, monkeypatch):
+def test_positive_control_a_paused_engine_lets_the_in_flight_canary_through(saved_vla, tmp_path):
     from orchestrator.policies.rtc import EnginePolicy
 
-    writes, canary, operator, _ = two_episodes(paused_not_stopped(EnginePolicy), saved_vla, tmp_path, monkeypatch)
+    log, canary_raw, canary, operator, _ = two_episodes(paused_not_stopped(EnginePolicy), saved_vla, tmp_path)
     assert canary.finished_at > operator.stopped_at
-    leaked = canary_writes(writes)
-    assert leaked and min(leaked) > operator.stopped_at, leaked
+    leaked = canary_packets(log, canary_raw)
+    assert leaked and min(leaked) > operator.stopped_epoch, leaked
     assert rtc_threads() == []
 
 
