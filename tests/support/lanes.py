@@ -98,6 +98,7 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_twin_faults.py", ("twin", "lerobot", "subprocess")),
     ("test_twin_safety.py", ("twin", "lerobot", "subprocess")),
     ("test_twin_sigterm.py", ("twin", "lerobot", "subprocess")),
+    ("test_twin_wire_log.py", ("twin", "lerobot", "subprocess")),
     ("test_validate.py", ()),
 )
 
