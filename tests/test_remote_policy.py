@@ -60,8 +60,16 @@ class PolicyServer:
         self.proc.wait(10)
 
 
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    srv = PolicyServer(tmp_path_factory.mktemp("server"))
+    yield srv
+    srv.kill()
+
+
 @pytest.fixture
-def server(tmp_path):
+def own_server(tmp_path):
+    """A server of the test's own (the test kills it)."""
     srv = PolicyServer(tmp_path)
     yield srv
     srv.kill()
@@ -94,8 +102,9 @@ def test_a_served_policy_runs_a_sim_campaign_against_lerobots_policy_server(serv
 
 
 @pytest.mark.timeout(600)
-def test_losing_the_server_mid_episode_aborts_the_trial_and_the_campaign_stays_resumable(server, saved_acts,
+def test_losing_the_server_mid_episode_aborts_the_trial_and_the_campaign_stays_resumable(own_server, saved_acts,
                                                                                          tmp_path):
+    server = own_server
     protocol = served_protocol(tmp_path, saved_acts["sim"], server.address, duration_s=4)
     out = tmp_path / "campaign"
     proc = subprocess.Popen([sys.executable, "-m", "orchestrator", "run", str(protocol), "--rig", str(SIM_RIG),
@@ -121,3 +130,17 @@ def test_losing_the_server_mid_episode_aborts_the_trial_and_the_campaign_stays_r
     aborted = [a for a in attempts if a["status"] == "aborted"]
     assert len(aborted) == 1 and f"policy server {server.address}" in aborted[0]["reason"], attempts
     assert time.time() - killed_at < 30   # timeout_s 3: the loss is noticed within seconds
+
+
+def test_doctor_loads_the_served_policy_and_refuses_an_unreachable_server_in_one_line(server, saved_acts, tmp_path):
+    protocol = served_protocol(tmp_path, saved_acts["sim"], server.address)
+    result = run_module("doctor", "--rig", SIM_RIG, "--protocol", protocol, env=env(), timeout=300)
+    assert result.code == 0, result.out + result.err
+    assert f"policy B: {tmp_path / 'act'} served by {server.address} (act on cpu; loaded in" in result.out
+    closed = free_port()
+    protocol.write_text(protocol.read_text().replace(server.address, f"127.0.0.1:{closed}"))
+    result = run_module("doctor", "--rig", SIM_RIG, "--protocol", protocol, env=env(), timeout=300)
+    assert result.code == 2, result.out + result.err
+    bad = [line for line in result.out.splitlines() + result.err_lines if f"127.0.0.1:{closed}" in line]
+    assert len(bad) == 1 and "UNAVAILABLE" in bad[0], result.out + result.err
+    assert "Traceback" not in result.out + result.err

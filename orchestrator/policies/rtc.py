@@ -102,11 +102,6 @@ class EnginePolicy(LeRobotPolicy):
         self._timer: _ChunkTimer | None = None
         self.starved_steps = 0
         super().__init__(spec, protocol_dir, task, rig_features, robot_type=robot_type)
-        from lerobot.utils.feature_utils import hw_to_dataset_features
-
-        obs_hw = {k: v for k, v in self._obs_features.items()
-                  if isinstance(v, tuple) or (v is float and k.endswith((".pos", ".vel")))}
-        self.hw_features = hw_to_dataset_features(obs_hw, "observation")
 
     def prepare_deployment(self, policy: Any, cfg: Any) -> None:
         if not self.rtc:
@@ -128,22 +123,25 @@ class EnginePolicy(LeRobotPolicy):
             policy.init_rtc_processor()
 
     def _warm_up(self, obs_features) -> float:
-        """As `LeRobotPolicy._warm_up`, through the engine: one chunk on a still observation."""
-        self._obs_features = dict(obs_features)
-        if not self.rtc:
-            return super()._warm_up(obs_features)
+        """As `LeRobotPolicy._warm_up`; under RTC one chunk as the engine asks for it, on a still
+        observation. Also keeps the rig's features as the engine wants them (`hw_features`)."""
         import torch
         from lerobot.policies.utils import prepare_observation_for_inference
         from lerobot.utils.feature_utils import build_dataset_frame, hw_to_dataset_features
 
-        still = {k: (np.zeros(v, dtype=np.uint8) if isinstance(v, tuple) else 0.0) for k, v in obs_features.items()}
         obs_hw = {k: v for k, v in obs_features.items()
                   if isinstance(v, tuple) or (v is float and k.endswith((".pos", ".vel")))}
+        self.hw_features = hw_to_dataset_features(obs_hw, "observation")   # as build_rollout_context
+        if not self.rtc:
+            seconds = super()._warm_up(obs_features)
+            self.stop()   # the warm-up's reset() made an engine
+            return seconds
+        still = {k: (np.zeros(v, dtype=np.uint8) if isinstance(v, tuple) else 0.0) for k, v in obs_features.items()}
         start = time.perf_counter()
         try:
             with torch.inference_mode():
-                frame = build_dataset_frame(hw_to_dataset_features(obs_hw, "observation"),
-                                            self.robot_observation_processor(still), prefix="observation")
+                frame = build_dataset_frame(self.hw_features, self.robot_observation_processor(still),
+                                            prefix="observation")
                 batch = prepare_observation_for_inference(frame, self.device, self.task, self.robot_type)
                 batch["task"] = [self.task]
                 chunk = self.policy.predict_action_chunk(self.preprocessor(batch), inference_delay=0,
@@ -209,7 +207,7 @@ class EnginePolicy(LeRobotPolicy):
         self.starved_steps = 0
         engine.reset()
         engine.start()
-        queue = engine.action_queue
+        queue = getattr(engine, "action_queue", None)   # RTC only
         if queue is not None:   # time each chunk up to its merge into LeRobot's queue
             merge, timer = queue.merge, self._timer
 
