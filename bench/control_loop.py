@@ -161,6 +161,7 @@ def bench_orchestrator(rig, loaded, tmp: Path, fps: int, seconds: float, record:
                 [observe.times, select.times, act.times], 1 / fps)
     for key, times in (("observe", observe.times), ("policy", select.times), ("act", act.times)):
         out[f"{key}_p50_ms"] = float(np.percentile(times, 50) * 1e3)
+        out[f"{key}_p99_ms"] = float(np.percentile(times, 99) * 1e3)
         out[f"{key}_total_s"] = float(sum(times))
     out["record_p99_ms"] = timing.record_p99_ms
     out["video_frames"] = recorded.video_frames
@@ -422,7 +423,8 @@ def bench_twin(fps: int, seconds: float) -> None:
         print(f"  orchestrator overhead per step p50 {row['overhead_p50_ms']:.3f} ms, p99 "
               f"{row['overhead_p99_ms']:.3f} ms, max {row['overhead_max_ms']:.2f} ms; recording hand-off p99 "
               f"{row['record_p99_ms']:.3f} ms")
-        print(f"  inside LeRobot p50: observe {row['observe_p50_ms']:.2f} ms, policy {row['policy_p50_ms']:.2f} ms, "
+        print(f"  inside LeRobot p50: observe {row['observe_p50_ms']:.2f} ms, policy {row['policy_p50_ms']:.2f} ms "
+              f"(p99 {row['policy_p99_ms']:.2f} ms), "
               f"act {row['act_p50_ms']:.2f} ms; in total {lerobot_s:.2f} s inside LeRobot vs "
               f"{row['overhead_p50_ms'] * steps / 1e3:.2f} s (p50 x steps) in the orchestrator's loop")
         inf = row.get("inference")
