@@ -17,8 +17,12 @@ robot observation processor and `engine.notify_observation` when the interpolato
 action (`_process_observation_and_notify`), then LeRobot's own `send_next_action` (next action
 from the queue -> `ActionInterpolator` -> ordered action keys -> robot action processor).
 
-When no action is ready (the first chunk is still being computed, or the queue ran dry),
-lerobot-rollout sends nothing and the servos keep their last goal; here the step sends that
+With `use_torch_compile`, nothing is sent until the engine's compile warm-up inferences are done
+(LeRobot's `_handle_warmup`, per episode since each episode has its own engine; the compiled
+function itself is kept, so only the first episode pays for compiling).
+
+When no action is ready (the first chunk is still being computed, the queue ran dry, or the
+compile warm-up runs), lerobot-rollout sends nothing and the servos keep their last goal; here the step sends that
 same goal again: the last action sent this episode, else the joint positions observed at the
 episode's first step. Such steps are counted (`starved_steps`).
 
@@ -106,8 +110,6 @@ class EnginePolicy(LeRobotPolicy):
     def prepare_deployment(self, policy: Any, cfg: Any) -> None:
         if not self.rtc:
             return
-        from lerobot.configs import RTCAttentionSchedule
-        from lerobot.policies.rtc.configuration_rtc import RTCConfig
         from lerobot.rollout.inference.rtc import supports_rtc_inference
 
         if not supports_rtc_inference(policy):   # lerobot-rollout's own refusal, word for word
@@ -115,12 +117,18 @@ class EnginePolicy(LeRobotPolicy):
                 f"{self.where}: RTC inference is not supported by policy type '{cfg.type}': the policy must "
                 "implement RTC semantics and predict_action_chunk must accept inference_delay and "
                 "prev_chunk_left_over. Use inference: {type: sync} instead.")
-        rtc = self.spec.inference.rtc
-        policy.config.rtc_config = RTCConfig(
-            execution_horizon=rtc.execution_horizon, max_guidance_weight=rtc.max_guidance_weight,
-            prefix_attention_schedule=RTCAttentionSchedule(rtc.prefix_attention_schedule))
+        policy.config.rtc_config = self.rtc_config()
         if hasattr(policy, "init_rtc_processor"):
             policy.init_rtc_processor()
+
+    def rtc_config(self):
+        """The protocol's `inference.rtc` as LeRobot's `RTCConfig`."""
+        from lerobot.configs import RTCAttentionSchedule
+        from lerobot.policies.rtc.configuration_rtc import RTCConfig
+
+        rtc = self.spec.inference.rtc
+        return RTCConfig(execution_horizon=rtc.execution_horizon, max_guidance_weight=rtc.max_guidance_weight,
+                         prefix_attention_schedule=RTCAttentionSchedule(rtc.prefix_attention_schedule))
 
     def _warm_up(self, obs_features) -> float:
         """As `LeRobotPolicy._warm_up`; under RTC one chunk as the engine asks for it, on a still
@@ -175,17 +183,8 @@ class EnginePolicy(LeRobotPolicy):
         task = getattr(context, "task", None)
         self._episode_task = getattr(self.spec, "task", None) or task or self.task
         inference = self.spec.inference
-        if self.rtc:
-            from lerobot.configs import RTCAttentionSchedule
-            from lerobot.policies.rtc.configuration_rtc import RTCConfig
-
-            rtc = inference.rtc
-            config = RTCInferenceConfig(
-                rtc=RTCConfig(execution_horizon=rtc.execution_horizon, max_guidance_weight=rtc.max_guidance_weight,
-                              prefix_attention_schedule=RTCAttentionSchedule(rtc.prefix_attention_schedule)),
-                queue_threshold=inference.queue_threshold)
-        else:
-            config = SyncInferenceConfig()
+        config = (RTCInferenceConfig(rtc=self.rtc_config(), queue_threshold=inference.queue_threshold)
+                  if self.rtc else SyncInferenceConfig())
         self._timer = _ChunkTimer(self.preprocessor)
         robot = SimpleNamespace(robot_type=self.robot_type,
                                 action_features={k: float for k in self.ordered_action_keys})
@@ -203,6 +202,7 @@ class EnginePolicy(LeRobotPolicy):
             processors=SimpleNamespace(robot_action_processor=self.robot_action_processor),
             hardware=SimpleNamespace(robot_wrapper=self._sent))
         self._cached_obs = None
+        self._warming = bool(self.spec.use_torch_compile)
         self._hold: dict[str, float] | None = None
         self.starved_steps = 0
         engine.reset()
@@ -234,7 +234,8 @@ class EnginePolicy(LeRobotPolicy):
                 self._cached_obs = self.robot_observation_processor(observation)
                 engine.notify_observation(self._cached_obs)
             self._sent.action = None
-            send_next_action(self._cached_obs, observation, self._ctx, self._interpolator)
+            if not self._compile_warming(engine):
+                send_next_action(self._cached_obs, observation, self._ctx, self._interpolator)
         except Exception as exc:  # noqa: BLE001 - any failure inside LeRobot's pipeline
             raise DeviceFault.policy(exc) from exc
         if self._sent.action is None:
@@ -242,6 +243,20 @@ class EnginePolicy(LeRobotPolicy):
             return dict(self._hold)
         self._hold = dict(self._sent.action)
         return self._sent.action
+
+    def _compile_warming(self, engine) -> bool:
+        """lerobot-rollout's `_handle_warmup`: with torch.compile, nothing is sent until the engine's
+        warm-up inferences are done; then the engine and the interpolator are reset (the warm-up's
+        chunks dropped) and the engine resumed. True while warming up."""
+        if not self._warming:
+            return False
+        if not engine.ready:
+            return True
+        engine.reset()
+        self._interpolator.reset()
+        engine.resume()
+        self._warming = False
+        return False
 
     def stop(self) -> None:
         """Stop and join the engine's thread; drop the engine, its queue and what is in flight."""
