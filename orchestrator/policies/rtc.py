@@ -35,11 +35,12 @@ waits for it once more and refuses to start (a policy fault) while it still runs
 
 Inference latency: each chunk's time from preprocessing to the queue merge (what LeRobot's
 `LatencyTracker` measures) and the delay in steps LeRobot derived from it, per episode in
-`inference_timing()`.
+`inference_timing()`, with the count of LeRobot's delay-estimate warnings (kept off the terminal).
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from pathlib import Path
@@ -78,6 +79,27 @@ class _ChunkTimer:
             self.latencies_s.append(time.perf_counter() - self._started)
             self.delays.append(int(real_delay))
             self._started = None
+
+
+class _DelayMismatches(logging.Filter):
+    """LeRobot's `ActionQueue` warns, at each merge, when the steps consumed during an inference
+    differ from the delay it estimated ("Indexes diff is not equal to real delay"): a line every
+    few steps on the operator's terminal. Counted here (`delay_mismatches`) and kept off it."""
+
+    PREFIX = "Indexes diff is not equal to real delay"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.count = 0
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.msg, str) and record.msg.startswith(self.PREFIX):
+            self.count += 1
+            return False
+        return True
+
+
+QUEUE_LOGGER = "lerobot.policies.rtc.action_queue"
 
 
 class _Sent:
@@ -201,6 +223,8 @@ class EnginePolicy(LeRobotPolicy):
             data=SimpleNamespace(dataset_features=self.dataset_features, ordered_action_keys=self.ordered_action_keys),
             processors=SimpleNamespace(robot_action_processor=self.robot_action_processor),
             hardware=SimpleNamespace(robot_wrapper=self._sent))
+        self._mismatches = _DelayMismatches()
+        logging.getLogger(QUEUE_LOGGER).addFilter(self._mismatches)
         self._cached_obs = None
         self._warming = bool(self.spec.use_torch_compile)
         self._hold: dict[str, float] | None = None
@@ -267,16 +291,20 @@ class EnginePolicy(LeRobotPolicy):
         engine.stop()
         if thread is not None and thread.is_alive():
             self._stuck = thread
+        logging.getLogger(QUEUE_LOGGER).removeFilter(self._mismatches)
 
     drop_pending = stop
 
     def inference_timing(self) -> dict[str, Any]:
         """This episode's inference: mode, chunks computed, latency p50/p99/max (ms, preprocessing
-        to queue merge), LeRobot's delay in steps (max) and the steps that found no action ready."""
+        to queue merge), LeRobot's delay in steps (max), the steps that found no action ready and the
+        merges whose consumed steps differed from LeRobot's delay estimate."""
         timer = self._timer
         lat = list(timer.latencies_s) if timer is not None else []
         out: dict[str, Any] = {"mode": self.spec.inference.type, "chunks": len(lat),
                                "starved_steps": self.starved_steps}
+        if self.rtc and getattr(self, "_mismatches", None) is not None:
+            out["delay_mismatches"] = self._mismatches.count
         if lat:
             out |= {"latency_p50_ms": round(float(np.percentile(lat, 50)) * 1000, 3),
                     "latency_p99_ms": round(float(np.percentile(lat, 99)) * 1000, 3),
