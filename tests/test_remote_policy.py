@@ -144,3 +144,42 @@ def test_doctor_loads_the_served_policy_and_refuses_an_unreachable_server_in_one
     bad = [line for line in result.out.splitlines() + result.err_lines if f"127.0.0.1:{closed}" in line]
     assert len(bad) == 1 and "UNAVAILABLE" in bad[0], result.out + result.err
     assert "Traceback" not in result.out + result.err
+
+
+def test_a_stop_drops_the_served_queue_and_joins_the_receiver(server, saved_acts, tmp_path):
+    """In one process against the server: chunks queued and a GetActions call in flight when the
+    episode stops; the receiver thread is joined, the queue dropped with the client, and the next
+    episode starts from an empty queue (its first step holds the pose it observes)."""
+    import threading
+
+    import numpy as np
+
+    from orchestrator.design.protocol import LeRobotServerPolicySpec
+    from orchestrator.policies.remote import ServerPolicy
+    from orchestrator.rigs.profile import STATE_KEYS
+    from support.act import SIM_CAMERA
+
+    features = {k: float for k in STATE_KEYS} | {"front": (*SIM_CAMERA, 3), "wrist": (*SIM_CAMERA, 3)}
+    spec = LeRobotServerPolicySpec(type="lerobot_server", address=server.address, path=str(saved_acts["sim"]),
+                                   policy_type="act", actions_per_chunk=4, timeout_s=3)
+    policy = ServerPolicy(spec, "", features, fps=15)
+    obs = {k: 5.0 for k in STATE_KEYS} | {n: np.zeros((*SIM_CAMERA, 3), np.uint8) for n in ("front", "wrist")}
+    try:
+        policy.reset()
+        deadline = time.monotonic() + 60
+        while policy._client.action_queue.qsize() == 0:      # a chunk arrived and is queued
+            policy.select_action(obs)
+            assert time.monotonic() < deadline
+            time.sleep(1 / 15)
+        client, receiver = policy._client, policy._receiver
+        assert receiver.is_alive()
+        policy.stop()
+        assert not receiver.is_alive() and policy._client is None
+        assert client.channel is not None and not client.running
+        policy.reset()
+        first = policy.select_action({**obs, **{k: 7.0 for k in STATE_KEYS}})
+        assert first == {k: 7.0 for k in STATE_KEYS}           # nothing from before the stop
+        assert policy._client is not client
+    finally:
+        policy.close()
+    assert [t for t in threading.enumerate() if t.name == "PolicyServerReceiver" and t.is_alive()] == []
