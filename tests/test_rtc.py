@@ -81,7 +81,8 @@ def test_a_policy_without_rtc_is_refused_with_lerobots_reason(saved_acts, tmp_pa
     shutil.copytree(saved_acts["sim"], tmp_path / "act")
     protocol = one_mark_protocol(tmp_path, "{type: scripted}",
                                  "{type: lerobot, path: ./act, inference: {type: rtc}}")
-    for argv in (("run", protocol, "--rig", REPO / "hardware" / "sim.yaml", "--out", tmp_path / "c"),
+    for argv in (("validate", protocol),
+                 ("run", protocol, "--rig", REPO / "hardware" / "sim.yaml", "--out", tmp_path / "c"),
                  ("doctor", "--rig", REPO / "hardware" / "sim.yaml", "--protocol", protocol)):
         result = run_module(*argv, env=env(), timeout=300)
         assert result.code == 2, (argv[0], result.out, result.err)

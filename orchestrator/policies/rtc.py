@@ -57,6 +57,40 @@ from orchestrator.rigs.device_fault import DeviceFault
 STOP_WAIT_S = 10.0   # after LeRobot's own 3 s join timeout, how long reset() waits for a stuck thread
 
 
+def rtc_unsupported(where: str, policy_type: str) -> str:
+    """lerobot-rollout's own refusal (`build_rollout_context`), word for word, in one line."""
+    return (f"{where}: RTC inference is not supported by policy type '{policy_type}': the policy must "
+            "implement RTC semantics and predict_action_chunk must accept inference_delay and "
+            "prev_chunk_left_over. Use inference: {type: sync} instead.")
+
+
+def rtc_refusal(spec, protocol_dir: Path | str) -> str | None:
+    """For `validate`: LeRobot's refusal of RTC for a local checkpoint, from its config.json and
+    LeRobot's own check (`supports_rtc_inference`) on the policy class, no weights loaded; None
+    when it supports RTC, is not asked to, or cannot be read here (`doctor` and `run` load it)."""
+    if getattr(spec, "inference", None) is None or spec.inference.type != "rtc":
+        return None
+    from orchestrator.policies.lerobot import register_policy_types, resolve_checkpoint
+
+    path, local = resolve_checkpoint(spec, protocol_dir)
+    if not local or not (Path(path) / "config.json").is_file():
+        return None
+    try:
+        from lerobot.configs.policies import PreTrainedConfig
+        from lerobot.policies import get_policy_class
+        from lerobot.rollout.inference.rtc import supports_rtc_inference
+
+        register_policy_types()
+        cfg = PreTrainedConfig.from_pretrained(path)
+        cls = get_policy_class(cfg.type)
+        bare = cls.__new__(cls)          # no weights: `supports_rtc()` reads only the config
+        bare.__dict__["config"] = cfg
+        supported = supports_rtc_inference(bare)
+    except Exception:  # noqa: BLE001 - unreadable here: doctor and run decide with the loaded policy
+        return None
+    return None if supported else rtc_unsupported(f"policy checkpoint {spec.path}", cfg.type)
+
+
 class _ChunkTimer:
     """The preprocessor, timed: each call opens a chunk's latency measurement; `merged()` (the
     queue's merge) closes it. Everything else is the pipeline's own (`steps`, `reset`, ...)."""
@@ -134,11 +168,8 @@ class EnginePolicy(LeRobotPolicy):
             return
         from lerobot.rollout.inference.rtc import supports_rtc_inference
 
-        if not supports_rtc_inference(policy):   # lerobot-rollout's own refusal, word for word
-            raise BadInput(
-                f"{self.where}: RTC inference is not supported by policy type '{cfg.type}': the policy must "
-                "implement RTC semantics and predict_action_chunk must accept inference_delay and "
-                "prev_chunk_left_over. Use inference: {type: sync} instead.")
+        if not supports_rtc_inference(policy):
+            raise BadInput(rtc_unsupported(self.where, cfg.type))
         policy.config.rtc_config = self.rtc_config()
         if hasattr(policy, "init_rtc_processor"):
             policy.init_rtc_processor()
