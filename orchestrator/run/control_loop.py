@@ -95,15 +95,15 @@ def run_episode(rig: Rig, policy: Policy, context: EpisodeContext, recorder: Epi
     background work and drops every queued and in-flight action.
     """
     try:
-        return _run_paced(rig, policy, context, recorder, operator)
+        return _run_with_switch_interval(rig, policy, context, recorder, operator)
     finally:
         stop = getattr(policy, "stop", None)
         if stop is not None:
             stop()
 
 
-def _run_paced(rig: Rig, policy: Policy, context: EpisodeContext, recorder: EpisodeRecorder,
-               operator: Operator | None) -> tuple[EpisodeFacts, EpisodeTiming]:
+def _run_with_switch_interval(rig: Rig, policy: Policy, context: EpisodeContext, recorder: EpisodeRecorder,
+                              operator: Operator | None) -> tuple[EpisodeFacts, EpisodeTiming]:
     if rig.realtime:
         # The video encoders run on threads; with Python's default 5 ms GIL hand-over a control
         # step can wait that long for the interpreter. 0.5 ms keeps the loop's wait short
