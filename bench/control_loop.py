@@ -356,7 +356,7 @@ def twin_policies(tmp: Path, shape, rig, fps: int, server: PolicyServerProcess) 
     inference (tests/support/vla.py), and a chunk-20 ACT served by LeRobot's policy server."""
     from orchestrator.design.protocol import LeRobotPolicySpec, LeRobotServerPolicySpec
     from orchestrator.policies.lerobot import LeRobotPolicy
-    from orchestrator.policies.remote import ServerPolicy
+    from orchestrator.policies.lerobot_server import ServerPolicy
     from orchestrator.policies.rtc import EnginePolicy
     from support.act import make_act_checkpoint
     from support.vla import make_smolvla_checkpoint

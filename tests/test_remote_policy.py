@@ -129,6 +129,7 @@ def test_losing_the_server_mid_episode_aborts_the_trial_and_the_campaign_stays_r
         attempts = store.attempts()
     aborted = [a for a in attempts if a["status"] == "aborted"]
     assert len(aborted) == 1 and f"policy server {server.address}" in aborted[0]["reason"], attempts
+    assert aborted[0]["abort_class"] == "rig"       # the evidence rules' class of a lost device
     assert time.time() - killed_at < 30   # timeout_s 3: the loss is noticed within seconds
 
 
@@ -155,7 +156,7 @@ def test_a_stop_drops_the_served_queue_and_joins_the_receiver(server, saved_acts
     import numpy as np
 
     from orchestrator.design.protocol import LeRobotServerPolicySpec
-    from orchestrator.policies.remote import ServerPolicy
+    from orchestrator.policies.lerobot_server import ServerPolicy
     from orchestrator.rigs.profile import STATE_KEYS
     from support.act import SIM_CAMERA
 

@@ -60,7 +60,7 @@ function visibleCams() {
   return view < 0 ? ep.cameras : [ep.cameras[view % ep.cameras.length]];
 }
 
-function indexAt(times, t) {   // the last frame whose timestamp is <= t (as video.py frame_at)
+function indexAt(times, t) {   // the last frame whose timestamp is <= t (as core/timeline.py frame_shown_at)
   let lo = 0, hi = times.length;
   while (lo < hi) { const mid = (lo + hi) >> 1; if (times[mid] <= t + 1e-6) lo = mid + 1; else hi = mid; }
   return Math.max(0, lo - 1);

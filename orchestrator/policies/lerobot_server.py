@@ -48,6 +48,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from orchestrator.core.errors import BadInput
+from orchestrator.policies.base import Policy, register_policy
 from orchestrator.rigs.base import Action, Observation
 from orchestrator.rigs.device_fault import DeviceFault
 from orchestrator.rigs.profile import STATE_KEYS, LoadedRig, RigProfile
@@ -100,11 +101,22 @@ class _StandIn:
         return action
 
 
-class ServerPolicy:
+@register_policy("lerobot_server")
+class ServerPolicy(Policy):
     """A `type: lerobot_server` policy (see the module docstring)."""
 
     needs_images = True
     asynchronous = True
+
+    @classmethod
+    def from_spec(cls, label, spec, protocol=None, rig=None) -> "ServerPolicy":
+        """The rig's observation features (from the rig, or its profile) are what the server is
+        told the observations hold; the protocol's task and fps."""
+        features = rig if rig is None or hasattr(rig, "observation_features") else getattr(rig, "profile", None)
+        if features is None:
+            raise BadInput(f"policy {label}: a served policy needs the rig (for its features)")
+        return cls(spec, protocol.protocol.task if protocol is not None else "", features,
+                   fps=protocol.protocol.episode.fps if protocol is not None else 30)
 
     def __init__(self, spec, task: str, rig_features: Any, *, fps: float):
         import grpc
