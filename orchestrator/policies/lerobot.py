@@ -197,7 +197,8 @@ class LeRobotPolicy(Policy):
     def runs_in_an_engine(spec: LeRobotPolicySpec) -> bool:
         """Whether `spec` is deployed through lerobot-rollout's engines (RTC, or interpolation):
         `policies.rtc.EnginePolicy` runs it, not this class (`policies.factory` picks)."""
-        return spec.inference.type == "rtc" or spec.interpolation_multiplier > 1
+        inference = getattr(spec, "inference", None)
+        return getattr(inference, "type", "sync") == "rtc" or getattr(spec, "interpolation_multiplier", 1) > 1
 
     def __init__(self, spec: LeRobotPolicySpec, protocol_dir: Path | str, task: str,
                  rig_features: Any, *, robot_type: str | None = None, fps: float | None = None):
