@@ -52,7 +52,9 @@ def _timing(data: OutcomeSet) -> tuple[PolicyTiming, ...]:
             policy_p99_ms=_median([t.policy_p99_ms for t in ts]),
             policy_p99_max_ms=max((t.policy_p99_ms for t in ts), default=None),
             lost_steps=sum(t.lost_steps for t in ts) if paced else None,
-            episodes_lost=sum(1 for t in ts if t.lost_steps) if paced else None))
+            episodes_lost=sum(1 for t in ts if t.lost_steps) if paced else None,
+            inference_p50_ms=_median([t.inference_p50_ms for t in ts if t.inference_p50_ms is not None]),
+            inference_p99_ms=_median([t.inference_p99_ms for t in ts if t.inference_p99_ms is not None])))
     return tuple(rows)
 
 
@@ -113,7 +115,7 @@ def _policy_summary(label: str, data: OutcomeSet) -> PolicySummary:
         time_to_success=_time_summary(times),
         first_successes=sum(1 for o in first if o.success), first_trials=len(first),
         second_successes=sum(1 for o in second if o.success), second_trials=len(second),
-        ci=_rate_interval(judged, _has_repeats(data)))
+        ci=_rate_interval(judged, _has_repeats(data)), deployment=data.deployments.get(label, ""))
 
 
 def _max_layouts(stopping: Any) -> int | None:
