@@ -27,7 +27,10 @@ def test_run_verb_on_the_fake_arm_with_terminal_prompts(hardware, monkeypatch, c
     with CampaignStore.open_readonly(out) as store:
         trials = store.trials()
         assert [t.state for t in trials] == ["done"] * 4
-        assert all(e["timing"]["steps"] == 10 for e in store.episodes())
+        # an episode lasts its duration in wall-clock time: 10 slots, of which a loaded machine may lose a few
+        timings = [e["timing"] for e in store.episodes()]
+        assert len(timings) == 4 and all(t["planned_steps"] == 10 == t["steps"] + t["lost_steps"] for t in timings)
+        assert all(t["steps"] >= 5 for t in timings), timings
         assert [s["outcome"] for s in store.sessions()] == ["ended"]
         episodes = store.episodes()
     assert "4/4 trials done" in captured.out
