@@ -148,6 +148,9 @@ def twin_config(loaded: LoadedRig, protocol=None, faults: dict | None = None,
     section = dict(faults if faults is not None else (profile.twin or {}))
     config: dict[str, Any] = {"cameras": cameras, "rest_pose": dict(profile.rest_pose),
                               "faults": section.get("faults") or [], "seed": int(section.get("seed", 0))}
+    for key in ("supply_v", "adapter_latency_ms"):
+        if (loaded.profile.twin or {}).get(key) is not None:
+            config[key] = float(loaded.profile.twin[key])
     log = wire_log_path(loaded, wire_log)
     if log is not None:
         config["wire_log"] = str(log)

@@ -37,7 +37,8 @@ KINDS = {
 }
 OPTIONAL = {"at_step", "episode"}
 KIND_OPTIONAL = {"servo_reset": {"servo"}}
-SECTION_KEYS = ("faults", "seed", "wire_log")
+SECTION_KEYS = ("faults", "seed", "wire_log", "supply_v", "adapter_latency_ms")
+SUPPLIES_V = (12, 7.4)
 SERVO_NAMES = ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper")
 
 
@@ -62,7 +63,7 @@ def fault_problems(faults: Any, cameras: tuple[str, ...] = (), where: str = "twi
             problems.append(f"{at} ({fault['kind']}): unknown field {', '.join(sorted(unknown))}")
         if "rate" in fault and not (isinstance(fault["rate"], (int, float)) and 0 <= fault["rate"] <= 1):
             problems.append(f"{at}: rate must be between 0 and 1")
-        if "servo" in fault and _servo_id(fault["servo"]) is None:
+        if "servo" in fault and servo_id(fault["servo"]) is None:
             problems.append(f"{at}: servo must be 1-6 or one of {', '.join(SERVO_NAMES)}")
         if "camera" in fault and cameras and fault["camera"] not in cameras:
             problems.append(f"{at}: camera {fault['camera']!r} is not in the profile ({', '.join(cameras)})")
@@ -77,7 +78,8 @@ def fault_problems(faults: Any, cameras: tuple[str, ...] = (), where: str = "twi
 def section_problems(section: Any, cameras: tuple[str, ...], where: str,
                      keys: tuple[str, ...] = SECTION_KEYS) -> list[str]:
     """Problems of a `twin:` section or `--twin-faults` file: `{faults: [...], seed: N}` (the
-    profile's section also takes `wire_log: FILE`; a faults file has `keys` ("faults", "seed"))."""
+    profile's section also takes `wire_log: FILE`, `supply_v: 12 | 7.4` and
+    `adapter_latency_ms: N`; a faults file has `keys` ("faults", "seed"))."""
     if not isinstance(section, dict):
         return [f"{where}: expected a mapping with faults: and seed:"]
     unknown = set(section) - set(keys)
@@ -86,10 +88,15 @@ def section_problems(section: Any, cameras: tuple[str, ...], where: str,
         problems.append(f"{where}: seed must be a whole number")
     if "wire_log" in section and not (isinstance(section["wire_log"], str) and section["wire_log"].strip()):
         problems.append(f"{where}: wire_log must be a file path")
+    if "supply_v" in section and section["supply_v"] not in SUPPLIES_V:
+        problems.append(f"{where}: supply_v must be 12 or 7.4 (the STS3215's two versions)")
+    latency = section.get("adapter_latency_ms", 0)
+    if not (isinstance(latency, (int, float)) and not isinstance(latency, bool) and 0 <= latency <= 50):
+        problems.append(f"{where}: adapter_latency_ms must be a number of milliseconds between 0 and 50")
     return problems + fault_problems(section.get("faults"), cameras, where)
 
 
-def _servo_id(value: Any) -> int | None:
+def servo_id(value: Any) -> int | None:
     if isinstance(value, int) and 1 <= value <= 6:
         return value
     if isinstance(value, str) and value in SERVO_NAMES:
@@ -125,7 +132,7 @@ class FaultPlan:
                 continue
             if self._active(fault):
                 self.fired.add(n)
-                out.append({**fault, "servo_id": _servo_id(fault.get("servo"))})
+                out.append({**fault, "servo_id": servo_id(fault.get("servo"))})
         return out
 
     def status_fate(self) -> str:
