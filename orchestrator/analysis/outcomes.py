@@ -39,6 +39,14 @@ CSV_OPTIONAL = ("repeat", "stratum", "judge", "failure_mode")
 CONSENSUS = "consensus"
 
 
+def _finite(value: Any) -> float | None:
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return None
+    return value if math.isfinite(value) else None
+
+
 @dataclass(frozen=True)
 class LoopTiming:
     """One episode's control-loop timing as stored by the runner (milliseconds).
@@ -52,6 +60,9 @@ class LoopTiming:
     policy_p50_ms: float
     policy_p99_ms: float
     steps: int
+    frame_age_p50_ms: float | None = None        # camera frames' age when observed (rigs/frame_age.py)
+    frame_age_p95_ms: float | None = None
+    frame_repeat_fraction: float | None = None   # share of frames that repeated the previous step's
 
     @classmethod
     def from_dict(cls, timing: Any) -> "LoopTiming | None":
@@ -61,7 +72,9 @@ class LoopTiming:
         try:
             out = cls(period_p50_ms=float(timing["period_p50_ms"]), period_p99_ms=float(timing["period_p99_ms"]),
                       overruns=int(timing["overruns"]), policy_p50_ms=float(timing["policy_p50_ms"]),
-                      policy_p99_ms=float(timing["policy_p99_ms"]), steps=int(timing["steps"]))
+                      policy_p99_ms=float(timing["policy_p99_ms"]), steps=int(timing["steps"]),
+                      **{k: _finite(timing.get(k)) for k in ("frame_age_p50_ms", "frame_age_p95_ms",
+                                                             "frame_repeat_fraction")})
         except (KeyError, TypeError, ValueError, OverflowError):
             return None
         values = (out.period_p50_ms, out.period_p99_ms, out.policy_p50_ms, out.policy_p99_ms)

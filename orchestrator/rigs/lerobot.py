@@ -49,6 +49,7 @@ from orchestrator.rigs.clamp_log import quiet_clamp_warnings
 from orchestrator.rigs.hardware_checks import calibrate_command, check_calibration, check_port, rig_checks
 from orchestrator.rigs.lerobot_config import build_robot_config
 from orchestrator.rigs.profile import LoadedRig, RigProfile
+from orchestrator.rigs.frame_age import frame_facts
 from orchestrator.rigs.servo_alarms import CHECK_EVERY_STEPS, AlarmWatch, drop_stale_replies
 
 logger = logging.getLogger(__name__)
@@ -101,6 +102,8 @@ class LeRobotRig:
         self.connect_pose: dict[str, float] = {}
         self._released = False
         self._alarms = AlarmWatch()   # servo alarms; a gripper trip while gripping is an event
+        self.last_frames: dict[str, tuple[float, bool]] = {}   # camera -> (age ms, repeated): frame_age.py
+        self._frame_stamps: dict[str, float] = {}
 
     # ------------------------------------------------------------ LeRobot objects
     @property
@@ -241,6 +244,8 @@ class LeRobotRig:
         try:
             drop_stale_replies(self.robot)
             obs = self.robot.get_observation()
+            self.last_frames = frame_facts(getattr(self.robot, "cameras", {}) or {}, time.perf_counter(),
+                                           self._frame_stamps)
             self._observed = getattr(self, "_observed", 0) + 1
             if self._observed % CHECK_EVERY_STEPS == 0:
                 self._alarms.check(self.robot)

@@ -57,7 +57,10 @@ def pace(step_start: float, period: float, sent_at: float) -> float:
 @dataclass(frozen=True)
 class EpisodeTiming:
     """Per-episode timing summary (milliseconds); `overruns` = steps longer than the period,
-    `overrun_steps` = (step index, step length in ms) of each of them."""
+    `overrun_steps` = (step index, step length in ms) of each of them; `frame_age_*` the
+    camera frames' age at observation over every camera and step, `frame_repeat_fraction` the
+    share of those frames that repeated the previous step's (`rigs/frame_age.py`; None on a rig
+    whose cameras do not report it)."""
 
     period_p50_ms: float
     period_p99_ms: float
@@ -70,6 +73,9 @@ class EpisodeTiming:
     record_p99_ms: float
     steps: int
     overrun_steps: tuple[tuple[int, float], ...] = ()
+    frame_age_p50_ms: float | None = None
+    frame_age_p95_ms: float | None = None
+    frame_repeat_fraction: float | None = None
 
     def as_dict(self) -> dict[str, object]:
         out = dict(self.__dict__)
@@ -108,6 +114,7 @@ def _run_steps(rig: Rig, policy: Policy, context: EpisodeContext, recorder: Epis
     policy.reset(context)
     obs_t, pol_t, act_t, rec_t, periods = [], [], [], [], []
     overrun_steps: list[tuple[int, float]] = []
+    ages, repeats = [], 0
     start = time.perf_counter()
     previous = start
     for step in range(steps):
@@ -115,11 +122,14 @@ def _run_steps(rig: Rig, policy: Policy, context: EpisodeContext, recorder: Epis
         t_episode = t0 - start if rig.realtime else step * period
         observation = rig.observe(with_images=policy.needs_images or recorder.wants_images(step))
         t1 = time.perf_counter()
+        frames = getattr(rig, "last_frames", None) or {}
+        ages += [age for age, _ in frames.values()]
+        repeats += sum(repeated for _, repeated in frames.values())
         action = policy.select_action(observation)
         t2 = time.perf_counter()
         sent = rig.act(action)
         t3 = time.perf_counter()
-        recorder.frame(step, t_episode, observation, action, sent=sent)
+        recorder.frame(step, t_episode, observation, action, sent=sent, frames=frames)
         t4 = time.perf_counter()
         if operator is not None:
             operator.poll(t4 - start if rig.realtime else t_episode)
@@ -139,5 +149,8 @@ def _run_steps(rig: Rig, policy: Policy, context: EpisodeContext, recorder: Epis
         period_p50_ms=_p(periods, 50), period_p99_ms=_p(periods, 99), overruns=len(overrun_steps),
         observe_p50_ms=_p(obs_t, 50), policy_p50_ms=_p(pol_t, 50), policy_p99_ms=_p(pol_t, 99),
         act_p50_ms=_p(act_t, 50), record_p50_ms=_p(rec_t, 50), record_p99_ms=_p(rec_t, 99),
-        steps=steps, overrun_steps=tuple(overrun_steps))
+        steps=steps, overrun_steps=tuple(overrun_steps),
+        frame_age_p50_ms=float(np.percentile(ages, 50)) if ages else None,
+        frame_age_p95_ms=float(np.percentile(ages, 95)) if ages else None,
+        frame_repeat_fraction=repeats / len(ages) if ages else None)
     return facts, timing

@@ -48,8 +48,20 @@ def _timing(data: OutcomeSet) -> tuple[PolicyTiming, ...]:
             episodes_over=len(over) if paced else None,
             policy_p50_ms=_median([t.policy_p50_ms for t in ts]),
             policy_p99_ms=_median([t.policy_p99_ms for t in ts]),
-            policy_p99_max_ms=max((t.policy_p99_ms for t in ts), default=None)))
+            policy_p99_max_ms=max((t.policy_p99_ms for t in ts), default=None),
+            **_frame_rows(ts)))
     return tuple(rows)
+
+
+def _frame_rows(ts: list) -> dict:
+    """Camera frame age and repeats over a policy's episodes (those whose rig reports them)."""
+    with_frames = [t for t in ts if t.frame_age_p50_ms is not None]
+    if not with_frames:
+        return {}
+    repeats = [t.frame_repeat_fraction for t in with_frames if t.frame_repeat_fraction is not None]
+    return {"frame_age_p50_ms": _median([t.frame_age_p50_ms for t in with_frames]),
+            "frame_age_p95_ms": max(t.frame_age_p95_ms for t in with_frames if t.frame_age_p95_ms is not None),
+            "frame_repeat_fraction": sum(repeats) / len(repeats) if repeats else None}
 
 
 def _policy_summary(label: str, data: OutcomeSet) -> PolicySummary:

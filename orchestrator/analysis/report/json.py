@@ -91,6 +91,8 @@ def _timing(t: PolicyTiming) -> dict[str, Any]:
         "overrun_steps": t.overrun_steps, "episodes_over_5pct_overruns": t.episodes_over,
         "policy_p50_ms": _num(t.policy_p50_ms), "policy_p99_ms": _num(t.policy_p99_ms),
         "policy_p99_max_ms": _num(t.policy_p99_max_ms),
+        "frame_age_p50_ms": _num(t.frame_age_p50_ms), "frame_age_p95_ms": _num(t.frame_age_p95_ms),
+        "frame_repeat_fraction": _num(t.frame_repeat_fraction),
     }
 
 

@@ -69,6 +69,9 @@ class PolicyTiming:
     policy_p50_ms: float | None       # median over episodes of the policy's compute p50
     policy_p99_ms: float | None       # median over episodes of the policy's compute p99
     policy_p99_max_ms: float | None   # worst episode's policy compute p99
+    frame_age_p50_ms: float | None = None       # median over episodes of the frames' age p50
+    frame_age_p95_ms: float | None = None       # worst episode's frame age p95
+    frame_repeat_fraction: float | None = None  # mean over episodes of the repeated-frame share
 
 
 @dataclass(frozen=True)

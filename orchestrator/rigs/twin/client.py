@@ -116,8 +116,10 @@ def swap_sources(loaded: LoadedRig, twin: Twin) -> LoadedRig:
     (twin.calibration_dir / f"{robot_id}.json").write_text(json.dumps(shipped_calibration(), indent=4))
     robot = {**profile.robot.model_dump(), "port": twin.port, "id": robot_id,
              "calibration_dir": str(twin.calibration_dir)}
+    latency = (profile.twin or {}).get("camera_latency_ms")
     cameras = {name: {"type": "twin", "index_or_path": str(twin.frames_dir / f"{name}.frame"),
                       "width": cam.width, "height": cam.height, "fps": cam.fps,
+                      **({"latency_ms": float(latency)} if latency is not None else {}),
                       **({"pose": cam.pose.model_dump()} if cam.pose is not None else {})}
                for name, cam in profile.cameras.items()}
     swapped = RigProfile.model_validate({**profile.model_dump(), "robot": robot, "cameras": cameras})

@@ -17,6 +17,7 @@ twin's `episode` (1-based count of episodes this twin process has run; default 1
 | `camera_disconnect` | `camera`, `at_step`             | the camera is gone                             |
 | `voltage_sag`       | `volts`, `at_step`              | Present_Voltage drops, torque scales with it,  |
 |                     |                                 | error bit 0 below Min_Voltage_Limit            |
+| `camera_slow`       | `camera`, `fps`, `at_step`      | the camera delivers `fps` frames a second      |
 | `servo_reset`       | `at_step`, `servo` (default all)| the servo restarts, as after a brown-out:      |
 |                     |                                 | Torque_Enable 0, Status 0, SRAM at power-up    |
 
@@ -33,11 +34,11 @@ KINDS = {
     "corrupt_status": {"rate"}, "drop_status": {"rate"}, "servo_silent": {"servo"},
     "overload": {"servo"}, "overheat": {"servo"}, "usb_unplug": set(),
     "camera_freeze": {"camera"}, "camera_disconnect": {"camera"}, "voltage_sag": {"volts"},
-    "servo_reset": set(),
+    "servo_reset": set(), "camera_slow": {"camera", "fps"},
 }
 OPTIONAL = {"at_step", "episode"}
 KIND_OPTIONAL = {"servo_reset": {"servo"}}
-SECTION_KEYS = ("faults", "seed", "wire_log", "supply_v", "adapter_latency_ms")
+SECTION_KEYS = ("faults", "seed", "wire_log", "supply_v", "adapter_latency_ms", "camera_latency_ms")
 SUPPLIES_V = (12, 7.4)
 SERVO_NAMES = ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper")
 
@@ -70,6 +71,8 @@ def fault_problems(faults: Any, cameras: tuple[str, ...] = (), where: str = "twi
         for key in ("at_step", "episode"):
             if key in fault and not (isinstance(fault[key], int) and fault[key] >= (0 if key == "at_step" else 1)):
                 problems.append(f"{at}: {key} must be a whole number")
+        if "fps" in fault and not (isinstance(fault["fps"], (int, float)) and 0 < fault["fps"] <= 120):
+            problems.append(f"{at}: fps must be a frame rate above 0")
         if "volts" in fault and not (isinstance(fault["volts"], (int, float)) and 0 <= fault["volts"] <= 14):
             problems.append(f"{at}: volts must be between 0 and 14")
     return problems
@@ -79,7 +82,7 @@ def section_problems(section: Any, cameras: tuple[str, ...], where: str,
                      keys: tuple[str, ...] = SECTION_KEYS) -> list[str]:
     """Problems of a `twin:` section or `--twin-faults` file: `{faults: [...], seed: N}` (the
     profile's section also takes `wire_log: FILE`, `supply_v: 12 | 7.4` and
-    `adapter_latency_ms: N`; a faults file has `keys` ("faults", "seed"))."""
+    `adapter_latency_ms: N`, `camera_latency_ms: N`; a faults file has `keys` ("faults", "seed"))."""
     if not isinstance(section, dict):
         return [f"{where}: expected a mapping with faults: and seed:"]
     unknown = set(section) - set(keys)
@@ -90,9 +93,10 @@ def section_problems(section: Any, cameras: tuple[str, ...], where: str,
         problems.append(f"{where}: wire_log must be a file path")
     if "supply_v" in section and section["supply_v"] not in SUPPLIES_V:
         problems.append(f"{where}: supply_v must be 12 or 7.4 (the STS3215's two versions)")
-    latency = section.get("adapter_latency_ms", 0)
-    if not (isinstance(latency, (int, float)) and not isinstance(latency, bool) and 0 <= latency <= 50):
-        problems.append(f"{where}: adapter_latency_ms must be a number of milliseconds between 0 and 50")
+    for key, top in (("adapter_latency_ms", 50), ("camera_latency_ms", 1000)):
+        value = section.get(key, 0)
+        if not (isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= top):
+            problems.append(f"{where}: {key} must be a number of milliseconds between 0 and {top}")
     return problems + fault_problems(section.get("faults"), cameras, where)
 
 

@@ -200,6 +200,8 @@ class TwinServer:
                     self.arm.set_voltage(float(fault["volts"]))
                 elif kind == "usb_unplug":
                     self._unplug()
+                elif kind == "camera_slow" and fault["camera"] in self.camera_names:
+                    self.state.set_camera_fps(self.camera_names.index(fault["camera"]), float(fault["fps"]))
                 elif kind in ("camera_freeze", "camera_disconnect") and fault["camera"] in self.camera_names:
                     self.state.set_camera_state(self.camera_names.index(fault["camera"]),
                                                 FROZEN if kind == "camera_freeze" else DISCONNECTED)
