@@ -170,7 +170,7 @@ def test_attempt_lifecycle(tmp_path):
         assert [a["status"] for a in store.attempts()] == ["aborted", "done"]
         assert [e["id"] for e in store.episodes()] == [ep2]
         assert [(j.judge, j.label) for j in store.judgments()] == [("physics", "failure")]
-        assert [t.slot for t in store.pending_trials()] == [1, 2, 3, 4, 5]
+        assert [t.slot for t in store.trials() if t.state != "done"] == [1, 2, 3, 4, 5]
         with pytest.raises(RuntimeFailure):
             store.begin_attempt(0, new_episode_id())  # already done
         with pytest.raises(RuntimeFailure):
@@ -199,7 +199,7 @@ def test_recover_interrupted_turns_running_into_aborted(tmp_path):
         assert attempt["status"] == "aborted" and "interrupted" in attempt["reason"]
         assert attempt["ended_at"] is not None
         assert any(e["kind"] == "aborted" and e["slot"] == 2 for e in again.events())
-        assert 2 in [t.slot for t in again.pending_trials()]
+        assert 2 in [t.slot for t in again.trials() if t.state != "done"]
         assert again.recover_interrupted() == []   # idempotent
         assert consistency_problems(again.conn) == []
         new_attempt = again.begin_attempt(2, new_episode_id())  # re-run from the start
@@ -293,13 +293,38 @@ def test_schema1_fixture_is_migrated_to_schema2_sessions(tmp_path):
     assert raw.execute("SELECT count(*) FROM sqlite_master WHERE name='sessions'").fetchone()[0] == 0
     raw.close()
     with CampaignStore.open_for_run(tmp_path / "c") as store:
-        assert store.conn.execute("PRAGMA user_version").fetchone()[0] == 2
-        assert store.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "2"
+        assert store.conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        assert store.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
         assert store.sessions() == []
         session = store.begin_session()
         store.end_session(session, "ended")
         assert [s["outcome"] for s in store.sessions()] == ["ended"]
         assert len(store.trials()) == 4 and len(store.episodes()) == 2
+
+
+def test_schema1_fixture_is_migrated_to_schema3_abort_classes(tmp_path):
+    """Schema 3 added `attempts.abort_class` and `attempts.settles`: the old store's aborted
+    attempt keeps NULL in both (it was re-run, as the tool then did) and counts as a re-run; new
+    aborts are stored with their class, and one that settles its trial makes the trial done."""
+    shutil.copytree(FIXTURES / "schema1", tmp_path / "c")
+    with CampaignStore.open_readonly(tmp_path / "c") as store:   # a reader of the old schema
+        old = [a for a in store.attempts() if a["status"] == "aborted"]
+        assert old and all(a.get("abort_class") is None for a in old)
+    with CampaignStore.open_for_run(tmp_path / "c") as store:
+        (slot,) = {a["slot"] for a in old}
+        assert [a["abort_class"] for a in store.attempts() if a["status"] == "aborted"] == [None] * len(old)
+        assert store.reruns(slot) == len(old)
+        attempt = store.begin_attempt(slot, new_episode_id())
+        store.abort_attempt(attempt, "Ctrl-C", "interrupted")
+        assert store.reruns(slot) == len(old)            # an interruption is not a re-run
+        attempt = store.begin_attempt(slot, new_episode_id())
+        store.abort_attempt(attempt, "DeviceFault: policy: boom", "policy", "failure")
+        (trial,) = [t for t in store.trials() if t.slot == slot]
+        assert trial.state == "done" and trial.episode_id is None
+        with pytest.raises(RuntimeFailure):
+            store.begin_attempt(slot, new_episode_id())
+        with pytest.raises(ValueError):
+            store.abort_attempt(attempt, "x", "rig", "maybe")
 
 
 def test_a_new_store_has_the_schema_of_an_upgraded_one(tmp_path):
@@ -349,6 +374,7 @@ lock.release()
 """
 
 
+@pytest.mark.subprocess
 def test_an_older_store_is_upgraded_only_under_the_run_lock(tmp_path):
     """Opening a schema-1 store to read or label migrates it only after taking the run lock; while
     another process holds the lock it is refused (one line) and left at schema 1."""
@@ -390,6 +416,7 @@ store.close()
 """
 
 
+@pytest.mark.subprocess
 def test_lock_refuses_a_second_runner_while_readers_work(tmp_path):
     directory = tmp_path / "c"
     with create(directory) as store:
@@ -421,8 +448,10 @@ store = CampaignStore.open_for_run(sys.argv[1])
 rng = random.Random(int(sys.argv[2]))
 store.recover_interrupted()
 print("ready", flush=True)
-while store.pending_trials():
-    for trial in store.pending_trials():
+def pending():
+    return [t for t in store.trials() if t.state != "done"]
+while pending():
+    for trial in pending():
         attempt = store.begin_attempt(trial.slot, new_episode_id())
         if rng.random() < 0.15:
             store.abort_attempt(attempt, "e-stop")
@@ -440,6 +469,7 @@ print("finished", flush=True)
 """
 
 
+@pytest.mark.subprocess
 def test_transactions_survive_a_killed_writer(tmp_path):
     """SIGKILL a writer at random moments; every time the store opens, passes integrity_check
     and is consistent, and the next writer resumes. Finally every trial is done."""

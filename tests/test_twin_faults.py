@@ -87,6 +87,9 @@ def chain(tmp_path_factory) -> Chain:
     folder = tmp_path_factory.mktemp("twin_faults")
     rig = twin_rig(folder)
     protocol = two_mark_protocol(folder, "{type: scripted, aim_noise_mm: 3}", duration_s=1.0, fps=30)
+    # An overload under the policy's commands is the policy's abort class, by default its failure
+    # (tests/test_aborts.py); here every fault is re-run, so all nine take turns on one trial.
+    protocol.write_text(protocol.read_text() + "aborts: {policy: rerun, max_reruns: 20}\n")
     layout = folder / "layout2.yaml"
     layout.write_text("\n".join(l for l in layout.read_text().splitlines() if "id: M02" not in l) + "\n")
     chain = Chain(campaign=folder / "campaign")
@@ -120,6 +123,9 @@ def test_fault_aborts_the_trial_with_its_cause(name, chain):
     assert [a["status"] for a in run.after[len(run.before):]] == ["aborted"], (name, run.after)
     assert cause in run.after[-1]["reason"], (name, run.after[-1]["reason"])
     assert run.done == 0, f"{name}: {run.done} trials done"
+    # the cause's class: the policy's for an overload (it drove the arm into something), else the rig's
+    assert run.after[-1]["abort_class"] == ("policy" if name == "overload" else "rig"), (name, run.after[-1])
+    assert run.after[-1]["settles"] is None
 
 
 def test_run_resumes_to_completion_after_the_faults(chain):

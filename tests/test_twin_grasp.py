@@ -61,7 +61,7 @@ def test_a_scripted_grasp_held_5_s_trips_the_gripper_protection_and_the_trial_go
     and holds it to the end (5 s at full grip: LeRobot's Overload_Torque 25 %, Protection_Time
     2 s). The wire log shows the gripper's Status bit 5 from 2-3.5 s after the grip; the
     episode ends normally, the cube lifted (20 % Protective_Torque still holds a 30 g cube), the
-    trip recorded as the `gripper_overload_protection` event; back at rest it clears."""
+    trip recorded as the `gripper_overload_protection` event; opening the gripper clears it."""
     from orchestrator.design.protocol import Cube, Mark
     from orchestrator.policies.base import EpisodeContext
     from orchestrator.policies.scripted import T_CLOSE, ScriptedPickPolicy
@@ -86,7 +86,10 @@ def test_a_scripted_grasp_held_5_s_trips_the_gripper_protection_and_the_trial_go
             facts, _ = run_episode(rig, policy, context, recorder)
             recorder.discard()
             t_end = time.time()
-            rig.go_to_rest()
+            for _ in range(15):                  # the policy opens the gripper: the load goes
+                rig.act({**{k: v for k, v in rig.observe(with_images=False).items() if k.endswith(".pos")},
+                         "gripper.pos": 40.0})
+                time.sleep(1 / fps)
             time.sleep(0.3)
             after_rest = rig.robot.bus.sync_read("Status", normalize=False, num_retry=3)
         finally:

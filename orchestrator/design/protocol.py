@@ -1,6 +1,6 @@
 """Protocol and layout: the pre-registered description of an A/B campaign.
 
-A protocol (YAML, DESIGN section 4) names the layout of marked cube positions, the policies
+A protocol (YAML, docs/design.md section 5) names the layout of marked cube positions, the policies
 to compare, the success test, the episode length and the analysis plan. It is validated
 fully before anything runs; every problem is reported as `path:line:col: message`.
 """
@@ -134,7 +134,10 @@ class LeRobotPolicySpec(_Strict):
     task: str | None = None
 
 
-PolicySpec = Annotated[Union[ScriptedPolicySpec, LeRobotPolicySpec], Field(discriminator="type")]
+# The policy types, listed once: the protocol's `type:` names and their specs. Each name has a
+# registered Policy class (`policies.base.register_policy`; tests/test_registries.py checks).
+POLICY_SPECS: dict[str, type[BaseModel]] = {"scripted": ScriptedPolicySpec, "lerobot": LeRobotPolicySpec}
+PolicySpec = Annotated[Union[tuple(POLICY_SPECS.values())], Field(discriminator="type")]
 
 
 class Episode(_Strict):
@@ -167,6 +170,10 @@ class Judging(_Strict):
     # On a PostgreSQL store: operator roles (`store add-operator`) see no human label until the
     # campaign has ended and every episode has `judges` human labels (enforced by the server).
     hide_labels_from_operator: bool = False
+    # When the human judges of an episode disagree (no majority): `unsure` (the episode waits
+    # for another judge, its layout is left out meanwhile), or `failure` (a disagreement counts
+    # as a failure of the policy). Pre-registered: which layouts drop would depend on outcomes.
+    disagreement: Literal["unsure", "failure"] = "unsure"
 
 
 class EValueStopping(_Strict):
@@ -180,6 +187,31 @@ class Analysis(_Strict):
     primary: Literal["mcnemar_midp", "mcnemar_exact"] = "mcnemar_midp"
     alpha: Annotated[float, Field(gt=0, lt=1)] = 0.05
     stopping: Literal["none"] | EValueStopping = "none"
+
+
+AbortAction = Literal["failure", "rerun"]
+
+
+class Aborts(_Strict):
+    """What an aborted attempt counts as, by the class of its cause, pre-registered and frozen
+    with the rest of the protocol. `failure`: the trial is scored as a failure of the policy that
+    ran (its cause is shown in the report, never to the judges); `rerun`: the trial is run again.
+
+    Classes: `policy` (the policy raised, returned a non-finite action, or a servo overloaded
+    during its episode), `operator_unsafe` (the operator's stop: unsafe motion), `operator_misplaced`
+    (the operator's stop: cube not on its mark), `operator_other` (the operator's stop, any other
+    reason, and a redo), `rig` (USB, camera, servo reset, power, damaged files). Re-running
+    outcome-dependent aborts scores a policy only on its clean runs, which flatters the worse
+    one; hence the defaults. A trial aborted for a `rerun` class more than `max_reruns` times is
+    not run again: it is left out of the pairs and listed in the report (Ctrl-C and a killed
+    process are re-run without limit: they say nothing about the policy)."""
+
+    policy: AbortAction = "failure"
+    operator_unsafe: AbortAction = "failure"
+    operator_misplaced: AbortAction = "rerun"
+    operator_other: AbortAction = "rerun"
+    rig: AbortAction = "rerun"
+    max_reruns: Annotated[int, Field(ge=0, le=100)] = 3
 
 
 class Stations(_Strict):
@@ -201,6 +233,7 @@ class Protocol(_Strict):
     success: Success = Success()
     judging: Judging = Judging()
     analysis: Analysis = Analysis()
+    aborts: Aborts = Aborts()
     stations: Stations = Stations()
 
     @field_validator("policies")
@@ -304,7 +337,7 @@ def _clean_loc(loc: tuple, data: Any = None) -> tuple:
         elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
             present, node = True, node[part]
         looks_like_tag = isinstance(part, str) and (
-            part in ("scripted", "lerobot") or part[:1].isupper()
+            part in POLICY_SPECS or part[:1].isupper()
             or part.startswith("literal[") or part.startswith("function-"))
         if looks_like_tag and not present:
             continue
@@ -350,7 +383,7 @@ def _policy_model(data: dict, loc: tuple) -> type[BaseModel] | None:
         kind = data["policies"][loc[1]].get("type")
     except (KeyError, AttributeError, TypeError, IndexError):
         return None
-    return {"scripted": ScriptedPolicySpec, "lerobot": LeRobotPolicySpec}.get(kind)
+    return POLICY_SPECS.get(kind)
 
 
 def _duplicate_mark_ids(data: dict, smap: SourceMap) -> list[str]:

@@ -42,6 +42,7 @@ from orchestrator.core.errors import BadInput
 from orchestrator.rigs.device_fault import DeviceFault, one_line
 from orchestrator.design.protocol import LeRobotPolicySpec
 from orchestrator.rigs.base import Action, Observation
+from orchestrator.policies.base import Policy, register_policy
 from orchestrator.rigs.profile import STATE_KEYS, LoadedRig, RigProfile
 from orchestrator.policies.checkpoint import (apply_overrides, feature_problems, resolve_device, state_stats,
                          state_units_problems)
@@ -160,10 +161,24 @@ def _resolve_action_key_order(policy_names: list[str] | None, dataset_names: lis
 # long-function: __init__: loads a checkpoint in LeRobot's own order (config, device, feature check,
 # weights, processors), each step refusing with one line that names it; noted by the refactor
 # (issue 14), left for the owner of this module to split.
-class LeRobotPolicy:
-    """A LeRobot checkpoint behind the `Policy` protocol (see the module docstring)."""
+@register_policy("lerobot")
+class LeRobotPolicy(Policy):
+    """A LeRobot checkpoint behind the `Policy` interface (see the module docstring)."""
 
     needs_images = True
+
+    @classmethod
+    def from_spec(cls, label, spec, protocol=None, rig=None) -> "LeRobotPolicy":
+        """Checkpoint paths are relative to the protocol's folder; the rig's observation
+        features (from the rig, or its profile) make names and image shapes match the rig."""
+        protocol_dir = protocol.path.parent if protocol is not None else Path.cwd()
+        task = protocol.protocol.task if protocol is not None else ""
+        features: Any = rig
+        if rig is None or not hasattr(rig, "observation_features"):
+            features = getattr(rig, "profile", None)
+            if features is None:
+                raise BadInput(f"policy {label}: a LeRobot policy needs the rig (for its features)")
+        return cls(spec, protocol_dir, task, features)
 
     def __init__(self, spec: LeRobotPolicySpec, protocol_dir: Path | str, task: str,
                  rig_features: Any, *, robot_type: str | None = None):

@@ -9,7 +9,7 @@ LeRobot robot type or `lerobot_robot_*` plugin), filled with the profile's `port
 `make_robot_from_config`. Cameras: `type: opencv` -> `OpenCVCameraConfig`, `type: video` -> the
 video-file camera (`rigs/videocam.py`), both through LeRobot's camera registry.
 
-Safety (DESIGN "Safety on a real arm"):
+Safety (docs/design.md section 12):
 - `connect()` never lets LeRobot ask for calibration on stdin, and checks the motors'
   calibration on a bare bus connection (port opened, motors pinged and read, nothing written)
   before LeRobot's `connect(calibrate=False)` runs `configure()`, which enables torque: an arm
@@ -44,7 +44,7 @@ from orchestrator.core.errors import BadInput
 from orchestrator.rigs.device_fault import DeviceFault
 from orchestrator.rigs.base import EmergencyStop
 from orchestrator.design.protocol import Cube, Mark
-from orchestrator.rigs.base import Action, Check, EpisodeFacts, Observation
+from orchestrator.rigs.base import Action, Check, EpisodeFacts, Observation, Rig, register_rig
 from orchestrator.rigs.clamp_log import quiet_clamp_warnings
 from orchestrator.rigs.hardware_checks import calibrate_command, check_calibration, check_port, rig_checks
 from orchestrator.rigs.lerobot_config import build_robot_config
@@ -65,8 +65,9 @@ def _chain(exc: BaseException | None):
         exc, seen = exc.__cause__ or exc.__context__, seen + 1
 
 
-class LeRobotRig:
-    """A LeRobot robot (real arm) implementing the `Rig` protocol. See the module docstring.
+@register_rig("lerobot")
+class LeRobotRig(Rig):
+    """A LeRobot robot (real arm) implementing the `Rig` interface. See the module docstring.
 
     `loaded` is a `LoadedRig` (relative video paths resolve from the profile's folder) or a
     bare `RigProfile`. `rest_speed_deg_s` / `rest_fps` pace `go_to_rest`, which then holds the

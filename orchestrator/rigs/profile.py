@@ -1,7 +1,7 @@
 """Rig profiles (`hardware/*.yaml`): which robot, which cameras, the rest pose.
 
 Field names follow LeRobot's configs (`SO101FollowerConfig`, `OpenCVCameraConfig`) so a user
-can carry over what they pass to `lerobot-rollout` (DESIGN section 4).
+can carry over what they pass to `lerobot-rollout` (docs/design.md section 7).
 """
 
 from __future__ import annotations

@@ -1,6 +1,8 @@
 """One episode: the control loop shared by simulated and real rigs.
 
-Each step: observe -> policy -> act -> record, `fps` times a second for the fixed duration.
+Each step: observe -> policy -> act -> record, `fps` times a second for the fixed duration; on a
+real rig the episode ends at that duration in wall-clock time (steps lost to overruns are
+counted, never made up; the videos keep their planned frame count, the last frame held).
 On a real rig the loop is paced as `lerobot-rollout` paces it (`rollout/strategies/base.py`):
 after a step that took `dt`, sleep `max(0, period - dt)` (coarse sleep, then a short spin, as
 LeRobot's `precise_sleep`). It never catches up: after a slow step (a 2 s first inference, a
@@ -15,6 +17,7 @@ episode started (perf_counter); in simulation it is simulated time, `step * peri
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 from dataclasses import dataclass
@@ -25,6 +28,7 @@ from orchestrator.run.operator_protocol import Operator
 from orchestrator.policies.base import EpisodeContext, Policy
 from orchestrator.run.recording import EpisodeRecorder
 from orchestrator.rigs.base import EpisodeFacts, Rig
+from orchestrator.rigs.device_fault import DeviceFault
 
 
 REALTIME_SWITCH_INTERVAL_S = 0.0005
@@ -71,11 +75,13 @@ class EpisodeTiming:
     act_p50_ms: float
     record_p50_ms: float
     record_p99_ms: float
-    steps: int
+    steps: int                       # steps run (on a real rig: until the duration in wall-clock time)
     overrun_steps: tuple[tuple[int, float], ...] = ()
     frame_age_p50_ms: float | None = None
     frame_age_p95_ms: float | None = None
     frame_repeat_fraction: float | None = None
+    planned_steps: int = 0           # fps x duration
+    lost_steps: int = 0              # planned - run: lost to overruns, never made up
 
     def as_dict(self) -> dict[str, object]:
         out = dict(self.__dict__)
@@ -107,6 +113,21 @@ def run_episode(rig: Rig, policy: Policy, context: EpisodeContext, recorder: Epi
     return _run_steps(rig, policy, context, recorder, operator)
 
 
+def _policy_action(policy: Policy, observation) -> dict:
+    """The policy's action; any error inside the policy, or a non-finite target, is a
+    `DeviceFault` of kind `policy` (the runner counts it by the protocol's `aborts.policy`)."""
+    try:
+        action = policy.select_action(observation)
+        bad = [k for k, v in action.items() if not math.isfinite(float(v))]
+        if bad:
+            raise ValueError(f"non-finite action for {', '.join(sorted(bad))}")
+    except DeviceFault:
+        raise
+    except Exception as exc:  # noqa: BLE001 - whatever the policy raised is the policy's fault
+        raise DeviceFault.policy(exc) from exc
+    return action
+
+
 def _run_steps(rig: Rig, policy: Policy, context: EpisodeContext, recorder: EpisodeRecorder,
                operator: Operator | None) -> tuple[EpisodeFacts, EpisodeTiming]:
     steps = round(context.fps * context.duration_s)
@@ -117,15 +138,25 @@ def _run_steps(rig: Rig, policy: Policy, context: EpisodeContext, recorder: Epis
     ages, repeats = [], 0
     start = time.perf_counter()
     previous = start
-    for step in range(steps):
+    ran, step = 0, -1
+    while True:
         t0 = time.perf_counter()
+        # On a real rig the episode ends at the protocol's duration in wall-clock time, as
+        # lerobot-rollout's does, and a step is the period slot its clock time falls in: slots a
+        # slow step overran are lost, counted (`lost_steps`), never made up (a slow policy gets
+        # no more physical time, and its videos are no longer: the recorder holds the last frame
+        # over a lost slot).
+        step = max(step + 1, int((t0 - start) / period + 1e-9)) if rig.realtime else step + 1
+        if step >= steps or (rig.realtime and t0 - start >= context.duration_s):
+            break
+        ran += 1
         t_episode = t0 - start if rig.realtime else step * period
         observation = rig.observe(with_images=policy.needs_images or recorder.wants_images(step))
         t1 = time.perf_counter()
         frames = getattr(rig, "last_frames", None) or {}
         ages += [age for age, _ in frames.values()]
         repeats += sum(repeated for _, repeated in frames.values())
-        action = policy.select_action(observation)
+        action = _policy_action(policy, observation)
         t2 = time.perf_counter()
         sent = rig.act(action)
         t3 = time.perf_counter()
@@ -149,8 +180,9 @@ def _run_steps(rig: Rig, policy: Policy, context: EpisodeContext, recorder: Epis
         period_p50_ms=_p(periods, 50), period_p99_ms=_p(periods, 99), overruns=len(overrun_steps),
         observe_p50_ms=_p(obs_t, 50), policy_p50_ms=_p(pol_t, 50), policy_p99_ms=_p(pol_t, 99),
         act_p50_ms=_p(act_t, 50), record_p50_ms=_p(rec_t, 50), record_p99_ms=_p(rec_t, 99),
-        steps=steps, overrun_steps=tuple(overrun_steps),
+        steps=ran, overrun_steps=tuple(overrun_steps), planned_steps=steps, lost_steps=steps - ran,
         frame_age_p50_ms=float(np.percentile(ages, 50)) if ages else None,
         frame_age_p95_ms=float(np.percentile(ages, 95)) if ages else None,
         frame_repeat_fraction=repeats / len(ages) if ages else None)
+    recorder.pad_videos()   # slots after the last step that ran: held frames, so lengths are equal
     return facts, timing

@@ -3,7 +3,7 @@
 The runner moves the arm on its own at three moments: to rest after connecting, to rest after
 each trial, and to rest before torque goes off at the end of a session (normal end, fault,
 Ctrl-C, SIGTERM: what lerobot-rollout does at teardown). `ArmMotion` makes each of them
-stoppable (DESIGN "Safety on a real arm"):
+stoppable (docs/design.md section 12):
 
 - before a move the operator is told the arm is about to move (`Operator.arm_moving`), and the
   stop key is live for its whole length (`Operator.check_stop`, called before every step);

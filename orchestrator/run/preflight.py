@@ -23,7 +23,6 @@ are checked the same way. Only the checks that need LeRobot import it (lazily).
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -31,8 +30,7 @@ from orchestrator.core.errors import BadInput
 from orchestrator.rigs.device_fault import one_line
 from orchestrator.rigs.base import Check
 from orchestrator.rigs.profile import LoadedRig
-
-MIN_FREE_BYTES = 1 << 30  # never start a campaign with less than 1 GiB free
+from orchestrator.run.recording import episode_bytes_estimate, free_bytes, required_free_bytes
 
 
 def check_policies(protocol: Any, rig_features: Any, robot_type: str | None = None) -> list[Check]:
@@ -95,28 +93,24 @@ def _memory_checks(sizes: dict[str, dict[str, int]]) -> list[Check]:
 
 
 def estimate_campaign_bytes(protocol: Any, profile: Any) -> int:
-    """A generous estimate of the videos a campaign writes (0.15 bit per pixel, H.264-like)."""
+    """What a campaign writes: every trial's episode (`recording.episode_bytes_estimate`)."""
     if protocol is None:
         return 0
     p = protocol.protocol
     trials = len(protocol.layout.marks) * len(p.policies) * p.trials_per_layout
-    per_episode = sum(c.width * c.height * p.episode.fps * p.episode.duration_s * 0.15 / 8
-                      for c in profile.cameras.values())
-    return int(trials * per_episode * 1.5)
+    return trials * episode_bytes_estimate(profile.cameras, p.episode.duration_s)
 
 
 def check_disk(path: Path, need_bytes: int = 0) -> Check:
-    """Free space on the file system that will hold the campaign."""
-    probe = Path(path).resolve()
-    while not probe.exists() and probe != probe.parent:
-        probe = probe.parent
-    free = shutil.disk_usage(probe).free
-    need = max(MIN_FREE_BYTES, 2 * need_bytes)
+    """Free space on the file system that will hold the campaign, by the runner's own rule
+    (`recording.required_free_bytes`) applied to the whole campaign: `run` checks the same rule
+    before every episode, and warns at its start when the whole campaign may not fit."""
+    free, required = free_bytes(path), required_free_bytes(need_bytes)
     gib = 1 << 30
-    if free < need:
-        return Check("disk", False, f"{free / gib:.1f} GiB free at {probe}, the campaign needs about "
-                                    f"{need / gib:.1f} GiB; free some space or choose another --out")
-    return Check("disk", True, f"{free / gib:.1f} GiB free at {probe} (campaign estimate "
+    if free < required:
+        return Check("disk", False, f"{free / gib:.1f} GiB free at {path}, the campaign needs about "
+                                    f"{required / gib:.1f} GiB; free some space or choose another --out")
+    return Check("disk", True, f"{free / gib:.1f} GiB free at {path} (campaign estimate "
                                f"{need_bytes / gib:.2f} GiB)")
 
 

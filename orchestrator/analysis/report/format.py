@@ -8,12 +8,6 @@ import math
 from orchestrator.analysis import stats
 
 
-def pct(x: float) -> str:
-    """Signed percentage points, e.g. +16 or -3."""
-    v = round(100 * x)
-    return f"{'+' if v > 0 else ('-' if v < 0 else '')}{abs(v)}" if v != 0 else "0"
-
-
 def fmt_p(p: float) -> str:
     """A p-value: 3 decimals, 4 below 0.001, '< 0.0001' below that."""
     if p < 0.0001:
@@ -53,12 +47,16 @@ def points(*values: float) -> list[str]:
     number of decimals, enough that distinct values print distinctly: none when every two
     distinct values are at least 1 point apart (+16, -3); otherwise ceil(-log10(gap)) + 1
     decimals for the smallest gap in points (gap 0.44 -> 2: +0.56 to +1.44), more if rounding
-    still merges two of them (at most 6). Zero prints without a sign; -0.00 never appears."""
+    still merges two of them (at most 6). 0 counts as one of the values, so a value that is not 0
+    never prints as 0. Zero prints without a sign; -0.00 never appears."""
     pts = [100 * v for v in values]
-    gaps = [abs(x - y) for i, x in enumerate(pts) for y in pts[i + 1:] if abs(x - y) > 1e-9]
+    # 0 takes part as a reference value: a bound just below 0 must never print as "0" (a reader
+    # would take "-78 to 0" for an interval that reaches 0)
+    ref = pts + [0.0]
+    gaps = [abs(x - y) for i, x in enumerate(ref) for y in ref[i + 1:] if abs(x - y) > 1e-9]
     small = min(gaps, default=1.0)
     digits = 0 if small >= 1 else min(6, math.ceil(-math.log10(small)) + 1)
-    while digits < 6 and _merged(pts, digits):
+    while digits < 6 and _merged(ref, digits):
         digits += 1
     return [_signed(round(x, digits), digits) for x in pts]
 
@@ -79,8 +77,3 @@ def _signed(v: float, digits: int) -> str:
         return f"{0:.{digits}f}"
     return f"{v:+.{digits}f}"
 
-
-def ci_points(iv: stats.Interval) -> tuple[str, str, str]:
-    """(estimate, lower, upper) of an interval for a difference, in points (see `points`)."""
-    est, lo, hi = points(iv.estimate, iv.lo, iv.hi)
-    return est, lo, hi
