@@ -314,3 +314,49 @@ def test_torque_enable_holds_where_the_joint_is_not_the_last_goal(arm):
     assert abs(sagged - goal) > 100, (goal, sagged)        # it fell
     assert abs(register - sagged) <= 30, (register, sagged)
     assert abs(held - sagged) <= 40, (sagged, held)        # held there, not back at `goal`
+
+
+def test_a_7v4_supply_has_35_percent_less_torque_and_the_adapter_latency_delays_replies(arm, tmp_path):
+    """Torque_Limit 150 (15 % of stall) holds the raised upper arm on a 12 V twin (0.44 N m) but
+    not on a 7.4 V one (0.29 N m: the 7.4 V STS3215's 1.91 N m stall); `adapter_latency_ms: 5`
+    adds 5 ms to every reply; Present_Voltage reads 74."""
+    import statistics
+
+    from orchestrator.rigs.factory import make_rig
+    from orchestrator.rigs.profile import load_rig
+    from orchestrator.rigs.twin.client import start_twin
+
+    def sag_at_15_percent(bus) -> int:
+        goal = _raise_upper_arm(bus)
+        _w(bus, "Torque_Limit", "shoulder_lift", 150)
+        return abs(goal - _settle(bus, "shoulder_lift", 1.5))
+
+    twin12, bus12, _ = arm
+    sag12 = sag_at_15_percent(bus12)
+    rig_file = tmp_path / "rig.yaml"
+    rig_file.write_text(SHIPPED_TWIN_RIG.read_text().replace(
+        "twin: {seed: 0, faults: []}", "twin: {seed: 0, faults: [], supply_v: 7.4, adapter_latency_ms: 5}"))
+    with start_twin(load_rig(rig_file)) as twin:
+        rig = make_rig(twin.rig)
+        for attempt in range(3):   # LeRobot's handshake reads each servo once: a loaded machine misses one
+            try:
+                rig.connect()
+                break
+            except Exception:  # noqa: BLE001
+                rig.disconnect()
+                if attempt == 2:
+                    raise
+        try:
+            bus = rig.robot.bus
+            volts = _raw(bus, "Present_Voltage", "gripper")
+            times = []
+            for _ in range(20):
+                started = time.perf_counter()
+                _raw(bus, "Present_Position", "wrist_roll")
+                times.append(time.perf_counter() - started)
+            sag74 = sag_at_15_percent(bus)
+        finally:
+            rig.disconnect()
+    assert volts == 74
+    assert statistics.median(times) >= 0.005, times
+    assert sag12 < 30 and sag74 > 150, (sag12, sag74)
