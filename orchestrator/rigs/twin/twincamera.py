@@ -41,6 +41,7 @@ from orchestrator.rigs.twin.shared_frames import DISCONNECTED, FrameReader
 logger = logging.getLogger(__name__)
 
 POLL_S = 0.001
+POLL_FRACTION = 0.25          # the read thread looks for a new frame 4 times a frame period
 DEFAULT_LATENCY_MS = 80.0
 READ_TIMEOUT_S = 2.0          # a real V4L2 read blocks until the driver gives up
 MAX_FAILURES = 10             # OpenCVCamera._read_loop: more than 10 failures in a row end it
@@ -135,9 +136,15 @@ class TwinCamera(Camera):
             if self._pending and self._pending[0][0] + self.latency_s <= time.monotonic():
                 self.exposure_stamp, frame = self._pending.popleft()
                 return self._shape(frame)
-            if not self._pending and time.monotonic() > deadline:
+            now = time.monotonic()
+            if not self._pending and now > deadline:
                 raise TimeoutError(f"{self}: no frame from the device in {READ_TIMEOUT_S} s")
-            time.sleep(POLL_S)
+            # Wake a few times a frame period, not every millisecond: the control loop shares
+            # the interpreter with this thread.
+            nap = POLL_FRACTION / self.fps
+            if self._pending:
+                nap = min(nap, self._pending[0][0] + self.latency_s - now)
+            time.sleep(max(POLL_S, nap))
         raise DeviceNotConnectedError(f"{self} is stopping")
 
     def _read_loop(self) -> None:
