@@ -112,6 +112,15 @@ def saved_acts(tmp_path_factory) -> dict[str, Path]:
 
 
 @pytest.fixture(scope="session")
+def saved_vla(tmp_path_factory) -> Path:
+    """A tiny SmolVLA (support/vla.py) for the twin tests' cameras, saved by a separate interpreter."""
+    from support.act import TWIN_CAMERA
+    from support.vla import save_vla_in_subprocess
+
+    return save_vla_in_subprocess(tmp_path_factory.mktemp("vla") / "vla", {"front": TWIN_CAMERA, "wrist": TWIN_CAMERA})
+
+
+@pytest.fixture(scope="session")
 def tiny_reference(tmp_path_factory) -> Path:
     """The tiny protocol run once on SQLite by a fresh process, one episode at a time: the
     single-station reference the shared-store tests compare outcomes with."""

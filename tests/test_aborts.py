@@ -226,3 +226,67 @@ def test_judges_never_see_the_cause(tmp_path, monkeypatch):
         source.close()
     with CampaignStore.open_readonly(out) as store:   # unsealed: the same query reads the cause
         assert "policy" in [r[0] for r in store.conn.execute("SELECT abort_class FROM attempts")]
+
+
+@pytest.mark.lerobot
+@pytest.mark.subprocess
+def test_a_lerobot_policy_with_non_finite_actions_fails_its_trials_in_the_parallel_runner(tmp_path, saved_acts):
+    """A real LeRobot ACT checkpoint whose weights were poisoned with NaN, run by `orchestrator run
+    --workers 2` in a fresh process (the parallel runner: the fault crosses from a worker): every
+    one of its trials ends in a non-finite action, classed `policy` and counted as its failure; A's
+    trials run; the campaign completes and the report says so."""
+    import shutil
+
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    from support.cli import run_module
+    from test_lerobot_cli_fresh import two_mark_protocol
+
+    shutil.copytree(saved_acts["sim"], tmp_path / "act_b")
+    weights = next((tmp_path / "act_b").rglob("model.safetensors"))
+    tensors = load_file(weights)
+    for name, value in tensors.items():
+        if value.is_floating_point():
+            tensors[name] = torch.full_like(value, float("nan"))
+    save_file(tensors, weights)
+    protocol = two_mark_protocol(tmp_path, "{type: lerobot, path: ./act_b}")
+    out = tmp_path / "c"
+    run = run_module("run", protocol, "--rig", "hardware/sim.yaml", "--out", out, "--workers", "2", timeout=600)
+    assert run.code == 0, run.err[-2000:]
+    assert "non-finite action" in run.out and "counted as a failure of the policy that ran" in run.out
+    with CampaignStore.open_readonly(out) as store:
+        trials = store.trials()
+        aborted = [a for a in store.attempts() if a["status"] == "aborted"]
+    b_trials = [t for t in trials if t.policy == "B"]
+    assert all(t.state == "done" and t.episode_id is None for t in b_trials) and len(b_trials) == 2
+    assert all(t.episode_id for t in trials if t.policy == "A")
+    assert sorted((a["abort_class"], a["settles"]) for a in aborted) == [("policy", "failure")] * 2
+    report = run_module("report", out, "--format", "json")
+    doc = json.loads(report.out)
+    assert doc["aborts"]["per_policy"]["B"]["scored_failures"] == 2
+    assert doc["policies"]["B"]["successes"] == 0 and doc["policies"]["B"]["trials"] == 2
+
+
+def test_the_plain_prompt_records_the_operator_s_reason_class():
+    """After an emergency stop the plain prompt asks why, with the three reasons; the answer's
+    class goes on the stop (`cause`) and so into the abort's class."""
+    import io
+
+    from orchestrator.design.protocol import Mark
+    from orchestrator.run.console.prompt import ESTOP_PENDING, PromptOperator
+    from orchestrator.run.operator_protocol import TrialCue
+
+    cue = TrialCue(index=1, total=2, done_before=0, campaign_total=2, mark=Mark(id="M1", x=0.2, y=0.0), duration_s=1)
+    seen = {}
+    for answer, cause in (("1 it swung at the camera\n", "operator_unsafe"), ("2\n", "operator_misplaced"),
+                          ("phone rang\n", "operator_other")):
+        said: list[str] = []
+        operator = PromptOperator(stdin=io.StringIO(answer), out=said.append)
+        operator._stop = EmergencyStop(ESTOP_PENDING)
+        operator.episode_ended(cue, None)
+        assert any("1 = unsafe motion, 2 = cube misplaced, 3 = other" in s for s in said)
+        seen[answer] = abort_class(operator._stop)
+        assert seen[answer] == cause, (answer, operator._stop.cause)
+    assert len(seen) == 3
+    assert operator._stop.reason == f"{ESTOP_PENDING}: phone rang"

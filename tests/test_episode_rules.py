@@ -89,3 +89,27 @@ def test_episode_files_written_by_the_recorder_read_back_by_name(tmp_path):
     assert files.to_dict() == stored and EpisodeFiles.from_dict(json.dumps(stored)) == files
     assert all((tmp_path / rel).is_file() for rel in stored.values())
     assert read_series(tmp_path / files.timeseries)["action"].tolist() == [[1.0] * 6] * 4
+
+
+def test_frames_whose_times_round_to_one_millisecond_still_make_a_video(tmp_path):
+    """A frame taken late in its slot (366.657 ms) and the held frame of the next slot, lost to an
+    overrun (366.667 ms), round to the same millisecond; the muxer refused the repeat ('Invalid
+    argument') and the trial aborted as 'video writer failed'."""
+    import av
+
+    from orchestrator.rigs.profile import CameraSpec
+
+    writer = recording._VideoWriter(tmp_path / "v.mp4", CameraSpec(type="opencv", width=64, height=48, fps=30),
+                                    "ultrafast")
+    writer.start()
+    period = 1 / 30
+    times = [k * period + 0.002 for k in range(10)] + [11 * period - 1e-5, 11 * period] + \
+            [k * period + 0.002 for k in range(12, 20)]
+    for t in times:
+        writer.frames.put((t, np.zeros((48, 64, 3), np.uint8)))
+    writer.frames.put(None)
+    writer.join()
+    assert writer.error is None and writer.count == len(times) == 20
+    with av.open(str(tmp_path / "v.mp4")) as container:
+        pts = sorted(f.pts for f in container.decode(video=0))
+    assert len(pts) == 20 and all(b > a for a, b in zip(pts, pts[1:]))

@@ -68,7 +68,7 @@ def test_first_beside_last_and_an_invalid_start_from_the_app(campaign):
     async def session():
         async with app.run_test(size=(110, 32)) as pilot:
             await pilot.pause(0.3)
-            player = app.query_one(Player)
+            app.query_one(Player)
             await pilot.press("x")
             assert "Invalid start" in app.screen_text() and "1: cube not on its mark" in app.screen_text()
             await pilot.press("escape")                              # cancelled: nothing written
@@ -93,7 +93,7 @@ def test_an_invalid_start_is_judged_from_the_start_alone(campaign):
     """After the outcome was on screen (playback past the first START_WINDOW_S, or the last frame
     beside the first), `x` is refused and nothing is written: a judge who has just watched a
     failure cannot re-roll it. Before that it works (positive control above)."""
-    from orchestrator.judging.tui.player import START_WINDOW_S
+    from orchestrator.judging.queue import START_WINDOW_S
 
     app = JudgeApp(CampaignSource(campaign, "alice"), renderer="halfcell", autoplay=False)
     first = app.order[0].id

@@ -18,7 +18,7 @@ from support.repo import REPO
 
 def test_every_policy_type_of_the_protocol_has_its_registered_class():
     classes = {name: policies.policy_class(name) for name in POLICY_SPECS}
-    assert len(classes) == 2   # count guard: scripted and lerobot
+    assert len(classes) == 3   # count guard: scripted, lerobot and lerobot_server
     for name, cls in classes.items():
         assert issubclass(cls, policies.Policy) and cls.type_name == name
     assert set(policies.POLICY_TYPES) == set(POLICY_SPECS)   # nothing registered the protocol cannot name

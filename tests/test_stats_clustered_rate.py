@@ -92,7 +92,7 @@ def test_report_with_repeats_counts_marks_everywhere():
     assert "clustered over marks" in text
     c = r.comparisons[0]
     assert c.deciding_floor_p == stats.discordant_floor(c.clustered.discordant_marks)
-    assert f"the smallest exact p the test over marks could give is" in text
+    assert "the smallest exact p the test over marks could give is" in text
     # one repeat: nothing withheld, Wilson, the pooled floor
     single = build_report(_blocks([(m, 0, v) for m, r_, v in rows if r_ == 0]))
     assert single.withheld == () and single.cochran is not None

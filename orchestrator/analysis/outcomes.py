@@ -29,6 +29,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from orchestrator.design.protocol import deployment_label
 from orchestrator.core.errors import BadInput
 from orchestrator.core.pids import process_running
 from orchestrator.store.sqlite import AUTO_JUDGE, PHYSICS_JUDGE, CampaignStore, Judgment
@@ -40,12 +41,16 @@ CONSENSUS = "consensus"
 ABORT_RULE = "aborts rule"     # who decided an outcome the protocol's `aborts` rules scored
 
 
-def _finite(value: Any) -> float | None:
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        return None
-    return value if math.isfinite(value) else None
+def _inference_latency(inference: Any) -> dict[str, float]:
+    """The chunk latency an asynchronous policy stored with its episode's timing (`inference`)."""
+    if not isinstance(inference, dict):
+        return {}
+    out = {}
+    for key in ("p50", "p99"):
+        value = inference.get(f"latency_{key}_ms")
+        if isinstance(value, (int, float)) and math.isfinite(value):
+            out[f"inference_{key}_ms"] = float(value)
+    return out
 
 
 @dataclass(frozen=True)
@@ -62,9 +67,9 @@ class LoopTiming:
     policy_p99_ms: float
     steps: int
     lost_steps: int = 0               # planned steps the episode did not run (real rigs end on time)
-    frame_age_p50_ms: float | None = None        # camera frames' age when observed (rigs/frame_age.py)
-    frame_age_p95_ms: float | None = None
-    frame_repeat_fraction: float | None = None   # share of frames that repeated the previous step's
+    inference_p50_ms: float | None = None   # an RTC thread's or a policy server's chunk latency
+    inference_p99_ms: float | None = None
+    frames: dict[str, float] = field(default_factory=dict)  # frame_age_p50_ms, _p95_ms, frame_repeat_fraction
 
     @classmethod
     def from_dict(cls, timing: Any) -> "LoopTiming | None":
@@ -76,8 +81,9 @@ class LoopTiming:
                       overruns=int(timing["overruns"]), policy_p50_ms=float(timing["policy_p50_ms"]),
                       policy_p99_ms=float(timing["policy_p99_ms"]), steps=int(timing["steps"]),
                       lost_steps=int(timing.get("lost_steps") or 0),
-                      **{k: _finite(timing.get(k)) for k in ("frame_age_p50_ms", "frame_age_p95_ms",
-                                                             "frame_repeat_fraction")})
+                      frames={k: float(v) for k in ("frame_age_p50_ms", "frame_age_p95_ms", "frame_repeat_fraction")
+                              if isinstance(v := timing.get(k), (int, float))},
+                      **_inference_latency(timing.get("inference")))
         except (KeyError, TypeError, ValueError, OverflowError):
             return None
         values = (out.period_p50_ms, out.period_p99_ms, out.policy_p50_ms, out.policy_p99_ms)
@@ -170,6 +176,7 @@ class OutcomeSet:
     sessions: SessionCounts | None = None         # None: the source has no sessions (CSV)
     operator_is_judge: bool | None = None         # None: unknown (CSV)
     fps: int | None = None                        # the protocol's control rate
+    deployments: dict[str, str] = field(default_factory=dict)   # policy -> how it runs (`deployment_label`)
     auto_labels: dict[str, str] = field(default_factory=dict)   # episode -> the `auto` rater's label
     arm_still: tuple[str, ...] = ()               # episodes in which the arm never moved
     station_blocks: tuple[dict[str, Any], ...] = ()   # unit, station, state, claimed_at, finished_at
@@ -563,7 +570,8 @@ def outcomes_from_store(store: CampaignStore, judge: str | None = None) -> Outco
         marks=marks, human_labels=tuple(human_labels), physics=labels.physics, warnings=tuple(warnings),
         aborted_attempts=sum(aborted_by_slot.values()), scheduled_trials=len(trials),
         sessions=session_counts(store.sessions()), operator_is_judge=protocol.judging.operator_is_judge,
-        fps=protocol.episode.fps, auto_labels={ep: j.label for ep, j in store.latest_labels(AUTO_JUDGE).items()},
+        fps=protocol.episode.fps, deployments={k: deployment_label(v) for k, v in protocol.policies.items()},
+        auto_labels={ep: j.label for ep, j in store.latest_labels(AUTO_JUDGE).items()},
         arm_still=still_episodes(store.directory, episodes.values()),
         station_blocks=tuple(store.station_blocks()) if hasattr(store, "station_blocks") else (),
         abort_rules=protocol.aborts.model_dump(), disagreement=protocol.judging.disagreement)

@@ -110,6 +110,34 @@ class ScriptedPolicySpec(_Strict):
     grip_pct: Annotated[float, Field(ge=0, le=100)] | None = None
 
 
+class RTCSettings(_Strict):
+    """LeRobot's `RTCConfig` (`lerobot/policies/rtc/configuration_rtc.py`), same names and
+    defaults: `--inference.rtc.<name>` of lerobot-rollout."""
+
+    execution_horizon: Annotated[int, Field(gt=0)] = 10
+    max_guidance_weight: Annotated[float, Field(gt=0)] = 10.0
+    prefix_attention_schedule: Literal["ZEROS", "ONES", "LINEAR", "EXP"] = "LINEAR"
+
+
+class InferenceSettings(_Strict):
+    """lerobot-rollout's `--inference.*` (`lerobot/rollout/inference/factory.py`):
+    `type: sync` computes each action on the control thread (`SyncInferenceEngine`); `type: rtc`
+    runs real-time chunking (`RTCInferenceEngine`: the next chunk is computed in a background thread
+    while the current one executes, `rtc` its settings, a new chunk is started when at most
+    `queue_threshold` actions are queued). `rtc` and `queue_threshold` belong to `type: rtc`."""
+
+    type: Literal["sync", "rtc"] = "sync"
+    rtc: RTCSettings = RTCSettings()
+    queue_threshold: Annotated[int, Field(ge=0)] = 30
+
+    @model_validator(mode="after")
+    def _rtc_keys_need_rtc(self) -> "InferenceSettings":
+        extra = sorted({"rtc", "queue_threshold"} & self.model_fields_set)
+        if self.type == "sync" and extra:
+            raise ValueError(f"{', '.join(extra)} {'apply' if len(extra) > 1 else 'applies'} only with type: rtc")
+        return self
+
+
 class LeRobotPolicySpec(_Strict):
     """A LeRobot checkpoint: a Hub repo id or a local directory (relative to the protocol).
 
@@ -121,7 +149,15 @@ class LeRobotPolicySpec(_Strict):
     - `n_action_steps`, `temporal_ensemble_coeff`: overrides of the checkpoint's config
       (`--policy.n_action_steps=...`), where the policy type has them;
     - `task`: this policy's task string for language-conditioned policies (default: the
-      protocol's `task`).
+      protocol's `task`);
+    - `inference`: how the policy is deployed (`--inference.type=sync|rtc`, see
+      `InferenceSettings`);
+    - `use_torch_compile`, `torch_compile_backend`, `torch_compile_mode`,
+      `compile_warmup_inferences`: lerobot-rollout's torch.compile of `predict_action_chunk`;
+    - `interpolation_multiplier`: lerobot-rollout's `--interpolation_multiplier`: the policy
+      produces one action every `interpolation_multiplier` control steps and the steps between
+      are interpolated (`ActionInterpolator`); the episode's `fps` is the rate commands reach the
+      arm, so the policy runs at `fps / interpolation_multiplier` (lerobot-rollout's `--fps`).
     """
 
     type: Literal["lerobot"]
@@ -132,12 +168,64 @@ class LeRobotPolicySpec(_Strict):
     n_action_steps: Annotated[int, Field(gt=0)] | None = None
     temporal_ensemble_coeff: float | None = None
     task: str | None = None
+    inference: InferenceSettings = InferenceSettings()
+    use_torch_compile: bool = False
+    torch_compile_backend: str = "inductor"
+    torch_compile_mode: str = "default"
+    compile_warmup_inferences: Annotated[int, Field(ge=0)] = 2
+    interpolation_multiplier: Annotated[int, Field(ge=1, le=10)] = 1
+
+
+class LeRobotServerPolicySpec(_Strict):
+    """A policy served by LeRobot's policy server on another machine
+    (`python -m lerobot.async_inference.policy_server --host=... --port=...`), driven with LeRobot's
+    own messages (`lerobot.async_inference.helpers`) the way its robot client drives it:
+    - `address`: `host:port` of the server;
+    - `path`: the checkpoint as the server sees it (a Hub id or a path on the server's machine);
+    - `policy_type`: its LeRobot type (`act`, `smolvla`, `pi0`, ...: the server's supported list);
+    - `device`: where the server runs it (`--policy_device`);
+    - `actions_per_chunk`, `chunk_size_threshold`, `aggregate_fn_name`: the robot client's
+      settings of the same names and defaults (an observation is sent when the queue holds at most
+      `chunk_size_threshold` of a chunk; overlapping actions are merged with `aggregate_fn_name`);
+    - `rename_map`, `task`: as for `type: lerobot`;
+    - `timeout_s`: a reply that takes longer is a lost connection (the episode aborts, arm held).
+    """
+
+    type: Literal["lerobot_server"]
+    address: Annotated[str, Field(pattern=r"^[^\s:]+:[0-9]{1,5}$")]
+    path: Annotated[str, Field(min_length=1)]
+    policy_type: Annotated[str, Field(min_length=1)]
+    device: str = "cpu"
+    actions_per_chunk: Annotated[int, Field(gt=0)] = 50
+    chunk_size_threshold: Annotated[float, Field(ge=0, le=1)] = 0.5
+    aggregate_fn_name: str = "weighted_average"
+    rename_map: dict[str, str] = {}
+    task: str | None = None
+    timeout_s: Annotated[float, Field(gt=0)] = 5.0
 
 
 # The policy types, listed once: the protocol's `type:` names and their specs. Each name has a
 # registered Policy class (`policies.base.register_policy`; tests/test_registries.py checks).
-POLICY_SPECS: dict[str, type[BaseModel]] = {"scripted": ScriptedPolicySpec, "lerobot": LeRobotPolicySpec}
+POLICY_SPECS: dict[str, type[BaseModel]] = {"scripted": ScriptedPolicySpec, "lerobot": LeRobotPolicySpec,
+                                            "lerobot_server": LeRobotServerPolicySpec}
 PolicySpec = Annotated[Union[tuple(POLICY_SPECS.values())], Field(discriminator="type")]
+
+
+def deployment_label(spec: object) -> str:
+    """How a policy is deployed, one short phrase for reports: `sync`, `rtc (horizon 10)`, `server
+    host:port`, with `+compile` and `xN interpolation` where set; `scripted` for scripted ones."""
+    if isinstance(spec, LeRobotServerPolicySpec):
+        return f"server {spec.address}"
+    if not isinstance(spec, LeRobotPolicySpec):
+        return "scripted"
+    label = spec.inference.type
+    if label == "rtc":
+        label += f" (horizon {spec.inference.rtc.execution_horizon})"
+    if spec.use_torch_compile:
+        label += " +compile"
+    if spec.interpolation_multiplier > 1:
+        label += f" x{spec.interpolation_multiplier} interpolation"
+    return label
 
 
 class Episode(_Strict):

@@ -2,8 +2,11 @@
 
 The spec's `type` names a registered policy class (`policies.base.register_policy`):
 `scripted` -> `policies.scripted.ScriptedPickPolicy`, `lerobot` -> `policies.lerobot.LeRobotPolicy`
-(its module imports torch only when a checkpoint loads). Each class builds itself from the spec
-(`Policy.from_spec`).
+(its module imports torch only when a checkpoint loads), `lerobot_server` ->
+`policies.lerobot_server.ServerPolicy` (LeRobot's policy server, over gRPC). Each class builds
+itself from the spec (`Policy.from_spec`); a `lerobot` spec with `inference: {type: rtc}` or
+`interpolation_multiplier` > 1 is built by `policies.rtc.EnginePolicy` (lerobot-rollout's own
+inference engines), a `LeRobotPolicy` that is not registered apart.
 """
 
 from __future__ import annotations
@@ -24,4 +27,23 @@ def make_policy(label: str, spec: Any, protocol: "LoadedProtocol | None" = None,
         cls = policy_class(str(kind))
     except KeyError:
         raise BadInput(f"policy {label}: unknown policy type {kind!r}") from None
-    return cls.from_spec(label, spec, protocol, rig)
+    return _deployed(cls, spec).from_spec(label, spec, protocol, rig)
+
+
+def lerobot_policy(spec: Any, protocol_dir: Any, task: str, features: Any, *, fps: float,
+                   robot_type: str | None = None) -> Policy:
+    """The policy object of a `type: lerobot` spec: `LeRobotPolicy` for sync inference, else
+    `policies.rtc.EnginePolicy` (RTC, or interpolation: lerobot-rollout's own engines)."""
+    return _deployed(policy_class("lerobot"), spec)(spec, protocol_dir, task, features, fps=fps,
+                                                   robot_type=robot_type)
+
+
+def _deployed(cls: type[Policy], spec: Any) -> type[Policy]:
+    """The class that runs `spec` as it is deployed: a LeRobot policy deployed through
+    lerobot-rollout's engines is an `EnginePolicy` (a `LeRobotPolicy`, not registered apart)."""
+    runs_in_an_engine = getattr(cls, "runs_in_an_engine", None)
+    if runs_in_an_engine is not None and runs_in_an_engine(spec):
+        from orchestrator.policies.rtc import EnginePolicy
+
+        return EnginePolicy
+    return cls

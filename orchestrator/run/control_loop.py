@@ -9,7 +9,8 @@ LeRobot's `precise_sleep`). It never catches up: after a slow step (a 2 s first 
 stalled camera) the next action goes out at least half a period after the late one (`pace`),
 never queued steps back to back.
 Every overrun (a step longer than the period) is recorded with its step index and length.
-In simulation each `act` advances simulated time by one period and no sleeping happens.
+In simulation each `act` advances simulated time by one period and no sleeping happens, except
+under an asynchronous policy (RTC: its chunks are computed in wall-clock time), which is paced.
 
 Recorded times: on a real rig `t` is the measured clock time of the step's observation since the
 episode started (perf_counter); in simulation it is simulated time, `step * period`.
@@ -82,10 +83,13 @@ class EpisodeTiming:
     frame_repeat_fraction: float | None = None
     planned_steps: int = 0           # fps x duration
     lost_steps: int = 0              # planned - run: lost to overruns, never made up
+    inference: dict | None = None    # an asynchronous policy's own figures (`inference_timing()`)
 
     def as_dict(self) -> dict[str, object]:
         out = dict(self.__dict__)
         out["overrun_steps"] = [list(x) for x in self.overrun_steps]
+        if self.inference is None:
+            out.pop("inference")
         return out
 
 
@@ -98,8 +102,20 @@ def run_episode(rig: Rig, policy: Policy, context: EpisodeContext, recorder: Epi
     """Run one fixed-length episode and return the rig's facts and the loop timing.
 
     Exceptions (device faults, policy errors, an operator's emergency stop) propagate to the
-    caller, which aborts the attempt; the caller also owns `safe_stop`.
+    caller, which aborts the attempt; the caller also owns `safe_stop`. On every way out, before
+    the caller moves the arm, a policy with a `stop()` (asynchronous inference) stops its
+    background work and drops every queued and in-flight action.
     """
+    try:
+        return _run_with_switch_interval(rig, policy, context, recorder, operator)
+    finally:
+        stop = getattr(policy, "stop", None)
+        if stop is not None:
+            stop()
+
+
+def _run_with_switch_interval(rig: Rig, policy: Policy, context: EpisodeContext, recorder: EpisodeRecorder,
+                              operator: Operator | None) -> tuple[EpisodeFacts, EpisodeTiming]:
     if rig.realtime:
         # The video encoders run on threads; with Python's default 5 ms GIL hand-over a control
         # step can wait that long for the interpreter. 0.5 ms keeps the loop's wait short
@@ -132,6 +148,8 @@ def _run_steps(rig: Rig, policy: Policy, context: EpisodeContext, recorder: Epis
                operator: Operator | None) -> tuple[EpisodeFacts, EpisodeTiming]:
     steps = round(context.fps * context.duration_s)
     period = 1.0 / context.fps
+    # An asynchronous policy computes in wall-clock time, so a simulated rig runs paced under it too.
+    paced = rig.realtime or getattr(policy, "asynchronous", False)
     policy.reset(context)
     obs_t, pol_t, act_t, rec_t, periods = [], [], [], [], []
     overrun_steps: list[tuple[int, float]] = []
@@ -168,7 +186,7 @@ def _run_steps(rig: Rig, policy: Policy, context: EpisodeContext, recorder: Epis
         pol_t.append(t2 - t1)
         act_t.append(t3 - t2)
         rec_t.append(t4 - t3)
-        if rig.realtime:
+        if paced:
             dt = pace(t0, period, t3)
             if dt > period:
                 overrun_steps.append((step, round(dt * 1000, 3)))
@@ -183,6 +201,7 @@ def _run_steps(rig: Rig, policy: Policy, context: EpisodeContext, recorder: Epis
         steps=ran, overrun_steps=tuple(overrun_steps), planned_steps=steps, lost_steps=steps - ran,
         frame_age_p50_ms=float(np.percentile(ages, 50)) if ages else None,
         frame_age_p95_ms=float(np.percentile(ages, 95)) if ages else None,
-        frame_repeat_fraction=repeats / len(ages) if ages else None)
+        frame_repeat_fraction=repeats / len(ages) if ages else None,
+        inference=policy.inference_timing() if hasattr(policy, "inference_timing") else None)
     recorder.pad_videos()   # slots after the last step that ran: held frames, so lengths are equal
     return facts, timing

@@ -35,20 +35,23 @@ from orchestrator.run.recording import episode_bytes_estimate, free_bytes, requi
 
 def check_policies(protocol: Any, rig_features: Any, robot_type: str | None = None) -> list[Check]:
     """Each LeRobot policy of the protocol loads and matches the rig; their weights fit together."""
-    from orchestrator.design.protocol import LeRobotPolicySpec
+    from orchestrator.design.protocol import LeRobotPolicySpec, deployment_label
 
     checks = []
     sizes: dict[str, dict[str, int]] = {}
     for label, spec in protocol.protocol.policies.items():
+        if spec.type == "lerobot_server":
+            checks.append(_server_check(label, spec, protocol, rig_features))
+            continue
         if not isinstance(spec, LeRobotPolicySpec):
             checks.append(Check(f"policy {label}", True, f"{spec.type}"))
             continue
         from orchestrator.policies.checkpoint import parameter_bytes
-        from orchestrator.policies.lerobot import LeRobotPolicy
+        from orchestrator.policies.factory import lerobot_policy
 
         try:
-            policy = LeRobotPolicy(spec, protocol.path.parent, protocol.protocol.task, rig_features,
-                                   robot_type=robot_type)
+            policy = lerobot_policy(spec, protocol.path.parent, protocol.protocol.task, rig_features,
+                                    fps=protocol.protocol.episode.fps, robot_type=robot_type)
         except BadInput as exc:
             prefix = f"policy checkpoint {spec.path}: "
             checks.extend(Check(f"policy {label} ({spec.path})", False, line.removeprefix(prefix))
@@ -58,11 +61,12 @@ def check_policies(protocol: Any, rig_features: Any, robot_type: str | None = No
             checks.append(Check(f"policy {label}", False, f"{spec.path}: cannot load: {one_line(exc)}"))
             continue
         cfg = policy.config
+        mode = "" if deployment_label(spec) == "sync" else f", {deployment_label(spec)}"
         cams = [k.removeprefix("observation.images.") for k in getattr(cfg, "image_features", {})]
         size = parameter_bytes(policy.policy)
         sizes.setdefault(str(policy.device), {})[label] = size
         checks.append(Check(f"policy {label}", True,
-                            f"{spec.path} loads ({cfg.type} on {policy.device}, cameras "
+                            f"{spec.path} loads ({cfg.type} on {policy.device}{mode}, cameras "
                             f"{', '.join(cams) or 'none'}, {len(policy.ordered_action_keys)} actions)"))
         checks.append(Check(f"policy {label}", True, f"{size / 1e6:.0f} MB of weights; warm-up forward pass "
                                                      f"{policy.warmup_s * 1000:.0f} ms"))
@@ -71,6 +75,19 @@ def check_policies(protocol: Any, rig_features: Any, robot_type: str | None = No
         policy.close()
     checks.extend(_memory_checks(sizes))
     return checks
+
+
+def _server_check(label: str, spec: Any, protocol: Any, rig_features: Any) -> Check:
+    """A served policy: the server answers and loads the checkpoint (`SendPolicyInstructions`)."""
+    from orchestrator.policies.lerobot_server import ServerPolicy
+
+    try:
+        policy = ServerPolicy(spec, protocol.protocol.task, rig_features, fps=protocol.protocol.episode.fps)
+    except BadInput as exc:
+        return Check(f"policy {label}", False, "; ".join(exc.problems))
+    policy.close()
+    return Check(f"policy {label}", True, f"{spec.path} served by {spec.address} ({spec.policy_type} on "
+                                          f"{spec.device}; loaded in {policy.warmup_s:.1f} s)")
 
 
 def _memory_checks(sizes: dict[str, dict[str, int]]) -> list[Check]:

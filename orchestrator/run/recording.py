@@ -137,6 +137,7 @@ class _VideoWriter(threading.Thread):
             stream.width, stream.height = self.spec.width, self.spec.height
             stream.pix_fmt = "yuv420p"
             stream.options = {"preset": self.preset, "crf": "23", "threads": "1"}
+            last_pts = -1
             while True:
                 item = self.frames.get()
                 if item is None:
@@ -144,7 +145,10 @@ class _VideoWriter(threading.Thread):
                 if self.error is None:
                     t, image = item
                     frame = av.VideoFrame.from_ndarray(image, format="rgb24")
-                    frame.pts = round(t / PTS_TIME_BASE)
+                    # strictly increasing at the stream's resolution (the muxer refuses a repeat):
+                    # a frame taken late in its slot and the held frame of the next, lost, slot can
+                    # round to the same millisecond
+                    frame.pts = last_pts = max(round(t / PTS_TIME_BASE), last_pts + 1)
                     frame.time_base = PTS_TIME_BASE
                     for packet in stream.encode(frame):
                         container.mux(packet)

@@ -32,6 +32,7 @@ HEAVY_MODULES = ("torch",)
 FIXTURE_MARKERS: dict[str, tuple[str, ...]] = {
     "pg_cluster": ("postgres",),
     "saved_acts": ("lerobot", "subprocess"),
+    "saved_vla": ("lerobot", "subprocess"),
     "tiny_reference": ("subprocess",),
 }
 
@@ -43,10 +44,11 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_blinding.py", ()),
     ("test_bundle.py", ()),
     ("test_console.py", ()),
-    ("test_control_loop_time.py", ()),
+    ("test_control_loop_time.py", ("slow",)),   # real-time episodes: seconds of wall clock
     ("test_core_import.py", ("subprocess",)),
     ("test_demo_wheel.py", ("subprocess",)),
     ("test_export.py", ("lerobot",)),
+    ("test_docs.py", ()),
     ("test_episode_rules.py", ()),
     ("test_export_kill.py", ("lerobot", "subprocess")),
     ("test_fuzz_bundles.py", ()),
@@ -75,6 +77,7 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_protocol.py", ()),
     ("test_protocol_fuzz.py", ()),
     ("test_reliability.py", ("subprocess",)),
+    ("test_remote_policy.py", ("lerobot", "subprocess")),
     ("test_report.py", ()),
     ("test_report_wording.py", ()),
     ("test_report_html.py", ("browser", "subprocess")),
@@ -83,6 +86,9 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_registries.py", ()),
     ("test_report_timing.py", ()),
     ("test_rig_profile.py", ()),
+    ("test_rtc.py", ("twin", "lerobot", "subprocess")),
+    ("test_rtc_engine.py", ("lerobot", "subprocess")),
+    ("test_rtc_stop.py", ("twin", "lerobot", "subprocess")),
     ("test_run_cli_hardware.py", ("lerobot",)),
     ("test_runner.py", ()),
     ("test_schedule.py", ()),

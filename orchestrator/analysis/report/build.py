@@ -53,19 +53,20 @@ def _timing(data: OutcomeSet) -> tuple[PolicyTiming, ...]:
             policy_p99_max_ms=max((t.policy_p99_ms for t in ts), default=None),
             lost_steps=sum(t.lost_steps for t in ts) if paced else None,
             episodes_lost=sum(1 for t in ts if t.lost_steps) if paced else None,
+            inference_p50_ms=_median([t.inference_p50_ms for t in ts if t.inference_p50_ms is not None]),
+            inference_p99_ms=_median([t.inference_p99_ms for t in ts if t.inference_p99_ms is not None]),
             **_frame_rows(ts)))
     return tuple(rows)
 
 
 def _frame_rows(ts: list) -> dict:
     """Camera frame age and repeats over a policy's episodes (those whose rig reports them)."""
-    with_frames = [t for t in ts if t.frame_age_p50_ms is not None]
+    with_frames = [t.frames for t in ts if len(t.frames) == 3]
     if not with_frames:
         return {}
-    repeats = [t.frame_repeat_fraction for t in with_frames if t.frame_repeat_fraction is not None]
-    return {"frame_age_p50_ms": _median([t.frame_age_p50_ms for t in with_frames]),
-            "frame_age_p95_ms": max(t.frame_age_p95_ms for t in with_frames if t.frame_age_p95_ms is not None),
-            "frame_repeat_fraction": sum(repeats) / len(repeats) if repeats else None}
+    return {"frame_age_p50_ms": _median([f["frame_age_p50_ms"] for f in with_frames]),
+            "frame_age_p95_ms": max(f["frame_age_p95_ms"] for f in with_frames),
+            "frame_repeat_fraction": sum(f["frame_repeat_fraction"] for f in with_frames) / len(with_frames)}
 
 
 def _lost_step_warnings(timing: tuple[PolicyTiming, ...], alpha: float) -> list[str]:
@@ -125,7 +126,7 @@ def _policy_summary(label: str, data: OutcomeSet) -> PolicySummary:
         time_to_success=_time_summary(times),
         first_successes=sum(1 for o in first if o.success), first_trials=len(first),
         second_successes=sum(1 for o in second if o.success), second_trials=len(second),
-        ci=_rate_interval(judged, _has_repeats(data)))
+        ci=_rate_interval(judged, _has_repeats(data)), deployment=data.deployments.get(label, ""))
 
 
 def _max_layouts(stopping: Any) -> int | None:

@@ -31,7 +31,7 @@ def _policy(p: PolicySummary) -> dict[str, Any]:
         "successes": p.successes, "trials": p.trials, "rate": _num(p.rate),
         "wilson95": [p.wilson.lo, p.wilson.hi],
         "ci95": [p.interval.lo, p.interval.hi], "ci_method": p.interval.method,
-        "unjudged": p.unjudged, "aborted_attempts": p.aborted_attempts,
+        "unjudged": p.unjudged, "aborted_attempts": p.aborted_attempts, "deployment": p.deployment or None,
         "failure_modes": dict(p.failure_modes), "safety_events": dict(p.safety_events),
         "time_to_success_s": None if ts is None else {
             "n": ts.n, "median": ts.median, "mean": ts.mean, "min": ts.lo, "max": ts.hi},
@@ -108,6 +108,7 @@ def _timing(t: PolicyTiming) -> dict[str, Any]:
         "policy_p50_ms": _num(t.policy_p50_ms), "policy_p99_ms": _num(t.policy_p99_ms),
         "policy_p99_max_ms": _num(t.policy_p99_max_ms),
         "lost_steps": t.lost_steps, "episodes_with_lost_steps": t.episodes_lost,
+        "inference_p50_ms": _num(t.inference_p50_ms), "inference_p99_ms": _num(t.inference_p99_ms),
         "frame_age_p50_ms": _num(t.frame_age_p50_ms), "frame_age_p95_ms": _num(t.frame_age_p95_ms),
         "frame_repeat_fraction": _num(t.frame_repeat_fraction),
     }

@@ -45,6 +45,7 @@ class PolicySummary:
     second_successes: int
     second_trials: int
     ci: stats.Interval | None = None  # the interval shown: Wilson, or clustered over marks with repeats
+    deployment: str = ""              # how the policy ran: sync, rtc (horizon N), server host:port
 
     @property
     def interval(self) -> stats.Interval:
@@ -76,6 +77,8 @@ class PolicyTiming:
     policy_p99_max_ms: float | None   # worst episode's policy compute p99
     lost_steps: int | None = None     # planned steps not run, total (None when not paced)
     episodes_lost: int | None = None  # episodes that lost at least one step (None when not paced)
+    inference_p50_ms: float | None = None   # median over episodes of an asynchronous policy's chunk latency
+    inference_p99_ms: float | None = None
     frame_age_p50_ms: float | None = None       # median over episodes of the frames' age p50
     frame_age_p95_ms: float | None = None       # worst episode's frame age p95
     frame_repeat_fraction: float | None = None  # mean over episodes of the repeated-frame share

@@ -100,7 +100,13 @@ def policies(r: Report) -> list[Block]:
                                                        "independent" if clustered else "") + ")"),
             table(["policy", "successes", "95% CI", "unjudged", "aborted attempts"],
                   [[p.label, k_of_n(p.successes, p.trials), interval(p.interval), str(p.unjudged),
-                    str(p.aborted_attempts)] for p in r.policies])]
+                    str(p.aborted_attempts)] for p in r.policies])] + _deployments(r)
+
+
+def _deployments(r: Report) -> list[Block]:
+    """One line: how each LeRobot policy was deployed (sync, rtc, a policy server)."""
+    shown = [f"{p.label}: {p.deployment}" for p in r.policies if p.deployment and p.deployment != "scripted"]
+    return [Gap(), Line("deployment: " + ", ".join(shown))] if shown else []
 
 
 def comparison(c: Comparison, several: bool) -> list[Block]:
@@ -260,6 +266,11 @@ def timing(r: Report) -> list[Block]:
                         ms(t.policy_p99_max_ms)] for t in r.timing]),
                 Gap(),
                 Line("policy p50 and p99: median over the episodes; worst policy p99: the slowest episode")]
+    chunks = [f"{t.label} p50 {ms(t.inference_p50_ms)}, p99 {ms(t.inference_p99_ms)}"
+              for t in r.timing if t.inference_p50_ms is not None]
+    if chunks:
+        out.append(Line("inference latency per chunk (RTC thread or policy server, median over the episodes): "
+                        + "; ".join(chunks)))
     framed = [t for t in r.timing if t.frame_age_p50_ms is not None]
     if framed:
         out += [Gap(), table(["policy", "camera frame age p50", "worst frame age p95", "repeated frames"],
@@ -277,6 +288,8 @@ def aborted(r: Report) -> list[Block]:
     if section is None:
         return [Heading("Aborted attempts"),
                 Line(", ".join(f"{p.label}: {p.aborted_attempts}" for p in r.policies))]
+    if not any(x.by_class for x in section.rows):
+        return [Heading("Aborted attempts"), Line(f"none ({describe_rules(section.rules)})")]
     out: list[Block] = [
         Heading("Aborted attempts"), Line(describe_rules(section.rules)),
         table(["policy", "trials", "with an abort", "counted as failure", "left out", "aborted attempts by cause"],

@@ -5,8 +5,9 @@ height guide. A mixin of `JudgeApp` (`app.py`), kept apart so each module holds 
 
 from __future__ import annotations
 
-from orchestrator.judging.tui.player import START_WINDOW_S, Player
+from orchestrator.judging.queue import START_ONLY
 from orchestrator.judging.source import INVALID_START_REASONS
+from orchestrator.judging.tui.player import Player
 
 
 class AuditKeys:
@@ -60,9 +61,7 @@ class AuditKeys:
             return
         if not self.query_one(Player).start_only:
             # after the outcome was on screen a re-run would depend on it (selection bias)
-            self.status("An invalid start is judged from the start alone: mark it with x before the episode "
-                        f"plays past its first {START_WINDOW_S:g} s or its last frame is shown (a). Label this "
-                        "one as you see it.")
+            self.status(START_ONLY)
             return
         self.invalid_prompt = True
         reasons = "  ".join(f"{i}: {r}" for i, r in enumerate(INVALID_START_REASONS, 1))

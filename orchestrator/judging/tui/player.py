@@ -24,6 +24,7 @@ from textual.containers import Vertical
 from textual.reactive import reactive
 from textual.widgets import Static
 
+from orchestrator.judging.queue import START_WINDOW_S
 from orchestrator.judging.video import VideoFrames, tile
 from orchestrator.judging.tui.halfblock import HalfBlockImage, image_widget_class
 
@@ -31,9 +32,6 @@ SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0)
 TICK_S = 1 / 30
 
 
-# An invalid start is judged from the start alone: the `x` key works while no more than this much
-# of the episode has been on screen (issue: re-rolling a failure seen in playback is selection bias).
-START_WINDOW_S = 0.5
 
 class Player(Vertical):
     """Shows one episode: the frame(s) at the clock of the selected view, and a time cursor."""

@@ -30,6 +30,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
+from orchestrator.judging.queue import START_WINDOW_S
 from orchestrator.judging.source import INVALID_START_REASONS, BlindEpisode
 from orchestrator.judging.web.guard import Guard
 from orchestrator.judging.web.media import MediaStore, Prepared
@@ -141,6 +142,7 @@ class JudgeWeb:
             "title": self.title(), "judge": session.source.judge, "kind": info.kind, "ref": info.ref,
             "success_test": info.success_test, "failure_modes": list(info.failure_modes),
             "min_height_m": info.min_height_m, "invalid_reasons": list(INVALID_START_REASONS),
+            "start_window_s": START_WINDOW_S,
             "progress": session.progress(), "status": session.status, "episode": episode,
             "label": self.label_json(session.current_id),
             "pending_note": session.pending_notes.get(session.current_id or ""),
@@ -186,7 +188,10 @@ class JudgeWeb:
         elif action == "undo":
             session.undo()
         elif action == "invalid" and isinstance(value, int):
-            session.invalid_start(value)
+            seen_s, end_seen = body.get("seen_s", 0.0), body.get("end_seen", False)
+            if not isinstance(seen_s, (int, float)) or not isinstance(end_seen, bool):
+                return JSONResponse({"error": "bad request"}, 400)
+            session.invalid_start(value, float(seen_s), end_seen)
         else:
             return JSONResponse({"error": "bad request"}, 400)
         return JSONResponse(await self.state_json())

@@ -20,8 +20,10 @@ Textual judge shows it. Methods are called from one thread (the server's event l
 
 from __future__ import annotations
 
-from orchestrator.judging.source import (INVALID_START, INVALID_START_REASONS, BlindEpisode, JudgeSource,
-                                         LabelRecord, current_labels)
+from orchestrator.judging.queue import (START_ONLY, START_WINDOW_S, find_episode, judgeable, judging_progress,
+                                        next_to_judge)
+from orchestrator.judging.source import (INVALID_START_REASONS, BlindEpisode, JudgeSource, LabelRecord,
+                                         current_labels)
 
 
 class JudgeSession:
@@ -41,23 +43,14 @@ class JudgeSession:
     # ---------------------------------------------------------------- queue
 
     def _judgeable(self, episodes: list[BlindEpisode]) -> list[BlindEpisode]:
-        return [e for e in episodes if getattr(self.labels.get(e.id), "label", None) != INVALID_START]
+        return judgeable(episodes, self.labels)
 
     def next_episode(self, after: str | None = None) -> BlindEpisode | None:
         """First unjudged episode in this judge's order; then unsure ones, cycling after `after`."""
-        for episode in self.order:
-            if episode.id not in self.labels:
-                return episode
-        unsure = [e for e in self.order if self.labels[e.id].label == "unsure"]
-        if not unsure:
-            return None
-        ids = [e.id for e in unsure]
-        if after in ids and len(unsure) > 1:
-            return unsure[(ids.index(after) + 1) % len(unsure)]
-        return unsure[0]
+        return next_to_judge(self.order, self.labels, after)
 
     def episode(self, episode_id: str | None) -> BlindEpisode | None:
-        return next((e for e in self.order if e.id == episode_id), None)
+        return find_episode(self.order, episode_id)
 
     @property
     def current(self) -> BlindEpisode | None:
@@ -87,12 +80,7 @@ class JudgeSession:
         return [e.id for e in self.order].index(episode.id) + 1
 
     def progress(self) -> dict:
-        total = len(self.order)
-        # only episodes still in the order: a bundle's history keeps the `invalid_start` line of
-        # an episode sent back, which is no longer one to judge
-        labels = [self.labels[e.id] for e in self.order if e.id in self.labels]
-        decided = sum(1 for r in labels if r.label != "unsure")
-        unsure = sum(1 for r in labels if r.label == "unsure")
+        decided, total, unsure = judging_progress(self.order, self.labels)
         text = f"{decided} of {total} judged" + (f" ({unsure} unsure)" if unsure else "")
         return {"decided": decided, "total": total, "unsure": unsure, "text": text}
 
@@ -196,11 +184,16 @@ class JudgeSession:
         self.status = f"Undone: {record.label} for {record.episode_id}; label it again."
         self.go(self.episode(record.episode_id) or self.next_episode())
 
-    def invalid_start(self, number: int) -> None:
-        """Send the current episode's trial back for a re-run with reason `number` (1-3)."""
+    def invalid_start(self, number: int, seen_s: float = 0.0, end_seen: bool = False) -> None:
+        """Send the current episode's trial back for a re-run with reason `number` (1-3), judged
+        from the start alone: refused when the page reports that more than START_WINDOW_S of the
+        episode (`seen_s`, the furthest clock time shown) or its last frame (`end_seen`) was on screen."""
         episode = self.current
         if episode is None or not 1 <= number <= len(INVALID_START_REASONS):
             self.status = "Invalid start cancelled (no such reason)."
+            return
+        if seen_s > START_WINDOW_S or end_seen:
+            self.status = START_ONLY
             return
         reason = INVALID_START_REASONS[number - 1]
         try:

@@ -18,6 +18,8 @@ let state = null;            // the server's /api/state
 let ep = null;               // the current episode (state.episode)
 let view = -1;               // -1: all cameras; else the index of one camera
 let audit = false, zoom = false, guide = false, invalidPrompt = false;
+// what of the episode on screen has been shown: an invalid start is judged from the start alone
+let seenS = 0, endSeen = false;
 const clock = window.judgeClock = { t: 0, playing: false, speed: 1, anchorWall: 0, anchorT: 0, waiting: false };
 const players = new Map();   // camera -> {video, cell, frame, canvas, cam}
 const preloaded = new Map(); // video URL -> <video> loaded ahead
@@ -74,6 +76,7 @@ function seekAll(t) {
 
 function setClock(t) {
   clock.t = t; clock.anchorT = t; clock.anchorWall = now();
+  seenS = Math.max(seenS, t);
 }
 
 async function play() {
@@ -89,7 +92,7 @@ async function play() {
 }
 
 function pause() {
-  clock.t = clockAt(now()); clock.playing = false; clock.waiting = false;
+  clock.t = clockAt(now()); clock.playing = false; clock.waiting = false; seenS = Math.max(seenS, clock.t);
   for (const p of players.values()) p.video.pause();
 }
 
@@ -97,9 +100,9 @@ function tick() {
   const wall = now();
   if (clock.playing && !clock.waiting && ep) {
     const t = clockAt(wall);
-    clock.t = t;
+    clock.t = t; seenS = Math.max(seenS, t);
     if (t >= endS() - 1e-9) {
-      clock.playing = false; clock.t = endS();
+      clock.playing = false; clock.t = endS(); seenS = clock.t;
       for (const p of players.values()) p.video.pause();
       seekAll(endS());
       metrics.clockAtEnd = clock.t;
@@ -220,7 +223,7 @@ function load(episode, autoplay) {
   for (const p of players.values()) release(p.video);
   players.clear();
   $("stage").replaceChildren();
-  audit = false; ep = episode; clock.playing = false; clock.waiting = false; setClock(0);
+  audit = false; ep = episode; clock.playing = false; clock.waiting = false; seenS = 0; endSeen = false; setClock(0);
   if (!ep) { drawCursor(); return; }
   if (view >= ep.cameras.length) view = -1;
   const waits = [];
@@ -275,6 +278,7 @@ function nextView() {
 function toggleAudit() {
   pause();
   audit = !audit;
+  if (audit) endSeen = true;   // the last frame is on screen
   document.querySelectorAll(".auditrow").forEach((row) => {
     row.querySelectorAll("video").forEach(release); row.remove();
   });
@@ -379,10 +383,10 @@ function render(s) {
 
 // ------------------------------------------------------------------ actions and keys
 
-function send(action, value) {
+function send(action, value, extra = {}) {
   const episode = ep ? ep.id : null;
   queue = queue.then(async () => {
-    const r = await call("/api/action", { action, value, episode });
+    const r = await call("/api/action", { action, value, episode, ...extra });
     metrics.answered += 1;
     if (r.status === 409) { setStatus(r.data.error, true); if (r.data.state) render(r.data.state); return; }
     if (!r.ok) { setStatus(r.data.error || `the server answered ${r.status}`, true); return; }
@@ -418,7 +422,7 @@ function showInvalid(on) {
 function press(key) {
   metrics.keys.push({ key, wall: now() });
   if (invalidPrompt) {
-    if (/^[1-9]$/.test(key)) { showInvalid(false); send("invalid", Number(key)); return true; }
+    if (/^[1-9]$/.test(key)) { showInvalid(false); send("invalid", Number(key), { seen_s: seenS, end_seen: endSeen }); return true; }
     if (key === "Escape") { showInvalid(false); setStatus("Invalid start cancelled."); return true; }
   }
   switch (key) {
@@ -442,6 +446,11 @@ function press(key) {
       "the cube's bottom must be above the line)", guide); break;
     case "x":
       if (!ep) { setStatus("No episode to mark."); break; }
+      if (seenS > state.start_window_s || endSeen) {
+        setStatus(`An invalid start is judged from the start alone: mark it with x before the episode plays past its ` +
+          `first ${state.start_window_s} s or its last frame is shown (a). Label this one as you see it.`);
+        break;
+      }
       showInvalid(true);
       setStatus("Invalid start (the trial is re-run, never counted) - why? " +
         state.invalid_reasons.map((r, i) => `${i + 1}: ${r}`).join("  ") + "  (esc cancels)");
