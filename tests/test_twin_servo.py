@@ -360,3 +360,43 @@ def test_a_7v4_supply_has_35_percent_less_torque_and_the_adapter_latency_delays_
     assert volts == 74
     assert statistics.median(times) >= 0.005, times
     assert sag12 < 30 and sag74 > 150, (sag12, sag74)
+
+
+def test_the_users_own_calibration_is_rehearsed(tmp_path):
+    """A profile whose id has a calibration file (`robot.calibration_dir`): the twin's servos
+    carry it (LeRobot connects without calibrating) and degrees mean what they mean on that arm:
+    its shoulder_pan range is centred 104 ticks below 2047 (the pose it was calibrated in), so
+    the simulated joint at 0 degrees reads (2047 - 1943) * 360 / 4095 = +9.1 degrees."""
+    import json
+
+    from orchestrator.rigs.factory import make_rig
+    from orchestrator.rigs.profile import load_rig
+    from orchestrator.rigs.twin.arm import shipped_calibration
+    from orchestrator.rigs.twin.client import start_twin
+
+    mine = shipped_calibration()
+    mine["shoulder_pan"].update(range_min=689, range_max=3197, homing_offset=-1400)
+    (tmp_path / "cal").mkdir()
+    (tmp_path / "cal" / "my_arm.json").write_text(json.dumps(mine))
+    rig_file = tmp_path / "rig.yaml"
+    rig_file.write_text(SHIPPED_TWIN_RIG.read_text().replace("id: so101_twin,", "id: my_arm, calibration_dir: cal,"))
+    with start_twin(load_rig(rig_file)) as twin:
+        assert twin.own_calibration
+        assert json.loads((twin.calibration_dir / "my_arm.json").read_text()) == mine
+        rig = make_rig(twin.rig)
+        rig.connect()
+        try:
+            bus = rig.robot.bus
+            for joint in ("shoulder_pan", "shoulder_lift"):
+                _w(bus, "Goal_Position", joint, 2047)
+            time.sleep(2.0)
+            degrees = rig.observe(with_images=False)
+            sim = twin.request("state")["joints_deg"]
+            offset = _raw(bus, "Homing_Offset", "shoulder_pan")
+        finally:
+            rig.disconnect()
+    assert offset == -1400
+    assert abs(sim[0]) < 1.0, sim                                   # 2047 is the model's zero
+    assert degrees["shoulder_pan.pos"] == pytest.approx(sim[0] + (2047 - 1943) * 360 / 4095, abs=0.5)
+    # a joint of the user's file with the shipped numbers: its middle is 2061, so 2047 reads -1.2 deg
+    assert degrees["shoulder_lift.pos"] == pytest.approx(sim[1] + (2047 - 2061) * 360 / 4095, abs=0.5)

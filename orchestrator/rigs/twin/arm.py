@@ -4,7 +4,11 @@ Encoder ticks. Each servo's encoder sits on its output shaft and reads `raw` (0-
 turn), fixed by how the arm was assembled: the twin's calibration (`so101_twin_calibration.json`,
 what `lerobot-calibrate` would write for this arm) puts the middle of each arm joint's range at
 the simulated joint's zero, and the gripper's range on the gripper joint's range, so LeRobot's
-degrees (`(ticks - mid) * 360 / 4095`) equal the simulated rig's. The servo reports
+degrees (`(ticks - mid) * 360 / 4095`) equal the simulated rig's. With the user's own calibration
+(`zero_at_homing`, `--twin` when the profile's id has a calibration file) tick 2047 is the
+simulated joint's zero instead, as on the user's arm, where LeRobot's calibration made the pose
+chosen as the middle read 2047: a pose in degrees is then the pose it is on that arm (the
+gripper's 0-100 still spans the gripper joint's range). The servo reports
 `Present_Position = raw - Homing_Offset` (mod 4096) with the `Homing_Offset` register as it is
 now (write +500 and the reading drops by 500), and takes `Goal_Position` in the same frame.
 
@@ -48,6 +52,7 @@ TICKS_PER_DEG = 4095 / 360          # LeRobot's DEGREES normalisation (max resol
 AMBIENT_C = 28.0
 THERMAL_TAU_S = 240.0               # cooling time constant
 HEAT_C_PER_S = 0.3                  # heating rate at stall torque (steady state: +72 C at stall)
+HALF_TURN = 2047                    # LeRobot's set_half_turn_homings: the calibration pose reads this
 EEPROM_END = 40                     # addresses below are EEPROM (saved while Lock is 0)
 LOOP_REGISTERS = {"p": "P_Coefficient", "d": "D_Coefficient", "goal_velocity": "Goal_Velocity",
                   "acceleration": "Acceleration", "torque_limit": "Torque_Limit",
@@ -65,9 +70,10 @@ class TwinArm:
     """Servo registers <-> the simulated arm (see the module docstring). `sim` is a connected
     `SimRig`; `step()` advances one physics step with the servos' present behaviour."""
 
-    def __init__(self, sim, calibration: dict | None = None, supply_v: float = 12.0):
+    def __init__(self, sim, calibration: dict | None = None, supply_v: float = 12.0, zero_at_homing: bool = False):
         self.sim = sim
         self.cal = calibration or shipped_calibration()
+        self.zero_at_homing = zero_at_homing
         self.model, self.data = sim.model, sim.data
         model = self.model
         self.act = np.array([model.actuator(j).id for j in JOINTS])
@@ -111,14 +117,20 @@ class TwinArm:
         if JOINTS[i] == "gripper":
             lo, hi = self.range[i]
             return c["range_min"] + (q - lo) / (hi - lo) * (c["range_max"] - c["range_min"])
-        return (c["range_min"] + c["range_max"]) / 2 + math.degrees(q) * TICKS_PER_DEG
+        return self._zero_ticks(c) + math.degrees(q) * TICKS_PER_DEG
 
     def ticks_to_rad(self, i: int, ticks: float) -> float:
         c = self.cal[JOINTS[i]]
         if JOINTS[i] == "gripper":
             lo, hi = self.range[i]
             return lo + (ticks - c["range_min"]) / (c["range_max"] - c["range_min"]) * (hi - lo)
-        return math.radians((ticks - (c["range_min"] + c["range_max"]) / 2) / TICKS_PER_DEG)
+        return math.radians((ticks - self._zero_ticks(c)) / TICKS_PER_DEG)
+
+    def _zero_ticks(self, c: dict) -> float:
+        """Calibrated ticks at the simulated joint's zero: the middle of the calibrated range (the
+        twin's own calibration), or 2047 with a user's (LeRobot's calibration sets Homing_Offset
+        so that the pose the user chose as the middle reads 2047: taken as the model's zero)."""
+        return HALF_TURN if self.zero_at_homing else (c["range_min"] + c["range_max"]) / 2
 
     def ticks_per_rad(self, i: int) -> float:
         return abs(self.rad_to_ticks(i, 1.0) - self.rad_to_ticks(i, 0.0))

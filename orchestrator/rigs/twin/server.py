@@ -62,7 +62,8 @@ class TwinServer:
         self.cube = Cube(**config.get("cube", {}))
         self.sim.place_cube(Mark(**PARKED_CUBE), self.cube)
         self.sim.go_to_rest()
-        self.arm = TwinArm(self.sim, supply_v=float(config.get("supply_v", 12.0)))
+        self.arm = TwinArm(self.sim, config.get("user_calibration"), supply_v=float(config.get("supply_v", 12.0)),
+                           zero_at_homing=bool(config.get("user_calibration")))
         self.adapter_latency_s = float(config.get("adapter_latency_ms", ADAPTER_LATENCY_MS)) / 1000.0
         self.faults = FaultPlan(list(config.get("faults") or []), int(config.get("seed", 0)))
         self.lock = threading.Lock()
@@ -88,7 +89,8 @@ class TwinServer:
         parent = int(self.config.get("parent_pid") or os.getppid())
         self.renderer = self._start_renderer()
         self._say({"ready": True, "port": self.port, "pid": os.getpid(), "priority": self.priority,
-                   "frames_dir": str(self.frames_dir)})
+                   "frames_dir": str(self.frames_dir), "calibration": self.arm.cal,
+                   "user_calibration": bool(self.config.get("user_calibration"))})
         self.t0 = time.monotonic()
         next_parent_check = self.t0 + PARENT_CHECK_S
         try:
