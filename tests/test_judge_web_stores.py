@@ -77,13 +77,13 @@ def test_a_bundle_judged_in_the_browser_is_imported_and_reported(template, tmp_p
 
 @pytest.fixture(scope="module")
 def on_server(template, pg_cluster, tmp_path_factory):
-    """The campaign moved to a PostgreSQL database, with judge roles alice and j1-j5."""
+    """The campaign moved to a PostgreSQL database, with judge roles wendy and wj1-wj5 (roles belong to the whole PostgreSQL cluster the session shares: names no other test file uses)."""
     campaign = Path(shutil.copytree(template, tmp_path_factory.mktemp("pg") / template.name))
     url = pg_cluster.new_database()
     moved = run_module("store", "migrate", campaign, url)
     assert moved.code == 0, moved.err
     database = url.split("@/")[1].split("?")[0]
-    for name in ("alice", "j1", "j2", "j3", "j4", "j5"):
+    for name in ("wendy", "wj1", "wj2", "wj3", "wj4", "wj5"):
         made = run_module("store", "add-judge", url, name)
         assert made.code == 0, made.err
     return campaign, url, lambda role: pg_cluster.url(database, role)
@@ -91,11 +91,11 @@ def on_server(template, pg_cluster, tmp_path_factory):
 
 def test_a_server_on_postgresql_uses_the_judge_role_only(on_server):
     campaign, url, as_role = on_server
-    owner = run_module("judge", campaign, "--store", url, "--judge", "alice", "--web", "--port", "0")
+    owner = run_module("judge", campaign, "--store", url, "--judge", "wendy", "--web", "--port", "0")
     assert owner.code == 2 and "can read which policy ran each episode" in owner.err
-    other = run_module("judge", campaign, "--store", as_role("j1"), "--judge", "alice", "--web", "--port", "0")
+    other = run_module("judge", campaign, "--store", as_role("wj1"), "--judge", "wendy", "--web", "--port", "0")
     assert other.code == 2 and "must be the role's name" in other.err
-    with WebJudge(campaign, "--store", as_role("alice"), "--judge", "alice") as judge:
+    with WebJudge(campaign, "--store", as_role("wendy"), "--judge", "wendy") as judge:
         # (an invalid start goes through the judge role's security-definer invalid_start())
         order = label_all_in_the_browser(judge, ["x", "f", "1", "u", "s", "f"])
         code, out, err = judge.stop()
@@ -103,8 +103,8 @@ def test_a_server_on_postgresql_uses_the_judge_role_only(on_server):
     report = run_module("report", campaign, "--store", url, "--format", "json", "--out", campaign.parent / "r.json")
     assert report.code == 0, report.err
     doc = json.loads((campaign.parent / "r.json").read_text())
-    assert "alice" in doc["judges"]["judges"] and doc["campaign"]["aborted"] == 1
-    assert doc["judges"]["accuracy_vs_physics"]["alice"]["compared"] == 3
+    assert "wendy" in doc["judges"]["judges"] and doc["campaign"]["aborted"] == 1
+    assert doc["judges"]["accuracy_vs_physics"]["wendy"]["compared"] == 3
     assert len(set(order)) == 4
 
 
@@ -114,7 +114,7 @@ def expected_label(judge: int, position: int) -> tuple[str, str | None]:
 
 def test_five_judges_at_once_on_postgresql_lose_and_mix_nothing(on_server):
     campaign, url, as_role = on_server
-    judges = [WebJudge(campaign, "--store", as_role(f"j{i}"), "--judge", f"j{i}") for i in range(1, 6)]
+    judges = [WebJudge(campaign, "--store", as_role(f"wj{i}"), "--judge", f"wj{i}") for i in range(1, 6)]
     done: dict[int, list[str]] = {}
     problems: list[str] = []
     start = threading.Barrier(len(judges))
@@ -134,7 +134,7 @@ def test_five_judges_at_once_on_postgresql_lose_and_mix_nothing(on_server):
                 seen.append(episode["id"])
             done[index] = seen
         except Exception as exc:   # reported below, on the test's thread
-            problems.append(f"j{index}: {exc!r}")
+            problems.append(f"wj{index}: {exc!r}")
 
     threads = [threading.Thread(target=label, args=(i, j)) for i, j in enumerate(judges, 1)]
     try:
@@ -150,8 +150,8 @@ def test_five_judges_at_once_on_postgresql_lose_and_mix_nothing(on_server):
 
     with psycopg.connect(url) as conn:
         rows = conn.execute("SELECT judge, episode_id, label, failure_mode FROM judgments "
-                            "WHERE retracted_at IS NULL AND judge LIKE 'j_'").fetchall()
-        every = conn.execute("SELECT count(*) FROM judgments WHERE judge LIKE 'j_'").fetchone()[0]
+                            "WHERE retracted_at IS NULL AND judge LIKE 'wj_'").fetchall()
+        every = conn.execute("SELECT count(*) FROM judgments WHERE judge LIKE 'wj_'").fetchone()[0]
     # (every episode on the server: 4, or 3 once the test above sent one back)
     episodes = len(done[1])
     assert episodes >= 3 and all(sorted(seen) == sorted(done[1]) for seen in done.values())
@@ -159,7 +159,7 @@ def test_five_judges_at_once_on_postgresql_lose_and_mix_nothing(on_server):
     got = {(j, e): (label, mode) for j, e, label, mode in rows}
     for index, seen in done.items():
         for position, episode in enumerate(seen):
-            assert got[(f"j{index}", episode)] == expected_label(index, position)
+            assert got[(f"wj{index}", episode)] == expected_label(index, position)
     modes = sum(1 for i in range(1, 6) for p in range(episodes) if expected_label(i, p)[1])
     assert every == 5 * episodes + modes      # each failure, then its mode, nothing else
 
