@@ -27,6 +27,7 @@ VERBS = {
     "layout": "layout",
     "doctor": "doctor",
     "store": "store",
+    "twin": "twin",
 }
 
 # Verbs that open a campaign store: `--store postgresql://...` puts it on a PostgreSQL server

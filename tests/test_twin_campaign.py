@@ -79,6 +79,13 @@ def test_unattended_twin_campaign_scripted_vs_saved_act(twin_protocol, tmp_path)
     assert data["policies"]["A"]["successes"] == 1, data["policies"]
     assert data["policies"]["B"]["successes"] == 0, data["policies"]
     del episodes
+    # every step recorded each camera frame's age and repeats; the report summarises them per policy
+    for label in ("A", "B"):
+        loop = data["timing"][label]
+        assert 0 <= loop["frame_age_p50_ms"] <= loop["frame_age_p95_ms"] < 500, loop
+        assert 0 <= loop["frame_repeat_fraction"] < 1, loop
+    text = run_module("report", out, env=env())
+    assert "camera frame age p50" in text.out, text.out
     # judging works unchanged: a blinded bundle of the twin campaign
     bundle = run_module("bundle", out, "--out", tmp_path / "bundle", env=env())
     assert bundle.code == 0, bundle.err

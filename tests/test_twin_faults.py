@@ -40,7 +40,7 @@ FAULTS = {
     "usb_unplug": ({"kind": "usb_unplug", "at_step": 3}, "arm /dev/pts/"),
     "camera_freeze": ({"kind": "camera_freeze", "camera": "wrist", "at_step": 3}, "camera wrist: TimeoutError"),
     "camera_disconnect": ({"kind": "camera_disconnect", "camera": "front", "at_step": 3},
-                          "camera front: ConnectionError"),
+                          "camera front: RuntimeError: TwinCamera(front) read thread is not running"),
     "voltage_sag": ({"kind": "voltage_sag", "volts": 3.5, "at_step": 3}, "supply voltage out of range"),
 }
 

@@ -103,7 +103,7 @@ def test_after_a_two_second_stall_on_the_twin_actions_are_half_a_period_apart_or
         rig.connect()
         try:
             context = EpisodeContext(mark=Mark(id="M01", x=0.16, y=0.0), cube=Cube(), seed=0, fps=fps,
-                                     duration_s=1.0, task="")
+                                     duration_s=3.0, task="")   # the episode ends on time: ~0.8 s after the stall
             recorder = EpisodeRecorder(tmp_path / "c", "ep", {}, fps, fps, realtime=True)
             stall_start = {}
 
@@ -119,5 +119,5 @@ def test_after_a_two_second_stall_on_the_twin_actions_are_half_a_period_apart_or
         finally:
             rig.disconnect()
     after = [t for t in writes if t > stall_start["t"]]
-    assert len(after) == fps - 3
+    assert len(after) >= 6, after          # the steps left in the episode's duration, none made up
     assert np.diff(after).min() >= 0.5 / fps, np.diff(after).min()

@@ -89,10 +89,10 @@ def test_what_lerobot_wrote_is_in_the_log_and_servo_reset_drops_torque_with_stat
             target = {k: v for k, v in obs.items() if k.endswith(".pos")}
             _goal_steps(rig, target, 4)
             bus = rig.robot.bus
-            assert bus.sync_read("Torque_Enable", normalize=False) == dict.fromkeys(bus.motors, 1)
+            assert bus.sync_read("Torque_Enable", normalize=False, num_retry=3) == dict.fromkeys(bus.motors, 1)
             _goal_steps(rig, target, 3)
-            torque = bus.sync_read("Torque_Enable", normalize=False)
-            status = bus.sync_read("Status", normalize=False)
+            torque = bus.sync_read("Torque_Enable", normalize=False, num_retry=3)
+            status = bus.sync_read("Status", normalize=False, num_retry=3)
             assert torque == {**dict.fromkeys(bus.motors, 1), "gripper": 0}, torque
             assert status["gripper"] == 0
             assert twin.request("state")["torque"] == [True] * 5 + [False]

@@ -69,6 +69,7 @@ class LoopTiming:
     lost_steps: int = 0               # planned steps the episode did not run (real rigs end on time)
     inference_p50_ms: float | None = None   # an RTC thread's or a policy server's chunk latency
     inference_p99_ms: float | None = None
+    frames: dict[str, float] = field(default_factory=dict)  # frame_age_p50_ms, _p95_ms, frame_repeat_fraction
 
     @classmethod
     def from_dict(cls, timing: Any) -> "LoopTiming | None":
@@ -80,6 +81,8 @@ class LoopTiming:
                       overruns=int(timing["overruns"]), policy_p50_ms=float(timing["policy_p50_ms"]),
                       policy_p99_ms=float(timing["policy_p99_ms"]), steps=int(timing["steps"]),
                       lost_steps=int(timing.get("lost_steps") or 0),
+                      frames={k: float(v) for k in ("frame_age_p50_ms", "frame_age_p95_ms", "frame_repeat_fraction")
+                              if isinstance(v := timing.get(k), (int, float))},
                       **_inference_latency(timing.get("inference")))
         except (KeyError, TypeError, ValueError, OverflowError):
             return None

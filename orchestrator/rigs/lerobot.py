@@ -49,7 +49,8 @@ from orchestrator.rigs.clamp_log import quiet_clamp_warnings
 from orchestrator.rigs.hardware_checks import calibrate_command, check_calibration, check_port, rig_checks
 from orchestrator.rigs.lerobot_config import build_robot_config
 from orchestrator.rigs.profile import LoadedRig, RigProfile
-from orchestrator.rigs.servo_alarms import CHECK_EVERY_STEPS, drop_stale_replies, raise_on_alarm
+from orchestrator.rigs.frame_age import frame_facts
+from orchestrator.rigs.servo_alarms import CHECK_EVERY_STEPS, AlarmWatch, drop_stale_replies
 
 logger = logging.getLogger(__name__)
 
@@ -101,6 +102,9 @@ class LeRobotRig(Rig):
         self._steps = 0
         self.connect_pose: dict[str, float] = {}
         self._released = False
+        self._alarms = AlarmWatch()   # servo alarms; a gripper trip while gripping is an event
+        self.last_frames: dict[str, tuple[float, bool]] = {}   # camera -> (age ms, repeated): frame_age.py
+        self._frame_stamps: dict[str, float] = {}
 
     # ------------------------------------------------------------ LeRobot objects
     @property
@@ -241,9 +245,11 @@ class LeRobotRig(Rig):
         try:
             drop_stale_replies(self.robot)
             obs = self.robot.get_observation()
+            self.last_frames = frame_facts(getattr(self.robot, "cameras", {}) or {}, time.perf_counter(),
+                                           self._frame_stamps)
             self._observed = getattr(self, "_observed", 0) + 1
             if self._observed % CHECK_EVERY_STEPS == 0:
-                raise_on_alarm(self.robot)
+                self._alarms.check(self.robot)
         except Exception as exc:  # noqa: BLE001
             raise self._fault(exc) from exc
         if not with_images:
@@ -267,8 +273,10 @@ class LeRobotRig(Rig):
 
     def end_episode(self) -> EpisodeFacts:
         """No physics on hardware; `max_relative_target` clipping is a safety event per joint
-        (`target_clipped:<joint>`), with the number of clipped steps in `extra`."""
+        (`target_clipped:<joint>`), with the number of clipped steps in `extra`; so is the
+        gripper's overload protection tripping while it grips (`servo_alarms.AlarmWatch`)."""
         events = [f"target_clipped:{key.removesuffix('.pos')}" for key in self._clipped]
+        events += self._alarms.take_events()
         facts = EpisodeFacts(safety_events=events,
                              extra={"steps": self._steps, "clipped_steps": dict(self._clipped),
                                     "max_relative_target": self.profile.robot.max_relative_target})

@@ -52,6 +52,53 @@ def raise_on_alarm(robot: Any) -> None:
         raise ServoAlarm("servo alarm: " + "; ".join(first))
 
 
+GRIPPER_TRIP_EVENT = "gripper_overload_protection"
+SQUEEZE_TICKS = 12        # ~1 degree: the gripper's goal this far from where it is = it is held back
+
+
+class AlarmWatch:
+    """`raise_on_alarm` with one expected alarm let through: the gripper's overload protection
+    while it squeezes something. An STS3215 whose load stays above `Overload_Torque` (LeRobot
+    sets 25 % on the gripper) for `Protection_Time` (2 s) limits itself to `Protective_Torque`
+    and sets Status bit 5; a grasp held a few seconds does that. So an overload on the gripper
+    alone, while its Goal_Position is more than `SQUEEZE_TICKS` from its Present_Position (the
+    jaws are held back by what they grip), is recorded once per episode as the safety event
+    `gripper_overload_protection` instead of aborting the trial. It is a servo alarm (abort)
+    when it persists: still set on two reads in a row once the gripper no longer squeezes (the
+    policy opened it, and the protection did not clear), or with any other alarm."""
+
+    def __init__(self) -> None:
+        self.events: list[str] = []
+
+    def check(self, robot: Any) -> None:
+        first = _settled_read(robot)
+        if not first or _settled_read(robot) != first:
+            return
+        if first == [_gripper_overload(robot)] and _gripper_squeezing(robot):
+            if GRIPPER_TRIP_EVENT not in self.events:
+                self.events.append(GRIPPER_TRIP_EVENT)
+            return
+        raise ServoAlarm("servo alarm: " + "; ".join(first))
+
+    def take_events(self) -> list[str]:
+        """The events since the last call (the rig's `end_episode` takes them)."""
+        events, self.events = self.events, []
+        return events
+
+
+def _gripper_overload(robot: Any) -> str | None:
+    motor = robot.bus.motors.get("gripper")
+    return None if motor is None else f"gripper (id {motor.id}): overload"
+
+
+def _gripper_squeezing(robot: Any) -> bool:
+    """Sync reads: LeRobot's single `read` raises on the overload bit its status packet carries."""
+    bus, retries = robot.bus, getattr(robot.config, "num_read_retries", 0)
+    goal = bus.sync_read("Goal_Position", ["gripper"], normalize=False, num_retry=retries)["gripper"]
+    present = bus.sync_read("Present_Position", ["gripper"], normalize=False, num_retry=retries)["gripper"]
+    return abs(int(goal) - int(present)) > SQUEEZE_TICKS
+
+
 def _settled_read(robot: Any) -> list[str]:
     drop_stale_replies(robot)
     time.sleep(SETTLE_S)          # a reply still on the wire lands, and is dropped

@@ -62,7 +62,10 @@ def pace(step_start: float, period: float, sent_at: float) -> float:
 @dataclass(frozen=True)
 class EpisodeTiming:
     """Per-episode timing summary (milliseconds); `overruns` = steps longer than the period,
-    `overrun_steps` = (step index, step length in ms) of each of them."""
+    `overrun_steps` = (step index, step length in ms) of each of them; `frame_age_*` the
+    camera frames' age at observation over every camera and step, `frame_repeat_fraction` the
+    share of those frames that repeated the previous step's (`rigs/frame_age.py`; None on a rig
+    whose cameras do not report it)."""
 
     period_p50_ms: float
     period_p99_ms: float
@@ -75,6 +78,9 @@ class EpisodeTiming:
     record_p99_ms: float
     steps: int                       # steps run (on a real rig: until the duration in wall-clock time)
     overrun_steps: tuple[tuple[int, float], ...] = ()
+    frame_age_p50_ms: float | None = None
+    frame_age_p95_ms: float | None = None
+    frame_repeat_fraction: float | None = None
     planned_steps: int = 0           # fps x duration
     lost_steps: int = 0              # planned - run: lost to overruns, never made up
     inference: dict | None = None    # an asynchronous policy's own figures (`inference_timing()`)
@@ -147,6 +153,7 @@ def _run_steps(rig: Rig, policy: Policy, context: EpisodeContext, recorder: Epis
     policy.reset(context)
     obs_t, pol_t, act_t, rec_t, periods = [], [], [], [], []
     overrun_steps: list[tuple[int, float]] = []
+    ages, repeats = [], 0
     start = time.perf_counter()
     previous = start
     ran, step = 0, -1
@@ -164,11 +171,14 @@ def _run_steps(rig: Rig, policy: Policy, context: EpisodeContext, recorder: Epis
         t_episode = t0 - start if rig.realtime else step * period
         observation = rig.observe(with_images=policy.needs_images or recorder.wants_images(step))
         t1 = time.perf_counter()
+        frames = getattr(rig, "last_frames", None) or {}
+        ages += [age for age, _ in frames.values()]
+        repeats += sum(repeated for _, repeated in frames.values())
         action = _policy_action(policy, observation)
         t2 = time.perf_counter()
         sent = rig.act(action)
         t3 = time.perf_counter()
-        recorder.frame(step, t_episode, observation, action, sent=sent)
+        recorder.frame(step, t_episode, observation, action, sent=sent, frames=frames)
         t4 = time.perf_counter()
         if operator is not None:
             operator.poll(t4 - start if rig.realtime else t_episode)
@@ -189,6 +199,9 @@ def _run_steps(rig: Rig, policy: Policy, context: EpisodeContext, recorder: Epis
         observe_p50_ms=_p(obs_t, 50), policy_p50_ms=_p(pol_t, 50), policy_p99_ms=_p(pol_t, 99),
         act_p50_ms=_p(act_t, 50), record_p50_ms=_p(rec_t, 50), record_p99_ms=_p(rec_t, 99),
         steps=ran, overrun_steps=tuple(overrun_steps), planned_steps=steps, lost_steps=steps - ran,
+        frame_age_p50_ms=float(np.percentile(ages, 50)) if ages else None,
+        frame_age_p95_ms=float(np.percentile(ages, 95)) if ages else None,
+        frame_repeat_fraction=repeats / len(ages) if ages else None,
         inference=policy.inference_timing() if hasattr(policy, "inference_timing") else None)
     recorder.pad_videos()   # slots after the last step that ran: held frames, so lengths are equal
     return facts, timing

@@ -14,7 +14,10 @@ Time series (one row per control step): `t` the step's clock time since the epis
 (measured on a real rig, simulated time in simulation), `state` the observed joints, `action` the
 policy's action as `lerobot-record`/`lerobot-rollout` store it, `sent_action` what was actually
 sent to the arm after `max_relative_target` clipping; `frame_t.<camera>` the `t` of each video
-frame; `keys` the joint order of the columns. `read_series` is the one reader of this file.
+frame; `keys` the joint order of the columns; `frame_age_ms.<camera>` / `frame_repeat.<camera>`
+per step, the camera frame's age when observed and 1 when it repeated the previous step's
+(`rigs/frame_age.py`; NaN when the rig's camera does not report it). `read_series` is the one
+reader of this file.
 
 The frame shown at time t is `core.timeline.frame_shown_at` (the judge's player and the export).
 
@@ -276,6 +279,8 @@ class EpisodeRecorder:
         self._action: list[list[float]] = []
         self._sent: list[list[float]] = []
         self._frame_t: dict[str, list[float]] = {name: [] for name in cameras}
+        self._frame_age: dict[str, list[float]] = {name: [] for name in cameras}
+        self._frame_repeat: dict[str, list[float]] = {name: [] for name in cameras}
         self._last_image: dict[str, np.ndarray] = {}
         self._next_slot: dict[str, int] = {name: 0 for name in cameras}   # the next step index expected
         self.enqueue_wait_s = 0.0
@@ -293,9 +298,14 @@ class EpisodeRecorder:
         return any(step in due for due in self._due.values())
 
     def frame(self, step: int, t: float, observation: Observation, action: Action,
-              sent: Action | None = None) -> None:
-        """One control step: `action` the policy's, `sent` what the arm was sent (default: the same)."""
+              sent: Action | None = None, frames: dict[str, tuple[float, bool]] | None = None) -> None:
+        """One control step: `action` the policy's, `sent` what the arm was sent (default: the same),
+        `frames` each camera's (frame age ms, repeated) when the rig reports them."""
         self._t.append(t)
+        for name in self.cameras:
+            age, repeated = (frames or {}).get(name, (np.nan, np.nan))
+            self._frame_age[name].append(float(age))
+            self._frame_repeat[name].append(float(repeated))
         self._state.append([float(observation.get(k, np.nan)) for k in STATE_KEYS])
         self._action.append([float(action.get(k, np.nan)) for k in STATE_KEYS])
         sent = action if sent is None else sent
@@ -377,7 +387,9 @@ class EpisodeRecorder:
             np.savez(handle, t=np.asarray(self._t), state=np.asarray(self._state),
                      action=np.asarray(self._action), sent_action=np.asarray(self._sent),
                      keys=np.asarray(STATE_KEYS),
-                     **{f"frame_t.{k}": np.asarray(v) for k, v in self._frame_t.items()})
+                     **{f"frame_t.{k}": np.asarray(v) for k, v in self._frame_t.items()},
+                     **{f"frame_age_ms.{k}": np.asarray(v) for k, v in self._frame_age.items()},
+                     **{f"frame_repeat.{k}": np.asarray(v) for k, v in self._frame_repeat.items()})
         publish(partial, series)
         poses_file = None
         if self.camera_poses:

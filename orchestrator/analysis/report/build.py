@@ -54,8 +54,19 @@ def _timing(data: OutcomeSet) -> tuple[PolicyTiming, ...]:
             lost_steps=sum(t.lost_steps for t in ts) if paced else None,
             episodes_lost=sum(1 for t in ts if t.lost_steps) if paced else None,
             inference_p50_ms=_median([t.inference_p50_ms for t in ts if t.inference_p50_ms is not None]),
-            inference_p99_ms=_median([t.inference_p99_ms for t in ts if t.inference_p99_ms is not None])))
+            inference_p99_ms=_median([t.inference_p99_ms for t in ts if t.inference_p99_ms is not None]),
+            **_frame_rows(ts)))
     return tuple(rows)
+
+
+def _frame_rows(ts: list) -> dict:
+    """Camera frame age and repeats over a policy's episodes (those whose rig reports them)."""
+    with_frames = [t.frames for t in ts if len(t.frames) == 3]
+    if not with_frames:
+        return {}
+    return {"frame_age_p50_ms": _median([f["frame_age_p50_ms"] for f in with_frames]),
+            "frame_age_p95_ms": max(f["frame_age_p95_ms"] for f in with_frames),
+            "frame_repeat_fraction": sum(f["frame_repeat_fraction"] for f in with_frames) / len(with_frames)}
 
 
 def _lost_step_warnings(timing: tuple[PolicyTiming, ...], alpha: float) -> list[str]:

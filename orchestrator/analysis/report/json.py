@@ -109,6 +109,8 @@ def _timing(t: PolicyTiming) -> dict[str, Any]:
         "policy_p99_max_ms": _num(t.policy_p99_max_ms),
         "lost_steps": t.lost_steps, "episodes_with_lost_steps": t.episodes_lost,
         "inference_p50_ms": _num(t.inference_p50_ms), "inference_p99_ms": _num(t.inference_p99_ms),
+        "frame_age_p50_ms": _num(t.frame_age_p50_ms), "frame_age_p95_ms": _num(t.frame_age_p95_ms),
+        "frame_repeat_fraction": _num(t.frame_repeat_fraction),
     }
 
 

@@ -79,6 +79,9 @@ class PolicyTiming:
     episodes_lost: int | None = None  # episodes that lost at least one step (None when not paced)
     inference_p50_ms: float | None = None   # median over episodes of an asynchronous policy's chunk latency
     inference_p99_ms: float | None = None
+    frame_age_p50_ms: float | None = None       # median over episodes of the frames' age p50
+    frame_age_p95_ms: float | None = None       # worst episode's frame age p95
+    frame_repeat_fraction: float | None = None  # mean over episodes of the repeated-frame share
 
 
 @dataclass(frozen=True)

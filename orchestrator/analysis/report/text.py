@@ -271,6 +271,15 @@ def timing(r: Report) -> list[Block]:
     if chunks:
         out.append(Line("inference latency per chunk (RTC thread or policy server, median over the episodes): "
                         + "; ".join(chunks)))
+    framed = [t for t in r.timing if t.frame_age_p50_ms is not None]
+    if framed:
+        out += [Gap(), table(["policy", "camera frame age p50", "worst frame age p95", "repeated frames"],
+                             [[t.label, ms(t.frame_age_p50_ms), ms(t.frame_age_p95_ms),
+                               "-" if t.frame_repeat_fraction is None else f"{100 * t.frame_repeat_fraction:.1f}%"]
+                              for t in framed]),
+                Gap(), Line("frame age: from the camera's read thread receiving a frame to the step that used it "
+                            "(the camera's own exposure-to-USB latency comes before and is not measured); "
+                            "repeated: the step got the same frame as the step before")]
     return out
 
 

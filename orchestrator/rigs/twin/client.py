@@ -4,9 +4,10 @@
 orchestrator.rigs.twin` in the background and waits for its pseudo-terminal. `Twin.rig` is the
 user's rig profile with only its sources swapped: `robot.port` -> the twin's pseudo-terminal,
 each camera -> a `twin` camera of the same name, width, height and fps, and
-`robot.calibration_dir` -> a folder holding the twin's calibration file under the profile's
-`id` (the twin's servos carry that calibration, as a calibrated arm's do; the user's own
-calibration files are never touched). Everything else stays: id, max_relative_target, rest
+`robot.calibration_dir` -> a folder holding the servos' calibration file under the profile's
+`id`: the user's own file for that id when there is one (`user_calibration`: the twin's
+encoders are then mapped through it, `arm.py`), else the twin's shipped calibration; the user's
+files are read, never written. Everything else stays: id, max_relative_target, rest
 pose, any other LeRobot field.
 
 Lifetime: the twin exits when its stdin closes, which happens when this process exits however
@@ -61,6 +62,8 @@ class Twin:
         self.frames_dir = Path(ready["frames_dir"])
         self.priority = ready.get("priority", "normal")
         self.calibration_dir = home / "calibration"
+        self.calibration = ready["calibration"]          # the servos' (the user's or the shipped)
+        self.own_calibration = bool(ready.get("user_calibration"))
         self._lock = threading.Lock()
         self.rig = swap_sources(loaded, self)
 
@@ -106,18 +109,44 @@ class Twin:
         self.close()
 
 
+def user_calibration(loaded: LoadedRig) -> dict | None:
+    """The user's own LeRobot calibration file for the profile's `id` (in `robot.calibration_dir`,
+    else LeRobot's default folder for so_follower robots), when there is one with all six joints."""
+    from orchestrator.rigs.twin.arm import JOINTS
+
+    robot = loaded.profile.robot
+    if not robot.id:
+        return None
+    folder = (robot.model_extra or {}).get("calibration_dir")
+    if folder:
+        folder = Path(folder).expanduser()
+        folder = folder if folder.is_absolute() else loaded.path.parent / folder
+    else:
+        try:
+            from lerobot.utils.constants import HF_LEROBOT_CALIBRATION
+        except ImportError:
+            return None
+        folder = Path(HF_LEROBOT_CALIBRATION) / "robots" / "so_follower"
+    try:
+        data = json.loads((folder / f"{robot.id}.json").read_text())
+        keys = ("id", "homing_offset", "range_min", "range_max")
+        return data if all(isinstance(data[j][k], int) for j in JOINTS for k in keys) else None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 def swap_sources(loaded: LoadedRig, twin: Twin) -> LoadedRig:
     """The profile with the twin's port, cameras and calibration (see the module docstring)."""
-    from orchestrator.rigs.twin.arm import shipped_calibration
-
     profile = loaded.profile
     robot_id = profile.robot.id or "so101_twin"
     twin.calibration_dir.mkdir(parents=True, exist_ok=True)
-    (twin.calibration_dir / f"{robot_id}.json").write_text(json.dumps(shipped_calibration(), indent=4))
+    (twin.calibration_dir / f"{robot_id}.json").write_text(json.dumps(twin.calibration, indent=4))
     robot = {**profile.robot.model_dump(), "port": twin.port, "id": robot_id,
              "calibration_dir": str(twin.calibration_dir)}
+    latency = (profile.twin or {}).get("camera_latency_ms")
     cameras = {name: {"type": "twin", "index_or_path": str(twin.frames_dir / f"{name}.frame"),
                       "width": cam.width, "height": cam.height, "fps": cam.fps,
+                      **({"latency_ms": float(latency)} if latency is not None else {}),
                       **({"pose": cam.pose.model_dump()} if cam.pose is not None else {})}
                for name, cam in profile.cameras.items()}
     swapped = RigProfile.model_validate({**profile.model_dump(), "robot": robot, "cameras": cameras})
@@ -148,6 +177,12 @@ def twin_config(loaded: LoadedRig, protocol=None, faults: dict | None = None,
     section = dict(faults if faults is not None else (profile.twin or {}))
     config: dict[str, Any] = {"cameras": cameras, "rest_pose": dict(profile.rest_pose),
                               "faults": section.get("faults") or [], "seed": int(section.get("seed", 0))}
+    mine = user_calibration(loaded)
+    if mine is not None:
+        config["user_calibration"] = mine
+    for key in ("supply_v", "adapter_latency_ms"):
+        if (loaded.profile.twin or {}).get(key) is not None:
+            config[key] = float(loaded.profile.twin[key])
     log = wire_log_path(loaded, wire_log)
     if log is not None:
         config["wire_log"] = str(log)

@@ -17,6 +17,7 @@ twin's `episode` (1-based count of episodes this twin process has run; default 1
 | `camera_disconnect` | `camera`, `at_step`             | the camera is gone                             |
 | `voltage_sag`       | `volts`, `at_step`              | Present_Voltage drops, torque scales with it,  |
 |                     |                                 | error bit 0 below Min_Voltage_Limit            |
+| `camera_slow`       | `camera`, `fps`, `at_step`      | the camera delivers `fps` frames a second      |
 | `servo_reset`       | `at_step`, `servo` (default all)| the servo restarts, as after a brown-out:      |
 |                     |                                 | Torque_Enable 0, Status 0, SRAM at power-up    |
 
@@ -33,11 +34,12 @@ KINDS = {
     "corrupt_status": {"rate"}, "drop_status": {"rate"}, "servo_silent": {"servo"},
     "overload": {"servo"}, "overheat": {"servo"}, "usb_unplug": set(),
     "camera_freeze": {"camera"}, "camera_disconnect": {"camera"}, "voltage_sag": {"volts"},
-    "servo_reset": set(),
+    "servo_reset": set(), "camera_slow": {"camera", "fps"},
 }
 OPTIONAL = {"at_step", "episode"}
 KIND_OPTIONAL = {"servo_reset": {"servo"}}
-SECTION_KEYS = ("faults", "seed", "wire_log")
+SECTION_KEYS = ("faults", "seed", "wire_log", "supply_v", "adapter_latency_ms", "camera_latency_ms")
+SUPPLIES_V = (12, 7.4)
 SERVO_NAMES = ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper")
 
 
@@ -62,13 +64,15 @@ def fault_problems(faults: Any, cameras: tuple[str, ...] = (), where: str = "twi
             problems.append(f"{at} ({fault['kind']}): unknown field {', '.join(sorted(unknown))}")
         if "rate" in fault and not (isinstance(fault["rate"], (int, float)) and 0 <= fault["rate"] <= 1):
             problems.append(f"{at}: rate must be between 0 and 1")
-        if "servo" in fault and _servo_id(fault["servo"]) is None:
+        if "servo" in fault and servo_id(fault["servo"]) is None:
             problems.append(f"{at}: servo must be 1-6 or one of {', '.join(SERVO_NAMES)}")
         if "camera" in fault and cameras and fault["camera"] not in cameras:
             problems.append(f"{at}: camera {fault['camera']!r} is not in the profile ({', '.join(cameras)})")
         for key in ("at_step", "episode"):
             if key in fault and not (isinstance(fault[key], int) and fault[key] >= (0 if key == "at_step" else 1)):
                 problems.append(f"{at}: {key} must be a whole number")
+        if "fps" in fault and not (isinstance(fault["fps"], (int, float)) and 0 < fault["fps"] <= 120):
+            problems.append(f"{at}: fps must be a frame rate above 0")
         if "volts" in fault and not (isinstance(fault["volts"], (int, float)) and 0 <= fault["volts"] <= 14):
             problems.append(f"{at}: volts must be between 0 and 14")
     return problems
@@ -77,7 +81,8 @@ def fault_problems(faults: Any, cameras: tuple[str, ...] = (), where: str = "twi
 def section_problems(section: Any, cameras: tuple[str, ...], where: str,
                      keys: tuple[str, ...] = SECTION_KEYS) -> list[str]:
     """Problems of a `twin:` section or `--twin-faults` file: `{faults: [...], seed: N}` (the
-    profile's section also takes `wire_log: FILE`; a faults file has `keys` ("faults", "seed"))."""
+    profile's section also takes `wire_log: FILE`, `supply_v: 12 | 7.4` and
+    `adapter_latency_ms: N`, `camera_latency_ms: N`; a faults file has `keys` ("faults", "seed"))."""
     if not isinstance(section, dict):
         return [f"{where}: expected a mapping with faults: and seed:"]
     unknown = set(section) - set(keys)
@@ -86,10 +91,16 @@ def section_problems(section: Any, cameras: tuple[str, ...], where: str,
         problems.append(f"{where}: seed must be a whole number")
     if "wire_log" in section and not (isinstance(section["wire_log"], str) and section["wire_log"].strip()):
         problems.append(f"{where}: wire_log must be a file path")
+    if "supply_v" in section and section["supply_v"] not in SUPPLIES_V:
+        problems.append(f"{where}: supply_v must be 12 or 7.4 (the STS3215's two versions)")
+    for key, top in (("adapter_latency_ms", 50), ("camera_latency_ms", 1000)):
+        value = section.get(key, 0)
+        if not (isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= top):
+            problems.append(f"{where}: {key} must be a number of milliseconds between 0 and {top}")
     return problems + fault_problems(section.get("faults"), cameras, where)
 
 
-def _servo_id(value: Any) -> int | None:
+def servo_id(value: Any) -> int | None:
     if isinstance(value, int) and 1 <= value <= 6:
         return value
     if isinstance(value, str) and value in SERVO_NAMES:
@@ -125,7 +136,7 @@ class FaultPlan:
                 continue
             if self._active(fault):
                 self.fired.add(n)
-                out.append({**fault, "servo_id": _servo_id(fault.get("servo"))})
+                out.append({**fault, "servo_id": servo_id(fault.get("servo"))})
         return out
 
     def status_fate(self) -> str:

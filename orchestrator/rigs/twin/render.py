@@ -5,7 +5,7 @@ Rendering is the twin's heavy work (~5-10 ms a frame with llvmpipe); in its own 
 lower priority, it never delays the servos' answers on the bus, which LeRobot's serial timeouts
 (~34 ms for a write) do not forgive. It reads `qpos` from the shared `SceneState`, renders each
 camera at `render_width x render_height` into its `FrameWriter`, and applies each camera's
-fault state (frozen: no new frames; disconnected). It exits when stdin closes or its parent
+fault state (frozen: no new frames; disconnected; slow: a lower frame rate). It exits when stdin closes or its parent
 changes.
 """
 
@@ -61,7 +61,8 @@ def main(argv: list[str]) -> int:
                 break
             if time.monotonic() < due[name]:
                 continue
-            due[name] = max(due[name] + 1.0 / cams[name]["fps"], time.monotonic() - 0.5)
+            fps = state.camera_fps(names.index(name)) or cams[name]["fps"]   # camera_slow: lower
+            due[name] = max(due[name] + 1.0 / fps, time.monotonic() - 0.5)
             fault = state.camera_state(names.index(name))
             if fault != LIVE:
                 if writers[name].state != fault:

@@ -9,7 +9,7 @@ simulated rig's scene (`rigs.sim.SimRig`), and serves, on one thread:
   `MAX_LAG_S` the lost time is skipped and counted in `lag_s`);
 - control requests on stdin, one JSON object a line, answered on stdout: `place` (cube on a
   mark), `begin` (episode time zero), `end` (the physics success test and events), `state`,
-  `quit`.
+  `inject` (a fault now), `quit`.
 A second process (`render.py`) renders every camera at its fps into shared frames
 (`frames.py`) from the joint positions this one shares after every physics step.
 
@@ -31,7 +31,7 @@ import time
 import tty
 from pathlib import Path
 
-from orchestrator.rigs.twin.fault_plan import FaultPlan
+from orchestrator.rigs.twin.fault_plan import FaultPlan, fault_problems, servo_id
 from orchestrator.rigs.twin.feetech import INST_SYNC_WRITE, REG, ERR_OVERHEAT, ERR_OVERLOAD, split_packets, wire_time_s
 from orchestrator.rigs.twin.shared_frames import DISCONNECTED, FROZEN, SceneState
 from orchestrator.rigs.twin.wire_log import WireLog
@@ -40,6 +40,7 @@ MAX_LAG_S = 0.1
 PARENT_CHECK_S = 0.5
 REALTIME_PRIORITY = 10
 PARKED_CUBE = {"id": "parked", "x": 0.30, "y": 0.22, "yaw_deg": 0.0}
+ADAPTER_LATENCY_MS = 0.0   # extra reply delay of the USB-serial adapter (`twin: {adapter_latency_ms: N}`)
 SERVO_WIDE = ("servo_reset", "voltage_sag")   # faults that hit every servo unless one is named
 
 
@@ -61,7 +62,9 @@ class TwinServer:
         self.cube = Cube(**config.get("cube", {}))
         self.sim.place_cube(Mark(**PARKED_CUBE), self.cube)
         self.sim.go_to_rest()
-        self.arm = TwinArm(self.sim)
+        self.arm = TwinArm(self.sim, config.get("user_calibration"), supply_v=float(config.get("supply_v", 12.0)),
+                           zero_at_homing=bool(config.get("user_calibration")))
+        self.adapter_latency_s = float(config.get("adapter_latency_ms", ADAPTER_LATENCY_MS)) / 1000.0
         self.faults = FaultPlan(list(config.get("faults") or []), int(config.get("seed", 0)))
         self.lock = threading.Lock()
         self.stop = threading.Event()
@@ -86,7 +89,8 @@ class TwinServer:
         parent = int(self.config.get("parent_pid") or os.getppid())
         self.renderer = self._start_renderer()
         self._say({"ready": True, "port": self.port, "pid": os.getpid(), "priority": self.priority,
-                   "frames_dir": str(self.frames_dir)})
+                   "frames_dir": str(self.frames_dir), "calibration": self.arm.cal,
+                   "user_calibration": bool(self.config.get("user_calibration"))})
         self.t0 = time.monotonic()
         next_parent_check = self.t0 + PARENT_CHECK_S
         try:
@@ -149,7 +153,7 @@ class TwinServer:
                 continue
             reply = self._wire_faults(reply, packet)
             delay = self.arm.servo(packet[2] - 1).get("Return_Delay_Time") * 2e-6 if packet[2] <= 6 else 0.0
-            due = t_in + wire_time_s(len(packet)) + delay + wire_time_s(len(reply))
+            due = t_in + wire_time_s(len(packet)) + delay + wire_time_s(len(reply)) + self.adapter_latency_s
             pause = due - time.monotonic()
             if pause > 0:
                 time.sleep(pause)
@@ -173,8 +177,8 @@ class TwinServer:
             out += status
         return bytes(out)
 
-    def _apply_faults(self) -> None:
-        for fault in self.faults.due():
+    def _apply_faults(self, now: list[dict] | None = None) -> None:
+        for fault in (self.faults.due() if now is None else now):
             kind, sid = fault["kind"], fault.get("servo_id")
             if self.wire_log:
                 hit = {"servo": [sid] if sid else list(range(1, 7))} if "servo" in fault or kind in SERVO_WIDE else {}
@@ -184,13 +188,13 @@ class TwinServer:
                 if kind == "servo_silent":
                     self.arm.servo(sid - 1).mute = True
                 elif kind == "overload":
-                    self.arm.servo(sid - 1).error |= ERR_OVERLOAD
                     self.arm.release(sid - 1)
+                    self.arm.servo(sid - 1).error |= ERR_OVERLOAD
                 elif kind == "overheat":
                     i = sid - 1
                     self.arm.temperature[i] = float(self.arm.servo(i).get("Max_Temperature_Limit"))
-                    self.arm.servo(i).error |= ERR_OVERHEAT
                     self.arm.release(i)
+                    self.arm.servo(i).error |= ERR_OVERHEAT
                 elif kind == "servo_reset":
                     for i in ([sid - 1] if sid else range(6)):
                         self.arm.power_up(i)
@@ -198,6 +202,8 @@ class TwinServer:
                     self.arm.set_voltage(float(fault["volts"]))
                 elif kind == "usb_unplug":
                     self._unplug()
+                elif kind == "camera_slow" and fault["camera"] in self.camera_names:
+                    self.state.set_camera_fps(self.camera_names.index(fault["camera"]), float(fault["fps"]))
                 elif kind in ("camera_freeze", "camera_disconnect") and fault["camera"] in self.camera_names:
                     self.state.set_camera_state(self.camera_names.index(fault["camera"]),
                                                 FROZEN if kind == "camera_freeze" else DISCONNECTED)
@@ -234,6 +240,13 @@ class TwinServer:
         from orchestrator.design.protocol import Cube, Mark
 
         op = request.get("op")
+        if op == "inject":   # a fault now, whatever the step (tests; `at_step` is ignored)
+            fault = dict(request["fault"])
+            problems = fault_problems([fault], tuple(self.camera_names))
+            if problems:
+                return {"ok": False, "error": problems[0]}
+            self._apply_faults([{**fault, "servo_id": servo_id(fault.get("servo"))}])
+            return {"ok": True}
         with self.lock:
             if op == "place":
                 self.cube = Cube(**request.get("cube", {}))
@@ -253,7 +266,9 @@ class TwinServer:
                         "torque": [bool(t) for t in self.arm.torque_on], "lag_s": self.lag_s,
                         "sim_s": self.steps * self.arm.dt, "wall_s": time.monotonic() - self.t0,
                         "packets": self.packets, "cube": list(self.sim.cube_pose()),
-                        "temperature": [float(t) for t in self.arm.temperature]}
+                        "temperature": [float(t) for t in self.arm.temperature],
+                        "torque_nm": [float(loop.torque_nm) for loop in self.arm.loops],
+                        "protected": [bool(loop.protected) for loop in self.arm.loops]}
             if op == "quit":
                 self.stop.set()
                 return {"ok": True}

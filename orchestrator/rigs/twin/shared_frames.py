@@ -112,14 +112,15 @@ STATE = struct.Struct("<4sIIQd")     # magic TWNS, nq, cameras, sequence, stamp
 
 
 class SceneState(_Mapped):
-    """The simulation's joint positions (`qpos`) and each camera's fault state, shared by the
-    physics process (writer) with the render process (reader), seqlocked like the frames."""
+    """The simulation's joint positions (`qpos`), each camera's fault state and its frame-rate
+    override (0: the camera's own fps; `camera_slow`), shared by the physics process (writer)
+    with the render process (reader), seqlocked like the frames."""
 
     def __init__(self, path: Path, nq: int = 0, cameras: int = 0, create: bool = False):
         self.path = Path(path)
         if create:
             with open(self.path, "wb") as f:
-                f.truncate(HEADER_BYTES + 4 * cameras + 8 * nq)
+                f.truncate(HEADER_BYTES + 4 * cameras + 8 * nq + 8 * cameras)
             self._fd = os.open(self.path, os.O_RDWR)
         else:
             self._fd = os.open(self.path, os.O_RDWR)
@@ -129,6 +130,7 @@ class SceneState(_Mapped):
         _, self.nq, self.cameras, _, _ = STATE.unpack(self._map[:STATE.size])
         self._states = np.ndarray((self.cameras,), np.uint32, self._map, HEADER_BYTES)
         self._qpos = np.ndarray((self.nq,), np.float64, self._map, HEADER_BYTES + 4 * self.cameras)
+        self._fps = np.ndarray((self.cameras,), np.float64, self._map, HEADER_BYTES + 4 * self.cameras + 8 * self.nq)
         self.seq = STATE.unpack(self._map[:STATE.size])[3]
 
     def _put_seq(self, seq: int) -> None:
@@ -157,4 +159,10 @@ class SceneState(_Mapped):
 
     def set_camera_state(self, index: int, state: int) -> None:
         self._states[index] = state
+
+    def camera_fps(self, index: int) -> float:
+        return float(self._fps[index])
+
+    def set_camera_fps(self, index: int, fps: float) -> None:
+        self._fps[index] = fps
 

@@ -1,0 +1,109 @@
+"""A grasp held at full grip trips the gripper's overload protection, as on a real STS3215
+(issue 23, "done when"), and what the orchestrator does then: an expected gripper trip during
+a grasp is a recorded safety event, not a servo alarm that aborts the trial, unless it persists
+(`rigs/servo_alarms.AlarmWatch`)."""
+
+from __future__ import annotations
+
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from orchestrator.rigs.servo_alarms import GRIPPER_TRIP_EVENT, AlarmWatch, ServoAlarm
+from support.repo import REPO
+from support.wirelog import WireLog
+
+SHIPPED_TWIN_RIG = REPO / "hardware" / "so101_twin.yaml"
+MOTORS = ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper")
+
+
+class FeetechMotorsBus:
+    """A stand-in with the registers AlarmWatch reads (its class name is what servo_alarms checks)."""
+
+    def __init__(self, status: dict[str, int], goal: int, present: int):
+        self.motors = {m: SimpleNamespace(id=i) for i, m in enumerate(MOTORS, 1)}
+        self.values = {"Status": {m: status.get(m, 0) for m in MOTORS},
+                       "Goal_Position": {"gripper": goal}, "Present_Position": {"gripper": present}}
+
+    def sync_read(self, name, motors=None, normalize=True, num_retry=0):
+        values = self.values[name]
+        return {m: values[m] for m in (motors or values)}
+
+
+def _robot(status, goal=2018, present=2300):
+    return SimpleNamespace(bus=FeetechMotorsBus(status, goal, present), config=SimpleNamespace(num_read_retries=0))
+
+
+def test_a_gripper_trip_while_squeezing_is_an_event_and_anything_else_aborts():
+    watch = AlarmWatch()
+    squeezing = _robot({"gripper": 32}, goal=2018, present=2300)   # held 282 ticks open by the cube
+    watch.check(squeezing)
+    watch.check(squeezing)
+    assert watch.take_events() == [GRIPPER_TRIP_EVENT] and watch.take_events() == []
+    with pytest.raises(ServoAlarm, match=r"gripper \(id 6\): overload"):
+        watch.check(_robot({"gripper": 32}, goal=2300, present=2300))   # opened, still tripped: persists
+    with pytest.raises(ServoAlarm, match=r"elbow_flex \(id 3\): overload"):
+        watch.check(_robot({"elbow_flex": 32}))
+    with pytest.raises(ServoAlarm, match="overheating"):
+        watch.check(_robot({"gripper": 32 | 4}))
+    watch.check(_robot({}))                                          # no alarm: nothing happens
+    assert watch.take_events() == []
+
+
+from support.requires import require_module  # noqa: E402
+
+require_module("lerobot")
+
+
+def test_a_scripted_grasp_held_5_s_trips_the_gripper_protection_and_the_trial_goes_on(tmp_path):
+    """The scripted pick on the twin, a 10 s episode: the gripper closes on the cube at 4.1-5.0 s
+    and holds it to the end (5 s at full grip: LeRobot's Overload_Torque 25 %, Protection_Time
+    2 s). The wire log shows the gripper's Status bit 5 from 2-3.5 s after the grip; the
+    episode ends normally, the cube lifted (20 % Protective_Torque still holds a 30 g cube), the
+    trip recorded as the `gripper_overload_protection` event; opening the gripper clears it."""
+    from orchestrator.design.protocol import Cube, Mark
+    from orchestrator.policies.base import EpisodeContext
+    from orchestrator.policies.scripted import T_CLOSE, ScriptedPickPolicy
+    from orchestrator.rigs.factory import make_rig
+    from orchestrator.rigs.profile import load_rig
+    from orchestrator.rigs.twin.client import start_twin
+    from orchestrator.run.control_loop import run_episode
+    from orchestrator.run.recording import EpisodeRecorder
+
+    fps, log_path = 15, tmp_path / "wire.jsonl"
+    with start_twin(load_rig(SHIPPED_TWIN_RIG), wire_log=log_path) as twin:
+        rig = make_rig(twin.rig)
+        rig.connect()
+        try:
+            context = EpisodeContext(mark=Mark(id="M01", x=0.16, y=0.0), cube=Cube(), seed=0, fps=fps,
+                                     duration_s=10.0, task="")
+            recorder = EpisodeRecorder(tmp_path / "c", "ep", {}, fps, fps, realtime=True)
+            rig.prepare_layout(context.mark, context.cube, 0)
+            policy = ScriptedPickPolicy(aim_noise_mm=0)
+            policy.reset(context)
+            t0 = time.time()
+            facts, _ = run_episode(rig, policy, context, recorder)
+            recorder.discard()
+            t_end = time.time()
+            for _ in range(15):                  # the policy opens the gripper: the load goes
+                rig.act({**{k: v for k, v in rig.observe(with_images=False).items() if k.endswith(".pos")},
+                         "gripper.pos": 40.0})
+                time.sleep(1 / fps)
+            time.sleep(0.3)
+            after_rest = rig.robot.bus.sync_read("Status", normalize=False, num_retry=3)
+        finally:
+            rig.disconnect()
+    log = WireLog.read(log_path)
+    gripper_status = [(line["t"] - t0, line["data"][0]) for line in log.packets
+                      if line["dir"] == "out" and line["id"] == 6 and line["addr"] == 65 and line["inst"] == "SYNC_READ"
+                      and t0 <= line["t"] <= t_end]
+    tripped = [t for t, value in gripper_status if value & 32]
+    assert len(gripper_status) >= 20, gripper_status          # the orchestrator reads Status every 5 steps
+    assert tripped, gripper_status
+    # it cannot trip before Protection_Time after the grip starts, and it does within ~1.5 s of that
+    assert T_CLOSE[0] + 2.0 <= tripped[0] <= T_CLOSE[1] + 3.5, (tripped[0], gripper_status)
+    assert all(value & 32 for t, value in gripper_status if t > tripped[0] + 0.1)  # held to the end
+    assert facts.physics_success, facts
+    assert GRIPPER_TRIP_EVENT in facts.safety_events, facts.safety_events
+    assert after_rest == dict.fromkeys(MOTORS, 0)

@@ -1,0 +1,402 @@
+"""The twin's STS3215s as their memory table describes them (issue 23, item 1): each register
+behaviour read or written through LeRobot's `FeetechMotorsBus` against a running twin (the
+same process tree as `--twin`: LeRobot's SOFollower, scservo_sdk, the pseudo-terminal).
+
+One twin serves the module's tests; each test leaves the servos as LeRobot's `configure()`
+left them (`_fresh`: every servo restarted by a `servo_reset`, then LeRobot configures and
+enables torque again)."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+
+import pytest
+
+from orchestrator.rigs.twin import sts3215
+from support.repo import REPO
+from support.requires import require_module
+
+require_module("lerobot")
+
+SHIPPED_TWIN_RIG = REPO / "hardware" / "so101_twin.yaml"
+TICKS_PER_DEG = 4095 / 360
+
+
+@pytest.fixture(scope="module")
+def arm():
+    from orchestrator.rigs.factory import make_rig
+    from orchestrator.rigs.profile import load_rig
+    from orchestrator.rigs.twin.client import start_twin
+
+    twin = start_twin(load_rig(SHIPPED_TWIN_RIG))
+    rig = make_rig(twin.rig)
+    rig.connect()
+    try:
+        yield twin, rig.robot.bus, rig
+    finally:
+        rig.disconnect()
+        twin.close()
+
+
+EEPROM_AS_SHIPPED = {"Protection_Current": 500, "Overload_Torque": 80, "Protection_Time": 200,
+                     "Protective_Torque": 20, "Max_Torque_Limit": 1000}
+
+
+@pytest.fixture(autouse=True)
+def fresh(request):
+    """After each test that used the arm, even a failed one: the servos as LeRobot left them."""
+    yield
+    if "arm" in request.fixturenames:
+        _fresh(*request.getfixturevalue("arm"))
+
+
+def _fresh(twin, bus, rig) -> None:
+    """Every servo as after LeRobot's connect on a new arm: EEPROM restored (Lock 0), restarted
+    (`servo_reset`: Torque_Limit 1000 again, alarms cleared), then LeRobot's configure."""
+    for attempt in range(3):
+        try:
+            twin.request("inject", fault={"kind": "servo_reset"})
+            with _torque_off(bus):
+                for motor in bus.motors:
+                    for name, value in EEPROM_AS_SHIPPED.items():
+                        bus.write(name, motor, value, normalize=False, num_retry=3)
+                bus.write_calibration(bus.calibration)
+            twin.request("inject", fault={"kind": "servo_reset"})
+            rig.robot.configure()
+            return
+        except ConnectionError:   # a reply missed on a loaded machine (LeRobot does not retry writes)
+            if attempt == 2:
+                raise
+
+
+def _raw(bus, name: str, motor: str) -> int:
+    return int(bus.read(name, motor, normalize=False, num_retry=3))
+
+
+@contextlib.contextmanager
+def _torque_off(bus, motor: str | None = None):
+    """LeRobot's `bus.torque_disabled()` (Torque_Enable 0 and Lock 0, then 1 and 1) with retries:
+    LeRobot writes each register once, and a reply missed on a loaded machine fails the test."""
+    motors = [motor] if motor else list(bus.motors)
+    for m in motors:
+        _w(bus, "Torque_Enable", m, 0)
+        _w(bus, "Lock", m, 0)
+    yield
+    for m in motors:
+        _w(bus, "Torque_Enable", m, 1)
+        _w(bus, "Lock", m, 1)
+
+
+def _w(bus, name: str, motor: str, value: int) -> None:
+    bus.write(name, motor, value, normalize=False, num_retry=3)
+
+
+def _settle(bus, motor: str, seconds: float = 1.0) -> int:
+    time.sleep(seconds)
+    return _raw(bus, "Present_Position", motor)
+
+
+def _raise_upper_arm(bus) -> int:
+    """Shoulder lift to horizontal (the most gravity load), elbow straight: the goal in ticks."""
+    here = {m: _raw(bus, "Present_Position", m) for m in ("shoulder_lift", "elbow_flex", "wrist_flex")}
+    mid = {"shoulder_lift": (921 + 3201) // 2, "elbow_flex": (928 + 3136) // 2, "wrist_flex": (972 + 3138) // 2}
+    goal = {"shoulder_lift": mid["shoulder_lift"] - round(20 * TICKS_PER_DEG), "elbow_flex": mid["elbow_flex"],
+            "wrist_flex": mid["wrist_flex"]}
+    for k in range(1, 41):   # 2 s, as a policy would move it
+        bus.sync_write("Goal_Position", {m: round(here[m] + (goal[m] - here[m]) * k / 40) for m in goal},
+                       normalize=False)
+        time.sleep(0.05)
+    time.sleep(1.0)
+    return goal["shoulder_lift"]
+
+
+# ------------------------------------------------------------------ position loop
+
+def test_stiffness_follows_p_coefficient(arm):
+    """The upper arm held horizontal sags under its own weight by load / stiffness: at
+    P_Coefficient 8 the stiffness is half of P 16's 0.0588 N m a tick (a real STS3215: 20-30
+    ticks at 1.47 N m; the Menagerie actuator's 1.53 N m a tick would sag under a tick);
+    P 64 sags an eighth of P 8."""
+    twin, bus, rig = arm
+    _w(bus, "P_Coefficient", "shoulder_lift", 8)
+    goal = _raise_upper_arm(bus)
+    sag8 = goal - _raw(bus, "Present_Position", "shoulder_lift")
+    load8 = twin.request("state")["torque_nm"][1]
+    _w(bus, "P_Coefficient", "shoulder_lift", 64)
+    sag64 = goal - _settle(bus, "shoulder_lift")
+    assert abs(load8) > 0.25, load8                        # it holds real weight
+    assert abs(load8) / abs(sag8) == pytest.approx(sts3215.KP_NM_PER_TICK_AT_P16 / 2, rel=0.25), (load8, sag8)
+    assert abs(sag64) <= abs(sag8) / 4, (sag8, sag64)
+
+
+def test_acceleration_is_a_ramp(arm):
+    """Acceleration 254 (LeRobot's: 25,400 ticks/s^2) reaches 45 degrees of pan in ~0.3 s;
+    Acceleration 5 (500 ticks/s^2) has moved under 3 degrees after 0.3 s."""
+    twin, bus, rig = arm
+    moved = {}
+    for acc in (254, 5):
+        start = _raw(bus, "Present_Position", "shoulder_pan")
+        _w(bus, "Acceleration", "shoulder_pan", acc)
+        _w(bus, "Goal_Position", "shoulder_pan", start + round(45 * TICKS_PER_DEG))
+        time.sleep(0.3)
+        moved[acc] = (_raw(bus, "Present_Position", "shoulder_pan") - start) / TICKS_PER_DEG
+        _w(bus, "Goal_Position", "shoulder_pan", start)
+        time.sleep(2.5)
+    assert moved[254] > 30, moved
+    assert moved[5] < 3, moved
+
+
+def test_protection_current_limits_the_torque(arm):
+    """Protection_Current 25 (0.16 A, 6 % of the 2.7 A stall current) on the shoulder lift:
+    Present_Current never reads above 25 and the raised arm cannot hold itself up."""
+    twin, bus, rig = arm
+    goal = _raise_upper_arm(bus)
+    with _torque_off(bus, "shoulder_lift"):
+        _w(bus, "Protection_Current", "shoulder_lift", 25)
+    _w(bus, "Goal_Position", "shoulder_lift", goal)
+    currents = []
+    for _ in range(10):
+        currents.append(_raw(bus, "Present_Current", "shoulder_lift"))
+        time.sleep(0.1)
+    sag = goal - _raw(bus, "Present_Position", "shoulder_lift")
+    assert max(currents) <= 25 and max(currents) >= 20, currents
+    assert abs(sag) > 100, sag
+
+
+def test_backlash_takes_time_to_cross_when_the_torque_reverses():
+    """The loop alone (no LeRobot: the play is inside the servo): after a torque reversal
+    nothing reaches the output until the motor side has crossed the 1 degree of play,
+    sqrt(2 * play * J / torque) = 18 ms at full torque."""
+    loop = sts3215.ServoLoop(ticks_per_rad=651.9)
+    regs = sts3215.Registers(p=16, d=0)
+    dt = 0.0005
+    loop.goal = loop.setpoint = 0.1
+    assert loop.step(regs, 0.0, 0.0, dt) == 0.0          # first crossing half the play
+    for _ in range(200):
+        loop.step(regs, 0.0, 0.0, dt)
+    assert loop.torque_nm > 2.9
+    loop.goal = loop.setpoint = -0.1
+    dead = 0
+    while loop.step(regs, 0.0, 0.0, dt) == 0.0:
+        dead += 1
+    expected = (2 * 0.01745 * sts3215.ROTOR_INERTIA / 2.94) ** 0.5
+    assert dead * dt == pytest.approx(expected, rel=0.1), (dead * dt, expected)
+
+
+# ------------------------------------------------------------------ overload protection
+
+def test_overload_protection_trips_after_protection_time_and_clears_when_the_load_goes(arm):
+    """Overload_Torque 10 % on the shoulder lift holding the raised arm (its load is above 10 %
+    of the stall torque): after Protection_Time (50 = 0.5 s) Status bit 5 is set and the output
+    is limited to Protective_Torque (20 %); LeRobot's single `read` then raises on the status
+    packet's error byte (its sync read does not look). Lowering the arm (the load goes)
+    clears it."""
+    twin, bus, rig = arm
+    goal = _raise_upper_arm(bus)
+    with _torque_off(bus, "shoulder_lift"):
+        _w(bus, "Overload_Torque", "shoulder_lift", 10)
+        _w(bus, "Protection_Time", "shoulder_lift", 50)
+    bus.sync_write("Goal_Position", {"shoulder_lift": goal}, normalize=False)
+
+    def status() -> int:
+        return bus.sync_read("Status", ["shoulder_lift"], normalize=False)["shoulder_lift"]
+
+    time.sleep(0.25)
+    early = status()
+    time.sleep(0.6)
+    tripped = status()
+    state = twin.request("state")
+    with pytest.raises(RuntimeError, match="Overload"):
+        bus.read("Status", "shoulder_lift", normalize=False, num_retry=3)
+    rig.go_to_rest()            # folded (sync writes and reads): the load goes
+    time.sleep(0.5)
+    cleared = status()
+    after = twin.request("state")
+    assert early == 0 and tripped == 32, (early, tripped)
+    assert state["protected"][1] and abs(state["torque_nm"][1]) <= 0.2 * 2.94 + 1e-6, state
+    assert cleared == 0, (cleared, after["torque_nm"][1], after["joints_deg"][1], goal)
+
+
+# ------------------------------------------------------------------ registers
+
+def test_torque_limit_is_loaded_from_max_torque_limit_at_power_up(arm):
+    """Max_Torque_Limit is EEPROM: a write (LeRobot's configure writes 500 on the gripper, with
+    Lock 0 so it is saved) leaves the active Torque_Limit as it was loaded at power-up, until
+    the servo restarts (`servo_reset`). A Torque_Limit write acts at once: 50 (5 %) on the
+    shoulder lift drops the raised arm (0.15 N m cannot hold its weight)."""
+    twin, bus, rig = arm
+    before = _raw(bus, "Torque_Limit", "gripper")
+    with _torque_off(bus, "gripper"):
+        _w(bus, "Max_Torque_Limit", "gripper", 700)
+    written = _raw(bus, "Torque_Limit", "gripper")
+    twin.request("inject", fault={"kind": "servo_reset", "servo": "gripper"})
+    after = _raw(bus, "Torque_Limit", "gripper")
+    goal = _raise_upper_arm(bus)
+    _w(bus, "Torque_Limit", "shoulder_lift", 50)
+    sag = goal - _settle(bus, "shoulder_lift", 1.5)
+    assert written == before != 700 and after == 700, (before, written, after)
+    assert abs(sag) > 200, sag
+
+
+def test_the_twin_powers_up_with_torque_limit_1000_and_lerobot_writes_500_to_eeprom():
+    """What a first session on a new arm does (the twin's EEPROM is a factory servo's plus the
+    calibration): after LeRobot's connect the gripper's Max_Torque_Limit reads 500 and its
+    Torque_Limit 1000: it grips at 100 % until the arm is power-cycled."""
+    from orchestrator.rigs.factory import make_rig
+    from orchestrator.rigs.profile import load_rig
+    from orchestrator.rigs.twin.client import start_twin
+
+    with start_twin(load_rig(SHIPPED_TWIN_RIG)) as twin:
+        rig = make_rig(twin.rig)
+        rig.connect()
+        try:
+            bus = rig.robot.bus
+            limits = (_raw(bus, "Max_Torque_Limit", "gripper"), _raw(bus, "Torque_Limit", "gripper"))
+        finally:
+            rig.disconnect()
+    assert limits == (500, 1000)
+
+
+def test_homing_offset_shifts_present_position(arm):
+    """Present_Position = raw - Homing_Offset: +500 on Homing_Offset reads 500 ticks less."""
+    twin, bus, rig = arm
+    before = _raw(bus, "Present_Position", "wrist_roll")
+    offset = _raw(bus, "Homing_Offset", "wrist_roll")
+    with _torque_off(bus, "wrist_roll"):
+        _w(bus, "Homing_Offset", "wrist_roll", offset + 500)
+        shifted = _raw(bus, "Present_Position", "wrist_roll")
+        _w(bus, "Homing_Offset", "wrist_roll", offset)
+    back = _raw(bus, "Present_Position", "wrist_roll")
+    assert offset == -1042
+    assert abs((before - shifted) % 4096 - 500) <= 2, (before, shifted)
+    assert abs(back - before) <= 2
+
+
+def test_goal_position_is_sign_magnitude_and_clamped_to_the_limits(arm):
+    """A goal of -400 ticks (LeRobot encodes the sign in bit 15) ends at Min_Position_Limit,
+    not at +400; a Max_Position_Limit written with Lock 1 acts but is lost at power-up, one
+    written with Lock 0 (LeRobot's torque_disabled) is kept."""
+    twin, bus, rig = arm
+    low = _raw(bus, "Min_Position_Limit", "shoulder_pan")
+    _w(bus, "Goal_Position", "shoulder_pan", -400)
+    at_min = _settle(bus, "shoulder_pan", 2.0)
+    here = _raw(bus, "Present_Position", "shoulder_pan")
+    _w(bus, "Goal_Position", "shoulder_pan", 2047)
+    time.sleep(2.0)
+    _w(bus, "Max_Position_Limit", "shoulder_pan", 2047 + 100)          # Lock is 1 (torque on)
+    _w(bus, "Goal_Position", "shoulder_pan", 3000)
+    at_max = _settle(bus, "shoulder_pan", 2.0)
+    twin.request("inject", fault={"kind": "servo_reset", "servo": "shoulder_pan"})
+    unsaved = _raw(bus, "Max_Position_Limit", "shoulder_pan")
+    with _torque_off(bus, "shoulder_pan"):                             # Lock 0
+        _w(bus, "Max_Position_Limit", "shoulder_pan", 3000)
+    twin.request("inject", fault={"kind": "servo_reset", "servo": "shoulder_pan"})
+    saved = _raw(bus, "Max_Position_Limit", "shoulder_pan")
+    with _torque_off(bus, "shoulder_pan"):
+        _w(bus, "Max_Position_Limit", "shoulder_pan", 3297)
+    assert abs(at_min - low) <= 25, (at_min, low, here)
+    assert abs(at_max - 2147) <= 25, at_max
+    assert unsaved == 3297 and saved == 3000
+
+
+def test_torque_enable_holds_where_the_joint_is_not_the_last_goal(arm):
+    """The torque-enable rule: torque off, the raised arm sags and Goal_Position reads the
+    present position; torque on holds it there (it does not drive back to the old goal)."""
+    twin, bus, rig = arm
+    goal = _raise_upper_arm(bus)
+    _w(bus, "Torque_Enable", "shoulder_lift", 0)
+    time.sleep(0.4)
+    _w(bus, "Torque_Enable", "shoulder_lift", 1)
+    sagged = _raw(bus, "Present_Position", "shoulder_lift")
+    register = _raw(bus, "Goal_Position", "shoulder_lift")
+    held = _settle(bus, "shoulder_lift", 1.0)
+    assert abs(sagged - goal) > 100, (goal, sagged)        # it fell
+    assert abs(register - sagged) <= 30, (register, sagged)
+    assert abs(held - sagged) <= 40, (sagged, held)        # held there, not back at `goal`
+
+
+def test_a_7v4_supply_has_35_percent_less_torque_and_the_adapter_latency_delays_replies(arm, tmp_path):
+    """Torque_Limit 150 (15 % of stall) holds the raised upper arm on a 12 V twin (0.44 N m) but
+    not on a 7.4 V one (0.29 N m: the 7.4 V STS3215's 1.91 N m stall); `adapter_latency_ms: 5`
+    adds 5 ms to every reply; Present_Voltage reads 74."""
+    import statistics
+
+    from orchestrator.rigs.factory import make_rig
+    from orchestrator.rigs.profile import load_rig
+    from orchestrator.rigs.twin.client import start_twin
+
+    def sag_at_15_percent(bus) -> int:
+        goal = _raise_upper_arm(bus)
+        _w(bus, "Torque_Limit", "shoulder_lift", 150)
+        return abs(goal - _settle(bus, "shoulder_lift", 1.5))
+
+    twin12, bus12, _ = arm
+    sag12 = sag_at_15_percent(bus12)
+    rig_file = tmp_path / "rig.yaml"
+    rig_file.write_text(SHIPPED_TWIN_RIG.read_text().replace(
+        "twin: {seed: 0, faults: []}", "twin: {seed: 0, faults: [], supply_v: 7.4, adapter_latency_ms: 5}"))
+    with start_twin(load_rig(rig_file)) as twin:
+        rig = make_rig(twin.rig)
+        for attempt in range(3):   # LeRobot's handshake reads each servo once: a loaded machine misses one
+            try:
+                rig.connect()
+                break
+            except Exception:  # noqa: BLE001
+                rig.disconnect()
+                if attempt == 2:
+                    raise
+        try:
+            bus = rig.robot.bus
+            volts = _raw(bus, "Present_Voltage", "gripper")
+            times = []
+            for _ in range(20):
+                started = time.perf_counter()
+                _raw(bus, "Present_Position", "wrist_roll")
+                times.append(time.perf_counter() - started)
+            sag74 = sag_at_15_percent(bus)
+        finally:
+            rig.disconnect()
+    assert volts == 74
+    assert statistics.median(times) >= 0.005, times
+    assert sag12 < 30 and sag74 > 150, (sag12, sag74)
+
+
+def test_the_users_own_calibration_is_rehearsed(tmp_path):
+    """A profile whose id has a calibration file (`robot.calibration_dir`): the twin's servos
+    carry it (LeRobot connects without calibrating) and degrees mean what they mean on that arm:
+    its shoulder_pan range is centred 104 ticks below 2047 (the pose it was calibrated in), so
+    the simulated joint at 0 degrees reads (2047 - 1943) * 360 / 4095 = +9.1 degrees."""
+    import json
+
+    from orchestrator.rigs.factory import make_rig
+    from orchestrator.rigs.profile import load_rig
+    from orchestrator.rigs.twin.arm import shipped_calibration
+    from orchestrator.rigs.twin.client import start_twin
+
+    mine = shipped_calibration()
+    mine["shoulder_pan"].update(range_min=689, range_max=3197, homing_offset=-1400)
+    (tmp_path / "cal").mkdir()
+    (tmp_path / "cal" / "my_arm.json").write_text(json.dumps(mine))
+    rig_file = tmp_path / "rig.yaml"
+    rig_file.write_text(SHIPPED_TWIN_RIG.read_text().replace("id: so101_twin,", "id: my_arm, calibration_dir: cal,"))
+    with start_twin(load_rig(rig_file)) as twin:
+        assert twin.own_calibration
+        assert json.loads((twin.calibration_dir / "my_arm.json").read_text()) == mine
+        rig = make_rig(twin.rig)
+        rig.connect()
+        try:
+            bus = rig.robot.bus
+            for joint in ("shoulder_pan", "shoulder_lift"):
+                _w(bus, "Goal_Position", joint, 2047)
+            time.sleep(2.0)
+            degrees = rig.observe(with_images=False)
+            sim = twin.request("state")["joints_deg"]
+            offset = _raw(bus, "Homing_Offset", "shoulder_pan")
+        finally:
+            rig.disconnect()
+    assert offset == -1400
+    assert abs(sim[0]) < 1.0, sim                                   # 2047 is the model's zero
+    assert degrees["shoulder_pan.pos"] == pytest.approx(sim[0] + (2047 - 1943) * 360 / 4095, abs=0.5)
+    # a joint of the user's file with the shipped numbers: its middle is 2061, so 2047 reads -1.2 deg
+    assert degrees["shoulder_lift.pos"] == pytest.approx(sim[1] + (2047 - 2061) * 360 / 4095, abs=0.5)

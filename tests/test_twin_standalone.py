@@ -1,0 +1,82 @@
+"""`orchestrator twin` (issue 23, item 5): a standalone twin that LeRobot's own tools drive.
+Separate processes: the twin command, then LeRobot's `lerobot-rollout` entry point (base
+strategy, sync inference, a tiny ACT saved by another process) with the flags the twin printed;
+the wire log then shows what the bus saw."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from support.repo import REPO
+from support.requires import require_module
+from support.wirelog import wait_for_exit
+from test_twin_campaign import env, twin_rig
+
+require_module("lerobot")
+
+
+def _start_twin(rig, log_path) -> tuple[subprocess.Popen, dict]:
+    proc = subprocess.Popen([sys.executable, "-m", "orchestrator", "twin", "--rig", str(rig), "--wire-log",
+                             str(log_path), "--json"], cwd=REPO, env=env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    line = proc.stdout.readline()
+    if not line:
+        proc.kill()
+        raise AssertionError(f"orchestrator twin printed nothing: {proc.stderr.read()[-2000:]}")
+    return proc, json.loads(line)
+
+
+def test_twin_json_line_names_what_lerobot_needs(tmp_path):
+    proc, info = _start_twin(twin_rig(tmp_path), tmp_path / "wire.jsonl")
+    try:
+        assert set(info) == {"port", "robot_id", "calibration_dir", "cameras", "lerobot_args"}
+        assert info["port"].startswith("/dev/pts/") and info["robot_id"] == "so101_twin"
+        calibration = json.loads((Path(info["calibration_dir"]) / "so101_twin.json").read_text())
+        assert calibration["gripper"]["id"] == 6
+        assert info["lerobot_args"][:2] == ["--robot.type=so101_follower", f"--robot.port={info['port']}"]
+        assert {c["type"] for c in info["cameras"].values()} == {"twin"}
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err[-2000:]
+    assert "twin stopped" in out and "Traceback" not in err
+    assert wait_for_exit(tmp_path / "wire.jsonl").exit["torque"] == [0] * 6
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_lerobot_rollout_drives_a_standalone_twin(tmp_path, saved_acts):
+    shutil.copytree(saved_acts["twin"], tmp_path / "act")
+    log_path = tmp_path / "wire.jsonl"
+    twin, info = _start_twin(twin_rig(tmp_path), log_path)
+    try:
+        started = time.time()
+        rollout = subprocess.run(
+            [sys.executable, "-m", "orchestrator.rigs.twin.lerobot_entry", "lerobot-rollout", *info["lerobot_args"],
+             f"--policy.path={tmp_path / 'act'}", "--policy.device=cpu", "--strategy.type=base", "--duration=4",
+             "--fps=15", "--play_sounds=false", "--task=pick up the cube"],
+            cwd=tmp_path, env=env(), capture_output=True, text=True, timeout=400)
+        ended = time.time()
+    finally:
+        twin.send_signal(signal.SIGTERM)
+        twin.communicate(timeout=30)
+    assert rollout.returncode == 0, (rollout.stdout[-2000:], rollout.stderr[-3000:])
+    log = wait_for_exit(log_path)
+    goals = [(t, servo) for t, servo, _ in log.goals(after=started) if t <= ended]
+    assert {servo for _, servo in goals} == set(range(1, 7)), goals[:10]
+    assert len(goals) >= 6 * 15, len(goals)                  # at least a second of the policy's steps
+    assert log.exit["torque"] == [0] * 6                     # LeRobot's disconnect turned torque off
+    last_goal = max(t for t, _ in goals)
+    final = {}
+    for t, servo, value in log.torque_writes(after=started):
+        final[servo] = (t, value)
+    assert {servo: value for servo, (_, value) in final.items()} == dict.fromkeys(range(1, 7), 0), final
+    assert min(t for t, _ in final.values()) >= last_goal     # torque went off after the last goal
