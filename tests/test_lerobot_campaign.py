@@ -124,36 +124,40 @@ def test_faults_mid_episode_abort_the_trial_and_the_campaign_resumes(hardware, m
         run(protocol, rig, out)
     monkeypatch.setattr(VideoCam, "__init__", real_init)
 
-    # 3. the policy raises inside LeRobot's ACT
-    plug_in()
+    # 3. the policy raises inside LeRobot's ACT, once: by the pre-registered default (aborts: policy:
+    # failure) that trial is scored as its policy's failure and the session goes on to the end
     real_chunk = ACTPolicy.predict_action_chunk
 
     def broken(self, batch):
+        ACTPolicy.predict_action_chunk = real_chunk
         raise RuntimeError("NaN in the action head")
 
     monkeypatch.setattr(LeRobotPolicy, "select_action", after_calls(
         select, 1, lambda: setattr(ACTPolicy, "predict_action_chunk", broken)))
     try:
-        with pytest.raises(RuntimeFailure, match=r"aborted: DeviceFault: policy: RuntimeError: NaN in the action head"):
-            run(protocol, rig, out)
+        arm = plug_in()
+        summary, trials, attempts = run(protocol, rig, out)
     finally:
         ACTPolicy.predict_action_chunk = real_chunk
-
-    # 4. nothing injected: the campaign resumes where it stopped and completes
-    monkeypatch.setattr(LeRobotPolicy, "select_action", select)
-    arm = plug_in()
-    summary, trials, attempts = run(protocol, rig, out)
     assert summary.complete and summary.done_total == summary.total == 4
     assert all(t.state == "done" for t in trials)
     aborted = [a for a in attempts if a["status"] == "aborted"]
-    assert len(aborted) == 3 and len(attempts) == 7
+    assert len(aborted) == 3 and len(attempts) == 6
     reasons = [a["reason"] for a in aborted]
-    assert reasons[0].startswith("DeviceFault: arm ") and "camera wrist" in reasons[1] and "policy" in reasons[2]
+    assert reasons[0].startswith("DeviceFault: arm ") and "camera wrist" in reasons[1]
+    assert "policy: RuntimeError: NaN in the action head" in reasons[2]
+    assert [a["abort_class"] for a in aborted] == ["rig", "rig", "policy"]
+    assert [a["settles"] for a in aborted] == [None, None, "failure"]   # re-run, re-run, the policy's failure
     assert all("\n" not in r for r in reasons)
-    # every done trial has its videos; aborted attempts left no files behind
-    assert len(list((out / "videos").rglob("*.mp4"))) == 4 * len(CAMERAS)
-    # torque off at the end of the session (LeRobot's disable_torque_on_disconnect)
+    # every trial that ran to its end has its videos (the failed one has none); aborted attempts left no files
+    assert len(list((out / "videos").rglob("*.mp4"))) == 3 * len(CAMERAS)
+    # torque off at the end of the session
     assert not any(s.torque for s in arm.servos.values())
+
+    # 4. run again: nothing left to run
+    monkeypatch.setattr(LeRobotPolicy, "select_action", select)
+    summary, _, attempts_after = run(protocol, rig, out)
+    assert summary.complete and len(attempts_after) == 6
 
 
 @pytest.mark.slow
