@@ -1,6 +1,9 @@
 """One episode: the control loop shared by simulated and real rigs.
 
-Each step: observe -> policy -> act -> record, `fps` times a second for the fixed duration.
+Each step: observe -> policy -> stop key -> act -> record -> stop key, `fps` times a second for
+the fixed duration. The operator's stop is polled between the inference and the write of its
+action (an inference takes up to seconds on a CPU: a stop pressed during it drops its action),
+and an action with a value that is not finite is the policy's fault (`_checked`), never sent.
 On a real rig the loop is paced as `lerobot-rollout` paces it (`rollout/strategies/base.py`):
 after a step that took `dt`, sleep `max(0, period - dt)` (coarse sleep, then a short spin, as
 LeRobot's `precise_sleep`). It never catches up: after a slow step (a 2 s first inference, a
@@ -24,7 +27,8 @@ import numpy as np
 from orchestrator.run.operator_protocol import Operator
 from orchestrator.policies.base import EpisodeContext, Policy
 from orchestrator.run.recording import EpisodeRecorder
-from orchestrator.rigs.base import EpisodeFacts, Rig
+from orchestrator.rigs.base import EmergencyStop, EpisodeFacts, Rig
+from orchestrator.rigs.device_fault import POLICY_CHECK, DeviceFault
 
 
 REALTIME_SWITCH_INTERVAL_S = 0.0005
@@ -81,6 +85,32 @@ def _p(values: list[float], q: float) -> float:
     return float(np.percentile(values, q) * 1000) if values else 0.0
 
 
+def _infer(policy: Policy, observation: dict) -> dict:
+    """`policy.select_action`, with anything it raises reported as the policy's fault."""
+    try:
+        return policy.select_action(observation)
+    except (DeviceFault, EmergencyStop):
+        raise
+    except Exception as exc:  # noqa: BLE001 - classified: the policy failed, not the arm
+        raise DeviceFault.policy(exc) from exc
+
+
+def _checked(action: dict) -> dict:
+    """The policy's action, refused before the bus when a value is not a finite number: a
+    `DeviceFault` of kind `policy` (the policy's fault, not the arm's)."""
+    bad = []
+    for key, value in action.items():
+        try:
+            ok = bool(np.all(np.isfinite(np.asarray(value, dtype=float))))
+        except (TypeError, ValueError):
+            ok = False
+        if not ok:
+            bad.append(f"{key}={value}")
+    if bad:
+        raise DeviceFault("policy", "policy", "non-finite action " + ", ".join(bad[:6]), POLICY_CHECK)
+    return action
+
+
 def run_episode(rig: Rig, policy: Policy, context: EpisodeContext, recorder: EpisodeRecorder,
                 operator: Operator | None = None) -> tuple[EpisodeFacts, EpisodeTiming]:
     """Run one fixed-length episode and return the rig's facts and the loop timing.
@@ -115,8 +145,10 @@ def _run_steps(rig: Rig, policy: Policy, context: EpisodeContext, recorder: Epis
         t_episode = t0 - start if rig.realtime else step * period
         observation = rig.observe(with_images=policy.needs_images or recorder.wants_images(step))
         t1 = time.perf_counter()
-        action = policy.select_action(observation)
+        action = _checked(_infer(policy, observation))
         t2 = time.perf_counter()
+        if operator is not None:   # a stop pressed during the inference: its action never goes out
+            operator.poll(t2 - start if rig.realtime else t_episode)
         sent = rig.act(action)
         t3 = time.perf_counter()
         recorder.frame(step, t_episode, observation, action, sent=sent)

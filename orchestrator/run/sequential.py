@@ -20,6 +20,7 @@ from typing import Callable
 from orchestrator.run.campaign import OpenedCampaign
 from orchestrator.run.control_loop import run_episode
 from orchestrator.core.errors import BadInput, Interrupted, RuntimeFailure
+from orchestrator.run.interrupts import deferred_interrupts
 from orchestrator.run.motion import ArmMotion
 from orchestrator.run.operator_protocol import AutoOperator, Operator, StopRequested, TrialCue
 from orchestrator.rigs.base import EmergencyStop
@@ -122,9 +123,10 @@ def run_campaign(opened: OpenedCampaign, operator: Operator | None = None, worke
 def _attempt(opened: OpenedCampaign, motion: ArmMotion, policy, trial: Trial, context, cue: TrialCue,
              operator: Operator, summary: RunSummary, referees: Referees) -> str | None:
     """One attempt at a trial: record the episode and commit it; None when done, the reason when an
-    emergency stop (or a redo) aborted it (after a stop the arm holds until the operator confirms).
-    Ctrl-C and faults hold the arm, abort the attempt with its cause, and raise (`Interrupted`,
-    `RuntimeFailure`); the arm goes to rest at the end of the session (`ArmMotion.leave`)."""
+    emergency stop (or a redo) aborted it. Every way out of the episode goes through the one stop
+    path (`ArmMotion.stop`: hold, or release; nothing moves until the operator confirms), then
+    `_abort` records it: Ctrl-C/SIGTERM raise `Interrupted` (the arm never moves again this
+    session), faults raise `RuntimeFailure`, the stop key returns its reason."""
     rig = motion.rig
     store, loaded = opened.store, opened.protocol
     cameras = opened.rig.profile.cameras
@@ -147,32 +149,40 @@ def _attempt(opened: OpenedCampaign, motion: ArmMotion, policy, trial: Trial, co
         commit_episode(store, attempt, trial, record, context.fps, summary)
         return None
     except KeyboardInterrupt:
-        rig.safe_stop()
-        recorder.discard()
-        store.abort_attempt(attempt, INTERRUPTED_BY_USER)
+        with deferred_interrupts():   # a second Ctrl-C waits until the arm is safe and the abort recorded
+            motion.stop(interrupted=True)
+            _abort(store, attempt, recorder, INTERRUPTED_BY_USER)
         raise Interrupted("interrupted: arm made safe, the running trial will be re-run; "
                           "run the same command again to resume") from None
     except EmergencyStop as stop:
         if not isinstance(stop, _Redo):
-            motion.stop()  # hold (or release); nothing moves until the operator confirms
-        recorder.discard()
-        if not isinstance(stop, _Redo):
+            motion.stop()
             operator.episode_ended(cue, stop.reason)  # the operator says why (into stop.reason)
-        store.abort_attempt(attempt, stop.reason)
-        summary.aborted_now += 1
+        _abort(store, attempt, recorder, stop.reason, summary)
         return stop.reason
     except Exception as exc:
-        rig.safe_stop()
-        recorder.discard()
-        cause = f"{type(exc).__name__}: {exc}"
-        store.abort_attempt(attempt, cause)
-        summary.aborted_now += 1
+        with deferred_interrupts():
+            motion.stop()
+            cause = f"{type(exc).__name__}: {exc}"
+            _abort(store, attempt, recorder, cause, summary)
         hint = getattr(exc, "hint", None)
-        operator.message(f"trial aborted: {cause}" + (f"; check: {hint}" if hint else ""))
+        operator.message(f"trial aborted: {cause}" + (f"; {hint}" if hint else "")
+                         + "; the arm holds until you confirm")
         raise RuntimeFailure(
             f"trial {trial.slot + 1} (mark {trial.mark_id}) aborted: {cause}"
             + (f"; {hint}" if hint else "")
             + "; the arm was made safe and the campaign is resumable: fix the cause and run again") from exc
+
+
+def _abort(store, attempt, recorder: EpisodeRecorder, reason: str, summary: RunSummary | None = None) -> None:
+    """The one place an attempt is recorded as aborted (its files discarded, `reason` stored).
+    The reasons tell the causes apart: `INTERRUPTED_BY_USER`, the stop key's `emergency stop by
+    operator...`, a redo's `redo requested by operator: ...`, and `DeviceFault: <device>: ...`
+    for faults, whose device is `policy`, `camera NAME` or `arm PORT` (`DeviceFault.kind`)."""
+    recorder.discard()
+    store.abort_attempt(attempt, reason)
+    if summary is not None:
+        summary.aborted_now += 1
 
 
 def _run_sequential(opened: OpenedCampaign, pending: list[Trial], operator: Operator,
@@ -238,6 +248,9 @@ def _run_sequential(opened: OpenedCampaign, pending: list[Trial], operator: Oper
             progress.update(trial.mark_id)
             if not _rest_or_end(motion, say):
                 return
+    except (KeyboardInterrupt, Interrupted):
+        motion.interrupted = True   # Ctrl-C / SIGTERM anywhere: a stop, never a move to rest
+        raise
     finally:
         if progress is not None:
             progress.close()
