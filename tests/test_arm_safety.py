@@ -843,8 +843,11 @@ def test_finding10_a_second_ctrl_c_inside_the_stop_is_deferred_until_the_abort_i
             real_poll(elapsed_s)
 
         op.poll = poll
-        with pytest.raises(Interrupted):
-            campaign(protocol, rig, tmp_path / "c", op)
+        try:
+            with pytest.raises(Interrupted):
+                campaign(protocol, rig, tmp_path / "c", op)
+        except KeyboardInterrupt:
+            pytest.fail("the second Ctrl-C escaped from inside the stop's serial transaction")
     finally:
         restore()
     assert second
@@ -852,3 +855,72 @@ def test_finding10_a_second_ctrl_c_inside_the_stop_is_deferred_until_the_abort_i
         (attempt,) = store.attempts()
         assert attempt["status"] == "aborted" and attempt["reason"] == INTERRUPTED_BY_USER
     assert arm.torque_enabled() == {i: 0 for i in arm.servos}
+
+
+@pytest.mark.parametrize("setting,flag", [
+    ({"max_relative_target": None}, "--allow-no-max-relative-target"),
+    ({"disable_torque_on_disconnect": False}, "--allow-torque-on-at-exit"),
+    ({"rest_pose": dict(REST, **{"gripper.pos": 0.0})}, "--allow-rest-near-limit"),
+    ({"rest_pose": dict(REST, **{"elbow_flex.pos": 179.8})}, "--allow-rest-near-limit"),
+])
+def test_finding11_doctor_and_run_refuse_a_profile_that_voids_the_rules_with_its_flag_named(bench, capsys, setting, flag):
+    from orchestrator.cli import main
+
+    tmp_path, arm, rig_path, protocol = bench
+    data = yaml.safe_load(rig_path.read_text())
+    for key, value in setting.items():
+        if key == "rest_pose":
+            data["rest_pose"] = value
+        elif value is None:
+            data["robot"].pop(key, None)
+        else:
+            data["robot"][key] = value
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(data, sort_keys=False))
+    assert main(["doctor", "--rig", str(bad), "--out", str(tmp_path), "--camera-seconds", "0.2"]) == 2
+    err = capsys.readouterr().err
+    (line,) = [ln for ln in err.splitlines() if flag in ln]
+    assert str(bad) in line
+    assert main(["run", str(protocol), "--rig", str(bad), "--out", str(tmp_path / "c"), "--no-console",
+                 "--allow-no-stop-key"]) == 2
+    err = capsys.readouterr().err
+    assert len([ln for ln in err.splitlines() if flag in ln]) == 1 and "Traceback" not in err
+    assert not arm.goal_writes() and not arm.torque_writes()   # refused before anything moved
+    key = flag.removeprefix("--allow-").replace("-", "_")
+    assert main(["doctor", "--rig", str(bad), "--out", str(tmp_path), "--camera-seconds", "0.2", flag]) == 0, key
+    capsys.readouterr()
+
+
+def test_finding11_run_on_a_real_arm_refuses_a_session_without_a_stop_key(bench, capsys, monkeypatch):
+    import io
+
+    from orchestrator.cli import main
+
+    tmp_path, arm, rig_path, protocol = bench
+    monkeypatch.setattr("sys.stdin", io.StringIO("\n" * 10))
+    for console in (["--no-console"], []):
+        assert main(["run", str(protocol), "--rig", str(rig_path), "--out", str(tmp_path / "c"), *console]) == 2
+        (line,) = capsys.readouterr().err.strip().splitlines()
+        assert "stdin is not a terminal" in line and "--allow-no-stop-key" in line
+    assert arm.packets == 0
+
+
+def test_finding11_the_shipped_profiles_rest_inside_the_limits_with_the_gripper_open(tmp_path):
+    from orchestrator.rigs.hardware_checks import REST_LIMIT_MARGIN, rest_near_limits
+    from orchestrator.rigs.lerobot import LeRobotRig
+    from orchestrator.rigs.twin.arm import shipped_calibration
+
+    repo = __import__("pathlib").Path(__file__).resolve().parent.parent
+    feetech.write_calibration_file(tmp_path, "arm", shipped_calibration())
+    checked = 0
+    for name in ("so101.example.yaml", "so101_twin.yaml"):
+        data = yaml.safe_load((repo / "hardware" / name).read_text())
+        data["robot"].update(id="arm", calibration_dir=str(tmp_path))
+        data.pop("cameras", None)
+        path = tmp_path / name
+        path.write_text(yaml.safe_dump(data))
+        rig = LeRobotRig(load_rig(path))
+        assert rest_near_limits(rig) == [], name
+        assert data["rest_pose"]["gripper.pos"] >= 20 + REST_LIMIT_MARGIN, name   # open
+        checked += 1
+    assert checked == 2
