@@ -9,7 +9,7 @@ simulated rig's scene (`rigs.sim.SimRig`), and serves, on one thread:
   `MAX_LAG_S` the lost time is skipped and counted in `lag_s`);
 - control requests on stdin, one JSON object a line, answered on stdout: `place` (cube on a
   mark), `begin` (episode time zero), `end` (the physics success test and events), `state`,
-  `quit`.
+  `inject` (one fault of `fault_plan.py`, applied before the next packet), `quit`.
 A second process (`render.py`) renders every camera at its fps into shared frames
 (`frames.py`) from the joint positions this one shares after every physics step.
 
@@ -232,6 +232,9 @@ class TwinServer:
                 return {"ok": True, "physics_success": facts.physics_success, "max_lift_m": facts.max_lift_m,
                         "time_to_success_s": facts.time_to_success_s, "safety_events": facts.safety_events,
                         "extra": {**facts.extra, "twin_lag_s": round(self.lag_s, 4)}}
+            if op == "inject":   # a fault now, applied before the next packet (bench/safety_matrix.py)
+                self.faults.faults.append({**request["fault"], "episode": self.faults.episode, "at_step": 0})
+                return {"ok": True}
             if op == "state":
                 return {"ok": True, "joints_deg": [float(v) for v in self.sim.joint_positions()],
                         "torque": [bool(t) for t in self.arm.torque_on], "lag_s": self.lag_s,
