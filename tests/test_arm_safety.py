@@ -924,3 +924,21 @@ def test_finding11_the_shipped_profiles_rest_inside_the_limits_with_the_gripper_
         assert data["rest_pose"]["gripper.pos"] >= 20 + REST_LIMIT_MARGIN, name   # open
         checked += 1
     assert checked == 2
+
+
+def test_finding6_an_alarm_while_the_arm_holds_is_told_to_the_operator(bench):
+    """Alarms are read during holds too (the operator deciding whether to let it move)."""
+    tmp_path, arm, rig, protocol = bench
+    op = Watching(at=3, wait_s=0.8)
+    real_confirm = op.confirm_move
+
+    def alarm_while_held(what):
+        if op.prompts == 0:
+            arm.alarm(2)   # someone leans on the held arm
+        real_confirm(what)
+
+    op.confirm_move = alarm_while_held
+    with pytest.raises(RuntimeFailure):   # the alarm stays set: the next episode aborts on it
+        campaign(protocol, rig, tmp_path / "c", op)
+    assert any(m.startswith("while the arm is held: shoulder_lift (id 2): overload") for m in op.messages), op.messages
+    assert arm.torque_enabled() == {i: 0 for i in arm.servos}

@@ -9,21 +9,27 @@ LeRobot robot type or `lerobot_robot_*` plugin), filled with the profile's `port
 `make_robot_from_config`. Cameras: `type: opencv` -> `OpenCVCameraConfig`, `type: video` -> the
 video-file camera (`rigs/videocam.py`), both through LeRobot's camera registry.
 
-Safety (DESIGN "Safety on a real arm"):
+Safety on a real arm:
 - `connect()` never lets LeRobot ask for calibration on stdin, and checks the motors'
   calibration on a bare bus connection (port opened, motors pinged and read, nothing written)
   before LeRobot's `connect(calibrate=False)` runs `configure()`, which enables torque: an arm
   holding another calibration is refused with torque never switched on.
 - The rest pose is the profile's `rest_pose`, else the pose captured at connect (as
   lerobot-rollout's `initial_position`); `rest_pose_problems()` refuses a rest pose outside the
-  calibrated range (doctor).
-- `max_relative_target` clips every target (LeRobot does it in `send_action`).
-- `go_to_rest(check)` moves to the rest pose in small steps and calls `check()` before each
-  one, so the operator's stop key can stop it (`check` raises).
-- `safe_stop()` holds the present position, or releases torque when the profile says
-  `on_stop: release`; it never moves the arm anywhere else and never raises.
-- `disconnect()` turns torque off whenever the bus is connected (LeRobot's
-  `disable_torque_on_disconnect`), even when a camera is dead, then releases the cameras.
+  calibrated range (doctor; `hardware_checks.profile_refusals` also one near a limit).
+- `act()` clips every target to the calibrated range minus `RANGE_MARGIN` (`range_clipped:<joint>`
+  events) and refuses a non-finite one as the policy's fault; LeRobot's `max_relative_target`
+  then clips it to the present pose (`target_clipped:<joint>`).
+- `observe()` reads the servos' alarms and torque every `CHECK_EVERY_STEPS` steps
+  (`servo_alarms.check_servos`): an alarm or a servo reset aborts the trial with that cause.
+- `go_to_rest(check)` is closed-loop (`rest_move.py`): goals bounded by the present pose, the
+  stop key (`check`) before each step, the servos read every few steps, `RestBlocked` when a
+  joint does not follow.
+- `safe_stop()` holds the present position, or releases torque (`torque.torque_off`) when the
+  profile says `on_stop: release`; it never moves the arm anywhere else and never raises.
+- `disconnect()` turns torque off whenever the bus is connected, even when a camera is dead or a
+  servo is in alarm (`torque.torque_off`: broadcast, per motor, read back; what is still on is
+  kept in `torque_problems`), then releases the cameras.
 - Joint reads use LeRobot's retries (`num_retry=config.num_read_retries`).
 
 Faults mid-episode (serial bus, camera) surface as `faults.DeviceFault` with a one-line cause
@@ -41,7 +47,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from orchestrator.core.errors import BadInput
-from orchestrator.rigs.device_fault import POLICY_CHECK, DeviceFault
+from orchestrator.rigs.device_fault import POLICY_CHECK, DeviceFault, one_line
 from orchestrator.rigs.base import EmergencyStop
 from orchestrator.design.protocol import Cube, Mark
 from orchestrator.rigs.base import Action, Check, EpisodeFacts, Observation
@@ -51,7 +57,8 @@ from orchestrator.rigs.lerobot_config import build_robot_config
 from orchestrator.rigs.profile import LoadedRig, RigProfile
 from orchestrator.rigs.device_fault import RestBlocked
 from orchestrator.rigs.rest_move import move_to_rest
-from orchestrator.rigs.servo_alarms import CHECK_EVERY_STEPS, ServoAlarm, ServoReset, check_servos, drop_stale_replies
+from orchestrator.rigs.servo_alarms import (CHECK_EVERY_STEPS, ServoAlarm, ServoReset, check_servos, drop_stale_replies,
+                                            servo_alarms, torque_lost)
 from orchestrator.rigs.torque import torque_off
 
 logger = logging.getLogger(__name__)
@@ -329,6 +336,20 @@ class LeRobotRig:
             raise  # the operator's stop key, or a joint held back: the caller holds the arm
         except Exception as exc:  # noqa: BLE001
             raise self._fault(exc) from exc
+
+    def servo_problems(self) -> list[str]:
+        """One read of the servos' alarms, and of their torque unless released (the hold
+        watcher of `run/motion.py`); never raises."""
+        if self._robot is None or not self._connected:
+            return []
+        try:
+            drop_stale_replies(self.robot)
+            lines = servo_alarms(self.robot)
+            if not self._released and self.profile.on_stop != "release":
+                lines += [f"{m}: torque off by itself (a reset or a brown-out)" for m in torque_lost(self.robot)]
+            return lines
+        except Exception as exc:  # noqa: BLE001 - a read that fails is itself what to tell
+            return [f"the servos do not answer ({one_line(exc)})"]
 
     def _write_goal(self, goal: dict[str, float]) -> None:
         """Goal_Position straight to the bus (the goal is already bounded by the present pose)."""

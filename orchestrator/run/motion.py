@@ -17,6 +17,9 @@ of them stoppable and is the one stop path:
 from __future__ import annotations
 
 import logging
+import threading
+from contextlib import contextmanager
+from typing import Iterator
 
 from orchestrator.run.interrupts import deferred_interrupts
 from orchestrator.run.operator_protocol import Operator, StopRequested
@@ -28,6 +31,7 @@ from orchestrator.rigs.torque import torque_warning
 logger = logging.getLogger(__name__)
 
 MAX_BLOCKED_MOVES = 3   # a move to rest blocked this often (confirmed each time) is given up
+HOLD_CHECK_S = 0.25     # servo alarms and torque read this often while the arm holds
 
 
 class ArmMotion:
@@ -59,7 +63,8 @@ class ArmMotion:
         while True:
             if self.held:
                 try:
-                    self.operator.confirm_move(what)
+                    with self._watching_the_hold():
+                        self.operator.confirm_move(what)
                 except StopRequested:
                     self.ended = True
                     raise
@@ -90,6 +95,35 @@ class ArmMotion:
             finally:
                 self.operator.arm_moving(None)
             return
+
+    @contextmanager
+    def _watching_the_hold(self) -> Iterator[None]:
+        """While the operator decides, read the servos' alarms and torque every `HOLD_CHECK_S`
+        (`Rig.servo_problems`, when the rig has it) and tell the operator of each new one: an
+        alarm while held means the arm pushes on something, or someone pushes on it. The bus is
+        idle otherwise (the runner waits in `confirm_move`); the watcher is joined before the
+        runner uses the bus again."""
+        read = getattr(self.rig, "servo_problems", None)
+        if read is None:
+            yield
+            return
+        done = threading.Event()
+        told: set[str] = set()
+
+        def watch() -> None:
+            while not done.wait(HOLD_CHECK_S):
+                for line in read():
+                    if line not in told:
+                        told.add(line)
+                        self.operator.message(f"while the arm is held: {line}; support the arm before you confirm")
+
+        watcher = threading.Thread(target=watch, name="hold-watch", daemon=True)
+        watcher.start()
+        try:
+            yield
+        finally:
+            done.set()
+            watcher.join()
 
     def leave(self) -> None:
         """End of session: to rest (stoppable; after a stop only if the operator confirms; never

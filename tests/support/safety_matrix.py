@@ -140,6 +140,8 @@ def _install(monkeypatch, tap: Tap, operator) -> None:
 
     monkeypatch.setattr(SOFollower, "configure", phased("configure", SOFollower.configure))
     monkeypatch.setattr(LeRobotRig, "connect", phased("connect", LeRobotRig.connect))
+    # the cameras' frame-rate preflight (1 s a camera) tests the machine's load, not the arm
+    monkeypatch.setattr(LeRobotRig, "preflight", lambda self: [])
     monkeypatch.setattr(sequential, "run_episode", phased("episode", control_loop.run_episode))
     monkeypatch.setattr(LeRobotRig, "disconnect", phased("teardown", LeRobotRig.disconnect))
     real_to_rest, real_stop = motion.ArmMotion.to_rest, motion.ArmMotion.stop
@@ -290,7 +292,7 @@ def write_inputs(folder: Path, on_stop: str) -> tuple[Path, Path]:
 
 def run_case(case: Case | None, folder: Path, monkeypatch, on_stop: str = "hold") -> tuple[Tap, Any, Outcome | None]:
     """One campaign on a fresh twin with `case`'s event (None: no event; used by `phases`)."""
-    from orchestrator.core.errors import Interrupted, RuntimeFailure
+    from orchestrator.core.errors import BadInput, Interrupted, RuntimeFailure
     from orchestrator.policies import factory
     from orchestrator.rigs.profile import load_rig
     from orchestrator.rigs.twin.client import start_twin
@@ -322,7 +324,7 @@ def run_case(case: Case | None, folder: Path, monkeypatch, on_stop: str = "hold"
                 run_campaign(opened, op, say=lambda s: None)
             finally:
                 opened.store.close()
-        except (Interrupted, RuntimeFailure, KeyboardInterrupt) as exc:
+        except (BadInput, Interrupted, RuntimeFailure, KeyboardInterrupt) as exc:
             error = exc
         finally:
             restore()
