@@ -90,7 +90,7 @@ def build_rig(tmp: Path, width: int, height: int, fps: int):
     from fakes.rigs import write_rig
     from orchestrator.rigs.lerobot import LeRobotRig
     from orchestrator.rigs.profile import load_rig
-    from orchestrator.rigs.videocam import write_test_video
+    from support.video import write_test_video
 
     port = str(tmp / "ttyACM0")
     open(port, "w").close()

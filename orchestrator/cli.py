@@ -1,7 +1,7 @@
 """The `orchestrator` command: parses arguments and dispatches to one module per verb.
 
 Each verb lives in `orchestrator/commands/<verb>.py` and defines `HELP`, `add_arguments(parser)`
-and `run(args) -> int`. Errors become one line on stderr and an exit code (DESIGN section 4):
+and `run(args) -> int`. Errors become one line on stderr and an exit code (docs/design.md section 4):
 0 done, 1 runtime failure, 2 bad input, 130 interrupted. `--debug` shows tracebacks.
 """
 
@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _store_error(exc: sqlite3.DatabaseError) -> int:
     """A campaign store that SQLite cannot read: corrupted (exit 2), or busy/full (exit 1)."""
-    text = str(exc)
+    text = _printable(str(exc))   # SQLite quotes the damaged bytes: one line, whatever they are
     if isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "full" in text or "busy" in text):
         print(f"orchestrator: campaign store: {text}", file=sys.stderr)
         return 1

@@ -19,6 +19,41 @@ sys.dont_write_bytecode = False
 
 from support.cli import CliResult, run_module  # noqa: F401  (re-exported for older imports)
 from support.repo import GRID20, LOCATED, REPO, SIM_PROTOCOL, line_of, sim_protocol_text  # noqa: F401
+from support import lanes
+
+
+def pytest_collection_modifyitems(config, items):
+    """The lanes (tests/support/lanes.py): each file's markers, the markers a fixture implies,
+    and `fast` for every test left with no heavy marker."""
+    for item in items:
+        try:
+            markers = lanes.markers_of_file(item.path.name)
+        except KeyError:
+            raise pytest.UsageError(
+                f"{item.path.name} is in no test lane: add it to FILE_MARKERS in tests/support/lanes.py")
+        for fixture, implied in lanes.FIXTURE_MARKERS.items():
+            if fixture in item.fixturenames:
+                markers += implied
+        for name in dict.fromkeys(markers):
+            item.add_marker(name)
+        if not any(item.get_closest_marker(name) for name in lanes.HEAVY):
+            item.add_marker(lanes.FAST)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item):
+    if item.get_closest_marker(lanes.FAST) is None:
+        return (yield)
+    with lanes.heavy_guard():
+        return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    if item.get_closest_marker(lanes.FAST) is None:
+        return (yield)
+    with lanes.heavy_guard():
+        return (yield)
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""The core install runs without torch, mujoco or LeRobot (DESIGN section 3): `validate`,
+"""The core install runs without torch, mujoco or LeRobot (docs/design.md section 3): `validate`,
 `layout print` and the CLI itself never import them."""
 
 from __future__ import annotations

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -22,6 +21,7 @@ import numpy as np
 import pytest
 
 from support.export_campaign import FPS, REPO, STEPS, label_all, level, make_campaign, state_value, tree_digest
+from support.cli import run_module, unprivileged
 from orchestrator.store.sqlite import CampaignStore
 
 REPO_ID = "tester/so101-ab-export"
@@ -437,16 +437,20 @@ def test_unwritable_root(sim_campaign, tmp_path, cli):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root can write into read-only folders")
-def test_read_only_parent(sim_campaign, tmp_path, cli):
+@pytest.mark.subprocess
+def test_read_only_parent(sim_campaign, tmp_path):
+    """Run as a user who cannot write there (root too: `unprivileged()`), so this runs on every
+    machine, beside the disk-full test that needs root to mount its tmpfs."""
     parent = tmp_path / "ro"
     parent.mkdir()
     parent.chmod(0o555)
     try:
-        result = cli("export", sim_campaign, "--repo-id", REPO_ID, "--root", parent / "ds")
+        result = run_module("export", sim_campaign, "--repo-id", REPO_ID, "--root", parent / "ds",
+                            prefix=unprivileged(), timeout=300)
     finally:
         parent.chmod(0o755)
-    assert result.code == 2 and "not writable" in result.err
+    assert result.code == 2 and "not writable" in result.err, result.err
+    assert len(result.err_lines) == 1, result.err
     assert list(parent.iterdir()) == []
 
 

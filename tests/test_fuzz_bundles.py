@@ -1,5 +1,6 @@
-"""Judge bundles fuzzed (issue 8 item 5): a damaged manifest or labels file never crashes
-`import-labels` or `judge`; a refused import leaves the campaign store unchanged."""
+"""Judge bundles fuzzed: a damaged manifest or labels file never crashes `import-labels` or
+`judge`; an import is all or nothing: a refused one leaves the campaign store unchanged, an
+accepted one brings in every label the bundle holds."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from support.judge_campaign import make_campaign
-from orchestrator.judging.bundle import BundleSource, write_bundle
+from orchestrator.judging.bundle import BundleSource, bundle_labels, write_bundle
+from orchestrator.judging.source import INVALID_START, current_labels
 from orchestrator.cli import main
 from orchestrator.core.errors import BadInput
 from orchestrator.store.sqlite import CampaignStore
@@ -49,6 +51,53 @@ def _labels_in(campaign: Path) -> int:
         return len(store.judgments(include_retracted=True))
 
 
+def _imported(campaign: Path) -> set[tuple[str, str, str]]:
+    """(judge, episode, label) of every live label that came from a bundle."""
+    with CampaignStore.open_readonly(campaign) as store:
+        return {(j.judge, j.episode_id, j.label) for j in store.judgments() if j.source.startswith("bundle:")}
+
+
+def _held_by(bundle: Path) -> set[tuple[str, str, str]]:
+    """(judge, episode, label) of every current label in a bundle, as its reader sees them."""
+    return {(judge, r.episode_id, r.label) for judge, records in bundle_labels(bundle).items()
+            for r in current_labels(records).values() if r.label != INVALID_START}
+
+
+def _check_import(campaign: Path, bundle: Path, capsys) -> int:
+    """Run import-labels on copies and check all-or-nothing; returns the exit code."""
+    before = _labels_in(campaign)
+    capsys.readouterr()
+    code = main(["import-labels", str(campaign), str(bundle)])
+    err = capsys.readouterr().err
+    assert code in (0, 2), err
+    assert "internal error" not in err and "Traceback" not in err
+    if code == 2:
+        assert _labels_in(campaign) == before, "a refused import changed the store"
+        lines = err.strip().splitlines()
+        assert lines and all(re.match(r"^(orchestrator: |.+:\d+(:\d+)?: )", line) for line in lines), err
+    else:
+        assert _imported(campaign) == _held_by(bundle), "an accepted import left labels out"
+    return code
+
+
+def test_import_controls_all_and_nothing(judged, tmp_path, capsys):
+    """Both branches of the fuzzed check, on inputs whose outcome is known: an intact bundle
+    brings in its 8 labels; one bad label in the middle of the file refuses the whole file."""
+    campaign, bundle = judged
+    shutil.copytree(campaign, tmp_path / "c")
+    shutil.copytree(bundle, tmp_path / "b")
+    assert _check_import(tmp_path / "c", tmp_path / "b", capsys) == 0
+    assert len(_imported(tmp_path / "c")) == 8
+    shutil.copytree(campaign, tmp_path / "c2")
+    labels = next((tmp_path / "b" / "labels").glob("*.jsonl"))
+    lines = labels.read_text().splitlines()
+    lines[3] = lines[3].replace('"success"', '"maybe"').replace('"failure"', '"maybe"')
+    labels.write_text("\n".join(lines) + "\n")
+    before = _labels_in(tmp_path / "c2")
+    assert _check_import(tmp_path / "c2", tmp_path / "b", capsys) == 2
+    assert _labels_in(tmp_path / "c2") == before and _imported(tmp_path / "c2") == set()
+
+
 @FUZZ
 @given(data=st.data(), target=st.sampled_from(["manifest.json", "labels"]))
 def test_damaged_bundle_import_is_all_or_nothing(judged, tmp_path_factory, capsys, data, target):
@@ -59,17 +108,12 @@ def test_damaged_bundle_import_is_all_or_nothing(judged, tmp_path_factory, capsy
     path = (work / "b" / "manifest.json") if target == "manifest.json" else \
         next((work / "b" / "labels").glob("*.jsonl"))
     path.write_text(_mutate(path.read_text(), data), encoding="utf-8")
-    before = _labels_in(work / "c")
-    capsys.readouterr()
-    code = main(["import-labels", str(work / "c"), str(work / "b")])
-    err = capsys.readouterr().err
-    assert code in (0, 2), err
-    assert "internal error" not in err and "Traceback" not in err
-    if code == 2:
-        assert _labels_in(work / "c") == before, "a refused import changed the store"
-        assert all(re.match(r"^(orchestrator: |.+:\d+(:\d+)?: )", line) for line in err.strip().splitlines())
-    if target == "manifest.json":
+    _check_import(work / "c", work / "b", capsys)
+    if target == "manifest.json":   # the judge's reader opens it or refuses it with one line
         try:
-            BundleSource(work / "b", "someone")
-        except BadInput:
-            pass
+            source = BundleSource(work / "b", "someone")
+        except BadInput as exc:
+            assert str(exc).strip()
+        else:
+            source.episodes()
+            source.close()

@@ -104,6 +104,7 @@ async def test_label_a_campaign_end_to_end_with_keys(campaign):
     assert app.return_code == 0
 
 
+@pytest.mark.slow   # seconds of real-time waiting: kept out of the fast lane
 @async_test
 async def test_failure_mode_and_note_go_with_the_label(campaign):
     app = new_app(campaign)
@@ -175,6 +176,7 @@ async def test_unsure_comes_back_at_the_end(campaign):
         assert len(live(campaign, "alice")) == 8
 
 
+@pytest.mark.slow   # seconds of real-time waiting: kept out of the fast lane
 @async_test
 async def test_quit_and_resume_continue_with_unjudged_then_unsure(campaign):
     app = new_app(campaign)
@@ -200,6 +202,7 @@ async def test_quit_and_resume_continue_with_unjudged_then_unsure(campaign):
 
 
 @async_test
+@pytest.mark.subprocess
 async def test_player_keys(campaign, monkeypatch):
     app = new_app(campaign, autoplay=True)
     async with app.run_test(size=SIZE) as pilot:

@@ -128,6 +128,7 @@ def playback_ratio(shown: list, times: list[float]) -> float:
     return float(np.polyfit(wall - wall[0], pts, 1)[0])
 
 
+@pytest.mark.slow   # plays in real time: about 5 s each
 @pytest.mark.parametrize("fps", [10, 15, 30])
 @async_test
 async def test_wall_clock_playback_rate_is_true_time_at_each_speed(tmp_path, fps):

@@ -32,12 +32,12 @@ from orchestrator.design.protocol import LeRobotPolicySpec
 from orchestrator.rigs.profile import STATE_KEYS
 from support.cli import run_module
 from support.repo import REPO
-from support.requires import require_module
+from support.requires import require_installed, require_module
 from test_lerobot_policy import fake_rig  # noqa: F401 - the fake SO-101 with video cameras (fixture)
 
 require_module("lerobot")
-require_module("transformers")  # the lerobot extra's multi-task-dit: transformers and diffusers
-require_module("diffusers")
+require_installed("transformers")  # the lerobot extra's multi-task-dit (imported by the tests,
+require_installed("diffusers")     # not at collection: importing them imports torch)
 
 SIM_RIG = REPO / "hardware" / "sim.yaml"
 SIM_CAMERA = (240, 320)  # hardware/sim.yaml: both cameras 320x240

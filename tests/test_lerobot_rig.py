@@ -175,7 +175,8 @@ def test_camera_that_stops_delivering_is_a_device_fault_and_the_arm_still_rests(
 def test_video_camera_is_registered_loops_and_resizes(tmp_path):
     from lerobot.cameras import CameraConfig, make_cameras_from_configs
 
-    from orchestrator.rigs.videocam import VideoCam, VideoCamConfig, write_test_video
+    from orchestrator.rigs.videocam import VideoCam, VideoCamConfig
+    from support.video import write_test_video
 
     clip = write_test_video(tmp_path / "clip.mp4", width=40, height=30, frames=5)
     assert CameraConfig.get_choice_class("video") is VideoCamConfig

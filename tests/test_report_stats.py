@@ -50,6 +50,7 @@ def _ten_by_five_csv(path: Path) -> Path:
     return path
 
 
+@pytest.mark.subprocess
 def test_issue_ten_marks_five_repeats_reports_no_better(tmp_path):
     csv_path = _ten_by_five_csv(tmp_path / "repeats.csv")
     text = run_module("report", "--outcomes", csv_path)
@@ -260,6 +261,7 @@ def test_csv_repeat_column_reaches_the_clustered_path(tmp_path):
     assert len({o.layout for o in data.outcomes}) == 10 and len(data.pairs("A", "B")) == 50
 
 
+@pytest.mark.subprocess
 def test_campaign_with_repeats_is_analysed_by_mark(tmp_path):
     """A stored simulated campaign with `trials_per_layout: 3` (the runner's own schedule), read
     back by a fresh `orchestrator report` process: A wins every repeat of 4 of the 20 marks and

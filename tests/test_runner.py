@@ -57,6 +57,7 @@ def test_complete_campaign_has_one_full_episode_per_slot(reference):
         assert sorted(a["slot"] for a in done_attempts) == list(range(6))
 
 
+@pytest.mark.subprocess
 def test_parallel_run_equals_sequential(reference, tmp_path):
     assert run_cli(tmp_path / "parallel", "--workers", "2") == 0
     assert outcomes(tmp_path / "parallel") == outcomes(reference)
@@ -95,6 +96,7 @@ def test_second_runner_is_refused_while_readers_work(tmp_path, capsys):
         holder.close()
 
 
+@pytest.mark.subprocess
 def test_ctrl_c_exits_130_aborts_the_trial_and_resume_completes(reference, tmp_path):
     out = tmp_path / "c"
     process = subprocess.Popen(
@@ -118,6 +120,7 @@ def test_ctrl_c_exits_130_aborts_the_trial_and_resume_completes(reference, tmp_p
         assert len(store.episodes()) == 6
 
 
+@pytest.mark.subprocess
 def test_sigkill_anywhere_then_resume_gives_identical_outcomes(reference, tmp_path):
     import random
 
@@ -148,6 +151,7 @@ def test_damaged_video_of_done_trial_is_detected_and_rerun(reference, tmp_path):
     assert outcomes(out) == outcomes(reference)
 
 
+@pytest.mark.subprocess
 def test_preregistered_evalue_rule_stops_at_max_layouts(tmp_path, capsys):
     protocol = tmp_path / "p.yaml"
     protocol.write_text(PROTOCOL.read_text().replace(

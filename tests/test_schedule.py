@@ -1,4 +1,4 @@
-"""The schedule (DESIGN section 5): paired, randomised, balanced, interleaved, deterministic."""
+"""The schedule (docs/design.md section 8): paired, randomised, balanced, interleaved, deterministic."""
 
 from __future__ import annotations
 
@@ -161,6 +161,7 @@ def test_deterministic_in_the_seed():
     assert digest(draw_schedule(other, layout)) != digest(draw_schedule(protocol, layout))
 
 
+@pytest.mark.subprocess
 def test_same_schedule_in_a_fresh_interpreter():
     """Same seed, same schedule in another process (no hash randomisation, no global state)."""
     loaded = load_protocol(SIM_PROTOCOL)

@@ -70,6 +70,7 @@ def test_actions_are_rig_units_and_start_from_the_observed_pose(loaded):
     assert arr[:, 5].max() > 30 and arr[-1, 5] < 1           # opens, then closes and keeps closed
 
 
+@pytest.mark.slow
 def test_zero_noise_picks_at_least_19_of_20_marks(loaded):
     """The scripted pick with exact aim in the simulation (physics only, no rendering)."""
     from orchestrator.rigs.sim import SimRig

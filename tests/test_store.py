@@ -170,7 +170,7 @@ def test_attempt_lifecycle(tmp_path):
         assert [a["status"] for a in store.attempts()] == ["aborted", "done"]
         assert [e["id"] for e in store.episodes()] == [ep2]
         assert [(j.judge, j.label) for j in store.judgments()] == [("physics", "failure")]
-        assert [t.slot for t in store.pending_trials()] == [1, 2, 3, 4, 5]
+        assert [t.slot for t in store.trials() if t.state != "done"] == [1, 2, 3, 4, 5]
         with pytest.raises(RuntimeFailure):
             store.begin_attempt(0, new_episode_id())  # already done
         with pytest.raises(RuntimeFailure):
@@ -199,7 +199,7 @@ def test_recover_interrupted_turns_running_into_aborted(tmp_path):
         assert attempt["status"] == "aborted" and "interrupted" in attempt["reason"]
         assert attempt["ended_at"] is not None
         assert any(e["kind"] == "aborted" and e["slot"] == 2 for e in again.events())
-        assert 2 in [t.slot for t in again.pending_trials()]
+        assert 2 in [t.slot for t in again.trials() if t.state != "done"]
         assert again.recover_interrupted() == []   # idempotent
         assert consistency_problems(again.conn) == []
         new_attempt = again.begin_attempt(2, new_episode_id())  # re-run from the start
@@ -349,6 +349,7 @@ lock.release()
 """
 
 
+@pytest.mark.subprocess
 def test_an_older_store_is_upgraded_only_under_the_run_lock(tmp_path):
     """Opening a schema-1 store to read or label migrates it only after taking the run lock; while
     another process holds the lock it is refused (one line) and left at schema 1."""
@@ -390,6 +391,7 @@ store.close()
 """
 
 
+@pytest.mark.subprocess
 def test_lock_refuses_a_second_runner_while_readers_work(tmp_path):
     directory = tmp_path / "c"
     with create(directory) as store:
@@ -421,8 +423,10 @@ store = CampaignStore.open_for_run(sys.argv[1])
 rng = random.Random(int(sys.argv[2]))
 store.recover_interrupted()
 print("ready", flush=True)
-while store.pending_trials():
-    for trial in store.pending_trials():
+def pending():
+    return [t for t in store.trials() if t.state != "done"]
+while pending():
+    for trial in pending():
         attempt = store.begin_attempt(trial.slot, new_episode_id())
         if rng.random() < 0.15:
             store.abort_attempt(attempt, "e-stop")
@@ -440,6 +444,7 @@ print("finished", flush=True)
 """
 
 
+@pytest.mark.subprocess
 def test_transactions_survive_a_killed_writer(tmp_path):
     """SIGKILL a writer at random moments; every time the store opens, passes integrity_check
     and is consistent, and the next writer resumes. Finally every trial is done."""

@@ -5,9 +5,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from orchestrator.sim.success import LiftHoldTracker, evaluate
+from orchestrator.sim.success import LiftHoldTracker
 
 DT = 1.0 / 210.0   # the simulated rig's physics step at 30 fps
+
+
+def evaluate(samples, min_height_m: float = 0.04, hold_s: float = 1.0) -> LiftHoldTracker:
+    """Feed `(t, bottom_height_m, fixed_jaw, moving_jaw)` samples to a tracker, as the rig does."""
+    tracker = LiftHoldTracker(min_height_m=min_height_m, hold_s=hold_s)
+    for t, h, a, b in samples:
+        tracker.update(t, h, bool(a), bool(b))
+    return tracker
 
 
 def lift_profile(height_m: float, hold_s: float, *, jaws=(True, True), rise_s: float = 1.0,

@@ -1,7 +1,7 @@
 """`orchestrator validate`: every bad-input class exits 2 with one located line per problem.
 
 Lines are `path:line:col: message`, and the line is the line of the offending key in the YAML
-source (DESIGN section 4). No traceback, ever, for a bad file.
+source (docs/design.md section 5). No traceback, ever, for a bad file.
 """
 
 from __future__ import annotations
@@ -271,6 +271,7 @@ def test_relative_layout_resolved_from_protocol_folder(cli, tmp_path, monkeypatc
     assert str(tmp_path / "protocols" / "g.yaml") in result.err
 
 
+@pytest.mark.subprocess
 def test_subprocess_exit_codes_and_messages(tmp_path):
     """Once through a real interpreter: exit 2 with located lines, exit 0 from another cwd."""
     bad = tmp_path / "bad.yaml"

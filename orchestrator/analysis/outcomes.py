@@ -2,7 +2,7 @@
 
 Two sources give the same `OutcomeSet`:
 
-- `load_outcomes_csv(path)` reads the Outcomes CSV of DESIGN section 4 (`report --outcomes`):
+- `load_outcomes_csv(path)` reads the Outcomes CSV (docs/design.md section 14) (`report --outcomes`):
   header row, columns `layout,policy,success`, optional `repeat,stratum,judge,failure_mode`;
   success is one of 1,0,true,false,yes,no (any case). Every problem is a `path:line: message`
   line (BadInput, exit 2); nothing is silently dropped.
@@ -285,7 +285,7 @@ def _csv_header(path: Path, row: list[str], hline: int) -> tuple[list[str], int]
 
 
 def load_outcomes_csv(path: str | Path) -> OutcomeSet:
-    """Read an Outcomes CSV (DESIGN section 4). Raises BadInput with `path:line: message` lines.
+    """Read an Outcomes CSV (docs/design.md section 14). Raises BadInput with `path:line: message` lines.
 
     Rules: the header must name layout, policy and success (any order, any case) and nothing
     unknown; every row needs as many fields as the header, a non-empty layout and policy, a

@@ -1,4 +1,5 @@
-"""`--twin`, `--twin-faults FILE` and `--unattended` for `run` and `doctor` (shared parsing).
+"""`--twin`, `--twin-faults FILE`, `--twin-wire-log FILE` and `--unattended` for `run` and
+`doctor` (shared parsing).
 
 `twin_session(args, loaded_rig, protocol)` is a context manager: without `--twin` it yields
 the rig unchanged; with it, it starts the twin (`sim.twin.client.start_twin`) and yields the
@@ -23,6 +24,9 @@ def add_twin_arguments(parser: argparse.ArgumentParser, *, unattended: bool) -> 
     parser.add_argument("--twin-faults", metavar="FILE", type=Path, default=None,
                         help="with --twin: wire faults to rehearse (YAML with faults: and seed:), "
                              "instead of the profile's twin: section")
+    parser.add_argument("--twin-wire-log", metavar="FILE", type=Path, default=None,
+                        help="with --twin: log every packet on the twin's bus to FILE, one JSON object "
+                             "a line (what the bus saw; instead of the profile's twin: {wire_log:})")
     if unattended:
         parser.add_argument("--unattended", action="store_true",
                             help="with --twin: nobody at the arm; the twin places the cube and the "
@@ -35,6 +39,8 @@ def check_twin_arguments(args: argparse.Namespace) -> None:
                        "watches the arm")
     if args.twin_faults is not None and not args.twin:
         raise BadInput("--twin-faults is only for --twin")
+    if getattr(args, "twin_wire_log", None) is not None and not args.twin:
+        raise BadInput("--twin-wire-log is only for --twin")
 
 
 def load_faults(path: Path, cameras: tuple[str, ...]) -> dict:
@@ -42,7 +48,7 @@ def load_faults(path: Path, cameras: tuple[str, ...]) -> dict:
     from orchestrator.core.yamlsrc import load_yaml_mapping
 
     data, smap, _ = load_yaml_mapping(path, "twin faults file")
-    problems = section_problems(data, cameras, str(path))
+    problems = section_problems(data, cameras, str(path), keys=("faults", "seed"))
     if problems:
         raise BadInput(problems)
     return data
@@ -57,7 +63,7 @@ def twin_session(args: argparse.Namespace, loaded: LoadedRig, protocol=None) -> 
     from orchestrator.rigs.twin.client import start_twin
 
     faults = load_faults(args.twin_faults, tuple(loaded.profile.cameras)) if args.twin_faults else None
-    twin = start_twin(loaded, protocol, faults)
+    twin = start_twin(loaded, protocol, faults, wire_log=args.twin_wire_log)
     try:
         yield twin.rig
     finally:

@@ -1,6 +1,6 @@
 """Exceptions that the CLI turns into one-line messages and exit codes.
 
-Exit codes (DESIGN section 4): 0 done, 1 runtime failure, 2 bad input, 130 interrupted.
+Exit codes (docs/design.md section 4): 0 done, 1 runtime failure, 2 bad input, 130 interrupted.
 """
 
 from __future__ import annotations

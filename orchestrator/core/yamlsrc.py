@@ -1,6 +1,6 @@
 """YAML loading that remembers where every key and value came from.
 
-Validation messages must point at `path:line:col` of the offending key (DESIGN section 4,
+Validation messages must point at `path:line:col` of the offending key (docs/design.md section 4,
 `orchestrator validate`). PyYAML's composer keeps node marks; we walk the node tree once and
 record the 1-based (line, column) of every mapping key and sequence item by its path.
 """

@@ -1,6 +1,6 @@
 """Protocol and layout: the pre-registered description of an A/B campaign.
 
-A protocol (YAML, DESIGN section 4) names the layout of marked cube positions, the policies
+A protocol (YAML, docs/design.md section 5) names the layout of marked cube positions, the policies
 to compare, the success test, the episode length and the analysis plan. It is validated
 fully before anything runs; every problem is reported as `path:line:col: message`.
 """

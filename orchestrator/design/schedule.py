@@ -1,6 +1,6 @@
 """The campaign schedule: seeded randomisation and interleaving of policies over layouts.
 
-Rules (DESIGN section 5): the schedule is drawn once from the protocol seed and stored; the
+Rules (docs/design.md section 8): the schedule is drawn once from the protocol seed and stored; the
 layouts run in a random order; on each layout every policy runs once per repeat (a *unit*,
 the pairing block), in a random order; with `order: balanced` each policy goes first on the
 same number of units (for 2 policies and 20 layouts exactly 10 and 10; with a count that does

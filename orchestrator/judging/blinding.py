@@ -1,4 +1,4 @@
-"""Blinding (DESIGN section 5): the only view of a campaign a judge gets.
+"""Blinding (docs/design.md section 10): the only view of a campaign a judge gets.
 
 The key -- which policy ran which episode -- lives only in the campaign store's `trials`
 table (`policy`, and `seed`/`position`/`slot`, from which the schedule and so the policy
@@ -208,19 +208,6 @@ def contested(store: CampaignStore, judge: str) -> set[str]:
             continue
         out.update(e for e, label in theirs.items()
                    if {label, auto.get(e)} == {"success", "failure"})
-    return out
-
-
-def judge_labels(store: CampaignStore) -> dict[str, dict[str, str]]:
-    """Each human judge's current label per episode: {judge: {episode_id: label}}.
-
-    A helper for agreement statistics (computed in `stats.py`); physics is left out.
-    """
-    out: dict[str, dict[str, str]] = {}
-    for judge in store.judges():
-        if judge == "physics":
-            continue
-        out[judge] = {eid: j.label for eid, j in store.latest_labels(judge).items()}
     return out
 
 

@@ -172,10 +172,6 @@ def write_bundle(campaign: Path, out: Path) -> BundleSummary:
 # ------------------------------------------------------------ reading a bundle
 
 
-def is_bundle(path: Path) -> bool:
-    return (Path(path) / MANIFEST).is_file()
-
-
 def read_manifest(bundle: Path) -> dict[str, Any]:
     path = Path(bundle) / MANIFEST
     try:

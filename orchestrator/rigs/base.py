@@ -1,6 +1,6 @@
 """The Rig interface shared by the simulated SO-101 and real arms through LeRobot.
 
-Units are LeRobot's (DESIGN section 3): joint positions in degrees keyed `<joint>.pos`
+Units are LeRobot's (docs/design.md section 2): joint positions in degrees keyed `<joint>.pos`
 (`shoulder_pan.pos` ... `gripper.pos`; the gripper 0-100), one HxWx3 uint8 RGB image per
 camera keyed by the camera's name. A policy sees the same names in simulation and on the arm.
 """

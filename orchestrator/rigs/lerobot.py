@@ -9,7 +9,7 @@ LeRobot robot type or `lerobot_robot_*` plugin), filled with the profile's `port
 `make_robot_from_config`. Cameras: `type: opencv` -> `OpenCVCameraConfig`, `type: video` -> the
 video-file camera (`rigs/videocam.py`), both through LeRobot's camera registry.
 
-Safety on a real arm:
+Safety on a real arm (docs/design.md section 12):
 - `connect()` never lets LeRobot ask for calibration on stdin, and checks the motors'
   calibration on a bare bus connection (port opened, motors pinged and read, nothing written)
   before LeRobot's `connect(calibrate=False)` runs `configure()`, which enables torque: an arm

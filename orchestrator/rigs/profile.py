@@ -1,7 +1,7 @@
 """Rig profiles (`hardware/*.yaml`): which robot, which cameras, the rest pose.
 
 Field names follow LeRobot's configs (`SO101FollowerConfig`, `OpenCVCameraConfig`) so a user
-can carry over what they pass to `lerobot-rollout` (DESIGN section 4).
+can carry over what they pass to `lerobot-rollout` (docs/design.md section 7).
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ class RigProfile(BaseModel):
     cameras: dict[str, CameraSpec] = {}
     rest_pose: dict[str, float] = {}
     on_stop: Literal["hold", "release"] = "hold"
-    twin: dict[str, Any] | None = None   # `--twin` only: {faults: [...], seed: N} (sim/twin/faults.py)
+    twin: dict[str, Any] | None = None   # `--twin` only: {faults: [...], seed: N, wire_log: FILE} (rigs/twin/fault_plan.py)
 
     @property
     def simulated(self) -> bool:

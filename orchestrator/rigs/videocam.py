@@ -208,22 +208,3 @@ class VideoCam(Camera):
         with self._lock:
             self._frame = self._stamp = None
         self._new.clear()
-
-
-def write_test_video(path: str | Path, width: int = 64, height: int = 48, frames: int = 30,
-                     fps: int = 30) -> Path:
-    """Write a small moving-gradient MP4 (for demos and tests)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"mp4v"), fps, (width, height))
-    if not writer.isOpened():
-        raise RuntimeError(f"cannot write {path}")
-    xs = np.linspace(0, 255, width, dtype=np.float32)
-    for i in range(frames):
-        img = np.empty((height, width, 3), np.uint8)
-        img[..., 0] = (xs[None, :] + 8 * i) % 256
-        img[..., 1] = np.linspace(0, 255, height, dtype=np.float32)[:, None]
-        img[..., 2] = (i * 255) // max(frames - 1, 1)
-        writer.write(img)
-    writer.release()
-    return path

@@ -2,7 +2,7 @@
 
 The runner moves the arm on its own at three moments: to rest after connecting, to rest after
 each trial, and to rest before torque goes off at the end of a session. `ArmMotion` makes each
-of them stoppable and is the one stop path:
+of them stoppable and is the one stop path (docs/design.md section 12):
 
 - before a move the operator is told the arm is about to move (`Operator.arm_moving`), and the
   stop key is live for its whole length (`Operator.check_stop`, called before every step);

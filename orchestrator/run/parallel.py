@@ -1,6 +1,6 @@
 """Simulated episodes in worker processes, one per core.
 
-Rendering dominates a simulated episode (DESIGN section 3), and episodes of a simulated
+Rendering dominates a simulated episode (docs/design.md section 3), and episodes of a simulated
 campaign are independent given their stored trial seed, so they run in parallel. The main
 process keeps the store: it begins each attempt before handing the trial to a worker and
 commits (or aborts) it when the worker answers, one transaction each. Workers only write the

@@ -3,7 +3,8 @@
 Encoding runs on a background thread per episode, fed through a bounded queue, so the
 control loop only copies a frame reference and never waits on the encoder. Every file is
 written under a temporary name, fsynced, then renamed into place and the directory
-fsynced: a file a judge can see is always complete (DESIGN section 5; issue 8 "power loss").
+fsynced: a file a judge can see is always complete, also after a power loss (docs/design.md
+section 9).
 
 Layout inside the campaign directory:
     videos/<episode id>/<camera>.mp4        what judges watch (no policy anywhere)

@@ -3,7 +3,7 @@
 Used by the scripted policy for inverse kinematics, so a scripted pick needs only the layout
 coordinates and the arm's geometry: the same code drives a real arm as a rig check.
 
-Rig units (LeRobot's SO-101 follower, DESIGN section 3): `<joint>.pos` in degrees for the five
+Rig units (LeRobot's SO-101 follower, docs/design.md section 2): `<joint>.pos` in degrees for the five
 arm joints (MuJoCo radians -> degrees, same zero), and the gripper as 0-100 mapped linearly
 onto the gripper joint's range (0 = range low = closed, 100 = range high = wide open).
 """

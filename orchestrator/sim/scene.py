@@ -1,6 +1,6 @@
 """The MuJoCo scene: Menagerie SO-101 on a table, a cube at a layout mark, two cameras.
 
-Frames. The layout frame (DESIGN section 4, `protocol.Mark`) is the MuJoCo world frame: origin
+Frames. The layout frame (docs/design.md section 2, `protocol.Mark`) is the MuJoCo world frame: origin
 on the shoulder-pan axis at table height, x forward, y to the robot's left, z up, table surface
 z = 0. The Menagerie model's `base` body is placed so that the pan axis is at x = y = 0 and the
 underside of the base rests on the table.
@@ -8,7 +8,7 @@ underside of the base rests on the table.
 Cameras are named as in `hardware/sim.yaml`: `front` (fixed, across the table, looking at the
 workspace) and `wrist` (the Menagerie wrist camera on the gripper, renamed from `wrist_cam`).
 
-Cheap visuals (DESIGN section 3, "rendering dominates"): no multisampling, no shadows, no
+Cheap visuals (docs/design.md section 3: rendering dominates a simulated episode): no multisampling, no shadows, no
 skybox, the headlight only, and decimated visual meshes (`RenderSettings.mesh_cell_mm`, 4 mm by
 default): the Menagerie visual meshes have ~340k triangles; vertex clustering on a 4 mm grid
 leaves ~25k (2 mm: ~37k) and keeps the look. Measured with one llvmpipe thread at 320x240
@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import functools
 import math
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -317,6 +316,3 @@ def quat_yaw_deg(quat: np.ndarray) -> float:
     w, x, y, z = (float(v) for v in quat)
     return math.degrees(math.atan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z)))
 
-
-def gl_backend() -> str:
-    return os.environ.get("MUJOCO_GL", "")

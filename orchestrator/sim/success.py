@@ -1,6 +1,6 @@
 """The physical success test of a pick-and-lift episode (simulation), fed step by step.
 
-Definition (protocol `success: {kind: lift_and_hold, min_height_m, hold_s}`, DESIGN section 1):
+Definition (protocol `success: {kind: lift_and_hold, min_height_m, hold_s}`, docs/design.md section 1):
 the episode succeeds when the cube's bottom is at least `min_height_m` above the table while
 both jaws touch the cube, continuously, for at least `hold_s` of simulation time.
 
@@ -57,15 +57,3 @@ class LiftHoldTracker:
             self.success = True
             self.time_to_success_s = float(t)
         return self.success
-
-    @property
-    def holding_since(self) -> float | None:
-        return self._hold_start
-
-
-def evaluate(samples, min_height_m: float = 0.04, hold_s: float = 1.0) -> LiftHoldTracker:
-    """Run the test over an iterable of `(t, bottom_height_m, fixed_jaw, moving_jaw)`."""
-    tracker = LiftHoldTracker(min_height_m=min_height_m, hold_s=hold_s)
-    for t, h, a, b in samples:
-        tracker.update(t, h, bool(a), bool(b))
-    return tracker

@@ -282,15 +282,6 @@ def open_on_server(url: str, directory: Path, purpose: str = "read"):
     return CampaignStore(Path(directory), conn, lock)  # type: ignore[arg-type]
 
 
-def server_exists(url: str) -> bool:
-    """Whether the database at `url` holds a campaign."""
-    conn = PgConnection(url)
-    try:
-        return conn.tool_marked()
-    finally:
-        conn.close()
-
-
 # The server store chosen on the command line (`--store URL`) for the running command. The
 # CLI sets it around one verb; `CampaignStore.open_*` and `open_campaign` consult it, so the
 # verbs and their domain functions need no new parameter and SQLite stays the default.

@@ -347,10 +347,6 @@ class CampaignStore:
             " attempts FROM trials ORDER BY slot").fetchall()
         return [Trial(*row) for row in rows]
 
-    def pending_trials(self) -> list[Trial]:
-        """Trials still to run, in schedule order (pending, aborted, or interrupted)."""
-        return [t for t in self.trials() if t.state != "done"]
-
     def attempts(self) -> list[dict[str, Any]]:
         return [dict(r) for r in self.conn.execute("SELECT * FROM attempts ORDER BY id")]
 

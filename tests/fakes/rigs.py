@@ -12,7 +12,7 @@ CAMERAS = {"front": (48, 64), "wrist": (24, 32)}  # name: (height, width)
 
 
 def write_videos(directory: Path, cameras: dict[str, tuple[int, int]] = CAMERAS, frames: int = 20) -> dict[str, Path]:
-    from orchestrator.rigs.videocam import write_test_video
+    from support.video import write_test_video
 
     return {name: write_test_video(Path(directory) / f"{name}.mp4", width=w, height=h, frames=frames)
             for name, (h, w) in cameras.items()}

@@ -23,8 +23,22 @@ class CliResult:
 
 
 def run_module(*argv: str | os.PathLike, cwd: Path | None = None, env: dict | None = None,
-               timeout: float = 120) -> CliResult:
-    """`python -m orchestrator ARGV` in a fresh interpreter (the test venv's python)."""
-    proc = subprocess.run([sys.executable, "-m", "orchestrator", *map(str, argv)], cwd=cwd or REPO,
+               timeout: float = 120, prefix: tuple[str, ...] = ()) -> CliResult:
+    """`python -m orchestrator ARGV` in a fresh interpreter (the test venv's python), started
+    through `prefix` (e.g. `unprivileged()`) when given."""
+    proc = subprocess.run([*prefix, sys.executable, "-m", "orchestrator", *map(str, argv)], cwd=cwd or REPO,
                           env=env, capture_output=True, text=True, timeout=timeout)
     return CliResult(proc.returncode, proc.stdout, proc.stderr)
+
+
+def unprivileged() -> tuple[str, ...]:
+    """A command prefix that runs a program without root's power to write anywhere: nothing for
+    a normal user; for root, a user namespace in which root is mapped to uid 1000 with no
+    capabilities (the files root owns are the process's own, so it still reads them, but a
+    read-only folder refuses its writes as it would refuse any user's)."""
+    if os.geteuid() != 0:
+        return ()
+    from support.requires import require_program
+
+    unshare = require_program("unshare", "install util-linux (apt-get install util-linux)")
+    return (unshare, "--user", "--map-user=1000", "--map-group=1000")

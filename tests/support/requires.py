@@ -19,6 +19,15 @@ def require_module(name: str) -> None:
         pytest.fail(f"{name} is not installed ({exc}); install the extras: {SYNC}", pytrace=False)
 
 
+def require_installed(name: str) -> None:
+    """Fail (at collection) when `name` is not installed, without importing it: a test module
+    that needs torch-importing packages (transformers, diffusers) stays quick to collect."""
+    import importlib.util
+
+    if importlib.util.find_spec(name) is None:
+        pytest.fail(f"{name} is not installed; install the extras: {SYNC}", pytrace=False)
+
+
 def require_program(name: str, install: str) -> str:
     path = shutil.which(name)
     if path is None:

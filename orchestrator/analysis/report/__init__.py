@@ -5,7 +5,7 @@
 - text.py: the report as a document, one function per section, and the plain-text layout;
 - markdown.py, html.py (+ plots.py), json.py: the other renderings of the same report.
 
-JSON follows DESIGN section 4 (schema `orchestrator.report/1`); the extra keys it carries are
+JSON follows docs/design.md section 13 (schema `orchestrator.report/1`); the extra keys it carries are
 additions, never changes of meaning. HTML is one self-contained file with matplotlib PNGs
 embedded as base64 (matplotlib is imported only for HTML).
 """

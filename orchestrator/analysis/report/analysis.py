@@ -1,7 +1,7 @@
 """The statistics of one pairwise comparison, with the unit of analysis decided once.
 
 Unit of analysis. With one trial per policy on each mark the unit is the layout run and the
-test is McNemar's (DESIGN section 6). When some mark has more than one pair (`repeat` column,
+test is McNemar's (docs/statistics.md). When some mark has more than one pair (`repeat` column,
 `trials_per_layout > 1`) the pairs of one mark are not independent, so the mark is the unit:
 the clustered matched-pair test (sign-flip over marks on Durkalski et al.'s statistic) decides,
 and the difference interval is Newcombe's on the table divided by the design effect

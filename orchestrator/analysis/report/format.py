@@ -8,12 +8,6 @@ import math
 from orchestrator.analysis import stats
 
 
-def pct(x: float) -> str:
-    """Signed percentage points, e.g. +16 or -3."""
-    v = round(100 * x)
-    return f"{'+' if v > 0 else ('-' if v < 0 else '')}{abs(v)}" if v != 0 else "0"
-
-
 def fmt_p(p: float) -> str:
     """A p-value: 3 decimals, 4 below 0.001, '< 0.0001' below that."""
     if p < 0.0001:
@@ -79,8 +73,3 @@ def _signed(v: float, digits: int) -> str:
         return f"{0:.{digits}f}"
     return f"{v:+.{digits}f}"
 
-
-def ci_points(iv: stats.Interval) -> tuple[str, str, str]:
-    """(estimate, lower, upper) of an interval for a difference, in points (see `points`)."""
-    est, lo, hi = points(iv.estimate, iv.lo, iv.hi)
-    return est, lo, hi

@@ -1,4 +1,4 @@
-"""The report as JSON: DESIGN section 4 (schema `orchestrator.report/1`). The extra keys it
+"""The report as JSON: docs/design.md section 13 (schema `orchestrator.report/1`). The extra keys it
 carries are additions, never changes of meaning."""
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ def _timing(t: PolicyTiming) -> dict[str, Any]:
 
 
 def to_dict(r: Report) -> dict[str, Any]:
-    """The JSON document (DESIGN section 4) plus additional keys."""
+    """The JSON document (docs/design.md section 13)."""
     out: dict[str, Any] = {
         "schema": r.schema,
         "campaign": {"id": r.campaign_id, "protocol_sha256": r.protocol_sha256, "complete": r.complete,

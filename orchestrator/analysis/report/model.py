@@ -1,6 +1,6 @@
 """The frozen campaign report: every number the renderers show, computed once by `build.py`.
 
-Field meanings follow DESIGN section 4; the renderers only format what these objects hold.
+Field meanings follow docs/design.md section 13 (the report JSON); the renderers only format what these objects hold.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """Statistics for paired A/B trials of robot policies: pure functions, no I/O.
 
-Every function states its definition and its reference (DESIGN section 6). Distributions come
+Every function states its definition and its reference (docs/statistics.md). Distributions come
 from scipy (binomial, normal, chi-squared, Student t, beta, hypergeometric); nothing here
 hand-writes a special function.
 
-Notation for the paired 2x2 table over layouts (DESIGN section 6):
+Notation for the paired 2x2 table over layouts (docs/statistics.md):
 
                     B succeeds   B fails
     A succeeds         a           b        (b = "A only")

@@ -132,7 +132,7 @@ def bonett_price_paired(t: PairedTable, level: float = 0.95) -> Interval:
 
 
 def wald_paired(t: PairedTable, level: float = 0.95) -> Interval:
-    """Wald interval for the paired difference (for contrast; seeds/002 quotes it):
+    """Wald interval for the paired difference (for contrast only: it is the interval most papers quote):
     D = (b - c)/n, se = sqrt(b + c - (b - c)^2/n) / n, D +- z se. Rough at small n."""
     n = t.n
     z = z_for_level(level)

@@ -2,7 +2,8 @@
 by enumeration, and the unpaired contrast (normal formula and exact Fisher power).
 
 References: Fagerland MW, Lydersen S, Laake P (2013) BMC Med Res Methodol 13:91 (exact
-power by enumeration); seeds/000 (independent-groups normal formula).
+power by enumeration); Fleiss JL, Levin B, Paik MC (2003) Statistical Methods for Rates and
+Proportions, 3rd ed., ch. 4 (independent-groups normal formula, without continuity correction).
 """
 
 from __future__ import annotations
@@ -162,7 +163,7 @@ def layouts_needed(p10: float, p01: float, power: float = 0.8, alpha: float = 0.
 
 
 def independent_groups_n(p1: float, p2: float, alpha: float = 0.05, power: float = 0.8) -> int:
-    """Per-group sample size for two independent rates (normal approximation, seeds/000):
+    """Per-group sample size for two independent rates (normal approximation, Fleiss et al. 2003):
         n = (z_{1-alpha/2} sqrt(2 pbar (1 - pbar)) + z_{power} sqrt(p1(1-p1) + p2(1-p2)))^2 / (p1 - p2)^2,
     pbar = (p1 + p2)/2, rounded up. 0.9 vs 0.8 -> 199; 0.9 vs 0.85 -> 686."""
     if p1 == p2:
@@ -175,7 +176,7 @@ def independent_groups_n(p1: float, p2: float, alpha: float = 0.05, power: float
 
 
 def fisher_power(p1: float, p2: float, n: int, alpha: float = 0.05) -> float:
-    """Exact power of the two-sided Fisher test with n trials per policy (seeds/004 step 5):
+    """Exact power of the two-sided Fisher test with n trials per policy (by enumeration):
     sum of Bin(k1; n, p1) Bin(k2; n, p2) over all (k1, k2) with Fisher p < alpha. Given the
     total K = k1 + k2, k1 is hypergeometric, h(k1) = C(n, k1) C(n, K - k1) / C(2n, K), and the
     Fisher p of k1 is the sum of h over the tables with h <= h(k1) (1 + 1e-7). Totals K whose

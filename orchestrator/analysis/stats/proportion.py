@@ -112,7 +112,7 @@ def wilson_coverage(n: int, p: float, z: float = Z95) -> float:
 
 def wilson_trials_needed(p: float, half_width: float, z: float = 1.96, n_max: int = 1_000_000) -> int:
     """Smallest n whose Wilson interval at observed rate p (k = round(p n)) has half-width
-    (hi - lo)/2 <= half_width (seeds/004, table D). Uses the clipped interval, as reported."""
+    (hi - lo)/2 <= half_width. Uses the clipped interval, as reported."""
     if not 0 <= p <= 1 or half_width <= 0:
         raise ValueError("need 0 <= p <= 1 and half_width > 0")
     for n in range(1, n_max + 1):

@@ -18,8 +18,8 @@ from orchestrator.analysis.stats.types import Interval, MeanInterval
 
 def t_interval(scores: Sequence[float], level: float = 0.95) -> MeanInterval:
     """Mean over s training seeds with a Student-t interval: mean +- t(1 - alpha/2, s - 1) sd/sqrt(s),
-    sd the sample standard deviation (divide by s - 1). seeds/000: ten seeds 0.45 ... 0.41 ->
-    0.434 +- 0.020."""
+    sd the sample standard deviation (divide by s - 1). Example (tests/data/stats_vectors.json): ten
+    seeds 0.45 ... 0.41 -> 0.434 +- 0.020."""
     x = np.asarray(scores, dtype=float)
     if x.size < 2:
         raise ValueError("a t interval needs at least 2 scores")
@@ -36,8 +36,8 @@ def t_interval_from_summary(mean: float, sd: float, n: int, level: float = 0.95)
 def interquartile_mean(scores: np.ndarray | Sequence[float]) -> float:
     """Interquartile mean (Agarwal et al. 2021): pool all runs of all tasks, drop the lowest and
     highest 25 %, average the rest. Uses scipy.stats.trim_mean(x, 0.25), which cuts int(0.25 n)
-    values from each end, as the released rliable library does (seeds/001: for n = 10 it keeps
-    6 values where the paper's floor(n/2) would keep 5)."""
+    values from each end, as the released rliable library does (for n = 10 it keeps 6 values
+    where the paper's floor(n/2) would keep 5)."""
     x = np.asarray(scores, dtype=float).ravel()
     if x.size == 0:
         raise ValueError("no scores")

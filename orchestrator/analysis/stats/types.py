@@ -17,9 +17,6 @@ class Interval:
     method: str
     level: float = 0.95
 
-    def as_list(self) -> list[float]:
-        return [self.lo, self.hi]
-
     def contains(self, value: float) -> bool:
         return self.lo <= value <= self.hi
 
@@ -59,10 +56,6 @@ class PairedTable:
     def difference(self) -> float:
         """rate(A) - rate(B) = (b - c) / n."""
         return (self.a_only - self.b_only) / self.n if self.n else 0.0
-
-    def as_matrix(self) -> list[list[int]]:
-        """[[a, b], [c, d]]: rows A succeeds/fails, columns B succeeds/fails."""
-        return [[self.both, self.a_only], [self.b_only, self.neither]]
 
     @classmethod
     def from_matrix(cls, m: Sequence[Sequence[int]]) -> "PairedTable":

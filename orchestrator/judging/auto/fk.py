@@ -8,7 +8,7 @@ joint that moves it (every joint of the chain rotates about its body's z axis at
 origin). `tests/test_auto_rater.py` compares `grasp_point` with MuJoCo's own kinematics on
 random poses, and `jaw_gap` with the model's jaw geometry.
 
-Units as LeRobot's SO-101 follower (DESIGN section 3): the five arm joints in degrees (same
+Units as LeRobot's SO-101 follower (docs/design.md section 2): the five arm joints in degrees (same
 zero as the model), the gripper 0-100 over the gripper joint's range. The `grasp` site is the
 point between the jaws where a grasped cube's centre sits (`sim.scene.GRASP_SITE_POS`).
 """

@@ -1,6 +1,6 @@
 """The judge app: label episodes from video alone, blind, one key per decision.
 
-Keys (DESIGN section 4): `s` success, `f` failure, `u` unsure (asked again after the
+Keys (docs/design.md section 11): `s` success, `f` failure, `u` unsure (asked again after the
 unjudged ones), `1`-`9` failure mode from the protocol's list (sets the mode of the current
 episode's failure label, or of the failure label just made), `n` note (same target; before
 any label it is kept for the current episode and saved with its label), `z` undo (retracts

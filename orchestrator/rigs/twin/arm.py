@@ -143,6 +143,31 @@ class TwinArm:
         self.torque_on[i] = False
         self._apply_torque(i)
 
+    def power_up(self, i: int) -> None:
+        """Servo `i` restarts (a brown-out, the `servo_reset` fault): its SRAM registers take their
+        power-up values: Torque_Enable 0, Torque_Limit loaded from Max_Torque_Limit, Acceleration
+        0, Lock 1, Goal_Position the present position; Status 0 (the alarms are forgotten)."""
+        servo = self.servo(i)
+        servo.error = 0
+        self.release(i)
+        servo.put("Torque_Limit", servo.get("Max_Torque_Limit"))
+        servo.put("Acceleration", 0)
+        servo.put("Lock", 1)
+        servo.put("Goal_Velocity", 0)
+        self._refresh(i + 1)
+        self.goal[i] = self.target[i] = self.joint_rad()[i]
+
+    def registers_now(self) -> dict[str, list[int]]:
+        """Torque_Enable, Goal_Position, Present_Position and Status of servos 1-6, refreshed."""
+        out: dict[str, list[int]] = {"torque": [], "goal": [], "present": [], "status": []}
+        for i in range(6):
+            self._refresh(i + 1)
+            servo = self.servo(i)
+            for key, reg in (("torque", "Torque_Enable"), ("goal", "Goal_Position"),
+                             ("present", "Present_Position"), ("status", "Status")):
+                out[key].append(servo.get(reg))
+        return out
+
     def set_voltage(self, volts: float) -> None:
         self.voltage = float(volts)
         for i in range(6):

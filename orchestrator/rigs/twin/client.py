@@ -124,8 +124,22 @@ def swap_sources(loaded: LoadedRig, twin: Twin) -> LoadedRig:
     return dataclasses.replace(loaded, profile=swapped, twin=twin)
 
 
-def twin_config(loaded: LoadedRig, protocol=None, faults: dict | None = None) -> dict:
-    """What the twin process is told: cameras, rest pose, physics rate, cube, success, faults."""
+def wire_log_path(loaded: LoadedRig, override: str | Path | None = None) -> Path | None:
+    """The wire log file: `override` (`--twin-wire-log`, relative to the working directory),
+    else the profile's `twin: {wire_log: FILE}` (relative to the profile's folder), else None."""
+    if override is not None:
+        return Path(override).absolute()
+    name = (loaded.profile.twin or {}).get("wire_log")
+    if not name:
+        return None
+    path = Path(name).expanduser()
+    return path if path.is_absolute() else (loaded.path.parent / path).absolute()
+
+
+def twin_config(loaded: LoadedRig, protocol=None, faults: dict | None = None,
+                wire_log: str | Path | None = None) -> dict:
+    """What the twin process is told: cameras, rest pose, physics rate, cube, success, faults,
+    the wire log's path."""
     profile = loaded.profile
     cameras = {}
     for name, cam in profile.cameras.items():
@@ -134,6 +148,9 @@ def twin_config(loaded: LoadedRig, protocol=None, faults: dict | None = None) ->
     section = dict(faults if faults is not None else (profile.twin or {}))
     config: dict[str, Any] = {"cameras": cameras, "rest_pose": dict(profile.rest_pose),
                               "faults": section.get("faults") or [], "seed": int(section.get("seed", 0))}
+    log = wire_log_path(loaded, wire_log)
+    if log is not None:
+        config["wire_log"] = str(log)
     if protocol is not None:
         p = protocol.protocol
         config.update(fps=p.episode.fps, success=p.success.model_dump(exclude={"kind"}),
@@ -141,8 +158,10 @@ def twin_config(loaded: LoadedRig, protocol=None, faults: dict | None = None) ->
     return config
 
 
-def start_twin(loaded: LoadedRig, protocol=None, faults: dict | None = None) -> Twin:
-    """Start the twin for a real-arm profile (BadInput for a simulated profile)."""
+def start_twin(loaded: LoadedRig, protocol=None, faults: dict | None = None,
+               wire_log: str | Path | None = None) -> Twin:
+    """Start the twin for a real-arm profile (BadInput for a simulated profile). `wire_log`:
+    the file the twin logs every packet to (`wire_log.py`), instead of the profile's."""
     from orchestrator.sim.scene import KNOWN_CAMERAS
 
     if loaded.profile.simulated:
@@ -154,7 +173,7 @@ def start_twin(loaded: LoadedRig, protocol=None, faults: dict | None = None) -> 
     remove_dead_twins_files()
     home = Path(tempfile.mkdtemp(prefix=HOME_PREFIX))
     frames = Path(tempfile.mkdtemp(prefix=FRAMES_PREFIX, dir=frames_root()))
-    config = {**twin_config(loaded, protocol, faults), "frames_dir": str(frames), "parent_pid": os.getpid(),
+    config = {**twin_config(loaded, protocol, faults, wire_log), "frames_dir": str(frames), "parent_pid": os.getpid(),
               "home": str(home)}
     env = {**os.environ}
     env.setdefault("MUJOCO_GL", "egl")

@@ -17,6 +17,8 @@ twin's `episode` (1-based count of episodes this twin process has run; default 1
 | `camera_disconnect` | `camera`, `at_step`             | the camera is gone                             |
 | `voltage_sag`       | `volts`, `at_step`              | Present_Voltage drops, torque scales with it,  |
 |                     |                                 | error bit 0 below Min_Voltage_Limit            |
+| `servo_reset`       | `at_step`, `servo` (default all)| the servo restarts, as after a brown-out:      |
+|                     |                                 | Torque_Enable 0, Status 0, SRAM at power-up    |
 
 Rates apply from `at_step` (default 0) of that episode on, drawn from `random.Random(seed)`.
 """
@@ -31,8 +33,11 @@ KINDS = {
     "corrupt_status": {"rate"}, "drop_status": {"rate"}, "servo_silent": {"servo"},
     "overload": {"servo"}, "overheat": {"servo"}, "usb_unplug": set(),
     "camera_freeze": {"camera"}, "camera_disconnect": {"camera"}, "voltage_sag": {"volts"},
+    "servo_reset": set(),
 }
 OPTIONAL = {"at_step", "episode"}
+KIND_OPTIONAL = {"servo_reset": {"servo"}}
+SECTION_KEYS = ("faults", "seed", "wire_log")
 SERVO_NAMES = ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper")
 
 
@@ -50,7 +55,7 @@ def fault_problems(faults: Any, cameras: tuple[str, ...] = (), where: str = "twi
             continue
         need = KINDS[fault["kind"]]
         missing = need - set(fault)
-        unknown = set(fault) - need - OPTIONAL - {"kind"}
+        unknown = set(fault) - need - OPTIONAL - KIND_OPTIONAL.get(fault["kind"], set()) - {"kind"}
         if missing:
             problems.append(f"{at} ({fault['kind']}): missing {', '.join(sorted(missing))}")
         if unknown:
@@ -69,14 +74,18 @@ def fault_problems(faults: Any, cameras: tuple[str, ...] = (), where: str = "twi
     return problems
 
 
-def section_problems(section: Any, cameras: tuple[str, ...], where: str) -> list[str]:
-    """Problems of a `twin:` section or `--twin-faults` file: `{faults: [...], seed: N}`."""
+def section_problems(section: Any, cameras: tuple[str, ...], where: str,
+                     keys: tuple[str, ...] = SECTION_KEYS) -> list[str]:
+    """Problems of a `twin:` section or `--twin-faults` file: `{faults: [...], seed: N}` (the
+    profile's section also takes `wire_log: FILE`; a faults file has `keys` ("faults", "seed"))."""
     if not isinstance(section, dict):
         return [f"{where}: expected a mapping with faults: and seed:"]
-    unknown = set(section) - {"faults", "seed"}
-    problems = [f"{where}: unknown key {k!r} (expected faults, seed)" for k in sorted(unknown, key=str)]
+    unknown = set(section) - set(keys)
+    problems = [f"{where}: unknown key {k!r} (expected {', '.join(keys)})" for k in sorted(unknown, key=str)]
     if "seed" in section and not isinstance(section["seed"], int):
         problems.append(f"{where}: seed must be a whole number")
+    if "wire_log" in section and not (isinstance(section["wire_log"], str) and section["wire_log"].strip()):
+        problems.append(f"{where}: wire_log must be a file path")
     return problems + fault_problems(section.get("faults"), cameras, where)
 
 

@@ -105,11 +105,6 @@ def sign_magnitude(value: int, sign_bit: int) -> int:
     return magnitude | ((1 << sign_bit) if value < 0 else 0)
 
 
-def from_sign_magnitude(raw: int, sign_bit: int) -> int:
-    magnitude = raw & ((1 << sign_bit) - 1)
-    return -magnitude if raw & (1 << sign_bit) else magnitude
-
-
 class Servo:
     """One STS3215's register file."""
 

@@ -34,11 +34,13 @@ from pathlib import Path
 from orchestrator.rigs.twin.fault_plan import FaultPlan
 from orchestrator.rigs.twin.feetech import INST_SYNC_WRITE, REG, ERR_OVERHEAT, ERR_OVERLOAD, split_packets, wire_time_s
 from orchestrator.rigs.twin.shared_frames import DISCONNECTED, FROZEN, SceneState
+from orchestrator.rigs.twin.wire_log import WireLog
 
 MAX_LAG_S = 0.1
 PARENT_CHECK_S = 0.5
 REALTIME_PRIORITY = 10
 PARKED_CUBE = {"id": "parked", "x": 0.30, "y": 0.22, "yaw_deg": 0.0}
+SERVO_WIDE = ("servo_reset", "voltage_sag")   # faults that hit every servo unless one is named
 
 
 class TwinServer:
@@ -77,6 +79,7 @@ class TwinServer:
         self.packets = 0
         self._rx = bytearray()
         self._ctrl = bytearray()
+        self.wire_log = WireLog(config["wire_log"]) if config.get("wire_log") else None
 
     # ------------------------------------------------------------ main loop
     def serve(self) -> None:
@@ -129,10 +132,12 @@ class TwinServer:
             return
         except OSError:
             return
-        t_in = time.monotonic()
+        t_in, wall_in = time.monotonic(), time.time()
         self._rx += data
         for packet in split_packets(self._rx):
             self.packets += 1
+            if self.wire_log:
+                self.wire_log.received(packet, wall_in)
             if len(packet) > 5 and packet[4] == INST_SYNC_WRITE and packet[5] == REG["Goal_Position"][0]:
                 self.faults.step += 1
             self._apply_faults()
@@ -142,7 +147,7 @@ class TwinServer:
                 reply = self.arm.chain.handle(packet)
             if not reply:
                 continue
-            reply = self._wire_faults(reply)
+            reply = self._wire_faults(reply, packet)
             delay = self.arm.servo(packet[2] - 1).get("Return_Delay_Time") * 2e-6 if packet[2] <= 6 else 0.0
             due = t_in + wire_time_s(len(packet)) + delay + wire_time_s(len(reply))
             pause = due - time.monotonic()
@@ -151,12 +156,16 @@ class TwinServer:
             try:
                 os.write(self.master, reply)
             except OSError:
-                pass
+                continue
+            if self.wire_log:
+                self.wire_log.sent(reply, packet, time.time())
 
-    def _wire_faults(self, reply: bytes) -> bytes:
+    def _wire_faults(self, reply: bytes, request: bytes) -> bytes:
         out = bytearray()
         for status in split_packets(bytearray(reply)):
             fate = self.faults.status_fate()
+            if fate != "ok" and self.wire_log:
+                self.wire_log.fault(f"{fate}_status", servo=[status[2]])
             if fate == "drop":
                 continue
             if fate == "corrupt":
@@ -167,6 +176,10 @@ class TwinServer:
     def _apply_faults(self) -> None:
         for fault in self.faults.due():
             kind, sid = fault["kind"], fault.get("servo_id")
+            if self.wire_log:
+                hit = {"servo": [sid] if sid else list(range(1, 7))} if "servo" in fault or kind in SERVO_WIDE else {}
+                self.wire_log.fault(kind, **hit, **{k: v for k, v in fault.items()
+                                                    if k not in ("kind", "servo", "servo_id")})
             with self.lock:
                 if kind == "servo_silent":
                     self.arm.servo(sid - 1).mute = True
@@ -178,6 +191,9 @@ class TwinServer:
                     self.arm.temperature[i] = float(self.arm.servo(i).get("Max_Temperature_Limit"))
                     self.arm.servo(i).error |= ERR_OVERHEAT
                     self.arm.release(i)
+                elif kind == "servo_reset":
+                    for i in ([sid - 1] if sid else range(6)):
+                        self.arm.power_up(i)
                 elif kind == "voltage_sag":
                     self.arm.set_voltage(float(fault["volts"]))
                 elif kind == "usb_unplug":
@@ -259,6 +275,9 @@ class TwinServer:
         return proc
 
     def _close(self) -> None:
+        if self.wire_log:
+            with self.lock:
+                self.wire_log.exit(**self.arm.registers_now())
         if not self.unplugged:
             self._unplug()
         renderer = getattr(self, "renderer", None)

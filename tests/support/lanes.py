@@ -1,0 +1,139 @@
+"""Test lanes: which markers each test file carries, and the guards that keep the fast lane fast.
+
+Every test file is listed once in `FILE_MARKERS` with the markers all its tests carry (an empty
+tuple: the file's tests are in the fast lane unless a test carries a heavy marker of its own).
+`tests/conftest.py` applies them at collection, adds the markers implied by a fixture
+(`FIXTURE_MARKERS`), and marks `fast` every test that ends up with no heavy marker:
+
+    uv run --all-extras pytest -m fast -q      # pure and in-process tests, under a minute
+    uv run --all-extras pytest -q              # every test (the CI command)
+
+A fast test must not import torch or LeRobot and must not start a process: `heavy_guard` fails
+it if it does (tests/test_lanes.py checks the table, the guard, and that collecting the fast
+files imports no torch).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing.process
+import subprocess
+import sys
+from collections.abc import Iterator
+
+# The registered markers (pyproject.toml [tool.pytest.ini_options] markers).
+HEAVY = ("slow", "lerobot", "subprocess", "postgres", "twin", "browser")
+FAST = "fast"
+
+# Imported by a fast test, torch costs seconds (LeRobot's policies import it): such a test belongs in
+# the `lerobot` lane. LeRobot's motor and robot classes alone import no torch and stay allowed.
+HEAVY_MODULES = ("torch",)
+
+FIXTURE_MARKERS: dict[str, tuple[str, ...]] = {
+    "pg_cluster": ("postgres",),
+    "saved_acts": ("lerobot", "subprocess"),
+    "tiny_reference": ("subprocess",),
+}
+
+FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("test_architecture.py", ()),
+    ("test_arm_safety.py", ("lerobot",)),
+    ("test_auto_rater.py", ()),
+    ("test_blinding.py", ()),
+    ("test_bundle.py", ()),
+    ("test_console.py", ()),
+    ("test_core_import.py", ("subprocess",)),
+    ("test_demo_wheel.py", ("subprocess",)),
+    ("test_export.py", ("lerobot",)),
+    ("test_export_kill.py", ("lerobot", "subprocess")),
+    ("test_fuzz_bundles.py", ()),
+    ("test_fuzz_inputs.py", ()),
+    ("test_judge_app.py", ()),
+    ("test_judge_audit.py", ("subprocess",)),
+    ("test_judge_overlay.py", ()),
+    ("test_judge_playback.py", ()),
+    ("test_judge_tmux.py", ("subprocess",)),
+    ("test_language_policy.py", ("lerobot",)),
+    ("test_lanes.py", ()),
+    ("test_layout_print.py", ()),
+    ("test_lerobot_campaign.py", ("lerobot",)),
+    ("test_lerobot_cli_fresh.py", ("lerobot", "subprocess")),
+    ("test_lerobot_policy.py", ("lerobot",)),
+    ("test_lerobot_rig.py", ("lerobot",)),
+    ("test_outcomes.py", ()),
+    ("test_pg_roles.py", ("postgres",)),
+    ("test_pg_store.py", ("postgres",)),
+    ("test_plan.py", ()),
+    ("test_preflight.py", ("lerobot",)),
+    ("test_progress.py", ()),
+    ("test_protocol.py", ()),
+    ("test_protocol_fuzz.py", ()),
+    ("test_reliability.py", ("subprocess",)),
+    ("test_report.py", ()),
+    ("test_report_html.py", ("browser", "subprocess")),
+    ("test_report_stations.py", ()),
+    ("test_report_stats.py", ()),
+    ("test_report_timing.py", ()),
+    ("test_rig_profile.py", ()),
+    ("test_run_cli_hardware.py", ("lerobot",)),
+    ("test_runner.py", ()),
+    ("test_schedule.py", ()),
+    ("test_scripted.py", ()),
+    ("test_security.py", ()),
+    ("test_sim_rig.py", ()),
+    ("test_stations.py", ("postgres", "subprocess")),
+    ("test_stats.py", ()),
+    ("test_stats_clustered.py", ()),
+    ("test_stats_homogeneity.py", ()),
+    ("test_stats_sequence.py", ()),
+    ("test_store.py", ()),
+    ("test_success.py", ()),
+    ("test_twin.py", ("twin",)),
+    ("test_twin_campaign.py", ("twin", "lerobot", "subprocess")),
+    ("test_twin_faults.py", ("twin", "lerobot", "subprocess")),
+    ("test_twin_safety.py", ("twin", "lerobot", "subprocess")),
+    ("test_twin_sigterm.py", ("twin", "lerobot", "subprocess")),
+    ("test_twin_wire_log.py", ("twin", "lerobot", "subprocess")),
+    ("test_validate.py", ()),
+)
+
+
+def markers_of_file(name: str) -> tuple[str, ...]:
+    """The markers every test in `name` carries; KeyError for a file not in the table."""
+    return dict(FILE_MARKERS)[name]
+
+
+class HeavyInFastLane(AssertionError):
+    """A fast-lane test imported a heavy module or started a process."""
+
+
+@contextlib.contextmanager
+def heavy_guard(modules: tuple[str, ...] = HEAVY_MODULES) -> Iterator[list[str]]:
+    """Within the block, starting a process (subprocess.Popen, multiprocessing) or importing one
+    of `modules` (when it was not imported before) raises HeavyInFastLane at the end of the
+    block, naming what happened. Yields the list of findings (filled as they happen)."""
+    before = {name for name in modules if name in sys.modules}
+    found: list[str] = []
+    popen_init = subprocess.Popen.__init__
+    process_start = multiprocessing.process.BaseProcess.start
+
+    def spy_popen(self, args, *rest, **kwargs):
+        found.append(f"started a process: {args!r}"[:200])
+        return popen_init(self, args, *rest, **kwargs)
+
+    def spy_start(self):
+        found.append(f"started a multiprocessing process: {self.name}")
+        return process_start(self)
+
+    subprocess.Popen.__init__ = spy_popen
+    multiprocessing.process.BaseProcess.start = spy_start
+    try:
+        yield found
+    finally:
+        subprocess.Popen.__init__ = popen_init
+        multiprocessing.process.BaseProcess.start = process_start
+    found.extend(f"imported {name}" for name in modules if name in sys.modules and name not in before)
+    if found:
+        raise HeavyInFastLane(
+            "a fast-lane test " + "; ".join(found)
+            + f" (give it the marker that says so: {', '.join(HEAVY)}; tests/support/lanes.py)")

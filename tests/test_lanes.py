@@ -1,0 +1,102 @@
+"""The test lanes (tests/support/lanes.py): every test file is in the table exactly once, the
+markers are the registered ones, collecting the fast files imports no torch, and the guard that
+fails a fast test which starts a process or imports torch does catch both."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tomllib
+from collections import Counter
+
+import pytest
+
+from support import lanes
+from support.repo import REPO
+
+TESTS = REPO / "tests"
+
+
+def test_every_test_file_is_in_exactly_one_row_of_the_lane_table():
+    listed = Counter(name for name, _ in lanes.FILE_MARKERS)
+    assert [name for name, count in listed.items() if count > 1] == []
+    on_disk = {p.name for p in TESTS.glob("test_*.py")}
+    assert sorted(on_disk - set(listed)) == [], "add these files to FILE_MARKERS in tests/support/lanes.py"
+    assert sorted(set(listed) - on_disk) == [], "these rows name files that no longer exist"
+
+
+def test_the_lanes_are_the_registered_markers():
+    options = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+    registered = {line.split(":", 1)[0].strip() for line in options["markers"]}
+    assert registered == {lanes.FAST, *lanes.HEAVY}
+    used = {m for _, markers in lanes.FILE_MARKERS for m in markers}
+    used |= {m for implied in lanes.FIXTURE_MARKERS.values() for m in implied}
+    assert used <= set(lanes.HEAVY)   # `fast` is never listed: it is what is left over
+
+
+def test_this_test_is_in_the_fast_lane(request):
+    """The conftest hook applied the lanes: a test of a file with no markers is `fast` and
+    carries no heavy marker."""
+    assert request.node.get_closest_marker(lanes.FAST) is not None
+    assert [m for m in lanes.HEAVY if request.node.get_closest_marker(m)] == []
+
+
+def test_the_guard_fails_a_fast_test_that_imports_a_heavy_module(tmp_path, monkeypatch):
+    (tmp_path / "heavy_canary_module.py").write_text("VALUE = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "heavy_canary_module", raising=False)
+    with pytest.raises(lanes.HeavyInFastLane, match="imported heavy_canary_module"):
+        with lanes.heavy_guard(modules=("heavy_canary_module",)):
+            __import__("heavy_canary_module")
+    with lanes.heavy_guard(modules=("heavy_canary_module",)):   # already imported: not new
+        __import__("heavy_canary_module")
+
+
+@pytest.mark.subprocess
+def test_the_guard_fails_a_fast_test_that_starts_a_process():
+    with pytest.raises(lanes.HeavyInFastLane, match="started a process: \\['true'\\]"):
+        with lanes.heavy_guard(modules=()):
+            subprocess.run(["true"], check=True)
+    with lanes.heavy_guard(modules=()):   # nothing started, nothing found
+        sum(range(10))
+
+
+PROBE = """
+import importlib, os, sys
+sys.path.insert(0, {tests!r})
+os.chdir({tests!r})
+importlib.import_module("conftest")
+for name in sys.argv[1:]:
+    importlib.import_module(name)
+print(sorted(m for m in ("torch", "transformers", "diffusers") if m in sys.modules))
+"""
+
+
+def _heavy_modules_after_importing(*modules: str) -> str:
+    out = subprocess.run([sys.executable, "-c", PROBE.format(tests=str(TESTS)), *modules],
+                         capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return out.stdout.strip()
+
+
+@pytest.mark.subprocess
+def test_collecting_the_fast_files_imports_no_torch():
+    fast_files = [name.removesuffix(".py") for name, markers in lanes.FILE_MARKERS if not markers]
+    assert len(fast_files) >= 30   # count guard: the probe imports every fast file
+    assert _heavy_modules_after_importing(*fast_files) == "[]"
+    # Positive control: the same probe sees torch when a module imports it.
+    assert "torch" in _heavy_modules_after_importing("torch")
+
+
+@pytest.mark.subprocess
+def test_the_fast_lane_holds_no_test_with_a_heavy_marker():
+    """What `-m fast` selects (collected by pytest itself): many tests, none from a file with
+    markers and none that carries a heavy marker of its own."""
+    out = subprocess.run([sys.executable, "-m", "pytest", "-m", "fast", "--collect-only", "-q", "-p",
+                          "no:cacheprovider"], capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    ids = [line for line in out.stdout.splitlines() if "::" in line]
+    assert len(ids) >= 300, out.stdout[-1000:]
+    heavy_files = {name for name, markers in lanes.FILE_MARKERS if markers}
+    assert [i for i in ids if i.split("::")[0].removeprefix("tests/") in heavy_files] == []
+    assert not any("test_the_guard_fails_a_fast_test_that_starts_a_process" in i for i in ids)
