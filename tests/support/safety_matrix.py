@@ -17,7 +17,8 @@ servo_reset (when the twin has that fault), corrupt_burst (the next 8 reads corr
 `on_stop` is hold or release.
 
 Invariants (`check()`), on what the wire carried (every instruction packet, its time) and the
-twin's own state after the run:
+twin's own record (the exit line of its wire log, `rigs/twin/wire_log.py`: its registers when it
+stopped):
 - torque: all six Torque_Enable 0 on the twin at exit (after a USB unplug nothing can reach the
   servos: the operator must then have been told that torque may still be on);
 - still: no Goal_Position and no Torque_Enable 1 on the wire after a stop until the operator's
@@ -90,6 +91,7 @@ class Tap:
         self.fire_at: int | None = None
         self.fire = lambda: None
         self.fired_at: float | None = None
+        self.fired_phase: str | None = None
         self.corrupt_left = 0
         self.present: dict[str, float] = {}
         self.in_move = False
@@ -97,6 +99,7 @@ class Tap:
     def on_packet(self, data: bytes) -> None:
         if self.fire_at is not None and len(self.packets) + 1 == self.fire_at and self.fired_at is None:
             self.fired_at = time.perf_counter()
+            self.fired_phase = self.phase[-1]   # a slow run (retries) may put packet N elsewhere
             self.fire()
         self.packets.append((time.perf_counter(), bytes(data), self.phase[-1]))
 
@@ -230,7 +233,7 @@ def operator_class():
             try:
                 if self.on_hold is not None:
                     hook, self.on_hold = self.on_hold, None
-                    self.tap.fired_at = time.perf_counter()
+                    self.tap.fired_at, self.tap.fired_phase = time.perf_counter(), "hold"
                     hook()
                 time.sleep(HOLD_S)
                 self._raise_pending_interrupt()
@@ -298,6 +301,7 @@ def run_case(case: Case | None, folder: Path, monkeypatch, on_stop: str = "hold"
     from orchestrator.rigs.twin.client import start_twin
     from orchestrator.run.campaign import open_campaign
     from orchestrator.run.sequential import run_campaign
+    from support.wirelog import wait_for_exit
 
     on_stop = case.on_stop if case else on_stop
     rig_path, protocol = write_inputs(folder, on_stop)
@@ -309,7 +313,8 @@ def run_case(case: Case | None, folder: Path, monkeypatch, on_stop: str = "hold"
     Flags.policy_exception = Flags.nan = False
     t_start = time.perf_counter()
     outcome = Outcome(case) if case else None
-    with start_twin(load_rig(rig_path)) as twin:
+    wire = folder / "wire.jsonl"
+    with start_twin(load_rig(rig_path), wire_log=wire) as twin:
         if case is not None:
             fire = _event(case, twin, op, tap)
             if case.phase == "hold":
@@ -329,6 +334,8 @@ def run_case(case: Case | None, folder: Path, monkeypatch, on_stop: str = "hold"
         finally:
             restore()
         state = twin.request("state") if twin.proc.poll() is None else None
+    exit_line = wait_for_exit(wire).exit   # the twin's own record: its registers when it stopped
+    state = {**(state or {}), "torque": [bool(t) for t in exit_line["torque"]]}
     if outcome is not None:
         outcome.seconds = time.perf_counter() - t_start
         check(outcome, tap, op, state, folder / "campaign", error)
@@ -362,7 +369,7 @@ def check(outcome: Outcome, tap: Tap, op, state: dict | None, campaign: Path, er
 
     case, bad = outcome.case, outcome.violations
     unplugged = case.event == "usb_unplug" and tap.fired_at is not None
-    if state is None or unplugged:
+    if unplugged:
         if not any("TORQUE MAY STILL BE ON" in m for m in op.messages) and not _all_off(state):
             bad.append("torque: the twin's servos may hold torque and the operator was not told")
     elif not _all_off(state):
@@ -381,7 +388,7 @@ def check(outcome: Outcome, tap: Tap, op, state: dict | None, campaign: Path, er
                 bad.append(f"still: Torque_Enable 1 written {1000 * (t - end):.0f} ms after a stop, before a confirmation")
                 break
     bad.extend(f"bounded: {line}" for line in tap.far_goals[:3])
-    if case.event in STOPS and tap.fired_at is not None and case.phase in ("episode", "move_to_start", "move_to_rest"):
+    if case.event in STOPS and tap.fired_phase in ("episode", "move_to_start", "move_to_rest"):
         stop = next((s for s in tap.stops if s[0] >= tap.fired_at), None)
         hold = stop and next((t for t, packet, _ in tap.packets if t >= stop[0] and len(packet) > 6
                               and packet[4] in (INST_WRITE, INST_SYNC_WRITE) and packet[5] in (goal_addr, torque_addr)),
@@ -392,8 +399,9 @@ def check(outcome: Outcome, tap: Tap, op, state: dict | None, campaign: Path, er
             outcome.latency_s = hold - tap.fired_at
             if outcome.latency_s > LATENCY_LIMIT_S:
                 bad.append(f"latency: stop to hold {1000 * outcome.latency_s:.0f} ms")
-    bad.extend(_store_problems(campaign, case, error))
-    outcome.note = type(error).__name__ if error else "completed"
+    bad.extend(_store_problems(campaign, case, error, tap.fired_phase))
+    outcome.note = (type(error).__name__ if error else "completed") + (
+        f", fired in {tap.fired_phase}" if tap.fired_phase not in (case.phase, None) else "")
 
 
 def _all_off(state: dict | None) -> bool:
@@ -410,7 +418,7 @@ def _sets_torque_on(packet: bytes) -> bool:
     return any(params[1:])
 
 
-def _store_problems(campaign: Path, case: Case, error) -> list[str]:
+def _store_problems(campaign: Path, case: Case, error, fired_phase: str | None) -> list[str]:
     from orchestrator.store.sqlite import CampaignStore
 
     if not (campaign / "campaign.db").exists():
@@ -426,7 +434,7 @@ def _store_problems(campaign: Path, case: Case, error) -> list[str]:
     if case.event.startswith("alarm:"):
         expected = f"{case.event.split(':')[1]} (id"
     reasons = [a["reason"] or "" for a in attempts if a["status"] == "aborted"] + [str(error or "")]
-    if expected and error is not None and case.phase == "episode" and not any(expected in r.lower() for r in reasons):
+    if expected and error is not None and fired_phase == "episode" and not any(expected in r.lower() for r in reasons):
         problems.append(f"resumable: no abort names the cause ({expected!r} not in {reasons})")
     return problems
 
