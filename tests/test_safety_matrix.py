@@ -29,7 +29,6 @@ def test_a_run_without_an_event_passes_through_every_phase(spans):
 
 @pytest.mark.parametrize("index", range(SAMPLE))
 def test_a_seeded_sample_of_the_matrix_keeps_every_invariant(spans, index, tmp_path, monkeypatch):
-    # the alarms first among the sampled events: the arm's worst case (an overload on a servo)
     todo = sm.cases(spans, 2, sample=SAMPLE, seed=SEED)
     case = todo[index]
     _, _, outcome = sm.run_case(case, tmp_path, monkeypatch)
