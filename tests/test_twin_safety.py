@@ -52,6 +52,9 @@ def test_torque_reads_zero_on_the_twin_after_a_stop_and_after_ctrl_c(tmp_path, w
         if way_out == "estop_then_end":
             class Watch(StopOnce):
                 def confirm_move(self, what):
+                    # held mid-motion, a servo settles onto its hold goal within ~0.1 s (up to
+                    # ~0.8 degrees, measured); what must not happen is motion after that
+                    time.sleep(0.15)
                     self.before = twin.request("state")["joints_deg"]
                     time.sleep(0.5)
                     self.after = twin.request("state")["joints_deg"]
