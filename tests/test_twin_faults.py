@@ -23,6 +23,7 @@ import yaml
 from orchestrator.cli import main
 from orchestrator.store.sqlite import CampaignStore
 from support.cli import CliResult
+from support.wirelog import wait_for_exit
 from test_lerobot_cli_fresh import two_mark_protocol
 from test_twin_campaign import twin_rig
 from support.requires import require_module
@@ -72,6 +73,7 @@ class FaultRun:
     before: list[dict]          # the campaign's attempts before this fault's run
     after: list[dict]           # and after it
     done: int                   # trials done after it
+    torque_at_exit: list[int] | None = None   # the twin's Torque_Enable registers when it stopped
 
 
 @dataclass
@@ -98,9 +100,11 @@ def chain(tmp_path_factory) -> Chain:
         faults_file = folder / f"faults_{name}.yaml"
         faults_file.write_text(yaml.safe_dump({"seed": 3, "faults": [fault]}))
         before, _ = read_store(chain.campaign)
-        result = run_cli(*args(), "--twin-faults", faults_file)
+        wire = folder / f"wire_{name}.jsonl"
+        result = run_cli(*args(), "--twin-faults", faults_file, "--twin-wire-log", wire)
         after, done = read_store(chain.campaign)
-        chain.runs[name] = FaultRun(result, before, after, done)
+        exit_line = wait_for_exit(wire).exit
+        chain.runs[name] = FaultRun(result, before, after, done, list(exit_line["torque"]))
         if result.code != 1 or done:   # this one did not abort: the next fault gets a new campaign
             chain.campaign = folder / f"campaign_after_{name}"
     chain.resumed = run_cli(*args())
@@ -120,6 +124,18 @@ def test_fault_aborts_the_trial_with_its_cause(name, chain):
     assert [a["status"] for a in run.after[len(run.before):]] == ["aborted"], (name, run.after)
     assert cause in run.after[-1]["reason"], (name, run.after[-1]["reason"])
     assert run.done == 0, f"{name}: {run.done} trials done"
+
+
+@pytest.mark.parametrize("name", list(FAULTS))
+def test_every_fault_ends_with_all_six_torques_off_on_the_twin(name, chain):
+    """Issue 22: the twin's own registers when it stopped (its wire log's exit line). An overload
+    used to leave the servos after the alarmed one torqued. After a pulled USB cable nothing can
+    reach the servos: the operator is told instead."""
+    run = chain.runs[name]
+    if name == "usb_unplug":
+        assert "TORQUE MAY STILL BE ON" in run.result.out + run.result.err, run.result.out[-2000:]
+        return
+    assert run.torque_at_exit == [0] * 6, (name, run.torque_at_exit)
 
 
 def test_run_resumes_to_completion_after_the_faults(chain):
