@@ -161,9 +161,11 @@ def bench_orchestrator(rig, loaded, tmp: Path, fps: int, seconds: float, record:
                 [observe.times, select.times, act.times], 1 / fps)
     for key, times in (("observe", observe.times), ("policy", select.times), ("act", act.times)):
         out[f"{key}_p50_ms"] = float(np.percentile(times, 50) * 1e3)
+        out[f"{key}_p99_ms"] = float(np.percentile(times, 99) * 1e3)
         out[f"{key}_total_s"] = float(sum(times))
     out["record_p99_ms"] = timing.record_p99_ms
     out["video_frames"] = recorded.video_frames
+    out["inference"] = timing.inference
     return out
 
 
@@ -322,43 +324,94 @@ def main() -> None:
               + (f"; save_episode after the loop {r['save_episode_s']:.1f} s" if "save_episode_s" in r else ""))
 
 
+class PolicyServerProcess:
+    """LeRobot's policy server (`python -m lerobot.async_inference.policy_server`) on a free local
+    port, in its own process (its ./logs go to `folder`)."""
+
+    def __init__(self, folder: Path, fps: int):
+        import socket
+        import subprocess
+
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            self.port = sock.getsockname()[1]
+        self.log = folder / "server.out"
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "lerobot.async_inference.policy_server", "--host=127.0.0.1",
+             f"--port={self.port}", f"--fps={fps}", "--inference_latency=0", "--obs_queue_timeout=1"],
+            cwd=folder, stdout=self.log.open("w"), stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 120
+        while "PolicyServer started" not in self.log.read_text():
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("the policy server did not start: " + self.log.read_text()[-500:])
+            time.sleep(0.2)
+
+    def close(self) -> None:
+        self.proc.kill()
+        self.proc.wait(10)
+
+
+def twin_policies(tmp: Path, shape, rig, fps: int, server: PolicyServerProcess) -> dict:
+    """The policies measured on the twin: a tiny ACT (sync), a tiny SmolVLA under sync and RTC
+    inference (tests/support/vla.py), and a chunk-20 ACT served by LeRobot's policy server."""
+    from orchestrator.design.protocol import LeRobotPolicySpec, LeRobotServerPolicySpec
+    from orchestrator.policies.lerobot import LeRobotPolicy
+    from orchestrator.policies.lerobot_server import ServerPolicy
+    from orchestrator.policies.rtc import EnginePolicy
+    from support.act import make_act_checkpoint
+    from support.vla import make_smolvla_checkpoint
+
+    make_act_checkpoint(tmp / "act", shape)
+    make_act_checkpoint(tmp / "act20", shape, chunk_size=20)
+    make_smolvla_checkpoint(tmp / "vla", shape)
+    rtc = {"type": "rtc", "rtc": {"execution_horizon": 5}, "queue_threshold": 4}
+    served = LeRobotServerPolicySpec(type="lerobot_server", address=f"127.0.0.1:{server.port}",
+                                     path=str(tmp / "act20"), policy_type="act", actions_per_chunk=20)
+    return {"twin+ACT": LeRobotPolicy(LeRobotPolicySpec(type="lerobot", path=str(tmp / "act")), tmp, "bench", rig),
+            "twin+VLA sync": LeRobotPolicy(LeRobotPolicySpec(type="lerobot", path=str(tmp / "vla")), tmp, "bench", rig),
+            "twin+VLA rtc": EnginePolicy(LeRobotPolicySpec(type="lerobot", path=str(tmp / "vla"), inference=rtc),
+                                         tmp, "bench", rig, fps=fps),
+            "twin+served ACT": ServerPolicy(served, "bench", rig, fps=fps)}
+
+
 def bench_twin(fps: int, seconds: float) -> None:
     """The runner's loop through LeRobot's SOFollower / FeetechMotorsBus / scservo_sdk / twin
-    cameras on the twin, a tiny ACT (LeRobot's rollout pipeline) as the policy, recording on.
-    Inside LeRobot = get_observation + the policy pipeline + send_action; the orchestrator's own
+    cameras on the twin, recording on, with each policy of `twin_policies` (LeRobot's rollout
+    pipeline; RTC through LeRobot's RTC engine; the served one through LeRobot's policy server).
+    Inside LeRobot = get_observation + the policy call + send_action; the orchestrator's own
     share = the rest of each step's work (loop, recording hand-off, bookkeeping)."""
     import torch
 
-    from orchestrator.policies.lerobot import LeRobotPolicy
-    from orchestrator.design.protocol import LeRobotPolicySpec
     from orchestrator.rigs.factory import make_rig
     from orchestrator.rigs.profile import load_rig
     from orchestrator.rigs.twin.client import start_twin
-    from support.act import make_act_checkpoint
 
     loaded = load_rig(ROOT / "hardware" / "so101_twin.yaml")
     shape = {n: (c.height, c.width) for n, c in loaded.profile.cameras.items()}
     with tempfile.TemporaryDirectory() as tmpdir:
         tmp = Path(tmpdir)
-        make_act_checkpoint(tmp / "act", shape)
+        server = PolicyServerProcess(tmp, fps)
         twin = start_twin(loaded)
         try:
             rig = make_rig(twin.rig)
-            policy = LeRobotPolicy(LeRobotPolicySpec(type="lerobot", path=str(tmp / "act")), tmp, "bench", rig)
+            policies = twin_policies(tmp, shape, rig, fps, server)
             rig.connect()
             rig.go_to_rest()
-            policy.reset(None)
-            rows = [bench_orchestrator(rig, twin.rig, tmp, fps, seconds, name="twin+hold"),
-                    bench_orchestrator(rig, twin.rig, tmp / "act_run", fps, seconds, policy=policy,
-                                       name="twin+ACT")]
+            rows = [bench_orchestrator(rig, twin.rig, tmp, fps, seconds, name="twin+hold")]
+            for name, policy in policies.items():
+                policy.reset(None)
+                rows.append(bench_orchestrator(rig, twin.rig, tmp / name.replace(" ", "_"), fps, seconds,
+                                               policy=policy, name=name))
+                policy.close()
             state = twin.request("state")
             rig.disconnect()
         finally:
             twin.close()
+            server.close()
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     cams = ", ".join(f"{n} {w}x{h}" for n, (h, w) in shape.items())
     print(f"twin: {fps} Hz, {seconds:g} s, cameras {cams} at {loaded.profile.cameras['front'].fps} fps, "
-          f"tiny ACT (chunk 4), recording on; {os.cpu_count()} CPUs, load {load:.1f}, torch threads "
+          f"tiny ACT (chunk 4), tiny SmolVLA (chunk 20, RTC horizon 5), served ACT (chunk 20), recording on; {os.cpu_count()} CPUs, load {load:.1f}, torch threads "
           f"{torch.get_num_threads()}; twin priority {twin.priority}, physics lag {state['lag_s']:.3f} s "
           f"over {state['wall_s']:.0f} s")
     for row in rows:
@@ -370,9 +423,15 @@ def bench_twin(fps: int, seconds: float) -> None:
         print(f"  orchestrator overhead per step p50 {row['overhead_p50_ms']:.3f} ms, p99 "
               f"{row['overhead_p99_ms']:.3f} ms, max {row['overhead_max_ms']:.2f} ms; recording hand-off p99 "
               f"{row['record_p99_ms']:.3f} ms")
-        print(f"  inside LeRobot p50: observe {row['observe_p50_ms']:.2f} ms, policy {row['policy_p50_ms']:.2f} ms, "
+        print(f"  inside LeRobot p50: observe {row['observe_p50_ms']:.2f} ms, policy {row['policy_p50_ms']:.2f} ms "
+              f"(p99 {row['policy_p99_ms']:.2f} ms), "
               f"act {row['act_p50_ms']:.2f} ms; in total {lerobot_s:.2f} s inside LeRobot vs "
               f"{row['overhead_p50_ms'] * steps / 1e3:.2f} s (p50 x steps) in the orchestrator's loop")
+        inf = row.get("inference")
+        if inf:
+            print(f"  {inf['mode']} inference: {inf['chunks']} chunks, latency p50 {inf.get('latency_p50_ms', 0):.1f} ms "
+                  f"p99 {inf.get('latency_p99_ms', 0):.1f} ms max {inf.get('latency_max_ms', 0):.1f} ms, "
+                  f"{inf['starved_steps']} steps with no action ready (the last goal sent again)")
 
 
 if __name__ == "__main__":

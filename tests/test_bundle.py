@@ -83,6 +83,29 @@ def test_bundle_layout_and_manifest(made):
     assert not [p for p in bundle.parent.iterdir() if ".partial-" in p.name]
 
 
+def test_the_manifest_reads_back_as_written_and_other_schemas_are_refused(made, tmp_path):
+    from dataclasses import replace
+
+    from orchestrator.core.errors import BadInput
+    from orchestrator.judging.manifest import SCHEMA, read_manifest
+
+    _, bundle = made
+    manifest = read_manifest(bundle)
+    assert manifest.to_dict() == json.loads((bundle / "manifest.json").read_text())   # the writer's output
+    assert len(manifest.episodes) == 8 and manifest.bundle_id.startswith("bd_")
+    changed = replace(manifest, success_test="cube lifted", failure_modes=("missed",))
+    changed.write(tmp_path)
+    assert read_manifest(tmp_path) == changed                                        # write, read back
+    for schema in ("orchestrator.bundle/2", "orchestrator.bundle/0", None):
+        data = changed.to_dict()
+        data["schema"] = schema
+        (tmp_path / "manifest.json").write_text(json.dumps(data))
+        with pytest.raises(BadInput, match=f"{SCHEMA} expected") as refused:
+            read_manifest(tmp_path)
+        assert (repr(schema) if schema else "no schema") in str(refused.value)
+        assert "\n" not in str(refused.value)
+
+
 def test_bundle_refuses_a_non_empty_target(made, tmp_path, capsys):
     directory, _ = made
     (tmp_path / "out").mkdir()

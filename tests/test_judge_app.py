@@ -382,3 +382,19 @@ async def test_a_label_that_cannot_be_saved_is_said_and_kept_on_screen(campaign)
         assert [r.episode_id for r in source.history()] == [first] and app.current_id != first
     assert [row[:2] for row in live(campaign, "full")] == [(first, "success")]   # durable in campaign.db
     source.close()
+
+
+def test_progress_counts_only_the_episodes_still_to_judge():
+    """A bundle keeps the `invalid_start` line of an episode the judge sent back; that episode left
+    the judge's order and must not count as judged (the Textual judge showed "4 of 3")."""
+    from types import SimpleNamespace
+
+    from orchestrator.judging.queue import judging_progress
+    from orchestrator.judging.source import INVALID_START, LabelRecord
+
+    order = [SimpleNamespace(id=i) for i in ("e1", "e2", "e3")]            # e4 was sent back
+    labels = {"e1": LabelRecord("1", "e1", "success"), "e2": LabelRecord("2", "e2", "unsure"),
+              "e4": LabelRecord("4", "e4", INVALID_START)}
+    assert judging_progress(order, labels) == (1, 3, 1)
+    labels["e3"] = LabelRecord("3", "e3", "failure")
+    assert judging_progress(order, labels) == (2, 3, 1)

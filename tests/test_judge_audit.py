@@ -68,13 +68,7 @@ def test_first_beside_last_and_an_invalid_start_from_the_app(campaign):
     async def session():
         async with app.run_test(size=(110, 32)) as pilot:
             await pilot.pause(0.3)
-            player = app.query_one(Player)
-            single = player.current_image().shape[1]
-            await pilot.press("a")
-            assert player.audit and "first frame | last frame" in app.screen_text()
-            assert player.current_image().shape[1] > single          # side by side
-            await pilot.press("a")
-            assert not player.audit
+            app.query_one(Player)
             await pilot.press("x")
             assert "Invalid start" in app.screen_text() and "1: cube not on its mark" in app.screen_text()
             await pilot.press("escape")                              # cancelled: nothing written
@@ -93,6 +87,42 @@ def test_first_beside_last_and_an_invalid_start_from_the_app(campaign):
     assert rows(campaign, f"SELECT status, reason FROM attempts WHERE episode_id='{victim}'") == [
         ("aborted", "invalid start (judge alice): cube knocked before the start")]
     assert rows(campaign, "SELECT kind FROM events WHERE kind='invalid_start'") == [("invalid_start",)]
+
+
+def test_an_invalid_start_is_judged_from_the_start_alone(campaign):
+    """After the outcome was on screen (playback past the first START_WINDOW_S, or the last frame
+    beside the first), `x` is refused and nothing is written: a judge who has just watched a
+    failure cannot re-roll it. Before that it works (positive control above)."""
+    from orchestrator.judging.queue import START_WINDOW_S
+
+    app = JudgeApp(CampaignSource(campaign, "alice"), renderer="halfcell", autoplay=False)
+    first = app.order[0].id
+
+    async def session():
+        async with app.run_test(size=(110, 32)) as pilot:
+            await pilot.pause(0.3)
+            player = app.query_one(Player)
+            single = player.current_image().shape[1]
+            await pilot.press("a")                                   # the last frame beside the first
+            assert player.audit and "first frame | last frame" in app.screen_text()
+            assert player.current_image().shape[1] > single          # side by side
+            await pilot.press("a")
+            assert not player.audit
+            await pilot.press("x")
+            assert "judged from the start alone" in app.screen_text() and not app.invalid_prompt
+            await pilot.press("2")                                   # not a reason now
+            assert app.current_id == first
+            app.go(app.order[1])                                     # the next episode, from its start
+            await pilot.pause(0.2)
+            player._set_clock(START_WINDOW_S + 0.5)                  # played on past its start
+            await pilot.pause()
+            await pilot.press("x")
+            assert "judged from the start alone" in app.screen_text() and not app.invalid_prompt
+
+    asyncio.run(session())
+    app.source.close()
+    assert rows(campaign, "SELECT kind FROM events WHERE kind='invalid_start'") == []
+    assert rows(campaign, "SELECT count(*) FROM episodes") == [(len(app.order),)]
 
 
 def test_the_sealed_connection_still_refuses_the_key(campaign):

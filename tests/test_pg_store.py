@@ -13,6 +13,7 @@ import pytest
 
 from support.cli import run_module
 from support.tiny import PROTOCOL, RIG
+from orchestrator.store.schema import SCHEMA_VERSION
 
 
 def _outcomes(report_json: str) -> dict:
@@ -65,7 +66,7 @@ def test_doctor_bundle_import_labels_judge_and_export_on_the_server(on_server, t
 
     url, videos, _ = on_server
     doctor = run_module("doctor", "--rig", RIG, "--out", videos, "--store", url)
-    assert doctor.code == 0 and "campaign schema 2, 6/6 trials done" in doctor.out, doctor.err
+    assert doctor.code == 0 and f"campaign schema {SCHEMA_VERSION}, 6/6 trials done" in doctor.out, doctor.err
     bundle = tmp_path / "bundle"
     made = run_module("bundle", videos, "--out", bundle, "--store", url)
     assert made.code == 0 and "6 episodes" in made.out, made.err

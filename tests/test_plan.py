@@ -101,3 +101,22 @@ def test_plan_agreement_and_discordant_are_exclusive():
 def test_plan_beyond_search_limit(capsys):
     assert main(["plan", "--p-a", "0.5", "--p-b", "0.49", "--max-layouts", "300"]) == 0
     assert "> 300" in capsys.readouterr().out
+
+
+@pytest.mark.subprocess
+def test_plan_stopping_evalue_gives_the_rule_s_layouts():
+    """`plan --stopping evalue` (a fresh process): the layouts the e-value rule needs, by its exact
+    power (enumeration-checked in test_stats_evalue_rule.py). The issue's case: the fixed-n test's
+    53 layouts give the rule only 0.49 power; it needs 88."""
+    from support.cli import run_module
+
+    result = run_module("plan", "--p-a", "0.5", "--p-b", "0.3", "--discordant", "0.3", "--stopping", "evalue")
+    assert result.code == 0, result.err
+    rows = [line.split() for line in result.out.split("With the pre-registered e-value rule")[1].splitlines()
+            if line.strip().endswith(")") and "%" in line]
+    assert [(r[0], r[1]) for r in rows] == [("80%", "88"), ("90%", str(stats.evalue_layouts_needed(0.25, 0.05, 0.9)))]
+    assert stats.evalue_power(88, 0.25, 0.05) >= 0.8 > stats.evalue_power(87, 0.25, 0.05)
+    assert stats.evalue_power(53, 0.25, 0.05) == pytest.approx(0.494, abs=0.001)
+    assert "(fixed-n test: 53)" in result.out
+    plain = run_module("plan", "--p-a", "0.5", "--p-b", "0.3", "--discordant", "0.3")
+    assert "e-value rule" not in plain.out

@@ -70,7 +70,9 @@ def test_tie_never_claims(tmp_path):
     r = build_report(load_outcomes_csv(paired_csv(tmp_path, {(1, 1): 10, (1, 0): 3, (0, 1): 3, (0, 0): 4})))
     (c,) = r.comparisons
     assert not c.significant and "better" not in c.verdict
-    assert "difference is zero" in c.verdict
+    # a tie is not equivalence: the verdict says so beside the +-24 point interval
+    assert "not evidence that they are equivalent" in c.verdict and "-24 to +24" in c.verdict
+    assert "no number of layouts" not in c.verdict
 
 
 def test_few_discordant_pairs_are_named(tmp_path):
@@ -360,3 +362,28 @@ def test_report_and_plan_run_without_torch_mujoco_and_text_without_matplotlib(tm
     assert result.returncode == 0, result.stderr
     doc = json.loads(result.stdout.strip().splitlines()[-1])
     assert doc == {"codes": [0, 0, 0, 0], "heavy": []}
+
+
+def test_judge_disagreements_are_named_with_the_preregistered_rule(tmp_path):
+    """ann and bob disagree (success against failure) on 2 episodes: the verdict's notes say how
+    many layouts that left out, under which rule, and what the other rule would give; with
+    `judging.disagreement: failure` pre-registered they count as failures."""
+    directory = make_store_campaign(tmp_path)
+    with CampaignStore.open_readonly(directory) as store:
+        data = outcomes_from_store(store)
+    assert sum(o.disputed for o in data.outcomes) == 2
+    (c,) = build_report(data).comparisons
+    (note,) = [n for n in c.notes if "judges disagree" in n]
+    assert "on 2 layouts of A vs B" in note and "judging.disagreement: unsure" in note and "counted as failures" in note
+    text = (ROOT / "protocols" / "sim_demo.yaml").read_text()
+    strict = tmp_path / "strict.yaml"
+    strict.write_text(text.replace("layout: ../layouts/grid20.yaml", f"layout: {ROOT / 'layouts' / 'grid20.yaml'}")
+                      .replace("judging: {", "judging: {disagreement: failure, "))
+    assert "disagreement: failure" in strict.read_text()
+    directory = make_store_campaign(tmp_path / "s", protocol=strict)
+    with CampaignStore.open_readonly(directory) as store:
+        data = outcomes_from_store(store)
+    disputed = [o for o in data.outcomes if o.disputed]
+    assert len(disputed) == 2 and all(o.success is False and o.failure_mode == "judges disagree" for o in disputed)
+    (c,) = build_report(data).comparisons
+    assert any("judging.disagreement: failure" in n for n in c.notes)

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from support.repo import REPO, SIM_PROTOCOL
 from orchestrator.design.protocol import Layout, Protocol, load_protocol
-from orchestrator.design.schedule import draw_schedule, trial_seed
+from orchestrator.design.schedule import MARK_BLOCK, draw_schedule, trial_seed
 
 
 def make(n_marks: int = 20, labels=("A", "B"), trials_per_layout: int = 1, order: str = "balanced",
@@ -145,13 +145,38 @@ def test_layouts_are_shuffled_and_orders_vary():
     order = [t.mark_id for t in schedule if t.position == 0]
     assert order != sorted(order)
     assert len({tuple(t.policy for t in trials) for trials in units(schedule).values()}) == 2
-    # repeats: each repeat runs every layout before the next repeat starts
+    # repeats: blocks of MARK_BLOCK marks, each block's repeats round by round, in new orders
     protocol, layout = make(trials_per_layout=3)
     schedule = draw_schedule(protocol, layout)
-    repeats = [t.repeat for t in schedule]
-    assert repeats == sorted(repeats)
-    per_repeat = [[t.mark_id for t in schedule if t.repeat == r and t.position == 0] for r in range(3)]
-    assert per_repeat[0] != per_repeat[1] or per_repeat[1] != per_repeat[2]
+    heads = [t for t in schedule if t.position == 0]
+    per_block = 3 * MARK_BLOCK
+    blocks = [heads[i:i + per_block] for i in range(0, len(heads), per_block)]
+    assert len(blocks) == 5
+    for block in blocks:
+        marks = {t.mark_id for t in block}
+        assert len(marks) == MARK_BLOCK                       # the block's marks, all their repeats
+        rounds = [[t.mark_id for t in block[r * MARK_BLOCK:(r + 1) * MARK_BLOCK]] for r in range(3)]
+        assert [sorted(x) for x in rounds] == [sorted(marks)] * 3
+        assert [t.repeat for t in block] == sorted(t.repeat for t in block)
+    assert sum(1 for b in blocks if len({tuple(x.mark_id for x in b[r * 4:(r + 1) * 4]) for r in range(3)}) > 1) >= 3
+
+
+def test_repeats_complete_marks_progressively():
+    """With repeats a mark is complete (all its repeats run) long before the last round: after
+    each block of MARK_BLOCK marks x repeats units, that many more marks are complete. The old
+    order (every mark's first repeat before any second) completed no mark until the last round."""
+    protocol, layout = make(n_marks=10, trials_per_layout=2)
+    schedule = draw_schedule(protocol, layout)
+    heads = [t for t in schedule if t.position == 0]
+    seen: Counter = Counter()
+    complete_after = []
+    for t in heads:
+        seen[t.mark_id] += 1
+        complete_after.append(sum(1 for n in seen.values() if n == 2))
+    assert complete_after[2 * MARK_BLOCK - 1] == MARK_BLOCK
+    assert complete_after[4 * MARK_BLOCK - 1] == 2 * MARK_BLOCK
+    assert complete_after[-1] == 10 and len(complete_after) == 20
+    assert complete_after[9] >= 4     # halfway: the old order had 0
 
 
 def test_deterministic_in_the_seed():

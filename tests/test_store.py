@@ -293,13 +293,38 @@ def test_schema1_fixture_is_migrated_to_schema2_sessions(tmp_path):
     assert raw.execute("SELECT count(*) FROM sqlite_master WHERE name='sessions'").fetchone()[0] == 0
     raw.close()
     with CampaignStore.open_for_run(tmp_path / "c") as store:
-        assert store.conn.execute("PRAGMA user_version").fetchone()[0] == 2
-        assert store.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "2"
+        assert store.conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        assert store.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
         assert store.sessions() == []
         session = store.begin_session()
         store.end_session(session, "ended")
         assert [s["outcome"] for s in store.sessions()] == ["ended"]
         assert len(store.trials()) == 4 and len(store.episodes()) == 2
+
+
+def test_schema1_fixture_is_migrated_to_schema3_abort_classes(tmp_path):
+    """Schema 3 added `attempts.abort_class` and `attempts.settles`: the old store's aborted
+    attempt keeps NULL in both (it was re-run, as the tool then did) and counts as a re-run; new
+    aborts are stored with their class, and one that settles its trial makes the trial done."""
+    shutil.copytree(FIXTURES / "schema1", tmp_path / "c")
+    with CampaignStore.open_readonly(tmp_path / "c") as store:   # a reader of the old schema
+        old = [a for a in store.attempts() if a["status"] == "aborted"]
+        assert old and all(a.get("abort_class") is None for a in old)
+    with CampaignStore.open_for_run(tmp_path / "c") as store:
+        (slot,) = {a["slot"] for a in old}
+        assert [a["abort_class"] for a in store.attempts() if a["status"] == "aborted"] == [None] * len(old)
+        assert store.reruns(slot) == len(old)
+        attempt = store.begin_attempt(slot, new_episode_id())
+        store.abort_attempt(attempt, "Ctrl-C", "interrupted")
+        assert store.reruns(slot) == len(old)            # an interruption is not a re-run
+        attempt = store.begin_attempt(slot, new_episode_id())
+        store.abort_attempt(attempt, "DeviceFault: policy: boom", "policy", "failure")
+        (trial,) = [t for t in store.trials() if t.slot == slot]
+        assert trial.state == "done" and trial.episode_id is None
+        with pytest.raises(RuntimeFailure):
+            store.begin_attempt(slot, new_episode_id())
+        with pytest.raises(ValueError):
+            store.abort_attempt(attempt, "x", "rig", "maybe")
 
 
 def test_a_new_store_has_the_schema_of_an_upgraded_one(tmp_path):

@@ -29,6 +29,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from orchestrator.design.protocol import deployment_label
 from orchestrator.core.errors import BadInput
 from orchestrator.core.pids import process_running
 from orchestrator.store.sqlite import AUTO_JUDGE, PHYSICS_JUDGE, CampaignStore, Judgment
@@ -37,6 +38,19 @@ SUCCESS_WORDS = {"1": True, "true": True, "yes": True, "0": False, "false": Fals
 CSV_REQUIRED = ("layout", "policy", "success")
 CSV_OPTIONAL = ("repeat", "stratum", "judge", "failure_mode")
 CONSENSUS = "consensus"
+ABORT_RULE = "aborts rule"     # who decided an outcome the protocol's `aborts` rules scored
+
+
+def _inference_latency(inference: Any) -> dict[str, float]:
+    """The chunk latency an asynchronous policy stored with its episode's timing (`inference`)."""
+    if not isinstance(inference, dict):
+        return {}
+    out = {}
+    for key in ("p50", "p99"):
+        value = inference.get(f"latency_{key}_ms")
+        if isinstance(value, (int, float)) and math.isfinite(value):
+            out[f"inference_{key}_ms"] = float(value)
+    return out
 
 
 @dataclass(frozen=True)
@@ -52,6 +66,9 @@ class LoopTiming:
     policy_p50_ms: float
     policy_p99_ms: float
     steps: int
+    lost_steps: int = 0               # planned steps the episode did not run (real rigs end on time)
+    inference_p50_ms: float | None = None   # an RTC thread's or a policy server's chunk latency
+    inference_p99_ms: float | None = None
 
     @classmethod
     def from_dict(cls, timing: Any) -> "LoopTiming | None":
@@ -61,7 +78,9 @@ class LoopTiming:
         try:
             out = cls(period_p50_ms=float(timing["period_p50_ms"]), period_p99_ms=float(timing["period_p99_ms"]),
                       overruns=int(timing["overruns"]), policy_p50_ms=float(timing["policy_p50_ms"]),
-                      policy_p99_ms=float(timing["policy_p99_ms"]), steps=int(timing["steps"]))
+                      policy_p99_ms=float(timing["policy_p99_ms"]), steps=int(timing["steps"]),
+                      lost_steps=int(timing.get("lost_steps") or 0),
+                      **_inference_latency(timing.get("inference")))
         except (KeyError, TypeError, ValueError, OverflowError):
             return None
         values = (out.period_p50_ms, out.period_p99_ms, out.policy_p50_ms, out.policy_p99_ms)
@@ -110,6 +129,9 @@ class TrialOutcome:
     aborted_attempts: int = 0
     line: int | None = None           # CSV line number, for messages
     timing: LoopTiming | None = None  # the episode's control-loop timing (campaigns only)
+    disputed: bool = False            # the human judges disagree on it (no majority either way)
+    abort_classes: tuple[str, ...] = ()   # the class of each aborted attempt, in order
+    settled: str | None = None        # `failure` / `excluded`: an abort settled the trial (no episode)
 
     @property
     def key(self) -> tuple[str, int]:
@@ -151,9 +173,12 @@ class OutcomeSet:
     sessions: SessionCounts | None = None         # None: the source has no sessions (CSV)
     operator_is_judge: bool | None = None         # None: unknown (CSV)
     fps: int | None = None                        # the protocol's control rate
+    deployments: dict[str, str] = field(default_factory=dict)   # policy -> how it runs (`deployment_label`)
     auto_labels: dict[str, str] = field(default_factory=dict)   # episode -> the `auto` rater's label
     arm_still: tuple[str, ...] = ()               # episodes in which the arm never moved
     station_blocks: tuple[dict[str, Any], ...] = ()   # unit, station, state, claimed_at, finished_at
+    abort_rules: dict[str, Any] | None = None     # the protocol's `aborts` (None: a CSV)
+    disagreement: str = "unsure"                  # the protocol's judging.disagreement rule
 
     # ---------------------------------------------------------------- views
 
@@ -213,6 +238,12 @@ class OutcomeSet:
                 why.append("no row for " + ", ".join(missing))
             if not_run:
                 why.append("not run yet: " + ", ".join(not_run))
+            excluded = [p for p in unknown if per[p].settled == "excluded"]
+            unknown = [p for p in unknown if p not in excluded]
+            if excluded:
+                why.append("left out at the re-run limit (aborts.max_reruns): " + ", ".join(
+                    f"{p} ({len(per[p].abort_classes)} aborts: {', '.join(sorted(set(per[p].abort_classes)))})"
+                    for p in excluded))
             if unknown:
                 why.append("unjudged or unsure: " + ", ".join(unknown))
             if why:
@@ -442,6 +473,14 @@ def _choose_labels(store: CampaignStore, judge: str | None, auto_counted: bool, 
     return _Labels(mode, source, requested, voters, latest, physics)
 
 
+def _disputed(labels: _Labels, episode_id: str) -> bool:
+    """The consensus's judges labelled it both success and failure, with no majority."""
+    if labels.mode != CONSENSUS:
+        return False
+    votes = [labels.latest[h][episode_id].label for h in labels.voters if episode_id in labels.latest[h]]
+    return "success" in votes and "failure" in votes and consensus_label(votes) == "unsure"
+
+
 def _label_of(labels: _Labels, episode_id: str) -> tuple[bool | None, str | None, str]:
     """(success or None, failure mode, who decided) for one done episode."""
     if labels.mode == "physics":
@@ -476,7 +515,11 @@ def outcomes_from_store(store: CampaignStore, judge: str | None = None) -> Outco
     protocol = frozen.protocol
     trials = store.trials()
     episodes = {e["id"]: e for e in store.episodes()}
-    aborted_by_slot = Counter(a["slot"] for a in store.attempts() if a.get("status") == "aborted")
+    aborts_of: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for a in store.attempts():
+        if a.get("status") == "aborted":
+            aborts_of[a["slot"]].append(a)
+    aborted_by_slot = Counter({slot: len(v) for slot, v in aborts_of.items()})
     simulated = bool(camp.get("simulated"))
     warnings: list[str] = []
     labels = _choose_labels(store, judge, protocol.judging.auto == "counted", simulated, warnings)
@@ -488,9 +531,17 @@ def outcomes_from_store(store: CampaignStore, judge: str | None = None) -> Outco
     for t in trials:
         rec = episodes.get(t.episode_id) if t.episode_id else None
         success, failure_mode, who = None, None, None
+        settled = next((a for a in aborts_of.get(t.slot, ()) if a.get("settles")), None)
+        disputed = False
         if t.state == "done" and rec is not None:
             success, failure_mode, who = _label_of(labels, rec["id"])
+            disputed = _disputed(labels, rec["id"])
+            if disputed and protocol.judging.disagreement == "failure":
+                success, failure_mode = False, "judges disagree"   # pre-registered
             unjudged += success is None
+        elif t.state == "done" and settled is not None and settled["settles"] == "failure":
+            # the protocol's `aborts` rule scored the aborted trial as its policy's failure
+            success, failure_mode, who = False, f"aborted ({settled.get('abort_class')})", ABORT_RULE
         mark = marks.get(t.mark_id)
         outcomes.append(TrialOutcome(
             layout=t.mark_id, repeat=t.repeat, policy=t.policy, success=success,
@@ -499,7 +550,10 @@ def outcomes_from_store(store: CampaignStore, judge: str | None = None) -> Outco
             time_to_success_s=(rec.get("time_to_success_s") if rec else None),
             safety_events=tuple(rec.get("safety_events") or ()) if rec else (),
             aborted_attempts=aborted_by_slot.get(t.slot, 0),
-            timing=LoopTiming.from_dict(rec.get("timing")) if rec else None))
+            timing=LoopTiming.from_dict(rec.get("timing")) if rec else None,
+            disputed=disputed,
+            abort_classes=tuple(a.get("abort_class") or "unclassified" for a in aborts_of.get(t.slot, ())),
+            settled=settled["settles"] if settled is not None and t.state == "done" else None))
     done = sum(1 for t in trials if t.state == "done")
     if unjudged and not (labels.mode == CONSENSUS and not labels.voters and not simulated):
         warnings.append(f"{unjudged} of {done} episodes have no usable label under {labels.source} "
@@ -513,9 +567,11 @@ def outcomes_from_store(store: CampaignStore, judge: str | None = None) -> Outco
         marks=marks, human_labels=tuple(human_labels), physics=labels.physics, warnings=tuple(warnings),
         aborted_attempts=sum(aborted_by_slot.values()), scheduled_trials=len(trials),
         sessions=session_counts(store.sessions()), operator_is_judge=protocol.judging.operator_is_judge,
-        fps=protocol.episode.fps, auto_labels={ep: j.label for ep, j in store.latest_labels(AUTO_JUDGE).items()},
+        fps=protocol.episode.fps, deployments={k: deployment_label(v) for k, v in protocol.policies.items()},
+        auto_labels={ep: j.label for ep, j in store.latest_labels(AUTO_JUDGE).items()},
         arm_still=still_episodes(store.directory, episodes.values()),
-        station_blocks=tuple(store.station_blocks()) if hasattr(store, "station_blocks") else ())
+        station_blocks=tuple(store.station_blocks()) if hasattr(store, "station_blocks") else (),
+        abort_rules=protocol.aborts.model_dump(), disagreement=protocol.judging.disagreement)
 
 
 def session_counts(sessions: Sequence[dict[str, Any]]) -> SessionCounts:

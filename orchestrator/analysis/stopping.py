@@ -56,25 +56,20 @@ def stopping_decision(outcomes_so_far: Sequence[TrialOutcome], protocol: Any) ->
     no evalue rule registered it never stops (reason says so)."""
     alpha, stopping, labels = _analysis(protocol)
     kind, max_layouts = _stopping_fields(stopping)
-    per: dict[tuple[str, int], dict[str, bool]] = {}
     ran: dict[tuple[str, int], set[str]] = {}
     for o in outcomes_so_far:
         if o.state == "done":
             ran.setdefault((o.layout, o.repeat), set()).add(o.policy)
-        if o.success is None:
-            continue
-        per.setdefault((o.layout, o.repeat), {})[o.policy] = bool(o.success)
     if not labels:
         labels = tuple(dict.fromkeys(o.policy for o in outcomes_so_far))
-    blocks = {key: v for key, v in per.items() if all(p in v for p in labels)}
-    marks = _complete_marks(outcomes_so_far, blocks)
-    repeats = any(len(reps) > 1 for reps in marks.values())
+    view = RuleView.of(outcomes_so_far, labels)
+    blocks, repeats = view.blocks, view.repeats
     layouts_run = sum(1 for v in ran.values() if all(p in v for p in labels))
     pairs = list(combinations(labels, 2))
     k = max(len(pairs), 1)
     best_e, best_pair, best_counts = 0.0, None, (0, 0)
     for a, b in pairs:
-        a_only, b_only = _split(marks, blocks, a, b)
+        a_only, b_only = view.split(a, b)
         e = evalue_discordant(a_only, b_only, alpha / k).e_value
         if e > best_e or best_pair is None:
             best_e, best_pair, best_counts = e, (a, b), (a_only, b_only)
@@ -97,6 +92,35 @@ def stopping_decision(outcomes_so_far: Sequence[TrialOutcome], protocol: Any) ->
                   f"(largest e = {best_e:.2f} < {threshold:g})", best_e)
     return StoppingDecision(False, f"continue: {layouts_run} layouts run{judged_note}, largest e = "
                                    f"{best_e:.2f} < {threshold:g}", best_e)
+
+
+class RuleView:
+    """What the e-value rule counts, the one definition the runner and the report share: the
+    (layout, repeat) blocks known for every policy, and the marks all of whose scheduled blocks
+    are known (a mark counts only once complete, so its sign is final)."""
+
+    def __init__(self, blocks: dict[tuple[str, int], dict[str, bool]], marks: dict[str, list[int]]):
+        self.blocks = blocks
+        self.marks = marks
+        self.repeats = any(len(reps) > 1 for reps in marks.values())
+
+    @classmethod
+    def of(cls, outcomes: Sequence[TrialOutcome], labels: Sequence[str]) -> "RuleView":
+        per: dict[tuple[str, int], dict[str, bool]] = {}
+        for o in outcomes:
+            if o.success is not None:
+                per.setdefault((o.layout, o.repeat), {})[o.policy] = bool(o.success)
+        blocks = {key: v for key, v in per.items() if all(p in v for p in labels)}
+        return cls(blocks, _complete_marks(outcomes, blocks))
+
+    def split(self, a: str, b: str) -> tuple[int, int]:
+        """(A ahead, B ahead) over the complete marks (`_split`): the e-value's counts."""
+        return _split(self.marks, self.blocks, a, b)
+
+    @property
+    def units(self) -> int:
+        """Complete marks (with one repeat per mark, the complete layouts)."""
+        return len(self.marks)
 
 
 def _complete_marks(outcomes: Sequence[TrialOutcome],

@@ -1,4 +1,5 @@
-"""`orchestrator judge (CAMPAIGN | BUNDLE) --judge NAME`: blind labelling in the terminal.
+"""`orchestrator judge (CAMPAIGN | BUNDLE) --judge NAME [--web]`: blind labelling in the
+terminal, or in a browser with `--web` (`judging/web/`: the same source, queue and labels).
 
 Opens the Textual judge app on a campaign directory (labels go to its store) or on a judge
 bundle folder written by `orchestrator bundle` (labels go to `labels/NAME.jsonl` in it). The
@@ -14,7 +15,7 @@ from pathlib import Path
 
 from orchestrator.core.errors import BadInput
 
-HELP = "label episodes from video alone, blind (Textual app; campaign or judge bundle)"
+HELP = "label episodes from video alone, blind (Textual app, or --web in a browser; campaign or judge bundle)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -31,6 +32,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         choices=("auto", "halfcell", "unicode", "sixel", "tgp"),
                         help="how frames are drawn (auto: Kitty/Sixel if the terminal can, "
                              "else Unicode half-blocks)")
+    parser.add_argument("--web", action="store_true",
+                        help="judge in a browser instead: serve the blind judge page (full-resolution "
+                             "video in true time) and print its URL with a one-session token")
+    parser.add_argument("--host", default=None, metavar="ADDRESS",
+                        help="with --web: the address to listen on (default 127.0.0.1, this machine "
+                             "only; 0.0.0.0 lets a judge on another machine or a tablet connect, "
+                             "with the token URL printed as a QR code)")
+    parser.add_argument("--port", type=int, default=None, metavar="N",
+                        help="with --web: the port (default 8765; 0 picks a free one)")
 
 
 def open_source(target: Path, judge: str, contested_first: bool = False):
@@ -87,9 +97,54 @@ def run_auto(target: Path) -> int:
     return 0
 
 
+def check_judge_role(source, judge: str) -> None:
+    """On a PostgreSQL store a served judge connects as the judge's own role (`orchestrator
+    store add-judge`): refuse a connection that could read the key (the owner's, an
+    operator's) or that is another judge's (the server would refuse each label)."""
+    conn = getattr(getattr(source, "store", None), "conn", None)
+    if getattr(conn, "dialect", "sqlite") != "postgresql":
+        return
+    can_read_key, role = conn.execute(
+        "SELECT has_column_privilege('trials', 'policy', 'SELECT'), current_user").fetchone()
+    if can_read_key:
+        raise BadInput(f"--store: role {role!r} can read which policy ran each episode; serve the judge "
+                       f"with the judge's own role (orchestrator store add-judge URL {judge}, then "
+                       f"--store postgresql://{judge}@HOST/DATABASE)")
+    if role != judge:
+        raise BadInput(f"--judge {judge}: the store's role is {role!r}; a judge labels as its own role "
+                       "(--judge must be the role's name)")
+
+
+def run_web(args: argparse.Namespace) -> int:
+    """`--web`: serve the judge to a browser until Ctrl-C or `q` on the page."""
+    host = args.host or "127.0.0.1"
+    port = 8765 if args.port is None else args.port
+    if not 0 <= port <= 65535:
+        raise BadInput(f"--port {port}: a port is 0-65535 (0 picks a free one)")
+    source = open_source(Path(args.target), args.judge, args.contested_first)
+    from orchestrator.judging.web.serve import serve
+
+    try:
+        check_judge_role(source, args.judge)
+        try:
+            session = serve(source, host, port)
+        except OSError as exc:
+            raise BadInput(f"--host {host} --port {port}: cannot listen there ({exc.strerror or exc})") from exc
+    finally:
+        source.close()
+    progress = session.progress()
+    print(f"judge {args.judge}: {progress['decided']} of {progress['total']} episodes judged"
+          + (f", {progress['unsure']} unsure" if progress["unsure"] else "") + "; every label is saved")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     if args.judge == "auto":
         return run_auto(Path(args.target))
+    if args.web:
+        return run_web(args)
+    if args.host is not None or args.port is not None:
+        raise BadInput("--host and --port go with --web (judging in a browser)")
     source = open_source(Path(args.target), args.judge, args.contested_first)
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         source.close()

@@ -1,4 +1,5 @@
-"""`orchestrator plan --p-a P --p-b P [--agreement R | --discordant Q] [--power 0.8] [--alpha 0.05]`."""
+"""`orchestrator plan --p-a P --p-b P [--agreement R | --discordant Q] [--power 0.8] [--alpha 0.05]
+[--stopping evalue]`."""
 
 from __future__ import annotations
 
@@ -22,6 +23,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--test", choices=("mcnemar_midp", "mcnemar_exact"), default="mcnemar_midp",
                         help="the paired test the protocol pre-registers (default mcnemar_midp)")
     parser.add_argument("--max-layouts", type=int, default=2000, help="search limit (default 2000)")
+    parser.add_argument("--stopping", choices=("none", "evalue"), default="none",
+                        help="the protocol's analysis.stopping: evalue also gives the layouts the "
+                             "pre-registered e-value rule needs (exact power of the rule)")
 
 
 def _probability(name: str, value: float, open_interval: bool = False) -> None:
@@ -47,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
         raise BadInput(f"plan: --p-a and --p-b are equal ({args.p_a:g}); no number of layouts detects a zero difference")
     try:
         result = stats.plan(args.p_a, args.p_b, args.agreement, args.discordant, args.power, args.alpha,
-                            args.test, args.max_layouts)
+                            args.test, args.max_layouts, args.stopping)
     except ValueError as exc:
         raise BadInput(f"plan: {exc}") from None
     print(format_plan(result, assumed_independent=args.agreement is None and args.discordant is None))
@@ -74,6 +78,17 @@ def format_plan(r, assumed_independent: bool = False) -> str:
         disc = f"{n * r.discordance:.1f}" if n is not None else "-"
         unpaired_n = f"{un}" if un is not None else f"> {r.max_layouts}"
         lines.append(f"{100 * target:4.0f}%   {paired:>14}   {disc:>19}   {unpaired_n:>26}")
+    if r.evalue_targets:
+        lines.append("")
+        lines.append("With the pre-registered e-value rule (analysis.stopping: {kind: evalue}; it may stop after any "
+                     "layout, as soon as e >= 1/alpha):")
+        fixed = dict(r.targets)
+        for target, n in r.evalue_targets:
+            shown = f"{n}" if n is not None else f"> {r.max_layouts}"
+            extra = f" (fixed-n test: {fixed[target]})" if fixed.get(target) is not None else ""
+            lines.append(f"{100 * target:4.0f}%   {shown:>14} layouts{extra}")
+        lines.append("These are exact: the probability that the rule has stopped, rejecting, by that layout. Set "
+                     "max_layouts to at least the figure for your power; the rule often stops well before it.")
     lines.append("")
     lines.append("Each paired layout runs both policies, so the paired design needs 2 x layouts trials in all; "
                  "the unpaired column is per policy (exact power of Fisher's test, the report's unpaired comparison).")

@@ -94,7 +94,7 @@ def _run_with_operator(args: argparse.Namespace, rig):
     """Run the session with the operator the rig needs: none in simulation or --unattended, the
     console (or terminal prompts with --no-console) at a real arm or the attended twin."""
     from orchestrator.run.campaign import open_campaign
-    from orchestrator.design.protocol import load_protocol
+    from orchestrator.design.protocol import deployment_label, load_protocol
     from orchestrator.commands.referees import campaign_referees
     from orchestrator.run.sequential import run_campaign
 
@@ -108,6 +108,9 @@ def _run_with_operator(args: argparse.Namespace, rig):
             (say or print)(f"campaign {directory} ({'resumed' if opened.resumed else 'new'}; "
                            f"protocol sha256 {opened.protocol.sha256[:12]})")
             workers = args.workers or (default_workers() if opened.rig.profile.simulated else 1)
+            if any(deployment_label(spec) != "sync" and spec.type != "scripted"
+                   for spec in opened.protocol.protocol.policies.values()):
+                workers = 1   # RTC and served policies run in wall-clock time: one episode at a time
             kwargs = {"say": say} if say else {}
             if args.station:
                 from orchestrator.run.stations import run_station

@@ -16,6 +16,16 @@ def run(args: argparse.Namespace) -> int:
 
     loaded = load_protocol(args.protocol)
     p = loaded.protocol
+    asked = [(label, spec) for label, spec in p.policies.items()
+             if getattr(getattr(spec, "inference", None), "type", "sync") == "rtc"]
+    if asked:   # LeRobot is imported only when a policy asks for RTC
+        from orchestrator.core.errors import BadInput
+        from orchestrator.policies.rtc import rtc_refusal
+
+        problems = [f"{loaded.path}: policy {label}: {why}" for label, spec in asked
+                    if (why := rtc_refusal(spec, loaded.path.parent))]
+        if problems:
+            raise BadInput(problems)
     print(f"{loaded.path}: ok: {p.name}: {len(p.policies)} policies ({', '.join(p.policies)}), "
           f"{len(loaded.layout.marks)} marks x {p.trials_per_layout}, {p.episode.fps} fps x "
           f"{p.episode.duration_s:g} s; sha256 {loaded.sha256[:12]}")

@@ -110,6 +110,34 @@ class ScriptedPolicySpec(_Strict):
     grip_pct: Annotated[float, Field(ge=0, le=100)] | None = None
 
 
+class RTCSettings(_Strict):
+    """LeRobot's `RTCConfig` (`lerobot/policies/rtc/configuration_rtc.py`), same names and
+    defaults: `--inference.rtc.<name>` of lerobot-rollout."""
+
+    execution_horizon: Annotated[int, Field(gt=0)] = 10
+    max_guidance_weight: Annotated[float, Field(gt=0)] = 10.0
+    prefix_attention_schedule: Literal["ZEROS", "ONES", "LINEAR", "EXP"] = "LINEAR"
+
+
+class InferenceSettings(_Strict):
+    """lerobot-rollout's `--inference.*` (`lerobot/rollout/inference/factory.py`):
+    `type: sync` computes each action on the control thread (`SyncInferenceEngine`); `type: rtc`
+    runs real-time chunking (`RTCInferenceEngine`: the next chunk is computed in a background thread
+    while the current one executes, `rtc` its settings, a new chunk is started when at most
+    `queue_threshold` actions are queued). `rtc` and `queue_threshold` belong to `type: rtc`."""
+
+    type: Literal["sync", "rtc"] = "sync"
+    rtc: RTCSettings = RTCSettings()
+    queue_threshold: Annotated[int, Field(ge=0)] = 30
+
+    @model_validator(mode="after")
+    def _rtc_keys_need_rtc(self) -> "InferenceSettings":
+        extra = sorted({"rtc", "queue_threshold"} & self.model_fields_set)
+        if self.type == "sync" and extra:
+            raise ValueError(f"{', '.join(extra)} {'apply' if len(extra) > 1 else 'applies'} only with type: rtc")
+        return self
+
+
 class LeRobotPolicySpec(_Strict):
     """A LeRobot checkpoint: a Hub repo id or a local directory (relative to the protocol).
 
@@ -121,7 +149,15 @@ class LeRobotPolicySpec(_Strict):
     - `n_action_steps`, `temporal_ensemble_coeff`: overrides of the checkpoint's config
       (`--policy.n_action_steps=...`), where the policy type has them;
     - `task`: this policy's task string for language-conditioned policies (default: the
-      protocol's `task`).
+      protocol's `task`);
+    - `inference`: how the policy is deployed (`--inference.type=sync|rtc`, see
+      `InferenceSettings`);
+    - `use_torch_compile`, `torch_compile_backend`, `torch_compile_mode`,
+      `compile_warmup_inferences`: lerobot-rollout's torch.compile of `predict_action_chunk`;
+    - `interpolation_multiplier`: lerobot-rollout's `--interpolation_multiplier`: the policy
+      produces one action every `interpolation_multiplier` control steps and the steps between
+      are interpolated (`ActionInterpolator`); the episode's `fps` is the rate commands reach the
+      arm, so the policy runs at `fps / interpolation_multiplier` (lerobot-rollout's `--fps`).
     """
 
     type: Literal["lerobot"]
@@ -132,9 +168,64 @@ class LeRobotPolicySpec(_Strict):
     n_action_steps: Annotated[int, Field(gt=0)] | None = None
     temporal_ensemble_coeff: float | None = None
     task: str | None = None
+    inference: InferenceSettings = InferenceSettings()
+    use_torch_compile: bool = False
+    torch_compile_backend: str = "inductor"
+    torch_compile_mode: str = "default"
+    compile_warmup_inferences: Annotated[int, Field(ge=0)] = 2
+    interpolation_multiplier: Annotated[int, Field(ge=1, le=10)] = 1
 
 
-PolicySpec = Annotated[Union[ScriptedPolicySpec, LeRobotPolicySpec], Field(discriminator="type")]
+class LeRobotServerPolicySpec(_Strict):
+    """A policy served by LeRobot's policy server on another machine
+    (`python -m lerobot.async_inference.policy_server --host=... --port=...`), driven with LeRobot's
+    own messages (`lerobot.async_inference.helpers`) the way its robot client drives it:
+    - `address`: `host:port` of the server;
+    - `path`: the checkpoint as the server sees it (a Hub id or a path on the server's machine);
+    - `policy_type`: its LeRobot type (`act`, `smolvla`, `pi0`, ...: the server's supported list);
+    - `device`: where the server runs it (`--policy_device`);
+    - `actions_per_chunk`, `chunk_size_threshold`, `aggregate_fn_name`: the robot client's
+      settings of the same names and defaults (an observation is sent when the queue holds at most
+      `chunk_size_threshold` of a chunk; overlapping actions are merged with `aggregate_fn_name`);
+    - `rename_map`, `task`: as for `type: lerobot`;
+    - `timeout_s`: a reply that takes longer is a lost connection (the episode aborts, arm held).
+    """
+
+    type: Literal["lerobot_server"]
+    address: Annotated[str, Field(pattern=r"^[^\s:]+:[0-9]{1,5}$")]
+    path: Annotated[str, Field(min_length=1)]
+    policy_type: Annotated[str, Field(min_length=1)]
+    device: str = "cpu"
+    actions_per_chunk: Annotated[int, Field(gt=0)] = 50
+    chunk_size_threshold: Annotated[float, Field(ge=0, le=1)] = 0.5
+    aggregate_fn_name: str = "weighted_average"
+    rename_map: dict[str, str] = {}
+    task: str | None = None
+    timeout_s: Annotated[float, Field(gt=0)] = 5.0
+
+
+# The policy types, listed once: the protocol's `type:` names and their specs. Each name has a
+# registered Policy class (`policies.base.register_policy`; tests/test_registries.py checks).
+POLICY_SPECS: dict[str, type[BaseModel]] = {"scripted": ScriptedPolicySpec, "lerobot": LeRobotPolicySpec,
+                                            "lerobot_server": LeRobotServerPolicySpec}
+PolicySpec = Annotated[Union[tuple(POLICY_SPECS.values())], Field(discriminator="type")]
+
+
+def deployment_label(spec: object) -> str:
+    """How a policy is deployed, one short phrase for reports: `sync`, `rtc (horizon 10)`, `server
+    host:port`, with `+compile` and `xN interpolation` where set; `scripted` for scripted ones."""
+    if isinstance(spec, LeRobotServerPolicySpec):
+        return f"server {spec.address}"
+    if not isinstance(spec, LeRobotPolicySpec):
+        return "scripted"
+    label = spec.inference.type
+    if label == "rtc":
+        label += f" (horizon {spec.inference.rtc.execution_horizon})"
+    if spec.use_torch_compile:
+        label += " +compile"
+    if spec.interpolation_multiplier > 1:
+        label += f" x{spec.interpolation_multiplier} interpolation"
+    return label
 
 
 class Episode(_Strict):
@@ -167,6 +258,10 @@ class Judging(_Strict):
     # On a PostgreSQL store: operator roles (`store add-operator`) see no human label until the
     # campaign has ended and every episode has `judges` human labels (enforced by the server).
     hide_labels_from_operator: bool = False
+    # When the human judges of an episode disagree (no majority): `unsure` (the episode waits
+    # for another judge, its layout is left out meanwhile), or `failure` (a disagreement counts
+    # as a failure of the policy). Pre-registered: which layouts drop would depend on outcomes.
+    disagreement: Literal["unsure", "failure"] = "unsure"
 
 
 class EValueStopping(_Strict):
@@ -180,6 +275,31 @@ class Analysis(_Strict):
     primary: Literal["mcnemar_midp", "mcnemar_exact"] = "mcnemar_midp"
     alpha: Annotated[float, Field(gt=0, lt=1)] = 0.05
     stopping: Literal["none"] | EValueStopping = "none"
+
+
+AbortAction = Literal["failure", "rerun"]
+
+
+class Aborts(_Strict):
+    """What an aborted attempt counts as, by the class of its cause, pre-registered and frozen
+    with the rest of the protocol. `failure`: the trial is scored as a failure of the policy that
+    ran (its cause is shown in the report, never to the judges); `rerun`: the trial is run again.
+
+    Classes: `policy` (the policy raised, returned a non-finite action, or a servo overloaded
+    during its episode), `operator_unsafe` (the operator's stop: unsafe motion), `operator_misplaced`
+    (the operator's stop: cube not on its mark), `operator_other` (the operator's stop, any other
+    reason, and a redo), `rig` (USB, camera, servo reset, power, damaged files). Re-running
+    outcome-dependent aborts scores a policy only on its clean runs, which flatters the worse
+    one; hence the defaults. A trial aborted for a `rerun` class more than `max_reruns` times is
+    not run again: it is left out of the pairs and listed in the report (Ctrl-C and a killed
+    process are re-run without limit: they say nothing about the policy)."""
+
+    policy: AbortAction = "failure"
+    operator_unsafe: AbortAction = "failure"
+    operator_misplaced: AbortAction = "rerun"
+    operator_other: AbortAction = "rerun"
+    rig: AbortAction = "rerun"
+    max_reruns: Annotated[int, Field(ge=0, le=100)] = 3
 
 
 class Stations(_Strict):
@@ -201,6 +321,7 @@ class Protocol(_Strict):
     success: Success = Success()
     judging: Judging = Judging()
     analysis: Analysis = Analysis()
+    aborts: Aborts = Aborts()
     stations: Stations = Stations()
 
     @field_validator("policies")
@@ -304,7 +425,7 @@ def _clean_loc(loc: tuple, data: Any = None) -> tuple:
         elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
             present, node = True, node[part]
         looks_like_tag = isinstance(part, str) and (
-            part in ("scripted", "lerobot") or part[:1].isupper()
+            part in POLICY_SPECS or part[:1].isupper()
             or part.startswith("literal[") or part.startswith("function-"))
         if looks_like_tag and not present:
             continue
@@ -350,7 +471,7 @@ def _policy_model(data: dict, loc: tuple) -> type[BaseModel] | None:
         kind = data["policies"][loc[1]].get("type")
     except (KeyError, AttributeError, TypeError, IndexError):
         return None
-    return {"scripted": ScriptedPolicySpec, "lerobot": LeRobotPolicySpec}.get(kind)
+    return POLICY_SPECS.get(kind)
 
 
 def _duplicate_mark_ids(data: dict, smap: SourceMap) -> list[str]:

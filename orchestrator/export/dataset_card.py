@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from orchestrator.design.judge_facts import success_test_text
+
 PRIMARY_NAMES = {"mcnemar_midp": "McNemar mid-p", "mcnemar_exact": "McNemar exact"}
 
 
@@ -102,7 +104,7 @@ def _protocol(plan: Any, summary: dict[str, Any]) -> list[str]:
     add(f"- Order: {protocol.order} (policies interleaved per mark, first position balanced), seed {protocol.seed}.")
     add(f"- Episode: {protocol.episode.fps} fps for {protocol.episode.duration_s:g} s (fixed length).")
     s = protocol.success
-    add(f"- Success: cube bottom lifted >= {s.min_height_m * 100:g} cm and held >= {s.hold_s:g} s ({s.kind}).")
+    add(f"- Success: {success_test_text(s.min_height_m, s.hold_s)} ({s.kind}).")
     stopping = protocol.analysis.stopping
     add(f"- Analysis: {PRIMARY_NAMES.get(primary, primary)}, alpha {protocol.analysis.alpha:g}, stopping: "
         f"{stopping if isinstance(stopping, str) else json.dumps(stopping.model_dump())}.")

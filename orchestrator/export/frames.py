@@ -13,8 +13,9 @@ from typing import Iterator
 import numpy as np
 
 from orchestrator.core.errors import RuntimeFailure
-from orchestrator.rigs.profile import STATE_KEYS
 from orchestrator.export.plan import EpisodePlan, ExportPlan
+from orchestrator.core.timeline import frame_shown_at
+from orchestrator.run.recording import read_series
 
 
 def _decoded(path: Path) -> Iterator[np.ndarray]:
@@ -34,9 +35,7 @@ def frame_indices(step_t: np.ndarray, frame_t: np.ndarray | None, n_video: int |
     frame times the frames are spread uniformly over the steps."""
     steps = len(step_t)
     if frame_t is not None and len(frame_t):
-        index = np.searchsorted(np.asarray(frame_t, dtype=float), np.asarray(step_t, dtype=float) + 1e-9,
-                                side="right") - 1
-        return np.clip(index, 0, None)
+        return frame_shown_at(frame_t, np.asarray(step_t, dtype=float))
     n = n_video or steps
     return np.floor(np.arange(steps) * n / max(steps, 1)).astype(int)
 
@@ -65,20 +64,15 @@ def held_frames(path: Path, indices: np.ndarray, shape: tuple[int, int], where: 
 
 
 def episode_series(plan: ExportPlan, ep: EpisodePlan) -> dict[str, np.ndarray]:
+    """The episode's time series (`recording.read_series`), state and action as float32."""
     path = plan.campaign_dir / ep.record["files"]["timeseries"]
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            data = {k: z[k] for k in z.files}
-    except (OSError, ValueError) as exc:
-        raise RuntimeFailure(f"{path}: cannot read the time series: {exc}") from None
-    keys = [str(k) for k in data.get("keys", STATE_KEYS)]
-    order = [keys.index(k) if k in keys else None for k in STATE_KEYS]
+    data = read_series(path)
     for name in ("state", "action"):
-        values = np.asarray(data[name], dtype=np.float64).reshape(len(data["t"]), -1)
-        data[name] = np.stack([values[:, i] if i is not None else np.full(len(values), np.nan)
-                               for i in order], axis=1).astype(np.float32)
+        data[name] = data[name].astype(np.float32)
     steps = len(data["t"])
-    if steps != int(ep.record["frames"]):
+    # the steps that ran (timing.steps); fewer than the planned `frames` when a real rig lost steps
+    ran = (ep.record.get("timing") or {}).get("steps") if isinstance(ep.record.get("timing"), dict) else None
+    if steps != int(ran if ran is not None else ep.record["frames"]):
         raise RuntimeFailure(f"{path}: {steps} control steps recorded, the store says {ep.record['frames']}")
     return data
 

@@ -33,6 +33,7 @@ import yaml
 from orchestrator.core.errors import BadInput
 from orchestrator.judging.source import BlindEpisode, JudgingInfo, LabelRecord, Mark
 from orchestrator.design.judge_facts import judge_facts
+from orchestrator.run.recording import EpisodeFiles
 from orchestrator.store.sqlite import CampaignStore
 
 
@@ -99,14 +100,12 @@ def blinded_episodes(store: CampaignStore, marks: dict[str, Mark]) -> list[Blind
     episodes = []
     sql = _SERVER_VIEW_SQL if _on_server(store) else _VIEW_SQL
     for episode_id, frames, duration_s, files, mark_id in store.conn.execute(sql):
-        files = json.loads(files)
-        videos = {camera: (store.directory / rel).resolve()
-                  for camera, rel in files.items() if str(rel).endswith(".mp4")}
-        stills = {name[: -len(".start")]: (store.directory / rel).resolve()
-                  for name, rel in files.items() if name.endswith(".start") and str(rel).endswith(".jpg")}
-        series = files.get("timeseries")
+        files = EpisodeFiles.from_dict(files)
+        videos = {camera: (store.directory / rel).resolve() for camera, rel in files.videos.items()}
+        stills = {camera: (store.directory / rel).resolve() for camera, rel in files.stills.items()}
+        series = files.timeseries
         still = bool(series) and series_arm_moved(store.directory / series) is False
-        poses = _read_poses(store.directory / files["camera_poses"]) if files.get("camera_poses") else {}
+        poses = _read_poses(store.directory / files.camera_poses) if files.camera_poses else {}
         episodes.append(BlindEpisode(id=episode_id, videos=videos,
                                      mark=marks.get(mark_id, Mark(mark_id)),
                                      duration_s=float(duration_s), frames=int(frames), arm_still=still,
@@ -129,7 +128,7 @@ _SEALED = {"trials": {"policy", "seed", "position", "unit", "repeat_index"},
            "campaign": {"name", "protocol_path", "protocol_text", "rig_path", "rig_text"},
            "episodes": {"physics_success", "max_lift_m", "time_to_success_s", "safety_events",
                         "timing"},
-           "attempts": {"reason"},
+           "attempts": {"reason", "abort_class", "settles"},   # an abort's cause would unblind
            "events": None}
 
 
@@ -196,7 +195,8 @@ class CampaignSource:
 
 def contested(store: CampaignStore, judge: str) -> set[str]:
     """Episodes where the `auto` rater and an earlier human judge (not `judge`) disagree
-    (success against failure; unsure disagrees with nobody). Only which episodes, never
+    (success against failure; unsure disagrees with nobody), and those `auto` was unsure of
+    (they need a human most). Only which episodes, never
     whose label: the judge app does not show `auto`'s label."""
     labels: dict[str, dict[str, str]] = {}
     for j in store.judgments():
@@ -208,6 +208,8 @@ def contested(store: CampaignStore, judge: str) -> set[str]:
             continue
         out.update(e for e, label in theirs.items()
                    if {label, auto.get(e)} == {"success", "failure"})
+    # the episodes `auto` abstained on (its error band straddles the success test) come first too
+    out.update(e for e, label in auto.items() if label == "unsure")
     return out
 
 

@@ -5,7 +5,7 @@ A bundle holds exactly what the blinded view (`blinding.py`) gives a judge, and 
     manifest.json                 schema, random bundle id, the campaign's opaque id, the
                                   success test, the failure modes, and per episode (sorted by
                                   id, not by run order): opaque id, video files, mark,
-                                  duration, frame count
+                                  duration, frame count (`manifest.py` writes and reads it)
     videos/<episode id>/<camera>.mp4
                                   the recorded videos, remuxed with all container and stream
                                   metadata dropped (no re-encoding)
@@ -34,13 +34,12 @@ from typing import Any
 
 from orchestrator.judging.blinding import blinded_view, forbidden_terms, judge_order, scan_for_terms
 from orchestrator.core.errors import BadInput, RuntimeFailure
-from orchestrator.judging.source import (INVALID_START, BlindEpisode, JudgingInfo, LabelRecord, Mark, check_judge_name,
+from orchestrator.judging.source import (INVALID_START, BlindEpisode, JudgingInfo, LabelRecord, check_judge_name,
                            current_labels)
 from orchestrator.core.durable import fsync_dir, fsync_file
+from orchestrator.judging.manifest import MANIFEST, Manifest, ManifestEpisode, read_manifest
 from orchestrator.store.sqlite import LABELS, CampaignStore
 
-SCHEMA = "orchestrator.bundle/1"
-MANIFEST = "manifest.json"
 LABELS_DIR = "labels"
 
 README = """\
@@ -137,15 +136,13 @@ def write_bundle(campaign: Path, out: Path) -> BundleSummary:
                 fsync_file(tmp / rel)
                 total += (tmp / rel).stat().st_size
                 stills[camera] = rel
-            entries.append({"id": episode.id, "videos": videos,
-                            "mark": {"id": episode.mark.id, "x": episode.mark.x, "y": episode.mark.y},
-                            "duration_s": episode.duration_s, "frames": episode.frames,
-                            "arm_still": episode.arm_still, "stills": stills,
-                            "camera_poses": episode.camera_poses})
-        manifest = {"schema": SCHEMA, "bundle_id": bundle_id, "campaign_id": info.ref,
-                    "success_test": info.success_test, "failure_modes": list(info.failure_modes),
-                    "min_height_m": info.min_height_m, "episodes": entries}
-        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
+            entries.append(ManifestEpisode(
+                id=episode.id, videos=videos, mark={"id": episode.mark.id, "x": episode.mark.x, "y": episode.mark.y},
+                duration_s=episode.duration_s, frames=episode.frames, arm_still=episode.arm_still,
+                stills=stills, camera_poses=episode.camera_poses))
+        Manifest(bundle_id=bundle_id, campaign_id=info.ref, success_test=info.success_test,
+                 failure_modes=tuple(info.failure_modes), min_height_m=info.min_height_m,
+                 episodes=tuple(entries)).write(tmp)
         (tmp / "README.txt").write_text(README.format(bundle_id=bundle_id,
                                                       success_test=info.success_test))
         (tmp / LABELS_DIR).mkdir()
@@ -166,46 +163,10 @@ def write_bundle(campaign: Path, out: Path) -> BundleSummary:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    return BundleSummary(out, bundle_id, len(entries), sum(len(e["videos"]) for e in entries), total)
+    return BundleSummary(out, bundle_id, len(entries), sum(len(e.videos) for e in entries), total)
 
 
 # ------------------------------------------------------------ reading a bundle
-
-
-def read_manifest(bundle: Path) -> dict[str, Any]:
-    path = Path(bundle) / MANIFEST
-    try:
-        manifest = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise BadInput(f"{bundle}: not a judge bundle ({MANIFEST} is missing)") from None
-    except (OSError, ValueError) as exc:
-        raise BadInput(f"{path}: cannot read the bundle manifest ({exc})") from None
-    if not isinstance(manifest, dict) or manifest.get("schema") != SCHEMA:
-        raise BadInput(f"{path}: not a judge bundle manifest of this tool (schema {SCHEMA} expected)")
-    return manifest
-
-
-def _episodes(bundle: Path, manifest: dict[str, Any]) -> list[BlindEpisode]:
-    """The manifest's episodes; a damaged entry is bad input, named by its index."""
-    episodes = manifest.get("episodes", [])
-    if not isinstance(episodes, list):
-        raise BadInput(f"{Path(bundle) / MANIFEST}: 'episodes' is not a list; the manifest is damaged")
-    out = []
-    for index, entry in enumerate(episodes):
-        try:
-            mark = entry.get("mark") or {}
-            out.append(BlindEpisode(
-                id=str(entry["id"]),
-                videos={str(cam): (Path(bundle) / rel).resolve() for cam, rel in entry["videos"].items()},
-                mark=Mark(str(mark.get("id", "?")), mark.get("x"), mark.get("y")),
-                duration_s=float(entry["duration_s"]), frames=int(entry["frames"]),
-                arm_still=bool(entry.get("arm_still", False)),
-                stills={str(cam): (Path(bundle) / rel).resolve() for cam, rel in (entry.get("stills") or {}).items()},
-                camera_poses=dict(entry.get("camera_poses") or {})))
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise BadInput(f"{Path(bundle) / MANIFEST}: episode {index}: missing or bad field "
-                           f"({type(exc).__name__}: {exc}); the manifest is damaged") from None
-    return out
 
 
 def _read_label_lines(path: Path) -> list[dict[str, Any]]:
@@ -264,11 +225,6 @@ def bundle_labels(bundle: Path) -> dict[str, list[LabelRecord]]:
     return out
 
 
-def _number(value: Any, default: float) -> float:
-    """A manifest number, or `default` when it is missing or damaged (only the guide uses it)."""
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else default
-
-
 class BundleSource:
     """`JudgeSource` over a bundle folder; labels go to `labels/<judge>.jsonl` (fsync per line)."""
 
@@ -276,11 +232,10 @@ class BundleSource:
         self.bundle = Path(bundle)
         self.judge = judge
         self.manifest = read_manifest(self.bundle)
-        self.info = JudgingInfo(ref=str(self.manifest["bundle_id"]),
-                                success_test=str(self.manifest["success_test"]),
-                                failure_modes=tuple(self.manifest.get("failure_modes", []))[:9],
-                                kind="bundle", min_height_m=_number(self.manifest.get("min_height_m"), 0.04))
-        self._episodes = _episodes(self.bundle, self.manifest)
+        self.info = JudgingInfo(ref=self.manifest.bundle_id, success_test=self.manifest.success_test,
+                                failure_modes=self.manifest.failure_modes, kind="bundle",
+                                min_height_m=self.manifest.min_height_m)
+        self._episodes = [e.blind(self.bundle) for e in self.manifest.episodes]
         self._ids = {e.id for e in self._episodes}
         self.path = self.bundle / LABELS_DIR / f"{judge}.jsonl"
         self._ops = _read_label_lines(self.path)
@@ -365,8 +320,8 @@ def import_labels(campaign: Path, bundle: Path) -> ImportSummary:
     store = CampaignStore.open_for_labels(Path(campaign))
     try:
         info, episodes = blinded_view(store)
-        if manifest.get("campaign_id") != info.ref:
-            raise BadInput(f"{bundle}: this bundle was made from campaign {manifest.get('campaign_id')}, "
+        if manifest.campaign_id != info.ref:
+            raise BadInput(f"{bundle}: this bundle was made from campaign {manifest.campaign_id}, "
                            f"not from {campaign} (campaign {info.ref}); nothing imported")
         known = {e.id for e in episodes}
         problems = [check_judge_name(judge) for judge in labels]
@@ -388,7 +343,7 @@ def import_labels(campaign: Path, bundle: Path) -> ImportSummary:
             raise BadInput(f"{bundle}: label {bad[0].label!r} for {bad[0].episode_id} is not one of "
                            f"{', '.join(LABELS)}; nothing imported")
         existing = {(j.judge, j.episode_id): j for j in store.judgments()}
-        source = f"bundle:{manifest['bundle_id']}"
+        source = f"bundle:{manifest.bundle_id}"
         imported = duplicates = conflicts = 0
         for judge, records in labels.items():
             for record in current_labels(records).values():
@@ -405,8 +360,8 @@ def import_labels(campaign: Path, bundle: Path) -> ImportSummary:
         invalid = {e: why for e, why in invalid.items() if e in known}
         for episode_id, (judge, reason) in sorted(invalid.items()):
             store.invalidate_episode(episode_id, f"invalid start (judge {judge}, bundle "
-                                     f"{manifest['bundle_id']}): {reason}", kind="invalid_start")
+                                     f"{manifest.bundle_id}): {reason}", kind="invalid_start")
     finally:
         store.close()
-    return ImportSummary(str(manifest["bundle_id"]), imported, duplicates, conflicts, sorted(labels),
+    return ImportSummary(manifest.bundle_id, imported, duplicates, conflicts, sorted(labels),
                          invalid_starts=len(invalid))

@@ -120,3 +120,4 @@ def current_labels(history: list[LabelRecord]) -> dict[str, LabelRecord]:
     for record in history:
         out[record.episode_id] = record
     return out
+

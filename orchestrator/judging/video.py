@@ -9,26 +9,19 @@ episode appears without waiting for the whole file.
 Time: each frame keeps its presentation timestamp (PTS x stream time base, seconds from the
 start of the episode), which the recorder writes from the control step at which the frame
 was taken. The player shows, at episode time `t`, the last frame whose timestamp is <= t
-(`frame_at`), so a 15 fps camera under a 30 Hz loop, a 10 fps camera, and a camera that
+(`core.timeline.frame_shown_at`, the rule the dataset export uses too), so a 15 fps camera under a 30 Hz loop, a 10 fps camera, and a camera that
 dropped frames all play in true time, and cameras at different rates stay in step when tiled.
 A file without timestamps falls back to index / frame rate.
 """
 
 from __future__ import annotations
 
-import bisect
 import threading
 from pathlib import Path
 
 import numpy as np
 
-_EPS = 1e-6
-
-
-def frame_at(times: list[float], t: float) -> int:
-    """Index of the frame on screen at episode time `t`: the last whose timestamp is <= t
-    (the first frame before it starts)."""
-    return max(0, bisect.bisect_right(times, t + _EPS) - 1)
+from orchestrator.core.timeline import frame_shown_at
 
 
 class VideoFrames:
@@ -98,8 +91,8 @@ class VideoFrames:
         return self.times[: self.decoded]
 
     def index_at(self, t: float) -> int:
-        """The frame shown at episode time `t` (see `frame_at`)."""
-        return min(frame_at(self.timestamps(), t), max(0, self.decoded - 1))
+        """The frame shown at episode time `t` (`frame_shown_at`)."""
+        return min(frame_shown_at(self.timestamps(), t), max(0, self.decoded - 1))
 
     def get(self, index: int) -> np.ndarray | None:
         """Frame `index` (RGB), or the last decoded one before it; None if nothing is decoded yet."""

@@ -2,8 +2,8 @@
 
 - `resolve_device`: the protocol's `device`, else the checkpoint's own (`config.device`) when
   it is available here, else what is (`auto_select_torch_device`), as `RolloutConfig` does.
-- `apply_overrides`: `compile_model` off (lerobot-rollout sets it to `--use_torch_compile`,
-  default False), then the protocol's `n_action_steps` / `temporal_ensemble_coeff`, validated
+- `apply_overrides`: `compile_model` = the protocol's `use_torch_compile` (as lerobot-rollout
+  sets it from `--use_torch_compile`, default False), then the protocol's `n_action_steps` / `temporal_ensemble_coeff`, validated
   by the config class's own `__post_init__`.
 - `feature_problems`: (problems, warnings). Cameras follow lerobot-rollout
   (`rollout/context.py`): the policy's camera set and the rig's may each be a subset of the
@@ -53,8 +53,8 @@ def resolve_device(requested: str | None, checkpoint_device: str | None, where: 
 
 
 def apply_overrides(cfg: Any, spec: Any, where: str) -> None:
-    if hasattr(cfg, "compile_model"):
-        cfg.compile_model = False
+    if hasattr(cfg, "compile_model"):   # as lerobot-rollout: the model compiles with --use_torch_compile
+        cfg.compile_model = bool(getattr(spec, "use_torch_compile", False))
     changed = False
     for name in ("n_action_steps", "temporal_ensemble_coeff"):
         value = getattr(spec, name, None)

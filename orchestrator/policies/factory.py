@@ -1,9 +1,12 @@
 """`make_policy(label, spec, protocol, rig)`: the Policy object for a protocol's policy spec.
 
-`type: scripted` -> `policies.scripted.ScriptedPickPolicy(aim_noise_mm)`;
-`type: lerobot` -> `policies.lerobot.LeRobotPolicy` (imported lazily: it imports torch), given
-the protocol's folder (local checkpoint paths are relative to it), the task, and the rig's
-observation features (from the rig profile, so names and image shapes match the rig).
+The spec's `type` names a registered policy class (`policies.base.register_policy`):
+`scripted` -> `policies.scripted.ScriptedPickPolicy`, `lerobot` -> `policies.lerobot.LeRobotPolicy`
+(its module imports torch only when a checkpoint loads), `lerobot_server` ->
+`policies.lerobot_server.ServerPolicy` (LeRobot's policy server, over gRPC). Each class builds
+itself from the spec (`Policy.from_spec`); a `lerobot` spec with `inference: {type: rtc}` or
+`interpolation_multiplier` > 1 is built by `policies.rtc.EnginePolicy` (lerobot-rollout's own
+inference engines), a `LeRobotPolicy` that is not registered apart.
 """
 
 from __future__ import annotations
@@ -11,31 +14,36 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from orchestrator.core.errors import BadInput
-from orchestrator.design.protocol import LeRobotPolicySpec, ScriptedPolicySpec
+from orchestrator.policies.base import Policy, policy_class
 
 if TYPE_CHECKING:
     from orchestrator.design.protocol import LoadedProtocol
 
 
-def make_policy(label: str, spec: Any, protocol: "LoadedProtocol | None" = None, rig: Any = None):
+def make_policy(label: str, spec: Any, protocol: "LoadedProtocol | None" = None, rig: Any = None) -> Policy:
     """Build policy `label` of a protocol from its validated spec."""
-    if isinstance(spec, ScriptedPolicySpec):
-        from orchestrator.policies.scripted import ScriptedPickPolicy
+    kind = getattr(spec, "type", spec)
+    try:
+        cls = policy_class(str(kind))
+    except KeyError:
+        raise BadInput(f"policy {label}: unknown policy type {kind!r}") from None
+    return _deployed(cls, spec).from_spec(label, spec, protocol, rig)
 
-        return ScriptedPickPolicy(aim_noise_mm=spec.aim_noise_mm, release_s=spec.release_s,
-                                  lift_m=spec.lift_m, grip_pct=spec.grip_pct)
-    if isinstance(spec, LeRobotPolicySpec):
-        from pathlib import Path
 
-        from orchestrator.policies.lerobot import LeRobotPolicy
+def lerobot_policy(spec: Any, protocol_dir: Any, task: str, features: Any, *, fps: float,
+                   robot_type: str | None = None) -> Policy:
+    """The policy object of a `type: lerobot` spec: `LeRobotPolicy` for sync inference, else
+    `policies.rtc.EnginePolicy` (RTC, or interpolation: lerobot-rollout's own engines)."""
+    return _deployed(policy_class("lerobot"), spec)(spec, protocol_dir, task, features, fps=fps,
+                                                   robot_type=robot_type)
 
-        protocol_dir = protocol.path.parent if protocol is not None else Path.cwd()
-        task = protocol.protocol.task if protocol is not None else ""
-        features: Any = rig
-        if rig is None or not hasattr(rig, "observation_features"):
-            profile = getattr(rig, "profile", None)
-            if profile is None:
-                raise BadInput(f"policy {label}: a LeRobot policy needs the rig (for its features)")
-            features = profile
-        return LeRobotPolicy(spec, protocol_dir, task, features)
-    raise BadInput(f"policy {label}: unknown policy type {getattr(spec, 'type', spec)!r}")
+
+def _deployed(cls: type[Policy], spec: Any) -> type[Policy]:
+    """The class that runs `spec` as it is deployed: a LeRobot policy deployed through
+    lerobot-rollout's engines is an `EnginePolicy` (a `LeRobotPolicy`, not registered apart)."""
+    runs_in_an_engine = getattr(cls, "runs_in_an_engine", None)
+    if runs_in_an_engine is not None and runs_in_an_engine(spec):
+        from orchestrator.policies.rtc import EnginePolicy
+
+        return EnginePolicy
+    return cls

@@ -42,6 +42,7 @@ from orchestrator.core.errors import BadInput
 from orchestrator.rigs.device_fault import DeviceFault, one_line
 from orchestrator.design.protocol import LeRobotPolicySpec
 from orchestrator.rigs.base import Action, Observation
+from orchestrator.policies.base import Policy, register_policy
 from orchestrator.rigs.profile import STATE_KEYS, LoadedRig, RigProfile
 from orchestrator.policies.checkpoint import (apply_overrides, feature_problems, resolve_device, state_stats,
                          state_units_problems)
@@ -146,6 +147,17 @@ def transformers_quiet():
             hf_logging.enable_progress_bar()
 
 
+def compile_predict_action_chunk(policy: Any, spec: Any) -> bool:
+    """lerobot-rollout's `--use_torch_compile`: `predict_action_chunk` wrapped in `torch.compile`
+    (`rollout/context.py`; pi0 and pi0.5 compile inside the model, from `compile_model`)."""
+    if policy.type in ("pi0", "pi05"):
+        return True
+    from lerobot.rollout.context import _wrap_predict_action_chunk_with_torch_compile
+
+    return _wrap_predict_action_chunk_with_torch_compile(
+        policy, backend=spec.torch_compile_backend, mode=spec.torch_compile_mode)
+
+
 def _resolve_action_key_order(policy_names: list[str] | None, dataset_names: list[str]) -> list[str]:
     """As `lerobot.rollout.context._resolve_action_key_order`."""
     if not policy_names:
@@ -160,13 +172,38 @@ def _resolve_action_key_order(policy_names: list[str] | None, dataset_names: lis
 # long-function: __init__: loads a checkpoint in LeRobot's own order (config, device, feature check,
 # weights, processors), each step refusing with one line that names it; noted by the refactor
 # (issue 14), left for the owner of this module to split.
-class LeRobotPolicy:
-    """A LeRobot checkpoint behind the `Policy` protocol (see the module docstring)."""
+@register_policy("lerobot")
+class LeRobotPolicy(Policy):
+    """A LeRobot checkpoint behind the `Policy` interface (see the module docstring)."""
 
     needs_images = True
+    asynchronous = False   # actions computed on the control thread (lerobot-rollout's sync engine)
+
+    @classmethod
+    def from_spec(cls, label, spec, protocol=None, rig=None) -> "LeRobotPolicy":
+        """Checkpoint paths are relative to the protocol's folder; the rig's observation
+        features (from the rig, or its profile) make names and image shapes match the rig."""
+        protocol_dir = protocol.path.parent if protocol is not None else Path.cwd()
+        task = protocol.protocol.task if protocol is not None else ""
+        features: Any = rig
+        if rig is None or not hasattr(rig, "observation_features"):
+            features = getattr(rig, "profile", None)
+            if features is None:
+                raise BadInput(f"policy {label}: a LeRobot policy needs the rig (for its features)")
+        fps = protocol.protocol.episode.fps if protocol is not None else 30
+        return cls(spec, protocol_dir, task, features, fps=fps)
+
+    @staticmethod
+    def runs_in_an_engine(spec: LeRobotPolicySpec) -> bool:
+        """Whether `spec` is deployed through lerobot-rollout's engines (RTC, or interpolation):
+        `policies.rtc.EnginePolicy` runs it, not this class (`policies.factory` picks)."""
+        inference = getattr(spec, "inference", None)
+        return getattr(inference, "type", "sync") == "rtc" or getattr(spec, "interpolation_multiplier", 1) > 1
 
     def __init__(self, spec: LeRobotPolicySpec, protocol_dir: Path | str, task: str,
-                 rig_features: Any, *, robot_type: str | None = None):
+                 rig_features: Any, *, robot_type: str | None = None, fps: float | None = None):
+        if type(self) is LeRobotPolicy and self.runs_in_an_engine(spec):
+            raise ValueError("an RTC or interpolated policy is an EnginePolicy (policies.factory builds it)")
         self.spec = spec
         self.task = getattr(spec, "task", None) or task or ""  # a task per policy, else the protocol's
         self.path, self.local = resolve_checkpoint(spec, protocol_dir)
@@ -249,8 +286,11 @@ class LeRobotPolicy:
             if backbone:
                 raise BadInput(backbone) from None
             raise BadInput(f"{where}: cannot load the policy: {one_line(exc)}") from None
+        self.prepare_deployment(policy, cfg)
         policy = policy.to(device)
         policy.eval()
+        if getattr(spec, "use_torch_compile", False):
+            compile_predict_action_chunk(policy, spec)
         try:
             pre, post = make_pre_post_processors(
                 policy_cfg=cfg, pretrained_path=self.path, pretrained_revision=spec.revision,
@@ -259,8 +299,8 @@ class LeRobotPolicy:
                                         "rename_observations_processor": {"rename_map": self.rename_map}})
         except Exception as exc:  # noqa: BLE001
             raise BadInput(f"{where}: cannot load its pre/post processors: {one_line(exc)}") from None
-        if any(isinstance(step, RelativeActionsProcessorStep) and step.enabled
-               for step in getattr(pre, "steps", ())):
+        if not self.asynchronous and any(isinstance(step, RelativeActionsProcessorStep) and step.enabled
+                                         for step in getattr(pre, "steps", ())):
             raise BadInput(f"{where}: uses relative actions, which lerobot-rollout's synchronous "
                            "inference does not support")
 
@@ -286,6 +326,10 @@ class LeRobotPolicy:
         self.robot_observation_processor = robot_observation_processor
         self.robot_action_processor = robot_action_processor
         self._episode_task = self.task
+
+    def prepare_deployment(self, policy: Any, cfg: Any) -> None:
+        """Settings of the loaded policy for how it is deployed, before it moves to its device
+        (nothing for sync inference; RTC sets its config here, as lerobot-rollout does)."""
 
     def _warm_up(self, obs_features: Mapping[str, Any]) -> float:
         """One forward pass on a still observation shaped like the rig's (zeros), then a reset:

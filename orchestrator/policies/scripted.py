@@ -21,7 +21,7 @@ import numpy as np
 
 from orchestrator.rigs.base import Action, Observation
 from orchestrator.rigs.profile import STATE_KEYS
-from orchestrator.policies.base import EpisodeContext
+from orchestrator.policies.base import EpisodeContext, Policy, register_policy
 
 # Timeline (seconds from the start of the episode). Compressed proportionally when an
 # episode is shorter than NOMINAL_END_S + the protocol's hold time.
@@ -165,10 +165,16 @@ def _along(path: np.ndarray, u: np.ndarray) -> np.ndarray:
     return path[i] * (1 - f) + path[i + 1] * f
 
 
-class ScriptedPickPolicy:
+@register_policy("scripted")
+class ScriptedPickPolicy(Policy):
     """Top-down pick aimed at the mark + Gaussian aim noise (see the module docstring)."""
 
     needs_images = False
+
+    @classmethod
+    def from_spec(cls, label, spec, protocol=None, rig=None) -> "ScriptedPickPolicy":
+        return cls(aim_noise_mm=spec.aim_noise_mm, release_s=spec.release_s, lift_m=spec.lift_m,
+                   grip_pct=spec.grip_pct)
 
     def __init__(self, aim_noise_mm: float = 0.0, release_s: float | None = None,
                  lift_m: float | None = None, grip_pct: float | None = None) -> None:

@@ -1,15 +1,22 @@
-"""The Rig interface shared by the simulated SO-101 and real arms through LeRobot.
+"""The Rig interface shared by the simulated SO-101 and real arms through LeRobot, and the
+registry of rig kinds.
 
 Units are LeRobot's (docs/design.md section 2): joint positions in degrees keyed `<joint>.pos`
 (`shoulder_pan.pos` ... `gripper.pos`; the gripper 0-100), one HxWx3 uint8 RGB image per
 camera keyed by the camera's name. A policy sees the same names in simulation and on the arm.
+
+Rig kinds are registered by name, as LeRobot registers its robots and cameras
+(`@register_rig("sim")`); `rigs.factory.make_rig` picks the kind a profile needs. LeRobot's own
+registry then picks the robot class of a real arm (`robot.type`).
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol, runtime_checkable
+from typing import Any, Callable
 
+from orchestrator.core.registry import Registry
 from orchestrator.design.protocol import Cube, Mark
 
 Observation = dict[str, Any]   # "<joint>.pos": float, "<camera>": np.ndarray (H, W, 3) uint8
@@ -19,9 +26,11 @@ Action = dict[str, float]      # "<joint>.pos": float target position
 class EmergencyStop(Exception):
     """The operator hit the emergency stop (a rig checks for it between bus transactions); `reason` is recorded."""
 
-    def __init__(self, reason: str = "emergency stop by operator"):
+    def __init__(self, reason: str = "emergency stop by operator", cause: str | None = None):
         super().__init__(reason)
         self.reason = reason
+        # what the operator chose at the prompt: unsafe (motion), misplaced (cube), other / None
+        self.cause = cause
 
 
 @dataclass
@@ -52,8 +61,7 @@ class Check:
         return f"{self.name}: {self.detail}"
 
 
-@runtime_checkable
-class Rig(Protocol):
+class Rig(ABC):
     """An arm with cameras on which episodes run.
 
     `realtime` is True for hardware (the runner paces steps with the wall clock) and False for
@@ -62,24 +70,50 @@ class Rig(Protocol):
 
     realtime: bool
     camera_names: tuple[str, ...]
+    kind: str = ""             # set by `register_rig`
 
+    @classmethod
+    def from_profile(cls, rig: Any, protocol: Any = None, **options: Any) -> "Rig":
+        """Build the rig for a loaded rig profile (`protocol`: the LoadedProtocol, or None)."""
+        return cls(rig, **options)
+
+    @abstractmethod
     def connect(self) -> None: ...
+
+    @abstractmethod
     def preflight(self) -> list[str]:
         """Problems that must stop the campaign before the first trial (empty = ready)."""
-        ...
+
+    @abstractmethod
     def go_to_rest(self, check: Callable[[], None] | None = None) -> None:
         """Move to the rest pose; `check()` is called before each step and raises to stop."""
-        ...
+
+    @abstractmethod
     def prepare_layout(self, mark: Mark, cube: Cube, seed: int) -> None:
         """Put the cube on `mark` (simulation) or ask the operator to (hardware)."""
-        ...
+
+    @abstractmethod
     def observe(self, with_images: bool = True) -> Observation: ...
+
+    @abstractmethod
     def act(self, action: Action) -> Action:
         """Send a joint-position target; return the action actually sent (after clipping)."""
-        ...
+
+    @abstractmethod
     def end_episode(self) -> EpisodeFacts: ...
+
+    @abstractmethod
     def safe_stop(self) -> None:
         """Hold the arm where it is (or release torque if the profile says so); never moves it
         elsewhere. Must not raise."""
-        ...
+
+    @abstractmethod
     def disconnect(self) -> None: ...
+
+
+RIG_KINDS: Registry[Rig] = Registry("rig kind", Rig, "kind")
+
+
+def register_rig(kind: str):
+    """Class decorator: `cls` is the rig of kind `kind` (see `rigs.factory`)."""
+    return RIG_KINDS.register(kind)

@@ -47,6 +47,10 @@ class DeviceFault(RuntimeFailure):
         self.check = check
         super().__init__(f"{device}: {cause}")
 
+    def __reduce__(self):
+        # picklable (a simulated episode's fault crosses from a worker process to the runner)
+        return (DeviceFault, (self.kind, self.device, self.cause, self.check))
+
     @property
     def hint(self) -> str:
         return f"check {self.check}"

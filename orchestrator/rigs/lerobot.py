@@ -50,7 +50,7 @@ from orchestrator.core.errors import BadInput
 from orchestrator.rigs.device_fault import POLICY_CHECK, DeviceFault, one_line
 from orchestrator.rigs.base import EmergencyStop
 from orchestrator.design.protocol import Cube, Mark
-from orchestrator.rigs.base import Action, Check, EpisodeFacts, Observation
+from orchestrator.rigs.base import Action, Check, EpisodeFacts, Observation, Rig, register_rig
 from orchestrator.rigs.clamp_log import quiet_clamp_warnings
 from orchestrator.rigs.hardware_checks import calibrate_command, check_calibration, check_port, rig_checks
 from orchestrator.rigs.lerobot_config import build_robot_config
@@ -75,8 +75,9 @@ def _chain(exc: BaseException | None):
         exc, seen = exc.__cause__ or exc.__context__, seen + 1
 
 
-class LeRobotRig:
-    """A LeRobot robot (real arm) implementing the `Rig` protocol. See the module docstring.
+@register_rig("lerobot")
+class LeRobotRig(Rig):
+    """A LeRobot robot (real arm) implementing the `Rig` interface. See the module docstring.
 
     `loaded` is a `LoadedRig` (relative video paths resolve from the profile's folder) or a
     bare `RigProfile`. `rest_speed_deg_s` / `rest_fps` pace `go_to_rest`, which then holds the

@@ -37,8 +37,8 @@ import numpy as np
 
 from orchestrator.design.protocol import Cube, Mark, Success
 from orchestrator.sim.success import LiftHoldTracker
-from orchestrator.rigs.base import Action, EpisodeFacts, Observation
-from orchestrator.rigs.profile import JOINTS, STATE_KEYS, RigProfile
+from orchestrator.rigs.base import Action, EpisodeFacts, Observation, Rig, register_rig
+from orchestrator.rigs.profile import JOINTS, STATE_KEYS, LoadedRig, RigProfile
 
 # A robot geom pushing on the table harder than this (normal force, N) is a table collision.
 # Light brushes of the jaw tips (a few tenths of a newton) are not.
@@ -66,8 +66,17 @@ def substeps_for(fps: int, nominal: float = NOMINAL_TIMESTEP) -> tuple[int, floa
     return n, period / n
 
 
-class SimRig:
+@register_rig("sim")
+class SimRig(Rig):
     """Simulated SO-101 with a table, a cube and cameras (see the module docstring)."""
+
+    @classmethod
+    def from_profile(cls, rig, protocol=None, **options) -> "SimRig":
+        profile = rig.profile if isinstance(rig, LoadedRig) else rig
+        kwargs: dict[str, Any] = {}
+        if protocol is not None:
+            kwargs = {"fps": protocol.protocol.episode.fps, "success": protocol.protocol.success}
+        return cls(profile, **kwargs, **options)
 
     realtime = False
 

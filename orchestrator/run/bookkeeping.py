@@ -6,7 +6,7 @@ committing a finished episode (with the overrun warning).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
@@ -15,11 +15,69 @@ from orchestrator.policies.base import EpisodeContext
 from orchestrator.core.progress import ProgressBar
 from orchestrator.design.protocol import LoadedProtocol
 from orchestrator.design.schedule import Trial
-from orchestrator.store.sqlite import CampaignStore, EpisodeRecord
+from orchestrator.rigs.base import EmergencyStop
+from orchestrator.rigs.device_fault import DeviceFault
+from orchestrator.store.sqlite import (INTERRUPTED_CLASS, SETTLES_EXCLUDED, SETTLES_FAILURE, CampaignStore,
+                                       EpisodeRecord)
 
 # The recorded reason of an attempt a Ctrl-C or SIGTERM cut short (the runner and the parallel pool).
 INTERRUPTED_BY_USER = "interrupted by the user (Ctrl-C)"
 OVERRUN_WARN_FRACTION = 0.05  # warn when more than 5 % of an episode's steps overran the period
+
+
+# Servo alarms that the policy's own commands cause (driving into the table, the cube, a joint
+# stop); the others (supply voltage, angle sensor, overheating) are the rig's.
+POLICY_ALARMS = ("overload", "overcurrent")
+SETTLED_SAY = {SETTLES_FAILURE: "counted as a failure of the policy that ran (the protocol's `aborts` rules)",
+               SETTLES_EXCLUDED: "its re-run limit (`aborts.max_reruns`) is reached: it is left out and "
+                                 "listed in the report"}
+OPERATOR_CAUSES = {"unsafe": "operator_unsafe", "misplaced": "operator_misplaced", "other": "operator_other"}
+
+
+def abort_class(cause: BaseException) -> str:
+    """The class of an aborted attempt's cause (the protocol's `aborts` rules say what each
+    class counts as): `interrupted` (Ctrl-C, SIGTERM), `operator_unsafe` / `operator_misplaced` /
+    `operator_other` (an emergency stop, by the reason the operator chose at the prompt, its
+    `cause`; a redo is `operator_other`), `policy` (a `DeviceFault` of kind `policy`: the policy
+    raised or returned a non-finite action; or a servo overload/overcurrent alarm during the
+    episode: the arm hit something under the policy's commands), `rig` (every other fault: USB,
+    camera, servo reset, power, or an error of unknown origin)."""
+    if isinstance(cause, KeyboardInterrupt):
+        return INTERRUPTED_CLASS
+    if isinstance(cause, EmergencyStop):
+        return OPERATOR_CAUSES.get(getattr(cause, "cause", None) or "other", "operator_other")
+    if isinstance(cause, DeviceFault) and cause.kind == "policy":
+        return "policy"
+    chain: BaseException | None = cause
+    while chain is not None:
+        if type(chain).__name__ == "ServoAlarm" and any(a in str(chain) for a in POLICY_ALARMS):
+            return "policy"
+        chain = chain.__cause__ or chain.__context__
+    if isinstance(cause, DeviceFault) and any(a in cause.cause for a in POLICY_ALARMS) and "servo alarm" in cause.cause:
+        return "policy"
+    return "rig"
+
+
+def settle_abort(store: CampaignStore, attempt: int, trial: Trial, reason: str, cause_class: str,
+                 loaded: LoadedProtocol, summary: RunSummary) -> str | None:
+    """Record an aborted attempt with its class and what the protocol's `aborts` rules make of
+    it: `failure` (the trial is scored as its policy's failure and done), `excluded` (a re-run
+    class past `max_reruns`: done, left out of the pairs, listed in the report) or None (it is
+    re-run). Counted in `summary` (a settled trial is done)."""
+    rules = loaded.protocol.aborts
+    settles = None
+    if cause_class != INTERRUPTED_CLASS:
+        if getattr(rules, cause_class, "rerun") == "failure":
+            settles = SETTLES_FAILURE
+        elif store.reruns(trial.slot) >= rules.max_reruns:
+            settles = SETTLES_EXCLUDED
+    store.abort_attempt(attempt, reason, cause_class, settles)
+    summary.aborted_now += 1
+    if settles is not None:
+        summary.done_now += 1
+        summary.done_total += 1
+        summary.settled[settles] = summary.settled.get(settles, 0) + 1
+    return settles
 
 
 @dataclass
@@ -30,6 +88,7 @@ class RunSummary:
     done_total: int = 0
     stopped_early: str | None = None
     slow_episodes: int = 0     # episodes whose loop could not keep the protocol's rate
+    settled: dict[str, int] = field(default_factory=dict)  # aborts that settled a trial: failure / excluded
 
     @property
     def complete(self) -> bool:
@@ -86,7 +145,9 @@ def episode_record(episode_id: str, context: EpisodeContext, cameras, recorded, 
             and recorded.root is not None):
         auto = rate_episode(recorded.root / recorded.files["timeseries"], context.cube.size_m, success)
     return EpisodeRecord(
-        episode_id=episode_id, frames=timing.steps, duration_s=context.duration_s,
+        # frames: the planned count (what a judge's view shows: the same for every episode);
+        # the steps that ran and those lost are in `timing`, which judges never see
+        episode_id=episode_id, frames=round(context.fps * context.duration_s), duration_s=context.duration_s,
         cameras=list(cameras), files=recorded.files, digests=recorded.digests,
         physics_success=facts.physics_success,
         max_lift_m=facts.max_lift_m, time_to_success_s=facts.time_to_success_s,

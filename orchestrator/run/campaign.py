@@ -61,8 +61,9 @@ def open_campaign(protocol_path: str | Path, rig_path: str | Path | LoadedRig, d
     return OpenedCampaign(store, loaded, rig, resumed=False, recovered=[])
 
 
-def simulated_rig(rig: LoadedRig) -> bool:
-    """The simulated rig, or a real-arm profile run on the twin (`--twin`)."""
+def is_simulated(rig: LoadedRig) -> bool:
+    """Whether the campaign runs in simulation: on the simulated rig, or a real-arm profile run on
+    the twin (`--twin`); physics then labels every episode."""
     return rig.profile.simulated or rig.twin is not None
 
 
@@ -70,7 +71,7 @@ def _campaign_fields(loaded: LoadedProtocol, rig: LoadedRig) -> dict:
     return dict(name=loaded.protocol.name, protocol_path=str(loaded.path),
                 protocol_text=loaded.text, protocol_sha256=loaded.sha256, layout_text=loaded.layout_text,
                 layout_sha256=loaded.layout_sha256, rig_path=str(rig.path), rig_text=rig.text,
-                simulated=simulated_rig(rig), schedule=draw_schedule(loaded.protocol, loaded.layout))
+                simulated=is_simulated(rig), schedule=draw_schedule(loaded.protocol, loaded.layout))
 
 
 def _open_on_server(loaded: LoadedProtocol, rig: LoadedRig, directory: Path | None, url: str,
@@ -100,11 +101,11 @@ def _resume(store: CampaignStore, loaded: LoadedProtocol, rig: LoadedRig, direct
                 f"{directory}: holds campaign {frozen['name']!r} with a different {what} "
                 f"(frozen sha256 {frozen['protocol_sha256'][:12]}, given {loaded.sha256[:12]}); "
                 "refusing to mix protocols: use a new --out directory")
-        if bool(frozen["simulated"]) != simulated_rig(rig):
+        if bool(frozen["simulated"]) != is_simulated(rig):
             raise BadInput(f"{directory}: campaign was run on a "
                            f"{'simulated' if frozen['simulated'] else 'real'} rig; "
                            f"{rig.path}{' --twin' if rig.twin is not None else ''} is a "
-                           f"{'simulated' if simulated_rig(rig) else 'real'} rig")
+                           f"{'simulated' if is_simulated(rig) else 'real'} rig")
         if station is not None:
             # stations differ in their rigs and must not touch each other's running attempts
             # or files: each records its rig, and claims recover blocks (stations.py)

@@ -1,16 +1,19 @@
 """One episode: the control loop shared by simulated and real rigs.
 
 Each step: observe -> policy -> stop key -> act -> record -> stop key, `fps` times a second for
-the fixed duration. The operator's stop is polled between the inference and the write of its
-action (an inference takes up to seconds on a CPU: a stop pressed during it drops its action),
-and an action with a value that is not finite is the policy's fault (`_checked`), never sent.
+the fixed duration; on a real rig the episode ends at that duration in wall-clock time (steps
+lost to overruns are counted, never made up; the videos keep their planned frame count, the last
+frame held). The operator's stop is polled between the inference and the write of its action
+(an inference takes up to seconds on a CPU: a stop pressed during it drops its action), and an
+action with a value that is not finite is the policy's fault (`_policy_action`), never sent.
 On a real rig the loop is paced as `lerobot-rollout` paces it (`rollout/strategies/base.py`):
 after a step that took `dt`, sleep `max(0, period - dt)` (coarse sleep, then a short spin, as
 LeRobot's `precise_sleep`). It never catches up: after a slow step (a 2 s first inference, a
 stalled camera) the next action goes out at least half a period after the late one (`pace`),
 never queued steps back to back.
 Every overrun (a step longer than the period) is recorded with its step index and length.
-In simulation each `act` advances simulated time by one period and no sleeping happens.
+In simulation each `act` advances simulated time by one period and no sleeping happens, except
+under an asynchronous policy (RTC: its chunks are computed in wall-clock time), which is paced.
 
 Recorded times: on a real rig `t` is the measured clock time of the step's observation since the
 episode started (perf_counter); in simulation it is simulated time, `step * period`.
@@ -18,6 +21,7 @@ episode started (perf_counter); in simulation it is simulated time, `step * peri
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 from dataclasses import dataclass
@@ -27,8 +31,8 @@ import numpy as np
 from orchestrator.run.operator_protocol import Operator
 from orchestrator.policies.base import EpisodeContext, Policy
 from orchestrator.run.recording import EpisodeRecorder
-from orchestrator.rigs.base import EmergencyStop, EpisodeFacts, Rig
-from orchestrator.rigs.device_fault import POLICY_CHECK, DeviceFault
+from orchestrator.rigs.base import EpisodeFacts, Rig
+from orchestrator.rigs.device_fault import DeviceFault
 
 
 REALTIME_SWITCH_INTERVAL_S = 0.0005
@@ -72,12 +76,17 @@ class EpisodeTiming:
     act_p50_ms: float
     record_p50_ms: float
     record_p99_ms: float
-    steps: int
+    steps: int                       # steps run (on a real rig: until the duration in wall-clock time)
     overrun_steps: tuple[tuple[int, float], ...] = ()
+    planned_steps: int = 0           # fps x duration
+    lost_steps: int = 0              # planned - run: lost to overruns, never made up
+    inference: dict | None = None    # an asynchronous policy's own figures (`inference_timing()`)
 
     def as_dict(self) -> dict[str, object]:
         out = dict(self.__dict__)
         out["overrun_steps"] = [list(x) for x in self.overrun_steps]
+        if self.inference is None:
+            out.pop("inference")
         return out
 
 
@@ -85,39 +94,25 @@ def _p(values: list[float], q: float) -> float:
     return float(np.percentile(values, q) * 1000) if values else 0.0
 
 
-def _infer(policy: Policy, observation: dict) -> dict:
-    """`policy.select_action`, with anything it raises reported as the policy's fault."""
-    try:
-        return policy.select_action(observation)
-    except (DeviceFault, EmergencyStop):
-        raise
-    except Exception as exc:  # noqa: BLE001 - classified: the policy failed, not the arm
-        raise DeviceFault.policy(exc) from exc
-
-
-def _checked(action: dict) -> dict:
-    """The policy's action, refused before the bus when a value is not a finite number: a
-    `DeviceFault` of kind `policy` (the policy's fault, not the arm's)."""
-    bad = []
-    for key, value in action.items():
-        try:
-            ok = bool(np.all(np.isfinite(np.asarray(value, dtype=float))))
-        except (TypeError, ValueError):
-            ok = False
-        if not ok:
-            bad.append(f"{key}={value}")
-    if bad:
-        raise DeviceFault("policy", "policy", "non-finite action " + ", ".join(bad[:6]), POLICY_CHECK)
-    return action
-
-
 def run_episode(rig: Rig, policy: Policy, context: EpisodeContext, recorder: EpisodeRecorder,
                 operator: Operator | None = None) -> tuple[EpisodeFacts, EpisodeTiming]:
     """Run one fixed-length episode and return the rig's facts and the loop timing.
 
     Exceptions (device faults, policy errors, an operator's emergency stop) propagate to the
-    caller, which aborts the attempt; the caller also owns `safe_stop`.
+    caller, which aborts the attempt; the caller also owns `safe_stop`. On every way out, before
+    the caller moves the arm, a policy with a `stop()` (asynchronous inference) stops its
+    background work and drops every queued and in-flight action.
     """
+    try:
+        return _run_with_switch_interval(rig, policy, context, recorder, operator)
+    finally:
+        stop = getattr(policy, "stop", None)
+        if stop is not None:
+            stop()
+
+
+def _run_with_switch_interval(rig: Rig, policy: Policy, context: EpisodeContext, recorder: EpisodeRecorder,
+                              operator: Operator | None) -> tuple[EpisodeFacts, EpisodeTiming]:
     if rig.realtime:
         # The video encoders run on threads; with Python's default 5 ms GIL hand-over a control
         # step can wait that long for the interpreter. 0.5 ms keeps the loop's wait short
@@ -131,21 +126,48 @@ def run_episode(rig: Rig, policy: Policy, context: EpisodeContext, recorder: Epi
     return _run_steps(rig, policy, context, recorder, operator)
 
 
+def _policy_action(policy: Policy, observation) -> dict:
+    """The policy's action; any error inside the policy, or a non-finite target, is a
+    `DeviceFault` of kind `policy` (the runner counts it by the protocol's `aborts.policy`)."""
+    try:
+        action = policy.select_action(observation)
+        bad = [k for k, v in action.items() if not math.isfinite(float(v))]
+        if bad:
+            raise ValueError(f"non-finite action for {', '.join(sorted(bad))}")
+    except DeviceFault:
+        raise
+    except Exception as exc:  # noqa: BLE001 - whatever the policy raised is the policy's fault
+        raise DeviceFault.policy(exc) from exc
+    return action
+
+
 def _run_steps(rig: Rig, policy: Policy, context: EpisodeContext, recorder: EpisodeRecorder,
                operator: Operator | None) -> tuple[EpisodeFacts, EpisodeTiming]:
     steps = round(context.fps * context.duration_s)
     period = 1.0 / context.fps
+    # An asynchronous policy computes in wall-clock time, so a simulated rig runs paced under it too.
+    paced = rig.realtime or getattr(policy, "asynchronous", False)
     policy.reset(context)
     obs_t, pol_t, act_t, rec_t, periods = [], [], [], [], []
     overrun_steps: list[tuple[int, float]] = []
     start = time.perf_counter()
     previous = start
-    for step in range(steps):
+    ran, step = 0, -1
+    while True:
         t0 = time.perf_counter()
+        # On a real rig the episode ends at the protocol's duration in wall-clock time, as
+        # lerobot-rollout's does, and a step is the period slot its clock time falls in: slots a
+        # slow step overran are lost, counted (`lost_steps`), never made up (a slow policy gets
+        # no more physical time, and its videos are no longer: the recorder holds the last frame
+        # over a lost slot).
+        step = max(step + 1, int((t0 - start) / period + 1e-9)) if rig.realtime else step + 1
+        if step >= steps or (rig.realtime and t0 - start >= context.duration_s):
+            break
+        ran += 1
         t_episode = t0 - start if rig.realtime else step * period
         observation = rig.observe(with_images=policy.needs_images or recorder.wants_images(step))
         t1 = time.perf_counter()
-        action = _checked(_infer(policy, observation))
+        action = _policy_action(policy, observation)
         t2 = time.perf_counter()
         if operator is not None:   # a stop pressed during the inference: its action never goes out
             operator.poll(t2 - start if rig.realtime else t_episode)
@@ -159,7 +181,7 @@ def _run_steps(rig: Rig, policy: Policy, context: EpisodeContext, recorder: Epis
         pol_t.append(t2 - t1)
         act_t.append(t3 - t2)
         rec_t.append(t4 - t3)
-        if rig.realtime:
+        if paced:
             dt = pace(t0, period, t3)
             if dt > period:
                 overrun_steps.append((step, round(dt * 1000, 3)))
@@ -171,5 +193,7 @@ def _run_steps(rig: Rig, policy: Policy, context: EpisodeContext, recorder: Epis
         period_p50_ms=_p(periods, 50), period_p99_ms=_p(periods, 99), overruns=len(overrun_steps),
         observe_p50_ms=_p(obs_t, 50), policy_p50_ms=_p(pol_t, 50), policy_p99_ms=_p(pol_t, 99),
         act_p50_ms=_p(act_t, 50), record_p50_ms=_p(rec_t, 50), record_p99_ms=_p(rec_t, 99),
-        steps=steps, overrun_steps=tuple(overrun_steps))
+        steps=ran, overrun_steps=tuple(overrun_steps), planned_steps=steps, lost_steps=steps - ran,
+        inference=policy.inference_timing() if hasattr(policy, "inference_timing") else None)
+    recorder.pad_videos()   # slots after the last step that ran: held frames, so lengths are equal
     return facts, timing

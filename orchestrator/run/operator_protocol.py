@@ -28,6 +28,23 @@ class TrialCue:
     duration_s: float
 
 
+# The reasons an operator chooses from after an emergency stop (the protocol's `aborts` rules say
+# what each counts as: by default an unsafe motion is the policy's failure, the others re-run).
+STOP_CAUSES = {"1": ("unsafe", "unsafe motion"), "2": ("misplaced", "cube misplaced"), "3": ("other", "other")}
+STOP_CAUSE_PROMPT = "1 = unsafe motion, 2 = cube misplaced, 3 = other; then a note"
+
+
+def stop_cause(answer: str) -> tuple[str, str]:
+    """(cause, reason text) from the operator's answer after a stop: a leading 1/2/3 picks the
+    cause (`unsafe`, `misplaced`, `other`), the rest is the note; anything else is `other`."""
+    answer = answer.strip()
+    head, _, rest = answer.partition(" ")
+    if head in STOP_CAUSES:
+        cause, words = STOP_CAUSES[head]
+        return cause, f"{words}: {rest.strip()}" if rest.strip() else words
+    return "other", answer
+
+
 class StopRequested(Exception):
     """Raised by an operator to stop the campaign between trials (clean stop, resumable)."""
 

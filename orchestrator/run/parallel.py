@@ -19,9 +19,10 @@ from orchestrator.run.campaign import OpenedCampaign
 from orchestrator.core.errors import Interrupted, RuntimeFailure
 from orchestrator.run.recording import check_disk, episode_bytes_estimate, remove_episode_files
 from orchestrator.design.schedule import Trial
-from orchestrator.store.sqlite import new_episode_id
+from orchestrator.store.sqlite import INTERRUPTED_CLASS, SETTLES_FAILURE, new_episode_id
 from orchestrator.core.progress import terminal_for
-from orchestrator.run.bookkeeping import (INTERRUPTED_BY_USER, Progress, Referees, commit_episode, episode_context,
+from orchestrator.run.bookkeeping import (INTERRUPTED_BY_USER, SETTLED_SAY, Progress, Referees, abort_class, settle_abort,
+                                          commit_episode, episode_context,
                                           episode_record, stop_decision)
 
 _WORKER: dict = {}
@@ -130,9 +131,13 @@ def run_parallel(opened: OpenedCampaign, pending: list[Trial], workers: int, sum
                     record = future.result()
                 except Exception as exc:
                     cause = f"{type(exc).__name__}: {exc}"
-                    store.abort_attempt(attempt, cause)
+                    cause_class = abort_class(exc)
+                    settled = settle_abort(store, attempt, trial, cause, cause_class, loaded, summary)
                     remove_episode_files(store.directory, episode_id)
-                    summary.aborted_now += 1
+                    if settled == SETTLES_FAILURE and cause_class == "policy":
+                        say(f"trial {trial.slot + 1} aborted: {cause}; {SETTLED_SAY[settled]}")
+                        progress.update(trial.mark_id)
+                        continue
                     raise RuntimeFailure(f"trial {trial.slot + 1} (mark {trial.mark_id}) aborted: {cause}; "
                                          "the campaign is resumable: fix the cause and run again") from exc
                 commit_episode(store, attempt, trial, record, loaded.protocol.episode.fps, summary)
@@ -140,14 +145,14 @@ def run_parallel(opened: OpenedCampaign, pending: list[Trial], workers: int, sum
     except KeyboardInterrupt:
         _kill_pool(pool)
         for future, (trial, attempt, episode_id) in in_flight.items():
-            store.abort_attempt(attempt, INTERRUPTED_BY_USER)
+            store.abort_attempt(attempt, INTERRUPTED_BY_USER, INTERRUPTED_CLASS)
             remove_episode_files(store.directory, episode_id)
         raise Interrupted("interrupted: running simulated trials will be re-run; "
                           "run the same command again to resume") from None
     except BaseException:
         _kill_pool(pool)
         for future, (trial, attempt, episode_id) in in_flight.items():
-            store.abort_attempt(attempt, "stopped: another trial failed")
+            store.abort_attempt(attempt, "stopped: another trial failed", INTERRUPTED_CLASS)
             remove_episode_files(store.directory, episode_id)
         raise
     finally:

@@ -25,7 +25,6 @@ are checked the same way. Only the checks that need LeRobot import it (lazily).
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -33,26 +32,28 @@ from orchestrator.core.errors import BadInput
 from orchestrator.rigs.device_fault import one_line
 from orchestrator.rigs.base import Check
 from orchestrator.rigs.profile import LoadedRig
-
-MIN_FREE_BYTES = 1 << 30  # never start a campaign with less than 1 GiB free
+from orchestrator.run.recording import episode_bytes_estimate, free_bytes, required_free_bytes
 
 
 def check_policies(protocol: Any, rig_features: Any, robot_type: str | None = None) -> list[Check]:
     """Each LeRobot policy of the protocol loads and matches the rig; their weights fit together."""
-    from orchestrator.design.protocol import LeRobotPolicySpec
+    from orchestrator.design.protocol import LeRobotPolicySpec, deployment_label
 
     checks = []
     sizes: dict[str, dict[str, int]] = {}
     for label, spec in protocol.protocol.policies.items():
+        if spec.type == "lerobot_server":
+            checks.append(_server_check(label, spec, protocol, rig_features))
+            continue
         if not isinstance(spec, LeRobotPolicySpec):
             checks.append(Check(f"policy {label}", True, f"{spec.type}"))
             continue
         from orchestrator.policies.checkpoint import parameter_bytes
-        from orchestrator.policies.lerobot import LeRobotPolicy
+        from orchestrator.policies.factory import lerobot_policy
 
         try:
-            policy = LeRobotPolicy(spec, protocol.path.parent, protocol.protocol.task, rig_features,
-                                   robot_type=robot_type)
+            policy = lerobot_policy(spec, protocol.path.parent, protocol.protocol.task, rig_features,
+                                    fps=protocol.protocol.episode.fps, robot_type=robot_type)
         except BadInput as exc:
             prefix = f"policy checkpoint {spec.path}: "
             checks.extend(Check(f"policy {label} ({spec.path})", False, line.removeprefix(prefix))
@@ -62,11 +63,12 @@ def check_policies(protocol: Any, rig_features: Any, robot_type: str | None = No
             checks.append(Check(f"policy {label}", False, f"{spec.path}: cannot load: {one_line(exc)}"))
             continue
         cfg = policy.config
+        mode = "" if deployment_label(spec) == "sync" else f", {deployment_label(spec)}"
         cams = [k.removeprefix("observation.images.") for k in getattr(cfg, "image_features", {})]
         size = parameter_bytes(policy.policy)
         sizes.setdefault(str(policy.device), {})[label] = size
         checks.append(Check(f"policy {label}", True,
-                            f"{spec.path} loads ({cfg.type} on {policy.device}, cameras "
+                            f"{spec.path} loads ({cfg.type} on {policy.device}{mode}, cameras "
                             f"{', '.join(cams) or 'none'}, {len(policy.ordered_action_keys)} actions)"))
         checks.append(Check(f"policy {label}", True, f"{size / 1e6:.0f} MB of weights; warm-up forward pass "
                                                      f"{policy.warmup_s * 1000:.0f} ms"))
@@ -75,6 +77,19 @@ def check_policies(protocol: Any, rig_features: Any, robot_type: str | None = No
         policy.close()
     checks.extend(_memory_checks(sizes))
     return checks
+
+
+def _server_check(label: str, spec: Any, protocol: Any, rig_features: Any) -> Check:
+    """A served policy: the server answers and loads the checkpoint (`SendPolicyInstructions`)."""
+    from orchestrator.policies.lerobot_server import ServerPolicy
+
+    try:
+        policy = ServerPolicy(spec, protocol.protocol.task, rig_features, fps=protocol.protocol.episode.fps)
+    except BadInput as exc:
+        return Check(f"policy {label}", False, "; ".join(exc.problems))
+    policy.close()
+    return Check(f"policy {label}", True, f"{spec.path} served by {spec.address} ({spec.policy_type} on "
+                                          f"{spec.device}; loaded in {policy.warmup_s:.1f} s)")
 
 
 def _memory_checks(sizes: dict[str, dict[str, int]]) -> list[Check]:
@@ -97,28 +112,24 @@ def _memory_checks(sizes: dict[str, dict[str, int]]) -> list[Check]:
 
 
 def estimate_campaign_bytes(protocol: Any, profile: Any) -> int:
-    """A generous estimate of the videos a campaign writes (0.15 bit per pixel, H.264-like)."""
+    """What a campaign writes: every trial's episode (`recording.episode_bytes_estimate`)."""
     if protocol is None:
         return 0
     p = protocol.protocol
     trials = len(protocol.layout.marks) * len(p.policies) * p.trials_per_layout
-    per_episode = sum(c.width * c.height * p.episode.fps * p.episode.duration_s * 0.15 / 8
-                      for c in profile.cameras.values())
-    return int(trials * per_episode * 1.5)
+    return trials * episode_bytes_estimate(profile.cameras, p.episode.duration_s)
 
 
 def check_disk(path: Path, need_bytes: int = 0) -> Check:
-    """Free space on the file system that will hold the campaign."""
-    probe = Path(path).resolve()
-    while not probe.exists() and probe != probe.parent:
-        probe = probe.parent
-    free = shutil.disk_usage(probe).free
-    need = max(MIN_FREE_BYTES, 2 * need_bytes)
+    """Free space on the file system that will hold the campaign, by the runner's own rule
+    (`recording.required_free_bytes`) applied to the whole campaign: `run` checks the same rule
+    before every episode, and warns at its start when the whole campaign may not fit."""
+    free, required = free_bytes(path), required_free_bytes(need_bytes)
     gib = 1 << 30
-    if free < need:
-        return Check("disk", False, f"{free / gib:.1f} GiB free at {probe}, the campaign needs about "
-                                    f"{need / gib:.1f} GiB; free some space or choose another --out")
-    return Check("disk", True, f"{free / gib:.1f} GiB free at {probe} (campaign estimate "
+    if free < required:
+        return Check("disk", False, f"{free / gib:.1f} GiB free at {path}, the campaign needs about "
+                                    f"{required / gib:.1f} GiB; free some space or choose another --out")
+    return Check("disk", True, f"{free / gib:.1f} GiB free at {path} (campaign estimate "
                                f"{need_bytes / gib:.2f} GiB)")
 
 

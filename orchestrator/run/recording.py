@@ -14,7 +14,11 @@ Time series (one row per control step): `t` the step's clock time since the epis
 (measured on a real rig, simulated time in simulation), `state` the observed joints, `action` the
 policy's action as `lerobot-record`/`lerobot-rollout` store it, `sent_action` what was actually
 sent to the arm after `max_relative_target` clipping; `frame_t.<camera>` the `t` of each video
-frame.
+frame; `keys` the joint order of the columns. `read_series` is the one reader of this file.
+
+The frame shown at time t is `core.timeline.frame_shown_at` (the judge's player and the export).
+
+Disk space (`required_free_bytes`): one rule for `doctor`, the runners and the recorder.
 """
 
 from __future__ import annotations
@@ -52,22 +56,58 @@ def episode_bytes_estimate(cameras: dict[str, CameraSpec], duration_s: float) ->
     return int(video + 64 * 1024)
 
 
+def required_free_bytes(needed_bytes: int) -> int:
+    """The disk rule: free space must be at least twice what is about to be written (the
+    estimate is rough, and a file exists as partial and final for a moment) plus
+    DISK_MARGIN_BYTES for the store, logs and the OS."""
+    return 2 * int(needed_bytes) + DISK_MARGIN_BYTES
+
+
 def free_bytes(directory: Path) -> int:
-    return shutil.disk_usage(directory).free
+    """Free bytes on the file system of `directory`, or of its nearest existing parent."""
+    probe = Path(directory).resolve()
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    return shutil.disk_usage(probe).free
 
 
 def check_disk(directory: Path, needed_bytes: int, what: str) -> None:
-    """Refuse to start (or continue) when free space is below twice the need + a margin.
+    """Refuse to start (or continue) when free space is below `required_free_bytes`.
 
     Called before every episode, so a campaign stops cleanly, between trials, before the
     disk is full; `orchestrator run` resumes it once there is space again.
     """
-    free = free_bytes(directory)
-    needed_bytes *= 2
-    if free < needed_bytes + DISK_MARGIN_BYTES:
+    free, required = free_bytes(directory), required_free_bytes(needed_bytes)
+    if free < required:
         raise RuntimeFailure(
             f"{directory}: not enough disk space for {what}: {free / 1e6:.0f} MB free, need about "
-            f"{(needed_bytes + DISK_MARGIN_BYTES) / 1e6:.0f} MB; free some space and run again to resume")
+            f"{required / 1e6:.0f} MB; free some space and run again to resume")
+
+
+SERIES_COLUMNS = ("state", "action", "sent_action")
+
+
+def read_series(path: Path) -> dict[str, np.ndarray]:
+    """An episode's `timeseries.npz` as written by `EpisodeRecorder.finish`: every array, with
+    the joint columns of `state`, `action` and `sent_action` in STATE_KEYS order whatever order
+    the file recorded (`keys`; a joint the file lacks is NaN). Never unpickles. RuntimeFailure
+    naming the file when it cannot be read."""
+    path = Path(path)
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            data = {k: z[k] for k in z.files}
+        steps = len(data["t"])
+    except (OSError, ValueError, KeyError) as exc:
+        raise RuntimeFailure(f"{path}: cannot read the time series: {exc}") from None
+    keys = [str(k) for k in data.get("keys", STATE_KEYS)]
+    order = [keys.index(k) if k in keys else None for k in STATE_KEYS]
+    for name in SERIES_COLUMNS:
+        if name not in data:
+            continue
+        values = np.asarray(data[name], dtype=np.float64).reshape(steps, -1)
+        data[name] = np.stack([values[:, i] if i is not None else np.full(steps, np.nan) for i in order], axis=1)
+    data["keys"] = np.asarray(STATE_KEYS)
+    return data
 
 
 class _VideoWriter(threading.Thread):
@@ -94,6 +134,7 @@ class _VideoWriter(threading.Thread):
             stream.width, stream.height = self.spec.width, self.spec.height
             stream.pix_fmt = "yuv420p"
             stream.options = {"preset": self.preset, "crf": "23", "threads": "1"}
+            last_pts = -1
             while True:
                 item = self.frames.get()
                 if item is None:
@@ -101,7 +142,10 @@ class _VideoWriter(threading.Thread):
                 if self.error is None:
                     t, image = item
                     frame = av.VideoFrame.from_ndarray(image, format="rgb24")
-                    frame.pts = round(t / PTS_TIME_BASE)
+                    # strictly increasing at the stream's resolution (the muxer refuses a repeat):
+                    # a frame taken late in its slot and the held frame of the next, lost, slot can
+                    # round to the same millisecond
+                    frame.pts = last_pts = max(round(t / PTS_TIME_BASE), last_pts + 1)
                     frame.time_base = PTS_TIME_BASE
                     for packet in stream.encode(frame):
                         container.mux(packet)
@@ -127,9 +171,49 @@ class _VideoWriter(threading.Thread):
                     pass
 
 
+@dataclass(frozen=True)
+class EpisodeFiles:
+    """The files of one recorded episode, paths relative to the campaign folder.
+
+    The campaign store keeps them as one flat JSON object (the format since schema 1):
+    `<camera>` -> its video (`.mp4`), `<camera>.start` -> its start still (`.jpg`), `timeseries`,
+    and `camera_poses` when the rig knows them. `to_dict` writes it and `from_dict` reads it: the
+    only code that knows which name means what.
+    """
+
+    videos: dict[str, str]
+    timeseries: str | None = None
+    stills: dict[str, str] = field(default_factory=dict)
+    camera_poses: str | None = None
+
+    def to_dict(self) -> dict[str, str]:
+        out = dict(self.videos)
+        if self.timeseries is not None:
+            out["timeseries"] = self.timeseries
+        out.update({f"{camera}.start": rel for camera, rel in self.stills.items()})
+        if self.camera_poses is not None:
+            out["camera_poses"] = self.camera_poses
+        return out
+
+    @classmethod
+    def from_dict(cls, files: "dict[str, str] | str") -> "EpisodeFiles":
+        """From the stored object (or its JSON text)."""
+        if isinstance(files, str):
+            import json
+
+            files = json.loads(files)
+        named = {"timeseries", "camera_poses"}
+        return cls(videos={name: str(rel) for name, rel in files.items()
+                           if name not in named and not name.endswith(".start") and str(rel).endswith(".mp4")},
+                   timeseries=files.get("timeseries"),
+                   stills={name[: -len(".start")]: str(rel) for name, rel in files.items()
+                           if name.endswith(".start") and str(rel).endswith(".jpg")},
+                   camera_poses=files.get("camera_poses"))
+
+
 @dataclass
 class RecordedEpisode:
-    files: dict[str, str]                       # logical name -> path relative to campaign dir
+    files: dict[str, str]                       # `EpisodeFiles.to_dict()`: name -> path relative to campaign dir
     video_frames: dict[str, int] = field(default_factory=dict)
     digests: dict[str, tuple[int, str]] = field(default_factory=dict)  # rel path -> (bytes, sha256)
     root: Path | None = None                    # the campaign directory the paths are relative to
@@ -192,8 +276,10 @@ class EpisodeRecorder:
         self._action: list[list[float]] = []
         self._sent: list[list[float]] = []
         self._frame_t: dict[str, list[float]] = {name: [] for name in cameras}
+        self._last_image: dict[str, np.ndarray] = {}
+        self._next_slot: dict[str, int] = {name: 0 for name in cameras}   # the next step index expected
         self.enqueue_wait_s = 0.0
-        self._stills: dict[str, str] = {}     # "<camera>.start" -> relative path of the still
+        self._stills: dict[str, str] = {}     # camera -> relative path of its start still
         self.camera_poses = camera_poses or {}   # fixed cameras' poses (judge zoom and guide)
 
     def _frame_steps(self, camera_fps: int) -> set[int]:
@@ -215,6 +301,9 @@ class EpisodeRecorder:
         sent = action if sent is None else sent
         self._sent.append([float(sent.get(k, np.nan)) for k in STATE_KEYS])
         for name, writer in self._writers.items():
+            if step > self._next_slot[name]:
+                self._hold(name, step)      # slots lost to an overrun: the last image held
+            self._next_slot[name] = step + 1
             if step in self._due[name]:
                 image = observation.get(name)
                 if image is None:
@@ -222,9 +311,31 @@ class EpisodeRecorder:
                 if writer.error is not None:
                     raise RuntimeFailure(f"video writer for camera {name!r} failed: {writer.error}")
                 started = time.perf_counter()
-                writer.frames.put((t, np.ascontiguousarray(image)))
+                image = np.ascontiguousarray(image)
+                writer.frames.put((t, image))
+                self._last_image[name] = image
                 self.enqueue_wait_s += time.perf_counter() - started
                 self._frame_t[name].append(t)
+
+    def _hold(self, name: str, until_step: int) -> None:
+        """Hold camera `name`'s last image over its due slots before `until_step` that no step
+        recorded (a real rig's step lost to an overrun), at each slot's nominal time."""
+        image = self._last_image.get(name)
+        if image is None:
+            return
+        period = 1.0 / self.control_fps
+        for slot in sorted(s for s in self._due[name] if self._next_slot[name] <= s < until_step):
+            self._writers[name].frames.put((slot * period, image))
+            self._frame_t[name].append(slot * period)
+        self._next_slot[name] = max(self._next_slot[name], until_step)
+
+    def pad_videos(self) -> None:
+        """At the end of an episode: hold each camera's last image over the due slots after the
+        last step that ran. With the slots lost mid-episode (held in `frame`) every episode's
+        videos have the planned frame count and length whatever the policy's speed (a shorter
+        video would tell a judge which policy ran). The time series keeps only the steps that ran."""
+        for name in self._writers:
+            self._hold(name, self.steps)
 
     def still(self, observation: Observation) -> None:
         """Keep each camera's image of the start state (before the episode's first step) as
@@ -243,7 +354,7 @@ class EpisodeRecorder:
             partial.write_bytes(jpeg.tobytes())
             final = self.video_dir / f"{name}.start.jpg"
             publish(partial, final)
-            self._stills[f"{name}.start"] = str(final.relative_to(self.campaign_dir))
+            self._stills[name] = str(final.relative_to(self.campaign_dir))
 
     def finish(self) -> RecordedEpisode:
         """Flush encoders, publish every file atomically, return their relative paths."""
@@ -251,14 +362,14 @@ class EpisodeRecorder:
             writer.frames.put(None)
         for writer in self._writers.values():
             writer.join()
-        files: dict[str, str] = {}
+        videos: dict[str, str] = {}
         counts: dict[str, int] = {}
         for name, writer in self._writers.items():
             if writer.error is not None:
                 raise RuntimeFailure(f"video for camera {name!r} could not be written: {writer.error}")
             final = self.video_dir / f"{name}.mp4"
             publish(writer.path, final)
-            files[name] = str(final.relative_to(self.campaign_dir))
+            videos[name] = str(final.relative_to(self.campaign_dir))
             counts[name] = writer.count
         series = self.series_dir / "timeseries.npz"
         partial = self.series_dir / ("timeseries" + PARTIAL + ".npz")
@@ -268,8 +379,7 @@ class EpisodeRecorder:
                      keys=np.asarray(STATE_KEYS),
                      **{f"frame_t.{k}": np.asarray(v) for k, v in self._frame_t.items()})
         publish(partial, series)
-        files["timeseries"] = str(series.relative_to(self.campaign_dir))
-        files.update(self._stills)
+        poses_file = None
         if self.camera_poses:
             import json
 
@@ -277,7 +387,9 @@ class EpisodeRecorder:
             partial = self.video_dir / ("cameras" + PARTIAL + ".json")
             partial.write_text(json.dumps(self.camera_poses, indent=1) + "\n")
             publish(partial, poses)
-            files["camera_poses"] = str(poses.relative_to(self.campaign_dir))
+            poses_file = str(poses.relative_to(self.campaign_dir))
+        files = EpisodeFiles(videos, str(series.relative_to(self.campaign_dir)), dict(self._stills),
+                             poses_file).to_dict()
         digests = {rel: file_digest(self.campaign_dir / rel) for rel in files.values()}
         return RecordedEpisode(files=files, video_frames=counts, digests=digests, root=self.campaign_dir)
 

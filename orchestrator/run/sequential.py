@@ -3,8 +3,11 @@
 For each trial still to run, in schedule order: tell the operator which mark (never which
 policy), prepare the layout, run the policy for the fixed episode length while recording,
 then commit the episode in one transaction and return the arm to rest. A trial that fails
-(device fault, policy error, emergency stop, Ctrl-C) is aborted with its cause, its files
-are deleted, and it is re-run on the next `orchestrator run`; the schedule is never re-drawn.
+(device fault, policy error, emergency stop, Ctrl-C) is aborted with its cause and the cause's
+class (`bookkeeping.abort_class`), its files are deleted, and the protocol's `aborts` rules say
+what it counts as: a failure of the policy that ran (by default a policy error and an unsafe
+motion stopped by the operator; the session goes on), or a re-run (on the next `orchestrator
+run`, at most `aborts.max_reruns` times); the schedule is never re-drawn.
 
 Simulated rigs run episodes in worker processes (`parallel.py`); episode outcomes depend only
 on the trial's stored seed, so they equal those of an uninterrupted sequential run.
@@ -24,12 +27,14 @@ from orchestrator.run.interrupts import deferred_interrupts
 from orchestrator.run.motion import ArmMotion
 from orchestrator.run.operator_protocol import AutoOperator, Operator, StopRequested, TrialCue
 from orchestrator.rigs.base import EmergencyStop
-from orchestrator.run.recording import DISK_MARGIN_BYTES, EpisodeRecorder, check_disk, episode_bytes_estimate, free_bytes
+from orchestrator.run.recording import (EpisodeRecorder, check_disk, episode_bytes_estimate, free_bytes,
+                                        required_free_bytes)
 from orchestrator.design.schedule import Trial
-from orchestrator.store.sqlite import new_episode_id
 from orchestrator.core.progress import say_flushed, terminal_for
-from orchestrator.run.bookkeeping import (INTERRUPTED_BY_USER, NO_REFEREES, Progress, Referees, RunSummary, commit_episode,
-                                          episode_context, episode_record, stop_decision)
+from orchestrator.run.bookkeeping import (INTERRUPTED_BY_USER, NO_REFEREES, SETTLED_SAY, Progress, Referees, RunSummary,
+                                          abort_class, commit_episode, episode_context, episode_record, settle_abort,
+                                          stop_decision)
+from orchestrator.store.sqlite import INTERRUPTED_CLASS, SETTLES_FAILURE, new_episode_id
 
 MAX_ATTEMPTS_PER_SESSION = 3
 
@@ -100,7 +105,7 @@ def run_campaign(opened: OpenedCampaign, operator: Operator | None = None, worke
     cameras = opened.rig.profile.cameras
     per_episode = episode_bytes_estimate(cameras, episode.duration_s)
     check_disk(store.directory, per_episode, "the next episode")
-    if free_bytes(store.directory) < 2 * per_episode * len(pending) + DISK_MARGIN_BYTES:
+    if free_bytes(store.directory) < required_free_bytes(per_episode * len(pending)):
         say(f"warning: free disk space may not hold all {len(pending)} remaining episodes "
             f"(about {per_episode * len(pending) / 1e6:.0f} MB); the run will stop cleanly before the disk fills")
     with run_session(store):
@@ -125,8 +130,9 @@ def _attempt(opened: OpenedCampaign, motion: ArmMotion, policy, trial: Trial, co
     """One attempt at a trial: record the episode and commit it; None when done, the reason when an
     emergency stop (or a redo) aborted it. Every way out of the episode goes through the one stop
     path (`ArmMotion.stop`: hold, or release; nothing moves until the operator confirms), then
-    `_abort` records it: Ctrl-C/SIGTERM raise `Interrupted` (the arm never moves again this
-    session), faults raise `RuntimeFailure`, the stop key returns its reason."""
+    the abort is recorded with its class (`settle_abort`): Ctrl-C/SIGTERM raise `Interrupted` (the
+    arm never moves again this session), faults raise `RuntimeFailure`, the stop key returns its
+    reason. A second Ctrl-C during the stop and the record waits until they are done."""
     rig = motion.rig
     store, loaded = opened.store, opened.protocol
     cameras = opened.rig.profile.cameras
@@ -151,20 +157,30 @@ def _attempt(opened: OpenedCampaign, motion: ArmMotion, policy, trial: Trial, co
     except KeyboardInterrupt:
         with deferred_interrupts():   # a second Ctrl-C waits until the arm is safe and the abort recorded
             motion.stop(interrupted=True)
-            _abort(store, attempt, recorder, INTERRUPTED_BY_USER)
+            recorder.discard()
+            store.abort_attempt(attempt, INTERRUPTED_BY_USER, INTERRUPTED_CLASS)
         raise Interrupted("interrupted: arm made safe, the running trial will be re-run; "
                           "run the same command again to resume") from None
     except EmergencyStop as stop:
         if not isinstance(stop, _Redo):
-            motion.stop()
-            operator.episode_ended(cue, stop.reason)  # the operator says why (into stop.reason)
-        _abort(store, attempt, recorder, stop.reason, summary)
+            motion.stop()  # hold (or release); nothing moves until the operator confirms
+        recorder.discard()
+        if not isinstance(stop, _Redo):
+            operator.episode_ended(cue, stop.reason)  # the operator says why (into stop.reason, .cause)
+        if settled := settle_abort(store, attempt, trial, stop.reason, abort_class(stop), loaded, summary):
+            operator.message(f"trial aborted ({stop.reason}): {SETTLED_SAY[settled]}")
+            return None
         return stop.reason
     except Exception as exc:
         with deferred_interrupts():
-            motion.stop()
+            motion.stop()  # held (or released) until the operator confirms the move to rest
+            recorder.discard()
             cause = f"{type(exc).__name__}: {exc}"
-            _abort(store, attempt, recorder, cause, summary)
+            cause_class = abort_class(exc)
+            settled = settle_abort(store, attempt, trial, cause, cause_class, loaded, summary)
+        if settled == SETTLES_FAILURE and cause_class == "policy":  # the rig is fine: go on
+            operator.message(f"trial aborted: {cause}; {SETTLED_SAY[settled]}")
+            return None
         hint = getattr(exc, "hint", None)
         operator.message(f"trial aborted: {cause}" + (f"; {hint}" if hint else "")
                          + "; the arm holds until you confirm")
@@ -172,17 +188,6 @@ def _attempt(opened: OpenedCampaign, motion: ArmMotion, policy, trial: Trial, co
             f"trial {trial.slot + 1} (mark {trial.mark_id}) aborted: {cause}"
             + (f"; {hint}" if hint else "")
             + "; the arm was made safe and the campaign is resumable: fix the cause and run again") from exc
-
-
-def _abort(store, attempt, recorder: EpisodeRecorder, reason: str, summary: RunSummary | None = None) -> None:
-    """The one place an attempt is recorded as aborted (its files discarded, `reason` stored).
-    The reasons tell the causes apart: `INTERRUPTED_BY_USER`, the stop key's `emergency stop by
-    operator...`, a redo's `redo requested by operator: ...`, and `DeviceFault: <device>: ...`
-    for faults, whose device is `policy`, `camera NAME` or `arm PORT` (`DeviceFault.kind`)."""
-    recorder.discard()
-    store.abort_attempt(attempt, reason)
-    if summary is not None:
-        summary.aborted_now += 1
 
 
 def _run_sequential(opened: OpenedCampaign, pending: list[Trial], operator: Operator,

@@ -38,6 +38,7 @@ from orchestrator.core.errors import RuntimeFailure
 from orchestrator.run.recording import remove_episode_files
 from orchestrator.design.schedule import Trial
 from orchestrator.store.postgres_stations import install_station_tables
+from orchestrator.store.sqlite import INTERRUPTED_CLASS
 
 NOW = "extract(epoch from clock_timestamp())"
 
@@ -185,7 +186,7 @@ class Station:
             " WHERE t.unit = ? AND a.status = 'running'", (unit,)).fetchall()
         for attempt_id, episode_id, slot in running:
             self.store.abort_attempt(attempt_id, f"interrupted: {who} stopped during the episode "
-                                                 "(its claim on the block ran out)")
+                                                 "(its claim on the block ran out)", INTERRUPTED_CLASS)
             remove_episode_files(self.store.directory, episode_id)
             self.say(f"trial {slot + 1}: interrupted on {who}; it will be re-run")
         if previous is None or previous == self.name:

@@ -67,7 +67,18 @@ CREATE TABLE sessions (
     conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
 
 
-_STEPS: dict[int, Callable[[sqlite3.Connection], None]] = {2: _to_2}
+def _to_3(conn: sqlite3.Connection) -> None:
+    """Schema 3 classifies aborted attempts: `abort_class` (policy, operator_unsafe,
+    operator_misplaced, operator_other, rig, interrupted, invalid_start) and `settles` (NULL: the
+    trial is re-run; `failure`: the abort scored the trial as a failure of its policy, by the
+    protocol's `aborts` rules; `excluded`: the trial reached its re-run limit and is left out).
+    Attempts of older stores keep NULL in both (they were re-run, as the tool then did)."""
+    conn.execute("ALTER TABLE attempts ADD COLUMN abort_class TEXT")
+    conn.execute("ALTER TABLE attempts ADD COLUMN settles TEXT")
+    conn.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
+
+
+_STEPS: dict[int, Callable[[sqlite3.Connection], None]] = {2: _to_2, 3: _to_3}
 SCHEMA_VERSION = max(_STEPS)
 
 

@@ -39,6 +39,11 @@ TRIAL_STATES = ("pending", "running", "done", "aborted")
 LABELS = ("success", "failure", "unsure")
 PHYSICS_JUDGE = "physics"
 AUTO_JUDGE = "auto"
+# How an aborted attempt settles its trial (attempts.settles; NULL: re-run), and the abort class
+# of an interruption (Ctrl-C, a killed process), re-run without limit.
+SETTLES_FAILURE = "failure"
+SETTLES_EXCLUDED = "excluded"
+INTERRUPTED_CLASS = "interrupted"
 
 def _write_new_campaign(conn, *, name: str, protocol_path: str, protocol_text: str, protocol_sha256: str,
                         layout_text: str, layout_sha256: str, rig_path: str, rig_text: str,
@@ -403,8 +408,9 @@ class CampaignStore:
         now = time.time()
         with self.transaction() as c:
             for attempt_id, slot, episode_id in stale:
-                c.execute("UPDATE attempts SET status='aborted', ended_at=?, reason=? WHERE id=?",
-                          (now, "interrupted: the process stopped during the episode", attempt_id))
+                c.execute("UPDATE attempts SET status='aborted', ended_at=?, reason=?, abort_class=? WHERE id=?",
+                          (now, "interrupted: the process stopped during the episode", INTERRUPTED_CLASS,
+                           attempt_id))
                 c.execute("UPDATE trials SET state='aborted' WHERE slot=? AND state='running'", (slot,))
                 c.execute("INSERT INTO events (at, kind, slot, message) VALUES (?,?,?,?)",
                           (now, "aborted", slot, "attempt interrupted (process stopped); will re-run"))
@@ -479,23 +485,41 @@ class CampaignStore:
             else:
                 c.execute("DELETE FROM judgments WHERE episode_id=?", (episode_id,))
             c.execute("DELETE FROM episodes WHERE id=?", (episode_id,))
-            c.execute("UPDATE attempts SET status='aborted', reason=? WHERE id=?", (reason, attempt_id))
+            c.execute("UPDATE attempts SET status='aborted', reason=?, abort_class=? WHERE id=?",
+                      (reason, "invalid_start" if kind == "invalid_start" else "rig", attempt_id))
             c.execute("UPDATE trials SET state='aborted', episode_id=NULL, done_at=NULL WHERE slot=?", (slot,))
             c.execute("UPDATE campaign SET finished_at=NULL, stop_reason=NULL WHERE stop_reason='complete'")
             c.execute("INSERT INTO events (at, kind, slot, message) VALUES (?,?,?,?)",
                       (now, kind, slot, f"episode {episode_id}: {reason}; trial will be re-run"))
         return slot
 
-    def abort_attempt(self, attempt_id: int, reason: str) -> None:
+    def abort_attempt(self, attempt_id: int, reason: str, abort_class: str | None = None,
+                      settles: str | None = None) -> None:
+        """Mark a running attempt aborted with `reason` and its cause's `abort_class`. `settles`
+        None: the trial goes back to the queue; `failure` (the protocol's `aborts` rule scored it
+        as its policy's failure) or `excluded` (its re-run limit reached): the trial is done,
+        with no episode, and is never run again."""
+        if settles not in (None, SETTLES_FAILURE, SETTLES_EXCLUDED):
+            raise ValueError(f"settles must be None, {SETTLES_FAILURE!r} or {SETTLES_EXCLUDED!r}, not {settles!r}")
         now = time.time()
         with self.transaction() as c:
             row = c.execute("SELECT slot FROM attempts WHERE id=?", (attempt_id,)).fetchone()
-            c.execute("UPDATE attempts SET status='aborted', ended_at=?, reason=? WHERE id=?",
-                      (now, reason, attempt_id))
+            c.execute("UPDATE attempts SET status='aborted', ended_at=?, reason=?, abort_class=?, settles=?"
+                      " WHERE id=?", (now, reason, abort_class, settles, attempt_id))
             if row:
-                c.execute("UPDATE trials SET state='aborted' WHERE slot=? AND state='running'", (row[0],))
+                state = "aborted" if settles is None else "done"
+                c.execute("UPDATE trials SET state=?, done_at=? WHERE slot=? AND state='running'",
+                          (state, None if settles is None else now, row[0]))
                 c.execute("INSERT INTO events (at, kind, slot, message) VALUES (?,?,?,?)",
-                          (now, "aborted", row[0], reason))
+                          (now, "aborted", row[0], reason if settles is None else f"{reason} ({settles})"))
+
+    def reruns(self, slot: int) -> int:
+        """How many times trial `slot` was aborted and sent back to be re-run, not counting
+        interruptions (Ctrl-C, a killed process), which say nothing about the trial."""
+        row = self.conn.execute(
+            "SELECT count(*) FROM attempts WHERE slot=? AND status='aborted' AND settles IS NULL"
+            " AND (abort_class IS NULL OR abort_class <> ?)", (slot, INTERRUPTED_CLASS)).fetchone()
+        return int(row[0])
 
     def add_judgment(self, episode_id: str, judge: str, label: str, failure_mode: str | None = None,
                      note: str | None = None, source: str = "local", created_at: float | None = None) -> int:

@@ -434,7 +434,7 @@ def _store_problems(campaign: Path, case: Case, error, fired_phase: str | None) 
                 if a["status"] not in ("done", "aborted")]
     problems += ["resumable: an aborted attempt without a cause" for a in attempts
                  if a["status"] == "aborted" and not (a.get("reason") or "").strip()]
-    expected = {"policy_exception": "policy", "nan_action": "policy: non-finite", "camera_failure": "camera",
+    expected = {"policy_exception": "policy", "nan_action": "non-finite action", "camera_failure": "camera",
                 "ctrl_c": "interrupt", "sigterm": "interrupt"}.get(case.event)
     if case.event.startswith("alarm:"):
         expected = f"{case.event.split(':')[1]} (id"

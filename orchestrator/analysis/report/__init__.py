@@ -12,7 +12,8 @@ embedded as base64 (matplotlib is imported only for HTML).
 
 from __future__ import annotations
 
-from orchestrator.analysis.report.build import PLAN_MAX_LAYOUTS, build_report
+from orchestrator.analysis.report.build import build_report
+from orchestrator.analysis.report.more_layouts import PLAN_MAX_LAYOUTS
 from orchestrator.analysis.report.html import render_html
 from orchestrator.analysis.report.json import render_json, to_dict
 from orchestrator.analysis.report.markdown import render_markdown

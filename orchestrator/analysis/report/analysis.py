@@ -62,7 +62,7 @@ def paired_analysis(data: OutcomeSet, a: str, b: str, evalue_rule: bool = False,
                           clustered.difference, sequence)
 
 
-def test_description(unit: str, primary: str) -> str:
+def deciding_test_name(unit: str, primary: str) -> str:
     """The deciding test, as the report header names it."""
     which = "exact p" if primary == "mcnemar_exact" else "mid-p"
     if unit == "mark":

@@ -10,14 +10,16 @@ from typing import Any
 
 from orchestrator.analysis import stats
 from orchestrator.analysis.outcomes import OutcomeSet
-from orchestrator.analysis.report.analysis import PairedAnalysis, paired_analysis, test_description
+from orchestrator.analysis.stopping import RuleView
+from orchestrator.analysis.report.aborts import build_aborts
+from orchestrator.analysis.report.more_layouts import more_layouts
+from orchestrator.analysis.report.analysis import PairedAnalysis, paired_analysis, deciding_test_name
 from orchestrator.analysis.report.format import fmt_p, p_eq, p_name
 from orchestrator.analysis.report.raters import rater_agreement
 from orchestrator.analysis.report.model import (OVERRUN_WARN_FRACTION, SCHEMA, Comparison, Disagreement, DriftRow, JudgeAccuracy, JudgeSection,
                     KappaRow, PolicySummary, PolicyTiming, Report, StratumComparison, StratumRow, TimeSummary)
 from orchestrator.analysis.report.verdict import Evidence, verdict_notes, verdict_text
 
-PLAN_MAX_LAYOUTS = 2000
 
 
 def _median(values: list[float]) -> float | None:
@@ -48,8 +50,48 @@ def _timing(data: OutcomeSet) -> tuple[PolicyTiming, ...]:
             episodes_over=len(over) if paced else None,
             policy_p50_ms=_median([t.policy_p50_ms for t in ts]),
             policy_p99_ms=_median([t.policy_p99_ms for t in ts]),
-            policy_p99_max_ms=max((t.policy_p99_ms for t in ts), default=None)))
+            policy_p99_max_ms=max((t.policy_p99_ms for t in ts), default=None),
+            lost_steps=sum(t.lost_steps for t in ts) if paced else None,
+            episodes_lost=sum(1 for t in ts if t.lost_steps) if paced else None,
+            inference_p50_ms=_median([t.inference_p50_ms for t in ts if t.inference_p50_ms is not None]),
+            inference_p99_ms=_median([t.inference_p99_ms for t in ts if t.inference_p99_ms is not None])))
     return tuple(rows)
+
+
+def _lost_step_warnings(timing: tuple[PolicyTiming, ...], alpha: float) -> list[str]:
+    """Episodes that lost steps, compared between policies (Fisher's exact test, Holm over the
+    pairs): a policy whose episodes lose steps more often had less control in the same time."""
+    rows = [t for t in timing if t.paced and t.with_timing]
+    pairs = list(combinations(rows, 2))
+    if not any(t.episodes_lost for t in rows) or not pairs:
+        return []
+    raw = [stats.fisher_exact(x.episodes_lost, x.with_timing, y.episodes_lost, y.with_timing) for x, y in pairs]
+    out = []
+    for (x, y), p in zip(pairs, stats.holm(raw)):
+        if p <= alpha:
+            out.append(f"episodes lost control steps more often with {x.label if x.episodes_lost / x.with_timing > y.episodes_lost / y.with_timing else y.label}: "
+                       f"{x.label} {x.episodes_lost}/{x.with_timing}, {y.label} {y.episodes_lost}/{y.with_timing} "
+                       f"episodes (Fisher exact p {p_eq(p)}, Holm): every episode lasts the protocol's duration, so "
+                       "the slower policy acted fewer times in it")
+    return out
+
+
+def _has_repeats(data: OutcomeSet) -> bool:
+    """Some mark has more than one (mark, repeat) block: the mark is the unit of analysis."""
+    return len({o.key for o in data.outcomes}) > len({o.layout for o in data.outcomes})
+
+
+def _rate_interval(judged: list, repeats: bool) -> stats.Interval:
+    """Wilson's interval; with repeats, clustered over marks (`stats.clustered_wilson`)."""
+    k = sum(1 for o in judged if o.success)
+    if not repeats:
+        return stats.wilson(k, len(judged))
+    per: dict[str, list[int]] = {}
+    for o in judged:
+        per.setdefault(o.layout, [0, 0])
+        per[o.layout][0] += bool(o.success)
+        per[o.layout][1] += 1
+    return stats.clustered_wilson([tuple(v) for v in per.values()])
 
 
 def _policy_summary(label: str, data: OutcomeSet) -> PolicySummary:
@@ -72,24 +114,54 @@ def _policy_summary(label: str, data: OutcomeSet) -> PolicySummary:
         episodes_with_safety_events=sum(1 for o in mine if o.safety_events),
         time_to_success=_time_summary(times),
         first_successes=sum(1 for o in first if o.success), first_trials=len(first),
-        second_successes=sum(1 for o in second if o.success), second_trials=len(second))
+        second_successes=sum(1 for o in second if o.success), second_trials=len(second),
+        ci=_rate_interval(judged, _has_repeats(data)), deployment=data.deployments.get(label, ""))
 
 
-def _more_layouts(table: stats.PairedTable, alpha: float, primary: str) -> tuple[int | None, str]:
-    """Layouts still needed for 80 % power if the observed cell rates were the truth."""
-    n = table.n
-    if n == 0:
-        return None, "no complete pairs yet"
-    b, c = table.a_only, table.b_only
-    if b == c:
-        return None, ("the policies won the same number of discordant layouts, so the observed "
-                      "difference is zero and no number of layouts is expected to separate them")
-    needed = stats.layouts_needed(b / n, c / n, 0.8, alpha, primary, PLAN_MAX_LAYOUTS)
-    if needed is None:
-        return None, (f"even {PLAN_MAX_LAYOUTS} layouts would not give 80 % power at the observed "
-                      "difference: it is too small to establish with this design")
-    return max(needed - n, 0), (f"with the observed rates ({b}/{n} A-only, {c}/{n} B-only layouts) "
-                                f"about {needed} layouts in all give 80 % power")
+def _max_layouts(stopping: Any) -> int | None:
+    if isinstance(stopping, dict):
+        return stopping.get("max_layouts")
+    return getattr(stopping, "max_layouts", None)
+
+
+EARLY_STOP = "stopped early by the pre-registered e-value rule"
+
+
+def _stop_note(data: OutcomeSet, significant: bool, ev: stats.EValueResult) -> tuple[str, ...]:
+    """The recorded stop and the verdict can only differ when the labels changed after the stop
+    (the runner decides on physics in simulation, on the human consensus on hardware)."""
+    early = (data.stop_reason or "").startswith(EARLY_STOP)
+    if early and not significant:
+        return (f"The campaign was stopped early by the e-value rule on the labels of that moment; under the "
+                f"labels used here ({data.label_source}) the e-value is {ev.e_value:.2f} < {ev.threshold:g}, so "
+                "the stop stands but the difference is not established by these labels.",)
+    return ()
+
+
+def _disagreement_note(data: OutcomeSet, a: str, b: str, evalue_rule: bool) -> tuple[str, ...]:
+    """Judge disagreements that changed which layouts count, with the pre-registered rule and
+    what the other rule would have given (which layouts drop depends on the outcome)."""
+    disputed = {o.key for o in data.outcomes if o.disputed and o.policy in (a, b)}
+    if not disputed:
+        return ()
+    units = "layout" + ("s" if len(disputed) != 1 else "")
+    if data.disagreement == "failure":
+        return (f"The judges disagree on {len(disputed)} {units} of {a} vs {b}; by the pre-registered rule "
+                "(judging.disagreement: failure) a disagreement counts as a failure of the policy.",)
+    from dataclasses import replace
+
+    alt = replace(data, outcomes=tuple(replace(o, success=False, failure_mode="judges disagree")
+                                       if o.disputed and o.success is None else o for o in data.outcomes))
+    t = stats.paired_table([x[1] for x in alt.pairs(a, b)], [x[2] for x in alt.pairs(a, b)])
+    if evalue_rule:
+        other = f"e-value {stats.evalue_discordant(t.a_only, t.b_only).e_value:.2f}"
+    else:
+        mc = stats.mcnemar(t.a_only, t.b_only)
+        other = f"{p_name(data.primary)} {fmt_p(mc.exact_p if data.primary == 'mcnemar_exact' else mc.mid_p)}"
+    return (f"The judges disagree on {len(disputed)} {units} of {a} vs {b}: by the pre-registered rule "
+            "(judging.disagreement: unsure) they are left out until another judge decides; counted as "
+            f"failures instead, the table would be {t.a_only} {a}-only to {t.b_only} {b}-only of {t.n} "
+            f"({other}, unadjusted).",)
 
 
 def _evalue_rule(stopping: Any) -> bool:
@@ -136,7 +208,7 @@ def _stratum_rows(pairs: list, data: OutcomeSet) -> tuple[StratumComparison, ...
 
 
 def _compare(an: PairedAnalysis, a: str, b: str, data: OutcomeSet, holm_mid: float, holm_exact: float,
-             comparisons: int = 1) -> Comparison:
+             comparisons: int = 1, rule: RuleView | None = None) -> Comparison:
     table = an.table
     primary = data.primary if data.primary in ("mcnemar_midp", "mcnemar_exact") else "mcnemar_midp"
     p_primary = an.p(primary)
@@ -148,27 +220,41 @@ def _compare(an: PairedAnalysis, a: str, b: str, data: OutcomeSet, holm_mid: flo
     # with a pre-registered e-value stopping rule the anytime-valid e-value decides (the McNemar
     # p-values assume a fixed number of layouts); K comparisons share alpha (threshold K/alpha)
     evalue_rule = _evalue_rule(data.stopping)
-    # with repeats the e-value counts discordant marks (`stats.mark_split`), like the test
-    split = stats.mark_split([t for _, t in an.marks]) if an.unit == "mark" else (table.a_only, table.b_only)
-    ev = stats.evalue_discordant(*split, data.alpha / max(comparisons, 1))
+    # under the e-value rule the report's e-value is the runner's (`stopping.RuleView`: complete
+    # marks only), so the verdict never contradicts the recorded stop; otherwise, with repeats,
+    # the e-value counts discordant marks (`stats.mark_split`), like the test
+    level = data.alpha / max(comparisons, 1)
+    if evalue_rule and rule is not None:
+        split = rule.split(a, b)
+    else:
+        split = stats.mark_split([t for _, t in an.marks]) if an.unit == "mark" else (table.a_only, table.b_only)
+    ev = stats.evalue_discordant(*split, level)
+    share = stats.beta_binomial_cs(split[0], split[0] + split[1], level) if evalue_rule else None
     significant = n > 0 and (ev.reject if evalue_rule else holm_primary <= data.alpha)
-    more, more_note = _more_layouts(table, data.alpha, primary) if an.unit == "layout" else (None, "")
+    more, more_note = (None, "")
+    if not significant and an.unit == "layout":
+        more, more_note = more_layouts(table, data.alpha, primary, comparisons, evalue_rule,
+                                       _max_layouts(data.stopping))
     discordant_units = an.clustered.discordant_marks if an.clustered is not None else table.discordant
     evidence = Evidence(a=a, b=b, table=table, unit=an.unit, discordant_units=discordant_units, primary=primary,
                         alpha=data.alpha, p=holm_primary, p_raw=p_primary, mid_p=holm_mid, exact_p=holm_exact,
                         difference=an.difference, sequence=an.sequence, evalue=ev, evalue_rule=evalue_rule,
-                        significant=significant)
+                        significant=significant, share=share, comparisons=comparisons,
+                        rule_units=rule.units if rule is not None else 0)
     return Comparison(
         a=a, b=b, table=table, mcnemar=an.mcnemar, difference=an.difference,
         tango=stats.tango_paired(table) if n else an.difference,
         bonett_price=stats.bonett_price_paired(table) if n else an.difference, primary=primary, primary_p=p_primary,
         holm_mid_p=holm_mid, holm_primary_p=holm_primary, fisher_p=fisher, unpaired_difference=unpaired,
         floor_p=stats.discordant_floor(table.discordant), evalue=ev, significant=significant,
+        deciding_floor_p=stats.discordant_floor(discordant_units),
         more_layouts_needed=more, more_layouts_note=more_note,
         verdict=verdict_text(evidence, more, more_note),
         pairing_note=_pairing_note(table, fisher, p_primary, p_name(primary)) if an.unit == "layout" else "",
         strata=_stratum_rows(data.pairs(a, b), data), unit=an.unit, clustered=an.clustered, marks=an.marks,
-        sequence=an.sequence, notes=verdict_notes(evidence), holm_exact_p=holm_exact)
+        sequence=an.sequence, notes=verdict_notes(evidence) + _stop_note(data, significant, ev)
+        + _disagreement_note(data, a, b, evalue_rule),
+        holm_exact_p=holm_exact, share=share)
 
 
 def _strata(data: OutcomeSet) -> tuple[StratumRow, ...]:
@@ -182,7 +268,7 @@ def _strata(data: OutcomeSet) -> tuple[StratumRow, ...]:
         for p in data.policies:
             judged = [o for o in mine if o.policy == p and o.success is not None]
             k = sum(1 for o in judged if o.success)
-            per.append((p, k, len(judged), stats.wilson(k, len(judged))))
+            per.append((p, k, len(judged), _rate_interval(judged, _has_repeats(data))))
         rows.append(StratumRow(s, len({o.key for o in mine}), tuple(per)))
     return tuple(rows)
 
@@ -199,8 +285,9 @@ def _drift(data: OutcomeSet) -> tuple[DriftRow, ...]:
         first, second = judged[:half], judged[half:]
         k1 = sum(1 for o in first if o.success)
         k2 = sum(1 for o in second if o.success)
+        # with repeats Fisher's test would count the repeats of a mark as independent: withheld
         rows.append(DriftRow(p, k1, len(first), k2, len(second),
-                             stats.fisher_exact(k1, len(first), k2, len(second))))
+                             float("nan") if _has_repeats(data) else stats.fisher_exact(k1, len(first), k2, len(second))))
     return tuple(rows)
 
 
@@ -301,24 +388,36 @@ def build_report(data: OutcomeSet) -> Report:
     holm_mid = stats.holm([an.mid_p for an in analyses])
     holm_exact = stats.holm([an.exact_p for an in analyses])
     primary = data.primary
-    comparisons = tuple(_compare(an, a, b, data, holm_mid[i], holm_exact[i], len(pairs))
+    rule = RuleView.of(data.outcomes, data.policies) if evalue_rule else None
+    comparisons = tuple(_compare(an, a, b, data, holm_mid[i], holm_exact[i], len(pairs), rule)
                         for i, (an, (a, b)) in enumerate(zip(analyses, pairs)))
     unit = "mark" if any(c.unit == "mark" for c in comparisons) else "layout"
     cochran = None
-    if len(data.policies) >= 3:
+    withheld: list[tuple[str, str]] = []
+    if len(data.policies) >= 3 and _has_repeats(data):
+        withheld.append(("cochran_q", "marks have repeats: Cochran's Q would count every (mark, repeat) as "
+                                      "an independent block; the pairwise tests over marks, Holm-adjusted, decide"))
+    elif len(data.policies) >= 3:
         blocks = data.complete_blocks()
         if blocks:
             cochran = stats.cochran_q([[int(v) for v in vals] for _, vals in blocks])
+    if _has_repeats(data):
+        withheld.append(("drift_fisher_p", "marks have repeats: Fisher's test of the two halves would count a "
+                                           "mark's repeats as independent trials; the counts are shown"))
     unpaired = tuple((k[0], k[1], why) for k, why in data.unpaired())
     done = sum(1 for o in data.outcomes if o.state == "done")
     timing = _timing(data)
     stopping_rule = _describe_stopping(data.stopping)
     warnings = _warnings(data, unpaired, timing, stopping_rule, done, unit, cochran is not None)
+    warnings.extend(_lost_step_warnings(timing, data.alpha))
     from orchestrator.analysis.report.stations import build_stations
 
     station_section = build_stations(data)
     if station_section is not None:
         warnings.extend(station_section.warnings)
+    abort_section = build_aborts(data)
+    if abort_section is not None:
+        warnings.extend(abort_section.warnings)
     return Report(
         schema=SCHEMA, source=data.source, label_source=data.label_source, campaign_id=data.campaign_id,
         campaign_name=data.campaign_name, protocol_name=data.protocol_name, protocol_sha256=data.protocol_sha256,
@@ -329,8 +428,9 @@ def build_report(data: OutcomeSet) -> Report:
         judges=_judges(data), unpaired=unpaired, warnings=tuple(warnings), headline=_headline(comparisons, cochran),
         grid=_grid(data), timeline=_timeline(data), timing=timing, sessions=data.sessions,
         operator_is_judge=data.operator_is_judge, fps=data.fps, raters=rater_agreement(data),
-        arm_still=_arm_still(data), unit=unit, test=test_description(unit, primary),
-        notes=_cochran_notes(comparisons, cochran, data.alpha), stations=station_section)
+        arm_still=_arm_still(data), unit=unit, test=deciding_test_name(unit, primary),
+        notes=_cochran_notes(comparisons, cochran, data.alpha), stations=station_section, aborts=abort_section,
+        withheld=tuple(withheld))
 
 
 def _arm_still(data: OutcomeSet) -> tuple[tuple[str, str, str], ...]:
@@ -355,9 +455,6 @@ def _warnings(data: OutcomeSet, unpaired: tuple, timing: tuple[PolicyTiming, ...
         warnings.append("the protocol pre-registers the e-value stopping rule: the verdict uses the "
                         "anytime-valid e-value; McNemar p-values assume a fixed number of layouts and "
                         "are shown for reference only")
-    if unit == "mark" and cochran:
-        warnings.append("marks have repeats: Cochran's Q counts every (mark, repeat) as an independent block; "
-                        "the pairwise tests count marks")
     if not data.complete:
         warnings.append(f"the campaign is not complete ({done} of {data.scheduled_trials} trials done): "
                         "these are interim numbers" + ("" if stopping_rule.startswith("e-value") else

@@ -47,12 +47,16 @@ def points(*values: float) -> list[str]:
     number of decimals, enough that distinct values print distinctly: none when every two
     distinct values are at least 1 point apart (+16, -3); otherwise ceil(-log10(gap)) + 1
     decimals for the smallest gap in points (gap 0.44 -> 2: +0.56 to +1.44), more if rounding
-    still merges two of them (at most 6). Zero prints without a sign; -0.00 never appears."""
+    still merges two of them (at most 6). 0 counts as one of the values, so a value that is not 0
+    never prints as 0. Zero prints without a sign; -0.00 never appears."""
     pts = [100 * v for v in values]
-    gaps = [abs(x - y) for i, x in enumerate(pts) for y in pts[i + 1:] if abs(x - y) > 1e-9]
+    # 0 takes part as a reference value: a bound just below 0 must never print as "0" (a reader
+    # would take "-78 to 0" for an interval that reaches 0)
+    ref = pts + [0.0]
+    gaps = [abs(x - y) for i, x in enumerate(ref) for y in ref[i + 1:] if abs(x - y) > 1e-9]
     small = min(gaps, default=1.0)
     digits = 0 if small >= 1 else min(6, math.ceil(-math.log10(small)) + 1)
-    while digits < 6 and _merged(pts, digits):
+    while digits < 6 and _merged(ref, digits):
         digits += 1
     return [_signed(round(x, digits), digits) for x in pts]
 

@@ -8,6 +8,7 @@ import math
 from typing import Any
 
 from orchestrator.analysis.report import raters
+from orchestrator.analysis.report.aborts import to_dict as aborts_dict
 from orchestrator.analysis.report.model import Comparison, JudgeSection, PolicySummary, PolicyTiming, Report
 
 
@@ -17,12 +18,20 @@ def _num(x: float | None) -> float | None:
     return float(x)
 
 
+def _wilson95(k: int, n: int) -> list[float]:
+    from orchestrator.analysis import stats
+
+    iv = stats.wilson(k, n)
+    return [iv.lo, iv.hi]
+
+
 def _policy(p: PolicySummary) -> dict[str, Any]:
     ts = p.time_to_success
     return {
         "successes": p.successes, "trials": p.trials, "rate": _num(p.rate),
         "wilson95": [p.wilson.lo, p.wilson.hi],
-        "unjudged": p.unjudged, "aborted_attempts": p.aborted_attempts,
+        "ci95": [p.interval.lo, p.interval.hi], "ci_method": p.interval.method,
+        "unjudged": p.unjudged, "aborted_attempts": p.aborted_attempts, "deployment": p.deployment or None,
         "failure_modes": dict(p.failure_modes), "safety_events": dict(p.safety_events),
         "time_to_success_s": None if ts is None else {
             "n": ts.n, "median": ts.median, "mean": ts.mean, "min": ts.lo, "max": ts.hi},
@@ -43,6 +52,7 @@ def _comparison(c: Comparison) -> dict[str, Any]:
         "primary": c.primary, "primary_p": c.primary_p, "significant": c.significant,
         "unpaired": {"fisher_p": c.fisher_p, "newcombe_hybrid95": [c.unpaired_difference.lo, c.unpaired_difference.hi]},
         "discordant_floor_p": c.floor_p,
+        "deciding_floor_p": _num(c.deciding_floor_p),
         "e_value": _num(c.evalue.e_value),
         "more_layouts_for_80pct_power": c.more_layouts_needed,
         "verdict": c.verdict,
@@ -51,9 +61,15 @@ def _comparison(c: Comparison) -> dict[str, Any]:
         "unit": c.unit,
         "holm_exact_p": _num(c.holm_exact_p),
         "clustered": _clustered(c),
-        "confidence_sequence": None if c.sequence is None else {
-            "difference": [c.sequence.lo, c.sequence.hi], "level": c.sequence.level,
-            "method": "beta-binomial mixture (Howard et al. 2021)"},
+        "confidence_sequence": None if c.sequence is None and c.share is None else {
+            "difference": None if c.sequence is None else [c.sequence.lo, c.sequence.hi],
+            "level": (c.sequence or c.share).level,
+            "method": "beta-binomial mixture (Howard et al. 2021)",
+            # the rule's own interval: A's share of the discordant units it counts; excludes 0.5
+            # exactly when the e-value rule rejects
+            "discordant_share": None if c.share is None else [c.share.lo, c.share.hi],
+            "discordant_share_estimate": None if c.share is None else _num(c.share.estimate)},
+        "more_layouts_note": c.more_layouts_note,
         "notes": list(c.notes),
     }
 
@@ -91,6 +107,8 @@ def _timing(t: PolicyTiming) -> dict[str, Any]:
         "overrun_steps": t.overrun_steps, "episodes_over_5pct_overruns": t.episodes_over,
         "policy_p50_ms": _num(t.policy_p50_ms), "policy_p99_ms": _num(t.policy_p99_ms),
         "policy_p99_max_ms": _num(t.policy_p99_max_ms),
+        "lost_steps": t.lost_steps, "episodes_with_lost_steps": t.episodes_lost,
+        "inference_p50_ms": _num(t.inference_p50_ms), "inference_p99_ms": _num(t.inference_p99_ms),
     }
 
 
@@ -111,10 +129,12 @@ def to_dict(r: Report) -> dict[str, Any]:
     }
     if r.cochran is not None:
         out["cochran_q"] = {"q": r.cochran.q, "df": r.cochran.df, "p": r.cochran.p, "blocks": r.cochran.blocks}
-    out["strata"] = {s.stratum: {lab: {"successes": k, "trials": n, "wilson95": [iv.lo, iv.hi]}
+    out["strata"] = {s.stratum: {lab: {"successes": k, "trials": n, "wilson95": _wilson95(k, n),
+                                       "ci95": [iv.lo, iv.hi], "ci_method": iv.method}
                                  for lab, k, n, iv in s.per_policy} for s in r.strata}
     out["drift"] = {d.policy: {"first_half": [d.first_k, d.first_n], "second_half": [d.second_k, d.second_n],
-                               "fisher_p": d.fisher_p} for d in r.drift}
+                               "fisher_p": _num(d.fisher_p)} for d in r.drift}
+    out["withheld"] = dict(r.withheld)
     if r.judges is not None:
         out["judges"] = _judges(r.judges)
     out["rater_agreement"] = raters.to_json(r.raters)
@@ -127,6 +147,7 @@ def to_dict(r: Report) -> dict[str, Any]:
     from orchestrator.analysis.report.stations import to_dict as stations_dict
 
     out["stations"] = stations_dict(r.stations)
+    out["aborts"] = aborts_dict(r.aborts)
     out["unpaired"] = [{"layout": l, "repeat": rp, "why": why} for l, rp, why in r.unpaired]
     out["warnings"] = list(r.warnings)
     out["notes"] = list(r.notes)

@@ -44,6 +44,12 @@ class PolicySummary:
     first_trials: int
     second_successes: int
     second_trials: int
+    ci: stats.Interval | None = None  # the interval shown: Wilson, or clustered over marks with repeats
+    deployment: str = ""              # how the policy ran: sync, rtc (horizon N), server host:port
+
+    @property
+    def interval(self) -> stats.Interval:
+        return self.ci if self.ci is not None else self.wilson
 
     @property
     def rate(self) -> float | None:
@@ -69,6 +75,10 @@ class PolicyTiming:
     policy_p50_ms: float | None       # median over episodes of the policy's compute p50
     policy_p99_ms: float | None       # median over episodes of the policy's compute p99
     policy_p99_max_ms: float | None   # worst episode's policy compute p99
+    lost_steps: int | None = None     # planned steps not run, total (None when not paced)
+    episodes_lost: int | None = None  # episodes that lost at least one step (None when not paced)
+    inference_p50_ms: float | None = None   # median over episodes of an asynchronous policy's chunk latency
+    inference_p99_ms: float | None = None
 
 
 @dataclass(frozen=True)
@@ -94,7 +104,7 @@ class Comparison:
     holm_primary_p: float
     fisher_p: float                   # the same trials treated as unpaired
     unpaired_difference: stats.Interval
-    floor_p: float                    # smallest exact p reachable with these discordant pairs
+    floor_p: float                    # smallest exact p reachable with these discordant pairs (pooled)
     evalue: stats.EValueResult
     significant: bool
     more_layouts_needed: int | None   # for 80 % power at the observed cells (None: cannot say)
@@ -110,6 +120,8 @@ class Comparison:
     sequence: stats.Interval | None = None                 # CS for the difference (e-value rule)
     notes: tuple[str, ...] = ()
     holm_exact_p: float = float("nan")
+    share: stats.Interval | None = None   # e-value rule: A's share of the rule's discordant units (CS)
+    deciding_floor_p: float | None = None  # the smallest exact p the deciding test could give
 
     @property
     def pairs(self) -> int:
@@ -120,7 +132,7 @@ class Comparison:
 class StratumRow:
     stratum: str
     layouts: int
-    per_policy: tuple[tuple[str, int, int, stats.Interval], ...]    # label, k, n, wilson
+    per_policy: tuple[tuple[str, int, int, stats.Interval], ...]    # label, k, n, interval (clustered with repeats)
 
 
 @dataclass(frozen=True)
@@ -130,7 +142,7 @@ class DriftRow:
     first_n: int
     second_k: int
     second_n: int
-    fisher_p: float
+    fisher_p: float                   # nan when withheld (marks with repeats)
 
 
 @dataclass(frozen=True)
@@ -215,3 +227,5 @@ class Report:
     test: str = ""                    # the deciding test and interval, as the header names them
     notes: tuple[str, ...] = ()       # report-level notes (e.g. Cochran's Q beside a pairwise "better")
     stations: Any = None    # report/stations.StationSection for a campaign run by several arms
+    aborts: Any = None      # report/aborts.AbortSection for a campaign (None for an outcomes CSV)
+    withheld: tuple[tuple[str, str], ...] = ()   # (statistic, why) not computed, e.g. with repeats

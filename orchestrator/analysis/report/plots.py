@@ -26,9 +26,9 @@ def _intervals(plt: Any, r: Report) -> tuple[str, str]:
     fig, ax = plt.subplots(figsize=(6, 0.6 + 0.5 * len(r.policies)))
     for i, p in enumerate(r.policies):
         if p.trials:
-            ax.errorbar([p.rate], [i], xerr=[[p.rate - p.wilson.lo], [p.wilson.hi - p.rate]], fmt="o",
+            ax.errorbar([p.rate], [i], xerr=[[p.rate - p.interval.lo], [p.interval.hi - p.rate]], fmt="o",
                         capsize=4, color="C0")
-            ax.text(p.wilson.hi + 0.01, i, f"{p.successes}/{p.trials}", va="center", fontsize=8)
+            ax.text(p.interval.hi + 0.01, i, f"{p.successes}/{p.trials}", va="center", fontsize=8)
     ax.set_yticks(range(len(r.policies)), [p.label for p in r.policies])
     ax.set_xlim(0, 1.12)
     ax.set_xlabel("success rate (Wilson 95%)")

@@ -7,7 +7,8 @@ For every human judge and for the automatic rater `auto`, against each reference
   majority of all human judges).
 Per pair: the 2x2 confusion table (rater x reference), the raw agreement, Cohen's kappa and its
 95% interval (`stats.binary_agreement`), over the episodes both labelled success or failure;
-the rater's `unsure` labels are counted apart. JSON: `rater_agreement` (a list of rows).
+the rater's `unsure` labels are counted apart (its abstention rate: unsure / all the episodes the
+reference decided). JSON: `rater_agreement` (a list of rows).
 """
 
 from __future__ import annotations
@@ -71,6 +72,7 @@ def to_json(rows: tuple[RaterAgreement, ...]) -> list[dict]:
         return None if x != x else float(x)
 
     return [{"rater": r.rater, "reference": r.reference, "items": r.items, "unsure": r.unsure,
+             "abstention_rate": num(r.unsure / (r.items + r.unsure)) if r.items + r.unsure else None,
              "table": dict(r.table), "agreement": num(r.agreement), "kappa": num(r.kappa),
              "kappa_ci95": [num(r.kappa_ci95[0]), num(r.kappa_ci95[1])]} for r in rows]
 
@@ -85,7 +87,9 @@ def to_lines(rows: tuple[RaterAgreement, ...], still: tuple[tuple[str, str, str]
                    f"{100 * r.agreement:.0f}% on {r.items} episodes; said success/reference success "
                    f"{t['success_success']}, success/failure {t['success_failure']}, failure/success "
                    f"{t['failure_success']}, failure/failure {t['failure_failure']}"
-                   + (f"; {r.unsure} unsure" if r.unsure else ""))
+                   + (f"; abstained (unsure) on {r.unsure} of {r.items + r.unsure} "
+                      f"({100 * r.unsure / (r.items + r.unsure):.0f}%); the agreement is on the episodes it rated"
+                      if r.unsure else ""))
     for episode, layout, policy in still:
         out.append(f"the arm never moved in episode {episode} (layout {layout}, policy {policy}): "
                    "check the start state and the policy")

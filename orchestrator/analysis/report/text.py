@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Union
 
+from orchestrator.analysis.report.aborts import describe_rules
 from orchestrator.analysis.report.format import fmt_p, interval, k_of_n, ms, p_eq, p_name, points
 from orchestrator.analysis.report.model import OVERRUN_WARN_FRACTION, Comparison, Report
 
@@ -94,10 +95,18 @@ def warnings(r: Report) -> list[Block]:
 
 
 def policies(r: Report) -> list[Block]:
-    return [Heading("Success per policy (Wilson 95%)"),
+    clustered = any(p.interval.method == "wilson-clustered" for p in r.policies)
+    return [Heading("Success per policy (Wilson 95%" + (", clustered over marks: repeats on one mark are not "
+                                                       "independent" if clustered else "") + ")"),
             table(["policy", "successes", "95% CI", "unjudged", "aborted attempts"],
-                  [[p.label, k_of_n(p.successes, p.trials), interval(p.wilson), str(p.unjudged),
-                    str(p.aborted_attempts)] for p in r.policies])]
+                  [[p.label, k_of_n(p.successes, p.trials), interval(p.interval), str(p.unjudged),
+                    str(p.aborted_attempts)] for p in r.policies])] + _deployments(r)
+
+
+def _deployments(r: Report) -> list[Block]:
+    """One line: how each LeRobot policy was deployed (sync, rtc, a policy server)."""
+    shown = [f"{p.label}: {p.deployment}" for p in r.policies if p.deployment and p.deployment != "scripted"]
+    return [Gap(), Line("deployment: " + ", ".join(shown))] if shown else []
 
 
 def comparison(c: Comparison, several: bool) -> list[Block]:
@@ -113,7 +122,10 @@ def comparison(c: Comparison, several: bool) -> list[Block]:
                [f"{c.a} fails", f"{c.b} only: {t.b_only}", f"neither: {t.neither}"]]),
         Gap(),
         Line(f"Discordant {'pairs' if c.unit == 'mark' else 'layouts'}: {t.discordant} ({c.a} only {t.a_only}, "
-             f"{c.b} only {t.b_only}); smallest exact p they could give: {fmt_p(c.floor_p)}"),
+             f"{c.b} only {t.b_only})" + (
+                 f"; {c.clustered.discordant_marks} discordant marks: the smallest exact p the test over marks "
+                 f"could give is {fmt_p(c.deciding_floor_p)}" if c.unit == "mark" and c.clustered is not None
+                 and c.deciding_floor_p is not None else f"; smallest exact p they could give: {fmt_p(c.floor_p)}")),
         _mcnemar_line(c)]
     if several:
         out.append(Line(f"Holm-adjusted {prim}: {fmt_p(c.holm_primary_p)}"))
@@ -177,6 +189,9 @@ def comparisons(r: Report) -> list[Block]:
 
 
 def cochran(r: Report) -> list[Block]:
+    why = dict(r.withheld).get("cochran_q")
+    if why:
+        return [Heading("Three or more policies"), Line(f"Cochran's Q withheld: {why}.")]
     if r.cochran is None:
         return []
     q = r.cochran
@@ -188,7 +203,8 @@ def cochran(r: Report) -> list[Block]:
 def strata(r: Report) -> list[Block]:
     if not r.strata:
         return []
-    return [Heading("Per stratum (Wilson 95%)"),
+    clustered = any(iv.method == "wilson-clustered" for s in r.strata for _, _, _, iv in s.per_policy)
+    return [Heading("Per stratum (95%: Wilson" + (", clustered over marks" if clustered else "") + ")"),
             table(["stratum", "layouts"] + [p.label for p in r.policies],
                   [[s.stratum, str(s.layouts)] + [f"{k_of_n(k, n)} {interval(iv, 2)}" for _, k, n, iv in s.per_policy]
                    for s in r.strata])]
@@ -231,13 +247,17 @@ def timing(r: Report) -> list[Block]:
                                 + (f" ({r.fps} Hz, {1000 / r.fps:.1f} ms period)" if r.fps else ""))]
     if all(t.paced for t in r.timing):
         out += [table(["policy", "episodes with timing", "period p50", "worst period p99", "overrun steps",
-                       f"episodes > {100 * OVERRUN_WARN_FRACTION:g}% overruns", "policy p50", "policy p99"],
+                       f"episodes > {100 * OVERRUN_WARN_FRACTION:g}% overruns", "lost steps", "episodes that lost steps",
+                       "policy p50", "policy p99"],
                       [[t.label, f"{t.with_timing} of {t.episodes}", ms(t.period_p50_ms), ms(t.period_p99_ms),
-                        str(t.overrun_steps), str(t.episodes_over), ms(t.policy_p50_ms), ms(t.policy_p99_ms)]
+                        str(t.overrun_steps), str(t.episodes_over), str(t.lost_steps),
+                        f"{t.episodes_lost} of {t.with_timing}" if t.episodes_lost is not None else "-",
+                        ms(t.policy_p50_ms), ms(t.policy_p99_ms)]
                        for t in r.timing]),
                 Gap(),
                 Line("period p50, policy p50 and p99: median over the episodes; worst period p99: the slowest "
-                     "episode; an overrun step took more than 5% longer than the period")]
+                     "episode; an overrun step took more than 5% longer than the period; every episode ends at "
+                     "the protocol's duration in wall-clock time, so steps lost to overruns are not made up")]
     else:
         out += [Line("simulated: not paced in real time (no overrun figures); policy compute time per step:"),
                 Gap(),
@@ -246,13 +266,31 @@ def timing(r: Report) -> list[Block]:
                         ms(t.policy_p99_max_ms)] for t in r.timing]),
                 Gap(),
                 Line("policy p50 and p99: median over the episodes; worst policy p99: the slowest episode")]
+    chunks = [f"{t.label} p50 {ms(t.inference_p50_ms)}, p99 {ms(t.inference_p99_ms)}"
+              for t in r.timing if t.inference_p50_ms is not None]
+    if chunks:
+        out.append(Line("inference latency per chunk (RTC thread or policy server, median over the episodes): "
+                        + "; ".join(chunks)))
     return out
 
 
 def aborted(r: Report) -> list[Block]:
-    return [Heading("Aborted attempts"),
-            Line(", ".join(f"{p.label}: {p.aborted_attempts}" for p in r.policies)
-                 + " (aborted attempts are re-run, never counted as outcomes)")]
+    section = r.aborts
+    if section is None:
+        return [Heading("Aborted attempts"),
+                Line(", ".join(f"{p.label}: {p.aborted_attempts}" for p in r.policies))]
+    if not any(x.by_class for x in section.rows):
+        return [Heading("Aborted attempts"), Line(f"none ({describe_rules(section.rules)})")]
+    out: list[Block] = [
+        Heading("Aborted attempts"), Line(describe_rules(section.rules)),
+        table(["policy", "trials", "with an abort", "counted as failure", "left out", "aborted attempts by cause"],
+              [[x.policy, str(x.trials), str(x.trials_with_abort), str(x.scored_failures), str(x.excluded),
+                ", ".join(f"{c} {n}" for c, n in x.by_class) or "none"] for x in section.rows])]
+    for t in section.tests:
+        out.append(Item(f"abort rate {t.a} vs {t.b}: Fisher exact p {p_eq(t.fisher_p)}"
+                        + (f", Holm-adjusted {p_eq(t.holm_p)}" if len(section.tests) > 1 else "")
+                        + (" (differ)" if t.holm_p <= section.alpha else "")))
+    return out
 
 
 def drift(r: Report) -> list[Block]:
@@ -260,8 +298,11 @@ def drift(r: Report) -> list[Block]:
     if not r.drift:
         return out + [Line("not enough judged trials")]
     out.append(table(["policy", "first half", "second half", "Fisher p"],
-                     [[d.policy, k_of_n(d.first_k, d.first_n), k_of_n(d.second_k, d.second_n), fmt_p(d.fisher_p)]
-                      for d in r.drift]))
+                     [[d.policy, k_of_n(d.first_k, d.first_n), k_of_n(d.second_k, d.second_n),
+                       fmt_p(d.fisher_p) if d.fisher_p == d.fisher_p else "withheld"] for d in r.drift]))
+    why = dict(r.withheld).get("drift_fisher_p")
+    if why:
+        out.append(Line(f"Fisher p withheld: {why}."))
     order_rows = [p for p in r.policies if p.first_trials and p.second_trials]
     if order_rows:
         out += [Gap(), Line("Order within the pair: " + "; ".join(

@@ -41,6 +41,9 @@ class Evidence:
     evalue: stats.EValueResult
     evalue_rule: bool
     significant: bool
+    share: stats.Interval | None = None  # e-value rule: CS for A's share of the rule's discordant units
+    comparisons: int = 1                 # K pairwise comparisons (Holm; the rule's level 1 - alpha/K)
+    rule_units: int = 0                  # the units the rule counts (complete marks / layouts)
 
 
 def interval_text(iv: stats.Interval, anytime: bool = False) -> str:
@@ -48,6 +51,20 @@ def interval_text(iv: stats.Interval, anytime: bool = False) -> str:
     level = f"{100 * iv.level:g}%"
     kind = f"anytime-valid {level} confidence sequence" if anytime else f"{level} CI"
     return f"difference {est} points, {kind} {lo} to {hi}"
+
+
+def share_text(e: Evidence) -> str:
+    """The interval the e-value rule implies: A's share of the discordant units it counts, as an
+    anytime-valid confidence sequence at the rule's level; it excludes 50 % exactly when the
+    rule rejects (at 1/2 the mixture martingale is the e-value)."""
+    iv = e.share
+    assert iv is not None
+    units = "marks" if e.unit == "mark" else "layouts"
+    discordant = e.evalue.a_only + e.evalue.b_only
+    share = f"{100 * iv.estimate:.0f}%" if discordant else "undefined"
+    return (f"{e.a}'s share of the {discordant} discordant {units} {share}, anytime-valid "
+            f"{100 * iv.level:.4g}% confidence sequence {100 * iv.lo:.1f}% to {100 * iv.hi:.1f}% "
+            "(50% = no difference)")
 
 
 def _p_text(e: Evidence) -> tuple[str, str]:
@@ -62,6 +79,8 @@ def _p_text(e: Evidence) -> tuple[str, str]:
     value = fmt_p(e.p)
     if (e.mid_p <= e.alpha) != (e.exact_p <= e.alpha):
         other, other_p = ("exact p", e.exact_p) if e.primary != "mcnemar_exact" else ("mid-p", e.mid_p)
+        if e.comparisons > 1:
+            other = f"Holm-adjusted {other}"
         value += f" ({other} {fmt_p(other_p)}: the two fall on different sides of {e.alpha:g})"
     return label, value
 
@@ -71,8 +90,12 @@ def verdict_text(e: Evidence, more: int | None, more_note: str) -> str:
     if n == 0:
         return f"{a} vs {b}: no layout has a known outcome for both yet; nothing can be said."
     label, value = _p_text(e)
-    shown = e.sequence if e.sequence is not None else e.difference
-    ci = interval_text(shown, anytime=e.sequence is not None)
+    if e.evalue_rule and e.share is not None:
+        est = points((e.table.a_only - e.table.b_only) / n)[0]
+        ci = f"difference {est} points; {share_text(e)}"
+    else:
+        shown = e.sequence if e.sequence is not None else e.difference
+        ci = interval_text(shown, anytime=e.sequence is not None)
     if e.significant:
         better, worse = (a, b) if e.table.a_only > e.table.b_only else (b, a)
         return f"{better} better than {worse}: {label} {value}; {ci}."
@@ -82,12 +105,9 @@ def verdict_text(e: Evidence, more: int | None, more_note: str) -> str:
         one = "mark" if e.unit == "mark" else "layout"
         text += (f" Only {e.discordant_units} discordant {one if e.discordant_units == 1 else units}: "
                  f"too few for any split to reach p <= {e.alpha:g}.")
-    if e.unit == "mark":
-        return text
-    if more is not None:
-        text += f" Need about {more} more layouts (80 % power at the observed rates"
-        text += f"; a rough guide from only {n} layouts)." if n < 20 else ")."
-    else:
+    if more is not None and more > 0:
+        text += f" {more_note[0].upper()}{more_note[1:]}."
+    elif more_note:
         text += f" {more_note[0].upper()}{more_note[1:]}."
     return text
 
@@ -98,22 +118,32 @@ def verdict_notes(e: Evidence) -> tuple[str, ...]:
     if e.table.n == 0:
         return ()
     notes = []
-    iv = e.sequence if e.sequence is not None else e.difference
-    name = ("anytime-valid" if e.sequence is not None else
-            "clustered Newcombe" if e.unit == "mark" else "Newcombe")
-    test = "e-value rule" if e.evalue_rule else f"{p_name(e.primary)} test"
-    reaches_zero = iv.lo <= 0 <= iv.hi
-    if e.significant and reaches_zero:
-        notes.append(f"The {test} says better, but the {name} 95% interval still reaches 0 "
-                     f"({points(iv.lo)[0]} to {points(iv.hi)[0]} points): a borderline result.")
-    elif not e.significant and not reaches_zero:
-        notes.append(f"The {name} 95% interval excludes 0 but the {test} does not reject: the two methods "
-                     "disagree at this n; the pre-registered test decides, so nothing is established.")
-    if e.evalue_rule:
-        notes.append("Stopping was optional (pre-registered e-value rule): the fixed-n 95% interval is not "
-                     "valid after optional stopping; " + ("the anytime-valid confidence sequence is quoted "
-                                                          "instead." if e.sequence is not None else
-                                                          "no anytime-valid interval is given with repeats."))
+    if e.evalue_rule and e.share is not None:
+        # the quoted interval is the rule's own: it excludes 50 % exactly when the rule rejects
+        if e.significant == (e.share.lo <= 0.5 <= e.share.hi):   # only at a bound equal to 1/2
+            notes.append("The e-value sits on its threshold: the rule's interval touches 50%.")
+        notes.append("Stopping was optional (pre-registered e-value rule): the fixed-n interval is not "
+                     "valid after optional stopping, so the verdict quotes the anytime-valid confidence "
+                     f"sequence of the rule ({100 * e.share.level:.4g}%, the level of its threshold).")
+    else:
+        iv = e.difference
+        name = "clustered Newcombe" if e.unit == "mark" else "Newcombe"
+        level = f"{100 * iv.level:g}%"
+        test = f"{p_name(e.primary)} test"
+        reaches_zero = iv.lo <= 0 <= iv.hi
+        if e.significant and reaches_zero:
+            notes.append(f"The {test} says better, but the {name} {level} interval still reaches 0 "
+                         f"({points(iv.lo)[0]} to {points(iv.hi)[0]} points): a borderline result.")
+        elif not e.significant and not reaches_zero:
+            if e.comparisons > 1 and e.p_raw <= e.alpha:
+                notes.append(f"The {name} {level} interval excludes 0 and the unadjusted {p_name(e.primary)} "
+                             f"({fmt_p(e.p_raw)}) is below {e.alpha:g}, but Holm's adjustment for the "
+                             f"{e.comparisons} comparisons is not: the interval is not adjusted for "
+                             "multiplicity; the adjusted test decides, so nothing is established.")
+            else:
+                notes.append(f"The {name} {level} interval excludes 0 but the {test} does not reject: the two "
+                             "methods disagree at this n; the pre-registered test decides, so nothing is "
+                             "established.")
     if e.unit == "mark":
         notes.append(f"The mark is the unit of analysis: {e.table.n} pairs on marks with repeats are not "
                      "independent, so the test and interval count marks, not pairs.")

@@ -17,7 +17,7 @@ Modules (one idea each; everything is re-exported here, so `stats.wilson(...)` w
 `types` result dataclasses; `proportion` one rate (Wilson, Clopper-Pearson, coverage);
 `mcnemar` the paired test; `paired_ci` intervals for the paired difference; `unpaired` Fisher
 and Newcombe for independent rates; `multi` Cochran's Q and Holm; `clustered` repeats on one
-mark (the mark as the unit); `evalue` the anytime-valid e-value; `sequence` anytime-valid
+mark (the mark as the unit); `clustered_rate` one policy's rate over marks; `evalue` the anytime-valid e-value; `evalue_power` the e-value rule's exact power; `sequence` anytime-valid
 confidence sequences; `power` exact power and sample sizes; `planning` `orchestrator plan`;
 `seeds` over training seeds and task suites; `agreement` judges' kappas.
 
@@ -49,6 +49,7 @@ References
 - Fisher RA (1935). The logic of inductive inference. JRSS 98:39-82.
 - Cochran WG (1950). The comparison of percentages in matched samples. Biometrika 37:256-266.
 - Holm S (1979). A simple sequentially rejective multiple test procedure. Scand J Stat 6:65-70.
+- Wald A (1947). Sequential Analysis. Wiley.
 - Ville J (1939). Etude critique de la notion de collectif. Gauthier-Villars.
 - Ramdas A, Grunwald P, Vovk V, Shafer G (2023). Game-theoretic statistics and safe
   anytime-valid inference. Statistical Science 38:576-601.
@@ -64,7 +65,9 @@ from __future__ import annotations
 from orchestrator.analysis.stats.agreement import binary_agreement, cohen_kappa, fleiss_kappa
 from orchestrator.analysis.stats.clustered import (clustered_difference, clustered_mcnemar, clustered_p_values, design_effect,
                         mark_split, signflip_tails)
+from orchestrator.analysis.stats.clustered_rate import clustered_wilson, rate_design_effect
 from orchestrator.analysis.stats.evalue import evalue_discordant
+from orchestrator.analysis.stats.evalue_power import evalue_layouts_needed, evalue_power, rejection_by_discordant
 from orchestrator.analysis.stats.mcnemar import (discordant_floor, mcnemar, mcnemar_exact_p, mcnemar_midp, min_discordant_for_alpha,
                       paired_table)
 from orchestrator.analysis.stats.multi import cochran_q, holm
@@ -92,8 +95,8 @@ __all__ = [
     "cochran_q", "holm", "t_interval", "t_interval_from_summary", "paired_power",
     "layouts_needed", "cell_probabilities", "independent_groups_n", "fisher_power",
     "fisher_trials_needed",
-    "evalue_discordant", "interquartile_mean", "stratified_bootstrap_ci", "binary_agreement", "cohen_kappa",
+    "evalue_discordant", "evalue_power", "evalue_layouts_needed", "rejection_by_discordant", "interquartile_mean", "stratified_bootstrap_ci", "binary_agreement", "cohen_kappa",
     "fleiss_kappa", "prob_at_least", "plan",
-    "ClusteredResult", "clustered_mcnemar", "clustered_p_values", "clustered_difference",
+    "ClusteredResult", "clustered_wilson", "rate_design_effect", "clustered_mcnemar", "clustered_p_values", "clustered_difference",
     "design_effect", "mark_split", "signflip_tails", "newcombe_cells", "beta_binomial_cs", "beta_binomial_bounds", "difference_cs",
 ]

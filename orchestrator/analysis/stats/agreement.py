@@ -55,10 +55,13 @@ def binary_agreement(rater: Sequence[bool], reference: Sequence[bool]) -> dict:
 
     The interval maps the Wilson score interval of p_o (Wilson 1927; `proportion.wilson`)
     through kappa = (p_o - p_e) / (1 - p_e), the chance agreement p_e = p1 q1 + (1-p1)(1-q1)
-    held at its estimate from the two raters' success rates (an interval conditional on the
-    marginals). Unlike the large-sample standard error of Fleiss, Cohen & Everitt (1969,
-    Psychol Bull 72:323-327), it does not collapse to a point at perfect agreement (40 of 40
-    agreeing items still leave kappa's lower bound well below 1). Bounds are clipped to
+    held at its estimate from the two raters' success rates: it treats p_e as known, so it
+    leaves out the sampling error of the marginal rates (it is not an interval conditional on
+    the marginals: p_o is not binomial given them). Its coverage is measured, not derived: by
+    seeded simulation at n = 20, 50, 200 and 1000 on tables with kappa 0.66-0.96 it covers
+    0.92-0.97 (tests/test_stats_kappa.py). Unlike the large-sample standard error of Fleiss,
+    Cohen & Everitt (1969, Psychol Bull 72:323-327), it does not collapse to a point at perfect
+    agreement (40 of 40 agreeing items still leave kappa's lower bound well below 1). Bounds are clipped to
     [-1, 1]; when p_e = 1 (both raters constant) kappa is 1 if they agree, else 0, and the
     interval is undefined (NaN)."""
     from orchestrator.analysis.stats.proportion import wilson

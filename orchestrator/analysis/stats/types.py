@@ -122,6 +122,8 @@ class PlanResult:
     unpaired_per_policy: tuple[tuple[float, int | None], ...]
     min_discordant: int                                # fewest discordant pairs that can reach alpha
     max_layouts: int
+    # with `--stopping evalue`: (target power, layouts the e-value rule needs or None)
+    evalue_targets: tuple[tuple[float, int | None], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -9,17 +9,20 @@ line of reasons. Whether `auto` counts in the consensus is the protocol's `judgi
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from orchestrator.core.errors import RuntimeFailure
+from orchestrator.run.recording import EpisodeFiles, read_series
 from orchestrator.store.sqlite import AUTO_JUDGE, CampaignStore
 from orchestrator.judging.auto.rater import AutoVerdict, arm_moved, rate_file
 
 
 def verdict_label(verdict: AutoVerdict) -> tuple[str, str]:
+    if verdict.unsure:
+        return "unsure", verdict.reason
     return ("success" if verdict.success else "failure"), verdict.reason
 
 
@@ -48,7 +51,7 @@ def rate_missing(store: CampaignStore) -> tuple[int, int]:
     for episode_id, files in store.conn.execute("SELECT id, files FROM episodes ORDER BY id").fetchall():
         if episode_id in have:
             continue
-        series = json.loads(files).get("timeseries")
+        series = EpisodeFiles.from_dict(files).timeseries
         if not series or not (store.directory / series).is_file():
             continue
         label, reason = verdict_label(rate_file(store.directory / series, cube, height, hold))
@@ -59,12 +62,9 @@ def rate_missing(store: CampaignStore) -> tuple[int, int]:
 
 def series_arm_moved(series: Path) -> bool | None:
     """Whether the arm moved in a recorded episode (None: no readable time series)."""
-    import numpy as np
-
     try:
-        with np.load(series) as data:
-            return arm_moved(data["state"])
-    except (OSError, KeyError, ValueError):
+        return arm_moved(read_series(series)["state"])
+    except RuntimeFailure:
         return None
 
 
@@ -72,8 +72,7 @@ def still_episodes(directory: Path, episodes) -> tuple[str, ...]:
     """Ids of the episodes (store rows with `files`) whose arm never moved (`rater.arm_moved`)."""
     out = []
     for episode in episodes:
-        files = episode["files"] if isinstance(episode["files"], dict) else json.loads(episode["files"])
-        series = files.get("timeseries")
+        series = EpisodeFiles.from_dict(episode["files"]).timeseries
         if series and series_arm_moved(Path(directory) / series) is False:
             out.append(str(episode["id"]))
     return tuple(sorted(out))

@@ -12,7 +12,11 @@ Definition (for every recorded control step, from `episodes/<id>/timeseries.npz`
   (`fk.grasp_point`) has risen since the squeeze began, less `SEAT_M` (a cube sinks a few mm
   in the jaws when lifted);
 - success when both hold together, without a break, for at least `hold_s` (the protocol's
-  `success` block), measured on the recorded step times.
+  `success` block), measured on the recorded step times;
+- *unsure* (its own error band): the seat is not known exactly (`SEAT_LOW_M`-`SEAT_HIGH_M`) and
+  the hold's ends are known to `HOLD_BAND_S`; success needs the hold at the deepest seat to
+  reach `hold_s + HOLD_BAND_S`, failure the hold at the shallowest seat to stay below
+  `hold_s - HOLD_BAND_S`; between the two the rater abstains (label `unsure`).
 
 It sees what a judge cannot (the gripper's effort), and not what the physics test sees (jaw
 contacts and the cube itself): a cube squeezed at an edge and slipping slowly reads as held,
@@ -29,6 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from orchestrator.judging.auto import fk
+from orchestrator.run.recording import read_series
 
 GAP_LOW = 0.6    # x cube size: below this the jaws have (nearly) shut past where a cube would be
 GAP_HIGH = 1.15  # x cube size: above this the gripper is open wider than the cube
@@ -37,6 +42,15 @@ SQUEEZE_PCT = 2.0   # commanded this much (rig units) more closed than measured:
 # episodes of the demo campaign (protocols/sim_demo.yaml), of the grasp point's rise minus
 # the physics test's measured lift of the cube (range 3.0-6.0 mm).
 SEAT_M = 0.0043
+# The error band. The seat varies: 3.0-6.0 mm over the demo's successes, up to 7 mm on lifts near
+# the success height where the cube slips in a weaker grasp (protocols/sim_near.yaml). The hold's
+# ends are uncertain by the gripper's opening lag (the command to open ends the squeeze at once;
+# the jaws leave the cube up to ~3 control periods later at 30 Hz) and one sample. A verdict is
+# given only when it holds at both ends of the seat range with the hold +- HOLD_BAND_S;
+# otherwise the rater says `unsure` and the episode goes to the human judges first.
+SEAT_LOW_M = 0.0030
+SEAT_HIGH_M = 0.0070
+HOLD_BAND_S = 0.10
 _EPS = 1e-9
 
 
@@ -47,6 +61,7 @@ class AutoVerdict:
     max_bottom_m: float          # highest cube-bottom height while closed on it (0 if never)
     arm_moved: bool              # False: the arm stayed where it started (see `arm_moved`)
     reason: str                  # one line: why (for notes and the report)
+    unsure: bool = False         # the error band straddles the success test: left to the judges
 
 
 def arm_moved(state: np.ndarray, tolerance_deg: float = 2.0) -> bool:
@@ -58,11 +73,32 @@ def arm_moved(state: np.ndarray, tolerance_deg: float = 2.0) -> bool:
     return bool(np.nanmax(np.abs(state - state[0])) > tolerance_deg)
 
 
+def _holds(t: np.ndarray, closed: np.ndarray, z: np.ndarray, min_height_m: float,
+           seat_m: float) -> tuple[float, float]:
+    """(longest hold, highest cube bottom) with the cube sunk `seat_m` in the jaws."""
+    longest, start, z0, top = 0.0, None, 0.0, 0.0
+    for k in range(len(t)):
+        if not closed[k]:
+            start = None
+            continue
+        if k == 0 or not closed[k - 1]:
+            z0 = z[k]                      # the squeeze begins with the cube on the table
+        bottom = max(0.0, z[k] - z0 - seat_m)
+        top = max(top, bottom)
+        if bottom >= min_height_m - _EPS:
+            start = t[k] if start is None else start
+            longest = max(longest, t[k] - start)
+        else:
+            start = None
+    return float(longest), float(top)
+
+
 def rate(t: np.ndarray, state: np.ndarray, cube_size_m: float, min_height_m: float,
          hold_s: float, action: np.ndarray | None = None) -> AutoVerdict:
     """Apply the lift-and-hold test to a joint trajectory: step times (s), measured joints
     (N, 6) and commanded joints (N, 6), rig units. Without commands the squeeze test is
-    left out (a gripper at the cube's width counts as closed on it)."""
+    left out (a gripper at the cube's width counts as closed on it). `unsure` when the error
+    band (module docstring) straddles the success height or the hold time."""
     t = np.asarray(t, dtype=float)
     state = np.asarray(state, dtype=float)
     if len(t) == 0:
@@ -72,24 +108,17 @@ def rate(t: np.ndarray, state: np.ndarray, cube_size_m: float, min_height_m: flo
     if action is not None:
         closed &= np.asarray(action, dtype=float)[:, 5] < state[:, 5] - SQUEEZE_PCT
     z = fk.grasp_point(state)[:, 2]
-    bottom = np.zeros(len(t))
-    longest, start, z0 = 0.0, None, 0.0
-    for k in range(len(t)):
-        if not closed[k]:
-            start = None
-            continue
-        if k == 0 or not closed[k - 1]:
-            z0 = z[k]                      # the squeeze begins with the cube on the table
-        bottom[k] = max(0.0, z[k] - z0 - SEAT_M)
-        if bottom[k] >= min_height_m - _EPS:
-            start = t[k] if start is None else start
-            longest = max(longest, t[k] - start)
-        else:
-            start = None
-    max_bottom = float(bottom.max())
+    longest, max_bottom = _holds(t, closed, z, min_height_m, SEAT_M)
+    best, top = _holds(t, closed, z, min_height_m, SEAT_LOW_M)      # the cube sank least
+    worst, low = _holds(t, closed, z, min_height_m, SEAT_HIGH_M)    # ... most
     moved = arm_moved(state)
-    success = longest >= hold_s - _EPS
-    if success:
+    success = worst >= hold_s + HOLD_BAND_S - _EPS
+    unsure = not success and best >= hold_s - HOLD_BAND_S - _EPS
+    if unsure:
+        reason = (f"unsure: held {worst:.2f}-{best:.2f} s with the cube bottom {low * 100:.1f}-{top * 100:.1f} cm "
+                  f"at most (seat {SEAT_LOW_M * 1000:g}-{SEAT_HIGH_M * 1000:g} mm, hold +-{HOLD_BAND_S:g} s): "
+                  f"the band straddles {min_height_m * 100:g} cm for {hold_s:g} s")
+    elif success:
         reason = f"held {longest:.2f} s with the cube bottom >= {min_height_m * 100:g} cm"
     elif not moved:
         reason = "the arm never moved"
@@ -99,11 +128,10 @@ def rate(t: np.ndarray, state: np.ndarray, cube_size_m: float, min_height_m: flo
         reason = f"closed on it, lifted to {max_bottom * 100:.1f} cm only"
     else:
         reason = f"held high enough for {longest:.2f} s only"
-    return AutoVerdict(success, float(longest), max_bottom, moved, reason)
+    return AutoVerdict(success, float(longest), max_bottom, moved, reason, unsure)
 
 
 def rate_file(series: Path, cube_size_m: float, min_height_m: float, hold_s: float) -> AutoVerdict:
-    """`rate` on an episode's `timeseries.npz` (written by `recording.EpisodeRecorder`)."""
-    with np.load(series) as data:
-        action = data["action"] if "action" in data.files else None
-        return rate(data["t"], data["state"], cube_size_m, min_height_m, hold_s, action)
+    """`rate` on an episode's `timeseries.npz` (read by `recording.read_series`)."""
+    data = read_series(series)
+    return rate(data["t"], data["state"], cube_size_m, min_height_m, hold_s, data.get("action"))

@@ -41,7 +41,8 @@ from orchestrator.judging.video import VideoFrames
 from orchestrator.judging.tui.halfblock import image_widget_class
 from orchestrator.judging.tui.audit import AuditKeys
 from orchestrator.judging.tui.player import Player
-from orchestrator.judging.source import INVALID_START, BlindEpisode, JudgeSource, LabelRecord, current_labels
+from orchestrator.judging.queue import find_episode, judgeable, judging_progress, next_to_judge
+from orchestrator.judging.source import BlindEpisode, JudgeSource, LabelRecord, current_labels
 
 MAX_SIZE = {"halfcell": (320, 240), "unicode": (320, 240), "ti-halfcell": (320, 240)}  # else 640x480
 
@@ -161,8 +162,7 @@ class JudgeApp(AuditKeys, App[int]):
 
     def _judgeable(self, episodes: list[BlindEpisode]) -> list[BlindEpisode]:
         """Episodes still to judge or judged (not those this judge sent back: invalid start)."""
-        return [e for e in episodes
-                if getattr(self.labels.get(e.id), "label", None) != INVALID_START]
+        return judgeable(episodes, self.labels)
 
     def _record_shown(self, episode: str, frame: int) -> None:
         self.shown_log.append((time.perf_counter(), episode, frame))
@@ -172,22 +172,10 @@ class JudgeApp(AuditKeys, App[int]):
 
     def next_episode(self, after: str | None = None) -> BlindEpisode | None:
         """First unjudged episode in this judge's order; then unsure ones, cycling after `after`."""
-        for episode in self.order:
-            if episode.id not in self.labels:
-                return episode
-        unsure = [e for e in self.order if self.labels[e.id].label == "unsure"]
-        if not unsure:
-            return None
-        ids = [e.id for e in unsure]
-        if after in ids and len(unsure) > 1:
-            return unsure[(ids.index(after) + 1) % len(unsure)]
-        return unsure[0]
+        return next_to_judge(self.order, self.labels, after)
 
     def episode(self, episode_id: str | None) -> BlindEpisode | None:
-        for episode in self.order:
-            if episode.id == episode_id:
-                return episode
-        return None
+        return find_episode(self.order, episode_id)
 
     def sources_for(self, episode: BlindEpisode) -> dict[str, VideoFrames]:
         if episode.id not in self._cache:
@@ -245,9 +233,7 @@ class JudgeApp(AuditKeys, App[int]):
     # ---------------------------------------------------------------- panels
 
     def progress_text(self) -> str:
-        total = len(self.order)
-        decided = sum(1 for r in self.labels.values() if r.label != "unsure")
-        unsure = sum(1 for r in self.labels.values() if r.label == "unsure")
+        decided, total, unsure = judging_progress(self.order, self.labels)
         text = f"{decided} of {total} judged"
         return text + (f" ({unsure} unsure)" if unsure else "")
 

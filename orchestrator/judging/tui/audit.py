@@ -1,12 +1,13 @@
 """The judge app's start-state and view keys: `a` first frame beside last, `x` + `1`-`3` an
-invalid start (the trial is re-run, never counted), `m` zoom on the mark, `g` the success-
+invalid start (the trial is re-run, never counted; only before the outcome was on screen), `m` zoom on the mark, `g` the success-
 height guide. A mixin of `JudgeApp` (`app.py`), kept apart so each module holds one idea.
 """
 
 from __future__ import annotations
 
-from orchestrator.judging.tui.player import Player
+from orchestrator.judging.queue import START_ONLY
 from orchestrator.judging.source import INVALID_START_REASONS
+from orchestrator.judging.tui.player import Player
 
 
 class AuditKeys:
@@ -57,6 +58,10 @@ class AuditKeys:
     def action_invalid(self) -> None:
         if self.current_id is None:
             self.status("No episode to mark.")
+            return
+        if not self.query_one(Player).start_only:
+            # after the outcome was on screen a re-run would depend on it (selection bias)
+            self.status(START_ONLY)
             return
         self.invalid_prompt = True
         reasons = "  ".join(f"{i}: {r}" for i, r in enumerate(INVALID_START_REASONS, 1))

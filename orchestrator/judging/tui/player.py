@@ -24,11 +24,13 @@ from textual.containers import Vertical
 from textual.reactive import reactive
 from textual.widgets import Static
 
+from orchestrator.judging.queue import START_WINDOW_S
 from orchestrator.judging.video import VideoFrames, tile
 from orchestrator.judging.tui.halfblock import HalfBlockImage, image_widget_class
 
 SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0)
 TICK_S = 1 / 30
+
 
 
 class Player(Vertical):
@@ -78,6 +80,7 @@ class Player(Vertical):
         self.set_reactive(Player.position, 0.0)
         self.set_reactive(Player.playing, play)
         self.set_reactive(Player.audit, False)
+        self.furthest_s, self.end_seen = 0.0, False
         self._anchor = (time.monotonic(), 0.0)
         self._shown = None
         self.show()
@@ -167,6 +170,7 @@ class Player(Vertical):
     def toggle_audit(self) -> None:
         self.playing = False
         self.audit = not self.audit
+        self.end_seen = getattr(self, "end_seen", False) or self.audit   # the last frame is on screen
 
     def watch_playing(self, playing: bool) -> None:
         self._anchor = (time.monotonic(), self.position)
@@ -177,7 +181,14 @@ class Player(Vertical):
         self.update_cursor()
 
     def watch_position(self, position: float) -> None:
+        self.furthest_s = max(getattr(self, "furthest_s", 0.0), position)
         self.show()
+
+    @property
+    def start_only(self) -> bool:
+        """Nothing past the episode's first START_WINDOW_S has been on screen (neither played nor
+        the last frame shown by `a`): a start-state judgement cannot have seen the outcome."""
+        return getattr(self, "furthest_s", 0.0) <= START_WINDOW_S and not getattr(self, "end_seen", False)
 
     def watch_view(self, view: int) -> None:
         self._shown = None

@@ -12,11 +12,12 @@ camera classes talk to the twin's pseudo-terminal and frames) plus what only a s
 from __future__ import annotations
 
 from orchestrator.design.protocol import Cube, Mark
-from orchestrator.rigs.base import EpisodeFacts, Observation
+from orchestrator.rigs.base import EpisodeFacts, Observation, register_rig
 from orchestrator.rigs.lerobot import LeRobotRig
 from orchestrator.rigs.profile import LoadedRig
 
 
+@register_rig("twin")
 class TwinRig(LeRobotRig):
     def __init__(self, loaded: LoadedRig, **options):
         super().__init__(loaded, **options)

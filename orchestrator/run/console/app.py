@@ -40,7 +40,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, Header, Input, RichLog, Static
 
-from orchestrator.run.operator_protocol import StopRequested, TrialCue
+from orchestrator.run.operator_protocol import STOP_CAUSE_PROMPT, StopRequested, TrialCue, stop_cause
 from orchestrator.rigs.base import EmergencyStop
 from orchestrator.design.protocol import Layout
 from orchestrator.run.console.layout_view import describe_mark, render_layout
@@ -166,6 +166,8 @@ class ConsoleOperator:
             self.last_stop = stop
             self._call(self.app.ask_reason, "estop", cue)
             kind, text = self._wait("estop_reason")
+            if kind == "estop_reason":
+                stop.cause, text = stop_cause(text or "")
             if kind == "estop_reason" and text:
                 stop.reason = f"{ESTOP_PENDING}: {text}"
                 stop.args = (stop.reason,)
@@ -350,7 +352,7 @@ class OperatorConsole(App):
         self.state = "reason"
         self._reason_kind = kind
         if kind == "estop":
-            self._banner("EMERGENCY STOP: arm stopped, trial aborted (re-run later). Why?", "estop")
+            self._banner(f"EMERGENCY STOP: arm stopped, trial aborted. Why? ({STOP_CAUSE_PROMPT})", "estop")
         else:
             self._banner("Redo this trial: why?", "paused")
         box = self.query_one("#reason", Input)

@@ -26,7 +26,7 @@ import sys
 import time
 from typing import Callable, TextIO
 
-from orchestrator.run.operator_protocol import StopRequested, TrialCue
+from orchestrator.run.operator_protocol import STOP_CAUSE_PROMPT, StopRequested, TrialCue, stop_cause
 from orchestrator.rigs.base import EmergencyStop
 from orchestrator.design.protocol import Layout
 from orchestrator.run.console.layout_view import describe_mark, render_layout
@@ -162,7 +162,8 @@ class PromptOperator:
         self._restore()
         self.say("")
         if self._stop is not None:
-            why = self._line("EMERGENCY STOP: arm stopped, trial aborted (re-run later). Why? (Enter records it)")
+            why = self._line(f"EMERGENCY STOP: arm stopped, trial aborted. Why? ({STOP_CAUSE_PROMPT})")
+            self._stop.cause, why = stop_cause(why)
             if why:
                 self._stop.reason = f"{ESTOP_PENDING}: {why}"
                 self._stop.args = (self._stop.reason,)

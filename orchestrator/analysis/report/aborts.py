@@ -1,0 +1,128 @@
+"""The report's aborts section: every aborted attempt by the class of its cause, what the
+protocol's pre-registered `aborts` rules made of it, and whether abort rates differ between
+policies.
+
+Classes (`run.bookkeeping.abort_class`): `policy`, `operator_unsafe`, `operator_misplaced`,
+`operator_other`, `rig`, `invalid_start` (a judge sent the trial back), `interrupted` (Ctrl-C, a
+killed process), `unclassified` (attempts of a store older than schema 3). An abort the rules
+map to `failure` scores the trial as a failure of the policy that ran (it is in the paired
+tables); `excluded` is a trial past its re-run limit (left out, listed under unpaired layouts).
+
+The abort-rate test. For each policy, n = its trials that were attempted and k = those with at
+least one abort other than an interruption; every pair of policies is compared with Fisher's
+exact test (two-sided, Fisher 1935) on (k1, n1 - k1; k2, n2 - k2), and the p-values are
+Holm-adjusted over the pairs (Holm 1979). Under the randomised, interleaved schedule the
+trials of the two policies face the same marks in random order, so under "abort risk does
+not depend on the policy" the split of aborted trials between them is hypergeometric given
+the margins, which is Fisher's null. A re-run class that differs between policies is the
+selection bias the `failure` rules exist to prevent: the report warns when the adjusted p is
+at most alpha.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from itertools import combinations
+from typing import Any
+
+from orchestrator.analysis import stats
+from orchestrator.analysis.outcomes import OutcomeSet
+from orchestrator.analysis.report.format import p_eq
+
+NOT_A_CAUSE = "interrupted"
+
+
+@dataclass(frozen=True)
+class AbortRow:
+    policy: str
+    trials: int                                  # trials of this policy that were attempted
+    trials_with_abort: int                       # ... with at least one abort that is not an interruption
+    by_class: tuple[tuple[str, int], ...]        # aborted attempts per class
+    scored_failures: int                         # trials an abort scored as this policy's failure
+    excluded: int                                # trials left out at the re-run limit
+
+
+@dataclass(frozen=True)
+class AbortTest:
+    a: str
+    b: str
+    fisher_p: float
+    holm_p: float
+
+
+@dataclass(frozen=True)
+class AbortSection:
+    rules: dict[str, Any]
+    rows: tuple[AbortRow, ...]
+    tests: tuple[AbortTest, ...]
+    alpha: float
+    warnings: tuple[str, ...]
+
+
+def build_aborts(data: OutcomeSet) -> AbortSection | None:
+    """The section for a campaign (None for an outcomes CSV, which records no attempts)."""
+    if data.abort_rules is None:
+        return None
+    rows = []
+    for p in data.policies:
+        mine = [o for o in data.outcomes if o.policy == p and (o.state == "done" or o.abort_classes)]
+        classes = Counter(c for o in mine for c in o.abort_classes)
+        rows.append(AbortRow(
+            policy=p, trials=len(mine),
+            trials_with_abort=sum(1 for o in mine if any(c != NOT_A_CAUSE for c in o.abort_classes)),
+            by_class=tuple(sorted(classes.items(), key=lambda kv: (-kv[1], kv[0]))),
+            scored_failures=sum(1 for o in mine if o.settled == "failure"),
+            excluded=sum(1 for o in mine if o.settled == "excluded")))
+    pairs = list(combinations(rows, 2))
+    raw = [stats.fisher_exact(x.trials_with_abort, x.trials, y.trials_with_abort, y.trials) for x, y in pairs]
+    adjusted = stats.holm(raw) if raw else []
+    tests = tuple(AbortTest(x.policy, y.policy, p, h) for (x, y), p, h in zip(pairs, raw, adjusted))
+    return AbortSection(dict(data.abort_rules), tuple(rows), tests, data.alpha,
+                        tuple(_warnings(rows, tests, dict(data.abort_rules), data.alpha)))
+
+
+def _warnings(rows: list[AbortRow], tests: tuple[AbortTest, ...], rules: dict[str, Any], alpha: float) -> list[str]:
+    out = []
+    by = {r.policy: r for r in rows}
+    for r in rows:
+        if r.scored_failures:
+            classes = ", ".join(f"{c} ({rules.get(c)})" for c, _ in r.by_class if rules.get(c) == "failure")
+            out.append(f"{r.scored_failures} trial{'s' if r.scored_failures != 1 else ''} of {r.policy} "
+                       f"ended in an abort that the protocol counts as {r.policy}'s failure "
+                       f"(aborts rules: {classes}); they are failures in every table")
+    for t in tests:
+        if t.holm_p <= alpha:
+            x, y = by[t.a], by[t.b]
+            out.append(f"abort rates differ between {t.a} and {t.b}: {x.trials_with_abort}/{x.trials} vs "
+                       f"{y.trials_with_abort}/{y.trials} trials with an abort (Fisher exact p {p_eq(t.fisher_p)}, "
+                       f"Holm-adjusted {p_eq(t.holm_p)}); aborts that were re-run are not outcomes, so the "
+                       "comparison covers only the clean runs of the more often aborted policy")
+    limit = [r for r in rows if r.excluded]
+    for r in limit:
+        out.append(f"{r.excluded} trial{'s' if r.excluded != 1 else ''} of {r.policy} reached the re-run "
+                   f"limit (aborts.max_reruns = {rules.get('max_reruns')}) and {'are' if r.excluded != 1 else 'is'} "
+                   "left out (see 'Unpaired layouts')")
+    return out
+
+
+def to_dict(section: AbortSection | None) -> dict[str, Any] | None:
+    if section is None:
+        return None
+    return {
+        "rules": section.rules,
+        "per_policy": {r.policy: {"trials": r.trials, "trials_with_abort": r.trials_with_abort,
+                                  "aborted_attempts_by_class": dict(r.by_class),
+                                  "scored_failures": r.scored_failures, "excluded": r.excluded}
+                       for r in section.rows},
+        "rate_tests": [{"a": t.a, "b": t.b, "fisher_p": t.fisher_p, "holm_p": t.holm_p,
+                        "method": "Fisher exact, two-sided, on trials with an abort; Holm over pairs"}
+                       for t in section.tests],
+    }
+
+
+def describe_rules(rules: dict[str, Any]) -> str:
+    counted = [c for c, v in rules.items() if v == "failure"]
+    rerun = [c for c, v in rules.items() if v == "rerun"]
+    return (f"pre-registered: {', '.join(counted) or 'none'} count as a failure of the policy that ran; "
+            f"{', '.join(rerun) or 'none'} are re-run (at most {rules.get('max_reruns')} times)")

@@ -1,0 +1,208 @@
+"""One judge's labelling session, without a screen: the queue and the label rules of the
+Textual judge (`judging.tui.app`), for the browser judge to drive.
+
+The rules are the Textual judge's, so a campaign judged in either face holds the same rows:
+
+- the queue: first the episodes not yet judged, in this judge's own order (`JudgeSource.episodes`),
+  then the `unsure` ones again, cycling after the one just labelled; episodes this judge sent
+  back as an invalid start are not offered;
+- one live label per episode: a new label (or a failure mode / a note added to one) is written
+  first (`JudgeSource.add`), then the previous one is retracted (`JudgeSource.retract`);
+- a failure mode (`1`-`9`) or a note applies to the current episode's label, else to the label
+  made last in this session; a note typed before any label waits and is saved with it;
+- `z` retracts this judge's last label and goes back to that episode;
+- `x` + reason: `JudgeSource.invalidate` (the trial is re-run, never counted).
+
+A write that fails (disk full, store locked, read-only bundle) raises nothing: the session
+reloads the labels from the source and returns `NOT SAVED (...)` as its status, as the
+Textual judge shows it. Methods are called from one thread (the server's event loop).
+"""
+
+from __future__ import annotations
+
+from orchestrator.judging.queue import (START_ONLY, START_WINDOW_S, find_episode, judgeable, judging_progress,
+                                        next_to_judge)
+from orchestrator.judging.source import (INVALID_START_REASONS, BlindEpisode, JudgeSource, LabelRecord,
+                                         current_labels)
+
+
+class JudgeSession:
+    """The labelling state of one judge over one `JudgeSource`."""
+
+    def __init__(self, source: JudgeSource):
+        self.source = source
+        self.info = source.info
+        self.labels: dict[str, LabelRecord] = current_labels(source.history())
+        self.order: list[BlindEpisode] = self._judgeable(source.episodes())
+        self.last: LabelRecord | None = None          # the label made last in this session
+        self.pending_notes: dict[str, str] = {}
+        self.status = ""
+        self.current_id: str | None = None
+        self.go(self.next_episode())
+
+    # ---------------------------------------------------------------- queue
+
+    def _judgeable(self, episodes: list[BlindEpisode]) -> list[BlindEpisode]:
+        return judgeable(episodes, self.labels)
+
+    def next_episode(self, after: str | None = None) -> BlindEpisode | None:
+        """First unjudged episode in this judge's order; then unsure ones, cycling after `after`."""
+        return next_to_judge(self.order, self.labels, after)
+
+    def episode(self, episode_id: str | None) -> BlindEpisode | None:
+        return find_episode(self.order, episode_id)
+
+    @property
+    def current(self) -> BlindEpisode | None:
+        return self.episode(self.current_id)
+
+    def upcoming(self) -> BlindEpisode | None:
+        """The episode likely to follow the current one once it is labelled (to load it ahead)."""
+        current = self.current
+        if current is None:
+            return None
+        for candidate in self.order:
+            if candidate.id not in self.labels and candidate.id != current.id:
+                return candidate
+        nxt = self.next_episode(after=current.id)
+        return nxt if nxt is not None and nxt.id != current.id else None
+
+    def go(self, episode: BlindEpisode | None) -> None:
+        if episode is None:   # a campaign may have recorded more episodes meanwhile
+            fresh = self._judgeable(self.source.episodes())
+            if len(fresh) != len(self.order):
+                self.order = fresh
+                episode = self.next_episode()
+        self.current_id = episode.id if episode else None
+
+    def position(self, episode: BlindEpisode) -> int:
+        """Where `episode` is in this judge's order (1-based)."""
+        return [e.id for e in self.order].index(episode.id) + 1
+
+    def progress(self) -> dict:
+        decided, total, unsure = judging_progress(self.order, self.labels)
+        text = f"{decided} of {total} judged" + (f" ({unsure} unsure)" if unsure else "")
+        return {"decided": decided, "total": total, "unsure": unsure, "text": text}
+
+    # ---------------------------------------------------------------- writes
+
+    def _reload(self) -> None:
+        self.labels = current_labels(self.source.history())
+
+    def _not_saved(self, exc: Exception) -> None:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else f"{type(exc).__name__}: {exc}"
+        self.status = f"NOT SAVED ({reason}); fix it and press the key again"
+        try:
+            self._reload()
+        except Exception:
+            pass
+
+    def _replace(self, old: LabelRecord | None, label: str, failure_mode: str | None,
+                 note: str | None, episode_id: str) -> LabelRecord:
+        record = self.source.add(episode_id, label, failure_mode, note)
+        if old is not None:
+            self.source.retract(old.id)
+        self._reload()
+        return record
+
+    def label(self, label: str) -> None:
+        episode = self.current
+        if episode is None:
+            self.status = "Nothing left to judge (z undoes the last label)."
+            return
+        old = self.labels.get(episode.id)
+        note = self.pending_notes.pop(episode.id, None) or (old.note if old else None)
+        mode = old.failure_mode if (old and label == "failure") else None
+        try:
+            self.last = self._replace(old, label, mode, note, episode.id)
+        except Exception as exc:
+            if note and not (old and old.note == note):
+                self.pending_notes[episode.id] = note
+            self._not_saved(exc)
+            return
+        hint = " - press 1-9 for the failure mode" if label == "failure" else ""
+        self.status = f"Saved: {label} for {episode.id}{hint}"
+        self.go(self.next_episode(after=episode.id))
+
+    def annotation_target(self) -> LabelRecord | None:
+        current = self.labels.get(self.current_id or "")
+        if current is not None:
+            return current
+        if self.last is not None and self.labels.get(self.last.episode_id) == self.last:
+            return self.last
+        return None
+
+    def mode(self, number: int) -> None:
+        modes = self.info.failure_modes
+        if not 1 <= number <= len(modes):
+            self.status = f"No failure mode {number}: the protocol lists {len(modes)} (1-{len(modes)})."
+            return
+        target = self.annotation_target()
+        if target is None or target.label != "failure":
+            self.status = "Failure mode: label the episode a failure first (f), then press 1-9."
+            return
+        try:
+            self.last = self._replace(target, "failure", modes[number - 1], target.note, target.episode_id)
+        except Exception as exc:
+            self._not_saved(exc)
+            return
+        where = "" if target.episode_id == self.current_id else " (the episode just labelled)"
+        self.status = f"Saved: failure mode {modes[number - 1]!r} for {target.episode_id}{where}"
+
+    def note(self, text: str | None) -> None:
+        text = (text or "").strip() or None
+        target = self.annotation_target()
+        if target is not None:
+            try:
+                self.last = self._replace(target, target.label, target.failure_mode, text, target.episode_id)
+            except Exception as exc:
+                self._not_saved(exc)
+                return
+            self.status = f"Saved: note for {target.episode_id}"
+        elif self.current_id:
+            if text:
+                self.pending_notes[self.current_id] = text
+            else:
+                self.pending_notes.pop(self.current_id, None)
+            self.status = f"Note kept for {self.current_id}; it is saved with the label."
+        else:
+            self.status = "No episode to add a note to."
+
+    def undo(self) -> None:
+        history = self.source.history()
+        if not history:
+            self.status = "Nothing to undo."
+            return
+        record = history[-1]
+        try:
+            self.source.retract(record.id)
+        except Exception as exc:
+            self._not_saved(exc)
+            return
+        self._reload()
+        self.last = None
+        self.status = f"Undone: {record.label} for {record.episode_id}; label it again."
+        self.go(self.episode(record.episode_id) or self.next_episode())
+
+    def invalid_start(self, number: int, seen_s: float = 0.0, end_seen: bool = False) -> None:
+        """Send the current episode's trial back for a re-run with reason `number` (1-3), judged
+        from the start alone: refused when the page reports that more than START_WINDOW_S of the
+        episode (`seen_s`, the furthest clock time shown) or its last frame (`end_seen`) was on screen."""
+        episode = self.current
+        if episode is None or not 1 <= number <= len(INVALID_START_REASONS):
+            self.status = "Invalid start cancelled (no such reason)."
+            return
+        if seen_s > START_WINDOW_S or end_seen:
+            self.status = START_ONLY
+            return
+        reason = INVALID_START_REASONS[number - 1]
+        try:
+            self.source.invalidate(episode.id, reason)
+        except Exception as exc:
+            self._not_saved(exc)
+            return
+        self.order = [e for e in self.order if e.id != episode.id]
+        self._reload()
+        self.labels.pop(episode.id, None)
+        self.status = f"Saved: invalid start ({reason}) for {episode.id}; the trial will be re-run"
+        self.go(self.next_episode())

@@ -1,0 +1,115 @@
+"""The rules about an episode's files that several stages share, each written once: the
+time-series reader and the disk rule (`run/recording.py`), the frame shown at time t
+(`core/timeline.py`)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from orchestrator.core.errors import RuntimeFailure
+from orchestrator.rigs.profile import STATE_KEYS
+from orchestrator.run import preflight, recording
+from orchestrator.core.timeline import frame_shown_at
+from orchestrator.run.recording import read_series, required_free_bytes
+
+
+def test_read_series_puts_the_columns_in_joint_order_whatever_the_file_says(tmp_path):
+    shuffled = list(reversed(STATE_KEYS))
+    state = np.array([[float(i) for i in range(6)]] * 3)       # column j holds joint shuffled[j]
+    np.savez(tmp_path / "s.npz", t=np.arange(3) / 10, state=state, action=state + 10,
+             keys=np.asarray(shuffled), **{"frame_t.front": np.array([0.0, 0.2])})
+    data = read_series(tmp_path / "s.npz")
+    for j, key in enumerate(STATE_KEYS):
+        assert data["state"][0, j] == shuffled.index(key)
+        assert data["action"][0, j] == shuffled.index(key) + 10
+    assert list(data["keys"]) == list(STATE_KEYS)
+    assert list(data["frame_t.front"]) == [0.0, 0.2]
+
+
+def test_read_series_fills_a_missing_joint_with_nan_and_keeps_files_without_keys(tmp_path):
+    np.savez(tmp_path / "five.npz", t=np.arange(2.0), state=np.ones((2, 5)), keys=np.asarray(STATE_KEYS[:5]))
+    assert np.isnan(read_series(tmp_path / "five.npz")["state"][:, 5]).all()
+    np.savez(tmp_path / "old.npz", t=np.arange(2.0), state=np.arange(12.0).reshape(2, 6))
+    assert read_series(tmp_path / "old.npz")["state"].tolist() == np.arange(12.0).reshape(2, 6).tolist()
+
+
+def test_read_series_never_unpickles_and_names_the_file(tmp_path):
+    np.savez(tmp_path / "p.npz", t=np.arange(2.0), state=np.array([{"a": 1}, {"b": 2}], dtype=object))
+    with pytest.raises(RuntimeFailure, match="p.npz: cannot read the time series"):
+        read_series(tmp_path / "p.npz")
+    with pytest.raises(RuntimeFailure, match="missing.npz: cannot read"):
+        read_series(tmp_path / "missing.npz")
+
+
+def test_the_frame_shown_at_t_is_the_last_taken_at_or_before_t():
+    times = [0.0, 0.2, 0.4]
+    assert [frame_shown_at(times, t) for t in (-1.0, 0.0, 0.19, 0.2, 0.39, 0.4, 9.0)] == [0, 0, 0, 1, 1, 2, 2]
+    # A frame stamped 0.3 (ms-rounded PTS, or float error) is shown at a step computed as 0.1 * 3.
+    assert frame_shown_at([0.0, 0.3], 0.1 * 3) == 1 and frame_shown_at([0.0, 0.30000000000000004], 0.3) == 1
+    steps = np.arange(6) / 10
+    assert frame_shown_at(times, steps).tolist() == [frame_shown_at(times, float(t)) for t in steps]
+
+
+def test_doctor_and_run_apply_the_same_disk_rule(tmp_path, monkeypatch):
+    assert preflight.free_bytes is recording.free_bytes       # one way to read free space
+    need = 10_000_000
+    for free, ok in ((required_free_bytes(need) - 1, False), (required_free_bytes(need), True)):
+        for module in (preflight, recording):
+            monkeypatch.setattr(module, "free_bytes", lambda directory, free=free: free)
+        assert preflight.check_disk(tmp_path, need).ok is ok
+        if ok:
+            recording.check_disk(tmp_path, need, "the next episode")
+        else:
+            with pytest.raises(RuntimeFailure, match="not enough disk space for the next episode"):
+                recording.check_disk(tmp_path, need, "the next episode")
+
+
+def test_episode_files_written_by_the_recorder_read_back_by_name(tmp_path):
+    from orchestrator.rigs.profile import CameraSpec
+    from orchestrator.run.recording import EpisodeFiles, EpisodeRecorder
+
+    cameras = {"front": CameraSpec(type="sim", width=32, height=24, fps=10),
+               "wrist": CameraSpec(type="sim", width=32, height=24, fps=5)}
+    recorder = EpisodeRecorder(tmp_path, "ep_test", cameras, control_fps=10, steps=4,
+                               camera_poses={"front": {"position": [0.5, 0, 0.2]}})
+    image = np.zeros((24, 32, 3), np.uint8)
+    recorder.still({"front": image, "wrist": image})
+    for step in range(4):
+        recorder.frame(step, step / 10, {**dict.fromkeys(STATE_KEYS, 0.0), "front": image, "wrist": image},
+                       dict.fromkeys(STATE_KEYS, 1.0))
+    stored = recorder.finish().files
+    files = EpisodeFiles.from_dict(stored)
+    assert files.videos == {"front": "videos/ep_test/front.mp4", "wrist": "videos/ep_test/wrist.mp4"}
+    assert files.stills == {"front": "videos/ep_test/front.start.jpg", "wrist": "videos/ep_test/wrist.start.jpg"}
+    assert files.timeseries == "episodes/ep_test/timeseries.npz"
+    assert files.camera_poses == "videos/ep_test/cameras.json"
+    assert files.to_dict() == stored and EpisodeFiles.from_dict(json.dumps(stored)) == files
+    assert all((tmp_path / rel).is_file() for rel in stored.values())
+    assert read_series(tmp_path / files.timeseries)["action"].tolist() == [[1.0] * 6] * 4
+
+
+def test_frames_whose_times_round_to_one_millisecond_still_make_a_video(tmp_path):
+    """A frame taken late in its slot (366.657 ms) and the held frame of the next slot, lost to an
+    overrun (366.667 ms), round to the same millisecond; the muxer refused the repeat ('Invalid
+    argument') and the trial aborted as 'video writer failed'."""
+    import av
+
+    from orchestrator.rigs.profile import CameraSpec
+
+    writer = recording._VideoWriter(tmp_path / "v.mp4", CameraSpec(type="opencv", width=64, height=48, fps=30),
+                                    "ultrafast")
+    writer.start()
+    period = 1 / 30
+    times = [k * period + 0.002 for k in range(10)] + [11 * period - 1e-5, 11 * period] + \
+            [k * period + 0.002 for k in range(12, 20)]
+    for t in times:
+        writer.frames.put((t, np.zeros((48, 64, 3), np.uint8)))
+    writer.frames.put(None)
+    writer.join()
+    assert writer.error is None and writer.count == len(times) == 20
+    with av.open(str(tmp_path / "v.mp4")) as container:
+        pts = sorted(f.pts for f in container.decode(video=0))
+    assert len(pts) == 20 and all(b > a for a, b in zip(pts, pts[1:]))

@@ -1,0 +1,240 @@
+"""The browser judge in a real browser: `orchestrator judge CAMPAIGN --judge NAME --web` in a
+fresh process, driven by headless Chromium (Playwright, Debian's Chromium). The videos play at
+true time from their recorded timestamps on one clock, the keys label every episode as the
+Textual judge does, and `orchestrator report` (another process) reads the labels back."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from support.cli import run_module
+from support.judge_campaign import make_campaign
+from support.judge_web import VFR_TIMES, WebJudge, browser, dress_campaign, press_and_wait, wait
+from orchestrator.store.sqlite import CampaignStore
+
+FPS = 15
+DURATION = 2.0
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory) -> Path:
+    directory = make_campaign(tmp_path_factory.mktemp("web"), marks=2, fps=FPS, seconds=DURATION)
+    dress_campaign(directory)
+    return directory
+
+
+@pytest.fixture
+def campaign(template, tmp_path) -> Path:
+    return Path(shutil.copytree(template, tmp_path / template.name))
+
+
+def open_page(chrome, judge: WebJudge):
+    page = chrome.new_page(viewport={"width": 1280, "height": 800})
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    # (a script or style the Content-Security-Policy blocked would show here)
+    page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+    page.goto(judge.url)
+    wait(page, "window.judgeMetrics.ready.length > 0")
+    return page, errors
+
+
+def note(page, text: str) -> None:
+    before = page.evaluate("() => window.judgeMetrics.answered")
+    page.keyboard.press("n")
+    page.keyboard.type(text)
+    page.keyboard.press("Enter")
+    wait(page, f"window.judgeMetrics.answered > {before}")
+
+
+def slope(points: list[tuple[float, float]]) -> float:
+    n = len(points)
+    mx = sum(x for x, _ in points) / n
+    my = sum(y for _, y in points) / n
+    return sum((x - mx) * (y - my) for x, y in points) / sum((x - mx) ** 2 for x, _ in points)
+
+
+def test_videos_play_in_true_time_from_the_recorded_timestamps(campaign):
+    with WebJudge(campaign, "--judge", "alice") as judge, browser() as chrome:
+        page, errors = open_page(chrome, judge)
+        assert page.title().startswith("Blind judging - judge alice - campaign ")
+        end = wait(page, "window.judgeMetrics.clockAtEnd")
+        assert abs(end - DURATION) <= 1 / FPS                       # the clock stops at the duration
+        sizes = page.evaluate("() => [...document.querySelectorAll('#stage video')].map("
+                              "v => [v.videoWidth, v.videoHeight, v.clientWidth, v.clientHeight])")
+        assert sizes == [[64, 48, 64, 48], [64, 48, 64, 48]]       # each camera at its recorded size
+        frames = page.evaluate("() => window.judgeMetrics.frames.front")
+        media = [f["media"] for f in frames]
+        assert len(set(media)) >= len(VFR_TIMES) // 2, media        # most frames presented
+        for t in media:                                             # ... at their recorded times
+            assert min(abs(t - r) for r in VFR_TIMES) < 2e-3, (t, VFR_TIMES)
+        rate = slope([(f["wall"] / 1000, f["media"]) for f in frames])
+        assert 0.9 < rate < 1.1, rate                               # media time runs at wall time
+        before = max((f for f in frames if f["media"] < 0.85), key=lambda f: f["media"])
+        after = min((f for f in frames if f["media"] > 1.15), key=lambda f: f["media"])
+        gap = (after["wall"] - before["wall"]) / 1000               # the camera's 0.4 s stall, shown as such
+        assert abs(gap - (after["media"] - before["media"])) < 0.1, gap
+
+        page.keyboard.press("ArrowLeft")                            # one frame back from the end
+        assert abs(page.evaluate("() => window.judgeClock.t") - VFR_TIMES[-1]) < 1e-6
+        page.keyboard.press("ArrowLeft")
+        assert abs(page.evaluate("() => window.judgeClock.t") - VFR_TIMES[-2]) < 1e-6
+        wait(page, f"[...document.querySelectorAll('#stage video')].every(v => !v.seeking "
+                   f"&& Math.abs(v.currentTime - {VFR_TIMES[-2]}) < 0.002)")
+        page.keyboard.press("ArrowRight")
+        assert abs(page.evaluate("() => window.judgeClock.t") - VFR_TIMES[-1]) < 1e-6
+        page.keyboard.press("]")
+        assert page.evaluate("() => window.judgeClock.speed") == 2
+        ended = len(page.evaluate("() => window.judgeMetrics.ended"))
+        page.keyboard.press("e")
+        page.keyboard.press(" ")                                    # from the end: again from 0, at x2
+        started = time.monotonic()
+        wait(page, f"window.judgeMetrics.ended.length > {ended}")
+        assert 0.8 < time.monotonic() - started < 1.6               # 2 s of episode at x2
+        assert errors == []
+        code, out, err = judge.stop()
+    assert code == 0 and "judge alice: 0 of 4 episodes judged; every label is saved" in out, err
+
+
+def test_keys_label_every_episode_as_the_textual_judge_and_report_reads_them(campaign):
+    with WebJudge(campaign, "--judge", "alice") as judge, browser() as chrome:
+        page, errors = open_page(chrome, judge)
+        order = []
+
+        def current() -> str:
+            return page.evaluate("() => document.getElementById('episode').textContent").split()[1]
+
+        order.append(current())
+        press_and_wait(page, "u")                    # unsure: asked again after the others
+        order.append(current())
+        press_and_wait(page, "f")
+        press_and_wait(page, "2")                    # the failure mode of the label just made
+        order.append(current())
+        note(page, "cube slipped")                   # no label here yet: for the label just made
+        assert "Saved: note for " + order[1] in page.inner_text("#status")
+        press_and_wait(page, "s")
+        press_and_wait(page, "z")                    # undo: back to that episode
+        assert current() == order[2] and "Label: (none yet)" in page.inner_text("#label")
+        note(page, "slid off")                       # kept, saved with the label
+        assert "note waiting: slid off" in page.inner_text("#label")
+        press_and_wait(page, "s")
+        order.append(current())
+        assert "3 of 4 judged" not in page.inner_text("#progress")
+        press_and_wait(page, "s")
+        assert current() == order[0]                 # the unsure one, again
+        assert "asked again" in page.inner_text("#label")
+        press_and_wait(page, "f")
+        press_and_wait(page, "1")
+        assert page.inner_text("#progress") == "4 of 4 judged"
+        assert "All 4 episodes judged" in page.inner_text("#episode")
+        assert errors == []
+        code, out, err = judge.stop()
+    assert code == 0 and "4 of 4 episodes judged" in out, err
+    assert len(set(order)) == 4
+    report = run_module("report", campaign, "--format", "json", "--out", campaign.parent / "r.json")
+    assert report.code == 0, report.err
+    doc = json.loads((campaign.parent / "r.json").read_text())
+    assert doc["judges"]["judges"] == ["alice"]
+    assert doc["judges"]["accuracy_vs_physics"]["alice"]["compared"] == 4
+    with CampaignStore.open_readonly(campaign) as store:
+        labels = {e: (j.label, j.failure_mode, j.note) for e, j in store.latest_labels("alice").items()}
+        every = store.judgments("alice", include_retracted=True)
+    retracted = len(every) - len(labels)
+    assert labels == {order[0]: ("failure", "missed", None), order[1]: ("failure", "pushed", "cube slipped"),
+                      order[2]: ("success", None, "slid off"), order[3]: ("success", None, None)}
+    # replaced, as the Textual judge does: unsure, failure before its mode, before its note,
+    # the undone success, the failure before its mode
+    assert retracted == 5
+
+
+def test_audit_guide_zoom_speeds_and_cameras(campaign):
+    with WebJudge(campaign, "--judge", "bob") as judge, browser() as chrome:
+        page, errors = open_page(chrome, judge)
+        page.keyboard.press("a")
+        cells = page.evaluate("() => [...document.querySelectorAll('.auditrow .tag')].map(t => t.textContent)")
+        assert cells == ["front: start still", "front: first frame", "front: last frame",
+                         "wrist: first frame", "wrist: last frame"]
+        wait(page, "[...document.querySelectorAll('.auditrow img')].every(i => i.complete && i.naturalWidth == 64)")
+        page.keyboard.press("a")
+        assert page.evaluate("() => document.querySelectorAll('.auditrow').length") == 0
+        page.keyboard.press("g")
+        assert "Success-height guide (4 cm" in page.inner_text("#status")
+        inked = page.evaluate("""() => [...document.querySelectorAll('#stage > .cell')].map(c => {
+            const k = c.querySelector('canvas'), d = k.getContext('2d').getImageData(0, 0, k.width, k.height).data;
+            let n = 0; for (let i = 3; i < d.length; i += 4) n += d[i] > 0; return n; })""")
+        assert inked[0] > 30 and inked[1] == 0       # the guide on the posed front camera only
+        for key, speed in (("]", 2), ("]", 4), ("]", 4), ("[", 2), ("[", 1), ("[", 0.5), ("[", 0.25), ("[", 0.25)):
+            page.keyboard.press(key)
+            assert page.evaluate("() => window.judgeClock.speed") == speed
+        assert page.evaluate("() => [...document.querySelectorAll('#stage video')].map(v => v.playbackRate)") == [0.25, 0.25]
+        shown = "() => [...document.querySelectorAll('#stage > .cell')].map(c => !c.hidden)"
+        for expected, status in (([True, False], "Camera: front"), ([False, True], "Camera: wrist"),
+                                 ([True, True], "Camera: all")):
+            page.keyboard.press("c")
+            assert page.evaluate(shown) == expected and page.inner_text("#status") == status
+        page.keyboard.press("m")
+        transforms = page.evaluate("() => [...document.querySelectorAll('#stage > .cell .frame')]"
+                                   ".map(f => f.style.transform)")
+        assert transforms[0].startswith("scale(") and min(map(float, transforms[0][6:].split(")")[0].split(","))) > 1.2
+        assert transforms[1] == ""
+        assert errors == []
+
+
+def test_the_session_stores_what_the_textual_judge_stores(template, tmp_path):
+    """The same decisions through the Textual judge and through the browser judge's session
+    leave the same labels, failure modes, notes and retractions in the store."""
+    import asyncio
+
+    from orchestrator.judging.blinding import CampaignSource
+    from orchestrator.judging.tui.app import JudgeApp
+    from orchestrator.judging.web.session import JudgeSession
+
+    tui_dir = Path(shutil.copytree(template, tmp_path / "tui"))
+    web_dir = Path(shutil.copytree(template, tmp_path / "web"))
+    # (the note box of the Textual judge is typed into; the session is given the text)
+    keys = ["u", "f", "2", "s", "z", "s", "s", "f", "1"]
+    app = JudgeApp(CampaignSource(tui_dir, "alice"), renderer="halfcell", autoplay=False)
+
+    async def drive():
+        async with app.run_test(size=(110, 32)) as pilot:
+            await pilot.pause()
+            for key in keys[:3]:
+                await pilot.press(key)
+            await pilot.press("n", *"late grip", "enter")
+            for key in keys[3:]:
+                await pilot.press(key)
+            await pilot.pause()
+
+    asyncio.run(drive())
+    app.source.close()
+    session = JudgeSession(CampaignSource(web_dir, "alice"))
+
+    def apply(key: str) -> None:
+        if key == "z":
+            session.undo()
+        elif key in "ufs":
+            session.label({"u": "unsure", "f": "failure", "s": "success"}[key])
+        else:
+            session.mode(int(key))
+
+    for key in keys[:3]:
+        apply(key)
+    session.note("late grip")
+    for key in keys[3:]:
+        apply(key)
+    assert session.progress()["text"] == "4 of 4 judged"
+    session.source.close()
+
+    def rows(directory: Path):
+        with CampaignStore.open_readonly(directory) as store:
+            every = store.judgments("alice", include_retracted=True)
+            latest = store.latest_labels("alice")
+        return sorted((e, j.label, j.failure_mode, j.note) for e, j in latest.items()), len(every)
+
+    assert rows(tui_dir) == rows(web_dir)
+    assert rows(web_dir)[1] > 4                   # replacements were written, then retracted

@@ -1,0 +1,102 @@
+"""Policies as lerobot-rollout deploys them (issue 26): real-time chunking through LeRobot's own
+RTC engine, from fresh processes, on the twin.
+
+A tiny SmolVLA (tests/support/vla.py: a random SmolVLM backbone from a small config saved locally,
+a tiny tokenizer) is saved by one interpreter; `orchestrator run --twin` then runs it as A under
+sync inference and as B under `inference: {type: rtc}` in another, through the real LeRobot
+stack above the twin's servo bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from support.cli import run_module
+from support.repo import GRID20, REPO, SIM_PROTOCOL
+from support.requires import require_module
+from test_twin_campaign import env, twin_rig
+
+require_module("lerobot")
+
+RTC_B = "{type: lerobot, path: ./vla, inference: {type: rtc, rtc: {execution_horizon: 5}, queue_threshold: 4}}"
+
+
+def one_mark_protocol(folder: Path, policy_a: str, policy_b: str, *, duration_s: float = 3, fps: int = 15) -> Path:
+    """protocols/sim_demo.yaml on grid20's first mark, with policies `policy_a` and `policy_b`."""
+    layout = [line for line in GRID20.read_text().splitlines()
+              if not line.lstrip().startswith("- {id: M") or line.lstrip().startswith("- {id: M01")]
+    (folder / "layout1.yaml").write_text("\n".join(layout) + "\n")
+    text = SIM_PROTOCOL.read_text()
+    for old, new in (("../layouts/grid20.yaml", "layout1.yaml"),
+                     ("A: {type: scripted, aim_noise_mm: 3}", f"A: {policy_a}"),
+                     ("B: {type: scripted, aim_noise_mm: 12}", f"B: {policy_b}"),
+                     ("episode: {fps: 30, duration_s: 12}", f"episode: {{fps: {fps}, duration_s: {duration_s}}}")):
+        assert old in text
+        text = text.replace(old, new)
+    path = folder / "protocol.yaml"
+    path.write_text(text)
+    return path
+
+
+def stored_timing(campaign: Path) -> list[dict]:
+    with sqlite3.connect(campaign / "campaign.db") as db:
+        rows = db.execute("SELECT t.policy, e.timing FROM episodes e JOIN attempts a ON a.id = e.attempt_id "
+                          "JOIN trials t ON t.slot = a.slot").fetchall()
+    return [{"policy": policy, **json.loads(timing)} for policy, timing in rows]
+
+
+@pytest.mark.timeout(600)
+def test_tiny_vla_runs_sync_and_rtc_on_the_twin_from_fresh_processes(saved_vla, tmp_path):
+    shutil.copytree(saved_vla, tmp_path / "vla")
+    protocol = one_mark_protocol(tmp_path, "{type: lerobot, path: ./vla}", RTC_B)
+    rig = twin_rig(tmp_path)
+    out = tmp_path / "campaign"
+    result = run_module("run", protocol, "--rig", rig, "--twin", "--unattended", "--out", out, env=env(), timeout=600)
+    assert result.code == 0, result.err[-3000:]
+    assert "2/2 trials done, 0 aborted" in result.out, result.out + result.err[-3000:]
+    timing = {row["policy"]: row for row in stored_timing(out)}
+    assert set(timing) == {"A", "B"}
+    assert "inference" not in timing["A"]                    # sync: computed on the control thread
+    rtc = timing["B"]["inference"]
+    assert rtc["mode"] == "rtc" and rtc["chunks"] >= 3, rtc  # chunks computed by LeRobot's thread
+    assert 0 < rtc["latency_p50_ms"] <= rtc["latency_p99_ms"] <= rtc["latency_max_ms"], rtc
+    assert rtc["starved_steps"] < timing["B"]["steps"] / 2, rtc
+    assert "Indexes diff" not in result.err and rtc["delay_mismatches"] >= 0   # counted, off the terminal
+    report = run_module("report", out, "--format", "json", env=env())
+    assert report.code == 0, report.err
+    data = json.loads(report.out)
+    assert data["policies"]["A"]["deployment"] == "sync"
+    assert data["policies"]["B"]["deployment"] == "rtc (horizon 5)"
+    text = run_module("report", out, env=env())
+    assert "deployment: A: sync, B: rtc (horizon 5)" in text.out, text.out
+    assert "inference latency per chunk (RTC thread or policy server, median over the episodes): B p50" in text.out
+
+
+def test_a_policy_without_rtc_is_refused_with_lerobots_reason(saved_acts, tmp_path):
+    shutil.copytree(saved_acts["sim"], tmp_path / "act")
+    protocol = one_mark_protocol(tmp_path, "{type: scripted}",
+                                 "{type: lerobot, path: ./act, inference: {type: rtc}}")
+    for argv in (("validate", protocol),
+                 ("run", protocol, "--rig", REPO / "hardware" / "sim.yaml", "--out", tmp_path / "c"),
+                 ("doctor", "--rig", REPO / "hardware" / "sim.yaml", "--protocol", protocol)):
+        result = run_module(*argv, env=env(), timeout=300)
+        assert result.code == 2, (argv[0], result.out, result.err)
+        said = result.err + result.out
+        assert "RTC inference is not supported by policy type 'act'" in said, (argv[0], said)
+        assert "Traceback" not in said
+    assert not (tmp_path / "c" / "episodes").exists() or not any((tmp_path / "c" / "episodes").iterdir())
+
+
+def test_rtc_settings_for_a_sync_policy_are_refused_at_validate(tmp_path):
+    protocol = one_mark_protocol(tmp_path, "{type: scripted}",
+                                 "{type: lerobot, path: ./ckpt, inference: {queue_threshold: 3}}")
+    (tmp_path / "ckpt").mkdir()
+    result = run_module("validate", protocol)
+    assert result.code == 2
+    assert len(result.err_lines) == 1, result.err
+    assert "queue_threshold applies only with type: rtc" in result.err

@@ -1,0 +1,113 @@
+"""The RTC policy's action stream is LeRobot's (issue 26): what `EnginePolicy` hands the control
+loop is, step by step, what LeRobot's `ActionQueue` gave out (through LeRobot's own
+`send_next_action`: interpolator, ordered action keys, robot action processor), and a step
+gets the last goal again exactly when LeRobot's queue had nothing (lerobot-rollout sends nothing
+then)."""
+
+from __future__ import annotations
+
+import pytest
+
+from orchestrator.rigs.profile import STATE_KEYS
+from support.requires import require_module
+from test_rtc_stop import FPS, FakeRig, rtc_policy  # noqa: F401 - the module's tiny-SmolVLA policy fixture
+
+require_module("lerobot")
+
+
+def test_every_action_sent_is_the_next_one_lerobots_queue_gave_out(rtc_policy, tmp_path, monkeypatch):  # noqa: F811
+    from lerobot.policies.rtc.action_queue import ActionQueue
+
+    from orchestrator.design.protocol import Cube, Mark
+    from orchestrator.policies.base import EpisodeContext
+    from orchestrator.run.control_loop import run_episode
+    from orchestrator.run.recording import EpisodeRecorder
+
+    given: list = []
+    real_get = ActionQueue.get
+
+    def logged(self):
+        action = real_get(self)
+        given.append(None if action is None else [float(x) for x in action])
+        return action
+
+    monkeypatch.setattr(ActionQueue, "get", logged)
+    returned: list = []
+    real_select = type(rtc_policy).select_action
+    monkeypatch.setattr(type(rtc_policy), "select_action",
+                        lambda self, obs: returned.append(real_select(self, obs)) or returned[-1])
+    context = EpisodeContext(mark=Mark(id="M01", x=0.16, y=0.0), cube=Cube(), seed=0, fps=FPS, duration_s=2.0, task="")
+    recorder = EpisodeRecorder(tmp_path / "c", "ep", {}, FPS, 2 * FPS, realtime=True)
+    run_episode(FakeRig(), rtc_policy, context, recorder)
+    recorder.discard()
+    assert len(given) == len(returned) == 2 * FPS            # one queue read per control step
+    keys = rtc_policy.ordered_action_keys
+    assert keys == list(STATE_KEYS)
+    hold = {k: 0.0 for k in keys}                             # FakeRig's still arm
+    last = hold
+    served = 0
+    for from_queue, sent in zip(given, returned):
+        if from_queue is None:
+            assert sent == pytest.approx(last)                # nothing ready: the last goal again
+        else:
+            assert [sent[k] for k in keys] == pytest.approx(from_queue, abs=1e-6)
+            last, served = sent, served + 1
+    assert served >= FPS, served                              # most steps came from LeRobot's queue
+    assert rtc_policy.inference_timing()["starved_steps"] == 2 * FPS - served
+
+
+def test_interpolation_multiplier_sends_lerobots_interpolated_commands(saved_vla, tmp_path):
+    """`interpolation_multiplier: 2` under sync inference: LeRobot's `ActionInterpolator` between
+    policy actions, the policy asked once every two control steps (after the first)."""
+    from orchestrator.design.protocol import Cube, LeRobotPolicySpec, Mark
+    from orchestrator.policies.base import EpisodeContext
+    from orchestrator.policies.rtc import EnginePolicy
+    from orchestrator.run.control_loop import run_episode
+    from orchestrator.run.recording import EpisodeRecorder
+
+    features = {k: float for k in STATE_KEYS} | {"front": (96, 128, 3), "wrist": (96, 128, 3)}
+    spec = LeRobotPolicySpec(type="lerobot", path=str(saved_vla), interpolation_multiplier=2)
+    policy = EnginePolicy(spec, saved_vla.parent, "pick", features, fps=FPS)
+    assert policy.policy_fps == FPS / 2 and not policy.asynchronous
+    calls = []
+    real = policy.policy.select_action
+    policy.policy.select_action = lambda batch, **kw: calls.append(1) or real(batch, **kw)
+    sent = []
+    real_select = policy.select_action
+    policy.select_action = lambda obs: sent.append(real_select(obs)) or sent[-1]
+    context = EpisodeContext(mark=Mark(id="M01", x=0.16, y=0.0), cube=Cube(), seed=0, fps=FPS, duration_s=1.0, task="")
+    recorder = EpisodeRecorder(tmp_path / "c", "ep", {}, FPS, FPS, realtime=True)
+    try:
+        run_episode(FakeRig(), policy, context, recorder)
+    finally:
+        recorder.discard()
+        policy.close()
+    assert len(sent) == FPS and len(calls) == 1 + (FPS - 1) // 2 + (FPS - 1) % 2
+    checked = 0
+    for k in range(1, FPS - 1, 2):    # odd steps: the midpoint of the policy actions around them
+        for key in STATE_KEYS:
+            assert sent[k][key] == pytest.approx((sent[k - 1][key] + sent[k + 1][key]) / 2, abs=1e-4)
+        checked += 1
+    assert checked == (FPS - 1) // 2
+    assert any(abs(sent[k][STATE_KEYS[0]] - sent[k + 1][STATE_KEYS[0]]) > 1e-3 for k in range(FPS - 1))
+
+
+def test_use_torch_compile_compiles_predict_action_chunk_as_lerobot_rollout_does(saved_acts, tmp_path):
+    """`use_torch_compile: true` wraps `predict_action_chunk` in `torch.compile` with the protocol's
+    backend (LeRobot's own `_wrap_predict_action_chunk_with_torch_compile`); the warm-up pass runs
+    through it. (The eager backend: inductor would compile C++ for minutes on this CPU.)"""
+    from orchestrator.design.protocol import LeRobotPolicySpec
+    from orchestrator.policies.lerobot import LeRobotPolicy
+
+    features = {k: float for k in STATE_KEYS} | {"front": (96, 128, 3), "wrist": (96, 128, 3)}
+    plain = LeRobotPolicy(LeRobotPolicySpec(type="lerobot", path=str(saved_acts["twin"])), tmp_path, "", features)
+    assert not hasattr(plain.policy.predict_action_chunk, "_torchdynamo_orig_callable")   # the control
+    spec = LeRobotPolicySpec(type="lerobot", path=str(saved_acts["twin"]), use_torch_compile=True,
+                             torch_compile_backend="eager")
+    compiled = LeRobotPolicy(spec, tmp_path, "", features)
+    assert hasattr(compiled.policy.predict_action_chunk, "_torchdynamo_orig_callable")
+    obs = FakeRig().observe()
+    compiled.reset()
+    plain.reset()
+    for _ in range(3):
+        assert compiled.select_action(obs) == pytest.approx(plain.select_action(obs), abs=1e-4)
