@@ -107,9 +107,10 @@ def test_a_two_second_stall_is_never_caught_up(bench):
     rig = LeRobotRig(load_rig(rig_path))
     rig.connect()
     try:
+        # 3 s: the episode ends on wall-clock time, so the steps after the stall need time left
         context = EpisodeContext(mark=Mark(id="M01", x=0.16, y=0.0), cube=Cube(), seed=0, fps=FPS,
-                                 duration_s=0.5, task="")
-        recorder = EpisodeRecorder(tmp_path / "c", "ep", {}, FPS, 15, realtime=True)
+                                 duration_s=3.0, task="")
+        recorder = EpisodeRecorder(tmp_path / "c", "ep", {}, FPS, 90, realtime=True)
         stall_end = {}
 
         class Stall(Hold):
@@ -130,7 +131,8 @@ def test_a_two_second_stall_is_never_caught_up(bench):
     assert np.allclose(series["sent_action"][:, pan] - series["state"][:, pan], 5.0, atol=0.3)
     period = 1.0 / FPS
     after = arm.goal_write_times(since=stall_end["t"] - 1e-3)
-    assert len(after) == 15 - 3, after  # the stalled step's action, then the 11 left
+    # the stalled step's action, then one per period slot left (the slots the stall took are lost)
+    assert len(after) >= 15, after
     gaps = np.diff(after)
     assert gaps.min() >= period / 2, f"smallest interval after the stall {gaps.min() * 1000:.1f} ms"
     assert [s for s, _ in timing.overrun_steps][:1] == [3] and timing.overrun_steps[0][1] >= 2000

@@ -55,7 +55,7 @@ def move_to_rest(read: Callable[[], Pose], write: Callable[[Pose], None], rest: 
     while True:
         t0 = time.perf_counter()
         check()
-        if n and n % CHECK_EVERY_STEPS == 0:
+        if n % CHECK_EVERY_STEPS == 0:   # from the first step: a move never starts on an alarm
             watch()
         for k in keys:
             reference[k] += _clip(rest[k] - reference[k], step)
