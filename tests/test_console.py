@@ -271,6 +271,86 @@ def test_estop_without_episode_ended_never_jams_the_next_cue(layout):
     assert asyncio.run(session()) == ["emergency stop by operator", "second trial started"]
 
 
+@pytest.mark.parametrize("interrupt", ["ctrl+c", "sigterm"])
+def test_finding3_an_interrupt_during_a_move_stops_it_and_the_stop_key_stays_live(layout, interrupt):
+    """Issue 22 item 3: Ctrl-C during a move to rest set the console to "waiting", where the stop
+    key was ignored, and `check_stop` ignored the interrupt: the move ran to its end. SIGTERM and
+    SIGHUP (`operator.interrupt()`, what run_with_console's handler calls) did the same."""
+    async def session() -> tuple[list, list]:
+        app = OperatorConsole(layout, countdown_s=0.1)
+        raised: list = []
+        stops: list = []
+
+        def mover():   # the runner's ArmMotion: check_stop before every step of a 3 s move
+            app.operator.arm_moving("to rest")
+            try:
+                for _ in range(300):
+                    app.operator.check_stop()
+                    time.sleep(0.01)
+                raised.append("move ran to its end")
+            except BaseException as exc:  # noqa: BLE001
+                raised.append(type(exc).__name__)
+            app.operator.arm_moving(None)
+            for _ in range(300):   # the stop key still works after the interrupt
+                if app.operator.move_stop.is_set():
+                    stops.append("stop key seen")
+                    return
+                time.sleep(0.01)
+
+        async with app.run_test(size=(120, 40)) as pilot:
+            thread = threading.Thread(target=mover, daemon=True)
+            thread.start()
+            await wait_for(pilot, lambda: app.state == "moving")
+            if interrupt == "ctrl+c":
+                await pilot.press("ctrl+c")
+            else:
+                app.operator.interrupt()
+            await wait_for(pilot, lambda: bool(raised))
+            await pilot.press("space")
+            await wait_for(pilot, lambda: bool(stops), timeout=4.0)
+        thread.join(2)
+        return raised, stops
+
+    raised, stops = asyncio.run(session())
+    assert raised == ["KeyboardInterrupt"] and stops == ["stop key seen"]
+
+
+def test_finding3_a_stop_pressed_before_a_move_begins_stops_it_at_its_first_step(layout):
+    """The stop key in the review state (the episode over, the move to rest not yet begun)."""
+    async def session() -> list:
+        app = OperatorConsole(layout, countdown_s=0.1)
+        log: list = []
+
+        def runner():
+            cue = TrialCue(index=1, total=1, done_before=0, campaign_total=1, mark=layout.marks[0], duration_s=1.0)
+            app.operator.before_trial(cue)
+            app.operator.episode_started(cue)
+            for k in range(5):
+                app.operator.poll(k / 30)
+            app.operator.episode_ended(cue, None)
+            app.operator.arm_moving("to rest")
+            try:
+                app.operator.check_stop()
+                log.append("moved")
+            except EmergencyStop:
+                log.append("held")
+            app.operator.arm_moving(None)
+
+        async with app.run_test(size=(120, 40)) as pilot:
+            thread = threading.Thread(target=runner, daemon=True)
+            thread.start()
+            await wait_for(pilot, lambda: app.state == "place")
+            await pilot.press("enter")
+            await wait_for(pilot, lambda: app.state == "review")
+            await pilot.press("space")
+            await pilot.press("enter")
+            await wait_for(pilot, lambda: bool(log))
+        thread.join(2)
+        return log
+
+    assert asyncio.run(session()) == ["held"]
+
+
 def test_the_real_runner_tells_the_operator_nothing_that_names_a_policy(tmp_path):
     """What the console can show is what the runner hands the Operator bridge (cues, messages,
     moves) and prints (`say`). Run the real sequential runner on the simulated rig with policy

@@ -43,7 +43,7 @@ CASES = {
     "camera-no-width": (_edit("width: 640, ", ""), "front:", "missing required key 'cameras.front.width'"),
     "camera-fps-zero": (_edit("fps: 30}", "fps: 0}"), "front:", "cameras.front.fps"),
     "camera-height-string": (_edit("height: 480", "height: tall"), "front:", "cameras.front.height"),
-    "unknown-joint": (_edit("elbow_flex.pos: 95", "elbow.pos: 95"), "rest_pose:", "unknown joint 'elbow.pos'"),
+    "unknown-joint": (_edit("elbow_flex.pos: 90", "elbow.pos: 90"), "rest_pose:", "unknown joint 'elbow.pos'"),
     "joint-not-a-number": (_edit("wrist_roll.pos: 0", "wrist_roll.pos: left"), "rest_pose:", "rest_pose.wrist_roll.pos"),
     "robot-without-type": (_edit("type: so101_follower, ", ""), "robot:", "missing required key 'robot.type'"),
     "robot-not-a-mapping": (_edit("robot: {type: so101_follower, port: /dev/ttyACM0, id: lab_arm, max_relative_target: 10.0, "

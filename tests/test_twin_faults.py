@@ -23,6 +23,7 @@ import yaml
 from orchestrator.cli import main
 from orchestrator.store.sqlite import CampaignStore
 from support.cli import CliResult
+from support.wirelog import wait_for_exit
 from test_lerobot_cli_fresh import two_mark_protocol
 from test_twin_campaign import twin_rig
 from support.requires import require_module
@@ -72,6 +73,7 @@ class FaultRun:
     before: list[dict]          # the campaign's attempts before this fault's run
     after: list[dict]           # and after it
     done: int                   # trials done after it
+    torque_at_exit: list[int] | None = None   # the twin's Torque_Enable registers when it stopped
 
 
 @dataclass
@@ -101,9 +103,11 @@ def chain(tmp_path_factory) -> Chain:
         faults_file = folder / f"faults_{name}.yaml"
         faults_file.write_text(yaml.safe_dump({"seed": 3, "faults": [fault]}))
         before, _ = read_store(chain.campaign)
-        result = run_cli(*args(), "--twin-faults", faults_file)
+        wire = folder / f"wire_{name}.jsonl"
+        result = run_cli(*args(), "--twin-faults", faults_file, "--twin-wire-log", wire)
         after, done = read_store(chain.campaign)
-        chain.runs[name] = FaultRun(result, before, after, done)
+        exit_line = wait_for_exit(wire).exit
+        chain.runs[name] = FaultRun(result, before, after, done, list(exit_line["torque"]))
         if result.code != 1 or done:   # this one did not abort: the next fault gets a new campaign
             chain.campaign = folder / f"campaign_after_{name}"
     chain.resumed = run_cli(*args())
@@ -126,6 +130,23 @@ def test_fault_aborts_the_trial_with_its_cause(name, chain):
     # the cause's class: the policy's for an overload (it drove the arm into something), else the rig's
     assert run.after[-1]["abort_class"] == ("policy" if name == "overload" else "rig"), (name, run.after[-1])
     assert run.after[-1]["settles"] is None
+
+
+@pytest.mark.parametrize("name", list(FAULTS))
+def test_every_fault_ends_with_all_six_torques_off_or_the_operator_told(name, chain):
+    """Issue 22: the twin's own registers when it stopped (its wire log's exit line). An overload
+    used to leave the servos after the alarmed one torqued. A servo nothing reaches (a pulled USB
+    cable, a silent servo) cannot be switched off from here: then each one is named to the
+    operator ("TORQUE MAY STILL BE ON: ... (id N) ... switch off its power supply")."""
+    run = chain.runs[name]
+    still_on = [i + 1 for i, on in enumerate(run.torque_at_exit) if on]
+    told = run.result.out + run.result.err
+    if name not in ("usb_unplug", "servo_silent"):
+        assert still_on == [], (name, run.torque_at_exit)
+    for servo_id in still_on:
+        assert "TORQUE MAY STILL BE ON" in told and f"(id {servo_id})" in told, (name, still_on, told[-2000:])
+    if name == "usb_unplug":
+        assert "TORQUE MAY STILL BE ON" in told, told[-2000:]
 
 
 def test_run_resumes_to_completion_after_the_faults(chain):

@@ -34,7 +34,7 @@ require_module("lerobot")
 
 def _start_run(protocol, rig, out, *extra) -> tuple[subprocess.Popen, queue.Queue]:
     proc = subprocess.Popen([sys.executable, "-m", "orchestrator", "run", str(protocol), "--rig", str(rig),
-                             "--no-console", "--out", str(out), *extra],
+                             "--no-console", "--allow-no-stop-key", "--out", str(out), *extra],
                             cwd=REPO, env=env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     proc.stdin.write("\n" * 50)  # Enter at every "put the cube on the mark" prompt

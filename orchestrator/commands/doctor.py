@@ -1,7 +1,10 @@
 """`orchestrator doctor --rig RIG [--protocol P] [--out DIR]`: the preflight on its own.
 
 Checks the robot port, LeRobot's calibration file, every camera's frame rate, that each LeRobot
-policy of the protocol loads and matches the rig, and disk space (`orchestrator.run.preflight`).
+policy of the protocol loads and matches the rig, and disk space (`orchestrator.run.preflight`);
+refuses the real-arm settings that void the safety rules, each with the flag that accepts it
+(`rigs.hardware_checks.profile_refusals`: no max_relative_target, torque kept at exit, a rest
+pose within 5 degrees of a calibrated limit).
 Prints one line per passed check; problems are one line each on stderr, exit 2. Nothing is
 started: the arm is not moved and devices opened to be checked are closed again.
 """
@@ -23,6 +26,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", metavar="DIR", default="recordings",
                         help="where campaigns will be written (disk check; default recordings/)")
     add_twin_arguments(parser, unattended=False)
+    from orchestrator.commands.run import add_safety_overrides
+
+    add_safety_overrides(parser, stop_key=False)
     parser.add_argument("--camera-seconds", type=float, default=1.0, metavar="S",
                         help="how long to measure each camera's frame rate (default 1 s)")
 
@@ -44,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
 
     with twin_session(args, loaded, protocol) as rig:
         checks = run_preflight(rig, protocol, Path(args.out), camera_seconds=args.camera_seconds,
-                               on_check=show)
+                               on_check=show, allowed=set(args.allow_unsafe or ()))
     require_ready(checks)
     if getattr(args, "store", None):
         from orchestrator.store.postgres import describe_server_store

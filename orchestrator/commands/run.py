@@ -26,6 +26,40 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "of the shared campaign until none is left")
     parser.add_argument("--stop-after", type=int, default=None, help=argparse.SUPPRESS)
     add_twin_arguments(parser, unattended=True)
+    add_safety_overrides(parser, stop_key=True)
+
+
+def add_safety_overrides(parser: argparse.ArgumentParser, *, stop_key: bool) -> None:
+    """The flags that accept a real-arm setting `run` and `doctor` otherwise refuse."""
+    from orchestrator.rigs.hardware_checks import OVERRIDES
+
+    helps = {"max_relative_target": "accept a rig profile without robot.max_relative_target",
+             "torque_at_exit": "accept robot.disable_torque_on_disconnect: false",
+             "rest_near_limit": "accept a rest pose within 5 degrees of a calibrated limit (or the gripper closed)",
+             "stop_key": "run a real arm although stdin is not a terminal (no stop key)"}
+    for key, flag in OVERRIDES.items():
+        if key != "stop_key" or stop_key:
+            parser.add_argument(flag, action="append_const", const=key, dest="allow_unsafe", help=helps[key])
+
+
+def refuse_unsafe(args: argparse.Namespace, rig) -> None:
+    """BadInput (exit 2, one line each, the override flag named) for a real-arm profile that voids
+    the safety rules (`hardware_checks.profile_refusals`), and, on a real arm (not the twin), a
+    session with nobody able to press the stop key."""
+    import sys
+
+    from orchestrator.core.errors import BadInput
+    from orchestrator.rigs.hardware_checks import profile_refusals, stop_key_refusal
+    from orchestrator.rigs.lerobot import LeRobotRig
+
+    if rig.profile.simulated:
+        return
+    allowed = set(getattr(args, "allow_unsafe", None) or ())
+    lines = profile_refusals(LeRobotRig(rig), allowed)
+    if not getattr(args, "twin", False):
+        lines += stop_key_refusal(args.no_console, sys.stdin, allowed)
+    if lines:
+        raise BadInput(lines)
 
 
 def default_workers() -> int:
@@ -44,6 +78,7 @@ def run(args: argparse.Namespace) -> int:
     loaded = load_rig(args.rig)
     protocol = load_protocol(args.protocol) if args.twin else None
     with twin_session(args, loaded, protocol) as rig:
+        refuse_unsafe(args, rig)
         directory, summary = _run_with_operator(args, rig)
     state = "complete" if summary.complete else "incomplete (run again to resume)"
     print(f"{summary.done_total}/{summary.total} trials done, {summary.aborted_now} aborted this "

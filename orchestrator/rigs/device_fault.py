@@ -15,6 +15,12 @@ ARM_CHECK = ("the arm's USB cable and power supply (12 V / 5 V), that no other p
              "(lerobot-teleoperate, a second orchestrator) holds the port, then `orchestrator doctor`")
 CAMERA_CHECK = ("the camera's USB cable and that no other program uses it "
                 "(`lerobot-find-cameras opencv` lists what is attached), then `orchestrator doctor`")
+ALARM_CHECK = ("what the arm pushes against (the table, the cube, a hand): free it, let a hot servo cool, "
+               "check the 12 V supply; the arm holds until you confirm")
+RESET_CHECK = ("the servos' 12 V supply and the cables between the servos (a servo that resets lost power "
+               "for a moment); the arm holds until you confirm")
+BLOCKED_CHECK = ("what holds the joint back (a hand, the cube, the table): free it; the arm holds where it "
+                 "is until you confirm")
 POLICY_CHECK = ("the checkpoint and its processors (re-run `orchestrator doctor --protocol ...`); "
                 "the run log has the traceback")
 
@@ -58,9 +64,24 @@ class DeviceFault(RuntimeFailure):
         return cls("arm", device, one_line(exc), ARM_CHECK)
 
     @classmethod
+    def servo(cls, device: str, exc: BaseException) -> "DeviceFault":
+        """A servo alarm or reset (`servo_alarms.ServoAlarm` / `ServoReset`): kind `arm`, and
+        what to check is the load and the power, not the USB cable."""
+        check = RESET_CHECK if type(exc).__name__ == "ServoReset" else ALARM_CHECK
+        return cls("arm", device, one_line(exc), check)
+
+    @classmethod
     def camera(cls, name: str, exc: BaseException) -> "DeviceFault":
         return cls("camera", f"camera {name}", one_line(exc), CAMERA_CHECK)
 
     @classmethod
     def policy(cls, exc: BaseException) -> "DeviceFault":
         return cls("policy", "policy", one_line(exc), POLICY_CHECK)
+
+
+class RestBlocked(DeviceFault):
+    """A move to rest stopped because a joint did not follow (`joints`): the arm holds there."""
+
+    def __init__(self, device: str, joints: list[str]):
+        self.joints = list(joints)
+        super().__init__("arm", device, f"did not reach rest: {', '.join(self.joints)} blocked", BLOCKED_CHECK)

@@ -163,3 +163,75 @@ def rig_checks(rig: Any, camera_seconds: float | None = None) -> list[Check]:
         checks.extend(check_rest_pose(rig))
     checks.extend(check_cameras(rig, CAMERA_SECONDS if camera_seconds is None else camera_seconds))
     return checks
+
+
+# ------------------------------------------------------------------ refusals on a real arm
+REST_LIMIT_MARGIN = 5.0   # degrees (gripper: 0-100 units) a rest pose keeps from each calibrated limit
+OVERRIDES = {
+    "max_relative_target": "--allow-no-max-relative-target",
+    "torque_at_exit": "--allow-torque-on-at-exit",
+    "rest_near_limit": "--allow-rest-near-limit",
+    "stop_key": "--allow-no-stop-key",
+}
+
+
+def profile_refusals(rig: Any, allowed: Iterable[str] = ()) -> list[str]:
+    """One line per setting of a real-arm profile that voids the safety rules (each names the
+    flag that accepts it): no `max_relative_target` (LeRobot's default: a policy's target goes
+    out however far from the present pose), `disable_torque_on_disconnect: false` (the arm keeps
+    torque after the program ends), a rest pose within `REST_LIMIT_MARGIN` of a calibrated limit
+    (the joint rests against its end stop; the gripper closed squeezes the cube the operator
+    takes out). A rest pose outside the range is `rest_pose_problems` (refused without override)."""
+    allowed = set(allowed)
+    lines = []
+    if "max_relative_target" not in allowed and getattr(rig.config, "max_relative_target", None) is None:
+        lines.append(f"{rig.name}: robot.max_relative_target is not set: a policy's target would go to the servos "
+                     "however far it is from the present pose; set it (e.g. max_relative_target: 10.0) or pass "
+                     f"{OVERRIDES['max_relative_target']}")
+    if "torque_at_exit" not in allowed and getattr(rig.config, "disable_torque_on_disconnect", True) is False:
+        lines.append(f"{rig.name}: robot.disable_torque_on_disconnect is false: the arm would keep torque after "
+                     f"the program ends (a crash included); remove it or pass {OVERRIDES['torque_at_exit']}")
+    if "rest_near_limit" not in allowed:
+        lines.extend(f"{rig.name}: {line}; or pass {OVERRIDES['rest_near_limit']}" for line in rest_near_limits(rig))
+    return lines
+
+
+def rest_near_limits(rig: Any) -> list[str]:
+    """The joints of the profile's rest pose within `REST_LIMIT_MARGIN` of a calibrated limit."""
+    rest = dict(rig.profile.rest_pose)
+    bus = getattr(rig.robot, "bus", None)
+    if not rest or bus is None or not getattr(bus, "calibration", None):
+        return []
+    lines = []
+    for key, value in rest.items():
+        motor = key.removesuffix(".pos")
+        if motor not in bus.calibration or motor not in bus.motors:
+            continue
+        lo, hi = sorted(rig.calibrated_range(motor))
+        if not lo <= value <= hi:
+            continue   # outside the range: rest_pose_problems refuses it
+        near = lo if value - lo < REST_LIMIT_MARGIN else hi if hi - value < REST_LIMIT_MARGIN else None
+        if near is None:
+            continue
+        what = ("the gripper is closed at rest (it would squeeze the cube while the operator takes it out)"
+                if motor == "gripper" and near == lo else f"within {REST_LIMIT_MARGIN:g} of its calibrated limit")
+        lines.append(f"rest_pose {key}: {value:g} is {what} ({near:.1f}, range [{lo:.1f}, {hi:.1f}]); choose a pose "
+                     f"at least {REST_LIMIT_MARGIN:g} inside")
+    return lines
+
+
+def stop_key_refusal(no_console: bool, stdin: Any, allowed: Iterable[str] = ()) -> list[str]:
+    """A session at a real arm without a usable stop key: stdin is not a terminal (the console
+    and the `--no-console` prompt both read their keys from it)."""
+    if "stop_key" in set(allowed):
+        return []
+    try:
+        tty = os.isatty(stdin.fileno())
+    except (AttributeError, OSError, ValueError):
+        tty = False
+    if tty:
+        return []
+    how = "--no-console reads" if no_console else "the operator console reads"
+    return [f"stdin is not a terminal: {how} the stop key from it, so nobody could stop the arm from the "
+            f"keyboard; run it in a terminal, or pass {OVERRIDES['stop_key']} (then the arm's power switch "
+            "is the only stop)"]

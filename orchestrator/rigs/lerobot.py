@@ -9,21 +9,27 @@ LeRobot robot type or `lerobot_robot_*` plugin), filled with the profile's `port
 `make_robot_from_config`. Cameras: `type: opencv` -> `OpenCVCameraConfig`, `type: video` -> the
 video-file camera (`rigs/videocam.py`), both through LeRobot's camera registry.
 
-Safety (docs/design.md section 12):
+Safety on a real arm (docs/design.md section 12):
 - `connect()` never lets LeRobot ask for calibration on stdin, and checks the motors'
   calibration on a bare bus connection (port opened, motors pinged and read, nothing written)
   before LeRobot's `connect(calibrate=False)` runs `configure()`, which enables torque: an arm
   holding another calibration is refused with torque never switched on.
 - The rest pose is the profile's `rest_pose`, else the pose captured at connect (as
   lerobot-rollout's `initial_position`); `rest_pose_problems()` refuses a rest pose outside the
-  calibrated range (doctor).
-- `max_relative_target` clips every target (LeRobot does it in `send_action`).
-- `go_to_rest(check)` moves to the rest pose in small steps and calls `check()` before each
-  one, so the operator's stop key can stop it (`check` raises).
-- `safe_stop()` holds the present position, or releases torque when the profile says
-  `on_stop: release`; it never moves the arm anywhere else and never raises.
-- `disconnect()` turns torque off whenever the bus is connected (LeRobot's
-  `disable_torque_on_disconnect`), even when a camera is dead, then releases the cameras.
+  calibrated range (doctor; `hardware_checks.profile_refusals` also one near a limit).
+- `act()` clips every target to the calibrated range minus `RANGE_MARGIN` (`range_clipped:<joint>`
+  events) and refuses a non-finite one as the policy's fault; LeRobot's `max_relative_target`
+  then clips it to the present pose (`target_clipped:<joint>`).
+- `observe()` reads the servos' alarms and torque every `CHECK_EVERY_STEPS` steps
+  (`servo_alarms.check_servos`): an alarm or a servo reset aborts the trial with that cause.
+- `go_to_rest(check)` is closed-loop (`rest_move.py`): goals bounded by the present pose, the
+  stop key (`check`) before each step, the servos read every few steps, `RestBlocked` when a
+  joint does not follow.
+- `safe_stop()` holds the present position, or releases torque (`torque.torque_off`) when the
+  profile says `on_stop: release`; it never moves the arm anywhere else and never raises.
+- `disconnect()` turns torque off whenever the bus is connected, even when a camera is dead or a
+  servo is in alarm (`torque.torque_off`: broadcast, per motor, read back; what is still on is
+  kept in `torque_problems`), then releases the cameras.
 - Joint reads use LeRobot's retries (`num_retry=config.num_read_retries`).
 
 Faults mid-episode (serial bus, camera) surface as `faults.DeviceFault` with a one-line cause
@@ -41,7 +47,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from orchestrator.core.errors import BadInput
-from orchestrator.rigs.device_fault import DeviceFault
+from orchestrator.rigs.device_fault import POLICY_CHECK, DeviceFault, one_line
 from orchestrator.rigs.base import EmergencyStop
 from orchestrator.design.protocol import Cube, Mark
 from orchestrator.rigs.base import Action, Check, EpisodeFacts, Observation, Rig, register_rig
@@ -49,12 +55,17 @@ from orchestrator.rigs.clamp_log import quiet_clamp_warnings
 from orchestrator.rigs.hardware_checks import calibrate_command, check_calibration, check_port, rig_checks
 from orchestrator.rigs.lerobot_config import build_robot_config
 from orchestrator.rigs.profile import LoadedRig, RigProfile
+from orchestrator.rigs.device_fault import RestBlocked
 from orchestrator.rigs.frame_age import frame_facts
-from orchestrator.rigs.servo_alarms import CHECK_EVERY_STEPS, AlarmWatch, drop_stale_replies
+from orchestrator.rigs.rest_move import move_to_rest
+from orchestrator.rigs.servo_alarms import (CHECK_EVERY_STEPS, AlarmWatch, ServoAlarm, ServoReset, check_servos,
+                                            drop_stale_replies, servo_alarms, torque_lost)
+from orchestrator.rigs.torque import torque_off
 
 logger = logging.getLogger(__name__)
 
 CONNECT_ATTEMPTS = 3
+RANGE_MARGIN = 2.0       # degrees (gripper: 0-100 units) kept clear of each calibrated limit
 
 
 def _chain(exc: BaseException | None):
@@ -99,6 +110,9 @@ class LeRobotRig(Rig):
         self._robot = None
         self._connected = False
         self._clipped: dict[str, int] = {}
+        self._range_clipped: dict[str, int] = {}
+        self._limits: dict[str, tuple[float, float]] = {}
+        self.torque_problems: list[str] = []
         self._steps = 0
         self.connect_pose: dict[str, float] = {}
         self._released = False
@@ -188,6 +202,7 @@ class LeRobotRig(Rig):
                 self._disconnect_quietly()
                 raise self._other_calibration()
         self._connected = True
+        self._limits = self._action_limits()
         try:
             self.connect_pose = self._joint_positions()
         except Exception as exc:  # noqa: BLE001
@@ -249,7 +264,7 @@ class LeRobotRig(Rig):
                                            self._frame_stamps)
             self._observed = getattr(self, "_observed", 0) + 1
             if self._observed % CHECK_EVERY_STEPS == 0:
-                self._alarms.check(self.robot)
+                self._alarms.check(self.robot, expect_torque=not self._released)
         except Exception as exc:  # noqa: BLE001
             raise self._fault(exc) from exc
         if not with_images:
@@ -259,6 +274,9 @@ class LeRobotRig(Rig):
 
     @quiet_clamp_warnings()  # LeRobot's per-step warning: counted below as target_clipped events
     def act(self, action: Action) -> Action:
+        """Send a target: each joint first clipped to its calibrated range minus `RANGE_MARGIN`
+        (recorded as `range_clipped:<joint>`), then LeRobot's `max_relative_target`."""
+        action = self._within_range(action)
         try:
             drop_stale_replies(self.robot)
             sent = self.robot.send_action(action)
@@ -271,16 +289,33 @@ class LeRobotRig(Rig):
                 self._clipped[key] = self._clipped.get(key, 0) + 1
         return sent
 
+    def _within_range(self, action: Action) -> Action:
+        out = dict(action)
+        for key, value in action.items():
+            limits = self._limits.get(key)
+            if limits is None:
+                continue
+            if not math.isfinite(float(value)):
+                raise DeviceFault("policy", "policy", f"non-finite action {key}={value}", POLICY_CHECK)
+            clipped = min(max(float(value), limits[0]), limits[1])
+            if clipped != float(value):
+                out[key] = clipped
+                self._range_clipped[key] = self._range_clipped.get(key, 0) + 1
+        return out
+
     def end_episode(self) -> EpisodeFacts:
         """No physics on hardware; `max_relative_target` clipping is a safety event per joint
-        (`target_clipped:<joint>`), with the number of clipped steps in `extra`; so is the
+        (`target_clipped:<joint>`), and so is a target outside the calibrated range
+        (`range_clipped:<joint>`), with the numbers of clipped steps in `extra`; so is the
         gripper's overload protection tripping while it grips (`servo_alarms.AlarmWatch`)."""
         events = [f"target_clipped:{key.removesuffix('.pos')}" for key in self._clipped]
+        events += [f"range_clipped:{key.removesuffix('.pos')}" for key in self._range_clipped]
         events += self._alarms.take_events()
         facts = EpisodeFacts(safety_events=events,
                              extra={"steps": self._steps, "clipped_steps": dict(self._clipped),
+                                    "range_clipped_steps": dict(self._range_clipped),
                                     "max_relative_target": self.profile.robot.max_relative_target})
-        self._clipped, self._steps = {}, 0
+        self._clipped, self._range_clipped, self._steps = {}, {}, 0
         return facts
 
     @property
@@ -288,58 +323,66 @@ class LeRobotRig(Rig):
         """The profile's `rest_pose`, else the pose captured at connect."""
         return dict(self.profile.rest_pose) or dict(self.connect_pose)
 
-    @quiet_clamp_warnings()  # the settle loop lets max_relative_target step towards rest
     def go_to_rest(self, check: Callable[[], None] | None = None) -> None:
-        """Interpolate from the present joint positions to the rest pose at `rest_speed_deg_s`,
-        calling `check()` before every step (it raises to stop the move: the arm then stays
-        where it is, the caller holds it)."""
+        """Closed-loop move to the rest pose (`rigs/rest_move.py`): each goal is the present
+        position plus a bounded step, `check()` (the stop key) before every step, the servos'
+        alarms and torque read every few steps; a joint that does not follow stops the move with
+        the arm held (`RestBlocked`). After `on_stop: release` torque comes back first (goal :=
+        present, then torque on), so only call this once the operator has confirmed."""
         rest = self.rest_target
         if not rest or not self._connected:
             return
-        from lerobot.utils.robot_utils import precise_sleep
-
         check = check or (lambda: None)
         try:
             check()
             if self._released:
                 self._resume_torque()
-            start = self._joint_positions()
-            keys = [k for k in rest if k in start]
-            span = max((abs(rest[k] - start[k]) for k in keys), default=0.0)
-            steps = max(1, math.ceil(span / self.rest_speed_deg_s * self.rest_fps))
-            period = 1.0 / self.rest_fps
-            for i in range(1, steps + 1):
-                t0 = time.perf_counter()
-                check()
-                frac = i / steps
-                self.robot.send_action({k: start[k] + (rest[k] - start[k]) * frac for k in keys})
-                precise_sleep(max(0.0, period - (time.perf_counter() - t0)))
-            # max_relative_target may have clipped the last steps: hold the target until reached.
-            deadline = time.perf_counter() + self.settle_s
-            while time.perf_counter() < deadline:
-                check()
-                here = self._joint_positions()
-                if all(abs(here[k] - rest[k]) <= self.rest_tolerance_deg for k in keys):
-                    break
-                self.robot.send_action({k: rest[k] for k in keys})
-                precise_sleep(period)
-        except EmergencyStop:
-            raise  # the operator's stop key: the caller holds the arm
+            move_to_rest(self._joint_positions, self._write_goal, rest, speed_deg_s=self.rest_speed_deg_s,
+                         fps=self.rest_fps, settle_s=self.settle_s, tolerance_deg=self.rest_tolerance_deg,
+                         check=check, watch=lambda: check_servos(self.robot),
+                         blocked=lambda joints: RestBlocked(self._arm_name(), joints))
+        except (EmergencyStop, RestBlocked):
+            raise  # the operator's stop key, or a joint held back: the caller holds the arm
         except Exception as exc:  # noqa: BLE001
             raise self._fault(exc) from exc
 
+    def servo_problems(self) -> list[str]:
+        """One read of the servos' alarms, and of their torque unless released (the hold
+        watcher of `run/motion.py`); never raises."""
+        if self._robot is None or not self._connected:
+            return []
+        try:
+            drop_stale_replies(self.robot)
+            lines = servo_alarms(self.robot)
+            if not self._released and self.profile.on_stop != "release":
+                lines += [f"{m}: torque off by itself (a reset or a brown-out)" for m in torque_lost(self.robot)]
+            return lines
+        except Exception as exc:  # noqa: BLE001 - a read that fails is itself what to tell
+            return [f"the servos do not answer ({one_line(exc)})"]
+
+    def _write_goal(self, goal: dict[str, float]) -> None:
+        """Goal_Position straight to the bus (the goal is already bounded by the present pose)."""
+        bus = getattr(self.robot, "bus", None)
+        if bus is None or not hasattr(bus, "sync_write"):
+            self.robot.send_action(goal)
+            return
+        drop_stale_replies(self.robot)
+        bus.sync_write("Goal_Position", {k.removesuffix(".pos"): v for k, v in goal.items()})
+
     def safe_stop(self) -> None:
         """Hold the present position (or release torque if the profile says `on_stop: release`);
-        never moves the arm elsewhere, never raises (logs what failed)."""
+        never moves the arm elsewhere, never raises (logs what failed). A release is a broadcast
+        torque off with a read-back (`rigs/torque.py`); servos still torqued are kept in
+        `torque_problems` for the operator."""
         robot = self._robot
         if robot is None or not self._connected:
             return
         try:
-            if self.profile.on_stop == "release":
-                robot.bus.disable_torque(num_retry=self._retries)
+            if self.profile.on_stop == "release" and getattr(robot, "bus", None) is not None:
                 self._released = True
+                self.torque_problems = torque_off(robot.bus, self._retries)
                 return
-            robot.send_action(self._joint_positions())
+            self._write_goal(self._joint_positions())
         except Exception as exc:  # noqa: BLE001
             logger.warning("safe_stop: cannot %s: %s", "release torque" if self.profile.on_stop == "release"
                            else "hold position", exc)
@@ -370,6 +413,18 @@ class LeRobotRig(Rig):
                 problems.append(f"rest_pose {key}: {value:g} is outside the calibrated range "
                                 f"[{lo:.1f}, {hi:.1f}] ({self.calibration_path}); choose a pose inside it")
         return problems
+
+    def _action_limits(self) -> dict[str, tuple[float, float]]:
+        """`<joint>.pos: (lo, hi)`: the calibrated range minus `RANGE_MARGIN` on each side."""
+        bus = getattr(self.robot, "bus", None)
+        if bus is None or not getattr(bus, "calibration", None):
+            return {}
+        limits = {}
+        for motor in bus.motors:
+            if motor in bus.calibration:
+                lo, hi = sorted(self.calibrated_range(motor))
+                limits[f"{motor}.pos"] = (lo + RANGE_MARGIN, hi - RANGE_MARGIN)
+        return limits
 
     def calibrated_range(self, motor: str) -> tuple[float, float]:
         """(range_min, range_max) of `motor` in LeRobot's units (degrees, gripper 0-100)."""
@@ -434,12 +489,15 @@ class LeRobotRig(Rig):
         # is down (`is_connected` is False), and would leave torque on.
         try:
             if bus.is_connected:
-                bus.disconnect(getattr(self.config, "disable_torque_on_disconnect", True))
+                if getattr(self.config, "disable_torque_on_disconnect", True):
+                    self.torque_problems = torque_off(bus, max(self._retries, 2))
+                    if self.torque_problems:
+                        logger.warning("disconnect: %s", "; ".join(self.torque_problems))
+                bus.port_handler.closePort()
         except Exception as exc:  # noqa: BLE001
             logger.warning("disconnect: torque off: %s", exc)
             try:
-                if bus.is_connected:
-                    bus.port_handler.closePort()
+                bus.port_handler.closePort()
             except Exception as exc2:  # noqa: BLE001
                 logger.warning("disconnect: closing the port: %s", exc2)
         for cam in getattr(robot, "cameras", {}).values():
@@ -452,6 +510,8 @@ class LeRobotRig(Rig):
     def _fault(self, exc: BaseException) -> DeviceFault:
         if isinstance(exc, DeviceFault):
             return exc
+        if isinstance(exc, (ServoAlarm, ServoReset)):
+            return DeviceFault.servo(self._arm_name(), exc)
         text = str(exc)
         cameras = getattr(self._robot, "cameras", {}) or {}
         suspects = [name for name, cam in cameras.items() if str(cam) in text]

@@ -6,6 +6,11 @@ limp mid-episode unnoticed. `servo_alarms(robot)` reads `Status` (address 65) of
 Feetech bus and names the bits that are set (Feetech STS/SMS manual; scservo_sdk `ERRBIT_*`);
 `ServoAlarm` is the exception the rig raises so the trial is aborted with that cause.
 
+A servo that browns out and resets comes back with torque off and no alarm bit (Status 0): the
+joint goes limp and nothing in a position read says so. `check_servos(robot)` therefore reads
+`Torque_Enable` with the alarms and raises `ServoReset` for a servo whose torque went off by
+itself while the rig expects it on.
+
 `drop_stale_replies(robot)` empties the serial input buffer before a new transaction. The bus is
 half duplex, request then reply, so nothing should be waiting; but `scservo_sdk` gives up on a
 reply after ~34 ms (a write, a sync read) and never flushes, so when the control process was
@@ -30,6 +35,10 @@ class ServoAlarm(RuntimeError):
     """A servo reports an alarm (its message names the motor and the alarm)."""
 
 
+class ServoReset(RuntimeError):
+    """A servo's torque went off by itself (a reset, a brown-out); its message names the motor."""
+
+
 def servo_alarms(robot: Any) -> list[str]:
     """`motor (id N): alarm` for every motor whose Status has an alarm bit; [] without a Feetech bus."""
     bus = getattr(robot, "bus", None)
@@ -52,6 +61,30 @@ def raise_on_alarm(robot: Any) -> None:
         raise ServoAlarm("servo alarm: " + "; ".join(first))
 
 
+def torque_lost(robot: Any) -> list[str]:
+    """`motor (id N)` for every motor of a Feetech bus whose Torque_Enable reads 0."""
+    bus = getattr(robot, "bus", None)
+    if bus is None or type(bus).__name__ != "FeetechMotorsBus":
+        return []
+    torque = bus.sync_read("Torque_Enable", normalize=False,
+                           num_retry=getattr(robot.config, "num_read_retries", 0))
+    return [f"{motor} (id {bus.motors[motor].id})" for motor, value in torque.items() if not int(value)]
+
+
+def check_servos(robot: Any, expect_torque: bool = True) -> None:
+    """Raise `ServoAlarm` for an alarm, else `ServoReset` for a servo whose torque is off while
+    `expect_torque`; each only when two reads in a row agree (see `raise_on_alarm`)."""
+    raise_on_alarm(robot)
+    if expect_torque:
+        _raise_on_torque_lost(robot)
+
+
+def _raise_on_torque_lost(robot: Any) -> None:
+    first = _settled_read(robot, torque_lost)
+    if first and _settled_read(robot, torque_lost) == first:
+        raise ServoReset("servo torque went off by itself (a reset or a brown-out): " + "; ".join(first))
+
+
 GRIPPER_TRIP_EVENT = "gripper_overload_protection"
 SQUEEZE_TICKS = 12        # ~1 degree: the gripper's goal this far from where it is = it is held back
 
@@ -70,15 +103,18 @@ class AlarmWatch:
     def __init__(self) -> None:
         self.events: list[str] = []
 
-    def check(self, robot: Any) -> None:
+    def check(self, robot: Any, expect_torque: bool = True) -> None:
+        """`check_servos` during an episode: the alarms (the gripper's trip while it squeezes let
+        through, as above), then a servo whose torque went off by itself (`ServoReset`)."""
         first = _settled_read(robot)
-        if not first or _settled_read(robot) != first:
-            return
-        if first == [_gripper_overload(robot)] and _gripper_squeezing(robot):
-            if GRIPPER_TRIP_EVENT not in self.events:
-                self.events.append(GRIPPER_TRIP_EVENT)
-            return
-        raise ServoAlarm("servo alarm: " + "; ".join(first))
+        if first and _settled_read(robot) == first:
+            if first == [_gripper_overload(robot)] and _gripper_squeezing(robot):
+                if GRIPPER_TRIP_EVENT not in self.events:
+                    self.events.append(GRIPPER_TRIP_EVENT)
+            else:
+                raise ServoAlarm("servo alarm: " + "; ".join(first))
+        if expect_torque:
+            _raise_on_torque_lost(robot)
 
     def take_events(self) -> list[str]:
         """The events since the last call (the rig's `end_episode` takes them)."""
@@ -99,11 +135,11 @@ def _gripper_squeezing(robot: Any) -> bool:
     return abs(int(goal) - int(present)) > SQUEEZE_TICKS
 
 
-def _settled_read(robot: Any) -> list[str]:
+def _settled_read(robot: Any, read=servo_alarms) -> list[str]:
     drop_stale_replies(robot)
     time.sleep(SETTLE_S)          # a reply still on the wire lands, and is dropped
     drop_stale_replies(robot)
-    return servo_alarms(robot)
+    return read(robot)
 
 
 def drop_stale_replies(robot: Any) -> None:

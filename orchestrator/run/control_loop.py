@@ -1,8 +1,11 @@
 """One episode: the control loop shared by simulated and real rigs.
 
-Each step: observe -> policy -> act -> record, `fps` times a second for the fixed duration; on a
-real rig the episode ends at that duration in wall-clock time (steps lost to overruns are
-counted, never made up; the videos keep their planned frame count, the last frame held).
+Each step: observe -> policy -> stop key -> act -> record -> stop key, `fps` times a second for
+the fixed duration; on a real rig the episode ends at that duration in wall-clock time (steps
+lost to overruns are counted, never made up; the videos keep their planned frame count, the last
+frame held). The operator's stop is polled between the inference and the write of its action
+(an inference takes up to seconds on a CPU: a stop pressed during it drops its action), and an
+action with a value that is not finite is the policy's fault (`_policy_action`), never sent.
 On a real rig the loop is paced as `lerobot-rollout` paces it (`rollout/strategies/base.py`):
 after a step that took `dt`, sleep `max(0, period - dt)` (coarse sleep, then a short spin, as
 LeRobot's `precise_sleep`). It never catches up: after a slow step (a 2 s first inference, a
@@ -176,6 +179,8 @@ def _run_steps(rig: Rig, policy: Policy, context: EpisodeContext, recorder: Epis
         repeats += sum(repeated for _, repeated in frames.values())
         action = _policy_action(policy, observation)
         t2 = time.perf_counter()
+        if operator is not None:   # a stop pressed during the inference: its action never goes out
+            operator.poll(t2 - start if rig.realtime else t_episode)
         sent = rig.act(action)
         t3 = time.perf_counter()
         recorder.frame(step, t_episode, observation, action, sent=sent, frames=frames)

@@ -1,47 +1,76 @@
 """Every move the arm makes by itself (to rest), stoppable by the operator's stop key.
 
 The runner moves the arm on its own at three moments: to rest after connecting, to rest after
-each trial, and to rest before torque goes off at the end of a session (normal end, fault,
-Ctrl-C, SIGTERM: what lerobot-rollout does at teardown). `ArmMotion` makes each of them
-stoppable (docs/design.md section 12):
+each trial, and to rest before torque goes off at the end of a session. `ArmMotion` makes each
+of them stoppable and is the one stop path (docs/design.md section 12):
 
 - before a move the operator is told the arm is about to move (`Operator.arm_moving`), and the
   stop key is live for its whole length (`Operator.check_stop`, called before every step);
-- a stop (during an episode or during a move) holds the arm, or releases torque if the rig
-  profile says `on_stop: release` (`Rig.safe_stop`), and the arm does not move again until the
-  operator confirms (`Operator.confirm_move`); ending the session instead leaves it held until
-  torque goes off.
+- every stop (the stop key, a device or policy fault, a servo alarm, a joint that does not
+  follow, Ctrl-C, SIGTERM; during an episode or a move) goes through `stop()`: it holds the arm,
+  or releases torque if the rig profile says `on_stop: release` (`Rig.safe_stop`), and the arm
+  does not move or get torque back until the operator confirms (`Operator.confirm_move`);
+- Ctrl-C, SIGTERM and the operator ending the session at a confirmation are never followed by
+  a move: torque goes off where the arm is (one prompt, no second "move it?").
 """
 
 from __future__ import annotations
 
 import logging
+import threading
+from contextlib import contextmanager
+from typing import Iterator
 
-from orchestrator.run.operator_protocol import Operator
+from orchestrator.run.interrupts import deferred_interrupts
+from orchestrator.run.operator_protocol import Operator, StopRequested
 from orchestrator.rigs.base import EmergencyStop
 from orchestrator.rigs.base import Rig
+from orchestrator.rigs.device_fault import RestBlocked
+from orchestrator.rigs.torque import torque_warning
 
 logger = logging.getLogger(__name__)
 
+MAX_BLOCKED_MOVES = 3   # a move to rest blocked this often (confirmed each time) is given up
+HOLD_CHECK_S = 0.25     # servo alarms and torque read this often while the arm holds
+
 
 class ArmMotion:
+    """`held`: stopped, nothing moves until the operator confirms; `ended`: the operator ended
+    the session at a confirmation prompt; `interrupted`: Ctrl-C or SIGTERM. After `ended` or
+    `interrupted` the arm never moves again in this session: torque goes off where it is."""
+
     def __init__(self, rig: Rig, operator: Operator):
         self.rig = rig
         self.operator = operator
-        self.held = False  # stopped by the operator and not yet confirmed
+        self.held = False
+        self.ended = False
+        self.interrupted = False
 
-    def stop(self) -> None:
-        """The stop key (or a fault) during an episode: hold or release; nothing moves until
-        the operator confirms."""
+    def stop(self, interrupted: bool = False) -> None:
+        """The one stop path (stop key, fault, alarm, Ctrl-C, SIGTERM; during an episode or a
+        move): hold or release (`Rig.safe_stop`); nothing moves until the operator confirms."""
         self.rig.safe_stop()
         self.held = True
+        self.interrupted = self.interrupted or interrupted
+        problems = list(getattr(self.rig, "torque_problems", []) or [])
+        if problems:
+            self.operator.message(torque_warning(problems))
 
     def to_rest(self, what: str = "to rest") -> None:
         """Move to rest; after a stop, first wait for the operator's confirmation. Raises what
         `confirm_move` raises (StopRequested: the operator ends the session, arm held)."""
+        blocked = 0
         while True:
             if self.held:
-                self.operator.confirm_move(what)
+                try:
+                    with self._watching_the_hold():
+                        self.operator.confirm_move(what)
+                except StopRequested:
+                    self.ended = True
+                    raise
+                except KeyboardInterrupt:
+                    self.interrupted = True
+                    raise
                 self.held = False
             self.operator.arm_moving(what)
             try:
@@ -50,19 +79,70 @@ class ArmMotion:
                 self.stop()
                 self.operator.message(f"arm stopped on its way {what}: it holds until you confirm")
                 continue
+            except RestBlocked as fault:
+                self.stop()
+                blocked += 1
+                self.operator.message(f"{fault}; {fault.hint}")
+                if blocked >= MAX_BLOCKED_MOVES:
+                    raise
+                continue
+            except KeyboardInterrupt:
+                self.stop(interrupted=True)
+                raise
             except BaseException:
-                self.rig.safe_stop()
+                self.stop()
                 raise
             finally:
                 self.operator.arm_moving(None)
             return
 
-    def leave(self) -> None:
-        """End of session: to rest (stoppable; after a stop only if the operator confirms), then
-        torque off through `disconnect`. Never raises."""
+    @contextmanager
+    def _watching_the_hold(self) -> Iterator[None]:
+        """While the operator decides, read the servos' alarms and torque every `HOLD_CHECK_S`
+        (`Rig.servo_problems`, when the rig has it) and tell the operator of each new one: an
+        alarm while held means the arm pushes on something, or someone pushes on it. The bus is
+        idle otherwise (the runner waits in `confirm_move`); the watcher is joined before the
+        runner uses the bus again."""
+        read = getattr(self.rig, "servo_problems", None)
+        if read is None:
+            yield
+            return
+        done = threading.Event()
+        told: set[str] = set()
+
+        def watch() -> None:
+            while not done.wait(HOLD_CHECK_S):
+                for line in read():
+                    if line not in told:
+                        told.add(line)
+                        self.operator.message(f"while the arm is held: {line}; support the arm before you confirm")
+
+        watcher = threading.Thread(target=watch, name="hold-watch", daemon=True)
+        watcher.start()
         try:
-            self.to_rest("to rest before torque goes off")
+            yield
+        finally:
+            done.set()
+            watcher.join()
+
+    def leave(self) -> None:
+        """End of session: to rest (stoppable; after a stop only if the operator confirms; never
+        after Ctrl-C, SIGTERM or the operator ending the session), then torque off through
+        `disconnect` (no interrupt can cut it short); servos still torqued are named to the
+        operator. Never raises."""
+        try:
+            if self.ended or self.interrupted:
+                self.operator.message("the arm stays where it is; torque goes off now: support the arm")
+            else:
+                self.to_rest("to rest before torque goes off")
         except BaseException as exc:  # noqa: BLE001 - torque goes off whatever happened
             logger.warning("arm left where it is: %s", exc or type(exc).__name__)
+            if not isinstance(exc, (StopRequested, KeyboardInterrupt)):
+                self.operator.message(f"the arm stays where it is ({exc or type(exc).__name__}); torque goes "
+                                      "off now: support the arm")
         finally:
-            self.rig.disconnect()
+            with deferred_interrupts():
+                self.rig.disconnect()
+                problems = list(getattr(self.rig, "torque_problems", []) or [])
+                if problems:
+                    self.operator.message(torque_warning(problems))

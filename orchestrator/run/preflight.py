@@ -8,6 +8,8 @@ Checks, in order (all of them run; each problem is one line):
 - calibration: LeRobot's calibration file for this robot type and id exists (LeRobot's
   `connect()` would otherwise ask on stdin mid-campaign) -> the exact `lerobot-calibrate` command;
 - rest pose: inside the calibrated range; the present pose (read, nothing written) next to it;
+- safety: the real-arm settings that void the safety rules, refused unless their flag is given
+  (`rigs.hardware_checks.profile_refusals`);
 - cameras: each camera opens and delivers frames at its configured fps (measured);
 - policies: each LeRobot checkpoint of the protocol loads, offline, and its input/output features
   match the rig (camera names, image shapes, state and action sizes), spelled out; warnings as
@@ -133,7 +135,7 @@ def check_disk(path: Path, need_bytes: int = 0) -> Check:
 
 def run_preflight(loaded_rig: LoadedRig, protocol: Any = None, out_dir: Path | str | None = None, *,
                   rig: Any = None, camera_seconds: float = 1.0,
-                  on_check: Callable[[Check], None] | None = None) -> list[Check]:
+                  on_check: Callable[[Check], None] | None = None, allowed: Iterable[str] = ()) -> list[Check]:
     """All checks for this rig (and protocol, and campaign folder). Nothing is started: devices
     opened to be checked are closed again (a `rig` already connected is measured as it is)."""
     from orchestrator.policies.lerobot import SO101_ROBOT_TYPE, rig_observation_features
@@ -155,6 +157,9 @@ def run_preflight(loaded_rig: LoadedRig, protocol: Any = None, out_dir: Path | s
 
             rig = LeRobotRig(loaded_rig)
         add(rig.checks(camera_seconds))
+        from orchestrator.rigs.hardware_checks import profile_refusals
+
+        add(Check("safety", False, line) for line in profile_refusals(rig, allowed))
         features, robot_type = rig, None
     if protocol is not None:
         add(check_policies(protocol, features, robot_type))

@@ -23,6 +23,7 @@ from typing import Callable
 from orchestrator.run.campaign import OpenedCampaign
 from orchestrator.run.control_loop import run_episode
 from orchestrator.core.errors import BadInput, Interrupted, RuntimeFailure
+from orchestrator.run.interrupts import deferred_interrupts
 from orchestrator.run.motion import ArmMotion
 from orchestrator.run.operator_protocol import AutoOperator, Operator, StopRequested, TrialCue
 from orchestrator.rigs.base import EmergencyStop
@@ -127,9 +128,11 @@ def run_campaign(opened: OpenedCampaign, operator: Operator | None = None, worke
 def _attempt(opened: OpenedCampaign, motion: ArmMotion, policy, trial: Trial, context, cue: TrialCue,
              operator: Operator, summary: RunSummary, referees: Referees) -> str | None:
     """One attempt at a trial: record the episode and commit it; None when done, the reason when an
-    emergency stop (or a redo) aborted it (after a stop the arm holds until the operator confirms).
-    Ctrl-C and faults hold the arm, abort the attempt with its cause, and raise (`Interrupted`,
-    `RuntimeFailure`); the arm goes to rest at the end of the session (`ArmMotion.leave`)."""
+    emergency stop (or a redo) aborted it. Every way out of the episode goes through the one stop
+    path (`ArmMotion.stop`: hold, or release; nothing moves until the operator confirms), then
+    the abort is recorded with its class (`settle_abort`): Ctrl-C/SIGTERM raise `Interrupted` (the
+    arm never moves again this session), faults raise `RuntimeFailure`, the stop key returns its
+    reason. A second Ctrl-C during the stop and the record waits until they are done."""
     rig = motion.rig
     store, loaded = opened.store, opened.protocol
     cameras = opened.rig.profile.cameras
@@ -152,9 +155,10 @@ def _attempt(opened: OpenedCampaign, motion: ArmMotion, policy, trial: Trial, co
         commit_episode(store, attempt, trial, record, context.fps, summary)
         return None
     except KeyboardInterrupt:
-        rig.safe_stop()
-        recorder.discard()
-        store.abort_attempt(attempt, INTERRUPTED_BY_USER, INTERRUPTED_CLASS)
+        with deferred_interrupts():   # a second Ctrl-C waits until the arm is safe and the abort recorded
+            motion.stop(interrupted=True)
+            recorder.discard()
+            store.abort_attempt(attempt, INTERRUPTED_BY_USER, INTERRUPTED_CLASS)
         raise Interrupted("interrupted: arm made safe, the running trial will be re-run; "
                           "run the same command again to resume") from None
     except EmergencyStop as stop:
@@ -168,17 +172,18 @@ def _attempt(opened: OpenedCampaign, motion: ArmMotion, policy, trial: Trial, co
             return None
         return stop.reason
     except Exception as exc:
-        rig.safe_stop()
-        recorder.discard()
-        cause = f"{type(exc).__name__}: {exc}"
-        cause_class = abort_class(exc)
-        settled = settle_abort(store, attempt, trial, cause, cause_class, loaded, summary)
+        with deferred_interrupts():
+            motion.stop()  # held (or released) until the operator confirms the move to rest
+            recorder.discard()
+            cause = f"{type(exc).__name__}: {exc}"
+            cause_class = abort_class(exc)
+            settled = settle_abort(store, attempt, trial, cause, cause_class, loaded, summary)
         if settled == SETTLES_FAILURE and cause_class == "policy":  # the rig is fine: go on
-            motion.stop()  # held until the operator confirms the move to rest
             operator.message(f"trial aborted: {cause}; {SETTLED_SAY[settled]}")
             return None
         hint = getattr(exc, "hint", None)
-        operator.message(f"trial aborted: {cause}" + (f"; check: {hint}" if hint else ""))
+        operator.message(f"trial aborted: {cause}" + (f"; {hint}" if hint else "")
+                         + "; the arm holds until you confirm")
         raise RuntimeFailure(
             f"trial {trial.slot + 1} (mark {trial.mark_id}) aborted: {cause}"
             + (f"; {hint}" if hint else "")
@@ -248,6 +253,9 @@ def _run_sequential(opened: OpenedCampaign, pending: list[Trial], operator: Oper
             progress.update(trial.mark_id)
             if not _rest_or_end(motion, say):
                 return
+    except (KeyboardInterrupt, Interrupted):
+        motion.interrupted = True   # Ctrl-C / SIGTERM anywhere: a stop, never a move to rest
+        raise
     finally:
         if progress is not None:
             progress.close()

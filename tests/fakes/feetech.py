@@ -12,7 +12,10 @@ Fault injection: `arm.unplug()` (every serial I/O raises `SerialException`, as w
 cable is pulled), `arm.mute()` (servos stop answering: the SDK times out), `arm.fail_after(n)`
 (unplug after n more instruction packets), `arm.drop(n)` (the next n instruction packets get no
 answer: a transient serial failure), `arm.corrupt_rate = p` (each status packet has one byte
-flipped with probability p, seeded: what Feetech servos do when several joints move).
+flipped with probability p, seeded: what Feetech servos do when several joints move),
+`arm.alarm(id)` (an overload: error bit in every status packet, Status set, torque off),
+`arm.reset_servo(id)` (a brown-out: torque off, Status 0), `servo.blocked = True` (a hand holds
+the joint: its position stops following the goal).
 
 Register log: `arm.writes` holds `(perf_counter time, servo id, register address, value)` for every
 write the servos accept (`goal_writes()` / `torque_writes()` filter it), so tests can assert when
@@ -37,7 +40,8 @@ MODEL_STS3215 = 777
 # Register addresses (STS/SMS control table, see lerobot/motors/feetech/tables.py).
 ADDR_FW_MAJOR, ADDR_FW_MINOR, ADDR_MODEL, ADDR_ID = 0, 1, 3, 5
 ADDR_MIN_LIMIT, ADDR_MAX_LIMIT, ADDR_HOMING = 9, 11, 31
-ADDR_TORQUE, ADDR_GOAL, ADDR_PRESENT = 40, 42, 56
+ADDR_TORQUE, ADDR_GOAL, ADDR_PRESENT, ADDR_STATUS = 40, 42, 56, 65
+ERR_OVERLOAD = 32
 
 SO101_MOTORS = ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper")
 
@@ -63,6 +67,8 @@ class FakeServo:
         self._put(ADDR_PRESENT, 2, position)
         self._put(ADDR_GOAL, 2, position)
         self.speed = speed
+        self.error = 0          # the error byte of its status packets (scservo_sdk ERRBIT_*)
+        self.blocked = False    # held back by a hand: the position does not follow the goal
         self._t = time.perf_counter()
 
     def _put(self, addr: int, n: int, value: int) -> None:
@@ -86,7 +92,7 @@ class FakeServo:
     def update(self) -> None:
         now = time.perf_counter()
         dt, self._t = now - self._t, now
-        if not self.torque:
+        if not self.torque or self.blocked:
             return
         pos, goal = self.position, self.goal
         step = max(1, int(self.speed * dt))
@@ -137,6 +143,21 @@ class FakeFeetechArm:
 
     def unplug(self) -> None:
         self.unplugged = True
+
+    def alarm(self, servo_id: int, bits: int = ERR_OVERLOAD) -> None:
+        """Servo `servo_id` raises an alarm (default overload): its status packets carry `bits`,
+        its Status register reads them, and it unloads (Torque_Enable 0), as an STS3215 does."""
+        servo = self.servos[servo_id]
+        servo.error = bits
+        servo.regs[ADDR_STATUS] = bits
+        servo.regs[ADDR_TORQUE] = 0
+
+    def reset_servo(self, servo_id: int) -> None:
+        """Servo `servo_id` browns out and restarts: torque off, no alarm (Status 0)."""
+        servo = self.servos[servo_id]
+        servo.error = 0
+        servo.regs[ADDR_STATUS] = 0
+        servo.regs[ADDR_TORQUE] = 0
 
     def mute(self) -> None:
         self.muted = True
@@ -226,6 +247,10 @@ class FakeFeetechArm:
         self.is_open = False
 
     # -------------------------------------------------------- protocol
+    def _status(self, servo_id: int, params: list[int]) -> bytes:
+        servo = self.servos.get(servo_id)
+        return _status(servo_id, params, servo.error if servo else 0)
+
     def _handle(self, p: list[int]) -> bytes:
         if len(p) < 6 or p[0] != 0xFF or p[1] != 0xFF or _checksum(p[2:-1]) != p[-1]:
             return b""
@@ -233,21 +258,21 @@ class FakeFeetechArm:
         now = time.perf_counter()
         if inst == INST_PING:
             if sid == BROADCAST_ID:
-                return b"".join(_status(i, []) for i in self.servos)
-            return _status(sid, []) if sid in self.servos else b""
+                return b"".join(self._status(i, []) for i in self.servos)
+            return self._status(sid, []) if sid in self.servos else b""
         if inst == INST_READ:
             servo = self.servos.get(sid)
-            return _status(sid, servo.read(params[0], params[1])) if servo else b""
+            return self._status(sid, servo.read(params[0], params[1])) if servo else b""
         if inst == INST_WRITE:
             targets = self.servos.values() if sid == BROADCAST_ID else [self.servos.get(sid)]
             for servo in targets:
                 if servo:
                     servo.write(params[0], params[1:])
                     self._log(now, servo.regs[ADDR_ID], params[0], params[1:])
-            return _status(sid, []) if sid in self.servos else b""
+            return self._status(sid, []) if sid in self.servos else b""
         if inst == INST_SYNC_READ:
             addr, n, ids = params[0], params[1], params[2:]
-            return b"".join(_status(i, self.servos[i].read(addr, n)) for i in ids if i in self.servos)
+            return b"".join(self._status(i, self.servos[i].read(addr, n)) for i in ids if i in self.servos)
         if inst == INST_SYNC_WRITE:
             addr, n, rest = params[0], params[1], params[2:]
             for k in range(0, len(rest), n + 1):

@@ -7,7 +7,7 @@ from pathlib import Path
 import yaml
 
 REST = {"shoulder_pan.pos": 0, "shoulder_lift.pos": -100, "elbow_flex.pos": 100,
-        "wrist_flex.pos": 60, "wrist_roll.pos": 0, "gripper.pos": 0}
+        "wrist_flex.pos": 60, "wrist_roll.pos": 0, "gripper.pos": 30}  # gripper open at rest
 CAMERAS = {"front": (48, 64), "wrist": (24, 32)}  # name: (height, width)
 
 

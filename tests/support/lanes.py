@@ -91,6 +91,7 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_rtc_stop.py", ("twin", "lerobot", "subprocess")),
     ("test_run_cli_hardware.py", ("lerobot",)),
     ("test_runner.py", ()),
+    ("test_safety_matrix.py", ("twin", "lerobot", "subprocess")),
     ("test_schedule.py", ()),
     ("test_scripted.py", ()),
     ("test_security.py", ()),

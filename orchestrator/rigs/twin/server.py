@@ -9,7 +9,7 @@ simulated rig's scene (`rigs.sim.SimRig`), and serves, on one thread:
   `MAX_LAG_S` the lost time is skipped and counted in `lag_s`);
 - control requests on stdin, one JSON object a line, answered on stdout: `place` (cube on a
   mark), `begin` (episode time zero), `end` (the physics success test and events), `state`,
-  `inject` (a fault now), `quit`.
+  `inject` (one fault of `fault_plan.py`, applied before the next packet), `quit`.
 A second process (`render.py`) renders every camera at its fps into shared frames
 (`frames.py`) from the joint positions this one shares after every physics step.
 
@@ -240,7 +240,7 @@ class TwinServer:
         from orchestrator.design.protocol import Cube, Mark
 
         op = request.get("op")
-        if op == "inject":   # a fault now, whatever the step (tests; `at_step` is ignored)
+        if op == "inject":   # a fault now, before the next packet, whatever the step (tests, bench/safety_matrix.py)
             fault = dict(request["fault"])
             problems = fault_problems([fault], tuple(self.camera_names))
             if problems:

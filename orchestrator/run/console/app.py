@@ -135,6 +135,7 @@ class ConsoleOperator:
             raise StopRequested("the operator console was closed")
         self._drain()
         self.estop.clear()
+        self.move_stop.clear()
         self.redo_reason_pending = False
         self._call(self.app.show_cue, cue)
         kind, _ = self._wait("start", "stop")
@@ -186,18 +187,21 @@ class ConsoleOperator:
         self._call(self.app.add_message, text)
 
     def arm_moving(self, what: str | None) -> None:
-        if what is None:
-            self._call(self.app.show_moving, None)
-            return
-        self.move_stop.clear()
+        """A stop pressed before the move began (during a review, a prompt) is kept: the move
+        stops at its first step. It is cleared only by the operator's confirmation."""
         self._call(self.app.show_moving, what)
 
     def check_stop(self) -> None:
-        if self.move_stop.is_set():
+        """Ctrl-C / SIGTERM / SIGHUP (`interrupt`) and the stop key, in every console state."""
+        if self.interrupted:
+            raise KeyboardInterrupt
+        if self.move_stop.is_set() or (self.closed and self.estop.is_set()):
             self.move_stop.clear()
             raise EmergencyStop("arm stopped by the operator during a move")
 
     def confirm_move(self, what: str) -> None:
+        if self.interrupted:
+            raise KeyboardInterrupt
         self._drain()
         self._call(self.app.ask_confirm, what)
         kind, _ = self._wait("confirm", "stop")
@@ -205,6 +209,7 @@ class ConsoleOperator:
             raise KeyboardInterrupt
         if kind != "confirm":
             raise StopRequested("session ended by the operator with the arm stopped")
+        self.move_stop.clear()   # a stop pressed while the arm was held is answered by this confirmation
 
 
 class OperatorConsole(App):
@@ -227,7 +232,7 @@ class OperatorConsole(App):
     BINDINGS = [
         Binding("enter", "enter", "Start / continue"),
         Binding("space", "estop", "E-STOP"),
-        Binding("escape", "estop", "E-STOP", show=False),
+        Binding("escape", "estop", "E-STOP", show=False, priority=True),  # also while typing a reason
         Binding("r", "redo", "Redo trial"),
         Binding("p", "pause", "Pause/resume"),
         Binding("q", "stop_session", "End session"),
@@ -373,20 +378,28 @@ class OperatorConsole(App):
             self.operator.decisions.put(("continue", None))
 
     def action_estop(self) -> None:
-        if self.state == "moving":
-            self.operator.move_stop.set()
-            self.state = "stopping"
-            self._banner("STOP: holding the arm...", "estop")
-            self.add_message("stop pressed while the arm was moving")
-        elif self.state == "episode":
-            self.operator.estop.set()
-            self.state = "stopping"
-            self._banner("EMERGENCY STOP: stopping the arm...", "estop")
-            self.add_message("emergency stop pressed")
-        elif self.state == "countdown":
+        """The stop key, live in every state: before an episode starts it cancels the countdown;
+        anywhere else it stops the episode or the move in progress, or the next move before it
+        begins (the arm then holds until the operator confirms)."""
+        if self.state == "countdown":
             self.state = "place"
             self._show_place_banner()
             self.add_message("countdown cancelled")
+            return
+        if self.state == "place":
+            self.add_message("stop pressed: the arm is not moving (it holds at rest)")
+            return
+        self.operator.move_stop.set()
+        self.operator.estop.set()
+        if self.state == "confirm":
+            self.add_message("stop pressed: the arm is already held")
+            return
+        was = self.state
+        if self.state in ("episode", "moving", "starting"):
+            self.state = "stopping"
+        self._banner("STOP: holding the arm..." if was != "episode" else "EMERGENCY STOP: stopping the arm...",
+                     "estop")
+        self.add_message("emergency stop pressed" if was == "episode" else f"stop pressed ({was})")
 
     def action_redo(self) -> None:
         if self.state == "review":
@@ -407,7 +420,7 @@ class OperatorConsole(App):
                              else "pause cancelled")
 
     def action_interrupt(self) -> None:
-        self.state = "waiting"
+        self.state = "interrupted"   # the stop key stays live (action_estop) while the arm is made safe
         self._banner("INTERRUPTED: making the arm safe; run the same command again to resume", "estop")
         self.operator.interrupt()
 

@@ -12,7 +12,8 @@ arm moves again.
 Ctrl-C (`handle_sigint()`): while the arm is under control (an episode, a move) SIGINT only sets
 a flag, and the next `poll`/`check_stop` raises `KeyboardInterrupt` between two steps, never in
 the middle of a serial transaction (as the console does); while waiting for the operator's input
-it interrupts at once.
+it interrupts at once. After that first interrupt every later Ctrl-C (or SIGTERM) only says the
+arm is being made safe: none can land inside the stop's serial transactions or the bookkeeping.
 
 It never prints which policy runs: it is only given the `TrialCue`.
 """
@@ -48,6 +49,7 @@ class PromptOperator:
         self._last_shown = -1.0
         self._controlling = False   # an episode or a move runs: SIGINT becomes a flag
         self.sigint_pending = False
+        self.interrupting = False   # the first interrupt was raised: later ones only count
         self._move_stop = False
 
     # ---------------------------------------------------------------- Ctrl-C
@@ -59,14 +61,20 @@ class PromptOperator:
         return lambda: signal.signal(signal.SIGINT, previous)
 
     def _on_sigint(self, signum, frame) -> None:  # noqa: ARG002
-        if self._controlling:
+        if self._controlling or self.interrupting:
+            # under control: raised at the next step; after the first interrupt: never raised
+            # again, the runner is making the arm safe and recording the abort
             self.sigint_pending = True
+            if self.interrupting:
+                self.say("interrupt: already stopping, the arm is being made safe")
             return
+        self.interrupting = True
         raise KeyboardInterrupt
 
     def _raise_pending_interrupt(self) -> None:
-        if self.sigint_pending:
+        if self.sigint_pending and not self.interrupting:
             self.sigint_pending = False
+            self.interrupting = True
             self._controlling = False
             self._restore()
             raise KeyboardInterrupt

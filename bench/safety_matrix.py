@@ -1,0 +1,68 @@
+"""A fault at every point (issue 22): the whole matrix of events x phases x on_stop on the twin.
+
+Each run is a short twin campaign (two 1 s trials at 30 Hz, scripted policies, an operator who
+stops the first episode once and confirms every move after 0.2 s) with one event injected just
+before the N-th bus transaction; N is spread over each phase of a run without the event
+(`--points` per phase). After each run the invariants are checked on the wire and on the twin's
+own state (tests/support/safety_matrix.py says which). Prints the table (events x phases: `ok`,
+or `F<n>` failed runs), every violation, the worst stop-to-hold latency and a summary line.
+
+    uv run python bench/safety_matrix.py [--points 1] [--events alarm:elbow_flex,ctrl_c]
+                                         [--on-stop hold,release] [--sample N --seed S]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("MUJOCO_GL", "egl")
+
+
+def main() -> int:
+    import logging
+
+    import pytest
+
+    from support import safety_matrix as sm
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--points", type=int, default=1, help="packet numbers per phase (default 1: the middle)")
+    parser.add_argument("--events", default=",".join(sm.EVENTS))
+    parser.add_argument("--on-stop", default="hold,release")
+    parser.add_argument("--sample", type=int, default=None)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.ERROR)
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="safety-matrix-") as tmp, pytest.MonkeyPatch.context() as mp:
+        spans = sm.phases(Path(tmp) / "base", mp)
+    print("packets per phase in a run without an event: "
+          + ", ".join(f"{p} {len(spans.get(p, []))}" for p in sm.PHASES if p != "hold"), flush=True)
+    todo = sm.cases(spans, args.points, events=tuple(args.events.split(",")),
+                    on_stops=tuple(args.on_stop.split(",")), sample=args.sample, seed=args.seed)
+    outcomes = []
+    for i, case in enumerate(todo, 1):
+        with tempfile.TemporaryDirectory(prefix="safety-matrix-") as tmp, pytest.MonkeyPatch.context() as mp:
+            _, _, outcome = sm.run_case(case, Path(tmp), mp)
+        outcomes.append(outcome)
+        mark = "ok" if not outcome.violations else "FAIL " + "; ".join(outcome.violations)
+        lat = f" latency {1000 * outcome.latency_s:.0f} ms" if outcome.latency_s is not None else ""
+        print(f"[{i}/{len(todo)}] {case.name}: {mark} ({outcome.note}, {outcome.seconds:.1f} s{lat})", flush=True)
+    print()
+    for line in sm.table(outcomes):
+        print(line)
+    print(f"wall time {time.perf_counter() - started:.0f} s")
+    return 1 if any(o.violations for o in outcomes) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,90 @@
+"""Torque off on every servo of a Feetech bus, whatever the servos report.
+
+LeRobot's `FeetechMotorsBus.disable_torque()` writes `Torque_Enable = 0` motor by motor with
+`write()`, which raises as soon as a status packet carries an error bit (scservo_sdk's
+`writeTxRx` returns the error byte, `MotorsBus._write` raises `RuntimeError` on it). A servo in
+alarm (overload, overheating, supply voltage) sets that bit in every reply, so the loop stops at
+that servo and the servos after it keep their torque: `bus.disconnect()` after an overload on
+servo 2 left servos 3-6 holding.
+
+`torque_off(bus)` does it in three passes:
+1. a broadcast write (id 0xFE) of `Torque_Enable = 0` and `Lock = 0`: a broadcast gets no status
+   reply (scservo_sdk's `txRxPacket` returns right after sending), so no error bit can abort it;
+2. the same registers written to each motor with `raise_on_error=False` (a servo that missed
+   the broadcast packet gets it again; error bits are ignored, not raised);
+3. `Torque_Enable` read back from each motor.
+It returns one line per servo that still reports torque on or does not answer (empty: all off).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+BROADCAST_ID = 0xFE
+
+
+def torque_off(bus: Any, num_retry: int = 2) -> list[str]:
+    """Torque off on every motor of a LeRobot Feetech/Dynamixel-style bus (see the module
+    docstring); never raises. Returns `motor (id N): why` for each servo not confirmed off."""
+    from lerobot.motors.motors_bus import get_address
+
+    ports = getattr(bus, "port_handler", None)
+    if ports is None:
+        return ["the motor bus has no port"]
+    ports.is_using = False   # a transaction cut short (Ctrl-C, a fault) leaves the port marked busy
+    ser = getattr(ports, "ser", None)
+    try:
+        if ser is not None:
+            ser.reset_input_buffer()
+    except Exception:  # noqa: BLE001
+        pass
+    motors = dict(bus.motors)
+    registers = []
+    for name in ("Torque_Enable", "Lock"):
+        try:
+            registers.append(get_address(bus.model_ctrl_table, next(iter(motors.values())).model, name))
+        except (KeyError, StopIteration):
+            continue
+    for addr, length in registers:
+        for _ in range(2):   # twice: a broadcast packet lost on the wire has no reply to miss
+            try:
+                ports.is_using = False
+                bus.packet_handler.writeTxOnly(ports, BROADCAST_ID, addr, length, [0] * length)
+            except Exception as exc:  # noqa: BLE001 - the per-motor writes follow
+                logger.warning("torque off: broadcast write failed: %s", exc)
+    for motor in motors.values():
+        for addr, length in registers:
+            try:
+                ports.is_using = False
+                bus._write(addr, length, motor.id, 0, num_retry=num_retry, raise_on_error=False)
+            except Exception as exc:  # noqa: BLE001
+                logger.warning("torque off: id %s: %s", motor.id, exc)
+    return still_torqued(bus, num_retry)
+
+
+def still_torqued(bus: Any, num_retry: int = 2) -> list[str]:
+    """`motor (id N): ...` for each motor whose Torque_Enable reads non-zero or cannot be read."""
+    from lerobot.motors.motors_bus import get_address
+
+    problems = []
+    for name, motor in bus.motors.items():
+        try:
+            bus.port_handler.is_using = False
+            addr, length = get_address(bus.model_ctrl_table, motor.model, "Torque_Enable")
+            value, comm, _error = bus._read(addr, length, motor.id, num_retry=num_retry, raise_on_error=False)
+            if not bus._is_comm_success(comm):
+                problems.append(f"{name} (id {motor.id}): does not answer, its torque may still be on")
+            elif value:
+                problems.append(f"{name} (id {motor.id}): torque still on")
+        except Exception as exc:  # noqa: BLE001
+            problems.append(f"{name} (id {motor.id}): cannot be read ({type(exc).__name__}), its torque may still be on")
+    return problems
+
+
+def torque_warning(problems: list[str]) -> str:
+    """The one line the operator is shown when servos may still hold torque."""
+    return ("TORQUE MAY STILL BE ON: " + "; ".join(problems)
+            + ": support the arm and switch off its power supply")

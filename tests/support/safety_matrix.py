@@ -1,0 +1,515 @@
+"""A fault at every point: short twin campaigns with one event injected at the N-th bus transaction.
+
+SQLite is trusted because it crashes itself at every write and checks the database after each.
+This does the same for the arm. One run = one twin (LeRobot's SOFollower / FeetechMotorsBus /
+scservo_sdk on the twin's pseudo-terminal), a campaign of two 1 s trials at 30 Hz (scripted
+policies), an operator who presses the stop key once in the first episode and confirms every
+move after 0.2 s (so every run has a stop, a hold and a move to rest), and one event fired just
+before the N-th instruction packet the orchestrator writes (counted at scservo_sdk's
+`PortHandler.writePort`). The phase of every packet is known from a run without the event
+(`phases()`): connect (the bare-bus calibration check, the handshake), configure (LeRobot's
+`configure()`), move_to_start, episode, stop (`ArmMotion.stop`), hold (the operator deciding; no
+packets, so events there fire inside `confirm_move`), move_to_rest, teardown (`disconnect`).
+
+Events: operator_stop (the stop key), ctrl_c (SIGINT), sigterm, policy_exception, nan_action
+(at the next inference), camera_failure, usb_unplug, alarm:<joint> (an overload on that servo),
+servo_reset (when the twin has that fault), corrupt_burst (the next 8 reads corrupted).
+`on_stop` is hold or release.
+
+Invariants (`check()`), on what the wire carried (every instruction packet, its time) and the
+twin's own record (the exit line of its wire log, `rigs/twin/wire_log.py`: its registers when it
+stopped):
+- torque: all six Torque_Enable 0 on the twin at exit (after a USB unplug nothing can reach the
+  servos: the operator must then have been told that torque may still be on);
+- still: no Goal_Position and no Torque_Enable 1 on the wire after a stop until the operator's
+  confirmation (the stop's own hold write excepted);
+- bounded: no goal further from the last present position than max_relative_target (episode)
+  or the move to rest's lead (moves), plus 1 degree;
+- latency: stop key / Ctrl-C / SIGTERM to the hold (or release) write under 100 ms (a key
+  pressed as a move ends, with no goal sent after it, is not a latency: the arm was still);
+- resumable: no attempt left running, every abort has a cause naming what failed.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+EVENTS = ("operator_stop", "ctrl_c", "sigterm", "policy_exception", "nan_action", "camera_failure",
+          "usb_unplug", "alarm:shoulder_pan", "alarm:shoulder_lift", "alarm:elbow_flex", "alarm:wrist_flex",
+          "alarm:wrist_roll", "alarm:gripper", "servo_reset", "corrupt_burst")
+PHASES = ("connect", "configure", "move_to_start", "episode", "stop", "hold", "move_to_rest", "teardown")
+STOPS = ("operator_stop", "ctrl_c", "sigterm")
+LATENCY_LIMIT_S = 0.100
+HOLD_S = 0.2
+FPS, DURATION_S = 30, 1.0
+BASE_STOP_POLL = 20          # the operator's own stop, in the first episode
+EPISODE_LEAD_DEG = 10.0      # hardware/so101_twin.yaml max_relative_target
+MOVE_LEAD_DEG = 5.0          # rigs/rest_move.py MAX_LEAD_DEG
+JOINTS = ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper")
+
+
+@dataclass
+class Case:
+    event: str
+    on_stop: str
+    phase: str
+    n: int              # the packet number the event fires before (1-based; hold: 0)
+
+    @property
+    def name(self) -> str:
+        return f"{self.event}/{self.on_stop}/{self.phase}@{self.n}"
+
+
+@dataclass
+class Outcome:
+    case: Case
+    violations: list[str] = field(default_factory=list)
+    latency_s: float | None = None
+    seconds: float = 0.0
+    note: str = ""
+
+
+# ------------------------------------------------------------------ the tap
+class Tap:
+    """Every instruction packet written (time, bytes, phase), every goal against the last present
+    position, the stops and confirmations; fires `event` before packet `n`."""
+
+    def __init__(self) -> None:
+        self.packets: list[tuple[float, bytes, str]] = []
+        self.phase: list[str] = ["between"]   # between the phases below (e.g. the start still)
+        self.stops: list[tuple[float, float]] = []     # (start, end) of ArmMotion.stop
+        self.confirms: list[float] = []
+        self.far_goals: list[str] = []
+        self.fire_at: int | None = None
+        self.fire = lambda: None
+        self.fired_at: float | None = None
+        self.fired_phase: str | None = None
+        self.corrupt_left = 0
+        self.present: dict[str, float] = {}
+        self.in_move = False
+
+    def on_packet(self, data: bytes) -> None:
+        if self.fire_at is not None and len(self.packets) + 1 == self.fire_at and self.fired_at is None:
+            self.fired_at = time.perf_counter()
+            self.fired_phase = self.phase[-1]   # a slow run (retries) may put packet N elsewhere
+            self.fire()
+        self.packets.append((time.perf_counter(), bytes(data), self.phase[-1]))
+
+    def count(self, phase: str) -> int:
+        return sum(1 for _, _, p in self.packets if p == phase)
+
+
+def _install(monkeypatch, tap: Tap, operator) -> None:
+    """The hooks: packet counting, phase tags, goal bounds (all in this process)."""
+    import scservo_sdk.port_handler as ph
+    from lerobot.motors.feetech import FeetechMotorsBus
+    from lerobot.robots.so_follower.so_follower import SOFollower
+
+    from orchestrator.rigs.lerobot import LeRobotRig
+    from orchestrator.run import control_loop, motion, sequential
+
+    write_port, read_port = ph.PortHandler.writePort, ph.PortHandler.readPort
+
+    def writePort(self, packet):
+        tap.on_packet(bytes(packet))
+        return write_port(self, packet)
+
+    def readPort(self, length):
+        data = read_port(self, length)
+        if tap.corrupt_left > 0 and data:
+            tap.corrupt_left -= 1
+            data = bytes(data[:-1]) + bytes([data[-1] ^ 0x5A])
+        return data
+
+    monkeypatch.setattr(ph.PortHandler, "writePort", writePort)
+    monkeypatch.setattr(ph.PortHandler, "readPort", readPort)
+
+    def phased(name, fn):
+        def wrapper(*args, **kwargs):
+            tap.phase.append(name)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                tap.phase.pop()
+        return wrapper
+
+    monkeypatch.setattr(SOFollower, "configure", phased("configure", SOFollower.configure))
+    monkeypatch.setattr(LeRobotRig, "connect", phased("connect", LeRobotRig.connect))
+    # the cameras' frame-rate preflight (1 s a camera) tests the machine's load, not the arm
+    monkeypatch.setattr(LeRobotRig, "preflight", lambda self: [])
+    monkeypatch.setattr(sequential, "run_episode", phased("episode", control_loop.run_episode))
+    monkeypatch.setattr(LeRobotRig, "disconnect", phased("teardown", LeRobotRig.disconnect))
+    real_to_rest, real_stop = motion.ArmMotion.to_rest, motion.ArmMotion.stop
+    moves = {"n": 0}
+
+    def to_rest(self, what="to rest"):
+        moves["n"] += 1
+        name = "move_to_start" if moves["n"] == 1 else "move_to_rest" if tap.phase[-1] != "teardown" else "teardown"
+        return phased(name, real_to_rest)(self, what)
+
+    def stop(self, interrupted=False):
+        t0 = time.perf_counter()
+        try:
+            return phased("stop", real_stop)(self, interrupted)
+        finally:
+            tap.stops.append((t0, time.perf_counter()))
+
+    monkeypatch.setattr(motion.ArmMotion, "to_rest", to_rest)
+    monkeypatch.setattr(motion.ArmMotion, "stop", stop)
+    real_leave = motion.ArmMotion.leave
+    monkeypatch.setattr(motion.ArmMotion, "leave", lambda self: phased("teardown", real_leave)(self))
+
+    sync_read, sync_write = FeetechMotorsBus.sync_read, FeetechMotorsBus.sync_write
+
+    def read(self, data_name, *args, **kwargs):
+        out = sync_read(self, data_name, *args, **kwargs)
+        if data_name == "Present_Position" and kwargs.get("normalize", True):
+            tap.present.update({m: float(v) for m, v in out.items()})
+        return out
+
+    def write(self, data_name, values, *args, **kwargs):
+        if data_name == "Goal_Position" and kwargs.get("normalize", True) and tap.present:
+            lead = MOVE_LEAD_DEG if tap.phase[-1] in ("move_to_start", "move_to_rest", "teardown") else EPISODE_LEAD_DEG
+            for motor, goal in values.items():
+                here = tap.present.get(motor)
+                if here is not None and abs(float(goal) - here) > lead + 1.0:
+                    tap.far_goals.append(f"{motor} goal {float(goal):.1f} vs present {here:.1f} ({tap.phase[-1]})")
+        return sync_write(self, data_name, values, *args, **kwargs)
+
+    monkeypatch.setattr(FeetechMotorsBus, "sync_read", read)
+    monkeypatch.setattr(FeetechMotorsBus, "sync_write", write)
+
+
+# ------------------------------------------------------------------ the operator and the policy
+def operator_class():
+    from orchestrator.rigs.base import EmergencyStop
+    from orchestrator.run.console.prompt import PromptOperator
+
+    class HarnessOperator(PromptOperator):
+        """The terminal operator's Ctrl-C handling (deferred while the arm is under control), keys
+        pressed by the harness, every move confirmed after `HOLD_S`."""
+
+        def __init__(self, tap: Tap):
+            super().__init__(None, countdown_s=0, out=lambda s: None)
+            self.tap, self.key, self.polls, self.messages, self.on_hold = tap, False, 0, [], None
+
+        def before_trial(self, cue):
+            self._raise_pending_interrupt()
+
+        def episode_started(self, cue):
+            self._controlling = True
+
+        def poll(self, elapsed_s):
+            self._raise_pending_interrupt()
+            self.polls += 1
+            if self.key or self.polls == BASE_STOP_POLL:
+                self.key = False
+                raise EmergencyStop()
+
+        def episode_ended(self, cue, aborted_reason):
+            self._controlling = False
+            return None
+
+        def arm_moving(self, what):
+            self._controlling = what is not None
+
+        def check_stop(self):
+            self._raise_pending_interrupt()
+            if self.key:
+                self.key = False
+                raise EmergencyStop("arm stopped by the operator during a move")
+
+        def confirm_move(self, what):
+            self._controlling = False
+            self.tap.phase.append("hold")
+            try:
+                if self.on_hold is not None:
+                    hook, self.on_hold = self.on_hold, None
+                    self.tap.fired_at, self.tap.fired_phase = time.perf_counter(), "hold"
+                    hook()
+                time.sleep(HOLD_S)
+                self._raise_pending_interrupt()
+            finally:
+                self.tap.phase.pop()
+            self.tap.confirms.append(time.perf_counter())
+
+        def message(self, text):
+            self.messages.append(text)
+
+    return HarnessOperator
+
+
+class Flags:
+    policy_exception = False
+    nan = False
+
+
+def policy_wrapper(policy):
+    class Faulty:
+        needs_images = getattr(policy, "needs_images", False)
+
+        def reset(self, context=None):
+            return policy.reset(context)
+
+        def select_action(self, obs):
+            action = policy.select_action(obs)
+            if Flags.policy_exception:
+                Flags.policy_exception = False
+                raise RuntimeError("policy blew up")
+            if Flags.nan:
+                Flags.nan = False
+                action = {**action, "elbow_flex.pos": float("nan")}
+            return action
+
+        def close(self):
+            return policy.close()
+
+    return Faulty()
+
+
+# ------------------------------------------------------------------ one run
+def write_inputs(folder: Path, on_stop: str) -> tuple[Path, Path]:
+    """The twin profile (small cameras, `on_stop`) and a one-mark, two-policy protocol."""
+    folder.mkdir(parents=True, exist_ok=True)
+    repo = Path(__file__).resolve().parents[2]
+    text = (repo / "hardware" / "so101_twin.yaml").read_text().replace(
+        "width: 320, height: 240, fps: 30", "width: 64, height: 48, fps: 30")
+    rig = folder / f"twin_{on_stop}.yaml"
+    rig.write_text(text + f"on_stop: {on_stop}\n")
+    (folder / "layout.yaml").write_text(yaml.safe_dump({"name": "one", "marks": [{"id": "M01", "x": 0.2, "y": 0.0}]}))
+    protocol = folder / "protocol.yaml"
+    protocol.write_text(yaml.safe_dump({
+        "name": "matrix", "task": "Pick up the cube", "layout": "layout.yaml", "seed": 1,
+        "policies": {"A": {"type": "scripted"}, "B": {"type": "scripted", "aim_noise_mm": 5}},
+        "episode": {"fps": FPS, "duration_s": DURATION_S}}, sort_keys=False))
+    return rig, protocol
+
+
+def run_case(case: Case | None, folder: Path, monkeypatch, on_stop: str = "hold") -> tuple[Tap, Any, Outcome | None]:
+    """One campaign on a fresh twin with `case`'s event (None: no event; used by `phases`)."""
+    from orchestrator.core.errors import BadInput, Interrupted, RuntimeFailure
+    from orchestrator.policies import factory
+    from orchestrator.rigs.profile import load_rig
+    from orchestrator.rigs.twin.client import start_twin
+    from orchestrator.run.campaign import open_campaign
+    from orchestrator.run.sequential import run_campaign
+    from support.wirelog import wait_for_exit
+
+    on_stop = case.on_stop if case else on_stop
+    rig_path, protocol = write_inputs(folder, on_stop)
+    tap = Tap()
+    op = operator_class()(tap)
+    _install(monkeypatch, tap, op)
+    real_make = factory.make_policy
+    monkeypatch.setattr(factory, "make_policy", lambda *a, **k: policy_wrapper(real_make(*a, **k)))
+    Flags.policy_exception = Flags.nan = False
+    t_start = time.perf_counter()
+    outcome = Outcome(case) if case else None
+    wire = folder / "wire.jsonl"
+    with start_twin(load_rig(rig_path), wire_log=wire) as twin:
+        if case is not None:
+            fire = _event(case, twin, op, tap)
+            if case.phase == "hold":
+                op.on_hold = fire
+            else:
+                tap.fire_at, tap.fire = case.n, fire
+        restore = op.handle_sigint()
+        error = None
+        try:
+            opened = open_campaign(protocol, twin.rig, folder / "campaign")
+            try:
+                run_campaign(opened, op, say=lambda s: None)
+            finally:
+                opened.store.close()
+        except (BadInput, Interrupted, RuntimeFailure, KeyboardInterrupt) as exc:
+            error = exc
+        finally:
+            restore()
+        state = twin.request("state") if twin.proc.poll() is None else None
+    exit_line = wait_for_exit(wire).exit   # the twin's own record: its registers when it stopped
+    state = {**(state or {}), "torque": [bool(t) for t in exit_line["torque"]]}
+    if outcome is not None:
+        outcome.seconds = time.perf_counter() - t_start
+        check(outcome, tap, op, state, folder / "campaign", error)
+    return tap, state, outcome
+
+
+def _event(case: Case, twin, op, tap: Tap):
+    event = case.event
+    if event == "operator_stop":
+        return lambda: setattr(op, "key", True)
+    if event == "ctrl_c":
+        return lambda: os.kill(os.getpid(), signal.SIGINT)
+    if event == "sigterm":
+        return lambda: os.kill(os.getpid(), signal.SIGTERM)
+    if event == "policy_exception":
+        return lambda: setattr(Flags, "policy_exception", True)
+    if event == "nan_action":
+        return lambda: setattr(Flags, "nan", True)
+    if event == "corrupt_burst":
+        return lambda: setattr(tap, "corrupt_left", 8)
+    fault = {"camera_failure": {"kind": "camera_disconnect", "camera": "front"},
+             "usb_unplug": {"kind": "usb_unplug"}, "servo_reset": {"kind": "servo_reset", "servo": "elbow_flex"}}.get(event)
+    if fault is None:
+        fault = {"kind": "overload", "servo": event.split(":", 1)[1]}
+    return lambda: twin.request("inject", fault=fault)
+
+
+# ------------------------------------------------------------------ the invariants
+def check(outcome: Outcome, tap: Tap, op, state: dict | None, campaign: Path, error) -> None:
+    from orchestrator.rigs.twin.feetech import INST_SYNC_WRITE, INST_WRITE, REG
+
+    case, bad = outcome.case, outcome.violations
+    unplugged = case.event == "usb_unplug" and tap.fired_at is not None
+    if unplugged:
+        if not any("TORQUE MAY STILL BE ON" in m for m in op.messages) and not _all_off(state):
+            bad.append("torque: the twin's servos may hold torque and the operator was not told")
+    elif not _all_off(state):
+        bad.append(f"torque: Torque_Enable at exit {state['torque']}")
+    goal_addr, torque_addr = REG["Goal_Position"][0], REG["Torque_Enable"][0]
+    for start, end in tap.stops:
+        until = next((c for c in tap.confirms if c > end), float("inf"))
+        for t, packet, phase in tap.packets:
+            if not end < t < until or len(packet) < 7 or packet[4] not in (INST_WRITE, INST_SYNC_WRITE):
+                continue
+            addr = packet[5]
+            if addr == goal_addr:
+                bad.append(f"still: Goal_Position written {1000 * (t - end):.0f} ms after a stop, before a confirmation ({phase})")
+                break
+            if addr == torque_addr and _sets_torque_on(packet):
+                bad.append(f"still: Torque_Enable 1 written {1000 * (t - end):.0f} ms after a stop, before a confirmation")
+                break
+    bad.extend(f"bounded: {line}" for line in tap.far_goals[:3])
+    if case.event in STOPS and tap.fired_phase in ("episode", "move_to_start", "move_to_rest"):
+        stop = next((s for s in tap.stops if s[0] >= tap.fired_at), None)
+        hold = stop and next((t for t, packet, _ in tap.packets if t >= stop[0] and len(packet) > 6
+                              and packet[4] in (INST_WRITE, INST_SYNC_WRITE) and packet[5] in (goal_addr, torque_addr)),
+                             None)
+        moved = stop and [t for t, packet, _ in tap.packets if tap.fired_at < t < stop[0] and len(packet) > 6
+                          and packet[4] in (INST_WRITE, INST_SYNC_WRITE) and packet[5] == goal_addr]
+        if hold is None:
+            bad.append("latency: the stop never reached the arm")
+        elif not moved and hold - tap.fired_at > LATENCY_LIMIT_S:
+            pass   # pressed as a move ended: the arm was still until the next check (no goal sent)
+        else:
+            outcome.latency_s = hold - tap.fired_at
+            if outcome.latency_s > LATENCY_LIMIT_S:
+                bad.append(f"latency: stop to hold {1000 * outcome.latency_s:.0f} ms")
+    bad.extend(_store_problems(campaign, case, error, tap.fired_phase))
+    outcome.note = (type(error).__name__ if error else "completed") + (
+        f", fired in {tap.fired_phase}" if tap.fired_phase not in (case.phase, None) else "")
+
+
+def _all_off(state: dict | None) -> bool:
+    return state is not None and not any(state["torque"])
+
+
+def _sets_torque_on(packet: bytes) -> bool:
+    from orchestrator.rigs.twin.feetech import INST_SYNC_WRITE
+
+    params = packet[5:-1]
+    if packet[4] == INST_SYNC_WRITE:
+        n, rest = params[1], params[2:]
+        return any(rest[k + 1] for k in range(0, len(rest) - n, n + 1))
+    return any(params[1:])
+
+
+def _store_problems(campaign: Path, case: Case, error, fired_phase: str | None) -> list[str]:
+    from orchestrator.store.sqlite import CampaignStore
+
+    if not (campaign / "campaign.db").exists():
+        return []
+    with CampaignStore.open_readonly(campaign) as store:
+        attempts = store.attempts()
+    problems = [f"resumable: attempt {a['id'] if 'id' in a else '?'} left {a['status']}" for a in attempts
+                if a["status"] not in ("done", "aborted")]
+    problems += ["resumable: an aborted attempt without a cause" for a in attempts
+                 if a["status"] == "aborted" and not (a.get("reason") or "").strip()]
+    expected = {"policy_exception": "policy", "nan_action": "non-finite action", "camera_failure": "camera",
+                "ctrl_c": "interrupt", "sigterm": "interrupt"}.get(case.event)
+    if case.event.startswith("alarm:"):
+        expected = f"{case.event.split(':')[1]} (id"
+    reasons = [a["reason"] or "" for a in attempts if a["status"] == "aborted"] + [str(error or "")]
+    if expected and error is not None and fired_phase == "episode" and not any(expected in r.lower() for r in reasons):
+        problems.append(f"resumable: no abort names the cause ({expected!r} not in {reasons})")
+    return problems
+
+
+# ------------------------------------------------------------------ the matrix
+def phases(folder: Path, monkeypatch) -> dict[str, list[int]]:
+    """The packet numbers (1-based) of each phase in a run without an event."""
+    tap, _, _ = run_case(None, folder, monkeypatch)
+    spans: dict[str, list[int]] = {phase: [] for phase in PHASES}
+    for n, (_, _, phase) in enumerate(tap.packets, 1):
+        spans.setdefault(phase, []).append(n)
+    spans["hold"] = [0]
+    return spans
+
+
+def twin_has(kind: str) -> bool:
+    """Whether the twin knows fault `kind` (servo_reset comes with the twin's wire-log work)."""
+    from orchestrator.rigs.twin.fault_plan import KINDS
+
+    return kind in KINDS
+
+
+def runnable_events(events=EVENTS) -> tuple[str, ...]:
+    """`events` without those the twin cannot inject yet (servo_reset before the twin has it)."""
+    return tuple(e for e in events if e != "servo_reset" or twin_has("servo_reset"))
+
+
+def cases(spans: dict[str, list[int]], per_phase: int, events=EVENTS, on_stops=("hold", "release"),
+          sample: int | None = None, seed: int = 0) -> list[Case]:
+    """`per_phase` packet numbers spread evenly over each phase's packets (its first and its last
+    among them), for every event the twin can inject and every on_stop; a seeded `sample` of them
+    when given."""
+    events = runnable_events(events)
+    out = []
+    for phase in PHASES:
+        numbers = spans.get(phase) or []
+        if not numbers:
+            continue
+        k = max(1, min(per_phase, len(numbers)))
+        points = ([numbers[len(numbers) // 2]] if k == 1 else
+                  sorted({numbers[round(i * (len(numbers) - 1) / (k - 1))] for i in range(k)}))
+        out += [Case(e, s, phase, n) for e in events for s in on_stops for n in points]
+    if sample is not None and sample < len(out):
+        out = random.Random(seed).sample(out, sample)
+    return out
+
+
+def table(outcomes: list[Outcome]) -> list[str]:
+    """Events x phases: `ok` or the number of failed runs (`F2`), `-` when not run; then the
+    summary line."""
+    cell: dict[tuple[str, str], list[Outcome]] = {}
+    for o in outcomes:
+        cell.setdefault((o.case.event, o.case.phase), []).append(o)
+    width = max(len(e) for e in EVENTS) + 2
+    lines = ["event".ljust(width) + "".join(p[:12].rjust(13) for p in PHASES)]
+    for event in EVENTS:
+        row = event.ljust(width)
+        for phase in PHASES:
+            runs = cell.get((event, phase), [])
+            failed = sum(1 for o in runs if o.violations)
+            row += ("-" if not runs else "ok" if not failed else f"F{failed}").rjust(13)
+        lines.append(row)
+    lines.append(summary(outcomes))
+    return lines
+
+
+def summary(outcomes: list[Outcome]) -> str:
+    latencies = [o.latency_s for o in outcomes if o.latency_s is not None]
+    worst = f"{1000 * max(latencies):.0f} ms" if latencies else "n/a"
+    violations = sum(len(o.violations) for o in outcomes)
+    seconds = sum(o.seconds for o in outcomes)
+    return (f"safety matrix: {len(outcomes)} runs, {violations} violations, worst stop-to-hold latency {worst} "
+            f"(limit {1000 * LATENCY_LIMIT_S:.0f} ms, {len(latencies)} stops measured), {seconds:.0f} s of runs")
