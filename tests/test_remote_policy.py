@@ -6,7 +6,6 @@ local process; the orchestrator runs from fresh processes too.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import socket
 import subprocess
