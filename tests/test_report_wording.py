@@ -87,3 +87,26 @@ def test_the_interval_after_an_early_stop_agrees_with_the_rule_on_every_table():
             assert not any("borderline" in n for n in comp.notes)
             count += 1
     assert count == 153
+
+
+def test_under_the_evalue_rule_the_reach_line_is_the_rule_s_own():
+    """'Smallest exact p they could give' is McNemar's floor; under the e-value rule the deciding
+    test's reach is the largest e-value its discordant units could give: all n on one side,
+    B(1 + n, 1) / B(1, 1) / 0.5^n = 2^n / (n + 1) with the uniform prior (checked in closed form)."""
+    from orchestrator.analysis.report import render_text, to_dict
+
+    count = 0
+    for n in (0, 1, 3, 6, 9):
+        rows = _rows({(1, 0): n // 2, (0, 1): n - n // 2, (1, 1): 4})
+        r = build_report(_data(rows, stopping={"kind": "evalue", "max_layouts": 100}))
+        c = r.comparisons[0]
+        assert abs(c.deciding_max_e - 2 ** n / (n + 1)) <= 1e-9 * max(1.0, c.deciding_max_e)
+        text = render_text(r)
+        assert f"the largest e-value the rule's {n} discordant units could give is {c.deciding_max_e:.3g}" in text
+        assert "smallest exact p they could give" not in text
+        assert to_dict(r)["comparisons"][0]["deciding_max_evalue"] == c.deciding_max_e
+        count += 1
+    assert count == 5
+    # positive control: without the rule the McNemar floor is what is shown
+    fixed = build_report(_data(_rows({(1, 0): 3, (0, 1): 1, (1, 1): 4})))
+    assert fixed.comparisons[0].deciding_max_e is None and "smallest exact p they could give" in render_text(fixed)

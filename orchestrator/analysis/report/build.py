@@ -265,7 +265,8 @@ def _compare(an: PairedAnalysis, a: str, b: str, data: OutcomeSet, holm_mid: flo
         strata=_stratum_rows(data.pairs(a, b), data), unit=an.unit, clustered=an.clustered, marks=an.marks,
         sequence=an.sequence, notes=verdict_notes(evidence) + _stop_note(data, significant, ev)
         + _disagreement_note(data, a, b, evalue_rule),
-        holm_exact_p=holm_exact, share=share)
+        holm_exact_p=holm_exact, share=share,
+        deciding_max_e=stats.evalue_discordant(sum(split), 0, level).e_value if evalue_rule else None)
 
 
 def _strata(data: OutcomeSet) -> tuple[StratumRow, ...]:

@@ -53,6 +53,7 @@ def _comparison(c: Comparison) -> dict[str, Any]:
         "unpaired": {"fisher_p": c.fisher_p, "newcombe_hybrid95": [c.unpaired_difference.lo, c.unpaired_difference.hi]},
         "discordant_floor_p": c.floor_p,
         "deciding_floor_p": _num(c.deciding_floor_p),
+        "deciding_max_evalue": _num(c.deciding_max_e),
         "e_value": _num(c.evalue.e_value),
         "more_layouts_for_80pct_power": c.more_layouts_needed,
         "verdict": c.verdict,

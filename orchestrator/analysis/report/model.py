@@ -125,6 +125,8 @@ class Comparison:
     holm_exact_p: float = float("nan")
     share: stats.Interval | None = None   # e-value rule: A's share of the rule's discordant units (CS)
     deciding_floor_p: float | None = None  # the smallest exact p the deciding test could give
+    # e-value rule: the largest e-value the rule's discordant units could give (all on one side)
+    deciding_max_e: float | None = None
 
     @property
     def pairs(self) -> int:

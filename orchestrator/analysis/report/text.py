@@ -122,10 +122,7 @@ def comparison(c: Comparison, several: bool) -> list[Block]:
                [f"{c.a} fails", f"{c.b} only: {t.b_only}", f"neither: {t.neither}"]]),
         Gap(),
         Line(f"Discordant {'pairs' if c.unit == 'mark' else 'layouts'}: {t.discordant} ({c.a} only {t.a_only}, "
-             f"{c.b} only {t.b_only})" + (
-                 f"; {c.clustered.discordant_marks} discordant marks: the smallest exact p the test over marks "
-                 f"could give is {fmt_p(c.deciding_floor_p)}" if c.unit == "mark" and c.clustered is not None
-                 and c.deciding_floor_p is not None else f"; smallest exact p they could give: {fmt_p(c.floor_p)}")),
+             f"{c.b} only {t.b_only})" + _reach(c)),
         _mcnemar_line(c)]
     if several:
         out.append(Line(f"Holm-adjusted {prim}: {fmt_p(c.holm_primary_p)}"))
@@ -155,6 +152,17 @@ def comparison(c: Comparison, several: bool) -> list[Block]:
                       [[s.stratum, str(s.table.n), str(s.table.both), str(s.table.a_only), str(s.table.b_only),
                         str(s.table.neither), fmt_p(s.mid_p)] for s in c.strata])]
     return out
+
+
+def _reach(c: Comparison) -> str:
+    """How strong a result the deciding test could give with these discordant units at best."""
+    if c.deciding_max_e is not None:
+        return (f"; the largest e-value the rule's {c.evalue.a_only + c.evalue.b_only} discordant units could give "
+                f"is {c.deciding_max_e:.3g} (the rule decides at {c.evalue.threshold:g})")
+    if c.unit == "mark" and c.clustered is not None and c.deciding_floor_p is not None:
+        return (f"; {c.clustered.discordant_marks} discordant marks: the smallest exact p the test over marks "
+                f"could give is {fmt_p(c.deciding_floor_p)}")
+    return f"; smallest exact p they could give: {fmt_p(c.floor_p)}"
 
 
 def _mcnemar_line(c: Comparison) -> Line:
