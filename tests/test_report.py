@@ -387,3 +387,23 @@ def test_judge_disagreements_are_named_with_the_preregistered_rule(tmp_path):
     assert len(disputed) == 2 and all(o.success is False and o.failure_mode == "judges disagree" for o in disputed)
     (c,) = build_report(data).comparisons
     assert any("judging.disagreement: failure" in n for n in c.notes)
+
+
+def test_the_report_json_reads_back_and_another_schema_is_refused(tmp_path):
+    """`read_report` is the reader of what `render_json` writes: the same document back, and one
+    line (BadInput) for a file of another schema version or no JSON at all."""
+    from orchestrator.analysis.report import read_report, render_json, to_dict
+    from orchestrator.core.errors import BadInput
+
+    report = build_report(load_outcomes_csv(paired_csv(tmp_path, SCENARIO_1)))
+    path = tmp_path / "r.json"
+    path.write_text(render_json(report))
+    assert read_report(path) == json.loads(json.dumps(to_dict(report)))
+    refused = 0
+    for text in (render_json(report).replace('"orchestrator.report/1"', '"orchestrator.report/2"'), "[1, 2]", "{"):
+        path.write_text(text)
+        with pytest.raises(BadInput) as err:
+            read_report(path)
+        assert "\n" not in str(err.value) and str(path) in str(err.value)
+        refused += 1
+    assert refused == 3

@@ -15,7 +15,7 @@ from __future__ import annotations
 from orchestrator.analysis.report.build import build_report
 from orchestrator.analysis.report.more_layouts import PLAN_MAX_LAYOUTS
 from orchestrator.analysis.report.html import render_html
-from orchestrator.analysis.report.json import render_json, to_dict
+from orchestrator.analysis.report.json import read_report, render_json, to_dict
 from orchestrator.analysis.report.markdown import render_markdown
 from orchestrator.analysis.report.model import (OVERRUN_WARN_FRACTION, SCHEMA, Comparison, Disagreement, DriftRow, JudgeAccuracy, JudgeSection,
                     KappaRow, PolicySummary, PolicyTiming, Report, StratumComparison, StratumRow, TimeSummary)
@@ -35,4 +35,4 @@ def render(r: Report, fmt: str) -> str:
 __all__ = ["OVERRUN_WARN_FRACTION", "PLAN_MAX_LAYOUTS", "RENDERERS", "SCHEMA", "Comparison", "Disagreement",
            "DriftRow", "JudgeAccuracy", "JudgeSection", "KappaRow", "PolicySummary", "PolicyTiming", "Report",
            "StratumComparison", "StratumRow", "TimeSummary", "build_report", "render", "render_html",
-           "render_json", "render_markdown", "render_text", "to_dict"]
+           "read_report", "render_json", "render_markdown", "render_text", "to_dict"]

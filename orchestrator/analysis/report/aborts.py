@@ -106,21 +106,6 @@ def _warnings(rows: list[AbortRow], tests: tuple[AbortTest, ...], rules: dict[st
     return out
 
 
-def to_dict(section: AbortSection | None) -> dict[str, Any] | None:
-    if section is None:
-        return None
-    return {
-        "rules": section.rules,
-        "per_policy": {r.policy: {"trials": r.trials, "trials_with_abort": r.trials_with_abort,
-                                  "aborted_attempts_by_class": dict(r.by_class),
-                                  "scored_failures": r.scored_failures, "excluded": r.excluded}
-                       for r in section.rows},
-        "rate_tests": [{"a": t.a, "b": t.b, "fisher_p": t.fisher_p, "holm_p": t.holm_p,
-                        "method": "Fisher exact, two-sided, on trials with an abort; Holm over pairs"}
-                       for t in section.tests],
-    }
-
-
 def describe_rules(rules: dict[str, Any]) -> str:
     counted = [c for c, v in rules.items() if v == "failure"]
     rerun = [c for c, v in rules.items() if v == "rerun"]

@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 from typing import Any
 
-from orchestrator.analysis.report import raters
-from orchestrator.analysis.report.aborts import to_dict as aborts_dict
-from orchestrator.analysis.report.model import Comparison, JudgeSection, PolicySummary, PolicyTiming, Report
+from orchestrator.core.errors import BadInput
+
+from orchestrator.analysis.report.aborts import AbortSection
+from orchestrator.analysis.report.model import SCHEMA, Comparison, JudgeSection, PolicySummary, PolicyTiming, Report
+from orchestrator.analysis.report.raters import RaterAgreement
+from orchestrator.analysis.report.stations import StationSection
 
 
 def _num(x: float | None) -> float | None:
@@ -115,6 +119,42 @@ def _timing(t: PolicyTiming) -> dict[str, Any]:
     }
 
 
+def _raters(rows: tuple[RaterAgreement, ...]) -> list[dict]:
+    def num(x: float):
+        return None if x != x else float(x)
+
+    return [{"rater": r.rater, "reference": r.reference, "items": r.items, "unsure": r.unsure,
+             "abstention_rate": num(r.unsure / (r.items + r.unsure)) if r.items + r.unsure else None,
+             "table": dict(r.table), "agreement": num(r.agreement), "kappa": num(r.kappa),
+             "kappa_ci95": [num(r.kappa_ci95[0]), num(r.kappa_ci95[1])]} for r in rows]
+
+
+def _stations(section: StationSection | None) -> dict | None:
+    if section is None:
+        return None
+    return {"a": section.a, "b": section.b,
+            "per_station": {r.station: {"blocks": r.blocks, "pairs": r.pairs, "both": r.both, "a_only": r.a_only,
+                                        "b_only": r.b_only, "neither": r.neither,
+                                        "successes": {p: [k, n] for p, k, n in r.successes},
+                                        "median_block_s": r.median_block_s} for r in section.rows},
+            "discordance_homogeneity_p": section.homogeneity.p_value, "warnings": list(section.warnings)}
+
+
+def _aborts(section: AbortSection | None) -> dict[str, Any] | None:
+    if section is None:
+        return None
+    return {
+        "rules": section.rules,
+        "per_policy": {r.policy: {"trials": r.trials, "trials_with_abort": r.trials_with_abort,
+                                  "aborted_attempts_by_class": dict(r.by_class),
+                                  "scored_failures": r.scored_failures, "excluded": r.excluded}
+                       for r in section.rows},
+        "rate_tests": [{"a": t.a, "b": t.b, "fisher_p": t.fisher_p, "holm_p": t.holm_p,
+                        "method": "Fisher exact, two-sided, on trials with an abort; Holm over pairs"}
+                       for t in section.tests],
+    }
+
+
 def to_dict(r: Report) -> dict[str, Any]:
     """The JSON document (docs/design.md section 13)."""
     out: dict[str, Any] = {
@@ -140,17 +180,15 @@ def to_dict(r: Report) -> dict[str, Any]:
     out["withheld"] = dict(r.withheld)
     if r.judges is not None:
         out["judges"] = _judges(r.judges)
-    out["rater_agreement"] = raters.to_json(r.raters)
+    out["rater_agreement"] = _raters(r.raters)
     out["arm_never_moved"] = [{"episode": e, "layout": lay, "policy": p} for e, lay, p in r.arm_still]
     # campaign-only: null for an outcomes CSV, which holds neither timing nor sessions
     out["timing"] = {t.label: _timing(t) for t in r.timing} if r.timing else None
     out["sessions"] = None if r.sessions is None else {
         "count": r.sessions.count, "interrupted": r.sessions.interrupted, "killed": r.sessions.killed,
         "failed": r.sessions.failed, "ended": r.sessions.ended, "running": r.sessions.running}
-    from orchestrator.analysis.report.stations import to_dict as stations_dict
-
-    out["stations"] = stations_dict(r.stations)
-    out["aborts"] = aborts_dict(r.aborts)
+    out["stations"] = _stations(r.stations)
+    out["aborts"] = _aborts(r.aborts)
     out["unpaired"] = [{"layout": l, "repeat": rp, "why": why} for l, rp, why in r.unpaired]
     out["warnings"] = list(r.warnings)
     out["notes"] = list(r.notes)
@@ -160,3 +198,17 @@ def to_dict(r: Report) -> dict[str, Any]:
 
 def render_json(r: Report) -> str:
     return json.dumps(to_dict(r), indent=2, allow_nan=False) + "\n"
+
+
+def read_report(path: Path) -> dict[str, Any]:
+    """The report JSON that `render_json` wrote (`report --format json`, an export's
+    meta/report.json), refused with one line unless it is readable JSON of this schema version
+    (`orchestrator.report/1`: later versions add keys, never change their meaning)."""
+    try:
+        doc = json.loads(Path(path).read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise BadInput(f"{path}: not a readable report JSON ({type(exc).__name__}: {exc})") from None
+    schema = doc.get("schema") if isinstance(doc, dict) else None
+    if schema != SCHEMA:
+        raise BadInput(f"{path}: report schema {schema!r}, this version reads {SCHEMA!r}")
+    return doc

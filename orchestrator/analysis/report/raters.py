@@ -65,32 +65,3 @@ def rater_agreement(data: OutcomeSet) -> tuple[RaterAgreement, ...]:
                     consensus[ep] = verdict == "success"
             rows.append(_row(rater, "consensus", said, consensus))
     return tuple(r for r in rows if r is not None)
-
-
-def to_json(rows: tuple[RaterAgreement, ...]) -> list[dict]:
-    def num(x: float):
-        return None if x != x else float(x)
-
-    return [{"rater": r.rater, "reference": r.reference, "items": r.items, "unsure": r.unsure,
-             "abstention_rate": num(r.unsure / (r.items + r.unsure)) if r.items + r.unsure else None,
-             "table": dict(r.table), "agreement": num(r.agreement), "kappa": num(r.kappa),
-             "kappa_ci95": [num(r.kappa_ci95[0]), num(r.kappa_ci95[1])]} for r in rows]
-
-
-def to_lines(rows: tuple[RaterAgreement, ...], still: tuple[tuple[str, str, str], ...]) -> list[str]:
-    """Plain-text lines of the section (the text and markdown reports)."""
-    out = []
-    for r in rows:
-        t = r.table
-        ci = "n/a" if r.kappa_ci95[0] != r.kappa_ci95[0] else f"{r.kappa_ci95[0]:.2f} to {r.kappa_ci95[1]:.2f}"
-        out.append(f"{r.rater} vs {r.reference}: kappa {r.kappa:.2f} (95% CI {ci}), agreement "
-                   f"{100 * r.agreement:.0f}% on {r.items} episodes; said success/reference success "
-                   f"{t['success_success']}, success/failure {t['success_failure']}, failure/success "
-                   f"{t['failure_success']}, failure/failure {t['failure_failure']}"
-                   + (f"; abstained (unsure) on {r.unsure} of {r.items + r.unsure} "
-                      f"({100 * r.unsure / (r.items + r.unsure):.0f}%); the agreement is on the episodes it rated"
-                      if r.unsure else ""))
-    for episode, layout, policy in still:
-        out.append(f"the arm never moved in episode {episode} (layout {layout}, policy {policy}): "
-                   "check the start state and the policy")
-    return out

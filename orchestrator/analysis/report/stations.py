@@ -106,14 +106,3 @@ def _far_stations(rows: tuple[StationRow, ...], policies: tuple[str, ...]) -> li
                        f"{100 * k_o / n_o:.0f}% on the other stations (Fisher exact p {p:.3g}), lower or higher "
                        "for every policy: check that arm (calibration, cameras, cube, lighting)"))
     return [min(found)[1]] if found else []
-
-
-def to_dict(section: StationSection | None) -> dict | None:
-    if section is None:
-        return None
-    return {"a": section.a, "b": section.b,
-            "per_station": {r.station: {"blocks": r.blocks, "pairs": r.pairs, "both": r.both, "a_only": r.a_only,
-                                        "b_only": r.b_only, "neither": r.neither,
-                                        "successes": {p: [k, n] for p, k, n in r.successes},
-                                        "median_block_s": r.median_block_s} for r in section.rows},
-            "discordance_homogeneity_p": section.homogeneity.p_value, "warnings": list(section.warnings)}

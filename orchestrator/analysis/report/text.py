@@ -10,6 +10,7 @@ from typing import Callable, Union
 from orchestrator.analysis.report.aborts import describe_rules
 from orchestrator.analysis.report.format import fmt_p, interval, k_of_n, ms, p_eq, p_name, points
 from orchestrator.analysis.report.model import OVERRUN_WARN_FRACTION, Comparison, Report
+from orchestrator.analysis.report.raters import RaterAgreement
 
 
 @dataclass(frozen=True)
@@ -373,13 +374,30 @@ def stations(r: Report) -> list[Block]:
 
 def rater_trust(r: Report) -> list[Block]:
     """Agreement of every judge and of `auto` with physics and with the human consensus."""
-    from orchestrator.analysis.report.raters import to_lines
-
-    lines = to_lines(r.raters, r.arm_still)
+    lines = _rater_lines(r.raters, r.arm_still)
     if not lines:
         return []
     return [Heading("Raters against physics and the consensus (auto is advisory unless pre-registered)"),
             *(Item(line) for line in lines)]
+
+
+def _rater_lines(rows: tuple[RaterAgreement, ...], still: tuple[tuple[str, str, str], ...]) -> list[str]:
+    """Plain-text lines of the section (the text and markdown reports)."""
+    out = []
+    for r in rows:
+        t = r.table
+        ci = "n/a" if r.kappa_ci95[0] != r.kappa_ci95[0] else f"{r.kappa_ci95[0]:.2f} to {r.kappa_ci95[1]:.2f}"
+        out.append(f"{r.rater} vs {r.reference}: kappa {r.kappa:.2f} (95% CI {ci}), agreement "
+                   f"{100 * r.agreement:.0f}% on {r.items} episodes; said success/reference success "
+                   f"{t['success_success']}, success/failure {t['success_failure']}, failure/success "
+                   f"{t['failure_success']}, failure/failure {t['failure_failure']}"
+                   + (f"; abstained (unsure) on {r.unsure} of {r.items + r.unsure} "
+                      f"({100 * r.unsure / (r.items + r.unsure):.0f}%); the agreement is on the episodes it rated"
+                      if r.unsure else ""))
+    for episode, layout, policy in still:
+        out.append(f"the arm never moved in episode {episode} (layout {layout}, policy {policy}): "
+                   "check the start state and the policy")
+    return out
 
 
 def unpaired(r: Report) -> list[Block]:
