@@ -2,7 +2,8 @@
 
 - model.py: the frozen report (every number shown, computed once);
 - build.py: `build_report`, the only place that calls the statistics (`orchestrator.analysis.stats`);
-- text.py: the report as a document, one function per section, and the plain-text layout;
+- document.py: the report as a format-neutral document, one function per section;
+- text.py: the document laid out as plain text;
 - markdown.py, html.py (+ plots.py), json.py: the other renderings of the same report.
 
 JSON follows docs/design.md section 13 (schema `orchestrator.report/1`); the extra keys it carries are

@@ -9,7 +9,7 @@ from typing import Iterator
 
 from orchestrator.analysis.report.model import Report
 from orchestrator.analysis.report.plots import plots
-from orchestrator.analysis.report.text import Block, Gap, Heading, Item, Line, Table, Title, header, warnings, document
+from orchestrator.analysis.report.document import Block, Gap, Heading, Item, Line, Table, Title, header, warnings, document
 
 STYLE = """
 body { font-family: system-ui, sans-serif; max-width: 980px; margin: 2em auto; padding: 0 1em; color: #222;

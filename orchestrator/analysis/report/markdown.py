@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from orchestrator.analysis.report.model import Report
-from orchestrator.analysis.report.text import Block, Gap, Heading, Item, Table, Title, document
+from orchestrator.analysis.report.document import Block, Gap, Heading, Item, Table, Title, document
 
 
 def markdown_table(t: Table) -> list[str]:
