@@ -174,8 +174,9 @@ def test_a_judge_sends_an_invalid_start_back_through_the_server(campaign, pg_clu
         assert owner.execute("SELECT count(*) FROM episodes WHERE id = %s", (victim,)).fetchone()[0] == 0
         states = owner.execute("SELECT state, episode_id FROM trials WHERE state = 'aborted'").fetchall()
         assert states == [("aborted", None)]
-        reason = owner.execute("SELECT reason FROM attempts WHERE status = 'aborted'").fetchone()[0]
+        reason, cls = owner.execute("SELECT reason, abort_class FROM attempts WHERE status = 'aborted'").fetchone()
         assert reason == "invalid start (judge alice): cube not on its mark"
+        assert cls == "invalid_start"     # classed as on a SQLite store (reported per policy, re-run)
         kinds = [k for (k,) in owner.execute("SELECT kind FROM events WHERE kind = 'invalid_start'")]
         assert kinds == ["invalid_start"]
     with _as(pg_cluster, url, "alice") as conn:

@@ -77,7 +77,7 @@ BEGIN
   IF NOT FOUND THEN RAISE EXCEPTION 'episode % is not in this campaign', episode; END IF;
   DELETE FROM judgments WHERE episode_id = episode;
   DELETE FROM episodes WHERE id = episode;
-  UPDATE attempts SET status = 'aborted', reason = why WHERE id = a;
+  UPDATE attempts SET status = 'aborted', reason = why, abort_class = 'invalid_start' WHERE id = a;
   UPDATE trials SET state = 'aborted', episode_id = NULL, done_at = NULL WHERE slot = s;
   UPDATE campaign SET finished_at = NULL, stop_reason = NULL WHERE stop_reason = 'complete';
   INSERT INTO events (at, kind, slot, message)
