@@ -23,7 +23,7 @@ class FeetechMotorsBus:
 
     def __init__(self, status: dict[str, int], goal: int, present: int):
         self.motors = {m: SimpleNamespace(id=i) for i, m in enumerate(MOTORS, 1)}
-        self.values = {"Status": {m: status.get(m, 0) for m in MOTORS},
+        self.values = {"Status": {m: status.get(m, 0) for m in MOTORS}, "Torque_Enable": {m: 1 for m in MOTORS},
                        "Goal_Position": {"gripper": goal}, "Present_Position": {"gripper": present}}
 
     def sync_read(self, name, motors=None, normalize=True, num_retry=0):

@@ -53,12 +53,17 @@ def servo_alarms(robot: Any) -> list[str]:
     return alarms
 
 
-def raise_on_alarm(robot: Any) -> None:
+def raise_on_alarm(robot: Any) -> bool:
     """Raise `ServoAlarm` when the servos report an alarm on two reads in a row (an alarm bit
-    stays set on the servo; a byte of a late reply read as `Status` does not repeat)."""
+    stays set on the servo; a byte of a late reply read as `Status` does not repeat). The one
+    alarm let through is the gripper's own overload protection while it squeezes (`AlarmWatch`):
+    returns True when that is what was read, in an episode, a hold or a move alike."""
     first = _settled_read(robot)
-    if first and _settled_read(robot) == first:
-        raise ServoAlarm("servo alarm: " + "; ".join(first))
+    if not first or _settled_read(robot) != first:
+        return False
+    if first == [_gripper_overload(robot)] and _gripper_squeezing(robot):
+        return True
+    raise ServoAlarm("servo alarm: " + "; ".join(first))
 
 
 def torque_lost(robot: Any) -> list[str]:
@@ -106,13 +111,8 @@ class AlarmWatch:
     def check(self, robot: Any, expect_torque: bool = True) -> None:
         """`check_servos` during an episode: the alarms (the gripper's trip while it squeezes let
         through, as above), then a servo whose torque went off by itself (`ServoReset`)."""
-        first = _settled_read(robot)
-        if first and _settled_read(robot) == first:
-            if first == [_gripper_overload(robot)] and _gripper_squeezing(robot):
-                if GRIPPER_TRIP_EVENT not in self.events:
-                    self.events.append(GRIPPER_TRIP_EVENT)
-            else:
-                raise ServoAlarm("servo alarm: " + "; ".join(first))
+        if raise_on_alarm(robot) and GRIPPER_TRIP_EVENT not in self.events:
+            self.events.append(GRIPPER_TRIP_EVENT)
         if expect_torque:
             _raise_on_torque_lost(robot)
 
