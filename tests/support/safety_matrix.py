@@ -35,7 +35,6 @@ from __future__ import annotations
 import os
 import random
 import signal
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
