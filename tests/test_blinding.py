@@ -9,10 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import av
 import pytest
 
 from support.judge_campaign import SECRET_TERMS, make_campaign, policy_of
+from support.video import tag_with_policy
 from orchestrator.judging import blinding
 from orchestrator.judging.blinding import CampaignSource, blinded_view, judge_order
 from orchestrator.judging.bundle import write_bundle
@@ -143,21 +143,6 @@ def _leaks(files: list[tuple[str, bytes]]) -> list[tuple[str, str]]:
             if term.lower() in rel.lower() or term.lower().encode() in data.lower()]
 
 
-def _tag_with_policy(video: Path) -> None:
-    """A recorder that wrote the policy into the video's container metadata (a planted leak)."""
-    tagged = video.with_suffix(".tagged.mp4")
-    with av.open(str(video)) as inp, av.open(str(tagged), "w") as out:
-        out.metadata["title"] = "SECRETPOLICYALPHA"
-        out.metadata["comment"] = "secretlab/act_SECRETPATHALPHA"
-        stream = out.add_stream_from_template(inp.streams.video[0])
-        for packet in inp.demux(inp.streams.video[0]):
-            if packet.dts is not None:
-                packet.stream = stream
-                out.mux(packet)
-    tagged.replace(video)
-    assert b"SECRETPOLICYALPHA" in video.read_bytes()
-
-
 def test_campaign_files_a_judge_opens_hold_no_policy_name(campaign, tmp_path):
     files = _all_bytes_and_paths(campaign / "videos")
     videos = [data for rel, data in files if rel.endswith(".mp4")]
@@ -167,7 +152,7 @@ def test_campaign_files_a_judge_opens_hold_no_policy_name(campaign, tmp_path):
     copy = tmp_path / "videos"
     shutil.copytree(campaign / "videos", copy)
     planted = next(copy.rglob("front.mp4"))
-    _tag_with_policy(planted)
+    tag_with_policy(planted)
     found = _leaks(_all_bytes_and_paths(copy))
     assert {term for _, term in found} >= {"SECRETPOLICYALPHA"}
     assert {rel for rel, _ in found} == {str(planted.relative_to(copy))}
@@ -176,7 +161,7 @@ def test_campaign_files_a_judge_opens_hold_no_policy_name(campaign, tmp_path):
 def test_bundle_holds_no_policy_name_even_in_video_metadata(campaign, tmp_path):
     copy = tmp_path / "c"
     shutil.copytree(campaign, copy)
-    _tag_with_policy(next((copy / "videos").rglob("front.mp4")))   # the bundle must drop it
+    tag_with_policy(next((copy / "videos").rglob("front.mp4")))   # the bundle must drop it
     bundle = write_bundle(copy, tmp_path / "bundle").path
     files = _all_bytes_and_paths(bundle)
     assert len([r for r, _ in files if r.endswith(".mp4")]) == 16

@@ -11,12 +11,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-import av
 import pytest
 
 from support.judge_campaign import SECRET_TERMS, make_campaign
 from support.judge_web import WebJudge, browser, dress_campaign, wait
 from support.requires import require_program
+from support.video import tag_with_policy
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -104,17 +104,7 @@ def plant_canaries(campaign: Path) -> None:
     """What a careless server would hand on: the policy in every video's metadata and in a JPEG
     comment of every still, a note with the key in every episode's folder."""
     for video in campaign.glob("videos/*/*.mp4"):
-        tagged = video.with_suffix(".tagged.mp4")
-        with av.open(str(video)) as inp, av.open(str(tagged), "w") as out:
-            out.metadata["title"] = "SECRETPOLICYALPHA"
-            out.metadata["comment"] = "secretlab/act_SECRETPATHALPHA"
-            stream = out.add_stream_from_template(inp.streams.video[0])
-            for packet in inp.demux(inp.streams.video[0]):
-                if packet.dts is not None:
-                    packet.stream = stream
-                    out.mux(packet)
-        tagged.replace(video)
-        assert b"SECRETPOLICYALPHA" in video.read_bytes()
+        tag_with_policy(video)
     for still in campaign.glob("videos/*/*.start.jpg"):
         data = still.read_bytes()
         comment = b"SECRETPOLICYBRAVO"

@@ -1,5 +1,6 @@
-"""A small test video: a moving gradient written with OpenCV, to stand in for a camera (the
-`video` camera type of a rig profile plays it back)."""
+"""Test videos: a moving gradient written with OpenCV, to stand in for a camera (the `video`
+camera type of a rig profile plays it back), and a recorded video tagged with the policy (a
+planted leak the blinding tests must catch)."""
 
 from __future__ import annotations
 
@@ -26,3 +27,21 @@ def write_test_video(path: str | Path, width: int = 64, height: int = 48, frames
         writer.write(img)
     writer.release()
     return path
+
+
+def tag_with_policy(video: Path) -> None:
+    """A recorder that wrote the policy into the video's container metadata (a planted leak):
+    `SECRETPOLICYALPHA` in the title, a checkpoint path in the comment, the packets unchanged."""
+    import av
+
+    tagged = video.with_suffix(".tagged.mp4")
+    with av.open(str(video)) as inp, av.open(str(tagged), "w") as out:
+        out.metadata["title"] = "SECRETPOLICYALPHA"
+        out.metadata["comment"] = "secretlab/act_SECRETPATHALPHA"
+        stream = out.add_stream_from_template(inp.streams.video[0])
+        for packet in inp.demux(inp.streams.video[0]):
+            if packet.dts is not None:
+                packet.stream = stream
+                out.mux(packet)
+    tagged.replace(video)
+    assert b"SECRETPOLICYALPHA" in video.read_bytes()
