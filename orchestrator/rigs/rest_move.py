@@ -5,17 +5,20 @@ timer runs out) keeps sending goals however far the joint has fallen behind: a j
 a hand, the cube or the table ends with its goal up to the whole move ahead, and snaps there at
 full servo speed when it is freed.
 
-`move_to_rest` instead keeps a reference that travels from the start pose to `rest` at
-`speed_deg_s`, and each period (`fps`) reads the present positions and commands
+`move_to_rest` instead keeps, per joint, a reference that travels toward `rest` at `speed_deg_s`
+(measured time, not loop counts: a bus read takes milliseconds on a real arm and tens of them on
+the twin) but never more than `MAX_LEAD_DEG` ahead of the joint: a joint that follows slowly
+(gravity on a soft position loop, the servo's own acceleration ramp) holds its reference back
+instead of falling ever further behind. Each period (`fps`) it reads the present positions and
+commands the reference, so no goal is ever more than `MAX_LEAD_DEG` from where the joint is.
 
-    goal = present + clip(reference - present, -MAX_LEAD_DEG, +MAX_LEAD_DEG)
-
-so no goal is ever more than `MAX_LEAD_DEG` from where the joint is. The following error
-`|reference - present|` of each joint is watched: above `FOLLOW_DEG` for `FOLLOW_S` (the joint
-does not follow: blocked) the move stops, the present pose is commanded (the arm holds where it
-is) and `RestBlocked` names the joints. When the reference has arrived, the move ends once every
-joint is within `tolerance_deg` of rest, or after `settle_s` (a joint still more than
-`FOLLOW_DEG` away is blocked). Units are LeRobot's (degrees; the gripper 0-100).
+A joint is **blocked** when it is more than `FOLLOW_DEG` from its reference and has moved less
+than `PROGRESS_DEG` toward it for `FOLLOW_S` (a hand, the cube or the table holds it): the move
+stops, the present pose is commanded (the arm holds where it is) and `RestBlocked` names the
+joints. A joint that moves, however slowly, is not blocked: slowness is the servo's, a stop is
+the world's. When every reference has arrived, the move ends once every joint is within
+`tolerance_deg` of rest, or after `settle_s` (a joint still more than `MAX_LEAD_DEG` away is
+blocked). Units are LeRobot's (degrees; the gripper 0-100).
 
 `check()` (the operator's stop key) runs before every step and `watch()` (servo alarms and
 torque, `servo_alarms.check_servos`) every `CHECK_EVERY_STEPS` steps; either raises to stop.
@@ -26,9 +29,11 @@ from __future__ import annotations
 import time
 from typing import Callable
 
-FOLLOW_DEG = 5.0          # following error that counts as "not following"...
-FOLLOW_S = 0.3            # ...for this long
 MAX_LEAD_DEG = 5.0        # no goal further than this from the present position
+FOLLOW_DEG = 3.0          # a joint this far from its reference...
+PROGRESS_DEG = 1.0        # ...that moves less than this toward it...
+FOLLOW_S = 0.3            # ...for this long is blocked
+MAX_DT_S = 0.1            # a stalled loop (a slow read) does not advance the reference further
 CHECK_EVERY_STEPS = 5
 
 Pose = dict[str, float]
@@ -38,18 +43,37 @@ def _clip(x: float, bound: float) -> float:
     return max(-bound, min(bound, x))
 
 
+class _Following:
+    """Per joint: where it was when it last made `PROGRESS_DEG` of progress toward its reference
+    (or was within `FOLLOW_DEG` of it), and when."""
+
+    def __init__(self, here: Pose, now: float):
+        self.mark = dict(here)
+        self.since = dict.fromkeys(here, now)
+
+    def stuck(self, reference: Pose, here: Pose, now: float) -> list[str]:
+        out = []
+        for k, ref in reference.items():
+            error = ref - here[k]
+            progress = (here[k] - self.mark[k]) * (1.0 if error >= 0 else -1.0)
+            if abs(error) <= FOLLOW_DEG or progress >= PROGRESS_DEG:
+                self.mark[k], self.since[k] = here[k], now
+            elif now - self.since[k] >= FOLLOW_S:
+                out.append(k)
+        return out
+
+
 def move_to_rest(read: Callable[[], Pose], write: Callable[[Pose], None], rest: Pose, *,
                  speed_deg_s: float, fps: int, settle_s: float, tolerance_deg: float,
                  check: Callable[[], None], watch: Callable[[], None],
                  blocked: Callable[[list[str]], BaseException]) -> None:
     """Move to `rest` (see the module docstring); raises `blocked(joints)` after holding."""
     period = 1.0 / fps
-    # the reference may not run away from a joint that follows at MAX_LEAD_DEG a period
-    step = min(speed_deg_s * period, MAX_LEAD_DEG / 2)
     here = read()
     keys = [k for k in rest if k in here]
     reference = {k: here[k] for k in keys}
-    lagging = {k: 0.0 for k in keys}
+    last = time.perf_counter()
+    following = _Following({k: here[k] for k in keys}, last)
     settle_until = None
     n = 0
     while True:
@@ -57,26 +81,27 @@ def move_to_rest(read: Callable[[], Pose], write: Callable[[Pose], None], rest: 
         check()
         if n % CHECK_EVERY_STEPS == 0:   # from the first step: a move never starts on an alarm
             watch()
+        step = speed_deg_s * min(t0 - last, MAX_DT_S)
+        last = t0
         for k in keys:
-            reference[k] += _clip(rest[k] - reference[k], step)
-            error = abs(reference[k] - here[k])
-            lagging[k] = lagging[k] + period if error > FOLLOW_DEG else 0.0
-        stuck = [k for k in keys if lagging[k] >= FOLLOW_S]
+            moved = reference[k] + _clip(rest[k] - reference[k], step)
+            reference[k] = here[k] + _clip(moved - here[k], MAX_LEAD_DEG)
+        stuck = following.stuck(reference, here, t0)
         if stuck:
             write({k: here[k] for k in keys})
             raise blocked([k.removesuffix(".pos") for k in stuck])
-        write({k: here[k] + _clip(reference[k] - here[k], MAX_LEAD_DEG) for k in keys})
+        write(dict(reference))
         time.sleep(max(0.0, period - (time.perf_counter() - t0)))
         here = read()
         n += 1
-        if any(reference[k] != rest[k] for k in keys):
+        if any(abs(reference[k] - rest[k]) > 1e-9 for k in keys):
             continue
         if all(abs(here[k] - rest[k]) <= tolerance_deg for k in keys):
             return
         now = time.perf_counter()
         settle_until = settle_until or now + settle_s
         if now >= settle_until:
-            far = [k for k in keys if abs(here[k] - rest[k]) > FOLLOW_DEG]
+            far = [k for k in keys if abs(here[k] - rest[k]) > MAX_LEAD_DEG]
             if far:
                 write({k: here[k] for k in keys})
                 raise blocked([k.removesuffix(".pos") for k in far])
