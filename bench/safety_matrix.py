@@ -6,9 +6,14 @@ before the N-th bus transaction; N is spread over each phase of a run without th
 (`--points` per phase). After each run the invariants are checked on the wire and on the twin's
 own state (tests/support/safety_matrix.py says which). Prints the table (events x phases: `ok`,
 or `F<n>` failed runs), every violation, the worst stop-to-hold latency and a summary line.
+`--policy rtc` runs both policies as a tiny SmolVLA (saved once by a separate interpreter) under
+LeRobot's RTC engine, with the two invariants of asynchronous inference on top
+(tests/support/safety_matrix_rtc.py: nothing computed before a stop is sent after it; LeRobot's
+inference thread joined on every way out).
 
     uv run python bench/safety_matrix.py [--points 1] [--events alarm:elbow_flex,ctrl_c]
                                          [--on-stop hold,release] [--sample N --seed S]
+                                         [--policy sync|rtc] [--phases episode,stop,...]
 """
 
 from __future__ import annotations
@@ -30,8 +35,6 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 def main() -> int:
     import logging
 
-    import pytest
-
     from support import safety_matrix as sm
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -40,28 +43,45 @@ def main() -> int:
     parser.add_argument("--on-stop", default="hold,release")
     parser.add_argument("--sample", type=int, default=None)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--policy", choices=("sync", "rtc"), default="sync",
+                        help="sync: scripted policies (default); rtc: the tiny SmolVLA under LeRobot's RTC engine")
+    parser.add_argument("--phases", default=",".join(sm.PHASES))
     args = parser.parse_args()
     logging.basicConfig(level=logging.ERROR)
     started = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="safety-matrix-") as tmp, pytest.MonkeyPatch.context() as mp:
-        spans = sm.phases(Path(tmp) / "base", mp)
-    print("packets per phase in a run without an event: "
-          + ", ".join(f"{p} {len(spans.get(p, []))}" for p in sm.PHASES if p != "hold"), flush=True)
-    todo = sm.cases(spans, args.points, events=tuple(args.events.split(",")),
-                    on_stops=tuple(args.on_stop.split(",")), sample=args.sample, seed=args.seed)
-    outcomes = []
-    for i, case in enumerate(todo, 1):
-        with tempfile.TemporaryDirectory(prefix="safety-matrix-") as tmp, pytest.MonkeyPatch.context() as mp:
-            _, _, outcome = sm.run_case(case, Path(tmp), mp)
-        outcomes.append(outcome)
-        mark = "ok" if not outcome.violations else "FAIL " + "; ".join(outcome.violations)
-        lat = f" latency {1000 * outcome.latency_s:.0f} ms" if outcome.latency_s is not None else ""
-        print(f"[{i}/{len(todo)}] {case.name}: {mark} ({outcome.note}, {outcome.seconds:.1f} s{lat})", flush=True)
+    with tempfile.TemporaryDirectory(prefix="safety-matrix-vla-") as models:
+        checkpoint = None
+        if args.policy == "rtc":
+            from support import safety_matrix_rtc
+
+            checkpoint = safety_matrix_rtc.checkpoint(Path(models))
+        outcomes = run_all(sm, args, checkpoint)
     print()
     for line in sm.table(outcomes):
         print(line)
     print(f"wall time {time.perf_counter() - started:.0f} s")
     return 1 if any(o.violations for o in outcomes) else 0
+
+
+def run_all(sm, args, checkpoint):
+    import pytest
+
+    with tempfile.TemporaryDirectory(prefix="safety-matrix-") as tmp, pytest.MonkeyPatch.context() as mp:
+        spans = sm.phases(Path(tmp) / "base", mp, policy=args.policy, checkpoint=checkpoint)
+    print("packets per phase in a run without an event: "
+          + ", ".join(f"{p} {len(spans.get(p, []))}" for p in sm.PHASES if p != "hold"), flush=True)
+    todo = sm.cases(spans, args.points, events=tuple(args.events.split(",")),
+                    on_stops=tuple(args.on_stop.split(",")), sample=args.sample, seed=args.seed,
+                    phases_run=tuple(args.phases.split(",")), policy=args.policy)
+    outcomes = []
+    for i, case in enumerate(todo, 1):
+        with tempfile.TemporaryDirectory(prefix="safety-matrix-") as tmp, pytest.MonkeyPatch.context() as mp:
+            _, _, outcome = sm.run_case(case, Path(tmp), mp, checkpoint=checkpoint)
+        outcomes.append(outcome)
+        mark = "ok" if not outcome.violations else "FAIL " + "; ".join(outcome.violations)
+        lat = f" latency {1000 * outcome.latency_s:.0f} ms" if outcome.latency_s is not None else ""
+        print(f"[{i}/{len(todo)}] {case.name}: {mark} ({outcome.note}, {outcome.seconds:.1f} s{lat})", flush=True)
+    return outcomes
 
 
 if __name__ == "__main__":

@@ -1,20 +1,23 @@
 """A fault at every point (issue 22 item 2), sampled: a seeded handful of the matrix that
 bench/safety_matrix.py runs whole (events x phases x on_stop, one event at the N-th bus
 transaction of a short twin campaign; the invariants: tests/support/safety_matrix.py). A canary
-run (torque-off disabled) shows the checks can fail."""
+run (torque-off disabled) shows the checks can fail. One run has the tiny SmolVLA under LeRobot's
+RTC engine (issue 26; tests/support/safety_matrix_rtc.py), with the two invariants of
+asynchronous inference on top; planted records show those checks can fail."""
 
 from __future__ import annotations
 
 import pytest
 
 from support import safety_matrix as sm
+from support import safety_matrix_rtc as smr
 from support.requires import require_module
 
 require_module("lerobot")
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
-SAMPLE, SEED = 6, 22
+SAMPLE, SEED = 5, 22   # and one RTC run
 
 
 @pytest.fixture(scope="module")
@@ -50,3 +53,44 @@ def test_every_event_of_the_issue_is_in_the_matrix():
     needed = {"operator_stop", "ctrl_c", "sigterm", "policy_exception", "nan_action", "camera_failure",
               "usb_unplug", "servo_reset", "corrupt_burst"} | {f"alarm:{j}" for j in sm.JOINTS}
     assert set(sm.EVENTS) == needed and len(sm.PHASES) == 8
+
+
+@pytest.fixture(scope="module")
+def vla(tmp_path_factory):
+    return smr.checkpoint(tmp_path_factory.mktemp("vla"))
+
+
+def test_an_rtc_campaign_keeps_every_invariant_and_joins_lerobots_thread(spans, vla, tmp_path, monkeypatch):
+    """Ctrl-C late in the episodes (the second, after the operator's stop in the first), release."""
+    episode = spans["episode"]
+    k = 3 * len(episode) // 4
+    case = sm.Case("ctrl_c", "release", "episode", episode[k - 1], "rtc", k)
+    tap, _, outcome = sm.run_case(case, tmp_path, monkeypatch, checkpoint=vla)
+    assert outcome.violations == [], f"{case.name}: {outcome.violations}"
+    assert len(tap.stops) == 2 and tap.fired_phase == "episode", (tap.stops, outcome.note)
+    first_end = tap.stops[0][1]
+    acts = tap.rtc.acts
+    before = [t for t, origin in acts if origin is not None and t < first_end]
+    after = [t for t, origin in acts if origin is not None and t > first_end]
+    assert len(before) >= 3 and len(after) >= 5, (len(before), len(after))   # the stale check had acts to look up
+    assert smr.rtc_threads() == []
+
+
+def test_the_rtc_checks_catch_a_stale_action_and_a_thread_left_running():
+    import threading
+
+    outcome = sm.Outcome(sm.Case("operator_stop", "hold", "episode", 1, "rtc"))
+    tap = sm.Tap()
+    tap.stops = [(10.0, 10.05)]
+    tap.rtc = smr.RtcRecord(acts=[(9.9, 9.5), (10.4, 10.3), (10.5, 9.8)], alive_at_moves=["ArmMotion.stop (episode)"])
+    release = threading.Event()
+    thread = threading.Thread(target=release.wait, name=smr.THREAD_NAME, daemon=True)
+    thread.start()
+    try:
+        smr.check(outcome, tap, sm.STOPS)
+    finally:
+        release.set()
+        thread.join()
+    kinds = sorted(v.split(":")[0] for v in outcome.violations)
+    assert kinds == ["joined", "joined", "stale"], outcome.violations
+    assert "computed 200 ms before a stop was sent 500 ms after it (1 such actions)" in outcome.violations[0]

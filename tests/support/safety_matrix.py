@@ -62,10 +62,13 @@ class Case:
     on_stop: str
     phase: str
     n: int              # the packet number the event fires before (1-based; hold: 0)
+    policy: str = "sync"   # sync: scripted policies; rtc: the tiny SmolVLA under LeRobot's RTC engine
+    k: int = 0          # RTC: fire before the k-th packet of `phase` instead (see `cases`)
 
     @property
     def name(self) -> str:
-        return f"{self.event}/{self.on_stop}/{self.phase}@{self.n}"
+        where = f"#{self.k}" if self.k else f"@{self.n}"
+        return f"{self.event}/{self.on_stop}/{self.phase}{where}" + ("/rtc" if self.policy == "rtc" else "")
 
 
 @dataclass
@@ -89,6 +92,8 @@ class Tap:
         self.confirms: list[float] = []
         self.far_goals: list[str] = []
         self.fire_at: int | None = None
+        self.fire_in: tuple[str, int] | None = None   # (phase, k): before that phase's k-th packet
+        self.in_phase: dict[str, int] = {}
         self.fire = lambda: None
         self.fired_at: float | None = None
         self.fired_phase: str | None = None
@@ -97,11 +102,16 @@ class Tap:
         self.in_move = False
 
     def on_packet(self, data: bytes) -> None:
-        if self.fire_at is not None and len(self.packets) + 1 == self.fire_at and self.fired_at is None:
+        phase = self.phase[-1]
+        n_in_phase = self.in_phase.get(phase, 0) + 1
+        due = (self.fire_in == (phase, n_in_phase) if self.fire_in is not None
+               else self.fire_at is not None and len(self.packets) + 1 == self.fire_at)
+        if due and self.fired_at is None:
             self.fired_at = time.perf_counter()
-            self.fired_phase = self.phase[-1]   # a slow run (retries) may put packet N elsewhere
+            self.fired_phase = phase   # a slow run (retries) may put packet N elsewhere
             self.fire()
-        self.packets.append((time.perf_counter(), bytes(data), self.phase[-1]))
+        self.in_phase[phase] = n_in_phase
+        self.packets.append((time.perf_counter(), bytes(data), phase))
 
     def count(self, phase: str) -> int:
         return sum(1 for _, _, p in self.packets if p == phase)
@@ -256,6 +266,9 @@ def policy_wrapper(policy):
     class Faulty:
         needs_images = getattr(policy, "needs_images", False)
 
+        def __getattr__(self, name):   # stop, asynchronous, inference_timing of an RTC policy
+            return getattr(policy, name)
+
         def reset(self, context=None):
             return policy.reset(context)
 
@@ -276,25 +289,31 @@ def policy_wrapper(policy):
 
 
 # ------------------------------------------------------------------ one run
-def write_inputs(folder: Path, on_stop: str) -> tuple[Path, Path]:
-    """The twin profile (small cameras, `on_stop`) and a one-mark, two-policy protocol."""
+def write_inputs(folder: Path, on_stop: str, checkpoint: Path | None = None) -> tuple[Path, Path]:
+    """The twin profile (small cameras, `on_stop`) and a one-mark, two-policy protocol: scripted,
+    or with `checkpoint` the tiny SmolVLA under RTC (`support/safety_matrix_rtc.py`)."""
+    from support import safety_matrix_rtc
+
     folder.mkdir(parents=True, exist_ok=True)
     repo = Path(__file__).resolve().parents[2]
-    text = (repo / "hardware" / "so101_twin.yaml").read_text().replace(
-        "width: 320, height: 240, fps: 30", "width: 64, height: 48, fps: 30")
+    cameras = "width: 64, height: 48, fps: 30" if checkpoint is None else safety_matrix_rtc.camera_line()
+    text = (repo / "hardware" / "so101_twin.yaml").read_text().replace("width: 320, height: 240, fps: 30", cameras)
     rig = folder / f"twin_{on_stop}.yaml"
     rig.write_text(text + f"on_stop: {on_stop}\n")
     (folder / "layout.yaml").write_text(yaml.safe_dump({"name": "one", "marks": [{"id": "M01", "x": 0.2, "y": 0.0}]}))
     protocol = folder / "protocol.yaml"
     protocol.write_text(yaml.safe_dump({
         "name": "matrix", "task": "Pick up the cube", "layout": "layout.yaml", "seed": 1,
-        "policies": {"A": {"type": "scripted"}, "B": {"type": "scripted", "aim_noise_mm": 5}},
+        "policies": ({"A": {"type": "scripted"}, "B": {"type": "scripted", "aim_noise_mm": 5}} if checkpoint is None
+                     else safety_matrix_rtc.policies(checkpoint)),
         "episode": {"fps": FPS, "duration_s": DURATION_S}}, sort_keys=False))
     return rig, protocol
 
 
-def run_case(case: Case | None, folder: Path, monkeypatch, on_stop: str = "hold") -> tuple[Tap, Any, Outcome | None]:
-    """One campaign on a fresh twin with `case`'s event (None: no event; used by `phases`)."""
+def run_case(case: Case | None, folder: Path, monkeypatch, on_stop: str = "hold", policy: str = "sync",
+             checkpoint: Path | None = None) -> tuple[Tap, Any, Outcome | None]:
+    """One campaign on a fresh twin with `case`'s event (None: no event; used by `phases`); an
+    RTC case (`policy` rtc) runs the tiny SmolVLA saved at `checkpoint` (`safety_matrix_rtc`)."""
     from orchestrator.core.errors import BadInput, Interrupted, RuntimeFailure
     from orchestrator.policies import factory
     from orchestrator.rigs.profile import load_rig
@@ -303,11 +322,18 @@ def run_case(case: Case | None, folder: Path, monkeypatch, on_stop: str = "hold"
     from orchestrator.run.sequential import run_campaign
     from support.wirelog import wait_for_exit
 
-    on_stop = case.on_stop if case else on_stop
-    rig_path, protocol = write_inputs(folder, on_stop)
+    from support import safety_matrix_rtc
+
+    on_stop, policy = (case.on_stop, case.policy) if case else (on_stop, policy)
+    rtc = policy == "rtc"
+    if rtc and checkpoint is None:
+        raise ValueError("an RTC case needs the tiny SmolVLA's checkpoint (safety_matrix_rtc.checkpoint)")
+    rig_path, protocol = write_inputs(folder, on_stop, checkpoint if rtc else None)
     tap = Tap()
     op = operator_class()(tap)
     _install(monkeypatch, tap, op)
+    if rtc:
+        safety_matrix_rtc.install(monkeypatch, tap)
     real_make = factory.make_policy
     monkeypatch.setattr(factory, "make_policy", lambda *a, **k: policy_wrapper(real_make(*a, **k)))
     Flags.policy_exception = Flags.nan = False
@@ -321,6 +347,7 @@ def run_case(case: Case | None, folder: Path, monkeypatch, on_stop: str = "hold"
                 op.on_hold = fire
             else:
                 tap.fire_at, tap.fire = case.n, fire
+                tap.fire_in = (case.phase, case.k) if case.k else None
         restore = op.handle_sigint()
         error = None
         try:
@@ -339,6 +366,8 @@ def run_case(case: Case | None, folder: Path, monkeypatch, on_stop: str = "hold"
     if outcome is not None:
         outcome.seconds = time.perf_counter() - t_start
         check(outcome, tap, op, state, folder / "campaign", error)
+        if rtc:
+            safety_matrix_rtc.check(outcome, tap, STOPS)
     return tap, state, outcome
 
 
@@ -352,8 +381,9 @@ def _event(case: Case, twin, op, tap: Tap):
         return lambda: os.kill(os.getpid(), signal.SIGTERM)
     if event == "policy_exception":
         return lambda: setattr(Flags, "policy_exception", True)
-    if event == "nan_action":
-        return lambda: setattr(Flags, "nan", True)
+    if event == "nan_action":   # RTC: the next chunk LeRobot's thread merges into its queue
+        return (lambda: setattr(tap.rtc, "nan_next_chunk", True)) if case.policy == "rtc" else (
+            lambda: setattr(Flags, "nan", True))
     if event == "corrupt_burst":
         return lambda: setattr(tap, "corrupt_left", 8)
     fault = {"camera_failure": {"kind": "camera_disconnect", "camera": "front"},
@@ -405,7 +435,8 @@ def check(outcome: Outcome, tap: Tap, op, state: dict | None, campaign: Path, er
                 bad.append(f"latency: stop to hold {1000 * outcome.latency_s:.0f} ms")
     bad.extend(_store_problems(campaign, case, error, tap.fired_phase))
     outcome.note = (type(error).__name__ if error else "completed") + (
-        f", fired in {tap.fired_phase}" if tap.fired_phase not in (case.phase, None) else "")
+        ", never fired" if tap.fired_at is None else
+        f", fired in {tap.fired_phase}" if tap.fired_phase != case.phase else "")
 
 
 def _all_off(state: dict | None) -> bool:
@@ -444,9 +475,9 @@ def _store_problems(campaign: Path, case: Case, error, fired_phase: str | None) 
 
 
 # ------------------------------------------------------------------ the matrix
-def phases(folder: Path, monkeypatch) -> dict[str, list[int]]:
+def phases(folder: Path, monkeypatch, policy: str = "sync", checkpoint: Path | None = None) -> dict[str, list[int]]:
     """The packet numbers (1-based) of each phase in a run without an event."""
-    tap, _, _ = run_case(None, folder, monkeypatch)
+    tap, _, _ = run_case(None, folder, monkeypatch, policy=policy, checkpoint=checkpoint)
     spans: dict[str, list[int]] = {phase: [] for phase in PHASES}
     for n, (_, _, phase) in enumerate(tap.packets, 1):
         spans.setdefault(phase, []).append(n)
@@ -467,20 +498,24 @@ def runnable_events(events=EVENTS) -> tuple[str, ...]:
 
 
 def cases(spans: dict[str, list[int]], per_phase: int, events=EVENTS, on_stops=("hold", "release"),
-          sample: int | None = None, seed: int = 0) -> list[Case]:
+          sample: int | None = None, seed: int = 0, phases_run=PHASES, policy: str = "sync") -> list[Case]:
     """`per_phase` packet numbers spread evenly over each phase's packets (its first and its last
-    among them), for every event the twin can inject and every on_stop; a seeded `sample` of them
-    when given."""
+    among them), for every event the twin can inject, every on_stop and each phase of `phases_run`,
+    with `policy` (sync or rtc); a seeded `sample` of them when given. An RTC policy moves the arm
+    differently in every run (its flow-matching noise), so the packet counts of its episodes and
+    moves vary: an RTC case fires before the k-th packet of its phase (`Case.k`, counted as in the
+    run without an event) rather than before the run's N-th packet."""
     events = runnable_events(events)
     out = []
-    for phase in PHASES:
+    for phase in (p for p in PHASES if p in phases_run):
         numbers = spans.get(phase) or []
         if not numbers:
             continue
         k = max(1, min(per_phase, len(numbers)))
         points = ([numbers[len(numbers) // 2]] if k == 1 else
                   sorted({numbers[round(i * (len(numbers) - 1) / (k - 1))] for i in range(k)}))
-        out += [Case(e, s, phase, n) for e in events for s in on_stops for n in points]
+        out += [Case(e, s, phase, n, policy, numbers.index(n) + 1 if policy == "rtc" else 0)
+                for e in events for s in on_stops for n in points]
     if sample is not None and sample < len(out):
         out = random.Random(seed).sample(out, sample)
     return out
@@ -510,5 +545,7 @@ def summary(outcomes: list[Outcome]) -> str:
     worst = f"{1000 * max(latencies):.0f} ms" if latencies else "n/a"
     violations = sum(len(o.violations) for o in outcomes)
     seconds = sum(o.seconds for o in outcomes)
-    return (f"safety matrix: {len(outcomes)} runs, {violations} violations, worst stop-to-hold latency {worst} "
+    rtc = sum(1 for o in outcomes if o.case.policy == "rtc")
+    label = "" if not rtc else " (RTC policy)" if rtc == len(outcomes) else f" ({rtc} with the RTC policy)"
+    return (f"safety matrix{label}: {len(outcomes)} runs, {violations} violations, worst stop-to-hold latency {worst} "
             f"(limit {1000 * LATENCY_LIMIT_S:.0f} ms, {len(latencies)} stops measured), {seconds:.0f} s of runs")
