@@ -111,3 +111,52 @@ def test_use_torch_compile_compiles_predict_action_chunk_as_lerobot_rollout_does
     plain.reset()
     for _ in range(3):
         assert compiled.select_action(obs) == pytest.approx(plain.select_action(obs), abs=1e-4)
+
+
+def test_the_compile_warm_up_runs_once_per_policy_load_not_every_episode(saved_vla, tmp_path, monkeypatch):
+    """`use_torch_compile` under RTC: the first episode sends nothing until LeRobot's
+    `compile_warmup_inferences` chunks are done (then drops them); the compiled function is kept,
+    so the next episode's first action comes from its first chunk. (Compiling itself is left out,
+    `torch.compile` the identity: SmolVLA's own `compile_model` would run inductor's max-autotune
+    for minutes; the warm-up is the engine's, whatever compiled.)"""
+    import torch
+
+    from orchestrator.design.protocol import Cube, LeRobotPolicySpec, Mark
+    from orchestrator.policies.base import EpisodeContext
+    from orchestrator.policies.rtc import EnginePolicy
+    from orchestrator.run.control_loop import run_episode
+    from orchestrator.run.recording import EpisodeRecorder
+
+    monkeypatch.setattr(torch, "compile", lambda fn=None, **kwargs: fn if fn is not None else (lambda f: f))
+    features = {k: float for k in STATE_KEYS} | {"front": (96, 128, 3), "wrist": (96, 128, 3)}
+    spec = LeRobotPolicySpec(type="lerobot", path=str(saved_vla), use_torch_compile=True,
+                             compile_warmup_inferences=1, inference={"type": "rtc", "queue_threshold": 4})
+    policy = EnginePolicy(spec, saved_vla.parent, "pick", features, fps=FPS)
+    chunks = []
+    real_chunk = policy.policy.predict_action_chunk
+    policy.policy.predict_action_chunk = lambda batch, **kw: chunks.append(1) or real_chunk(batch, **kw)
+    first_sent: list[int] = []     # chunks computed this episode when its first action went out
+    real_select = policy.select_action
+
+    def select(obs):
+        action = real_select(obs)
+        if len(first_sent) < episode[0] and any(v != 0.0 for v in action.values()):   # FakeRig's arm is at 0
+            first_sent.append(len(chunks))
+        return action
+
+    policy.select_action = select
+    context = EpisodeContext(mark=Mark(id="M01", x=0.16, y=0.0), cube=Cube(), seed=0, fps=FPS, duration_s=1.5, task="")
+    episode = [0]
+    try:
+        for n in (1, 2):
+            chunks.clear()
+            episode[0] = n
+            recorder = EpisodeRecorder(tmp_path / "c", f"ep{n}", {}, FPS, round(1.5 * FPS), realtime=True)
+            run_episode(FakeRig(), policy, context, recorder)
+            recorder.discard()
+    finally:
+        policy.close()
+    # A chunk is computed only when at most 4 actions are queued (a chunk is 20), so the count is
+    # exact: the first episode drops its warm-up chunk and sends from the next; the second sends
+    # from its first chunk.
+    assert first_sent == [2, 1], first_sent

@@ -18,8 +18,10 @@ action (`_process_observation_and_notify`), then LeRobot's own `send_next_action
 from the queue -> `ActionInterpolator` -> ordered action keys -> robot action processor).
 
 With `use_torch_compile`, nothing is sent until the engine's compile warm-up inferences are done
-(LeRobot's `_handle_warmup`, per episode since each episode has its own engine; the compiled
-function itself is kept, so only the first episode pays for compiling).
+(LeRobot's `_handle_warmup`). lerobot-rollout warms up once per run, its one engine living through
+every episode; here each episode has its own engine, but the compiled function is the policy's
+and is kept, so only the first episode that completes the warm-up runs it: later engines are made
+without LeRobot's compile warm-up (`use_torch_compile` is, for the engine, only that warm-up).
 
 When no action is ready (the first chunk is still being computed, the queue ran dry, or the
 compile warm-up runs), lerobot-rollout sends nothing and the servos keep their last goal; here the step sends that
@@ -160,6 +162,7 @@ class EnginePolicy(LeRobotPolicy):
         self._engine = None
         self._stuck: threading.Thread | None = None
         self._timer: _ChunkTimer | None = None
+        self._compile_warmed = False   # the warm-up ran once for this load of the policy
         self.starved_steps = 0
         super().__init__(spec, protocol_dir, task, rig_features, robot_type=robot_type)
 
@@ -239,13 +242,14 @@ class EnginePolicy(LeRobotPolicy):
         config = (RTCInferenceConfig(rtc=self.rtc_config(), queue_threshold=inference.queue_threshold)
                   if self.rtc else SyncInferenceConfig())
         self._timer = _ChunkTimer(self.preprocessor)
+        warm_up = bool(self.spec.use_torch_compile) and not self._compile_warmed
         robot = SimpleNamespace(robot_type=self.robot_type,
                                 action_features={k: float for k in self.ordered_action_keys})
         engine = create_inference_engine(
             config, policy=self.policy, preprocessor=self._timer, postprocessor=self.postprocessor,
             robot_wrapper=robot, hw_features=self.hw_features, dataset_features=self.dataset_features,
             ordered_action_keys=self.ordered_action_keys, task=self._episode_task, fps=self.policy_fps,
-            device=str(self.device), use_torch_compile=bool(self.spec.use_torch_compile),
+            device=str(self.device), use_torch_compile=warm_up,
             compile_warmup_inferences=self.spec.compile_warmup_inferences)
         self._interpolator = ActionInterpolator(multiplier=self.multiplier)
         self._sent = _Sent()
@@ -257,7 +261,7 @@ class EnginePolicy(LeRobotPolicy):
         self._mismatches = _DelayMismatches()
         logging.getLogger(QUEUE_LOGGER).addFilter(self._mismatches)
         self._cached_obs = None
-        self._warming = bool(self.spec.use_torch_compile)
+        self._warming = warm_up
         self._hold: dict[str, float] | None = None
         self.starved_steps = 0
         engine.reset()
@@ -311,6 +315,7 @@ class EnginePolicy(LeRobotPolicy):
         self._interpolator.reset()
         engine.resume()
         self._warming = False
+        self._compile_warmed = True
         return False
 
     def stop(self) -> None:
