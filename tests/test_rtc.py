@@ -92,6 +92,30 @@ def test_a_policy_without_rtc_is_refused_with_lerobots_reason(saved_acts, tmp_pa
     assert not (tmp_path / "c" / "episodes").exists() or not any((tmp_path / "c" / "episodes").iterdir())
 
 
+def test_validate_reads_a_hub_ids_config_from_the_local_cache_never_downloading(saved_acts, tmp_path):
+    """A: a Hub id whose config.json (an ACT's) is in the local Hugging Face cache: refused with
+    LeRobot's reason, as for a local folder. B: a Hub id not in the cache: validate says the check
+    happens at doctor/run (and downloads nothing: HF_HUB_OFFLINE is off here)."""
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    repo = tmp_path / "hf" / "hub" / "models--tester--act-sim"
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text(commit)
+    (repo / "snapshots" / commit).mkdir(parents=True)
+    shutil.copy(saved_acts["sim"] / "config.json", repo / "snapshots" / commit / "config.json")
+    protocol = one_mark_protocol(tmp_path, "{type: lerobot, path: tester/act-sim, inference: {type: rtc}}",
+                                 "{type: lerobot, path: tester/not-cached, inference: {type: rtc}}")
+    offline_off = {k: v for k, v in env().items() if k != "HF_HUB_OFFLINE"}
+    result = run_module("validate", protocol, env={**offline_off, "HF_HOME": str(tmp_path / "hf"),
+                                                   "HF_HUB_DISABLE_TELEMETRY": "1", "HF_ENDPOINT": "http://127.0.0.1:9"})
+    assert result.code == 2, (result.out, result.err)
+    assert len(result.err_lines) == 1, result.err
+    assert "policy A: policy checkpoint tester/act-sim: RTC inference is not supported by policy type 'act'" in result.err
+    assert ("policy B: RTC support not checked here: tester/not-cached is not in the local Hugging Face cache "
+            "(validate never downloads); doctor and run check it when they load it") in result.out, result.out
+    assert "Traceback" not in result.err + result.out
+    assert sorted(p.name for p in (tmp_path / "hf" / "hub").iterdir()) == ["models--tester--act-sim"]
+
+
 def test_rtc_settings_for_a_sync_policy_are_refused_at_validate(tmp_path):
     protocol = one_mark_protocol(tmp_path, "{type: scripted}",
                                  "{type: lerobot, path: ./ckpt, inference: {queue_threshold: 3}}")

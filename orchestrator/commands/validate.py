@@ -20,8 +20,11 @@ def run(args: argparse.Namespace) -> int:
              if getattr(getattr(spec, "inference", None), "type", "sync") == "rtc"]
     if asked:   # LeRobot is imported only when a policy asks for RTC
         from orchestrator.core.errors import BadInput
-        from orchestrator.policies.rtc import rtc_refusal
+        from orchestrator.policies.rtc import rtc_refusal, rtc_unchecked
 
+        for label, spec in asked:
+            if note := rtc_unchecked(spec, loaded.path.parent):
+                print(f"{loaded.path}: policy {label}: {note}")
         problems = [f"{loaded.path}: policy {label}: {why}" for label, spec in asked
                     if (why := rtc_refusal(spec, loaded.path.parent))]
         if problems:

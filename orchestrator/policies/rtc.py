@@ -66,16 +66,34 @@ def rtc_unsupported(where: str, policy_type: str) -> str:
             "prev_chunk_left_over. Use inference: {type: sync} instead.")
 
 
-def rtc_refusal(spec, protocol_dir: Path | str) -> str | None:
-    """For `validate`: LeRobot's refusal of RTC for a local checkpoint, from its config.json and
-    LeRobot's own check (`supports_rtc_inference`) on the policy class, no weights loaded; None
-    when it supports RTC, is not asked to, or cannot be read here (`doctor` and `run` load it)."""
-    if getattr(spec, "inference", None) is None or spec.inference.type != "rtc":
-        return None
-    from orchestrator.policies.lerobot import register_policy_types, resolve_checkpoint
+def rtc_config_folder(spec, protocol_dir: Path | str) -> tuple[str | None, str]:
+    """The folder whose config.json says whether the policy supports RTC, found without
+    downloading: a local checkpoint, or a Hub id's snapshot in the local Hugging Face cache
+    (huggingface_hub's `try_to_load_from_cache`); else (None, why it cannot be read here)."""
+    from orchestrator.policies.lerobot import resolve_checkpoint
 
     path, local = resolve_checkpoint(spec, protocol_dir)
-    if not local or not (Path(path) / "config.json").is_file():
+    if local:
+        return (path, "") if (Path(path) / "config.json").is_file() else (None, f"no config.json in {path}")
+    from huggingface_hub import try_to_load_from_cache
+
+    cached = try_to_load_from_cache(path, "config.json", revision=getattr(spec, "revision", None))
+    if isinstance(cached, str):
+        return str(Path(cached).parent), ""
+    return None, f"{spec.path} is not in the local Hugging Face cache (validate never downloads)"
+
+
+def rtc_refusal(spec, protocol_dir: Path | str) -> str | None:
+    """For `validate`: LeRobot's refusal of RTC for a checkpoint whose config.json is here (local,
+    or a Hub id in the local cache: `rtc_config_folder`), from LeRobot's own check
+    (`supports_rtc_inference`) on the policy class, no weights loaded; None when it supports RTC,
+    is not asked to, or cannot be read here (`rtc_unchecked` says why; doctor and run load it)."""
+    if getattr(spec, "inference", None) is None or spec.inference.type != "rtc":
+        return None
+    from orchestrator.policies.lerobot import register_policy_types
+
+    path, _ = rtc_config_folder(spec, protocol_dir)
+    if path is None:
         return None
     try:
         from lerobot.configs.policies import PreTrainedConfig
@@ -91,6 +109,15 @@ def rtc_refusal(spec, protocol_dir: Path | str) -> str | None:
     except Exception:  # noqa: BLE001 - unreadable here: doctor and run decide with the loaded policy
         return None
     return None if supported else rtc_unsupported(f"policy checkpoint {spec.path}", cfg.type)
+
+
+def rtc_unchecked(spec, protocol_dir: Path | str) -> str | None:
+    """For `validate`: why an RTC policy's support could not be checked here (its config.json is
+    neither local nor in the Hugging Face cache), else None."""
+    if getattr(spec, "inference", None) is None or spec.inference.type != "rtc":
+        return None
+    path, why = rtc_config_folder(spec, protocol_dir)
+    return None if path is not None else f"RTC support not checked here: {why}; doctor and run check it when they load it"
 
 
 class _ChunkTimer:
