@@ -437,6 +437,8 @@ def check(outcome: Outcome, tap: Tap, op, state: dict | None, campaign: Path, er
     outcome.note = (type(error).__name__ if error else "completed") + (
         ", never fired" if tap.fired_at is None else
         f", fired in {tap.fired_phase}" if tap.fired_phase != case.phase else "")
+    if error is not None and tap.fired_at is None:   # the campaign ended some other way: say how
+        outcome.note += ": " + " ".join(str(error).split())[:160]
 
 
 def _all_off(state: dict | None) -> bool:
