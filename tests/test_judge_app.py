@@ -80,7 +80,7 @@ def assert_blind(app: JudgeApp) -> None:
 @async_test
 async def test_label_a_campaign_end_to_end_with_keys(campaign):
     app = new_app(campaign)
-    order = [e.id for e in app.order]
+    order = [e.id for e in app.session.order]
     keys = ["s", "f", "s", "s", "f", "s", "f", "s"]
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
@@ -108,7 +108,7 @@ async def test_label_a_campaign_end_to_end_with_keys(campaign):
 @async_test
 async def test_failure_mode_and_note_go_with_the_label(campaign):
     app = new_app(campaign)
-    first, second = app.order[0].id, app.order[1].id
+    first, second = app.session.order[0].id, app.session.order[1].id
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("1")   # no failure label yet: refused with a hint
         assert live(campaign, "alice") == []
@@ -134,7 +134,7 @@ async def test_failure_mode_and_note_go_with_the_label(campaign):
 @async_test
 async def test_undo_retracts_and_returns_to_the_episode(campaign):
     app = new_app(campaign)
-    order = [e.id for e in app.order]
+    order = [e.id for e in app.session.order]
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("s", "f")
         assert app.current_id == order[2]
@@ -157,7 +157,7 @@ async def test_undo_retracts_and_returns_to_the_episode(campaign):
 @async_test
 async def test_unsure_comes_back_at_the_end(campaign):
     app = new_app(campaign)
-    order = [e.id for e in app.order]
+    order = [e.id for e in app.session.order]
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("u", "u")
         assert app.current_id == order[2]
@@ -180,12 +180,12 @@ async def test_unsure_comes_back_at_the_end(campaign):
 @async_test
 async def test_quit_and_resume_continue_with_unjudged_then_unsure(campaign):
     app = new_app(campaign)
-    order = [e.id for e in app.order]
+    order = [e.id for e in app.session.order]
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("s", "u", "f", "q")
     app.source.close()
     again = new_app(campaign)
-    assert [e.id for e in again.order] == order   # same judge, same order
+    assert [e.id for e in again.session.order] == order   # same judge, same order
     async with again.run_test(size=SIZE) as pilot:
         await pilot.pause()
         assert again.current_id == order[3]
@@ -312,7 +312,7 @@ def test_label_queue_invariants_under_random_keys(campaign_template, tmp_path):
                     else:
                         app.action_mode(int(key))
                     labels = current_labels(source.history())
-                    assert app.labels == labels
+                    assert app.session.labels == labels
                     assert {e: r.label for e, r in labels.items()} == {e: lab for e, lab, _, _ in live(directory, "prop")}
                     unjudged = [e.id for e in episodes if e.id not in labels]
                     unsure = [e for e, r in labels.items() if r.label == "unsure"]
@@ -323,7 +323,7 @@ def test_label_queue_invariants_under_random_keys(campaign_template, tmp_path):
                     else:
                         assert app.current_id is None
                     decided = len(labels) - len(unsure)
-                    assert app.progress_text().startswith(f"{decided} of {len(episodes)} judged")
+                    assert app.session.progress()["text"].startswith(f"{decided} of {len(episodes)} judged")
 
         try:
             asyncio.run(session())
@@ -336,7 +336,7 @@ def test_label_queue_invariants_under_random_keys(campaign_template, tmp_path):
 @async_test
 async def test_a_missing_video_is_reported_without_its_path(campaign):
     app = new_app(campaign)
-    victim = app.order[0]
+    victim = app.session.order[0]
     victim.videos["front"].unlink()
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause(0.2)

@@ -60,7 +60,7 @@ def drive(app: JudgeApp, keys: list[str]) -> None:
 
 def test_first_beside_last_and_an_invalid_start_from_the_app(campaign):
     app = JudgeApp(CampaignSource(campaign, "alice"), renderer="halfcell", autoplay=False)
-    victim = app.order[0].id
+    victim = app.session.order[0].id
     with CampaignStore.open_for_labels(campaign) as store:    # bob had labelled it already
         store.add_judgment(victim, "bob", "success")
         slot = [t.slot for t in store.trials() if t.episode_id == victim][0]
@@ -75,7 +75,7 @@ def test_first_beside_last_and_an_invalid_start_from_the_app(campaign):
             assert app.current_id == victim and not app.invalid_prompt
             await pilot.press("x", "2")
             await pilot.pause()
-            assert app.current_id != victim and victim not in [e.id for e in app.order]
+            assert app.current_id != victim and victim not in [e.id for e in app.session.order]
             assert "invalid start (cube knocked before the start)" in app.screen_text()
             assert "0 of 3 judged" in app.screen_text()
 
@@ -96,7 +96,7 @@ def test_an_invalid_start_is_judged_from_the_start_alone(campaign):
     from orchestrator.judging.queue import START_WINDOW_S
 
     app = JudgeApp(CampaignSource(campaign, "alice"), renderer="halfcell", autoplay=False)
-    first = app.order[0].id
+    first = app.session.order[0].id
 
     async def session():
         async with app.run_test(size=(110, 32)) as pilot:
@@ -112,7 +112,7 @@ def test_an_invalid_start_is_judged_from_the_start_alone(campaign):
             assert "judged from the start alone" in app.screen_text() and not app.invalid_prompt
             await pilot.press("2")                                   # not a reason now
             assert app.current_id == first
-            app.go(app.order[1])                                     # the next episode, from its start
+            app.go(app.session.order[1])                                     # the next episode, from its start
             await pilot.pause(0.2)
             player._set_clock(START_WINDOW_S + 0.5)                  # played on past its start
             await pilot.pause()
@@ -122,7 +122,7 @@ def test_an_invalid_start_is_judged_from_the_start_alone(campaign):
     asyncio.run(session())
     app.source.close()
     assert rows(campaign, "SELECT kind FROM events WHERE kind='invalid_start'") == []
-    assert rows(campaign, "SELECT count(*) FROM episodes") == [(len(app.order),)]
+    assert rows(campaign, "SELECT count(*) FROM episodes") == [(len(app.session.order),)]
 
 
 def test_the_sealed_connection_still_refuses_the_key(campaign):
@@ -140,7 +140,7 @@ def test_invalid_start_from_a_bundle_is_imported_once(campaign, tmp_path, capsys
     source.invalidate(victim, "cube not on its mark")
     source.add(other, "success")
     app = JudgeApp(BundleSource(tmp_path / "bundle", "carol"), renderer="halfcell", autoplay=False)
-    assert victim not in [e.id for e in app.order]           # not offered again on reopen
+    assert victim not in [e.id for e in app.session.order]           # not offered again on reopen
     capsys.readouterr()
     assert main(["import-labels", str(campaign), str(tmp_path / "bundle")]) == 0
     assert "sent 1 trials back for a re-run" in capsys.readouterr().out

@@ -192,7 +192,7 @@ def test_the_session_stores_what_the_textual_judge_stores(template, tmp_path):
 
     from orchestrator.judging.blinding import CampaignSource
     from orchestrator.judging.tui.app import JudgeApp
-    from orchestrator.judging.web.session import JudgeSession
+    from orchestrator.judging.session import JudgeSession
 
     tui_dir = Path(shutil.copytree(template, tmp_path / "tui"))
     web_dir = Path(shutil.copytree(template, tmp_path / "web"))
