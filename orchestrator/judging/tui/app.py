@@ -41,7 +41,7 @@ from textual.reactive import reactive
 from textual.widgets import Footer, Input, Static
 
 from orchestrator.judging.session import JudgeSession
-from orchestrator.judging.source import BlindEpisode, JudgeSource
+from orchestrator.judging.source import BlindEpisode, JudgeSource, LabelRecord
 from orchestrator.judging.tui.audit import AuditKeys
 from orchestrator.judging.tui.halfblock import image_widget_class
 from orchestrator.judging.tui.player import Player
@@ -101,6 +101,16 @@ class JudgeApp(AuditKeys, App[int]):
         self.invalid_prompt = False    # `x` pressed: 1-3 give the reason, esc cancels
         self.zoom = False              # `m`: zoom on the mark (cameras with a known pose)
         self.guide = False             # `g`: the success-height guide (same cameras)
+
+    @property
+    def labels(self) -> dict[str, LabelRecord]:
+        """The judge's live labels, by episode (the session's; `orchestrator judge` sums them up)."""
+        return self.session.labels
+
+    @property
+    def order(self) -> list[BlindEpisode]:
+        """The episodes to judge, in this judge's order (the session's)."""
+        return self.session.order
 
     # ---------------------------------------------------------------- layout
 
