@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from support.judge_campaign import make_campaign
+from support.judge_campaign import live_judgments, make_campaign
 from orchestrator.judging.bundle import BundleSource, bundle_labels
 from orchestrator.cli import main
 from orchestrator.judging.tui.app import JudgeApp
@@ -40,13 +40,7 @@ def fresh(made, tmp_path) -> tuple[Path, Path]:
 
 
 def judgments(directory: Path) -> list[tuple]:
-    conn = sqlite3.connect(directory / "campaign.db")
-    try:
-        return [tuple(r) for r in conn.execute(
-            "SELECT episode_id, judge, label, failure_mode, note, source, created_at FROM judgments"
-            " WHERE judge != 'physics' AND retracted_at IS NULL ORDER BY id")]
-    finally:
-        conn.close()
+    return live_judgments(directory, columns="episode_id, judge, label, failure_mode, note, source, created_at")
 
 
 def judge_bundle(bundle: Path, judge: str, keys: list[str]) -> JudgeApp:

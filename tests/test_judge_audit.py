@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from support.judge_campaign import make_campaign
+from support.judge_campaign import campaign_rows, make_campaign
 from orchestrator.judging.blinding import CampaignSource
 from orchestrator.judging.bundle import BundleSource
 from orchestrator.cli import main
@@ -36,14 +36,6 @@ def campaign(template, tmp_path) -> Path:
     target = tmp_path / template.name
     shutil.copytree(template, target)
     return target
-
-
-def rows(directory: Path, sql: str) -> list[tuple]:
-    conn = sqlite3.connect(directory / "campaign.db")
-    try:
-        return [tuple(r) for r in conn.execute(sql)]
-    finally:
-        conn.close()
 
 
 def drive(app: JudgeApp, keys: list[str]) -> None:
@@ -81,12 +73,12 @@ def test_first_beside_last_and_an_invalid_start_from_the_app(campaign):
 
     asyncio.run(session())
     app.source.close()
-    assert rows(campaign, f"SELECT 1 FROM episodes WHERE id='{victim}'") == []
-    assert rows(campaign, f"SELECT episode_id FROM judgments WHERE episode_id='{victim}'") == []
-    assert rows(campaign, f"SELECT state FROM trials WHERE slot={slot}") == [("aborted",)]
-    assert rows(campaign, f"SELECT status, reason FROM attempts WHERE episode_id='{victim}'") == [
+    assert campaign_rows(campaign, f"SELECT 1 FROM episodes WHERE id='{victim}'") == []
+    assert campaign_rows(campaign, f"SELECT episode_id FROM judgments WHERE episode_id='{victim}'") == []
+    assert campaign_rows(campaign, f"SELECT state FROM trials WHERE slot={slot}") == [("aborted",)]
+    assert campaign_rows(campaign, f"SELECT status, reason FROM attempts WHERE episode_id='{victim}'") == [
         ("aborted", "invalid start (judge alice): cube knocked before the start")]
-    assert rows(campaign, "SELECT kind FROM events WHERE kind='invalid_start'") == [("invalid_start",)]
+    assert campaign_rows(campaign, "SELECT kind FROM events WHERE kind='invalid_start'") == [("invalid_start",)]
 
 
 def test_an_invalid_start_is_judged_from_the_start_alone(campaign):
@@ -121,8 +113,8 @@ def test_an_invalid_start_is_judged_from_the_start_alone(campaign):
 
     asyncio.run(session())
     app.source.close()
-    assert rows(campaign, "SELECT kind FROM events WHERE kind='invalid_start'") == []
-    assert rows(campaign, "SELECT count(*) FROM episodes") == [(len(app.session.order),)]
+    assert campaign_rows(campaign, "SELECT kind FROM events WHERE kind='invalid_start'") == []
+    assert campaign_rows(campaign, "SELECT count(*) FROM episodes") == [(len(app.session.order),)]
 
 
 def test_the_sealed_connection_still_refuses_the_key(campaign):
@@ -144,9 +136,10 @@ def test_invalid_start_from_a_bundle_is_imported_once(campaign, tmp_path, capsys
     capsys.readouterr()
     assert main(["import-labels", str(campaign), str(tmp_path / "bundle")]) == 0
     assert "sent 1 trials back for a re-run" in capsys.readouterr().out
-    assert rows(campaign, f"SELECT reason FROM attempts WHERE episode_id='{victim}'")[0][0].startswith(
+    assert campaign_rows(campaign, f"SELECT reason FROM attempts WHERE episode_id='{victim}'")[0][0].startswith(
         "invalid start (judge carol, bundle bd_")
-    assert rows(campaign, "SELECT episode_id, label FROM judgments WHERE judge='carol'") == [(other, "success")]
+    carols = campaign_rows(campaign, "SELECT episode_id, label FROM judgments WHERE judge='carol'")
+    assert carols == [(other, "success")]
     assert main(["import-labels", str(campaign), str(tmp_path / "bundle")]) == 0   # again: no error
     assert "sent" not in capsys.readouterr().out
 
