@@ -60,7 +60,11 @@ def test_first_beside_last_and_an_invalid_start_from_the_app(campaign):
     async def session():
         async with app.run_test(size=(110, 32)) as pilot:
             await pilot.pause(0.3)
-            app.query_one(Player)
+            player = app.query_one(Player)
+            player.playing = True
+            app.action_invalid()                                     # `x` while playing the start
+            assert app.invalid_prompt and not player.playing         # paused while the reason is chosen
+            await pilot.press("escape")
             await pilot.press("x")
             assert "Invalid start" in app.screen_text() and "1: cube not on its mark" in app.screen_text()
             await pilot.press("escape")                              # cancelled: nothing written

@@ -448,6 +448,7 @@ function press(key) {
       if (!ep) { setStatus("No episode to mark."); break; }
       // the server refuses the reason too (JudgeSession.invalid_start); asked here without a round trip
       if (seenS > state.start_window_s || endSeen) { setStatus(state.start_only); break; }
+      pause();   // choosing the reason must not play the episode past its start (as in the terminal)
       showInvalid(true);
       setStatus(state.invalid_prompt);
       break;
