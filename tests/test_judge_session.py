@@ -148,6 +148,33 @@ def test_an_invalid_start_is_judged_from_the_start_alone(session, campaign, seen
         assert campaign_rows(campaign, "SELECT count(*) FROM events WHERE kind='invalid_start'") == [(0,)]
 
 
+def test_an_episode_this_judge_labelled_cannot_be_sent_back_even_replayed_from_its_start(session, campaign):
+    """An unsure episode comes back (and `z` goes back) replayed from its start, so the face's
+    clock says nothing was seen; the judge saw its outcome when labelling it. Positive control:
+    an episode not yet labelled, from its start, may be sent back."""
+    from orchestrator.judging.session import LABELLED_ALREADY
+
+    unsure = session.current_id
+    session.label("unsure")
+    for _ in range(3):
+        session.label("success")
+    assert session.current_id == unsure            # the unsure one is back, from its start
+    assert not session.ask_invalid_start(0.0, False) and session.status == LABELLED_ALREADY
+    session.invalid_start(1, 0.0, False)
+    session.undo()                                  # undone: gone from the live labels, still seen
+    assert session.current_id is not None
+    undone = session.current_id
+    assert undone not in session.labels
+    assert not session.ask_invalid_start(0.0, False) and session.status == LABELLED_ALREADY
+    assert campaign_rows(campaign, "SELECT count(*) FROM events WHERE kind='invalid_start'") == [(0,)]
+    fresh = JudgeSession(session.source)            # a later session knows only the live labels
+    fresh.go(fresh.episode(unsure))
+    assert not fresh.ask_invalid_start(0.0, False)
+    control = JudgeSession(session.source)
+    control.go(control.episode(undone))
+    assert control.ask_invalid_start(0.0, False) and control.status == INVALID_PROMPT
+
+
 def test_no_such_reason_and_no_episode(session):
     session.invalid_start(4, 0.0, False)
     assert session.status == "Invalid start cancelled (no such reason)." and len(session.order) == 4
@@ -276,8 +303,8 @@ def browser_face(directory: Path, decisions: list[tuple]) -> list[tuple]:
 
 def test_both_faces_make_the_same_session_calls_and_rows(template, tmp_path):
     decisions = [("label", "unsure"), ("label", "failure"), ("mode", 2), ("note", "late grip"),
-                 ("label", "success"), ("undo", None), ("invalid_start", 3), ("label", "success"),
-                 ("label", "failure"), ("mode", 1)]
+                 ("label", "success"), ("undo", None), ("label", "success"), ("invalid_start", 3),
+                 ("label", "success"), ("label", "failure"), ("mode", 1)]
     tui_dir = Path(shutil.copytree(template, tmp_path / "tui"))
     web_dir = Path(shutil.copytree(template, tmp_path / "web"))
     tui_calls = textual_face(tui_dir, decisions)

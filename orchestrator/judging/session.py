@@ -14,7 +14,9 @@ The rules:
 - `z` retracts this judge's last label and goes back to that episode;
 - `x` + reason: `JudgeSource.invalidate` (the trial is re-run, never counted), judged from the
   start alone: refused once the face reports that more than `queue.START_WINDOW_S` of the episode
-  or its last frame was on screen (re-rolling an outcome the judge has seen is selection bias).
+  or its last frame was on screen, and for an episode this judge has labelled (a live label, or
+  one made and undone in this session: an `unsure` that comes back, or `z`, replays it from its
+  start, but its outcome was seen); re-rolling an outcome the judge has seen is selection bias.
 
 A face turns keys into these calls and shows `status` (one line) after each. A write that fails
 (disk full, store locked, read-only bundle) raises nothing: the session reloads the labels from
@@ -36,6 +38,10 @@ INVALID_PROMPT = ("Invalid start (the trial is re-run, never counted) - why? "
                   + "  ".join(f"{i}: {r}" for i, r in enumerate(INVALID_START_REASONS, 1)) + "  (esc cancels)")
 
 
+LABELLED_ALREADY = ("You have labelled this episode, so its outcome was seen: an invalid start is marked "
+                    "before labelling. Label it as you see it.")
+
+
 class JudgeSession:
     """The labelling state of one judge over one `JudgeSource`."""
 
@@ -46,6 +52,7 @@ class JudgeSession:
         self.order: list[BlindEpisode] = self._judgeable(source.episodes())
         self.last: LabelRecord | None = None          # the label made last in this session
         self.pending_notes: dict[str, str] = {}
+        self.labelled_here: set[str] = set()          # episodes labelled in this session (undone too)
         self.status = ""
         self.current_id: str | None = None
         self.go(self.next_episode())
@@ -113,6 +120,7 @@ class JudgeSession:
                  note: str | None, episode_id: str) -> LabelRecord:
         """Write the new label, then retract the one it replaces (one live label per episode)."""
         record = self.source.add(episode_id, label, failure_mode, note)
+        self.labelled_here.add(episode_id)
         if old is not None:
             self.source.retract(old.id)
         self._reload()
@@ -206,14 +214,25 @@ class JudgeSession:
 
     # ---------------------------------------------------------------- invalid start
 
+    def _start_only(self, seen_s: float, end_seen: bool) -> bool:
+        """Nothing of the current episode's outcome was seen (`queue.start_only`), and this judge
+        has not labelled it; else `status` says why not."""
+        episode_id = self.current_id
+        if episode_id in self.labels or episode_id in self.labelled_here:
+            self.status = LABELLED_ALREADY
+            return False
+        if not start_only(seen_s, end_seen):
+            self.status = START_ONLY
+            return False
+        return True
+
     def ask_invalid_start(self, seen_s: float, end_seen: bool) -> bool:
         """`x`: whether the face may ask for the reason now (`status` then lists the reasons; else
         it says why not). `seen_s`/`end_seen`: what of the current episode was on screen."""
         if self.current is None:
             self.status = "No episode to mark."
             return False
-        if not start_only(seen_s, end_seen):
-            self.status = START_ONLY
+        if not self._start_only(seen_s, end_seen):
             return False
         self.status = INVALID_PROMPT
         return True
@@ -226,8 +245,7 @@ class JudgeSession:
         if episode is None or not 1 <= number <= len(INVALID_START_REASONS):
             self.status = "Invalid start cancelled (no such reason)."
             return
-        if not start_only(seen_s, end_seen):
-            self.status = START_ONLY
+        if not self._start_only(seen_s, end_seen):
             return
         reason = INVALID_START_REASONS[number - 1]
         try:
