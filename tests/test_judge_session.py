@@ -301,6 +301,35 @@ def browser_face(directory: Path, decisions: list[tuple]) -> list[tuple]:
     return calls
 
 
+def test_the_page_must_say_what_was_on_screen_to_send_an_episode_back(template, tmp_path):
+    """A request for an invalid start without `seen_s` / `end_seen` is refused (400), not taken as
+    "nothing seen"; the same request with them (the positive control) sends the trial back."""
+    import httpx
+
+    from orchestrator.judging.web.app import JudgeWeb
+
+    directory = Path(shutil.copytree(template, tmp_path / "web"))
+    session = JudgeSession(CampaignSource(directory, "alice"))
+    web = JudgeWeb(session, token="t0ken", port=8765)
+    headers = {"X-Judge-Token": "t0ken", "X-Judge-Request": "1"}
+
+    async def send(**extra):
+        transport = httpx.ASGITransport(app=web.app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:8765") as client:
+            body = {"action": "invalid", "value": 1, "episode": session.current_id, **extra}
+            return (await client.post("/api/action", json=body, headers=headers)).status_code
+
+    try:
+        assert asyncio.run(send()) == 400
+        assert asyncio.run(send(seen_s=0.0)) == 400
+        assert asyncio.run(send(seen_s=True, end_seen=False)) == 400
+        assert campaign_rows(directory, "SELECT count(*) FROM attempts WHERE status = 'aborted'") == [(0,)]
+        assert asyncio.run(send(seen_s=0.2, end_seen=False)) == 200
+        assert campaign_rows(directory, "SELECT count(*) FROM attempts WHERE status = 'aborted'") == [(1,)]
+    finally:
+        session.source.close()
+
+
 def test_both_faces_make_the_same_session_calls_and_rows(template, tmp_path):
     decisions = [("label", "unsure"), ("label", "failure"), ("mode", 2), ("note", "late grip"),
                  ("label", "success"), ("undo", None), ("label", "success"), ("invalid_start", 3),

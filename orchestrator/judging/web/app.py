@@ -190,8 +190,9 @@ class JudgeWeb:
         elif action == "undo":
             session.undo()
         elif action == "invalid" and isinstance(value, int):
-            seen_s, end_seen = body.get("seen_s", 0.0), body.get("end_seen", False)
-            if not isinstance(seen_s, (int, float)) or not isinstance(end_seen, bool):
+            # what of the episode was on screen is required: a request without it is not "nothing seen"
+            seen_s, end_seen = body.get("seen_s"), body.get("end_seen")
+            if isinstance(seen_s, bool) or not isinstance(seen_s, (int, float)) or not isinstance(end_seen, bool):
                 return JSONResponse({"error": "bad request"}, 400)
             session.invalid_start(value, float(seen_s), end_seen)
         else:
