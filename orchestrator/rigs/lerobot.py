@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -65,6 +66,9 @@ from orchestrator.rigs.torque import torque_off
 logger = logging.getLogger(__name__)
 
 CONNECT_ATTEMPTS = 3
+# what LeRobot / scservo_sdk say when a status packet was corrupted or never came
+LOST_PACKET_SIGNS = ("Incorrect status packet", "no status packet", "motor check failed")
+MISSING_ID = re.compile(r"- (\d+) \(expected model")   # a line of LeRobot's "Missing motor IDs" list
 RANGE_MARGIN = 2.0       # degrees (gripper: 0-100 units) kept clear of each calibrated limit
 
 
@@ -218,14 +222,15 @@ class LeRobotRig(Rig):
 
     def _retrying(self, step: Callable[[], Any]) -> Any:
         """Run a connect step again (up to `CONNECT_ATTEMPTS`) when a status packet came back
-        corrupted: LeRobot's calibration reads and configure() writes have no retries of their
-        own, and Feetech servos do corrupt packets now and then."""
+        corrupted or not at all: LeRobot's calibration reads, configure() writes and the
+        handshake's one ping per motor ("motor check failed ... Missing motor IDs") have no
+        retries of their own, and Feetech servos do corrupt or drop packets now and then. Only
+        reads and configuration writes are repeated; nothing moves before connect ends."""
         for attempt in range(CONNECT_ATTEMPTS):
             try:
                 return step()
             except DeviceFault as fault:
-                corrupted = any("Incorrect status packet" in str(e) or "no status packet" in str(e)
-                                for e in _chain(fault))
+                corrupted = any(any(sign in str(e) for sign in LOST_PACKET_SIGNS) for e in _chain(fault))
                 if not corrupted or attempt == CONNECT_ATTEMPTS - 1:
                     raise
                 logger.warning("connect: %s; trying again", fault.cause)
@@ -516,6 +521,11 @@ class LeRobotRig(Rig):
         if isinstance(exc, (ServoAlarm, ServoReset)):
             return DeviceFault.servo(self._arm_name(), exc)
         text = str(exc)
+        if "Missing motor IDs" in text:
+            motors = getattr(getattr(self._robot, "bus", None), "motors", {}) or {}
+            names = {m.id: name for name, m in motors.items()}
+            ids = [int(i) for i in MISSING_ID.findall(text.split("Missing motor IDs", 1)[1].split("\n\n")[0])]
+            return DeviceFault.silent_servos(self._arm_name(), [f"{i} ({names.get(i, '?')})" for i in ids])
         cameras = getattr(self._robot, "cameras", {}) or {}
         suspects = [name for name, cam in cameras.items() if str(cam) in text]
         if not suspects and isinstance(exc, TimeoutError):

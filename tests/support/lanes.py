@@ -57,6 +57,7 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_judge_audit.py", ("subprocess",)),
     ("test_judge_overlay.py", ()),
     ("test_judge_playback.py", ()),
+    ("test_judge_session.py", ()),
     ("test_judge_tmux.py", ("subprocess",)),
     ("test_judge_web.py", ("browser", "subprocess")),
     ("test_judge_web_security.py", ("browser", "subprocess")),
