@@ -403,21 +403,24 @@ class LeRobotRig(Rig):
     def rest_pose_problems(self) -> list[str]:
         """The profile's rest pose against the calibrated range of each joint (LeRobot's own
         normalisation of the calibration file's range_min/range_max)."""
+        return [f"rest_pose {key}: {value:g} is outside the calibrated range [{lo:.1f}, {hi:.1f}] "
+                f"({self.calibration_path}); choose a pose inside it"
+                for key, value, lo, hi in self.rest_pose_ranges() if not lo - 1e-6 <= value <= hi + 1e-6]
+
+    def rest_pose_ranges(self) -> list[tuple[str, float, float, float]]:
+        """(key, rest value, lo, hi) for each joint of the profile's rest pose that the bus has a
+        calibration for: its calibrated range (`calibrated_range`), low end first."""
         rest = dict(self.profile.rest_pose)
         bus = getattr(self.robot, "bus", None)
         if not rest or bus is None or not getattr(bus, "calibration", None):
             return []
-        problems = []
+        out = []
         for key, value in rest.items():
             motor = key.removesuffix(".pos")
-            cal = bus.calibration.get(motor)
-            if cal is None or motor not in bus.motors:
-                continue
-            lo, hi = sorted(self.calibrated_range(motor))
-            if not lo - 1e-6 <= value <= hi + 1e-6:
-                problems.append(f"rest_pose {key}: {value:g} is outside the calibrated range "
-                                f"[{lo:.1f}, {hi:.1f}] ({self.calibration_path}); choose a pose inside it")
-        return problems
+            if motor in bus.calibration and motor in bus.motors:
+                lo, hi = sorted(self.calibrated_range(motor))
+                out.append((key, value, lo, hi))
+        return out
 
     def _action_limits(self) -> dict[str, tuple[float, float]]:
         """`<joint>.pos: (lo, hi)`: the calibrated range minus `RANGE_MARGIN` on each side."""
