@@ -113,3 +113,29 @@ def test_the_reference_advances_with_measured_time_not_loop_counts(monkeypatch):
     took = time.perf_counter() - t0
     travel = max(abs(REST[k] - START[k]) for k in REST)   # 70 degrees of elbow
     assert took < travel / 45.0 * 1.6 + rest_move.FOLLOW_S, took
+
+
+def test_a_stalled_host_is_not_a_blocked_joint_but_a_held_joint_still_is():
+    """One loop step of 0.6 s in which nothing moved (the machine was starved, the servo's reply
+    came late): not a block. The same stall with the joint then held (positive control) is."""
+    for held_after_stall, should_block in ((False, False), (True, True)):
+        joints = Joints({"shoulder_lift.pos": 200.0, "elbow_flex.pos": 60.0})
+        read, reads = joints.read, []
+
+        def stalled_read():
+            reads.append(None)
+            if len(reads) == 5:
+                time.sleep(0.6)
+                joints.last = time.perf_counter()   # no motion during the stall
+                if held_after_stall:
+                    joints.speed["elbow_flex.pos"] = 0.0
+            return read()
+
+        joints.read = stalled_read
+        if should_block:
+            with pytest.raises(Blocked):
+                _move(joints)
+        else:
+            _move(joints)
+            assert abs(joints.present["elbow_flex.pos"] - 90.0) <= 2.0
+        assert len(reads) > 5
