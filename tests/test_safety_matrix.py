@@ -3,7 +3,8 @@ bench/safety_matrix.py runs whole (events x phases x on_stop, one event at the N
 transaction of a short twin campaign; the invariants: tests/support/safety_matrix.py). A canary
 run (torque-off disabled) shows the checks can fail. One run has the tiny SmolVLA under LeRobot's
 RTC engine (issue 26; tests/support/safety_matrix_rtc.py), with the two invariants of
-asynchronous inference on top; planted records show those checks can fail."""
+asynchronous inference on top; planted records and a run of a policy that only pauses LeRobot's
+engine show those checks can fail."""
 
 from __future__ import annotations
 
@@ -94,3 +95,34 @@ def test_the_rtc_checks_catch_a_stale_action_and_a_thread_left_running():
     kinds = sorted(v.split(":")[0] for v in outcome.violations)
     assert kinds == ["joined", "joined", "stale"], outcome.violations
     assert "computed 200 ms before a stop was sent 500 ms after it (1 such actions)" in outcome.violations[0]
+
+
+def test_the_rtc_checks_catch_a_policy_that_only_pauses_lerobots_engine(spans, vla, tmp_path, monkeypatch):
+    """The canary of the RTC invariants on a real run: stop() only pauses LeRobot's engine and the
+    next reset() resumes it with its queue (what a wrapper on `engine.pause()`/`engine.resume()`
+    would do): its thread is alive when the arm is stopped, and the stopped episode's queued
+    actions are sent in the policy's next episode."""
+    from orchestrator.policies.rtc import EnginePolicy
+
+    engines, real_reset = [], EnginePolicy.reset
+
+    def resume_old(self, context=None):
+        if self._engine is None:
+            real_reset(self, context)
+            engines.append(self._engine)
+            return
+        self._hold, self._cached_obs = None, None
+        self._engine.resume()
+
+    monkeypatch.setattr(EnginePolicy, "reset", resume_old)
+    monkeypatch.setattr(EnginePolicy, "stop", lambda self: self._engine is not None and self._engine.pause())
+    case = sm.Case("corrupt_burst", "hold", "move_to_start", spans["move_to_start"][0], "rtc", 1)
+    try:
+        _, _, outcome = sm.run_case(case, tmp_path, monkeypatch, checkpoint=vla)
+    finally:
+        for engine in engines:
+            engine.stop()
+    kinds = {v.split(":")[0] for v in outcome.violations}
+    assert {"stale", "joined"} <= kinds, outcome.violations
+    assert any("alive at ArmMotion.stop" in v for v in outcome.violations), outcome.violations
+    assert smr.rtc_threads() == []
