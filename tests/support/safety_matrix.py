@@ -28,6 +28,9 @@ stopped):
 - latency: stop key / Ctrl-C / SIGTERM to the hold (or release) write under 100 ms (a key
   pressed as a move ends, with no goal sent after it, is not a latency: the arm was still);
 - resumable: no attempt left running, every abort has a cause naming what failed.
+
+With `Case.policy` "rtc" both policies are the tiny SmolVLA under LeRobot's RTC engine and two more
+invariants hold (stale, joined: `support/safety_matrix_rtc.py`).
 """
 
 from __future__ import annotations
