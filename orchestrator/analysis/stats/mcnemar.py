@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Iterable
 
-import numpy as np
 from scipy import stats
 
 from orchestrator.analysis.stats.types import McNemarResult, PairedTable
@@ -17,11 +16,16 @@ from orchestrator.analysis.stats.types import McNemarResult, PairedTable
 
 def paired_table(a_ok: Iterable[bool], b_ok: Iterable[bool]) -> PairedTable:
     """Build the paired 2x2 from two aligned boolean sequences (one entry per layout)."""
-    a = np.asarray(list(a_ok), dtype=bool)
-    b = np.asarray(list(b_ok), dtype=bool)
-    if a.shape != b.shape:
+    # counted in Python: the stopping rule builds thousands of these of a few layouts each, where
+    # numpy's per-array set-up costs more than the counting
+    a = [bool(x) for x in a_ok]
+    b = [bool(x) for x in b_ok]
+    if len(a) != len(b):
         raise ValueError("paired outcomes must have the same length")
-    return PairedTable(int(np.sum(a & b)), int(np.sum(a & ~b)), int(np.sum(~a & b)), int(np.sum(~a & ~b)))
+    cells = [0, 0, 0, 0]                 # both, a only, b only, neither
+    for x, y in zip(a, b):
+        cells[(not x) * 2 + (not y)] += 1
+    return PairedTable(*cells)
 
 
 def mcnemar_exact_p(b: int, c: int) -> float:
