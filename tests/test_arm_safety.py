@@ -19,6 +19,7 @@ from fakes.rigs import REST, plug_in_arm, write_rig, write_videos
 from orchestrator.core.errors import BadInput, Interrupted, RuntimeFailure
 from orchestrator.run.operator_protocol import AutoOperator, StopRequested
 from orchestrator.rigs.base import EmergencyStop
+from orchestrator.rigs.device_fault import DeviceFault
 from orchestrator.rigs.profile import STATE_KEYS, load_rig
 from support.requires import require_module
 
@@ -332,6 +333,28 @@ def test_moves_to_rest_retry_corrupted_reads(bench):
         assert arm.corrupted >= 10
     finally:
         rig.disconnect()
+
+
+def test_a_ping_lost_at_connect_is_asked_again_and_a_servo_that_never_answers_is_named(bench):
+    """LeRobot's handshake pings each servo once; one lost reply failed the whole connect
+    ("Missing motor IDs") although every servo is there. A servo that stays silent on every
+    attempt (the positive control: unplugged from the chain) is still a fault that names it."""
+    from orchestrator.rigs.lerobot import LeRobotRig
+
+    _, arm, rig_path, _ = bench
+    rig = LeRobotRig(load_rig(rig_path))
+    arm.drop(1)   # the first instruction packet of the connect, the ping of servo 1, goes unanswered
+    rig.connect()
+    rig.disconnect()
+    assert set(rig.connect_pose) == {f"{m}.pos" for m in feetech.SO101_MOTORS}
+    elbow = arm.servos.pop(3)
+    try:
+        with pytest.raises(DeviceFault) as failed:
+            LeRobotRig(load_rig(rig_path)).connect()
+        assert str(failed.value).endswith("no reply from servo 3 (elbow_flex)"), str(failed.value)
+        assert "3-pin cable" in failed.value.hint
+    finally:
+        arm.servos[3] = elbow
 
 
 # ------------------------------------------------------------------ item 5: the rest pose

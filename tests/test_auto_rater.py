@@ -259,10 +259,10 @@ def test_report_json_rater_agreement_and_a_still_arm(tiny, tmp_path, capsys):
     async def session():
         async with app.run_test(size=(110, 32)) as pilot:
             await pilot.pause()
-            app.go(app.episode(still["id"]))
+            app.go(app.session.episode(still["id"]))
             await pilot.pause()
             assert "the arm never moved" in " ".join(app.screen_text().split())
-            app.go(next(e for e in app.order if e.id != still["id"]))
+            app.go(next(e for e in app.session.order if e.id != still["id"]))
             await pilot.pause()
             assert "never moved" not in app.screen_text()
 

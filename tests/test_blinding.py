@@ -124,7 +124,7 @@ def test_orders_are_independent_of_the_policy_sequence(campaign):
 @pytest.mark.subprocess
 def test_judge_package_cannot_reach_the_key():
     """Importing the judge app loads none of the modules that can read the key."""
-    code = ("import sys, orchestrator.judging.tui.app, orchestrator.judging.tui.player, orchestrator.judging.source\n"
+    code = ("import sys, orchestrator.judging.tui.app, orchestrator.judging.session, orchestrator.judging.source\n"
             "bad = [m for m in ('orchestrator.store.sqlite', 'orchestrator.judging.blinding', 'orchestrator.judging.bundle',"
             " 'orchestrator.design.schedule', 'orchestrator.design.protocol', 'sqlite3') if m in sys.modules]\n"
             "print(bad)\n")

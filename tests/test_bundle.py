@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from support.judge_campaign import make_campaign
+from support.judge_campaign import live_judgments, make_campaign
 from orchestrator.judging.bundle import BundleSource, bundle_labels
 from orchestrator.cli import main
 from orchestrator.judging.tui.app import JudgeApp
@@ -40,13 +40,7 @@ def fresh(made, tmp_path) -> tuple[Path, Path]:
 
 
 def judgments(directory: Path) -> list[tuple]:
-    conn = sqlite3.connect(directory / "campaign.db")
-    try:
-        return [tuple(r) for r in conn.execute(
-            "SELECT episode_id, judge, label, failure_mode, note, source, created_at FROM judgments"
-            " WHERE judge != 'physics' AND retracted_at IS NULL ORDER BY id")]
-    finally:
-        conn.close()
+    return live_judgments(directory, columns="episode_id, judge, label, failure_mode, note, source, created_at")
 
 
 def judge_bundle(bundle: Path, judge: str, keys: list[str]) -> JudgeApp:
@@ -125,7 +119,7 @@ def test_bundle_folder_name_must_not_name_a_policy(made, tmp_path, capsys):
 def test_judging_a_bundle_appends_a_line_per_key_and_resumes(fresh):
     _, bundle = fresh
     app = judge_bundle(bundle, "remote", ["s", "f", "3", "u", "q"])
-    order = [e.id for e in app.order]
+    order = [e.id for e in app.session.order]
     lines = (bundle / "labels" / "remote.jsonl").read_text().splitlines()
     assert [json.loads(x)["op"] for x in lines] == ["add", "add", "add", "retract", "add"]
     live = {r.episode_id: (r.label, r.failure_mode) for r in bundle_labels(bundle)["remote"]}
@@ -135,7 +129,7 @@ def test_judging_a_bundle_appends_a_line_per_key_and_resumes(fresh):
     with open(bundle / "labels" / "remote.jsonl", "a") as handle:
         handle.write('{"op": "add", "id": "lb_tor')
     again = judge_bundle(bundle, "remote", ["s"])
-    assert again.order[0].id == order[0]
+    assert again.session.order[0].id == order[0]
     live = {r.episode_id: r.label for r in bundle_labels(bundle)["remote"]}
     assert live == {order[0]: "success", order[1]: "failure", order[2]: "unsure", order[3]: "success"}
 
@@ -184,7 +178,7 @@ def test_import_labels_skips_episodes_the_judge_labelled_locally(fresh, capsys):
     app = judge_bundle(bundle, "remote", ["s"])
     conn = sqlite3.connect(directory / "campaign.db")
     conn.execute("INSERT INTO judgments (episode_id, judge, label, created_at, source)"
-                 " VALUES (?, 'remote', 'failure', 1.0, 'local')", (app.order[0].id,))
+                 " VALUES (?, 'remote', 'failure', 1.0, 'local')", (app.session.order[0].id,))
     conn.commit()
     conn.close()
     assert main(["import-labels", str(directory), str(bundle)]) == 0

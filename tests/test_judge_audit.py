@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from support.judge_campaign import make_campaign
+from support.judge_campaign import campaign_rows, make_campaign
 from orchestrator.judging.blinding import CampaignSource
 from orchestrator.judging.bundle import BundleSource
 from orchestrator.cli import main
@@ -38,14 +38,6 @@ def campaign(template, tmp_path) -> Path:
     return target
 
 
-def rows(directory: Path, sql: str) -> list[tuple]:
-    conn = sqlite3.connect(directory / "campaign.db")
-    try:
-        return [tuple(r) for r in conn.execute(sql)]
-    finally:
-        conn.close()
-
-
 def drive(app: JudgeApp, keys: list[str]) -> None:
     async def session():
         async with app.run_test(size=(110, 32)) as pilot:
@@ -60,7 +52,7 @@ def drive(app: JudgeApp, keys: list[str]) -> None:
 
 def test_first_beside_last_and_an_invalid_start_from_the_app(campaign):
     app = JudgeApp(CampaignSource(campaign, "alice"), renderer="halfcell", autoplay=False)
-    victim = app.order[0].id
+    victim = app.session.order[0].id
     with CampaignStore.open_for_labels(campaign) as store:    # bob had labelled it already
         store.add_judgment(victim, "bob", "success")
         slot = [t.slot for t in store.trials() if t.episode_id == victim][0]
@@ -68,25 +60,29 @@ def test_first_beside_last_and_an_invalid_start_from_the_app(campaign):
     async def session():
         async with app.run_test(size=(110, 32)) as pilot:
             await pilot.pause(0.3)
-            app.query_one(Player)
+            player = app.query_one(Player)
+            player.playing = True
+            app.action_invalid()                                     # `x` while playing the start
+            assert app.invalid_prompt and not player.playing         # paused while the reason is chosen
+            await pilot.press("escape")
             await pilot.press("x")
             assert "Invalid start" in app.screen_text() and "1: cube not on its mark" in app.screen_text()
             await pilot.press("escape")                              # cancelled: nothing written
             assert app.current_id == victim and not app.invalid_prompt
             await pilot.press("x", "2")
             await pilot.pause()
-            assert app.current_id != victim and victim not in [e.id for e in app.order]
+            assert app.current_id != victim and victim not in [e.id for e in app.session.order]
             assert "invalid start (cube knocked before the start)" in app.screen_text()
             assert "0 of 3 judged" in app.screen_text()
 
     asyncio.run(session())
     app.source.close()
-    assert rows(campaign, f"SELECT 1 FROM episodes WHERE id='{victim}'") == []
-    assert rows(campaign, f"SELECT episode_id FROM judgments WHERE episode_id='{victim}'") == []
-    assert rows(campaign, f"SELECT state FROM trials WHERE slot={slot}") == [("aborted",)]
-    assert rows(campaign, f"SELECT status, reason FROM attempts WHERE episode_id='{victim}'") == [
+    assert campaign_rows(campaign, f"SELECT 1 FROM episodes WHERE id='{victim}'") == []
+    assert campaign_rows(campaign, f"SELECT episode_id FROM judgments WHERE episode_id='{victim}'") == []
+    assert campaign_rows(campaign, f"SELECT state FROM trials WHERE slot={slot}") == [("aborted",)]
+    assert campaign_rows(campaign, f"SELECT status, reason FROM attempts WHERE episode_id='{victim}'") == [
         ("aborted", "invalid start (judge alice): cube knocked before the start")]
-    assert rows(campaign, "SELECT kind FROM events WHERE kind='invalid_start'") == [("invalid_start",)]
+    assert campaign_rows(campaign, "SELECT kind FROM events WHERE kind='invalid_start'") == [("invalid_start",)]
 
 
 def test_an_invalid_start_is_judged_from_the_start_alone(campaign):
@@ -96,7 +92,7 @@ def test_an_invalid_start_is_judged_from_the_start_alone(campaign):
     from orchestrator.judging.queue import START_WINDOW_S
 
     app = JudgeApp(CampaignSource(campaign, "alice"), renderer="halfcell", autoplay=False)
-    first = app.order[0].id
+    first = app.session.order[0].id
 
     async def session():
         async with app.run_test(size=(110, 32)) as pilot:
@@ -112,7 +108,7 @@ def test_an_invalid_start_is_judged_from_the_start_alone(campaign):
             assert "judged from the start alone" in app.screen_text() and not app.invalid_prompt
             await pilot.press("2")                                   # not a reason now
             assert app.current_id == first
-            app.go(app.order[1])                                     # the next episode, from its start
+            app.go(app.session.order[1])                                     # the next episode, from its start
             await pilot.pause(0.2)
             player._set_clock(START_WINDOW_S + 0.5)                  # played on past its start
             await pilot.pause()
@@ -121,8 +117,8 @@ def test_an_invalid_start_is_judged_from_the_start_alone(campaign):
 
     asyncio.run(session())
     app.source.close()
-    assert rows(campaign, "SELECT kind FROM events WHERE kind='invalid_start'") == []
-    assert rows(campaign, "SELECT count(*) FROM episodes") == [(len(app.order),)]
+    assert campaign_rows(campaign, "SELECT kind FROM events WHERE kind='invalid_start'") == []
+    assert campaign_rows(campaign, "SELECT count(*) FROM episodes") == [(len(app.session.order),)]
 
 
 def test_the_sealed_connection_still_refuses_the_key(campaign):
@@ -140,13 +136,14 @@ def test_invalid_start_from_a_bundle_is_imported_once(campaign, tmp_path, capsys
     source.invalidate(victim, "cube not on its mark")
     source.add(other, "success")
     app = JudgeApp(BundleSource(tmp_path / "bundle", "carol"), renderer="halfcell", autoplay=False)
-    assert victim not in [e.id for e in app.order]           # not offered again on reopen
+    assert victim not in [e.id for e in app.session.order]           # not offered again on reopen
     capsys.readouterr()
     assert main(["import-labels", str(campaign), str(tmp_path / "bundle")]) == 0
     assert "sent 1 trials back for a re-run" in capsys.readouterr().out
-    assert rows(campaign, f"SELECT reason FROM attempts WHERE episode_id='{victim}'")[0][0].startswith(
+    assert campaign_rows(campaign, f"SELECT reason FROM attempts WHERE episode_id='{victim}'")[0][0].startswith(
         "invalid start (judge carol, bundle bd_")
-    assert rows(campaign, "SELECT episode_id, label FROM judgments WHERE judge='carol'") == [(other, "success")]
+    carols = campaign_rows(campaign, "SELECT episode_id, label FROM judgments WHERE judge='carol'")
+    assert carols == [(other, "success")]
     assert main(["import-labels", str(campaign), str(tmp_path / "bundle")]) == 0   # again: no error
     assert "sent" not in capsys.readouterr().out
 

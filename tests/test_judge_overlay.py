@@ -93,7 +93,7 @@ def test_auto_renderer_follows_textual_image_detection(monkeypatch):
 @pytest.mark.parametrize("renderer", ["halfcell", "unicode", "sixel", "tgp"])
 def test_zoom_and_guide_keys_in_each_renderer(tiny, renderer):
     app = JudgeApp(CampaignSource(tiny, "alice"), renderer=renderer, autoplay=False)
-    episode = app.order[0]
+    episode = app.session.order[0]
     assert set(episode.camera_poses) == {"front"}
 
     async def session():

@@ -6,25 +6,18 @@ Needs the `tmux` program (CI installs it); without it the tests fail with the in
 from __future__ import annotations
 
 import shlex
-import sqlite3
 import sys
 import time
 from pathlib import Path
 
-from support.judge_campaign import SECRET_TERMS, make_campaign
+from support.judge_campaign import SECRET_TERMS, live_judgments, make_campaign
 from support.tmux import Tmux
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def labels(directory: Path) -> list[tuple[str, str | None]]:
-    conn = sqlite3.connect(directory / "campaign.db")
-    try:
-        return [tuple(r) for r in conn.execute(
-            "SELECT label, failure_mode FROM judgments WHERE judge = 't' AND retracted_at IS NULL"
-            " ORDER BY id")]
-    finally:
-        conn.close()
+    return live_judgments(directory, "t", columns="label, failure_mode")
 
 
 def wait_labels(directory: Path, count: int, timeout: float = 10.0) -> list:

@@ -1,7 +1,8 @@
 """The browser judge in a real browser: `orchestrator judge CAMPAIGN --judge NAME --web` in a
 fresh process, driven by headless Chromium (Playwright, Debian's Chromium). The videos play at
 true time from their recorded timestamps on one clock, the keys label every episode as the
-Textual judge does, and `orchestrator report` (another process) reads the labels back."""
+Textual judge does (both drive one `JudgeSession`: tests/test_judge_session.py), and
+`orchestrator report` (another process) reads the labels back."""
 
 from __future__ import annotations
 
@@ -183,58 +184,3 @@ def test_audit_guide_zoom_speeds_and_cameras(campaign):
         assert transforms[0].startswith("scale(") and min(map(float, transforms[0][6:].split(")")[0].split(","))) > 1.2
         assert transforms[1] == ""
         assert errors == []
-
-
-def test_the_session_stores_what_the_textual_judge_stores(template, tmp_path):
-    """The same decisions through the Textual judge and through the browser judge's session
-    leave the same labels, failure modes, notes and retractions in the store."""
-    import asyncio
-
-    from orchestrator.judging.blinding import CampaignSource
-    from orchestrator.judging.tui.app import JudgeApp
-    from orchestrator.judging.web.session import JudgeSession
-
-    tui_dir = Path(shutil.copytree(template, tmp_path / "tui"))
-    web_dir = Path(shutil.copytree(template, tmp_path / "web"))
-    # (the note box of the Textual judge is typed into; the session is given the text)
-    keys = ["u", "f", "2", "s", "z", "s", "s", "f", "1"]
-    app = JudgeApp(CampaignSource(tui_dir, "alice"), renderer="halfcell", autoplay=False)
-
-    async def drive():
-        async with app.run_test(size=(110, 32)) as pilot:
-            await pilot.pause()
-            for key in keys[:3]:
-                await pilot.press(key)
-            await pilot.press("n", *"late grip", "enter")
-            for key in keys[3:]:
-                await pilot.press(key)
-            await pilot.pause()
-
-    asyncio.run(drive())
-    app.source.close()
-    session = JudgeSession(CampaignSource(web_dir, "alice"))
-
-    def apply(key: str) -> None:
-        if key == "z":
-            session.undo()
-        elif key in "ufs":
-            session.label({"u": "unsure", "f": "failure", "s": "success"}[key])
-        else:
-            session.mode(int(key))
-
-    for key in keys[:3]:
-        apply(key)
-    session.note("late grip")
-    for key in keys[3:]:
-        apply(key)
-    assert session.progress()["text"] == "4 of 4 judged"
-    session.source.close()
-
-    def rows(directory: Path):
-        with CampaignStore.open_readonly(directory) as store:
-            every = store.judgments("alice", include_retracted=True)
-            latest = store.latest_labels("alice")
-        return sorted((e, j.label, j.failure_mode, j.note) for e, j in latest.items()), len(every)
-
-    assert rows(tui_dir) == rows(web_dir)
-    assert rows(web_dir)[1] > 4                   # replacements were written, then retracted

@@ -226,7 +226,7 @@ def test_the_web_judge_cannot_reach_the_key():
             "bad = [m for m in ('orchestrator.store.sqlite', 'orchestrator.judging.blinding', "
             "'orchestrator.judging.bundle', 'orchestrator.design.schedule', 'orchestrator.design.protocol', "
             "'sqlite3', 'psycopg') if m in sys.modules]\n"
-            "print(bad, 'orchestrator.judging.web.session' in sys.modules)\n")
+            "print(bad, 'orchestrator.judging.session' in sys.modules)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[] True"

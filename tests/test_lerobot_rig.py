@@ -172,6 +172,39 @@ def test_camera_that_stops_delivering_is_a_device_fault_and_the_arm_still_rests(
         rig.disconnect()
 
 
+def test_a_camera_whose_read_thread_ended_is_a_camera_fault_and_is_released(tmp_path, monkeypatch, no_stdin):
+    """A decoder that keeps failing ends the read thread (more than ten failures in a row, as
+    OpenCVCamera's). The camera stays connected, as OpenCVCamera does, so LeRobot's robot reads
+    it and the fault names that camera with its last failure (a camera that called itself
+    disconnected made LeRobot's robot say it was not connected: an arm fault), and the rig's
+    disconnect releases it."""
+    from orchestrator.rigs import videocam
+
+    arm, port, cal = plug_in_arm(tmp_path, monkeypatch)
+    real_decode = videocam.VideoCam._decode
+
+    def decode(self):
+        if self.path.name == "wrist.mp4" and self.frames_delivered >= 4:
+            raise RuntimeError("decoder lost")
+        return real_decode(self)
+
+    monkeypatch.setattr(videocam.VideoCam, "_decode", decode)
+    rig = make_rig(write_rig(tmp_path / "rig.yaml", port, cal, write_videos(tmp_path)))
+    rig.connect()
+    wrist = rig.robot.cameras["wrist"]
+    try:
+        with pytest.raises(DeviceFault) as err:
+            for _ in range(200):
+                rig.observe()
+                rig.robot.cameras["front"].async_read(timeout_ms=1000)
+        assert err.value.kind == "camera" and err.value.device == "camera wrist", err.value
+        assert "read thread is not running" in err.value.cause and "decoder lost" in err.value.cause
+        assert wrist.is_connected
+    finally:
+        rig.disconnect()
+    assert not wrist.is_connected and wrist._cap is None
+
+
 def test_video_camera_is_registered_loops_and_resizes(tmp_path):
     from lerobot.cameras import CameraConfig, make_cameras_from_configs
 

@@ -80,6 +80,23 @@ def test_bad_csv_is_a_located_error(tmp_path, text, line, fragment):
     assert fragment in first
 
 
+@pytest.mark.parametrize("raw,fragment", [
+    (b"\xef\xbb\xbflayout,policy,success\nM01,A,1\n\xffM01,B,1\n", "not UTF-8 text"),   # after a spreadsheet's BOM
+    (b"layout,policy,success\nM01,A,1\nM01,B,1\x00\n", "NUL bytes"),
+])
+def test_a_file_that_is_not_text_is_located_at_its_line(tmp_path, raw, fragment):
+    """The text file rule of `core/textfile.py`, as for a protocol: the line of the bad byte (the
+    byte order mark used to shift a bad byte at the start of a line to the line before; a NUL
+    byte was read as part of a value)."""
+    path = tmp_path / "o.csv"
+    path.write_bytes(raw)
+    with pytest.raises(BadInput) as info:
+        load_outcomes_csv(path)
+    first = info.value.problems[0]
+    assert first.startswith(f"{path}:3:1:" if fragment == "not UTF-8 text" else f"{path}:3:"), first
+    assert fragment in first and "\n" not in first
+
+
 def test_line_numbers_count_blank_lines_and_quoted_newlines(tmp_path):
     text = 'layout,policy,success,failure_mode\nM01,A,1,\n\n"M0\n2",B,0,missed\nM03,B,nah,\n'
     path = write(tmp_path, text)

@@ -65,13 +65,6 @@ def _twin_is_safe_and_quiet(twin) -> None:
 
 
 @pytest.mark.slow
-# Known failure since the twin's STS3215 model (issue 23) met the closed-loop move to rest (issue 22)
-# on one main: part (a), SIGTERM under --no-console, still passes its checks (exit 130, torque 0,
-# the wire quiet); in part (b) the resumed session's first move to rest, from the pose the arm sagged
-# to with torque off, stops as "did not reach rest: ... blocked" and holds (the safe side) instead of
-# reaching the trial prompt. Open in the issues' notes; strict=False so a fix shows as XPASS.
-@pytest.mark.xfail(reason="resumed attended session: the first move to rest on the new twin physics stops as "
-                          "'blocked' (issue 22/23 integration, under investigation)", strict=False)
 def test_sigterm_from_another_process_leaves_torque_off_and_the_wire_quiet_then_run_resumes(tmp_path):
     """Both ways an operator runs a real arm: plain terminal prompts (`--no-console`, stdin is a
     pipe), then the resumed campaign under the operator console in a real terminal (tmux)."""

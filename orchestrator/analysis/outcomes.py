@@ -32,6 +32,7 @@ from typing import Any, Iterable, Sequence
 from orchestrator.design.protocol import deployment_label
 from orchestrator.core.errors import BadInput
 from orchestrator.core.pids import process_running
+from orchestrator.core.textfile import read_text_file
 from orchestrator.store.sqlite import AUTO_JUDGE, PHYSICS_JUDGE, CampaignStore, Judgment
 
 SUCCESS_WORDS = {"1": True, "true": True, "yes": True, "0": False, "false": False, "no": False}
@@ -275,17 +276,7 @@ def parse_success(value: str) -> bool | None:
 
 def _csv_rows(path: Path) -> tuple[list[list[str]], list[int]]:
     """The CSV's rows from the first non-blank one, with their physical line numbers."""
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise BadInput(f"{path}: file not found") from None
-    except OSError as exc:
-        raise BadInput(f"{path}: cannot read: {exc.strerror}") from None
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        raise BadInput(f"{path}:{line}: not UTF-8 text") from None
+    text = read_text_file(path, "outcomes CSV", encoding="utf-8-sig")
     try:
         rows = list(csv.reader(io.StringIO(text, newline=""), strict=True))
     except csv.Error as exc:

@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from orchestrator.core.errors import BadInput
+from orchestrator.core.textfile import read_text_file
 
 Loc = tuple[str | int, ...]
 
@@ -55,11 +56,6 @@ def _walk(node: yaml.Node, loc: Loc, out: dict[Loc, tuple[int, int]],
             _walk(item, child, out, seen)
 
 
-def _byte_position(raw: bytes, offset: int) -> tuple[int, int]:
-    """1-based (line, column) of byte `offset` in `raw`."""
-    return raw.count(b"\n", 0, offset) + 1, offset - (raw.rfind(b"\n", 0, offset) + 1) + 1
-
-
 def _syntax_error(path: Path, exc: yaml.MarkedYAMLError) -> str:
     """One line naming both places PyYAML knows: where the construct opened (`context_mark`, e.g.
     an unclosed `{`: where the user has to look) and where PyYAML noticed (`problem_mark`)."""
@@ -80,22 +76,7 @@ def load_yaml_mapping(path: Path, what: str) -> tuple[dict[str, Any], SourceMap,
     mapping) becomes a `BadInput` with one located line.
     """
     path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise BadInput(f"{path}:1:1: {what} file not found") from None
-    except IsADirectoryError:
-        raise BadInput(f"{path}:1:1: {what} path is a directory, not a file") from None
-    except OSError as exc:
-        raise BadInput(f"{path}:1:1: cannot read {what} file: {exc.strerror}") from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line, col = _byte_position(raw, exc.start)
-        raise BadInput(f"{path}:{line}:{col}: {what} file is not UTF-8 text") from None
-    if "\x00" in text:
-        line, col = _byte_position(raw, raw.index(b"\x00"))
-        raise BadInput(f"{path}:{line}:{col}: {what} file contains NUL bytes (binary, not YAML)")
+    text = read_text_file(path, what)
     smap = SourceMap(path)
     try:
         loader = yaml.SafeLoader(text)

@@ -466,6 +466,16 @@ def format_validation_errors(error: ValidationError, smap: SourceMap, root: type
     return lines
 
 
+def load_validated[M: BaseModel](path: Path, what: str, model: type[M]) -> tuple[M, dict, SourceMap, str]:
+    """`path` read as a YAML mapping (`load_yaml_mapping`) and validated as `model`: (the model,
+    the data, its source map, the text); `BadInput` with one located line per problem."""
+    data, smap, text = load_yaml_mapping(path, what)
+    try:
+        return model.model_validate(data), data, smap, text
+    except ValidationError as exc:
+        raise BadInput(format_validation_errors(exc, smap, model, data)) from None
+
+
 def _policy_model(data: dict, loc: tuple) -> type[BaseModel] | None:
     try:
         kind = data["policies"][loc[1]].get("type")
@@ -523,11 +533,7 @@ def load_layout(path: Path) -> tuple[Layout, str]:
 def load_protocol(path: str | Path) -> LoadedProtocol:
     """Load, validate and resolve a protocol and its layout. Raises `BadInput` with every problem."""
     path = Path(path)
-    data, smap, text = load_yaml_mapping(path, "protocol")
-    try:
-        protocol = Protocol.model_validate(data)
-    except ValidationError as exc:
-        raise BadInput(format_validation_errors(exc, smap, Protocol, data)) from None
+    protocol, _, smap, text = load_validated(path, "protocol", Protocol)
     layout_path = (path.parent / protocol.layout).resolve()
     try:
         layout, layout_text = load_layout(layout_path)

@@ -124,7 +124,7 @@ def check_export_space(plan: ExportPlan) -> None:
     """Refuse to start an export that would not fit beside the root (nothing written yet)."""
     source = 0
     for ep in plan.episodes:
-        for name, relative in ep.record["files"].items():
+        for relative in ep.files.paths():
             try:
                 source += (plan.campaign_dir / relative).stat().st_size
             except OSError:

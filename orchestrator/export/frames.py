@@ -65,7 +65,7 @@ def held_frames(path: Path, indices: np.ndarray, shape: tuple[int, int], where: 
 
 def episode_series(plan: ExportPlan, ep: EpisodePlan) -> dict[str, np.ndarray]:
     """The episode's time series (`recording.read_series`), state and action as float32."""
-    path = plan.campaign_dir / ep.record["files"]["timeseries"]
+    path = plan.campaign_dir / ep.files.timeseries
     data = read_series(path)
     for name in ("state", "action"):
         data[name] = data[name].astype(np.float32)

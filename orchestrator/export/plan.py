@@ -12,6 +12,7 @@ from orchestrator.core.errors import BadInput, RuntimeFailure
 from orchestrator.analysis.outcomes import CONSENSUS, outcomes_from_store
 from orchestrator.rigs.profile import STATE_KEYS, RigProfile, parse_rig_text
 from orchestrator.design.schedule import Trial
+from orchestrator.run.recording import EpisodeFiles, damaged_files
 from orchestrator.store.sqlite import PHYSICS_JUDGE, CampaignStore
 from orchestrator.export.names import F_ACTION, F_FAILURE, F_IMAGE, F_MARK, F_POLICY, F_STATE, F_SUCCESS
 
@@ -40,6 +41,7 @@ class EpisodePlan:
     index: int                         # episode_index in the dataset
     trial: Trial
     record: dict[str, Any]             # the store's episode row
+    files: EpisodeFiles                # its files (`record["files"]`, decoded by the recorder's type)
     success: bool | None
     failure_mode: str | None
 
@@ -155,20 +157,19 @@ def _refusals(store: CampaignStore, done: list[Trial], trials: list[Trial], labe
     return forced
 
 
-def _check_files(directory: Path, done: list[Trial], records: dict[str, dict[str, Any]]) -> list[str]:
+def _check_files(directory: Path, done: list[Trial], records: dict[str, dict[str, Any]],
+                 files: dict[str, EpisodeFiles]) -> list[str]:
     """Every file present and intact (the recorder's digests); the common camera list."""
-    from orchestrator.run.recording import damaged_files
-
     cameras: list[str] | None = None
     for t in done:
-        record = records[t.episode_id]
+        record, episode = records[t.episode_id], files[t.episode_id]
         if cameras is None:
             cameras = list(record["cameras"])
         elif list(record["cameras"]) != cameras:
             raise RuntimeFailure(f"{directory}: episode {t.episode_id} (trial {t.slot + 1}) has cameras "
                                  f"{record['cameras']}, others {cameras}; cannot export mixed camera sets")
-        files = record["files"]
-        missing = [name for name in [*cameras, "timeseries"] if name not in files]
+        needed = {camera: episode.videos.get(camera) for camera in cameras} | {"timeseries": episode.timeseries}
+        missing = [name for name, relative in needed.items() if relative is None]
         if missing:
             raise RuntimeFailure(f"{directory}: episode {t.episode_id} (trial {t.slot + 1}) lists no file "
                                  f"for {', '.join(missing)}")
@@ -176,7 +177,7 @@ def _check_files(directory: Path, done: list[Trial], records: dict[str, dict[str
         if digests:
             bad = damaged_files(directory, digests)
         else:
-            bad = [files[name] for name in [*cameras, "timeseries"] if not (directory / files[name]).is_file()]
+            bad = [relative for relative in needed.values() if not (directory / relative).is_file()]
         if bad:
             raise RuntimeFailure(f"{directory}: episode {t.episode_id} (trial {t.slot + 1}): "
                                  f"{', '.join(bad)} missing or damaged; cannot export it")
@@ -230,10 +231,10 @@ def plan_export(store: CampaignStore, *, repo_id: str, root: Path, judge: str | 
     if not done:
         raise BadInput(f"{directory}: no completed episode to export yet (run the campaign first)")
     forced = _refusals(store, done, trials, labels, protocol.protocol.judging.judges, force)
-    cameras = _check_files(directory, done, records)
-    shapes = {camera: video_shape(directory / records[done[0].episode_id]["files"][camera])
-              for camera in cameras}
-    episodes = [EpisodePlan(index=i, trial=t, record=records[t.episode_id],
+    files = {t.episode_id: EpisodeFiles.from_dict(records[t.episode_id]["files"]) for t in done}
+    cameras = _check_files(directory, done, records, files)
+    shapes = {camera: video_shape(directory / files[done[0].episode_id].videos[camera]) for camera in cameras}
+    episodes = [EpisodePlan(index=i, trial=t, record=records[t.episode_id], files=files[t.episode_id],
                             success=labels.by_episode.get(t.episode_id, (None, None))[0],
                             failure_mode=labels.by_episode.get(t.episode_id, (None, None))[1])
                 for i, t in enumerate(done)]

@@ -95,7 +95,7 @@ def _add_episode(dataset: Any, plan: ExportPlan, ep: EpisodePlan) -> int:
     step_t = series["t"][::plan.stride]
     streams = {}
     for camera in plan.cameras:
-        path = plan.campaign_dir / ep.record["files"][camera]
+        path = plan.campaign_dir / ep.files.videos[camera]
         n_video = (ep.record.get("timing") or {}).get("video_frames", {}).get(camera)
         if series.get(f"frame_t.{camera}") is None and n_video:   # spread over every step, then take ours
             indices = frames.frame_indices(series["t"], None, n_video)[::plan.stride]

@@ -1,6 +1,6 @@
-"""A judge's queue, the same in the Textual judge (`tui/app.py`) and the web judge
-(`web/session.py`): which episodes are still the judge's to judge, which comes next, how far
-along the judge is, and when an invalid start may still be marked.
+"""A judge's queue, as the judging session (`session.py`) keeps it for both faces (the Textual
+judge and the browser judge): which episodes are still the judge's to judge, which comes next,
+how far along the judge is, and when an invalid start may still be marked.
 
 The order is the judge's own (`blinding.judge_order`); an episode the judge sent back as an
 invalid start leaves it. Unjudged episodes come first, in order; then the `unsure` ones, cycling.
@@ -16,6 +16,13 @@ from orchestrator.judging.source import INVALID_START, BlindEpisode, LabelRecord
 START_WINDOW_S = 0.5
 START_ONLY = (f"An invalid start is judged from the start alone: mark it with x before the episode plays past "
               f"its first {START_WINDOW_S:g} s or its last frame is shown (a). Label this one as you see it.")
+
+
+def start_only(seen_s: float, end_seen: bool) -> bool:
+    """Nothing past the episode's first START_WINDOW_S has been on screen: `seen_s` is the furthest
+    clock time shown (seconds from the episode's start), `end_seen` whether its last frame was shown
+    (the first frame beside the last, `a`). Only then may the judge mark an invalid start."""
+    return seen_s <= START_WINDOW_S and not end_seen
 
 
 def judgeable(episodes: list[BlindEpisode], labels: dict[str, LabelRecord]) -> list[BlindEpisode]:

@@ -19,6 +19,8 @@ ALARM_CHECK = ("what the arm pushes against (the table, the cube, a hand): free 
                "check the 12 V supply; the arm holds until you confirm")
 RESET_CHECK = ("the servos' 12 V supply and the cables between the servos (a servo that resets lost power "
                "for a moment); the arm holds until you confirm")
+SILENT_CHECK = ("the 3-pin cable into that servo from the one before it in the chain, and the 12 V supply; "
+                "a servo given another ID answers there instead (`lerobot-setup-motors`)")
 BLOCKED_CHECK = ("what holds the joint back (a hand, the cube, the table): free it; the arm holds where it "
                  "is until you confirm")
 POLICY_CHECK = ("the checkpoint and its processors (re-run `orchestrator doctor --protocol ...`); "
@@ -69,6 +71,11 @@ class DeviceFault(RuntimeFailure):
         what to check is the load and the power, not the USB cable."""
         check = RESET_CHECK if type(exc).__name__ == "ServoReset" else ALARM_CHECK
         return cls("arm", device, one_line(exc), check)
+
+    @classmethod
+    def silent_servos(cls, device: str, servos: list[str]) -> "DeviceFault":
+        """Servos that answer no ping (LeRobot's handshake: "Missing motor IDs"), named."""
+        return cls("arm", device, f"no reply from servo {', '.join(servos)}", SILENT_CHECK)
 
     @classmethod
     def camera(cls, name: str, exc: BaseException) -> "DeviceFault":

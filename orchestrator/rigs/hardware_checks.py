@@ -198,23 +198,15 @@ def profile_refusals(rig: Any, allowed: Iterable[str] = ()) -> list[str]:
 
 def rest_near_limits(rig: Any) -> list[str]:
     """The joints of the profile's rest pose within `REST_LIMIT_MARGIN` of a calibrated limit."""
-    rest = dict(rig.profile.rest_pose)
-    bus = getattr(rig.robot, "bus", None)
-    if not rest or bus is None or not getattr(bus, "calibration", None):
-        return []
     lines = []
-    for key, value in rest.items():
-        motor = key.removesuffix(".pos")
-        if motor not in bus.calibration or motor not in bus.motors:
-            continue
-        lo, hi = sorted(rig.calibrated_range(motor))
+    for key, value, lo, hi in rig.rest_pose_ranges():
         if not lo <= value <= hi:
             continue   # outside the range: rest_pose_problems refuses it
         near = lo if value - lo < REST_LIMIT_MARGIN else hi if hi - value < REST_LIMIT_MARGIN else None
         if near is None:
             continue
         what = ("the gripper is closed at rest (it would squeeze the cube while the operator takes it out)"
-                if motor == "gripper" and near == lo else f"within {REST_LIMIT_MARGIN:g} of its calibrated limit")
+                if key == "gripper.pos" and near == lo else f"within {REST_LIMIT_MARGIN:g} of its calibrated limit")
         lines.append(f"rest_pose {key}: {value:g} is {what} ({near:.1f}, range [{lo:.1f}, {hi:.1f}]); choose a pose "
                      f"at least {REST_LIMIT_MARGIN:g} inside")
     return lines

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -65,6 +66,9 @@ from orchestrator.rigs.torque import torque_off
 logger = logging.getLogger(__name__)
 
 CONNECT_ATTEMPTS = 3
+# what LeRobot / scservo_sdk say when a status packet was corrupted or never came
+LOST_PACKET_SIGNS = ("Incorrect status packet", "no status packet", "motor check failed")
+MISSING_ID = re.compile(r"- (\d+) \(expected model")   # a line of LeRobot's "Missing motor IDs" list
 RANGE_MARGIN = 2.0       # degrees (gripper: 0-100 units) kept clear of each calibrated limit
 
 
@@ -218,14 +222,15 @@ class LeRobotRig(Rig):
 
     def _retrying(self, step: Callable[[], Any]) -> Any:
         """Run a connect step again (up to `CONNECT_ATTEMPTS`) when a status packet came back
-        corrupted: LeRobot's calibration reads and configure() writes have no retries of their
-        own, and Feetech servos do corrupt packets now and then."""
+        corrupted or not at all: LeRobot's calibration reads, configure() writes and the
+        handshake's one ping per motor ("motor check failed ... Missing motor IDs") have no
+        retries of their own, and Feetech servos do corrupt or drop packets now and then. Only
+        reads and configuration writes are repeated; nothing moves before connect ends."""
         for attempt in range(CONNECT_ATTEMPTS):
             try:
                 return step()
             except DeviceFault as fault:
-                corrupted = any("Incorrect status packet" in str(e) or "no status packet" in str(e)
-                                for e in _chain(fault))
+                corrupted = any(any(sign in str(e) for sign in LOST_PACKET_SIGNS) for e in _chain(fault))
                 if not corrupted or attempt == CONNECT_ATTEMPTS - 1:
                     raise
                 logger.warning("connect: %s; trying again", fault.cause)
@@ -398,21 +403,24 @@ class LeRobotRig(Rig):
     def rest_pose_problems(self) -> list[str]:
         """The profile's rest pose against the calibrated range of each joint (LeRobot's own
         normalisation of the calibration file's range_min/range_max)."""
+        return [f"rest_pose {key}: {value:g} is outside the calibrated range [{lo:.1f}, {hi:.1f}] "
+                f"({self.calibration_path}); choose a pose inside it"
+                for key, value, lo, hi in self.rest_pose_ranges() if not lo - 1e-6 <= value <= hi + 1e-6]
+
+    def rest_pose_ranges(self) -> list[tuple[str, float, float, float]]:
+        """(key, rest value, lo, hi) for each joint of the profile's rest pose that the bus has a
+        calibration for: its calibrated range (`calibrated_range`), low end first."""
         rest = dict(self.profile.rest_pose)
         bus = getattr(self.robot, "bus", None)
         if not rest or bus is None or not getattr(bus, "calibration", None):
             return []
-        problems = []
+        out = []
         for key, value in rest.items():
             motor = key.removesuffix(".pos")
-            cal = bus.calibration.get(motor)
-            if cal is None or motor not in bus.motors:
-                continue
-            lo, hi = sorted(self.calibrated_range(motor))
-            if not lo - 1e-6 <= value <= hi + 1e-6:
-                problems.append(f"rest_pose {key}: {value:g} is outside the calibrated range "
-                                f"[{lo:.1f}, {hi:.1f}] ({self.calibration_path}); choose a pose inside it")
-        return problems
+            if motor in bus.calibration and motor in bus.motors:
+                lo, hi = sorted(self.calibrated_range(motor))
+                out.append((key, value, lo, hi))
+        return out
 
     def _action_limits(self) -> dict[str, tuple[float, float]]:
         """`<joint>.pos: (lo, hi)`: the calibrated range minus `RANGE_MARGIN` on each side."""
@@ -513,6 +521,11 @@ class LeRobotRig(Rig):
         if isinstance(exc, (ServoAlarm, ServoReset)):
             return DeviceFault.servo(self._arm_name(), exc)
         text = str(exc)
+        if "Missing motor IDs" in text:
+            motors = getattr(getattr(self._robot, "bus", None), "motors", {}) or {}
+            names = {m.id: name for name, m in motors.items()}
+            ids = [int(i) for i in MISSING_ID.findall(text.split("Missing motor IDs", 1)[1].split("\n\n")[0])]
+            return DeviceFault.silent_servos(self._arm_name(), [f"{i} ({names.get(i, '?')})" for i in ids])
         cameras = getattr(self._robot, "cameras", {}) or {}
         suspects = [name for name, cam in cameras.items() if str(cam) in text]
         if not suspects and isinstance(exc, TimeoutError):

@@ -11,11 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from orchestrator.core.errors import BadInput
-from orchestrator.design.protocol import format_validation_errors
-from orchestrator.core.yamlsrc import load_yaml_mapping
+from orchestrator.design.protocol import load_validated
 
 JOINTS = ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper")
 """SO-101 motor names; observation/action keys are `<joint>.pos` (degrees, gripper 0-100)."""
@@ -93,11 +92,7 @@ class LoadedRig:
 def load_rig(path: str | Path) -> LoadedRig:
     """Load and validate a rig profile; `BadInput` with located lines on any problem."""
     path = Path(path)
-    data, smap, text = load_yaml_mapping(path, "rig profile")
-    try:
-        profile = RigProfile.model_validate(data)
-    except ValidationError as exc:
-        raise BadInput(format_validation_errors(exc, smap, RigProfile, data)) from None
+    profile, data, smap, text = load_validated(path, "rig profile", RigProfile)
     problems = _near_miss_keys(data, smap)
     for key in profile.rest_pose:
         if key not in STATE_KEYS:

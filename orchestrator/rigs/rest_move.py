@@ -16,7 +16,10 @@ A joint is **blocked** when it is more than `FOLLOW_DEG` from its reference and 
 than `PROGRESS_DEG` toward it for `FOLLOW_S` (a hand, the cube or the table holds it): the move
 stops, the present pose is commanded (the arm holds where it is) and `RestBlocked` names the
 joints. A joint that moves, however slowly, is not blocked: slowness is the servo's, a stop is
-the world's. When every reference has arrived, the move ends once every joint is within
+the world's. A loop step that took longer than `UNWATCHED_S` (the host or the bus stalled: a
+busy machine, a USB hiccup; the twin then answers late too) does not count toward `FOLLOW_S`:
+the joint was not watched then, and its goal stayed within `MAX_LEAD_DEG` of it all the while.
+When every reference has arrived, the move ends once every joint is within
 `tolerance_deg` of rest, or after `settle_s` (a joint still more than `MAX_LEAD_DEG` away is
 blocked). Units are LeRobot's (degrees; the gripper 0-100).
 
@@ -34,6 +37,7 @@ FOLLOW_DEG = 3.0          # a joint this far from its reference...
 PROGRESS_DEG = 1.0        # ...that moves less than this toward it...
 FOLLOW_S = 0.3            # ...for this long is blocked
 MAX_DT_S = 0.1            # a stalled loop (a slow read) does not advance the reference further
+UNWATCHED_S = 0.1         # a loop step longer than this (a stalled host or bus) is not watched time
 CHECK_EVERY_STEPS = 5
 
 Pose = dict[str, float]
@@ -50,6 +54,12 @@ class _Following:
     def __init__(self, here: Pose, now: float):
         self.mark = dict(here)
         self.since = dict.fromkeys(here, now)
+
+    def unwatched(self, seconds: float) -> None:
+        """A loop step that took `seconds` (more than `UNWATCHED_S`): the arm was not watched, so
+        that time does not count as a joint not following."""
+        for k in self.since:
+            self.since[k] += seconds
 
     def stuck(self, reference: Pose, here: Pose, now: float) -> list[str]:
         out = []
@@ -82,6 +92,8 @@ def move_to_rest(read: Callable[[], Pose], write: Callable[[Pose], None], rest: 
         if n % CHECK_EVERY_STEPS == 0:   # from the first step: a move never starts on an alarm
             watch()
         step = speed_deg_s * min(t0 - last, MAX_DT_S)
+        if t0 - last > UNWATCHED_S:
+            following.unwatched(t0 - last)
         last = t0
         for k in keys:
             moved = reference[k] + _clip(rest[k] - reference[k], step)

@@ -198,6 +198,10 @@ class EpisodeFiles:
             out["camera_poses"] = self.camera_poses
         return out
 
+    def paths(self) -> list[str]:
+        """Every file of the episode (relative paths)."""
+        return list(self.to_dict().values())
+
     @classmethod
     def from_dict(cls, files: "dict[str, str] | str") -> "EpisodeFiles":
         """From the stored object (or its JSON text)."""

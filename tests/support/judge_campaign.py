@@ -9,6 +9,7 @@ episode with small real H.264 MP4 files (synthetic frames, written with PyAV) at
 from __future__ import annotations
 
 import hashlib
+import sqlite3
 from pathlib import Path
 
 import av
@@ -113,3 +114,22 @@ def policy_of(directory: Path) -> dict[str, str]:
         return {t.episode_id: t.policy for t in store.trials() if t.episode_id}
     finally:
         store.close()
+
+
+
+def campaign_rows(directory: Path, sql: str, args: tuple = ()) -> list[tuple]:
+    """The rows of `sql` on the campaign's store, read by another connection than the judge's."""
+    conn = sqlite3.connect(directory / "campaign.db")
+    try:
+        return [tuple(r) for r in conn.execute(sql, args)]
+    finally:
+        conn.close()
+
+
+def live_judgments(directory: Path, judge: str | None = None,
+                   columns: str = "episode_id, label, failure_mode, note") -> list[tuple]:
+    """The live (not retracted) labels of `judge` (None: of every judge but `physics`) in the
+    order they were made, read straight from campaign.db: what a judge's session made durable."""
+    who, args = ("judge = ?", (judge,)) if judge is not None else ("judge != 'physics'", ())
+    return campaign_rows(directory, f"SELECT {columns} FROM judgments WHERE {who} AND retracted_at IS NULL"
+                                    " ORDER BY id", args)

@@ -17,7 +17,8 @@ whether it has rejected after n layouts depends on the discordant sequence alone
 `evalue_power(n, ...)` is that probability; `evalue_layouts_needed` the smallest n reaching a
 target power. With K pairwise comparisons the rule's threshold is K/alpha: pass alpha/K.
 Checked against enumeration of every discordant sequence and against simulation of the
-runner's rule (tests/test_stats_evalue_power.py).
+runner's rule (tests/test_stats_evalue_rule.py). The sum over m and the bisection are
+`power.power_over_discordant` and `power.first_reaching`, shared with the fixed-n test.
 
 References: Ville J (1939). Etude critique de la notion de collectif. Gauthier-Villars. Wald A
 (1947). Sequential Analysis. Wiley. Ramdas A, Grunwald P, Vovk V, Shafer G (2023). Game-theoretic
@@ -30,7 +31,9 @@ import math
 from functools import lru_cache
 
 import numpy as np
-from scipy import special, stats
+from scipy import special
+
+from orchestrator.analysis.stats.power import first_reaching, power_over_discordant
 
 
 @lru_cache(maxsize=64)
@@ -113,8 +116,7 @@ def evalue_power(n: int, p10: float, p01: float, alpha: float = 0.05, prior_a: f
     q = p10 + p01
     if n <= 0 or q <= 0:
         return 0.0
-    r = rejection_by_discordant(n, p10 / q, alpha, prior_a)
-    return float(np.dot(stats.binom.pmf(np.arange(n + 1), n, q), r))
+    return power_over_discordant(n, q, rejection_by_discordant(n, p10 / q, alpha, prior_a))
 
 
 def evalue_layouts_needed(p10: float, p01: float, power: float = 0.8, alpha: float = 0.05,
@@ -133,17 +135,10 @@ def evalue_layouts_needed(p10: float, p01: float, power: float = 0.8, alpha: flo
         r = passage.extend(hi)
 
         def pw(n: int) -> float:
-            return float(np.dot(stats.binom.pmf(np.arange(n + 1), n, q), r[: n + 1]))
+            return power_over_discordant(n, q, r)
 
         if pw(hi) >= power:
             break
         if hi == n_max:
             return None
-    lo = 1
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if pw(mid) >= power:
-            hi = mid
-        else:
-            lo = mid + 1
-    return lo
+    return first_reaching(pw, 1, hi, power)

@@ -102,6 +102,25 @@ def _conditional_rejection(m_max: int, theta: float, alpha: float, test: str) ->
     return r
 
 
+def power_over_discordant(n: int, q: float, r: np.ndarray) -> float:
+    """P(reject with n layouts) = sum_{m=0}^{n} Bin(m; n, q) R(m), where each layout is
+    discordant with probability q and R(m) = r[m] is the probability of rejecting given m
+    discordant layouts (a fixed-n test's or a sequential rule's: `evalue_power`)."""
+    return float(np.dot(stats.binom.pmf(np.arange(n + 1), n, q), r[: n + 1]))
+
+
+def first_reaching(pw, lo: int, hi: int, power: float) -> int:
+    """Bisection: the smallest n in [lo, hi] with pw(n) >= power, given pw(hi) >= power and pw
+    non-decreasing (on a saw-tooth curve, a crossing near the smallest)."""
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if pw(mid) >= power:
+            hi = mid
+        else:
+            lo = mid + 1
+    return hi
+
+
 def paired_power(n: int, p10: float, p01: float, alpha: float = 0.05,
                  test: str = "mcnemar_midp") -> PowerResult:
     """Exact power of the paired McNemar test (exact or mid-p) with n layouts, by enumeration
@@ -113,10 +132,8 @@ def paired_power(n: int, p10: float, p01: float, alpha: float = 0.05,
     q = p10 + p01
     if n <= 0 or q <= 0:
         return PowerResult(max(n, 0), 0.0, 0.0)
-    theta = p10 / q
-    r = _conditional_rejection(n, theta, alpha, test)
-    pm = stats.binom.pmf(np.arange(n + 1), n, q)
-    return PowerResult(n, float(np.dot(pm, r)), n * q)
+    r = _conditional_rejection(n, p10 / q, alpha, test)
+    return PowerResult(n, power_over_discordant(n, q, r), n * q)
 
 
 def layouts_needed(p10: float, p01: float, power: float = 0.8, alpha: float = 0.05,
@@ -132,11 +149,11 @@ def layouts_needed(p10: float, p01: float, power: float = 0.8, alpha: float = 0.
     if nz.size == 0:
         return None
     m_first = int(nz[0])
-    # cheap exponential search for a bracket, then a linear scan inside it
-    def pw(n: int) -> float:
-        ms = np.arange(m_first, n + 1)
-        return float(np.dot(stats.binom.pmf(ms, n, q), r[m_first:n + 1]))
 
+    def pw(n: int) -> float:
+        return power_over_discordant(n, q, r)
+
+    # cheap exponential search for a bracket, then a linear scan inside it
     hi = max(m_first, 1)
     while hi <= n_max and pw(hi) < power:
         hi *= 2
@@ -147,14 +164,8 @@ def layouts_needed(p10: float, p01: float, power: float = 0.8, alpha: float = 0.
             if pw(n) >= power:
                 return n
         return None
-    lo = m_first
     # binary search on the (nearly monotone) curve, then step down through saw-tooth dips
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if pw(mid) >= power:
-            hi = mid
-        else:
-            lo = mid + 1
+    hi = first_reaching(pw, m_first, hi, power)
     # the 40 smaller n at once (one scipy call: its per-call cost dominates at these sizes)
     back = np.arange(max(m_first, hi - 40), hi)
     if back.size == 0:

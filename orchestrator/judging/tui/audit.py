@@ -1,12 +1,11 @@
 """The judge app's start-state and view keys: `a` first frame beside last, `x` + `1`-`3` an
-invalid start (the trial is re-run, never counted; only before the outcome was on screen), `m` zoom on the mark, `g` the success-
-height guide. A mixin of `JudgeApp` (`app.py`), kept apart so each module holds one idea.
+invalid start (the trial is re-run, never counted; the rule, including "only before the outcome
+was on screen", is `JudgeSession.invalid_start`'s), `m` zoom on the mark, `g` the success-height
+guide. A mixin of `JudgeApp` (`app.py`), kept apart so each module holds one idea.
 """
 
 from __future__ import annotations
 
-from orchestrator.judging.queue import START_ONLY
-from orchestrator.judging.source import INVALID_START_REASONS
 from orchestrator.judging.tui.player import Player
 
 
@@ -16,12 +15,12 @@ class AuditKeys:
     def action_audit(self) -> None:
         player = self.query_one(Player)
         player.toggle_audit()
-        self.status("First frame beside last: was the cube on its mark and the arm at rest?"
-                    if player.audit else "Back to playback.")
+        self.status_line = ("First frame beside last: was the cube on its mark and the arm at rest?"
+                            if player.audit else "Back to playback.")
 
     def _decorate(self, camera: str, image):
         """Zoom and guide on frames of a camera whose pose the rig recorded (`overlay`)."""
-        episode = self.episode(self.current_id)
+        episode = self.session.episode(self.current_id)
         pose = episode.camera_poses.get(camera) if episode else None
         if not (self.zoom or self.guide) or not pose or episode.mark.x is None or episode.mark.y is None:
             return image
@@ -35,13 +34,13 @@ class AuditKeys:
                     zoom=self.zoom, guide=self.guide)
 
     def _overlay_status(self, what: str, on: bool) -> None:
-        episode = self.episode(self.current_id)
+        episode = self.session.episode(self.current_id)
         posed = sorted(episode.camera_poses) if episode else []
         if not posed:
-            self.status(f"{what}: no camera of this episode has a known pose (the simulated rig's "
-                        "front camera has one; real cameras and wrist cameras do not)")
+            self.status_line = (f"{what}: no camera of this episode has a known pose (the simulated rig's "
+                                "front camera has one; real cameras and wrist cameras do not)")
         else:
-            self.status(f"{what} {'on' if on else 'off'} (cameras: {', '.join(posed)})")
+            self.status_line = f"{what} {'on' if on else 'off'} (cameras: {', '.join(posed)})"
         player = self.query_one(Player)
         player._shown = None
         player.show()
@@ -56,32 +55,15 @@ class AuditKeys:
                              "must be above the line)", self.guide)
 
     def action_invalid(self) -> None:
-        if self.current_id is None:
-            self.status("No episode to mark.")
-            return
-        if not self.query_one(Player).start_only:
-            # after the outcome was on screen a re-run would depend on it (selection bias)
-            self.status(START_ONLY)
-            return
-        self.invalid_prompt = True
-        reasons = "  ".join(f"{i}: {r}" for i, r in enumerate(INVALID_START_REASONS, 1))
-        self.status(f"Invalid start (the trial is re-run, never counted) - why? {reasons}  (esc cancels)")
+        """`x`: ask for the reason, if the session allows an invalid start from what was on screen
+        (paused meanwhile, so choosing the reason does not play the episode past its start)."""
+        player = self.query_one(Player)
+        player.playing = False
+        self.invalid_prompt = self.session.ask_invalid_start(player.seen_s, player.end_seen)
+        self.status_line = self.session.status
 
     def invalid_start(self, number: int) -> None:
         """Send the current episode's trial back for a re-run with reason `number` (1-3)."""
         self.invalid_prompt = False
-        episode = self.episode(self.current_id)
-        if episode is None or not 1 <= number <= len(INVALID_START_REASONS):
-            self.status("Invalid start cancelled (no such reason).")
-            return
-        reason = INVALID_START_REASONS[number - 1]
-        try:
-            self.source.invalidate(episode.id, reason)
-        except Exception as exc:
-            self._not_saved(exc)
-            return
-        self.order = [e for e in self.order if e.id != episode.id]
-        self._reload_labels()
-        self.labels.pop(episode.id, None)
-        self.status(f"Saved: invalid start ({reason}) for {episode.id}; the trial will be re-run")
-        self.go(self.next_episode())
+        player = self.query_one(Player)
+        self.apply(self.session.invalid_start, number, player.seen_s, player.end_seen)

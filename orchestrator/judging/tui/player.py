@@ -24,7 +24,7 @@ from textual.containers import Vertical
 from textual.reactive import reactive
 from textual.widgets import Static
 
-from orchestrator.judging.queue import START_WINDOW_S
+from orchestrator.judging.queue import start_only
 from orchestrator.judging.video import VideoFrames, tile
 from orchestrator.judging.tui.halfblock import HalfBlockImage, image_widget_class
 
@@ -186,9 +186,14 @@ class Player(Vertical):
 
     @property
     def start_only(self) -> bool:
-        """Nothing past the episode's first START_WINDOW_S has been on screen (neither played nor
+        """Nothing past the episode's first `queue.START_WINDOW_S` has been on screen (neither played nor
         the last frame shown by `a`): a start-state judgement cannot have seen the outcome."""
-        return getattr(self, "furthest_s", 0.0) <= START_WINDOW_S and not getattr(self, "end_seen", False)
+        return start_only(self.seen_s, getattr(self, "end_seen", False))
+
+    @property
+    def seen_s(self) -> float:
+        """The furthest clock time shown of this episode (seconds from its start)."""
+        return getattr(self, "furthest_s", 0.0)
 
     def watch_view(self, view: int) -> None:
         self._shown = None

@@ -1,4 +1,6 @@
 """The browser judge's HTTP interface (Starlette): one page, its state as JSON, the media.
+The label rules are the judging session's (`judging.session.JudgeSession`, which the Textual
+judge drives too); this module turns requests into its calls.
 
     GET  /                 the page: `static/index.html` with `judge.css`, `judge.js` and the
                            session's state in it (one request before the videos)
@@ -30,11 +32,11 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
-from orchestrator.judging.queue import START_WINDOW_S
+from orchestrator.judging.queue import START_ONLY, START_WINDOW_S
+from orchestrator.judging.session import INVALID_PROMPT, JudgeSession
 from orchestrator.judging.source import INVALID_START_REASONS, BlindEpisode
 from orchestrator.judging.web.guard import Guard
 from orchestrator.judging.web.media import MediaStore, Prepared
-from orchestrator.judging.web.session import JudgeSession
 
 STATIC = Path(__file__).with_name("static")
 STATE_SLOT = "{}<!--state-->"
@@ -142,7 +144,7 @@ class JudgeWeb:
             "title": self.title(), "judge": session.source.judge, "kind": info.kind, "ref": info.ref,
             "success_test": info.success_test, "failure_modes": list(info.failure_modes),
             "min_height_m": info.min_height_m, "invalid_reasons": list(INVALID_START_REASONS),
-            "start_window_s": START_WINDOW_S,
+            "start_window_s": START_WINDOW_S, "start_only": START_ONLY, "invalid_prompt": INVALID_PROMPT,
             "progress": session.progress(), "status": session.status, "episode": episode,
             "label": self.label_json(session.current_id),
             "pending_note": session.pending_notes.get(session.current_id or ""),
@@ -188,8 +190,9 @@ class JudgeWeb:
         elif action == "undo":
             session.undo()
         elif action == "invalid" and isinstance(value, int):
-            seen_s, end_seen = body.get("seen_s", 0.0), body.get("end_seen", False)
-            if not isinstance(seen_s, (int, float)) or not isinstance(end_seen, bool):
+            # what of the episode was on screen is required: a request without it is not "nothing seen"
+            seen_s, end_seen = body.get("seen_s"), body.get("end_seen")
+            if isinstance(seen_s, bool) or not isinstance(seen_s, (int, float)) or not isinstance(end_seen, bool):
                 return JSONResponse({"error": "bad request"}, 400)
             session.invalid_start(value, float(seen_s), end_seen)
         else:

@@ -19,7 +19,7 @@ from typing import TextIO
 
 from orchestrator.judging.source import JudgeSource
 from orchestrator.judging.web.app import JudgeWeb
-from orchestrator.judging.web.session import JudgeSession
+from orchestrator.judging.session import JudgeSession
 
 
 def is_loopback(host: str) -> bool:

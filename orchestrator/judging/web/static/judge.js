@@ -446,14 +446,11 @@ function press(key) {
       "the cube's bottom must be above the line)", guide); break;
     case "x":
       if (!ep) { setStatus("No episode to mark."); break; }
-      if (seenS > state.start_window_s || endSeen) {
-        setStatus(`An invalid start is judged from the start alone: mark it with x before the episode plays past its ` +
-          `first ${state.start_window_s} s or its last frame is shown (a). Label this one as you see it.`);
-        break;
-      }
+      // the server refuses the reason too (JudgeSession.invalid_start); asked here without a round trip
+      if (seenS > state.start_window_s || endSeen) { setStatus(state.start_only); break; }
+      pause();   // choosing the reason must not play the episode past its start (as in the terminal)
       showInvalid(true);
-      setStatus("Invalid start (the trial is re-run, never counted) - why? " +
-        state.invalid_reasons.map((r, i) => `${i + 1}: ${r}`).join("  ") + "  (esc cancels)");
+      setStatus(state.invalid_prompt);
       break;
     case "o": {
       const cam = visibleCams()[0];

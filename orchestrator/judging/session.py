@@ -1,7 +1,8 @@
-"""One judge's labelling session, without a screen: the queue and the label rules of the
-Textual judge (`judging.tui.app`), for the browser judge to drive.
+"""One judge's labelling session, without a screen: the queue and the label rules that both faces
+of the blind judge drive, the Textual judge (`judging.tui.app`) and the browser judge
+(`judging.web.app`), so a campaign judged in either face holds the same rows.
 
-The rules are the Textual judge's, so a campaign judged in either face holds the same rows:
+The rules:
 
 - the queue: first the episodes not yet judged, in this judge's own order (`JudgeSource.episodes`),
   then the `unsure` ones again, cycling after the one just labelled; episodes this judge sent
@@ -11,19 +12,34 @@ The rules are the Textual judge's, so a campaign judged in either face holds the
 - a failure mode (`1`-`9`) or a note applies to the current episode's label, else to the label
   made last in this session; a note typed before any label waits and is saved with it;
 - `z` retracts this judge's last label and goes back to that episode;
-- `x` + reason: `JudgeSource.invalidate` (the trial is re-run, never counted).
+- `x` + reason: `JudgeSource.invalidate` (the trial is re-run, never counted), judged from the
+  start alone: refused once the face reports that more than `queue.START_WINDOW_S` of the episode
+  or its last frame was on screen, and for an episode this judge has labelled (a live label, or
+  one made and undone in this session: an `unsure` that comes back, or `z`, replays it from its
+  start, but its outcome was seen); re-rolling an outcome the judge has seen is selection bias.
 
-A write that fails (disk full, store locked, read-only bundle) raises nothing: the session
-reloads the labels from the source and returns `NOT SAVED (...)` as its status, as the
-Textual judge shows it. Methods are called from one thread (the server's event loop).
+A face turns keys into these calls and shows `status` (one line) after each. A write that fails
+(disk full, store locked, read-only bundle) raises nothing: the session reloads the labels from
+the source and says `NOT SAVED (...)` in `status`. Methods are called from one thread (the
+Textual event loop, or the web server's).
+
+The session sees only a `JudgeSource` (blinded episodes, success test, failure modes): nothing
+here can read which policy ran an episode.
 """
 
 from __future__ import annotations
 
-from orchestrator.judging.queue import (START_ONLY, START_WINDOW_S, find_episode, judgeable, judging_progress,
-                                        next_to_judge)
+from orchestrator.judging.queue import (START_ONLY, find_episode, judgeable, judging_progress, next_to_judge,
+                                        start_only)
 from orchestrator.judging.source import (INVALID_START_REASONS, BlindEpisode, JudgeSource, LabelRecord,
                                          current_labels)
+
+INVALID_PROMPT = ("Invalid start (the trial is re-run, never counted) - why? "
+                  + "  ".join(f"{i}: {r}" for i, r in enumerate(INVALID_START_REASONS, 1)) + "  (esc cancels)")
+
+
+LABELLED_ALREADY = ("You have labelled this episode, so its outcome was seen: an invalid start is marked "
+                    "before labelling. Label it as you see it.")
 
 
 class JudgeSession:
@@ -36,6 +52,7 @@ class JudgeSession:
         self.order: list[BlindEpisode] = self._judgeable(source.episodes())
         self.last: LabelRecord | None = None          # the label made last in this session
         self.pending_notes: dict[str, str] = {}
+        self.labelled_here: set[str] = set()          # episodes labelled in this session (undone too)
         self.status = ""
         self.current_id: str | None = None
         self.go(self.next_episode())
@@ -68,7 +85,9 @@ class JudgeSession:
         return nxt if nxt is not None and nxt.id != current.id else None
 
     def go(self, episode: BlindEpisode | None) -> None:
-        if episode is None:   # a campaign may have recorded more episodes meanwhile
+        """Make `episode` the current one (None: everything is judged, unless the campaign has
+        recorded more episodes meanwhile: then the first of those)."""
+        if episode is None:
             fresh = self._judgeable(self.source.episodes())
             if len(fresh) != len(self.order):
                 self.order = fresh
@@ -99,13 +118,16 @@ class JudgeSession:
 
     def _replace(self, old: LabelRecord | None, label: str, failure_mode: str | None,
                  note: str | None, episode_id: str) -> LabelRecord:
+        """Write the new label, then retract the one it replaces (one live label per episode)."""
         record = self.source.add(episode_id, label, failure_mode, note)
+        self.labelled_here.add(episode_id)
         if old is not None:
             self.source.retract(old.id)
         self._reload()
         return record
 
     def label(self, label: str) -> None:
+        """Label the current episode `success`, `failure` or `unsure`, then go to the next one."""
         episode = self.current
         if episode is None:
             self.status = "Nothing left to judge (z undoes the last label)."
@@ -125,6 +147,8 @@ class JudgeSession:
         self.go(self.next_episode(after=episode.id))
 
     def annotation_target(self) -> LabelRecord | None:
+        """The label a failure mode or a note goes with: the current episode's, else the one made
+        last in this session (if it is still live)."""
         current = self.labels.get(self.current_id or "")
         if current is not None:
             return current
@@ -133,6 +157,7 @@ class JudgeSession:
         return None
 
     def mode(self, number: int) -> None:
+        """Failure mode `number` (1-based, the protocol's list) for the annotation target."""
         modes = self.info.failure_modes
         if not 1 <= number <= len(modes):
             self.status = f"No failure mode {number}: the protocol lists {len(modes)} (1-{len(modes)})."
@@ -150,6 +175,8 @@ class JudgeSession:
         self.status = f"Saved: failure mode {modes[number - 1]!r} for {target.episode_id}{where}"
 
     def note(self, text: str | None) -> None:
+        """Set (or, empty, clear) the note of the annotation target; with no label yet, keep it
+        for the current episode until it is labelled."""
         text = (text or "").strip() or None
         target = self.annotation_target()
         if target is not None:
@@ -169,6 +196,7 @@ class JudgeSession:
             self.status = "No episode to add a note to."
 
     def undo(self) -> None:
+        """Retract this judge's last label (of any session) and go back to that episode."""
         history = self.source.history()
         if not history:
             self.status = "Nothing to undo."
@@ -184,16 +212,40 @@ class JudgeSession:
         self.status = f"Undone: {record.label} for {record.episode_id}; label it again."
         self.go(self.episode(record.episode_id) or self.next_episode())
 
-    def invalid_start(self, number: int, seen_s: float = 0.0, end_seen: bool = False) -> None:
+    # ---------------------------------------------------------------- invalid start
+
+    def _start_only(self, seen_s: float, end_seen: bool) -> bool:
+        """Nothing of the current episode's outcome was seen (`queue.start_only`), and this judge
+        has not labelled it; else `status` says why not."""
+        episode_id = self.current_id
+        if episode_id in self.labels or episode_id in self.labelled_here:
+            self.status = LABELLED_ALREADY
+            return False
+        if not start_only(seen_s, end_seen):
+            self.status = START_ONLY
+            return False
+        return True
+
+    def ask_invalid_start(self, seen_s: float, end_seen: bool) -> bool:
+        """`x`: whether the face may ask for the reason now (`status` then lists the reasons; else
+        it says why not). `seen_s`/`end_seen`: what of the current episode was on screen."""
+        if self.current is None:
+            self.status = "No episode to mark."
+            return False
+        if not self._start_only(seen_s, end_seen):
+            return False
+        self.status = INVALID_PROMPT
+        return True
+
+    def invalid_start(self, number: int, seen_s: float, end_seen: bool) -> None:
         """Send the current episode's trial back for a re-run with reason `number` (1-3), judged
-        from the start alone: refused when the page reports that more than START_WINDOW_S of the
-        episode (`seen_s`, the furthest clock time shown) or its last frame (`end_seen`) was on screen."""
+        from the start alone: refused when more than START_WINDOW_S of the episode (`seen_s`,
+        the furthest clock time shown) or its last frame (`end_seen`) was on screen."""
         episode = self.current
         if episode is None or not 1 <= number <= len(INVALID_START_REASONS):
             self.status = "Invalid start cancelled (no such reason)."
             return
-        if seen_s > START_WINDOW_S or end_seen:
-            self.status = START_ONLY
+        if not self._start_only(seen_s, end_seen):
             return
         reason = INVALID_START_REASONS[number - 1]
         try:

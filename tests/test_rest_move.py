@@ -1,0 +1,141 @@
+"""The closed-loop move to rest (rigs/rest_move.py) on simulated joints, in measured time.
+
+A joint is modelled as a servo that moves toward its goal at a limited speed (a soft position
+loop under gravity is slow, not stuck), optionally held (speed 0: a hand, the cube, the table)
+or stalled for a while (a servo's acceleration ramp, a machine that fell behind). What the move
+wrote is kept, so the rules are checked on the goals themselves: no goal more than MAX_LEAD_DEG
+from the joint, a slow joint reaches rest, a held joint is named "blocked" with the arm held.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from orchestrator.rigs import rest_move
+from orchestrator.rigs.rest_move import FOLLOW_S, MAX_LEAD_DEG, move_to_rest
+
+REST = {"shoulder_lift.pos": -94.0, "elbow_flex.pos": 90.0}
+START = {"shoulder_lift.pos": -60.0, "elbow_flex.pos": 20.0}
+
+
+class Blocked(Exception):
+    def __init__(self, joints):
+        super().__init__(joints)
+        self.joints = joints
+
+
+class Joints:
+    """Joints that move toward their goals at `speed[k]` degrees per second of wall clock."""
+
+    def __init__(self, speed: dict[str, float], stall: tuple[float, float] | None = None):
+        self.present = dict(START)
+        self.goal = dict(START)
+        self.speed = speed
+        self.stall = stall          # (from, to) seconds after the start: nothing moves
+        self.t0 = self.last = time.perf_counter()
+        self.writes: list[tuple[dict[str, float], dict[str, float]]] = []   # (present, goal)
+
+    def read(self) -> dict[str, float]:
+        now = time.perf_counter()
+        dt, self.last = now - self.last, now
+        stalled = self.stall and self.stall[0] <= now - self.t0 < self.stall[1]
+        for k in self.present:
+            room = self.goal[k] - self.present[k]
+            step = 0.0 if stalled else self.speed[k] * dt
+            self.present[k] += max(-step, min(step, room))
+        return dict(self.present)
+
+    def write(self, goal: dict[str, float]) -> None:
+        self.writes.append((dict(self.present), dict(goal)))
+        self.goal.update(goal)
+
+
+def _move(joints: Joints, speed_deg_s: float = 45.0) -> None:
+    move_to_rest(joints.read, joints.write, REST, speed_deg_s=speed_deg_s, fps=50, settle_s=1.0,
+                 tolerance_deg=2.0, check=lambda: None, watch=lambda: None, blocked=Blocked)
+
+
+def _leads(joints: Joints) -> list[float]:
+    leads = [abs(goal[k] - present[k]) for present, goal in joints.writes for k in goal]
+    assert len(leads) >= 20, len(leads)   # the move wrote goals, several per joint
+    return leads
+
+
+def test_a_joint_slower_than_the_reference_is_not_blocked_and_reaches_rest():
+    """The elbow follows at 15 degrees/s, a third of the reference's 45: a soft loop under load.
+    The rule before this one (5 degrees behind a free-running reference for 0.3 s) called it
+    blocked after a second; the reference now waits for it."""
+    joints = Joints({"shoulder_lift.pos": 200.0, "elbow_flex.pos": 15.0})
+    _move(joints)
+    assert abs(joints.present["elbow_flex.pos"] - 90.0) <= 2.0
+    assert max(_leads(joints)) <= MAX_LEAD_DEG + 1e-9
+
+
+def test_a_held_joint_is_blocked_within_a_second_with_every_goal_near_where_it_is():
+    joints = Joints({"shoulder_lift.pos": 200.0, "elbow_flex.pos": 0.0})
+    t0 = time.perf_counter()
+    with pytest.raises(Blocked) as stopped:
+        _move(joints)
+    took = time.perf_counter() - t0
+    assert stopped.value.joints == ["elbow_flex"]
+    assert FOLLOW_S <= took < FOLLOW_S + 0.7, took
+    assert max(_leads(joints)) <= MAX_LEAD_DEG + 1e-9
+    last_present, last_goal = joints.writes[-1]
+    assert last_goal == last_present   # the move ends holding where the arm is
+
+
+def test_a_stall_shorter_than_follow_s_is_ridden_out_and_a_longer_one_is_not():
+    """Nothing moves for a while (the servo's ramp, a starved machine): under FOLLOW_S the move
+    goes on; a stall twice as long is a block (the positive control of the first half)."""
+    short = Joints({"shoulder_lift.pos": 200.0, "elbow_flex.pos": 60.0}, stall=(0.3, 0.3 + FOLLOW_S * 0.5))
+    _move(short)
+    assert abs(short.present["elbow_flex.pos"] - 90.0) <= 2.0
+    long = Joints({"shoulder_lift.pos": 200.0, "elbow_flex.pos": 60.0}, stall=(0.3, 0.3 + FOLLOW_S * 3))
+    with pytest.raises(Blocked):
+        _move(long)
+
+
+def test_the_reference_advances_with_measured_time_not_loop_counts(monkeypatch):
+    """A loop slowed to ~8 Hz (slow bus reads) still moves at about the reference speed: the
+    old rule advanced a fixed 0.9 degree per loop, so a slow loop crept."""
+    joints = Joints({"shoulder_lift.pos": 200.0, "elbow_flex.pos": 200.0})
+    slow_read = joints.read
+
+    def read():
+        time.sleep(0.12)
+        return slow_read()
+
+    joints.read = read
+    t0 = time.perf_counter()
+    _move(joints, speed_deg_s=45.0)
+    took = time.perf_counter() - t0
+    travel = max(abs(REST[k] - START[k]) for k in REST)   # 70 degrees of elbow
+    assert took < travel / 45.0 * 1.6 + rest_move.FOLLOW_S, took
+
+
+def test_a_stalled_host_is_not_a_blocked_joint_but_a_held_joint_still_is():
+    """One loop step of 0.6 s in which nothing moved (the machine was starved, the servo's reply
+    came late): not a block. The same stall with the joint then held (positive control) is."""
+    for held_after_stall, should_block in ((False, False), (True, True)):
+        joints = Joints({"shoulder_lift.pos": 200.0, "elbow_flex.pos": 60.0})
+        read, reads = joints.read, []
+
+        def stalled_read():
+            reads.append(None)
+            if len(reads) == 5:
+                time.sleep(0.6)
+                joints.last = time.perf_counter()   # no motion during the stall
+                if held_after_stall:
+                    joints.speed["elbow_flex.pos"] = 0.0
+            return read()
+
+        joints.read = stalled_read
+        if should_block:
+            with pytest.raises(Blocked):
+                _move(joints)
+        else:
+            _move(joints)
+            assert abs(joints.present["elbow_flex.pos"] - 90.0) <= 2.0
+        assert len(reads) > 5
