@@ -7,6 +7,7 @@ References: McNemar Q (1947) Psychometrika 12:153-157; Edwards AL (1948) Psychom
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Iterable
 
 from scipy import stats
@@ -77,6 +78,7 @@ def discordant_floor(k: int, test: str = "mcnemar_exact") -> float:
     return float(min(1.0, (1 if test == "mcnemar_midp" else 2) * 0.5 ** k))
 
 
+@lru_cache(maxsize=64)   # a report asks once per comparison; each answer costs a dozen scipy calls
 def min_discordant_for_alpha(alpha: float, test: str = "mcnemar_midp") -> int:
     """Fewest discordant pairs for which the test can reach p <= alpha at all (a k-0 split).
 
