@@ -290,3 +290,38 @@ def test_the_plain_prompt_records_the_operator_s_reason_class():
         assert seen[answer] == cause, (answer, operator._stop.cause)
     assert len(seen) == 3
     assert operator._stop.reason == f"{ESTOP_PENDING}: phone rang"
+
+
+def test_a_trial_stopped_three_times_in_a_session_is_left_to_the_next_run_and_told_so(tmp_path, monkeypatch,
+                                                                                      capsys):
+    """Within one session a trial is re-queued after an abort up to MAX_ATTEMPTS_PER_SESSION times;
+    the operator is told which (later in this session, or by the next run), and the next run
+    completes it. Both messages must appear: the count guard of the first."""
+    from orchestrator.run.operator_protocol import AutoOperator
+    from orchestrator.run.sequential import MAX_ATTEMPTS_PER_SESSION
+
+    marks, stops = [], []
+    real_before = AutoOperator.before_trial
+
+    def before_trial(self, cue):
+        marks.append(cue.mark.id)
+        return real_before(self, cue)
+
+    def poll(self, elapsed_s):
+        if marks[-1] == FAILING_MARK and elapsed_s > 0.2 and stopping:
+            stops.append(marks[-1])
+            raise EmergencyStop("stop (test)")
+
+    monkeypatch.setattr(AutoOperator, "before_trial", before_trial)
+    monkeypatch.setattr(AutoOperator, "poll", poll)
+    out, stopping = tmp_path / "c", True
+    protocol = _protocol(tmp_path, "aborts: {max_reruns: 10}\n")
+    assert run_cli(out, "--workers", "1", protocol=protocol) == 0
+    said = capsys.readouterr().out
+    assert said.count("re-run later in this session") == 2 * (MAX_ATTEMPTS_PER_SESSION - 1)   # two trials on the mark
+    assert said.count(f"by the next `orchestrator run` (aborted {MAX_ATTEMPTS_PER_SESSION} times in this one)") == 2
+    assert len(stops) == 2 * MAX_ATTEMPTS_PER_SESSION
+    stopping = False
+    assert run_cli(out, "--workers", "1", protocol=protocol) == 0
+    with CampaignStore.open_readonly(out) as store:
+        assert all(t.state == "done" and t.episode_id for t in store.trials())

@@ -613,6 +613,30 @@ def test_real_simulated_campaign_exports(tmp_path, cli, hf_env):
         assert float(item[f"observation.images.{camera}"].std()) > 0.01  # a rendered scene, not blank
 
 
+def test_a_trial_scored_by_an_abort_is_a_row_of_the_trials_table(tmp_path, cli, hf_env):
+    """A trial the `aborts` rules scored as its policy's failure has no episode; the report counts
+    it, so meta/ab_trials.parquet lists it (it used to hold one row fewer than the trials counted)."""
+    import pandas as pd
+
+    campaign = make_campaign(tmp_path / "src", marks=2, abort_slot=None, scored_slot=2)
+    root = tmp_path / "ds"
+    result = cli("export", campaign, "--repo-id", REPO_ID, "--root", root)
+    assert result.code == 0, result.err
+    table = pd.read_parquet(root / "meta" / "ab_trials.parquet")
+    assert len(table) == 4 and sorted(table.slot) == [0, 1, 2, 3]
+    (scored,) = table[table.status == "scored_failure"].itertuples()
+    assert scored.slot == 2 and not scored.exported and not scored.success and not pd.isna(scored.success)
+    assert scored.failure_mode == "aborted (policy)" and scored.label_source == "aborts rule"
+    assert load(root).num_episodes == 3
+    evaluation = json.loads((root / "meta" / "ab_evaluation.json").read_text())
+    assert evaluation["campaign"]["settled_without_episode"] == {"scored_failure": 1, "excluded": 0}
+    report = json.loads((root / "meta" / "report.json").read_text())
+    for policy, summary in report["policies"].items():   # the table holds what the report counts
+        rows = table[table.policy == policy]
+        assert (summary["trials"], summary["successes"]) == (int(rows.success.notna().sum()), int(rows.success.sum()))
+    assert sum(summary["trials"] for summary in report["policies"].values()) == 4
+
+
 def test_export_stride_follows_the_recorded_camera_rate():
     from orchestrator.export.plan import export_stride
     from orchestrator.rigs.profile import parse_rig_text

@@ -95,6 +95,9 @@ def test_a_served_policy_runs_a_sim_campaign_against_lerobots_policy_server(serv
     assert served["mode"] == "server" and served["chunks"] >= 2, served
     assert 0 < served["latency_p50_ms"] <= served["latency_max_ms"], served
     assert served["starved_steps"] < timing["B"]["steps"], served
+    # every step is accounted for: a served action (its age recorded) or the last goal held
+    assert served["served_steps"] + served["starved_steps"] == timing["B"]["steps"], served
+    assert 0 < served["action_age_p50_ms"] <= served["action_age_max_ms"], served
     data = json.loads(run_module("report", out, "--format", "json", env=env()).out)
     assert data["policies"]["B"]["deployment"] == f"server {server.address}"
     assert not (REPO / "logs").exists() and not (tmp_path / "logs" / "robot_client").exists()

@@ -12,12 +12,14 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.core.errors import RuntimeFailure
-from orchestrator.analysis.outcomes import outcomes_from_store
+from orchestrator.analysis.outcomes import ABORT_RULE, outcomes_from_store
 from orchestrator.design.schedule import Trial
-from orchestrator.store.sqlite import CampaignStore
+from orchestrator.store.sqlite import SETTLES_EXCLUDED, SETTLES_FAILURE, CampaignStore
 from orchestrator.export.names import (CARD_FILE, CARD_TAGS, EXPORT_SCHEMA, F_FAILURE, F_MARK, F_POLICY, F_SUCCESS, LAYOUT_FILE,
                     LICENSE, PROTOCOL_FILE, REPORT_FILE, RIG_FILE, TRIALS_FILE)
 from orchestrator.export.plan import EpisodePlan, ExportPlan
+
+SETTLED_STATUS = {SETTLES_FAILURE: "scored_failure", SETTLES_EXCLUDED: "excluded"}
 
 
 def _trial_cells(plan: ExportPlan, t: Trial, aborted: int) -> dict[str, Any]:
@@ -57,10 +59,36 @@ def _episode_row(plan: ExportPlan, ep: EpisodePlan, aborted: int,
     return row
 
 
+def _settled_rows(plan: ExportPlan, aborted_by_slot: Counter) -> list[dict[str, Any]]:
+    """One row per trial the protocol's `aborts` rules settled without an episode: scored as its
+    policy's failure (counted in the report's pairs, so it must be in the table that claims to
+    hold the evaluation) or excluded past its re-run limit (listed, not counted)."""
+    settling = {a["slot"]: a for a in plan.attempts if a["status"] == "aborted" and a.get("settles")}
+    exported = {ep.trial.slot for ep in plan.episodes}
+    rows = []
+    for t in plan.trials:
+        attempt = settling.get(t.slot)
+        if attempt is None or t.slot in exported or t.state != "done":
+            continue
+        scored = attempt["settles"] == SETTLES_FAILURE
+        rows.append({
+            "episode_index": -1, "exported": False, "status": SETTLED_STATUS[attempt["settles"]],
+            "episode_id": attempt["episode_id"], **_trial_cells(plan, t, aborted_by_slot.get(t.slot, 0)),
+            "reason": attempt.get("reason"), "abort_class": attempt.get("abort_class"),
+            "success": False if scored else None,
+            "failure_mode": f"aborted ({attempt.get('abort_class')})" if scored else None,
+            "label_source": ABORT_RULE,
+        })
+    return rows
+
+
 def trial_rows(plan: ExportPlan, judge_labels: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    """`meta/ab_trials.parquet`: one row per exported episode (+ aborted attempts if asked)."""
+    """`meta/ab_trials.parquet`: one row per exported episode, one per trial the `aborts` rules
+    settled without an episode (`status` scored_failure / excluded), and the aborted attempts
+    if asked."""
     aborted_by_slot = Counter(a["slot"] for a in plan.attempts if a["status"] == "aborted")
     rows = [_episode_row(plan, ep, aborted_by_slot.get(ep.trial.slot, 0), judge_labels) for ep in plan.episodes]
+    rows += _settled_rows(plan, aborted_by_slot)
     if plan.include_aborted:
         trial_by_slot = {t.slot: t for t in plan.trials}
         for attempt in plan.attempts:
@@ -108,6 +136,9 @@ def evaluation_summary(plan: ExportPlan) -> dict[str, Any]:
             "created_at": c["created_at"], "finished_at": c.get("finished_at"),
             "stop_reason": c.get("stop_reason"), "trials": len(plan.trials), "done": done,
             "aborted_attempts": sum(1 for a in plan.attempts if a["status"] == "aborted"),
+            "settled_without_episode": {status: sum(1 for a in plan.attempts if a["status"] == "aborted"
+                                                    and a.get("settles") == settles)
+                                        for settles, status in SETTLED_STATUS.items()},
             "protocol_sha256": c["protocol_sha256"], "layout_sha256": c["layout_sha256"],
         },
         "episodes": len(plan.episodes),

@@ -171,6 +171,8 @@ class ServerPolicy(Policy):
         self._receiver: threading.Thread | None = None
         self._lost: str | None = None
         self.latencies_s: list[float] = []
+        self.action_ages_s: list[float] = []
+        self._observed_at: dict[int, float] = {}
         self.starved_steps = 0
 
     # ------------------------------------------------------------ Policy protocol
@@ -206,6 +208,8 @@ class ServerPolicy(Policy):
         client.send_observation = send_observation
         self._lost = None
         self.latencies_s, self.starved_steps = [], 0
+        self.action_ages_s = []      # per step that sent a served action
+        self._observed_at = {}       # timestep -> when the newest chunk holding it was observed
         self._hold: dict[str, float] | None = None
         try:
             client.stub.Ready(self._pb.Empty(), timeout=self.spec.timeout_s)
@@ -232,7 +236,10 @@ class ServerPolicy(Policy):
                 continue
             timed_actions = pickle.loads(reply.data)  # nosec - LeRobot's protocol
             if timed_actions:
-                self.latencies_s.append(time.time() - timed_actions[0].get_timestamp())
+                observed_at = timed_actions[0].get_timestamp()   # the observation the chunk answers
+                self.latencies_s.append(time.time() - observed_at)
+                for ta in timed_actions:
+                    self._observed_at[ta.get_timestep()] = observed_at
             client.action_chunk_size = max(client.action_chunk_size, len(timed_actions))
             RobotClient._aggregate_action_queues(client, timed_actions, client.config.aggregate_fn)
             client.must_go.set()
@@ -263,6 +270,9 @@ class ServerPolicy(Policy):
                 raise lost(self.address, f"no action for {now - self._last_action_at:.1f} s")
             return dict(self._hold)
         self._last_action_at = now
+        observed_at = self._observed_at.pop(client.latest_action, None)
+        if observed_at is not None:
+            self.action_ages_s.append(time.time() - observed_at)
         self._hold = {k: standin.sent[k] for k in self.action_keys if k in standin.sent}
         return dict(standin.sent)
 
@@ -280,12 +290,18 @@ class ServerPolicy(Policy):
     drop_pending = stop
 
     def inference_timing(self) -> dict[str, Any]:
-        lat = list(self.latencies_s)
-        out: dict[str, Any] = {"mode": "server", "chunks": len(lat), "starved_steps": self.starved_steps}
-        if lat:
-            out |= {"latency_p50_ms": round(float(np.percentile(lat, 50)) * 1000, 3),
-                    "latency_p99_ms": round(float(np.percentile(lat, 99)) * 1000, 3),
-                    "latency_max_ms": round(max(lat) * 1000, 3)}
+        """Per chunk, `latency_*`: from the observation it answers to its arrival here (the round
+        trip). Per step, `action_age_*`: from the observation an action was computed from to the
+        step that sent it (the round trip plus the time it waited in the queue); `served_steps`
+        steps sent a served action, `starved_steps` held the last goal instead."""
+        lat, ages = list(self.latencies_s), list(self.action_ages_s)
+        out: dict[str, Any] = {"mode": "server", "chunks": len(lat), "starved_steps": self.starved_steps,
+                               "served_steps": len(ages)}
+        for name, values in (("latency", lat), ("action_age", ages)):
+            if values:
+                out |= {f"{name}_p50_ms": round(float(np.percentile(values, 50)) * 1000, 3),
+                        f"{name}_p99_ms": round(float(np.percentile(values, 99)) * 1000, 3),
+                        f"{name}_max_ms": round(max(values) * 1000, 3)}
         return out
 
     def close(self) -> None:

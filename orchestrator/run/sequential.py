@@ -244,9 +244,12 @@ def _run_sequential(opened: OpenedCampaign, pending: list[Trial], operator: Oper
             stopped = _attempt(opened, motion, policies[trial.policy], trial, context, cue, operator, summary, referees)
             if stopped is not None:
                 tries[trial.slot] = tries.get(trial.slot, 0) + 1
-                if tries[trial.slot] < MAX_ATTEMPTS_PER_SESSION:
+                again = tries[trial.slot] < MAX_ATTEMPTS_PER_SESSION
+                if again:
                     queue.append(trial)  # re-run later in this session
-                operator.message(f"trial aborted ({stopped}); it will be re-run later")
+                operator.message(f"trial aborted ({stopped}); it will be re-run "
+                                 + ("later in this session" if again else
+                                    f"by the next `orchestrator run` (aborted {MAX_ATTEMPTS_PER_SESSION} times in this one)"))
                 if not _rest_or_end(motion, say):
                     return
                 continue

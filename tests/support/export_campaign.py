@@ -77,7 +77,8 @@ def state_value(slot: int, step: int) -> np.ndarray:
 
 
 def make_campaign(root: Path, *, marks: int = 3, simulated: bool = True, judges: int = 1,
-                  run: int | None = None, abort_slot: int | None = 1, finished: bool = True,
+                  run: int | None = None, abort_slot: int | None = 1, scored_slot: int | None = None,
+                  finished: bool = True,
                   name: str = "campaign") -> Path:
     """Create `root/<name>/` with a recorded campaign; the first `run` trials (default all) done."""
     root = Path(root)
@@ -108,6 +109,10 @@ def make_campaign(root: Path, *, marks: int = 3, simulated: bool = True, judges:
                 _record(recorder, trial.slot, steps=3)
                 recorder.discard()
                 store.abort_attempt(attempt, "emergency stop (test)")
+            if trial.slot == scored_slot:  # the policy raised: the aborts rule scores its failure
+                attempt = store.begin_attempt(trial.slot, new_episode_id())
+                store.abort_attempt(attempt, "policy: RuntimeError: boom (test)", "policy", "failure")
+                continue
             episode_id = new_episode_id()
             attempt = store.begin_attempt(trial.slot, episode_id)
             recorder = EpisodeRecorder(directory, episode_id, cameras, FPS, STEPS)
