@@ -8,6 +8,7 @@ and `run(args) -> int`. Errors become one line on stderr and an exit code (docs/
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import sqlite3
 import sys
@@ -61,9 +62,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@functools.cache
+def _shared_parser() -> argparse.ArgumentParser:
+    """The parser, built once per process: building it costs ~10 ms (every verb's arguments), and
+    parsing never changes it, so `main` called many times in one process (the tests) reuses it."""
+    return build_parser()
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    args = _shared_parser().parse_args(argv)
     debug = getattr(args, "debug", False)
     try:
         from orchestrator.store.postgres import using_server

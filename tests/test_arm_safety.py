@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from fakes import feetech
-from fakes.rigs import REST, plug_in_arm, write_rig, write_videos
+from fakes.rigs import REST, camera_rate_as_configured, plug_in_arm, write_rig, write_videos
 from orchestrator.core.errors import BadInput, Interrupted, RuntimeFailure
 from orchestrator.run.operator_protocol import AutoOperator, StopRequested
 from orchestrator.rigs.base import EmergencyStop
@@ -35,6 +35,7 @@ def bench(tmp_path, monkeypatch):
 
     monkeypatch.setattr(builtins, "input", lambda *a: pytest.fail("input() called"))
     monkeypatch.setitem(LeRobotRig.__init__.__kwdefaults__, "rest_speed_deg_s", 600.0)
+    camera_rate_as_configured(monkeypatch)
     arm, port, cal = plug_in_arm(tmp_path, monkeypatch)
     rig = write_rig(tmp_path / "rig.yaml", port, cal, write_videos(tmp_path), fps=FPS, max_relative_target=5.0)
     (tmp_path / "layout.yaml").write_text(yaml.safe_dump({

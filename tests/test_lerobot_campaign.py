@@ -15,7 +15,7 @@ import yaml
 
 from fakes import feetech
 from support.act import make_act_checkpoint
-from fakes.rigs import CAMERAS, write_rig, write_videos
+from fakes.rigs import CAMERAS, camera_rate_as_configured, write_rig, write_videos
 from orchestrator.core.errors import RuntimeFailure
 from support.requires import require_module
 
@@ -36,14 +36,12 @@ def write_protocol(directory: Path, policies: dict, fps: int = 10, duration_s: f
 
 @pytest.fixture
 def hardware(tmp_path, monkeypatch):
-    """Two ACT checkpoints, a fake SO-101 with video cameras, fast rest moves and camera checks."""
-    from orchestrator.rigs import hardware_checks
+    """Two ACT checkpoints, a fake SO-101 with video cameras, fast rest moves, camera rates as configured."""
     from orchestrator.rigs.lerobot import LeRobotRig
 
     monkeypatch.setattr(builtins, "input", lambda *a: pytest.fail("input() called"))
     monkeypatch.setitem(LeRobotRig.__init__.__kwdefaults__, "rest_speed_deg_s", 600.0)
-    # 1.5 s: a shorter window undercounted the video camera on a loaded machine (25.6 of 30 fps)
-    monkeypatch.setattr(hardware_checks, "CAMERA_SECONDS", 1.5)
+    camera_rate_as_configured(monkeypatch)
     port = str(tmp_path / "ttyACM0")
     open(port, "w").close()
     arms = []

@@ -124,7 +124,8 @@ ODD_VALUES = st.one_of(
     st.text(max_size=12), st.lists(st.integers(), max_size=3),
     st.dictionaries(st.text(max_size=6), st.integers(), max_size=3),
     st.sampled_from([0, -1, 0.0, 1.0, 1e-12, 10**9, "", "scripted", "lerobot", "balanced", [], {}]),
-)
+).map(copy.deepcopy)   # a fresh value per draw: the sampled [] and {} are one object each, and an
+#                        add-key into one that was drawn twice made the document contain itself
 
 
 def _paths(node, prefix=()):

@@ -46,3 +46,13 @@ def plug_in_arm(directory: Path, monkeypatch, robot_id: str = "lab_arm"):
     cal_dir = Path(directory) / "cal"
     feetech.write_calibration_file(cal_dir, robot_id)
     return arm, port, cal_dir
+
+
+def camera_rate_as_configured(monkeypatch) -> None:
+    """For tests about what the arm is told, not about the camera preflight (tests/test_preflight.py
+    and tests/test_twin_camera.py measure the rate): the preflight still opens every camera, but
+    takes its frame rate as configured instead of counting frames for a second per camera (seconds
+    of every run, and on a loaded machine the video decoder can fall under the 90 % bar)."""
+    from orchestrator.rigs import hardware_checks
+
+    monkeypatch.setattr(hardware_checks, "measure_camera", lambda camera, seconds: float(camera.fps))

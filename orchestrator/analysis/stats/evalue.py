@@ -7,6 +7,8 @@ Vovk V, Shafer G (2023) Statistical Science 38:576-601.
 from __future__ import annotations
 
 import math
+import numbers
+from functools import lru_cache
 
 from scipy import special
 
@@ -27,6 +29,14 @@ def evalue_discordant(a_only: int, b_only: int, alpha: float = 0.05, prior_a: fl
         raise ValueError("discordant counts must be non-negative")
     if prior_a <= 0:
         raise ValueError("prior_a must be positive")
+    if isinstance(a_only, numbers.Integral) and isinstance(b_only, numbers.Integral):
+        # the runner's rule and the power recursions ask about the same few counts over and over
+        return _evalue_of_counts(int(a_only), int(b_only), float(alpha), float(prior_a))
+    return _evalue_of_counts.__wrapped__(a_only, b_only, alpha, prior_a)
+
+
+@lru_cache(maxsize=8192)
+def _evalue_of_counts(a_only, b_only, alpha: float, prior_a: float) -> EValueResult:
     log_e = (special.betaln(prior_a + a_only, prior_a + b_only) - special.betaln(prior_a, prior_a)
              + (a_only + b_only) * math.log(2.0))
     e = float(math.exp(min(log_e, 700.0)))

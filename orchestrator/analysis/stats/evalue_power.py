@@ -36,7 +36,7 @@ from scipy import special
 from orchestrator.analysis.stats.power import first_reaching, power_over_discordant
 
 
-@lru_cache(maxsize=16)
+@lru_cache(maxsize=64)
 def _low_bounds(m_max: int, alpha: float, prior_a: float) -> np.ndarray:
     """k_m for m = 0..m_max: the e-value after b A-wins of m discordant layouts is >= 1/alpha
     exactly when b <= k_m or b >= m - k_m (the Beta mixture is symmetric and log-convex in b);
@@ -52,32 +52,62 @@ def _low_bounds(m_max: int, alpha: float, prior_a: float) -> np.ndarray:
     return out
 
 
+class _FirstPassage:
+    """The dynamic programme behind `rejection_by_discordant`, resumable: `extend(m_max)` carries
+    it on from where it stopped. The not-yet-rejected mass lives on the band of b strictly
+    between the two rejection regions; only that band is updated (outside it every entry is 0,
+    so the result is the full recursion's)."""
+
+    def __init__(self, theta: float, alpha: float, prior_a: float):
+        if not 0 <= theta <= 1:
+            raise ValueError(f"theta must be in [0, 1], not {theta}")
+        if not 0 < alpha < 1:
+            raise ValueError(f"alpha must be in (0, 1), not {alpha}")
+        self.theta, self.alpha, self.prior_a = float(theta), float(alpha), float(prior_a)
+        self.alive = np.zeros(2)
+        self.alive[0] = 1.0              # P(b A-wins so far and not yet rejected), b = 0..m
+        self.lo, self.hi = 0, 0          # the band holding that mass (empty once hi < lo)
+        self.absorbed = 0.0
+        self.out: list[float] = []       # R(m) for m = 0..len(out) - 1
+
+    def extend(self, m_max: int) -> np.ndarray:
+        size = 64
+        while size < m_max + 1:
+            size *= 2                    # bounds of a power-of-two size: few distinct cache entries
+        bounds = _low_bounds(size, self.alpha, self.prior_a)
+        if self.alive.size < m_max + 2:
+            self.alive = np.concatenate([self.alive, np.zeros(m_max + 2 - self.alive.size)])
+        alive, theta, lo, hi, absorbed = self.alive, self.theta, self.lo, self.hi, self.absorbed
+        for m in range(len(self.out), m_max + 1):
+            if m > 0 and lo <= hi:       # one more discordant layout: b -> b + 1 with theta, stays with 1 - theta
+                moved = alive[lo: hi + 1] * theta
+                alive[lo: hi + 1] *= 1 - theta
+                alive[lo + 1: hi + 2] += moved
+                hi += 1
+            k = int(bounds[m])
+            if k >= 0 and lo <= hi:
+                if 2 * k >= m:           # every split rejects (only for an absurdly large alpha)
+                    absorbed += float(alive[lo: hi + 1].sum())
+                    alive[lo: hi + 1] = 0.0
+                    lo, hi = 1, 0
+                else:
+                    if lo <= k:
+                        absorbed += float(alive[lo: k + 1].sum())
+                        alive[lo: k + 1] = 0.0
+                        lo = k + 1
+                    if hi >= m - k:
+                        absorbed += float(alive[m - k: hi + 1].sum())
+                        alive[m - k: hi + 1] = 0.0
+                        hi = m - k - 1
+            self.out.append(absorbed)
+        self.lo, self.hi, self.absorbed = lo, hi, absorbed
+        return np.array(self.out[: m_max + 1])
+
+
 def rejection_by_discordant(m_max: int, theta: float, alpha: float = 0.05, prior_a: float = 1.0) -> np.ndarray:
     """R(m), m = 0..m_max: the probability that the e-value rule has rejected within the first
     m discordant layouts when each is A's with probability theta (module docstring)."""
-    if not 0 <= theta <= 1:
-        raise ValueError(f"theta must be in [0, 1], not {theta}")
-    if not 0 < alpha < 1:
-        raise ValueError(f"alpha must be in (0, 1), not {alpha}")
-    bounds = _low_bounds(max(m_max, 1), float(alpha), float(prior_a))
-    alive = np.zeros(m_max + 2)
-    alive[0] = 1.0                       # P(b A-wins so far and not yet rejected)
-    out = np.zeros(m_max + 1)
-    absorbed = 0.0
-    for m in range(m_max + 1):
-        if m > 0:   # one more discordant layout: b -> b + 1 with theta, stays with 1 - theta
-            alive[1: m + 1] = alive[1: m + 1] * (1 - theta) + alive[:m] * theta
-            alive[0] *= 1 - theta
-        k = bounds[m]
-        if k >= 0 and 2 * k >= m:        # every split rejects (only for an absurdly large alpha)
-            absorbed += float(alive[: m + 1].sum())
-            alive[: m + 1] = 0.0
-        elif k >= 0:
-            absorbed += float(alive[: k + 1].sum() + alive[m - k: m + 1].sum())
-            alive[: k + 1] = 0.0
-            alive[m - k: m + 1] = 0.0
-        out[m] = absorbed
-    return out
+    return _FirstPassage(theta, alpha, prior_a).extend(m_max)
 
 
 def evalue_power(n: int, p10: float, p01: float, alpha: float = 0.05, prior_a: float = 1.0) -> float:
@@ -98,10 +128,11 @@ def evalue_layouts_needed(p10: float, p01: float, power: float = 0.8, alpha: flo
     if q <= 0 or p10 == p01:
         return None
     # grow the lattice fourfold at a time: the n needed is usually far below n_max
+    passage = _FirstPassage(p10 / q, alpha, prior_a)
     hi = 16
     while True:
         hi = min(hi * 4, n_max)
-        r = rejection_by_discordant(hi, p10 / q, alpha, prior_a)
+        r = passage.extend(hi)
 
         def pw(n: int) -> float:
             return power_over_discordant(n, q, r)

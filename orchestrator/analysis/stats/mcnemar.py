@@ -7,9 +7,9 @@ References: McNemar Q (1947) Psychometrika 12:153-157; Edwards AL (1948) Psychom
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Iterable
 
-import numpy as np
 from scipy import stats
 
 from orchestrator.analysis.stats.types import McNemarResult, PairedTable
@@ -17,11 +17,16 @@ from orchestrator.analysis.stats.types import McNemarResult, PairedTable
 
 def paired_table(a_ok: Iterable[bool], b_ok: Iterable[bool]) -> PairedTable:
     """Build the paired 2x2 from two aligned boolean sequences (one entry per layout)."""
-    a = np.asarray(list(a_ok), dtype=bool)
-    b = np.asarray(list(b_ok), dtype=bool)
-    if a.shape != b.shape:
+    # counted in Python: the stopping rule builds thousands of these of a few layouts each, where
+    # numpy's per-array set-up costs more than the counting
+    a = [bool(x) for x in a_ok]
+    b = [bool(x) for x in b_ok]
+    if len(a) != len(b):
         raise ValueError("paired outcomes must have the same length")
-    return PairedTable(int(np.sum(a & b)), int(np.sum(a & ~b)), int(np.sum(~a & b)), int(np.sum(~a & ~b)))
+    cells = [0, 0, 0, 0]                 # both, a only, b only, neither
+    for x, y in zip(a, b):
+        cells[(not x) * 2 + (not y)] += 1
+    return PairedTable(*cells)
 
 
 def mcnemar_exact_p(b: int, c: int) -> float:
@@ -73,6 +78,7 @@ def discordant_floor(k: int, test: str = "mcnemar_exact") -> float:
     return float(min(1.0, (1 if test == "mcnemar_midp" else 2) * 0.5 ** k))
 
 
+@lru_cache(maxsize=64)   # a report asks once per comparison; each answer costs a dozen scipy calls
 def min_discordant_for_alpha(alpha: float, test: str = "mcnemar_midp") -> int:
     """Fewest discordant pairs for which the test can reach p <= alpha at all (a k-0 split).
 

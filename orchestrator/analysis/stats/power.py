@@ -166,11 +166,13 @@ def layouts_needed(p10: float, p01: float, power: float = 0.8, alpha: float = 0.
         return None
     # binary search on the (nearly monotone) curve, then step down through saw-tooth dips
     hi = first_reaching(pw, m_first, hi, power)
-    n = hi
-    for back in range(n - 1, max(m_first, n - 40) - 1, -1):
-        if pw(back) >= power:
-            n = back
-    return n
+    # the 40 smaller n at once (one scipy call: its per-call cost dominates at these sizes)
+    back = np.arange(max(m_first, hi - 40), hi)
+    if back.size == 0:
+        return hi
+    ms = np.arange(m_first, hi + 1)
+    reach = back[stats.binom.pmf(ms[None, :], back[:, None], q) @ r[m_first:hi + 1] >= power]
+    return int(reach[0]) if reach.size else hi
 
 
 def independent_groups_n(p1: float, p2: float, alpha: float = 0.05, power: float = 0.8) -> int:

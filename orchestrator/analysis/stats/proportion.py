@@ -8,6 +8,7 @@ Statistical Science 16:101-133; Clopper CJ, Pearson ES (1934) Biometrika 26:404-
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from typing import Callable
 
 import numpy as np
@@ -18,6 +19,7 @@ from orchestrator.analysis.stats.types import Interval
 Z95 = float(stats.norm.ppf(0.975))  # 1.959963984540054
 
 
+@lru_cache(maxsize=256)  # scipy's ppf costs ~0.1 ms a call; a report asks for a few levels thousands of times
 def z_for_level(level: float) -> float:
     """Two-sided standard-normal critical value: z = Phi^-1(1 - (1 - level) / 2)."""
     if not 0 < level < 1:
