@@ -20,8 +20,9 @@ from the queue -> `ActionInterpolator` -> ordered action keys -> robot action pr
 With `use_torch_compile`, nothing is sent until the engine's compile warm-up inferences are done
 (LeRobot's `_handle_warmup`). lerobot-rollout warms up once per run, its one engine living through
 every episode; here each episode has its own engine, but the compiled function is the policy's
-and is kept, so only the first episode that completes the warm-up runs it: later engines are made
-without LeRobot's compile warm-up (`use_torch_compile` is, for the engine, only that warm-up).
+and is kept, so the warm-up runs once per policy load (again only if an episode ended before it
+completed): later engines are made without LeRobot's compile warm-up (`use_torch_compile` is,
+for the engine, only that warm-up).
 
 When no action is ready (the first chunk is still being computed, the queue ran dry, or the
 compile warm-up runs), lerobot-rollout sends nothing and the servos keep their last goal; here the step sends that
