@@ -76,9 +76,11 @@ def test_interpolation_multiplier_sends_lerobots_interpolated_commands(saved_vla
     real_select = policy.select_action
     policy.select_action = lambda obs: sent.append(real_select(obs)) or sent[-1]
     context = EpisodeContext(mark=Mark(id="M01", x=0.16, y=0.0), cube=Cube(), seed=0, fps=FPS, duration_s=1.0, task="")
-    recorder = EpisodeRecorder(tmp_path / "c", "ep", {}, FPS, FPS, realtime=True)
+    recorder = EpisodeRecorder(tmp_path / "c", "ep", {}, FPS, FPS, realtime=False)
+    rig = FakeRig()
+    rig.realtime = False   # simulated time: every planned step runs (none lost when the machine is loaded)
     try:
-        run_episode(FakeRig(), policy, context, recorder)
+        run_episode(rig, policy, context, recorder)
     finally:
         recorder.discard()
         policy.close()
