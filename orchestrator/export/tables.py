@@ -11,7 +11,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from orchestrator.core.errors import RuntimeFailure
 from orchestrator.analysis.outcomes import ABORT_RULE, outcomes_from_store
 from orchestrator.design.schedule import Trial
 from orchestrator.store.sqlite import SETTLES_EXCLUDED, SETTLES_FAILURE, CampaignStore
@@ -118,13 +117,7 @@ def write_table(rows: list[dict[str, Any]], path: Path) -> None:
 
 def evaluation_summary(plan: ExportPlan) -> dict[str, Any]:
     """`meta/ab_evaluation.json`: identity, label source, the encodings of the int columns."""
-    import hashlib
-
-    c = plan.campaign
-    protocol_sha = hashlib.sha256(c["protocol_text"].encode("utf-8")).hexdigest()
-    if protocol_sha != c["protocol_sha256"]:
-        raise RuntimeFailure(f"{plan.campaign_dir}: the stored protocol text does not match its frozen "
-                             f"SHA-256 ({c['protocol_sha256'][:12]}); the campaign store was altered")
+    c = plan.campaign   # its frozen texts were checked against their SHA-256 (run.campaign.frozen_protocol)
     done = sum(1 for t in plan.trials if t.state == "done")
     return {
         "schema": EXPORT_SCHEMA,
