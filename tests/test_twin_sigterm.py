@@ -124,3 +124,66 @@ def test_sigterm_from_another_process_leaves_torque_off_and_the_wire_quiet_then_
     with CampaignStore.open_readonly(out) as store:
         assert [(a["slot"], a["status"]) for a in store.attempts()] == [(interrupted, "aborted")] * 2
         assert [s["outcome"][:11] for s in store.sessions()] == ["interrupted"] * 2
+
+
+@pytest.mark.slow
+def test_closing_the_terminal_while_the_arm_is_held_ends_the_process_with_torque_off(tmp_path):
+    """The operator's terminal goes away (tmux kill-server: SIGHUP, then a dead pty) while the arm
+    holds after a stop. The runner made the arm safe, then Textual's shutdown blocked writing to
+    the dead terminal and the process lived on, holding the campaign (seen by a helper; measured:
+    alive after 10 s, torque off, wire quiet). Now it exits within the console's grace period and
+    the next run resumes with the stopped trial."""
+    from orchestrator.rigs.twin.client import start_twin
+    from orchestrator.run.console.wedge import GRACE_S
+
+    protocol = two_mark_protocol(tmp_path, "{type: scripted, aim_noise_mm: 3}", duration_s=4.0, fps=15)
+    out = tmp_path / "campaign"
+    tmux = Tmux()
+    with start_twin(load_rig(twin_rig(tmp_path))) as twin:
+        rig = tmp_path / "attached.yaml"
+        rig.write_text(yaml.safe_dump(twin.rig.profile.model_dump(mode="json", exclude_none=True)))
+        command = shlex.join([sys.executable, "-m", "orchestrator", "run", str(protocol), "--rig", str(rig),
+                              "--out", str(out)])
+        variables = " ".join(f"{k}={shlex.quote(v)}" for k, v in env().items()
+                             if k in ("MUJOCO_GL", "HF_HUB_OFFLINE", "OMP_NUM_THREADS", "PATH"))
+        shell = f"cd {shlex.quote(str(REPO))} && env {variables} {command}; sleep 60"
+        pid = None
+        try:
+            tmux("new-session", "-d", "-s", "op", "-x", "110", "-y", "32", shell)
+            tmux.wait_for("op", "press Enter", timeout=180)
+            tmux("send-keys", "-t", "op", "Enter")
+            tmux.wait_for("op", "EPISODE RUNNING", timeout=60)
+            time.sleep(0.5)
+            tmux("send-keys", "-t", "op", "Space")          # stop: the arm holds, torque on
+            tmux.wait_for("op", "EMERGENCY STOP", timeout=30)  # it asks why: the prompt phase
+            assert twin.request("state")["torque"] == [True] * 6
+            with CampaignStore.open_readonly(out) as store:
+                (running,) = [s for s in store.sessions() if s["ended_at"] is None]
+            pid = running["pid"]
+        finally:
+            tmux.kill()                                    # the terminal goes away
+        deadline = time.monotonic() + GRACE_S + 20
+        while time.monotonic() < deadline and _alive(pid):
+            time.sleep(0.2)
+        alive = _alive(pid)
+        if alive:
+            os.kill(pid, signal.SIGKILL)
+        assert not alive, f"orchestrator run (pid {pid}) still alive {GRACE_S + 20:.0f} s after its terminal closed"
+        _twin_is_safe_and_quiet(twin)
+        proc, lines = _start_run(protocol, rig, out)       # the next run is not refused as a second runner
+        try:
+            _wait_for(lines, "EPISODE RUNNING", timeout_s=180)
+        finally:
+            proc.kill()
+            proc.wait(timeout=30)
+    with CampaignStore.open_readonly(out) as store:
+        assert [a["status"] for a in store.attempts()][:1] == ["aborted"]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as stat:   # a zombie (exited, not reaped by tmux's dead shell) is gone
+        return stat.read().split(") ")[-1][0] != "Z"

@@ -43,7 +43,9 @@ from textual.widgets import Footer, Header, Input, RichLog, Static
 from orchestrator.run.operator_protocol import STOP_CAUSE_PROMPT, StopRequested, TrialCue, stop_cause
 from orchestrator.rigs.base import EmergencyStop
 from orchestrator.design.protocol import Layout
+from orchestrator.core.errors import Interrupted
 from orchestrator.run.console.layout_view import describe_mark, render_layout
+from orchestrator.run.console.wedge import exit_if_wedged
 
 T = TypeVar("T")
 
@@ -481,6 +483,7 @@ def run_console(layout: Layout, session: Callable[[ConsoleOperator], T], *, head
     thread: threading.Thread
     app = OperatorConsole(layout, on_ready=lambda: thread.start(), **kwargs)
     outcome: dict[str, Any] = {}
+    returned = threading.Event()   # app.run() came back
 
     def work() -> None:
         try:
@@ -488,6 +491,9 @@ def run_console(layout: Layout, session: Callable[[ConsoleOperator], T], *, head
         except BaseException as exc:  # noqa: BLE001 - re-raised on the main thread
             outcome["error"] = exc
         finally:
+            error = outcome.get("error")
+            interrupted = isinstance(error, (KeyboardInterrupt, Interrupted)) or app.operator.interrupted
+            exit_if_wedged(returned, 130 if interrupted else 1 if error is not None else 0)
             try:
                 app.call_from_thread(app.exit)
             except RuntimeError:
@@ -500,6 +506,7 @@ def run_console(layout: Layout, session: Callable[[ConsoleOperator], T], *, head
     try:
         app.run(headless=headless)
     finally:
+        returned.set()
         root.handlers = saved_handlers
     app._close_bridge()
     if thread.ident is not None:
