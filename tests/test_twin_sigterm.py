@@ -56,6 +56,22 @@ def _wait_for(lines: queue.Queue, text: str, timeout_s: float) -> list[str]:
     raise AssertionError(f"no {text!r} within {timeout_s} s; the run printed:\n{''.join(seen)[-2000:]}")
 
 
+def _console_episode(tmux: Tmux, protocol, rig, out) -> None:
+    """`orchestrator run` under the operator console in a 110x32 tmux terminal, the first trial
+    started with Enter, half a second into its episode. The pane prints EXIT=<code> when it ends."""
+    command = shlex.join([sys.executable, "-m", "orchestrator", "run", str(protocol), "--rig", str(rig),
+                          "--out", str(out)])
+    variables = " ".join(f"{k}={shlex.quote(v)}" for k, v in env().items()
+                         if k in ("MUJOCO_GL", "HF_HUB_OFFLINE", "OMP_NUM_THREADS", "PATH"))
+    shell = (f"until [ \"$(stty size)\" = '32 110' ]; do sleep 0.05; done; unset COLUMNS LINES; "
+             f"cd {shlex.quote(str(REPO))} && env {variables} {command}; echo EXIT=$?; sleep 60")
+    tmux("new-session", "-d", "-s", "op", "-x", "110", "-y", "32", shell)
+    tmux.wait_for("op", "press Enter", timeout=180)
+    tmux("send-keys", "-t", "op", "Enter")
+    tmux.wait_for("op", "EPISODE RUNNING", timeout=60)
+    time.sleep(0.5)   # inside the episode: the policy is moving the arm
+
+
 def _twin_is_safe_and_quiet(twin) -> None:
     """Torque_Enable 0 on all six servos, and not one packet on the wire for half a second."""
     state = twin.request("state")
@@ -100,18 +116,8 @@ def test_sigterm_from_another_process_leaves_torque_off_and_the_wire_quiet_then_
             interrupted = attempts[0]["slot"]
 
         # 2. the operator console resumes (same trial first), SIGTERM during its episode
-        command = shlex.join([sys.executable, "-m", "orchestrator", "run", str(protocol), "--rig", str(rig),
-                              "--out", str(out)])
-        variables = " ".join(f"{k}={shlex.quote(v)}" for k, v in env().items()
-                             if k in ("MUJOCO_GL", "HF_HUB_OFFLINE", "OMP_NUM_THREADS", "PATH"))
-        shell = (f"until [ \"$(stty size)\" = '32 110' ]; do sleep 0.05; done; unset COLUMNS LINES; "
-                 f"cd {shlex.quote(str(REPO))} && env {variables} {command}; echo EXIT=$?; sleep 60")
         try:
-            tmux("new-session", "-d", "-s", "op", "-x", "110", "-y", "32", shell)
-            tmux.wait_for("op", "press Enter", timeout=180)
-            tmux("send-keys", "-t", "op", "Enter")
-            tmux.wait_for("op", "EPISODE RUNNING", timeout=60)
-            time.sleep(0.5)
+            _console_episode(tmux, protocol, rig, out)
             with CampaignStore.open_readonly(out) as store:
                 (running,) = [s for s in store.sessions() if s["ended_at"] is None]
             os.kill(running["pid"], signal.SIGTERM)
@@ -142,18 +148,9 @@ def test_closing_the_terminal_while_the_arm_is_held_ends_the_process_with_torque
     with start_twin(load_rig(twin_rig(tmp_path))) as twin:
         rig = tmp_path / "attached.yaml"
         rig.write_text(yaml.safe_dump(twin.rig.profile.model_dump(mode="json", exclude_none=True)))
-        command = shlex.join([sys.executable, "-m", "orchestrator", "run", str(protocol), "--rig", str(rig),
-                              "--out", str(out)])
-        variables = " ".join(f"{k}={shlex.quote(v)}" for k, v in env().items()
-                             if k in ("MUJOCO_GL", "HF_HUB_OFFLINE", "OMP_NUM_THREADS", "PATH"))
-        shell = f"cd {shlex.quote(str(REPO))} && env {variables} {command}; sleep 60"
         pid = None
         try:
-            tmux("new-session", "-d", "-s", "op", "-x", "110", "-y", "32", shell)
-            tmux.wait_for("op", "press Enter", timeout=180)
-            tmux("send-keys", "-t", "op", "Enter")
-            tmux.wait_for("op", "EPISODE RUNNING", timeout=60)
-            time.sleep(0.5)
+            _console_episode(tmux, protocol, rig, out)
             tmux("send-keys", "-t", "op", "Space")          # stop: the arm holds, torque on
             tmux.wait_for("op", "EMERGENCY STOP", timeout=30)  # it asks why: the prompt phase
             assert twin.request("state")["torque"] == [True] * 6
