@@ -4,7 +4,9 @@ recorded joints against the simulator's physics test, its place in the consensus
 
 from __future__ import annotations
 
+
 import asyncio
+import hashlib
 import os
 import sqlite3
 import subprocess
@@ -124,7 +126,9 @@ def test_auto_is_advisory_unless_counted(tiny, tmp_path):
         text = store.campaign()["protocol_text"].replace("judging: {judges: 1,",
                                                          "judging: {auto: counted, judges: 1,")
         assert "auto: counted" in text
-        store.conn.execute("UPDATE campaign SET protocol_text = ?", (text,))
+        # as if the campaign had frozen this protocol: its text and its identity hash
+        store.conn.execute("UPDATE campaign SET protocol_text = ?, protocol_sha256 = ?",
+                           (text, hashlib.sha256(text.encode("utf-8")).hexdigest()))
         counted = outcomes_from_store(store)
     assert "auto" in counted.label_source and "alice" in counted.label_source
     # one against one on alice's episode: a tie is unsure, so no outcome
