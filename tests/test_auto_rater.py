@@ -4,7 +4,6 @@ recorded joints against the simulator's physics test, its place in the consensus
 
 from __future__ import annotations
 
-
 import asyncio
 import hashlib
 import os
