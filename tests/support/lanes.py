@@ -5,7 +5,7 @@ tuple: the file's tests are in the fast lane unless a test carries a heavy marke
 `tests/conftest.py` applies them at collection, adds the markers implied by a fixture
 (`FIXTURE_MARKERS`), and marks `fast` every test that ends up with no heavy marker:
 
-    uv run --all-extras pytest -m fast -q      # pure and in-process tests, under a minute
+    uv run --all-extras pytest -m fast -n 2 -q # pure and in-process tests, two workers, under a minute
     uv run --all-extras pytest -q              # every test (the CI command)
 
 A fast test must not import torch or LeRobot and must not start a process: `heavy_guard` fails
