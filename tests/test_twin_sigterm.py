@@ -66,10 +66,29 @@ def _console_episode(tmux: Tmux, protocol, rig, out) -> None:
     shell = (f"until [ \"$(stty size)\" = '32 110' ]; do sleep 0.05; done; unset COLUMNS LINES; "
              f"cd {shlex.quote(str(REPO))} && env {variables} {command}; echo EXIT=$?; sleep 60")
     tmux("new-session", "-d", "-s", "op", "-x", "110", "-y", "32", shell)
-    tmux.wait_for("op", "press Enter", timeout=180)
+    for _ in range(3):
+        # a resumed session starts where the arm sagged with torque off (on the table, on the cube):
+        # its first move to rest may stop as "blocked" and hold; the operator confirms, it tries again
+        screen = _wait_for_either(tmux, "press Enter", "ARM STOPPED (holding)", timeout=180)
+        if "press Enter" in screen:
+            break
+        tmux("send-keys", "-t", "op", "Enter")
+        time.sleep(1.0)
+    else:
+        raise AssertionError(f"the move to rest stopped three times:\n{screen}")
     tmux("send-keys", "-t", "op", "Enter")
     tmux.wait_for("op", "EPISODE RUNNING", timeout=60)
     time.sleep(0.5)   # inside the episode: the policy is moving the arm
+
+
+def _wait_for_either(tmux: Tmux, first: str, second: str, timeout: float) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        screen = tmux.screen("op")
+        if first in screen or second in screen:
+            return screen
+        time.sleep(0.2)
+    raise AssertionError(f"neither {first!r} nor {second!r} appeared on the screen:\n{screen}")
 
 
 def _twin_is_safe_and_quiet(twin) -> None:
