@@ -734,6 +734,11 @@ def test_finding5_the_operator_is_told_which_joint_blocked_the_move_and_confirms
     summary, _ = campaign(protocol, rig, tmp_path / "c", op)
     assert summary.complete
     assert any("did not reach rest: elbow_flex blocked" in m for m in op.messages), op.messages
+    from orchestrator.store.sqlite import CampaignStore
+
+    with CampaignStore.open_readonly(tmp_path / "c") as store:   # kept in the campaign's events
+        rows = store.conn.execute("SELECT message FROM events WHERE kind = 'rest_blocked'").fetchall()
+    assert rows and all("did not reach rest: elbow_flex blocked" in m for (m,) in rows), rows
 
 
 @pytest.mark.parametrize("servo", [2, 5])

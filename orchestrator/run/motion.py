@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import threading
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Callable, Iterator
 
 from orchestrator.run.interrupts import deferred_interrupts
 from orchestrator.run.operator_protocol import Operator, StopRequested
@@ -39,9 +39,10 @@ class ArmMotion:
     the session at a confirmation prompt; `interrupted`: Ctrl-C or SIGTERM. After `ended` or
     `interrupted` the arm never moves again in this session: torque goes off where it is."""
 
-    def __init__(self, rig: Rig, operator: Operator):
+    def __init__(self, rig: Rig, operator: Operator, record: Callable[[str, str], None] | None = None):
         self.rig = rig
         self.operator = operator
+        self.record = record or (lambda kind, message: None)   # (kind, message) into the campaign's events
         self.held = False
         self.ended = False
         self.interrupted = False
@@ -83,6 +84,7 @@ class ArmMotion:
                 self.stop()
                 blocked += 1
                 self.operator.message(f"{fault}; {fault.hint}")
+                self.record("rest_blocked", str(fault))   # kept: the console's log is gone with it
                 if blocked >= MAX_BLOCKED_MOVES:
                     raise
                 continue

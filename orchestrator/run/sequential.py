@@ -201,7 +201,7 @@ def _run_sequential(opened: OpenedCampaign, pending: list[Trial], operator: Oper
     store, loaded = opened.store, opened.protocol
     cameras = opened.rig.profile.cameras
     rig = make_rig(opened.rig, loaded)
-    motion = ArmMotion(rig, operator)
+    motion = ArmMotion(rig, operator, record=lambda kind, message: store.log_event(kind, message))
     policies = {}
     progress = None
     try:
