@@ -5,7 +5,7 @@ so the three formats always say the same thing."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Union
+from typing import Any, Callable, Union
 
 from orchestrator.analysis.report.aborts import describe_rules
 from orchestrator.analysis.report.format import fmt_p, interval, k_of_n, ms, p_eq, p_name, points
@@ -219,24 +219,28 @@ def strata(r: Report) -> list[Block]:
                    for s in r.strata])]
 
 
+def _counts_per_policy(r: Report, title: str, column: str, counts: Callable[[Any], Any],
+                       empty: str) -> list[Block]:
+    """A heading and a table of how often each key of `counts(policy)` (pairs key, count) occurs
+    per policy, 0 where a policy has none; `empty` instead when no policy has any."""
+    keys = sorted({k for p in r.policies for k, _ in counts(p)})
+    if not keys:
+        return [Heading(title), Line(empty)]
+    return [Heading(title), table([column] + [p.label for p in r.policies],
+                                  [[k] + [str(dict(counts(p)).get(k, 0)) for p in r.policies] for k in keys])]
+
+
 def failure_modes(r: Report) -> list[Block]:
-    modes = sorted({m for p in r.policies for m, _ in p.failure_modes})
-    if not modes:
-        return [Heading("Failure modes"), Line("no failures recorded")]
-    return [Heading("Failure modes"),
-            table(["failure mode"] + [p.label for p in r.policies],
-                  [[m] + [str(dict(p.failure_modes).get(m, 0)) for p in r.policies] for m in modes])]
+    return _counts_per_policy(r, "Failure modes", "failure mode", lambda p: p.failure_modes,
+                              "no failures recorded")
 
 
 def safety_events(r: Report) -> list[Block]:
-    events = sorted({e for p in r.policies for e, _ in p.safety_events})
-    if not events:
-        return [Heading("Safety events"), Line("none recorded")]
-    return [Heading("Safety events"),
-            table(["event"] + [p.label for p in r.policies],
-                  [[e] + [str(dict(p.safety_events).get(e, 0)) for p in r.policies] for e in events]),
-            Line("episodes with any safety event: "
-                 + ", ".join(f"{p.label} {p.episodes_with_safety_events}" for p in r.policies))]
+    blocks = _counts_per_policy(r, "Safety events", "event", lambda p: p.safety_events, "none recorded")
+    if not any(p.safety_events for p in r.policies):
+        return blocks
+    return blocks + [Line("episodes with any safety event: "
+                          + ", ".join(f"{p.label} {p.episodes_with_safety_events}" for p in r.policies))]
 
 
 def time_to_success(r: Report) -> list[Block]:
