@@ -22,6 +22,15 @@ from support.repo import GRID20, LOCATED, REPO, SIM_PROTOCOL, line_of, sim_proto
 from support import lanes
 
 
+def pytest_sessionstart(session):
+    """Warm the one-time caches that libraries build on their first use in a new HOME, before any
+    test runs, so a fast-lane test that first imports such a library is not taken for starting a
+    process (the heavy guard below). The caches warmed, by name (tests/support/lanes.py,
+    `warm_library_caches`): matplotlib's font cache (built with `fc-list` on a machine where
+    matplotlib has never run)."""
+    lanes.warm_library_caches()
+
+
 def pytest_collection_modifyitems(config, items):
     """The lanes (tests/support/lanes.py): each file's markers, the markers a fixture implies,
     and `fast` for every test left with no heavy marker."""

@@ -4,6 +4,8 @@ fails a fast test which starts a process or imports torch does catch both."""
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -100,3 +102,51 @@ def test_the_fast_lane_holds_no_test_with_a_heavy_marker():
     heavy_files = {name for name, markers in lanes.FILE_MARKERS if markers}
     assert [i for i in ids if i.split("::")[0].removeprefix("tests/") in heavy_files] == []
     assert not any("test_the_guard_fails_a_fast_test_that_starts_a_process" in i for i in ids)
+
+
+FONT_TEST = """
+from support import lanes
+
+def test_first_matplotlib_import(tmp_path):
+    with lanes.heavy_guard(modules=()):
+        import matplotlib.font_manager  # noqa: F401
+"""
+
+
+@pytest.mark.subprocess
+def test_a_library_cache_built_on_a_fresh_home_is_not_taken_for_a_test_starting_a_process(tmp_path):
+    """On a machine where matplotlib never ran, its first import runs `fc-list` to build the font
+    cache. The session hook builds it before any test (`lanes.warm_library_caches`), so a fast test
+    that imports matplotlib passes in a new, empty HOME. Positive control: the same import under
+    the guard, without the session hook's warm-up, is caught as starting `fc-list`."""
+    if shutil.which("fc-list") is None:
+        pytest.fail("fc-list is missing: apt-get install fontconfig (matplotlib's font cache uses it)")
+    suite = tmp_path / "suite"
+    shutil.copytree(TESTS / "support", suite / "support")
+    shutil.copy(TESTS / "conftest.py", suite / "conftest.py")
+    (suite / "test_font.py").write_text(FONT_TEST)
+
+    def run(home_name: str, *args: str) -> subprocess.CompletedProcess:
+        home = tmp_path / home_name
+        home.mkdir()
+        env = {k: v for k, v in os.environ.items() if k not in ("MPLCONFIGDIR", "XDG_CACHE_HOME")}
+        env["HOME"] = str(home)
+        return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir",
+                               str(suite), *args, str(suite / "test_font.py")],
+                              capture_output=True, text=True, timeout=300, cwd=suite, env=env)
+
+    warmed = run("home_warmed")
+    assert warmed.returncode == 0, warmed.stdout[-2000:]
+    assert "1 passed" in warmed.stdout
+    assert list((tmp_path / "home_warmed").glob(".cache/matplotlib/fontlist-*.json")), "the hook built no cache"
+    cold = subprocess.run([sys.executable, "-c", (
+        "import sys; sys.path.insert(0, %r)\n"
+        "from support import lanes\n"
+        "try:\n"
+        "    with lanes.heavy_guard(modules=()):\n"
+        "        import matplotlib.font_manager\n"
+        "except lanes.HeavyInFastLane as e:\n"
+        "    print('CAUGHT', e)\n") % str(suite)],
+        capture_output=True, text=True, timeout=300,
+        env={**os.environ, "HOME": str(tmp_path / "home_cold")})
+    assert "CAUGHT" in cold.stdout and "fc-list" in cold.stdout, cold.stdout[-2000:] + cold.stderr[-2000:]

@@ -16,6 +16,7 @@ files imports no torch).
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import multiprocessing.process
 import subprocess
 import sys
@@ -129,6 +130,19 @@ UNLISTED = ("slow",)
 def markers_of_file(name: str) -> tuple[str, ...] | None:
     """The markers every test in `name` carries; None for a file not in the table."""
     return dict(FILE_MARKERS).get(name)
+
+
+def warm_library_caches() -> list[str]:
+    """Build the caches a library builds once per HOME, outside any test: matplotlib's font list
+    (its first `import matplotlib.font_manager` runs `fc-list` where ~/.cache/matplotlib has no
+    font cache yet; seen on a fresh machine as a fast-lane test "starting a process"). Returns
+    the names of the caches warmed. Each is warmed here by name, not exempted in the guard: a
+    test that itself starts `fc-list` still fails."""
+    warmed = []
+    if importlib.util.find_spec("matplotlib") is not None:
+        import matplotlib.font_manager  # noqa: F401  (builds ~/.cache/matplotlib/fontlist-*.json)
+        warmed.append("matplotlib font cache")
+    return warmed
 
 
 class HeavyInFastLane(AssertionError):
