@@ -33,7 +33,7 @@ def pytest_sessionstart(session):
 
 def pytest_collection_modifyitems(config, items):
     """The lanes (tests/support/lanes.py): each file's markers, the markers a fixture implies,
-    and `fast` for every test left with no heavy marker."""
+    `fast` for every test left with no heavy marker, and the real-time tests' xdist group."""
     for item in items:
         # A file not in the table stays out of the fast lane (tests/test_lanes.py fails, naming it).
         markers = lanes.markers_of_file(item.path.name)
@@ -44,6 +44,9 @@ def pytest_collection_modifyitems(config, items):
                 markers += implied
         for name in dict.fromkeys(markers):
             item.add_marker(name)
+        group = lanes.xdist_group_of(item.path.name, markers)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
         if not any(item.get_closest_marker(name) for name in lanes.HEAVY):
             item.add_marker(lanes.FAST)
 

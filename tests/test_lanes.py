@@ -150,3 +150,15 @@ def test_a_library_cache_built_on_a_fresh_home_is_not_taken_for_a_test_starting_
         capture_output=True, text=True, timeout=300,
         env={**os.environ, "HOME": str(tmp_path / "home_cold")})
     assert "CAUGHT" in cold.stdout and "fc-list" in cold.stdout, cold.stdout[-2000:] + cold.stderr[-2000:]
+
+
+def test_the_real_time_tests_share_one_xdist_group(request):
+    """Every twin file and the listed real-time files are in the `realtime` group (run one after
+    another on one worker under `--dist loadgroup`); a pure file is in none."""
+    grouped = [name for name, markers in lanes.FILE_MARKERS if lanes.xdist_group_of(name, markers)]
+    twins = [name for name, markers in lanes.FILE_MARKERS if "twin" in markers]
+    assert len(twins) >= 10 and set(twins) <= set(grouped)
+    assert lanes.REALTIME_FILES <= set(grouped)
+    assert lanes.xdist_group_of("test_stats.py", ()) is None
+    # the conftest hook applied it: this pure test carries no group, a twin test would
+    assert request.node.get_closest_marker("xdist_group") is None

@@ -123,6 +123,19 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 
+# The real-time tests: a twin stepped to the wall clock, stop-to-hold latencies, real-time episode
+# loops. Under `pytest -n 2 --dist loadgroup` (the CI command) they share one xdist group, so they
+# run one after another on one worker and never beside each other; the other worker takes the
+# rest. Every file with the `twin` marker is one of them, and these besides:
+REALTIME_GROUP = "realtime"
+REALTIME_FILES = frozenset({"test_control_loop_time.py", "test_arm_safety.py", "test_rest_move.py"})
+
+
+def xdist_group_of(name: str, markers: tuple[str, ...]) -> str | None:
+    """The xdist group of the tests of file `name` with `markers`: `REALTIME_GROUP` or None."""
+    return REALTIME_GROUP if "twin" in markers or name in REALTIME_FILES else None
+
+
 # A test file missing from FILE_MARKERS: kept out of the fast lane until it is listed.
 UNLISTED = ("slow",)
 
