@@ -38,10 +38,13 @@ for i in $(seq 1 "$runs"); do
   hog_pid=""
   if [ "$hog" = 1 ]; then stress-ng --cpu 1 --quiet & hog_pid=$!; fi
   start=$(date +%s)
-  # A new machine's environment: an empty HOME and nothing of this shell's caches; uv on PATH.
-  env -i HOME="$dir/home" PATH="$(dirname "$uv_bin"):/usr/local/bin:/usr/bin:/bin" \
-      ${PYENV_ROOT:+PYENV_ROOT="$PYENV_ROOT"} LANG=C.UTF-8 CI=true TERM=xterm-256color \
-      UV_CACHE_DIR="$uv_cache" UV_PYTHON_INSTALL_DIR="$uv_pythons" ${PYTEST_ADDOPTS:+PYTEST_ADDOPTS="$PYTEST_ADDOPTS"} \
+  # A new machine's environment: this machine's settings (certificates, proxies, registries) but
+  # an empty HOME, no cache or virtualenv variable of this shell, and uv on PATH.
+  env -u VIRTUAL_ENV -u UV_PROJECT_ENVIRONMENT -u XDG_CACHE_HOME -u XDG_CONFIG_HOME -u XDG_DATA_HOME \
+      -u MPLCONFIGDIR -u PYTHONPYCACHEPREFIX -u PYTHONDONTWRITEBYTECODE -u MUJOCO_GL -u HF_HOME \
+      -u HF_LEROBOT_HOME ${PYTEST_ADDOPTS:+PYTEST_ADDOPTS="$PYTEST_ADDOPTS"} \
+      HOME="$dir/home" PATH="$(dirname "$uv_bin"):$PATH" CI=true \
+      UV_CACHE_DIR="$uv_cache" UV_PYTHON_INSTALL_DIR="$uv_pythons" \
       bash "$dir/repo/.ci/run" >"$dir/ci.log" 2>&1
   code=$?
   wall=$(( $(date +%s) - start ))

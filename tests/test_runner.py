@@ -96,15 +96,32 @@ def test_second_runner_is_refused_while_readers_work(tmp_path, capsys):
         holder.close()
 
 
+@pytest.fixture(scope="module")
+def long_episodes(tmp_path_factory) -> tuple[Path, Path]:
+    """The tiny protocol with 40 s episodes (0.6-1.3 s of wall time a trial on the idle 2-core
+    machine, against 0.25 s for 5 s ones), and its uninterrupted reference run."""
+    folder = tmp_path_factory.mktemp("long")
+    shutil.copy(DATA / "tiny_layout.yaml", folder / "tiny_layout.yaml")
+    protocol = folder / "tiny_protocol.yaml"
+    protocol.write_text(PROTOCOL.read_text().replace("duration_s: 5}", "duration_s: 40}"))
+    assert "duration_s: 40}" in protocol.read_text()
+    assert run_cli(folder / "reference", "--workers", "1", protocol=protocol) == 0
+    return protocol, folder / "reference"
+
+
 @pytest.mark.subprocess
-def test_ctrl_c_exits_130_aborts_the_trial_and_resume_completes(reference, tmp_path):
+def test_ctrl_c_exits_130_aborts_the_trial_and_resume_completes(long_episodes, tmp_path):
+    protocol, reference = long_episodes
     out = tmp_path / "c"
     process = subprocess.Popen(
-        [sys.executable, "-m", "orchestrator", "run", str(PROTOCOL), "--rig", str(RIG), "--out", str(out),
+        [sys.executable, "-m", "orchestrator", "run", str(protocol), "--rig", str(RIG), "--out", str(out),
          "--workers", "1"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     for line in process.stdout:
-        if line.startswith("trial 1/6"):
+        if line.startswith("trial 1/6"):   # printed when trial 1 is done: trial 2 starts now
             break
+    # Ctrl-C inside trial 2: 0.3 s into a trial that takes 1.3 s of wall time on the idle machine
+    # (measured; longer on a busy one). With 5 s episodes (0.25 s a trial) the whole campaign
+    # could end before the signal came, and did once on a fresh machine.
     time.sleep(0.3)
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=120)
@@ -114,7 +131,7 @@ def test_ctrl_c_exits_130_aborts_the_trial_and_resume_completes(reference, tmp_p
         reasons = [a["reason"] for a in store.attempts() if a["status"] == "aborted"]
         assert reasons and "interrupted by the user" in reasons[0]
         assert store.integrity_ok()
-    assert run_cli(out, "--workers", "1") == 0
+    assert run_cli(out, "--workers", "1", protocol=protocol) == 0
     assert outcomes(out) == outcomes(reference)
     with CampaignStore.open_readonly(out) as store:
         assert len(store.episodes()) == 6

@@ -110,6 +110,17 @@ class Rig(ABC):
     @abstractmethod
     def disconnect(self) -> None: ...
 
+    # Guiding the arm by hand: the way out of a move to rest that the world blocks (the arm lies
+    # on the table or the cube after a sag). A rig with servos that can go limp says so.
+    hand_guidable: bool = False
+
+    def release_torque(self) -> list[str]:
+        """Torque off on every joint, so the operator can move the arm by hand; the next
+        `go_to_rest` first restores torque where the arm then is (goal := present position,
+        then torque on) and moves from there. Returns the servos still torqued (empty = all
+        limp). Only for a `hand_guidable` rig; must not raise."""
+        return []
+
 
 RIG_KINDS: Registry[Rig] = Registry("rig kind", Rig, "kind")
 

@@ -392,6 +392,24 @@ class LeRobotRig(Rig):
             logger.warning("safe_stop: cannot %s: %s", "release torque" if self.profile.on_stop == "release"
                            else "hold position", exc)
 
+    @property
+    def hand_guidable(self) -> bool:
+        """A Feetech bus can drop torque on every servo (`release_torque`)."""
+        return getattr(self._robot, "bus", None) is not None
+
+    def release_torque(self) -> list[str]:
+        """Broadcast torque off with a read-back (`rigs/torque.py`), as `on_stop: release` does;
+        the next `go_to_rest` restores torque where the arm is then (`_resume_torque`)."""
+        robot = self._robot
+        if robot is None or not self._connected or getattr(robot, "bus", None) is None:
+            return []
+        self._released = True
+        try:
+            self.torque_problems = torque_off(robot.bus, self._retries)
+        except Exception as exc:  # noqa: BLE001 - the operator is told; the arm holds or is limp
+            self.torque_problems = [f"torque off failed: {one_line(exc)}"]
+        return list(self.torque_problems)
+
     def disconnect(self) -> None:
         """Torque off (LeRobot's `disable_torque_on_disconnect`) whenever the bus is connected,
         even if a camera is not, then release the cameras; never raises."""

@@ -32,6 +32,11 @@ logger = logging.getLogger(__name__)
 
 MAX_BLOCKED_MOVES = 3   # a move to rest blocked this often (confirmed each time) is given up
 HOLD_CHECK_S = 0.25     # servo alarms and torque read this often while the arm holds
+HAND_GUIDE_AFTER_BLOCKED = 2   # after this many blocked moves, offer to guide the arm by hand
+HAND_GUIDE_OFFER = ("the move to rest is blocked again: the arm may lie on the table or the cube. To lift it "
+                    "by hand: hold the arm, then confirm: torque goes off on every joint (the arm goes limp)")
+HAND_GUIDE_NOW = ("torque is off: lift the arm clear of the table and the cube, toward its rest pose, and "
+                  "keep holding it; confirm: torque comes back where you hold it, then it moves to rest")
 
 
 class ArmMotion:
@@ -63,15 +68,7 @@ class ArmMotion:
         blocked = 0
         while True:
             if self.held:
-                try:
-                    with self._watching_the_hold():
-                        self.operator.confirm_move(what)
-                except StopRequested:
-                    self.ended = True
-                    raise
-                except KeyboardInterrupt:
-                    self.interrupted = True
-                    raise
+                self._confirm(what)
                 self.held = False
             self.operator.arm_moving(what)
             try:
@@ -87,6 +84,9 @@ class ArmMotion:
                 self.record("rest_blocked", str(fault))   # kept: the console's log is gone with it
                 if blocked >= MAX_BLOCKED_MOVES:
                     raise
+                if blocked == HAND_GUIDE_AFTER_BLOCKED and self.rig.hand_guidable:
+                    self._guide_by_hand()
+                    what = f"{what} from where you hold it"
                 continue
             except KeyboardInterrupt:
                 self.stop(interrupted=True)
@@ -97,6 +97,33 @@ class ArmMotion:
             finally:
                 self.operator.arm_moving(None)
             return
+
+    def _confirm(self, what: str) -> None:
+        """Wait for the operator's go-ahead to move `what`, watching the held arm meanwhile."""
+        try:
+            with self._watching_the_hold():
+                self.operator.confirm_move(what)
+        except StopRequested:
+            self.ended = True
+            raise
+        except KeyboardInterrupt:
+            self.interrupted = True
+            raise
+
+    def _guide_by_hand(self) -> None:
+        """The way out of a move to rest that is blocked again and again (the arm lies on the
+        table or the cube after a sag with torque off): on the operator's go-ahead, torque goes
+        off on every joint; the operator lifts the arm clear by hand, toward rest, and confirms
+        while holding it; the next move restores torque where the arm then is (goal := present
+        position first, so nothing jumps) and goes to rest from there."""
+        self.operator.message(HAND_GUIDE_OFFER)
+        self._confirm("torque off: to guide the arm by hand")
+        problems = self.rig.release_torque()
+        self.record("rest_hand_guided", "torque released for guiding the arm by hand"
+                    + (f" (still torqued: {'; '.join(problems)})" if problems else ""))
+        if problems:
+            self.operator.message(torque_warning(problems))
+        self.operator.message(HAND_GUIDE_NOW)
 
     @contextmanager
     def _watching_the_hold(self) -> Iterator[None]:
