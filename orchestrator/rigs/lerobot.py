@@ -58,7 +58,7 @@ from orchestrator.rigs.lerobot_config import build_robot_config
 from orchestrator.rigs.profile import LoadedRig, RigProfile
 from orchestrator.rigs.device_fault import RestBlocked
 from orchestrator.rigs.frame_age import frame_facts
-from orchestrator.rigs.rest_move import move_to_rest
+from orchestrator.rigs.rest_move import move_to_rest, stages
 from orchestrator.rigs.servo_alarms import (CHECK_EVERY_STEPS, AlarmWatch, ServoAlarm, ServoReset, check_servos,
                                             drop_stale_replies, servo_alarms, torque_lost)
 from orchestrator.rigs.torque import torque_off
@@ -342,10 +342,11 @@ class LeRobotRig(Rig):
             check()
             if self._released:
                 self._resume_torque()
-            move_to_rest(self._joint_positions, self._write_goal, rest, speed_deg_s=self.rest_speed_deg_s,
-                         fps=self.rest_fps, settle_s=self.settle_s, tolerance_deg=self.rest_tolerance_deg,
-                         check=check, watch=lambda: check_servos(self.robot),
-                         blocked=lambda joints: RestBlocked(self._arm_name(), joints))
+            for target in stages(rest, self._joint_positions()):   # the gripper last
+                move_to_rest(self._joint_positions, self._write_goal, target, speed_deg_s=self.rest_speed_deg_s,
+                             fps=self.rest_fps, settle_s=self.settle_s, tolerance_deg=self.rest_tolerance_deg,
+                             check=check, watch=lambda: check_servos(self.robot),
+                             blocked=lambda joints: RestBlocked(self._arm_name(), joints))
         except (EmergencyStop, RestBlocked):
             raise  # the operator's stop key, or a joint held back: the caller holds the arm
         except Exception as exc:  # noqa: BLE001

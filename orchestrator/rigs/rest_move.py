@@ -23,6 +23,13 @@ When every reference has arrived, the move ends once every joint is within
 `tolerance_deg` of rest, or after `settle_s` (a joint still more than `MAX_LEAD_DEG` away is
 blocked). Units are LeRobot's (degrees; the gripper 0-100).
 
+The move goes in stages (`stages`): the shoulder lifts first, then the other arm joints follow,
+then the gripper. A stop late in a pick leaves the arm low and, once torque is off, sagged onto
+the table; interpolating every joint at once from there drives the wrist and the closed gripper
+into the table, and the joints held by it did not follow (on the twin: "blocked" for a stop two
+seconds or more into a scripted pick, a different joint each time). Lifted first, nothing
+touches the table on the way.
+
 `check()` (the operator's stop key) runs before every step and `watch()` (servo alarms and
 torque, `servo_alarms.check_servos`) every `CHECK_EVERY_STEPS` steps; either raises to stop.
 """
@@ -71,6 +78,26 @@ class _Following:
             elif now - self.since[k] >= FOLLOW_S:
                 out.append(k)
         return out
+
+
+ORDER = (("shoulder_lift.pos",), None, ("gripper.pos",))   # None: every joint not named
+
+
+def stages(rest: Pose, here: Pose) -> list[Pose]:
+    """The targets of a move to `rest` from `here`, one per group of `ORDER`: the shoulder lifts
+    first, then the other arm joints follow, then the gripper; each target holds the joints of
+    the later groups where they are (`here`). Groups with nothing to move are left out, so a
+    move from near rest is one stage."""
+    named = {k for group in ORDER if group for k in group}
+    groups = [[k for k in rest if (k in group if group else k not in named)] for group in ORDER]
+    groups = [g for g in groups if g]
+    out, target = [], {k: here.get(k, v) for k, v in rest.items()}
+    for group in groups:
+        if all(abs(rest[k] - target[k]) < 1e-9 for k in group):
+            continue
+        target = {**target, **{k: rest[k] for k in group}}
+        out.append(dict(target))
+    return out or [dict(rest)]
 
 
 def move_to_rest(read: Callable[[], Pose], write: Callable[[Pose], None], rest: Pose, *,

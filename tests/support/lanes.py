@@ -81,6 +81,7 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_reliability.py", ("subprocess",)),
     ("test_remote_policy.py", ("lerobot", "subprocess")),
     ("test_rest_move.py", ()),
+    ("test_rest_move_sag.py", ()),
     ("test_report.py", ()),
     ("test_report_wording.py", ()),
     ("test_report_html.py", ("browser", "subprocess")),
