@@ -741,6 +741,51 @@ def test_finding5_the_operator_is_told_which_joint_blocked_the_move_and_confirms
     assert rows and all("did not reach rest: elbow_flex blocked" in m for (m,) in rows), rows
 
 
+def test_after_two_blocked_moves_the_operator_lifts_the_arm_by_hand_with_torque_off_and_it_goes_on_from_there(bench):
+    """The way out of a move that stays blocked (the arm lies on the table): the second "blocked"
+    offers torque off; once confirmed every servo is limp while the operator lifts the arm; at
+    the next confirmation the goal is set to where the arm is before torque comes back (nothing
+    jumps), and the move to rest goes on from there."""
+    from orchestrator.run.motion import HAND_GUIDE_NOW, HAND_GUIDE_OFFER
+
+    tmp_path, arm, rig, protocol = bench
+    elbow = arm.servos[3]
+    elbow.blocked = True
+    op = Watching(wait_s=0.05)
+    real_confirm = op.confirm_move
+    seen: dict[str, object] = {}
+
+    def confirm(what):
+        if op.prompts == 1:     # the offer: torque is still on, the arm holds
+            seen["offer"] = what
+            seen["torque_at_offer"] = arm.torque_enabled()
+        if op.prompts == 2:     # torque off: the operator lifts the elbow to 80 degrees by hand
+            seen["torque_while_guided"] = arm.torque_enabled()
+            seen["then"] = what
+            elbow.blocked = False
+            elbow.move_by_hand(2047 + round(80 * 4095 / 360))
+            seen["lifted_at"] = (time.perf_counter(), elbow.position)
+        real_confirm(what)
+
+    op.confirm_move = confirm
+    summary, _ = campaign(protocol, rig, tmp_path / "c", op)
+    assert summary.complete
+    assert [m for m in op.messages if "blocked" in m][:2] and HAND_GUIDE_OFFER in op.messages
+    assert HAND_GUIDE_NOW in op.messages
+    assert seen["offer"].startswith("by hand") and seen["then"] == "to rest from where you hold it"
+    assert seen["torque_at_offer"] == {i: 1 for i in arm.servos}
+    assert seen["torque_while_guided"] == {i: 0 for i in arm.servos}
+    t_lift, lifted = seen["lifted_at"]
+    elbow_goals = [v for t, i, v in arm.goal_writes(since=t_lift) if i == 3]
+    assert elbow_goals and abs(elbow_goals[0] - lifted) <= 2   # goal := present before torque on
+    assert max(abs(b - a) for a, b in zip(elbow_goals, elbow_goals[1:])) <= 5.0 * 4095 / 360 + 2
+    from orchestrator.store.sqlite import CampaignStore
+
+    with CampaignStore.open_readonly(tmp_path / "c") as store:
+        kinds = [k for (k,) in store.conn.execute("SELECT kind FROM events ORDER BY rowid").fetchall()]
+    assert kinds.count("rest_blocked") == 2 and "rest_hand_guided" in kinds
+
+
 @pytest.mark.parametrize("servo", [2, 5])
 def test_finding6_after_an_alarm_the_arm_holds_until_the_operator_confirms(bench, servo):
     """An overload usually means the arm pushes on something or someone: it used to drive to rest

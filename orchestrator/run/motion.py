@@ -86,7 +86,7 @@ class ArmMotion:
                     raise
                 if blocked == HAND_GUIDE_AFTER_BLOCKED and self.rig.hand_guidable:
                     self._guide_by_hand()
-                    what = f"{what} from where you hold it"
+                    what = "to rest from where you hold it"
                 continue
             except KeyboardInterrupt:
                 self.stop(interrupted=True)
@@ -117,7 +117,7 @@ class ArmMotion:
         while holding it; the next move restores torque where the arm then is (goal := present
         position first, so nothing jumps) and goes to rest from there."""
         self.operator.message(HAND_GUIDE_OFFER)
-        self._confirm("torque off: to guide the arm by hand")
+        self._confirm("by hand (torque goes off: hold the arm first)")
         problems = self.rig.release_torque()
         self.record("rest_hand_guided", "torque released for guiding the arm by hand"
                     + (f" (still torqued: {'; '.join(problems)})" if problems else ""))

@@ -89,6 +89,11 @@ class FakeServo:
     def torque(self) -> bool:
         return bool(self.regs[ADDR_TORQUE])
 
+    def move_by_hand(self, position: int) -> None:
+        """A person moves the limp joint to `position` (ticks); only with torque off."""
+        assert not self.torque, "a torqued servo holds its goal: a hand cannot move it"
+        self._put(ADDR_PRESENT, 2, position)
+
     def update(self) -> None:
         now = time.perf_counter()
         dt, self._t = now - self._t, now

@@ -89,6 +89,7 @@ class TwinArm:
         self.supply_v = float(supply_v)
         self.voltage = self.supply_v
         self.torque_on = np.zeros(6, dtype=bool)
+        self.hand: dict[int, float] = {}   # joint index -> radians a person's hand holds it at (`hold`)
         self.temperature = np.full(6, AMBIENT_C)
         stall = sts3215.stall_torque_nm(self.supply_v)
         self.loops = [sts3215.ServoLoop(self.ticks_per_rad(i), stall) for i in range(6)]
@@ -207,6 +208,16 @@ class TwinArm:
         servo.put("Lock", 1)
         self._refresh(i + 1)
 
+    def hold(self, joints_deg: dict[str, float | None]) -> None:
+        """A person's hand on the arm: each named joint is held at the given angle (degrees, the
+        model's and LeRobot's; None: where it is now) whatever its servo does, until `hold({})`
+        lets go. The servo still pushes against the hand (its load and current show it)."""
+        self.hand = {}
+        for name, deg in joints_deg.items():
+            i = JOINTS.index(name)
+            q = float(self.data.qpos[self.qadr[i]]) if deg is None else math.radians(float(deg))
+            self.hand[i] = float(np.clip(q, *self.range[i]))
+
     def registers_now(self) -> dict[str, list[int]]:
         """Torque_Enable, Goal_Position, Present_Position and Status of servos 1-6, refreshed."""
         out: dict[str, list[int]] = {"torque": [], "goal": [], "present": [], "status": []}
@@ -271,6 +282,9 @@ class TwinArm:
                 servo = self.servo(i)
                 servo.error = servo.error | ERR_OVERLOAD if loop.protected else servo.error & ~ERR_OVERLOAD
         self.sim.step_physics(1)
+        for i, q in self.hand.items():   # a hand holds these joints where it put them
+            self.data.qpos[self.qadr[i]] = q
+            self.data.qvel[self.dadr[i]] = 0.0
         frac = np.array([loop.torque_nm / loop.stall_nm for loop in self.loops]) * self.torque_on
         self.temperature += self.dt * (HEAT_C_PER_S * frac * frac - (self.temperature - AMBIENT_C) / THERMAL_TAU_S)
         for i in range(6):

@@ -9,7 +9,8 @@ simulated rig's scene (`rigs.sim.SimRig`), and serves, on one thread:
   `MAX_LAG_S` the lost time is skipped and counted in `lag_s`);
 - control requests on stdin, one JSON object a line, answered on stdout: `place` (cube on a
   mark), `begin` (episode time zero), `end` (the physics success test and events), `state`,
-  `inject` (one fault of `fault_plan.py`, applied before the next packet), `quit`.
+  `inject` (one fault of `fault_plan.py`, applied before the next packet), `hold` (a person's
+  hand holds arm joints at given angles, `TwinArm.hold`; `{"joints": {}}` lets go), `quit`.
 A second process (`render.py`) renders every camera at its fps into shared frames
 (`frames.py`) from the joint positions this one shares after every physics step.
 
@@ -31,6 +32,7 @@ import time
 import tty
 from pathlib import Path
 
+from orchestrator.rigs.twin.arm import JOINTS as ARM_JOINTS
 from orchestrator.rigs.twin.fault_plan import FaultPlan, fault_problems, servo_id
 from orchestrator.rigs.twin.feetech import INST_SYNC_WRITE, REG, ERR_OVERHEAT, ERR_OVERLOAD, split_packets, wire_time_s
 from orchestrator.rigs.twin.shared_frames import DISCONNECTED, FROZEN, SceneState
@@ -269,6 +271,13 @@ class TwinServer:
                         "temperature": [float(t) for t in self.arm.temperature],
                         "torque_nm": [float(loop.torque_nm) for loop in self.arm.loops],
                         "protected": [bool(loop.protected) for loop in self.arm.loops]}
+            if op == "hold":   # a hand on the arm (tests): {"joints": {name: degrees or null}}; {} lets go
+                joints = request.get("joints") or {}
+                unknown = [n for n in joints if n not in ARM_JOINTS or n == "gripper"]
+                if unknown:
+                    return {"ok": False, "error": f"hold: no arm joint {unknown[0]!r}"}
+                self.arm.hold(joints)
+                return {"ok": True}
             if op == "quit":
                 self.stop.set()
                 return {"ok": True}

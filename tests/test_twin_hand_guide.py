@@ -1,0 +1,119 @@
+"""The operator's way out of a move to rest that stays blocked, on the twin through LeRobot's
+real stack (`orchestrator run --no-console` in a fresh process, the operator's Enter on stdin).
+
+A hand holds the elbow (`hold`, the twin's hand on the arm), so the session's first move to rest
+is blocked; the operator confirms a retry, blocked again; the runner then offers torque off. The
+test reads the twin's registers: every servo limp while the "operator" lifts the elbow by hand
+toward rest; at the last confirmation torque comes back where the hand holds the arm, with the
+goal at the present position (the wire log), and the move goes on to the first trial's prompt.
+"""
+
+from __future__ import annotations
+
+import queue
+import subprocess
+import sys
+import threading
+import time
+
+import yaml
+
+from orchestrator.rigs.profile import load_rig
+from orchestrator.rigs.twin.wire_log import read_wire_log
+from orchestrator.store.sqlite import CampaignStore
+from support.repo import REPO
+from support.requires import require_module
+from test_lerobot_cli_fresh import two_mark_protocol
+from test_twin_campaign import env, twin_rig
+
+require_module("lerobot")
+
+
+def _lines_of(proc: subprocess.Popen) -> queue.Queue:
+    lines: queue.Queue = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()
+    return lines
+
+
+def _until(lines: queue.Queue, text: str, seen: list[str], timeout_s: float = 120) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            seen.append(lines.get(timeout=0.2))
+        except queue.Empty:
+            continue
+        if text in seen[-1]:
+            return
+    raise AssertionError(f"no {text!r} within {timeout_s} s; the run printed:\n{''.join(seen)[-3000:]}")
+
+
+def _enter(proc: subprocess.Popen) -> None:
+    proc.stdin.write("\n")
+    proc.stdin.flush()
+
+
+def test_a_move_blocked_twice_is_finished_by_lifting_the_arm_by_hand_with_torque_off(tmp_path):
+    from orchestrator.rigs.twin.client import start_twin
+    from orchestrator.run.motion import HAND_GUIDE_NOW, HAND_GUIDE_OFFER
+
+    protocol = two_mark_protocol(tmp_path, "{type: scripted, aim_noise_mm: 3}", duration_s=2.0, fps=15)
+    out, log = tmp_path / "campaign", tmp_path / "wire.log"
+    with start_twin(load_rig(twin_rig(tmp_path)), wire_log=log) as twin:
+        rig = tmp_path / "attached.yaml"
+        rig.write_text(yaml.safe_dump(twin.rig.profile.model_dump(mode="json", exclude_none=True)))
+        rest_elbow = twin.rig.profile.rest_pose["elbow_flex.pos"]
+        twin.request("hold", joints={"elbow_flex": rest_elbow - 30.0})   # a hand holds the elbow, off rest
+        time.sleep(0.3)
+        elbow_start = twin.request("state")["joints_deg"][2]
+        proc = subprocess.Popen([sys.executable, "-m", "orchestrator", "run", str(protocol), "--rig", str(rig),
+                                 "--no-console", "--allow-no-stop-key", "--out", str(out)],
+                                cwd=REPO, env=env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        seen: list[str] = []
+        try:
+            lines = _lines_of(proc)
+            _until(lines, "elbow_flex blocked", seen, timeout_s=60)
+            _until(lines, "ARM STOPPED", seen)
+            _enter(proc)                                             # try again: still held
+            _until(lines, HAND_GUIDE_OFFER, seen)
+            _until(lines, "ARM STOPPED", seen)
+            assert twin.request("state")["torque"] == [True] * 6     # held until the operator says so
+            _enter(proc)                                             # yes: torque off, I hold the arm
+            _until(lines, HAND_GUIDE_NOW, seen)
+            limp = twin.request("state")
+            assert limp["torque"] == [False] * 6
+            twin.request("hold", joints={"elbow_flex": rest_elbow - 10.0})   # lifted by hand, near rest
+            time.sleep(0.5)
+            lifted = twin.request("state")
+            assert lifted["torque"] == [False] * 6 and abs(lifted["joints_deg"][2] - (rest_elbow - 10.0)) < 0.5
+            t_confirm = time.time()
+            _enter(proc)                                             # torque back where I hold it
+            deadline = time.monotonic() + 30
+            while twin.request("state")["torque"] != [True] * 6:
+                assert time.monotonic() < deadline, "torque did not come back after the confirmation"
+                time.sleep(0.05)
+            twin.request("hold", joints={})                          # the hand lets go
+            _until(lines, "Put the cube on mark", seen)              # at rest: the first trial's prompt
+        finally:
+            proc.kill()
+            proc.wait(timeout=30)
+        at_rest = twin.request("state")["joints_deg"]
+    assert abs(at_rest[2] - rest_elbow) < 3.0 and abs(elbow_start - rest_elbow) > 10.0
+    # On the wire: after the last confirmation the elbow's first goal is where the hand held it
+    # (within a degree), written before its torque came on: nothing jumped.
+    packets = [p for p in read_wire_log(log) if p.get("t", 0) >= t_confirm and "dir" in p and p["dir"] == "in"]
+    elbow = [p for p in packets if p.get("id") in (3, 254) and p["addr"] in (40, 42)]
+    assert elbow, "no torque or goal write for the elbow after the confirmation"
+    first_goal = next(i for i, p in enumerate(elbow) if p["addr"] == 42)
+    torque_on = next(i for i, p in enumerate(elbow) if p["addr"] == 40 and p["data"] and p["data"][0] == 1)
+    assert first_goal < torque_on
+    ticks = elbow[first_goal]["data"][0] | (elbow[first_goal]["data"][1] << 8)
+    present_before = [p for p in read_wire_log(log) if p.get("dir") == "out" and p.get("id") == 3
+                      and p.get("addr") == 56 and p["t"] >= t_confirm]
+    assert present_before, "the elbow's position was not read before its goal was set"
+    here = present_before[0]["data"][0] | (present_before[0]["data"][1] << 8)
+    assert abs(ticks - here) <= round(4095 / 360), (ticks, here)
+    with CampaignStore.open_readonly(out) as store:
+        kinds = [k for (k,) in store.conn.execute("SELECT kind FROM events ORDER BY rowid").fetchall()]
+    assert kinds.count("rest_blocked") == 2 and "rest_hand_guided" in kinds, kinds
+    assert "Traceback" not in "".join(seen)
