@@ -8,7 +8,7 @@ of an uninterrupted run, with exactly one done trial per scheduled slot.
 
     uv run python bench/kill_anywhere.py --kills 50            # the full version (minutes)
 
-tests/test_kill_anywhere.py runs a few kills of the same harness on a tiny protocol.
+tests/test_runner.py (test_sigkill_anywhere_then_resume_gives_identical_outcomes) runs a few kills of the same harness on a tiny protocol.
 """
 
 from __future__ import annotations
