@@ -113,9 +113,13 @@ def long_episodes(tmp_path_factory) -> tuple[Path, Path]:
 def test_ctrl_c_exits_130_aborts_the_trial_and_resume_completes(long_episodes, tmp_path):
     protocol, reference = long_episodes
     out = tmp_path / "c"
+    # Started with SIGINT ignored, as from a pytest-xdist worker, a script's background job or
+    # nohup (the child inherits SIG_IGN and Python then installs no KeyboardInterrupt handler):
+    # the run must stop on it all the same. Found when the suite moved to two workers.
     process = subprocess.Popen(
         [sys.executable, "-m", "orchestrator", "run", str(protocol), "--rig", str(RIG), "--out", str(out),
-         "--workers", "1"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+         "--workers", "1"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     for line in process.stdout:
         if line.startswith("trial 1/6"):   # printed when trial 1 is done: trial 2 starts now
             break

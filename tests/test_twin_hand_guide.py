@@ -10,10 +10,6 @@ goal at the present position (the wire log), and the move goes on to the first t
 
 from __future__ import annotations
 
-import queue
-import subprocess
-import sys
-import threading
 import time
 
 import yaml
@@ -21,35 +17,12 @@ import yaml
 from orchestrator.rigs.profile import load_rig
 from orchestrator.rigs.twin.wire_log import read_wire_log
 from orchestrator.store.sqlite import CampaignStore
-from support.repo import REPO
+from support.operator_run import press_enter, start_run, wait_for_line
 from support.requires import require_module
 from test_lerobot_cli_fresh import two_mark_protocol
 from test_twin_campaign import env, twin_rig
 
 require_module("lerobot")
-
-
-def _lines_of(proc: subprocess.Popen) -> queue.Queue:
-    lines: queue.Queue = queue.Queue()
-    threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()
-    return lines
-
-
-def _until(lines: queue.Queue, text: str, seen: list[str], timeout_s: float = 120) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            seen.append(lines.get(timeout=0.2))
-        except queue.Empty:
-            continue
-        if text in seen[-1]:
-            return
-    raise AssertionError(f"no {text!r} within {timeout_s} s; the run printed:\n{''.join(seen)[-3000:]}")
-
-
-def _enter(proc: subprocess.Popen) -> None:
-    proc.stdin.write("\n")
-    proc.stdin.flush()
 
 
 def test_a_move_blocked_twice_is_finished_by_lifting_the_arm_by_hand_with_torque_off(tmp_path):
@@ -65,21 +38,17 @@ def test_a_move_blocked_twice_is_finished_by_lifting_the_arm_by_hand_with_torque
         twin.request("hold", joints={"elbow_flex": rest_elbow - 30.0})   # a hand holds the elbow, off rest
         time.sleep(0.3)
         elbow_start = twin.request("state")["joints_deg"][2]
-        proc = subprocess.Popen([sys.executable, "-m", "orchestrator", "run", str(protocol), "--rig", str(rig),
-                                 "--no-console", "--allow-no-stop-key", "--out", str(out)],
-                                cwd=REPO, env=env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
+        proc, lines = start_run(protocol, rig, out, env=env(), enters=0)
         seen: list[str] = []
         try:
-            lines = _lines_of(proc)
-            _until(lines, "elbow_flex blocked", seen, timeout_s=60)
-            _until(lines, "ARM STOPPED", seen)
-            _enter(proc)                                             # try again: still held
-            _until(lines, HAND_GUIDE_OFFER, seen)
-            _until(lines, "ARM STOPPED", seen)
+            wait_for_line(lines, "elbow_flex blocked", 60, seen)
+            wait_for_line(lines, "ARM STOPPED", 120, seen)
+            press_enter(proc)   # try again: still held
+            wait_for_line(lines, HAND_GUIDE_OFFER, 120, seen)
+            wait_for_line(lines, "ARM STOPPED", 120, seen)
             assert twin.request("state")["torque"] == [True] * 6     # held until the operator says so
-            _enter(proc)                                             # yes: torque off, I hold the arm
-            _until(lines, HAND_GUIDE_NOW, seen)
+            press_enter(proc)   # yes: torque off, I hold the arm
+            wait_for_line(lines, HAND_GUIDE_NOW, 120, seen)
             limp = twin.request("state")
             assert limp["torque"] == [False] * 6
             twin.request("hold", joints={"elbow_flex": rest_elbow - 10.0})   # lifted by hand, near rest
@@ -87,13 +56,13 @@ def test_a_move_blocked_twice_is_finished_by_lifting_the_arm_by_hand_with_torque
             lifted = twin.request("state")
             assert lifted["torque"] == [False] * 6 and abs(lifted["joints_deg"][2] - (rest_elbow - 10.0)) < 0.5
             t_confirm = time.time()
-            _enter(proc)                                             # torque back where I hold it
+            press_enter(proc)   # torque back where I hold it
             deadline = time.monotonic() + 30
             while twin.request("state")["torque"] != [True] * 6:
                 assert time.monotonic() < deadline, "torque did not come back after the confirmation"
                 time.sleep(0.05)
             twin.request("hold", joints={})                          # the hand lets go
-            _until(lines, "Put the cube on mark", seen)              # at rest: the first trial's prompt
+            wait_for_line(lines, "Put the cube on mark", 120, seen)   # at rest: the first prompt
         finally:
             proc.kill()
             proc.wait(timeout=30)

@@ -15,7 +15,6 @@ import shlex
 import signal
 import subprocess
 import sys
-import threading
 import time
 
 import pytest
@@ -24,6 +23,7 @@ import yaml
 from orchestrator.rigs.profile import load_rig
 from orchestrator.store.sqlite import CampaignStore
 from support.repo import REPO
+from support.operator_run import start_run, wait_for_line
 from support.tmux import Tmux
 from test_lerobot_cli_fresh import two_mark_protocol
 from test_twin_campaign import env, twin_rig
@@ -33,27 +33,10 @@ require_module("lerobot")
 
 
 def _start_run(protocol, rig, out, *extra) -> tuple[subprocess.Popen, queue.Queue]:
-    proc = subprocess.Popen([sys.executable, "-m", "orchestrator", "run", str(protocol), "--rig", str(rig),
-                             "--no-console", "--allow-no-stop-key", "--out", str(out), *extra],
-                            cwd=REPO, env=env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    proc.stdin.write("\n" * 50)  # Enter at every "put the cube on the mark" prompt
-    proc.stdin.flush()
-    lines: queue.Queue = queue.Queue()
-    threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()
-    return proc, lines
+    return start_run(protocol, rig, out, *extra, env=env())
 
 
-def _wait_for(lines: queue.Queue, text: str, timeout_s: float) -> list[str]:
-    seen, deadline = [], time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            seen.append(lines.get(timeout=0.2))
-        except queue.Empty:
-            continue
-        if text in seen[-1]:
-            return seen
-    raise AssertionError(f"no {text!r} within {timeout_s} s; the run printed:\n{''.join(seen)[-2000:]}")
+_wait_for = wait_for_line
 
 
 def _console_episode(tmux: Tmux, protocol, rig, out) -> None:

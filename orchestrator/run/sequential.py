@@ -59,6 +59,12 @@ def run_session(store, label: str = ""):
     followed by `label`) is recorded even when the store itself is what failed."""
     on_main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _sigterm_as_interrupt) if on_main_thread else None
+    # A process started with SIGINT ignored (a background job of a script, nohup, a test runner's
+    # worker) inherits that, and Python then installs no KeyboardInterrupt handler: Ctrl-C or
+    # `kill -INT` would be ignored while the arm moves. For a run an interrupt is a stop, always.
+    ignored = on_main_thread and signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+    if ignored:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     session = store.begin_session()
     outcome = "failed"
     try:
@@ -73,6 +79,8 @@ def run_session(store, label: str = ""):
     finally:
         if on_main_thread:
             signal.signal(signal.SIGTERM, previous)
+        if ignored:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
         try:
             store.end_session(session, outcome + label)
         except Exception:
