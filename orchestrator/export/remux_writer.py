@@ -15,6 +15,7 @@ Imported only when a dataset is written (it imports LeRobot and torch)."""
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
 
@@ -83,14 +84,23 @@ def frame_stats(path: Path, count: int, fps: int, decoder: str) -> tuple[dict[st
 
 
 class RecordedVideos:
-    """In LeRobot's writer, instead of its streaming encoder: the recorded videos, not encoded."""
+    """In LeRobot's writer, instead of its streaming encoder: the recorded videos, not encoded.
+    Each episode's frame statistics are computed ahead on a thread pool (`submit`), while LeRobot
+    writes the episodes before it."""
 
-    def __init__(self, fps: int, decoder: str):
+    def __init__(self, fps: int, decoder: str, pool: Any):
         self.fps = fps
         self.decoder = decoder
+        self.pool = pool
         self.current: dict[str, Segment] = {}         # video key -> this episode's recording
         self.index = -1
         self.crcs: dict[tuple[int, str], np.ndarray] = {}
+        self._jobs: dict[tuple[int, str], Any] = {}
+
+    def submit(self, index: int, segments: dict[str, Segment]) -> None:
+        for key, segment in segments.items():
+            self._jobs[(index, key)] = self.pool.submit(frame_stats, segment.path, segment.frames, self.fps,
+                                                        self.decoder)
 
     def next_episode(self, index: int, segments: dict[str, Segment]) -> None:
         self.index, self.current = index, segments
@@ -104,7 +114,7 @@ class RecordedVideos:
     def finish_episode(self) -> dict[str, tuple[Path, dict | None]]:
         out = {}
         for key, segment in self.current.items():
-            stats, self.crcs[(self.index, key)] = frame_stats(segment.path, segment.frames, self.fps, self.decoder)
+            stats, self.crcs[(self.index, key)] = self._jobs.pop((self.index, key)).result()
             out[key] = (segment.path, stats)
         return out
 
@@ -112,7 +122,8 @@ class RecordedVideos:
         pass
 
     def close(self) -> None:
-        pass
+        for job in self._jobs.values():
+            job.cancel()
 
 
 class RemuxWriter(DatasetWriter):
@@ -145,8 +156,9 @@ class RemuxWriter(DatasetWriter):
 
 
 def recorded_encoder(fps: int) -> RGBEncoderConfig:
-    """What the recorder's encode is, for `info.json`'s `video.*` fields."""
-    return RGBEncoderConfig(vcodec="h264", pix_fmt="yuv420p", g=GOP_S * int(fps), crf=CRF, preset="veryfast")
+    """What the recorder's encode is, for `info.json`'s `video.*` fields (the preset depends on the rig:
+    `ultrafast` on a live camera, `veryfast` in simulation)."""
+    return RGBEncoderConfig(vcodec="h264", pix_fmt="yuv420p", g=GOP_S * int(fps), crf=CRF, preset=None)
 
 
 def _add_episode(writer: RemuxWriter, videos: RecordedVideos, plan: ExportPlan, ep: EpisodePlan,
@@ -171,17 +183,23 @@ def write_remuxed(plan: ExportPlan, out: Path, segments: dict[str, list[Segment]
     keys = {camera: F_IMAGE.format(camera=camera) for camera in plan.cameras}
     muxers = {key: LayoutMuxer(out, key, meta.video_path, meta.chunks_size, meta.video_files_size_in_mb)
               for key in keys.values()}
-    videos = RecordedVideos(plan.fps, decoder)
+    pool = ThreadPoolExecutor(2)
+    videos = RecordedVideos(plan.fps, decoder, pool)
     writer = RemuxWriter(meta, videos, muxers)
     # LeRobot checks each frame's image shape; the video itself comes from the recording
     blank = {key: np.zeros((*plan.camera_shapes[camera], 3), np.uint8) for camera, key in keys.items()}
+    episode_segments = [{keys[c]: segments[c][ep.index] for c in plan.cameras} for ep in plan.episodes]
     progress = ProgressBar(len(plan.episodes), 0, "episode", say, console)
     try:
         for ep in plan.episodes:
-            steps = _add_episode(writer, videos, plan, ep, {keys[c]: segments[c][ep.index] for c in plan.cameras}, blank)
+            videos.submit(ep.index, episode_segments[ep.index])
+        for ep in plan.episodes:
+            steps = _add_episode(writer, videos, plan, ep, episode_segments[ep.index], blank)
             progress.step(f"trial {ep.trial.slot + 1}, mark {ep.trial.mark_id}, {steps} frames (stream copy)")
     finally:
         progress.close()
+        videos.close()
+        pool.shutdown(wait=True)
         writer.finalize()
     meta.update_video_info(video_encoder=recorded_encoder(plan.fps))
     write_info(meta.info, meta.root)

@@ -68,29 +68,46 @@ def crc(image: np.ndarray) -> int:
     return zlib.crc32(np.ascontiguousarray(image).data)
 
 
-def check_dataset(root: Path, repo_id: str, expected: dict[tuple[int, str], np.ndarray] | None,
-                  decoder: str) -> int:
-    """Decode every frame time of every episode; return how many were checked. `expected`:
-    (episode index, video key) -> the recorded frames' CRC-32s, or None (re-encoded videos)."""
-    meta = LeRobotDatasetMetadata(repo_id, root=root)
+def _check_one(label: str, path: Path, times: list[float], want: np.ndarray | None, decoder: str) -> int:
+    """Decode `times` from `path`; each frame must be there (and be the recorded one)."""
+    if want is not None and len(want) != len(times):
+        raise VideoCheckFailed(f"{label}: {len(want)} recorded frames for {len(times)} rows")
     checked = 0
+    try:
+        for k, image in enumerate(decoded(path, times, decoder)):
+            if want is not None and crc(image) != int(want[k]):
+                raise VideoCheckFailed(f"{label}: frame {k} (t = {times[k]:.4f} s in {path.name}) differs "
+                                       "from the recorded frame")
+            checked += 1
+    except FrameTimestampError as exc:
+        raise VideoCheckFailed(f"{label}: LeRobot's {decoder} decoder: {str(exc).splitlines()[0]}") from None
+    if checked != len(times):
+        raise VideoCheckFailed(f"{label}: {checked} frames decoded for {len(times)} rows")
+    return checked
+
+
+def check_dataset(root: Path, repo_id: str, expected: dict[tuple[int, str], np.ndarray] | None,
+                  decoder: str, workers: int = 2) -> int:
+    """Decode every frame time of every episode; return how many were checked. `expected`:
+    (episode index, video key) -> the recorded frames' CRC-32s, or None (re-encoded videos).
+    Episodes are decoded on `workers` threads (the decoders release the GIL), torch on one
+    thread each (its own intra-op threads only contend with them)."""
+    import torch
+    from concurrent.futures import ThreadPoolExecutor
+
+    meta = LeRobotDatasetMetadata(repo_id, root=root)
+    tasks = []
     for ep in range(meta.total_episodes):
         row = meta.episodes[ep]
-        length = int(row["length"])
         for key in meta.video_keys:
-            path = Path(root) / meta.get_video_file_path(ep, key)
             start = float(row[f"videos/{key}/from_timestamp"])
-            times = [start + k / meta.fps for k in range(length)]
-            want = None if expected is None else expected[(ep, key)]
-            if want is not None and len(want) != length:
-                raise VideoCheckFailed(f"episode {ep}, {key}: {len(want)} recorded frames for {length} rows")
-            try:
-                for k, image in enumerate(decoded(path, times, decoder)):
-                    if want is not None and crc(image) != int(want[k]):
-                        raise VideoCheckFailed(f"episode {ep}, {key}: frame {k} (t = {times[k]:.4f} s in "
-                                               f"{path.name}) differs from the recorded frame")
-                    checked += 1
-            except FrameTimestampError as exc:
-                raise VideoCheckFailed(f"episode {ep}, {key}: LeRobot's {decoder} decoder: "
-                                       f"{str(exc).splitlines()[0]}") from None
-    return checked
+            times = [start + k / meta.fps for k in range(int(row["length"]))]
+            tasks.append((f"episode {ep}, {key}", Path(root) / meta.get_video_file_path(ep, key), times,
+                          None if expected is None else expected[(ep, key)]))
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with ThreadPoolExecutor(max(1, workers)) as pool:
+            return sum(pool.map(lambda task: _check_one(*task, decoder), tasks))
+    finally:
+        torch.set_num_threads(threads)
