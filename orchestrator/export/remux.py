@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -65,9 +65,13 @@ def _starts_with_idr(data: bytes, length_size: int) -> bool:
     return False
 
 
-def _packet_problem(n: int, packet: Any, tick: int, length_size: int) -> str | None:
+def _packet_problem(n: int, packet: Any, tick: int, length_size: int, fps: int) -> str | None:
     if n == 0 and not (packet.is_keyframe and _starts_with_idr(bytes(packet), length_size)):
         return "does not start on an IDR frame"
+    if n == 0 and packet.duration and packet.duration != tick:
+        rate = 1 / (packet.duration * packet.time_base)
+        if rate.denominator == 1:
+            return f"runs at {rate} fps, the dataset at {fps} fps (a frame would show on several rows)"
     if packet.pts != packet.dts:
         return "has B-frames (PTS != DTS)"
     if packet.pts != n * tick:
@@ -103,7 +107,7 @@ def probe(path: Path, fps: int) -> Segment:
             if packet.dts is None:
                 continue
             if problem is None:
-                problem = _packet_problem(n, packet, tick, length_size)
+                problem = _packet_problem(n, packet, tick, length_size, fps)
             n += 1
     if problem is None and n == 0:
         problem = "has no frame"
@@ -153,11 +157,14 @@ def plan_segments(plan: ExportPlan) -> tuple[dict[str, list[Segment]], list[str]
 class LayoutMuxer:
     """One camera's episodes joined by stream copy into LeRobot's chunk/file video files."""
 
-    def __init__(self, root: Path, video_key: str, video_path: str, chunks_size: int, files_size_in_mb: float):
+    def __init__(self, root: Path, video_key: str, video_path: str, files_size_in_mb: float,
+                 next_file: Callable[[int, int], tuple[int, int]]):
+        """`video_path`: LeRobot's `meta.video_path` pattern; `next_file(chunk, file)`: LeRobot's
+        `update_chunk_file_indices` with the dataset's `chunks_size`."""
         self.root = Path(root)
         self.video_key = video_key
         self.video_path = video_path
-        self.chunks_size = int(chunks_size)
+        self.next_file = next_file
         self.limit_bytes = float(files_size_in_mb) * 1024 * 1024
         self.chunk = self.file = 0
         self._container: Any = None
@@ -181,11 +188,10 @@ class LayoutMuxer:
     def add(self, segment: Segment) -> dict[str, Any]:
         """Append one episode; its LeRobot episode metadata for this camera."""
         import av
-        from lerobot.datasets.utils import update_chunk_file_indices
 
         if self._container is not None and self._bytes + segment.size >= self.limit_bytes:
             self.close()
-            self.chunk, self.file = update_chunk_file_indices(self.chunk, self.file, self.chunks_size)
+            self.chunk, self.file = self.next_file(self.chunk, self.file)
         start = self._offset
         with av.open(str(segment.path)) as source:
             stream = source.streams.video[0]

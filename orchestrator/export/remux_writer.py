@@ -26,6 +26,7 @@ from lerobot.datasets.compute_stats import auto_downsample_height_width, sample_
 from lerobot.datasets.dataset_metadata import LeRobotDatasetMetadata
 from lerobot.datasets.dataset_writer import DatasetWriter
 from lerobot.datasets.io_utils import write_info
+from lerobot.datasets.utils import update_chunk_file_indices
 
 from orchestrator.core.progress import ProgressBar
 from orchestrator.export import frames
@@ -181,7 +182,10 @@ def write_remuxed(plan: ExportPlan, out: Path, segments: dict[str, list[Segment]
     meta = LeRobotDatasetMetadata.create(repo_id=plan.repo_id, fps=plan.fps, features=plan.features(),
                                          robot_type=plan.robot_type, root=out, use_videos=True)
     keys = {camera: F_IMAGE.format(camera=camera) for camera in plan.cameras}
-    muxers = {key: LayoutMuxer(out, key, meta.video_path, meta.chunks_size, meta.video_files_size_in_mb)
+    def next_file(chunk: int, file: int) -> tuple[int, int]:
+        return update_chunk_file_indices(chunk, file, meta.chunks_size)
+
+    muxers = {key: LayoutMuxer(out, key, meta.video_path, meta.video_files_size_in_mb, next_file)
               for key in keys.values()}
     pool = ThreadPoolExecutor(2)
     videos = RecordedVideos(plan.fps, decoder, pool)

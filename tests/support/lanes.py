@@ -51,6 +51,8 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_docs.py", ()),
     ("test_episode_rules.py", ()),
     ("test_export_kill.py", ("lerobot", "subprocess")),
+    ("test_export_remux.py", ("lerobot",)),
+    ("test_export_train.py", ("lerobot", "subprocess", "slow")),
     ("test_fuzz_bundles.py", ()),
     ("test_fuzz_inputs.py", ()),
     ("test_judge_app.py", ()),
