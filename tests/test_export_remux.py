@@ -160,3 +160,43 @@ def test_a_recording_that_cannot_be_joined_is_re_encoded_and_the_export_says_why
     assert "checked 120 frame times with LeRobot's" in output
     dataset = LeRobotDataset(REPO_ID, root=root)
     assert dataset.meta.total_episodes == 6 and len(dataset) == 6 * STEPS
+
+
+def test_the_check_catches_a_frame_time_off_by_half_a_frame_and_a_frame_not_the_recorded_one(joined, tmp_path):
+    """`video_check.check_dataset` on the joined export passes; with one episode's from_timestamp
+    moved by half a frame (LeRobot's decoder then finds no frame within its tolerance) or one
+    recorded frame's CRC changed, it fails, naming the episode."""
+    import shutil
+
+    import pandas as pd
+
+    from orchestrator.export import video_check
+
+    _, root, _ = joined
+    copy = tmp_path / "dataset"
+    shutil.copytree(root, copy)
+    decoder = video_check.backend()
+    assert video_check.check_dataset(copy, REPO_ID, None, decoder) == 6 * 2 * STEPS     # positive control
+    meta_file = next((copy / "meta" / "episodes").rglob("*.parquet"))
+    episodes = pd.read_parquet(meta_file)
+    original = episodes.copy()
+    column = "videos/observation.images.front/from_timestamp"
+    episodes.loc[episodes["episode_index"] == 3, column] += 0.5 / FPS
+    episodes.to_parquet(meta_file)
+    with pytest.raises(video_check.VideoCheckFailed, match=r"episode 3, observation.images.front: LeRobot's"):
+        video_check.check_dataset(copy, REPO_ID, None, decoder)
+    original.to_parquet(meta_file)
+    crcs = {}
+    from lerobot.datasets.dataset_metadata import LeRobotDatasetMetadata
+
+    meta = LeRobotDatasetMetadata(REPO_ID, root=copy)
+    for ep in range(6):
+        for key in meta.video_keys:
+            start = float(meta.episodes[ep][f"videos/{key}/from_timestamp"])
+            frames = video_check.decoded(copy / meta.get_video_file_path(ep, key),
+                                         [start + k / FPS for k in range(STEPS)], decoder)
+            crcs[(ep, key)] = np.array([video_check.crc(f) for f in frames], dtype=np.uint32)
+    assert video_check.check_dataset(copy, REPO_ID, crcs, decoder) == 6 * 2 * STEPS     # positive control
+    crcs[(4, "observation.images.wrist")][7] ^= 1
+    with pytest.raises(video_check.VideoCheckFailed, match="episode 4, observation.images.wrist: frame 7"):
+        video_check.check_dataset(copy, REPO_ID, crcs, decoder)

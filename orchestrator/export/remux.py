@@ -75,9 +75,11 @@ def _packet_problem(n: int, packet: Any, tick: int, length_size: int, fps: int) 
     if packet.pts != packet.dts:
         return "has B-frames (PTS != DTS)"
     if packet.pts != n * tick:
-        return f"frame {n} is at PTS {packet.pts}, not {n * tick} (not a constant frame rate from 0)"
+        return (f"frame {n} is at {float(packet.pts * packet.time_base):.4f} s, not {n}/{fps} s "
+                "(not a constant frame rate from 0)")
     if packet.duration != tick:
-        return f"frame {n} lasts {packet.duration} ticks, not one frame ({tick})"
+        return (f"frame {n} lasts {float(packet.duration * packet.time_base):.4f} s, not 1/{fps} s "
+                "(not a constant frame rate)")
     return None
 
 
@@ -192,11 +194,11 @@ class LayoutMuxer:
         if self._container is not None and self._bytes + segment.size >= self.limit_bytes:
             self.close()
             self.chunk, self.file = self.next_file(self.chunk, self.file)
-        start = self._offset
         with av.open(str(segment.path)) as source:
             stream = source.streams.video[0]
             if self._container is None:
                 self._open(stream)
+            start = self._offset
             for packet in source.demux(stream):
                 if packet.dts is None:
                     continue

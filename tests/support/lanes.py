@@ -80,6 +80,7 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_protocol.py", ()),
     ("test_protocol_fuzz.py", ()),
     ("test_reliability.py", ("subprocess",)),
+    ("test_remux_probe.py", ()),
     ("test_remote_policy.py", ("lerobot", "subprocess")),
     ("test_rest_move.py", ()),
     ("test_report.py", ()),
