@@ -200,3 +200,36 @@ def test_the_check_catches_a_frame_time_off_by_half_a_frame_and_a_frame_not_the_
     crcs[(4, "observation.images.wrist")][7] ^= 1
     with pytest.raises(video_check.VideoCheckFailed, match="episode 4, observation.images.wrist: frame 7"):
         video_check.check_dataset(copy, REPO_ID, crcs, decoder)
+
+
+def test_mixed_encoder_settings_are_re_encoded(tmp_path, hf_env):
+    """One episode's front video encoded with another preset (no CABAC: other SPS/PPS) cannot
+    share an MP4 track with the others: the export re-encodes and names it."""
+    import sqlite3
+
+    from orchestrator.rigs.profile import CameraSpec
+    from orchestrator.run import recording
+
+    campaign = make_campaign(tmp_path / "sim", wrist_fps=10)
+    db = sqlite3.connect(campaign / "campaign.db")
+    episode_id, files, digests = db.execute(
+        "SELECT e.id, e.files, e.digests FROM episodes e JOIN trials t ON t.episode_id = e.id "
+        "ORDER BY t.slot DESC LIMIT 1").fetchone()
+    relative = json.loads(files)["front"]
+    frames = recorded_frames(campaign / relative)
+    writer = recording._VideoWriter(campaign / relative, CameraSpec(type="sim", width=64, height=48, fps=FPS),
+                                    "ultrafast")
+    writer.start()
+    for k, image in enumerate(frames):
+        writer.frames.put((k / FPS, image))
+    writer.frames.put(None)
+    writer.join()
+    digests = json.loads(digests)
+    digests[relative] = list(recording.file_digest(campaign / relative))
+    db.execute("UPDATE episodes SET digests = ? WHERE id = ?", (json.dumps(digests), episode_id))
+    db.commit()
+    db.close()
+    output = export(campaign, tmp_path / "dataset")
+    assert ("re-encoding the videos, as they cannot be joined by stream copy: camera front: 1 of 6 episodes, "
+            "e.g. episode 5 (trial 6): the video is encoded differently from the first episode's (mixed settings)"
+            in output), output
