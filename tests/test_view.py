@@ -61,7 +61,9 @@ def test_view_saves_a_recording_with_every_episode_signal(sim_campaign, tmp_path
     rows, static, chunks = read_rrd(out)
     assert rows[f"{prefix}/cameras/front"] == STEPS                        # 10 fps: one frame a step
     assert rows[f"{prefix}/cameras/wrist"] == STEPS // 2                   # 5 fps
-    assert {f"{prefix}/cameras/front", f"{prefix}/cameras/wrist", f"{prefix}/labels"} <= static
+    assert {f"{prefix}/cameras/front", f"{prefix}/cameras/wrist", f"{prefix}/labels",
+            f"{prefix}/telemetry/timing"} <= static
+    assert f"{prefix}/telemetry/frame_age_ms/front" not in rows            # NaN: the rig did not report it
     joints = [k.removesuffix(".pos") for k in STATE_KEYS]
     checked = 0
     for joint in joints:
@@ -75,6 +77,8 @@ def test_view_saves_a_recording_with_every_episode_signal(sim_campaign, tmp_path
     assert not any(entity.startswith("/trial_02") for entity in rows)      # only the trial asked for
     text = " ".join(str(c.to_record_batch()) for c in chunks if c.entity_path == f"{prefix}/labels")
     assert "physics" in text and f"policy {trial.policy}" in text
+    timing = " ".join(str(c.to_record_batch()) for c in chunks if c.entity_path == f"{prefix}/telemetry/timing")
+    assert "period_p50_ms" in timing and "policy_p50_ms" in timing
 
 
 def test_view_of_a_mark_holds_both_policies(sim_campaign, tmp_path):

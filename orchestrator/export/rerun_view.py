@@ -12,7 +12,9 @@ frame times):
   `max_relative_target` clipping) and `.../clipped` (the sent value, only at the steps where it
   differs from the action);
 - `telemetry/<name>/<camera>`: the rig's per-step camera telemetry in the time series (frame
-  age in ms, 1 when a frame repeated the previous step's);
+  age in ms, 1 when a frame repeated the previous step's); `telemetry/timing`: the episode's
+  recorded loop and servo-read timing (periods, overruns, steps lost, policy latency); the servo
+  alarms the rig reported are among the `events`;
 - `success/cube_bottom_m` against `success/min_height_m`, `success/hold_s` against
   `success/hold_needed_s`: the `auto` rater's reading of the joints (`rater.trace`: the cube's
   height where the gripper is closed on it, the hold timer); the rig's own physics result is in
@@ -162,6 +164,12 @@ def log_episode(rr: Any, rec: Any, campaign_dir: Path, view: EpisodeView, test: 
     _scalars(rr, rec, f"{prefix}/success/hold_s", t, trace["hold_s"])
     _scalars(rr, rec, f"{prefix}/success/hold_needed_s", t, np.full(len(t), hold_s))
     rec.log(f"{prefix}/labels", rr.TextDocument(_labels_text(view), media_type="text/markdown"), static=True)
+    timing = view.record.get("timing") or {}
+    if timing:
+        import json
+
+        rec.log(f"{prefix}/telemetry/timing", rr.TextDocument(json.dumps(timing, indent=1, sort_keys=True)),
+                static=True)
     for event in view.events:
         rec.reset_time()
         rec.set_time("wall_time", timestamp=float(event["at"]))
