@@ -25,6 +25,7 @@ VERBS = {
     "report": "report",
     "plan": "plan",
     "export": "export",
+    "view": "view",
     "layout": "layout",
     "doctor": "doctor",
     "store": "store",

@@ -91,25 +91,32 @@ def test_episode_files_written_by_the_recorder_read_back_by_name(tmp_path):
     assert read_series(tmp_path / files.timeseries)["action"].tolist() == [[1.0] * 6] * 4
 
 
-def test_frames_whose_times_round_to_one_millisecond_still_make_a_video(tmp_path):
-    """A frame taken late in its slot (366.657 ms) and the held frame of the next slot, lost to an
-    overrun (366.667 ms), round to the same millisecond; the muxer refused the repeat ('Invalid
-    argument') and the trial aborted as 'video writer failed'."""
+def test_videos_are_constant_rate_from_an_idr_frame_whatever_the_frame_times(tmp_path):
+    """The recorder's videos are what a stream-copy join needs (recording.video_encoding): frame n
+    at n / fps whatever time it was taken (a frame late in its slot, 366.657 ms, and the held frame
+    of the next slot, 366.667 ms, once rounded to the same millisecond and the muxer refused the
+    repeat), PTS == DTS (no B-frames), an IDR frame first and every 2 s, each frame lasting 1/fps."""
     import av
 
     from orchestrator.rigs.profile import CameraSpec
 
     writer = recording._VideoWriter(tmp_path / "v.mp4", CameraSpec(type="opencv", width=64, height=48, fps=30),
-                                    "ultrafast")
+                                    "ultrafast", fps=10)
     writer.start()
     period = 1 / 30
     times = [k * period + 0.002 for k in range(10)] + [11 * period - 1e-5, 11 * period] + \
-            [k * period + 0.002 for k in range(12, 20)]
-    for t in times:
-        writer.frames.put((t, np.zeros((48, 64, 3), np.uint8)))
+            [k * period + 0.002 for k in range(12, 30)]
+    for k, t in enumerate(times):
+        writer.frames.put((t, np.full((48, 64, 3), 8 * k, np.uint8)))
     writer.frames.put(None)
     writer.join()
-    assert writer.error is None and writer.count == len(times) == 20
+    assert writer.error is None and writer.count == len(times) == 30
     with av.open(str(tmp_path / "v.mp4")) as container:
-        pts = sorted(f.pts for f in container.decode(video=0))
-    assert len(pts) == 20 and all(b > a for a, b in zip(pts, pts[1:]))
+        stream = container.streams.video[0]
+        tick = 1 / (10 * stream.time_base)          # stream ticks per frame at 10 fps
+        packets = [p for p in container.demux(stream) if p.dts is not None]
+        assert float(stream.duration * stream.time_base) == 3.0
+    assert tick == int(tick) and len(packets) == 30
+    assert [p.pts for p in packets] == [p.dts for p in packets] == [round(k * tick) for k in range(30)]
+    assert [k for k, p in enumerate(packets) if p.is_keyframe] == [0, 20]
+    assert {p.duration for p in packets} == {tick}

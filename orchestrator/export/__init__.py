@@ -5,10 +5,13 @@ One LeRobot episode per completed trial, in run order, written through LeRobot's
 
 - `observation.state`, `action`: float32 (6,), named by the SO-101 joint keys, from the
   episode's `timeseries.npz` (one row per control step);
-- `observation.images.<camera>`: video features decoded from the recorded MP4s (PyAV). The
-  dataset runs at the protocol's control fps; a camera recorded at a lower fps contributes,
-  at each control step, the latest frame taken at or before that step (its recorded frame
-  times say when), so every step has an image and none is taken from the future;
+- `observation.images.<camera>`: video features, the recorded H.264 joined by stream copy into
+  LeRobot's video files when the recordings allow (`remux`, `remux_writer`; every frame time then
+  decoded with LeRobot's own decoder and compared with the recorded frame, `video_check`), else
+  decoded from the recorded MP4s (PyAV) and re-encoded, the export saying why. A camera recorded
+  at a lower fps than the dataset's contributes, at each row, the latest frame taken at or before
+  that step (its recorded frame times say when), so every row has an image and none is taken
+  from the future;
 - per-frame columns for the trial, shape (1,) int64 (LeRobot features cannot be strings):
   `ab.policy` and `ab.mark` (indices into the lists in `meta/ab_evaluation.json`),
   `ab.success` (1 success, 0 failure, -1 no definite label) and `ab.failure_mode`

@@ -1,5 +1,5 @@
 """Frames for the dataset: the recorded videos decoded (PyAV) and aligned to the control steps,
-and the episode's joint time series.
+the episode's joint time series, and its per-frame evaluation columns.
 
 The dataset runs at the protocol's control fps; a camera recorded at a lower fps contributes, at
 each control step, the latest frame taken at or before that step (its recorded frame times say
@@ -13,6 +13,7 @@ from typing import Iterator
 import numpy as np
 
 from orchestrator.core.errors import RuntimeFailure
+from orchestrator.export.names import F_FAILURE, F_MARK, F_POLICY, F_SUCCESS
 from orchestrator.export.plan import EpisodePlan, ExportPlan
 from orchestrator.core.timeline import frame_shown_at
 from orchestrator.run.recording import read_series
@@ -76,3 +77,14 @@ def episode_series(plan: ExportPlan, ep: EpisodePlan) -> dict[str, np.ndarray]:
         raise RuntimeFailure(f"{path}: {steps} control steps recorded, the store says {ep.record['frames']}")
     return data
 
+
+def episode_columns(plan: ExportPlan, ep: EpisodePlan) -> dict[str, np.ndarray]:
+    """The per-frame evaluation columns of one episode (constant over it)."""
+    mode_index = {m: i for i, m in enumerate(plan.failure_modes)}
+    mark_index = {m: i for i, m in enumerate(plan.marks)}
+    return {
+        F_POLICY: np.array([plan.policies.index(ep.trial.policy)], dtype=np.int64),
+        F_MARK: np.array([mark_index.get(ep.trial.mark_id, -1)], dtype=np.int64),
+        F_SUCCESS: np.array([-1 if ep.success is None else int(ep.success)], dtype=np.int64),
+        F_FAILURE: np.array([mode_index.get(ep.failure_mode, -1) if ep.failure_mode else -1], dtype=np.int64),
+    }

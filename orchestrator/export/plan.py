@@ -258,3 +258,17 @@ def video_shape(path: Path) -> tuple[int, int]:
     except (OSError, IndexError, av.error.FFmpegError) as exc:
         raise RuntimeFailure(f"{path}: cannot read the video: {exc}") from None
 
+
+
+def blinding_reasons(store: CampaignStore, judge: str | None = None) -> list[str]:
+    """Why showing which policy ran each episode would unblind the campaign now: the export's own
+    refusals (`_refusals`: an incomplete campaign, episodes without a definite label under
+    `judge`'s labels, fewer complete judges than the protocol pre-registered); empty when none."""
+    from orchestrator.run.campaign import frozen_protocol
+
+    protocol = frozen_protocol(store)
+    trials = store.trials()
+    recorded = {e["id"] for e in store.episodes()}
+    done = [t for t in trials if t.state == "done" and t.episode_id in recorded]
+    return _refusals(store, done, trials, campaign_labels(store, judge), protocol.protocol.judging.judges,
+                     force=True)

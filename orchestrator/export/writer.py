@@ -13,10 +13,10 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from orchestrator.core.errors import OrchestratorError
+from orchestrator.core.errors import OrchestratorError, RuntimeFailure
 from orchestrator.core.progress import ProgressBar
 from orchestrator.export import frames
-from orchestrator.export.names import F_ACTION, F_FAILURE, F_IMAGE, F_MARK, F_POLICY, F_STATE, F_SUCCESS
+from orchestrator.export.names import F_ACTION, F_IMAGE, F_STATE
 from orchestrator.export.plan import EpisodePlan, ExportPlan
 
 
@@ -69,22 +69,47 @@ def rgb_encoder(fps: int) -> Any:
 
 
 def write_dataset(plan: ExportPlan, out: Path, say: Callable[[str], None], console: Any = None) -> dict[str, Any]:
-    """LeRobot's own writer: create, add_frame per dataset frame, save_episode, finalize. Progress:
-    a bar with ETA on `console` (a terminal), else one line per episode through `say`."""
+    """The dataset at `out`, through LeRobot's own writer; LeRobot's `info.json` back.
+
+    The recorded videos are joined by stream copy when they can be (`remux.plan_segments`,
+    `remux_writer`); otherwise, or when the joined files fail the check, every frame is
+    re-encoded (create, add_frame per dataset frame, save_episode, finalize), and `say` tells why.
+    Either way every frame time of every episode is then decoded with LeRobot's own decoder
+    (`video_check`) before the caller publishes the dataset. Progress: a bar with ETA on
+    `console` (a terminal), else one line per episode through `say`."""
+    import time
+
+    from orchestrator.export.remux import plan_segments
+
     with _native_stderr_captured():
-        return _write_episodes(plan, out, say, console)
+        from orchestrator.export import video_check
+        from orchestrator.export.remux_writer import write_remuxed
 
-
-def _columns(plan: ExportPlan, ep: EpisodePlan) -> dict[str, np.ndarray]:
-    """The per-frame evaluation columns of one episode (constant over it)."""
-    mode_index = {m: i for i, m in enumerate(plan.failure_modes)}
-    mark_index = {m: i for i, m in enumerate(plan.marks)}
-    return {
-        F_POLICY: np.array([plan.policies.index(ep.trial.policy)], dtype=np.int64),
-        F_MARK: np.array([mark_index.get(ep.trial.mark_id, -1)], dtype=np.int64),
-        F_SUCCESS: np.array([-1 if ep.success is None else int(ep.success)], dtype=np.int64),
-        F_FAILURE: np.array([mode_index.get(ep.failure_mode, -1) if ep.failure_mode else -1], dtype=np.int64),
-    }
+        decoder = video_check.backend()
+        segments, reasons = plan_segments(plan)
+        if not reasons:
+            crcs = write_remuxed(plan, out, segments, decoder, say, console)
+            started = time.monotonic()
+            try:
+                checked = video_check.check_dataset(out, plan.repo_id, crcs, decoder)
+            except video_check.VideoCheckFailed as exc:
+                reasons = [f"the joined videos failed the check: {exc}"]
+                shutil.rmtree(out, ignore_errors=True)
+            else:
+                say(f"videos joined by stream copy (nothing re-encoded); checked {checked} frame times with "
+                    f"LeRobot's {decoder} decoder (tolerance {video_check.TOLERANCE_S:g} s), each the recorded "
+                    f"frame, in {time.monotonic() - started:.1f} s")
+                return info_of(out)
+        say("re-encoding the videos, as they cannot be joined by stream copy: " + "; ".join(reasons))
+        info = _write_episodes(plan, out, say, console)
+        started = time.monotonic()
+        try:
+            checked = video_check.check_dataset(out, plan.repo_id, None, decoder)
+        except video_check.VideoCheckFailed as exc:
+            raise RuntimeFailure(f"{plan.root}: the exported videos fail LeRobot's decoder: {exc}; "
+                                 "nothing was published") from None
+        say(f"checked {checked} frame times with LeRobot's {decoder} decoder in {time.monotonic() - started:.1f} s")
+        return info
 
 
 def _add_episode(dataset: Any, plan: ExportPlan, ep: EpisodePlan) -> int:
@@ -102,7 +127,7 @@ def _add_episode(dataset: Any, plan: ExportPlan, ep: EpisodePlan) -> int:
         else:
             indices = frames.frame_indices(step_t, series.get(f"frame_t.{camera}"), n_video)
         streams[camera] = frames.held_frames(path, indices, plan.camera_shapes[camera], str(path))
-    columns = _columns(plan, ep)
+    columns = frames.episode_columns(plan, ep)
     task = plan.task_of(ep.trial.policy)
     try:
         for step in rows:

@@ -43,10 +43,31 @@ from orchestrator.rigs.profile import STATE_KEYS, CameraSpec
 from orchestrator.core.durable import publish
 
 PARTIAL = ".partial"
-# Video timestamps in milliseconds: each frame's PTS is the episode time of the control step at
-# which it was taken (not its index / fps), so players show true time whatever the camera's
-# rate, and a camera that skipped steps leaves a gap rather than speeding the video up.
-PTS_TIME_BASE = Fraction(1, 1000)
+# The encode, the same for every episode of every policy (`video_encoding`), so the export can join
+# the episodes by stream copy, as LeRobot's own `concatenate_video_files` does (docs/design.md,
+# "Remux-ready recording"): H.264 yuv420p, constant frame rate with time base 1/fps and PTS = the
+# frame's index from 0 (a slot lost to an overrun holds the last image, `EpisodeRecorder._hold`, so
+# every due slot has its frame), an IDR frame every GOP_S seconds from the first frame, no B-frames
+# (PTS == DTS: the packets say each frame's time in decode order, so the export checks a recording
+# by demuxing it, and a joined file needs no edit list), no scene-cut keyframes (the GOP does not
+# depend on what the camera saw). The measured time of each frame stays in the time series
+# (`frame_t.<camera>`); a judge sees nominal frame times.
+CRF = 23
+GOP_S = 2
+
+
+def video_rate(camera_fps: int, control_fps: int) -> int:
+    """Frames per second of a camera's video: its own rate, at most one frame per control step."""
+    return min(int(camera_fps), int(control_fps))
+
+
+def video_encoding(fps: int, preset: str) -> dict[str, str]:
+    """libx264's options for a video at `fps` (one function, so every episode's are equal)."""
+    gop = max(1, GOP_S * int(fps))
+    return {"preset": preset, "crf": str(CRF), "threads": "1",
+            "x264-params": f"keyint={gop}:min-keyint={gop}:scenecut=0:bframes=0:open-gop=0"}
+
+
 # Bytes per pixel per frame of H.264 at CRF 23 on table-top scenes, measured on simulated
 # episodes (0.02-0.05); 0.08 leaves margin for noisy real cameras.
 H264_BYTES_PER_PIXEL = 0.08
@@ -114,12 +135,14 @@ def read_series(path: Path) -> dict[str, np.ndarray]:
 
 
 class _VideoWriter(threading.Thread):
-    """Encodes RGB frames of one camera to H.264 on its own thread."""
+    """Encodes RGB frames of one camera to H.264 on its own thread, at a constant `fps`
+    (default the camera's): the n-th frame is shown at n / fps (see `video_encoding`)."""
 
-    def __init__(self, path: Path, spec: CameraSpec, preset: str):
+    def __init__(self, path: Path, spec: CameraSpec, preset: str, fps: int | None = None):
         super().__init__(daemon=True, name=f"video-{path.stem}")
         self.path = path
         self.spec = spec
+        self.fps = int(fps or spec.fps)
         self.preset = preset
         self.frames: queue.Queue = queue.Queue(maxsize=max(8, spec.fps * 4))
         self.error: BaseException | None = None
@@ -131,30 +154,25 @@ class _VideoWriter(threading.Thread):
         container = None
         try:
             container = av.open(str(self.path), mode="w", format="mp4")
-            stream = container.add_stream("libx264", rate=self.spec.fps)
-            stream.time_base = PTS_TIME_BASE
-            stream.codec_context.time_base = PTS_TIME_BASE
+            stream = container.add_stream("libx264", rate=self.fps)
+            time_base = Fraction(1, self.fps)
+            stream.time_base = time_base
+            stream.codec_context.time_base = time_base
             stream.width, stream.height = self.spec.width, self.spec.height
             stream.pix_fmt = "yuv420p"
-            stream.options = {"preset": self.preset, "crf": "23", "threads": "1"}
-            last_pts = -1
+            stream.options = video_encoding(self.fps, self.preset)
             while True:
                 item = self.frames.get()
                 if item is None:
                     break
                 if self.error is None:
-                    t, image = item
+                    _t, image = item   # the frame's measured time is in the time series
                     frame = av.VideoFrame.from_ndarray(image, format="rgb24")
-                    # strictly increasing at the stream's resolution (the muxer refuses a repeat):
-                    # a frame taken late in its slot and the held frame of the next, lost, slot can
-                    # round to the same millisecond
-                    frame.pts = last_pts = max(round(t / PTS_TIME_BASE), last_pts + 1)
-                    frame.time_base = PTS_TIME_BASE
-                    for packet in stream.encode(frame):
-                        container.mux(packet)
+                    frame.pts = self.count
+                    frame.time_base = time_base
+                    self._mux(container, stream.encode(frame))
                     self.count += 1
-            for packet in stream.encode():
-                container.mux(packet)
+            self._mux(container, stream.encode())
             container.close()
             container = None
         except BaseException as exc:  # reported to the control thread at finish()
@@ -172,6 +190,13 @@ class _VideoWriter(threading.Thread):
                     container.close()
                 except Exception:
                     pass
+
+    @staticmethod
+    def _mux(container, packets) -> None:
+        """Each packet lasts one frame (so the last frame counts in the video's duration)."""
+        for packet in packets:
+            packet.duration = 1
+            container.mux(packet)
 
 
 @dataclass(frozen=True)
@@ -274,7 +299,8 @@ class EpisodeRecorder:
         # Live cameras: the cheapest H.264 preset, so encoding leaves CPU to the control loop
         # and the policy; simulation has time to spare and gets smaller files.
         preset = "ultrafast" if realtime else "veryfast"
-        self._writers = {name: _VideoWriter(self.video_dir / f"{name}.mp4{PARTIAL}", spec, preset)
+        self._writers = {name: _VideoWriter(self.video_dir / f"{name}.mp4{PARTIAL}", spec, preset,
+                                            video_rate(spec.fps, control_fps))
                          for name, spec in cameras.items()}
         for writer in self._writers.values():
             writer.start()

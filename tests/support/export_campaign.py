@@ -56,7 +56,7 @@ SIM_RIG = """\
 robot: {{type: sim_so101}}
 cameras:
   front: {{type: sim, width: {w}, height: {h}, fps: 10}}
-  wrist: {{type: sim, width: {w}, height: {h}, fps: 5}}
+  wrist: {{type: sim, width: {w}, height: {h}, fps: {wrist_fps}}}
 """
 
 REAL_RIG = """\
@@ -78,9 +78,11 @@ def state_value(slot: int, step: int) -> np.ndarray:
 
 def make_campaign(root: Path, *, marks: int = 3, simulated: bool = True, judges: int = 1,
                   run: int | None = None, abort_slot: int | None = 1, scored_slot: int | None = None,
-                  finished: bool = True,
+                  finished: bool = True, wrist_fps: int = 5,
                   name: str = "campaign") -> Path:
-    """Create `root/<name>/` with a recorded campaign; the first `run` trials (default all) done."""
+    """Create `root/<name>/` with a recorded campaign; the first `run` trials (default all) done.
+    `wrist_fps` 10 records both cameras at the control rate (a campaign the export can join by
+    stream copy; at 5 every second dataset row holds the wrist's previous frame)."""
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
     grid = yaml.safe_load((REPO / "layouts" / "grid20.yaml").read_text())
@@ -89,7 +91,7 @@ def make_campaign(root: Path, *, marks: int = 3, simulated: bool = True, judges:
     (root / "layout.yaml").write_text(yaml.safe_dump(layout, sort_keys=False))
     (root / "protocol.yaml").write_text(PROTOCOL.format(fps=FPS, duration=DURATION_S, judges=judges))
     loaded = load_protocol(root / "protocol.yaml")
-    rig_text = (SIM_RIG if simulated else REAL_RIG).format(w=SIZE[0], h=SIZE[1])
+    rig_text = (SIM_RIG if simulated else REAL_RIG).format(w=SIZE[0], h=SIZE[1], wrist_fps=wrist_fps)
     cameras = parse_rig_text(rig_text).cameras
     schedule = draw_schedule(loaded.protocol, loaded.layout)
     first_mark = loaded.layout.marks[0].id

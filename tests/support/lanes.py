@@ -52,6 +52,8 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_docs.py", ()),
     ("test_episode_rules.py", ()),
     ("test_export_kill.py", ("lerobot", "subprocess")),
+    ("test_export_remux.py", ("lerobot",)),
+    ("test_export_train.py", ("lerobot", "subprocess", "slow")),
     ("test_fuzz_bundles.py", ()),
     ("test_fuzz_inputs.py", ()),
     ("test_judge_app.py", ()),
@@ -79,6 +81,7 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_protocol.py", ()),
     ("test_protocol_fuzz.py", ()),
     ("test_reliability.py", ("subprocess",)),
+    ("test_remux_probe.py", ()),
     ("test_remote_policy.py", ("lerobot", "subprocess")),
     ("test_rest_move.py", ()),
     ("test_rest_move_sag.py", ()),
@@ -121,6 +124,7 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_twin_sigterm.py", ("twin", "lerobot", "subprocess")),
     ("test_twin_standalone.py", ("twin", "lerobot", "subprocess")),
     ("test_twin_wire_log.py", ("twin", "lerobot", "subprocess")),
+    ("test_view.py", ("subprocess",)),
     ("test_validate.py", ()),
 )
 

@@ -131,6 +131,35 @@ def rate(t: np.ndarray, state: np.ndarray, cube_size_m: float, min_height_m: flo
     return AutoVerdict(success, float(longest), max_bottom, moved, reason, unsure)
 
 
+def trace(t: np.ndarray, state: np.ndarray, cube_size_m: float, min_height_m: float,
+          action: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """What `rate` decides on, per step (for `orchestrator view`): `closed` (1 when closed on a
+    cube-sized object), `bottom_m` (the cube bottom's height above the table while closed, seat
+    `SEAT_M`; 0 otherwise) and `hold_s` (how long it has been closed and high enough; 0 when not)."""
+    t = np.asarray(t, dtype=float)
+    state = np.asarray(state, dtype=float)
+    gap = fk.jaw_gap(state[:, 5]) if len(t) else np.zeros(0)
+    closed = (gap >= GAP_LOW * cube_size_m) & (gap <= GAP_HIGH * cube_size_m)
+    if action is not None and len(t):
+        closed &= np.asarray(action, dtype=float)[:, 5] < state[:, 5] - SQUEEZE_PCT
+    z = fk.grasp_point(state)[:, 2] if len(t) else np.zeros(0)
+    bottom, hold = np.zeros(len(t)), np.zeros(len(t))
+    start, z0 = None, 0.0
+    for k in range(len(t)):
+        if not closed[k]:
+            start = None
+            continue
+        if k == 0 or not closed[k - 1]:
+            z0 = z[k]
+        bottom[k] = max(0.0, z[k] - z0 - SEAT_M)
+        if bottom[k] >= min_height_m - _EPS:
+            start = t[k] if start is None else start
+            hold[k] = t[k] - start
+        else:
+            start = None
+    return {"closed": closed.astype(float), "bottom_m": bottom, "hold_s": hold}
+
+
 def rate_file(series: Path, cube_size_m: float, min_height_m: float, hold_s: float) -> AutoVerdict:
     """`rate` on an episode's `timeseries.npz` (read by `recording.read_series`)."""
     data = read_series(series)

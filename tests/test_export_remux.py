@@ -1,0 +1,235 @@
+"""`orchestrator export` by stream copy: the recorded videos joined into LeRobot v3's files, read
+back through LeRobot's own decoder frame by frame, and the fallback to re-encoding with its reason.
+
+The campaign is the small one of `tests/support/export_campaign.py` (3 marks x 2 policies, 10 fps x
+1 s), with both cameras at the control rate (joined by stream copy) or the wrist at 5 fps (every
+second row holds its previous frame: re-encoded). Its images encode their control step, so a
+frame out of place shows.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from support.export_campaign import FPS, STEPS, level, make_campaign
+
+REPO_ID = "tester/so101-ab-remux"
+
+
+@pytest.fixture(scope="module")
+def hf_env(tmp_path_factory):
+    home = tmp_path_factory.mktemp("hf")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HF_HUB_OFFLINE", "1")
+        mp.setenv("HF_HOME", str(home / "hf"))
+        mp.setenv("HF_LEROBOT_HOME", str(home / "lerobot"))
+        yield home
+
+
+def export(campaign: Path, root: Path) -> str:
+    from orchestrator.cli import main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(["export", str(campaign), "--repo-id", REPO_ID, "--root", str(root)])
+    assert code == 0, out.getvalue()
+    return out.getvalue()
+
+
+@pytest.fixture(scope="module")
+def joined(tmp_path_factory, hf_env):
+    """A campaign whose cameras both run at the control rate, exported with LeRobot's file size
+    limit at 5 KB (two or three episodes a file), so the layout has several files per camera."""
+    from lerobot.datasets.dataset_metadata import LeRobotDatasetMetadata
+
+    campaign = make_campaign(tmp_path_factory.mktemp("sim"), wrist_fps=10)
+    root = tmp_path_factory.mktemp("out") / "dataset"
+    create = LeRobotDatasetMetadata.create.__func__
+
+    def small_files(cls, *args, **kwargs):
+        return create(cls, *args, **{**kwargs, "video_files_size_in_mb": 0.005})
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(LeRobotDatasetMetadata, "create", classmethod(small_files))
+        output = export(campaign, root)
+    return campaign, root, output
+
+
+def recorded_frames(path: Path) -> list[np.ndarray]:
+    import av
+
+    with av.open(str(path)) as container:
+        return [f.to_ndarray(format="rgb24") for f in container.decode(video=0)]
+
+
+def test_every_frame_time_decodes_through_lerobot_to_the_recorded_frame(joined):
+    from lerobot.datasets.lerobot_dataset import LeRobotDataset
+    from lerobot.datasets.video_utils import decode_video_frames
+    from lerobot.utils.import_utils import get_safe_default_video_backend
+
+    from orchestrator.store.sqlite import CampaignStore
+
+    campaign, root, output = joined
+    assert "videos joined by stream copy (nothing re-encoded)" in output, output
+    assert "re-encoding" not in output
+    store = CampaignStore.open_readonly(campaign)
+    try:
+        done = [t for t in store.trials() if t.state == "done"]
+        files = {e["id"]: json.loads(e["files"]) if isinstance(e["files"], str) else e["files"]
+                 for e in store.episodes()}
+    finally:
+        store.close()
+    dataset = LeRobotDataset(REPO_ID, root=root)
+    meta = dataset.meta
+    backend = get_safe_default_video_backend()
+    assert meta.total_episodes == len(done) == 6 and meta.fps == FPS
+    layout = {(ep, key): str(meta.get_video_file_path(ep, key)) for ep in range(6) for key in meta.video_keys}
+    assert len({f for (_, key), f in layout.items() if key.endswith("front")}) >= 2   # the size limit split
+    compared = 0
+    for ep, trial in enumerate(done):
+        row = meta.episodes[ep]
+        for camera in ("front", "wrist"):
+            key = f"observation.images.{camera}"
+            start = float(row[f"videos/{key}/from_timestamp"])
+            assert float(row[f"videos/{key}/to_timestamp"]) - start == pytest.approx(STEPS / FPS, abs=1e-9)
+            times = [start + k / FPS for k in range(STEPS)]
+            decoded = decode_video_frames(root / layout[(ep, key)], times, dataset.tolerance_s, backend=backend,
+                                          return_uint8=True)
+            recorded = recorded_frames(campaign / files[trial.episode_id][camera])
+            assert len(recorded) == len(decoded) == STEPS
+            for k, frame in enumerate(decoded):
+                assert np.array_equal(frame.permute(1, 2, 0).numpy(), recorded[k]), (ep, camera, k)
+                assert abs(int(recorded[k][0, 0, 0]) - level(k)) <= 3    # frame k is step k's image
+                compared += 1
+    assert compared == 6 * 2 * STEPS
+    for index in range(len(dataset)):                                    # LeRobot's own loader
+        item = dataset[index]
+        assert item["observation.images.front"].shape == (3, 48, 64)
+
+
+def packet_bytes(paths: list[Path]) -> int:
+    import av
+
+    total = 0
+    for path in paths:
+        with av.open(str(path)) as container:
+            total += sum(p.size for p in container.demux(video=0) if p.dts is not None)
+    return total
+
+
+def test_the_dataset_is_the_recorded_video_bytes(joined):
+    """The same coded frames, byte for byte; the files no larger (fewer MP4 headers)."""
+    campaign, root, _ = joined
+    recorded, exported = sorted(campaign.glob("videos/*/*.mp4")), sorted((root / "videos").rglob("*.mp4"))
+    assert len(recorded) == 12 and 4 <= len(exported) < 12
+    assert packet_bytes(exported) == packet_bytes(recorded) > 0
+    assert sum(p.stat().st_size for p in exported) <= 1.05 * sum(p.stat().st_size for p in recorded)
+    info = json.loads((root / "meta" / "info.json").read_text())
+    front = info["features"]["observation.images.front"]["info"]
+    assert front["video.codec"] == "h264" and front["video.fps"] == FPS and front["video.g"] == 2 * FPS
+
+
+def test_statistics_are_lerobots_of_the_recorded_frames(joined):
+    """The per-channel statistics in meta/stats.json: LeRobot's sampling of every episode's flat
+    grey frames (levels 20 + 20 k): min 20, max 200, in LeRobot's 0-1 scale."""
+    from lerobot.datasets.lerobot_dataset import LeRobotDataset
+
+    _, root, _ = joined
+    stats = LeRobotDataset(REPO_ID, root=root).meta.stats["observation.images.wrist"]
+    assert np.asarray(stats["min"]).shape == (3, 1, 1)
+    assert np.allclose(np.asarray(stats["min"]).ravel(), 20 / 255, atol=3 / 255)
+    assert np.allclose(np.asarray(stats["max"]).ravel(), 200 / 255, atol=3 / 255)
+    assert np.allclose(np.asarray(stats["mean"]).ravel(), 110 / 255, atol=4 / 255)
+
+
+def test_a_recording_that_cannot_be_joined_is_re_encoded_and_the_export_says_why(tmp_path, hf_env):
+    from lerobot.datasets.lerobot_dataset import LeRobotDataset
+
+    campaign = make_campaign(tmp_path / "sim")          # wrist at 5 fps in a 10 fps dataset
+    root = tmp_path / "dataset"
+    output = export(campaign, root)
+    assert "re-encoding the videos, as they cannot be joined by stream copy: camera wrist: 6 of 6 episodes" in output
+    reason = output.split("re-encoding")[1].split("\n")[0]
+    assert "the video runs at 5 fps, the dataset at 10 fps" in reason and "camera front" not in reason
+    assert "checked 120 frame times with LeRobot's" in output
+    dataset = LeRobotDataset(REPO_ID, root=root)
+    assert dataset.meta.total_episodes == 6 and len(dataset) == 6 * STEPS
+
+
+def test_the_check_catches_a_frame_time_off_by_half_a_frame_and_a_frame_not_the_recorded_one(joined, tmp_path):
+    """`video_check.check_dataset` on the joined export passes; with one episode's from_timestamp
+    moved by half a frame (LeRobot's decoder then finds no frame within its tolerance) or one
+    recorded frame's CRC changed, it fails, naming the episode."""
+    import shutil
+
+    import pandas as pd
+
+    from orchestrator.export import video_check
+
+    _, root, _ = joined
+    copy = tmp_path / "dataset"
+    shutil.copytree(root, copy)
+    decoder = video_check.backend()
+    assert video_check.check_dataset(copy, REPO_ID, None, decoder) == 6 * 2 * STEPS     # positive control
+    meta_file = next((copy / "meta" / "episodes").rglob("*.parquet"))
+    episodes = pd.read_parquet(meta_file)
+    original = episodes.copy()
+    column = "videos/observation.images.front/from_timestamp"
+    episodes.loc[episodes["episode_index"] == 3, column] += 0.5 / FPS
+    episodes.to_parquet(meta_file)
+    with pytest.raises(video_check.VideoCheckFailed, match=r"episode 3, observation.images.front: LeRobot's"):
+        video_check.check_dataset(copy, REPO_ID, None, decoder)
+    original.to_parquet(meta_file)
+    crcs = {}
+    from lerobot.datasets.dataset_metadata import LeRobotDatasetMetadata
+
+    meta = LeRobotDatasetMetadata(REPO_ID, root=copy)
+    for ep in range(6):
+        for key in meta.video_keys:
+            start = float(meta.episodes[ep][f"videos/{key}/from_timestamp"])
+            frames = video_check.decoded(copy / meta.get_video_file_path(ep, key),
+                                         [start + k / FPS for k in range(STEPS)], decoder)
+            crcs[(ep, key)] = np.array([video_check.crc(f) for f in frames], dtype=np.uint32)
+    assert video_check.check_dataset(copy, REPO_ID, crcs, decoder) == 6 * 2 * STEPS     # positive control
+    crcs[(4, "observation.images.wrist")][7] ^= 1
+    with pytest.raises(video_check.VideoCheckFailed, match="episode 4, observation.images.wrist: frame 7"):
+        video_check.check_dataset(copy, REPO_ID, crcs, decoder)
+
+
+def test_mixed_encoder_settings_are_re_encoded(tmp_path, hf_env):
+    """One episode's front video encoded with another preset (no CABAC: other SPS/PPS) cannot
+    share an MP4 track with the others: the export re-encodes and names it."""
+    import sqlite3
+
+    from orchestrator.rigs.profile import CameraSpec
+    from orchestrator.run import recording
+
+    campaign = make_campaign(tmp_path / "sim", wrist_fps=10)
+    db = sqlite3.connect(campaign / "campaign.db")
+    episode_id, files, digests = db.execute(
+        "SELECT e.id, e.files, e.digests FROM episodes e JOIN trials t ON t.episode_id = e.id "
+        "ORDER BY t.slot DESC LIMIT 1").fetchone()
+    relative = json.loads(files)["front"]
+    frames = recorded_frames(campaign / relative)
+    writer = recording._VideoWriter(campaign / relative, CameraSpec(type="sim", width=64, height=48, fps=FPS),
+                                    "ultrafast")
+    writer.start()
+    for k, image in enumerate(frames):
+        writer.frames.put((k / FPS, image))
+    writer.frames.put(None)
+    writer.join()
+    digests = json.loads(digests)
+    digests[relative] = list(recording.file_digest(campaign / relative))
+    db.execute("UPDATE episodes SET digests = ? WHERE id = ?", (json.dumps(digests), episode_id))
+    db.commit()
+    db.close()
+    output = export(campaign, tmp_path / "dataset")
+    assert ("re-encoding the videos, as they cannot be joined by stream copy: camera front: 1 of 6 episodes, "
+            "e.g. episode 5 (trial 6): the video is encoded differently from the first episode's (mixed settings)"
+            in output), output

@@ -1,0 +1,115 @@
+"""`orchestrator view`: a Rerun recording of episodes, read back with the Rerun SDK; refused while
+the campaign is blinded unless its owner says `--unblinded`.
+
+The campaign is the small one of `tests/support/export_campaign.py` (3 marks x 2 policies, 10 fps x
+1 s; `front` at 10 fps, `wrist` at 5 fps). Each CLI path runs as `python -m orchestrator` on a
+campaign written by this process."""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from support.cli import run_module
+from support.export_campaign import STEPS, make_campaign
+from orchestrator.rigs.profile import STATE_KEYS
+from orchestrator.store.sqlite import CampaignStore
+
+pytest.importorskip("rerun")
+
+
+def read_rrd(path: Path) -> tuple[Counter, set[str], list]:
+    """(rows per entity on the timelines, the static entities, the static chunks) of an .rrd."""
+    from rerun.experimental import RrdReader
+
+    rows: Counter = Counter()
+    static: set[str] = set()
+    chunks = []
+    for chunk in RrdReader(path).stream():
+        if chunk.is_static:
+            static.add(chunk.entity_path)
+            chunks.append(chunk)
+        else:
+            rows[chunk.entity_path] += chunk.num_rows
+    return rows, static, chunks
+
+
+@pytest.fixture(scope="module")
+def sim_campaign(tmp_path_factory) -> Path:
+    return make_campaign(tmp_path_factory.mktemp("sim"))
+
+
+def first_trial(campaign: Path):
+    store = CampaignStore.open_readonly(campaign)
+    try:
+        return next(t for t in store.trials() if t.slot == 0)
+    finally:
+        store.close()
+
+
+def test_view_saves_a_recording_with_every_episode_signal(sim_campaign, tmp_path):
+    out = tmp_path / "trial1.rrd"
+    result = run_module("view", sim_campaign, "--trial", "1", "--save", out)
+    assert result.code == 0, result.err
+    assert "1 episode(s)" in result.out and "saved to" in result.out
+    assert not [p for p in tmp_path.iterdir() if p.name != out.name]       # no partial left
+    trial = first_trial(sim_campaign)
+    prefix = f"/trial_01_{trial.policy}"
+    rows, static, chunks = read_rrd(out)
+    assert rows[f"{prefix}/cameras/front"] == STEPS                        # 10 fps: one frame a step
+    assert rows[f"{prefix}/cameras/wrist"] == STEPS // 2                   # 5 fps
+    assert {f"{prefix}/cameras/front", f"{prefix}/cameras/wrist", f"{prefix}/labels",
+            f"{prefix}/telemetry/timing"} <= static
+    assert f"{prefix}/telemetry/frame_age_ms/front" not in rows            # NaN: the rig did not report it
+    joints = [k.removesuffix(".pos") for k in STATE_KEYS]
+    checked = 0
+    for joint in joints:
+        for column in ("state", "action", "sent"):
+            assert rows[f"{prefix}/joints/{joint}/{column}"] == STEPS, (joint, column)
+            checked += 1
+    assert checked == 18
+    for name in ("cube_bottom_m", "min_height_m", "hold_s", "hold_needed_s"):
+        assert rows[f"{prefix}/success/{name}"] == STEPS, name
+    assert rows[f"{prefix}/events"] == 1                                    # trial 1's safety event
+    assert not any(entity.startswith("/trial_02") for entity in rows)      # only the trial asked for
+    text = " ".join(str(c.to_record_batch()) for c in chunks if c.entity_path == f"{prefix}/labels")
+    assert "physics" in text and f"policy {trial.policy}" in text
+    timing = " ".join(str(c.to_record_batch()) for c in chunks if c.entity_path == f"{prefix}/telemetry/timing")
+    assert "period_p50_ms" in timing and "policy_p50_ms" in timing
+
+
+def test_view_of_a_mark_holds_both_policies(sim_campaign, tmp_path):
+    out = tmp_path / "m01.rrd"
+    result = run_module("view", sim_campaign, "--mark", "M01", "--save", out)
+    assert result.code == 0, result.err
+    rows, _, _ = read_rrd(out)
+    prefixes = {entity.split("/")[1] for entity in rows if entity.startswith("/trial_")}
+    assert len(prefixes) == 2 and {p.rsplit("_", 1)[1] for p in prefixes} == {"A", "B"}
+
+
+def test_view_refuses_while_blinded_unless_the_owner_says_unblinded(tmp_path):
+    campaign = make_campaign(tmp_path / "hw", simulated=False)             # nobody judged yet
+    out = tmp_path / "x.rrd"
+    refused = run_module("view", campaign, "--trial", "1", "--save", out)
+    assert refused.code == 2 and len(refused.err_lines) == 1, refused.err
+    assert "still blinded" in refused.err and "--unblinded" in refused.err
+    assert not out.exists()
+    if os.geteuid() == 0:                                                  # root can give the store away
+        db = campaign / "campaign.db"
+        owner = db.stat().st_uid
+        os.chown(db, owner + 4242, -1)                                     # someone else's campaign
+        try:
+            other = run_module("view", campaign, "--trial", "1", "--save", out, "--unblinded")
+        finally:
+            os.chown(db, owner, -1)
+        assert other.code == 2 and "only the campaign's owner" in other.err and not out.exists(), other.err
+    allowed = run_module("view", campaign, "--trial", "1", "--save", out, "--unblinded")   # positive control
+    assert allowed.code == 0 and out.is_file(), allowed.err
+
+
+def test_view_of_a_trial_that_does_not_exist_is_one_line(sim_campaign, tmp_path):
+    result = run_module("view", sim_campaign, "--trial", "99", "--save", tmp_path / "x.rrd")
+    assert result.code == 2 and len(result.err_lines) == 1 and "no recorded episode for trial 99" in result.err
