@@ -81,8 +81,7 @@ def test_a_policy_that_raises_is_counted_as_its_failure_and_the_report_says_so(t
     assert main(["report", str(out), "--format", "text"]) == 0
     text = capsys.readouterr().out
     assert "pre-registered: policy, operator_unsafe count as a failure of the policy that ran" in text
-    assert "policy: exception 1" in text.split("Aborted attempts")[1]   # the class and its cause
-    assert doc["aborts"]["per_policy"]["B"]["aborted_attempts_by_cause"] == {"policy": {"exception": 1}}
+    assert "| policy 1" in text or "policy 1" in text.split("Aborted attempts")[1]
 
 
 def test_rerun_rule_and_the_old_behaviour_are_preregistrable(tmp_path, monkeypatch):
@@ -266,10 +265,6 @@ def test_a_lerobot_policy_with_non_finite_actions_fails_its_trials_in_the_parall
     report = run_module("report", out, "--format", "json")
     doc = json.loads(report.out)
     assert doc["aborts"]["per_policy"]["B"]["scored_failures"] == 2
-    assert doc["aborts"]["per_policy"]["B"]["aborted_attempts_by_cause"] == {"policy": {"non-finite action": 2}}
-    text = run_module("report", out).out
-    (row,) = [line for line in text.splitlines() if line.lstrip("| ").startswith("B ") and "policy:" in line]
-    assert "policy: non-finite action 2" in row, text[-3000:]
     assert doc["policies"]["B"]["successes"] == 0 and doc["policies"]["B"]["trials"] == 2
 
 
@@ -330,36 +325,3 @@ def test_a_trial_stopped_three_times_in_a_session_is_left_to_the_next_run_and_to
     assert run_cli(out, "--workers", "1", protocol=protocol) == 0
     with CampaignStore.open_readonly(out) as store:
         assert all(t.state == "done" and t.episode_id for t in store.trials())
-
-
-def test_each_abort_cause_is_read_from_the_reason_the_runner_recorded():
-    """The causes of `analysis/abort_causes.py` from reasons as the runner writes them (the
-    faults' own messages), one per rule that a class reaches, and `other` for an unknown text."""
-    from orchestrator.analysis.abort_causes import OTHER, abort_cause
-    from orchestrator.rigs.device_fault import DeviceFault
-    from orchestrator.rigs.servo_alarms import ServoAlarm, ServoReset
-    from orchestrator.run.bookkeeping import INTERRUPTED_BY_USER
-
-    cases = [
-        (str(DeviceFault.policy(ValueError("non-finite action for shoulder_pan.pos"))), "policy", "non-finite action"),
-        (str(DeviceFault("policy", "policy", "non-finite action gripper.pos=nan", "x")), "policy", "non-finite action"),
-        (str(DeviceFault.policy(RuntimeError("CUDA out of memory"))), "policy", "exception"),
-        (str(DeviceFault.servo("arm /dev/ttyACM0", ServoAlarm("servo alarm: elbow_flex (id 3): overload"))),
-         "policy", "servo overload"),
-        (str(DeviceFault.servo("arm /dev/ttyACM0", ServoReset("servo torque went off by itself (a reset or a "
-                                                              "brown-out): wrist_roll (id 5)"))), "rig", "servo reset"),
-        (str(DeviceFault.silent_servos("arm /dev/ttyACM0", ["gripper (id 6)"])), "rig", "servo not answering"),
-        (str(DeviceFault.camera("front", TimeoutError("no frame for 1.0 s"))), "rig", "camera"),
-        (str(DeviceFault.arm("arm /dev/ttyACM0", OSError("[Errno 5] Input/output error"))), "rig",
-         "usb or serial port"),
-        (INTERRUPTED_BY_USER, "interrupted", "Ctrl-C or SIGTERM"),
-        ("stopped: another trial failed", "interrupted", "process stopped"),
-        ("emergency stop by operator", "operator_unsafe", "emergency stop"),
-        ("invalid start (judge ana): cube not on its mark", "invalid_start", "cube not on its mark"),
-        ("[Errno 28] No space left on device", "rig", "disk full"),
-    ]
-    assert len(cases) == 13
-    for reason, cls, cause in cases:
-        assert abort_cause(reason, cls) == cause, (reason, cls)
-    assert abort_cause("something nobody wrote down", "rig") == OTHER
-    assert abort_cause(None, "unclassified") == OTHER

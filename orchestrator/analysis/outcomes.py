@@ -29,7 +29,6 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from orchestrator.analysis.abort_causes import abort_cause
 from orchestrator.design.protocol import deployment_label
 from orchestrator.core.errors import BadInput
 from orchestrator.core.pids import process_running
@@ -136,7 +135,6 @@ class TrialOutcome:
     timing: LoopTiming | None = None  # the episode's control-loop timing (campaigns only)
     disputed: bool = False            # the human judges disagree on it (no majority either way)
     abort_classes: tuple[str, ...] = ()   # the class of each aborted attempt, in order
-    abort_causes: tuple[str, ...] = ()    # ... and its cause (`abort_causes.abort_cause`), in the same order
     settled: str | None = None        # `failure` / `excluded`: an abort settled the trial (no episode)
 
     @property
@@ -549,8 +547,6 @@ def outcomes_from_store(store: CampaignStore, judge: str | None = None) -> Outco
             timing=LoopTiming.from_dict(rec.get("timing")) if rec else None,
             disputed=disputed,
             abort_classes=tuple(a.get("abort_class") or "unclassified" for a in aborts_of.get(t.slot, ())),
-            abort_causes=tuple(abort_cause(a.get("reason"), a.get("abort_class") or "unclassified")
-                               for a in aborts_of.get(t.slot, ())),
             settled=settled["settles"] if settled is not None and t.state == "done" else None))
     done = sum(1 for t in trials if t.state == "done")
     if unjudged and not (labels.mode == CONSENSUS and not labels.voters and not simulated):

@@ -2,9 +2,6 @@
 protocol's pre-registered `aborts` rules made of it, and whether abort rates differ between
 policies.
 
-Each class lists the causes of its attempts with counts (`analysis/abort_causes.py`: read from the
-recorded reason, e.g. `policy: non-finite action 3`).
-
 Classes (`run.bookkeeping.abort_class`): `policy`, `operator_unsafe`, `operator_misplaced`,
 `operator_other`, `rig`, `invalid_start` (a judge sent the trial back), `interrupted` (Ctrl-C, a
 killed process), `unclassified` (attempts of a store older than schema 3). An abort the rules
@@ -42,7 +39,6 @@ class AbortRow:
     trials: int                                  # trials of this policy that were attempted
     trials_with_abort: int                       # ... with at least one abort that is not an interruption
     by_class: tuple[tuple[str, int], ...]        # aborted attempts per class
-    by_cause: tuple[tuple[str, str, int], ...]   # (class, cause, aborted attempts), most first
     scored_failures: int                         # trials an abort scored as this policy's failure
     excluded: int                                # trials left out at the re-run limit
 
@@ -72,13 +68,10 @@ def build_aborts(data: OutcomeSet) -> AbortSection | None:
     for p in data.policies:
         mine = [o for o in data.outcomes if o.policy == p and (o.state == "done" or o.abort_classes)]
         classes = Counter(c for o in mine for c in o.abort_classes)
-        causes = Counter((c, why) for o in mine for c, why in zip(o.abort_classes, o.abort_causes))
         rows.append(AbortRow(
             policy=p, trials=len(mine),
             trials_with_abort=sum(1 for o in mine if any(c != NOT_A_CAUSE for c in o.abort_classes)),
             by_class=tuple(sorted(classes.items(), key=lambda kv: (-kv[1], kv[0]))),
-            by_cause=tuple((c, why, n) for (c, why), n in sorted(
-                causes.items(), key=lambda kv: (-classes[kv[0][0]], kv[0][0], -kv[1], kv[0][1]))),
             scored_failures=sum(1 for o in mine if o.settled == "failure"),
             excluded=sum(1 for o in mine if o.settled == "excluded")))
     pairs = list(combinations(rows, 2))
@@ -111,14 +104,6 @@ def _warnings(rows: list[AbortRow], tests: tuple[AbortTest, ...], rules: dict[st
                    f"limit (aborts.max_reruns = {rules.get('max_reruns')}) and {'are' if r.excluded != 1 else 'is'} "
                    "left out (see 'Unpaired layouts')")
     return out
-
-
-def causes_line(row: AbortRow) -> str:
-    """`policy: non-finite action 3; rig: camera 1`: each class with its causes and counts."""
-    out: dict[str, list[str]] = {}
-    for cls, cause, n in row.by_cause:
-        out.setdefault(cls, []).append(f"{cause} {n}")
-    return "; ".join(f"{cls}: {', '.join(parts)}" for cls, parts in out.items()) or "none"
 
 
 def describe_rules(rules: dict[str, Any]) -> str:
