@@ -81,7 +81,8 @@ def test_a_policy_that_raises_is_counted_as_its_failure_and_the_report_says_so(t
     assert main(["report", str(out), "--format", "text"]) == 0
     text = capsys.readouterr().out
     assert "pre-registered: policy, operator_unsafe count as a failure of the policy that ran" in text
-    assert "| policy 1" in text or "policy 1" in text.split("Aborted attempts")[1]
+    assert "policy: exception 1" in text.split("Aborted attempts")[1]
+    assert doc["aborts"]["per_policy"]["B"]["aborted_attempts_by_cause"] == {"policy": {"exception": 1}}
 
 
 def test_rerun_rule_and_the_old_behaviour_are_preregistrable(tmp_path, monkeypatch):
@@ -126,6 +127,8 @@ def test_a_usb_fault_is_rerun_and_the_trial_then_counts_normally(tmp_path, monke
     doc = to_dict(build_report(data))
     rows = doc["aborts"]["per_policy"]
     assert sum(r["aborted_attempts_by_class"].get("rig", 0) for r in rows.values()) == 1
+    assert [r["aborted_attempts_by_cause"] for r in rows.values() if r["aborted_attempts_by_cause"]] == \
+        [{"rig": {"arm bus": 1}}]
     assert sum(r["scored_failures"] for r in rows.values()) == 0
     assert not any("counts as" in w for w in doc["warnings"])
 

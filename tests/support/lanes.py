@@ -37,6 +37,7 @@ FIXTURE_MARKERS: dict[str, tuple[str, ...]] = {
 }
 
 FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("test_abort_causes.py", ()),
     ("test_aborts.py", ()),
     ("test_architecture.py", ()),
     ("test_arm_safety.py", ("lerobot",)),
