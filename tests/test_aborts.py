@@ -237,7 +237,8 @@ def test_a_lerobot_policy_with_non_finite_actions_fails_its_trials_in_the_parall
     """A real LeRobot ACT checkpoint whose weights were poisoned with NaN, run by `orchestrator run
     --workers 2` in a fresh process (the parallel runner: the fault crosses from a worker): every
     one of its trials ends in a non-finite action, classed `policy` and counted as its failure; A's
-    trials run; the campaign completes and the report says so."""
+    trials run; the campaign completes and the report, text and JSON, says so with the cause
+    (`policy: non-finite action 2`), not only the class."""
     import shutil
 
     import torch
@@ -265,10 +266,18 @@ def test_a_lerobot_policy_with_non_finite_actions_fails_its_trials_in_the_parall
     assert all(t.state == "done" and t.episode_id is None for t in b_trials) and len(b_trials) == 2
     assert all(t.episode_id for t in trials if t.policy == "A")
     assert sorted((a["abort_class"], a["settles"]) for a in aborted) == [("policy", "failure")] * 2
+    assert sorted(a["abort_cause"] for a in aborted) == ["non-finite action"] * 2
     report = run_module("report", out, "--format", "json")
     doc = json.loads(report.out)
     assert doc["aborts"]["per_policy"]["B"]["scored_failures"] == 2
     assert doc["policies"]["B"]["successes"] == 0 and doc["policies"]["B"]["trials"] == 2
+    assert doc["aborts"]["per_policy"]["B"]["aborted_attempts_by_cause"] == {"policy": {"non-finite action": 2}}
+    assert doc["aborts"]["per_policy"]["A"]["aborted_attempts_by_cause"] == {}
+    text = run_module("report", out)          # the cause, not only the class (issue 31)
+    assert text.code == 0, text.err
+    section = text.out.split("Aborted attempts\n")[1].split("\n\n")[0]
+    (row,) = [ln for ln in section.splitlines() if ln.startswith("B ")]
+    assert row.endswith("policy: non-finite action 2"), row
 
 
 def test_the_plain_prompt_records_the_operator_s_reason_class():
