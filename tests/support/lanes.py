@@ -71,6 +71,7 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_lerobot_policy.py", ("lerobot",)),
     ("test_lerobot_rig.py", ("lerobot",)),
     ("test_outcomes.py", ()),
+    ("test_pg_abort_causes.py", ("postgres",)),
     ("test_pg_roles.py", ("postgres",)),
     ("test_pg_store.py", ("postgres",)),
     ("test_plan.py", ()),
