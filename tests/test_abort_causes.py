@@ -140,6 +140,20 @@ def test_an_old_reason_without_a_class_reads_as_its_cause():
     assert abort_cause("rig", None) == "other error" and abort_cause("future_class", "x") == "unknown"
 
 
+def test_an_abort_given_no_cause_counts_as_unrecorded():
+    from orchestrator.analysis.outcomes import OutcomeSet, TrialOutcome
+    from orchestrator.analysis.report.aborts import build_aborts, describe_causes
+
+    outcomes = (TrialOutcome(layout="M1", repeat=0, policy="A", success=False, slot=0,
+                             abort_classes=("policy", "rig", "policy"), abort_causes=("exception",)),
+                TrialOutcome(layout="M1", repeat=0, policy="B", success=True, slot=1))
+    data = OutcomeSet(outcomes=outcomes, policies=("A", "B"), source="x", label_source="x",
+                      abort_rules={"policy": "failure", "max_reruns": 3})
+    rows = {r.policy: r for r in build_aborts(data).rows}
+    assert describe_causes(rows["A"]) == "policy: exception 1, unrecorded 1; rig: unrecorded 1"
+    assert describe_causes(rows["B"]) == "none"
+
+
 def _protocol(tmp_path: Path) -> Path:
     path = tmp_path / "protocol.yaml"
     path.write_text(PROTOCOL.read_text().replace("layout: tiny_layout.yaml", f"layout: {DATA / 'tiny_layout.yaml'}"))

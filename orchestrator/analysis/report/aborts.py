@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from itertools import combinations, zip_longest
+from itertools import combinations
 from typing import Any
 
 from orchestrator.analysis import stats
@@ -91,10 +91,12 @@ def _most_first(kv: tuple[str, int]) -> tuple[int, str]:
 
 
 def _causes(mine: list[TrialOutcome], classes: list[str]) -> tuple[tuple[str, tuple[tuple[str, int], ...]], ...]:
-    """Per class (in `classes`' order), the count of each cause, most frequent first."""
-    counts = Counter((c, why) for o in mine
-                     for c, why in zip_longest(o.abort_classes, o.abort_causes[:len(o.abort_classes)],
-                                               fillvalue=UNRECORDED))
+    """Per class (in `classes`' order), the count of each cause, most frequent first (an abort
+    given no cause, as an outcome built without one, counts as `unrecorded`)."""
+    counts: Counter[tuple[str, str]] = Counter()
+    for o in mine:
+        causes = o.abort_causes + (UNRECORDED,) * (len(o.abort_classes) - len(o.abort_causes))
+        counts.update(zip(o.abort_classes, causes))
     return tuple((c, tuple(sorted(((why, n) for (k, why), n in counts.items() if k == c), key=_most_first)))
                  for c in classes)
 
