@@ -81,7 +81,8 @@ def test_a_policy_that_raises_is_counted_as_its_failure_and_the_report_says_so(t
     assert main(["report", str(out), "--format", "text"]) == 0
     text = capsys.readouterr().out
     assert "pre-registered: policy, operator_unsafe count as a failure of the policy that ran" in text
-    assert "| policy 1" in text or "policy 1" in text.split("Aborted attempts")[1]
+    assert "policy: exception 1" in text.split("Aborted attempts")[1]
+    assert doc["aborts"]["per_policy"]["B"]["aborted_attempts_by_cause"] == {"policy": {"exception": 1}}
 
 
 def test_rerun_rule_and_the_old_behaviour_are_preregistrable(tmp_path, monkeypatch):
@@ -126,6 +127,8 @@ def test_a_usb_fault_is_rerun_and_the_trial_then_counts_normally(tmp_path, monke
     doc = to_dict(build_report(data))
     rows = doc["aborts"]["per_policy"]
     assert sum(r["aborted_attempts_by_class"].get("rig", 0) for r in rows.values()) == 1
+    assert [r["aborted_attempts_by_cause"] for r in rows.values() if r["aborted_attempts_by_cause"]] == \
+        [{"rig": {"arm bus": 1}}]
     assert sum(r["scored_failures"] for r in rows.values()) == 0
     assert not any("counts as" in w for w in doc["warnings"])
 
@@ -234,7 +237,8 @@ def test_a_lerobot_policy_with_non_finite_actions_fails_its_trials_in_the_parall
     """A real LeRobot ACT checkpoint whose weights were poisoned with NaN, run by `orchestrator run
     --workers 2` in a fresh process (the parallel runner: the fault crosses from a worker): every
     one of its trials ends in a non-finite action, classed `policy` and counted as its failure; A's
-    trials run; the campaign completes and the report says so."""
+    trials run; the campaign completes and the report, text and JSON, says so with the cause
+    (`policy: non-finite action 2`), not only the class."""
     import shutil
 
     import torch
@@ -262,10 +266,18 @@ def test_a_lerobot_policy_with_non_finite_actions_fails_its_trials_in_the_parall
     assert all(t.state == "done" and t.episode_id is None for t in b_trials) and len(b_trials) == 2
     assert all(t.episode_id for t in trials if t.policy == "A")
     assert sorted((a["abort_class"], a["settles"]) for a in aborted) == [("policy", "failure")] * 2
+    assert sorted(a["abort_cause"] for a in aborted) == ["non-finite action"] * 2
     report = run_module("report", out, "--format", "json")
     doc = json.loads(report.out)
     assert doc["aborts"]["per_policy"]["B"]["scored_failures"] == 2
     assert doc["policies"]["B"]["successes"] == 0 and doc["policies"]["B"]["trials"] == 2
+    assert doc["aborts"]["per_policy"]["B"]["aborted_attempts_by_cause"] == {"policy": {"non-finite action": 2}}
+    assert doc["aborts"]["per_policy"]["A"]["aborted_attempts_by_cause"] == {}
+    text = run_module("report", out)          # the cause, not only the class (issue 31)
+    assert text.code == 0, text.err
+    section = text.out.split("Aborted attempts\n")[1].split("\n\n")[0]
+    (row,) = [ln for ln in section.splitlines() if ln.startswith("B ")]
+    assert row.endswith("policy: non-finite action 2"), row
 
 
 def test_the_plain_prompt_records_the_operator_s_reason_class():

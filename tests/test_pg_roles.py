@@ -43,7 +43,7 @@ def _as(pg_cluster, url: str, role: str) -> psycopg.Connection:
     "SELECT policy FROM trials", "SELECT seed FROM trials", "SELECT * FROM trials",
     "SELECT physics_success FROM episodes", "SELECT id FROM episodes",
     "SELECT protocol_text FROM campaign", "SELECT name FROM campaign", "SELECT * FROM events",
-    "SELECT reason FROM attempts", "SELECT * FROM sessions",
+    "SELECT reason FROM attempts", "SELECT abort_cause FROM attempts", "SELECT * FROM sessions",
     "UPDATE trials SET state = 'pending'", "DELETE FROM judgments",
 ])
 def test_the_server_refuses_a_judge_the_key(campaign, pg_cluster, query):
@@ -177,6 +177,8 @@ def test_a_judge_sends_an_invalid_start_back_through_the_server(campaign, pg_clu
         reason, cls = owner.execute("SELECT reason, abort_class FROM attempts WHERE status = 'aborted'").fetchone()
         assert reason == "invalid start (judge alice): cube not on its mark"
         assert cls == "invalid_start"     # classed as on a SQLite store (reported per policy, re-run)
+        cause = owner.execute("SELECT abort_cause FROM attempts WHERE status = 'aborted'").fetchone()[0]
+        assert cause == "invalid start"   # and its cause recorded, as on a SQLite store
         kinds = [k for (k,) in owner.execute("SELECT kind FROM events WHERE kind = 'invalid_start'")]
         assert kinds == ["invalid_start"]
     with _as(pg_cluster, url, "alice") as conn:

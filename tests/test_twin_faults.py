@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import json
 import traceback
+from collections import Counter
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +45,11 @@ FAULTS = {
                           "camera front: RuntimeError: TwinCamera(front) read thread is not running"),
     "voltage_sag": ({"kind": "voltage_sag", "volts": 3.5, "at_step": 3}, "supply voltage out of range"),
 }
+
+# The cause each fault's abort is recorded with (store/abort_causes.py), within its class.
+CAUSE_OF = {"corrupt_status": "arm bus", "drop_status": "arm bus", "servo_silent": "arm bus", "overload": "overload",
+            "overheat": "servo alarm", "usb_unplug": "arm bus", "camera_freeze": "camera",
+            "camera_disconnect": "camera", "voltage_sag": "servo alarm"}
 
 
 def run_cli(*argv: str | Path) -> CliResult:
@@ -129,6 +135,7 @@ def test_fault_aborts_the_trial_with_its_cause(name, chain):
     assert run.done == 0, f"{name}: {run.done} trials done"
     # the cause's class: the policy's for an overload (it drove the arm into something), else the rig's
     assert run.after[-1]["abort_class"] == ("policy" if name == "overload" else "rig"), (name, run.after[-1])
+    assert run.after[-1]["abort_cause"] == CAUSE_OF[name], (name, run.after[-1])   # its cause within the class
     assert run.after[-1]["settles"] is None
 
 
@@ -162,3 +169,8 @@ def test_run_resumes_to_completion_after_the_faults(chain):
     assert [a["status"] for a in attempts] == ["aborted"] * len(FAULTS) + ["done", "done"], attempts
     for attempt, (name, (_, cause)) in zip(attempts, FAULTS.items()):
         assert cause in attempt["reason"], (name, attempt["reason"])
+    by_cause: Counter = Counter()    # the report's aborts section: each class with its causes
+    for row in report["aborts"]["per_policy"].values():
+        by_cause.update({(cls, why): n for cls, causes in row["aborted_attempts_by_cause"].items()
+                         for why, n in causes.items()})
+    assert by_cause == Counter(("policy" if name == "overload" else "rig", CAUSE_OF[name]) for name in FAULTS)

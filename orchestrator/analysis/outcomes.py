@@ -40,6 +40,7 @@ CSV_REQUIRED = ("layout", "policy", "success")
 CSV_OPTIONAL = ("repeat", "stratum", "judge", "failure_mode")
 CONSENSUS = "consensus"
 ABORT_RULE = "aborts rule"     # who decided an outcome the protocol's `aborts` rules scored
+UNRECORDED = "unrecorded"      # the cause of an abort whose row has none (written without one)
 
 
 def _inference_latency(inference: Any) -> dict[str, float]:
@@ -135,6 +136,7 @@ class TrialOutcome:
     timing: LoopTiming | None = None  # the episode's control-loop timing (campaigns only)
     disputed: bool = False            # the human judges disagree on it (no majority either way)
     abort_classes: tuple[str, ...] = ()   # the class of each aborted attempt, in order
+    abort_causes: tuple[str, ...] = ()    # ... and its cause within the class (store.abort_causes)
     settled: str | None = None        # `failure` / `excluded`: an abort settled the trial (no episode)
 
     @property
@@ -547,6 +549,7 @@ def outcomes_from_store(store: CampaignStore, judge: str | None = None) -> Outco
             timing=LoopTiming.from_dict(rec.get("timing")) if rec else None,
             disputed=disputed,
             abort_classes=tuple(a.get("abort_class") or "unclassified" for a in aborts_of.get(t.slot, ())),
+            abort_causes=tuple(a.get("abort_cause") or UNRECORDED for a in aborts_of.get(t.slot, ())),
             settled=settled["settles"] if settled is not None and t.state == "done" else None))
     done = sum(1 for t in trials if t.state == "done")
     if unjudged and not (labels.mode == CONSENSUS and not labels.voters and not simulated):

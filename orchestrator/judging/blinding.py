@@ -128,7 +128,7 @@ _SEALED = {"trials": {"policy", "seed", "position", "unit", "repeat_index"},
            "campaign": {"name", "protocol_path", "protocol_text", "rig_path", "rig_text"},
            "episodes": {"physics_success", "max_lift_m", "time_to_success_s", "safety_events",
                         "timing"},
-           "attempts": {"reason", "abort_class", "settles"},   # an abort's cause would unblind
+           "attempts": {"reason", "abort_class", "abort_cause", "settles"},   # an abort's cause would unblind
            "events": None}
 
 

@@ -225,6 +225,10 @@ def open_connection(url: str, directory: Path | None) -> PgConnection:
         from orchestrator.store.schema import migrate
 
         migrate(conn, version)  # type: ignore[arg-type]
+        if conn.has_table("judging_info"):   # the blind objects follow the schema (invalid_start)
+            from orchestrator.store.postgres_blind import install_blind_objects
+
+            install_blind_objects(conn)
     return conn
 
 

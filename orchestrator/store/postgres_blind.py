@@ -9,8 +9,8 @@
   `forget_episode_labels(episode)` and `invalid_start(episode, why)` (a judge sends a trial
   back for a re-run without any right on trials, attempts or episodes; the function returns
   nothing, so it tells the judge nothing about the schedule).
-Installed when a campaign is created on a server or migrated there, and refreshed by
-`store add-judge` / `add-operator`.
+Installed when a campaign is created on a server or migrated there, refreshed by
+`store add-judge` / `add-operator` and after a schema upgrade (`postgres.open_connection`).
 """
 
 from __future__ import annotations
@@ -77,7 +77,8 @@ BEGIN
   IF NOT FOUND THEN RAISE EXCEPTION 'episode % is not in this campaign', episode; END IF;
   DELETE FROM judgments WHERE episode_id = episode;
   DELETE FROM episodes WHERE id = episode;
-  UPDATE attempts SET status = 'aborted', reason = why, abort_class = 'invalid_start' WHERE id = a;
+  UPDATE attempts SET status = 'aborted', reason = why, abort_class = 'invalid_start',
+    abort_cause = 'invalid start' WHERE id = a;   -- store.abort_causes: the class's one cause
   UPDATE trials SET state = 'aborted', episode_id = NULL, done_at = NULL WHERE slot = s;
   UPDATE campaign SET finished_at = NULL, stop_reason = NULL WHERE stop_reason = 'complete';
   INSERT INTO events (at, kind, slot, message)

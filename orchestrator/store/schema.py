@@ -13,6 +13,7 @@ import sqlite3
 from typing import Callable
 
 from orchestrator.core.errors import BadInput
+from orchestrator.store.abort_causes import abort_cause
 
 SCHEMA_1 = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -78,7 +79,18 @@ def _to_3(conn: sqlite3.Connection) -> None:
     conn.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
 
 
-_STEPS: dict[int, Callable[[sqlite3.Connection], None]] = {2: _to_2, 3: _to_3}
+def _to_4(conn: sqlite3.Connection) -> None:
+    """Schema 4 records each abort's cause within its class, `attempts.abort_cause`
+    (`store.abort_causes`: `non-finite action`, `exception`, `overload`, ...). The aborts of an
+    older store get the cause their recorded reason reads as (`abort_cause(class, reason)`)."""
+    conn.execute("ALTER TABLE attempts ADD COLUMN abort_cause TEXT")
+    rows = conn.execute("SELECT id, abort_class, reason FROM attempts WHERE status = 'aborted'").fetchall()
+    conn.executemany("UPDATE attempts SET abort_cause = ? WHERE id = ?",
+                     [(abort_cause(cls, reason), attempt_id) for attempt_id, cls, reason in rows])
+    conn.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
+
+
+_STEPS: dict[int, Callable[[sqlite3.Connection], None]] = {2: _to_2, 3: _to_3, 4: _to_4}
 SCHEMA_VERSION = max(_STEPS)
 
 

@@ -28,6 +28,7 @@ from filelock import FileLock, Timeout
 
 from orchestrator.core.durable import fsync_dir
 from orchestrator.core.errors import BadInput, RuntimeFailure
+from orchestrator.store.abort_causes import abort_cause
 from orchestrator.store.schema import SCHEMA_VERSION, create_schema, migrate
 from orchestrator.design.schedule import Trial
 
@@ -408,9 +409,9 @@ class CampaignStore:
         now = time.time()
         with self.transaction() as c:
             for attempt_id, slot, episode_id in stale:
-                c.execute("UPDATE attempts SET status='aborted', ended_at=?, reason=?, abort_class=? WHERE id=?",
-                          (now, "interrupted: the process stopped during the episode", INTERRUPTED_CLASS,
-                           attempt_id))
+                why = "interrupted: the process stopped during the episode"
+                c.execute("UPDATE attempts SET status='aborted', ended_at=?, reason=?, abort_class=?, abort_cause=?"
+                          " WHERE id=?", (now, why, INTERRUPTED_CLASS, abort_cause(INTERRUPTED_CLASS, why), attempt_id))
                 c.execute("UPDATE trials SET state='aborted' WHERE slot=? AND state='running'", (slot,))
                 c.execute("INSERT INTO events (at, kind, slot, message) VALUES (?,?,?,?)",
                           (now, "aborted", slot, "attempt interrupted (process stopped); will re-run"))
@@ -485,8 +486,9 @@ class CampaignStore:
             else:
                 c.execute("DELETE FROM judgments WHERE episode_id=?", (episode_id,))
             c.execute("DELETE FROM episodes WHERE id=?", (episode_id,))
-            c.execute("UPDATE attempts SET status='aborted', reason=?, abort_class=? WHERE id=?",
-                      (reason, "invalid_start" if kind == "invalid_start" else "rig", attempt_id))
+            cls = "invalid_start" if kind == "invalid_start" else "rig"
+            c.execute("UPDATE attempts SET status='aborted', reason=?, abort_class=?, abort_cause=? WHERE id=?",
+                      (reason, cls, abort_cause(cls, reason), attempt_id))
             c.execute("UPDATE trials SET state='aborted', episode_id=NULL, done_at=NULL WHERE slot=?", (slot,))
             c.execute("UPDATE campaign SET finished_at=NULL, stop_reason=NULL WHERE stop_reason='complete'")
             c.execute("INSERT INTO events (at, kind, slot, message) VALUES (?,?,?,?)",
@@ -495,7 +497,8 @@ class CampaignStore:
 
     def abort_attempt(self, attempt_id: int, reason: str, abort_class: str | None = None,
                       settles: str | None = None) -> None:
-        """Mark a running attempt aborted with `reason` and its cause's `abort_class`. `settles`
+        """Mark a running attempt aborted with `reason`, its cause's `abort_class` and the cause
+        that `reason` reads as within the class (`abort_causes.abort_cause`). `settles`
         None: the trial goes back to the queue; `failure` (the protocol's `aborts` rule scored it
         as its policy's failure) or `excluded` (its re-run limit reached): the trial is done,
         with no episode, and is never run again."""
@@ -504,8 +507,9 @@ class CampaignStore:
         now = time.time()
         with self.transaction() as c:
             row = c.execute("SELECT slot FROM attempts WHERE id=?", (attempt_id,)).fetchone()
-            c.execute("UPDATE attempts SET status='aborted', ended_at=?, reason=?, abort_class=?, settles=?"
-                      " WHERE id=?", (now, reason, abort_class, settles, attempt_id))
+            c.execute("UPDATE attempts SET status='aborted', ended_at=?, reason=?, abort_class=?, abort_cause=?,"
+                      " settles=? WHERE id=?",
+                      (now, reason, abort_class, abort_cause(abort_class, reason), settles, attempt_id))
             if row:
                 state = "aborted" if settles is None else "done"
                 c.execute("UPDATE trials SET state=?, done_at=? WHERE slot=? AND state='running'",

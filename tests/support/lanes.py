@@ -38,6 +38,7 @@ FIXTURE_MARKERS: dict[str, tuple[str, ...]] = {
 }
 
 FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("test_abort_causes.py", ()),
     ("test_aborts.py", ()),
     ("test_architecture.py", ()),
     ("test_arm_safety.py", ("lerobot",)),
@@ -73,6 +74,7 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_lerobot_policy.py", ("lerobot",)),
     ("test_lerobot_rig.py", ("lerobot",)),
     ("test_outcomes.py", ()),
+    ("test_pg_abort_causes.py", ("postgres",)),
     ("test_pg_roles.py", ("postgres",)),
     ("test_pg_store.py", ("postgres",)),
     ("test_plan.py", ()),

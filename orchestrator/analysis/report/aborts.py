@@ -4,7 +4,9 @@ policies.
 
 Classes (`run.bookkeeping.abort_class`): `policy`, `operator_unsafe`, `operator_misplaced`,
 `operator_other`, `rig`, `invalid_start` (a judge sent the trial back), `interrupted` (Ctrl-C, a
-killed process), `unclassified` (attempts of a store older than schema 3). An abort the rules
+killed process), `unclassified` (attempts of a store older than schema 3). Each class lists its
+causes with their counts (`policy: non-finite action 3, exception 1`), as the store recorded
+them (`store.abort_causes`; `unrecorded` for a row that has none). An abort the rules
 map to `failure` scores the trial as a failure of the policy that ran (it is in the paired
 tables); `excluded` is a trial past its re-run limit (left out, listed under unpaired layouts).
 
@@ -27,7 +29,7 @@ from itertools import combinations
 from typing import Any
 
 from orchestrator.analysis import stats
-from orchestrator.analysis.outcomes import OutcomeSet
+from orchestrator.analysis.outcomes import UNRECORDED, OutcomeSet, TrialOutcome
 from orchestrator.analysis.report.format import p_eq
 
 NOT_A_CAUSE = "interrupted"
@@ -39,6 +41,7 @@ class AbortRow:
     trials: int                                  # trials of this policy that were attempted
     trials_with_abort: int                       # ... with at least one abort that is not an interruption
     by_class: tuple[tuple[str, int], ...]        # aborted attempts per class
+    by_cause: tuple[tuple[str, tuple[tuple[str, int], ...]], ...]   # per class (as by_class): per cause
     scored_failures: int                         # trials an abort scored as this policy's failure
     excluded: int                                # trials left out at the re-run limit
 
@@ -68,10 +71,11 @@ def build_aborts(data: OutcomeSet) -> AbortSection | None:
     for p in data.policies:
         mine = [o for o in data.outcomes if o.policy == p and (o.state == "done" or o.abort_classes)]
         classes = Counter(c for o in mine for c in o.abort_classes)
+        by_class = tuple(sorted(classes.items(), key=_most_first))
         rows.append(AbortRow(
             policy=p, trials=len(mine),
             trials_with_abort=sum(1 for o in mine if any(c != NOT_A_CAUSE for c in o.abort_classes)),
-            by_class=tuple(sorted(classes.items(), key=lambda kv: (-kv[1], kv[0]))),
+            by_class=by_class, by_cause=_causes(mine, [c for c, _ in by_class]),
             scored_failures=sum(1 for o in mine if o.settled == "failure"),
             excluded=sum(1 for o in mine if o.settled == "excluded")))
     pairs = list(combinations(rows, 2))
@@ -80,6 +84,21 @@ def build_aborts(data: OutcomeSet) -> AbortSection | None:
     tests = tuple(AbortTest(x.policy, y.policy, p, h) for (x, y), p, h in zip(pairs, raw, adjusted))
     return AbortSection(dict(data.abort_rules), tuple(rows), tests, data.alpha,
                         tuple(_warnings(rows, tests, dict(data.abort_rules), data.alpha)))
+
+
+def _most_first(kv: tuple[str, int]) -> tuple[int, str]:
+    return (-kv[1], kv[0])
+
+
+def _causes(mine: list[TrialOutcome], classes: list[str]) -> tuple[tuple[str, tuple[tuple[str, int], ...]], ...]:
+    """Per class (in `classes`' order), the count of each cause, most frequent first (an abort
+    given no cause, as an outcome built without one, counts as `unrecorded`)."""
+    counts: Counter[tuple[str, str]] = Counter()
+    for o in mine:
+        causes = o.abort_causes + (UNRECORDED,) * (len(o.abort_classes) - len(o.abort_causes))
+        counts.update(zip(o.abort_classes, causes))
+    return tuple((c, tuple(sorted(((why, n) for (k, why), n in counts.items() if k == c), key=_most_first)))
+                 for c in classes)
 
 
 def _warnings(rows: list[AbortRow], tests: tuple[AbortTest, ...], rules: dict[str, Any], alpha: float) -> list[str]:
@@ -111,3 +130,9 @@ def describe_rules(rules: dict[str, Any]) -> str:
     rerun = [c for c, v in rules.items() if v == "rerun"]
     return (f"pre-registered: {', '.join(counted) or 'none'} count as a failure of the policy that ran; "
             f"{', '.join(rerun) or 'none'} are re-run (at most {rules.get('max_reruns')} times)")
+
+
+def describe_causes(row: AbortRow) -> str:
+    """`policy: non-finite action 3, exception 1; rig: camera 1` (classes and causes most
+    frequent first), or `none`."""
+    return "; ".join(f"{c}: " + ", ".join(f"{why} {n}" for why, n in causes) for c, causes in row.by_cause) or "none"

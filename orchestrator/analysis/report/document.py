@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Union
 
-from orchestrator.analysis.report.aborts import describe_rules
+from orchestrator.analysis.report.aborts import describe_causes, describe_rules
 from orchestrator.analysis.report.format import fmt_p, interval, k_of_n, ms, p_eq, p_name, points
 from orchestrator.analysis.report.model import OVERRUN_WARN_FRACTION, Comparison, Report
 from orchestrator.analysis.report.raters import RaterAgreement
@@ -305,9 +305,10 @@ def aborted(r: Report) -> list[Block]:
         return [Heading("Aborted attempts"), Line(f"none ({describe_rules(section.rules)})")]
     out: list[Block] = [
         Heading("Aborted attempts"), Line(describe_rules(section.rules)),
-        table(["policy", "trials", "with an abort", "counted as failure", "left out", "aborted attempts by cause"],
+        table(["policy", "trials", "with an abort", "counted as failure", "left out",
+               "aborted attempts by class: cause"],
               [[x.policy, str(x.trials), str(x.trials_with_abort), str(x.scored_failures), str(x.excluded),
-                ", ".join(f"{c} {n}" for c, n in x.by_class) or "none"] for x in section.rows])]
+                describe_causes(x)] for x in section.rows])]
     for t in section.tests:
         out.append(Item(f"abort rate {t.a} vs {t.b}: Fisher exact p {p_eq(t.fisher_p)}"
                         + (f", Holm-adjusted {p_eq(t.holm_p)}" if len(section.tests) > 1 else "")
