@@ -72,11 +72,19 @@ class Cube(_Strict):
     mass_kg: Annotated[float, Field(gt=0, le=1.0)] = 0.03
 
 
+class Stratum(_Strict):
+    """What a layout says of one of its strata: `held_out: true` for positions, objects or
+    lighting that were not in the training data (`orchestrator compare` reports them apart)."""
+
+    held_out: bool = False
+
+
 class Layout(_Strict):
     name: str = "layout"
     table: Table = Table()
     cube: Cube = Cube()
     marks: Annotated[list[Mark], Field(min_length=1)]
+    strata: dict[str, Stratum] = {}
 
     @model_validator(mode="after")
     def _check_marks(self) -> "Layout":
@@ -85,7 +93,15 @@ class Layout(_Strict):
             if mark.id in seen:
                 raise ValueError(f"mark id {mark.id!r} is used twice")
             seen.add(mark.id)
+        unused = sorted(set(self.strata) - {mark.stratum for mark in self.marks})
+        if unused:
+            raise ValueError(f"strata {', '.join(map(repr, unused))} name no mark's stratum")
         return self
+
+    def held_out(self, stratum: str) -> bool:
+        """True when the layout marks `stratum` as held out of the training data."""
+        entry = self.strata.get(stratum)
+        return entry is not None and entry.held_out
 
     def mark(self, mark_id: str) -> Mark:
         for mark in self.marks:
@@ -97,7 +113,25 @@ class Layout(_Strict):
 # ---------------------------------------------------------------- protocol
 
 
-class ScriptedPolicySpec(_Strict):
+class _Identified(_Strict):
+    """What a policy is, for comparing campaigns (`orchestrator compare`), frozen with the
+    protocol: the training `method` it comes from, the `training_seed` of its run and, for
+    checkpoints of one run, its training `step`. Without `method` the policy's label is its
+    method (one run)."""
+
+    method: Annotated[str, Field(min_length=1, max_length=64)] | None = None
+    training_seed: int | None = None
+    step: Annotated[int, Field(ge=0)] | None = None
+
+    @model_validator(mode="after")
+    def _method_first(self) -> "_Identified":
+        given = [name for name in ("training_seed", "step") if getattr(self, name) is not None]
+        if given and self.method is None:
+            raise ValueError(f"{' and '.join(given)} need{'s' if len(given) == 1 else ''} a method")
+        return self
+
+
+class ScriptedPolicySpec(_Identified):
     """Scripted top-down pick aimed at the mark, plus Gaussian aim noise per axis (mm)."""
 
     type: Literal["scripted"]
@@ -138,7 +172,7 @@ class InferenceSettings(_Strict):
         return self
 
 
-class LeRobotPolicySpec(_Strict):
+class LeRobotPolicySpec(_Identified):
     """A LeRobot checkpoint: a Hub repo id or a local directory (relative to the protocol).
 
     The fields `lerobot-rollout` takes for one policy:
@@ -176,7 +210,7 @@ class LeRobotPolicySpec(_Strict):
     interpolation_multiplier: Annotated[int, Field(ge=1, le=10)] = 1
 
 
-class LeRobotServerPolicySpec(_Strict):
+class LeRobotServerPolicySpec(_Identified):
     """A policy served by LeRobot's policy server on another machine
     (`python -m lerobot.async_inference.policy_server --host=... --port=...`), driven with LeRobot's
     own messages (`lerobot.async_inference.helpers`) the way its robot client drives it:
@@ -209,6 +243,13 @@ class LeRobotServerPolicySpec(_Strict):
 POLICY_SPECS: dict[str, type[BaseModel]] = {"scripted": ScriptedPolicySpec, "lerobot": LeRobotPolicySpec,
                                             "lerobot_server": LeRobotServerPolicySpec}
 PolicySpec = Annotated[Union[tuple(POLICY_SPECS.values())], Field(discriminator="type")]
+
+
+def policy_identity(label: str, spec: object) -> tuple[str, int | None, int | None]:
+    """(method, training_seed, step) of a protocol's policy: its `method` (the label when it has
+    none), seed and step. One identity is one trained checkpoint, whichever campaign runs it."""
+    method = getattr(spec, "method", None)
+    return (method or label, getattr(spec, "training_seed", None), getattr(spec, "step", None))
 
 
 def deployment_label(spec: object) -> str:
@@ -332,6 +373,13 @@ class Protocol(_Strict):
         for label in value:
             if not label or len(label) > 32 or not all(c.isalnum() or c in "_-." for c in label):
                 raise ValueError(f"policy label {label!r} must be 1-32 letters, digits, _ - .")
+        first: dict[tuple, str] = {}
+        for label, spec in value.items():
+            identity = policy_identity(label, spec)
+            if identity in first:
+                raise ValueError(f"policies {first[identity]} and {label} are both method {identity[0]!r}, "
+                                 f"training_seed {spec.training_seed}, step {spec.step}: one run, one policy")
+            first[identity] = label
         return value
 
 
