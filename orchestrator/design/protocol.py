@@ -19,6 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from orchestrator.core.errors import BadInput
 from orchestrator.core.yamlsrc import SourceMap, load_yaml_mapping
+from orchestrator.design.identity import Identified as _Identified
+from orchestrator.design.identity import policy_identity
 
 # Reach of the SO-101 for a top-down pick, measured from the base (shoulder-pan) axis in the
 # table plane. Upper arm 0.116 m + forearm 0.135 m + wrist to jaw tip ~0.10 m: a cube farther
@@ -111,24 +113,6 @@ class Layout(_Strict):
 
 
 # ---------------------------------------------------------------- protocol
-
-
-class _Identified(_Strict):
-    """What a policy is, for comparing campaigns (`orchestrator compare`), frozen with the
-    protocol: the training `method` it comes from, the `training_seed` of its run and, for
-    checkpoints of one run, its training `step`. Without `method` the policy's label is its
-    method (one run)."""
-
-    method: Annotated[str, Field(min_length=1, max_length=64)] | None = None
-    training_seed: int | None = None
-    step: Annotated[int, Field(ge=0)] | None = None
-
-    @model_validator(mode="after")
-    def _method_first(self) -> "_Identified":
-        given = [name for name in ("training_seed", "step") if getattr(self, name) is not None]
-        if given and self.method is None:
-            raise ValueError(f"{' and '.join(given)} need{'s' if len(given) == 1 else ''} a method")
-        return self
 
 
 class ScriptedPolicySpec(_Identified):
@@ -243,13 +227,6 @@ class LeRobotServerPolicySpec(_Identified):
 POLICY_SPECS: dict[str, type[BaseModel]] = {"scripted": ScriptedPolicySpec, "lerobot": LeRobotPolicySpec,
                                             "lerobot_server": LeRobotServerPolicySpec}
 PolicySpec = Annotated[Union[tuple(POLICY_SPECS.values())], Field(discriminator="type")]
-
-
-def policy_identity(label: str, spec: object) -> tuple[str, int | None, int | None]:
-    """(method, training_seed, step) of a protocol's policy: its `method` (the label when it has
-    none), seed and step. One identity is one trained checkpoint, whichever campaign runs it."""
-    method = getattr(spec, "method", None)
-    return (method or label, getattr(spec, "training_seed", None), getattr(spec, "step", None))
 
 
 def deployment_label(spec: object) -> str:
