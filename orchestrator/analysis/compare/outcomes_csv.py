@@ -132,5 +132,5 @@ def read_outcomes_csv(path: Path, key_prefix: str) -> tuple[list[Campaign], list
             key=f"{key_prefix}:{task}", task=task, source=str(path), label_source="csv",
             policies=tuple(dict.fromkeys((t.policy, t.identity) for t in mine)),
             held_out_strata=tuple(sorted({t.stratum or "(no stratum)" for t in mine if t.held_out})),
-            scheduled=len(mine)))
+            scheduled=len(mine), known=len(mine)))
     return campaigns, trials

@@ -62,6 +62,7 @@ class Campaign:
     policies: tuple[tuple[str, Identity], ...] = ()
     held_out_strata: tuple[str, ...] = ()
     scheduled: int = 0
+    known: int = 0                        # trials of known outcome
     warnings: tuple[str, ...] = ()
 
 
@@ -116,7 +117,8 @@ def read_campaign(source: CampaignSource, taken: set[str]) -> tuple[Campaign, li
                         label_source=data.label_source,
                         success_test=json.dumps(protocol.success.model_dump(), sort_keys=True),
                         policies=tuple(identities.items()), held_out_strata=held,
-                        scheduled=data.scheduled_trials, warnings=data.warnings)
+                        scheduled=data.scheduled_trials,
+                        known=sum(1 for t in trials if t.success is not None), warnings=data.warnings)
     return campaign, trials
 
 
