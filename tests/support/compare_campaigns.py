@@ -47,13 +47,19 @@ def _protocol_text(name: str, policies: dict[str, tuple]) -> str:
 
 
 def make_campaign(folder: Path, protocol: str, policies: dict[str, tuple] = POLICIES, factor: float = 1.0,
-                  held_out: str | None = None, seed: int = 0, judged: bool = False) -> Path:
-    """`folder/<protocol>/` holding protocol.yaml, layout.yaml and the campaign `camp`."""
+                  held_out: str | None = None, seed: int = 0, judged: bool = False, skip: tuple[str, ...] = (),
+                  edit: tuple[str, str] | None = None) -> Path:
+    """`folder/<protocol>/` holding protocol.yaml, layout.yaml and the campaign `camp`; the
+    trials of the policies in `skip` are never run; `edit` replaces a text in the protocol."""
     root = folder / protocol
     root.mkdir(parents=True, exist_ok=True)
     layout = GRID20.read_text() + (f"strata:\n  {held_out}: {{held_out: true}}\n" if held_out else "")
     (root / "layout.yaml").write_text(layout)
-    (root / "protocol.yaml").write_text(_protocol_text(protocol, policies))
+    text = _protocol_text(protocol, policies)
+    if edit is not None:
+        assert edit[0] in text
+        text = text.replace(*edit)
+    (root / "protocol.yaml").write_text(text)
     loaded = load_protocol(root / "protocol.yaml")
     schedule = draw_schedule(loaded.protocol, loaded.layout)
     directory = root / "camp"
@@ -64,6 +70,8 @@ def make_campaign(folder: Path, protocol: str, policies: dict[str, tuple] = POLI
     rng = random.Random(f"{protocol}|{seed}")
     try:
         for t in schedule:
+            if t.policy in skip:
+                continue
             episode = new_episode_id()
             attempt = store.begin_attempt(t.slot, episode)
             ok = rng.random() < success_probability(policies[t.policy][3], factor)

@@ -102,6 +102,7 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_stats.py", ()),
     ("test_stats_clustered.py", ()),
     ("test_stats_compare.py", ()),
+    ("test_compare.py", ()),
     ("test_stats_clustered_rate.py", ()),
     ("test_stats_evalue_rule.py", ()),
     ("test_stats_homogeneity.py", ()),
