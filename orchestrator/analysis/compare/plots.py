@@ -30,7 +30,7 @@ def _aggregates(plt: Any, s: Section) -> tuple[str, str]:
             iv = getattr(m, what)
             ax.errorbar([iv.estimate], [i], xerr=[[iv.estimate - iv.lo], [iv.hi - iv.estimate]], fmt="o",
                         capsize=4, color=f"C{i}")
-        ax.set_xlim(0, 1)
+        ax.set_xlim(-0.02, 1.02)
         ax.set_title("mean" if what == "mean" else "IQM", fontsize=10)
         ax.set_yticks(range(len(s.methods)), [m.method for m in s.methods])
     axes[0].invert_yaxis()
@@ -45,7 +45,7 @@ def _improvement(plt: Any, s: Section) -> tuple[str, str]:
                     color="C0")
     ax.axvline(0.5, color="grey", linestyle=":")
     ax.set_yticks(range(len(s.improvements)), [f"P({p.x} > {p.y})" for p in s.improvements])
-    ax.set_xlim(0, 1)
+    ax.set_xlim(-0.02, 1.02)
     ax.invert_yaxis()
     return f"Probability of improvement ({s.label}, 95%)", png(fig)
 
