@@ -8,6 +8,7 @@ fully before anything runs; every problem is reported as `path:line:col: message
 from __future__ import annotations
 
 import difflib
+import functools
 import hashlib
 import math
 from dataclasses import dataclass
@@ -388,12 +389,17 @@ class LoadedProtocol:
         return (self.path.parent / relative).resolve()
 
 
+# libyaml's safe loader where PyYAML has it (the same documents, ~10x faster than the pure-Python one)
+_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+@functools.lru_cache(maxsize=64)   # a pure function of the texts; report and compare read a store's twice
 def frozen_protocol_from(protocol_path: str, protocol_text: str, layout_text: str) -> LoadedProtocol:
     """The protocol and layout frozen in a campaign store (their stored texts), validated;
     BadInput (one line) if the stored texts no longer parse (the store was altered)."""
     try:
-        protocol = Protocol.model_validate(yaml.safe_load(protocol_text))
-        layout = Layout.model_validate(yaml.safe_load(layout_text))
+        protocol = Protocol.model_validate(yaml.load(protocol_text, Loader=_SAFE_LOADER))
+        layout = Layout.model_validate(yaml.load(layout_text, Loader=_SAFE_LOADER))
     except (yaml.YAMLError, ValidationError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise BadInput(f"{protocol_path}: the protocol frozen in the campaign store does not parse "

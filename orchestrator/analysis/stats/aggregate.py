@@ -91,6 +91,17 @@ def resample_counts(rng: np.random.Generator, reps: int, n: int) -> np.ndarray:
     return np.bincount(idx.ravel(), minlength=reps * n).reshape(reps, n).astype(float)
 
 
+def task_counts(rng: np.random.Generator, reps: int, sizes: Sequence[int]) -> list[np.ndarray]:
+    """`resample_counts` for every task (sizes n_t), tasks of one size drawn together."""
+    out: list[np.ndarray] = [np.empty(0)] * len(sizes)
+    for n in sorted(set(sizes)):
+        members = [i for i, size in enumerate(sizes) if size == n]
+        drawn = resample_counts(rng, reps * len(members), n).reshape(reps, len(members), n)
+        for k, i in enumerate(members):
+            out[i] = drawn[:, k]
+    return out
+
+
 def chunks(reps: int) -> Iterator[int]:
     if reps < 1:
         raise ValueError("need at least one bootstrap replicate")
@@ -111,8 +122,11 @@ def _trimmed_from_counts(sorted_values: np.ndarray, weights: np.ndarray) -> np.n
     total = sorted_values.size
     g = int(0.25 * total)
     upper = np.cumsum(weights, axis=1)
-    kept = np.clip(upper, g, total - g) - np.clip(upper - weights, g, total - g)
-    return kept @ sorted_values / (total - 2 * g)
+    lower = upper - weights
+    np.clip(upper, g, total - g, out=upper)
+    np.clip(lower, g, total - g, out=lower)
+    upper -= lower
+    return upper @ sorted_values / (total - 2 * g)
 
 
 def mean_and_iqm_intervals(tasks: Tasks, reps: int = REPS, level: float = 0.95,
@@ -125,7 +139,7 @@ def mean_and_iqm_intervals(tasks: Tasks, reps: int = REPS, level: float = 0.95,
     order = np.argsort(pooled, kind="stable")
     means, iqms = [], []
     for size in chunks(reps):
-        counts = [resample_counts(gen, size, x.size) for x in xs]
+        counts = task_counts(gen, size, [x.size for x in xs])
         means.append(np.mean([c @ x / x.size for c, x in zip(counts, xs)], axis=0))
         iqms.append(_trimmed_from_counts(pooled[order], np.concatenate(counts, axis=1)[:, order]))
     mean_lo, mean_hi = _quantiles(np.concatenate(means), level)
@@ -145,7 +159,7 @@ def profile_intervals(tasks: Tasks, taus: Sequence[float], reps: int = PROFILE_R
     above = [(x[:, None] > grid[None, :]).astype(float) for x in xs]
     reps_out = []
     for size in chunks(reps):
-        reps_out.append(sum(resample_counts(gen, size, x.size) @ a for x, a in zip(xs, above)) / total)
+        reps_out.append(sum(c @ a for c, a in zip(task_counts(gen, size, [x.size for x in xs]), above)) / total)
     lo, hi = _quantiles(np.concatenate(reps_out), level)
     return score_distribution(xs, grid), lo, hi
 
@@ -161,8 +175,9 @@ def improvement_interval(x_tasks: Tasks, y_tasks: Tasks, reps: int = REPS, level
     wins = [_wins(x, y) / (x.size * y.size) for x, y in zip(xs, ys)]
     out = []
     for size in chunks(reps):
-        per_task = [np.einsum("bi,ij,bj->b", resample_counts(gen, size, x.size), w, resample_counts(gen, size, y.size))
-                    for x, y, w in zip(xs, ys, wins)]
+        cx = task_counts(gen, size, [x.size for x in xs])
+        cy = task_counts(gen, size, [y.size for y in ys])
+        per_task = [np.einsum("bi,ij,bj->b", a, w, b) for a, w, b in zip(cx, wins, cy)]
         out.append(np.mean(per_task, axis=0))
     lo, hi = _quantiles(np.concatenate(out), level)
     return Interval(probability_of_improvement(xs, ys), float(lo), float(hi), "stratified-bootstrap", level)
