@@ -133,7 +133,7 @@ def board(s: Section) -> list[Block]:
             table(["rank", "checkpoint", "rating", "95% CI", "comparisons"],
                   [[str(i + 1), r.name, f"{r.rating:+.2f}", f"[{r.lo:+.2f}, {r.hi:+.2f}]", str(r.comparisons)]
                    for i, r in enumerate(b.rows)]),
-            Gap(), Line("rating: log-odds of winning a discordant layout, mean 0; interval: bootstrap over marks "
+            Gap(), Line("rating: log-odds of winning a discordant layout, mean 0; interval: basic bootstrap over marks "
                         "within campaigns; comparisons: discordant layouts won or lost"),
             *(Item(n) for n in b.notes)]
 

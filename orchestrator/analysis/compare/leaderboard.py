@@ -5,7 +5,7 @@ Within a campaign, two of its policies that ran the same layout run (layout, rep
 known outcome, are compared there; a discordant layout is a win for the one that succeeded (a
 concordant one says nothing of which is better). Checkpoints are named by what they are
 (`trials.Identity`), so one checkpoint in several campaigns is one entry. The interval is the
-percentile bootstrap over the (campaign, mark) units, redrawn within each campaign; each row
+basic bootstrap over the (campaign, mark) units, redrawn within each campaign; each row
 counts the discordant layouts behind it. The board warns when the comparison graph (an edge
 where two entries have a discordant layout between them) is not connected: ratings in different
 parts are not comparable. Two neighbours on the board are separated when the bootstrap interval
