@@ -23,6 +23,7 @@ VERBS = {
     "bundle": "bundle",
     "import-labels": "import_labels",
     "report": "report",
+    "compare": "compare",
     "plan": "plan",
     "export": "export",
     "view": "view",

@@ -81,3 +81,61 @@ def test_models_are_frozen():
     loaded = load_protocol(SIM_PROTOCOL)
     with pytest.raises(Exception):
         loaded.protocol.seed = 1  # type: ignore[misc]
+
+
+# ------------------------------------------------------------------ what a policy is (issue 33)
+
+
+def _identity_protocol(tmp_path, policies: str, layout: str | None = None):
+    (tmp_path / "layout.yaml").write_text(layout or GRID20.read_text())
+    text = sim_protocol_text().replace("  A: {type: scripted, aim_noise_mm: 3}\n  B: {type: scripted, aim_noise_mm: 12}\n",
+                                       policies)
+    assert text != sim_protocol_text()
+    path = tmp_path / "protocol.yaml"
+    path.write_text(text)
+    return path, text
+
+
+def test_policies_carry_method_seed_and_step(tmp_path):
+    from orchestrator.design.protocol import policy_identity
+
+    path, _ = _identity_protocol(tmp_path, "  A: {type: scripted, method: big, training_seed: 1, step: 5000}\n"
+                                           "  B: {type: scripted, method: big, training_seed: 1, step: 9000}\n"
+                                           "  C: {type: scripted, aim_noise_mm: 12}\n")
+    policies = load_protocol(path).protocol.policies
+    assert (policies["A"].method, policies["A"].training_seed, policies["A"].step) == ("big", 1, 5000)
+    assert policy_identity("B", policies["B"]) == ("big", 1, 9000)
+    assert policy_identity("C", policies["C"]) == ("C", None, None)     # no method: the label is the method
+    # a protocol without the keys is read as before (the shipped ones have none)
+    shipped = load_protocol(SIM_PROTOCOL).protocol.policies
+    assert all(s.method is None and s.training_seed is None and s.step is None for s in shipped.values())
+
+
+def test_seed_and_step_need_a_method_and_one_identity_is_one_policy(tmp_path):
+    path, text = _identity_protocol(tmp_path, "  A: {type: scripted, training_seed: 1}\n"
+                                              "  B: {type: scripted, aim_noise_mm: 12}\n")
+    with pytest.raises(BadInput) as info:
+        load_protocol(path)
+    (line,) = info.value.problems
+    assert line.startswith(f"{path}:{line_of(text, 'training_seed: 1')}:") and "training_seed needs a method" in line
+    path, _ = _identity_protocol(tmp_path, "  A: {type: scripted, method: m, training_seed: 1}\n"
+                                           "  B: {type: scripted, method: m, training_seed: 1, aim_noise_mm: 12}\n")
+    with pytest.raises(BadInput) as info:
+        load_protocol(path)
+    assert "policies A and B are both method 'm', training_seed 1" in info.value.problems[0]
+    path, _ = _identity_protocol(tmp_path, "  A: {type: scripted, method: m, training_seed: 1}\n"
+                                           "  B: {type: scripted, method: m, training_seed: 2, aim_noise_mm: 12}\n")
+    assert load_protocol(path).protocol.policies["B"].training_seed == 2     # positive control
+
+
+def test_layout_strata_can_be_held_out(tmp_path):
+    layout = GRID20.read_text() + "strata:\n  centre: {held_out: true}\n"
+    path, _ = _identity_protocol(tmp_path, "  A: {type: scripted}\n  B: {type: scripted, aim_noise_mm: 12}\n",
+                                 layout=layout)
+    loaded = load_protocol(path)
+    assert loaded.layout.held_out("centre") and not loaded.layout.held_out("edge")
+    assert not load_protocol(SIM_PROTOCOL).layout.held_out("centre")
+    (tmp_path / "layout.yaml").write_text(GRID20.read_text() + "strata:\n  cenrte: {held_out: true}\n")
+    with pytest.raises(BadInput) as info:
+        load_protocol(path)
+    assert "strata 'cenrte' name no mark's stratum" in info.value.problems[0]

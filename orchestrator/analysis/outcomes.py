@@ -276,8 +276,9 @@ def parse_success(value: str) -> bool | None:
     return SUCCESS_WORDS.get(value.strip().lower())
 
 
-def _csv_rows(path: Path) -> tuple[list[list[str]], list[int]]:
-    """The CSV's rows from the first non-blank one, with their physical line numbers."""
+def csv_rows(path: Path, header: str = "layout,policy,success") -> tuple[list[list[str]], list[int]]:
+    """The CSV's rows from the first non-blank one, with their physical line numbers (BadInput
+    for an empty file, naming the `header` expected)."""
     text = read_text_file(path, "outcomes CSV", encoding="utf-8-sig")
     try:
         rows = list(csv.reader(io.StringIO(text, newline=""), strict=True))
@@ -289,7 +290,7 @@ def _csv_rows(path: Path) -> tuple[list[list[str]], list[int]]:
         rows.pop(0)
         line_numbers.pop(0)
     if not rows:
-        raise BadInput(f"{path}:1: empty file: expected a header row `layout,policy,success`")
+        raise BadInput(f"{path}:1: empty file: expected a header row `{header}`")
     return rows, line_numbers
 
 
@@ -319,7 +320,7 @@ def load_outcomes_csv(path: str | Path) -> OutcomeSet:
     success in 1,0,true,false,yes,no and, if given, an integer repeat >= 0; (layout, repeat,
     policy) must be unique; one layout must keep one stratum; at least two policies."""
     path = Path(path)
-    rows, line_numbers = _csv_rows(path)
+    rows, line_numbers = csv_rows(path)
     header, hline = _csv_header(path, rows[0], line_numbers[0])
     problems: list[str] = []
     col = {h: i for i, h in enumerate(header)}

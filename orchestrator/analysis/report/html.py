@@ -72,18 +72,18 @@ def _html(blocks: list[Block]) -> Iterator[str]:
                 yield f"<p>{html.escape(b.text)}</p>"
 
 
-def _figures(r: Report) -> str:
-    return "\n".join(f'<figure><img alt="{html.escape(t)}" src="data:image/png;base64,{b}">'
-                     f"<figcaption>{html.escape(t)}</figcaption></figure>" for t, b in plots(r))
+def render_page(title: str, top: list[Block], figures: list[tuple[str, str]], rest: list[Block]) -> str:
+    """One self-contained page: the `top` blocks, the figures ((caption, base64 PNG)), the rest."""
+    shown = "\n".join(f'<figure><img alt="{html.escape(t)}" src="data:image/png;base64,{b}">'
+                      f"<figcaption>{html.escape(t)}</figcaption></figure>" for t, b in figures)
+    return ("<!DOCTYPE html>\n"
+            f'<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>\n'
+            f"<style>{STYLE}</style></head><body>\n"
+            + "\n".join(_html(top)) + "\n"
+            + f'<section class="plots">\n{shown}\n</section>\n'
+            + "\n".join(_html(rest)) + "\n</body></html>\n")
 
 
 def render_html(r: Report) -> str:
     top = header(r) + warnings(r)
-    rest = document(r)[len(top):]
-    title = html.escape(f"Report: {r.protocol_name or r.campaign_name}")
-    return ("<!DOCTYPE html>\n"
-            f'<html lang="en"><head><meta charset="utf-8"><title>{title}</title>\n'
-            f"<style>{STYLE}</style></head><body>\n"
-            + "\n".join(_html(top)) + "\n"
-            + f'<section class="plots">\n{_figures(r)}\n</section>\n'
-            + "\n".join(_html(rest)) + "\n</body></html>\n")
+    return render_page(f"Report: {r.protocol_name or r.campaign_name}", top, plots(r), document(r)[len(top):])

@@ -10,7 +10,8 @@ from typing import Any
 from orchestrator.analysis.report.model import Comparison, Report
 
 
-def _png(fig: Any) -> str:
+def png(fig: Any) -> str:
+    """A matplotlib figure as a base64 PNG (the figure is closed)."""
     import base64
     import io
 
@@ -33,7 +34,7 @@ def _intervals(plt: Any, r: Report) -> tuple[str, str]:
     ax.set_xlim(0, 1.12)
     ax.set_xlabel("success rate (Wilson 95%)")
     ax.invert_yaxis()
-    return "Success rate per policy", _png(fig)
+    return "Success rate per policy", png(fig)
 
 
 def _paired_table(plt: Any, c: Comparison) -> tuple[str, str]:
@@ -48,7 +49,7 @@ def _paired_table(plt: Any, c: Comparison) -> tuple[str, str]:
     ax.set_xticks([0, 1], [f"{c.b} succeeds", f"{c.b} fails"])
     ax.set_yticks([0, 1], [f"{c.a} succeeds", f"{c.a} fails"])
     ax.set_title(f"{c.a} vs {c.b}: {t.n} pairs", fontsize=10)
-    return f"Paired table {c.a} vs {c.b}", _png(fig)
+    return f"Paired table {c.a} vs {c.b}", png(fig)
 
 
 def _grid_at_positions(ax: Any, r: Report, colours: dict[str, str]) -> None:
@@ -112,7 +113,7 @@ def _grid(plt: Any, r: Report) -> tuple[str, str]:
     for cat, col in colours.items():
         ax.scatter([], [], color=col, label=cat, s=60)
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
-    return f"Per layout: which policy succeeded ({c0.a} vs {c0.b})", _png(fig)
+    return f"Per layout: which policy succeeded ({c0.a} vs {c0.b})", png(fig)
 
 
 def _over_time(plt: Any, r: Report) -> tuple[str, str]:
@@ -128,7 +129,7 @@ def _over_time(plt: Any, r: Report) -> tuple[str, str]:
     ax.set_xlabel("trial of this policy, in run order")
     ax.set_ylabel("cumulative success rate")
     ax.legend(fontsize=8)
-    return "Success over time", _png(fig)
+    return "Success over time", png(fig)
 
 
 def plots(r: Report) -> list[tuple[str, str]]:

@@ -25,5 +25,10 @@ def _text_lines(b: Block) -> list[str]:
     return [b.text]
 
 
+def render_blocks(blocks: list[Block]) -> str:
+    """Blocks laid out as plain text (the campaign report's and `compare`'s)."""
+    return "\n".join(line for b in blocks for line in _text_lines(b)).rstrip() + "\n"
+
+
 def render_text(r: Report) -> str:
-    return "\n".join(line for b in document(r) for line in _text_lines(b)).rstrip() + "\n"
+    return render_blocks(document(r))

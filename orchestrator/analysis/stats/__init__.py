@@ -19,7 +19,10 @@ Modules (one idea each; everything is re-exported here, so `stats.wilson(...)` w
 and Newcombe for independent rates; `multi` Cochran's Q and Holm; `clustered` repeats on one
 mark (the mark as the unit); `clustered_rate` one policy's rate over marks; `evalue` the anytime-valid e-value; `evalue_power` the e-value rule's exact power; `sequence` anytime-valid
 confidence sequences; `power` exact power and sample sizes; `planning` `orchestrator plan`;
-`seeds` over training seeds and task suites; `agreement` judges' kappas.
+`seeds` over training seeds and task suites; `aggregate` rliable's across-task aggregates
+(mean, IQM, performance profiles, probability of improvement) with vectorised stratified
+bootstraps; `trend` the exact trend test over ordered checkpoints; `bradley_terry` ratings from
+paired wins; `mantel_haenszel` the CMH test; `agreement` judges' kappas.
 
 References
 ----------
@@ -55,6 +58,11 @@ References
   anytime-valid inference. Statistical Science 38:576-601.
 - Agarwal R, Schwarzer M, Castro PS, Courville A, Bellemare MG (2021). Deep reinforcement
   learning at the edge of the statistical precipice. NeurIPS (arXiv:2108.13264).
+- Bradley RA, Terry ME (1952). Rank analysis of incomplete block designs I. Biometrika
+  39:324-345.
+- Mantel N, Haenszel W (1959). J Natl Cancer Inst 22:719-748.
+- Armitage P (1955). Tests for linear trends in proportions and frequencies. Biometrics
+  11:375-386.
 - Cohen J (1960). A coefficient of agreement for nominal scales. Educ Psychol Meas 20:37-46.
 - Fleiss JL (1971). Measuring nominal scale agreement among many raters. Psychol Bull
   76:378-382.
@@ -62,6 +70,8 @@ References
 
 from __future__ import annotations
 
+from orchestrator.analysis.stats.aggregate import (improvement_interval, iqm_of_runs, mean_and_iqm_intervals, mean_of_tasks,
+                                                  probability_of_improvement, profile_intervals, score_distribution)
 from orchestrator.analysis.stats.agreement import binary_agreement, cohen_kappa, fleiss_kappa
 from orchestrator.analysis.stats.clustered import (clustered_difference, clustered_mcnemar, clustered_p_values, design_effect,
                         mark_split, signflip_tails)
@@ -84,6 +94,8 @@ from orchestrator.analysis.stats.seeds import interquartile_mean, stratified_boo
 from orchestrator.analysis.stats.types import (ClusteredResult, CochranQResult, EValueResult, Interval, McNemarResult, MeanInterval, PairedTable,
                     PlanResult, PowerResult)
 from orchestrator.analysis.stats.unpaired import fisher_exact, newcombe_independent
+from orchestrator.analysis.stats.mantel_haenszel import cmh_test
+from orchestrator.analysis.stats.trend import TrendResult, trend_test
 
 __all__ = [
     "Z95", "Interval", "PairedTable", "McNemarResult", "CochranQResult", "MeanInterval",
@@ -98,5 +110,7 @@ __all__ = [
     "evalue_discordant", "evalue_power", "evalue_layouts_needed", "rejection_by_discordant", "interquartile_mean", "stratified_bootstrap_ci", "binary_agreement", "cohen_kappa",
     "fleiss_kappa", "prob_at_least", "plan",
     "ClusteredResult", "clustered_wilson", "rate_design_effect", "clustered_mcnemar", "clustered_p_values", "clustered_difference",
+    "improvement_interval", "iqm_of_runs", "mean_and_iqm_intervals", "mean_of_tasks", "probability_of_improvement",
+    "profile_intervals", "score_distribution", "cmh_test", "TrendResult", "trend_test",
     "design_effect", "mark_split", "signflip_tails", "newcombe_cells", "beta_binomial_cs", "beta_binomial_bounds", "difference_cs",
 ]

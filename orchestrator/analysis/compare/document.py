@@ -1,0 +1,159 @@
+"""The comparison as a format-neutral document: the single-campaign report's blocks
+(`report.document`: headings, lines, items, tables), one function per section, so text,
+Markdown and HTML say the same thing."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from orchestrator.analysis import stats
+from orchestrator.analysis.compare.model import Comparison, Ladder, Leaderboard, PairedAcross, Section
+from orchestrator.analysis.report.document import Block, Gap, Heading, Item, Line, Title, table
+from orchestrator.analysis.report.format import fmt_p, interval, k_of_n, points
+
+PROFILE_TAUS = (0.25, 0.5, 0.75, 0.9)       # the profile's points shown in text (the HTML plots all)
+
+
+def _iv(iv: stats.Interval) -> str:
+    return f"{iv.estimate:.3f} {interval(iv)}"
+
+
+def header(c: Comparison) -> list[Block]:
+    tasks = list(dict.fromkeys(x.task for x in c.campaigns))
+    methods = sorted({i.method for x in c.campaigns for _, i in x.policies})
+    out: list[Block] = [
+        Title("Comparison across campaigns"),
+        Line(f"{len(c.campaigns)} campaign{'s' if len(c.campaigns) != 1 else ''}, {len(tasks)} task"
+             f"{'s' if len(tasks) != 1 else ''} ({', '.join(tasks)}), {len(methods)} methods ({', '.join(methods)})"),
+        Line(f"Stratified bootstrap: {c.reps} resamples ({c.profile_reps} for the profiles, {c.board_reps} for the "
+             f"leaderboard), seed {c.seed}; alpha {c.alpha:g}"),
+        Gap(),
+        table(["campaign", "task", "source", "protocol sha256", "labels", "trials known", "held out"],
+              [[x.key, x.task, x.source, x.protocol_sha256[:12] or "-", x.label_source, f"{x.known} of {x.scheduled}",
+                ", ".join(x.held_out_strata) or "-"] for x in c.campaigns])]
+    if c.notes:
+        out += [Heading("Warnings"), *(Item(n) for n in c.notes)]
+    return out
+
+
+def per_seed(s: Section) -> list[Block]:
+    rows = []
+    for m in s.methods:
+        for t in m.tasks:
+            for seed in t.seeds:
+                rows.append([m.method, t.task, "-" if seed.seed is None else str(seed.seed),
+                             "-" if seed.step is None else str(seed.step), k_of_n(seed.successes, seed.trials),
+                             interval(seed.wilson), ", ".join(seed.policies)])
+    return [Heading(f"Per method, task and training seed ({s.label}; Wilson 95%)"),
+            table(["method", "task", "seed", "step", "successes", "95% CI", "policies (campaign:label)"], rows)]
+
+
+def per_task(s: Section) -> list[Block]:
+    rows = [[m.method, t.task, str(len(t.seeds)), f"{t.mean_over_seeds:.3f}",
+             "-" if t.t95 is None else f"[{t.t95.lo:.3f}, {t.t95.hi:.3f}]",
+             "-" if t.t95 is None else f"{t.t95.sd:.3f}"] for m in s.methods for t in m.tasks]
+    return [Heading(f"Per method and task: mean over training seeds ({s.label}; Student t 95%)"),
+            table(["method", "task", "seeds", "mean", "t 95% CI", "sd over seeds"], rows)]
+
+
+def across_tasks(s: Section) -> list[Block]:
+    return [Heading(f"Across tasks ({s.label}; stratified bootstrap 95%, runs redrawn within each task)"),
+            table(["method", "tasks", "runs", "mean", "IQM"],
+                  [[m.method, str(len(m.tasks)), str(m.runs), _iv(m.mean), _iv(m.iqm)] for m in s.methods]),
+            Gap(),
+            Line("mean: over tasks of the mean over seeds; IQM: 25% trimmed mean of every run of every task "
+                 "(Agarwal et al. 2021)")]
+
+
+def improvement(s: Section) -> list[Block]:
+    if not s.improvements:
+        return []
+    return [Heading(f"Probability of improvement ({s.label})"),
+            table(["X", "Y", "tasks", "P(X > Y)", "95% CI"],
+                  [[p.x, p.y, str(len(p.tasks)), f"{p.interval.estimate:.3f}", interval(p.interval)]
+                   for p in s.improvements])]
+
+
+def profiles(s: Section) -> list[Block]:
+    if not s.profiles:
+        return []
+    rows = []
+    for p in s.profiles:
+        cells = [p.method]
+        for tau in PROFILE_TAUS:
+            i = p.taus.index(tau)
+            cells.append(f"{p.values[i]:.2f} [{p.lo[i]:.2f}, {p.hi[i]:.2f}]")
+        rows.append(cells)
+    return [Heading(f"Performance profiles ({s.label}): fraction of runs with success above tau"),
+            table(["method"] + [f"tau {t:g}" for t in PROFILE_TAUS], rows)]
+
+
+def _paired(p: PairedAcross) -> list[Block]:
+    t = p.table
+    d = p.difference
+    est, lo, hi = points(d.estimate, d.lo, d.hi)
+    return [Line(f"{p.x} vs {p.y}: {t.n} pairs on {p.units} (campaign, mark) units in {p.campaigns} campaign{'s' if p.campaigns != 1 else ''} "
+                 f"({', '.join(p.tasks)}); both {t.both}, {p.x} only {t.a_only}, {p.y} only {t.b_only}, neither "
+                 f"{t.neither}; {p.discordant_units} discordant units"),
+            Line(f"Sign-flip over units: mid-p {fmt_p(p.mid_p)} (primary), exact {fmt_p(p.exact_p)}"
+                 + (f"; Holm-adjusted mid-p {fmt_p(p.holm_mid_p)}" if p.holm_mid_p != p.mid_p else "")
+                 + f"; Cochran-Mantel-Haenszel over units (reference) chi2 {p.cmh_chi2:.2f}, p {fmt_p(p.cmh_p)}"),
+            Line(f"Difference {p.x} - {p.y}: {est} points, 95% CI {lo} to {hi} (Newcombe with the design effect "
+                 "over units)"),
+            Line(f"Verdict: {p.verdict}"), *(Line(f"Note: {n}") for n in p.notes), Gap()]
+
+
+def paired(s: Section) -> list[Block]:
+    if not s.paired:
+        return []
+    return [Heading(f"Paired across tasks ({s.label}; pairs on training seed, layout, repeat)"),
+            *(b for p in s.paired for b in _paired(p))]
+
+
+def _ladder(lad: Ladder) -> list[Block]:
+    name = lad.method + (f" seed {lad.seed}" if lad.seed is not None else "")
+    return [Line(f"{name}:"),
+            table(["step", "successes", "95% CI"],
+                  [[str(x.step), k_of_n(x.successes, x.trials), interval(x.wilson)] for x in lad.steps]),
+            Gap(), Line(lad.trend_statement), Line(lad.statement), Gap()]
+
+
+def ladders(s: Section) -> list[Block]:
+    if not s.ladders:
+        return []
+    return [Heading(f"Checkpoint ladders ({s.label}; exact trend test, last step paired with the one before)"),
+            *(b for lad in s.ladders for b in _ladder(lad))]
+
+
+def board(s: Section) -> list[Block]:
+    b: Leaderboard | None = s.leaderboard
+    if b is None:
+        return []
+    return [Heading(f"Leaderboard ({s.label}; Bradley-Terry from paired comparisons, a discordant layout a win)"),
+            table(["rank", "checkpoint", "rating", "95% CI", "comparisons"],
+                  [[str(i + 1), r.name, f"{r.rating:+.2f}", f"[{r.lo:+.2f}, {r.hi:+.2f}]", str(r.comparisons)]
+                   for i, r in enumerate(b.rows)]),
+            Gap(), Line("rating: log-odds of winning a discordant layout, mean 0; interval: basic bootstrap over marks "
+                        "within campaigns; comparisons: discordant layouts won or lost"),
+            *(Item(n) for n in b.notes)]
+
+
+def notes(s: Section) -> list[Block]:
+    return [Heading(f"Notes ({s.label})"), *(Item(n) for n in s.notes)] if s.notes else []
+
+
+SECTION_PARTS: tuple[Callable[[Section], list[Block]], ...] = (
+    per_seed, per_task, across_tasks, improvement, profiles, paired, ladders, board, notes)
+
+
+def section(s: Section) -> list[Block]:
+    return [b for part in SECTION_PARTS for b in part(s)]
+
+
+def document(c: Comparison) -> list[Block]:
+    """Every block in reading order: the header, the main section, the held-out section."""
+    out = header(c) + section(c.main)
+    if c.held_out is not None:
+        out += [Heading("Held-out strata (reported apart: not in the training data)")] + section(c.held_out)
+    return out
+

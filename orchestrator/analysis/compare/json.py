@@ -1,0 +1,115 @@
+"""The comparison as JSON (docs/design.md, schema `orchestrator.compare/1`) and its reader.
+
+The top-level `methods`, `probability_of_improvement`, `paired`, `ladders`, `leaderboard` and
+`profiles` are the main section (the trials not held out); `held_out` holds the same keys for
+the held-out strata, or null. Later versions add keys, never change their meaning."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from orchestrator.analysis import stats
+from orchestrator.analysis.compare.model import SCHEMA, Comparison, Ladder, MethodScore, PairedAcross, Section
+from orchestrator.core.errors import BadInput
+
+
+def _num(x: float | None) -> float | None:
+    return None if x is None or not math.isfinite(x) else float(x)
+
+
+def _ci(iv: stats.Interval) -> dict[str, Any]:
+    return {"estimate": _num(iv.estimate), "ci95": [_num(iv.lo), _num(iv.hi)]}
+
+
+def _seed_key(seed: int | None) -> str:
+    return "none" if seed is None else str(seed)
+
+
+def _method(m: MethodScore) -> dict[str, Any]:
+    return {
+        "mean": _ci(m.mean), "iqm": _ci(m.iqm), "runs": m.runs,
+        "tasks": {t.task: {
+            "mean_over_seeds": t.mean_over_seeds,
+            "t95": None if t.t95 is None else [t.t95.lo, t.t95.hi],
+            "sd": None if t.t95 is None else t.t95.sd,
+            "seeds": {_seed_key(s.seed): {"successes": s.successes, "trials": s.trials,
+                                          "wilson95": [s.wilson.lo, s.wilson.hi], "step": s.step,
+                                          "policies": list(s.policies)} for s in t.seeds}}
+            for t in m.tasks}}
+
+
+def _paired(p: PairedAcross) -> dict[str, Any]:
+    t = p.table
+    return {"x": p.x, "y": p.y, "unit": "campaign, mark", "p": p.holm_mid_p, "verdict": p.verdict,
+            "mid_p": p.mid_p, "exact_p": p.exact_p, "holm_mid_p": p.holm_mid_p, "significant": p.significant,
+            "units": p.units, "discordant_units": p.discordant_units, "campaigns": p.campaigns,
+            "tasks": list(p.tasks),
+            "table": {"both": t.both, "x_only": t.a_only, "y_only": t.b_only, "neither": t.neither},
+            "difference": {**_ci(p.difference), "method": p.difference.method},
+            "cmh": {"chi2": p.cmh_chi2, "p": p.cmh_p}, "notes": list(p.notes)}
+
+
+def _ladder(lad: Ladder) -> dict[str, Any]:
+    return {"method": lad.method, "training_seed": lad.seed,
+            "steps": [{"step": x.step, "successes": x.successes, "trials": x.trials,
+                       "wilson95": [x.wilson.lo, x.wilson.hi]} for x in lad.steps],
+            "trend": {"exact_p": lad.trend.exact_p, "mid_p": lad.trend.mid_p, "statistic": lad.trend.statistic,
+                      "expected": lad.trend.expected, "blocks": lad.trend.blocks, "statement": lad.trend_statement},
+            "last": {"step": lad.last, "previous": lad.previous, "later_only": list(lad.later_only),
+                     "earlier_only": list(lad.earlier_only), "exact_p": lad.last_exact_p, "mid_p": lad.last_mid_p,
+                     "statement": lad.statement}}
+
+
+def section_dict(s: Section) -> dict[str, Any]:
+    b = s.leaderboard
+    return {
+        "label": s.label,
+        "methods": {m.method: _method(m) for m in s.methods},
+        "probability_of_improvement": [{"x": p.x, "y": p.y, "tasks": list(p.tasks), **_ci(p.interval)}
+                                       for p in s.improvements],
+        "profiles": {p.method: {"taus": list(p.taus), "fraction_above": list(p.values), "lo": list(p.lo),
+                                "hi": list(p.hi)} for p in s.profiles},
+        "paired": [_paired(p) for p in s.paired],
+        "ladders": [_ladder(lad) for lad in s.ladders],
+        "leaderboard": [] if b is None else [{"name": r.name, "rating": r.rating, "ci95": [r.lo, r.hi],
+                                              "comparisons": r.comparisons} for r in b.rows],
+        "leaderboard_notes": [] if b is None else list(b.notes),
+        "leaderboard_components": [] if b is None else [list(c) for c in b.components],
+        "notes": list(s.notes),
+    }
+
+
+def to_dict(c: Comparison) -> dict[str, Any]:
+    main = section_dict(c.main)
+    return {
+        "schema": SCHEMA, **main, "notes": list(c.notes) + main["notes"],
+        "campaigns": [{"key": x.key, "task": x.task, "source": x.source, "campaign_id": x.campaign_id or None,
+                       "protocol": x.protocol_name or None, "protocol_sha256": x.protocol_sha256 or None,
+                       "labels": x.label_source, "trials_known": x.known, "trials_scheduled": x.scheduled,
+                       "held_out_strata": list(x.held_out_strata),
+                       "policies": {label: {"method": i.method, "training_seed": i.seed, "step": i.step}
+                                    for label, i in x.policies}} for x in c.campaigns],
+        "settings": {"bootstrap_reps": c.reps, "profile_reps": c.profile_reps, "leaderboard_reps": c.board_reps,
+                     "seed": c.seed, "alpha": c.alpha},
+        "held_out": None if c.held_out is None else section_dict(c.held_out),
+    }
+
+
+def render_json(c: Comparison) -> str:
+    return json.dumps(to_dict(c), indent=2, allow_nan=False) + "\n"
+
+
+def read_comparison(path: Path) -> dict[str, Any]:
+    """The JSON `compare --format json` wrote, refused with one line unless it is readable JSON
+    of this schema version."""
+    try:
+        doc = json.loads(Path(path).read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise BadInput(f"{path}: not a readable comparison JSON ({type(exc).__name__}: {exc})") from None
+    schema = doc.get("schema") if isinstance(doc, dict) else None
+    if schema != SCHEMA:
+        raise BadInput(f"{path}: comparison schema {schema!r}, this version reads {SCHEMA!r}")
+    return doc

@@ -1,0 +1,106 @@
+"""Checkpoint ladders: the policies that are ordered checkpoints (`step:`) of one training run
+(one method and training seed), paired on the layout runs where several of them ran.
+
+- The trend over the steps: the exact conditional trend test (`stats.trend_test`), a block per
+  (campaign, layout, repeat) holding every step of the run that ran there with a known outcome,
+  each step scored by its rank on the ladder.
+- Whether the last step still improves on the one before: the two paired on (campaign, layout,
+  repeat), the (campaign, mark) the unit (`stats.clustered_p_values`, McNemar's exact and mid-p
+  with one pair per mark), with the discordant layouts named.
+The statements say "improves" or "worse" only when the mid-p is at most alpha.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Sequence
+
+from orchestrator.analysis import stats
+from orchestrator.analysis.compare.model import Ladder, LadderStep
+from orchestrator.analysis.compare.trials import Trial
+from orchestrator.analysis.report.format import fmt_p
+
+
+def _layout_name(campaign: str, layout: str, repeat: int, several: bool) -> str:
+    return (f"{campaign}/" if several else "") + layout + (f"#{repeat}" if repeat else "")
+
+
+def _last_step(outcome: dict[tuple, dict[int, bool]], last: int, previous: int, several: bool):
+    """(later only, earlier only, exact, mid-p) of the last step against the one before."""
+    later, earlier = [], []
+    units: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
+    for (campaign, layout, repeat), steps in sorted(outcome.items()):
+        if last not in steps or previous not in steps or steps[last] == steps[previous]:
+            continue
+        name = _layout_name(campaign, layout, repeat, several)
+        if steps[last]:
+            later.append(name)
+            units[(campaign, layout)][0] += 1
+        else:
+            earlier.append(name)
+            units[(campaign, layout)][1] += 1
+    exact, mid = stats.clustered_p_values([b - c for b, c in units.values()])
+    return tuple(later), tuple(earlier), exact, mid
+
+
+SHOWN = 12     # discordant layouts named in a statement (the JSON lists them all)
+
+
+def _names(layouts: tuple[str, ...]) -> str:
+    if not layouts:
+        return ""
+    more = len(layouts) - SHOWN
+    return f" ({', '.join(layouts[:SHOWN])}" + (f" and {more} more" if more > 0 else "") + ")"
+
+
+def _statement(last: int, previous: int, later: tuple[str, ...], earlier: tuple[str, ...], mid: float,
+               alpha: float) -> str:
+    counts = (f"{len(later)} layout{'s' if len(later) != 1 else ''} only step {last} succeeded{_names(later)}, "
+              f"{len(earlier)} only step {previous}{_names(earlier)}; mid-p {fmt_p(mid)}")
+    if mid <= alpha and len(later) > len(earlier):
+        return f"step {last} still improves on step {previous}: {counts}."
+    if mid <= alpha and len(earlier) > len(later):
+        return f"step {last} is worse than step {previous}: {counts}."
+    return f"no evidence that step {last} still improves on step {previous}: {counts}."
+
+
+def _trend_statement(trend: stats.TrendResult, steps: int, alpha: float) -> str:
+    direction = ("success rises with the step" if trend.statistic > trend.expected
+                 else "success falls with the step")
+    said = direction if trend.mid_p <= alpha else "no trend established"
+    return (f"trend over the {steps} steps: exact p {fmt_p(trend.exact_p)}, mid-p {fmt_p(trend.mid_p)} "
+            f"({trend.blocks} informative layout runs): {said}")
+
+
+def ladders(trials: Sequence[Trial], alpha: float) -> tuple[Ladder, ...]:
+    """One ladder per (method, seed) with at least two steps that ran."""
+    runs: dict[tuple[str, int | None], list[Trial]] = defaultdict(list)
+    for t in trials:
+        if t.identity.step is not None:
+            runs[(t.identity.method, t.identity.seed)].append(t)
+    out = []
+    for (method, seed), mine in sorted(runs.items(), key=lambda kv: (kv[0][0], -1 if kv[0][1] is None else kv[0][1])):
+        steps = sorted({t.identity.step for t in mine if t.identity.step is not None})
+        if len(steps) < 2:
+            continue
+        rank = {s: i for i, s in enumerate(steps)}
+        outcome: dict[tuple, dict[int, bool]] = defaultdict(dict)
+        counts: dict[int, list[int]] = {s: [0, 0] for s in steps}
+        for t in mine:
+            if t.success is None:
+                continue
+            outcome[(t.campaign, t.layout, t.repeat)][t.identity.step] = bool(t.success)  # type: ignore[index]
+            counts[t.identity.step][0] += bool(t.success)                                # type: ignore[index]
+            counts[t.identity.step][1] += 1                                               # type: ignore[index]
+        blocks = [[(rank[s], y) for s, y in steps_run.items()] for steps_run in outcome.values() if len(steps_run) > 1]
+        trend = stats.trend_test(blocks)
+        last, previous = steps[-1], steps[-2]
+        several = len({t.campaign for t in mine}) > 1
+        later, earlier, exact, mid = _last_step(outcome, last, previous, several)
+        out.append(Ladder(
+            method=method, seed=seed,
+            steps=tuple(LadderStep(s, k, n, stats.wilson(k, n)) for s, (k, n) in counts.items()),
+            trend=trend, last=last, previous=previous, later_only=later, earlier_only=earlier,
+            last_exact_p=exact, last_mid_p=mid, statement=_statement(last, previous, later, earlier, mid, alpha),
+            trend_statement=_trend_statement(trend, len(steps), alpha)))
+    return tuple(out)

@@ -1,0 +1,155 @@
+"""The frozen comparison across campaigns: every number the renderings show, computed once by
+`build.py`. Field meanings follow docs/design.md (the compare JSON, schema
+`orchestrator.compare/1`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from orchestrator.analysis import stats
+from orchestrator.analysis.compare.trials import Campaign
+
+SCHEMA = "orchestrator.compare/1"
+
+
+@dataclass(frozen=True)
+class SeedScore:
+    """One run: a (method, task, training seed), its checkpoint's k/n with the Wilson interval."""
+
+    seed: int | None
+    step: int | None
+    successes: int
+    trials: int
+    wilson: stats.Interval
+    policies: tuple[str, ...]           # `campaign:label` of every policy behind it
+
+    @property
+    def rate(self) -> float:
+        return self.successes / self.trials
+
+
+@dataclass(frozen=True)
+class TaskScore:
+    task: str
+    seeds: tuple[SeedScore, ...]
+    mean_over_seeds: float
+    t95: stats.MeanInterval | None      # None with one seed
+
+
+@dataclass(frozen=True)
+class MethodScore:
+    method: str
+    tasks: tuple[TaskScore, ...]
+    mean: stats.Interval                # over tasks of the mean over seeds, stratified bootstrap
+    iqm: stats.Interval                 # pooled runs of every task, stratified bootstrap
+    runs: int
+
+
+@dataclass(frozen=True)
+class Improvement:
+    x: str
+    y: str
+    tasks: tuple[str, ...]
+    interval: stats.Interval            # P(X > Y), stratified bootstrap
+
+
+@dataclass(frozen=True)
+class Profile:
+    method: str
+    taus: tuple[float, ...]
+    values: tuple[float, ...]
+    lo: tuple[float, ...]
+    hi: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class PairedAcross:
+    """X vs Y paired on (campaign, mark) units over tasks."""
+
+    x: str
+    y: str
+    tasks: tuple[str, ...]
+    campaigns: int
+    table: stats.PairedTable            # pooled pairs
+    units: int                          # (campaign, mark) units with a pair
+    discordant_units: int               # units whose b_k != c_k
+    exact_p: float                      # sign-flip over units
+    mid_p: float
+    holm_mid_p: float                   # adjusted over every pair of methods
+    cmh_chi2: float                     # Cochran-Mantel-Haenszel over the units (reference)
+    cmh_p: float
+    difference: stats.Interval          # clustered Newcombe over the units
+    significant: bool
+    verdict: str
+    notes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class LadderStep:
+    step: int
+    successes: int
+    trials: int
+    wilson: stats.Interval
+
+
+@dataclass(frozen=True)
+class Ladder:
+    """Ordered checkpoints of one training run (method, seed)."""
+
+    method: str
+    seed: int | None
+    steps: tuple[LadderStep, ...]
+    trend: stats.TrendResult
+    last: int
+    previous: int
+    later_only: tuple[str, ...]         # layouts (campaign/mark#repeat) only the last step succeeded
+    earlier_only: tuple[str, ...]
+    last_exact_p: float                 # sign-flip over the (campaign, mark) units
+    last_mid_p: float
+    statement: str
+    trend_statement: str
+
+
+@dataclass(frozen=True)
+class BoardRow:
+    name: str
+    rating: float
+    lo: float
+    hi: float
+    comparisons: int                    # discordant layouts it won or lost
+
+
+@dataclass(frozen=True)
+class Leaderboard:
+    rows: tuple[BoardRow, ...]
+    components: tuple[tuple[str, ...], ...]
+    neighbours: tuple[tuple[str, str, float, float, float, bool], ...]   # a, b, diff, lo, hi, separated
+    notes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Section:
+    """Everything computed on one part of the trials: in distribution, or the held-out strata."""
+
+    label: str
+    methods: tuple[MethodScore, ...]
+    improvements: tuple[Improvement, ...]
+    profiles: tuple[Profile, ...]
+    paired: tuple[PairedAcross, ...]
+    ladders: tuple[Ladder, ...]
+    leaderboard: Leaderboard | None
+    notes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Comparison:
+    schema: str
+    campaigns: tuple[Campaign, ...]
+    main: Section
+    held_out: Section | None
+    reps: int
+    profile_reps: int
+    board_reps: int
+    seed: int
+    alpha: float
+    notes: tuple[str, ...]

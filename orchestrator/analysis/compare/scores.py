@@ -1,0 +1,122 @@
+"""Per method and task: each training seed's k/n with its Wilson interval, the mean over seeds
+with its Student-t interval; across tasks: the mean and IQM (stratified bootstrap), the
+probability of improvement and the performance profiles (`stats.aggregate`, rliable's
+definitions).
+
+The score of a (method, task, seed) run is its success rate on the task: the trials of known
+outcome of that checkpoint, pooled over the task's campaigns. When a run has several
+checkpoints (`step:`), its score is its last step's (the ladder section shows the others).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import defaultdict
+from typing import Callable, Iterable, Sequence
+
+import numpy as np
+
+from orchestrator.analysis import stats
+from orchestrator.analysis.compare.model import Improvement, MethodScore, Profile, SeedScore, TaskScore
+from orchestrator.analysis.compare.trials import Identity, Trial
+
+RunKey = tuple[str, str, "int | None"]          # task, method, seed
+TAUS = tuple(round(0.01 * i, 2) for i in range(101))
+
+Rng = Callable[..., np.random.Generator]
+
+
+def rng_for(seed: int) -> Rng:
+    """A generator for one named statistic: the same numbers whatever else is computed."""
+    def make(*names: object) -> np.random.Generator:
+        digest = hashlib.sha256("|".join(map(str, names)).encode()).digest()
+        return np.random.default_rng([seed, int.from_bytes(digest[:8], "big")])
+    return make
+
+
+def scored_identities(trials: Iterable[Trial]) -> dict[tuple[str, str, int | None], Identity]:
+    """The checkpoint that scores each (task, method, seed): its last step (None counts lowest)."""
+    best: dict[tuple[str, str, int | None], Identity] = {}
+    for t in trials:
+        key = (t.task, t.identity.method, t.identity.seed)
+        old = best.get(key)
+        if old is None or (t.identity.step if t.identity.step is not None else -1) > (
+                old.step if old.step is not None else -1):
+            best[key] = t.identity
+    return best
+
+
+def _seed_scores(trials: Sequence[Trial]) -> dict[tuple[str, str], list[SeedScore]]:
+    chosen = scored_identities(trials)
+    counts: dict[tuple[str, str, int | None], list[int]] = defaultdict(lambda: [0, 0])
+    policies: dict[tuple[str, str, int | None], dict[str, None]] = defaultdict(dict)
+    for t in trials:
+        key = (t.task, t.identity.method, t.identity.seed)
+        if t.identity != chosen[key] or t.success is None:
+            continue
+        counts[key][0] += bool(t.success)
+        counts[key][1] += 1
+        policies[key][f"{t.campaign}:{t.policy}"] = None
+    out: dict[tuple[str, str], list[SeedScore]] = defaultdict(list)
+    for key in sorted(counts, key=lambda k: (k[0], k[1], -1 if k[2] is None else k[2])):
+        k, n = counts[key]
+        out[(key[0], key[1])].append(SeedScore(key[2], chosen[key].step, k, n, stats.wilson(k, n),
+                                               tuple(policies[key])))
+    return out
+
+
+def method_scores(trials: Sequence[Trial], reps: int, rng: Rng) -> tuple[tuple[MethodScore, ...], list[str]]:
+    """Every method's per-task scores and across-task mean and IQM, with notes."""
+    per = _seed_scores(trials)
+    notes: list[str] = []
+    methods = sorted({m for _, m in per})
+    out = []
+    for method in methods:
+        tasks = []
+        for (task, m), seeds in per.items():
+            if m != method:
+                continue
+            rates = [s.rate for s in seeds]
+            t95 = stats.t_interval(rates) if len(rates) >= 2 else None
+            tasks.append(TaskScore(task, tuple(seeds), float(np.mean(rates)), t95))
+        mean, iqm = stats.mean_and_iqm_intervals([[s.rate for s in t.seeds] for t in tasks], reps=reps,
+                                                 rng=rng("mean-iqm", method))
+        out.append(MethodScore(method, tuple(tasks), mean, iqm, sum(len(t.seeds) for t in tasks)))
+    task_sets = {m.method: {t.task for t in m.tasks} for m in out}
+    if len({frozenset(s) for s in task_sets.values()}) > 1:
+        notes.append("the methods were not all run on the same tasks ("
+                     + "; ".join(f"{m}: {', '.join(sorted(s))}" for m, s in task_sets.items())
+                     + "): their means and IQMs average different tasks; the probability of improvement "
+                       "uses the tasks both methods have")
+    single = [m.method for m in out if all(len(t.seeds) < 2 for t in m.tasks)]
+    if single:
+        notes.append(f"one training seed per task for {', '.join(single)}: no t-interval over seeds, and "
+                     "the stratified bootstrap over runs has nothing to redraw (its interval is the point)")
+    ordered = tuple(sorted(out, key=lambda m: (-m.mean.estimate, m.method)))
+    return ordered, notes
+
+
+def improvements(methods: Sequence[MethodScore], reps: int, rng: Rng) -> tuple[Improvement, ...]:
+    """P(X > Y) for every pair, X the method listed first (higher mean), over shared tasks."""
+    out = []
+    for i, x in enumerate(methods):
+        for y in methods[i + 1:]:
+            xt = {t.task: [s.rate for s in t.seeds] for t in x.tasks}
+            yt = {t.task: [s.rate for s in t.seeds] for t in y.tasks}
+            shared = [task for task in xt if task in yt]
+            if not shared:
+                continue
+            iv = stats.improvement_interval([xt[t] for t in shared], [yt[t] for t in shared], reps=reps,
+                                            rng=rng("improvement", x.method, y.method))
+            out.append(Improvement(x.method, y.method, tuple(shared), iv))
+    return tuple(out)
+
+
+def profiles(methods: Sequence[MethodScore], reps: int, rng: Rng) -> tuple[Profile, ...]:
+    """Each method's score distribution (fraction of runs above tau) with its bootstrap band."""
+    out = []
+    for m in methods:
+        values, lo, hi = stats.profile_intervals([[s.rate for s in t.seeds] for t in m.tasks], TAUS,
+                                                 reps=reps, rng=rng("profile", m.method))
+        out.append(Profile(m.method, TAUS, tuple(map(float, values)), tuple(map(float, lo)), tuple(map(float, hi))))
+    return tuple(out)

@@ -1,0 +1,266 @@
+"""`orchestrator compare` in process: the comparison of campaign stores written here (no rig),
+checked against counts made independently from the stores and against scipy and rliable's
+definitions; the refusals; the compare CSV; the JSON contract; the verdict's words."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from support.compare_campaigns import POLICIES, make_campaign, make_suite
+
+from orchestrator.analysis.compare import (SCHEMA, CampaignSource, build_comparison, read_comparison, read_inputs,
+                                           render, to_dict)
+from orchestrator.core.errors import BadInput
+from orchestrator.store.sqlite import CampaignStore
+
+REPS = 2000
+
+
+@pytest.fixture(scope="module")
+def suite(tmp_path_factory):
+    root = tmp_path_factory.mktemp("suite")
+    dirs = make_suite(root)
+    inputs = read_inputs([CampaignSource(d) for d in dirs], [])
+    return dirs, inputs, build_comparison(inputs, reps=REPS, seed=3)
+
+
+def _store_counts(directory: Path) -> dict[tuple[str, str], list[int]]:
+    """{(policy, stratum): [successes, trials]} read from the store's own rows (physics labels)."""
+    store = CampaignStore.open_readonly(directory)
+    try:
+        physics = {e["id"]: e["physics_success"] for e in store.episodes()}
+        out: dict = defaultdict(lambda: [0, 0])
+        for t in store.trials():
+            if t.episode_id in physics:
+                out[t.policy][0] += bool(physics[t.episode_id])
+                out[t.policy][1] += 1
+        return out
+    finally:
+        store.close()
+
+
+def test_per_seed_counts_and_t_intervals_match_the_stores_and_scipy(suite):
+    dirs, inputs, comparison = suite
+    # sim_demo and sim_hard hold nothing out: their seed counts are the stores' counts
+    checked = 0
+    for directory, task in ((dirs[0], "sim-demo"), (dirs[1], "sim-hard")):
+        counts = _store_counts(directory)
+        for m in comparison.main.methods:
+            t = next(t for t in m.tasks if t.task == task)
+            for s in t.seeds:
+                label = next(lab for lab, (meth, seed, step, _) in POLICIES.items()
+                             if meth == m.method and seed == s.seed and step == s.step)
+                assert [s.successes, s.trials] == counts[label]
+                checked += 1
+            rates = [s.successes / s.trials for s in t.seeds]
+            half = sps.t.ppf(0.975, len(rates) - 1) * np.std(rates, ddof=1) / np.sqrt(len(rates))
+            assert t.t95.lo == pytest.approx(np.mean(rates) - half) and t.t95.hi == pytest.approx(np.mean(rates) + half)
+    assert checked == 12
+
+
+def test_across_task_aggregates_follow_rliables_definitions(suite):
+    _, _, comparison = suite
+    for m in comparison.main.methods:
+        runs = np.array([[s.successes / s.trials for s in t.seeds] for t in m.tasks])   # tasks x seeds
+        assert m.mean.estimate == pytest.approx(runs.mean(axis=1).mean())
+        assert m.iqm.estimate == pytest.approx(sps.trim_mean(runs.ravel(), 0.25))
+        assert m.mean.lo <= m.mean.estimate <= m.mean.hi and m.iqm.lo <= m.iqm.estimate <= m.iqm.hi
+    (poi,) = comparison.main.improvements
+    x = next(m for m in comparison.main.methods if m.method == poi.x)
+    y = next(m for m in comparison.main.methods if m.method == poi.y)
+    by_hand = np.mean([np.mean([(a.rate > b.rate) + 0.5 * (a.rate == b.rate) for a in tx.seeds for b in ty.seeds])
+                       for tx, ty in zip(x.tasks, y.tasks)])
+    assert poi.interval.estimate == pytest.approx(by_hand)
+    assert [p.method for p in comparison.main.profiles] == ["narrow", "wide"]
+
+
+def test_the_paired_test_counts_pairs_on_seed_layout_and_repeat(suite):
+    dirs, _, comparison = suite
+    (paired,) = comparison.main.paired
+    # independent count from the stores: narrow's scored checkpoint (N0, N1, N2) against the wide
+    # policy of the same seed on the same mark, held-out marks (sim_near's centre) left out
+    pairs = {"both": 0, "x_only": 0, "y_only": 0, "neither": 0}
+    centre = {"M06", "M07", "M10", "M11", "M14", "M15"}
+    for directory in dirs:
+        store = CampaignStore.open_readonly(directory)
+        try:
+            physics = {e["id"]: bool(e["physics_success"]) for e in store.episodes()}
+            got = {(t.policy, t.mark_id): physics[t.episode_id] for t in store.trials()}
+        finally:
+            store.close()
+        for seed in range(3):
+            for (policy, mark), ok in got.items():
+                if policy != f"N{seed}" or ("near" in str(directory) and mark in centre):
+                    continue
+                other = got[(f"W{seed}", mark)]
+                pairs[{(True, True): "both", (True, False): "x_only", (False, True): "y_only",
+                       (False, False): "neither"}[(ok, other)]] += 1
+    t = paired.table
+    assert {"both": t.both, "x_only": t.a_only, "y_only": t.b_only, "neither": t.neither} == pairs
+    assert paired.units == 20 + 20 + 14
+    assert paired.significant and paired.verdict.startswith("narrow better than wide across 3 tasks")
+
+
+def test_held_out_strata_are_a_section_of_their_own(suite):
+    _, inputs, comparison = suite
+    held = comparison.held_out
+    assert held is not None and held.label == "held-out strata" and comparison.main.label == "in distribution"
+    assert {t.task for m in held.methods for t in m.tasks} == {"sim-near"}
+    assert all(s.trials == 6 for m in held.methods for t in m.tasks for s in t.seeds)   # 6 centre marks
+    near_main = [s.trials for m in comparison.main.methods for t in m.tasks if t.task == "sim-near" for s in t.seeds]
+    assert near_main == [14] * 6
+    assert sum(1 for t in inputs.trials if t.held_out) == 6 * len(POLICIES)
+
+
+def test_ladder_and_leaderboard(suite):
+    _, _, comparison = suite
+    (ladder,) = comparison.main.ladders
+    assert (ladder.method, ladder.seed, [s.step for s in ladder.steps]) == ("narrow", 0, [1000, 2000, 3000])
+    assert (ladder.last, ladder.previous) == (3000, 2000)
+    words = ladder.statement
+    if ladder.last_mid_p <= 0.05:
+        assert words.startswith("step 3000 still improves on step 2000" if len(ladder.later_only) > len(
+            ladder.earlier_only) else "step 3000 is worse than step 2000")
+    else:
+        assert words.startswith("no evidence that step 3000 still improves")
+    assert f"{len(ladder.later_only)} layouts only step 3000 succeeded" in words
+    board = comparison.main.leaderboard
+    assert len(board.rows) == len(POLICIES) and len(board.components) == 1
+    assert [r.rating for r in board.rows] == sorted((r.rating for r in board.rows), reverse=True)
+    assert abs(sum(r.rating for r in board.rows)) < 1e-8
+    assert all(r.lo <= r.rating <= r.hi for r in board.rows)
+    assert not any("not connected" in n for n in board.notes)
+
+
+def test_json_contract_and_reader(suite, tmp_path):
+    _, _, comparison = suite
+    doc = json.loads(render(comparison, "json"))
+    assert doc["schema"] == SCHEMA == "orchestrator.compare/1"
+    narrow = doc["methods"]["narrow"]
+    assert set(narrow["mean"]) >= {"estimate", "ci95"} and set(narrow["iqm"]) >= {"estimate", "ci95"}
+    task = narrow["tasks"]["sim-demo"]
+    assert set(task) >= {"mean_over_seeds", "t95", "seeds"} and len(task["t95"]) == 2
+    assert set(task["seeds"]["0"]) >= {"successes", "trials", "wilson95"}
+    assert set(doc["probability_of_improvement"][0]) >= {"x", "y", "estimate", "ci95"}
+    assert set(doc["paired"][0]) >= {"x", "y", "unit", "p", "verdict"}
+    assert doc["ladders"][0]["last"]["step"] == 3000
+    assert set(doc["leaderboard"][0]) >= {"name", "rating", "ci95", "comparisons"}
+    assert isinstance(doc["notes"], list) and doc["held_out"]["methods"]
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(doc))
+    assert read_comparison(path) == doc
+    path.write_text(json.dumps({**doc, "schema": "orchestrator.compare/2"}))
+    with pytest.raises(BadInput, match="this version reads 'orchestrator.compare/1'"):
+        read_comparison(path)
+
+
+def test_seeded(suite):
+    _, inputs, comparison = suite
+    again = build_comparison(inputs, reps=REPS, seed=3)
+    other = build_comparison(inputs, reps=REPS, seed=4)
+    assert to_dict(again) == to_dict(comparison)
+    assert to_dict(other)["methods"] != to_dict(comparison)["methods"]
+
+
+# ------------------------------------------------------------------ refusals
+
+
+def test_one_task_with_two_success_tests_is_refused(tmp_path):
+    a = make_campaign(tmp_path / "a", "sim_demo")
+    b = make_campaign(tmp_path / "b", "sim_demo", edit=("hold_s: 1.0", "hold_s: 2.0"))
+    with pytest.raises(BadInput) as info:
+        read_inputs([CampaignSource(a), CampaignSource(b)], [])
+    (line,) = str(info.value).splitlines()
+    assert "task 'sim-demo' has two success tests" in line and "for 1.0 s" in line and "for 2.0 s" in line
+    # named apart, they are two tasks (positive control)
+    inputs = read_inputs([CampaignSource(a), CampaignSource(b, task="sim-demo-long")], [])
+    assert inputs.tasks == ("sim-demo", "sim-demo-long")
+
+
+def test_a_method_with_no_trials_is_refused(tmp_path):
+    a = make_campaign(tmp_path / "a", "sim_demo", skip=("W0", "W1", "W2"))
+    with pytest.raises(BadInput, match="method 'wide' has no trial with a known outcome"):
+        read_inputs([CampaignSource(a)], [])
+    b = make_campaign(tmp_path / "b", "sim_demo", skip=("W1",))
+    assert read_inputs([CampaignSource(b)], []).trials
+
+
+# ------------------------------------------------------------------ the compare CSV
+
+
+def _csv(path: Path, rows: list[str]) -> Path:
+    path.write_text("task,policy,method,training_seed,layout,success,repeat,step\n" + "\n".join(rows) + "\n")
+    return path
+
+
+def test_compare_csv_pairs_on_task_seed_layout_repeat(tmp_path):
+    rows = []
+    rng = np.random.default_rng(1)
+    for task in ("t1", "t2"):
+        for seed in (0, 1):
+            for layout in range(12):
+                rows.append(f"{task},X{seed},X,{seed},L{layout},{int(rng.random() < 0.9)},0,")
+                rows.append(f"{task},Y{seed},Y,{seed},L{layout},{int(rng.random() < 0.3)},0,")
+    path = _csv(tmp_path / "o.csv", rows)
+    comparison = build_comparison(read_inputs([], [path]), reps=REPS)
+    (paired,) = comparison.main.paired
+    assert paired.table.n == 2 * 2 * 12 and paired.units == 2 * 12 and paired.campaigns == 2
+    assert [m.method for m in comparison.main.methods] == ["X", "Y"]
+    assert comparison.held_out is None and comparison.main.label == "all strata"
+
+
+def test_compare_csv_problems_are_located(tmp_path):
+    path = _csv(tmp_path / "bad.csv", ["t1,A,X,0,L1,1,0,", "t1,A,X,0,L1,maybe,0,", "t1,A,X,1,L2,1,0,",
+                                       "t1,B,Y,zero,L1,1,0,"])
+    with pytest.raises(BadInput) as info:
+        read_inputs([], [path])
+    problems = info.value.problems
+    assert problems[0] == f"{path}:3: success must be one of 1,0,true,false,yes,no, not 'maybe'"
+    assert problems[1].startswith(f"{path}:4: task 't1': policy 'A' is X seed 1 here but X seed 0 at line 2")
+    assert problems[2] == f"{path}:5: training_seed must be a whole number, not 'zero'"
+    assert len(problems) == 3
+
+
+def test_verdict_words_agree_with_the_test(tmp_path):
+    rng = np.random.default_rng(5)
+    checked = {True: 0, False: 0}
+    for effect in (0.0, 0.0, 0.6, 0.6):
+        rows = []
+        for layout in range(16):
+            for seed in (0, 1, 2):
+                rows.append(f"t,X{seed},X,{seed},L{layout},{int(rng.random() < 0.3 + effect)},0,")
+                rows.append(f"t,Y{seed},Y,{seed},L{layout},{int(rng.random() < 0.3)},0,")
+        comparison = build_comparison(read_inputs([], [_csv(tmp_path / f"v{len(rows)}{effect}.csv", rows)]), reps=500)
+        (p,) = comparison.main.paired
+        assert ("better than" in p.verdict) == p.significant == (p.holm_mid_p <= 0.05)
+        assert p.verdict.startswith(f"{p.x} vs {p.y}: not established") != p.significant
+        checked[p.significant] += 1
+    assert checked[True] >= 1 and checked[False] >= 1      # both words occur
+
+
+def test_disconnected_leaderboard_warns(tmp_path):
+    rows = [f"t1,{p},{p},,L{i},{int((i + k) % 3 == 0)},0," for i in range(9) for k, p in enumerate("AB")]
+    rows += [f"t2,{p},{p},,L{i},{int((i + k) % 2 == 0)},0," for i in range(9) for k, p in enumerate("CD")]
+    board = build_comparison(read_inputs([], [_csv(tmp_path / "d.csv", rows)]), reps=500).main.leaderboard
+    assert len(board.components) == 2 and any("not connected" in n for n in board.notes)
+    rows += [f"t2,A,A,,L{i},{int(i % 2)},0," for i in range(9)]          # A now meets C and D too
+    board = build_comparison(read_inputs([], [_csv(tmp_path / "e.csv", rows)]), reps=500).main.leaderboard
+    assert len(board.components) == 1 and not any("not connected" in n for n in board.notes)
+
+
+def test_ladder_statements_say_what_the_test_says(tmp_path):
+    rising = [f"t,X@{s},X,0,L{i},{int(i < 4 + 6 * k)},0,{s}" for i in range(20) for k, s in enumerate((100, 200))]
+    flat = [f"t,X@{s},X,0,L{i},{int(i % 2)},0,{s}" for i in range(20) for s in (100, 200)]
+    other = [f"t,Y,Y,0,L{i},{int(i % 3 == 0)},0," for i in range(20)]
+    up = build_comparison(read_inputs([], [_csv(tmp_path / "r.csv", rising + other)]), reps=500).main.ladders[0]
+    assert up.statement.startswith("step 200 still improves on step 100: 6 layouts only step 200 succeeded")
+    assert up.last_mid_p == pytest.approx(2 * 0.5 ** 6 - 0.5 ** 6)          # McNemar mid-p, 6 to 0
+    same = build_comparison(read_inputs([], [_csv(tmp_path / "f.csv", flat + other)]), reps=500).main.ladders[0]
+    assert same.statement.startswith("no evidence that step 200 still improves on step 100: 0 layouts")
+    assert "no trend established" in same.trend_statement

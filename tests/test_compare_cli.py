@@ -1,0 +1,81 @@
+"""`orchestrator compare` from a fresh process on campaign stores this process wrote: three
+simulated campaigns (the shipped sim protocols as tasks, two methods of three training seeds,
+scripted picks of different aim noise) in every format, a suite file, an outcomes CSV, and the
+one-line refusals (exit 2)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from support.cli import run_module
+from support.compare_campaigns import make_campaign, make_suite
+
+from orchestrator.analysis.compare import read_comparison
+
+SECTIONS = ("Per method, task and training seed", "Per method and task: mean over training seeds", "Across tasks",
+            "Probability of improvement", "Performance profiles", "Paired across tasks", "Checkpoint ladders",
+            "Leaderboard", "Held-out strata")
+
+
+@pytest.fixture(scope="module")
+def campaigns(tmp_path_factory):
+    return make_suite(tmp_path_factory.mktemp("cli"))
+
+
+def test_every_format_from_a_fresh_process(campaigns, tmp_path):
+    outputs = {}
+    for fmt in ("text", "md", "json", "html"):
+        out = tmp_path / f"c.{fmt}"
+        result = run_module("compare", *campaigns, "--format", fmt, "--out", out, "--reps", "2000")
+        assert result.code == 0, result.err
+        assert result.err_lines == [f"comparison written to {out}"]
+        outputs[fmt] = out.read_text()
+    for fmt in ("text", "md"):
+        missing = [s for s in SECTIONS if s not in outputs[fmt]]
+        assert missing == [], (fmt, missing)
+    assert "## Leaderboard" in outputs["md"] and "| rank | checkpoint |" in outputs["md"]
+    assert "Verdict: narrow better than wide across 3 tasks" in outputs["text"]
+    doc = read_comparison(tmp_path / "c.json")
+    assert doc["settings"]["bootstrap_reps"] == 2000 and len(doc["campaigns"]) == 3
+    assert doc["paired"][0]["verdict"] in outputs["text"]
+    assert outputs["html"].startswith("<!DOCTYPE html>") and "<h2>Leaderboard" in outputs["html"]
+    # per section: profiles, mean/IQM, improvement, leaderboard, one ladder; the held-out section has no ladder
+    assert outputs["html"].count("data:image/png;base64,") == 5 + 4 + (1 if doc["held_out"]["ladders"] else 0)
+
+
+def test_suite_file_names_the_tasks_and_csv_joins(campaigns, tmp_path):
+    csv = tmp_path / "other.csv"
+    rows = [f"lab-task,X{s},narrow,{s},L{i},{int(i % 4 != 0)},0," for s in range(3) for i in range(8)]
+    rows += [f"lab-task,Y{s},wide,{s},L{i},{int(i % 2 == 0)},0," for s in range(3) for i in range(8)]
+    csv.write_text("task,policy,method,training_seed,layout,success,repeat,step\n" + "\n".join(rows) + "\n")
+    suite = tmp_path / "suite.yaml"
+    suite.write_text("campaigns:\n" + "".join(f"  - {{path: {d}, task: task-{i}}}\n" for i, d in enumerate(campaigns))
+                     + "outcomes: [other.csv]\n")
+    result = run_module("compare", suite, "--format", "json", "--reps", "500")
+    assert result.code == 0, result.err
+    doc = json.loads(result.out)
+    assert sorted(doc["methods"]["narrow"]["tasks"]) == ["lab-task", "task-0", "task-1", "task-2"]
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("campaigns:\n  - {path: x, tsk: y}\n")
+    result = run_module("compare", bad)
+    assert result.code == 2 and len(result.err_lines) == 1
+    assert result.err_lines[0].startswith(f"{bad}:2:") and "did you mean 'task'" in result.err_lines[0]
+
+
+def test_refusals_are_one_line_exit_2(campaigns, tmp_path):
+    other = make_campaign(tmp_path, "sim_demo", edit=("min_height_m: 0.04", "min_height_m: 0.06"))
+    cases = [
+        (("compare", campaigns[0], other), "task 'sim-demo' has two success tests"),
+        (("compare", campaigns[0], campaigns[0]), "is given twice"),
+        (("compare", campaigns[0], campaigns[1], "--store", "postgresql://u@h/db"), "1 --store for 2 campaigns"),
+        (("compare", tmp_path / "nowhere"), "no campaign here"),
+        (("compare",), "nothing to compare"),
+    ]
+    for argv, needle in cases:
+        result = run_module(*argv)
+        assert result.code == 2, (argv, result.err)
+        assert len(result.err_lines) == 1 and needle in result.err_lines[0], (argv, result.err)
+        assert "Traceback" not in result.err
+    assert run_module("compare", campaigns[0], "--reps", "500").code == 0       # positive control
