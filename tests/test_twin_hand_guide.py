@@ -76,7 +76,8 @@ def test_a_move_blocked_twice_is_finished_by_lifting_the_arm_by_hand_with_torque
     first_goal = next(i for i, p in enumerate(elbow) if p["addr"] == 42)
     torque_on = next(i for i, p in enumerate(elbow) if p["addr"] == 40 and p["data"] and p["data"][0] == 1)
     assert first_goal < torque_on
-    ticks = elbow[first_goal]["data"][0] | (elbow[first_goal]["data"][1] << 8)
+    raw = elbow[first_goal]["data"][0] | (elbow[first_goal]["data"][1] << 8)
+    ticks = -(raw & 0x7FFF) if raw & 0x8000 else raw    # Goal_Position is sign-magnitude (bit 15)
     present_before = [p for p in read_wire_log(log) if p.get("dir") == "out" and p.get("id") == 3
                       and p.get("addr") == 56 and p["t"] >= t_confirm]
     assert present_before, "the elbow's position was not read before its goal was set"

@@ -494,10 +494,11 @@ class LeRobotRig(Rig):
     def _resume_torque(self) -> None:
         """After `on_stop: release`: goal := present position first, then torque on, so the arm
         does not jump to the last goal it was sent."""
-        bus = self.robot.bus
-        here = bus.sync_read("Present_Position", num_retry=self._retries)
-        bus.sync_write("Goal_Position", here)
-        bus.enable_torque(num_retry=self._retries)
+        # Through `_joint_positions` and `_write_goal`: each first drops a late reply left in the
+        # serial buffer (servo_alarms.drop_stale_replies). A bare sync_read here once took such a
+        # reply for the positions on a loaded machine, and the goal it wrote was far from the arm.
+        self._write_goal(self._joint_positions())
+        self.robot.bus.enable_torque(num_retry=self._retries)
         self._released = False
 
     def _disconnect_quietly(self) -> None:
