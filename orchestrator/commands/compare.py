@@ -21,7 +21,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="an outcomes CSV (task,policy,method,training_seed,layout,success[,repeat,stratum,"
                              "held_out,step]); repeatable")
     parser.add_argument("--store", metavar="URL", action="append", default=[], dest="stores",
-                        help="the PostgreSQL store of each CAMPAIGN, in their order (give one per campaign)")
+                        help="the PostgreSQL store of each CAMPAIGN, in their order (one per campaign; `-` for a "
+                             "campaign's own campaign.db)")
     parser.add_argument("--judge", metavar="NAME", help="whose labels count in every campaign (as for report)")
     parser.add_argument("--format", choices=("text", "md", "json", "html"), default="text",
                         help="output format (default text)")
@@ -49,7 +50,7 @@ def _sources(args: argparse.Namespace) -> tuple[list, list[Path]]:
     if args.stores and len(args.stores) != len(args.inputs):
         raise BadInput(f"compare: {len(args.stores)} --store for {len(args.inputs)} campaigns: give one per "
                        "campaign, in the same order")
-    stores = args.stores or [None] * len(args.inputs)
+    stores = [None if url == "-" else url for url in args.stores] or [None] * len(args.inputs)
     return [CampaignSource(Path(p), store=url, judge=args.judge) for p, url in zip(args.inputs, stores)], csvs
 
 

@@ -112,6 +112,7 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_compare.py", ()),
     ("test_compare_cli.py", ("subprocess",)),
     ("test_compare_html.py", ("browser", "subprocess")),
+    ("test_compare_pg.py", ("postgres", "subprocess")),
     ("test_compare_sims.py", ()),
     ("test_stats_clustered_rate.py", ()),
     ("test_stats_evalue_rule.py", ()),
