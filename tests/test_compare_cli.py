@@ -79,3 +79,48 @@ def test_refusals_are_one_line_exit_2(campaigns, tmp_path):
         assert len(result.err_lines) == 1 and needle in result.err_lines[0], (argv, result.err)
         assert "Traceback" not in result.err
     assert run_module("compare", campaigns[0], "--reps", "500").code == 0       # positive control
+
+
+def _sim_protocol(folder, task: str) -> "Path":
+    """The tiny protocol as task `task`: two methods of three training seeds each, scripted picks
+    with no aim noise (narrow) and 25 mm (wide)."""
+    import shutil
+    from support.tiny import DATA, PROTOCOL
+
+    folder.mkdir(parents=True)
+    shutil.copy(DATA / "tiny_layout.yaml", folder / "tiny_layout.yaml")
+    text = PROTOCOL.read_text().replace("name: tiny-ab", f"name: {task}")
+    head, rest = text.split("policies:\n", 1)
+    policies = "".join(f"  {m[0].upper()}{s}: {{type: scripted, method: {m}, training_seed: {s}, aim_noise_mm: {n}}}\n"
+                       for m, n in (("narrow", 0), ("wide", 25)) for s in range(3))
+    path = folder / "protocol.yaml"
+    path.write_text(head + "policies:\n" + policies + rest[rest.index("trials_per_layout"):])
+    return path
+
+
+@pytest.mark.slow
+def test_three_campaigns_run_on_the_simulator_then_compared_from_a_fresh_process(tmp_path):
+    """The Done-when case with the simulator itself: three tasks (the tiny protocol under three
+    names), two methods of three training seeds, each campaign run by `orchestrator run` on the
+    simulated rig (MuJoCo, scripted picks), then `orchestrator compare` on the three stores."""
+    from support.tiny import RIG
+
+    stores = []
+    for task in ("pick-a", "pick-b", "pick-c"):
+        protocol = _sim_protocol(tmp_path / task, task)
+        out = tmp_path / task / "campaign"
+        run = run_module("run", protocol, "--rig", RIG, "--out", out, timeout=600)
+        assert run.code == 0, run.err[-2000:]
+        stores.append(out)
+    result = run_module("compare", *stores, "--format", "json", "--reps", "2000")
+    assert result.code == 0, result.err
+    doc = json.loads(result.out)
+    narrow, wide = doc["methods"]["narrow"], doc["methods"]["wide"]
+    assert sorted(narrow["tasks"]) == sorted(wide["tasks"]) == ["pick-a", "pick-b", "pick-c"]
+    for method in (narrow, wide):
+        for task in method["tasks"].values():
+            assert sorted(task["seeds"]) == ["0", "1", "2"]
+            assert all(seed["trials"] == 3 for seed in task["seeds"].values())   # 3 marks each
+    assert narrow["mean"]["estimate"] >= wide["mean"]["estimate"]
+    text = run_module("compare", *stores, "--reps", "2000")
+    assert text.code == 0 and all(s in text.out for s in SECTIONS[:6]), text.out[-2000:]
