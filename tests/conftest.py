@@ -142,3 +142,16 @@ def tiny_reference(tmp_path_factory) -> Path:
     done = run_module("run", PROTOCOL, "--rig", RIG, "--out", local, "--workers", "1", timeout=400)
     assert done.code == 0, done.err
     return local
+
+
+@pytest.fixture(scope="module")
+def hf_env(tmp_path_factory):
+    """Offline Hugging Face with its caches in a temporary folder, no token (for the export
+    tests; before LeRobot is imported). Yields the folder."""
+    home = tmp_path_factory.mktemp("hf")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HF_HUB_OFFLINE", "1")
+        mp.setenv("HF_HOME", str(home / "hf"))
+        mp.setenv("HF_LEROBOT_HOME", str(home / "lerobot"))
+        mp.delenv("HF_TOKEN", raising=False)
+        yield home

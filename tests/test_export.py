@@ -29,18 +29,6 @@ TOKEN = "hf_EXPORTTESTTOKENdoNotLeakThis0123456789"
 
 
 @pytest.fixture(scope="module")
-def hf_env(tmp_path_factory):
-    """Offline Hugging Face with its caches in a temporary folder (before LeRobot is imported)."""
-    home = tmp_path_factory.mktemp("hf")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("HF_HUB_OFFLINE", "1")
-        mp.setenv("HF_HOME", str(home / "hf"))
-        mp.setenv("HF_LEROBOT_HOME", str(home / "lerobot"))
-        mp.delenv("HF_TOKEN", raising=False)
-        yield home
-
-
-@pytest.fixture(scope="module")
 def sim_campaign(tmp_path_factory, hf_env) -> Path:
     """Complete simulated campaign, nobody judged: physics labels count."""
     return make_campaign(tmp_path_factory.mktemp("sim"))

@@ -22,16 +22,6 @@ from support.export_campaign import FPS, STEPS, level, make_campaign
 REPO_ID = "tester/so101-ab-remux"
 
 
-@pytest.fixture(scope="module")
-def hf_env(tmp_path_factory):
-    home = tmp_path_factory.mktemp("hf")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("HF_HUB_OFFLINE", "1")
-        mp.setenv("HF_HOME", str(home / "hf"))
-        mp.setenv("HF_LEROBOT_HOME", str(home / "lerobot"))
-        yield home
-
-
 def export(campaign: Path, root: Path) -> str:
     from orchestrator.cli import main
 
