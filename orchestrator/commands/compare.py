@@ -5,7 +5,6 @@ campaigns, training seeds and tasks (docs/design.md)."""
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from orchestrator.core.errors import BadInput
@@ -56,7 +55,7 @@ def _sources(args: argparse.Namespace) -> tuple[list, list[Path]]:
 
 def run(args: argparse.Namespace) -> int:
     from orchestrator.analysis.compare import build_comparison, read_inputs, render
-    from orchestrator.commands.report import _write_report
+    from orchestrator.commands.report import emit
 
     if args.reps < 100:
         raise BadInput(f"compare: --reps {args.reps}: at least 100 bootstrap resamples")
@@ -64,10 +63,5 @@ def run(args: argparse.Namespace) -> int:
         raise BadInput(f"compare: --alpha {args.alpha}: must be between 0 and 1")
     sources, csvs = _sources(args)
     comparison = build_comparison(read_inputs(sources, csvs), reps=args.reps, seed=args.seed, alpha=args.alpha)
-    text = render(comparison, args.format)
-    if args.out:
-        _write_report(Path(args.out), text)
-        print(f"comparison written to {args.out}", file=sys.stderr)
-    else:
-        sys.stdout.write(text)
+    emit(render(comparison, args.format), args.out, "comparison")
     return 0

@@ -61,10 +61,15 @@ def run(args: argparse.Namespace) -> int:
             # (sqlite3.DatabaseError itself is turned into one line by the CLI)
             raise BadInput(f"{db}: campaign store is damaged ({type(exc).__name__}: {exc}); check it with: "
                            f"sqlite3 {db} 'PRAGMA integrity_check'") from None
-    text = render(build_report(data), args.format)
-    if args.out:
-        _write_report(Path(args.out), text)
-        print(f"report written to {args.out}", file=sys.stderr)
+    emit(render(build_report(data), args.format), args.out, "report")
+    return 0
+
+
+def emit(text: str, out: str | None, what: str) -> None:
+    """`text` to `out` (atomically, then `<what> written to <out>` on stderr), else to stdout:
+    how `report` and `compare` hand over what they rendered."""
+    if out:
+        _write_report(Path(out), text)
+        print(f"{what} written to {out}", file=sys.stderr)
     else:
         sys.stdout.write(text)
-    return 0
