@@ -342,7 +342,7 @@ class LeRobotRig(Rig):
             check()
             if self._released:
                 self._resume_torque()
-            for target in stages(rest, self._joint_positions()):   # the gripper last
+            for target in stages(rest, self._joint_positions()):   # shoulder up, arm, then gripper
                 move_to_rest(self._joint_positions, self._write_goal, target, speed_deg_s=self.rest_speed_deg_s,
                              fps=self.rest_fps, settle_s=self.settle_s, tolerance_deg=self.rest_tolerance_deg,
                              check=check, watch=lambda: check_servos(self.robot),
