@@ -222,9 +222,11 @@ def open_connection(url: str, directory: Path | None) -> PgConnection:
         raise BadInput(f"{where}: written by a newer orchestrator (schema {version}, this one "
                        f"reads up to {SCHEMA_VERSION}); upgrade with `uv sync`")
     if version < SCHEMA_VERSION:
+        from orchestrator.store.postgres_blind import install_blind_objects
         from orchestrator.store.schema import migrate
 
         migrate(conn, version)  # type: ignore[arg-type]
+        install_blind_objects(conn)  # their functions as this schema has them (the chain's calls)
     return conn
 
 

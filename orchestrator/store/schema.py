@@ -13,6 +13,7 @@ import sqlite3
 from typing import Callable
 
 from orchestrator.core.errors import BadInput
+from orchestrator.store.chain import start_chain
 
 SCHEMA_1 = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -78,7 +79,20 @@ def _to_3(conn: sqlite3.Connection) -> None:
     conn.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
 
 
-_STEPS: dict[int, Callable[[sqlite3.Connection], None]] = {2: _to_2, 3: _to_3}
+def _to_4(conn: sqlite3.Connection) -> None:
+    """Schema 4 adds the evidence chain (`chain.py`): the table `chain` with its origin, and every
+    row an older store holds chained as it is at the migration (the origin says `migrated`)."""
+    conn.execute("""
+CREATE TABLE chain (
+    seq INTEGER PRIMARY KEY, tbl TEXT NOT NULL, row_key TEXT NOT NULL, row_sha256 TEXT NOT NULL,
+    at REAL NOT NULL, digest TEXT NOT NULL
+)""")
+    conn.execute("CREATE INDEX chain_by_row ON chain (tbl, row_key, seq)")
+    start_chain(conn)
+    conn.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
+
+
+_STEPS: dict[int, Callable[[sqlite3.Connection], None]] = {2: _to_2, 3: _to_3, 4: _to_4}
 SCHEMA_VERSION = max(_STEPS)
 
 
