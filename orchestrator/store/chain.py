@@ -38,7 +38,7 @@ import time
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 from orchestrator.core.errors import BadInput
 
@@ -246,28 +246,32 @@ def walk(entries: list[tuple]) -> int | None:
     return None
 
 
-def compare(entries: list[tuple], rows: dict[str, list[tuple[str, str]]]) -> tuple[str, ...]:
+def compare(entries: list[tuple], rows: dict[str, list[tuple[str, str]]],
+            tables: Iterable[str] = tuple(CHAINED)) -> tuple[str, ...]:
     """The unverified rows, given the entries (in seq order) and, per chained table, its rows'
     (key, row_sha256) in key order: first the broken entry, then rows by the seq of their latest
-    entry, then rows never chained (table order, key order)."""
+    entry, then rows never chained (table order, key order). Only `tables` are compared (a
+    dataset carries some of them)."""
+    tables = tuple(tables)
     broken = walk(entries)
     latest: dict[tuple[str, str], tuple[int, str]] = {}
     for seq, tbl, key, row_sha, *_ in entries:
         latest[(tbl, key)] = (int(seq), row_sha)
     bad: list[tuple[float, int, int, str]] = []
-    for t, table in enumerate(CHAINED):
+    for t, table in enumerate(tables):
         for i, (key, sha) in enumerate(rows.get(table, [])):
             seq, chained = latest.pop((table, key), (None, None))
             if chained != sha or (broken is not None and seq is not None and seq >= broken):
                 bad.append((float("inf") if seq is None else seq, t, i, row_name(table, key)))
     for (tbl, key), (seq, chained) in latest.items():
-        if tbl in CHAINED and (chained != DELETED or (broken is not None and seq >= broken)):
+        if tbl in tables and (chained != DELETED or (broken is not None and seq >= broken)):
             bad.append((seq, 0, 0, row_name(tbl, key)))
     names = [name for *_, name in sorted(bad)]
     return ((row_name("chain", str(broken)),) if broken is not None else ()) + tuple(names)
 
 
-def _status(entries: list[tuple], unverified: tuple[str, ...]) -> ChainStatus:
+def status_of(entries: list[tuple], unverified: tuple[str, ...]) -> ChainStatus:
+    """The status of a chain given its entries (in seq order) and what did not verify."""
     origin = entries[0] if entries and entries[0][1] == ORIGIN_TABLE else None
     return ChainStatus(head=entries[-1][5] if entries else GENESIS, entries=len(entries),
                        origin=origin[2] if origin else "none", origin_at=float(origin[4]) if origin else None,
@@ -295,7 +299,7 @@ def verify(conn) -> ChainStatus:
         return verify_on_server(conn)
     entries = entries_of(conn)
     rows = {t: [(str(r[k]), row_sha256(r)) for r in rows_of(conn, t)] for t, k in CHAINED.items()}
-    return _status(entries, compare(entries, rows))
+    return status_of(entries, compare(entries, rows))
 
 
 def refusal(where: str, status: ChainStatus) -> BadInput:
