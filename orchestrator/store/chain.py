@@ -67,6 +67,8 @@ def _internal() -> Iterator[None]:
 
 
 def _on_server(conn) -> bool:
+    """A PostgreSQL store's connection (postgres.PgConnection), whose server keeps the chain:
+    its `chain_call`, `chain_install` and `chain_verify` run postgres_chain.py's functions."""
     return getattr(conn, "dialect", "sqlite") == "postgresql"
 
 
@@ -146,9 +148,7 @@ def append(conn, table: str, key: Any) -> None:
     content now (or its removal). Nothing is appended when the row is as its latest entry."""
     key = str(key)
     if _on_server(conn):
-        from orchestrator.store.postgres_chain import call
-
-        call(conn, "chain_append", table, key)
+        conn.chain_call("chain_append", table, key)
         return
     current, latest = _current(conn, table, key), _latest(conn, table, key)
     if current == latest or (latest is None and current == DELETED):
@@ -160,9 +160,7 @@ def guard(conn, table: str, key: Any) -> None:
     """Before a write changes row `key` of `table`: ChainBroken unless the row is as chained."""
     key = str(key)
     if _on_server(conn):
-        from orchestrator.store.postgres_chain import call
-
-        call(conn, "chain_guard", table, key)
+        conn.chain_call("chain_guard", table, key)
         return
     current, latest = _current(conn, table, key), _latest(conn, table, key)
     if current != (latest or DELETED):
@@ -188,9 +186,7 @@ def start_chain(conn) -> None:
     server the chain's functions, then the origin and, in an older store, every row it holds
     (the migration point)."""
     if _on_server(conn):
-        from orchestrator.store.postgres_chain import install_functions
-
-        install_functions(conn)
+        conn.chain_install()   # postgres_chain.install_functions
     with _internal():
         migrated = conn.execute("SELECT count(*) FROM campaign /* chain */").fetchone()[0] > 0
         _insert_entry(conn, ORIGIN_TABLE, "migrated" if migrated else "created", origin_sha256())
@@ -294,9 +290,7 @@ def rows_of(conn, table: str) -> list[dict[str, Any]]:
 def verify(conn) -> ChainStatus:
     """Recompute the chain of the store on `conn` (on a server, the server does it)."""
     if _on_server(conn):
-        from orchestrator.store.postgres_chain import verify_on_server
-
-        return verify_on_server(conn)
+        return conn.chain_verify()   # postgres_chain.verify_on_server
     entries = entries_of(conn)
     rows = {t: [(str(r[k]), row_sha256(r)) for r in rows_of(conn, t)] for t, k in CHAINED.items()}
     return status_of(entries, compare(entries, rows))
