@@ -3,8 +3,9 @@ as the export read it, and its check (`orchestrator verify DATASET_DIR`).
 
 The file holds every entry of the chain (seq, table, key, row digest, time, digest) and the
 chained rows the dataset's outcomes come from: the campaign record (with the frozen protocol),
-the trials, the attempts, the episodes and the labels, each as stored. Events and run sessions
-are in the chain as digests only. A dataset is verified on its own, without the campaign:
+the trials, the attempts, the episodes and the labels, each as stored, except the campaign's
+local file paths and the judges' notes, carried as their digests (`REDACTED`), which still
+check. Events and run sessions are in the chain as digests only. A dataset is verified on its own, without the campaign:
 
 1. every entry's digest follows from the one before, and the last is the head the file, the
    evaluation summary and the card name;
@@ -29,6 +30,9 @@ from orchestrator.store.sqlite import SETTLES_EXCLUDED, SETTLES_FAILURE, Campaig
 EVIDENCE_FILE = "meta/ab_evidence.json"
 EVIDENCE_SCHEMA = "orchestrator.evidence/1"
 CARRIED = ("campaign", "trials", "attempts", "episodes", "judgments")
+# Left out of the published rows, as their digests (chain.redacted): where the campaign's files
+# sat on this machine, and the judges' free-text notes.
+REDACTED = {"campaign": ("protocol_path", "rig_path"), "judgments": ("note",)}
 SETTLED = {SETTLES_FAILURE: "scored_failure", SETTLES_EXCLUDED: "excluded"}
 
 
@@ -37,7 +41,12 @@ def evidence_document(store: CampaignStore) -> dict[str, Any]:
     status = store.evidence if store.evidence is not None else chain.verify(store.conn)
     return {"schema": EVIDENCE_SCHEMA, "chain": status.to_dict(),
             "entries": [list(e) for e in chain.entries_of(store.conn)],
-            "rows": {table: chain.rows_of(store.conn, table) for table in CARRIED}}
+            "rows": {table: [_published(table, row) for row in chain.rows_of(store.conn, table)]
+                     for table in CARRIED}}
+
+
+def _published(table: str, row: dict[str, Any]) -> dict[str, Any]:
+    return {k: chain.redacted(v) if k in REDACTED.get(table, ()) else v for k, v in row.items()}
 
 
 def evidence_summary(document: dict[str, Any]) -> dict[str, Any]:

@@ -10,8 +10,10 @@ transaction as the write:
     digest     = SHA-256(prev | seq | table | key | row_sha256 | at)   (prev: the entry before)
 
 `canonical(row)` is, for each column whose value is not NULL, in the byte order of the column
-names: name, 0x00, a type tag (`i` integer as decimal ASCII, `f` float as its 8 IEEE-754 bytes
-big-endian, `s` text as UTF-8, `b` bytes), the value's length as 4 bytes big-endian, the value.
+names: name, 0x00, a type tag (`i` integer, `f` float, `s` text, `b` bytes), and the 32 bytes of
+SHA-256 of the value's bytes (an integer as decimal ASCII, a float as its 8 IEEE-754 bytes
+big-endian, text as UTF-8). Hashing each value on its own lets a copy of a row leave a value
+out and still be checked: a redacted value is carried as its tag and digest (`redacted`).
 The entry digest hashes the UTF-8 of its six fields joined by 0x1F (`at` as the hex of its
 8 IEEE-754 bytes); the first `prev` is 64 zeros. PostgreSQL computes the same two digests in
 SQL (`postgres_chain.py`), so a judge's role never reads a row or an entry of the chain.
@@ -88,14 +90,28 @@ def _value(value: Any) -> tuple[bytes, bytes]:
     raise TypeError(f"cannot chain a value of type {type(value).__name__}")
 
 
+def redacted(value: Any) -> dict[str, str] | None:
+    """A value left out of a copy of its row, as its type tag and digest (None stays None)."""
+    if value is None:
+        return None
+    tag, data = _value(value)
+    return {"redacted": tag.decode(), "sha256": hashlib.sha256(data).hexdigest()}
+
+
 def row_sha256(row: Mapping[str, Any]) -> str:
-    """SHA-256 (hex) of the canonical encoding of one row (column name -> value)."""
+    """SHA-256 (hex) of the canonical encoding of one row (column name -> value, or a
+    `redacted` value)."""
     h = hashlib.sha256()
     for name in sorted(row):
-        if row[name] is None:
+        value = row[name]
+        if value is None:
             continue
-        tag, data = _value(row[name])
-        h.update(name.encode() + b"\x00" + tag + struct.pack(">i", len(data)) + data)
+        if isinstance(value, dict):
+            tag, digest = str(value["redacted"]).encode(), bytes.fromhex(value["sha256"])
+        else:
+            tag, data = _value(value)
+            digest = hashlib.sha256(data).digest()
+        h.update(name.encode() + b"\x00" + tag + digest)
     return h.hexdigest()
 
 

@@ -35,9 +35,9 @@ DECLARE expr TEXT;
 BEGIN
   IF p_tbl NOT IN ({_TABLES}) THEN RAISE EXCEPTION 'chain: % is not a chained table', p_tbl; END IF;
   SELECT 'sha256(' || string_agg(format(
-           'coalesce(%L::bytea || int4send(octet_length(%s)) || %s, ''\\x''::bytea)',
+           'coalesce(%L::bytea || sha256(%s), ''\\x''::bytea)',
            '\\x' || encode(convert_to(a.attname, 'UTF8') || '\\x00'::bytea || convert_to(t.tag, 'UTF8'), 'hex'),
-           t.val, t.val), ' || ' ORDER BY a.attname COLLATE "C") || ')'
+           t.val), ' || ' ORDER BY a.attname COLLATE "C") || ')'
     INTO expr
     FROM pg_attribute a,
          LATERAL (SELECT CASE WHEN a.atttypid IN ('int2'::regtype, 'int4'::regtype, 'int8'::regtype) THEN 'i'

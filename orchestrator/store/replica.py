@@ -13,6 +13,8 @@ from orchestrator.store.chain import CHAINED
 from orchestrator.store.schema import create_schema
 from orchestrator.store.sqlite import CampaignStore
 
+REDACTED = "(redacted)"   # the value of a column the copy carries as its digest only (chain.redacted)
+
 
 def replica_store(directory: Path, rows: dict[str, list[dict[str, Any]]]) -> CampaignStore:
     """A read-only in-memory store holding `rows` (table -> rows as column -> value)."""
@@ -29,7 +31,7 @@ def replica_store(directory: Path, rows: dict[str, list[dict[str, Any]]]) -> Cam
                     raise BadInput(f"{directory}: the carried rows of {table!r} have columns the store has not "
                                    f"({', '.join(sorted(set(columns) - known)) or table})")
                 conn.execute(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)})",
-                             [row[c] for c in columns])
+                             [REDACTED if isinstance(row[c], dict) else row[c] for c in columns])
         conn.execute("COMMIT")
         conn.execute("PRAGMA query_only = ON")
     except (sqlite3.DatabaseError, TypeError) as exc:
