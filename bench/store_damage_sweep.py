@@ -98,7 +98,8 @@ def _chunk(offsets: list[int]) -> list[tuple[int, str, str]]:
 
 def _reason(detail: str) -> str:
     """A refusal's kind, for the summary."""
-    for needle, kind in (("evidence chain", "evidence chain"), ("SHA-256", "frozen protocol hash"),
+    for needle, kind in (("evidence chain", "evidence chain"), ("integrity check", "SQLite integrity check"),
+                         ("SHA-256", "frozen protocol hash"),
                          ("damaged", "SQLite: damaged"), ("malformed", "SQLite: damaged"),
                          ("not a campaign store", "not a campaign store"), ("schema", "schema version"),
                          ("newer orchestrator", "schema version")):

@@ -235,3 +235,27 @@ def test_a_judges_sealed_connection_writes_through_the_chain_without_reading_it(
     with CampaignStore.open_readonly(worked) as store:
         assert [j.label for j in store.judgments("carol", include_retracted=True)] == ["failure"]
         assert store.events()[-1]["kind"] == "invalid_start"
+
+
+def test_an_index_that_no_longer_matches_its_table_is_refused(worked):
+    """The sweep's case (offsets 14658 and 78092 of bench/store_damage_sweep.py): a byte of the
+    campaign id changed in the table's page but not in its index. The chain's query reads the id
+    from the index and matches; a reader's table scan gets the damaged id. SQLite's integrity
+    check, part of every verification, finds the difference."""
+    db = worked / "campaign.db"
+    assert _status(worked).intact                                # the positive control
+    with sqlite3.connect(db) as conn:
+        campaign_id = conn.execute("SELECT id FROM campaign").fetchone()[0].encode()
+        root = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = 'campaign'").fetchone()[0]
+        page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+    conn.close()
+    data = bytearray(db.read_bytes())
+    page = bytes(data[(root - 1) * page_size:root * page_size])
+    assert page.count(campaign_id) == 1
+    offset = (root - 1) * page_size + page.index(campaign_id) + 2
+    data[offset] = ord(" ")
+    db.write_bytes(bytes(data))
+    status = _status(db.parent)
+    assert status.unverified == () and "missing from index sqlite_autoindex_campaign_1" in status.damage
+    with pytest.raises(BadInput, match="the campaign store is damaged .SQLite's integrity check: row 1 missing"):
+        CampaignStore.open_readonly(db.parent)

@@ -60,6 +60,9 @@ UNVERIFIED_SHOWN = 20   # rows the first line of a report on a broken chain name
 
 def unverified_line(evidence) -> str:
     """The first line of a report read with `--allow-broken-chain` from a broken chain."""
+    if evidence.damage is not None:
+        return (f"UNVERIFIED: the campaign store is damaged (SQLite's integrity check: {evidence.damage}); "
+                "read with --allow-broken-chain, every row is unverified")
     rows = evidence.unverified
     names = ", ".join(rows[:UNVERIFIED_SHOWN]) + (f" and {len(rows) - UNVERIFIED_SHOWN} more"
                                                   if len(rows) > UNVERIFIED_SHOWN else "")
@@ -70,7 +73,7 @@ def unverified_line(evidence) -> str:
 
 def _evidence_line(evidence) -> str:
     state = (evidence.origin_text() if evidence.intact
-             else f"does not verify: {len(evidence.unverified)} rows, named in the first line")
+             else "does not verify: the first line says why")
     return f"Evidence: chain head {evidence.head}, {evidence.entries} entries, {state}"
 
 
