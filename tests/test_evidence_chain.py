@@ -147,6 +147,8 @@ def test_every_write_of_the_store_is_chained(worked):
     ("the campaign record", "UPDATE campaign SET simulated = 0", "campaign id"),
     ("a session", "UPDATE sessions SET outcome = 'interrupted'", "sessions id"),
     ("an entry of the chain", "UPDATE chain SET at = at + 1 WHERE seq = 5", "chain seq 5"),
+    ("an entry of another type", "UPDATE chain SET at = '' WHERE seq = 6", "chain seq 6"),
+    ("an entry removed", "DELETE FROM chain WHERE seq = 7", "chain seq 7"),
     ("the last entry removed", "DELETE FROM chain WHERE seq = (SELECT max(seq) FROM chain)", "sessions id"),
 ])
 def test_an_edit_outside_the_tool_is_named_by_its_row(worked, tmp_path, what, sql, named):

@@ -252,8 +252,12 @@ def walk(entries: list[tuple]) -> int | None:
     from the one before, or does not start with the origin; None when all follow."""
     prev = GENESIS
     for expected, (seq, tbl, key, row_sha, at, digest) in enumerate(entries, start=1):
-        if seq != expected or digest != entry_digest(prev, seq, tbl, key, row_sha, float(at)):
-            return int(seq)
+        try:   # a damaged entry may hold a value of another type
+            follows = seq == expected and digest == entry_digest(prev, seq, tbl, key, row_sha, float(at))
+        except (TypeError, ValueError, AttributeError, struct.error):
+            follows = False
+        if not follows:
+            return expected
         if seq == 1 and (tbl != ORIGIN_TABLE or row_sha != origin_sha256()):
             return 1
         prev = digest
@@ -269,8 +273,8 @@ def compare(entries: list[tuple], rows: dict[str, list[tuple[str, str]]],
     tables = tuple(tables)
     broken = walk(entries)
     latest: dict[tuple[str, str], tuple[int, str]] = {}
-    for seq, tbl, key, row_sha, *_ in entries:
-        latest[(tbl, key)] = (int(seq), row_sha)
+    for position, (seq, tbl, key, row_sha, *_) in enumerate(entries, start=1):
+        latest[(tbl, key)] = (position, row_sha)   # position == seq wherever the chain is intact
     bad: list[tuple[float, int, int, str]] = []
     for t, table in enumerate(tables):
         for i, (key, sha) in enumerate(rows.get(table, [])):
@@ -287,9 +291,10 @@ def compare(entries: list[tuple], rows: dict[str, list[tuple[str, str]]],
 def status_of(entries: list[tuple], unverified: tuple[str, ...]) -> ChainStatus:
     """The status of a chain given its entries (in seq order) and what did not verify."""
     origin = entries[0] if entries and entries[0][1] == ORIGIN_TABLE else None
-    return ChainStatus(head=entries[-1][5] if entries else GENESIS, entries=len(entries),
-                       origin=origin[2] if origin else "none", origin_at=float(origin[4]) if origin else None,
-                       unverified=unverified)
+    at = origin[4] if origin else None
+    return ChainStatus(head=str(entries[-1][5]) if entries else GENESIS, entries=len(entries),
+                       origin=str(origin[2]) if origin else "none",
+                       origin_at=float(at) if isinstance(at, (int, float)) else None, unverified=unverified)
 
 
 def entries_of(conn) -> list[tuple]:

@@ -111,7 +111,7 @@ BEGIN
     IF broken IS NULL AND (r.seq <> entries
         OR r.digest <> chain_entry_digest(prev, r.seq, r.tbl, r.row_key, r.row_sha256, r.at)
         OR (r.seq = 1 AND (r.tbl <> '{ORIGIN_TABLE}' OR r.row_sha256 <> '{origin_sha256()}'))) THEN
-      broken := r.seq;
+      broken := entries;   -- the position, as chain.walk names it
     END IF;
     prev := r.digest; head := r.digest;
   END LOOP;
