@@ -261,3 +261,31 @@ def test_an_index_that_no_longer_matches_its_table_is_refused(worked):
     assert status.unverified == () and "missing from index sqlite_autoindex_campaign_1" in status.damage
     with pytest.raises(BadInput, match="the campaign store is damaged .SQLite's integrity check: row 1 missing"):
         CampaignStore.open_readonly(db.parent)
+
+
+def test_readers_verify_one_snapshot_while_a_writer_commits(worked):
+    """A report while a run or a judge commits: the chain and the rows are read in one snapshot,
+    so the reader never sees entries and rows of two different moments."""
+    import threading
+
+    stop, written = threading.Event(), []
+
+    def write() -> None:
+        with CampaignStore.open_for_labels(worked) as store:
+            episode = store.episodes()[0]["id"]
+            while not stop.is_set():
+                store.retract_judgment(store.add_judgment(episode, "writer", "success"))
+                written.append(1)
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    try:
+        heads = set()
+        for _ in range(40):
+            with CampaignStore.open_readonly(worked) as store:
+                assert store.evidence.intact, store.evidence.unverified
+                heads.add(store.evidence.head)
+    finally:
+        stop.set()
+        writer.join()
+    assert len(written) > 10 and len(heads) > 10   # the writer did commit between the readings

@@ -219,7 +219,13 @@ class CampaignStore:
         server = _server(purpose)
         store = server(directory) if server is not None else cls._open_unlocked(directory, purpose == "read")
         try:
+            # One snapshot, so that a run committing meanwhile cannot make the chain and its rows
+            # disagree; a reader keeps it to its end (what it reads is what was verified), a
+            # judge's session, which may last hours, lets it go (a long snapshot holds the WAL).
+            store.conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ" if server is not None else "BEGIN")
             store.evidence = chain.verify(store.conn)
+            if purpose != "read":
+                store.conn.execute("COMMIT")
         except BaseException:
             store.close()
             raise
