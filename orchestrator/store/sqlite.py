@@ -2,7 +2,9 @@
 
 It holds the frozen protocol (text and SHA-256), the rig profile, the schedule, every trial
 with its state (pending, running, done, aborted), every attempt, the episodes, the judges'
-labels and an event log. Every state change is one transaction; the database runs in WAL
+labels and an event log, and the evidence chain over those rows (`chain.py`): every write of
+one extends it in the write's transaction, every reader verifies it when it opens the store
+(`CampaignStore._reader`). Every state change is one transaction; the database runs in WAL
 mode with `synchronous=FULL`, so a committed change survives a crash or power loss and
 readers (report, judge) can read while a run writes. A run holds an exclusive lock file
 (`campaign.lock`), so a second runner on the same campaign is refused.
