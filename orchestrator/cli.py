@@ -31,11 +31,12 @@ VERBS = {
     "doctor": "doctor",
     "store": "store",
     "twin": "twin",
+    "verify": "verify",
 }
 
 # Verbs that open a campaign store: `--store postgresql://...` puts it on a PostgreSQL server
 # (several arms, orchestrator/pgstore.py); without it the store is CAMPAIGN/campaign.db.
-STORE_VERBS = ("run", "judge", "report", "export", "bundle", "import-labels", "doctor")
+STORE_VERBS = ("run", "judge", "report", "export", "bundle", "import-labels", "doctor", "verify")
 
 
 class _Parser(argparse.ArgumentParser):

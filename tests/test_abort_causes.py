@@ -226,8 +226,10 @@ def test_each_class_lists_its_causes_in_every_format(nan_campaign, capsys):
 
 
 def _downgrade_to_schema_3(db: Path) -> None:
-    """The store as schema 3 left it: no `abort_cause` column (its DDL as the step added it)."""
+    """The store as schema 3 left it: no `abort_cause` column (its DDL as the step added it) and no
+    evidence chain (schema 5)."""
     raw = sqlite3.connect(db)
+    raw.execute("DROP TABLE chain")
     raw.execute("ALTER TABLE attempts DROP COLUMN abort_cause")
     raw.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
     raw.execute("PRAGMA user_version = 3")
@@ -236,7 +238,7 @@ def _downgrade_to_schema_3(db: Path) -> None:
 
 
 def test_a_schema_3_store_gets_the_causes_its_reasons_read_as(tmp_path):
-    """Migrated to schema 4, the aborts of an older store get their causes from the recorded
+    """Migrated to schema 4 (and on), the aborts of an older store get their causes from the recorded
     reasons (here: a policy's NaN and exception, a USB fault, an interruption); a reader of the
     old store sees no such column before."""
     out = tmp_path / "c"

@@ -22,6 +22,7 @@ from orchestrator.judging.tui.app import JudgeApp
 from orchestrator.store.sqlite import CampaignStore
 
 from support.tiny import ROOT
+from support.evidence import accept_edits
 
 
 @pytest.fixture(scope="module")
@@ -181,6 +182,7 @@ def test_judge_auto_in_a_fresh_process_without_mujoco_or_torch(tiny, tmp_path):
     with CampaignStore.open_for_labels(copy) as store:
         before = {e: j.label for e, j in store.latest_labels("auto").items()}
         store.conn.execute("DELETE FROM judgments WHERE judge = 'auto'")
+    accept_edits(copy)   # the campaign as if it had been run without the automatic rater
     blocked = tmp_path / "blocked"
     for name in ("torch", "mujoco", "lerobot"):
         (blocked / name).mkdir(parents=True)

@@ -18,6 +18,7 @@ from support.judge_campaign import live_judgments, make_campaign
 from orchestrator.judging.bundle import BundleSource, bundle_labels
 from orchestrator.cli import main
 from orchestrator.judging.tui.app import JudgeApp
+from support.evidence import accept_edits
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -181,6 +182,7 @@ def test_import_labels_skips_episodes_the_judge_labelled_locally(fresh, capsys):
                  " VALUES (?, 'remote', 'failure', 1.0, 'local')", (app.session.order[0].id,))
     conn.commit()
     conn.close()
+    assert accept_edits(directory) == 1   # as if the judge had labelled it in the campaign
     assert main(["import-labels", str(directory), str(bundle)]) == 0
     assert "skipped 1 where the judge already labelled" in capsys.readouterr().out
 

@@ -195,6 +195,102 @@ def test_evaluation_files_and_card(exported, sim_campaign):
     assert not [n for n in siblings(root) if n.startswith(".dataset.")]  # no temp dirs left
 
 
+# ------------------------------------------------------------------ the evidence it carries
+
+
+def _meta_copy(root: Path, target: Path) -> Path:
+    """What `verify DATASET` reads (meta/ and the card), copied to be edited."""
+    shutil.copytree(root / "meta", target / "meta")
+    shutil.copy(root / "README.md", target / "README.md")
+    return target
+
+
+def _flip_success(d: Path) -> None:
+    import pandas as pd
+
+    table = pd.read_parquet(d / "meta" / "ab_trials.parquet")
+    table.loc[0, "success"] = not bool(table.loc[0, "success"])
+    table.to_parquet(d / "meta" / "ab_trials.parquet", index=False)
+
+
+def _relabel(d: Path) -> None:
+    import pandas as pd
+
+    table = pd.read_parquet(d / "meta" / "ab_trials.parquet")
+    table.loc[1, "label.physics"] = "failure" if table.loc[1, "label.physics"] == "success" else "success"
+    table.to_parquet(d / "meta" / "ab_trials.parquet", index=False)
+
+
+def _drop_row(d: Path) -> None:
+    import pandas as pd
+
+    table = pd.read_parquet(d / "meta" / "ab_trials.parquet")
+    table.drop(index=2).to_parquet(d / "meta" / "ab_trials.parquet", index=False)
+
+
+def _flip_with_its_label(d: Path) -> None:
+    """The outcome and the carried label row edited together: the label's digest gives it away."""
+    import pandas as pd
+
+    _flip_success(d)
+    table = pd.read_parquet(d / "meta" / "ab_trials.parquet")
+    evidence = json.loads((d / "meta" / "ab_evidence.json").read_text())
+    episode = table.loc[0, "episode_id"]
+    for row in evidence["rows"]["judgments"]:
+        if row["episode_id"] == episode and row["judge"] == "physics":
+            row["label"] = "success" if bool(table.loc[0, "success"]) else "failure"
+    for row in evidence["rows"]["episodes"]:
+        if row["id"] == episode:
+            row["physics_success"] = int(bool(table.loc[0, "success"]))
+    (d / "meta" / "ab_evidence.json").write_text(json.dumps(evidence))
+
+
+def _new_head_in_card(d: Path) -> None:
+    evidence = json.loads((d / "meta" / "ab_evidence.json").read_text())
+    card = d / "README.md"
+    card.write_text(card.read_text().replace(evidence["chain"]["head"], "f" * 64))
+
+
+def test_the_dataset_carries_the_chain_head_and_verifies(exported, sim_campaign, cli):
+    root, _ = exported
+    with CampaignStore.open_readonly(sim_campaign) as store:
+        head, entries = store.evidence.head, store.evidence.entries
+    assert json.loads((root / "meta" / "ab_evaluation.json").read_text())["evidence"]["head"] == head
+    assert json.loads((root / "meta" / "report.json").read_text())["evidence"]["head"] == head
+    assert f"Evidence chain head: `{head}`" in (root / "README.md").read_text()
+    evidence = json.loads((root / "meta" / "ab_evidence.json").read_text())
+    assert len(evidence["entries"]) == entries and evidence["entries"][-1][5] == head
+    assert all(isinstance(r["protocol_path"], dict) for r in evidence["rows"]["campaign"])   # no local path
+    done = cli("verify", root)
+    assert done.code == 0 and "dataset verified: 6 trial rows" in done.out and head in done.out, done.err
+
+
+@pytest.mark.parametrize("edit, named", [
+    (_flip_success, "ab_trials.parquet: row 0 (trial slot 0): success is"),
+    (_relabel, "ab_trials.parquet: row 1 (trial slot 1): label.physics is"),
+    (_drop_row, "has an outcome in the chained rows and no row here"),
+    (_flip_with_its_label, "ab_evidence.json: episodes id"),
+    (_new_head_in_card, "README.md: does not name the chain head"),
+])
+def test_verify_refuses_an_edited_dataset(exported, tmp_path, cli, edit, named):
+    root, _ = exported
+    copy = _meta_copy(root, tmp_path / "dataset")
+    assert cli("verify", copy).code == 0                        # the positive control
+    edit(copy)
+    done = cli("verify", copy)
+    assert done.code == 2 and len(done.err_lines) == 1 and named in done.err, done.err
+
+
+@pytest.mark.subprocess
+def test_verify_a_dataset_in_a_fresh_process(exported, tmp_path):
+    root, _ = exported
+    assert run_module("verify", root).code == 0
+    copy = _meta_copy(root, tmp_path / "dataset")
+    _flip_success(copy)
+    done = run_module("verify", copy)
+    assert done.code == 2 and "ab_trials.parquet: row 0" in done.err, done.err
+
+
 # ------------------------------------------------------------------ idempotent, atomic
 
 

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from support.export_campaign import FPS, STEPS, level, make_campaign
+from support.evidence import accept_edits
 
 REPO_ID = "tester/so101-ab-remux"
 
@@ -219,6 +220,7 @@ def test_mixed_encoder_settings_are_re_encoded(tmp_path, hf_env):
     db.execute("UPDATE episodes SET digests = ? WHERE id = ?", (json.dumps(digests), episode_id))
     db.commit()
     db.close()
+    accept_edits(campaign)   # the re-encoded file's digest, chained as the tool would have
     output = export(campaign, tmp_path / "dataset")
     assert ("re-encoding the videos, as they cannot be joined by stream copy: camera front: 1 of 6 episodes, "
             "e.g. episode 5 (trial 6): the video is encoded differently from the first episode's (mixed settings)"

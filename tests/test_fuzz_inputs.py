@@ -20,6 +20,7 @@ from orchestrator.cli import main
 from orchestrator.core.errors import BadInput
 from orchestrator.rigs.profile import load_rig
 from orchestrator.store.sqlite import CampaignStore
+from support.evidence import accept_edits
 
 ROOT = Path(__file__).resolve().parents[1]
 SIM_RIG = (ROOT / "hardware" / "sim.yaml").read_text()
@@ -159,6 +160,9 @@ def test_a_frozen_protocol_that_lost_its_identity_is_refused_by_report_and_expor
                 db.execute("UPDATE campaign SET protocol_text = replace(protocol_text, 'seed: 7', 'seed: 8')")
             elif column:
                 db.execute(f"UPDATE campaign SET {column} = ?", (value,))
+        # chained as if the tool had written it: the frozen protocol's own hash must still refuse
+        # it (the evidence chain would refuse it first: test_evidence_chain.py)
+        accept_edits(copy)
         capsys.readouterr()
         code = main(["report", str(copy), "--format", "json"])
         err = capsys.readouterr().err

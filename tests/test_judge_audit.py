@@ -24,6 +24,7 @@ from orchestrator.judging.tui.player import Player
 from orchestrator.store.sqlite import CampaignStore
 
 from support.tiny import run_cli
+from support.evidence import accept_edits
 
 
 @pytest.fixture(scope="module")
@@ -191,6 +192,7 @@ def test_a_start_still_is_shown_first_and_goes_into_bundles(campaign, tmp_path):
     conn.execute("UPDATE episodes SET files=? WHERE id=?", (json.dumps(files), first.id))
     conn.commit()
     conn.close()
+    accept_edits(campaign)   # as if the episode had been recorded with its start still
     app = JudgeApp(CampaignSource(campaign, "alice"), renderer="halfcell", autoplay=False)
 
     async def session():

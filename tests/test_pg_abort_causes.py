@@ -92,7 +92,8 @@ def test_a_judge_s_role_never_reads_a_cause_the_owner_and_the_report_do(pg_clust
 
 
 def _downgrade_to_schema_3(url: str) -> None:
-    with psycopg.connect(url, autocommit=True) as owner:
+    with psycopg.connect(url, autocommit=True) as owner:   # schema 3 had no evidence chain (schema 5)
+        owner.execute("DROP TABLE chain")
         owner.execute("ALTER TABLE attempts DROP COLUMN abort_cause")
         owner.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
         owner.execute(SCHEMA_3_INVALID_START)

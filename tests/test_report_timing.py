@@ -15,6 +15,7 @@ import pytest
 from orchestrator.cli import main
 from orchestrator.analysis.outcomes import LoopTiming, OutcomeSet, TrialOutcome, session_counts
 from orchestrator.analysis.report import OVERRUN_WARN_FRACTION, build_report, render, to_dict
+from support.evidence import accept_edits
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data"
@@ -149,6 +150,7 @@ def test_overruns_on_a_paced_campaign_warn(campaign, tmp_path, capsys):
         conn.commit()
     finally:
         conn.close()
+    accept_edits(copy)   # a paced campaign as the tool would have written it
     doc = report(copy, capsys)
     a, b = doc["timing"]["A"], doc["timing"]["B"]
     assert a["paced"] is True and a["overrun_steps"] == 30 and a["episodes_over_5pct_overruns"] == 3

@@ -185,6 +185,7 @@ class OutcomeSet:
     station_blocks: tuple[dict[str, Any], ...] = ()   # unit, station, state, claimed_at, finished_at
     abort_rules: dict[str, Any] | None = None     # the protocol's `aborts` (None: a CSV)
     disagreement: str = "unsure"                  # the protocol's judging.disagreement rule
+    evidence: Any = None                          # store.chain.ChainStatus of a campaign (None: a CSV)
 
     # ---------------------------------------------------------------- views
 
@@ -569,7 +570,8 @@ def outcomes_from_store(store: CampaignStore, judge: str | None = None) -> Outco
         auto_labels={ep: j.label for ep, j in store.latest_labels(AUTO_JUDGE).items()},
         arm_still=still_episodes(store.directory, episodes.values()),
         station_blocks=tuple(store.station_blocks()) if hasattr(store, "station_blocks") else (),
-        abort_rules=protocol.aborts.model_dump(), disagreement=protocol.judging.disagreement)
+        abort_rules=protocol.aborts.model_dump(), disagreement=protocol.judging.disagreement,
+        evidence=getattr(store, "evidence", None))
 
 
 def session_counts(sessions: Sequence[dict[str, Any]]) -> SessionCounts:

@@ -1,4 +1,5 @@
-"""`orchestrator report (CAMPAIGN | --outcomes CSV) [--judge NAME] [--format text|md|json|html] [--out FILE]`."""
+"""`orchestrator report (CAMPAIGN | --outcomes CSV) [--judge NAME] [--format text|md|json|html] [--out FILE]
+[--allow-broken-chain]`."""
 
 from __future__ import annotations
 
@@ -23,6 +24,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "of human judges; physics in simulation when nobody judged)")
     parser.add_argument("--format", choices=FORMATS, default="text", help="output format (default text)")
     parser.add_argument("--out", metavar="FILE", help="write the report to FILE (atomically) instead of stdout")
+    parser.add_argument("--allow-broken-chain", action="store_true",
+                        help="report on a campaign whose evidence chain does not verify (refused by default); "
+                             "the report's first line then names the rows that are unverified")
 
 
 def _write_report(path: Path, text: str) -> None:
@@ -43,15 +47,16 @@ def run(args: argparse.Namespace) -> int:
     if bool(args.campaign) == bool(args.outcomes):
         raise BadInput("report: give a CAMPAIGN directory or --outcomes CSV (exactly one)")
     if args.outcomes:
-        if args.judge:
-            raise BadInput("report: --judge applies to a campaign; an outcomes CSV already holds the labels")
+        if args.judge or getattr(args, "allow_broken_chain", False):
+            raise BadInput(f"report: {'--judge' if args.judge else '--allow-broken-chain'} applies to a campaign; "
+                           "an outcomes CSV holds its labels and no evidence chain")
         data = load_outcomes_csv(args.outcomes)
     else:
         from orchestrator.store.sqlite import CampaignStore
 
         db = Path(args.campaign) / "campaign.db"
         try:
-            store = CampaignStore.open_readonly(Path(args.campaign))
+            store = CampaignStore.open_readonly(Path(args.campaign), allow_broken_chain=getattr(args, "allow_broken_chain", False))
             try:
                 data = outcomes_from_store(store, args.judge)
             finally:

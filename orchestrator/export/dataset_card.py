@@ -58,6 +58,11 @@ def _intro(plan: Any, summary: dict[str, Any]) -> list[str]:
     add(f"- Success labels: **{summary['labels']['source']}**.")
     add(f"- Protocol SHA-256: `{campaign['protocol_sha256']}` (frozen before the first trial; "
         f"the text is in `meta/protocol.yaml`).")
+    if summary.get("evidence"):
+        evidence = summary["evidence"]
+        add(f"- Evidence chain head: `{evidence['head']}` ({evidence['entries']} entries over every trial, "
+            f"attempt, episode, label, event and session row; the chain and the rows the outcomes come from "
+            f"are in `{evidence['file']}`; check them with `orchestrator verify DATASET_DIR`).")
     if summary.get("forced"):
         add("")
         add("> **Exported with `--force`, read with care:** " + "; ".join(summary["forced"]) + ".")

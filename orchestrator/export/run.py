@@ -21,6 +21,7 @@ from orchestrator.core.pids import process_running
 from orchestrator.store.sqlite import CampaignStore
 from orchestrator.export.checks import (check_export_space, check_hub_token, check_lerobot_installed, check_not_running, check_repo_id,
                      check_root, default_root)
+from orchestrator.export.evidence import EVIDENCE_FILE, evidence_document, evidence_summary
 from orchestrator.export.hub import push_dataset
 from orchestrator.export.names import CARD_FILE, EVALUATION_FILE, LAYOUT_FILE, PROTOCOL_FILE, REPORT_FILE, RIG_FILE, TRIALS_FILE
 from orchestrator.export.plan import ExportPlan, plan_export
@@ -68,6 +69,7 @@ class _Prepared:
     report: dict[str, Any]
     report_md: str
     judge_labels: dict[str, dict[str, Any]]
+    evidence: dict[str, Any]           # meta/ab_evidence.json: the chain and the rows it covers
 
 
 def _prepare(campaign_dir: Path, repo_id: str, root: Path | None, judge: str | None, include_aborted: bool,
@@ -90,7 +92,8 @@ def _prepare(campaign_dir: Path, repo_id: str, root: Path | None, judge: str | N
         for line in plan.forced:
             say(f"warning (--force): {line}")
         report, report_md = report_json(store, judge)
-        return _Prepared(plan, report, report_md, {j: store.latest_labels(j) for j in plan.judges})
+        return _Prepared(plan, report, report_md, {j: store.latest_labels(j) for j in plan.judges},
+                         evidence_document(store))
     finally:
         store.close()
 
@@ -106,6 +109,7 @@ def _write_all(prep: _Prepared, summary: dict[str, Any], out: Path,
     (out / RIG_FILE).write_text(plan.campaign["rig_text"], encoding="utf-8")
     (out / REPORT_FILE).write_text(json.dumps(prep.report, indent=2, sort_keys=False) + "\n", encoding="utf-8")
     (out / EVALUATION_FILE).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    (out / EVIDENCE_FILE).write_text(json.dumps(prep.evidence) + "\n", encoding="utf-8")
     card_kwargs = card_arguments(plan, summary, prep.report_md)
     (out / CARD_FILE).write_text(render_full_card(info, card_kwargs, plan.repo_id), encoding="utf-8")
     return info, card_kwargs
@@ -123,6 +127,8 @@ def export_campaign(campaign_dir: Path, *, repo_id: str, root: Path | None = Non
     plan = prep.plan
     root = plan.root
     summary = evaluation_summary(plan)  # refuses an altered store before anything is written
+    summary["evidence"] = evidence_summary(prep.evidence)
+    summary["files"]["evidence"] = EVIDENCE_FILE
     check_export_space(plan)
     say(f"exporting {len(plan.episodes)} episodes of {campaign_dir} as {repo_id} to {root} "
         f"(labels: {plan.labels.source}; {plan.fps} fps"

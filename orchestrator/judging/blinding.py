@@ -129,15 +129,21 @@ _SEALED = {"trials": {"policy", "seed", "position", "unit", "repeat_index"},
            "episodes": {"physics_success", "max_lift_m", "time_to_success_s", "safety_events",
                         "timing"},
            "attempts": {"reason", "abort_class", "abort_cause", "settles"},   # an abort's cause would unblind
-           "events": None}
+           "events": None,
+           "chain": None}   # a trial's row digest could be matched against guesses of its policy
 
 
 def seal(conn) -> None:
-    """Make `conn` refuse (SQLite authorizer) every read of the key and of policy-naming text."""
+    """Make `conn` refuse (SQLite authorizer) every read of the key and of policy-naming text.
+
+    The one exception: the evidence chain's own reads (`store.chain.hashing()`), which hash the
+    rows a judge's label or invalid start changes and hand back no value."""
     import sqlite3
 
+    from orchestrator.store.chain import hashing
+
     def authorizer(action, table, column, *_):
-        if action == sqlite3.SQLITE_READ and table in _SEALED:
+        if action == sqlite3.SQLITE_READ and table in _SEALED and not hashing():
             columns = _SEALED[table]
             if columns is None or column in columns:
                 return sqlite3.SQLITE_DENY

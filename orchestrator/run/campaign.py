@@ -131,13 +131,6 @@ def _resume(store: CampaignStore, loaded: LoadedProtocol, rig: LoadedRig, direct
     return OpenedCampaign(store, loaded, rig, resumed=True, recovered=recovered)
 
 
-def _where(store: CampaignStore) -> str:
-    """The campaign store as the user knows it: its SQLite file, or the server's for a folder."""
-    if getattr(store.conn, "dialect", "") == "postgresql":
-        return f"the server's campaign store for {store.directory}"
-    return str(store.directory / DB_NAME)
-
-
 def frozen_protocol(store: CampaignStore) -> LoadedProtocol:
     """Rebuild the protocol frozen in a campaign store (for reports, judging and export), checked
     against the identity hashes frozen beside it: BadInput (one line) when the stored protocol or
@@ -148,7 +141,7 @@ def frozen_protocol(store: CampaignStore) -> LoadedProtocol:
     for what, stored, actual in (("protocol", c.get("protocol_sha256"), loaded.sha256),
                                  ("layout", c.get("layout_sha256"), loaded.layout_sha256)):
         if stored != actual:
-            raise BadInput(f"{_where(store)}: the {what} frozen in the campaign store does not "
+            raise BadInput(f"{store.where}: the {what} frozen in the campaign store does not "
                            f"match its SHA-256 ({str(stored or '')[:12] or 'blank'} stored, {actual[:12]} "
                            "computed); the store was altered or damaged")
     return loaded

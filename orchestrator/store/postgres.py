@@ -173,6 +173,22 @@ class PgConnection:
         """SQLite's per-connection authorizer has no PostgreSQL twin: on a server, blinding is
         the judge role's privileges (`orchestrator store add-judge`)."""
 
+    # the evidence chain, kept by the server (postgres_chain.py); store/chain.py calls these
+    def chain_call(self, function: str, table: str, key: str) -> None:
+        from orchestrator.store.postgres_chain import call
+
+        call(self, function, table, key)
+
+    def chain_install(self) -> None:
+        from orchestrator.store.postgres_chain import install_functions
+
+        install_functions(self)
+
+    def chain_verify(self):
+        from orchestrator.store.postgres_chain import verify_on_server
+
+        return verify_on_server(self)
+
     def close(self) -> None:
         self.raw.close()
 
@@ -222,12 +238,11 @@ def open_connection(url: str, directory: Path | None) -> PgConnection:
         raise BadInput(f"{where}: written by a newer orchestrator (schema {version}, this one "
                        f"reads up to {SCHEMA_VERSION}); upgrade with `uv sync`")
     if version < SCHEMA_VERSION:
+        from orchestrator.store.postgres_blind import install_blind_objects
         from orchestrator.store.schema import migrate
 
         migrate(conn, version)  # type: ignore[arg-type]
-        if conn.has_table("judging_info"):   # the blind objects follow the schema (invalid_start)
-            from orchestrator.store.postgres_blind import install_blind_objects
-
+        if conn.has_table("judging_info"):   # the blind objects follow the schema (invalid_start, the chain's calls)
             install_blind_objects(conn)
     return conn
 

@@ -63,19 +63,29 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = public AS $$
                    WHERE j.episode_id = e.id AND j.retracted_at IS NULL AND j.label <> 'unsure'
                      AND j.judge NOT IN ('physics', 'auto')) < (SELECT judges FROM judging_rules)))
 $$""")
+    # both chain every row they change (postgres_chain.py), checking it first
     conn.raw.execute("""
 CREATE OR REPLACE FUNCTION forget_episode_labels(episode TEXT) RETURNS void
-LANGUAGE sql VOLATILE SECURITY DEFINER SET search_path = public AS $$
-  DELETE FROM judgments WHERE episode_id = episode
-$$""")
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = public AS $$
+DECLARE r RECORD;
+BEGIN
+  FOR r IN SELECT id FROM judgments WHERE episode_id = episode ORDER BY id LOOP
+    PERFORM chain_guard('judgments', r.id::text);
+    DELETE FROM judgments WHERE id = r.id;
+    PERFORM chain_append('judgments', r.id::text);
+  END LOOP;
+END $$""")
     conn.raw.execute("""
 CREATE OR REPLACE FUNCTION invalid_start(episode TEXT, why TEXT) RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = public AS $$
-DECLARE s BIGINT; a BIGINT;
+DECLARE s BIGINT; a BIGINT; c TEXT; e BIGINT;
 BEGIN
   SELECT slot, attempt_id INTO s, a FROM episodes WHERE id = episode;
   IF NOT FOUND THEN RAISE EXCEPTION 'episode % is not in this campaign', episode; END IF;
-  DELETE FROM judgments WHERE episode_id = episode;
+  SELECT id INTO c FROM campaign;
+  PERFORM forget_episode_labels(episode);
+  PERFORM chain_guard('episodes', episode), chain_guard('attempts', a::text), chain_guard('trials', s::text),
+          chain_guard('campaign', c);
   DELETE FROM episodes WHERE id = episode;
   UPDATE attempts SET status = 'aborted', reason = why, abort_class = 'invalid_start',
     abort_cause = 'invalid start' WHERE id = a;   -- store.abort_causes: the class's one cause
@@ -83,7 +93,9 @@ BEGIN
   UPDATE campaign SET finished_at = NULL, stop_reason = NULL WHERE stop_reason = 'complete';
   INSERT INTO events (at, kind, slot, message)
     VALUES (extract(epoch FROM clock_timestamp()), 'invalid_start', s,
-            'episode ' || episode || ': ' || why || '; trial will be re-run');
+            'episode ' || episode || ': ' || why || '; trial will be re-run') RETURNING id INTO e;
+  PERFORM chain_append('episodes', episode), chain_append('attempts', a::text), chain_append('trials', s::text),
+          chain_append('campaign', c), chain_append('events', e::text);
 END $$""")
     conn.raw.execute("REVOKE ALL ON FUNCTION judging_complete(), forget_episode_labels(TEXT),"
                      " invalid_start(TEXT, TEXT) FROM PUBLIC")

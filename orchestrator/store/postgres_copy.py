@@ -15,10 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator.core.errors import BadInput, RuntimeFailure
+from orchestrator.store import chain
 
 # Every table of the schema with its key (rows are hashed in key order).
 TABLES = {"meta": "key", "campaign": "id", "trials": "slot", "attempts": "id", "episodes": "id",
-          "judgments": "id", "events": "id", "sessions": "id"}
+          "judgments": "id", "events": "id", "sessions": "id", "chain": "seq"}
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,10 @@ def migrate_to_server(campaign: Path, url: str) -> MigrateSummary:
     from orchestrator.store.sqlite import CampaignStore
 
     source = CampaignStore.open_for_run(Path(campaign))  # no run may write while we copy
+    before = chain.verify(source.conn)
+    if not before.intact:
+        source.close()
+        raise chain.refusal(source.where, before)
     target = PgConnection(url)
     try:
         if target.has_table("meta"):
@@ -61,6 +66,7 @@ def migrate_to_server(campaign: Path, url: str) -> MigrateSummary:
         try:
             create_schema(target)            # the same frozen steps as a new store
             target.execute("DELETE FROM meta")  # the source's rows are copied as they are
+            target.execute("DELETE FROM chain")
             for table in TABLES:
                 _copy_table(source.conn, target, table)
             copied = {t: table_digest(target, t) for t in TABLES}
@@ -68,6 +74,10 @@ def migrate_to_server(campaign: Path, url: str) -> MigrateSummary:
             if wrong:
                 raise RuntimeFailure(f"{redact(url)}: the copy differs from {campaign} in "
                                      f"{', '.join(wrong)}; nothing was committed")
+            status = chain.verify(target)  # the server recomputes the chain the file kept
+            if not status.intact:
+                raise RuntimeFailure(f"{redact(url)}: the copied evidence chain does not verify on the server "
+                                     f"(first: {status.unverified[0]}); nothing was committed")
             from orchestrator.store.postgres_blind import install_blind_objects
 
             install_blind_objects(target)

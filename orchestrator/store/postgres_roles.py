@@ -6,7 +6,8 @@ A judge is a login role in the group `<database>_judges`. The group may read `me
 `blind_episodes` and `judging_info`; on `judgments` row-level security lets it read, add and
 retract (set `retracted_at`) only rows whose `judge` is its own role name, with `source`
 'local'. It has no privilege on `trials`, `episodes`, `attempts`, `campaign`, `events` or
-`sessions`: the server answers "permission denied" (PostgreSQL documentation, "Row Security
+`sessions`, nor on `chain` (its writes extend the evidence chain through the functions of
+`postgres_chain.py`, which hand back no row digest): the server answers "permission denied" (PostgreSQL documentation, "Row Security
 Policies" and "Privileges", sections 5.8 and 5.9 of the PostgreSQL 15 manual). The campaign's
 owner is not subject to the policies.
 
@@ -21,6 +22,7 @@ import re
 
 from orchestrator.core.errors import BadInput
 from orchestrator.store.postgres_blind import install_blind_objects
+from orchestrator.store.postgres_chain import grant_functions
 
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,40}$")
 
@@ -100,6 +102,7 @@ def _grant_operators(conn, group: str) -> None:
             "GRANT EXECUTE ON FUNCTION judging_complete(), forget_episode_labels(TEXT) TO {role}",
             "ALTER TABLE judgments ENABLE ROW LEVEL SECURITY"):
         conn.raw.execute(sql.SQL(statement).format(db=sql.Identifier(database), role=role))
+    grant_functions(conn, group)
     policies = {
         "operators_read": "FOR SELECT TO {role} USING (judge IN ('physics', 'auto') OR judging_complete())",
         "operators_add": "FOR INSERT TO {role} WITH CHECK (true)",
@@ -139,6 +142,7 @@ def _grant(conn, group: str) -> None:
     ]
     for statement in statements:
         conn.raw.execute(sql.SQL(statement).format(db=sql.Identifier(database), role=role))
+    grant_functions(conn, group)   # a judge's labels extend the evidence chain, which it cannot read
     policies = {
         "judges_read_own": "FOR SELECT TO {role} USING (judge = current_user)",
         "judges_add_own": "FOR INSERT TO {role} WITH CHECK (judge = current_user AND source = 'local')",

@@ -14,6 +14,7 @@ from typing import Callable
 
 from orchestrator.core.errors import BadInput
 from orchestrator.store.abort_causes import abort_cause
+from orchestrator.store.chain import start_chain
 
 SCHEMA_1 = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -90,7 +91,20 @@ def _to_4(conn: sqlite3.Connection) -> None:
     conn.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
 
 
-_STEPS: dict[int, Callable[[sqlite3.Connection], None]] = {2: _to_2, 3: _to_3, 4: _to_4}
+def _to_5(conn: sqlite3.Connection) -> None:
+    """Schema 5 adds the evidence chain (`chain.py`): the table `chain` with its origin, and every
+    row an older store holds chained as it is at the migration (the origin says `migrated`)."""
+    conn.execute("""
+CREATE TABLE chain (
+    seq INTEGER PRIMARY KEY, tbl TEXT NOT NULL, row_key TEXT NOT NULL, row_sha256 TEXT NOT NULL,
+    at REAL NOT NULL, digest TEXT NOT NULL
+)""")
+    conn.execute("CREATE INDEX chain_by_row ON chain (tbl, row_key, seq)")
+    start_chain(conn)
+    conn.execute("UPDATE meta SET value = '5' WHERE key = 'schema_version'")
+
+
+_STEPS: dict[int, Callable[[sqlite3.Connection], None]] = {2: _to_2, 3: _to_3, 4: _to_4, 5: _to_5}
 SCHEMA_VERSION = max(_STEPS)
 
 

@@ -2,7 +2,9 @@
 
 It holds the frozen protocol (text and SHA-256), the rig profile, the schedule, every trial
 with its state (pending, running, done, aborted), every attempt, the episodes, the judges'
-labels and an event log. Every state change is one transaction; the database runs in WAL
+labels and an event log, and the evidence chain over those rows (`chain.py`): every write of
+one extends it in the write's transaction, every reader verifies it when it opens the store
+(`CampaignStore._reader`). Every state change is one transaction; the database runs in WAL
 mode with `synchronous=FULL`, so a committed change survives a crash or power loss and
 readers (report, judge) can read while a run writes. A run holds an exclusive lock file
 (`campaign.lock`), so a second runner on the same campaign is refused.
@@ -24,17 +26,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from filelock import FileLock, Timeout
+from filelock import FileLock
 
 from orchestrator.core.durable import fsync_dir
 from orchestrator.core.errors import BadInput, RuntimeFailure
+from orchestrator.store import chain
 from orchestrator.store.abort_causes import abort_cause
 from orchestrator.store.schema import SCHEMA_VERSION, create_schema, migrate
+from orchestrator.store.sqlite_file import (APPLICATION_ID, DB_NAME, LOCK_NAME, acquire, checked, connect,  # noqa: F401
+                                            existing, upgrade)
 from orchestrator.design.schedule import Trial
 
-APPLICATION_ID = 0x50414231  # "PAB1": marks the file as ours (PRAGMA application_id)
-DB_NAME = "campaign.db"
-LOCK_NAME = "campaign.lock"
 
 TRIAL_STATES = ("pending", "running", "done", "aborted")
 LABELS = ("success", "failure", "unsure")
@@ -49,22 +51,28 @@ INTERRUPTED_CLASS = "interrupted"
 def _write_new_campaign(conn, *, name: str, protocol_path: str, protocol_text: str, protocol_sha256: str,
                         layout_text: str, layout_sha256: str, rig_path: str, rig_text: str,
                         simulated: bool, schedule: list[Trial]) -> None:
-    """One transaction: schema, frozen protocol, schedule (SQLite file or PostgreSQL database)."""
+    """One transaction: schema, frozen protocol, schedule, each row chained (SQLite file or
+    PostgreSQL database)."""
     conn.execute("BEGIN")
     create_schema(conn)
     conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
     conn.execute("INSERT INTO meta VALUES ('tool', 'so101-ab-orchestrator')")
+    campaign_id = secrets.token_hex(6)
     conn.execute(
         "INSERT INTO campaign (id, name, created_at, protocol_path, protocol_text, protocol_sha256,"
         " layout_text, layout_sha256, rig_path, rig_text, simulated) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-        (secrets.token_hex(6), name, time.time(), protocol_path, protocol_text, protocol_sha256,
+        (campaign_id, name, time.time(), protocol_path, protocol_text, protocol_sha256,
          layout_text, layout_sha256, rig_path, rig_text, int(simulated)))
+    chain.append(conn, "campaign", campaign_id)
     conn.executemany(
         "INSERT INTO trials (slot, unit, mark_id, repeat_index, position, policy, seed)"
         " VALUES (?,?,?,?,?,?,?)",
         [(t.slot, t.unit, t.mark_id, t.repeat, t.position, t.policy, t.seed) for t in schedule])
-    conn.execute("INSERT INTO events (at, kind, message) VALUES (?, 'created', ?)",
-                 (time.time(), f"campaign created with {len(schedule)} scheduled trials"))
+    for t in schedule:
+        chain.append(conn, "trials", t.slot)
+    cur = conn.execute("INSERT INTO events (at, kind, message) VALUES (?, 'created', ?)",
+                       (time.time(), f"campaign created with {len(schedule)} scheduled trials"))
+    chain.append(conn, "events", cur.lastrowid)
     conn.execute("COMMIT")
 
 
@@ -116,30 +124,12 @@ class Judgment:
     source: str
 
 
-def _connect(path: Path, readonly: bool = False) -> sqlite3.Connection:
-    """A connection to the store: read-write (WAL, full sync, foreign keys) or truly read-only
-    (`mode=ro`: SQLite refuses every write). A read-only connection to a store on read-only
-    media, where SQLite cannot create the WAL index, falls back to `immutable=1` (nobody can
-    write there either)."""
-    if readonly:
-        uri = Path(path).resolve().as_uri() + "?mode=ro"
-        conn = sqlite3.connect(uri, uri=True, timeout=30, isolation_level=None)
-        try:
-            conn.execute("PRAGMA schema_version").fetchone()
-        except sqlite3.OperationalError:
-            conn.close()
-            if os.access(Path(path).parent, os.W_OK):
-                raise
-            conn = sqlite3.connect(uri + "&immutable=1", uri=True, timeout=30, isolation_level=None)
-    else:
-        conn = sqlite3.connect(path, timeout=30, isolation_level=None)
-    conn.row_factory = sqlite3.Row
-    conn.execute("PRAGMA busy_timeout = 30000")
-    if not readonly:
-        conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute("PRAGMA synchronous = FULL")
-        conn.execute("PRAGMA foreign_keys = ON")
-    return conn
+def _event(c, kind: str, message: str, slot: int | None = None, data: str | None = None,
+           at: float | None = None) -> None:
+    """One row of the event log, chained, inside the caller's transaction."""
+    cur = c.execute("INSERT INTO events (at, kind, slot, message, data) VALUES (?,?,?,?,?)",
+                    (time.time() if at is None else at, kind, slot, message, data))
+    chain.append(c, "events", cur.lastrowid)
 
 
 class CampaignStore:
@@ -153,6 +143,8 @@ class CampaignStore:
         # A station's claim check (stations.py), run first inside the transactions that begin
         # and commit an attempt: raises when the station no longer holds the trial's block.
         self.guard: Any = None
+        # What the evidence chain's check found when a reader opened the store (chain.py).
+        self.evidence: chain.ChainStatus | None = None
 
     # ------------------------------------------------------------ opening
 
@@ -163,7 +155,7 @@ class CampaignStore:
         """Create a new campaign (directory, lock, schema, frozen protocol, schedule)."""
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
-        lock = cls._acquire(directory)
+        lock = acquire(directory)
         db = directory / DB_NAME
         if db.exists():
             lock.release()
@@ -171,7 +163,7 @@ class CampaignStore:
         tmp = directory / (DB_NAME + ".creating")
         for suffix in ("", "-journal", "-wal", "-shm"):   # of a creation killed before its rename
             Path(str(tmp) + suffix).unlink(missing_ok=True)
-        conn = _connect(tmp)
+        conn = connect(tmp)
         try:
             _write_new_campaign(conn, name=name, protocol_path=protocol_path, protocol_text=protocol_text,
                                 protocol_sha256=protocol_sha256, layout_text=layout_text,
@@ -188,7 +180,7 @@ class CampaignStore:
             tmp.unlink(missing_ok=True)
             lock.release()
             raise
-        conn, _ = cls._checked(db)
+        conn, _ = checked(db)
         return cls(directory, conn, lock)
 
     @classmethod
@@ -198,10 +190,10 @@ class CampaignStore:
         directory = Path(directory)
         if (server := _server("run")) is not None:
             return server(directory)
-        db = cls._existing(directory)
-        lock = cls._acquire(directory)
+        db = existing(directory)
+        lock = acquire(directory)
         try:
-            conn, version = cls._checked(db)
+            conn, version = checked(db)
             if version < SCHEMA_VERSION:
                 migrate(conn, version)
             return cls(directory, conn, lock)
@@ -210,101 +202,57 @@ class CampaignStore:
             raise
 
     @classmethod
-    def open_readonly(cls, directory: Path) -> "CampaignStore":
+    def open_readonly(cls, directory: Path, allow_broken_chain: bool = False) -> "CampaignStore":
         """Open for reading only (report, export, bundle, plan): SQLite refuses every write on
-        this connection. Works while a run is writing."""
-        if (server := _server("read")) is not None:
-            return server(directory)
-        return cls._open_unlocked(Path(directory), readonly=True)
+        this connection. Works while a run is writing. The evidence chain is checked (`_reader`)."""
+        return cls._reader(Path(directory), "read", allow_broken_chain)
 
     @classmethod
-    def open_for_labels(cls, directory: Path) -> "CampaignStore":
+    def open_for_labels(cls, directory: Path, allow_broken_chain: bool = False) -> "CampaignStore":
         """Open for judging: read-write without the run lock (labels are added while a run may
-        be writing; SQLite's WAL serialises the two writers)."""
-        if (server := _server("label")) is not None:
-            return server(directory)
-        return cls._open_unlocked(Path(directory), readonly=False)
+        be writing; SQLite's WAL serialises the two writers). The evidence chain is checked."""
+        return cls._reader(Path(directory), "label", allow_broken_chain)
+
+    @classmethod
+    def _reader(cls, directory: Path, purpose: str, allow_broken_chain: bool) -> "CampaignStore":
+        """The one opening every reader goes through (report, judge, export, bundle,
+        import-labels, compare, verify): the store, with its evidence chain recomputed
+        (`chain.verify`, kept as `evidence`). A chain that does not verify is refused (BadInput,
+        one line naming the first row that does not match) unless `allow_broken_chain`."""
+        server = _server(purpose)
+        store = server(directory) if server is not None else cls._open_unlocked(directory, purpose == "read")
+        try:
+            # One snapshot, so that a run committing meanwhile cannot make the chain and its rows
+            # disagree; a reader keeps it to its end (what it reads is what was verified), a
+            # judge's session, which may last hours, lets it go (a long snapshot holds the WAL).
+            store.conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ" if server is not None else "BEGIN")
+            store.evidence = chain.verify(store.conn)
+            if purpose != "read":
+                store.conn.execute("COMMIT")
+        except BaseException:
+            store.close()
+            raise
+        if not store.evidence.intact and not allow_broken_chain:
+            store.close()
+            raise chain.refusal(store.where, store.evidence)
+        return store
+
+    @property
+    def where(self) -> str:
+        """The campaign store as the user knows it: its SQLite file, or the server's for a folder."""
+        if getattr(self.conn, "dialect", "") == "postgresql":
+            return f"the server's campaign store for {self.directory}"
+        return str(self.directory / DB_NAME)
 
     @classmethod
     def _open_unlocked(cls, directory: Path, readonly: bool) -> "CampaignStore":
-        db = cls._existing(directory)
-        conn, version = cls._checked(db, readonly)
+        db = existing(directory)
+        conn, version = checked(db, readonly)
         if version < SCHEMA_VERSION:  # migrations run only under the run lock
             conn.close()
-            cls._upgrade(directory)
-            conn, version = cls._checked(db, readonly)
+            upgrade(directory)
+            conn, version = checked(db, readonly)
         return cls(directory, conn, None)
-
-    @staticmethod
-    def _existing(directory: Path) -> Path:
-        db = directory / DB_NAME
-        if not db.exists():
-            raise BadInput(f"{directory}: no campaign here ({DB_NAME} is missing)")
-        return db
-
-    @classmethod
-    def _upgrade(cls, directory: Path) -> None:
-        """Upgrade an older store to this schema, taking the run lock for it."""
-        try:
-            lock = cls._acquire(directory)
-        except BadInput:
-            raise BadInput(f"{directory}: the campaign store has an older schema and another "
-                           "`orchestrator run` holds its lock; try again when that run has started or ended") from None
-        except OSError as exc:
-            raise BadInput(f"{directory}: the campaign store has an older schema and cannot be upgraded "
-                           f"here ({exc.strerror or exc}); copy the campaign to a writable folder") from None
-        try:
-            conn, version = cls._checked(directory / DB_NAME)
-            try:
-                if version < SCHEMA_VERSION:
-                    migrate(conn, version)
-            finally:
-                conn.close()
-        finally:
-            lock.release()
-
-    @staticmethod
-    def _acquire(directory: Path) -> FileLock:
-        lock = FileLock(str(directory / LOCK_NAME), timeout=0)
-        try:
-            lock.acquire()
-        except Timeout:
-            raise BadInput(f"{directory}: another `orchestrator run` is running this campaign "
-                           f"(lock {LOCK_NAME} is held); wait for it or stop it first") from None
-        return lock
-
-    @staticmethod
-    def _checked(db: Path, readonly: bool = False) -> tuple[sqlite3.Connection, int]:
-        """Connect and verify the file is an intact campaign store of a known schema; the
-        connection and the store's schema version (never migrated here)."""
-        try:
-            with open(db, "rb") as handle:
-                header = handle.read(100)
-        except OSError as exc:
-            raise BadInput(f"{db}: cannot read campaign store: {exc.strerror}") from None
-        if header[:16] != b"SQLite format 3\x00":
-            raise BadInput(f"{db}: not a campaign store (not an SQLite database)")
-        # application_id is bytes 68-71 of the header: refuse a foreign database before a
-        # read-write connection switches it to WAL mode (which rewrites its header)
-        if len(header) < 100 or int.from_bytes(header[68:72], "big") != APPLICATION_ID:
-            raise BadInput(f"{db}: not a campaign store of this tool (foreign SQLite database)")
-        try:
-            conn = _connect(db, readonly)
-            app_id = conn.execute("PRAGMA application_id").fetchone()[0]
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-        except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
-            raise BadInput(f"{db}: campaign store is corrupted ({exc})") from None
-        if app_id != APPLICATION_ID:
-            conn.close()
-            raise BadInput(f"{db}: not a campaign store of this tool (foreign SQLite database)")
-        if version > SCHEMA_VERSION:
-            conn.close()
-            raise BadInput(f"{db}: written by a newer orchestrator (schema {version}, this one "
-                           f"reads up to {SCHEMA_VERSION}); upgrade with `uv sync`")
-        if version < 1:
-            conn.close()
-            raise BadInput(f"{db}: campaign store has no schema version; it was not written by this tool")
-        return conn, version
 
     def close(self) -> None:
         try:
@@ -396,8 +344,7 @@ class CampaignStore:
     def log_event(self, kind: str, message: str, slot: int | None = None,
                   data: dict[str, Any] | None = None) -> None:
         with self.transaction() as c:
-            c.execute("INSERT INTO events (at, kind, slot, message, data) VALUES (?,?,?,?,?)",
-                      (time.time(), kind, slot, message, json.dumps(data) if data else None))
+            _event(c, kind, message, slot, json.dumps(data) if data else None)
 
     def recover_interrupted(self) -> list[tuple[int, str]]:
         """Mark trials left `running` by a dead process as aborted; return (slot, episode_id).
@@ -410,11 +357,13 @@ class CampaignStore:
         with self.transaction() as c:
             for attempt_id, slot, episode_id in stale:
                 why = "interrupted: the process stopped during the episode"
-                c.execute("UPDATE attempts SET status='aborted', ended_at=?, reason=?, abort_class=?, abort_cause=?"
-                          " WHERE id=?", (now, why, INTERRUPTED_CLASS, abort_cause(INTERRUPTED_CLASS, why), attempt_id))
-                c.execute("UPDATE trials SET state='aborted' WHERE slot=? AND state='running'", (slot,))
-                c.execute("INSERT INTO events (at, kind, slot, message) VALUES (?,?,?,?)",
-                          (now, "aborted", slot, "attempt interrupted (process stopped); will re-run"))
+                with chain.change(c, "attempts", attempt_id):
+                    c.execute("UPDATE attempts SET status='aborted', ended_at=?, reason=?, abort_class=?,"
+                              " abort_cause=? WHERE id=?",
+                              (now, why, INTERRUPTED_CLASS, abort_cause(INTERRUPTED_CLASS, why), attempt_id))
+                with chain.change(c, "trials", slot):
+                    c.execute("UPDATE trials SET state='aborted' WHERE slot=? AND state='running'", (slot,))
+                _event(c, "aborted", "attempt interrupted (process stopped); will re-run", slot, at=now)
         return [(slot, episode_id) for _, slot, episode_id in stale]
 
     def begin_attempt(self, slot: int, episode_id: str) -> int:
@@ -426,7 +375,9 @@ class CampaignStore:
                 raise RuntimeFailure(f"trial {slot} is {'missing' if state is None else 'already done'}")
             cur = c.execute("INSERT INTO attempts (slot, episode_id, started_at, status)"
                             " VALUES (?,?,?, 'running')", (slot, episode_id, time.time()))
-            c.execute("UPDATE trials SET state='running', attempts=attempts+1 WHERE slot=?", (slot,))
+            chain.append(c, "attempts", cur.lastrowid)
+            with chain.change(c, "trials", slot):
+                c.execute("UPDATE trials SET state='running', attempts=attempts+1 WHERE slot=?", (slot,))
             return int(cur.lastrowid)
 
     def finish_attempt(self, attempt_id: int, record: EpisodeRecord) -> None:
@@ -440,7 +391,8 @@ class CampaignStore:
             slot = slot[0]
             if self.guard is not None:
                 self.guard(c, slot)
-            c.execute("UPDATE attempts SET status='done', ended_at=? WHERE id=?", (now, attempt_id))
+            with chain.change(c, "attempts", attempt_id):
+                c.execute("UPDATE attempts SET status='done', ended_at=? WHERE id=?", (now, attempt_id))
             c.execute(
                 "INSERT INTO episodes (id, slot, attempt_id, frames, duration_s, cameras, physics_success,"
                 " max_lift_m, time_to_success_s, safety_events, timing, files, digests, created_at)"
@@ -451,16 +403,20 @@ class CampaignStore:
                  record.max_lift_m, record.time_to_success_s, json.dumps(list(record.safety_events)),
                  json.dumps(record.timing or {}), json.dumps(record.files),
                  json.dumps(record.digests or {}), now))
-            c.execute("UPDATE trials SET state='done', episode_id=?, done_at=? WHERE slot=?",
-                      (record.episode_id, now, slot))
+            chain.append(c, "episodes", record.episode_id)
+            with chain.change(c, "trials", slot):
+                c.execute("UPDATE trials SET state='done', episode_id=?, done_at=? WHERE slot=?",
+                          (record.episode_id, now, slot))
             if record.physics_success is not None:
-                c.execute("INSERT INTO judgments (episode_id, judge, label, created_at, source)"
-                          " VALUES (?,?,?,?, 'physics')",
-                          (record.episode_id, PHYSICS_JUDGE,
-                           "success" if record.physics_success else "failure", now))
+                cur = c.execute("INSERT INTO judgments (episode_id, judge, label, created_at, source)"
+                                " VALUES (?,?,?,?, 'physics')",
+                                (record.episode_id, PHYSICS_JUDGE,
+                                 "success" if record.physics_success else "failure", now))
+                chain.append(c, "judgments", cur.lastrowid)
             if record.auto is not None:
-                c.execute("INSERT INTO judgments (episode_id, judge, label, note, created_at, source)"
-                          " VALUES (?,?,?,?,?, 'auto')", (record.episode_id, AUTO_JUDGE, *record.auto, now))
+                cur = c.execute("INSERT INTO judgments (episode_id, judge, label, note, created_at, source)"
+                                " VALUES (?,?,?,?,?, 'auto')", (record.episode_id, AUTO_JUDGE, *record.auto, now))
+                chain.append(c, "judgments", cur.lastrowid)
 
     def invalidate_episode(self, episode_id: str, reason: str, kind: str = "invalidated") -> int | None:
         """Undo a done trial whose files did not survive (power loss, disk fault), or whose start
@@ -484,15 +440,20 @@ class CampaignStore:
             if getattr(c, "dialect", "") == "postgresql":  # labels an operator may not see (pgroles.py)
                 c.execute("SELECT forget_episode_labels(?)", (episode_id,))
             else:
-                c.execute("DELETE FROM judgments WHERE episode_id=?", (episode_id,))
-            c.execute("DELETE FROM episodes WHERE id=?", (episode_id,))
+                for (label_id,) in c.execute("SELECT id FROM judgments WHERE episode_id=?", (episode_id,)).fetchall():
+                    with chain.change(c, "judgments", label_id):
+                        c.execute("DELETE FROM judgments WHERE id=?", (label_id,))
+            with chain.change(c, "episodes", episode_id):
+                c.execute("DELETE FROM episodes WHERE id=?", (episode_id,))
             cls = "invalid_start" if kind == "invalid_start" else "rig"
-            c.execute("UPDATE attempts SET status='aborted', reason=?, abort_class=?, abort_cause=? WHERE id=?",
-                      (reason, cls, abort_cause(cls, reason), attempt_id))
-            c.execute("UPDATE trials SET state='aborted', episode_id=NULL, done_at=NULL WHERE slot=?", (slot,))
-            c.execute("UPDATE campaign SET finished_at=NULL, stop_reason=NULL WHERE stop_reason='complete'")
-            c.execute("INSERT INTO events (at, kind, slot, message) VALUES (?,?,?,?)",
-                      (now, kind, slot, f"episode {episode_id}: {reason}; trial will be re-run"))
+            with chain.change(c, "attempts", attempt_id):
+                c.execute("UPDATE attempts SET status='aborted', reason=?, abort_class=?, abort_cause=? WHERE id=?",
+                          (reason, cls, abort_cause(cls, reason), attempt_id))
+            with chain.change(c, "trials", slot):
+                c.execute("UPDATE trials SET state='aborted', episode_id=NULL, done_at=NULL WHERE slot=?", (slot,))
+            with chain.change(c, "campaign", chain.campaign_key(c)):
+                c.execute("UPDATE campaign SET finished_at=NULL, stop_reason=NULL WHERE stop_reason='complete'")
+            _event(c, kind, f"episode {episode_id}: {reason}; trial will be re-run", slot, at=now)
         return slot
 
     def abort_attempt(self, attempt_id: int, reason: str, abort_class: str | None = None,
@@ -507,15 +468,16 @@ class CampaignStore:
         now = time.time()
         with self.transaction() as c:
             row = c.execute("SELECT slot FROM attempts WHERE id=?", (attempt_id,)).fetchone()
-            c.execute("UPDATE attempts SET status='aborted', ended_at=?, reason=?, abort_class=?, abort_cause=?,"
-                      " settles=? WHERE id=?",
-                      (now, reason, abort_class, abort_cause(abort_class, reason), settles, attempt_id))
+            with chain.change(c, "attempts", attempt_id):
+                c.execute("UPDATE attempts SET status='aborted', ended_at=?, reason=?, abort_class=?, abort_cause=?,"
+                          " settles=? WHERE id=?",
+                          (now, reason, abort_class, abort_cause(abort_class, reason), settles, attempt_id))
             if row:
                 state = "aborted" if settles is None else "done"
-                c.execute("UPDATE trials SET state=?, done_at=? WHERE slot=? AND state='running'",
-                          (state, None if settles is None else now, row[0]))
-                c.execute("INSERT INTO events (at, kind, slot, message) VALUES (?,?,?,?)",
-                          (now, "aborted", row[0], reason if settles is None else f"{reason} ({settles})"))
+                with chain.change(c, "trials", row[0]):
+                    c.execute("UPDATE trials SET state=?, done_at=? WHERE slot=? AND state='running'",
+                              (state, None if settles is None else now, row[0]))
+                _event(c, "aborted", reason if settles is None else f"{reason} ({settles})", row[0], at=now)
 
     def reruns(self, slot: int) -> int:
         """How many times trial `slot` was aborted and sent back to be re-run, not counting
@@ -538,19 +500,20 @@ class CampaignStore:
                 "INSERT INTO judgments (episode_id, judge, label, failure_mode, note, created_at, source)"
                 " VALUES (?,?,?,?,?,?,?)",
                 (episode_id, judge, label, failure_mode, note, created_at or time.time(), source))
+            chain.append(c, "judgments", cur.lastrowid)
             return int(cur.lastrowid)
 
     def retract_judgment(self, judgment_id: int) -> None:
         """Undo a label: kept for the audit trail, no longer counted."""
-        with self.transaction() as c:
+        with self.transaction() as c, chain.change(c, "judgments", judgment_id):
             c.execute("UPDATE judgments SET retracted_at=? WHERE id=? AND retracted_at IS NULL",
                       (time.time(), judgment_id))
 
     def mark_finished(self, reason: str) -> None:
         with self.transaction() as c:
-            c.execute("UPDATE campaign SET finished_at=?, stop_reason=?", (time.time(), reason))
-            c.execute("INSERT INTO events (at, kind, message) VALUES (?,?,?)",
-                      (time.time(), "finished", reason))
+            with chain.change(c, "campaign", chain.campaign_key(c)):
+                c.execute("UPDATE campaign SET finished_at=?, stop_reason=?", (time.time(), reason))
+            _event(c, "finished", reason)
 
     def begin_session(self) -> int:
         """Record the start of an `orchestrator run` session; returns its id."""
@@ -561,10 +524,11 @@ class CampaignStore:
         with self.transaction() as c:
             cur = c.execute("INSERT INTO sessions (started_at, host, pid, tool_version) VALUES (?,?,?,?)",
                             (time.time(), platform.node(), os.getpid(), __version__))
+            chain.append(c, "sessions", cur.lastrowid)
             return int(cur.lastrowid)
 
     def end_session(self, session_id: int, outcome: str) -> None:
-        with self.transaction() as c:
+        with self.transaction() as c, chain.change(c, "sessions", session_id):
             c.execute("UPDATE sessions SET ended_at=?, outcome=? WHERE id=?", (time.time(), outcome, session_id))
 
     def sessions(self) -> list[dict[str, Any]]:

@@ -202,4 +202,7 @@ def dress_campaign(directory: Path) -> list[str]:
         conn.commit()
     finally:
         conn.close()
+    from support.evidence import accept_edits
+
+    accept_edits(directory)   # the episodes as if they had been recorded with these files
     return ids

@@ -49,6 +49,8 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_control_loop_time.py", ("slow",)),   # real-time episodes: seconds of wall clock
     ("test_core_import.py", ("subprocess",)),
     ("test_demo_wheel.py", ("subprocess",)),
+    ("test_evidence_chain.py", ()),
+    ("test_evidence_cli.py", ("subprocess",)),
     ("test_export.py", ("lerobot",)),
     ("test_docs.py", ()),
     ("test_episode_rules.py", ()),
@@ -75,6 +77,7 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_lerobot_rig.py", ("lerobot",)),
     ("test_outcomes.py", ()),
     ("test_pg_abort_causes.py", ("postgres",)),
+    ("test_pg_evidence.py", ("postgres", "subprocess")),
     ("test_pg_roles.py", ("postgres",)),
     ("test_pg_store.py", ("postgres",)),
     ("test_plan.py", ()),

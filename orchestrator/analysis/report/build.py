@@ -442,7 +442,7 @@ def build_report(data: OutcomeSet) -> Report:
         operator_is_judge=data.operator_is_judge, fps=data.fps, raters=rater_agreement(data),
         arm_still=_arm_still(data), unit=unit, test=deciding_test_name(unit, primary),
         notes=_cochran_notes(comparisons, cochran, data.alpha), stations=station_section, aborts=abort_section,
-        withheld=tuple(withheld))
+        withheld=tuple(withheld), evidence=data.evidence)
 
 
 def _arm_still(data: OutcomeSet) -> tuple[tuple[str, str, str], ...]:

@@ -55,12 +55,39 @@ def table(header: list[str], rows: list[list[str]]) -> Table:
 # ------------------------------------------------------------------ sections
 
 
+UNVERIFIED_SHOWN = 20   # rows the first line of a report on a broken chain names
+
+
+def unverified_line(evidence) -> str:
+    """The first line of a report read with `--allow-broken-chain` from a broken chain."""
+    if evidence.damage is not None:
+        return (f"UNVERIFIED: the campaign store is damaged (SQLite's integrity check: {evidence.damage}); "
+                "read with --allow-broken-chain, every row is unverified")
+    rows = evidence.unverified
+    names = ", ".join(rows[:UNVERIFIED_SHOWN]) + (f" and {len(rows) - UNVERIFIED_SHOWN} more"
+                                                  if len(rows) > UNVERIFIED_SHOWN else "")
+    return (f"UNVERIFIED: {len(rows)} row{'s' if len(rows) != 1 else ''} of the campaign store "
+            f"{'do' if len(rows) != 1 else 'does'} not match its "
+            f"evidence chain (read with --allow-broken-chain; what they hold is unverified): {names}")
+
+
+def _evidence_line(evidence) -> str:
+    state = (evidence.origin_text() if evidence.intact
+             else "does not verify: the first line says why")
+    return f"Evidence: chain head {evidence.head}, {evidence.entries} entries, {state}"
+
+
 def header(r: Report) -> list[Block]:
-    out: list[Block] = [Title(f"Report: {r.protocol_name or r.campaign_name}"),
-                        Line(f"Verdict: {r.headline}", "verdict"), Gap(),
-                        Line(f"Source: {r.source}" + (f" (campaign {r.campaign_id})" if r.campaign_id else ""))]
+    out: list[Block] = []
+    if r.evidence is not None and not r.evidence.intact:
+        out.append(Line(unverified_line(r.evidence), "verdict"))
+    out += [Title(f"Report: {r.protocol_name or r.campaign_name}"),
+            Line(f"Verdict: {r.headline}", "verdict"), Gap(),
+            Line(f"Source: {r.source}" + (f" (campaign {r.campaign_id})" if r.campaign_id else ""))]
     if r.protocol_sha256:
         out.append(Line(f"Protocol: {r.protocol_name}, sha256 {r.protocol_sha256}"))
+    if r.evidence is not None:
+        out.append(Line(_evidence_line(r.evidence)))
     out.append(Line(f"Labels: {r.label_source}"))
     out.append(Line(f"Primary test: McNemar {p_name(r.primary)}, alpha {r.alpha:g}; stopping rule: {r.stopping_rule}"))
     out.append(Line(_unit_line(r)))

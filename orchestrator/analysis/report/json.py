@@ -194,6 +194,7 @@ def to_dict(r: Report) -> dict[str, Any]:
     out["warnings"] = list(r.warnings)
     out["notes"] = list(r.notes)
     out["verdict"] = r.headline
+    out["evidence"] = None if r.evidence is None else r.evidence.to_dict()   # None: an outcomes CSV
     return out
 
 

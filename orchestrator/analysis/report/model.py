@@ -234,3 +234,4 @@ class Report:
     stations: Any = None    # report/stations.StationSection for a campaign run by several arms
     aborts: Any = None      # report/aborts.AbortSection for a campaign (None for an outcomes CSV)
     withheld: tuple[tuple[str, str], ...] = ()   # (statistic, why) not computed, e.g. with repeats
+    evidence: Any = None    # store.chain.ChainStatus: the campaign's evidence chain (None: a CSV)
