@@ -192,9 +192,9 @@ async def test_tiled_cameras_at_different_rates_stay_in_step(tmp_path):
 
 def test_a_bundle_keeps_every_frame_timestamp(tmp_path):
     """Bundles remux packets: the judge (and an external player) sees the same PTS."""
-    from orchestrator.judging.bundle import _remux_without_metadata
+    from orchestrator.judging.clean_media import clean_copy
 
     times = [0.0, 0.1, 0.2, 0.5, 0.6, 1.3, 1.4, 1.9]
     write_timed_video(tmp_path / "src.mp4", times)
-    _remux_without_metadata(tmp_path / "src.mp4", tmp_path / "copy.mp4")
+    clean_copy(tmp_path / "src.mp4", tmp_path / "copy.mp4")
     assert decoded(tmp_path / "copy.mp4").times == pytest.approx(times, abs=1e-3)

@@ -6,9 +6,10 @@ A bundle holds exactly what the blinded view (`blinding.py`) gives a judge, and 
                                   success test, the failure modes, and per episode (sorted by
                                   id, not by run order): opaque id, video files, mark,
                                   duration, frame count (`manifest.py` writes and reads it)
-    videos/<episode id>/<camera>.mp4
-                                  the recorded videos, remuxed with all container and stream
-                                  metadata dropped (no re-encoding)
+    videos/<episode id>/<camera>.mp4, <camera>.start.jpg
+                                  the recorded videos and start stills, cleaned as the
+                                  browser judge's are (`clean_media`: videos remuxed without
+                                  metadata, stills re-encoded from their pixels)
     labels/<judge>.jsonl          written by `orchestrator judge BUNDLE --judge NAME`: one JSON
                                   line per label or retraction, appended and fsynced per key
     README.txt                    how to judge it and send it back
@@ -32,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from orchestrator.judging.clean_media import clean_copy
 from orchestrator.judging.blinding import blinded_view, forbidden_terms, judge_order, scan_for_terms
 from orchestrator.core.errors import BadInput, RuntimeFailure
 from orchestrator.judging.source import (INVALID_START, BlindEpisode, JudgingInfo, LabelRecord, check_judge_name,
@@ -59,22 +61,6 @@ Success test: {success_test}
 
 When done, send back the folder labels/ (or the whole bundle).
 """
-
-
-def _remux_without_metadata(src: Path, dst: Path) -> None:
-    """Copy the video stream of `src` into `dst` (no re-encoding), dropping all metadata."""
-    import av
-
-    with av.open(str(src)) as inp:
-        in_stream = inp.streams.video[0]
-        with av.open(str(dst), "w", format="mp4") as out:
-            out_stream = out.add_stream_from_template(in_stream)
-            out_stream.metadata.clear()
-            for packet in inp.demux(in_stream):
-                if packet.dts is None:
-                    continue
-                packet.stream = out_stream
-                out.mux(packet)
 
 
 @dataclass(frozen=True)
@@ -122,19 +108,19 @@ def write_bundle(campaign: Path, out: Path) -> BundleSummary:
                 dst = tmp / rel
                 dst.parent.mkdir(parents=True, exist_ok=True)
                 try:
-                    _remux_without_metadata(src, dst)
+                    total += clean_copy(src, dst)
                 except Exception as exc:
                     raise RuntimeFailure(f"{src}: cannot copy video into the bundle "
                                          f"({type(exc).__name__}: {exc})") from None
-                fsync_file(dst)
-                total += dst.stat().st_size
                 videos[camera] = rel
             stills = {}
             for camera, src in episode.stills.items():
                 rel = f"videos/{episode.id}/{camera}.start.jpg"
-                shutil.copyfile(src, tmp / rel)
-                fsync_file(tmp / rel)
-                total += (tmp / rel).stat().st_size
+                try:
+                    total += clean_copy(src, tmp / rel)
+                except Exception as exc:
+                    raise RuntimeFailure(f"{src}: cannot copy the start still into the bundle "
+                                         f"({type(exc).__name__}: {exc})") from None
                 stills[camera] = rel
             entries.append(ManifestEpisode(
                 id=episode.id, videos=videos, mark={"id": episode.mark.id, "x": episode.mark.x, "y": episode.mark.y},

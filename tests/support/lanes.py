@@ -45,6 +45,7 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_auto_rater.py", ()),
     ("test_blinding.py", ()),
     ("test_bundle.py", ()),
+    ("test_clean_media.py", ()),
     ("test_console.py", ()),
     ("test_control_loop_time.py", ("slow",)),   # real-time episodes: seconds of wall clock
     ("test_core_import.py", ("subprocess",)),

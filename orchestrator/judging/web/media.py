@@ -1,18 +1,16 @@
 """What the browser judge's videos and stills are, byte for byte, and under which names.
 
-A judge's browser never gets a recorded file as it is on disk: each video is remuxed into
-memory (PyAV, the H.264 stream copied packet by packet, no re-encoding) with every container
-and stream metadata entry dropped, so a title or comment a recorder wrote (which may name a
-policy) and the file's own dates never reach the page. The browser reads it with HTTP range
+A judge's browser never gets a recorded file as it is on disk: each video and start still is
+cleaned in memory by the rule a bundle's files follow too (`judging.clean_media`: a video remuxed
+without metadata, a still re-encoded from its pixels). The browser reads a video with HTTP range
 requests (the index is at the end, as the recorder writes it: one more request to start).
-A start still is decoded and encoded again as a JPEG (no EXIF, no comment).
 
 Each file is named by a random token made for this session (`secrets.token_urlsafe`), never by
 its path, episode id or camera; tokens say nothing about order or time.
 
 With each video go its picture size and the presentation timestamp of every frame (seconds
-from the start of the episode, from the packets' PTS x time base: the control step at which
-the recorder took the frame), which the page uses to step frame by frame.
+from the start of the episode: the control step at which the recorder took the frame), which
+the page uses to step frame by frame.
 """
 
 from __future__ import annotations
@@ -23,62 +21,17 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from orchestrator.judging.clean_media import CleanVideo, clean_still, clean_video
 from orchestrator.judging.source import BlindEpisode
-
-
-@dataclass(frozen=True)
-class Video:
-    data: bytes                    # the remuxed MP4
-    width: int
-    height: int
-    times: list[float]             # presentation timestamps of the frames, ascending (s)
 
 
 @dataclass
 class Prepared:
     """An episode's media, ready to serve: camera -> video, camera -> still JPEG, problems."""
 
-    videos: dict[str, Video] = field(default_factory=dict)
+    videos: dict[str, CleanVideo] = field(default_factory=dict)
     stills: dict[str, bytes] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
-
-
-def remux(path: Path) -> Video:
-    """`path`'s video stream in a fresh in-memory MP4 without metadata, with its frame times."""
-    import av
-
-    out = io.BytesIO()
-    times: list[float] = []
-    with av.open(str(path)) as inp:
-        stream = inp.streams.video[0]
-        width, height = stream.codec_context.width, stream.codec_context.height
-        with av.open(out, "w", format="mp4") as container:
-            copy = container.add_stream_from_template(stream)
-            copy.metadata.clear()
-            for packet in inp.demux(stream):
-                if packet.dts is None:
-                    continue
-                if packet.pts is not None and packet.time_base is not None:
-                    times.append(float(packet.pts * packet.time_base))
-                packet.stream = copy
-                container.mux(packet)
-            container.metadata.clear()
-    start = min(times, default=0.0)
-    return Video(out.getvalue(), width, height, sorted(max(0.0, t - start) for t in times))
-
-
-def clean_still(path: Path) -> bytes:
-    """The still at `path` as a fresh JPEG (pixels only)."""
-    import cv2
-    import numpy as np
-
-    image = cv2.imdecode(np.fromfile(str(path), np.uint8), cv2.IMREAD_COLOR)
-    if image is None:
-        raise ValueError("not an image")
-    ok, jpeg = cv2.imencode(".jpg", image, [cv2.IMWRITE_JPEG_QUALITY, 92])
-    if not ok:
-        raise ValueError("JPEG encoding failed")
-    return jpeg.tobytes()
 
 
 def prepare(episode: BlindEpisode) -> Prepared:
@@ -87,7 +40,7 @@ def prepare(episode: BlindEpisode) -> Prepared:
     prepared = Prepared()
     for camera, path in episode.videos.items():
         try:
-            prepared.videos[camera] = remux(path)
+            prepared.videos[camera] = clean_video(path)
         except Exception as exc:
             reason = "file missing" if isinstance(exc, FileNotFoundError) else type(exc).__name__
             prepared.errors[camera] = f"camera {camera}: cannot read the video ({reason})"
