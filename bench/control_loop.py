@@ -234,7 +234,7 @@ def bench_lerobot_record(rig, tmp: Path, fps: int, seconds: float) -> dict:
     ctx, features, engine, wrapper = lerobot_context(rig, fps, seconds)
     defaults = DatasetRecordConfig()
     dataset = LeRobotDataset.create(
-        "bench/rollout_bench", fps, root=tmp / "dataset", robot_type=rig.robot.name, features=features,
+        "local/rollout_bench", fps, root=tmp / "dataset", robot_type=rig.robot.name, features=features,
         use_videos=True, image_writer_processes=defaults.num_image_writer_processes,
         image_writer_threads=defaults.num_image_writer_threads_per_camera * len(rig.robot.cameras),
         batch_encoding_size=defaults.video_encoding_batch_size, streaming_encoding=defaults.streaming_encoding)

@@ -52,7 +52,7 @@ def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float, str]:
 
 def load_all(root: Path, env: dict[str, str]) -> str:
     code = ("import sys, time; from lerobot.datasets.lerobot_dataset import LeRobotDataset; "
-            f"d = LeRobotDataset('bench/export-speed', root={str(root)!r}); t = time.perf_counter(); "
+            f"d = LeRobotDataset('local/export-speed', root={str(root)!r}); t = time.perf_counter(); "
             "[d[i] for i in range(len(d))]; print(f'{len(d)} frames x {len(d.meta.video_keys)} cameras read by '"
             "f'LeRobotDataset ({d._video_backend}) in {time.perf_counter() - t:.1f} s, no timestamp error')")
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True)
@@ -96,7 +96,7 @@ def main() -> int:
         campaign, root = work / "campaign", work / "dataset"
         run_s, _, _ = timed(["run", str(campaign_files(work, args.marks, args.repeats)),
                              "--rig", str(ROOT / "hardware" / "sim.yaml"), "--out", str(campaign)], env)
-        export_s, export_mb, out = timed(["export", str(campaign), "--repo-id", "bench/export-speed",
+        export_s, export_mb, out = timed(["export", str(campaign), "--repo-id", "local/export-speed",
                                           "--root", str(root), *args.export_args], env)
         recorded = tree_bytes(campaign / "videos", ".mp4")
         videos, total = tree_bytes(root / "videos"), tree_bytes(root)

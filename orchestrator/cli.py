@@ -35,7 +35,7 @@ VERBS = {
 }
 
 # Verbs that open a campaign store: `--store postgresql://...` puts it on a PostgreSQL server
-# (several arms, orchestrator/pgstore.py); without it the store is CAMPAIGN/campaign.db.
+# (several arms, orchestrator/store/postgres.py); without it the store is CAMPAIGN/campaign.db.
 STORE_VERBS = ("run", "judge", "report", "export", "bundle", "import-labels", "doctor", "verify")
 
 

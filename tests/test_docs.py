@@ -1,11 +1,14 @@
 """The project's documents hold what a user needs: nothing points at files outside the
-repository, every link between them resolves, the README's contents match its headings, and it
-gives the CI command."""
+repository, every link between them resolves, every file path, module name and test id written
+in the docs, the code, the tests, the benches and the profiles names something that exists, the
+README's contents match its headings, and it gives the CI command."""
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
+from support.pointers import scanned, stale
 from support.repo import REPO
 
 # Written outside this repository: a pointer to them is a pointer a user cannot follow.
@@ -33,6 +36,30 @@ def test_links_between_the_documents_resolve():
                 links.append((doc, target))
     assert len(links) >= 8
     assert [f"{d.name} -> {t}" for d, t in links if not (d.parent / t).exists()] == []
+
+
+def test_every_path_module_and_test_named_in_the_text_exists():
+    files = [p for p in scanned(REPO) if p != Path(__file__)]   # this file plants stale pointers below
+    assert len(files) > 300 and {p.suffix for p in files} >= {".md", ".py", ".yaml", ".sh", ".js"}   # count guard
+    assert [s for p in files for s in stale(REPO, p)] == []
+
+
+def test_the_pointer_check_names_each_kind_of_stale_pointer():
+    """The positive control: planted in a module's text, a moved file, a module that is gone, a
+    name a module does not define, a stage-relative path, a stage-dotted name and a test that
+    does not exist are each named; their live counterparts are not."""
+    planted = "\n".join([
+        "see orchestrator/sim/twin/faults.py and orchestrator/store/chain.py",
+        "the store (orchestrator.pgstore), orchestrator.store.chain.verify, orchestrator.store.chain.nothing_here",
+        "run/kinematics.py beside run/motion.py",
+        "`store.pgroles`, `store.chain`, `rigs.twin.client.Twin`, `sim.twin.client.Twin`",
+        "tests/test_store.py::test_no_such_test and tests/test_docs.py::test_the_pointer_check_names_each_kind_of_stale_pointer",
+        "the report's schema \"orchestrator.report/1\" and tests/FILE.py (a placeholder)",
+    ])
+    found = [s.split(": ", 1)[1] for s in stale(REPO, REPO / "orchestrator" / "cli.py", planted)]
+    assert found == ["orchestrator/sim/twin/faults.py", "orchestrator.pgstore", "orchestrator.store.chain.nothing_here",
+                     "run/kinematics.py", "store.pgroles", "sim.twin.client.Twin",
+                     "tests/test_store.py::test_no_such_test"]
 
 
 def anchor(heading: str) -> str:

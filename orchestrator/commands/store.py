@@ -4,7 +4,7 @@
 the copy (row counts and SHA-256 per table); the directory keeps the videos and becomes the
 `--out` of later `--store URL` commands. `add-judge` (run as the database's owner) creates a
 login role that can read only the blinded view and write only its own labels
-(orchestrator/pgroles.py).
+(orchestrator/store/postgres_roles.py).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 `doctor` (shared parsing).
 
 `twin_session(args, loaded_rig, protocol)` is a context manager: without `--twin` it yields
-the rig unchanged; with it, it starts the twin (`sim.twin.client.start_twin`) and yields the
+the rig unchanged; with it, it starts the twin (`rigs.twin.client.start_twin`) and yields the
 swapped rig, and stops the twin when the block ends, however it ends.
 """
 

@@ -82,7 +82,7 @@ class LoadedRig:
     path: Path
     profile: RigProfile
     text: str
-    twin: Any = None        # the running twin (`sim.twin.client.Twin`) when run with --twin
+    twin: Any = None        # the running twin (`rigs.twin.client.Twin`) when run with --twin
 
     @property
     def sha256(self) -> str:
