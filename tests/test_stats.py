@@ -18,6 +18,7 @@ from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import confint_proportions_2indep, proportion_confint
 
 from orchestrator.analysis import stats as S
+from support import stats_checks as C
 from support.oracles import newcombe_transcribed
 from orchestrator.analysis.stats.paired_ci import _tango_p01
 
@@ -81,7 +82,7 @@ def test_t_interval_vector():
 
 @pytest.mark.parametrize("case", V["trials_needed_wilson_z1.96"], ids=lambda c: f"{c['p']}-{c['hw']}")
 def test_trials_needed_vectors(case):
-    assert S.wilson_trials_needed(case["p"], case["hw"], z=1.96) == case["n"]
+    assert C.wilson_trials_needed(case["p"], case["hw"], z=1.96) == case["n"]
 
 
 # ------------------------------------------------------------------ numbers quoted in the seeds
@@ -113,8 +114,8 @@ def test_seed_002_numbers():
     assert S.discordant_floor(5) == 0.0625
     assert S.min_discordant_for_alpha(0.05, "mcnemar_exact") == 6
     # the quoted Wald intervals: roughly +4 to +28 and -1 to +33
-    w1 = S.wald_paired(S.PairedTable(33, 9, 1, 7))
-    w2 = S.wald_paired(S.PairedTable(30, 14, 6, 0))
+    w1 = C.wald_paired(S.PairedTable(33, 9, 1, 7))
+    w2 = C.wald_paired(S.PairedTable(30, 14, 6, 0))
     assert (round(100 * w1.lo), round(100 * w1.hi)) == (4, 28)
     assert (round(100 * w2.lo), round(100 * w2.hi)) == (-1, 33)
     # Fisher on the marginals: 42/50 vs 34/50 -> 0.10
@@ -138,8 +139,8 @@ def test_seed_004_numbers():
     assert (round(S.wald(10, 10).lo, 3), round(S.wald(10, 10).hi, 3)) == (1.0, 1.0)
     assert _r3(S.wald(9, 10, z=1.96)) == (0.714, 1.0)
     assert _r3(S.wald(221, 300, z=1.96)) == (0.687, 0.787)
-    assert round(S.prob_at_least(9, 10, 221 / 300), 3) == 0.215
-    assert round(S.prob_at_least(9, 10, 263 / 300), 3) == 0.645
+    assert round(C.prob_at_least(9, 10, 221 / 300), 3) == 0.215
+    assert round(C.prob_at_least(9, 10, 263 / 300), 3) == 0.645
     assert round(S.fisher_exact(14, 20, 18, 20), 3) == 0.235
     assert round(S.fisher_exact(74, 100, 88, 100), 3) == 0.018
     # exact power of Fisher's test, A 221/300 vs B 263/300
@@ -150,8 +151,8 @@ def test_seed_004_numbers():
     want_wilson = {5: 0.981, 10: 0.975, 20: 0.962, 50: 0.947, 100: 0.946}
     want_wald = {5: 0.764, 10: 0.927, 20: 0.908, 50: 0.914, 100: 0.945}
     for n in want_wilson:
-        assert round(S.exact_coverage(lambda k, m: S.wilson(k, m, z=1.96), n, p), 3) == want_wilson[n]
-        assert round(S.exact_coverage(lambda k, m: S.wald(k, m, z=1.96), n, p), 3) == want_wald[n]
+        assert round(C.exact_coverage(lambda k, m: S.wilson(k, m, z=1.96), n, p), 3) == want_wilson[n]
+        assert round(C.exact_coverage(lambda k, m: S.wald(k, m, z=1.96), n, p), 3) == want_wald[n]
 
 
 def test_seed_001_iqm_convention():
@@ -165,10 +166,10 @@ def test_seed_001_iqm_convention():
 def test_wilson_exact_coverage_n5_to_100():
     """Seed 004: Wilson's exact coverage stays near 95 % for every n; Wald's does not."""
     p = 221 / 300
-    wilson_cov = [S.wilson_coverage(n, p) for n in range(5, 101)]
+    wilson_cov = [C.wilson_coverage(n, p) for n in range(5, 101)]
     for n in (5, 17, 50, 100):   # the vectorised path equals the generic one
-        assert wilson_cov[n - 5] == pytest.approx(S.exact_coverage(S.wilson, n, p), abs=1e-14)
-    wald_cov = [S.exact_coverage(S.wald, n, p) for n in range(5, 101, 5)]
+        assert wilson_cov[n - 5] == pytest.approx(C.exact_coverage(S.wilson, n, p), abs=1e-14)
+    wald_cov = [C.exact_coverage(S.wald, n, p) for n in range(5, 101, 5)]
     # Wilson oscillates around 95 % (Brown, Cai & DasGupta 2001) but never far below it here
     assert min(wilson_cov) > 0.92 and max(wilson_cov) < 0.99
     assert np.mean(wilson_cov) == pytest.approx(0.95, abs=0.01)
@@ -176,12 +177,12 @@ def test_wilson_exact_coverage_n5_to_100():
     # averaged over a grid of true rates, Wilson's coverage is close to nominal at every n
     grid = np.linspace(0.05, 0.95, 19)
     for n in range(5, 101):
-        mean_cov = np.mean([S.wilson_coverage(n, q) for q in grid])
+        mean_cov = np.mean([C.wilson_coverage(n, q) for q in grid])
         assert 0.93 < mean_cov < 0.975, (n, mean_cov)
     # and the coverage sum is a probability computed independently with binom.pmf
     n = 37
     ks = [k for k in range(n + 1) if S.wilson(k, n).contains(p)]
-    assert S.exact_coverage(S.wilson, n, p) == pytest.approx(sum(sps.binom.pmf(k, n, p) for k in ks))
+    assert C.exact_coverage(S.wilson, n, p) == pytest.approx(sum(sps.binom.pmf(k, n, p) for k in ks))
 
 
 # ------------------------------------------------------------------ published paired intervals
@@ -194,7 +195,7 @@ def test_cavo_2012_published_values():
     expect = {"newcombe": (-0.1186, -0.0046), "tango": (-0.1240, -0.0054),
               "bonett-price": (-0.1195, -0.0032), "wald": (-0.1184, -0.0058)}
     for method, (lo, hi) in expect.items():
-        iv = S.paired_difference(t, method)
+        iv = C.paired_difference(t, method)
         assert (round(iv.lo, 4), round(iv.hi, 4)) == (lo, hi), method
         assert round(iv.estimate, 4) == -0.0621
     r = S.mcnemar(6, 16)
@@ -202,9 +203,9 @@ def test_cavo_2012_published_values():
     assert round(r.chi2_cc_p, 6) == 0.055009
     assert round(r.exact_p, 6) == 0.052479
     assert round(r.mid_p, 6) == 0.034690
-    cp = S.clopper_pearson(13, 16)
+    cp = C.clopper_pearson(13, 16)
     assert (round(cp.lo, 4), round(cp.hi, 4)) == (0.5435, 0.9595)
-    assert round(S.clopper_pearson(0, 10).hi, 4) == 0.3085
+    assert round(C.clopper_pearson(0, 10).hi, 4) == 0.3085
 
 
 def test_newcombe_paired_transcription_random_tables():
@@ -292,7 +293,7 @@ def test_wilson_against_statsmodels_random():
         for i in range(0, 3000, 4 if level == 0.95 else 20):
             iv = S.wilson(int(k[i]), int(n[i]), level=level)
             assert iv.lo == pytest.approx(lo[i], abs=1e-12) and iv.hi == pytest.approx(hi[i], abs=1e-12)
-            cp = S.clopper_pearson(int(k[i]), int(n[i]), level)
+            cp = C.clopper_pearson(int(k[i]), int(n[i]), level)
             assert cp.lo == pytest.approx(blo[i], abs=1e-9) and cp.hi == pytest.approx(bhi[i], abs=1e-9)
     # the vectorised bounds agree with statsmodels on all 3000 at once (one n per call)
     for nn in (7, 50, 333):
@@ -559,7 +560,7 @@ def test_paired_interval_properties(a, b, c, d):
     if t.n == 0:
         return
     for method in ("newcombe", "tango", "bonett-price", "wald"):
-        iv = S.paired_difference(t, method)
+        iv = C.paired_difference(t, method)
         assert -1.0 <= iv.lo <= iv.hi <= 1.0, method
         assert iv.estimate == pytest.approx((b - c) / t.n)
         if method in ("newcombe", "tango"):
@@ -567,7 +568,7 @@ def test_paired_interval_properties(a, b, c, d):
     # swapping the policies mirrors every interval
     sw = S.PairedTable(a, c, b, d)
     for method in ("newcombe", "tango", "bonett-price"):
-        x, y = S.paired_difference(t, method), S.paired_difference(sw, method)
+        x, y = C.paired_difference(t, method), C.paired_difference(sw, method)
         assert x.lo == pytest.approx(-y.hi, abs=1e-7) and x.hi == pytest.approx(-y.lo, abs=1e-7)
 
 

@@ -14,7 +14,7 @@ n = a + b + c + d pairs; b and c are the discordant pairs, the only ones that ca
 information about which policy is better; rate(A) - rate(B) = (b - c) / n.
 
 Modules (one idea each; everything is re-exported here, so `stats.wilson(...)` works):
-`types` result dataclasses; `proportion` one rate (Wilson, Clopper-Pearson, coverage);
+`types` result dataclasses; `proportion` one rate (Wilson, Wald);
 `mcnemar` the paired test; `paired_ci` intervals for the paired difference; `unpaired` Fisher
 and Newcombe for independent rates; `multi` Cochran's Q and Holm; `clustered` repeats on one
 mark (the mark as the unit); `clustered_rate` one policy's rate over marks; `evalue` the anytime-valid e-value; `evalue_power` the e-value rule's exact power; `sequence` anytime-valid
@@ -81,14 +81,12 @@ from orchestrator.analysis.stats.evalue_power import evalue_layouts_needed, eval
 from orchestrator.analysis.stats.mcnemar import (discordant_floor, mcnemar, mcnemar_exact_p, mcnemar_midp, min_discordant_for_alpha,
                       paired_table)
 from orchestrator.analysis.stats.multi import cochran_q, holm
-from orchestrator.analysis.stats.paired_ci import (bonett_price_paired, newcombe_cells, newcombe_paired, paired_difference, tango_paired,
-                        wald_paired)
+from orchestrator.analysis.stats.paired_ci import bonett_price_paired, newcombe_cells, newcombe_paired, tango_paired
 from orchestrator.analysis.stats.planning import plan
 from orchestrator.analysis.stats.power import _rejection_bounds  # noqa: F401  (bench/stats_speed.py clears its cache)
 from orchestrator.analysis.stats.power import (cell_probabilities, fisher_power, fisher_trials_needed, independent_groups_n,
                     layouts_needed, paired_power)
-from orchestrator.analysis.stats.proportion import (Z95, clopper_pearson, exact_coverage, prob_at_least, wald, wilson,
-                         wilson_bounds, wilson_coverage, wilson_trials_needed, z_for_level)
+from orchestrator.analysis.stats.proportion import Z95, wald, wilson, wilson_bounds, z_for_level
 from orchestrator.analysis.stats.sequence import beta_binomial_bounds, beta_binomial_cs, difference_cs
 from orchestrator.analysis.stats.seeds import interquartile_mean, stratified_bootstrap_ci, t_interval, t_interval_from_summary
 from orchestrator.analysis.stats.types import (ClusteredResult, CochranQResult, EValueResult, Interval, McNemarResult, MeanInterval, PairedTable,
@@ -100,15 +98,15 @@ from orchestrator.analysis.stats.trend import TrendResult, trend_test
 __all__ = [
     "Z95", "Interval", "PairedTable", "McNemarResult", "CochranQResult", "MeanInterval",
     "PowerResult", "PlanResult", "EValueResult", "z_for_level",
-    "wilson", "clopper_pearson", "wald", "exact_coverage", "wilson_bounds", "wilson_coverage", "wilson_trials_needed",
+    "wilson", "wald", "wilson_bounds",
     "paired_table", "mcnemar", "mcnemar_exact_p", "mcnemar_midp", "discordant_floor",
-    "min_discordant_for_alpha", "paired_difference", "newcombe_paired", "tango_paired",
-    "bonett_price_paired", "wald_paired", "fisher_exact", "newcombe_independent",
+    "min_discordant_for_alpha", "newcombe_paired", "tango_paired",
+    "bonett_price_paired", "fisher_exact", "newcombe_independent",
     "cochran_q", "holm", "t_interval", "t_interval_from_summary", "paired_power",
     "layouts_needed", "cell_probabilities", "independent_groups_n", "fisher_power",
     "fisher_trials_needed",
     "evalue_discordant", "evalue_power", "evalue_layouts_needed", "rejection_by_discordant", "interquartile_mean", "stratified_bootstrap_ci", "binary_agreement", "cohen_kappa",
-    "fleiss_kappa", "prob_at_least", "plan",
+    "fleiss_kappa", "plan",
     "ClusteredResult", "clustered_wilson", "rate_design_effect", "clustered_mcnemar", "clustered_p_values", "clustered_difference",
     "improvement_interval", "iqm_of_runs", "mean_and_iqm_intervals", "mean_of_tasks", "probability_of_improvement",
     "profile_intervals", "score_distribution", "cmh_test", "TrendResult", "trend_test",

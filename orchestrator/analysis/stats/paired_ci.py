@@ -129,31 +129,3 @@ def bonett_price_paired(t: PairedTable, level: float = 0.95) -> Interval:
     se = math.sqrt(max(0.0, p12 + p21 - d * d) / (n + 2))
     est = (b - c) / n if n else 0.0
     return Interval(est, max(-1.0, d - z * se), min(1.0, d + z * se), "bonett-price", level)
-
-
-def wald_paired(t: PairedTable, level: float = 0.95) -> Interval:
-    """Wald interval for the paired difference (for contrast only: it is the interval most papers quote):
-    D = (b - c)/n, se = sqrt(b + c - (b - c)^2/n) / n, D +- z se. Rough at small n."""
-    n = t.n
-    z = z_for_level(level)
-    if n == 0:
-        return Interval(0.0, -1.0, 1.0, "wald", level)
-    b, c = t.a_only, t.b_only
-    d = (b - c) / n
-    se = math.sqrt(max(0.0, b + c - (b - c) ** 2 / n)) / n
-    return Interval(d, max(-1.0, d - z * se), min(1.0, d + z * se), "wald", level)
-
-
-_PAIRED_METHODS = {"newcombe": newcombe_paired, "tango": tango_paired,
-                   "bonett-price": bonett_price_paired, "wald": wald_paired}
-
-
-def paired_difference(t: PairedTable, method: str = "newcombe", level: float = 0.95) -> Interval:
-    """Interval for rate(A) - rate(B) from paired data; method newcombe (default, Newcombe 1998
-    method 10), tango (Tango 1998 score), bonett-price (Bonett & Price 2012) or wald."""
-    try:
-        fn = _PAIRED_METHODS[method]
-    except KeyError:
-        raise ValueError(f"unknown paired-difference method {method!r}; "
-                         f"use one of {', '.join(_PAIRED_METHODS)}") from None
-    return fn(t, level)

@@ -1,15 +1,14 @@
-"""One binomial proportion: Wilson, Clopper-Pearson and Wald intervals, their exact coverage,
-and the trial budget for a target half-width.
+"""One binomial proportion: the Wilson interval (scalar and vectorised over k) and the Wald
+interval it is contrasted with.
 
 References: Wilson EB (1927) JASA 22:209-212; Brown LD, Cai TT, DasGupta A (2001)
-Statistical Science 16:101-133; Clopper CJ, Pearson ES (1934) Biometrika 26:404-413.
+Statistical Science 16:101-133.
 """
 
 from __future__ import annotations
 
 import math
 from functools import lru_cache
-from typing import Callable
 
 import numpy as np
 from scipy import stats
@@ -54,19 +53,6 @@ def wilson(k: int, n: int, level: float = 0.95, z: float | None = None) -> Inter
     return Interval(p, lo, hi, "wilson", level)
 
 
-def clopper_pearson(k: int, n: int, level: float = 0.95) -> Interval:
-    """Clopper-Pearson 'exact' interval (Clopper & Pearson 1934).
-
-    lo = Beta^-1(alpha/2; k, n-k+1) (0 when k = 0), hi = Beta^-1(1-alpha/2; k+1, n-k)
-    (1 when k = n): it inverts two one-sided binomial tests, so coverage is >= level.
-    """
-    _check_kn(k, n)
-    alpha = 1 - level
-    if n == 0:
-        return Interval(float("nan"), 0.0, 1.0, "clopper-pearson", level)
-    lo = 0.0 if k == 0 else float(stats.beta.ppf(alpha / 2, k, n - k + 1))
-    hi = 1.0 if k == n else float(stats.beta.ppf(1 - alpha / 2, k + 1, n - k))
-    return Interval(k / n, lo, hi, "clopper-pearson", level)
 
 
 def wald(k: int, n: int, level: float = 0.95, z: float | None = None) -> Interval:
@@ -84,13 +70,6 @@ def wald(k: int, n: int, level: float = 0.95, z: float | None = None) -> Interva
     return Interval(p, max(0.0, p - h), min(1.0, p + h), "wald", level)
 
 
-def exact_coverage(interval: Callable[[int, int], Interval], n: int, p: float) -> float:
-    """Exact coverage P_p(lo(K) <= p <= hi(K)), K ~ Binomial(n, p): the sum of the binomial
-    probabilities of every k whose interval contains p (Brown, Cai & DasGupta 2001)."""
-    ks = np.arange(n + 1)
-    pmf = stats.binom.pmf(ks, n, p)
-    covered = np.array([interval(int(k), n).contains(p) for k in ks])
-    return float(pmf[covered].sum())
 
 
 def wilson_bounds(k: np.ndarray, n: int, z: float = Z95) -> tuple[np.ndarray, np.ndarray]:
@@ -103,27 +82,3 @@ def wilson_bounds(k: np.ndarray, n: int, z: float = Z95) -> tuple[np.ndarray, np
     lo = np.where(k == 0, 0.0, np.maximum(0.0, centre - half))
     hi = np.where(k == n, 1.0, np.minimum(1.0, centre + half))
     return lo, hi
-
-
-def wilson_coverage(n: int, p: float, z: float = Z95) -> float:
-    """Exact coverage of the Wilson interval at n and true rate p (vectorised `exact_coverage`)."""
-    ks = np.arange(n + 1)
-    lo, hi = wilson_bounds(ks, n, z)
-    return float(stats.binom.pmf(ks, n, p)[(lo <= p) & (p <= hi)].sum())
-
-
-def wilson_trials_needed(p: float, half_width: float, z: float = 1.96, n_max: int = 1_000_000) -> int:
-    """Smallest n whose Wilson interval at observed rate p (k = round(p n)) has half-width
-    (hi - lo)/2 <= half_width. Uses the clipped interval, as reported."""
-    if not 0 <= p <= 1 or half_width <= 0:
-        raise ValueError("need 0 <= p <= 1 and half_width > 0")
-    for n in range(1, n_max + 1):
-        iv = wilson(round(p * n), n, z=z)
-        if (iv.hi - iv.lo) / 2 <= half_width:
-            return n
-    raise ValueError(f"no n <= {n_max} reaches half-width {half_width}")
-
-
-def prob_at_least(k: int, n: int, p: float) -> float:
-    """P(K >= k) for K ~ Binomial(n, p) (e.g. how often a p = 0.737 policy scores >= 9/10)."""
-    return float(stats.binom.sf(k - 1, n, p))
