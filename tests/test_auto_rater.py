@@ -23,6 +23,7 @@ from orchestrator.store.sqlite import CampaignStore
 
 from support.tiny import ROOT
 from support.evidence import accept_edits
+from support.textual_screen import screen_text
 
 
 @pytest.fixture(scope="module")
@@ -161,7 +162,7 @@ def test_contested_first_orders_without_showing_auto(tiny, tmp_path):
         async with app.run_test(size=(110, 32)) as pilot:
             await pilot.pause()
             for key in ("s", "f", ""):
-                text = app.screen_text()
+                text = screen_text(app)
                 assert "auto" not in text.lower() and not any(n in text for n in notes)
                 if key:
                     await pilot.press(key)
@@ -266,10 +267,10 @@ def test_report_json_rater_agreement_and_a_still_arm(tiny, tmp_path, capsys):
             await pilot.pause()
             app.go(app.session.episode(still["id"]))
             await pilot.pause()
-            assert "the arm never moved" in " ".join(app.screen_text().split())
+            assert "the arm never moved" in " ".join(screen_text(app).split())
             app.go(next(e for e in app.session.order if e.id != still["id"]))
             await pilot.pause()
-            assert "never moved" not in app.screen_text()
+            assert "never moved" not in screen_text(app)
 
     asyncio.run(session())
     source.close()

@@ -4,7 +4,6 @@ from its own thread (as the real runner does)."""
 from __future__ import annotations
 
 import asyncio
-import html
 import re
 import threading
 import time
@@ -12,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from support.textual_screen import screen_text
 from orchestrator.run.console import OperatorConsole, run_console
 from orchestrator.run.console.layout_view import describe_mark, render_layout
 from orchestrator.run.operator_protocol import Operator, StopRequested, TrialCue
@@ -25,11 +25,6 @@ LABELS = ("act_policy_v2", "scripted_baseline")  # the fake schedule's policy la
 @pytest.fixture(scope="module")
 def layout():
     return load_layout(REPO / "layouts" / "grid20.yaml")[0]
-
-
-def screen_text(app) -> str:
-    svg = app.export_screenshot()
-    return html.unescape("".join(re.findall(r">([^<]*)</text>", svg))).replace("\xa0", " ")
 
 
 class FakeRunner(threading.Thread):

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from support.judge_campaign import SECRET_TERMS, live_judgments, make_campaign
+from support.textual_screen import screen_text
 from orchestrator.judging.blinding import CampaignSource
 from orchestrator.judging.tui import app as app_module
 from orchestrator.judging.tui.app import JudgeApp
@@ -60,7 +61,7 @@ def new_app(directory: Path, judge: str = "alice", autoplay: bool = False) -> Ju
 
 
 def assert_blind(app: JudgeApp) -> None:
-    text = app.screen_text() + app.title
+    text = screen_text(app) + app.title
     for term in SECRET_TERMS:
         assert term.lower() not in text.lower()
 
@@ -72,10 +73,10 @@ async def test_label_a_campaign_end_to_end_with_keys(campaign):
     keys = ["s", "f", "s", "s", "f", "s", "f", "s"]
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
-        assert "0 of 8 judged" in app.screen_text()
-        assert "cube bottom lifted >= 4 cm," in app.screen_text()   # the panel wraps it
-        assert "both jaws on it, held >= 1 s" in app.screen_text()
-        assert "1:missed" in app.screen_text() and "5:other" in app.screen_text()
+        assert "0 of 8 judged" in screen_text(app)
+        assert "cube bottom lifted >= 4 cm," in screen_text(app)   # the panel wraps it
+        assert "both jaws on it, held >= 1 s" in screen_text(app)
+        assert "1:missed" in screen_text(app) and "5:other" in screen_text(app)
         for k, key in enumerate(keys):
             assert app.current_id == order[k]
             await pilot.press(key)
@@ -86,7 +87,7 @@ async def test_label_a_campaign_end_to_end_with_keys(campaign):
             assert labels[-1][:2] == (order[k], {"s": "success", "f": "failure"}[key])
             assert_blind(app)
         assert app.current_id is None
-        text = app.screen_text()
+        text = screen_text(app)
         assert "8 of 8 judged" in text and "All 8 episodes judged" in text
         await pilot.press("q")
     assert app.return_code == 0
@@ -127,15 +128,15 @@ async def test_the_panels_show_undo_and_the_unsure_ones_asked_again(campaign):
     order = [e.id for e in app.session.order]
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("u", "s", "z")
-        text = app.screen_text()
+        text = screen_text(app)
         assert app.current_id == order[1] and "0 of 8 judged (1 unsure)" in text
         assert f"Undone: success for {order[1]}" in text and "Label: (none yet)" in text
         await pilot.press(*"sssssss")
-        text = app.screen_text()
+        text = screen_text(app)
         assert app.current_id == order[0] and "7 of 8 judged (1 unsure)" in text
         assert "Label: unsure" in text and "asked again" in text
         await pilot.press("f", "2")
-        assert "All 8 episodes judged" in app.screen_text()
+        assert "All 8 episodes judged" in screen_text(app)
     assert live_judgments(campaign, "alice")[-1] == (order[0], "failure", "pushed", None)
 
 
@@ -152,7 +153,7 @@ async def test_quit_and_resume_continue_with_unjudged_then_unsure(campaign):
     async with again.run_test(size=SIZE) as pilot:
         await pilot.pause()
         assert again.current_id == order[3]
-        assert "2 of 8 judged (1 unsure)" in again.screen_text()
+        assert "2 of 8 judged (1 unsure)" in screen_text(again)
         await pilot.press(*"sssss")
         assert again.current_id == order[1]        # the unsure one, last
     again.source.close()
@@ -184,11 +185,11 @@ async def test_player_keys(campaign, monkeypatch):
         await pilot.press("e")
         # the clock runs to the episode's end; the last frame (PTS 29/15 s) stays on screen
         assert player.frame_index == 29 and player.frame_time() == pytest.approx(29 / 15, abs=1e-3)
-        assert "t = 2.00 s / 2.00 s" in app.screen_text() and "frame 30 / 30" in app.screen_text()
+        assert "t = 2.00 s / 2.00 s" in screen_text(app) and "frame 30 / 30" in screen_text(app)
         await pilot.press("right")
         assert player.frame_index == 29 and player.position == 2.0
         await pilot.press("left")                  # back one frame: the clock shows its PTS
-        assert player.frame_index == 28 and "t = 1.87 s / 2.00 s" in app.screen_text()
+        assert player.frame_index == 28 and "t = 1.87 s / 2.00 s" in screen_text(app)
         await pilot.press("e")
         await pilot.press("right_square_bracket")
         assert player.speed == 2.0
@@ -196,7 +197,7 @@ async def test_player_keys(campaign, monkeypatch):
         assert player.speed == 0.5
         assert player.view_name == "front"
         await pilot.press("c")
-        assert player.view_name == "wrist" and "camera: wrist" in app.screen_text()
+        assert player.view_name == "wrist" and "camera: wrist" in screen_text(app)
         await pilot.press("c")
         assert player.view_name == "tiled"
         front = player.sources["front"].get(0)
@@ -209,7 +210,7 @@ async def test_player_keys(campaign, monkeypatch):
         assert not player.playing
         monkeypatch.setattr(app_module, "find_opener", lambda: None)
         await pilot.press("o")
-        status = app.screen_text()
+        status = screen_text(app)
         assert "No external player found" in status and f"{app.current_id}/front.mp4" in status
         opened = []
         monkeypatch.setattr(app_module, "find_opener", lambda: ["true"])
@@ -217,15 +218,15 @@ async def test_player_keys(campaign, monkeypatch):
         monkeypatch.setattr(app_module.subprocess, "Popen",
                             lambda args, **kw: opened.append(args[-1]) or real_popen(args, **kw))
         await pilot.press("o")
-        assert await wait_for(pilot, lambda: "Opened" in app.screen_text()), app.screen_text()
-        assert "in the external player" in app.screen_text()
+        assert await wait_for(pilot, lambda: "Opened" in screen_text(app)), screen_text(app)
+        assert "in the external player" in screen_text(app)
         # the player gets a neutral copy, not a path through the campaign folder
         assert Path(opened[0]).name == f"{app.current_id}-front.mp4"
         assert "SECRET" not in opened[0] and Path(opened[0]).read_bytes()
         monkeypatch.setattr(app_module, "find_opener", lambda: ["false"])
         await pilot.press("o")
-        assert await wait_for(pilot, lambda: "external player could not open" in app.screen_text()), \
-            app.screen_text()
+        assert await wait_for(pilot, lambda: "external player could not open" in screen_text(app)), \
+            screen_text(app)
         assert live_judgments(campaign, "alice") == []       # player keys never label
         assert_blind(app)
 
@@ -239,7 +240,7 @@ async def test_frames_reach_the_screen(campaign):
         await pilot.press("s")
         assert await wait_for(pilot, lambda: any(e == app.current_id and f == 0 for _, e, f in app.shown_log)), \
             app.shown_log
-        assert "▀" in app.screen_text()            # half-block pixels are drawn
+        assert "▀" in screen_text(app)            # half-block pixels are drawn
 
 
 @async_test
@@ -249,7 +250,7 @@ async def test_a_missing_video_is_reported_without_its_path(campaign):
     victim.videos["front"].unlink()
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause(0.2)
-        text = app.screen_text()
+        text = screen_text(app)
         assert f"{victim.id}/front.mp4: cannot decode (file missing)" in " ".join(text.split())
         assert_blind(app)
         await pilot.press("s")                      # still judgeable (other camera, or skip)
@@ -266,7 +267,7 @@ async def test_textual_image_renderer_path(campaign):
         await pilot.press("right", "s")
         await pilot.pause(0.2)
         assert {e for _, e, _ in app.shown_log} >= {first, app.current_id}
-        assert "1 of 8 judged" in app.screen_text()
+        assert "1 of 8 judged" in screen_text(app)
         assert_blind(app)
     app.source.close()
 
@@ -285,7 +286,7 @@ async def test_a_label_that_cannot_be_saved_is_said_and_kept_on_screen(campaign)
         source.add = disk_full
         await pilot.press("s")
         assert app.current_id == first and source.history() == []
-        assert "NOT SAVED (No space left on device)" in app.screen_text()
+        assert "NOT SAVED (No space left on device)" in screen_text(app)
         source.add = real_add
         await pilot.press("s")
         assert [r.episode_id for r in source.history()] == [first] and app.current_id != first

@@ -25,6 +25,7 @@ from orchestrator.store.sqlite import CampaignStore
 
 from support.tiny import run_cli
 from support.evidence import accept_edits
+from support.textual_screen import screen_text
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +47,7 @@ def drive(app: JudgeApp, keys: list[str]) -> None:
             for key in keys:
                 await pilot.press(key)
             await pilot.pause()
-            app.final_text = app.screen_text()
+            app.final_text = screen_text(app)
 
     asyncio.run(session())
 
@@ -67,14 +68,14 @@ def test_first_beside_last_and_an_invalid_start_from_the_app(campaign):
             assert app.invalid_prompt and not player.playing         # paused while the reason is chosen
             await pilot.press("escape")
             await pilot.press("x")
-            assert "Invalid start" in app.screen_text() and "1: cube not on its mark" in app.screen_text()
+            assert "Invalid start" in screen_text(app) and "1: cube not on its mark" in screen_text(app)
             await pilot.press("escape")                              # cancelled: nothing written
             assert app.current_id == victim and not app.invalid_prompt
             await pilot.press("x", "2")
             await pilot.pause()
             assert app.current_id != victim and victim not in [e.id for e in app.session.order]
-            assert "invalid start (cube knocked before the start)" in app.screen_text()
-            assert "0 of 3 judged" in app.screen_text()
+            assert "invalid start (cube knocked before the start)" in screen_text(app)
+            assert "0 of 3 judged" in screen_text(app)
 
     asyncio.run(session())
     app.source.close()
@@ -101,12 +102,12 @@ def test_an_invalid_start_is_judged_from_the_start_alone(campaign):
             player = app.query_one(Player)
             single = player.current_image().shape[1]
             await pilot.press("a")                                   # the last frame beside the first
-            assert player.audit and "first frame | last frame" in app.screen_text()
+            assert player.audit and "first frame | last frame" in screen_text(app)
             assert player.current_image().shape[1] > single          # side by side
             await pilot.press("a")
             assert not player.audit
             await pilot.press("x")
-            assert "judged from the start alone" in app.screen_text() and not app.invalid_prompt
+            assert "judged from the start alone" in screen_text(app) and not app.invalid_prompt
             await pilot.press("2")                                   # not a reason now
             assert app.current_id == first
             app.go(app.session.order[1])                                     # the next episode, from its start
@@ -114,7 +115,7 @@ def test_an_invalid_start_is_judged_from_the_start_alone(campaign):
             player._set_clock(START_WINDOW_S + 0.5)                  # played on past its start
             await pilot.pause()
             await pilot.press("x")
-            assert "judged from the start alone" in app.screen_text() and not app.invalid_prompt
+            assert "judged from the start alone" in screen_text(app) and not app.invalid_prompt
 
     asyncio.run(session())
     app.source.close()
@@ -202,7 +203,7 @@ def test_a_start_still_is_shown_first_and_goes_into_bundles(campaign, tmp_path):
             single = player.current_image()
             await pilot.press("a")
             audit = player.current_image()
-            assert "start still | first frame | last frame" in app.screen_text()
+            assert "start still | first frame | last frame" in screen_text(app)
             assert audit.shape[1] > 3 * single.shape[1]               # still | first | last
             assert audit[:, : single.shape[1], 0].mean() > 200        # the red still comes first
 

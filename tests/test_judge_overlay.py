@@ -18,6 +18,7 @@ from orchestrator.design.protocol import Cube, Mark
 from orchestrator.rigs.profile import load_rig
 
 from support.repo import REPO
+from support.textual_screen import screen_text
 
 os.environ.setdefault("MUJOCO_GL", "egl")
 
@@ -105,14 +106,14 @@ def test_zoom_and_guide_keys_in_each_renderer(tiny, renderer):
             guided = player.current_image()
             yellow = np.all(np.abs(guided.astype(int) - GUIDE_RGB) < 60, axis=2)
             assert yellow.sum() > plain.shape[1] // 2                # a line across the frame
-            assert "Success-height guide (4 cm" in app.screen_text()
+            assert "Success-height guide (4 cm" in screen_text(app)
             await pilot.press("m")
             zoomed = player.current_image()
             assert zoomed.shape == plain.shape and not np.array_equal(zoomed, guided)
             await pilot.press("c")                                   # the wrist camera: no pose
             assert np.array_equal(player.current_image(), player.sources["wrist"].get(0))
             await pilot.press("c", "m", "g")
-            assert "zoom" not in app.screen_text().lower() or "off" in app.screen_text()
+            assert "zoom" not in screen_text(app).lower() or "off" in screen_text(app)
             await pilot.press("s")
             await pilot.pause(0.2)
             assert len({e for _, e, _ in app.shown_log}) == 2            # frames reached the widget

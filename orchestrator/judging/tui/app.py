@@ -153,18 +153,6 @@ class JudgeApp(AuditKeys, App[int]):
         except Exception:
             pass
 
-    def screen_text(self) -> str:
-        """The current screen as plain text (what a judge reads; for tests and checks)."""
-        import io
-
-        from rich.console import Console
-
-        width, height = self.size
-        console = Console(width=width, height=height, file=io.StringIO(), force_terminal=True,
-                          color_system="truecolor", record=True, legacy_windows=False, safe_box=False)
-        console.print(self.screen._compositor.render_update(full=True))
-        return console.export_text(styles=False)
-
     def _record_shown(self, episode: str, frame: int) -> None:
         self.shown_log.append((time.perf_counter(), episode, frame))
         del self.shown_log[:-1000]
