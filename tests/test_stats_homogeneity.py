@@ -57,3 +57,16 @@ def test_size_under_the_null_is_at_most_alpha():
         result = discordance_homogeneity({f"s{i}": (int(a), int(n - a)) for i, (a, n) in enumerate(zip(a_only, sizes))})
         rejections += result.p_value is not None and result.p_value <= 0.05
     assert rejections / runs <= 0.05 + 2 * (0.05 * 0.95 / runs) ** 0.5   # exact tests are conservative
+
+
+def test_power_against_stations_that_differ():
+    """The positive control of the size test: a test that never rejects passes that one. Three
+    stations whose discordant pairs go A's way with probability 0.9, 0.5 and 0.1 (10 pairs
+    each) are told apart in most campaigns."""
+    rng = np.random.default_rng(7)
+    rejections, runs = 0, 200
+    for _ in range(runs):
+        a_only = rng.binomial(10, [0.9, 0.5, 0.1])
+        result = discordance_homogeneity({f"s{i}": (int(a), int(10 - a)) for i, a in enumerate(a_only)})
+        rejections += result.p_value is not None and result.p_value <= 0.05
+    assert rejections / runs >= 0.9
