@@ -20,6 +20,7 @@ sys.dont_write_bytecode = False
 from support.cli import CliResult, run_module  # noqa: F401  (re-exported for older imports)
 from support.repo import GRID20, LOCATED, REPO, SIM_PROTOCOL, line_of, sim_protocol_text  # noqa: F401
 from support import lanes
+from support.requires import require_module
 
 
 def pytest_sessionstart(session):
@@ -29,6 +30,34 @@ def pytest_sessionstart(session):
     `warm_library_caches`): matplotlib's font cache (built with `fc-list` on a machine where
     matplotlib has never run)."""
     lanes.warm_library_caches()
+
+
+def pytest_ignore_collect(collection_path, config):
+    """A file whose every test the `-m` expression deselects is not imported at all, so a lane
+    runs where another lane's extras are not installed (`-m "not lerobot"` on a core install)."""
+    markexpr = config.getoption("markexpr", "")
+    markers = lanes.markers_of_file(collection_path.name)
+    if markexpr and markers is not None and collection_path.suffix == ".py":
+        if lanes.deselects_file(markexpr, markers):
+            return True
+    return None
+
+
+class RequiringModule(pytest.Module):
+    """A test file whose lane needs an extra (`lanes.requirements_of`): checked before the file
+    is imported, so a missing one fails collection with the command that installs it."""
+
+    def collect(self):
+        for name in lanes.requirements_of(self.path.name):
+            require_module(name)
+        return super().collect()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pycollect_makemodule(module_path, parent):
+    if lanes.requirements_of(module_path.name):
+        return RequiringModule.from_parent(parent, path=module_path)
+    return None
 
 
 def pytest_collection_modifyitems(config, items):

@@ -21,9 +21,7 @@ from orchestrator.run.operator_protocol import AutoOperator, StopRequested
 from orchestrator.rigs.base import EmergencyStop
 from orchestrator.rigs.device_fault import DeviceFault
 from orchestrator.rigs.profile import STATE_KEYS, load_rig
-from support.requires import require_module
 
-require_module("lerobot")
 
 FPS = 30
 

@@ -104,6 +104,55 @@ def test_the_fast_lane_holds_no_test_with_a_heavy_marker():
     assert not any("test_the_guard_fails_a_fast_test_that_starts_a_process" in i for i in ids)
 
 
+# A core install, imitated: a sitecustomize that makes the extras' packages unimportable (as if
+# `uv sync` had installed no extra).
+NO_EXTRAS = """
+import importlib.abc, sys
+BLOCKED = {blocked!r}
+class _NotInstalled(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in BLOCKED:
+            raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
+        return None
+sys.meta_path.insert(0, _NotInstalled())
+"""
+EXTRAS = ("lerobot", "torch", "psycopg", "grpc", "rerun", "transformers", "diffusers")
+
+
+def _collect_without_extras(tmp_path, markexpr: str):
+    (tmp_path / "sitecustomize.py").write_text(NO_EXTRAS.format(blocked=EXTRAS))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
+    return subprocess.run([sys.executable, "-m", "pytest", "-m", markexpr, "--collect-only", "-q", "-p",
+                           "no:cacheprovider"], capture_output=True, text=True, timeout=300, cwd=REPO, env=env)
+
+
+def test_a_file_is_deselected_only_when_no_test_of_it_can_be_selected():
+    assert lanes.deselects_file("not lerobot", ("twin", "lerobot"))
+    assert lanes.deselects_file("fast", ("subprocess",))
+    assert not lanes.deselects_file("not lerobot", ())
+    assert not lanes.deselects_file("slow", ("lerobot",))      # a test of it may carry `slow` itself
+    assert not lanes.deselects_file("fast", ())
+    assert lanes.requirements_of("test_twin_safety.py") == ("lerobot",)
+    assert lanes.requirements_of("test_remote_policy.py") == ("lerobot", "grpc")
+    assert lanes.requirements_of("test_stats.py") == ()
+
+
+@pytest.mark.subprocess
+def test_the_lanes_without_extras_collect_where_no_extra_is_installed(tmp_path):
+    """`-m "not lerobot and not twin and not postgres"` on a core install: every other file is
+    collected, none fails to import; the positive control: `-m lerobot` there fails at
+    collection with the command that installs the extras, and the blocker really blocks."""
+    out = _collect_without_extras(tmp_path, "not lerobot and not twin and not postgres")
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+    ids = [line for line in out.stdout.splitlines() if "::" in line]
+    assert len(ids) >= 400, out.stdout[-1000:]
+    assert not any(i.split("::")[0].endswith(("test_twin_safety.py", "test_pg_store.py")) for i in ids)
+    wanting = _collect_without_extras(tmp_path, "lerobot")
+    assert wanting.returncode != 0
+    assert "lerobot is not installed" in wanting.stdout and "uv sync --all-extras" in wanting.stdout
+    assert "Traceback" not in wanting.stdout
+
+
 FONT_TEST = """
 from support import lanes
 

@@ -32,10 +32,9 @@ from orchestrator.design.protocol import LeRobotPolicySpec
 from orchestrator.rigs.profile import STATE_KEYS
 from support.cli import run_module
 from support.repo import REPO
-from support.requires import require_installed, require_module
+from support.requires import require_installed
 from test_lerobot_policy import fake_rig  # noqa: F401 - the fake SO-101 with video cameras (fixture)
 
-require_module("lerobot")
 require_installed("transformers")  # the lerobot extra's multi-task-dit (imported by the tests,
 require_installed("diffusers")     # not at collection: importing them imports torch)
 

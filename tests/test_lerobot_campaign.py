@@ -17,9 +17,7 @@ from fakes import feetech
 from support.act import make_act_checkpoint
 from fakes.rigs import CAMERAS, camera_rate_as_configured, write_rig, write_videos
 from orchestrator.core.errors import RuntimeFailure
-from support.requires import require_module
 
-require_module("lerobot")
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -17,9 +17,7 @@ import pytest
 
 from support.cli import run_module
 from support.repo import GRID20, REPO, SIM_PROTOCOL
-from support.requires import require_module
 
-require_module("lerobot")
 
 SIM_RIG = REPO / "hardware" / "sim.yaml"
 

@@ -17,9 +17,7 @@ from orchestrator.rigs.device_fault import DeviceFault
 from orchestrator.policies.base import Policy
 from orchestrator.design.protocol import LeRobotPolicySpec
 from orchestrator.rigs.profile import STATE_KEYS, load_rig
-from support.requires import require_module
 
-require_module("lerobot")
 
 
 @pytest.fixture(scope="module")

@@ -16,9 +16,7 @@ from orchestrator.rigs.device_fault import DeviceFault
 from orchestrator.rigs.base import Rig
 from orchestrator.rigs.clamp_log import CLAMP_MESSAGE
 from orchestrator.rigs.profile import STATE_KEYS, load_rig
-from support.requires import require_module
 
-require_module("lerobot")
 
 
 @pytest.fixture

@@ -13,9 +13,7 @@ from fakes import feetech
 from support.act import make_act_checkpoint
 from fakes.rigs import CAMERAS, write_rig, write_videos
 from orchestrator.cli import main
-from support.requires import require_module
 
-require_module("lerobot")
 
 REPO = Path(__file__).resolve().parent.parent
 

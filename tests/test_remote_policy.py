@@ -17,12 +17,9 @@ import pytest
 
 from support.cli import run_module
 from support.repo import REPO
-from support.requires import require_module
 from test_rtc import one_mark_protocol, stored_timing
 from test_twin_campaign import env
 
-require_module("grpc")
-require_module("lerobot")
 
 SIM_RIG = REPO / "hardware" / "sim.yaml"
 

@@ -18,10 +18,8 @@ import pytest
 
 from support.cli import run_module
 from support.repo import GRID20, REPO, SIM_PROTOCOL
-from support.requires import require_module
 from test_twin_campaign import env, twin_rig
 
-require_module("lerobot")
 
 RTC_B = "{type: lerobot, path: ./vla, inference: {type: rtc, rtc: {execution_horizon: 5}, queue_threshold: 4}}"
 

@@ -9,10 +9,8 @@ from __future__ import annotations
 import pytest
 
 from orchestrator.rigs.profile import STATE_KEYS
-from support.requires import require_module
 from test_rtc_stop import FPS, FakeRig, rtc_policy  # noqa: F401 - the module's tiny-SmolVLA policy fixture
 
-require_module("lerobot")
 
 
 def test_every_action_sent_is_the_next_one_lerobots_queue_gave_out(rtc_policy, tmp_path, monkeypatch):  # noqa: F811

@@ -21,10 +21,8 @@ import pytest
 
 from orchestrator.rigs.base import EmergencyStop
 from orchestrator.rigs.profile import STATE_KEYS
-from support.requires import require_module
 from test_twin_campaign import twin_rig
 
-require_module("lerobot")
 
 CANARY_DEG = 33.0          # every joint of the canary chunk (post-processed: 20 x the model's 1.65)
 CANARY_CALL = 2            # the RTC thread's 2nd chunk of the first episode is the canary

@@ -10,9 +10,7 @@ import io
 from orchestrator.cli import main
 from orchestrator.store.sqlite import CampaignStore
 from test_lerobot_campaign import hardware  # noqa: F401  (the fake-arm fixture)
-from support.requires import require_module
 
-require_module("lerobot")
 
 
 def test_run_verb_on_the_fake_arm_with_terminal_prompts(hardware, monkeypatch, capsys):  # noqa: F811

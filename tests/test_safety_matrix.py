@@ -12,9 +12,7 @@ import pytest
 
 from support import safety_matrix as sm
 from support import safety_matrix_rtc as smr
-from support.requires import require_module
 
-require_module("lerobot")
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 

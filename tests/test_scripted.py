@@ -13,10 +13,8 @@ from orchestrator.design.protocol import Mark, ScriptedPolicySpec, load_protocol
 from orchestrator.rigs.profile import STATE_KEYS
 
 from support.repo import SIM_PROTOCOL
-from support.requires import require_module
 
 os.environ.setdefault("MUJOCO_GL", "egl")
-require_module("mujoco")
 
 from orchestrator.policies.factory import make_policy  # noqa: E402
 from orchestrator.policies.scripted import ScriptedPickPolicy, aim_noise, plan_pick  # noqa: E402

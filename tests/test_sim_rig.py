@@ -17,10 +17,8 @@ from orchestrator.design.protocol import Cube, Mark, Success, load_protocol
 from orchestrator.rigs.profile import STATE_KEYS, load_rig
 
 from support.repo import REPO, SIM_PROTOCOL
-from support.requires import require_module
 
 os.environ.setdefault("MUJOCO_GL", "egl")   # headless rendering; before mujoco is imported
-require_module("mujoco")
 
 from orchestrator.rigs.sim import SimRig, substeps_for  # noqa: E402
 

@@ -15,7 +15,6 @@ import pytest
 from orchestrator.core.pids import process_running
 from orchestrator.rigs.twin import feetech
 from support.repo import REPO
-from support.requires import require_module
 
 SHIPPED_TWIN_RIG = REPO / "hardware" / "so101_twin.yaml"
 
@@ -55,7 +54,6 @@ def test_chain_answers_reads_writes_and_sync_reads_and_drops_bad_packets():
 
 # ------------------------------------------------------------------ LeRobot on the twin
 
-require_module("lerobot")
 
 
 @pytest.fixture

@@ -9,9 +9,7 @@ import time
 import pytest
 
 from support.repo import REPO
-from support.requires import require_module
 
-require_module("lerobot")
 
 SHIPPED_TWIN_RIG = REPO / "hardware" / "so101_twin.yaml"
 

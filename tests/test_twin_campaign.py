@@ -17,9 +17,7 @@ from support.cli import run_module
 from support.repo import REPO
 from support.act import TWIN_CAMERA
 from test_lerobot_cli_fresh import two_mark_protocol
-from support.requires import require_module
 
-require_module("lerobot")
 
 SHIPPED_TWIN_RIG = REPO / "hardware" / "so101_twin.yaml"
 

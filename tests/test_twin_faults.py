@@ -27,9 +27,7 @@ from support.cli import CliResult
 from support.wirelog import wait_for_exit
 from test_lerobot_cli_fresh import two_mark_protocol
 from test_twin_campaign import twin_rig
-from support.requires import require_module
 
-require_module("lerobot")
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
 

@@ -51,11 +51,6 @@ def test_a_gripper_trip_while_squeezing_is_an_event_and_anything_else_aborts():
     assert watch.take_events() == []
 
 
-from support.requires import require_module  # noqa: E402
-
-require_module("lerobot")
-
-
 def test_a_scripted_grasp_held_5_s_trips_the_gripper_protection_and_the_trial_goes_on(tmp_path):
     """The scripted pick on the twin, a 10 s episode: the gripper closes on the cube at 4.1-5.0 s
     and holds it to the end (5 s at full grip: LeRobot's Overload_Torque 25 %, Protection_Time

@@ -18,11 +18,9 @@ from orchestrator.rigs.profile import load_rig
 from orchestrator.rigs.twin.wire_log import read_wire_log
 from orchestrator.store.sqlite import CampaignStore
 from support.operator_run import press_enter, start_run, wait_for_line
-from support.requires import require_module
 from test_lerobot_cli_fresh import two_mark_protocol
 from test_twin_campaign import env, twin_rig
 
-require_module("lerobot")
 
 
 def test_a_move_blocked_twice_is_finished_by_lifting_the_arm_by_hand_with_torque_off(tmp_path):

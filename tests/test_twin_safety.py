@@ -9,9 +9,7 @@ from orchestrator.cli import main
 from orchestrator.store.sqlite import CampaignStore
 from test_lerobot_cli_fresh import two_mark_protocol
 from test_twin_campaign import twin_rig
-from support.requires import require_module
 
-require_module("lerobot")
 
 
 @pytest.mark.slow

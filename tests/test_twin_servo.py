@@ -15,9 +15,7 @@ import pytest
 
 from orchestrator.rigs.twin import sts3215
 from support.repo import REPO
-from support.requires import require_module
 
-require_module("lerobot")
 
 SHIPPED_TWIN_RIG = REPO / "hardware" / "so101_twin.yaml"
 TICKS_PER_DEG = 4095 / 360

@@ -27,9 +27,7 @@ from support.operator_run import start_run, wait_for_line
 from support.tmux import Tmux
 from test_lerobot_cli_fresh import two_mark_protocol
 from test_twin_campaign import env, twin_rig
-from support.requires import require_module
 
-require_module("lerobot")
 
 
 def _start_run(protocol, rig, out, *extra) -> tuple[subprocess.Popen, queue.Queue]:

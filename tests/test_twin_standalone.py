@@ -16,11 +16,9 @@ from pathlib import Path
 import pytest
 
 from support.repo import REPO
-from support.requires import require_module
 from support.wirelog import wait_for_exit
 from test_twin_campaign import env, twin_rig
 
-require_module("lerobot")
 
 
 def _start_twin(rig, log_path) -> tuple[subprocess.Popen, dict]:

@@ -55,10 +55,6 @@ def test_wire_log_options_refuse_bad_input_in_one_line(tmp_path):
 
 # ------------------------------------------------------------------ the twin, through LeRobot
 
-from support.requires import require_module  # noqa: E402
-
-require_module("lerobot")
-
 
 def _goal_steps(rig, target: dict[str, float], steps: int, fps: int = 30) -> None:
     for _ in range(steps):

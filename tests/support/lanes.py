@@ -154,6 +154,40 @@ def xdist_group_of(name: str, markers: tuple[str, ...]) -> str | None:
     return REALTIME_GROUP if "twin" in markers or name in REALTIME_FILES else None
 
 
+# What a lane needs installed beyond the core package: a file carrying the marker is checked at
+# collection (tests/conftest.py), so a missing extra fails with the command that installs it,
+# and a file deselected by `-m` is never imported (`-m "not lerobot"` collects on a core install).
+MARKER_REQUIRES: dict[str, tuple[str, ...]] = {"lerobot": ("lerobot",), "twin": ("lerobot",), "postgres": ("psycopg",)}
+# Needs of single files that no marker states.
+FILE_REQUIRES: dict[str, tuple[str, ...]] = {"test_remote_policy.py": ("grpc",)}
+
+
+def requirements_of(name: str) -> tuple[str, ...]:
+    """The modules the tests of file `name` need (by its markers and its own entry)."""
+    needs = [m for marker in markers_of_file(name) or () for m in MARKER_REQUIRES.get(marker, ())]
+    return tuple(dict.fromkeys(needs + list(FILE_REQUIRES.get(name, ()))))
+
+
+def deselects_file(markexpr: str, markers: tuple[str, ...]) -> bool:
+    """Whether `-m markexpr` deselects every test of a file whose tests all carry `markers`,
+    whatever markers a test adds of its own (every combination of the other lane markers is
+    tried; `fast` only where no heavy marker is present, as the lanes give it)."""
+    from itertools import combinations
+
+    from _pytest.mark.expression import Expression
+
+    expression = Expression.compile(markexpr)
+    others = [m for m in (*HEAVY, FAST) if m not in markers]
+    for k in range(len(others) + 1):
+        for extra in combinations(others, k):
+            names = set(markers) | set(extra)
+            if FAST in names and names & set(HEAVY):
+                continue
+            if expression.evaluate(lambda name, **_: name in names):
+                return False
+    return True
+
+
 # A test file missing from FILE_MARKERS: kept out of the fast lane until it is listed.
 UNLISTED = ("slow",)
 
