@@ -603,7 +603,7 @@ class Watching(StopOnce):
         super().confirm_move(what)
 
 
-def test_finding1_an_alarm_on_one_servo_does_not_leave_the_later_ones_torqued(bench):
+def test_an_alarm_on_one_servo_does_not_leave_the_later_ones_torqued(bench):
     """LeRobot's disable_torque() raises at the first status packet with an error bit: with an
     overload on servo 2, servos 3-6 kept torque. The broadcast torque-off cannot be aborted."""
     from orchestrator.rigs.lerobot import LeRobotRig
@@ -620,7 +620,7 @@ def test_finding1_an_alarm_on_one_servo_does_not_leave_the_later_ones_torqued(be
     assert rig.torque_problems == [] and not arm.is_open
 
 
-def test_finding1_a_servo_still_torqued_after_torque_off_is_named_to_the_operator(bench):
+def test_a_servo_still_torqued_after_torque_off_is_named_to_the_operator(bench):
     tmp_path, arm, rig, protocol = bench
     stuck = arm.servos[4]
     real_write = type(stuck).write
@@ -633,7 +633,7 @@ def test_finding1_a_servo_still_torqued_after_torque_off_is_named_to_the_operato
 
 
 @pytest.mark.parametrize("way_out", ["ctrl-c", "sigterm", "fault"])
-def test_finding2_release_then_ctrl_c_sigterm_or_a_fault_never_re_energises_by_itself(bench, way_out):
+def test_release_then_ctrl_c_sigterm_or_a_fault_never_re_energises_by_itself(bench, way_out):
     """on_stop: release + any way out: torque went off, then came back ~6 ms later and the arm
     drove to rest with nobody confirming. Now: off stays off (Ctrl-C, SIGTERM: until the program
     ends; a fault: until the operator confirms)."""
@@ -654,7 +654,7 @@ def test_finding2_release_then_ctrl_c_sigterm_or_a_fault_never_re_energises_by_i
     assert arm.torque_enabled() == {i: 0 for i in arm.servos}
 
 
-def test_finding4_a_stop_during_a_long_inference_drops_that_inferences_action(bench):
+def test_a_stop_during_a_long_inference_drops_that_inferences_action(bench):
     """Key at 0.3 s into a 1.0 s forward pass: the policy's goal used to be written at +0.7 s."""
     from orchestrator.run.control_loop import run_episode
     from orchestrator.policies.base import EpisodeContext
@@ -694,7 +694,7 @@ def test_finding4_a_stop_during_a_long_inference_drops_that_inferences_action(be
     assert pan_after == [], f"the policy's goal went out after the stop: {pan_after}"
 
 
-def test_finding5_a_blocked_joint_stops_the_move_to_rest_with_its_goal_near_where_it_is(bench):
+def test_a_blocked_joint_stops_the_move_to_rest_with_its_goal_near_where_it_is(bench):
     """The open-loop move ended with the held joint's goal up to 100 degrees ahead (it snaps there
     when freed) and returned normally."""
     from orchestrator.rigs.lerobot import LeRobotRig
@@ -717,7 +717,7 @@ def test_finding5_a_blocked_joint_stops_the_move_to_rest_with_its_goal_near_wher
         rig.disconnect()
 
 
-def test_finding5_the_operator_is_told_which_joint_blocked_the_move_and_confirms_the_retry(bench):
+def test_the_operator_is_told_which_joint_blocked_the_move_and_confirms_the_retry(bench):
     tmp_path, arm, rig, protocol = bench
     elbow = arm.servos[3]
     elbow.blocked = True
@@ -785,7 +785,7 @@ def test_after_two_blocked_moves_the_operator_lifts_the_arm_by_hand_with_torque_
 
 
 @pytest.mark.parametrize("servo", [2, 5])
-def test_finding6_after_an_alarm_the_arm_holds_until_the_operator_confirms(bench, servo):
+def test_after_an_alarm_the_arm_holds_until_the_operator_confirms(bench, servo):
     """An overload usually means the arm pushes on something or someone: it used to drive to rest
     by itself. The alarm is named (not "check the USB cable") and torque ends off on all six."""
     tmp_path, arm, rig, protocol = bench
@@ -803,7 +803,7 @@ def test_finding6_after_an_alarm_the_arm_holds_until_the_operator_confirms(bench
     assert "overload" in line and "USB" not in line
 
 
-def test_finding7_a_servo_that_resets_mid_episode_aborts_the_trial(bench):
+def test_a_servo_that_resets_mid_episode_aborts_the_trial(bench):
     """A brown-out reset (torque off, Status 0) went unnoticed: the limp joint's episode was
     committed as a normal trial."""
     tmp_path, arm, rig, protocol = bench
@@ -853,7 +853,7 @@ def _one_episode(bench, policy):
 
 
 @pytest.mark.parametrize("value", [float("nan"), float("inf")])
-def test_finding8_a_non_finite_action_is_the_policys_fault_and_never_sent(bench, value):
+def test_a_non_finite_action_is_the_policys_fault_and_never_sent(bench, value):
     from orchestrator.rigs.device_fault import DeviceFault
 
     with pytest.raises(DeviceFault) as err:
@@ -863,7 +863,7 @@ def test_finding8_a_non_finite_action_is_the_policys_fault_and_never_sent(bench,
     assert "USB" not in err.value.line
 
 
-def test_finding8_an_absurd_action_is_clipped_to_the_calibrated_range_and_recorded(bench):
+def test_an_absurd_action_is_clipped_to_the_calibrated_range_and_recorded(bench):
     """-400 degrees without max_relative_target went out with the sign bit set (full speed to the
     end stop); now clipped to the calibrated range minus the margin, a safety event."""
     margin = 2.0   # rigs/lerobot.py RANGE_MARGIN (a literal: the old code has none)
@@ -874,7 +874,7 @@ def test_finding8_an_absurd_action_is_clipped_to_the_calibrated_range_and_record
     assert "range_clipped:shoulder_pan" in facts.safety_events
 
 
-def test_finding9_one_prompt_after_a_stop(bench):
+def test_one_prompt_after_a_stop(bench):
     """One 'q' at "ARM STOPPED ... support the arm" used to be followed by a second prompt."""
     tmp_path, arm, rig, protocol = bench
     op = Watching(at=2, wait_s=0.05, end_instead=True)
@@ -883,7 +883,7 @@ def test_finding9_one_prompt_after_a_stop(bench):
     assert arm.torque_enabled() == {i: 0 for i in arm.servos}
 
 
-def test_finding10_a_second_ctrl_c_inside_the_stop_is_deferred_until_the_abort_is_recorded(bench, monkeypatch):
+def test_a_second_ctrl_c_inside_the_stop_is_deferred_until_the_abort_is_recorded(bench, monkeypatch):
     import io
 
     from orchestrator.run.bookkeeping import INTERRUPTED_BY_USER
@@ -938,7 +938,7 @@ def test_finding10_a_second_ctrl_c_inside_the_stop_is_deferred_until_the_abort_i
     ({"rest_pose": dict(REST, **{"gripper.pos": 0.0})}, "--allow-rest-near-limit"),
     ({"rest_pose": dict(REST, **{"elbow_flex.pos": 179.8})}, "--allow-rest-near-limit"),
 ])
-def test_finding11_doctor_and_run_refuse_a_profile_that_voids_the_rules_with_its_flag_named(bench, capsys, setting, flag):
+def test_doctor_and_run_refuse_a_profile_that_voids_the_rules_with_its_flag_named(bench, capsys, setting, flag):
     from orchestrator.cli import main
 
     tmp_path, arm, rig_path, protocol = bench
@@ -966,7 +966,7 @@ def test_finding11_doctor_and_run_refuse_a_profile_that_voids_the_rules_with_its
     capsys.readouterr()
 
 
-def test_finding11_run_on_a_real_arm_refuses_a_session_without_a_stop_key(bench, capsys, monkeypatch):
+def test_run_on_a_real_arm_refuses_a_session_without_a_stop_key(bench, capsys, monkeypatch):
     import io
 
     from orchestrator.cli import main
@@ -980,7 +980,7 @@ def test_finding11_run_on_a_real_arm_refuses_a_session_without_a_stop_key(bench,
     assert arm.packets == 0
 
 
-def test_finding11_the_shipped_profiles_rest_inside_the_limits_with_the_gripper_open(tmp_path):
+def test_the_shipped_profiles_rest_inside_the_limits_with_the_gripper_open(tmp_path):
     from orchestrator.rigs.hardware_checks import REST_LIMIT_MARGIN, rest_near_limits
     from orchestrator.rigs.lerobot import LeRobotRig
     from orchestrator.rigs.twin.arm import shipped_calibration
@@ -1001,7 +1001,7 @@ def test_finding11_the_shipped_profiles_rest_inside_the_limits_with_the_gripper_
     assert checked == 2
 
 
-def test_finding6_an_alarm_while_the_arm_holds_is_told_to_the_operator(bench):
+def test_an_alarm_while_the_arm_holds_is_told_to_the_operator(bench):
     """Alarms are read during holds too (the operator deciding whether to let it move)."""
     tmp_path, arm, rig, protocol = bench
     op = Watching(at=3, wait_s=0.8)

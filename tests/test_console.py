@@ -267,7 +267,7 @@ def test_estop_without_episode_ended_never_jams_the_next_cue(layout):
 
 
 @pytest.mark.parametrize("interrupt", ["ctrl+c", "sigterm"])
-def test_finding3_an_interrupt_during_a_move_stops_it_and_the_stop_key_stays_live(layout, interrupt):
+def test_an_interrupt_during_a_move_stops_it_and_the_stop_key_stays_live(layout, interrupt):
     """Issue 22 item 3: Ctrl-C during a move to rest set the console to "waiting", where the stop
     key was ignored, and `check_stop` ignored the interrupt: the move ran to its end. SIGTERM and
     SIGHUP (`operator.interrupt()`, what run_with_console's handler calls) did the same."""
@@ -310,7 +310,7 @@ def test_finding3_an_interrupt_during_a_move_stops_it_and_the_stop_key_stays_liv
     assert raised == ["KeyboardInterrupt"] and stops == ["stop key seen"]
 
 
-def test_finding3_a_stop_pressed_before_a_move_begins_stops_it_at_its_first_step(layout):
+def test_a_stop_pressed_before_a_move_begins_stops_it_at_its_first_step(layout):
     """The stop key in the review state (the episode over, the move to rest not yet begun)."""
     async def session() -> list:
         app = OperatorConsole(layout, countdown_s=0.1)

@@ -85,10 +85,10 @@ def test_trials_needed_vectors(case):
     assert C.wilson_trials_needed(case["p"], case["hw"], z=1.96) == case["n"]
 
 
-# ------------------------------------------------------------------ numbers quoted in the seeds
+# ------------------------------------------------------------------ reference values quoted in the source documents
 
 
-def test_seed_000_numbers():
+def test_wilson_t_wald_and_the_sign_test_give_the_published_reference_values():
     assert _r3(S.wilson(18, 20)) == (0.699, 0.972)
     assert _r3(S.wilson(180, 200)) == (0.851, 0.934)
     assert _r3(S.wilson(100, 100)) == (0.963, 1.0)
@@ -106,7 +106,7 @@ def test_seed_000_numbers():
     assert S.mcnemar(12, 3).exact_p == pytest.approx(sps.binomtest(12, 15, 0.5).pvalue)
 
 
-def test_seed_002_numbers():
+def test_mcnemar_discordant_floor_paired_wald_and_fisher_give_the_published_reference_values():
     assert round(S.mcnemar(9, 1).exact_p, 3) == 0.021 and round(22 / 1024, 4) == round(S.mcnemar(9, 1).exact_p, 4)
     assert round(S.mcnemar(9, 1).mid_p, 3) == 0.012
     assert round(S.mcnemar(14, 6).exact_p, 3) == 0.115
@@ -122,7 +122,7 @@ def test_seed_002_numbers():
     assert round(S.fisher_exact(42, 50, 34, 50), 2) == 0.10
 
 
-def test_seed_003_numbers():
+def test_wilson_and_newcombe_independent_give_the_published_reference_values():
     z = 1.959963985
     assert _r3(S.wilson(0, 10, z=z)) == (0.0, 0.278) and abs(S.wilson(0, 10).hi - 0.2775) < 1e-3
     assert _r3(S.wilson(45, 200)) == (0.173, 0.288)       # pooled strong policy 0.225
@@ -131,7 +131,7 @@ def test_seed_003_numbers():
     assert (round(gap.lo, 2), round(gap.hi, 2)) == (0.08, 0.21)
 
 
-def test_seed_004_numbers():
+def test_wilson_wald_fisher_power_and_exact_coverage_give_the_published_reference_values():
     assert _r3(S.wilson(9, 10)) == (0.596, 0.982)
     assert _r3(S.wilson(10, 10)) == (0.722, 1.0)
     assert _r3(S.wilson(221, 300)) == (0.684, 0.783)
@@ -155,7 +155,7 @@ def test_seed_004_numbers():
         assert round(C.exact_coverage(lambda k, m: S.wald(k, m, z=1.96), n, p), 3) == want_wald[n]
 
 
-def test_seed_001_iqm_convention():
+def test_the_interquartile_mean_keeps_what_scipy_trim_mean_keeps():
     # scipy trim_mean (as rliable) keeps n - 2 floor(n/4): for 10 values 6 are kept
     x = np.arange(10.0) ** 2
     assert S.interquartile_mean(x) == pytest.approx(np.mean(np.sort(x)[2:8]))
