@@ -8,7 +8,7 @@ peak RSS and their ratio, how much of it is importing LeRobot and torch, and the
 account of its check; the recorded video bytes (the campaign's MP4s) and the dataset's (its
 videos, and everything) and their ratio; then `orchestrator view` of one episode to an .rrd (time,
 size); with --load-all, LeRobotDataset reading every frame of every episode (time, errors).
-Targets (issue 34): export <= 0.2x the campaign's wall time; dataset videos <= 1.05x the
+Targets: export <= 0.2x the campaign's wall time; dataset videos <= 1.05x the
 recorded video bytes.
 
     uv run --all-extras python bench/export_speed.py [--marks 20] [--repeats 1] [--load-all] [-- EXPORT ARGS...]

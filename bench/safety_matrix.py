@@ -1,4 +1,4 @@
-"""A fault at every point (issue 22): the whole matrix of events x phases x on_stop on the twin.
+"""A fault at every point: the whole matrix of events x phases x on_stop on the twin.
 
 Each run is a short twin campaign (two 1 s trials at 30 Hz, scripted policies, an operator who
 stops the first episode once and confirms every move after 0.2 s) with one event injected just

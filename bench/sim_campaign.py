@@ -1,7 +1,7 @@
 """Speed of a simulated campaign: the demo protocol end to end, in worker processes.
 
 Prints the ratio of robot time (sum of episode durations) to wall time, CPU seconds per
-episode and the per-step timings stored with the episodes. Target (issue 3): >= 5x real time
+episode and the per-step timings stored with the episodes. Target: >= 5x real time
 for the 20-layout x 2-policy demo on a 2-core machine.
 
     uv run python bench/sim_campaign.py [--workers N] [--protocol P] [--rig R]

@@ -1,4 +1,4 @@
-"""The cause of every abort in the report (issue 31, item 6).
+"""The cause of every abort in the report.
 
 Each aborted attempt is recorded with its cause within its class (`attempts.abort_cause`,
 schema 4, read from the recorded reason by `store.abort_causes`); the report's aborts section

@@ -1,4 +1,4 @@
-"""Aborted attempts are classified, pre-registered and counted (issue 27, item 1).
+"""Aborted attempts are classified, pre-registered and counted.
 
 On the tiny simulated campaign (3 marks x 2 scripted policies, seconds per campaign): a policy
 that raises on some trials has those trials counted as its failures by default, and the report
@@ -273,7 +273,7 @@ def test_a_lerobot_policy_with_non_finite_actions_fails_its_trials_in_the_parall
     assert doc["policies"]["B"]["successes"] == 0 and doc["policies"]["B"]["trials"] == 2
     assert doc["aborts"]["per_policy"]["B"]["aborted_attempts_by_cause"] == {"policy": {"non-finite action": 2}}
     assert doc["aborts"]["per_policy"]["A"]["aborted_attempts_by_cause"] == {}
-    text = run_module("report", out)          # the cause, not only the class (issue 31)
+    text = run_module("report", out)          # the cause, not only the class
     assert text.code == 0, text.err
     section = text.out.split("Aborted attempts\n")[1].split("\n\n")[0]
     (row,) = [ln for ln in section.splitlines() if ln.startswith("B ")]

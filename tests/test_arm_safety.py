@@ -1,4 +1,4 @@
-"""Safety on a real arm (issue 11), measured on the byte-level fake SO-101: LeRobot's SOFollower,
+"""Safety on a real arm, measured on the byte-level fake SO-101: LeRobot's SOFollower,
 FeetechMotorsBus and scservo_sdk run unchanged; the fake servos log every Goal_Position and
 Torque_Enable write with its time (`fakes/feetech.py`), so each assertion is on what the arm was
 actually told, not on what the adapter meant to do."""
@@ -424,7 +424,7 @@ def test_ctrl_c_under_the_terminal_prompt_waits_for_the_end_of_the_control_step(
         with pytest.raises(KeyboardInterrupt):
             op.check_stop()  # raised between two steps
         op.arm_moving(None)
-        # issue 22 item 10: a second Ctrl-C, while the runner makes the arm safe, is not raised
+        # a second Ctrl-C, while the runner makes the arm safe, is not raised
         os.kill(os.getpid(), signal.SIGINT)
         time.sleep(0.05)
         assert op.sigint_pending
@@ -574,8 +574,8 @@ def test_an_opencv_camera_without_index_or_path_is_an_error(tmp_path):
     assert line.startswith("rig: camera front: type opencv needs index_or_path") and "\n" not in line
 
 
-# ================================================================== issue 22: safe at every bus transaction
-# Each test below failed on the code before issue 22 (the finding's number in its name).
+# ================================================================== safe at every bus transaction
+# Each test below failed on the code before the rule it checks was made.
 class Watching(StopOnce):
     """`StopOnce` that also keeps the operator's messages and counts the confirmation prompts;
     `fail` (a callable) runs at poll `fail_at` instead of a stop."""

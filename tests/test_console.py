@@ -268,7 +268,7 @@ def test_estop_without_episode_ended_never_jams_the_next_cue(layout):
 
 @pytest.mark.parametrize("interrupt", ["ctrl+c", "sigterm"])
 def test_an_interrupt_during_a_move_stops_it_and_the_stop_key_stays_live(layout, interrupt):
-    """Issue 22 item 3: Ctrl-C during a move to rest set the console to "waiting", where the stop
+    """Before this rule, Ctrl-C during a move to rest set the console to "waiting", where the stop
     key was ignored, and `check_stop` ignored the interrupt: the move ran to its end. SIGTERM and
     SIGHUP (`operator.interrupt()`, what run_with_console's handler calls) did the same."""
     async def session() -> tuple[list, list]:

@@ -1,4 +1,4 @@
-"""Episodes of equal time (issue 27 item 2): on a real-time rig an episode ends at the protocol's
+"""Episodes of equal time: on a real-time rig an episode ends at the protocol's
 duration in wall-clock time, as lerobot-rollout's does; steps a slow policy loses to overruns
 are counted, never made up; both policies' videos have the same length and frame count.
 

@@ -62,6 +62,22 @@ def test_the_pointer_check_names_each_kind_of_stale_pointer():
                      "tests/test_store.py::test_no_such_test"]
 
 
+# A review's or a tracker's numbering means nothing to a reader of the code (no changelog here).
+TRACKER = re.compile(r"\b(issue|finding)s? #?\d+|\bdef test_(finding\d|seed_\d{3})", re.I)
+
+
+def test_no_text_names_an_issue_or_a_finding_by_number():
+    files = [p for p in scanned(REPO) if p != Path(__file__)]
+    assert len(files) > 300
+    found = [f"{p.relative_to(REPO)}:{n}" for p in files
+             for n, line in enumerate(p.read_text(errors="replace").splitlines(), 1) if TRACKER.search(line)]
+    assert found == []
+    for planted in ("as issue 22 item 3 says", "(issue #15)", "finding 4", "def test_finding4_stop():",
+                    "def test_seed_002_numbers():"):
+        assert TRACKER.search(planted), planted
+    assert not TRACKER.search("def test_seed_and_step_need_a_method(): the issue is the seed")
+
+
 def anchor(heading: str) -> str:
     """GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens."""
     return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")

@@ -1,4 +1,4 @@
-"""SIGKILL during `orchestrator export` (issue 8 item 1): the dataset root is at every moment
+"""SIGKILL during `orchestrator export`: the dataset root is at every moment
 absent or a complete export (the previous one while a re-export is killed), and the next
 export completes. Uses the tiny simulated campaign of tests/data.
 

@@ -1,4 +1,4 @@
-"""A language-conditioned LeRobot policy (issue #11): the protocol's task string reaches the model.
+"""A language-conditioned LeRobot policy: the protocol's task string reaches the model.
 
 The checkpoint is LeRobot's `multi_task_dit` on a tiny random CLIP built here, offline
 (tests/support/language.py): its preprocessor tokenizes the task (`TokenizerProcessorStep`) and

@@ -1,4 +1,4 @@
-"""LeRobot policies from the command line, in fresh processes (issue #16, item 1).
+"""LeRobot policies from the command line, in fresh processes.
 
 A tiny random-init ACT checkpoint is saved by one Python process; `orchestrator run` and
 `orchestrator doctor` then load it in other processes. A checkpoint built in the test's own

@@ -1,4 +1,4 @@
-"""Abort causes on the PostgreSQL server store (issue 31, item 6): a judge's role cannot read an
+"""Abort causes on the PostgreSQL server store: a judge's role cannot read an
 abort's cause (a planted canary; the owner and the report can: the positive control), the
 server's `invalid_start` records its cause, and a server store of schema 3 gets its aborts'
 causes and the `invalid_start` that records one when it is upgraded."""

@@ -60,7 +60,7 @@ def _fisher_power_brute(p1, p2, n, alpha=0.05):
 
 @pytest.mark.parametrize("p2, n", [(0.6, 36), (0.7, 69)])
 def test_unpaired_column_is_exact_fisher_power(capsys, p2, n):
-    # issue #15: Fisher needs 36 and 69 trials per policy (the normal formula said 32 and 62)
+    # Fisher needs 36 and 69 trials per policy (the normal formula said 32 and 62)
     (below, miss_below), (at, miss_at) = _fisher_power_brute(0.9, p2, n - 1), _fisher_power_brute(0.9, p2, n)
     assert below + miss_below < 0.8 <= at
     assert below <= stats.fisher_power(0.9, p2, n - 1) <= below + miss_below + 1e-9

@@ -83,7 +83,7 @@ def test_models_are_frozen():
         loaded.protocol.seed = 1  # type: ignore[misc]
 
 
-# ------------------------------------------------------------------ what a policy is (issue 33)
+# ------------------------------------------------------------------ what a policy is
 
 
 def _identity_protocol(tmp_path, policies: str, layout: str | None = None):

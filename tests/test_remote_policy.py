@@ -1,4 +1,4 @@
-"""A policy served from another machine (issue 26): `type: lerobot_server` against LeRobot's own
+"""A policy served from another machine: `type: lerobot_server` against LeRobot's own
 policy server (`python -m lerobot.async_inference.policy_server`), started here as a separate
 local process; the orchestrator runs from fresh processes too.
 """

@@ -1,4 +1,4 @@
-"""The report stays honest under repeats, early stopping and large samples (issue #15): the
+"""The report stays honest under repeats, early stopping and large samples: the
 unit of analysis, the verdict's notes, the digits shown, the Cochran note. Every expected value
 comes from an oracle (scipy/statsmodels, enumeration, an independent transcription) or from the
 issue's own worked numbers, never from the code under test."""

@@ -1,4 +1,4 @@
-"""The report's words agree with the test that decides (issue 27 items 5 and 9): one test per
+"""The report's words agree with the test that decides: one test per
 wording fix, each failing on the wording it replaces."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Policies as lerobot-rollout deploys them (issue 26): real-time chunking through LeRobot's own
+"""Policies as lerobot-rollout deploys them: real-time chunking through LeRobot's own
 RTC engine, from fresh processes, on the twin.
 
 A tiny SmolVLA (tests/support/vla.py: a random SmolVLM backbone from a small config saved locally,

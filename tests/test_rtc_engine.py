@@ -1,4 +1,4 @@
-"""The RTC policy's action stream is LeRobot's (issue 26): what `EnginePolicy` hands the control
+"""The RTC policy's action stream is LeRobot's: what `EnginePolicy` hands the control
 loop is, step by step, what LeRobot's `ActionQueue` gave out (through LeRobot's own
 `send_next_action`: interpolator, ordered action keys, robot action processor), and a step
 gets the last goal again exactly when LeRobot's queue had nothing (lerobot-rollout sends nothing

@@ -1,4 +1,4 @@
-"""Safety under asynchronous inference (issue 26): a stop drops every queued and in-flight
+"""Safety under asynchronous inference: a stop drops every queued and in-flight
 action, and LeRobot's RTC thread is stopped and joined on every way out of an episode.
 
 On the twin (LeRobot's real SOFollower and Feetech bus over the twin's pseudo-terminal), the

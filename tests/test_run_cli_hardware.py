@@ -17,7 +17,7 @@ def test_run_verb_on_the_fake_arm_with_terminal_prompts(hardware, monkeypatch, c
     tmp_path, protocol, rig, arms, _ = hardware
     monkeypatch.setattr("sys.stdin", io.StringIO("\n" * 10))
     out = tmp_path / "campaign"
-    # stdin is a StringIO: no stop key (refused on a real arm without the flag, issue 22 item 11)
+    # stdin is a StringIO: no stop key (refused on a real arm without the flag)
     code = main(["run", str(protocol), "--rig", str(rig), "--out", str(out), "--no-console", "--allow-no-stop-key"])
     captured = capsys.readouterr()
     assert code == 0, captured.err

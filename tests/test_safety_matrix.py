@@ -1,8 +1,8 @@
-"""A fault at every point (issue 22 item 2), sampled: a seeded handful of the matrix that
+"""A fault at every point, sampled: a seeded handful of the matrix that
 bench/safety_matrix.py runs whole (events x phases x on_stop, one event at the N-th bus
 transaction of a short twin campaign; the invariants: tests/support/safety_matrix.py). A canary
 run (torque-off disabled) shows the checks can fail. One run has the tiny SmolVLA under LeRobot's
-RTC engine (issue 26; tests/support/safety_matrix_rtc.py), with the two invariants of
+RTC engine (tests/support/safety_matrix_rtc.py), with the two invariants of
 asynchronous inference on top; planted records and a run of a policy that only pauses LeRobot's
 engine show those checks can fail."""
 

@@ -1,4 +1,4 @@
-"""Repeats on one mark (issue #15, item 1): the clustered matched-pair test and interval,
+"""Repeats on one mark: the clustered matched-pair test and interval,
 checked against brute-force sign enumeration, statsmodels (McNemar; cluster-robust variance)
 and seeded simulations of the error rates, each with its standard error."""
 

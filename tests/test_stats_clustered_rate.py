@@ -1,4 +1,4 @@
-"""One policy's rate with repeats (issue 27 item 3): the mark as the unit for per-policy and
+"""One policy's rate with repeats: the mark as the unit for per-policy and
 per-stratum intervals, Cochran's Q and the drift test withheld with their reason, the smallest
 p line for the deciding test. The design effect against statsmodels' cluster-robust variance;
 coverage by seeded simulation (with its standard error)."""

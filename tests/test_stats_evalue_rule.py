@@ -1,4 +1,4 @@
-"""The e-value stopping rule end to end (issue 27 items 4-6): its exact power against brute
+"""The e-value stopping rule end to end: its exact power against brute
 force and simulation; one e-value and one decision in the runner and the report; the interval
 the verdict shows after a stop agrees with the rule; "more layouts" gives the deciding rule its
 power. Seeded simulations, each with its standard error in the assertion message; kept to

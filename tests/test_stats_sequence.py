@@ -1,4 +1,4 @@
-"""Anytime-valid confidence sequences (issue #15, item 2): the Beta-binomial mixture bound
+"""Anytime-valid confidence sequences: the Beta-binomial mixture bound
 against numerical integration, and coverage under the pre-registered optional stopping rule
 by seeded simulation (with its standard error), beside the fixed-n Newcombe interval."""
 

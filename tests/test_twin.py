@@ -1,5 +1,5 @@
 """The rehearsal twin at the wire: Feetech packets, LeRobot's bus on the pseudo-terminal, the
-servos' physics (calibration, torque off), and the process's lifetime (issue #16, item 2)."""
+servos' physics (calibration, torque off), and the process's lifetime."""
 
 from __future__ import annotations
 

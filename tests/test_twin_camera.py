@@ -1,5 +1,5 @@
-"""The twin's cameras as USB cameras through LeRobot's OpenCVCamera semantics (issue 23,
-item 2): `read_latest` peeks without consuming, frames arrive `latency_ms` after exposure, the
+"""The twin's cameras as USB cameras through LeRobot's OpenCVCamera semantics:
+`read_latest` peeks without consuming, frames arrive `latency_ms` after exposure, the
 read thread dies after repeated failures, and the `camera_slow` fault lowers a camera's rate."""
 
 from __future__ import annotations

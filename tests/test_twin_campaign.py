@@ -1,4 +1,4 @@
-"""Campaigns on the rehearsal twin, through the CLI in fresh processes (issue #16, items 2-3).
+"""Campaigns on the rehearsal twin, through the CLI in fresh processes.
 
 A tiny ACT checkpoint saved by another process is policy B, the scripted pick is A; the real
 LeRobot stack (SOFollower, FeetechMotorsBus, scservo_sdk, the `twin` camera type) drives the

@@ -1,4 +1,4 @@
-"""Seeded wire faults on the rehearsal twin (issue #16, item 4): each one aborts the running trial
+"""Seeded wire faults on the rehearsal twin: each one aborts the running trial
 with its cause recorded, leaves the arm safe, and `run` (without the fault) resumes the campaign
 to completion. In-process CLI runs (LeRobot imported once); the twin is its own process.
 
@@ -139,7 +139,7 @@ def test_fault_aborts_the_trial_with_its_cause(name, chain):
 
 @pytest.mark.parametrize("name", list(FAULTS))
 def test_every_fault_ends_with_all_six_torques_off_or_the_operator_told(name, chain):
-    """Issue 22: the twin's own registers when it stopped (its wire log's exit line). An overload
+    """The twin's own registers when it stopped (its wire log's exit line). An overload
     used to leave the servos after the alarmed one torqued. A servo nothing reaches (a pulled USB
     cable, a silent servo) cannot be switched off from here: then each one is named to the
     operator ("TORQUE MAY STILL BE ON: ... (id N) ... switch off its power supply")."""

@@ -1,5 +1,5 @@
 """A grasp held at full grip trips the gripper's overload protection, as on a real STS3215
-(issue 23, "done when"), and what the orchestrator does then: an expected gripper trip during
+, and what the orchestrator does then: an expected gripper trip during
 a grasp is a recorded safety event, not a servo alarm that aborts the trial, unless it persists
 (`rigs/servo_alarms.AlarmWatch`)."""
 

@@ -1,4 +1,4 @@
-"""Safety measured on the rehearsal twin (issue 11): LeRobot's real stack drives the twin's
+"""Safety measured on the rehearsal twin: LeRobot's real stack drives the twin's
 simulated SO-101 over a pseudo-terminal. In-process CLI runs, as tests/test_twin_faults.py."""
 
 from __future__ import annotations
@@ -127,7 +127,7 @@ def test_after_a_two_second_stall_on_the_twin_actions_are_half_a_period_apart_or
 @pytest.mark.slow
 @pytest.mark.parametrize("servo", ["shoulder_lift", "gripper"])
 def test_an_overload_on_one_servo_ends_with_all_six_torques_off_the_alarm_named_and_resumable(tmp_path, servo):
-    """Issue 22 item 1 on the twin, as the review reproduced it: `{kind: overload, servo:
+    """An alarm on one servo, on the twin, as a review reproduced it: `{kind: overload, servo:
     shoulder_lift, at_step: 3}` ended with torque [off, off, on, on, on, on] (LeRobot's per-motor
     disable_torque stops at the servo whose replies carry the error bit) and "check the USB cable".
     bench/safety_matrix.py runs the alarm on each of the six servos in every phase."""

@@ -1,4 +1,4 @@
-"""The twin's STS3215s as their memory table describes them (issue 23, item 1): each register
+"""The twin's STS3215s as their memory table describes them: each register
 behaviour read or written through LeRobot's `FeetechMotorsBus` against a running twin (the
 same process tree as `--twin`: LeRobot's SOFollower, scservo_sdk, the pseudo-terminal).
 

@@ -1,4 +1,4 @@
-"""SIGTERM sent by another process to `orchestrator run` at a real-arm profile (issue 11, item 3).
+"""SIGTERM sent by another process to `orchestrator run` at a real-arm profile.
 
 The twin is started by the test (so it outlives the orchestrator and can be read after it);
 `orchestrator run` drives it through LeRobot's real stack in a fresh process. During an episode

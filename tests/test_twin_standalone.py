@@ -1,4 +1,4 @@
-"""`orchestrator twin` (issue 23, item 5): a standalone twin that LeRobot's own tools drive.
+"""`orchestrator twin`: a standalone twin that LeRobot's own tools drive.
 Separate processes: the twin command, then LeRobot's `lerobot-rollout` entry point (base
 strategy, sync inference, a tiny ACT saved by another process) with the flags the twin printed;
 the wire log then shows what the bus saw."""

@@ -1,4 +1,4 @@
-"""The twin's wire log (issue 23, item 4): one JSON line per packet the bus saw, fault lines,
+"""The twin's wire log: one JSON line per packet the bus saw, fault lines,
 and an exit line written however the twin ends, also after the orchestrator was SIGKILLed;
 and the `servo_reset` fault (a servo restarting as after a brown-out), read through LeRobot."""
 

@@ -1,5 +1,5 @@
 """What a protocol's policy is, for comparing campaigns: its method, training seed and step
-(issue 33). The policy specs of `protocol.py` inherit these fields, so they are validated and
+. The policy specs of `protocol.py` inherit these fields, so they are validated and
 frozen with the rest of the protocol."""
 
 from __future__ import annotations

@@ -171,7 +171,7 @@ def _resolve_action_key_order(policy_names: list[str] | None, dataset_names: lis
 
 # long-function: __init__: loads a checkpoint in LeRobot's own order (config, device, feature check,
 # weights, processors), each step refusing with one line that names it; noted by the refactor
-# (issue 14), left for the owner of this module to split.
+#, left for the owner of this module to split.
 @register_policy("lerobot")
 class LeRobotPolicy(Policy):
     """A LeRobot checkpoint behind the `Policy` interface (see the module docstring)."""

@@ -1,4 +1,4 @@
-"""Comparing methods across campaigns (`orchestrator compare`, issue 33): several campaign
+"""Comparing methods across campaigns (`orchestrator compare`): several campaign
 stores (and outcomes CSVs), each with its frozen protocol, read as one table of trials.
 
 - trials.py: what a trial, a campaign and a checkpoint's identity are; reading one store;

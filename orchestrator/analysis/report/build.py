@@ -492,7 +492,7 @@ def _cochran_notes(comparisons: tuple[Comparison, ...], cochran: stats.CochranQR
                    alpha: float) -> tuple[str, ...]:
     """With 3+ policies a Holm-adjusted pairwise "better" can sit beside a Cochran's Q that does
     not reject. Holm controls the family-wise error on its own, so the pairwise result stands;
-    the note says that the omnibus test does not back it (issue #15, item 6)."""
+    the note says that the omnibus test does not back it."""
     if cochran is None or cochran.p <= alpha:
         return ()
     better = [c for c in comparisons if c.significant]

@@ -108,7 +108,7 @@ def header(r: Report) -> list[Block]:
 
 
 def _unit_line(r: Report) -> str:
-    """The unit of analysis and the deciding test (issue #15: the header names both)."""
+    """The unit of analysis and the deciding test (the header names both)."""
     if r.unit == "mark":
         c = next(c for c in r.comparisons if c.unit == "mark")
         return (f"Unit of analysis: the mark ({len(c.marks)} marks, {c.table.n} pairs: marks have repeats); "

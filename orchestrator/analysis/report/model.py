@@ -115,7 +115,7 @@ class Comparison:
     verdict: str
     pairing_note: str
     strata: tuple[StratumComparison, ...]
-    # issue #15: the unit of analysis, the mark-level analysis with repeats, the anytime-valid
+    # the unit of analysis, the mark-level analysis with repeats, the anytime-valid
     # confidence sequence after optional stopping, one-line notes beside the verdict
     unit: str = "layout"                                   # layout | mark
     clustered: stats.ClusteredResult | None = None         # the deciding test when unit == mark

@@ -1,6 +1,6 @@
 """The verdict of one comparison in words, and the one-line notes that go beside it.
 
-Rules (issue #15):
+Rules:
 - the deciding test is the pre-registered primary (mid-p or exact; Holm-adjusted with 3+
   policies), or the e-value when the protocol pre-registers the e-value stopping rule;
 - whenever mid-p and exact p fall on different sides of alpha, both are quoted (mid-p's actual

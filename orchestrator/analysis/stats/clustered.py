@@ -2,7 +2,7 @@
 
 With `trials_per_layout: r > 1` every mark contributes r pairs. Pairs on one mark share its
 difficulty, so they are not independent, and counting them as r independent layouts overstates
-the evidence (issue #15: 10 marks x 5 repeats, A winning every repeat of 4 marks, gave
+the evidence (for example: 10 marks x 5 repeats, A winning every repeat of 4 marks, gave
 mid-p < 0.0001; with the mark as the unit it is 4 marks to 0, mid-p 0.0625).
 
 Notation. Mark k has n_k pairs, b_k where only A succeeded, c_k where only B did, and
