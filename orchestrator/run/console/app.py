@@ -219,18 +219,7 @@ class OperatorConsole(App):
 
     TITLE = "Operator console"
     AUTO_FOCUS = None  # keys go to the console's bindings; the reason box takes focus when shown
-    CSS = """
-    #banner { height: 3; content-align: center middle; text-style: bold; background: $boost; }
-    #banner.estop { background: red; color: white; }
-    #banner.paused { background: $warning; color: black; }
-    #mark { height: 3; content-align: center middle; text-style: bold; color: yellow; }
-    #where { height: auto; content-align: center middle; }
-    #timer { height: 3; content-align: center middle; text-style: bold; }
-    #map { width: auto; height: auto; padding: 0 1; }
-    #side { width: 1fr; }
-    #log { height: 1fr; min-height: 4; border-top: solid $panel; }
-    #reason { margin: 0 2; }
-    """
+    CSS_PATH = "app.tcss"
     BINDINGS = [
         Binding("enter", "enter", "Start / continue"),
         Binding("space", "estop", "E-STOP"),
