@@ -9,7 +9,8 @@ against guesses of its policy) or any row it has no right to:
 - `chain_verify()`: the whole check of chain.py, returning only the head, the entry count,
   the origin and the names of the rows that do not match.
 
-`chain_row_sha(table, key)` and `chain_row_expr(table)` (the canonical encoding in SQL) are
+`chain_row_sha(table, key)`, `chain_row_expr(table)` (the canonical encoding in SQL) and
+`chain_last_sha(table, key)` (a row's latest entry) are
 executable by the owner only. `forget_episode_labels` and `invalid_start` (postgres_blind.py)
 chain what they change by calling `chain_append`.
 """
@@ -68,6 +69,11 @@ LANGUAGE sql IMMUTABLE AS $$
   SELECT encode(sha256(convert_to(concat_ws(chr(31), prev, seq::text, tbl, k, sha,
                                             encode(float8send(at), 'hex')), 'UTF8')), 'hex')
 $$""",
+    """
+CREATE OR REPLACE FUNCTION chain_last_sha(p_tbl TEXT, p_key TEXT) RETURNS TEXT
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = public AS $$
+  SELECT c.row_sha256 FROM chain c WHERE c.tbl = p_tbl AND c.row_key = p_key ORDER BY c.seq DESC LIMIT 1
+$$""",
     f"""
 CREATE OR REPLACE FUNCTION chain_append(p_tbl TEXT, p_key TEXT) RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = public AS $$
@@ -76,8 +82,7 @@ DECLARE sha TEXT; last_sha TEXT; head_seq BIGINT; head_digest TEXT;
 BEGIN
   PERFORM pg_advisory_xact_lock({CHAIN_LOCK});
   sha := chain_row_sha(p_tbl, p_key);
-  SELECT c.row_sha256 INTO last_sha FROM chain c WHERE c.tbl = p_tbl AND c.row_key = p_key
-   ORDER BY c.seq DESC LIMIT 1;
+  last_sha := chain_last_sha(p_tbl, p_key);
   IF last_sha = sha OR (last_sha IS NULL AND sha = '{DELETED}') THEN RETURN; END IF;
   SELECT c.seq, c.digest INTO head_seq, head_digest FROM chain c ORDER BY c.seq DESC LIMIT 1;
   head_seq := coalesce(head_seq, 0) + 1;
@@ -90,8 +95,7 @@ CREATE OR REPLACE FUNCTION chain_guard(p_tbl TEXT, p_key TEXT) RETURNS void
 LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = public AS $$
 DECLARE last_sha TEXT;
 BEGIN
-  SELECT c.row_sha256 INTO last_sha FROM chain c WHERE c.tbl = p_tbl AND c.row_key = p_key
-   ORDER BY c.seq DESC LIMIT 1;
+  last_sha := chain_last_sha(p_tbl, p_key);
   IF chain_row_sha(p_tbl, p_key) <> coalesce(last_sha, '{DELETED}') THEN
     RAISE EXCEPTION 'chain: % % does not match its chained digest', p_tbl, p_key;
   END IF;
@@ -135,7 +139,7 @@ BEGIN
   END LOOP;
 END $$""",
 )
-_OWNER_ONLY = "chain_row_expr(TEXT), chain_row_sha(TEXT, TEXT), chain_key_column(TEXT), chain_entry_digest(TEXT, BIGINT, TEXT, TEXT, TEXT, DOUBLE PRECISION)"
+_OWNER_ONLY = "chain_row_expr(TEXT), chain_row_sha(TEXT, TEXT), chain_last_sha(TEXT, TEXT), chain_key_column(TEXT), chain_entry_digest(TEXT, BIGINT, TEXT, TEXT, TEXT, DOUBLE PRECISION)"
 GRANTED = "chain_append(TEXT, TEXT), chain_guard(TEXT, TEXT), chain_verify()"
 
 
