@@ -26,10 +26,13 @@ def test_run_verb_on_the_fake_arm_with_terminal_prompts(hardware, monkeypatch, c
     with CampaignStore.open_readonly(out) as store:
         trials = store.trials()
         assert [t.state for t in trials] == ["done"] * 4
-        # an episode lasts its duration in wall-clock time: 10 slots, of which a loaded machine may lose a few
+        # An episode lasts its duration in wall-clock time: 10 slots, each either stepped or counted
+        # lost. How many a machine loses depends on its load (a 0.7 s stall under a CPU hog loses 7
+        # of 10 at 10 Hz), so only "the policy ran" is asked of the count here; the pacing rule
+        # itself is tested with a policy slow by design (tests/test_control_loop_time.py).
         timings = [e["timing"] for e in store.episodes()]
         assert len(timings) == 4 and all(t["planned_steps"] == 10 == t["steps"] + t["lost_steps"] for t in timings)
-        assert all(t["steps"] >= 5 for t in timings), timings
+        assert all(t["steps"] >= 1 for t in timings), timings
         assert [s["outcome"] for s in store.sessions()] == ["ended"]
         episodes = store.episodes()
     assert "4/4 trials done" in captured.out
