@@ -43,7 +43,7 @@ from orchestrator.rigs.device_fault import DeviceFault, one_line
 from orchestrator.design.protocol import LeRobotPolicySpec
 from orchestrator.rigs.base import Action, Observation, Rig
 from orchestrator.policies.base import Policy, register_policy
-from orchestrator.rigs.profile import STATE_KEYS, LoadedRig, RigProfile, profile_observation_features
+from orchestrator.rigs.profile import LoadedRig, RigProfile, profile_observation_features
 from orchestrator.policies.checkpoint import (apply_overrides, feature_problems, resolve_device, state_stats,
                          state_units_problems)
 
@@ -204,7 +204,8 @@ class LeRobotPolicy(Policy):
         return getattr(inference, "type", "sync") == "rtc" or getattr(spec, "interpolation_multiplier", 1) > 1
 
     def __init__(self, spec: LeRobotPolicySpec, protocol_dir: Path | str, task: str,
-                 rig_features: Mapping[str, Any] | RigProfile | LoadedRig | Rig, *, robot_type: str | None = None, fps: float | None = None):
+                 rig_features: Mapping[str, Any] | RigProfile | LoadedRig | Rig, *,
+                 robot_type: str | None = None, fps: float | None = None):
         if type(self) is LeRobotPolicy and self.runs_in_an_engine(spec):
             raise ValueError("an RTC or interpolated policy is an EnginePolicy (policies.factory builds it)")
         self.spec = spec
