@@ -21,12 +21,13 @@ from orchestrator.rigs.profile import CameraSpec
 from orchestrator.run.control_loop import run_episode
 from orchestrator.run.recording import EpisodeRecorder
 from orchestrator.store.sqlite import new_episode_id
+from support.fake_rig import StillRig
 
 FPS, DURATION_S = 20, 2.0
 KEYS = ("shoulder_pan.pos", "shoulder_lift.pos", "elbow_flex.pos", "wrist_flex.pos", "wrist_roll.pos", "gripper.pos")
 
 
-class RealTimeRig:
+class RealTimeRig(StillRig):
     realtime = True
 
     def observe(self, with_images=True):

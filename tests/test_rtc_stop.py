@@ -21,6 +21,7 @@ import pytest
 
 from orchestrator.rigs.base import EmergencyStop
 from orchestrator.rigs.profile import STATE_KEYS
+from support.fake_rig import StillRig
 from test_twin_campaign import twin_rig
 
 
@@ -176,7 +177,7 @@ def test_positive_control_a_paused_engine_lets_the_in_flight_canary_through(save
 
 
 # ------------------------------------------------------------ every way out joins the thread
-class FakeRig:
+class FakeRig(StillRig):
     """A paced rig with a still arm that fails (`fail`) at step `at`."""
 
     realtime = True

@@ -23,6 +23,7 @@ import logging
 from typing import Any, Mapping
 
 from orchestrator.core.errors import BadInput
+from orchestrator.rigs.base import Rig
 from orchestrator.rigs.device_fault import one_line
 
 logger = logging.getLogger(__name__)
@@ -155,19 +156,23 @@ def _span(stats: Mapping[str, Any], i: int) -> tuple[float, float] | None:
     return (mean, mean) if mean is not None else None
 
 
-def state_units_problems(stats: Mapping[str, Any] | None, state_keys: list[str], rig: Any,
+def state_units_problems(stats: Mapping[str, Any] | None, state_keys: list[str], rig: Rig | None,
                          where: str) -> list[str]:
     """Refuse a checkpoint whose state statistics lie far outside the rig's calibrated range
-    (recorded in other units: degrees against -100..100, or the other way round)."""
-    if not stats or not hasattr(rig, "calibrated_range"):
+    (recorded in other units: degrees against -100..100, or the other way round). Without a rig
+    (features only) there is no range to compare with."""
+    if not stats or rig is None:
         return []
-    units = "degrees" if getattr(getattr(rig, "config", None), "use_degrees", True) else "-100..100"
+    units = rig.joint_units
     problems = []
     for i, key in enumerate(state_keys):
         try:
-            lo, hi = sorted(rig.calibrated_range(key.removesuffix(".pos")))
+            calibrated = rig.calibrated_range(key.removesuffix(".pos"))
         except Exception:  # noqa: BLE001 - no calibration for this joint: nothing to compare
             continue
+        if calibrated is None:
+            continue
+        lo, hi = sorted(calibrated)
         span = _span(stats, i)
         if span is None:
             continue

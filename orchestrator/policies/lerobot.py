@@ -24,9 +24,9 @@ to download (named, with where to put them: `$TORCH_HOME`).
 A policy that raises mid-episode surfaces as `faults.DeviceFault` (kind `policy`).
 
 `rig_features` is LeRobot's `robot.observation_features` shape: `{"shoulder_pan.pos": float,
-..., "front": (H, W, 3)}`, or an object with `observation_features` (and optionally
-`action_features` and `robot_type`), e.g. a `LeRobotRig`; `rig_observation_features(profile)`
-builds it from a rig profile without importing torch.
+..., "front": (H, W, 3)}`, a rig profile (`rig_observation_features(profile)` builds that shape
+without importing torch), or a `Rig` (its `observation_features`, `action_features`, `robot_type`
+and calibrated ranges), e.g. a `LeRobotRig`.
 """
 
 from __future__ import annotations
@@ -41,9 +41,9 @@ from typing import Any, Mapping
 from orchestrator.core.errors import BadInput
 from orchestrator.rigs.device_fault import DeviceFault, one_line
 from orchestrator.design.protocol import LeRobotPolicySpec
-from orchestrator.rigs.base import Action, Observation
+from orchestrator.rigs.base import Action, Observation, Rig
 from orchestrator.policies.base import Policy, register_policy
-from orchestrator.rigs.profile import STATE_KEYS, LoadedRig, RigProfile
+from orchestrator.rigs.profile import LoadedRig, RigProfile, profile_observation_features
 from orchestrator.policies.checkpoint import (apply_overrides, feature_problems, resolve_device, state_stats,
                          state_units_problems)
 
@@ -55,12 +55,18 @@ SO101_ROBOT_TYPE = "so_follower"
 
 def rig_observation_features(profile: RigProfile | LoadedRig) -> dict[str, Any]:
     """LeRobot-style observation features of a rig profile: joints (float) and cameras (H, W, 3)."""
-    if isinstance(profile, LoadedRig):
-        profile = profile.profile
-    features: dict[str, Any] = {key: float for key in STATE_KEYS}
-    for name, cam in profile.cameras.items():
-        features[name] = (cam.height, cam.width, 3)
-    return features
+    return profile_observation_features(profile.profile if isinstance(profile, LoadedRig) else profile)
+
+
+def features_of(rig_features: Mapping[str, Any] | RigProfile | LoadedRig | Rig
+                ) -> tuple[dict[str, Any], dict[str, Any] | None, Rig | None]:
+    """(observation features, action features or None, the rig or None) of what a policy is
+    built against: features, a rig profile, or a rig."""
+    if isinstance(rig_features, Mapping):
+        return dict(rig_features), None, None
+    if isinstance(rig_features, (RigProfile, LoadedRig)):
+        return rig_observation_features(rig_features), None, None
+    return dict(rig_features.observation_features), dict(rig_features.action_features or {}) or None, rig_features
 
 
 def _offline() -> bool:
@@ -182,16 +188,13 @@ class LeRobotPolicy(Policy):
     @classmethod
     def from_spec(cls, label, spec, protocol=None, rig=None) -> "LeRobotPolicy":
         """Checkpoint paths are relative to the protocol's folder; the rig's observation
-        features (from the rig, or its profile) make names and image shapes match the rig."""
+        features (`Rig.observation_features`) make names and image shapes match the rig."""
         protocol_dir = protocol.path.parent if protocol is not None else Path.cwd()
         task = protocol.protocol.task if protocol is not None else ""
-        features: Any = rig
-        if rig is None or not hasattr(rig, "observation_features"):
-            features = getattr(rig, "profile", None)
-            if features is None:
-                raise BadInput(f"policy {label}: a LeRobot policy needs the rig (for its features)")
+        if rig is None:
+            raise BadInput(f"policy {label}: a LeRobot policy needs the rig (for its features)")
         fps = protocol.protocol.episode.fps if protocol is not None else 30
-        return cls(spec, protocol_dir, task, features, fps=fps)
+        return cls(spec, protocol_dir, task, rig, fps=fps)
 
     @staticmethod
     def runs_in_an_engine(spec: LeRobotPolicySpec) -> bool:
@@ -201,7 +204,8 @@ class LeRobotPolicy(Policy):
         return getattr(inference, "type", "sync") == "rtc" or getattr(spec, "interpolation_multiplier", 1) > 1
 
     def __init__(self, spec: LeRobotPolicySpec, protocol_dir: Path | str, task: str,
-                 rig_features: Any, *, robot_type: str | None = None, fps: float | None = None):
+                 rig_features: Mapping[str, Any] | RigProfile | LoadedRig | Rig, *,
+                 robot_type: str | None = None, fps: float | None = None):
         if type(self) is LeRobotPolicy and self.runs_in_an_engine(spec):
             raise ValueError("an RTC or interpolated policy is an EnginePolicy (policies.factory builds it)")
         self.spec = spec
@@ -210,15 +214,9 @@ class LeRobotPolicy(Policy):
         where = f"policy checkpoint {spec.path}"
         self.where = where
 
-        if isinstance(rig_features, Mapping):
-            obs_features, act_features = dict(rig_features), None
-        elif isinstance(rig_features, (RigProfile, LoadedRig)):
-            obs_features, act_features = rig_observation_features(rig_features), None
-        else:
-            obs_features = dict(rig_features.observation_features)
-            act_features = dict(getattr(rig_features, "action_features", None) or {}) or None
+        obs_features, act_features, rig = features_of(rig_features)
         if robot_type is None:
-            robot_type = getattr(rig_features, "robot_type", None) or SO101_ROBOT_TYPE
+            robot_type = (rig.robot_type if rig is not None else None) or SO101_ROBOT_TYPE
         self.robot_type = robot_type
 
         if self.local and not (Path(self.path) / "config.json").is_file():
@@ -266,7 +264,7 @@ class LeRobotPolicy(Policy):
         with transformers_quiet():
             self._load(cfg, spec, device, backbone, obs_features, act_features)
         units = state_units_problems(state_stats(self.preprocessor),
-                                     [k for k in obs_features if obs_features[k] is float], rig_features, where)
+                                     [k for k in obs_features if obs_features[k] is float], rig, where)
         if units:
             raise BadInput(units)
         self.warmup_s = self._warm_up(obs_features)

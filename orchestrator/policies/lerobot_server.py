@@ -49,7 +49,7 @@ import numpy as np
 
 from orchestrator.core.errors import BadInput
 from orchestrator.policies.base import Policy, register_policy
-from orchestrator.rigs.base import Action, Observation
+from orchestrator.rigs.base import Action, Observation, Rig
 from orchestrator.rigs.device_fault import DeviceFault
 from orchestrator.rigs.profile import STATE_KEYS, LoadedRig, RigProfile
 
@@ -110,15 +110,16 @@ class ServerPolicy(Policy):
 
     @classmethod
     def from_spec(cls, label, spec, protocol=None, rig=None) -> "ServerPolicy":
-        """The rig's observation features (from the rig, or its profile) are what the server is
+        """The rig's observation features (`Rig.observation_features`) are what the server is
         told the observations hold; the protocol's task and fps."""
-        features = rig if rig is None or hasattr(rig, "observation_features") else getattr(rig, "profile", None)
+        features = rig
         if features is None:
             raise BadInput(f"policy {label}: a served policy needs the rig (for its features)")
         return cls(spec, protocol.protocol.task if protocol is not None else "", features,
                    fps=protocol.protocol.episode.fps if protocol is not None else 30)
 
-    def __init__(self, spec, task: str, rig_features: Any, *, fps: float):
+    def __init__(self, spec, task: str, rig_features: Mapping[str, Any] | RigProfile | LoadedRig | Rig, *,
+                 fps: float):
         import grpc
         from lerobot.async_inference.configs import get_aggregate_function
         from lerobot.async_inference.constants import SUPPORTED_POLICIES
@@ -139,14 +140,9 @@ class ServerPolicy(Policy):
             self.aggregate_fn = get_aggregate_function(spec.aggregate_fn_name)
         except ValueError as exc:
             raise BadInput(f"{where}: {exc}") from None
-        if isinstance(rig_features, Mapping):
-            features = dict(rig_features)
-        elif isinstance(rig_features, (RigProfile, LoadedRig)):
-            from orchestrator.policies.lerobot import rig_observation_features
+        from orchestrator.policies.lerobot import features_of
 
-            features = rig_observation_features(rig_features)
-        else:
-            features = dict(rig_features.observation_features)
+        features = features_of(rig_features)[0]
         self.action_keys = [k for k in STATE_KEYS if k in features]
         self.lerobot_features = hw_to_dataset_features(features, OBS_STR, use_video=False)
         self.policy_config = RemotePolicyConfig(spec.policy_type, spec.path, self.lerobot_features,

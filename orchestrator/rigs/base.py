@@ -14,10 +14,16 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from pathlib import Path
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from orchestrator.core.registry import Registry
 from orchestrator.design.protocol import Cube, Mark
+from orchestrator.rigs.profile import LoadedRig, RigProfile, profile_observation_features
+
+if TYPE_CHECKING:
+    from orchestrator.design.protocol import LoadedProtocol
 
 Observation = dict[str, Any]   # "<joint>.pos": float, "<camera>": np.ndarray (H, W, 3) uint8
 Action = dict[str, float]      # "<joint>.pos": float target position
@@ -66,14 +72,26 @@ class Rig(ABC):
 
     `realtime` is True for hardware (the runner paces steps with the wall clock) and False for
     simulation (each `act` advances simulated time by one control period).
+
+    Besides the abstract methods, the runner and the policies use the members below, each with a
+    default that is right for a rig without servos, calibration or LeRobot robot (the simulation).
+    A default never stands for "checked and fine" where a rig can check: a rig with servos
+    overrides `torque_problems` and `servo_problems` (tests/test_rig_interface.py holds each
+    registered kind to that).
     """
 
     realtime: bool
     camera_names: tuple[str, ...]
+    profile: RigProfile        # the rig profile the rig was built from
     kind: str = ""             # set by `register_rig`
 
+    # camera -> (age of the frame the last `observe` returned, in ms; whether it repeats the one
+    # before): the recorder's frame-age columns. Empty: the rig measures no frame ages.
+    last_frames: Mapping[str, tuple[float, bool]] = MappingProxyType({})
+
     @classmethod
-    def from_profile(cls, rig: Any, protocol: Any = None, **options: Any) -> "Rig":
+    def from_profile(cls, rig: LoadedRig | RigProfile, protocol: LoadedProtocol | None = None,
+                     **options: Any) -> Rig:
         """Build the rig for a loaded rig profile (`protocol`: the LoadedProtocol, or None)."""
         return cls(rig, **options)
 
@@ -120,6 +138,61 @@ class Rig(ABC):
         then torque on) and moves from there. Returns the servos still torqued (empty = all
         limp). Only for a `hand_guidable` rig; must not raise."""
         return []
+
+    # ------------------------------------------------------------ what the runner reads
+    @property
+    def torque_problems(self) -> Sequence[str]:
+        """The servos the last torque off (`safe_stop` on release, `release_torque`,
+        `disconnect`) left torqued, one line each, for the operator. Empty: none known; the
+        default, for a rig without servos (nothing there holds torque)."""
+        return ()
+
+    def servo_problems(self) -> list[str]:
+        """One read of the servos' alarms and torque while the arm holds (the hold watcher of
+        `run/motion.py`), one line per problem; never raises (a read that fails is a problem).
+        The default reads nothing and so reports nothing: a rig without servos."""
+        return []
+
+    def camera_poses(self) -> dict[str, dict] | None:
+        """Pose and image size of each camera that has a fixed one (`profile_camera_poses`), for
+        the judges' zoom and guide. None: the rig knows no camera pose."""
+        return None
+
+    @property
+    def calibration_path(self) -> Path | None:
+        """The calibration file the motors are checked against (its digest is recorded per
+        station). None: the rig has no calibration file."""
+        return None
+
+    def calibrated_range(self, motor: str) -> tuple[float, float] | None:
+        """`motor`'s calibrated (range_min, range_max) in LeRobot's units (degrees, gripper
+        0-100). None: no calibration known for it, so nothing to compare a checkpoint with."""
+        return None
+
+    @property
+    def joint_units(self) -> str:
+        """The units of the joint positions, as the operator reads them: "degrees" (LeRobot's
+        `use_degrees`, the simulation's) or "-100..100"."""
+        return "degrees"
+
+    # ------------------------------------------------------------ what a LeRobot policy matches
+    @property
+    def observation_features(self) -> dict[str, Any]:
+        """LeRobot's `robot.observation_features`: `{"<joint>.pos": float, ..., "<camera>": (H, W,
+        3)}`. The default is the profile's (`profile_observation_features`)."""
+        return profile_observation_features(self.profile)
+
+    @property
+    def action_features(self) -> dict[str, Any] | None:
+        """LeRobot's `robot.action_features`. None: not known (a checkpoint's actions are then
+        checked against the state's joints)."""
+        return None
+
+    @property
+    def robot_type(self) -> str | None:
+        """What LeRobot's rollout passes as `robot_type` to a policy (`robot.robot_type`). None:
+        not a LeRobot robot (a policy then takes the SO-101's)."""
+        return None
 
 
 RIG_KINDS: Registry[Rig] = Registry("rig kind", Rig, "kind")

@@ -116,7 +116,7 @@ class LeRobotRig(Rig):
         self._clipped: dict[str, int] = {}
         self._range_clipped: dict[str, int] = {}
         self._limits: dict[str, tuple[float, float]] = {}
-        self.torque_problems: list[str] = []
+        self._torque_problems: list[str] = []   # `torque_problems`
         self._steps = 0
         self.connect_pose: dict[str, float] = {}
         self._released = False
@@ -153,6 +153,15 @@ class LeRobotRig(Rig):
     @property
     def calibration_path(self) -> Path:
         return Path(self.robot.calibration_fpath)
+
+    @property
+    def joint_units(self) -> str:
+        return "degrees" if getattr(self.config, "use_degrees", True) else "-100..100"
+
+    @property
+    def torque_problems(self) -> list[str]:
+        """What the last torque off read back still torqued (`torque.torque_off`)."""
+        return list(self._torque_problems)
 
     @property
     def needs_calibration(self) -> bool:
@@ -386,7 +395,7 @@ class LeRobotRig(Rig):
         try:
             if self.profile.on_stop == "release" and getattr(robot, "bus", None) is not None:
                 self._released = True
-                self.torque_problems = torque_off(robot.bus, self._retries)
+                self._torque_problems = torque_off(robot.bus, self._retries)
                 return
             self._write_goal(self._joint_positions())
         except Exception as exc:  # noqa: BLE001
@@ -406,10 +415,10 @@ class LeRobotRig(Rig):
             return []
         self._released = True
         try:
-            self.torque_problems = torque_off(robot.bus, self._retries)
+            self._torque_problems = torque_off(robot.bus, self._retries)
         except Exception as exc:  # noqa: BLE001 - the operator is told; the arm holds or is limp
-            self.torque_problems = [f"torque off failed: {one_line(exc)}"]
-        return list(self.torque_problems)
+            self._torque_problems = [f"torque off failed: {one_line(exc)}"]
+        return list(self._torque_problems)
 
     def disconnect(self) -> None:
         """Torque off (LeRobot's `disable_torque_on_disconnect`) whenever the bus is connected,
@@ -518,9 +527,9 @@ class LeRobotRig(Rig):
         try:
             if bus.is_connected:
                 if getattr(self.config, "disable_torque_on_disconnect", True):
-                    self.torque_problems = torque_off(bus, max(self._retries, 2))
-                    if self.torque_problems:
-                        logger.warning("disconnect: %s", "; ".join(self.torque_problems))
+                    self._torque_problems = torque_off(bus, max(self._retries, 2))
+                    if self._torque_problems:
+                        logger.warning("disconnect: %s", "; ".join(self._torque_problems))
                 bus.port_handler.closePort()
         except Exception as exc:  # noqa: BLE001
             logger.warning("disconnect: torque off: %s", exc)

@@ -50,6 +50,14 @@ def profile_camera_poses(profile: "RigProfile") -> dict[str, dict]:
             for name, c in profile.cameras.items() if c.pose is not None}
 
 
+def profile_observation_features(profile: "RigProfile") -> dict[str, Any]:
+    """LeRobot-style observation features of a rig profile: joints (float) and cameras (H, W, 3)."""
+    features: dict[str, Any] = {key: float for key in STATE_KEYS}
+    for name, cam in profile.cameras.items():
+        features[name] = (cam.height, cam.width, 3)
+    return features
+
+
 class RobotSpec(BaseModel):
     """The robot: `type` is a LeRobot robot type (`so101_follower`, ...) or `sim_so101`."""
 

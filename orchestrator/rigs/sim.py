@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from orchestrator.design.protocol import Cube, Mark, Success
+from orchestrator.design.protocol import Cube, LoadedProtocol, Mark, Success
 from orchestrator.sim.success import LiftHoldTracker
 from orchestrator.rigs.base import Action, EpisodeFacts, Observation, Rig, register_rig
 from orchestrator.rigs.profile import JOINTS, STATE_KEYS, LoadedRig, RigProfile
@@ -71,7 +71,8 @@ class SimRig(Rig):
     """Simulated SO-101 with a table, a cube and cameras (see the module docstring)."""
 
     @classmethod
-    def from_profile(cls, rig, protocol=None, **options) -> "SimRig":
+    def from_profile(cls, rig: LoadedRig | RigProfile, protocol: LoadedProtocol | None = None,
+                     **options: Any) -> SimRig:
         profile = rig.profile if isinstance(rig, LoadedRig) else rig
         kwargs: dict[str, Any] = {}
         if protocol is not None:

@@ -174,7 +174,7 @@ def _run_steps(rig: Rig, policy: Policy, context: EpisodeContext, recorder: Epis
         t_episode = t0 - start if rig.realtime else step * period
         observation = rig.observe(with_images=policy.needs_images or recorder.wants_images(step))
         t1 = time.perf_counter()
-        frames = getattr(rig, "last_frames", None) or {}
+        frames = rig.last_frames
         ages += [age for age, _ in frames.values()]
         repeats += sum(repeated for _, repeated in frames.values())
         action = _policy_action(policy, observation)

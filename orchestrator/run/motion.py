@@ -58,7 +58,7 @@ class ArmMotion:
         self.rig.safe_stop()
         self.held = True
         self.interrupted = self.interrupted or interrupted
-        problems = list(getattr(self.rig, "torque_problems", []) or [])
+        problems = list(self.rig.torque_problems)
         if problems:
             self.operator.message(torque_warning(problems))
 
@@ -128,14 +128,11 @@ class ArmMotion:
     @contextmanager
     def _watching_the_hold(self) -> Iterator[None]:
         """While the operator decides, read the servos' alarms and torque every `HOLD_CHECK_S`
-        (`Rig.servo_problems`, when the rig has it) and tell the operator of each new one: an
-        alarm while held means the arm pushes on something, or someone pushes on it. The bus is
-        idle otherwise (the runner waits in `confirm_move`); the watcher is joined before the
-        runner uses the bus again."""
-        read = getattr(self.rig, "servo_problems", None)
-        if read is None:
-            yield
-            return
+        (`Rig.servo_problems`; a rig without servos reads nothing) and tell the operator of each
+        new one: an alarm while held means the arm pushes on something, or someone pushes on it.
+        The bus is idle otherwise (the runner waits in `confirm_move`); the watcher is joined
+        before the runner uses the bus again."""
+        read = self.rig.servo_problems
         done = threading.Event()
         told: set[str] = set()
 
@@ -172,6 +169,6 @@ class ArmMotion:
         finally:
             with deferred_interrupts():
                 self.rig.disconnect()
-                problems = list(getattr(self.rig, "torque_problems", []) or [])
+                problems = list(self.rig.torque_problems)
                 if problems:
                     self.operator.message(torque_warning(problems))

@@ -34,6 +34,7 @@ import time
 from fractions import Fraction
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Mapping
 
 import numpy as np
 
@@ -328,7 +329,7 @@ class EpisodeRecorder:
         return any(step in due for due in self._due.values())
 
     def frame(self, step: int, t: float, observation: Observation, action: Action,
-              sent: Action | None = None, frames: dict[str, tuple[float, bool]] | None = None) -> None:
+              sent: Action | None = None, frames: Mapping[str, tuple[float, bool]] | None = None) -> None:
         """One control step: `action` the policy's, `sent` what the arm was sent (default: the same),
         `frames` each camera's (frame age ms, repeated) when the rig reports them."""
         self._t.append(t)

@@ -148,7 +148,7 @@ def _attempt(opened: OpenedCampaign, motion: ArmMotion, policy, trial: Trial, co
     attempt = store.begin_attempt(trial.slot, episode_id)
     recorder = EpisodeRecorder(store.directory, episode_id, cameras, context.fps,
                                round(context.fps * context.duration_s), realtime=rig.realtime,
-                               camera_poses=rig.camera_poses() if hasattr(rig, "camera_poses") else None)
+                               camera_poses=rig.camera_poses())
     try:
         if rig.realtime:   # the start state as the operator left it (judges' audit)
             recorder.still(rig.observe(with_images=True))

@@ -56,7 +56,7 @@ def calibration_sha256(opened: OpenedCampaign) -> str | None:
     from orchestrator.rigs.factory import make_rig
 
     rig = make_rig(opened.rig, opened.protocol)
-    path = getattr(rig, "calibration_path", None)
+    path = rig.calibration_path
     if path is None or not path.is_file():
         return None
     return hashlib.sha256(path.read_bytes()).hexdigest()

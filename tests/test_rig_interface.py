@@ -1,0 +1,116 @@
+"""The `Rig` interface is what the runner and the policies use: every member they read is declared
+on `Rig` with a safe default, the registered rigs with servos override the safety-relevant ones,
+and no module of `orchestrator/run` or `orchestrator/policies` probes a rig for an undeclared
+member (`getattr(rig, ...)` / `hasattr(rig, ...)`, as
+`grep -rn "getattr(.*rig\\|hasattr(.*rig" orchestrator/run orchestrator/policies` finds them)."""
+
+from __future__ import annotations
+
+import inspect
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from orchestrator.rigs.base import EpisodeFacts, Rig
+from orchestrator.rigs.factory import RIG_MODULES, make_rig, rig_class
+from orchestrator.rigs.profile import load_rig, profile_observation_features
+from support.fake_rig import StillRig
+from support.repo import REPO
+
+# What a rig with servos must report itself: the defaults say "nothing known", which on an arm
+# with servos would hide a servo left torqued or in alarm from the operator.
+SAFETY_MEMBERS = ("torque_problems", "servo_problems")
+# Kinds that keep the defaults, and why that is true of them.
+WITHOUT_SERVOS = {"sim": "the simulated arm has no servos: no torque to leave on, no alarm to read"}
+
+# grep's `getattr(.*rig\|hasattr(.*rig`, line by line
+PROBE = re.compile(r"getattr\(.*rig|hasattr\(.*rig")
+PROBED_PACKAGES = ("orchestrator/run", "orchestrator/policies")
+
+
+def missing_overrides(cls: type[Rig]) -> list[str]:
+    """The safety-relevant members `cls` takes from `Rig` unchanged."""
+    return [name for name in SAFETY_MEMBERS
+            if inspect.getattr_static(cls, name) is inspect.getattr_static(Rig, name)]
+
+
+def probes(root: Path) -> list[str]:
+    """`path:line: text` of every line under `root`'s run/ and policies/ that probes a rig."""
+    found = []
+    for package in PROBED_PACKAGES:
+        for path in sorted((root / package).rglob("*.py")):
+            for number, line in enumerate(path.read_text().splitlines(), 1):
+                if PROBE.search(line):
+                    found.append(f"{path.relative_to(root)}:{number}: {line.strip()}")
+    return found
+
+
+def test_every_registered_rig_with_servos_reports_them_itself():
+    assert set(RIG_MODULES) == {"sim", "lerobot", "twin"}
+    for kind in RIG_MODULES:
+        missing = missing_overrides(rig_class(kind))
+        if kind in WITHOUT_SERVOS:
+            # the reason holds only while the kind reads no servos: one that starts to must say so
+            assert missing == list(SAFETY_MEMBERS), (kind, WITHOUT_SERVOS[kind])
+        else:
+            assert missing == [], f"rig kind {kind!r} takes {missing} from Rig: a servo fault would go unreported"
+
+
+def test_positive_control_a_rig_that_drops_an_override_is_caught():
+    lerobot = rig_class("lerobot")
+    assert missing_overrides(lerobot) == []
+    # `torque_problems` removed (the class's own property back to Rig's)
+    dropped = type("NoTorqueReport", (lerobot,), {"torque_problems": Rig.torque_problems})
+    assert missing_overrides(dropped) == ["torque_problems"]
+    assert missing_overrides(StillRig) == list(SAFETY_MEMBERS)
+
+
+class IdleRig(StillRig):
+    realtime = False
+
+    def observe(self, with_images=True):
+        return {}
+
+    def act(self, action):
+        return action
+
+    def end_episode(self):
+        return EpisodeFacts()
+
+
+def test_the_defaults_say_nothing_is_known():
+    rig = IdleRig()
+    assert list(rig.torque_problems) == [] and rig.servo_problems() == []
+    assert rig.camera_poses() is None and rig.calibration_path is None
+    assert rig.calibrated_range("elbow_flex") is None and rig.joint_units == "degrees"
+    assert rig.action_features is None and rig.robot_type is None
+    assert dict(rig.last_frames) == {}
+    with pytest.raises(TypeError):              # the shared default cannot be filled by one rig
+        rig.last_frames["front"] = (0.0, False)   # type: ignore[index]
+
+
+def test_a_simulated_rig_gives_its_profiles_observation_features():
+    loaded = load_rig(REPO / "hardware" / "sim.yaml")
+    sim = make_rig(loaded)
+    assert sim.observation_features == profile_observation_features(loaded.profile)
+    assert set(sim.observation_features) >= {"shoulder_pan.pos", "gripper.pos"} | set(loaded.profile.cameras)
+
+
+def test_run_and_policies_never_probe_a_rig():
+    assert probes(REPO) == []
+
+
+def test_positive_control_a_planted_probe_is_found(tmp_path):
+    for package in PROBED_PACKAGES:
+        shutil.copytree(REPO / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__"))
+    assert probes(tmp_path) == []      # the copy is as clean as the tree
+    motion = tmp_path / "orchestrator" / "run" / "motion.py"
+    motion.write_text(motion.read_text() + '\nPROBED = getattr(self.rig, "torque_problems", [])\n')
+    checkpoint = tmp_path / "orchestrator" / "policies" / "checkpoint.py"
+    checkpoint.write_text(checkpoint.read_text() + '\nPROBED = hasattr(rig, "calibrated_range")\n')
+    found = probes(tmp_path)
+    assert len(found) == 2
+    assert found[0].startswith("orchestrator/run/motion.py:") and "getattr(self.rig" in found[0]
+    assert found[1].startswith("orchestrator/policies/checkpoint.py:") and "hasattr(rig" in found[1]
