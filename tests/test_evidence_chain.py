@@ -281,8 +281,9 @@ def test_readers_verify_one_snapshot_while_a_writer_commits(worked):
     writer = threading.Thread(target=write)
     writer.start()
     heads, readings, deadline = set(), 0, time.monotonic() + 60
-    try:   # read until the writer has committed 20 times (each commit syncs: slower under load)
-        while len(written) < 20 and time.monotonic() < deadline:
+    try:   # read 20 times, and until the writer has committed 20 times (each commit and each
+        # verifying open syncs or reads the whole chain: either side is the slower under load)
+        while (len(written) < 20 or readings < 20) and time.monotonic() < deadline:
             with CampaignStore.open_readonly(worked) as store:
                 assert store.evidence.intact, store.evidence.unverified
                 heads.add(store.evidence.head)
