@@ -400,3 +400,21 @@ def test_the_users_own_calibration_is_rehearsed(tmp_path):
     assert degrees["shoulder_pan.pos"] == pytest.approx(sim[0] + (2047 - 1943) * 360 / 4095, abs=0.5)
     # a joint of the user's file with the shipped numbers: its middle is 2061, so 2047 reads -1.2 deg
     assert degrees["shoulder_lift.pos"] == pytest.approx(sim[1] + (2047 - 2061) * 360 / 4095, abs=0.5)
+
+
+def test_the_register_table_is_lerobots_for_every_register_the_twin_serves():
+    """The twin's STS/SMS control table (and with it the byte-level fake's addresses) is a copy
+    of LeRobot's `STS_SMS_SERIES_CONTROL_TABLE`: every register the twin names has LeRobot's
+    address and width, and every register LeRobot's SO-101 driver writes or reads is served."""
+    from lerobot.motors.feetech.tables import STS_SMS_SERIES_CONTROL_TABLE as LEROBOT
+
+    from orchestrator.rigs.twin.feetech import REG
+
+    assert len(REG) >= 40                                             # count guard
+    assert {name: REG[name] for name in REG if LEROBOT.get(name) != REG[name]} == {}
+    used = {"Torque_Enable", "Goal_Position", "Present_Position", "Homing_Offset", "Min_Position_Limit",
+            "Max_Position_Limit", "Operating_Mode", "P_Coefficient", "I_Coefficient", "D_Coefficient",
+            "Acceleration", "Maximum_Acceleration", "Return_Delay_Time", "Lock", "Max_Torque_Limit",
+            "Protection_Current", "Overload_Torque", "Torque_Limit", "Status", "Model_Number",
+            "Firmware_Major_Version", "Firmware_Minor_Version"}
+    assert used <= set(LEROBOT) and used - set(REG) == set()

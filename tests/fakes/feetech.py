@@ -33,26 +33,20 @@ from pathlib import Path
 
 import serial
 
-INST_PING, INST_READ, INST_WRITE, INST_SYNC_READ, INST_SYNC_WRITE = 1, 2, 3, 0x82, 0x83
-BROADCAST_ID = 0xFE
-MODEL_STS3215 = 777
+from orchestrator.rigs.twin.feetech import (BROADCAST_ID, ERR_OVERLOAD, INST_PING, INST_READ, INST_SYNC_READ,
+                                            INST_SYNC_WRITE, INST_WRITE, MODEL_STS3215, REG, checksum,
+                                            status_packet)
 
-# Register addresses (STS/SMS control table, see lerobot/motors/feetech/tables.py).
-ADDR_FW_MAJOR, ADDR_FW_MINOR, ADDR_MODEL, ADDR_ID = 0, 1, 3, 5
-ADDR_MIN_LIMIT, ADDR_MAX_LIMIT, ADDR_HOMING = 9, 11, 31
-ADDR_TORQUE, ADDR_GOAL, ADDR_PRESENT, ADDR_STATUS = 40, 42, 56, 65
-ERR_OVERLOAD = 32
+# The packet layer and the register addresses are the twin's (orchestrator/rigs/twin/feetech.py,
+# whose table tests/test_twin_servo.py checks against LeRobot's): one Feetech protocol here.
+ADDR_FW_MAJOR, ADDR_FW_MINOR, ADDR_MODEL, ADDR_ID = (REG[n][0] for n in (
+    "Firmware_Major_Version", "Firmware_Minor_Version", "Model_Number", "ID"))
+ADDR_MIN_LIMIT, ADDR_MAX_LIMIT, ADDR_HOMING = (REG[n][0] for n in (
+    "Min_Position_Limit", "Max_Position_Limit", "Homing_Offset"))
+ADDR_TORQUE, ADDR_GOAL, ADDR_PRESENT, ADDR_STATUS = (REG[n][0] for n in (
+    "Torque_Enable", "Goal_Position", "Present_Position", "Status"))
 
 SO101_MOTORS = ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper")
-
-
-def _checksum(body: list[int]) -> int:
-    return (~sum(body)) & 0xFF
-
-
-def _status(servo_id: int, params: list[int], error: int = 0) -> bytes:
-    body = [servo_id, len(params) + 2, error, *params]
-    return bytes([0xFF, 0xFF, *body, _checksum(body)])
 
 
 class FakeServo:
@@ -254,10 +248,10 @@ class FakeFeetechArm:
     # -------------------------------------------------------- protocol
     def _status(self, servo_id: int, params: list[int]) -> bytes:
         servo = self.servos.get(servo_id)
-        return _status(servo_id, params, servo.error if servo else 0)
+        return status_packet(servo_id, params, servo.error if servo else 0)
 
     def _handle(self, p: list[int]) -> bytes:
-        if len(p) < 6 or p[0] != 0xFF or p[1] != 0xFF or _checksum(p[2:-1]) != p[-1]:
+        if len(p) < 6 or p[0] != 0xFF or p[1] != 0xFF or checksum(p[2:-1]) != p[-1]:
             return b""
         sid, inst, params = p[2], p[4], p[5:-1]
         now = time.perf_counter()
