@@ -245,7 +245,7 @@ def test_a_lerobot_policy_with_non_finite_actions_fails_its_trials_in_the_parall
     from safetensors.torch import load_file, save_file
 
     from support.cli import run_module
-    from test_lerobot_cli_fresh import two_mark_protocol
+    from support.campaign_files import two_mark_protocol
 
     shutil.copytree(saved_acts["sim"], tmp_path / "act_b")
     weights = next((tmp_path / "act_b").rglob("model.safetensors"))

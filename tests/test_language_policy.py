@@ -142,7 +142,7 @@ def test_run_cli_feeds_each_policy_its_task(sim_checkpoint, tmp_path, monkeypatc
     export stores each episode with the task its policy ran with, as lerobot-record does."""
     import shutil
 
-    from test_lerobot_cli_fresh import two_mark_protocol
+    from support.campaign_files import two_mark_protocol
 
     shutil.copytree(sim_checkpoint, tmp_path / "dit")
     # the copied config still names the module fixture's tiny-clip folder (absolute), as a real

@@ -15,27 +15,13 @@ from pathlib import Path
 
 import pytest
 
+from support.campaign_files import two_mark_protocol
+
 from support.cli import run_module
-from support.repo import GRID20, REPO, SIM_PROTOCOL
+from support.repo import REPO
 
 
 SIM_RIG = REPO / "hardware" / "sim.yaml"
-
-
-def two_mark_protocol(folder: Path, policy_b: str, *, duration_s: float = 1.0, fps: int = 10) -> Path:
-    """A copy of protocols/sim_demo.yaml on the first two marks of grid20, with `policy_b` as B."""
-    layout = [line for line in GRID20.read_text().splitlines()
-              if not line.lstrip().startswith("- {id: M") or line.lstrip().startswith(("- {id: M01", "- {id: M02"))]
-    (folder / "layout2.yaml").write_text("\n".join(layout) + "\n")
-    text = SIM_PROTOCOL.read_text()
-    for old, new in (("../layouts/grid20.yaml", "layout2.yaml"),
-                     ("B: {type: scripted, aim_noise_mm: 12}", f"B: {policy_b}"),
-                     ("episode: {fps: 30, duration_s: 12}", f"episode: {{fps: {fps}, duration_s: {duration_s}}}")):
-        assert old in text
-        text = text.replace(old, new)
-    path = folder / "protocol.yaml"
-    path.write_text(text)
-    return path
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ import pytest
 from support.cli import run_module
 from support.repo import REPO
 from test_rtc import one_mark_protocol, stored_timing
-from test_twin_campaign import env
+from support.campaign_files import env
 
 
 SIM_RIG = REPO / "hardware" / "sim.yaml"

@@ -22,7 +22,7 @@ import pytest
 from orchestrator.rigs.base import EmergencyStop
 from orchestrator.rigs.profile import STATE_KEYS
 from support.fake_rig import StillRig
-from test_twin_campaign import twin_rig
+from support.campaign_files import twin_rig
 
 
 CANARY_DEG = 33.0          # every joint of the canary chunk (post-processed: 20 x the model's 1.65)

@@ -14,34 +14,11 @@ import shutil
 import pytest
 
 from support.cli import run_module
-from support.repo import REPO
-from support.act import TWIN_CAMERA
-from test_lerobot_cli_fresh import two_mark_protocol
+from support.campaign_files import SHIPPED_TWIN_RIG, env, two_mark_protocol, twin_rig
 
 
-SHIPPED_TWIN_RIG = REPO / "hardware" / "so101_twin.yaml"
 
 
-CAMERA = TWIN_CAMERA   # (height, width) of the test profile's cameras and the ACT's inputs
-
-
-def twin_rig(folder, fps: int = 15):
-    """hardware/so101_twin.yaml with small cameras at `fps`: the twin renders and a tiny ACT
-    keep up on a busy 2-core machine while other tests run (the shipped 320x240 at 30 fps is
-    what bench/control_loop.py measures)."""
-    text = SHIPPED_TWIN_RIG.read_text()
-    old = "width: 320, height: 240, fps: 30"
-    assert text.count(old) == 2
-    path = folder / "so101_twin.yaml"
-    path.write_text(text.replace(old, f"width: {CAMERA[1]}, height: {CAMERA[0]}, fps: {fps}"))
-    return path
-
-
-def env() -> dict[str, str]:
-    # One torch thread: on a loaded 2-core machine, torch's default two threads wait on each
-    # other for seconds per model call (measured: 0.8 s single vs 2.6-6.7 s with two).
-    return {**os.environ, "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl"), "HF_HUB_OFFLINE": "1",
-            "OMP_NUM_THREADS": "1"}
 
 
 @pytest.fixture(scope="module")

@@ -25,8 +25,8 @@ from orchestrator.cli import main
 from orchestrator.store.sqlite import CampaignStore
 from support.cli import CliResult
 from support.wirelog import wait_for_exit
-from test_lerobot_cli_fresh import two_mark_protocol
-from test_twin_campaign import twin_rig
+from support.campaign_files import two_mark_protocol
+from support.campaign_files import twin_rig
 
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]

@@ -18,8 +18,8 @@ from orchestrator.rigs.profile import load_rig
 from orchestrator.rigs.twin.wire_log import read_wire_log
 from orchestrator.store.sqlite import CampaignStore
 from support.operator_run import press_enter, start_run, wait_for_line
-from test_lerobot_cli_fresh import two_mark_protocol
-from test_twin_campaign import env, twin_rig
+from support.campaign_files import two_mark_protocol
+from support.campaign_files import env, twin_rig
 
 
 

@@ -7,8 +7,8 @@ import pytest
 
 from orchestrator.cli import main
 from orchestrator.store.sqlite import CampaignStore
-from test_lerobot_cli_fresh import two_mark_protocol
-from test_twin_campaign import twin_rig
+from support.campaign_files import two_mark_protocol
+from support.campaign_files import twin_rig
 
 
 

@@ -25,8 +25,8 @@ from orchestrator.store.sqlite import CampaignStore
 from support.repo import REPO
 from support.operator_run import start_run, wait_for_line
 from support.tmux import Tmux
-from test_lerobot_cli_fresh import two_mark_protocol
-from test_twin_campaign import env, twin_rig
+from support.campaign_files import two_mark_protocol
+from support.campaign_files import env, twin_rig
 
 
 

@@ -17,7 +17,7 @@ import pytest
 
 from support.repo import REPO
 from support.wirelog import wait_for_exit
-from test_twin_campaign import env, twin_rig
+from support.campaign_files import env, twin_rig
 
 
 

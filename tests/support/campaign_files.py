@@ -1,0 +1,49 @@
+"""Campaign files the tests write: a two-mark copy of the shipped simulated protocol with a
+policy of the test's choosing as B, the shipped twin profile with small cameras, and the
+environment of a fresh `orchestrator` process."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from support.act import TWIN_CAMERA
+from support.repo import GRID20, REPO, SIM_PROTOCOL
+
+SHIPPED_TWIN_RIG = REPO / "hardware" / "so101_twin.yaml"
+CAMERA = TWIN_CAMERA   # (height, width) of the test profile's cameras and the ACT's inputs
+
+
+def two_mark_protocol(folder: Path, policy_b: str, *, duration_s: float = 1.0, fps: int = 10) -> Path:
+    """A copy of protocols/sim_demo.yaml on the first two marks of grid20, with `policy_b` as B."""
+    layout = [line for line in GRID20.read_text().splitlines()
+              if not line.lstrip().startswith("- {id: M") or line.lstrip().startswith(("- {id: M01", "- {id: M02"))]
+    (folder / "layout2.yaml").write_text("\n".join(layout) + "\n")
+    text = SIM_PROTOCOL.read_text()
+    for old, new in (("../layouts/grid20.yaml", "layout2.yaml"),
+                     ("B: {type: scripted, aim_noise_mm: 12}", f"B: {policy_b}"),
+                     ("episode: {fps: 30, duration_s: 12}", f"episode: {{fps: {fps}, duration_s: {duration_s}}}")):
+        assert old in text
+        text = text.replace(old, new)
+    path = folder / "protocol.yaml"
+    path.write_text(text)
+    return path
+
+
+def twin_rig(folder, fps: int = 15):
+    """hardware/so101_twin.yaml with small cameras at `fps`: the twin renders and a tiny ACT
+    keep up on a busy 2-core machine while other tests run (the shipped 320x240 at 30 fps is
+    what bench/control_loop.py measures)."""
+    text = SHIPPED_TWIN_RIG.read_text()
+    old = "width: 320, height: 240, fps: 30"
+    assert text.count(old) == 2
+    path = folder / "so101_twin.yaml"
+    path.write_text(text.replace(old, f"width: {CAMERA[1]}, height: {CAMERA[0]}, fps: {fps}"))
+    return path
+
+
+def env() -> dict[str, str]:
+    # One torch thread: on a loaded 2-core machine, torch's default two threads wait on each
+    # other for seconds per model call (measured: 0.8 s single vs 2.6-6.7 s with two).
+    return {**os.environ, "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl"), "HF_HUB_OFFLINE": "1",
+            "OMP_NUM_THREADS": "1"}
