@@ -17,25 +17,17 @@ import pytest
 
 from support.cli import run_module
 from support.postgres import pg_bin
-from support.tiny import PROTOCOL, RIG
+from support.pg_campaign import campaign_on_server
 
 JUDGE = "evidence_judge"   # roles are cluster-wide: a name of this file's own
 
 
 def _campaign(pg_cluster, *, judge: bool = False) -> tuple[str, Path]:
     """A campaign on a new database with 4 episodes written through the store API."""
-    from orchestrator.run.campaign import open_campaign
-    from orchestrator.store.sqlite import EpisodeRecord, new_episode_id
+    from orchestrator.store.sqlite import new_episode_id
 
-    url = pg_cluster.new_database()
     videos = Path(tempfile.mkdtemp(prefix="pg-evidence-"))
-    store = open_campaign(PROTOCOL, RIG, videos, store_url=url).store
-    for trial in store.trials()[:4]:
-        episode_id = new_episode_id()
-        attempt = store.begin_attempt(trial.slot, episode_id)
-        store.finish_attempt(attempt, EpisodeRecord(
-            episode_id=episode_id, frames=50, duration_s=5.0, cameras=["front"],
-            files={"front": f"videos/{episode_id}/front.mp4"}, physics_success=trial.policy == "A"))
+    url, store = campaign_on_server(pg_cluster, videos)
     store.abort_attempt(store.begin_attempt(store.trials()[4].slot, new_episode_id()), "policy: nan", "policy")
     store.close()
     if judge:

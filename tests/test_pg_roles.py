@@ -8,25 +8,15 @@ import psycopg
 import pytest
 
 from support.cli import run_module
+from support.pg_campaign import campaign_on_server
 from support.tiny import PROTOCOL, RIG
 
 
 @pytest.fixture(scope="module")
 def campaign(pg_cluster, tmp_path_factory):
     """A campaign on the server with 4 committed episodes, written through the store API."""
-    from orchestrator.run.campaign import open_campaign
-    from orchestrator.store.sqlite import EpisodeRecord, new_episode_id
-
-    url = pg_cluster.new_database()
     videos = tmp_path_factory.mktemp("videos")
-    opened = open_campaign(PROTOCOL, RIG, videos, store_url=url)
-    store = opened.store
-    for trial in store.trials()[:4]:
-        episode_id = new_episode_id()
-        attempt = store.begin_attempt(trial.slot, episode_id)
-        store.finish_attempt(attempt, EpisodeRecord(
-            episode_id=episode_id, frames=50, duration_s=5.0, cameras=["front"],
-            files={"front": f"episodes/{episode_id}/front.mp4"}, physics_success=trial.policy == "A"))
+    url, store = campaign_on_server(pg_cluster, videos, files_folder="episodes")
     store.close()
     for judge in ("alice", "bob"):
         made = run_module("store", "add-judge", url, judge)
