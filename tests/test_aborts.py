@@ -26,7 +26,6 @@ from orchestrator.rigs.sim import SimRig
 from orchestrator.run.bookkeeping import abort_class
 from orchestrator.run.operator_protocol import stop_cause
 from orchestrator.store.sqlite import CampaignStore
-
 from support.tiny import DATA, PROTOCOL, run_cli
 
 FAILING_MARK = "M01"

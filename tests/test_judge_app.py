@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from support.judge_campaign import SECRET_TERMS, live_judgments, make_campaign
 from orchestrator.judging.blinding import CampaignSource
 from orchestrator.judging.tui import app as app_module
 from orchestrator.judging.tui.app import JudgeApp
+from support.judge_campaign import SECRET_TERMS, live_judgments, make_campaign
 
 SIZE = (110, 32)
 

@@ -46,7 +46,7 @@ def test_every_action_sent_is_the_next_one_lerobots_queue_gave_out(rtc_policy, t
     hold = {k: 0.0 for k in keys}                             # FakeRig's still arm
     last = hold
     served = 0
-    for from_queue, sent in zip(given, returned):
+    for from_queue, sent in zip(given, returned, strict=True):
         if from_queue is None:
             assert sent == pytest.approx(last)                # nothing ready: the last goal again
         else:

@@ -13,11 +13,11 @@ import shutil
 
 import pytest
 
+from support.act import TWIN_CAMERA
 from support.cli import run_module
 from support.repo import REPO
-from support.act import TWIN_CAMERA
-from test_lerobot_cli_fresh import two_mark_protocol
 from support.requires import require_module
+from test_lerobot_cli_fresh import two_mark_protocol
 
 require_module("lerobot")
 

@@ -22,12 +22,12 @@ import yaml
 
 from orchestrator.rigs.profile import load_rig
 from orchestrator.store.sqlite import CampaignStore
-from support.repo import REPO
 from support.operator_run import start_run, wait_for_line
+from support.repo import REPO
+from support.requires import require_module
 from support.tmux import Tmux
 from test_lerobot_cli_fresh import two_mark_protocol
 from test_twin_campaign import env, twin_rig
-from support.requires import require_module
 
 require_module("lerobot")
 

@@ -3,12 +3,10 @@
 
 from __future__ import annotations
 
-from typing import Generic, Iterator, TypeVar
-
-T = TypeVar("T")
+from collections.abc import Iterator
 
 
-class Registry(Generic[T]):
+class Registry[T]:
     """`registry.register(name)` decorates a subclass of `base`; `registry[name]` returns it.
     The registered class gets `name` as its `attribute` (e.g. `type_name`, `kind`)."""
 

@@ -13,8 +13,9 @@ registry then picks the robot class of a real arm (`robot.type`).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from orchestrator.core.registry import Registry
 from orchestrator.design.protocol import Cube, Mark
@@ -73,7 +74,7 @@ class Rig(ABC):
     kind: str = ""             # set by `register_rig`
 
     @classmethod
-    def from_profile(cls, rig: Any, protocol: Any = None, **options: Any) -> "Rig":
+    def from_profile(cls, rig: Any, protocol: Any = None, **options: Any) -> Rig:
         """Build the rig for a loaded rig profile (`protocol`: the LoadedProtocol, or None)."""
         return cls(rig, **options)
 

@@ -43,7 +43,7 @@ class CameraSpec(BaseModel):
     pose: CameraPoseSpec | None = None   # fixed cameras only (measured by hand, or the twin's)
 
 
-def profile_camera_poses(profile: "RigProfile") -> dict[str, dict]:
+def profile_camera_poses(profile: RigProfile) -> dict[str, dict]:
     """The poses the profile gives, with each camera's image size (`judge.overlay.CameraPose`)."""
     return {name: {"position": list(c.pose.position), "target": list(c.pose.target),
                    "fovy_deg": c.pose.fovy_deg, "width": c.width, "height": c.height}

@@ -20,10 +20,11 @@ BEGIN/COMMIT/ROLLBACK are the transactions: one trial is one transaction, as on 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 URL_PREFIXES = ("postgresql://", "postgres://")
 ID_TABLES = ("attempts", "judgments", "events", "sessions")

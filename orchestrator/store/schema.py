@@ -10,7 +10,7 @@ upgrades in place inside one transaction; the store runs it only while it holds 
 from __future__ import annotations
 
 import sqlite3
-from typing import Callable
+from collections.abc import Callable
 
 from orchestrator.core.errors import BadInput
 from orchestrator.store.abort_causes import abort_cause

@@ -8,8 +8,8 @@ Statistical Science 16:101-133; Clopper CJ, Pearson ES (1934) Biometrika 26:404-
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from functools import lru_cache
-from typing import Callable
 
 import numpy as np
 from scipy import stats
