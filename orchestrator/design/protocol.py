@@ -13,7 +13,7 @@ import hashlib
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Union
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -227,7 +227,8 @@ class LeRobotServerPolicySpec(_Identified):
 # registered Policy class (`policies.base.register_policy`; tests/test_registries.py checks).
 POLICY_SPECS: dict[str, type[BaseModel]] = {"scripted": ScriptedPolicySpec, "lerobot": LeRobotPolicySpec,
                                             "lerobot_server": LeRobotServerPolicySpec}
-PolicySpec = Annotated[tuple(POLICY_SPECS.values()), Field(discriminator="type")]
+# `Union[...]`, not `|`: the union of the classes in POLICY_SPECS, built from it
+PolicySpec = Annotated[Union[tuple(POLICY_SPECS.values())], Field(discriminator="type")]  # noqa: UP007
 
 
 def deployment_label(spec: object) -> str:

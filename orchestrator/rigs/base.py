@@ -76,7 +76,7 @@ class Rig(ABC):
     @classmethod
     def from_profile(cls, rig: Any, protocol: Any = None, **options: Any) -> Rig:
         """Build the rig for a loaded rig profile (`protocol`: the LoadedProtocol, or None)."""
-        return cls(rig, **options)
+        return cls(rig, **options)  # type: ignore[call-arg]  # a concrete rig's constructor takes the profile
 
     @abstractmethod
     def connect(self) -> None: ...

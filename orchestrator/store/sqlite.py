@@ -56,6 +56,14 @@ SETTLES_FAILURE = "failure"
 SETTLES_EXCLUDED = "excluded"
 INTERRUPTED_CLASS = "interrupted"
 
+
+def _inserted_id(cursor: Any) -> int:
+    """The id of the row an INSERT just wrote (`lastrowid`: on PostgreSQL, the `RETURNING id`)."""
+    if cursor.lastrowid is None:
+        raise RuntimeFailure("the store returned no id for a new row")
+    return int(cursor.lastrowid)
+
+
 def _write_new_campaign(conn, *, name: str, protocol_path: str, protocol_text: str, protocol_sha256: str,
                         layout_text: str, layout_sha256: str, rig_path: str, rig_text: str,
                         simulated: bool, schedule: list[Trial]) -> None:
@@ -386,7 +394,7 @@ class CampaignStore:
             chain.append(c, "attempts", cur.lastrowid)
             with chain.change(c, "trials", slot):
                 c.execute("UPDATE trials SET state='running', attempts=attempts+1 WHERE slot=?", (slot,))
-            return int(cur.lastrowid)
+            return _inserted_id(cur)
 
     def finish_attempt(self, attempt_id: int, record: EpisodeRecord) -> None:
         """Commit a completed episode: attempt done, episode row, trial done, physics label."""
@@ -509,7 +517,7 @@ class CampaignStore:
                 " VALUES (?,?,?,?,?,?,?)",
                 (episode_id, judge, label, failure_mode, note, created_at or time.time(), source))
             chain.append(c, "judgments", cur.lastrowid)
-            return int(cur.lastrowid)
+            return _inserted_id(cur)
 
     def retract_judgment(self, judgment_id: int) -> None:
         """Undo a label: kept for the audit trail, no longer counted."""
@@ -533,7 +541,7 @@ class CampaignStore:
             cur = c.execute("INSERT INTO sessions (started_at, host, pid, tool_version) VALUES (?,?,?,?)",
                             (time.time(), platform.node(), os.getpid(), __version__))
             chain.append(c, "sessions", cur.lastrowid)
-            return int(cur.lastrowid)
+            return _inserted_id(cur)
 
     def end_session(self, session_id: int, outcome: str) -> None:
         with self.transaction() as c, chain.change(c, "sessions", session_id):
@@ -545,7 +553,8 @@ class CampaignStore:
 
     def station_blocks(self) -> list[dict[str, Any]]:
         """Which station ran each layout block, and when (stations.py); [] for a single arm."""
-        if getattr(self.conn, "dialect", "sqlite") != "postgresql" or not self.conn.has_table("blocks"):
+        on_server = getattr(self.conn, "dialect", "sqlite") == "postgresql"
+        if not on_server or not self.conn.has_table("blocks"):  # type: ignore[attr-defined]  # a PgConnection's
             return []
         return [dict(r) for r in self.conn.execute(
             "SELECT unit, station, state, claimed_at, finished_at FROM blocks ORDER BY unit")]
