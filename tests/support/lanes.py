@@ -71,6 +71,7 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_language_policy.py", ("lerobot",)),
     ("test_lanes.py", ()),
     ("test_layout_print.py", ()),
+    ("test_lint.py", ("subprocess",)),   # ruff and mypy in their own processes
     ("test_lerobot_campaign.py", ("lerobot",)),
     ("test_lerobot_cli_fresh.py", ("lerobot", "subprocess")),
     ("test_lerobot_policy.py", ("lerobot",)),
