@@ -155,7 +155,8 @@ class PgConnection:
         return _Result([])  # journal_mode, synchronous, foreign_keys, busy_timeout, checkpoints
 
     def one_row(self, sql: str, params: tuple = ()) -> Any:
-        """The row a query that always returns one row returns (psycopg's placeholders)."""
+        """The one row of a query that always returns one (a function's value, a count); `sql`
+        takes psycopg's placeholders, as `raw.execute`."""
         row = self.raw.execute(sql, params or None).fetchone()
         if row is None:
             from orchestrator.core.errors import RuntimeFailure
