@@ -18,9 +18,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from support.compare_campaigns import make_campaign  # noqa: E402
-
 from orchestrator.analysis.compare import CampaignSource, build_comparison, read_inputs  # noqa: E402
+from support.compare_campaigns import make_campaign  # noqa: E402
 
 CAMPAIGNS = 50
 POLICIES = {f"{m}{s}": (m, s, None, noise + 2 * s) for m, noise in (("alpha", 3.0), ("beta", 7.0), ("gamma", 11.0))

@@ -123,10 +123,10 @@ class NoRecorder:
 
 def bench_orchestrator(rig, loaded, tmp: Path, fps: int, seconds: float, record: bool = True,
                        policy=None, name: str | None = None) -> dict:
+    from orchestrator.design.protocol import Cube, Mark
+    from orchestrator.policies.base import EpisodeContext
     from orchestrator.run import control_loop as episode_mod
     from orchestrator.run.operator_protocol import AutoOperator
-    from orchestrator.policies.base import EpisodeContext
-    from orchestrator.design.protocol import Cube, Mark
     from orchestrator.run.recording import EpisodeRecorder
 
     class Hold:

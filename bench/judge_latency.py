@@ -34,11 +34,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))   # the test fixture writes small recorded campaigns
 
-from support.judge_campaign import make_campaign  # noqa: E402
 from textual import events  # noqa: E402
 
 from orchestrator.judging.blinding import CampaignSource  # noqa: E402
 from orchestrator.judging.tui.app import JudgeApp  # noqa: E402
+from support.judge_campaign import make_campaign  # noqa: E402
 
 
 def press(app: JudgeApp, key: str) -> float:

@@ -21,9 +21,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from orchestrator.run.campaign import open_campaign  # noqa: E402
-from orchestrator.commands.run import default_workers  # noqa: E402
 from orchestrator.commands.referees import campaign_referees  # noqa: E402
+from orchestrator.commands.run import default_workers  # noqa: E402
+from orchestrator.run.campaign import open_campaign  # noqa: E402
 from orchestrator.run.sequential import run_campaign  # noqa: E402
 from orchestrator.store.sqlite import CampaignStore  # noqa: E402
 

@@ -33,9 +33,9 @@ def measure(cell: float | None, width: int, height: int, frames: int) -> dict:
     sys.path.insert(0, str(REPO))
     import numpy as np
 
+    from orchestrator.design.protocol import load_protocol
     from orchestrator.policies.base import EpisodeContext
     from orchestrator.policies.scripted import ScriptedPickPolicy
-    from orchestrator.design.protocol import load_protocol
     from orchestrator.rigs.profile import CameraSpec, load_rig
     from orchestrator.rigs.sim import SimRig
     from orchestrator.sim.scene import RenderSettings
@@ -125,11 +125,11 @@ def demo_outcomes(protocol_path: Path, rig_path: Path) -> None:
     sys.path.insert(0, str(REPO))
     from math import comb
 
-    from orchestrator.policies.factory import make_policy
     from orchestrator.design.protocol import load_protocol
+    from orchestrator.design.schedule import trial_seed
+    from orchestrator.policies.factory import make_policy
     from orchestrator.rigs.factory import make_rig
     from orchestrator.rigs.profile import load_rig
-    from orchestrator.design.schedule import trial_seed
 
     loaded = load_protocol(protocol_path)
     proto, layout = loaded.protocol, loaded.layout
@@ -166,11 +166,11 @@ def noise_sweep(levels: list[float], reps: int) -> None:
     """Scripted-pick success vs aim noise on the demo's layout (physics only)."""
     os.environ.setdefault("MUJOCO_GL", "egl")
     sys.path.insert(0, str(REPO))
-    from orchestrator.policies.scripted import ScriptedPickPolicy
     from orchestrator.design.protocol import load_protocol
+    from orchestrator.design.schedule import trial_seed
+    from orchestrator.policies.scripted import ScriptedPickPolicy
     from orchestrator.rigs.factory import make_rig
     from orchestrator.rigs.profile import load_rig
-    from orchestrator.design.schedule import trial_seed
 
     loaded = load_protocol(REPO / "protocols" / "sim_demo.yaml")
     proto, layout = loaded.protocol, loaded.layout

@@ -52,7 +52,7 @@ def run_campaign(cluster: PgCluster, protocol: Path, stations: int, work: Path) 
                               stderr=subprocess.STDOUT, text=True) for i in range(stations)]
     outputs = [p.communicate()[0] for p in procs]
     wall = time.perf_counter() - started
-    for proc, out in zip(procs, outputs):
+    for proc, out in zip(procs, outputs, strict=True):
         if proc.returncode:
             raise SystemExit(f"station failed ({proc.returncode}):\n{out}")
     claims, blocks = [], 0

@@ -88,7 +88,7 @@ def _one(offset: int) -> tuple[int, str, str]:
         return offset, "refused", (err.strip().splitlines() or [f"exit {code}"])[0]
     if out == _STATE["baseline"]:
         return offset, "unchanged", ""
-    changed = next((b for a, b in zip(_STATE["baseline"].splitlines(), out.splitlines()) if a != b), "")
+    changed = next((b for a, b in zip(_STATE["baseline"].splitlines(), out.splitlines(), strict=False) if a != b), "")
     return offset, "silent", changed[:160]
 
 

@@ -17,9 +17,9 @@ import pytest
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 sys.dont_write_bytecode = False
 
+from support import lanes
 from support.cli import CliResult, run_module  # noqa: F401  (re-exported for older imports)
 from support.repo import GRID20, LOCATED, REPO, SIM_PROTOCOL, line_of, sim_protocol_text  # noqa: F401
-from support import lanes
 from support.requires import require_module
 
 

@@ -32,7 +32,6 @@ from orchestrator.run.bookkeeping import INTERRUPTED_BY_USER, abort_class
 from orchestrator.run.control_loop import _policy_action
 from orchestrator.store.abort_causes import CAUSES, abort_cause
 from orchestrator.store.sqlite import CampaignStore, new_episode_id
-
 from support.tiny import DATA, PROTOCOL, run_cli
 
 NAN_MARK, RAISE_MARK = "M01", "M20"
@@ -249,7 +248,7 @@ def test_a_schema_3_store_gets_the_causes_its_reasons_read_as(tmp_path):
                ("interrupted", INTERRUPTED_BY_USER)]
     with CampaignStore.open_for_run(out) as store:
         pending = [t for t in store.trials() if t.state == "pending"]
-        for (cls, reason), trial in zip(reasons, pending):
+        for (cls, reason), trial in zip(reasons, pending, strict=False):
             store.abort_attempt(store.begin_attempt(trial.slot, new_episode_id()), reason, cls)
     _downgrade_to_schema_3(out / "campaign.db")
     raw = sqlite3.connect(out / "campaign.db")

@@ -26,7 +26,6 @@ from orchestrator.rigs.sim import SimRig
 from orchestrator.run.bookkeeping import abort_class
 from orchestrator.run.operator_protocol import stop_cause
 from orchestrator.store.sqlite import CampaignStore
-
 from support.tiny import DATA, PROTOCOL, run_cli
 
 FAILING_MARK = "M01"
@@ -244,8 +243,8 @@ def test_a_lerobot_policy_with_non_finite_actions_fails_its_trials_in_the_parall
     import torch
     from safetensors.torch import load_file, save_file
 
-    from support.cli import run_module
     from support.campaign_files import two_mark_protocol
+    from support.cli import run_module
 
     shutil.copytree(saved_acts["sim"], tmp_path / "act_b")
     weights = next((tmp_path / "act_b").rglob("model.safetensors"))

@@ -17,11 +17,10 @@ import yaml
 from fakes import feetech
 from fakes.rigs import REST, camera_rate_as_configured, plug_in_arm, write_rig, write_videos
 from orchestrator.core.errors import BadInput, Interrupted, RuntimeFailure
-from orchestrator.run.operator_protocol import AutoOperator, StopRequested
 from orchestrator.rigs.base import EmergencyStop
 from orchestrator.rigs.device_fault import DeviceFault
 from orchestrator.rigs.profile import STATE_KEYS, load_rig
-
+from orchestrator.run.operator_protocol import AutoOperator, StopRequested
 
 FPS = 30
 
@@ -60,8 +59,8 @@ def rig_with(rig_path, **changes):
 
 
 def campaign(protocol, rig, out, operator=None):
-    from orchestrator.run.campaign import open_campaign
     from orchestrator.commands.referees import campaign_referees
+    from orchestrator.run.campaign import open_campaign
     from orchestrator.run.sequential import run_campaign
 
     opened = open_campaign(protocol, rig, out)
@@ -97,11 +96,11 @@ class Hold:
 def test_a_two_second_stall_is_never_caught_up(bench):
     """After a 2 s inference the next actions go out a full period apart (lerobot-rollout's
     `max(0, period - dt)`), not back to back; the overrun is recorded with its step."""
-    from orchestrator.run.control_loop import run_episode
-    from orchestrator.policies.base import EpisodeContext
     from orchestrator.design.protocol import Cube, Mark
-    from orchestrator.run.recording import EpisodeRecorder
+    from orchestrator.policies.base import EpisodeContext
     from orchestrator.rigs.lerobot import LeRobotRig
+    from orchestrator.run.control_loop import run_episode
+    from orchestrator.run.recording import EpisodeRecorder
 
     tmp_path, arm, rig_path, _ = bench
     rig = LeRobotRig(load_rig(rig_path))
@@ -279,7 +278,7 @@ def test_torque_is_off_after_every_way_out(bench, way_out, monkeypatch):
     assert arm.torque_enabled() == {i: 0 for i in arm.servos}
     assert not arm.is_open
     if way_out != "serial":  # the arm went to rest before torque went off (not with the bus down)
-        here = {k: v for k, v in zip(feetech.SO101_MOTORS, arm.positions().values())}
+        here = {k: v for k, v in zip(feetech.SO101_MOTORS, arm.positions().values(), strict=False)}
         assert abs(here["shoulder_lift"] - 2048) > 100  # moved away from the start pose, to REST
 
 
@@ -496,10 +495,9 @@ def test_doctor_shows_the_present_and_rest_pose_and_refuses_a_rest_pose_outside_
 def test_doctor_weighs_the_policies_against_the_accelerator_memory(tmp_path):
     """Item 11: all policies stay loaded; their weights (measured: parameter bytes, checked against
     the size of the saved safetensors file) together against the device's free memory."""
-    from support.act import make_act_checkpoint
-
     from orchestrator.policies.checkpoint import memory_problem, parameter_bytes
     from orchestrator.policies.lerobot import LeRobotPolicy
+    from support.act import make_act_checkpoint
 
     cams = {"front": (48, 64)}
     ckpt = make_act_checkpoint(tmp_path / "a", cams)
@@ -656,12 +654,13 @@ def test_release_then_ctrl_c_sigterm_or_a_fault_never_re_energises_by_itself(ben
 
 def test_a_stop_during_a_long_inference_drops_that_inferences_action(bench):
     """Key at 0.3 s into a 1.0 s forward pass: the policy's goal used to be written at +0.7 s."""
-    from orchestrator.run.control_loop import run_episode
-    from orchestrator.policies.base import EpisodeContext
-    from orchestrator.design.protocol import Cube, Mark
-    from orchestrator.run.recording import EpisodeRecorder
-    from orchestrator.rigs.lerobot import LeRobotRig
     import threading
+
+    from orchestrator.design.protocol import Cube, Mark
+    from orchestrator.policies.base import EpisodeContext
+    from orchestrator.rigs.lerobot import LeRobotRig
+    from orchestrator.run.control_loop import run_episode
+    from orchestrator.run.recording import EpisodeRecorder
 
     tmp_path, arm, rig_path, _ = bench
     rig = LeRobotRig(load_rig(rig_path))
@@ -776,7 +775,7 @@ def test_after_two_blocked_moves_the_operator_lifts_the_arm_by_hand_with_torque_
     t_lift, lifted = seen["lifted_at"]
     elbow_goals = [v for t, i, v in arm.goal_writes(since=t_lift) if i == 3]
     assert elbow_goals and abs(elbow_goals[0] - lifted) <= 2   # goal := present before torque on
-    assert max(abs(b - a) for a, b in zip(elbow_goals, elbow_goals[1:])) <= 5.0 * 4095 / 360 + 2
+    assert max(abs(b - a) for a, b in zip(elbow_goals, elbow_goals[1:], strict=False)) <= 5.0 * 4095 / 360 + 2
     from orchestrator.store.sqlite import CampaignStore
 
     with CampaignStore.open_readonly(tmp_path / "c") as store:
@@ -832,11 +831,11 @@ class Emits(Hold):
 
 
 def _one_episode(bench, policy):
-    from orchestrator.run.control_loop import run_episode
-    from orchestrator.policies.base import EpisodeContext
     from orchestrator.design.protocol import Cube, Mark
-    from orchestrator.run.recording import EpisodeRecorder
+    from orchestrator.policies.base import EpisodeContext
     from orchestrator.rigs.lerobot import LeRobotRig
+    from orchestrator.run.control_loop import run_episode
+    from orchestrator.run.recording import EpisodeRecorder
 
     tmp_path, arm, rig_path, _ = bench
     rig = LeRobotRig(load_rig(rig_with(rig_path, robot={**yaml.safe_load(rig_path.read_text())["robot"],
@@ -886,9 +885,9 @@ def test_one_prompt_after_a_stop(bench):
 def test_a_second_ctrl_c_inside_the_stop_is_deferred_until_the_abort_is_recorded(bench, monkeypatch):
     import io
 
+    from orchestrator.rigs.lerobot import LeRobotRig
     from orchestrator.run.bookkeeping import INTERRUPTED_BY_USER
     from orchestrator.run.console.prompt import PromptOperator
-    from orchestrator.rigs.lerobot import LeRobotRig
     from orchestrator.store.sqlite import CampaignStore
 
     tmp_path, arm, rig, protocol = bench

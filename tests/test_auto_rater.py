@@ -20,10 +20,9 @@ from orchestrator.judging.auto.rater import arm_moved, rate
 from orchestrator.judging.blinding import CampaignSource
 from orchestrator.judging.tui.app import JudgeApp
 from orchestrator.store.sqlite import CampaignStore
-
-from support.tiny import ROOT
 from support.evidence import accept_edits
 from support.textual_screen import screen_text
+from support.tiny import ROOT
 
 
 @pytest.fixture(scope="module")
@@ -333,7 +332,6 @@ def test_near_threshold_campaign_auto_is_right_where_it_rates(tmp_path):
 
     from orchestrator.cli import main
     from orchestrator.store.sqlite import CampaignStore
-
     from support.tiny import DATA, RIG
 
     spec = yaml.safe_load((Path(__file__).parents[1] / "protocols" / "sim_near.yaml").read_text())

@@ -11,15 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from support.judge_campaign import SECRET_TERMS, make_campaign, policy_of
-from support.video import tag_with_policy
+from orchestrator.core.errors import RuntimeFailure
 from orchestrator.judging import blinding
 from orchestrator.judging.blinding import CampaignSource, blinded_view, judge_order
 from orchestrator.judging.bundle import write_bundle
-from orchestrator.core.errors import RuntimeFailure
 from orchestrator.judging.tui.app import JudgeApp
 from orchestrator.store.sqlite import CampaignStore
-
+from support.judge_campaign import SECRET_TERMS, make_campaign, policy_of
+from support.video import tag_with_policy
 
 
 @pytest.fixture(scope="module")

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from support.judge_campaign import live_judgments, make_campaign
-from orchestrator.judging.bundle import BundleSource, bundle_labels
 from orchestrator.cli import main
+from orchestrator.judging.bundle import BundleSource, bundle_labels
 from orchestrator.judging.tui.app import JudgeApp
 from support.evidence import accept_edits
+from support.judge_campaign import live_judgments, make_campaign
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -71,7 +71,7 @@ def test_bundle_layout_and_manifest(made):
                               "camera_poses"}
         for rel in entry["videos"].values():
             assert (bundle / rel).stat().st_size > 0
-    import av   # remuxed, not re-encoded: every frame is there
+    import av  # remuxed, not re-encoded: every frame is there
 
     with av.open(str(bundle / manifest["episodes"][0]["videos"]["front"])) as container:
         assert sum(1 for _ in container.decode(video=0)) == 30

@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from support.judge_campaign import make_campaign
-from support.judge_web import dress_campaign
-from support.video import tag_with_policy
 from orchestrator.judging.blinding import CampaignSource
 from orchestrator.judging.bundle import write_bundle
 from orchestrator.judging.clean_media import clean_copy, clean_still, clean_video
 from orchestrator.judging.web.media import prepare
+from support.judge_campaign import make_campaign
+from support.judge_web import dress_campaign
+from support.video import tag_with_policy
 
 VIDEO_CANARY = b"SECRETPOLICYALPHA"      # tag_with_policy's title (a policy name)
 COMMENT_CANARY = b"CANARYJPEGCOMMENT7f3a"  # not a policy name: the bundle's term scan cannot catch it

@@ -12,12 +12,18 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from support.compare_campaigns import POLICIES, make_campaign, make_suite
-
-from orchestrator.analysis.compare import (SCHEMA, CampaignSource, build_comparison, read_comparison, read_inputs,
-                                           render, to_dict)
+from orchestrator.analysis.compare import (
+    SCHEMA,
+    CampaignSource,
+    build_comparison,
+    read_comparison,
+    read_inputs,
+    render,
+    to_dict,
+)
 from orchestrator.core.errors import BadInput
 from orchestrator.store.sqlite import CampaignStore
+from support.compare_campaigns import POLICIES, make_campaign, make_suite
 
 REPS = 2000
 
@@ -75,7 +81,7 @@ def test_across_task_aggregates_follow_rliables_definitions(suite):
     x = next(m for m in comparison.main.methods if m.method == poi.x)
     y = next(m for m in comparison.main.methods if m.method == poi.y)
     by_hand = np.mean([np.mean([(a.rate > b.rate) + 0.5 * (a.rate == b.rate) for a in tx.seeds for b in ty.seeds])
-                       for tx, ty in zip(x.tasks, y.tasks)])
+                       for tx, ty in zip(x.tasks, y.tasks, strict=True)])
     assert poi.interval.estimate == pytest.approx(by_hand)
     assert [p.method for p in comparison.main.profiles] == ["narrow", "wide"]
 

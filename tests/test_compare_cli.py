@@ -6,13 +6,13 @@ one-line refusals (exit 2)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
+from orchestrator.analysis.compare import read_comparison
 from support.cli import run_module
 from support.compare_campaigns import make_campaign, make_suite
-
-from orchestrator.analysis.compare import read_comparison
 
 SECTIONS = ("Per method, task and training seed", "Per method and task: mean over training seeds", "Across tasks",
             "Probability of improvement", "Performance profiles", "Paired across tasks", "Checkpoint ladders",
@@ -81,10 +81,11 @@ def test_refusals_are_one_line_exit_2(campaigns, tmp_path):
     assert run_module("compare", campaigns[0], "--reps", "500").code == 0       # positive control
 
 
-def _sim_protocol(folder, task: str) -> "Path":
+def _sim_protocol(folder, task: str) -> Path:
     """The tiny protocol as task `task`: two methods of three training seeds each, scripted picks
     with no aim noise (narrow) and 25 mm (wide)."""
     import shutil
+
     from support.tiny import DATA, PROTOCOL
 
     folder.mkdir(parents=True)

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from support.textual_screen import screen_text
+from orchestrator.design.protocol import load_layout
+from orchestrator.rigs.base import EmergencyStop
 from orchestrator.run.console import OperatorConsole, run_console
 from orchestrator.run.console.layout_view import describe_mark, render_layout
 from orchestrator.run.operator_protocol import Operator, StopRequested, TrialCue
-from orchestrator.rigs.base import EmergencyStop
-from orchestrator.design.protocol import load_layout
+from support.textual_screen import screen_text
 
 REPO = Path(__file__).resolve().parent.parent
 LABELS = ("act_policy_v2", "scripted_baseline")  # the fake schedule's policy labels
@@ -39,7 +39,7 @@ class FakeRunner(threading.Thread):
 
     def run(self) -> None:
         try:
-            for i, (mark, label) in enumerate(self.schedule):
+            for i, (mark, _label) in enumerate(self.schedule):
                 cue = TrialCue(index=i + 1, total=3, done_before=4, campaign_total=40, mark=mark, duration_s=12.0)
                 self.op.before_trial(cue)
                 self.log.append(("started", i))

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from orchestrator.core.errors import RuntimeFailure
+from orchestrator.core.timeline import frame_shown_at
 from orchestrator.rigs.profile import STATE_KEYS
 from orchestrator.run import preflight, recording
-from orchestrator.core.timeline import frame_shown_at
 from orchestrator.run.recording import read_series, required_free_bytes
 
 

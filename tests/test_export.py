@@ -20,9 +20,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from support.export_campaign import FPS, REPO, STEPS, label_all, level, make_campaign, state_value, tree_digest
-from support.cli import run_module, unprivileged
 from orchestrator.store.sqlite import CampaignStore
+from support.cli import run_module, unprivileged
+from support.export_campaign import FPS, REPO, STEPS, label_all, level, make_campaign, state_value, tree_digest
 
 REPO_ID = "tester/so101-ab-export"
 TOKEN = "hf_EXPORTTESTTOKENdoNotLeakThis0123456789"

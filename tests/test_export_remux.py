@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from support.export_campaign import FPS, STEPS, level, make_campaign
 from support.evidence import accept_edits
+from support.export_campaign import FPS, STEPS, level, make_campaign
 
 REPO_ID = "tester/so101-ab-remux"
 

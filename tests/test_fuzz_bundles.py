@@ -13,12 +13,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from support.judge_campaign import make_campaign
-from orchestrator.judging.bundle import BundleSource, bundle_labels, write_bundle
-from orchestrator.judging.source import INVALID_START, current_labels
 from orchestrator.cli import main
 from orchestrator.core.errors import BadInput
+from orchestrator.judging.bundle import BundleSource, bundle_labels, write_bundle
+from orchestrator.judging.source import INVALID_START, current_labels
 from orchestrator.store.sqlite import CampaignStore
+from support.judge_campaign import make_campaign
 
 FUZZ = settings(max_examples=int(os.environ.get("ORCH_FUZZ_EXAMPLES", "60")), deadline=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])

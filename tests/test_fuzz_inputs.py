@@ -7,8 +7,8 @@ never a traceback or an "internal error", and a refused input changes no store.
 
 from __future__ import annotations
 
-import re
 import json
+import re
 import shutil
 from pathlib import Path
 

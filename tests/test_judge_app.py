@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from support.judge_campaign import SECRET_TERMS, live_judgments, make_campaign
-from support.textual_screen import screen_text
 from orchestrator.judging.blinding import CampaignSource
 from orchestrator.judging.tui import app as app_module
 from orchestrator.judging.tui.app import JudgeApp
+from support.judge_campaign import SECRET_TERMS, live_judgments, make_campaign
+from support.textual_screen import screen_text
 
 SIZE = (110, 32)
 

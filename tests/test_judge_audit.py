@@ -15,17 +15,16 @@ from pathlib import Path
 
 import pytest
 
-from support.judge_campaign import campaign_rows, make_campaign
+from orchestrator.cli import main
 from orchestrator.judging.blinding import CampaignSource
 from orchestrator.judging.bundle import BundleSource
-from orchestrator.cli import main
 from orchestrator.judging.tui.app import JudgeApp
 from orchestrator.judging.tui.player import Player
 from orchestrator.store.sqlite import CampaignStore
-
-from support.tiny import run_cli
 from support.evidence import accept_edits
+from support.judge_campaign import campaign_rows, make_campaign
 from support.textual_screen import screen_text
+from support.tiny import run_cli
 
 
 @pytest.fixture(scope="module")

@@ -10,13 +10,12 @@ import os
 import numpy as np
 import pytest
 
-from orchestrator.judging.blinding import CampaignSource
-from orchestrator.judging.tui.app import JudgeApp
-from orchestrator.judging.overlay import GUIDE_RGB, CameraPose, guide_segment, zoom_box
-from orchestrator.judging.tui.player import Player
 from orchestrator.design.protocol import Cube, Mark
+from orchestrator.judging.blinding import CampaignSource
+from orchestrator.judging.overlay import GUIDE_RGB, CameraPose, guide_segment, zoom_box
+from orchestrator.judging.tui.app import JudgeApp
+from orchestrator.judging.tui.player import Player
 from orchestrator.rigs.profile import load_rig
-
 from support.repo import REPO
 from support.textual_screen import screen_text
 

@@ -19,12 +19,12 @@ import numpy as np
 import pytest
 from textual.app import App, ComposeResult
 
-from orchestrator.judging.video import VideoFrames
 from orchestrator.core.timeline import frame_shown_at as frame_at
 from orchestrator.judging.tui.halfblock import HalfBlockImage
 from orchestrator.judging.tui.player import Player
-from orchestrator.run.recording import EpisodeRecorder
+from orchestrator.judging.video import VideoFrames
 from orchestrator.rigs.profile import STATE_KEYS, CameraSpec
+from orchestrator.run.recording import EpisodeRecorder
 
 
 def async_test(fn):

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from support.judge_campaign import campaign_rows, live_judgments, make_campaign
 from orchestrator.judging.blinding import CampaignSource
 from orchestrator.judging.queue import START_ONLY, START_WINDOW_S
 from orchestrator.judging.session import INVALID_PROMPT, JudgeSession
+from support.judge_campaign import campaign_rows, live_judgments, make_campaign
 
 RULES = ("label", "mode", "note", "undo", "ask_invalid_start", "invalid_start")
 
@@ -43,7 +43,7 @@ def spy(session: JudgeSession) -> list[tuple]:
     """Record every rule called on `session` (name and arguments), then run it."""
     calls: list[tuple] = []
     for name in RULES:
-        def recorded(*args, _rule=getattr(session, name), _name=name):
+        def recorded(*args, _rule=getattr(session, name), _name=name):  # noqa: B008 - binds this rule now, not the last one
             calls.append((_name, *args))
             return _rule(*args)
         setattr(session, name, recorded)

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from orchestrator.store.sqlite import CampaignStore
 from support.cli import run_module
 from support.judge_campaign import make_campaign
 from support.judge_web import VFR_TIMES, WebJudge, browser, dress_campaign, press_and_wait, wait
-from orchestrator.store.sqlite import CampaignStore
 
 FPS = 15
 DURATION = 2.0

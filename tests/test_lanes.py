@@ -189,13 +189,13 @@ def test_a_library_cache_built_on_a_fresh_home_is_not_taken_for_a_test_starting_
     assert "1 passed" in warmed.stdout
     assert list((tmp_path / "home_warmed").glob(".cache/matplotlib/fontlist-*.json")), "the hook built no cache"
     cold = subprocess.run([sys.executable, "-c", (
-        "import sys; sys.path.insert(0, %r)\n"
+        f"import sys; sys.path.insert(0, {str(suite)!r})\n"
         "from support import lanes\n"
         "try:\n"
         "    with lanes.heavy_guard(modules=()):\n"
         "        import matplotlib.font_manager\n"
         "except lanes.HeavyInFastLane as e:\n"
-        "    print('CAUGHT', e)\n") % str(suite)],
+        "    print('CAUGHT', e)\n")],
         capture_output=True, text=True, timeout=300,
         env={**os.environ, "HOME": str(tmp_path / "home_cold")})
     assert "CAUGHT" in cold.stdout and "fc-list" in cold.stdout, cold.stdout[-2000:] + cold.stderr[-2000:]

@@ -92,7 +92,7 @@ def capture_tokens(policy) -> list:
 
 
 def sim_observation(rng: np.random.Generator) -> dict:
-    return ({k: float(v) for k, v in zip(STATE_KEYS, rng.uniform(0, 40, len(STATE_KEYS)))}
+    return ({k: float(v) for k, v in zip(STATE_KEYS, rng.uniform(0, 40, len(STATE_KEYS)), strict=True)}
             | {c: rng.integers(0, 255, (*SIM_CAMERA, 3), dtype=np.uint8) for c in ("front", "wrist")})
 
 
@@ -132,7 +132,7 @@ def test_the_task_changes_the_actions_and_nothing_else_does(sim_checkpoint):
 
     red, red_again, blue = first_action(OWN_TASK), first_action(OWN_TASK), first_action("push the blue cube")
     assert red == red_again
-    assert max(abs(a - b) for a, b in zip(red, blue)) > 1e-3, (red, blue)
+    assert max(abs(a - b) for a, b in zip(red, blue, strict=True)) > 1e-3, (red, blue)
 
 
 # ------------------------------------------------------------------ the real CLI, fresh process
@@ -193,7 +193,7 @@ def test_run_cli_feeds_each_policy_its_task(sim_checkpoint, tmp_path, monkeypatc
 
 
 # ------------------------------------------------------------------ against lerobot-rollout
-def test_task_and_actions_match_lerobot_rollout_on_the_fake_arm(fake_rig, tmp_path):
+def test_task_and_actions_match_lerobot_rollout_on_the_fake_arm(fake_rig, tmp_path):  # noqa: F811 - the fixture
     """The same task string, the same tokens, the same actions as lerobot-rollout's own setup
     (the policy uses the front camera only; the rig's wrist camera is recorded, not fed)."""
     import torch

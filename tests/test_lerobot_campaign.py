@@ -14,10 +14,9 @@ import pytest
 import yaml
 
 from fakes import feetech
-from support.act import make_act_checkpoint
 from fakes.rigs import CAMERAS, camera_rate_as_configured, write_rig, write_videos
 from orchestrator.core.errors import RuntimeFailure
-
+from support.act import make_act_checkpoint
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -62,8 +61,8 @@ def hardware(tmp_path, monkeypatch):
 
 
 def run(protocol, rig, out, say=None):
-    from orchestrator.run.campaign import open_campaign
     from orchestrator.commands.referees import campaign_referees
+    from orchestrator.run.campaign import open_campaign
     from orchestrator.run.sequential import run_campaign
 
     opened = open_campaign(protocol, rig, out)
@@ -185,10 +184,10 @@ def test_operator_console_session_on_the_fake_arm(hardware, monkeypatch):
     from types import SimpleNamespace
 
     from orchestrator.commands.referees import campaign_referees
+    from orchestrator.design.protocol import load_protocol
     from orchestrator.run import sequential as runner
     from orchestrator.run.campaign import open_campaign
     from orchestrator.run.console import run_with_console
-    from orchestrator.design.protocol import load_protocol
 
     tmp_path, protocol, rig, arms, _ = hardware
     arm = arms[-1]

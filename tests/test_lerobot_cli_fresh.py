@@ -16,10 +16,8 @@ from pathlib import Path
 import pytest
 
 from support.campaign_files import two_mark_protocol
-
 from support.cli import run_module
 from support.repo import REPO
-
 
 SIM_RIG = REPO / "hardware" / "sim.yaml"
 

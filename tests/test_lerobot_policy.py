@@ -10,14 +10,13 @@ import numpy as np
 import pytest
 
 from fakes import feetech
-from support.act import make_act_checkpoint
 from fakes.rigs import CAMERAS, write_rig, write_videos
 from orchestrator.core.errors import BadInput
-from orchestrator.rigs.device_fault import DeviceFault
-from orchestrator.policies.base import Policy
 from orchestrator.design.protocol import LeRobotPolicySpec
+from orchestrator.policies.base import Policy
+from orchestrator.rigs.device_fault import DeviceFault
 from orchestrator.rigs.profile import STATE_KEYS, load_rig
-
+from support.act import make_act_checkpoint
 
 
 @pytest.fixture(scope="module")
@@ -51,6 +50,7 @@ def lerobot_rollout_actions(checkpoint, rig, task, observations):
     `send_next_action` fed the same frames (the robot wrapper records what reaches the arm)."""
     from lerobot.rollout.strategies.core import send_next_action
     from lerobot.utils.action_interpolator import ActionInterpolator
+
     from support.rollout import lerobot_rollout_context
 
     ctx = lerobot_rollout_context(rig.config, checkpoint, task, fps=30)
@@ -260,9 +260,9 @@ def test_device_defaults_to_the_checkpoint_then_what_is_available_and_compile_is
     from lerobot.policies.diffusion.configuration_diffusion import DiffusionConfig
     from lerobot.utils.device_utils import auto_select_torch_device
 
+    from orchestrator.design.protocol import LeRobotPolicySpec
     from orchestrator.policies.checkpoint import apply_overrides, resolve_device
     from orchestrator.policies.lerobot import LeRobotPolicy
-    from orchestrator.design.protocol import LeRobotPolicySpec
 
     assert LeRobotPolicySpec(type="lerobot", path="x").device is None
     ckpt = make_act_checkpoint(tmp_path / "gpu", CAMERAS)

@@ -12,11 +12,10 @@ import pytest
 from fakes import feetech
 from fakes.rigs import REST, plug_in_arm, write_rig, write_videos
 from orchestrator.core.errors import BadInput
-from orchestrator.rigs.device_fault import DeviceFault
 from orchestrator.rigs.base import Rig
 from orchestrator.rigs.clamp_log import CLAMP_MESSAGE
+from orchestrator.rigs.device_fault import DeviceFault
 from orchestrator.rigs.profile import STATE_KEYS, load_rig
-
 
 
 @pytest.fixture

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.cli import main
-from orchestrator.core.errors import BadInput
 from orchestrator.analysis.outcomes import consensus_label, load_outcomes_csv, parse_success
 from orchestrator.analysis.stopping import stopping_decision
+from orchestrator.cli import main
+from orchestrator.core.errors import BadInput
 
 
 def write(tmp_path: Path, text: str, name: str = "o.csv") -> Path:

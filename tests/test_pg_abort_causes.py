@@ -11,7 +11,6 @@ import pytest
 from orchestrator.cli import main
 from orchestrator.store.abort_causes import abort_cause
 from orchestrator.store.sqlite import CampaignStore, EpisodeRecord, new_episode_id
-
 from support.tiny import PROTOCOL, RIG
 
 CANARY = "canary-pg-cause-51e0b2"
@@ -54,7 +53,7 @@ def _campaign(pg_cluster, tmp_path, monkeypatch=None):
         store.finish_attempt(store.begin_attempt(trial.slot, episode_id), EpisodeRecord(
             episode_id=episode_id, frames=50, duration_s=5.0, cameras=["front"],
             files={"front": f"episodes/{episode_id}/front.mp4"}, physics_success=True))
-    for trial, reason in zip(trials[3:5], (NAN, "DeviceFault: policy: RuntimeError: boom")):
+    for trial, reason in zip(trials[3:5], (NAN, "DeviceFault: policy: RuntimeError: boom"), strict=True):
         store.abort_attempt(store.begin_attempt(trial.slot, new_episode_id()), reason, "policy", "failure")
     store.close()
     return url, videos

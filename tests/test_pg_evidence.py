@@ -16,8 +16,8 @@ import psycopg
 import pytest
 
 from support.cli import run_module
-from support.postgres import pg_bin
 from support.pg_campaign import campaign_on_server
+from support.postgres import pg_bin
 
 JUDGE = "evidence_judge"   # roles are cluster-wide: a name of this file's own
 

@@ -11,9 +11,9 @@ import sqlite3
 
 import pytest
 
+from orchestrator.store.schema import SCHEMA_VERSION
 from support.cli import run_module
 from support.tiny import PROTOCOL, RIG
-from orchestrator.store.schema import SCHEMA_VERSION
 
 
 def _outcomes(report_json: str) -> dict:

@@ -10,10 +10,9 @@ import pytest
 import yaml
 
 from fakes import feetech
-from support.act import make_act_checkpoint
 from fakes.rigs import CAMERAS, write_rig, write_videos
 from orchestrator.cli import main
-
+from support.act import make_act_checkpoint
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -96,9 +95,9 @@ def test_doctor_ready_measures_cameras_and_loads_the_policy(tmp_path, bench, cap
 
 
 def test_camera_that_stops_delivering_fails_preflight(tmp_path, bench):
-    from orchestrator.run.preflight import require_ready, run_preflight
-    from orchestrator.rigs.profile import load_rig
     from orchestrator.core.errors import BadInput
+    from orchestrator.rigs.profile import load_rig
+    from orchestrator.run.preflight import require_ready, run_preflight
 
     _, port, cal, videos = bench
     rig = write_rig(tmp_path / "rig.yaml", port, cal, videos, camera_extra={"wrist": {"stop_after_frames": 2}})

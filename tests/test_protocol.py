@@ -5,11 +5,18 @@ from __future__ import annotations
 import hashlib
 
 import pytest
+from pydantic import ValidationError
 
-from support.repo import GRID20, REPO, SIM_PROTOCOL, line_of, sim_protocol_text
 from orchestrator.core.errors import BadInput
-from orchestrator.design.protocol import (REACH_MAX_M, REACH_MIN_M, LeRobotPolicySpec, ScriptedPolicySpec,
-                                   load_layout, load_protocol)
+from orchestrator.design.protocol import (
+    REACH_MAX_M,
+    REACH_MIN_M,
+    LeRobotPolicySpec,
+    ScriptedPolicySpec,
+    load_layout,
+    load_protocol,
+)
+from support.repo import GRID20, REPO, SIM_PROTOCOL, line_of, sim_protocol_text
 
 
 def test_sim_demo_protocol():
@@ -79,7 +86,7 @@ def test_local_checkpoint_must_exist(tmp_path):
 
 def test_models_are_frozen():
     loaded = load_protocol(SIM_PROTOCOL)
-    with pytest.raises(Exception):
+    with pytest.raises(ValidationError):
         loaded.protocol.seed = 1  # type: ignore[misc]
 
 

@@ -18,8 +18,8 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from support.repo import GRID20, LOCATED, sim_protocol_text
 from orchestrator.cli import main
+from support.repo import GRID20, LOCATED, sim_protocol_text
 
 SIM = sim_protocol_text()
 GRID = GRID20.read_text()

@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 
 from orchestrator.cli import main
-from orchestrator.run.recording import DISK_MARGIN_BYTES, episode_bytes_estimate
 from orchestrator.rigs.profile import load_rig
+from orchestrator.run.recording import DISK_MARGIN_BYTES, episode_bytes_estimate
 from orchestrator.store.sqlite import CampaignStore
-
 from support.tiny import PROTOCOL, RIG, ROOT, run_cli  # noqa: E402
+
 sys.path.insert(0, str(ROOT / "bench"))
 from kill_anywhere import check_invariants, kill_process_tree, outcomes  # noqa: E402
 

@@ -15,11 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from support.campaign_files import env
 from support.cli import run_module
 from support.repo import REPO
 from test_rtc import one_mark_protocol, stored_timing
-from support.campaign_files import env
-
 
 SIM_RIG = REPO / "hardware" / "sim.yaml"
 

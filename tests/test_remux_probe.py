@@ -105,7 +105,6 @@ def test_the_join_follows_lerobots_layout_with_exact_timestamps(tmp_path):
 
     segments = [probe(recorder_video(tmp_path / f"e{k}.mp4", seed=k), FPS) for k in range(5)]
     limit_mb = 2.2 * max(s.size for s in segments) / (1024 * 1024)
-    chunks = []
     muxer = LayoutMuxer(tmp_path / "ds", "observation.images.front",
                         "videos/{video_key}/chunk-{chunk_index:03d}/file-{file_index:03d}.mp4", limit_mb,
                         lambda chunk, file: (chunk, file + 1))
@@ -115,7 +114,7 @@ def test_the_join_follows_lerobots_layout_with_exact_timestamps(tmp_path):
     files = [row[f"{key}/file_index"] for row in rows]
     assert files == [0, 0, 1, 1, 2]
     assert len(muxer.files) == 3 and all(p.is_file() for p in muxer.files)
-    for row, previous in zip(rows, [None] + rows[:-1]):
+    for row, previous in zip(rows, [None] + rows[:-1], strict=True):
         expected_start = 0.0 if previous is None or previous[f"{key}/file_index"] != row[f"{key}/file_index"] \
             else previous[f"{key}/to_timestamp"]
         assert row[f"{key}/from_timestamp"] == expected_start
@@ -126,7 +125,7 @@ def test_the_join_follows_lerobots_layout_with_exact_timestamps(tmp_path):
             stream = container.streams.video[0]
             packets = [p for p in container.demux(stream) if p.dts is not None]
             tick = round(1 / (FPS * stream.time_base))
-        members = [s for s, f in zip(segments, files) if f == index]
+        members = [s for s, f in zip(segments, files, strict=True) if f == index]
         assert [p.pts for p in packets] == [k * tick for k in range(FRAMES * len(members))]
         payload = [bytes(p) for p in packets]
         for m, segment in enumerate(members):

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from orchestrator.analysis import stats
-from orchestrator.cli import main
 from orchestrator.analysis.outcomes import load_outcomes_csv, outcomes_from_store
-from orchestrator.design.protocol import load_protocol
 from orchestrator.analysis.report import build_report, render, to_dict
+from orchestrator.cli import main
+from orchestrator.design.protocol import load_protocol
 from orchestrator.design.schedule import draw_schedule
 from orchestrator.store.sqlite import CampaignStore, EpisodeRecord, new_episode_id
 
@@ -250,7 +250,7 @@ def test_report_from_store(tmp_path, capsys):
     assert j.kappas[0].items == 40
     assert r.aborted_attempts == 1 and sum(p.aborted_attempts for p in r.policies) == 1
     assert sum(dict(p.safety_events).get("joint_limit", 0) for p in r.policies) == 1
-    assert len(r.drift) == 2 and all(d.first_n + d.second_n == p.trials for d, p in zip(r.drift, r.policies))
+    assert len(r.drift) == 2 and all(d.first_n + d.second_n == p.trials for d, p in zip(r.drift, r.policies, strict=True))
     assert {s.stratum for s in r.strata} == {"edge", "centre"}
     assert all(g[1] is not None for g in r.grid)          # mark positions from the stored layout
     # the CLI on the campaign, every format

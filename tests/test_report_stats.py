@@ -78,7 +78,7 @@ def test_issue_ten_marks_five_repeats_reports_no_better(tmp_path):
 def test_one_pair_per_mark_is_the_layout_analysis():
     rng = np.random.default_rng(4)
     for _ in range(40):
-        cells = {k: int(v) for k, v in zip([(1, 1), (1, 0), (0, 1), (0, 0)], rng.integers(0, 15, size=4))}
+        cells = {k: int(v) for k, v in zip([(1, 1), (1, 0), (0, 1), (0, 0)], rng.integers(0, 15, size=4), strict=True)}
         if sum(cells.values()) == 0:
             continue
         r = build_report(_outcomes(_table_blocks(cells)))
@@ -172,7 +172,7 @@ def _check_digits(shown, truth):
     strings as distinct values."""
     decimals = len(shown[0].split(".")[1]) if "." in shown[0] else 0
     assert {len(x.split(".")[1]) if "." in x else 0 for x in shown} == {decimals}
-    for s, t in zip(shown, truth):
+    for s, t in zip(shown, truth, strict=True):
         assert float(s) == pytest.approx(t, abs=0.5 * 10 ** -decimals + 1e-9), (shown, truth)
     assert len(set(shown)) == len({round(t, 9) for t in truth}), (shown, truth)
 
@@ -212,7 +212,7 @@ def test_cochran_note_beside_a_pairwise_better():
                              int(((x[:, i] == 0) & (x[:, j] == 1)).sum()))[1] for i, j in ((0, 1), (0, 2), (1, 2))]
     holm = multipletests(mids, method="holm")[1]
     assert q.pvalue > 0.05 and holm[0] <= 0.05          # the situation, by the oracles
-    blocks = [(f"L{i:03d}", 0, dict(zip("ABC", row))) for i, row in enumerate(rows)]
+    blocks = [(f"L{i:03d}", 0, dict(zip("ABC", row, strict=True))) for i, row in enumerate(rows)]
     r = build_report(_outcomes(blocks))
     assert r.cochran.p == pytest.approx(q.pvalue)
     assert [c.significant for c in r.comparisons] == [bool(h <= 0.05) for h in holm]

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.cli import main
 from orchestrator.analysis.outcomes import LoopTiming, OutcomeSet, TrialOutcome, session_counts
 from orchestrator.analysis.report import OVERRUN_WARN_FRACTION, build_report, render, to_dict
+from orchestrator.cli import main
 from support.evidence import accept_edits
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -14,7 +14,7 @@ from orchestrator.analysis.report.format import points
 def _data(rows, policies=("A", "B"), **kw) -> OutcomeSet:
     outs, slot = [], 0
     for i, vals in enumerate(rows):
-        for p, ok in zip(policies, vals):
+        for p, ok in zip(policies, vals, strict=True):
             outs.append(TrialOutcome(layout=f"L{i:03d}", repeat=0, policy=p, success=bool(ok), slot=slot))
             slot += 1
     return OutcomeSet(outcomes=tuple(outs), policies=policies, source="memory", label_source="test", **kw)

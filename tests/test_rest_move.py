@@ -13,7 +13,6 @@ import time
 
 import pytest
 
-from orchestrator.rigs import rest_move
 from orchestrator.rigs.rest_move import FOLLOW_S, MAX_LEAD_DEG, move_to_rest
 
 REST = {"shoulder_lift.pos": -94.0, "elbow_flex.pos": 90.0}
@@ -126,7 +125,7 @@ def test_a_stalled_host_is_not_a_blocked_joint_but_a_held_joint_still_is():
         joints = Joints({"shoulder_lift.pos": 200.0, "elbow_flex.pos": 60.0})
         read, reads = joints.read, []
 
-        def stalled_read():
+        def stalled_read(read=read, reads=reads, joints=joints, held_after_stall=held_after_stall):
             reads.append(None)
             if len(reads) == 5:
                 time.sleep(0.6)

@@ -44,7 +44,7 @@ class SimulatedArm:
         from orchestrator.rigs.twin.arm import TwinArm
 
         profile = RigProfile.model_validate({"robot": {"type": "sim_so101"}, "cameras": {},
-                                             "rest_pose": dict(zip(KEYS, REST))})
+                                             "rest_pose": dict(zip(KEYS, REST, strict=True))})
         self.sim = SimRig(profile, fps=30)
         self.sim.place_cube(Mark(id="parked", x=0.30, y=0.22), Cube())
         self.sim._set_arm(np.array(stop_pose, dtype=float))
@@ -67,7 +67,7 @@ class SimulatedArm:
 
     def read(self) -> dict[str, float]:
         self.sleep(0.004)   # a sync read of six servos takes a few milliseconds on the bus
-        return dict(zip(KEYS, (float(v) for v in self.sim.joint_positions())))
+        return dict(zip(KEYS, (float(v) for v in self.sim.joint_positions()), strict=True))
 
     def write(self, goal: dict[str, float]) -> None:
         self.goal_writes += 1
@@ -97,7 +97,7 @@ def _sag_then_move(monkeypatch, stop_pose, targets) -> tuple[SimulatedArm, dict[
     arm.sleep(3.0)   # torque off (the twin powers up limp): the arm sags
     arm.torque_on()
     monkeypatch.setattr(rest_move, "time", SimulatedClock(arm))
-    rest = dict(zip(KEYS, map(float, REST)))
+    rest = dict(zip(KEYS, map(float, REST), strict=True))
     for target in targets(rest, arm.read()):
         rest_move.move_to_rest(arm.read, arm.write, target, speed_deg_s=45.0, fps=30, settle_s=1.0,
                                tolerance_deg=2.0, check=lambda: None, watch=lambda: None, blocked=Blocked)
@@ -108,7 +108,7 @@ def _sag_then_move(monkeypatch, stop_pose, targets) -> tuple[SimulatedArm, dict[
 def test_after_a_sag_on_the_table_the_staged_move_reaches_rest(monkeypatch, stop):
     arm, here = _sag_then_move(monkeypatch, STOPS[stop], rest_move.stages)
     assert arm.goal_writes > 30   # the move ran (about 3 s of it at 30 Hz)
-    far = {k: round(here[k] - r, 1) for k, r in zip(KEYS, REST) if abs(here[k] - r) > 2.0}
+    far = {k: round(here[k] - r, 1) for k, r in zip(KEYS, REST, strict=True) if abs(here[k] - r) > 2.0}
     assert far == {}, f"not at rest after the staged move from the stop {stop}: {far}"
 
 
@@ -121,8 +121,8 @@ def test_positive_control_every_joint_at_once_is_blocked_by_the_table(monkeypatc
 
 
 def test_the_stages_lift_the_shoulder_first_and_move_the_gripper_last():
-    rest = dict(zip(KEYS, map(float, REST)))
-    here = dict(zip(KEYS, map(float, STOPS["2.5 s into the pick"])))
+    rest = dict(zip(KEYS, map(float, REST), strict=True))
+    here = dict(zip(KEYS, map(float, STOPS["2.5 s into the pick"]), strict=True))
     first, second, third = rest_move.stages(rest, here)
     assert first == {**here, "shoulder_lift.pos": rest["shoulder_lift.pos"]}
     assert second == {**rest, "gripper.pos": here["gripper.pos"]}

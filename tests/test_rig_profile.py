@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from support.repo import LOCATED, REPO, line_of
 from orchestrator.core.errors import BadInput
 from orchestrator.rigs.profile import STATE_KEYS, load_rig, parse_rig_text
+from support.repo import LOCATED, REPO, line_of
 
 EXAMPLE = (REPO / "hardware" / "so101.example.yaml").read_text()
 

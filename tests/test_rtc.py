@@ -16,10 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from support.campaign_files import env, twin_rig
 from support.cli import run_module
 from support.repo import GRID20, REPO, SIM_PROTOCOL
-from support.campaign_files import env, twin_rig
-
 
 RTC_B = "{type: lerobot, path: ./vla, inference: {type: rtc, rtc: {execution_horizon: 5}, queue_threshold: 4}}"
 

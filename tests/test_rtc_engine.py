@@ -12,7 +12,6 @@ from orchestrator.rigs.profile import STATE_KEYS
 from test_rtc_stop import FPS, FakeRig, rtc_policy  # noqa: F401 - the module's tiny-SmolVLA policy fixture
 
 
-
 def test_every_action_sent_is_the_next_one_lerobots_queue_gave_out(rtc_policy, tmp_path, monkeypatch):  # noqa: F811
     from lerobot.policies.rtc.action_queue import ActionQueue
 
@@ -44,7 +43,7 @@ def test_every_action_sent_is_the_next_one_lerobots_queue_gave_out(rtc_policy, t
     hold = {k: 0.0 for k in keys}                             # FakeRig's still arm
     last = hold
     served = 0
-    for from_queue, sent in zip(given, returned):
+    for from_queue, sent in zip(given, returned, strict=True):
         if from_queue is None:
             assert sent == pytest.approx(last)                # nothing ready: the last goal again
         else:

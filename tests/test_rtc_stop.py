@@ -21,9 +21,8 @@ import pytest
 
 from orchestrator.rigs.base import EmergencyStop
 from orchestrator.rigs.profile import STATE_KEYS
-from support.fake_rig import StillRig
 from support.campaign_files import twin_rig
-
+from support.fake_rig import StillRig
 
 CANARY_DEG = 33.0          # every joint of the canary chunk (post-processed: 20 x the model's 1.65)
 CANARY_CALL = 2            # the RTC thread's 2nd chunk of the first episode is the canary

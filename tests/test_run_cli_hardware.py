@@ -6,11 +6,9 @@ from __future__ import annotations
 
 import io
 
-
 from orchestrator.cli import main
 from orchestrator.store.sqlite import CampaignStore
 from test_lerobot_campaign import hardware  # noqa: F401  (the fake-arm fixture)
-
 
 
 def test_run_verb_on_the_fake_arm_with_terminal_prompts(hardware, monkeypatch, capsys):  # noqa: F811
@@ -49,5 +47,5 @@ def test_run_verb_on_the_fake_arm_with_terminal_prompts(hardware, monkeypatch, c
         assert sorted(stills) == sorted(f"{c}.start" for c in episode["cameras"])
         assert set(stills.values()) <= set(episode["digests"])        # checked on resume too
         assert sorted(blind[episode["id"]].stills) == sorted(episode["cameras"])
-        for camera, path in blind[episode["id"]].stills.items():
+        for path in blind[episode["id"]].stills.values():
             assert cv2.imread(str(path)) is not None

@@ -20,8 +20,8 @@ import pytest
 from orchestrator.cli import main
 from orchestrator.run.recording import PARTIAL
 from orchestrator.store.sqlite import CampaignStore
-
 from support.tiny import DATA, PROTOCOL, RIG, ROOT, run_cli  # noqa: E402
+
 sys.path.insert(0, str(ROOT / "bench"))
 from kill_anywhere import check_invariants, kill_loop, outcomes  # noqa: E402
 
@@ -194,10 +194,9 @@ def test_commit_episode_counts_and_logs_slow_episodes(tmp_path):
     logged against its slot; exactly 5 % is not."""
     from dataclasses import replace
 
-    from test_store import create, record
-
-    from orchestrator.store.sqlite import new_episode_id
     from orchestrator.run.bookkeeping import RunSummary, commit_episode
+    from orchestrator.store.sqlite import new_episode_id
+    from test_store import create, record
 
     store = create(tmp_path / "c", n_units=1)
     slow, borderline = store.trials()[:2]

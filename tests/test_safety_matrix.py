@@ -13,7 +13,6 @@ import pytest
 from support import safety_matrix as sm
 from support import safety_matrix_rtc as smr
 
-
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 SAMPLE, SEED = 5, 22   # and one RTC run

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from support.repo import REPO, SIM_PROTOCOL
 from orchestrator.design.protocol import Layout, Protocol, load_protocol
 from orchestrator.design.schedule import MARK_BLOCK, draw_schedule, trial_seed
+from support.repo import REPO, SIM_PROTOCOL
 
 
 def make(n_marks: int = 20, labels=("A", "B"), trials_per_layout: int = 1, order: str = "balanced",
@@ -68,7 +68,7 @@ def check_invariants(schedule, protocol: Protocol, layout: Layout) -> None:
     assert [t.unit for t in schedule] == sorted(t.unit for t in schedule)
     # interleaved: no policy runs more than twice in a row (A,B | B,A), never in blocks
     run = longest = 1
-    for prev, cur in zip(schedule, schedule[1:]):
+    for prev, cur in zip(schedule, schedule[1:], strict=False):
         run = run + 1 if cur.policy == prev.policy else 1
         longest = max(longest, run)
     assert longest <= 2

@@ -8,10 +8,9 @@ import os
 import numpy as np
 import pytest
 
-from orchestrator.policies.base import EpisodeContext
 from orchestrator.design.protocol import Mark, ScriptedPolicySpec, load_protocol
+from orchestrator.policies.base import EpisodeContext
 from orchestrator.rigs.profile import STATE_KEYS
-
 from support.repo import SIM_PROTOCOL
 
 os.environ.setdefault("MUJOCO_GL", "egl")

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
+from orchestrator.judging.bundle import write_bundle
 from support.judge_campaign import SECRET_TERMS, make_campaign
 from support.requires import require_program
-from orchestrator.judging.bundle import write_bundle
 
 ROOT = Path(__file__).resolve().parents[1]
 

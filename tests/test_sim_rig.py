@@ -12,10 +12,9 @@ import pickle
 import numpy as np
 import pytest
 
-from orchestrator.policies.base import EpisodeContext
 from orchestrator.design.protocol import Cube, Mark, Success, load_protocol
+from orchestrator.policies.base import EpisodeContext
 from orchestrator.rigs.profile import STATE_KEYS, load_rig
-
 from support.repo import REPO, SIM_PROTOCOL
 
 os.environ.setdefault("MUJOCO_GL", "egl")   # headless rendering; before mujoco is imported

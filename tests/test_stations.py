@@ -121,9 +121,9 @@ def test_three_stations_one_killed_mid_episode(pg_cluster, tmp_path, tiny_refere
 def test_the_stopping_rule_is_global_across_stations(pg_cluster, tmp_path):
     """max_layouts: 1 pre-registered: after the first block the rule says stop on the whole
     campaign; the station stops claiming and a second station started later runs nothing."""
+    from orchestrator.commands.referees import campaign_referees
     from orchestrator.run.campaign import open_campaign
     from orchestrator.run.stations import run_station
-    from orchestrator.commands.referees import campaign_referees
 
     protocol = _protocol(tmp_path)
     text = protocol.read_text().replace("stopping: none", "stopping: {kind: evalue, max_layouts: 1}")

@@ -18,9 +18,9 @@ from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import confint_proportions_2indep, proportion_confint
 
 from orchestrator.analysis import stats as S
+from orchestrator.analysis.stats.paired_ci import _tango_p01
 from support import stats_checks as C
 from support.oracles import newcombe_transcribed
-from orchestrator.analysis.stats.paired_ci import _tango_p01
 
 # Worked examples of the statistics this package implements, each recomputed with
 # scipy/statsmodels (the "note" in the file says how).
@@ -236,7 +236,7 @@ def test_tango_matches_numeric_constrained_mle_and_mcnemar():
         if hi_x <= lo_x:
             continue
 
-        def nll(x):
+        def nll(x, b=b, c=c, n=n, delta=delta):
             p10, p01 = x + delta, x
             rest = 1 - p10 - p01
             return -(b * math.log(p10) + c * math.log(p01) + (n - b - c) * math.log(max(rest, 1e-300)))
@@ -384,7 +384,7 @@ def test_kappas_against_statsmodels_random():
         j1 = np.where(rng.uniform(size=n) < 0.8, truth, rng.integers(0, 3, size=n))
         j2 = np.where(rng.uniform(size=n) < 0.7, truth, rng.integers(0, 3, size=n))
         table = np.zeros((3, 3))
-        for x, y in zip(j1, j2):
+        for x, y in zip(j1, j2, strict=True):
             table[x, y] += 1
         ref = sm_cohens_kappa(table, return_results=False)
         ours = S.cohen_kappa([cats[i] for i in j1], [cats[i] for i in j2])
@@ -516,7 +516,7 @@ def test_evalue_has_power_under_an_alternative():
         wins = rng.uniform(size=150) < 0.8     # A wins 80 % of discordant layouts
         b = np.cumsum(wins)
         c = np.cumsum(~wins)
-        hits += any(S.evalue_discordant(int(x), int(y)).reject for x, y in zip(b, c))
+        hits += any(S.evalue_discordant(int(x), int(y)).reject for x, y in zip(b, c, strict=True))
     assert hits / 300 > 0.9
 
 

@@ -24,7 +24,7 @@ def _signflip_brute(d):
     s_obs = abs(sum(d))
     above = at = 0
     for signs in itertools.product((1, -1), repeat=len(d)):
-        s = sum(e * x for e, x in zip(signs, d))
+        s = sum(e * x for e, x in zip(signs, d, strict=True))
         above += s > s_obs
         at += s == s_obs
     k = 2 ** len(d)

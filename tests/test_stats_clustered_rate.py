@@ -65,7 +65,7 @@ def test_per_policy_interval_with_repeats_covers(marks, repeats, p, spread):
 def _blocks(rows, policies=("A", "B", "C")) -> OutcomeSet:
     outs, slot = [], 0
     for mark, rep, vals in rows:
-        for p, ok in zip(policies, vals):
+        for p, ok in zip(policies, vals, strict=True):
             outs.append(TrialOutcome(layout=mark, repeat=rep, policy=p, success=bool(ok), slot=slot,
                                      stratum="edge" if mark < "M05" else "centre"))
             slot += 1

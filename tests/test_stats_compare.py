@@ -76,7 +76,7 @@ def test_the_iqm_of_ten_runs_keeps_six_as_rliable_does():
 def _exact_bootstrap(tasks, statistic):
     """Every stratified resample (each task's n_t^n_t index tuples), equally likely."""
     choices = [list(itertools.product(range(len(t)), repeat=len(t))) for t in tasks]
-    return np.array([statistic([np.asarray(t)[list(ix)] for t, ix in zip(tasks, combo)])
+    return np.array([statistic([np.asarray(t)[list(ix)] for t, ix in zip(tasks, combo, strict=True)])
                      for combo in itertools.product(*choices)])
 
 
@@ -209,7 +209,7 @@ def test_bradley_terry_equals_choix_and_a_direct_maximisation():
         data = [(i, j) for i in range(size) for j in range(size) for _ in range(wins[i, j])]
         assert np.allclose(theta, choix.opt_pairwise(size, data, alpha=bradley_terry.ALPHA), atol=1e-4)
 
-        def objective(t):
+        def objective(t, wins=wins):
             d = t[:, None] - t[None, :]
             return float((wins * np.logaddexp(0, -d)).sum() + bradley_terry.ALPHA * (t ** 2).sum())
 

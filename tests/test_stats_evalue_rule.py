@@ -18,7 +18,6 @@ from orchestrator.analysis import stats
 from orchestrator.analysis.report import build_report
 from orchestrator.analysis.report.more_layouts import more_layouts
 from orchestrator.analysis.stopping import stopping_decision
-
 from support.evalue_sim import run_campaign
 
 

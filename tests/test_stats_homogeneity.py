@@ -54,7 +54,7 @@ def test_size_under_the_null_is_at_most_alpha():
     for _ in range(runs):
         sizes = rng.integers(3, 12, size=3)
         a_only = rng.binomial(sizes, 0.6)
-        result = discordance_homogeneity({f"s{i}": (int(a), int(n - a)) for i, (a, n) in enumerate(zip(a_only, sizes))})
+        result = discordance_homogeneity({f"s{i}": (int(a), int(n - a)) for i, (a, n) in enumerate(zip(a_only, sizes, strict=True))})
         rejections += result.p_value is not None and result.p_value <= 0.05
     assert rejections / runs <= 0.05 + 2 * (0.05 * 0.95 / runs) ** 0.5   # exact tests are conservative
 

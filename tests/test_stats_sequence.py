@@ -61,7 +61,7 @@ def _optional_stopping(rng, p_a, p_b, campaigns, max_layouts=60, alpha=0.05):
     hit = log_e >= math.log(1 / alpha)
     stop = np.where(hit.any(axis=1), hit.argmax(axis=1), max_layouts - 1)
     truth = p_a - p_b
-    return [(list(zip(a_ok[i, :stop[i] + 1], b_ok[i, :stop[i] + 1])), bool(hit[i].any())) for i in range(campaigns)], truth
+    return [(list(zip(a_ok[i, :stop[i] + 1], b_ok[i, :stop[i] + 1], strict=True)), bool(hit[i].any())) for i in range(campaigns)], truth
 
 
 def _counts(pairs):
@@ -81,7 +81,7 @@ def test_difference_cs_covers_after_optional_stopping(p_a, p_b):
     if p_a == p_b:
         early = [i for i, (_, stopped) in enumerate(runs) if stopped]
         assert early, "no campaign stopped early: the simulation shows nothing"
-        newcombe_cover = [S.newcombe_paired(S.paired_table(*zip(*runs[i][0]))).contains(truth) for i in early]
+        newcombe_cover = [S.newcombe_paired(S.paired_table(*zip(*runs[i][0], strict=True))).contains(truth) for i in early]
         assert np.mean(newcombe_cover) < np.mean([cs_cover[i] for i in early])
 
 

@@ -15,11 +15,17 @@ from pathlib import Path
 
 import pytest
 
-from support.repo import REPO
 from orchestrator.core.errors import BadInput, RuntimeFailure
 from orchestrator.design.schedule import Trial
-from orchestrator.store.sqlite import (APPLICATION_ID, DB_NAME, SCHEMA_VERSION, CampaignStore, EpisodeRecord,
-                                new_episode_id)
+from orchestrator.store.sqlite import (
+    APPLICATION_ID,
+    DB_NAME,
+    SCHEMA_VERSION,
+    CampaignStore,
+    EpisodeRecord,
+    new_episode_id,
+)
+from support.repo import REPO
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -138,7 +144,7 @@ def test_transaction_rolls_back_on_error(tmp_path):
         with pytest.raises(ZeroDivisionError):
             with store.transaction() as c:
                 c.execute("UPDATE trials SET state='done'")
-                1 / 0
+                raise ZeroDivisionError
         assert {t.state for t in store.trials()} == {"pending"}
 
 

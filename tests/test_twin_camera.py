@@ -10,7 +10,6 @@ import pytest
 
 from support.repo import REPO
 
-
 SHIPPED_TWIN_RIG = REPO / "hardware" / "so101_twin.yaml"
 
 

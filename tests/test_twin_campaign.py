@@ -8,17 +8,12 @@ twin's simulated SO-101 over a pseudo-terminal; `--unattended` lets the twin pla
 from __future__ import annotations
 
 import json
-import os
 import shutil
 
 import pytest
 
+from support.campaign_files import SHIPPED_TWIN_RIG, env, twin_rig, two_mark_protocol
 from support.cli import run_module
-from support.campaign_files import SHIPPED_TWIN_RIG, env, two_mark_protocol, twin_rig
-
-
-
-
 
 
 @pytest.fixture(scope="module")

@@ -23,11 +23,9 @@ import yaml
 
 from orchestrator.cli import main
 from orchestrator.store.sqlite import CampaignStore
+from support.campaign_files import twin_rig, two_mark_protocol
 from support.cli import CliResult
 from support.wirelog import wait_for_exit
-from support.campaign_files import two_mark_protocol
-from support.campaign_files import twin_rig
-
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
 
@@ -103,7 +101,7 @@ def chain(tmp_path_factory) -> Chain:
     def args() -> list:
         return ["run", protocol, "--rig", rig, "--twin", "--unattended", "--out", chain.campaign]
 
-    for n, (name, (fault, _)) in enumerate(FAULTS.items()):
+    for name, (fault, _) in FAULTS.items():
         faults_file = folder / f"faults_{name}.yaml"
         faults_file.write_text(yaml.safe_dump({"seed": 3, "faults": [fault]}))
         before, _ = read_store(chain.campaign)
@@ -165,7 +163,7 @@ def test_run_resumes_to_completion_after_the_faults(chain):
     attempts, done = read_store(chain.campaign)
     assert done == 2
     assert [a["status"] for a in attempts] == ["aborted"] * len(FAULTS) + ["done", "done"], attempts
-    for attempt, (name, (_, cause)) in zip(attempts, FAULTS.items()):
+    for attempt, (name, (_, cause)) in zip(attempts, FAULTS.items(), strict=False):
         assert cause in attempt["reason"], (name, attempt["reason"])
     by_cause: Counter = Counter()    # the report's aborts section: each class with its causes
     for row in report["aborts"]["per_policy"].values():

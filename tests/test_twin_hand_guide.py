@@ -17,10 +17,8 @@ import yaml
 from orchestrator.rigs.profile import load_rig
 from orchestrator.rigs.twin.wire_log import read_wire_log
 from orchestrator.store.sqlite import CampaignStore
+from support.campaign_files import env, twin_rig, two_mark_protocol
 from support.operator_run import press_enter, start_run, wait_for_line
-from support.campaign_files import two_mark_protocol
-from support.campaign_files import env, twin_rig
-
 
 
 def test_a_move_blocked_twice_is_finished_by_lifting_the_arm_by_hand_with_torque_off(tmp_path):

@@ -7,9 +7,7 @@ import pytest
 
 from orchestrator.cli import main
 from orchestrator.store.sqlite import CampaignStore
-from support.campaign_files import two_mark_protocol
-from support.campaign_files import twin_rig
-
+from support.campaign_files import twin_rig, two_mark_protocol
 
 
 @pytest.mark.slow
@@ -61,7 +59,7 @@ def test_torque_reads_zero_on_the_twin_after_a_stop_and_after_ctrl_c(tmp_path, w
             op = Watch(at=5, wait_s=0.0, end_instead=True)
             summary, attempts = campaign(protocol, twin.rig, tmp_path / "c", op)
             assert not summary.complete and [a["status"] for a in attempts] == ["aborted"]
-            assert max(abs(a - b) for a, b in zip(op.before, op.after)) < 0.5  # held: nothing moved
+            assert max(abs(a - b) for a, b in zip(op.before, op.after, strict=True)) < 0.5  # held: nothing moved
         else:
             with pytest.raises(Interrupted):
                 campaign(protocol, twin.rig, tmp_path / "c",
@@ -79,13 +77,13 @@ def test_after_a_two_second_stall_on_the_twin_actions_are_half_a_period_apart_or
     import numpy as np
     from lerobot.motors.feetech import FeetechMotorsBus
 
-    from orchestrator.run.control_loop import run_episode
-    from orchestrator.policies.base import EpisodeContext
     from orchestrator.design.protocol import Cube, Mark
-    from orchestrator.run.recording import EpisodeRecorder
+    from orchestrator.policies.base import EpisodeContext
     from orchestrator.rigs.factory import make_rig
     from orchestrator.rigs.profile import load_rig
     from orchestrator.rigs.twin.client import start_twin
+    from orchestrator.run.control_loop import run_episode
+    from orchestrator.run.recording import EpisodeRecorder
     from test_arm_safety import Hold
 
     writes: list[float] = []

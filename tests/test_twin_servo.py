@@ -16,7 +16,6 @@ import pytest
 from orchestrator.rigs.twin import sts3215
 from support.repo import REPO
 
-
 SHIPPED_TWIN_RIG = REPO / "hardware" / "so101_twin.yaml"
 TICKS_PER_DEG = 4095 / 360
 

@@ -22,12 +22,10 @@ import yaml
 
 from orchestrator.rigs.profile import load_rig
 from orchestrator.store.sqlite import CampaignStore
-from support.repo import REPO
+from support.campaign_files import env, twin_rig, two_mark_protocol
 from support.operator_run import start_run, wait_for_line
+from support.repo import REPO
 from support.tmux import Tmux
-from support.campaign_files import two_mark_protocol
-from support.campaign_files import env, twin_rig
-
 
 
 def _start_run(protocol, rig, out, *extra) -> tuple[subprocess.Popen, queue.Queue]:

@@ -15,10 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from support.campaign_files import env, twin_rig
 from support.repo import REPO
 from support.wirelog import wait_for_exit
-from support.campaign_files import env, twin_rig
-
 
 
 def _start_twin(rig, log_path) -> tuple[subprocess.Popen, dict]:

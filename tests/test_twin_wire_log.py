@@ -120,8 +120,7 @@ def test_the_exit_line_is_written_after_the_orchestrator_is_sigkilled(tmp_path):
     """`orchestrator run --twin --twin-wire-log FILE` SIGKILLed during an episode: nobody turned
     torque off (a SIGKILL cannot be caught), and the twin, seeing its pipe close, writes the
     exit line: torque on, each servo's Goal_Position the last goal the log shows it received."""
-    from support.campaign_files import two_mark_protocol
-    from support.campaign_files import twin_rig
+    from support.campaign_files import twin_rig, two_mark_protocol
     from test_twin_sigterm import _start_run, _wait_for
 
     protocol = two_mark_protocol(tmp_path, "{type: scripted, aim_noise_mm: 3}", duration_s=4.0, fps=15)

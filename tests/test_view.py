@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from support.cli import run_module
-from support.export_campaign import STEPS, make_campaign
 from orchestrator.rigs.profile import STATE_KEYS
 from orchestrator.store.sqlite import CampaignStore
+from support.cli import run_module
+from support.export_campaign import STEPS, make_campaign
 
 pytest.importorskip("rerun")
 

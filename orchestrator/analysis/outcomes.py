@@ -24,15 +24,16 @@ import csv
 import io
 import math
 from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
-from orchestrator.design.protocol import deployment_label
 from orchestrator.core.errors import BadInput
 from orchestrator.core.pids import process_running
 from orchestrator.core.textfile import read_text_file
+from orchestrator.design.protocol import deployment_label
 from orchestrator.store.sqlite import AUTO_JUDGE, PHYSICS_JUDGE, CampaignStore, Judgment
 
 SUCCESS_WORDS = {"1": True, "true": True, "yes": True, "0": False, "false": False, "no": False}
@@ -74,7 +75,7 @@ class LoopTiming:
     frames: dict[str, float] = field(default_factory=dict)  # frame_age_p50_ms, _p95_ms, frame_repeat_fraction
 
     @classmethod
-    def from_dict(cls, timing: Any) -> "LoopTiming | None":
+    def from_dict(cls, timing: Any) -> LoopTiming | None:
         """From an episode's stored `timing` JSON; None when absent or not understood."""
         if not isinstance(timing, dict):
             return None
@@ -328,7 +329,7 @@ def load_outcomes_csv(path: str | Path) -> OutcomeSet:
     outcomes: list[TrialOutcome] = []
     seen: dict[tuple[str, int, str], int] = {}
     strata: dict[str, tuple[str, int]] = {}
-    for row, line in zip(rows[1:], line_numbers[1:]):
+    for row, line in zip(rows[1:], line_numbers[1:], strict=True):
         if not any(cell.strip() for cell in row):
             continue  # blank line
         if len(row) != len(header):

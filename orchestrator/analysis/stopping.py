@@ -11,8 +11,9 @@ K/alpha for K pairs (a union bound). At N completed layouts the campaign stops r
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from itertools import combinations
-from typing import Any, NamedTuple, Sequence
+from typing import Any, NamedTuple
 
 from orchestrator.analysis.outcomes import TrialOutcome
 from orchestrator.analysis.stats import evalue_discordant, mark_split, paired_table
@@ -105,7 +106,7 @@ class RuleView:
         self.repeats = any(len(reps) > 1 for reps in marks.values())
 
     @classmethod
-    def of(cls, outcomes: Sequence[TrialOutcome], labels: Sequence[str]) -> "RuleView":
+    def of(cls, outcomes: Sequence[TrialOutcome], labels: Sequence[str]) -> RuleView:
         per: dict[tuple[str, int], dict[str, bool]] = {}
         for o in outcomes:
             if o.success is not None:

@@ -50,7 +50,7 @@ def _sources(args: argparse.Namespace) -> tuple[list, list[Path]]:
         raise BadInput(f"compare: {len(args.stores)} --store for {len(args.inputs)} campaigns: give one per "
                        "campaign, in the same order")
     stores = [None if url == "-" else url for url in args.stores] or [None] * len(args.inputs)
-    return [CampaignSource(Path(p), store=url, judge=args.judge) for p, url in zip(args.inputs, stores)], csvs
+    return [CampaignSource(Path(p), store=url, judge=args.judge) for p, url in zip(args.inputs, stores, strict=True)], csvs
 
 
 def run(args: argparse.Namespace) -> int:

@@ -6,9 +6,9 @@ import argparse
 import time
 from pathlib import Path
 
-from orchestrator.core.errors import RuntimeFailure
 from orchestrator.commands import report as report_command
 from orchestrator.commands.run import default_workers
+from orchestrator.core.errors import RuntimeFailure
 
 HELP = "run the simulated A/B campaign (protocols/sim_demo.yaml on hardware/sim.yaml), then report"
 
@@ -35,8 +35,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from orchestrator.run.campaign import open_campaign
     from orchestrator.commands.referees import campaign_referees
+    from orchestrator.run.campaign import open_campaign
     from orchestrator.run.sequential import run_campaign
 
     protocol, rig = demo_files()

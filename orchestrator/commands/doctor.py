@@ -34,8 +34,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from orchestrator.run.preflight import require_ready, run_preflight
     from orchestrator.rigs.profile import load_rig
+    from orchestrator.run.preflight import require_ready, run_preflight
 
     loaded = load_rig(args.rig)
     protocol = None

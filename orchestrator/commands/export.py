@@ -38,8 +38,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from orchestrator.export import check_repo_id, export_campaign
     from orchestrator.core.progress import say_flushed
+    from orchestrator.export import check_repo_id, export_campaign
 
     check_repo_id(args.repo_id)
     if args.private and not args.push:

@@ -30,8 +30,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from orchestrator.design.template import check_output, write_template
     from orchestrator.design.protocol import load_layout
+    from orchestrator.design.template import check_output, write_template
 
     out = Path(args.out)
     check_output(out)                       # fail fast, before reading the layout

@@ -93,9 +93,9 @@ def run(args: argparse.Namespace) -> int:
 def _run_with_operator(args: argparse.Namespace, rig):
     """Run the session with the operator the rig needs: none in simulation or --unattended, the
     console (or terminal prompts with --no-console) at a real arm or the attended twin."""
-    from orchestrator.run.campaign import open_campaign
-    from orchestrator.design.protocol import deployment_label, load_protocol
     from orchestrator.commands.referees import campaign_referees
+    from orchestrator.design.protocol import deployment_label, load_protocol
+    from orchestrator.run.campaign import open_campaign
     from orchestrator.run.sequential import run_campaign
 
     referees = campaign_referees()

@@ -9,9 +9,9 @@ swapped rig, and stops the twin when the block ends, however it ends.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 from orchestrator.core.errors import BadInput
 from orchestrator.rigs.profile import LoadedRig
@@ -44,8 +44,8 @@ def check_twin_arguments(args: argparse.Namespace) -> None:
 
 
 def load_faults(path: Path, cameras: tuple[str, ...]) -> dict:
-    from orchestrator.rigs.twin.fault_plan import section_problems
     from orchestrator.core.yamlsrc import load_yaml_mapping
+    from orchestrator.rigs.twin.fault_plan import section_problems
 
     data, smap, _ = load_yaml_mapping(path, "twin faults file")
     problems = section_problems(data, cameras, str(path), keys=("faults", "seed"))

@@ -79,8 +79,8 @@ def run(args: argparse.Namespace) -> int:
 
     from orchestrator.core.durable import publish
     from orchestrator.judging.auto.labels import campaign_test
-    from orchestrator.run.campaign import frozen_protocol
     from orchestrator.rigs.profile import parse_rig_text
+    from orchestrator.run.campaign import frozen_protocol
     from orchestrator.store.sqlite import CampaignStore
 
     if importlib.util.find_spec("rerun") is None:

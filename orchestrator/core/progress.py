@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 def clock(seconds: float) -> str:
@@ -44,8 +45,14 @@ class ProgressBar:
         self.completed_now = 0
         self._bar = None
         if console is not None:
-            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
-                                       TimeRemainingColumn)
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
 
             self._bar = Progress(TextColumn(f"{unit}s"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[note]}"),
                                  TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), console=console)

@@ -3,21 +3,21 @@
 
 from __future__ import annotations
 
-from typing import Generic, Iterator, TypeVar
-
-T = TypeVar("T")
+from collections.abc import Iterator
 
 
-class Registry(Generic[T]):
+class Registry[T]:
     """`registry.register(name)` decorates a subclass of `base`; `registry[name]` returns it.
     The registered class gets `name` as its `attribute` (e.g. `type_name`, `kind`)."""
 
-    def __init__(self, family: str, base: type[T], attribute: str):
+    # `base` is typed `type`, not `type[T]`: the base is abstract, and mypy accepts only a concrete
+    # class for `type[T]`.
+    def __init__(self, family: str, base: type, attribute: str):
         self.family, self.base, self.attribute = family, base, attribute
         self._classes: dict[str, type[T]] = {}
 
     def register(self, name: str):
-        def decorate(cls):
+        def decorate(cls: type[T]) -> type[T]:
             if not (isinstance(cls, type) and issubclass(cls, self.base)):
                 raise TypeError(f"{cls!r} is not a {self.base.__name__}")
             if self._classes.get(name, cls) is not cls:

@@ -22,7 +22,7 @@ class Identified(BaseModel):
     step: Annotated[int, Field(ge=0)] | None = None
 
     @model_validator(mode="after")
-    def _method_first(self) -> "Identified":
+    def _method_first(self) -> Identified:
         given = [name for name in ("training_seed", "step") if getattr(self, name) is not None]
         if given and self.method is None:
             raise ValueError(f"{' and '.join(given)} need{'s' if len(given) == 1 else ''} a method")

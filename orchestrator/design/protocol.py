@@ -64,7 +64,7 @@ class Table(_Strict):
     y_max: float = 0.25
 
     @model_validator(mode="after")
-    def _ordered(self) -> "Table":
+    def _ordered(self) -> Table:
         if not (self.x_min < self.x_max and self.y_min < self.y_max):
             raise ValueError("table needs x_min < x_max and y_min < y_max")
         return self
@@ -90,7 +90,7 @@ class Layout(_Strict):
     strata: dict[str, Stratum] = {}
 
     @model_validator(mode="after")
-    def _check_marks(self) -> "Layout":
+    def _check_marks(self) -> Layout:
         seen: set[str] = set()
         for mark in self.marks:
             if mark.id in seen:
@@ -150,7 +150,7 @@ class InferenceSettings(_Strict):
     queue_threshold: Annotated[int, Field(ge=0)] = 30
 
     @model_validator(mode="after")
-    def _rtc_keys_need_rtc(self) -> "InferenceSettings":
+    def _rtc_keys_need_rtc(self) -> InferenceSettings:
         extra = sorted({"rtc", "queue_threshold"} & self.model_fields_set)
         if self.type == "sync" and extra:
             raise ValueError(f"{', '.join(extra)} {'apply' if len(extra) > 1 else 'applies'} only with type: rtc")
@@ -227,7 +227,8 @@ class LeRobotServerPolicySpec(_Identified):
 # registered Policy class (`policies.base.register_policy`; tests/test_registries.py checks).
 POLICY_SPECS: dict[str, type[BaseModel]] = {"scripted": ScriptedPolicySpec, "lerobot": LeRobotPolicySpec,
                                             "lerobot_server": LeRobotServerPolicySpec}
-PolicySpec = Annotated[Union[tuple(POLICY_SPECS.values())], Field(discriminator="type")]
+# `Union[...]`, not `|`: the union of the classes in POLICY_SPECS, built from it
+PolicySpec = Annotated[Union[tuple(POLICY_SPECS.values())], Field(discriminator="type")]  # noqa: UP007
 
 
 def deployment_label(spec: object) -> str:
@@ -488,8 +489,6 @@ def format_validation_errors(error: ValidationError, smap: SourceMap, root: type
         else:
             text = err["msg"].removeprefix("Value error, ")
             msg = f"{dotted}: {text}"
-            if err["type"] in ("literal_error", "union_tag_invalid"):
-                msg = f"{dotted}: {text}"
         line = f"{smap.locate(loc)}: {msg}"
         if line not in seen:
             seen.add(line)

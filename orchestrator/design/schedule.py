@@ -86,7 +86,7 @@ def draw_schedule(protocol: Protocol, layout: Layout) -> list[Trial]:
     else:
         firsts = [labels[int(rng.integers(len(labels)))] for _ in units]
     trials: list[Trial] = []
-    for unit_index, ((repeat, mark_id), first) in enumerate(zip(units, firsts)):
+    for unit_index, ((repeat, mark_id), first) in enumerate(zip(units, firsts, strict=True)):
         rest = [label for label in labels if label != first]
         rest = [rest[i] for i in rng.permutation(len(rest))]
         for position, policy in enumerate([first, *rest]):

@@ -442,7 +442,7 @@ def _mpl_shape(ax, shape: Shape, pt_per_mm: float, polygon_cls):
                             linestyle=linestyle)
         ax.add_patch(patch)
         return patch
-    us, vs = zip(*shape.points)
+    us, vs = zip(*shape.points, strict=True)
     (line,) = ax.plot(us, vs, color=shape.stroke, linewidth=shape.width * pt_per_mm,
                       linestyle=linestyle, solid_capstyle="butt")
     return line
@@ -500,11 +500,11 @@ def write_template(layout: Layout, out: Path, paper: str = "A4", with_base: bool
     temps: list[Path] = []
     try:
         if kind == "svg":
-            for page, target in zip(pages, targets):
+            for page, target in zip(pages, targets, strict=True):
                 temps.append(_stage(target, render_svg(page).encode("utf-8")))
         else:
             temps.append(_stage(targets[0], None, lambda p: render_pdf(pages, p)))
-        for tmp, target in zip(temps, targets):
+        for tmp, target in zip(temps, targets, strict=False):
             try:
                 publish(tmp, target)
             except OSError as exc:

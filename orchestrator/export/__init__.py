@@ -42,8 +42,23 @@ from __future__ import annotations
 from orchestrator.export.checks import check_export_space, check_repo_id, check_root, default_root
 from orchestrator.export.frames import frame_indices
 from orchestrator.export.hub import push_dataset
-from orchestrator.export.names import (CARD_FILE, EVALUATION_FILE, EXPORT_SCHEMA, F_ACTION, F_FAILURE, F_IMAGE, F_MARK, F_POLICY,
-                    F_STATE, F_SUCCESS, LAYOUT_FILE, PROTOCOL_FILE, REPORT_FILE, RIG_FILE, TRIALS_FILE)
+from orchestrator.export.names import (
+    CARD_FILE,
+    EVALUATION_FILE,
+    EXPORT_SCHEMA,
+    F_ACTION,
+    F_FAILURE,
+    F_IMAGE,
+    F_MARK,
+    F_POLICY,
+    F_STATE,
+    F_SUCCESS,
+    LAYOUT_FILE,
+    PROTOCOL_FILE,
+    REPORT_FILE,
+    RIG_FILE,
+    TRIALS_FILE,
+)
 from orchestrator.export.plan import EpisodePlan, ExportPlan, Labels, campaign_labels, plan_export
 from orchestrator.export.run import ExportResult, export_campaign
 from orchestrator.export.tables import evaluation_summary, report_json, trial_rows

@@ -9,9 +9,9 @@ import shutil
 from pathlib import Path
 
 from orchestrator.core.errors import BadInput, RuntimeFailure
-from orchestrator.store.sqlite import LOCK_NAME
 from orchestrator.export.names import EVALUATION_FILE
 from orchestrator.export.plan import ExportPlan
+from orchestrator.store.sqlite import LOCK_NAME
 
 # Hugging Face repo ids: `namespace/name`, each 1-96 of letters, digits, `-`, `_`, `.`,
 # not starting or ending with `-` or `.`, without `--` or `..` (huggingface_hub's rules).

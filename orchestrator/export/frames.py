@@ -7,15 +7,15 @@ when), so every step has an image and none is taken from the future."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 
 from orchestrator.core.errors import RuntimeFailure
+from orchestrator.core.timeline import frame_shown_at
 from orchestrator.export.names import F_FAILURE, F_MARK, F_POLICY, F_SUCCESS
 from orchestrator.export.plan import EpisodePlan, ExportPlan
-from orchestrator.core.timeline import frame_shown_at
 from orchestrator.run.recording import read_series
 
 

@@ -8,13 +8,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from orchestrator.core.errors import BadInput, RuntimeFailure
 from orchestrator.analysis.outcomes import CONSENSUS, outcomes_from_store
-from orchestrator.rigs.profile import STATE_KEYS, RigProfile, parse_rig_text
+from orchestrator.core.errors import BadInput, RuntimeFailure
 from orchestrator.design.schedule import Trial
+from orchestrator.export.names import F_ACTION, F_FAILURE, F_IMAGE, F_MARK, F_POLICY, F_STATE, F_SUCCESS
+from orchestrator.rigs.profile import STATE_KEYS, RigProfile, parse_rig_text
 from orchestrator.run.recording import EpisodeFiles, damaged_files
 from orchestrator.store.sqlite import PHYSICS_JUDGE, CampaignStore
-from orchestrator.export.names import F_ACTION, F_FAILURE, F_IMAGE, F_MARK, F_POLICY, F_STATE, F_SUCCESS
 
 
 @dataclass(frozen=True)

@@ -15,9 +15,10 @@ Imported only when a dataset is written (it imports LeRobot and torch)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 from lerobot.configs.video import RGBEncoderConfig
@@ -35,7 +36,6 @@ from orchestrator.export.plan import EpisodePlan, ExportPlan
 from orchestrator.export.remux import LayoutMuxer, Segment
 from orchestrator.export.video_check import crc, recorded_frames
 from orchestrator.run.recording import CRF, GOP_S
-
 
 QUANTILES = (0.01, 0.10, 0.50, 0.90, 0.99)   # LeRobot's DEFAULT_QUANTILES, as q01 ... q99
 

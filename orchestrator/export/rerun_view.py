@@ -35,11 +35,11 @@ import numpy as np
 
 from orchestrator.core.errors import BadInput
 from orchestrator.design.schedule import Trial
+from orchestrator.export.remux import probe
 from orchestrator.judging.auto import rater
 from orchestrator.rigs.profile import STATE_KEYS
 from orchestrator.run.recording import EpisodeFiles, read_series, video_rate
 from orchestrator.store.sqlite import AUTO_JUDGE, CampaignStore
-from orchestrator.export.remux import probe
 
 TIMELINE = "time"
 

@@ -10,23 +10,46 @@ import re
 import secrets
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from orchestrator.core.durable import swap_directory
-from orchestrator.core.progress import terminal_for
 from orchestrator.core.errors import BadInput, RuntimeFailure
 from orchestrator.core.pids import process_running
-from orchestrator.store.sqlite import CampaignStore
-from orchestrator.export.checks import (check_export_space, check_hub_token, check_lerobot_installed, check_not_running, check_repo_id,
-                     check_root, default_root)
+from orchestrator.core.progress import terminal_for
+from orchestrator.export.checks import (
+    check_export_space,
+    check_hub_token,
+    check_lerobot_installed,
+    check_not_running,
+    check_repo_id,
+    check_root,
+    default_root,
+)
 from orchestrator.export.evidence import EVIDENCE_FILE, evidence_document, evidence_summary
 from orchestrator.export.hub import push_dataset
-from orchestrator.export.names import CARD_FILE, EVALUATION_FILE, LAYOUT_FILE, PROTOCOL_FILE, REPORT_FILE, RIG_FILE, TRIALS_FILE
+from orchestrator.export.names import (
+    CARD_FILE,
+    EVALUATION_FILE,
+    LAYOUT_FILE,
+    PROTOCOL_FILE,
+    REPORT_FILE,
+    RIG_FILE,
+    TRIALS_FILE,
+)
 from orchestrator.export.plan import ExportPlan, plan_export
-from orchestrator.export.tables import card_arguments, evaluation_summary, render_full_card, report_json, trial_rows, write_table
+from orchestrator.export.tables import (
+    card_arguments,
+    evaluation_summary,
+    render_full_card,
+    report_json,
+    trial_rows,
+    write_table,
+)
 from orchestrator.export.writer import write_dataset
+from orchestrator.store.sqlite import CampaignStore
 
 
 @dataclass

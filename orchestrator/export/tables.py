@@ -13,10 +13,23 @@ from typing import Any
 
 from orchestrator.analysis.outcomes import ABORT_RULE, outcomes_from_store
 from orchestrator.design.schedule import Trial
-from orchestrator.store.sqlite import SETTLES_EXCLUDED, SETTLES_FAILURE, CampaignStore
-from orchestrator.export.names import (CARD_FILE, CARD_TAGS, EXPORT_SCHEMA, F_FAILURE, F_MARK, F_POLICY, F_SUCCESS, LAYOUT_FILE,
-                    LICENSE, PROTOCOL_FILE, REPORT_FILE, RIG_FILE, TRIALS_FILE)
+from orchestrator.export.names import (
+    CARD_FILE,
+    CARD_TAGS,
+    EXPORT_SCHEMA,
+    F_FAILURE,
+    F_MARK,
+    F_POLICY,
+    F_SUCCESS,
+    LAYOUT_FILE,
+    LICENSE,
+    PROTOCOL_FILE,
+    REPORT_FILE,
+    RIG_FILE,
+    TRIALS_FILE,
+)
 from orchestrator.export.plan import EpisodePlan, ExportPlan
+from orchestrator.store.sqlite import SETTLES_EXCLUDED, SETTLES_FAILURE, CampaignStore
 
 SETTLED_STATUS = {SETTLES_FAILURE: "scored_failure", SETTLES_EXCLUDED: "excluded"}
 

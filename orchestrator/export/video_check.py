@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import inspect
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 from lerobot.datasets.dataset_metadata import LeRobotDatasetMetadata
@@ -92,8 +92,9 @@ def check_dataset(root: Path, repo_id: str, expected: dict[tuple[int, str], np.n
     (episode index, video key) -> the recorded frames' CRC-32s, or None (re-encoded videos).
     Episodes are decoded on `workers` threads (the decoders release the GIL), torch on one
     thread each (its own intra-op threads only contend with them)."""
-    import torch
     from concurrent.futures import ThreadPoolExecutor
+
+    import torch
 
     meta = LeRobotDatasetMetadata(repo_id, root=root)
     tasks = []

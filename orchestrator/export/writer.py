@@ -7,11 +7,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, redirect_stderr
 from pathlib import Path
-from typing import Any, Callable, Iterator
-
-import numpy as np
+from typing import Any
 
 from orchestrator.core.errors import OrchestratorError, RuntimeFailure
 from orchestrator.core.progress import ProgressBar

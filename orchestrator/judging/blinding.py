@@ -25,17 +25,17 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import yaml
 
 from orchestrator.core.errors import BadInput
-from orchestrator.judging.source import BlindEpisode, JudgingInfo, LabelRecord, Mark
 from orchestrator.design.judge_facts import judge_facts
+from orchestrator.judging.source import BlindEpisode, JudgingInfo, LabelRecord, Mark
 from orchestrator.run.recording import EpisodeFiles
 from orchestrator.store.sqlite import CampaignStore
-
 
 
 def judge_order(episode_ids: Iterable[str], judge: str, salt: str) -> list[str]:

@@ -33,13 +33,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from orchestrator.judging.clean_media import clean_copy
-from orchestrator.judging.blinding import blinded_view, forbidden_terms, judge_order, scan_for_terms
-from orchestrator.core.errors import BadInput, RuntimeFailure
-from orchestrator.judging.source import (INVALID_START, BlindEpisode, JudgingInfo, LabelRecord, check_judge_name,
-                           current_labels)
 from orchestrator.core.durable import fsync_dir, fsync_file
+from orchestrator.core.errors import BadInput, RuntimeFailure
+from orchestrator.judging.blinding import blinded_view, forbidden_terms, judge_order, scan_for_terms
+from orchestrator.judging.clean_media import clean_copy
 from orchestrator.judging.manifest import MANIFEST, Manifest, ManifestEpisode, read_manifest
+from orchestrator.judging.source import (
+    INVALID_START,
+    BlindEpisode,
+    JudgingInfo,
+    LabelRecord,
+    check_judge_name,
+    current_labels,
+)
 from orchestrator.store.sqlite import LABELS, CampaignStore
 
 LABELS_DIR = "labels"

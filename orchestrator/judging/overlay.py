@@ -39,7 +39,7 @@ class CameraPose:
     height: int
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "CameraPose":
+    def from_dict(cls, data: dict[str, Any]) -> CameraPose:
         return cls(tuple(map(float, data["position"])), tuple(map(float, data["target"])),
                    float(data["fovy_deg"]), int(data["width"]), int(data["height"]))
 

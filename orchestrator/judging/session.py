@@ -29,10 +29,8 @@ here can read which policy ran an episode.
 
 from __future__ import annotations
 
-from orchestrator.judging.queue import (START_ONLY, find_episode, judgeable, judging_progress, next_to_judge,
-                                        start_only)
-from orchestrator.judging.source import (INVALID_START_REASONS, BlindEpisode, JudgeSource, LabelRecord,
-                                         current_labels)
+from orchestrator.judging.queue import START_ONLY, find_episode, judgeable, judging_progress, next_to_judge, start_only
+from orchestrator.judging.source import INVALID_START_REASONS, BlindEpisode, JudgeSource, LabelRecord, current_labels
 
 INVALID_PROMPT = ("Invalid start (the trial is re-run, never counted) - why? "
                   + "  ".join(f"{i}: {r}" for i, r in enumerate(INVALID_START_REASONS, 1)) + "  (esc cancels)")

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from orchestrator.core.registry import Registry
-
 from orchestrator.design.protocol import Cube, Mark
 from orchestrator.rigs.base import Action, Observation
 
@@ -47,7 +46,7 @@ class Policy(ABC):
     type_name: str = ""        # set by `register_policy`
 
     @classmethod
-    def from_spec(cls, label: str, spec: Any, protocol: Any = None, rig: Any = None) -> "Policy":
+    def from_spec(cls, label: str, spec: Any, protocol: Any = None, rig: Any = None) -> Policy:
         """Build policy `label` from its validated protocol spec (`protocol`: the LoadedProtocol,
         `rig`: the rig or its profile, for what the policy must match)."""
         raise NotImplementedError(f"{cls.__name__} does not say how to build it from a protocol")

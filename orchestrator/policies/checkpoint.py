@@ -20,7 +20,8 @@
 from __future__ import annotations
 
 import logging
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from orchestrator.core.errors import BadInput
 from orchestrator.rigs.base import Rig

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from orchestrator.design.protocol import LoadedProtocol
 
 
-def make_policy(label: str, spec: Any, protocol: "LoadedProtocol | None" = None, rig: Any = None) -> Policy:
+def make_policy(label: str, spec: Any, protocol: LoadedProtocol | None = None, rig: Any = None) -> Policy:
     """Build policy `label` of a protocol from its validated spec."""
     kind = getattr(spec, "type", spec)
     try:

@@ -33,19 +33,25 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Mapping
 from contextlib import contextmanager, nullcontext
 from copy import copy
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from orchestrator.core.errors import BadInput
-from orchestrator.rigs.device_fault import DeviceFault, one_line
 from orchestrator.design.protocol import LeRobotPolicySpec
-from orchestrator.rigs.base import Action, Observation, Rig
 from orchestrator.policies.base import Policy, register_policy
+from orchestrator.policies.checkpoint import (
+    apply_overrides,
+    feature_problems,
+    resolve_device,
+    state_stats,
+    state_units_problems,
+)
+from orchestrator.rigs.base import Action, Observation, Rig
+from orchestrator.rigs.device_fault import DeviceFault, one_line
 from orchestrator.rigs.profile import LoadedRig, RigProfile, profile_observation_features
-from orchestrator.policies.checkpoint import (apply_overrides, feature_problems, resolve_device, state_stats,
-                         state_units_problems)
 
 logger = logging.getLogger(__name__)
 
@@ -186,7 +192,7 @@ class LeRobotPolicy(Policy):
     asynchronous = False   # actions computed on the control thread (lerobot-rollout's sync engine)
 
     @classmethod
-    def from_spec(cls, label, spec, protocol=None, rig=None) -> "LeRobotPolicy":
+    def from_spec(cls, label, spec, protocol=None, rig=None) -> LeRobotPolicy:
         """Checkpoint paths are relative to the protocol's folder; the rig's observation
         features (`Rig.observation_features`) make names and image shapes match the rig."""
         protocol_dir = protocol.path.parent if protocol is not None else Path.cwd()

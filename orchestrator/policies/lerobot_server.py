@@ -41,9 +41,10 @@ from __future__ import annotations
 import pickle  # nosec - LeRobot's policy server protocol is pickled dataclasses
 import threading
 import time
+from collections.abc import Mapping
 from queue import Queue
 from types import SimpleNamespace
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -109,7 +110,7 @@ class ServerPolicy(Policy):
     asynchronous = True
 
     @classmethod
-    def from_spec(cls, label, spec, protocol=None, rig=None) -> "ServerPolicy":
+    def from_spec(cls, label, spec, protocol=None, rig=None) -> ServerPolicy:
         """The rig's observation features (`Rig.observation_features`) are what the server is
         told the observations hold; the protocol's task and fps."""
         features = rig

@@ -252,8 +252,7 @@ class EnginePolicy(LeRobotPolicy):
     # ------------------------------------------------------------ Policy protocol
     def reset(self, context: Any = None) -> None:
         """A new engine for the episode (the previous one stopped), started and resumed."""
-        from lerobot.rollout.inference.factory import (RTCInferenceConfig, SyncInferenceConfig,
-                                                       create_inference_engine)
+        from lerobot.rollout.inference.factory import RTCInferenceConfig, SyncInferenceConfig, create_inference_engine
         from lerobot.utils.action_interpolator import ActionInterpolator
 
         self.stop()

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from orchestrator.policies.base import EpisodeContext, Policy, register_policy
 from orchestrator.rigs.base import Action, Observation
 from orchestrator.rigs.profile import STATE_KEYS
-from orchestrator.policies.base import EpisodeContext, Policy, register_policy
 
 # Timeline (seconds from the start of the episode). Compressed proportionally when an
 # episode is shorter than NOMINAL_END_S + the protocol's hold time.
@@ -172,7 +172,7 @@ class ScriptedPickPolicy(Policy):
     needs_images = False
 
     @classmethod
-    def from_spec(cls, label, spec, protocol=None, rig=None) -> "ScriptedPickPolicy":
+    def from_spec(cls, label, spec, protocol=None, rig=None) -> ScriptedPickPolicy:
         return cls(aim_noise_mm=spec.aim_noise_mm, release_s=spec.release_s, lift_m=spec.lift_m,
                    grip_pct=spec.grip_pct)
 
@@ -231,7 +231,7 @@ class ScriptedPickPolicy(Policy):
             target[:5] = self._start[:5] + (self.plan.above[:5] - self._start[:5]) * w
             o = self._open[k]
             target[5] = self._start[5] + (self.plan.open_pct - self._start[5]) * o
-        return {key: float(v) for key, v in zip(STATE_KEYS, target)}
+        return {key: float(v) for key, v in zip(STATE_KEYS, target, strict=True)}
 
     def close(self) -> None:
         self._table = None

@@ -13,10 +13,11 @@ registry then picks the robot class of a real arm (`robot.type`).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from orchestrator.core.registry import Registry
 from orchestrator.design.protocol import Cube, Mark
@@ -93,7 +94,7 @@ class Rig(ABC):
     def from_profile(cls, rig: LoadedRig | RigProfile, protocol: LoadedProtocol | None = None,
                      **options: Any) -> Rig:
         """Build the rig for a loaded rig profile (`protocol`: the LoadedProtocol, or None)."""
-        return cls(rig, **options)
+        return cls(rig, **options)  # type: ignore[call-arg]  # a concrete rig's constructor takes the profile
 
     @abstractmethod
     def connect(self) -> None: ...

@@ -13,8 +13,8 @@ Any other warning passes.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 CLAMP_MESSAGE = "Relative goal position magnitude had to be clamped"
 

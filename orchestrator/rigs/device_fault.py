@@ -62,27 +62,27 @@ class DeviceFault(RuntimeFailure):
         return f"{self}; {self.hint}"
 
     @classmethod
-    def arm(cls, device: str, exc: BaseException) -> "DeviceFault":
+    def arm(cls, device: str, exc: BaseException) -> DeviceFault:
         return cls("arm", device, one_line(exc), ARM_CHECK)
 
     @classmethod
-    def servo(cls, device: str, exc: BaseException) -> "DeviceFault":
+    def servo(cls, device: str, exc: BaseException) -> DeviceFault:
         """A servo alarm or reset (`servo_alarms.ServoAlarm` / `ServoReset`): kind `arm`, and
         what to check is the load and the power, not the USB cable."""
         check = RESET_CHECK if type(exc).__name__ == "ServoReset" else ALARM_CHECK
         return cls("arm", device, one_line(exc), check)
 
     @classmethod
-    def silent_servos(cls, device: str, servos: list[str]) -> "DeviceFault":
+    def silent_servos(cls, device: str, servos: list[str]) -> DeviceFault:
         """Servos that answer no ping (LeRobot's handshake: "Missing motor IDs"), named."""
         return cls("arm", device, f"no reply from servo {', '.join(servos)}", SILENT_CHECK)
 
     @classmethod
-    def camera(cls, name: str, exc: BaseException) -> "DeviceFault":
+    def camera(cls, name: str, exc: BaseException) -> DeviceFault:
         return cls("camera", f"camera {name}", one_line(exc), CAMERA_CHECK)
 
     @classmethod
-    def policy(cls, exc: BaseException) -> "DeviceFault":
+    def policy(cls, exc: BaseException) -> DeviceFault:
         return cls("policy", "policy", one_line(exc), POLICY_CHECK)
 
 

@@ -38,7 +38,7 @@ def rig_class(kind: str) -> type[Rig]:
     return RIG_KINDS[kind]
 
 
-def make_rig(rig: LoadedRig | RigProfile, protocol: "LoadedProtocol | None" = None, **options: Any) -> Rig:
+def make_rig(rig: LoadedRig | RigProfile, protocol: LoadedProtocol | None = None, **options: Any) -> Rig:
     """Build the rig for `rig` (a loaded profile or a bare `RigProfile`).
 
     `protocol` (a `LoadedProtocol`) gives the simulated rig its control rate and success test;

@@ -11,7 +11,8 @@ no rig can measure it without a clock in view.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 
 def frame_facts(cameras: Mapping[str, Any], observed_at: float,

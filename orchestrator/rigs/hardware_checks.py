@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
-from orchestrator.rigs.device_fault import one_line
 from orchestrator.rigs.base import Check
+from orchestrator.rigs.device_fault import one_line
 from orchestrator.rigs.profile import RigProfile
 
 FPS_TOLERANCE = 0.9       # a camera must deliver >= 90 % of its configured fps

@@ -44,23 +44,30 @@ import logging
 import math
 import re
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from orchestrator.core.errors import BadInput
-from orchestrator.rigs.device_fault import POLICY_CHECK, DeviceFault, one_line
-from orchestrator.rigs.base import EmergencyStop
 from orchestrator.design.protocol import Cube, Mark
-from orchestrator.rigs.base import Action, Check, EpisodeFacts, Observation, Rig, register_rig
+from orchestrator.rigs.base import Action, Check, EmergencyStop, EpisodeFacts, Observation, Rig, register_rig
 from orchestrator.rigs.clamp_log import quiet_clamp_warnings
+from orchestrator.rigs.device_fault import POLICY_CHECK, DeviceFault, RestBlocked, one_line
+from orchestrator.rigs.frame_age import frame_facts
 from orchestrator.rigs.hardware_checks import calibrate_command, check_calibration, check_port, rig_checks
 from orchestrator.rigs.lerobot_config import build_robot_config
 from orchestrator.rigs.profile import LoadedRig, RigProfile
-from orchestrator.rigs.device_fault import RestBlocked
-from orchestrator.rigs.frame_age import frame_facts
 from orchestrator.rigs.rest_move import move_to_rest, stages
-from orchestrator.rigs.servo_alarms import (CHECK_EVERY_STEPS, AlarmWatch, ServoAlarm, ServoReset, check_servos,
-                                            drop_stale_replies, servo_alarms, torque_lost)
+from orchestrator.rigs.servo_alarms import (
+    CHECK_EVERY_STEPS,
+    AlarmWatch,
+    ServoAlarm,
+    ServoReset,
+    check_servos,
+    drop_stale_replies,
+    servo_alarms,
+    torque_lost,
+)
 from orchestrator.rigs.torque import torque_off
 
 logger = logging.getLogger(__name__)

@@ -43,14 +43,14 @@ class CameraSpec(BaseModel):
     pose: CameraPoseSpec | None = None   # fixed cameras only (measured by hand, or the twin's)
 
 
-def profile_camera_poses(profile: "RigProfile") -> dict[str, dict]:
+def profile_camera_poses(profile: RigProfile) -> dict[str, dict]:
     """The poses the profile gives, with each camera's image size (`judge.overlay.CameraPose`)."""
     return {name: {"position": list(c.pose.position), "target": list(c.pose.target),
                    "fovy_deg": c.pose.fovy_deg, "width": c.width, "height": c.height}
             for name, c in profile.cameras.items() if c.pose is not None}
 
 
-def profile_observation_features(profile: "RigProfile") -> dict[str, Any]:
+def profile_observation_features(profile: RigProfile) -> dict[str, Any]:
     """LeRobot-style observation features of a rig profile: joints (float) and cameras (H, W, 3)."""
     features: dict[str, Any] = {key: float for key in STATE_KEYS}
     for name, cam in profile.cameras.items():

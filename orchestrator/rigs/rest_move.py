@@ -37,7 +37,7 @@ torque, `servo_alarms.check_servos`) every `CHECK_EVERY_STEPS` steps; either rai
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 MAX_LEAD_DEG = 5.0        # no goal further than this from the present position
 FOLLOW_DEG = 3.0          # a joint this far from its reference...

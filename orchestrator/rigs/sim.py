@@ -36,9 +36,9 @@ from typing import Any
 import numpy as np
 
 from orchestrator.design.protocol import Cube, LoadedProtocol, Mark, Success
-from orchestrator.sim.success import LiftHoldTracker
 from orchestrator.rigs.base import Action, EpisodeFacts, Observation, Rig, register_rig
 from orchestrator.rigs.profile import JOINTS, STATE_KEYS, LoadedRig, RigProfile
+from orchestrator.sim.success import LiftHoldTracker
 
 # A robot geom pushing on the table harder than this (normal force, N) is a table collision.
 # Light brushes of the jaw tips (a few tenths of a newton) are not.
@@ -377,7 +377,7 @@ class SimRig(Rig):
         (only those: a recorder with cameras at different fps renders only what is due).
         """
         self._require()
-        obs: Observation = {k: float(v) for k, v in zip(STATE_KEYS, self.joint_positions())}
+        obs: Observation = {k: float(v) for k, v in zip(STATE_KEYS, self.joint_positions(), strict=True)}
         if with_images is True:
             names = self.camera_names
         elif not with_images:
@@ -392,8 +392,8 @@ class SimRig(Rig):
         """Pose of each fixed camera (`judge.overlay.CameraPose` fields): the front camera's
         look-at placement from `sim.scene`, at the profile's resolution. The wrist camera
         moves with the gripper and has none."""
-        from orchestrator.sim.scene import FRONT_CAMERA_FOVY, FRONT_CAMERA_POS, FRONT_CAMERA_TARGET
         from orchestrator.rigs.profile import profile_camera_poses
+        from orchestrator.sim.scene import FRONT_CAMERA_FOVY, FRONT_CAMERA_POS, FRONT_CAMERA_TARGET
 
         spec = self.profile.cameras.get("front")
         if spec is None:
@@ -437,7 +437,7 @@ class SimRig(Rig):
             self._mj.mj_step(self._model, self._data)
             self._monitor()
         self._steps += 1
-        return {k: float(v) for k, v in zip(STATE_KEYS, clipped)}
+        return {k: float(v) for k, v in zip(STATE_KEYS, clipped, strict=True)}
 
     def _monitor(self) -> None:
         """Per physics step: feed the success test, watch for table collisions.

@@ -45,7 +45,7 @@ logger = logging.getLogger(__name__)
 
 MAX_FAILURES = 10      # OpenCVCamera._read_loop: more than 10 failed reads in a row end the thread
 RETRY_S = 0.001        # the pause before a failed grab is retried
-_RUNNING: "weakref.WeakSet[ThreadedCamera]" = weakref.WeakSet()
+_RUNNING: weakref.WeakSet[ThreadedCamera] = weakref.WeakSet()
 
 
 @atexit.register

@@ -6,19 +6,19 @@ committing a finished episode (with the overrun warning).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from orchestrator.run.campaign import OpenedCampaign
-from orchestrator.policies.base import EpisodeContext
 from orchestrator.core.progress import ProgressBar
 from orchestrator.design.protocol import LoadedProtocol
 from orchestrator.design.schedule import Trial
+from orchestrator.policies.base import EpisodeContext
 from orchestrator.rigs.base import EmergencyStop
 from orchestrator.rigs.device_fault import DeviceFault
-from orchestrator.store.sqlite import (INTERRUPTED_CLASS, SETTLES_EXCLUDED, SETTLES_FAILURE, CampaignStore,
-                                       EpisodeRecord)
+from orchestrator.run.campaign import OpenedCampaign
+from orchestrator.store.sqlite import INTERRUPTED_CLASS, SETTLES_EXCLUDED, SETTLES_FAILURE, CampaignStore, EpisodeRecord
 
 # The recorded reason of an attempt a Ctrl-C or SIGTERM cut short (the runner and the parallel pool).
 INTERRUPTED_BY_USER = "interrupted by the user (Ctrl-C)"

@@ -14,9 +14,9 @@ from pathlib import Path
 
 from orchestrator.core.errors import BadInput
 from orchestrator.design.protocol import LoadedProtocol, frozen_protocol_from, load_protocol
-from orchestrator.run.recording import damaged_files, remove_episode_files, remove_orphans
-from orchestrator.rigs.profile import LoadedRig, load_rig
 from orchestrator.design.schedule import draw_schedule
+from orchestrator.rigs.profile import LoadedRig, load_rig
+from orchestrator.run.recording import damaged_files, remove_episode_files, remove_orphans
 from orchestrator.store.sqlite import DB_NAME, CampaignStore
 
 

@@ -28,12 +28,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from orchestrator.run.operator_protocol import Operator
 from orchestrator.policies.base import EpisodeContext, Policy
-from orchestrator.run.recording import EpisodeRecorder
 from orchestrator.rigs.base import EpisodeFacts, Rig
 from orchestrator.rigs.device_fault import DeviceFault
-
+from orchestrator.run.operator_protocol import Operator
+from orchestrator.run.recording import EpisodeRecorder
 
 REALTIME_SWITCH_INTERVAL_S = 0.0005
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 import logging
 import signal
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 logger = logging.getLogger(__name__)
 

@@ -18,15 +18,14 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Callable, Iterator
 
-from orchestrator.run.interrupts import deferred_interrupts
-from orchestrator.run.operator_protocol import Operator, StopRequested
-from orchestrator.rigs.base import EmergencyStop
-from orchestrator.rigs.base import Rig
+from orchestrator.rigs.base import EmergencyStop, Rig
 from orchestrator.rigs.device_fault import RestBlocked
 from orchestrator.rigs.torque import torque_warning
+from orchestrator.run.interrupts import deferred_interrupts
+from orchestrator.run.operator_protocol import Operator, StopRequested
 
 logger = logging.getLogger(__name__)
 

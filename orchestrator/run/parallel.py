@@ -12,18 +12,27 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from typing import Callable
 
-from orchestrator.run.campaign import OpenedCampaign
 from orchestrator.core.errors import Interrupted, RuntimeFailure
-from orchestrator.run.recording import check_disk, episode_bytes_estimate, remove_episode_files
-from orchestrator.design.schedule import Trial
-from orchestrator.store.sqlite import INTERRUPTED_CLASS, SETTLES_FAILURE, new_episode_id
 from orchestrator.core.progress import terminal_for
-from orchestrator.run.bookkeeping import (INTERRUPTED_BY_USER, SETTLED_SAY, Progress, Referees, abort_class, settle_abort,
-                                          commit_episode, episode_context,
-                                          episode_record, stop_decision)
+from orchestrator.design.schedule import Trial
+from orchestrator.run.bookkeeping import (
+    INTERRUPTED_BY_USER,
+    SETTLED_SAY,
+    Progress,
+    Referees,
+    abort_class,
+    commit_episode,
+    episode_context,
+    episode_record,
+    settle_abort,
+    stop_decision,
+)
+from orchestrator.run.campaign import OpenedCampaign
+from orchestrator.run.recording import check_disk, episode_bytes_estimate, remove_episode_files
+from orchestrator.store.sqlite import INTERRUPTED_CLASS, SETTLES_FAILURE, new_episode_id
 
 _WORKER: dict = {}
 
@@ -144,14 +153,14 @@ def run_parallel(opened: OpenedCampaign, pending: list[Trial], workers: int, sum
                 progress.update(trial.mark_id)
     except KeyboardInterrupt:
         _kill_pool(pool)
-        for future, (trial, attempt, episode_id) in in_flight.items():
+        for _trial, attempt, episode_id in in_flight.values():
             store.abort_attempt(attempt, INTERRUPTED_BY_USER, INTERRUPTED_CLASS)
             remove_episode_files(store.directory, episode_id)
         raise Interrupted("interrupted: running simulated trials will be re-run; "
                           "run the same command again to resume") from None
     except BaseException:
         _kill_pool(pool)
-        for future, (trial, attempt, episode_id) in in_flight.items():
+        for _trial, attempt, episode_id in in_flight.values():
             store.abort_attempt(attempt, "stopped: another trial failed", INTERRUPTED_CLASS)
             remove_episode_files(store.directory, episode_id)
         raise

@@ -25,12 +25,13 @@ are checked the same way. Only the checks that need LeRobot import it (lazily).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from orchestrator.core.errors import BadInput
-from orchestrator.rigs.device_fault import one_line
 from orchestrator.rigs.base import Check
+from orchestrator.rigs.device_fault import one_line
 from orchestrator.rigs.profile import LoadedRig
 from orchestrator.run.recording import episode_bytes_estimate, free_bytes, required_free_bytes
 

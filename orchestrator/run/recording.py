@@ -31,17 +31,17 @@ import queue
 import shutil
 import threading
 import time
-from fractions import Fraction
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
-from typing import Mapping
 
 import numpy as np
 
+from orchestrator.core.durable import publish
 from orchestrator.core.errors import RuntimeFailure
 from orchestrator.rigs.base import Action, Observation
 from orchestrator.rigs.profile import STATE_KEYS, CameraSpec
-from orchestrator.core.durable import publish
 
 PARTIAL = ".partial"
 # The encode, the same for every episode of every policy (`video_encoding`), so the export can join
@@ -229,7 +229,7 @@ class EpisodeFiles:
         return list(self.to_dict().values())
 
     @classmethod
-    def from_dict(cls, files: "dict[str, str] | str") -> "EpisodeFiles":
+    def from_dict(cls, files: dict[str, str] | str) -> EpisodeFiles:
         """From the stored object (or its JSON text)."""
         if isinstance(files, str):
             import json

@@ -17,23 +17,39 @@ from __future__ import annotations
 
 import signal
 import threading
+from collections.abc import Callable
 from contextlib import contextmanager
-from typing import Callable
 
+from orchestrator.core.errors import BadInput, Interrupted, RuntimeFailure
+from orchestrator.core.progress import say_flushed, terminal_for
+from orchestrator.design.schedule import Trial
+from orchestrator.rigs.base import EmergencyStop
+from orchestrator.run.bookkeeping import (
+    INTERRUPTED_BY_USER,
+    NO_REFEREES,
+    SETTLED_SAY,
+    Progress,
+    Referees,
+    RunSummary,
+    abort_class,
+    commit_episode,
+    episode_context,
+    episode_record,
+    settle_abort,
+    stop_decision,
+)
 from orchestrator.run.campaign import OpenedCampaign
 from orchestrator.run.control_loop import run_episode
-from orchestrator.core.errors import BadInput, Interrupted, RuntimeFailure
 from orchestrator.run.interrupts import deferred_interrupts
 from orchestrator.run.motion import ArmMotion
 from orchestrator.run.operator_protocol import AutoOperator, Operator, StopRequested, TrialCue
-from orchestrator.rigs.base import EmergencyStop
-from orchestrator.run.recording import (EpisodeRecorder, check_disk, episode_bytes_estimate, free_bytes,
-                                        required_free_bytes)
-from orchestrator.design.schedule import Trial
-from orchestrator.core.progress import say_flushed, terminal_for
-from orchestrator.run.bookkeeping import (INTERRUPTED_BY_USER, NO_REFEREES, SETTLED_SAY, Progress, Referees, RunSummary,
-                                          abort_class, commit_episode, episode_context, episode_record, settle_abort,
-                                          stop_decision)
+from orchestrator.run.recording import (
+    EpisodeRecorder,
+    check_disk,
+    episode_bytes_estimate,
+    free_bytes,
+    required_free_bytes,
+)
 from orchestrator.store.sqlite import INTERRUPTED_CLASS, SETTLES_FAILURE, new_episode_id
 
 MAX_ATTEMPTS_PER_SESSION = 3

@@ -30,13 +30,13 @@ import os
 import platform
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
+from orchestrator.core.errors import RuntimeFailure
+from orchestrator.design.schedule import Trial
 from orchestrator.run.bookkeeping import NO_REFEREES, Referees, stop_decision
 from orchestrator.run.campaign import OpenedCampaign
-from orchestrator.core.errors import RuntimeFailure
 from orchestrator.run.recording import remove_episode_files
-from orchestrator.design.schedule import Trial
 from orchestrator.store.postgres_stations import install_station_tables
 from orchestrator.store.sqlite import INTERRUPTED_CLASS
 
@@ -231,9 +231,9 @@ def run_station(opened: OpenedCampaign, name: str, operator=None, say: Callable[
     says stop (one arm, trials in order); returns the runner's `RunSummary`."""
     import statistics
 
+    from orchestrator.run.bookkeeping import RunSummary
     from orchestrator.run.operator_protocol import AutoOperator
     from orchestrator.run.sequential import _run_sequential, run_session, say_flushed
-    from orchestrator.run.bookkeeping import RunSummary
 
     say = say or say_flushed
     store = opened.store

@@ -37,10 +37,11 @@ from __future__ import annotations
 import hashlib
 import struct
 import time
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any
 
 from orchestrator.core.errors import BadInput
 
@@ -140,7 +141,7 @@ def _refuse(table: str, key: str) -> ChainBroken:
 def _current(conn, table: str, key: str) -> str:
     with _internal():
         row = conn.execute(f"SELECT * FROM {table} WHERE {CHAINED[table]} = ? /* chain */", (key,)).fetchone()
-        return DELETED if row is None else row_sha256(dict(zip(row.keys(), tuple(row))))
+        return DELETED if row is None else row_sha256(dict(zip(row.keys(), tuple(row), strict=True)))
 
 
 def _latest(conn, table: str, key: str) -> str | None:
@@ -273,7 +274,7 @@ def compare(entries: list[tuple], rows: dict[str, list[tuple[str, str]]],
     tables = tuple(tables)
     broken = walk(entries)
     latest: dict[tuple[str, str], tuple[int, str]] = {}
-    for position, (seq, tbl, key, row_sha, *_) in enumerate(entries, start=1):
+    for position, (_seq, tbl, key, row_sha, *_) in enumerate(entries, start=1):
         latest[(tbl, key)] = (position, row_sha)   # position == seq wherever the chain is intact
     bad: list[tuple[float, int, int, str]] = []
     for t, table in enumerate(tables):
@@ -307,7 +308,7 @@ def rows_of(conn, table: str) -> list[dict[str, Any]]:
     """Every row of a chained table as stored (column -> value), in key order."""
     with _internal():
         cursor = conn.execute(f"SELECT * FROM {table} ORDER BY {CHAINED[table]} /* chain */")
-        return [dict(zip(r.keys(), tuple(r))) for r in cursor]
+        return [dict(zip(r.keys(), tuple(r), strict=True)) for r in cursor]
 
 
 def verify(conn) -> ChainStatus:

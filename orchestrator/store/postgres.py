@@ -20,10 +20,11 @@ BEGIN/COMMIT/ROLLBACK are the transactions: one trial is one transaction, as on 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 URL_PREFIXES = ("postgresql://", "postgres://")
 ID_TABLES = ("attempts", "judgments", "events", "sessions")
@@ -153,9 +154,18 @@ class PgConnection:
             return _Result([("ok",)])  # the server checks its own pages (data checksums, amcheck)
         return _Result([])  # journal_mode, synchronous, foreign_keys, busy_timeout, checkpoints
 
+    def one_row(self, sql: str, params: tuple = ()) -> Any:
+        """The one row of a query that always returns one (a function's value, a count); `sql`
+        takes psycopg's placeholders, as `raw.execute`."""
+        row = self.raw.execute(sql, params or None).fetchone()
+        if row is None:
+            from orchestrator.core.errors import RuntimeFailure
+
+            raise RuntimeFailure(f"{redact(self.url)}: no row for {sql!r}")
+        return row
+
     def has_table(self, name: str) -> bool:
-        row = self.raw.execute("SELECT to_regclass(%s)", (name,)).fetchone()
-        return row[0] is not None
+        return self.one_row("SELECT to_regclass(%s)", (name,))[0] is not None
 
     def schema_version(self) -> int:
         if not self.has_table("meta"):
@@ -167,7 +177,7 @@ class PgConnection:
         if not self.has_table("meta"):
             return False
         row = self.raw.execute("SELECT value FROM meta WHERE key = 'tool'").fetchone()
-        return bool(row) and row[0] == "so101-ab-orchestrator"
+        return row is not None and row[0] == "so101-ab-orchestrator"
 
     def set_authorizer(self, _authorizer) -> None:
         """SQLite's per-connection authorizer has no PostgreSQL twin: on a server, blinding is
@@ -207,7 +217,7 @@ class AdvisoryLock:
         from orchestrator.core.errors import BadInput
 
         fn = "pg_try_advisory_lock_shared" if shared else "pg_try_advisory_lock"
-        if not conn.raw.execute(f"SELECT {fn}(%s)", (self.KEY,)).fetchone()[0]:
+        if not conn.one_row(f"SELECT {fn}(%s)", (self.KEY,))[0]:
             raise BadInput(f"{where}: another `orchestrator run` is running this campaign "
                            "(without --station only one run may use a store); wait for it or stop it first")
         self.conn, self.shared = conn, shared
@@ -338,7 +348,7 @@ def describe_server_store(url: str, directory: Path) -> str:
 
     conn = PgConnection(url)
     try:
-        version = conn.raw.execute("SHOW server_version").fetchone()[0]
+        version = conn.one_row("SHOW server_version")[0]
         where = f"store {redact(url)}: PostgreSQL {version}"
         if not conn.tool_marked():
             if conn.has_table("meta"):
@@ -347,7 +357,7 @@ def describe_server_store(url: str, directory: Path) -> str:
         schema = conn.schema_version()
         if schema > SCHEMA_VERSION:
             raise BadInput(f"{redact(url)}: written by a newer orchestrator (schema {schema}); upgrade with `uv sync`")
-        trials = conn.raw.execute("SELECT count(*), count(*) FILTER (WHERE state='done') FROM trials").fetchone()
+        trials = conn.one_row("SELECT count(*), count(*) FILTER (WHERE state='done') FROM trials")
         return f"{where}, campaign schema {schema}, {trials[1]}/{trials[0]} trials done"
     finally:
         conn.close()

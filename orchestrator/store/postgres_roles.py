@@ -46,11 +46,11 @@ def _add_role(url: str, name: str, password: str | None, kind: str, grant) -> No
         raise BadInput(f"name {name!r}: use a letter, then letters, digits, _ . -")
     conn = open_connection(url, directory=None)  # type: ignore[arg-type]
     try:
-        database = conn.raw.execute("SELECT current_database()").fetchone()[0]
+        database = conn.one_row("SELECT current_database()")[0]
         group = f"{database}_{kind}"
-        owner = conn.raw.execute("SELECT tableowner FROM pg_tables WHERE tablename = 'judgments'"
-                                 " AND schemaname = current_schema()").fetchone()[0]
-        me = conn.raw.execute("SELECT current_user").fetchone()[0]
+        owner = conn.one_row("SELECT tableowner FROM pg_tables WHERE tablename = 'judgments'"
+                             " AND schemaname = current_schema()")[0]
+        me = conn.one_row("SELECT current_user")[0]
         if owner != me:
             raise BadInput(f"{redact(url)}: connect as the campaign's owner ({owner}) to add {kind}")
         conn.raw.execute("BEGIN")

@@ -9,8 +9,8 @@ upgrades in place inside one transaction; the store runs it only while it holds 
 
 from __future__ import annotations
 
-import sqlite3
-from typing import Callable
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from orchestrator.core.errors import BadInput
 from orchestrator.store.abort_causes import abort_cause
@@ -58,7 +58,16 @@ CREATE TABLE events (
 """Schema 1 exactly as it shipped (tests/fixtures/schema1/campaign.db was written by it)."""
 
 
-def _to_2(conn: sqlite3.Connection) -> None:
+class Connection(Protocol):
+    """What the steps use of a connection: a `sqlite3.Connection`, or a `postgres.PgConnection`
+    (which runs the same SQL on PostgreSQL)."""
+
+    def execute(self, sql: str, /) -> Any: ...
+
+    def executemany(self, sql: str, rows: Any, /) -> Any: ...
+
+
+def _to_2(conn: Connection) -> None:
     """Schema 2 adds the `sessions` table: one row per `orchestrator run` (how often a campaign
     was resumed, on which host, how each session ended)."""
     conn.execute("""
@@ -69,7 +78,7 @@ CREATE TABLE sessions (
     conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
 
 
-def _to_3(conn: sqlite3.Connection) -> None:
+def _to_3(conn: Connection) -> None:
     """Schema 3 classifies aborted attempts: `abort_class` (policy, operator_unsafe,
     operator_misplaced, operator_other, rig, interrupted, invalid_start) and `settles` (NULL: the
     trial is re-run; `failure`: the abort scored the trial as a failure of its policy, by the
@@ -80,7 +89,7 @@ def _to_3(conn: sqlite3.Connection) -> None:
     conn.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
 
 
-def _to_4(conn: sqlite3.Connection) -> None:
+def _to_4(conn: Connection) -> None:
     """Schema 4 records each abort's cause within its class, `attempts.abort_cause`
     (`store.abort_causes`: `non-finite action`, `exception`, `overload`, ...). The aborts of an
     older store get the cause their recorded reason reads as (`abort_cause(class, reason)`)."""
@@ -91,7 +100,7 @@ def _to_4(conn: sqlite3.Connection) -> None:
     conn.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
 
 
-def _to_5(conn: sqlite3.Connection) -> None:
+def _to_5(conn: Connection) -> None:
     """Schema 5 adds the evidence chain (`chain.py`): the table `chain` with its origin, and every
     row an older store holds chained as it is at the migration (the origin says `migrated`)."""
     conn.execute("""
@@ -104,11 +113,11 @@ CREATE TABLE chain (
     conn.execute("UPDATE meta SET value = '5' WHERE key = 'schema_version'")
 
 
-_STEPS: dict[int, Callable[[sqlite3.Connection], None]] = {2: _to_2, 3: _to_3, 4: _to_4, 5: _to_5}
+_STEPS: dict[int, Callable[[Connection], None]] = {2: _to_2, 3: _to_3, 4: _to_4, 5: _to_5}
 SCHEMA_VERSION = max(_STEPS)
 
 
-def create_schema(conn: sqlite3.Connection) -> None:
+def create_schema(conn: Connection) -> None:
     """Inside the caller's transaction: schema 1, then every step up to SCHEMA_VERSION."""
     for statement in SCHEMA_1.split(";"):
         if statement.strip():
@@ -119,7 +128,7 @@ def create_schema(conn: sqlite3.Connection) -> None:
     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
 
-def migrate(conn: sqlite3.Connection, from_version: int) -> None:
+def migrate(conn: Connection, from_version: int) -> None:
     """Upgrade a store at `from_version` to SCHEMA_VERSION in one transaction (the caller holds
     the run lock)."""
     if from_version < 1:

@@ -20,23 +20,31 @@ import os
 import secrets
 import sqlite3
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from filelock import FileLock
 
 from orchestrator.core.durable import fsync_dir
 from orchestrator.core.errors import BadInput, RuntimeFailure
+from orchestrator.design.schedule import Trial
 from orchestrator.store import chain
 from orchestrator.store.abort_causes import abort_cause
 from orchestrator.store.schema import SCHEMA_VERSION, create_schema, migrate
-from orchestrator.store.sqlite_file import (APPLICATION_ID, DB_NAME, LOCK_NAME, acquire, checked, connect,  # noqa: F401
-                                            existing, upgrade)
-from orchestrator.design.schedule import Trial
-
+from orchestrator.store.sqlite_file import (  # noqa: F401
+    APPLICATION_ID,
+    DB_NAME,
+    LOCK_NAME,
+    acquire,
+    checked,
+    connect,
+    existing,
+    upgrade,
+)
 
 TRIAL_STATES = ("pending", "running", "done", "aborted")
 LABELS = ("success", "failure", "unsure")
@@ -47,6 +55,14 @@ AUTO_JUDGE = "auto"
 SETTLES_FAILURE = "failure"
 SETTLES_EXCLUDED = "excluded"
 INTERRUPTED_CLASS = "interrupted"
+
+
+def _inserted_id(cursor: Any) -> int:
+    """The id of the row an INSERT just wrote (`lastrowid`: on PostgreSQL, the `RETURNING id`)."""
+    if cursor.lastrowid is None:
+        raise RuntimeFailure("the store returned no id for a new row")
+    return int(cursor.lastrowid)
+
 
 def _write_new_campaign(conn, *, name: str, protocol_path: str, protocol_text: str, protocol_sha256: str,
                         layout_text: str, layout_sha256: str, rig_path: str, rig_text: str,
@@ -78,7 +94,7 @@ def _write_new_campaign(conn, *, name: str, protocol_path: str, protocol_text: s
 
 # Set by `pgstore.using_server` around a verb given `--store URL`: how to open a campaign on that
 # server (directory, purpose) -> store. The store itself never imports the server module.
-SERVER_OPENER: ContextVar[Callable[[Path, str], "CampaignStore"] | None] = ContextVar("server_opener", default=None)
+SERVER_OPENER: ContextVar[Callable[[Path, str], CampaignStore] | None] = ContextVar("server_opener", default=None)
 
 
 def _server(purpose: str):
@@ -151,7 +167,7 @@ class CampaignStore:
     @classmethod
     def create(cls, directory: Path, *, name: str, protocol_path: str, protocol_text: str,
                protocol_sha256: str, layout_text: str, layout_sha256: str, rig_path: str,
-               rig_text: str, simulated: bool, schedule: list[Trial]) -> "CampaignStore":
+               rig_text: str, simulated: bool, schedule: list[Trial]) -> CampaignStore:
         """Create a new campaign (directory, lock, schema, frozen protocol, schedule)."""
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
@@ -184,7 +200,7 @@ class CampaignStore:
         return cls(directory, conn, lock)
 
     @classmethod
-    def open_for_run(cls, directory: Path) -> "CampaignStore":
+    def open_for_run(cls, directory: Path) -> CampaignStore:
         """Open an existing campaign to run it (read-write, holding the run lock; an older
         schema is upgraded here); refuses if another process is running it."""
         directory = Path(directory)
@@ -202,19 +218,19 @@ class CampaignStore:
             raise
 
     @classmethod
-    def open_readonly(cls, directory: Path, allow_broken_chain: bool = False) -> "CampaignStore":
+    def open_readonly(cls, directory: Path, allow_broken_chain: bool = False) -> CampaignStore:
         """Open for reading only (report, export, bundle, plan): SQLite refuses every write on
         this connection. Works while a run is writing. The evidence chain is checked (`_reader`)."""
         return cls._reader(Path(directory), "read", allow_broken_chain)
 
     @classmethod
-    def open_for_labels(cls, directory: Path, allow_broken_chain: bool = False) -> "CampaignStore":
+    def open_for_labels(cls, directory: Path, allow_broken_chain: bool = False) -> CampaignStore:
         """Open for judging: read-write without the run lock (labels are added while a run may
         be writing; SQLite's WAL serialises the two writers). The evidence chain is checked."""
         return cls._reader(Path(directory), "label", allow_broken_chain)
 
     @classmethod
-    def _reader(cls, directory: Path, purpose: str, allow_broken_chain: bool) -> "CampaignStore":
+    def _reader(cls, directory: Path, purpose: str, allow_broken_chain: bool) -> CampaignStore:
         """The one opening every reader goes through (report, judge, export, bundle,
         import-labels, compare, verify): the store, with its evidence chain recomputed
         (`chain.verify`, kept as `evidence`). A chain that does not verify is refused (BadInput,
@@ -245,7 +261,7 @@ class CampaignStore:
         return str(self.directory / DB_NAME)
 
     @classmethod
-    def _open_unlocked(cls, directory: Path, readonly: bool) -> "CampaignStore":
+    def _open_unlocked(cls, directory: Path, readonly: bool) -> CampaignStore:
         db = existing(directory)
         conn, version = checked(db, readonly)
         if version < SCHEMA_VERSION:  # migrations run only under the run lock
@@ -262,7 +278,7 @@ class CampaignStore:
                 self._lock.release()
                 self._lock = None
 
-    def __enter__(self) -> "CampaignStore":
+    def __enter__(self) -> CampaignStore:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -355,7 +371,7 @@ class CampaignStore:
             "SELECT a.id, a.slot, a.episode_id FROM attempts a WHERE a.status = 'running'").fetchall()
         now = time.time()
         with self.transaction() as c:
-            for attempt_id, slot, episode_id in stale:
+            for attempt_id, slot, _episode_id in stale:
                 why = "interrupted: the process stopped during the episode"
                 with chain.change(c, "attempts", attempt_id):
                     c.execute("UPDATE attempts SET status='aborted', ended_at=?, reason=?, abort_class=?,"
@@ -378,7 +394,7 @@ class CampaignStore:
             chain.append(c, "attempts", cur.lastrowid)
             with chain.change(c, "trials", slot):
                 c.execute("UPDATE trials SET state='running', attempts=attempts+1 WHERE slot=?", (slot,))
-            return int(cur.lastrowid)
+            return _inserted_id(cur)
 
     def finish_attempt(self, attempt_id: int, record: EpisodeRecord) -> None:
         """Commit a completed episode: attempt done, episode row, trial done, physics label."""
@@ -501,7 +517,7 @@ class CampaignStore:
                 " VALUES (?,?,?,?,?,?,?)",
                 (episode_id, judge, label, failure_mode, note, created_at or time.time(), source))
             chain.append(c, "judgments", cur.lastrowid)
-            return int(cur.lastrowid)
+            return _inserted_id(cur)
 
     def retract_judgment(self, judgment_id: int) -> None:
         """Undo a label: kept for the audit trail, no longer counted."""
@@ -525,7 +541,7 @@ class CampaignStore:
             cur = c.execute("INSERT INTO sessions (started_at, host, pid, tool_version) VALUES (?,?,?,?)",
                             (time.time(), platform.node(), os.getpid(), __version__))
             chain.append(c, "sessions", cur.lastrowid)
-            return int(cur.lastrowid)
+            return _inserted_id(cur)
 
     def end_session(self, session_id: int, outcome: str) -> None:
         with self.transaction() as c, chain.change(c, "sessions", session_id):
@@ -537,7 +553,8 @@ class CampaignStore:
 
     def station_blocks(self) -> list[dict[str, Any]]:
         """Which station ran each layout block, and when (stations.py); [] for a single arm."""
-        if getattr(self.conn, "dialect", "sqlite") != "postgresql" or not self.conn.has_table("blocks"):
+        on_server = getattr(self.conn, "dialect", "sqlite") == "postgresql"
+        if not on_server or not self.conn.has_table("blocks"):  # type: ignore[attr-defined]  # a PgConnection's
             return []
         return [dict(r) for r in self.conn.execute(
             "SELECT unit, station, state, claimed_at, finished_at FROM blocks ORDER BY unit")]

@@ -33,9 +33,19 @@ from pathlib import Path
 
 import serial
 
-from orchestrator.rigs.twin.feetech import (BROADCAST_ID, ERR_OVERLOAD, INST_PING, INST_READ, INST_SYNC_READ,
-                                            INST_SYNC_WRITE, INST_WRITE, MODEL_STS3215, REG, checksum,
-                                            status_packet)
+from orchestrator.rigs.twin.feetech import (
+    BROADCAST_ID,
+    ERR_OVERLOAD,
+    INST_PING,
+    INST_READ,
+    INST_SYNC_READ,
+    INST_SYNC_WRITE,
+    INST_WRITE,
+    MODEL_STS3215,
+    REG,
+    checksum,
+    status_packet,
+)
 
 # The packet layer and the register addresses are the twin's (orchestrator/rigs/twin/feetech.py,
 # whose table tests/test_twin_servo.py checks against LeRobot's): one Feetech protocol here.

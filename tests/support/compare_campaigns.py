@@ -15,11 +15,10 @@ import math
 import random
 from pathlib import Path
 
-from support.repo import GRID20, REPO
-
 from orchestrator.design.protocol import load_protocol
 from orchestrator.design.schedule import draw_schedule
 from orchestrator.store.sqlite import CampaignStore, EpisodeRecord, new_episode_id
+from support.repo import GRID20, REPO
 
 TASKS = {"sim_demo": 1.0, "sim_hard": 0.8, "sim_near": 0.9}     # protocol -> success factor
 POLICIES = {   # label: (method, seed, step, aim noise mm)

@@ -25,9 +25,9 @@ import numpy as np
 import yaml
 
 from orchestrator.design.protocol import load_protocol
-from orchestrator.run.recording import EpisodeRecorder
-from orchestrator.rigs.profile import STATE_KEYS, parse_rig_text
 from orchestrator.design.schedule import draw_schedule
+from orchestrator.rigs.profile import STATE_KEYS, parse_rig_text
+from orchestrator.run.recording import EpisodeRecorder
 from orchestrator.store.sqlite import CampaignStore, EpisodeRecord, new_episode_id
 
 REPO = Path(__file__).resolve().parents[2]
@@ -142,12 +142,12 @@ def _record(recorder: EpisodeRecorder, slot: int, steps: int) -> None:
     width, height = SIZE
     for step in range(steps):
         values = state_value(slot, step)
-        observation: dict = {key: float(v) for key, v in zip(STATE_KEYS, values)}
+        observation: dict = {key: float(v) for key, v in zip(STATE_KEYS, values, strict=True)}
         if recorder.wants_images(step):
             image = np.full((height, width, 3), level(step), dtype=np.uint8)
             observation["front"] = image
             observation["wrist"] = image
-        action = {key: float(v) + 0.5 for key, v in zip(STATE_KEYS, values)}
+        action = {key: float(v) + 0.5 for key, v in zip(STATE_KEYS, values, strict=True)}
         recorder.frame(step, step / FPS, observation, action)
 
 

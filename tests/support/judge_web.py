@@ -105,7 +105,7 @@ class WebJudge:
             out, err = self.proc.communicate()
         return self.proc.returncode, "".join(self.lines) + out, err
 
-    def __enter__(self) -> "WebJudge":
+    def __enter__(self) -> WebJudge:
         return self
 
     def __exit__(self, *exc) -> None:

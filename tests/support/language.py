@@ -31,8 +31,8 @@ STATE_DIM = 6
 def make_tiny_clip(directory: Path, *, image_size: int = 32, seed: int = 0) -> Path:
     """A tiny random CLIP model and its tokenizer in `directory` (a name containing "clip")."""
     import torch
-    from transformers import CLIPConfig, CLIPModel, CLIPTokenizer
     from tokenizers.pre_tokenizers import ByteLevel
+    from transformers import CLIPConfig, CLIPModel, CLIPTokenizer
 
     directory = Path(directory)
     assert "clip" in directory.name.lower(), "multi_task_dit accepts only CLIP model names"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 import re
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 STAGES = ("core", "design", "store", "sim", "rigs", "policies", "run", "judging", "analysis", "export",
@@ -15,10 +15,11 @@ TOP = ("orchestrator", "tests", "bench", "docs", "hardware", "protocols", "layou
 USER_MADE = {"hardware/so101.yaml": "the README and the example profile say: copy the example to it",
              "orchestrator/demo_data/": "the wheel's copy of the demo's files (pyproject's force-include)"}
 
-PATH = re.compile(r"(?<![\w./~-])((?:%s)/[\w./-]*\w/?)(?:::(\w+)(\*)?)?" % "|".join(re.escape(t) for t in TOP))
-STAGE_PATH = re.compile(r"(?<![\w./~-])((?:%s)/(?:[\w-]+/)*[\w-]+(?:\.py|/))" % "|".join(STAGES))
+_TOPS, _STAGES = "|".join(re.escape(t) for t in TOP), "|".join(STAGES)
+PATH = re.compile(rf"(?<![\w./~-])((?:{_TOPS})/[\w./-]*\w/?)(?:::(\w+)(\*)?)?")
+STAGE_PATH = re.compile(rf"(?<![\w./~-])((?:{_STAGES})/(?:[\w-]+/)*[\w-]+(?:\.py|/))")
 DOTTED = re.compile(r'(?<![\w.])(orchestrator(?:\.\w+)+)(?![\w/"])')   # "orchestrator.report/1": a schema id
-STAGE_DOTTED = re.compile(r"`((?:%s)(?:\.\w+)+)`(?!\()" % "|".join(STAGES))
+STAGE_DOTTED = re.compile(rf"`((?:{_STAGES})(?:\.\w+)+)`(?!\()")
 
 
 def scanned(repo: Path) -> list[Path]:
@@ -30,7 +31,7 @@ def scanned(repo: Path) -> list[Path]:
     return files
 
 
-@lru_cache(maxsize=None)
+@cache
 def _names(path: Path) -> frozenset[str]:
     """The names a module defines at its top level or in its classes (defs, classes, assignments,
     imports)."""
@@ -60,7 +61,7 @@ def _placeholder(target: str) -> bool:
                                                   for seg in target.split("/"))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _package_names(repo: Path) -> frozenset[str]:
     return frozenset().union(*(_names(p) for p in (repo / "orchestrator").rglob("*.py")))
 

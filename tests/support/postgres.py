@@ -53,7 +53,7 @@ class PgCluster:
             cmd = ["runuser", "-u", "postgres", "--", *cmd]
         return subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
 
-    def start(self) -> "PgCluster":
+    def start(self) -> PgCluster:
         if self._as_root:
             shutil.chown(self.root, "postgres", "postgres")
         os.chmod(self.root, 0o755)

@@ -323,9 +323,8 @@ def run_case(case: Case | None, folder: Path, monkeypatch, on_stop: str = "hold"
     from orchestrator.rigs.twin.client import start_twin
     from orchestrator.run.campaign import open_campaign
     from orchestrator.run.sequential import run_campaign
-    from support.wirelog import wait_for_exit
-
     from support import safety_matrix_rtc
+    from support.wirelog import wait_for_exit
 
     on_stop, policy = (case.on_stop, case.policy) if case else (on_stop, policy)
     rtc = policy == "rtc"
@@ -408,7 +407,7 @@ def check(outcome: Outcome, tap: Tap, op, state: dict | None, campaign: Path, er
     elif not _all_off(state):
         bad.append(f"torque: Torque_Enable at exit {state['torque']}")
     goal_addr, torque_addr = REG["Goal_Position"][0], REG["Torque_Enable"][0]
-    for start, end in tap.stops:
+    for _start, end in tap.stops:
         until = next((c for c in tap.confirms if c > end), float("inf"))
         for t, packet, phase in tap.packets:
             if not end < t < until or len(packet) < 7 or packet[4] not in (INST_WRITE, INST_SYNC_WRITE):

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from support.act import TWIN_CAMERA as CAMERA   # (height, width): the `saved_vla` fixture's cameras
+from support.act import TWIN_CAMERA as CAMERA  # (height, width): the `saved_vla` fixture's cameras
 
 THREAD_NAME = "RTCInference"   # LeRobot's RTCInferenceEngine.start
 RTC = {"type": "rtc", "rtc": {"execution_horizon": 5}, "queue_threshold": 4}

@@ -7,7 +7,7 @@ Bonett & Price 2012)."""
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 from scipy import stats

@@ -34,8 +34,13 @@ def make_tiny_smolvlm(directory: Path, *, image_size: int = 32) -> Path:
     import string
 
     from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import (PreTrainedTokenizerFast, SmolVLMConfig, SmolVLMImageProcessor,
-                              SmolVLMProcessor, SmolVLMVideoProcessor)
+    from transformers import (
+        PreTrainedTokenizerFast,
+        SmolVLMConfig,
+        SmolVLMImageProcessor,
+        SmolVLMProcessor,
+        SmolVLMVideoProcessor,
+    )
 
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)

@@ -28,7 +28,7 @@ class WireLog:
     lines: list[dict]
 
     @classmethod
-    def read(cls, path: str | Path) -> "WireLog":
+    def read(cls, path: str | Path) -> WireLog:
         return cls(read_wire_log(path))
 
     @property

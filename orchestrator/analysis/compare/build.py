@@ -5,7 +5,7 @@ ones."""
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from orchestrator.analysis.compare.combine import Inputs
 from orchestrator.analysis.compare.ladders import ladders

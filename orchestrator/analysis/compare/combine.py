@@ -5,12 +5,19 @@ trial of known outcome, nothing to compare."""
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 from orchestrator.analysis.compare.outcomes_csv import read_outcomes_csv
-from orchestrator.analysis.compare.trials import Campaign, CampaignSource, Trial, read_campaign, success_words, unique_key
+from orchestrator.analysis.compare.trials import (
+    Campaign,
+    CampaignSource,
+    Trial,
+    read_campaign,
+    success_words,
+    unique_key,
+)
 from orchestrator.core.errors import BadInput
 
 

@@ -4,7 +4,7 @@ Markdown and HTML say the same thing."""
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from orchestrator.analysis import stats
 from orchestrator.analysis.compare.model import Comparison, Ladder, Leaderboard, PairedAcross, Section

@@ -13,7 +13,7 @@ The statements say "improves" or "worse" only when the mid-p is at most alpha.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Sequence
+from collections.abc import Sequence
 
 from orchestrator.analysis import stats
 from orchestrator.analysis.compare.model import Ladder, LadderStep

@@ -15,8 +15,8 @@ of their difference excludes 0.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from itertools import combinations
-from typing import Sequence
 
 import numpy as np
 
@@ -59,7 +59,7 @@ def leaderboard(trials: Sequence[Trial], reps: int, rng: np.random.Generator) ->
     parts = bradley_terry.components(units.sum(axis=0))
     components = tuple(tuple(entries[i].name for i in part) for part in parts)
     neighbours = []
-    for i, j in zip(order, order[1:]):
+    for i, j in zip(order, order[1:], strict=False):
         diff, lo, hi = ratings.difference(i, j)
         neighbours.append((entries[i].name, entries[j].name, diff, lo, hi, not lo <= 0 <= hi))
     notes = []

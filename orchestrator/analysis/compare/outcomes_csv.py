@@ -102,7 +102,7 @@ def read_outcomes_csv(path: Path, key_prefix: str) -> tuple[list[Campaign], list
     problems: list[str] = []
     trials: list[Trial] = []
     seen: dict = {}
-    for row, line in zip(rows[1:], lines[1:]):
+    for row, line in zip(rows[1:], lines[1:], strict=True):
         if not any(c.strip() for c in row):
             continue
         if len(row) != len(col):

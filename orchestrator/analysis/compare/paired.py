@@ -18,7 +18,7 @@ mid-p is at most alpha, as the single-campaign report does.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Sequence
+from collections.abc import Sequence
 
 from orchestrator.analysis import stats
 from orchestrator.analysis.compare.model import MethodScore, PairedAcross
@@ -94,7 +94,7 @@ def paired_across(trials: Sequence[Trial], methods: Sequence[MethodScore], alpha
     adjusted = stats.holm([mid for _, mid in raw])
     task_of = {t.campaign: t.task for t in trials}
     out = []
-    for (x, y, tables), (exact, mid), holm_p in zip(found, raw, adjusted):
+    for (x, y, tables), (exact, mid), holm_p in zip(found, raw, adjusted, strict=True):
         units = list(tables.values())
         pooled = stats.PairedTable(*(sum(getattr(t, f) for t in units) for f in ("both", "a_only", "b_only", "neither")))
         difference = stats.clustered_difference(units)

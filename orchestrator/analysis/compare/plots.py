@@ -25,7 +25,7 @@ def _profiles(plt: Any, s: Section) -> tuple[str, str]:
 
 def _aggregates(plt: Any, s: Section) -> tuple[str, str]:
     fig, axes = plt.subplots(1, 2, figsize=(7, 0.8 + 0.45 * len(s.methods)), sharey=True)
-    for ax, what in zip(axes, ("mean", "iqm")):
+    for ax, what in zip(axes, ("mean", "iqm"), strict=True):
         for i, m in enumerate(s.methods):
             iv = getattr(m, what)
             ax.errorbar([iv.estimate], [i], xerr=[[iv.estimate - iv.lo], [iv.hi - iv.estimate]], fmt="o",
@@ -66,8 +66,8 @@ def _ladder(plt: Any, s: Section, lad: Ladder) -> tuple[str, str]:
     fig, ax = plt.subplots(figsize=(5, 3))
     xs = [x.step for x in lad.steps]
     ys = [x.successes / x.trials if x.trials else 0.0 for x in lad.steps]
-    ax.errorbar(xs, ys, yerr=[[y - x.wilson.lo for y, x in zip(ys, lad.steps)],
-                              [x.wilson.hi - y for y, x in zip(ys, lad.steps)]], fmt="o-", capsize=4)
+    ax.errorbar(xs, ys, yerr=[[y - x.wilson.lo for y, x in zip(ys, lad.steps, strict=True)],
+                              [x.wilson.hi - y for y, x in zip(ys, lad.steps, strict=True)]], fmt="o-", capsize=4)
     ax.set_ylim(0, 1.05)
     ax.set_xlabel("training step")
     ax.set_ylabel("success rate (Wilson 95%)")

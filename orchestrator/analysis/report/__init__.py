@@ -14,14 +14,27 @@ embedded as base64 (matplotlib is imported only for HTML).
 from __future__ import annotations
 
 from orchestrator.analysis.report.build import build_report
-from orchestrator.analysis.report.more_layouts import PLAN_MAX_LAYOUTS
 from orchestrator.analysis.report.html import render_html
 from orchestrator.analysis.report.json import read_report, render_json, to_dict
 from orchestrator.analysis.report.markdown import render_markdown
-from orchestrator.analysis.report.model import (OVERRUN_WARN_FRACTION, SCHEMA, Comparison, Disagreement, DriftRow, JudgeAccuracy, JudgeSection,
-                    KappaRow, PolicySummary, PolicyTiming, Report, StratumComparison, StratumRow, TimeSummary)
+from orchestrator.analysis.report.model import (
+    OVERRUN_WARN_FRACTION,
+    SCHEMA,
+    Comparison,
+    Disagreement,
+    DriftRow,
+    JudgeAccuracy,
+    JudgeSection,
+    KappaRow,
+    PolicySummary,
+    PolicyTiming,
+    Report,
+    StratumComparison,
+    StratumRow,
+    TimeSummary,
+)
+from orchestrator.analysis.report.more_layouts import PLAN_MAX_LAYOUTS
 from orchestrator.analysis.report.text import render_text
-
 
 RENDERERS = {"text": render_text, "md": render_markdown, "json": render_json, "html": render_html}
 

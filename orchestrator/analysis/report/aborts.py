@@ -81,7 +81,7 @@ def build_aborts(data: OutcomeSet) -> AbortSection | None:
     pairs = list(combinations(rows, 2))
     raw = [stats.fisher_exact(x.trials_with_abort, x.trials, y.trials_with_abort, y.trials) for x, y in pairs]
     adjusted = stats.holm(raw) if raw else []
-    tests = tuple(AbortTest(x.policy, y.policy, p, h) for (x, y), p, h in zip(pairs, raw, adjusted))
+    tests = tuple(AbortTest(x.policy, y.policy, p, h) for (x, y), p, h in zip(pairs, raw, adjusted, strict=True))
     return AbortSection(dict(data.abort_rules), tuple(rows), tests, data.alpha,
                         tuple(_warnings(rows, tests, dict(data.abort_rules), data.alpha)))
 
@@ -96,7 +96,7 @@ def _causes(mine: list[TrialOutcome], classes: list[str]) -> tuple[tuple[str, tu
     counts: Counter[tuple[str, str]] = Counter()
     for o in mine:
         causes = o.abort_causes + (UNRECORDED,) * (len(o.abort_classes) - len(o.abort_causes))
-        counts.update(zip(o.abort_classes, causes))
+        counts.update(zip(o.abort_classes, causes, strict=False))
     return tuple((c, tuple(sorted(((why, n) for (k, why), n in counts.items() if k == c), key=_most_first)))
                  for c in classes)
 

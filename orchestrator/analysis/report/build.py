@@ -10,16 +10,29 @@ from typing import Any
 
 from orchestrator.analysis import stats
 from orchestrator.analysis.outcomes import OutcomeSet
-from orchestrator.analysis.stopping import RuleView
 from orchestrator.analysis.report.aborts import build_aborts
-from orchestrator.analysis.report.more_layouts import more_layouts
-from orchestrator.analysis.report.analysis import PairedAnalysis, paired_analysis, deciding_test_name
+from orchestrator.analysis.report.analysis import PairedAnalysis, deciding_test_name, paired_analysis
 from orchestrator.analysis.report.format import fmt_p, p_eq, p_name
+from orchestrator.analysis.report.model import (
+    OVERRUN_WARN_FRACTION,
+    SCHEMA,
+    Comparison,
+    Disagreement,
+    DriftRow,
+    JudgeAccuracy,
+    JudgeSection,
+    KappaRow,
+    PolicySummary,
+    PolicyTiming,
+    Report,
+    StratumComparison,
+    StratumRow,
+    TimeSummary,
+)
+from orchestrator.analysis.report.more_layouts import more_layouts
 from orchestrator.analysis.report.raters import rater_agreement
-from orchestrator.analysis.report.model import (OVERRUN_WARN_FRACTION, SCHEMA, Comparison, Disagreement, DriftRow, JudgeAccuracy, JudgeSection,
-                    KappaRow, PolicySummary, PolicyTiming, Report, StratumComparison, StratumRow, TimeSummary)
 from orchestrator.analysis.report.verdict import Evidence, verdict_notes, verdict_text
-
+from orchestrator.analysis.stopping import RuleView
 
 
 def _median(values: list[float]) -> float | None:
@@ -78,7 +91,7 @@ def _lost_step_warnings(timing: tuple[PolicyTiming, ...], alpha: float) -> list[
         return []
     raw = [stats.fisher_exact(x.episodes_lost, x.with_timing, y.episodes_lost, y.with_timing) for x, y in pairs]
     out = []
-    for (x, y), p in zip(pairs, stats.holm(raw)):
+    for (x, y), p in zip(pairs, stats.holm(raw), strict=True):
         if p <= alpha:
             out.append(f"episodes lost control steps more often with {x.label if x.episodes_lost / x.with_timing > y.episodes_lost / y.with_timing else y.label}: "
                        f"{x.label} {x.episodes_lost}/{x.with_timing}, {y.label} {y.episodes_lost}/{y.with_timing} "
@@ -402,7 +415,7 @@ def build_report(data: OutcomeSet) -> Report:
     primary = data.primary
     rule = RuleView.of(data.outcomes, data.policies) if evalue_rule else None
     comparisons = tuple(_compare(an, a, b, data, holm_mid[i], holm_exact[i], len(pairs), rule)
-                        for i, (an, (a, b)) in enumerate(zip(analyses, pairs)))
+                        for i, (an, (a, b)) in enumerate(zip(analyses, pairs, strict=True)))
     unit = "mark" if any(c.unit == "mark" for c in comparisons) else "layout"
     cochran = None
     withheld: list[tuple[str, str]] = []

@@ -4,8 +4,9 @@ so the three formats always say the same thing."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Union
+from typing import Any
 
 from orchestrator.analysis.report.aborts import describe_causes, describe_rules
 from orchestrator.analysis.report.format import fmt_p, interval, k_of_n, ms, p_eq, p_name, points
@@ -45,7 +46,7 @@ class Table:
     rows: tuple[tuple[str, ...], ...]
 
 
-Block = Union[Title, Heading, Line, Item, Gap, Table]
+Block = Title | Heading | Line | Item | Gap | Table
 
 
 def table(header: list[str], rows: list[list[str]]) -> Table:

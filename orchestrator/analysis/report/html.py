@@ -5,11 +5,22 @@ A print stylesheet keeps tables and figures whole on a page."""
 from __future__ import annotations
 
 import html
-from typing import Iterator
+from collections.abc import Iterator
 
+from orchestrator.analysis.report.document import (
+    Block,
+    Gap,
+    Heading,
+    Item,
+    Line,
+    Table,
+    Title,
+    document,
+    header,
+    warnings,
+)
 from orchestrator.analysis.report.model import Report
 from orchestrator.analysis.report.plots import plots
-from orchestrator.analysis.report.document import Block, Gap, Heading, Item, Line, Table, Title, header, warnings, document
 
 STYLE = """
 body { font-family: system-ui, sans-serif; max-width: 980px; margin: 2em auto; padding: 0 1em; color: #222;

@@ -8,12 +8,11 @@ import math
 from pathlib import Path
 from typing import Any
 
-from orchestrator.core.errors import BadInput
-
 from orchestrator.analysis.report.aborts import AbortSection
 from orchestrator.analysis.report.model import SCHEMA, Comparison, JudgeSection, PolicySummary, PolicyTiming, Report
 from orchestrator.analysis.report.raters import RaterAgreement
 from orchestrator.analysis.report.stations import StationSection
+from orchestrator.core.errors import BadInput
 
 
 def _num(x: float | None) -> float | None:

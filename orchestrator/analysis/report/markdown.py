@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from orchestrator.analysis.report.model import Report
 from orchestrator.analysis.report.document import Block, Gap, Heading, Item, Table, Title, document
+from orchestrator.analysis.report.model import Report
 
 
 def markdown_table(t: Table) -> list[str]:

@@ -7,8 +7,8 @@ from orchestrator.analysis.report.model import Report
 
 
 def text_table(t: Table) -> list[str]:
-    widths = [max(len(x) for x in col) for col in zip(t.header, *t.rows)]
-    return ["  ".join(x.ljust(w) for x, w in zip(row, widths)).rstrip() for row in (t.header, *t.rows)]
+    widths = [max(len(x) for x in col) for col in zip(t.header, *t.rows, strict=True)]
+    return ["  ".join(x.ljust(w) for x, w in zip(row, widths, strict=True)).rstrip() for row in (t.header, *t.rows)]
 
 
 def _text_lines(b: Block) -> list[str]:

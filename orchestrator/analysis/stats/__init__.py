@@ -70,30 +70,69 @@ References
 
 from __future__ import annotations
 
-from orchestrator.analysis.stats.aggregate import (improvement_interval, iqm_of_runs, mean_and_iqm_intervals, mean_of_tasks,
-                                                  probability_of_improvement, profile_intervals, score_distribution)
+from orchestrator.analysis.stats.aggregate import (
+                                                  improvement_interval,
+                                                  iqm_of_runs,
+                                                  mean_and_iqm_intervals,
+                                                  mean_of_tasks,
+                                                  probability_of_improvement,
+                                                  profile_intervals,
+                                                  score_distribution,
+)
 from orchestrator.analysis.stats.agreement import binary_agreement, cohen_kappa, fleiss_kappa
-from orchestrator.analysis.stats.clustered import (clustered_difference, clustered_mcnemar, clustered_p_values, design_effect,
-                        mark_split, signflip_tails)
+from orchestrator.analysis.stats.clustered import (
+                                                  clustered_difference,
+                                                  clustered_mcnemar,
+                                                  clustered_p_values,
+                                                  design_effect,
+                                                  mark_split,
+                                                  signflip_tails,
+)
 from orchestrator.analysis.stats.clustered_rate import clustered_wilson, rate_design_effect
 from orchestrator.analysis.stats.evalue import evalue_discordant
 from orchestrator.analysis.stats.evalue_power import evalue_layouts_needed, evalue_power, rejection_by_discordant
-from orchestrator.analysis.stats.mcnemar import (discordant_floor, mcnemar, mcnemar_exact_p, mcnemar_midp, min_discordant_for_alpha,
-                      paired_table)
+from orchestrator.analysis.stats.mantel_haenszel import cmh_test
+from orchestrator.analysis.stats.mcnemar import (
+                                                  discordant_floor,
+                                                  mcnemar,
+                                                  mcnemar_exact_p,
+                                                  mcnemar_midp,
+                                                  min_discordant_for_alpha,
+                                                  paired_table,
+)
 from orchestrator.analysis.stats.multi import cochran_q, holm
 from orchestrator.analysis.stats.paired_ci import bonett_price_paired, newcombe_cells, newcombe_paired, tango_paired
 from orchestrator.analysis.stats.planning import plan
-from orchestrator.analysis.stats.power import _rejection_bounds  # noqa: F401  (bench/stats_speed.py clears its cache)
-from orchestrator.analysis.stats.power import (cell_probabilities, fisher_power, fisher_trials_needed, independent_groups_n,
-                    layouts_needed, paired_power)
+from orchestrator.analysis.stats.power import (
+                                                  _rejection_bounds,  # noqa: F401  (bench/stats_speed.py clears its cache)
+                                                  cell_probabilities,
+                                                  fisher_power,
+                                                  fisher_trials_needed,
+                                                  independent_groups_n,
+                                                  layouts_needed,
+                                                  paired_power,
+)
 from orchestrator.analysis.stats.proportion import Z95, wald, wilson, wilson_bounds, z_for_level
+from orchestrator.analysis.stats.seeds import (
+                                                  interquartile_mean,
+                                                  stratified_bootstrap_ci,
+                                                  t_interval,
+                                                  t_interval_from_summary,
+)
 from orchestrator.analysis.stats.sequence import beta_binomial_bounds, beta_binomial_cs, difference_cs
-from orchestrator.analysis.stats.seeds import interquartile_mean, stratified_bootstrap_ci, t_interval, t_interval_from_summary
-from orchestrator.analysis.stats.types import (ClusteredResult, CochranQResult, EValueResult, Interval, McNemarResult, MeanInterval, PairedTable,
-                    PlanResult, PowerResult)
-from orchestrator.analysis.stats.unpaired import fisher_exact, newcombe_independent
-from orchestrator.analysis.stats.mantel_haenszel import cmh_test
 from orchestrator.analysis.stats.trend import TrendResult, trend_test
+from orchestrator.analysis.stats.types import (
+                                                  ClusteredResult,
+                                                  CochranQResult,
+                                                  EValueResult,
+                                                  Interval,
+                                                  McNemarResult,
+                                                  MeanInterval,
+                                                  PairedTable,
+                                                  PlanResult,
+                                                  PowerResult,
+)
+from orchestrator.analysis.stats.unpaired import fisher_exact, newcombe_independent
 
 __all__ = [
     "Z95", "Interval", "PairedTable", "McNemarResult", "CochranQResult", "MeanInterval",

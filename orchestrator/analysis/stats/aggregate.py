@@ -29,7 +29,7 @@ Default replicates: 50,000 (rliable's `get_interval_estimates`), 2,000 for the p
 
 from __future__ import annotations
 
-from typing import Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 
@@ -81,7 +81,7 @@ def probability_of_improvement(x_tasks: Tasks, y_tasks: Tasks) -> float:
     xs, ys = _tasks(x_tasks), _tasks(y_tasks)
     if len(xs) != len(ys):
         raise ValueError("X and Y need the same tasks")
-    return float(np.mean([_wins(x, y).mean() for x, y in zip(xs, ys)]))
+    return float(np.mean([_wins(x, y).mean() for x, y in zip(xs, ys, strict=True)]))
 
 
 def resample_counts(rng: np.random.Generator, reps: int, n: int) -> np.ndarray:
@@ -140,7 +140,7 @@ def mean_and_iqm_intervals(tasks: Tasks, reps: int = REPS, level: float = 0.95,
     means, iqms = [], []
     for size in chunks(reps):
         counts = task_counts(gen, size, [x.size for x in xs])
-        means.append(np.mean([c @ x / x.size for c, x in zip(counts, xs)], axis=0))
+        means.append(np.mean([c @ x / x.size for c, x in zip(counts, xs, strict=True)], axis=0))
         iqms.append(_trimmed_from_counts(pooled[order], np.concatenate(counts, axis=1)[:, order]))
     mean_lo, mean_hi = _quantiles(np.concatenate(means), level)
     iqm_lo, iqm_hi = _quantiles(np.concatenate(iqms), level)
@@ -159,7 +159,7 @@ def profile_intervals(tasks: Tasks, taus: Sequence[float], reps: int = PROFILE_R
     above = [(x[:, None] > grid[None, :]).astype(float) for x in xs]
     reps_out = []
     for size in chunks(reps):
-        reps_out.append(sum(c @ a for c, a in zip(task_counts(gen, size, [x.size for x in xs]), above)) / total)
+        reps_out.append(sum(c @ a for c, a in zip(task_counts(gen, size, [x.size for x in xs]), above, strict=True)) / total)
     lo, hi = _quantiles(np.concatenate(reps_out), level)
     return score_distribution(xs, grid), lo, hi
 
@@ -172,12 +172,12 @@ def improvement_interval(x_tasks: Tasks, y_tasks: Tasks, reps: int = REPS, level
     if len(xs) != len(ys):
         raise ValueError("X and Y need the same tasks")
     gen = _generator(rng)
-    wins = [_wins(x, y) / (x.size * y.size) for x, y in zip(xs, ys)]
+    wins = [_wins(x, y) / (x.size * y.size) for x, y in zip(xs, ys, strict=True)]
     out = []
     for size in chunks(reps):
         cx = task_counts(gen, size, [x.size for x in xs])
         cy = task_counts(gen, size, [y.size for y in ys])
-        per_task = [np.einsum("bi,ij,bj->b", a, w, b) for a, w, b in zip(cx, wins, cy)]
+        per_task = [np.einsum("bi,ij,bj->b", a, w, b) for a, w, b in zip(cx, wins, cy, strict=True)]
         out.append(np.mean(per_task, axis=0))
     lo, hi = _quantiles(np.concatenate(out), level)
     return Interval(probability_of_improvement(xs, ys), float(lo), float(hi), "stratified-bootstrap", level)

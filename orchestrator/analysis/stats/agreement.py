@@ -5,7 +5,7 @@ References: Cohen J (1960) Educ Psychol Meas 20:37-46; Fleiss JL (1971) Psychol 
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -21,7 +21,7 @@ def cohen_kappa(labels_1: Sequence, labels_2: Sequence) -> float:
     cats = sorted(set(labels_1) | set(labels_2), key=str)
     index = {c: i for i, c in enumerate(cats)}
     m = np.zeros((len(cats), len(cats)))
-    for x, y in zip(labels_1, labels_2):
+    for x, y in zip(labels_1, labels_2, strict=True):
         m[index[x], index[y]] += 1
     m /= m.sum()
     po = float(np.trace(m))
@@ -69,7 +69,7 @@ def binary_agreement(rater: Sequence[bool], reference: Sequence[bool]) -> dict:
     if len(rater) != len(reference):
         raise ValueError("the rater and the reference must label the same items")
     table = {"success_success": 0, "success_failure": 0, "failure_success": 0, "failure_failure": 0}
-    for r, ref in zip(rater, reference):
+    for r, ref in zip(rater, reference, strict=True):
         table[f"{'success' if r else 'failure'}_{'success' if ref else 'failure'}"] += 1
     n = len(rater)
     if n == 0:

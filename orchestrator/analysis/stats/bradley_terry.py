@@ -32,8 +32,8 @@ algorithms for generalized Bradley-Terry models. Ann Stat 32:384-406. Maystre L 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 

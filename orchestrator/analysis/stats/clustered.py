@@ -50,7 +50,7 @@ tests which may be applied to samples from any populations. JRSS Suppl 4:119-130
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from scipy import stats

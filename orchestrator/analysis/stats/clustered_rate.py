@@ -21,7 +21,7 @@ Kish L (1965) Survey Sampling. Wiley. Cochran WG (1977) Sampling Techniques, 3rd
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from scipy import stats

@@ -133,12 +133,8 @@ def evalue_layouts_needed(p10: float, p01: float, power: float = 0.8, alpha: flo
     while True:
         hi = min(hi * 4, n_max)
         r = passage.extend(hi)
-
-        def pw(n: int) -> float:
-            return power_over_discordant(n, q, r)
-
-        if pw(hi) >= power:
+        if power_over_discordant(hi, q, r) >= power:
             break
         if hi == n_max:
             return None
-    return first_reaching(pw, 1, hi, power)
+    return first_reaching(lambda n: power_over_discordant(n, q, r), 1, hi, power)

@@ -45,16 +45,16 @@ def discordance_homogeneity(counts: dict[str, tuple[int, int]]) -> Homogeneity:
     b_only = tuple(counts[s][1] for s in names)
     if len(names) < 2:
         return Homogeneity(names, a_only, b_only, None, 0)
-    sizes = [a + b for a, b in zip(a_only, b_only)]
+    sizes = [a + b for a, b in zip(a_only, b_only, strict=True)]
     total_a, total = sum(a_only), sum(sizes)
     if math.prod(n + 1 for n in sizes[:-1]) > MAX_TABLES:
         return Homogeneity(names, a_only, b_only, None, 0)
     log_denominator = _log_comb(total, total_a)
-    observed = sum(_log_comb(n, x) for n, x in zip(sizes, a_only)) - log_denominator
+    observed = sum(_log_comb(n, x) for n, x in zip(sizes, a_only, strict=True)) - log_denominator
     p_value, tables = 0.0, 0
     for table in _tables(sizes, total_a):
         tables += 1
-        log_p = sum(_log_comb(n, x) for n, x in zip(sizes, table)) - log_denominator
+        log_p = sum(_log_comb(n, x) for n, x in zip(sizes, table, strict=True)) - log_denominator
         if log_p <= observed + 1e-7:
             p_value += math.exp(log_p)
     return Homogeneity(names, a_only, b_only, min(1.0, p_value), tables)

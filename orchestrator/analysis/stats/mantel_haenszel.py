@@ -17,7 +17,7 @@ Biometrics 10:417-451.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from scipy import stats
 

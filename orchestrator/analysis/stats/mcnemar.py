@@ -7,8 +7,8 @@ References: McNemar Q (1947) Psychometrika 12:153-157; Edwards AL (1948) Psychom
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from functools import lru_cache
-from typing import Iterable
 
 from scipy import stats
 
@@ -24,7 +24,7 @@ def paired_table(a_ok: Iterable[bool], b_ok: Iterable[bool]) -> PairedTable:
     if len(a) != len(b):
         raise ValueError("paired outcomes must have the same length")
     cells = [0, 0, 0, 0]                 # both, a only, b only, neither
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=True):
         cells[(not x) * 2 + (not y)] += 1
     return PairedTable(*cells)
 

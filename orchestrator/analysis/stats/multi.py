@@ -5,7 +5,7 @@ References: Cochran WG (1950) Biometrika 37:256-266; Holm S (1979) Scand J Stat 
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from scipy import stats

@@ -8,7 +8,7 @@ reinforcement learning at the edge of the statistical precipice. NeurIPS (arXiv:
 from __future__ import annotations
 
 import math
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from scipy import stats

@@ -33,6 +33,7 @@ Ville J (1939). Etude critique de la notion de collectif. Gauthier-Villars.
 from __future__ import annotations
 
 import math
+
 import numpy as np
 from scipy import special
 

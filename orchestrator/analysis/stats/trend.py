@@ -24,9 +24,9 @@ freedom; extensions of the Mantel-Haenszel procedure. JASA 58:690-700.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from math import comb
-from typing import Sequence
 
 import numpy as np
 

@@ -3,8 +3,8 @@ the counts' own arithmetic). Notation of the paired table: see `orchestrator.ana
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,7 @@ class PairedTable:
         return (self.a_only - self.b_only) / self.n if self.n else 0.0
 
     @classmethod
-    def from_matrix(cls, m: Sequence[Sequence[int]]) -> "PairedTable":
+    def from_matrix(cls, m: Sequence[Sequence[int]]) -> PairedTable:
         return cls(int(m[0][0]), int(m[0][1]), int(m[1][0]), int(m[1][1]))
 
 

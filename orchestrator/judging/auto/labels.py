@@ -15,9 +15,9 @@ from typing import Any
 import yaml
 
 from orchestrator.core.errors import RuntimeFailure
+from orchestrator.judging.auto.rater import AutoVerdict, arm_moved, rate_file
 from orchestrator.run.recording import EpisodeFiles, read_series
 from orchestrator.store.sqlite import AUTO_JUDGE, CampaignStore
-from orchestrator.judging.auto.rater import AutoVerdict, arm_moved, rate_file
 
 
 def verdict_label(verdict: AutoVerdict) -> tuple[str, str]:

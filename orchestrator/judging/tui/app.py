@@ -31,8 +31,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from textual.app import App, ComposeResult
 from textual.binding import Binding

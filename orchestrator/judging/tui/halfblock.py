@@ -102,10 +102,10 @@ class HalfBlockImage(Widget):
         blank = Segment(" " * pad) if pad else None
         lines = []
         style = self._style
-        for fg_row, bg_row in zip(top, bottom):
+        for fg_row, bg_row in zip(top, bottom, strict=True):
             segments = [blank] if blank else []
             run_style, run = None, 0
-            for fg, bg in zip(fg_row, bg_row):
+            for fg, bg in zip(fg_row, bg_row, strict=True):
                 s = style(fg, bg)
                 if s is run_style:
                     run += 1

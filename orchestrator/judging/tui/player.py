@@ -16,7 +16,8 @@ mark, the success-height guide).
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from textual.app import ComposeResult
@@ -25,8 +26,8 @@ from textual.reactive import reactive
 from textual.widgets import Static
 
 from orchestrator.judging.queue import start_only
-from orchestrator.judging.video import VideoFrames, tile
 from orchestrator.judging.tui.halfblock import HalfBlockImage, image_widget_class
+from orchestrator.judging.video import VideoFrames, tile
 
 SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0)
 TICK_S = 1 / 30

@@ -23,8 +23,8 @@ An action names the episode the judge was looking at; if the session has moved o
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool

@@ -15,11 +15,9 @@ the page uses to step frame by frame.
 
 from __future__ import annotations
 
-import io
 import secrets
 import threading
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from orchestrator.judging.clean_media import CleanVideo, clean_still, clean_video
 from orchestrator.judging.source import BlindEpisode

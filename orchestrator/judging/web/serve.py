@@ -17,9 +17,9 @@ import socket
 import sys
 from typing import TextIO
 
+from orchestrator.judging.session import JudgeSession
 from orchestrator.judging.source import JudgeSource
 from orchestrator.judging.web.app import JudgeWeb
-from orchestrator.judging.session import JudgeSession
 
 
 def is_loopback(host: str) -> bool:

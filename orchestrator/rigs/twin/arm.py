@@ -43,8 +43,15 @@ from importlib import resources
 import numpy as np
 
 from orchestrator.rigs.twin import sts3215
-from orchestrator.rigs.twin.feetech import (ERR_OVERHEAT, ERR_OVERLOAD, ERR_VOLTAGE, REG, ServoChain,
-                                            from_sign_magnitude, sign_magnitude)
+from orchestrator.rigs.twin.feetech import (
+    ERR_OVERHEAT,
+    ERR_OVERLOAD,
+    ERR_VOLTAGE,
+    REG,
+    ServoChain,
+    from_sign_magnitude,
+    sign_magnitude,
+)
 
 JOINTS = ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper")
 TICKS_PER_TURN = 4096

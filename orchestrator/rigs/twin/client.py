@@ -102,7 +102,7 @@ class Twin:
         shutil.rmtree(self.home, ignore_errors=True)
         shutil.rmtree(self.frames_dir, ignore_errors=True)
 
-    def __enter__(self) -> "Twin":
+    def __enter__(self) -> Twin:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -16,7 +16,7 @@ a 1 Mbaud 8N1 link (10 bits a byte).
 
 from __future__ import annotations
 
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 INST_PING, INST_READ, INST_WRITE, INST_SYNC_READ, INST_SYNC_WRITE = 1, 2, 3, 0x82, 0x83
 BROADCAST_ID = 0xFE

@@ -73,7 +73,7 @@ def main(argv: list[str]) -> int:
                 renderers[name].update_scene(data, camera=name)
                 writers[name].write(renderers[name].render())
     finally:
-        for name, writer in writers.items():
+        for writer in writers.values():
             writer.set_state(DISCONNECTED)
             writer.close()
         for r in renderers.values():

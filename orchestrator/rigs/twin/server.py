@@ -34,7 +34,7 @@ from pathlib import Path
 
 from orchestrator.rigs.twin.arm import JOINTS as ARM_JOINTS
 from orchestrator.rigs.twin.fault_plan import FaultPlan, fault_problems, servo_id
-from orchestrator.rigs.twin.feetech import INST_SYNC_WRITE, REG, ERR_OVERHEAT, ERR_OVERLOAD, split_packets, wire_time_s
+from orchestrator.rigs.twin.feetech import ERR_OVERHEAT, ERR_OVERLOAD, INST_SYNC_WRITE, REG, split_packets, wire_time_s
 from orchestrator.rigs.twin.shared_frames import DISCONNECTED, FROZEN, SceneState
 from orchestrator.rigs.twin.wire_log import WireLog
 

@@ -30,8 +30,15 @@ import time
 from pathlib import Path
 from typing import IO
 
-from orchestrator.rigs.twin.feetech import (INST_PING, INST_READ, INST_SYNC_READ, INST_SYNC_WRITE,
-                                            INST_WRITE, checksum, split_packets)
+from orchestrator.rigs.twin.feetech import (
+    INST_PING,
+    INST_READ,
+    INST_SYNC_READ,
+    INST_SYNC_WRITE,
+    INST_WRITE,
+    checksum,
+    split_packets,
+)
 
 INST_NAMES = {INST_PING: "PING", INST_READ: "READ", INST_WRITE: "WRITE", INST_SYNC_READ: "SYNC_READ",
               INST_SYNC_WRITE: "SYNC_WRITE", 0x06: "RESET", 0x05: "ACTION", 0x04: "REG_WRITE"}

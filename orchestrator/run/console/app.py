@@ -32,7 +32,8 @@ import logging
 import queue
 import threading
 import time
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import Any
 
 from rich.text import Text
 from textual.app import App, ComposeResult
@@ -40,14 +41,12 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, Header, Input, RichLog, Static
 
-from orchestrator.run.operator_protocol import STOP_CAUSE_PROMPT, StopRequested, TrialCue, stop_cause
-from orchestrator.rigs.base import EmergencyStop
-from orchestrator.design.protocol import Layout
 from orchestrator.core.errors import Interrupted
+from orchestrator.design.protocol import Layout
+from orchestrator.rigs.base import EmergencyStop
 from orchestrator.run.console.layout_view import describe_mark, render_layout
 from orchestrator.run.console.wedge import exit_if_wedged
-
-T = TypeVar("T")
+from orchestrator.run.operator_protocol import STOP_CAUSE_PROMPT, StopRequested, TrialCue, stop_cause
 
 ESTOP_PENDING = "emergency stop by operator"
 
@@ -79,13 +78,13 @@ class _LogToConsole(logging.Handler):
 class ConsoleOperator:
     """The `Operator` the runner talks to; every decision comes from the console's keys."""
 
-    def __init__(self, app: "OperatorConsole", review: bool = True):
+    def __init__(self, app: OperatorConsole, review: bool = True):
         if not isinstance(app, OperatorConsole):
             raise TypeError("ConsoleOperator is made by OperatorConsole (app.operator); to run a session "
                             "with the console use console.run_with_console(protocol, session)")
         self.app = app
         self.review = review
-        self.decisions: "queue.Queue[tuple[str, Any]]" = queue.Queue()
+        self.decisions: queue.Queue[tuple[str, Any]] = queue.Queue()
         self.estop = threading.Event()
         self.elapsed = 0.0
         self.redo_reason_pending = False
@@ -461,7 +460,7 @@ class OperatorConsole(App):
                 f"{el:5.1f} s / {self.cue.duration_s:g} s   (trial {self.cue.index} of {self.cue.total})")
 
 
-def run_console(layout: Layout, session: Callable[[ConsoleOperator], T], *, headless: bool = False,
+def run_console[T](layout: Layout, session: Callable[[ConsoleOperator], T], *, headless: bool = False,
                 **kwargs: Any) -> T:
     """Run `session(operator)` on a worker thread while the console runs on this (main) thread.
 
@@ -505,7 +504,7 @@ def run_console(layout: Layout, session: Callable[[ConsoleOperator], T], *, head
     return outcome.get("value")  # type: ignore[return-value]
 
 
-def run_with_console(protocol: Any, session: Callable[[ConsoleOperator], T], *, headless: bool = False,
+def run_with_console[T](protocol: Any, session: Callable[[ConsoleOperator], T], *, headless: bool = False,
                      **kwargs: Any) -> T:
     """`run_console` for a `LoadedProtocol`: its layout, its task as subtitle (not its name: a
     name may spell the policies), and SIGTERM / SIGHUP turned into an interrupt of the session

@@ -24,12 +24,13 @@ import os
 import select
 import sys
 import time
-from typing import Callable, TextIO
+from collections.abc import Callable
+from typing import TextIO
 
-from orchestrator.run.operator_protocol import STOP_CAUSE_PROMPT, StopRequested, TrialCue, stop_cause
-from orchestrator.rigs.base import EmergencyStop
 from orchestrator.design.protocol import Layout
+from orchestrator.rigs.base import EmergencyStop
 from orchestrator.run.console.layout_view import describe_mark, render_layout
+from orchestrator.run.operator_protocol import STOP_CAUSE_PROMPT, StopRequested, TrialCue, stop_cause
 
 ESTOP_PENDING = "emergency stop by operator"
 
