@@ -33,7 +33,7 @@ import yaml
 from orchestrator.core.errors import BadInput
 from orchestrator.judging.source import BlindEpisode, JudgingInfo, LabelRecord, Mark
 from orchestrator.design.judge_facts import judge_facts
-from orchestrator.run.recording import EpisodeFiles
+from orchestrator.store.episode_files import EpisodeFiles
 from orchestrator.store.sqlite import CampaignStore
 
 

@@ -38,7 +38,8 @@ import numpy as np
 from orchestrator.design.protocol import Cube, Mark, Success
 from orchestrator.sim.success import LiftHoldTracker
 from orchestrator.rigs.base import Action, EpisodeFacts, Observation, Rig, register_rig
-from orchestrator.rigs.profile import JOINTS, STATE_KEYS, LoadedRig, RigProfile
+from orchestrator.design.joints import JOINTS
+from orchestrator.rigs.profile import STATE_KEYS, LoadedRig, RigProfile
 
 # A robot geom pushing on the table harder than this (normal force, N) is a table collision.
 # Light brushes of the jaw tips (a few tenths of a newton) are not.

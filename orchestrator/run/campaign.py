@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator.core.errors import BadInput
-from orchestrator.design.protocol import LoadedProtocol, frozen_protocol_from, load_protocol
-from orchestrator.run.recording import damaged_files, remove_episode_files, remove_orphans
+from orchestrator.design.protocol import LoadedProtocol, load_protocol
+from orchestrator.run.recording import remove_episode_files, remove_orphans
+from orchestrator.store.episode_files import damaged_files
 from orchestrator.rigs.profile import LoadedRig, load_rig
 from orchestrator.design.schedule import draw_schedule
 from orchestrator.store.sqlite import DB_NAME, CampaignStore
@@ -130,18 +131,3 @@ def _resume(store: CampaignStore, loaded: LoadedProtocol, rig: LoadedRig, direct
         raise
     return OpenedCampaign(store, loaded, rig, resumed=True, recovered=recovered)
 
-
-def frozen_protocol(store: CampaignStore) -> LoadedProtocol:
-    """Rebuild the protocol frozen in a campaign store (for reports, judging and export), checked
-    against the identity hashes frozen beside it: BadInput (one line) when the stored protocol or
-    layout text no longer has its SHA-256 (the store was altered or damaged), so nothing is
-    reported, judged or exported under a protocol other than the one the campaign ran."""
-    c = store.campaign()
-    loaded = frozen_protocol_from(c["protocol_path"], c["protocol_text"], c["layout_text"])
-    for what, stored, actual in (("protocol", c.get("protocol_sha256"), loaded.sha256),
-                                 ("layout", c.get("layout_sha256"), loaded.layout_sha256)):
-        if stored != actual:
-            raise BadInput(f"{store.where}: the {what} frozen in the campaign store does not "
-                           f"match its SHA-256 ({str(stored or '')[:12] or 'blank'} stored, {actual[:12]} "
-                           "computed); the store was altered or damaged")
-    return loaded

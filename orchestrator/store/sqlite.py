@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Protocol
 
 from filelock import FileLock
 
@@ -35,6 +35,7 @@ from orchestrator.store.abort_causes import abort_cause
 from orchestrator.store.schema import SCHEMA_VERSION, create_schema, migrate
 from orchestrator.store.sqlite_file import (APPLICATION_ID, DB_NAME, LOCK_NAME, acquire, checked, connect,  # noqa: F401
                                             existing, upgrade)
+from orchestrator.design.protocol import LoadedProtocol, frozen_protocol_from
 from orchestrator.design.schedule import Trial
 
 
@@ -132,17 +133,25 @@ def _event(c, kind: str, message: str, slot: int | None = None, data: str | None
     chain.append(c, "events", cur.lastrowid)
 
 
+class TrialGuard(Protocol):
+    """What a store's guard does (a station's claim on its block, `leases.BlockClaim`): called
+    first inside the transactions that begin and commit an attempt of trial `slot`, on that
+    transaction's connection, it raises (and so rolls the change back) when this process may no
+    longer write the trial; it writes nothing."""
+
+    def __call__(self, conn: Any, slot: int) -> None: ...
+
+
 class CampaignStore:
     """Access to one campaign directory. Open with `create`, `open_for_run` (the runner, holding
     the run lock), `open_for_labels` (judging) or `open_readonly` (everything that only reads)."""
 
-    def __init__(self, directory: Path, conn: sqlite3.Connection, lock: FileLock | None):
+    def __init__(self, directory: Path, conn: sqlite3.Connection, lock: FileLock | None,
+                 guard: TrialGuard | None = None):
         self.directory = Path(directory)
         self.conn = conn
         self._lock = lock
-        # A station's claim check (stations.py), run first inside the transactions that begin
-        # and commit an attempt: raises when the station no longer holds the trial's block.
-        self.guard: Any = None
+        self.guard = guard
         # What the evidence chain's check found when a reader opened the store (chain.py).
         self.evidence: chain.ChainStatus | None = None
 
@@ -238,9 +247,14 @@ class CampaignStore:
         return store
 
     @property
+    def on_server(self) -> bool:
+        """Whether the store is a PostgreSQL server's (`postgres.py`) rather than a SQLite file."""
+        return getattr(self.conn, "dialect", "sqlite") == "postgresql"
+
+    @property
     def where(self) -> str:
         """The campaign store as the user knows it: its SQLite file, or the server's for a folder."""
-        if getattr(self.conn, "dialect", "") == "postgresql":
+        if self.on_server:
             return f"the server's campaign store for {self.directory}"
         return str(self.directory / DB_NAME)
 
@@ -294,6 +308,21 @@ class CampaignStore:
         if row is None:
             raise BadInput(f"{self.directory / DB_NAME}: campaign store has no campaign record")
         return dict(row)
+
+    def frozen_protocol(self) -> LoadedProtocol:
+        """The protocol frozen in the store (for reports, judging and export), checked against the
+        identity hashes frozen beside it: BadInput (one line) when the stored protocol or layout
+        text no longer has its SHA-256 (the store was altered or damaged), so nothing is reported,
+        judged or exported under a protocol other than the one the campaign ran."""
+        c = self.campaign()
+        loaded = frozen_protocol_from(c["protocol_path"], c["protocol_text"], c["layout_text"])
+        for what, stored, actual in (("protocol", c.get("protocol_sha256"), loaded.sha256),
+                                     ("layout", c.get("layout_sha256"), loaded.layout_sha256)):
+            if stored != actual:
+                raise BadInput(f"{self.where}: the {what} frozen in the campaign store does not "
+                               f"match its SHA-256 ({str(stored or '')[:12] or 'blank'} stored, {actual[:12]} "
+                               "computed); the store was altered or damaged")
+        return loaded
 
     def trials(self) -> list[Trial]:
         rows = self.conn.execute(
@@ -537,7 +566,7 @@ class CampaignStore:
 
     def station_blocks(self) -> list[dict[str, Any]]:
         """Which station ran each layout block, and when (stations.py); [] for a single arm."""
-        if getattr(self.conn, "dialect", "sqlite") != "postgresql" or not self.conn.has_table("blocks"):
+        if not self.on_server or not self.conn.has_table("blocks"):
             return []
         return [dict(r) for r in self.conn.execute(
             "SELECT unit, station, state, claimed_at, finished_at FROM blocks ORDER BY unit")]

@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from orchestrator.core.errors import RuntimeFailure
-from orchestrator.run.recording import EpisodeFiles, read_series
+from orchestrator.store.episode_files import EpisodeFiles, read_series
 from orchestrator.store.sqlite import AUTO_JUDGE, CampaignStore
 from orchestrator.judging.auto.rater import AutoVerdict, arm_moved, rate_file
 
