@@ -251,6 +251,13 @@ class CampaignStore:
         """Whether the store is a PostgreSQL server's (`postgres.py`) rather than a SQLite file."""
         return getattr(self.conn, "dialect", "sqlite") == "postgresql"
 
+    def server_role(self) -> tuple[str, bool]:
+        """On a server store: the role it connects as, and whether that role may read the key
+        (which policy ran each trial: `trials.policy`; `postgres_roles.py` grants a judge none of it)."""
+        can_read_key, role = self.conn.execute(
+            "SELECT has_column_privilege('trials', 'policy', 'SELECT'), current_user").fetchone()
+        return role, bool(can_read_key)
+
     @property
     def where(self) -> str:
         """The campaign store as the user knows it: its SQLite file, or the server's for a folder."""
@@ -453,7 +460,7 @@ class CampaignStore:
         rest): the episode and its labels are removed, the attempt is marked aborted with
         `reason` (reported like an e-stop, never an outcome), and the trial goes back to the
         queue, so the next `orchestrator run` re-runs it. Reads no key column, so a judge's
-        sealed connection (`blinding.seal`) may call it. Returns the trial slot (None for an
+        sealed connection (`blind_view.seal`) may call it. Returns the trial slot (None for an
         invalid start on a server store, done by the server's `invalid_start` function so that a
         judge's role can do it without reading the schedule)."""
         now = time.time()
