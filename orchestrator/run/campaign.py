@@ -18,6 +18,7 @@ from orchestrator.run.recording import remove_episode_files, remove_orphans
 from orchestrator.store.episode_files import damaged_files
 from orchestrator.rigs.profile import LoadedRig, load_rig
 from orchestrator.design.schedule import draw_schedule
+from orchestrator.store.leases import BlockClaim
 from orchestrator.store.sqlite import DB_NAME, CampaignStore
 
 
@@ -28,6 +29,7 @@ class OpenedCampaign:
     rig: LoadedRig
     resumed: bool
     recovered: list[tuple[int, str]]   # (slot, episode id) of attempts a dead process left running
+    claim: BlockClaim | None = None    # a station's claim on its block, the store's guard (run/stations.py)
 
 
 def default_campaign_dir(protocol: LoadedProtocol, root: Path = Path("recordings")) -> Path:
@@ -83,11 +85,15 @@ def _open_on_server(loaded: LoadedProtocol, rig: LoadedRig, directory: Path | No
         raise BadInput("--store needs --out: the shared directory (NFS/SMB mount) where every "
                        "station writes the campaign's videos")
     directory = Path(directory)
-    store = create_on_server(url, directory, station=station is not None, **_campaign_fields(loaded, rig))
+    claim = None if station is None else BlockClaim(station, loaded.protocol.stations.lease_s)
+    store = create_on_server(url, directory, station=station is not None, guard=claim,
+                             **_campaign_fields(loaded, rig))
     if store is not None:
-        return OpenedCampaign(store, loaded, rig, resumed=False, recovered=[])
-    store = open_on_server(url, directory, "station" if station else "run")
-    return _resume(store, loaded, rig, directory, station)
+        return OpenedCampaign(store, loaded, rig, resumed=False, recovered=[], claim=claim)
+    store = open_on_server(url, directory, "station" if station else "run", guard=claim)
+    opened = _resume(store, loaded, rig, directory, station)
+    opened.claim = claim
+    return opened
 
 
 def _resume(store: CampaignStore, loaded: LoadedProtocol, rig: LoadedRig, directory: Path,
