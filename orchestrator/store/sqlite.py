@@ -580,3 +580,14 @@ class CampaignStore:
 
     def integrity_ok(self) -> bool:
         return self.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+    def chain_status(self) -> chain.ChainStatus:
+        """The evidence chain's check: as the opener found it (`evidence`), else computed now."""
+        return self.evidence if self.evidence is not None else chain.verify(self.conn)
+
+    def chain_entries(self) -> list[tuple]:
+        return chain.entries_of(self.conn)
+
+    def chained_rows(self, table: str) -> list[dict[str, Any]]:
+        """Every row of a chained table, as the chain hashes it (`chain.rows_of`)."""
+        return chain.rows_of(self.conn, table)
