@@ -27,7 +27,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from orchestrator.run.recording import PARTIAL, damaged_files  # noqa: E402
+from orchestrator.run.recording import PARTIAL  # noqa: E402
+from orchestrator.store.episode_files import damaged_files  # noqa: E402
 from orchestrator.store.sqlite import CampaignStore  # noqa: E402
 
 

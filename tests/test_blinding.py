@@ -16,6 +16,7 @@ from orchestrator.judging import blinding
 from orchestrator.judging.blinding import CampaignSource, blinded_view, judge_order
 from orchestrator.judging.bundle import write_bundle
 from orchestrator.judging.tui.app import JudgeApp
+from orchestrator.store import blind_view
 from orchestrator.store.sqlite import CampaignStore
 from support.judge_campaign import SECRET_TERMS, make_campaign, policy_of
 from support.video import tag_with_policy
@@ -27,9 +28,11 @@ def campaign(tmp_path_factory) -> Path:
 
 
 def test_view_sql_selects_no_key_column():
-    select = blinding._VIEW_SQL.split(" FROM ")[0].lower()
-    for column in ("policy", "seed", "position", "slot", "unit", "repeat"):
-        assert column not in select
+    for sql in (blind_view.VIEW_SQL, blind_view.SERVER_VIEW_SQL):
+        select = sql.split(" FROM ")[0].lower()
+        assert "mark_id" in select          # the text read is the view's select list
+        for column in ("policy", "seed", "position", "slot", "unit", "repeat"):
+            assert column not in select
 
 
 def test_judging_a_campaign_works_with_the_key_unreadable(campaign, tmp_path):

@@ -1,6 +1,6 @@
 """The rules about an episode's files that several stages share, each written once: the
-time-series reader and the disk rule (`run/recording.py`), the frame shown at time t
-(`core/timeline.py`)."""
+time-series reader (`store/episode_files.py`), the disk rule (`run/recording.py`), the frame
+shown at time t (`core/timeline.py`)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from orchestrator.core.errors import RuntimeFailure
 from orchestrator.core.timeline import frame_shown_at
 from orchestrator.rigs.profile import STATE_KEYS
 from orchestrator.run import preflight, recording
-from orchestrator.run.recording import read_series, required_free_bytes
+from orchestrator.run.recording import required_free_bytes
+from orchestrator.store.episode_files import read_series
 
 
 def test_read_series_puts_the_columns_in_joint_order_whatever_the_file_says(tmp_path):
@@ -69,7 +70,8 @@ def test_doctor_and_run_apply_the_same_disk_rule(tmp_path, monkeypatch):
 
 def test_episode_files_written_by_the_recorder_read_back_by_name(tmp_path):
     from orchestrator.rigs.profile import CameraSpec
-    from orchestrator.run.recording import EpisodeFiles, EpisodeRecorder
+    from orchestrator.run.recording import EpisodeRecorder
+    from orchestrator.store.episode_files import EpisodeFiles
 
     cameras = {"front": CameraSpec(type="sim", width=32, height=24, fps=10),
                "wrist": CameraSpec(type="sim", width=32, height=24, fps=5)}

@@ -200,6 +200,7 @@ def test_mixed_encoder_settings_are_re_encoded(tmp_path, hf_env):
 
     from orchestrator.rigs.profile import CameraSpec
     from orchestrator.run import recording
+    from orchestrator.store.episode_files import file_digest
 
     campaign = make_campaign(tmp_path / "sim", wrist_fps=10)
     db = sqlite3.connect(campaign / "campaign.db")
@@ -216,7 +217,7 @@ def test_mixed_encoder_settings_are_re_encoded(tmp_path, hf_env):
     writer.frames.put(None)
     writer.join()
     digests = json.loads(digests)
-    digests[relative] = list(recording.file_digest(campaign / relative))
+    digests[relative] = list(file_digest(campaign / relative))
     db.execute("UPDATE episodes SET digests = ? WHERE id = ?", (json.dumps(digests), episode_id))
     db.commit()
     db.close()

@@ -507,10 +507,9 @@ def outcomes_from_store(store: CampaignStore, judge: str | None = None) -> Outco
     of the human judges, with `auto` only if the protocol says `judging: {auto: counted}`; when
     no human has judged and the campaign is simulated, physics)."""
     from orchestrator.judging.auto.labels import still_episodes
-    from orchestrator.run.campaign import frozen_protocol
 
     camp = store.campaign()
-    frozen = frozen_protocol(store)
+    frozen = store.frozen_protocol()
     protocol = frozen.protocol
     trials = store.trials()
     episodes = {e["id"]: e for e in store.episodes()}

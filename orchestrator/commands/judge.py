@@ -101,11 +101,11 @@ def check_judge_role(source, judge: str) -> None:
     """On a PostgreSQL store a served judge connects as the judge's own role (`orchestrator
     store add-judge`): refuse a connection that could read the key (the owner's, an
     operator's) or that is another judge's (the server would refuse each label)."""
-    conn = getattr(getattr(source, "store", None), "conn", None)
-    if getattr(conn, "dialect", "sqlite") != "postgresql":
+    from orchestrator.judging.blinding import CampaignSource
+
+    if not isinstance(source, CampaignSource) or not source.store.on_server:
         return
-    can_read_key, role = conn.execute(
-        "SELECT has_column_privilege('trials', 'policy', 'SELECT'), current_user").fetchone()
+    role, can_read_key = source.store.server_role()
     if can_read_key:
         raise BadInput(f"--store: role {role!r} can read which policy ran each episode; serve the judge "
                        f"with the judge's own role (orchestrator store add-judge URL {judge}, then "

@@ -80,7 +80,6 @@ def run(args: argparse.Namespace) -> int:
     from orchestrator.core.durable import publish
     from orchestrator.judging.auto.labels import campaign_test
     from orchestrator.rigs.profile import parse_rig_text
-    from orchestrator.run.campaign import frozen_protocol
     from orchestrator.store.sqlite import CampaignStore
 
     if importlib.util.find_spec("rerun") is None:
@@ -96,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
         from orchestrator.export.rerun_view import select_episodes
 
         views = select_episodes(store, args.trial, args.mark)
-        control_fps = int(frozen_protocol(store).protocol.episode.fps)
+        control_fps = int(store.frozen_protocol().protocol.episode.fps)
         test = campaign_test(store)
         try:
             cameras = {name: int(spec.fps) for name, spec in parse_rig_text(store.campaign()["rig_text"]).cameras.items()}

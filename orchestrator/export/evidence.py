@@ -38,10 +38,9 @@ SETTLED = {SETTLES_FAILURE: "scored_failure", SETTLES_EXCLUDED: "excluded"}
 
 def evidence_document(store: CampaignStore) -> dict[str, Any]:
     """`meta/ab_evidence.json` of a store whose chain the opener verified (`store.evidence`)."""
-    status = store.evidence if store.evidence is not None else chain.verify(store.conn)
-    return {"schema": EVIDENCE_SCHEMA, "chain": status.to_dict(),
-            "entries": [list(e) for e in chain.entries_of(store.conn)],
-            "rows": {table: [_published(table, row) for row in chain.rows_of(store.conn, table)]
+    return {"schema": EVIDENCE_SCHEMA, "chain": store.chain_status().to_dict(),
+            "entries": [list(e) for e in store.chain_entries()],
+            "rows": {table: [_published(table, row) for row in store.chained_rows(table)]
                      for table in CARRIED}}
 
 

@@ -16,7 +16,7 @@ from orchestrator.core.errors import RuntimeFailure
 from orchestrator.core.timeline import frame_shown_at
 from orchestrator.export.names import F_FAILURE, F_MARK, F_POLICY, F_SUCCESS
 from orchestrator.export.plan import EpisodePlan, ExportPlan
-from orchestrator.run.recording import read_series
+from orchestrator.store.episode_files import read_series
 
 
 def _decoded(path: Path) -> Iterator[np.ndarray]:
@@ -65,7 +65,7 @@ def held_frames(path: Path, indices: np.ndarray, shape: tuple[int, int], where: 
 
 
 def episode_series(plan: ExportPlan, ep: EpisodePlan) -> dict[str, np.ndarray]:
-    """The episode's time series (`recording.read_series`), state and action as float32."""
+    """The episode's time series (`episode_files.read_series`), state and action as float32."""
     path = plan.campaign_dir / ep.files.timeseries
     data = read_series(path)
     for name in ("state", "action"):

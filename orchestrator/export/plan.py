@@ -13,7 +13,7 @@ from orchestrator.core.errors import BadInput, RuntimeFailure
 from orchestrator.design.schedule import Trial
 from orchestrator.export.names import F_ACTION, F_FAILURE, F_IMAGE, F_MARK, F_POLICY, F_STATE, F_SUCCESS
 from orchestrator.rigs.profile import STATE_KEYS, RigProfile, parse_rig_text
-from orchestrator.run.recording import EpisodeFiles, damaged_files
+from orchestrator.store.episode_files import EpisodeFiles, damaged_files
 from orchestrator.store.sqlite import PHYSICS_JUDGE, CampaignStore
 
 
@@ -215,11 +215,10 @@ def export_stride(control_fps: int, rig: RigProfile | None, cameras: list[str], 
 def plan_export(store: CampaignStore, *, repo_id: str, root: Path, judge: str | None = None,
                 include_aborted: bool = False, force: bool = False, fps: str = "recorded") -> ExportPlan:
     """Read everything the export needs and apply the refusals; writes nothing."""
-    from orchestrator.run.campaign import frozen_protocol
 
     campaign = store.campaign()
     directory = store.directory
-    protocol = frozen_protocol(store)
+    protocol = store.frozen_protocol()
     try:
         rig = parse_rig_text(campaign["rig_text"])
     except Exception:  # an unreadable rig text only costs the robot type
@@ -264,9 +263,8 @@ def blinding_reasons(store: CampaignStore, judge: str | None = None) -> list[str
     """Why showing which policy ran each episode would unblind the campaign now: the export's own
     refusals (`_refusals`: an incomplete campaign, episodes without a definite label under
     `judge`'s labels, fewer complete judges than the protocol pre-registered); empty when none."""
-    from orchestrator.run.campaign import frozen_protocol
 
-    protocol = frozen_protocol(store)
+    protocol = store.frozen_protocol()
     trials = store.trials()
     recorded = {e["id"] for e in store.episodes()}
     done = [t for t in trials if t.state == "done" and t.episode_id in recorded]

@@ -38,7 +38,8 @@ from orchestrator.design.schedule import Trial
 from orchestrator.export.remux import probe
 from orchestrator.judging.auto import rater
 from orchestrator.rigs.profile import STATE_KEYS
-from orchestrator.run.recording import EpisodeFiles, read_series, video_rate
+from orchestrator.run.recording import video_rate
+from orchestrator.store.episode_files import EpisodeFiles, read_series
 from orchestrator.store.sqlite import AUTO_JUDGE, CampaignStore
 
 TIMELINE = "time"

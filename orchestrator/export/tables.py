@@ -130,7 +130,7 @@ def write_table(rows: list[dict[str, Any]], path: Path) -> None:
 
 def evaluation_summary(plan: ExportPlan) -> dict[str, Any]:
     """`meta/ab_evaluation.json`: identity, label source, the encodings of the int columns."""
-    c = plan.campaign   # its frozen texts were checked against their SHA-256 (run.campaign.frozen_protocol)
+    c = plan.campaign   # its frozen texts were checked against their SHA-256 (CampaignStore.frozen_protocol)
     done = sum(1 for t in plan.trials if t.state == "done")
     return {
         "schema": EXPORT_SCHEMA,

@@ -2,12 +2,12 @@
 
 The key -- which policy ran which episode -- lives only in the campaign store's `trials`
 table (`policy`, and `seed`/`position`/`slot`, from which the schedule and so the policy
-could be reconstructed). The blinded view is read with SQL that selects none of those
-columns: per episode the opaque random id (`store.new_episode_id`), the video files, the
-layout mark, the duration and the frame count. From the frozen protocol text only the
-success test and the failure-mode list are taken; the protocol text itself (which names
-policies and checkpoint paths) and the campaign name (chosen by the researcher, may name
-them too) are never passed on.
+could be reconstructed). The blinded view is read through the store's blinded reads
+(`store/blind_view.py`), which select none of those columns: per episode the opaque random id
+(`store.new_episode_id`), the video files, the layout mark, the duration and the frame count.
+From the frozen protocol text only the success test and the failure-mode list are taken; the
+protocol text itself (which names policies and checkpoint paths) and the campaign name (chosen
+by the researcher, may name them too) are never passed on.
 
 Each judge sees the episodes in their own random order: episodes are sorted by
 SHA-256(salt | judge | episode id), the salt being the random campaign id (or a bundle's
@@ -31,10 +31,10 @@ from typing import Any
 
 import yaml
 
-from orchestrator.core.errors import BadInput
 from orchestrator.design.judge_facts import judge_facts
 from orchestrator.judging.source import BlindEpisode, JudgingInfo, LabelRecord, Mark
-from orchestrator.run.recording import EpisodeFiles
+from orchestrator.store.blind_view import blind_episode_rows, campaign_texts, seal, server_judging_info
+from orchestrator.store.episode_files import EpisodeFiles
 from orchestrator.store.sqlite import CampaignStore
 
 
@@ -47,20 +47,6 @@ def judge_order(episode_ids: Iterable[str], judge: str, salt: str) -> list[str]:
 
 
 
-# The whole blinded view is these two statements. They must never name trials.policy,
-# trials.seed, trials.position or trials.slot (a test checks this text).
-_VIEW_SQL = ("SELECT e.id, e.frames, e.duration_s, e.files, t.mark_id"
-             " FROM episodes e JOIN trials t ON t.slot = e.slot")
-_INFO_SQL = "SELECT id, protocol_text, layout_text FROM campaign"
-# On a PostgreSQL store the same view is a server object a judge's role is granted (pgroles.py).
-_SERVER_VIEW_SQL = "SELECT id, frames, duration_s, files, mark_id FROM blind_episodes"
-_SERVER_INFO_SQL = "SELECT ref, success_test, failure_modes, marks FROM judging_info"
-
-
-def _on_server(store: CampaignStore) -> bool:
-    return getattr(store.conn, "dialect", "sqlite") == "postgresql"
-
-
 def _min_height(protocol_text: str) -> float:
     try:
         success = (yaml.safe_load(protocol_text) or {}).get("success") or {}
@@ -71,14 +57,11 @@ def _min_height(protocol_text: str) -> float:
 
 def judging_info(store: CampaignStore) -> tuple[JudgingInfo, dict[str, Mark]]:
     """What the judge is told (success test, failure modes) and the marks, from the frozen texts."""
-    if _on_server(store):
-        ref, text, modes, marks = store.conn.execute(_SERVER_INFO_SQL).fetchone()
+    if store.on_server:
+        ref, text, modes, marks = server_judging_info(store)
         return (JudgingInfo(ref=ref, success_test=text, failure_modes=tuple(json.loads(modes)), kind="campaign"),
                 {k: Mark(k, x, y) for k, (x, y) in json.loads(marks).items()})
-    row = store.conn.execute(_INFO_SQL).fetchone()
-    if row is None:
-        raise BadInput(f"{store.directory}: campaign store has no campaign record")
-    campaign_id, protocol_text, layout_text = row
+    campaign_id, protocol_text, layout_text = campaign_texts(store)
     text, modes, marks = _parts(protocol_text, layout_text)
     return JudgingInfo(ref=str(campaign_id), success_test=text, failure_modes=modes, kind="campaign",
                        min_height_m=_min_height(protocol_text)), marks
@@ -94,12 +77,12 @@ def _read_poses(path: Path) -> dict[str, dict]:
 
 
 def blinded_episodes(store: CampaignStore, marks: dict[str, Mark]) -> list[BlindEpisode]:
-    """Every recorded episode (sorted by id, not by run order), through `_VIEW_SQL` only."""
+    """Every recorded episode (sorted by id, not by run order), through the store's blinded view
+    only (`blind_view.blind_episode_rows`)."""
     from orchestrator.judging.auto.labels import series_arm_moved
 
     episodes = []
-    sql = _SERVER_VIEW_SQL if _on_server(store) else _VIEW_SQL
-    for episode_id, frames, duration_s, files, mark_id in store.conn.execute(sql):
+    for episode_id, frames, duration_s, files, mark_id in blind_episode_rows(store):
         files = EpisodeFiles.from_dict(files)
         videos = {camera: (store.directory / rel).resolve() for camera, rel in files.videos.items()}
         stills = {camera: (store.directory / rel).resolve() for camera, rel in files.stills.items()}
@@ -120,38 +103,6 @@ def blinded_view(store: CampaignStore) -> tuple[JudgingInfo, list[BlindEpisode]]
     return info, blinded_episodes(store, marks)
 
 
-# Columns the judge's connection may never read: the key; anything that may name a policy
-# (the campaign name and protocol path are chosen by the researcher; events and abort reasons
-# may quote them; inference timings differ by policy type); and the physics outcome, which
-# would bias the judge.
-_SEALED = {"trials": {"policy", "seed", "position", "unit", "repeat_index"},
-           "campaign": {"name", "protocol_path", "protocol_text", "rig_path", "rig_text"},
-           "episodes": {"physics_success", "max_lift_m", "time_to_success_s", "safety_events",
-                        "timing"},
-           "attempts": {"reason", "abort_class", "abort_cause", "settles"},   # an abort's cause would unblind
-           "events": None,
-           "chain": None}   # a trial's row digest could be matched against guesses of its policy
-
-
-def seal(conn) -> None:
-    """Make `conn` refuse (SQLite authorizer) every read of the key and of policy-naming text.
-
-    The one exception: the evidence chain's own reads (`store.chain.hashing()`), which hash the
-    rows a judge's label or invalid start changes and hand back no value."""
-    import sqlite3
-
-    from orchestrator.store.chain import hashing
-
-    def authorizer(action, table, column, *_):
-        if action == sqlite3.SQLITE_READ and table in _SEALED and not hashing():
-            columns = _SEALED[table]
-            if columns is None or column in columns:
-                return sqlite3.SQLITE_DENY
-        return sqlite3.SQLITE_OK
-
-    conn.set_authorizer(authorizer)
-
-
 class CampaignSource:
     """`JudgeSource` over a campaign store: blinded view in, labels via the store's API.
 
@@ -166,7 +117,7 @@ class CampaignSource:
         self.judge = judge
         self.contested_first = contested_first
         self.info, self._marks = judging_info(self.store)
-        seal(self.store.conn)
+        seal(self.store)
 
     def episodes(self) -> list[BlindEpisode]:
         by_id = {e.id: e for e in blinded_episodes(self.store, self._marks)}

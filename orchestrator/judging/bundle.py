@@ -86,7 +86,7 @@ def write_bundle(campaign: Path, out: Path) -> BundleSummary:
     store = CampaignStore.open_readonly(Path(campaign))
     try:
         info, episodes = blinded_view(store)
-        protocol_text = store.conn.execute("SELECT protocol_text FROM campaign").fetchone()[0]
+        protocol_text = store.campaign()["protocol_text"]
     finally:
         store.close()
     if not episodes:

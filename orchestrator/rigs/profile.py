@@ -14,11 +14,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from orchestrator.core.errors import BadInput
+from orchestrator.design.joints import STATE_KEYS
 from orchestrator.design.protocol import load_validated
-
-JOINTS = ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper")
-"""SO-101 motor names; observation/action keys are `<joint>.pos` (degrees, gripper 0-100)."""
-STATE_KEYS = tuple(f"{j}.pos" for j in JOINTS)
 
 
 class CameraPoseSpec(BaseModel):

@@ -35,9 +35,10 @@ from typing import Any
 
 import numpy as np
 
+from orchestrator.design.joints import JOINTS
 from orchestrator.design.protocol import Cube, LoadedProtocol, Mark, Success
 from orchestrator.rigs.base import Action, EpisodeFacts, Observation, Rig, register_rig
-from orchestrator.rigs.profile import JOINTS, STATE_KEYS, LoadedRig, RigProfile
+from orchestrator.rigs.profile import STATE_KEYS, LoadedRig, RigProfile
 from orchestrator.sim.success import LiftHoldTracker
 
 # A robot geom pushing on the table harder than this (normal force, N) is a table collision.

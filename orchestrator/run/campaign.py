@@ -13,10 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator.core.errors import BadInput
-from orchestrator.design.protocol import LoadedProtocol, frozen_protocol_from, load_protocol
+from orchestrator.design.protocol import LoadedProtocol, load_protocol
 from orchestrator.design.schedule import draw_schedule
 from orchestrator.rigs.profile import LoadedRig, load_rig
-from orchestrator.run.recording import damaged_files, remove_episode_files, remove_orphans
+from orchestrator.run.recording import remove_episode_files, remove_orphans
+from orchestrator.store.episode_files import damaged_files
+from orchestrator.store.leases import BlockClaim
 from orchestrator.store.sqlite import DB_NAME, CampaignStore
 
 
@@ -27,6 +29,7 @@ class OpenedCampaign:
     rig: LoadedRig
     resumed: bool
     recovered: list[tuple[int, str]]   # (slot, episode id) of attempts a dead process left running
+    claim: BlockClaim | None = None    # a station's claim on its block, the store's guard (run/stations.py)
 
 
 def default_campaign_dir(protocol: LoadedProtocol, root: Path = Path("recordings")) -> Path:
@@ -82,11 +85,15 @@ def _open_on_server(loaded: LoadedProtocol, rig: LoadedRig, directory: Path | No
         raise BadInput("--store needs --out: the shared directory (NFS/SMB mount) where every "
                        "station writes the campaign's videos")
     directory = Path(directory)
-    store = create_on_server(url, directory, station=station is not None, **_campaign_fields(loaded, rig))
+    claim = None if station is None else BlockClaim(station, loaded.protocol.stations.lease_s)
+    store = create_on_server(url, directory, station=station is not None, guard=claim,
+                             **_campaign_fields(loaded, rig))
     if store is not None:
-        return OpenedCampaign(store, loaded, rig, resumed=False, recovered=[])
-    store = open_on_server(url, directory, "station" if station else "run")
-    return _resume(store, loaded, rig, directory, station)
+        return OpenedCampaign(store, loaded, rig, resumed=False, recovered=[], claim=claim)
+    store = open_on_server(url, directory, "station" if station else "run", guard=claim)
+    opened = _resume(store, loaded, rig, directory, station)
+    opened.claim = claim
+    return opened
 
 
 def _resume(store: CampaignStore, loaded: LoadedProtocol, rig: LoadedRig, directory: Path,
@@ -130,18 +137,3 @@ def _resume(store: CampaignStore, loaded: LoadedProtocol, rig: LoadedRig, direct
         raise
     return OpenedCampaign(store, loaded, rig, resumed=True, recovered=recovered)
 
-
-def frozen_protocol(store: CampaignStore) -> LoadedProtocol:
-    """Rebuild the protocol frozen in a campaign store (for reports, judging and export), checked
-    against the identity hashes frozen beside it: BadInput (one line) when the stored protocol or
-    layout text no longer has its SHA-256 (the store was altered or damaged), so nothing is
-    reported, judged or exported under a protocol other than the one the campaign ran."""
-    c = store.campaign()
-    loaded = frozen_protocol_from(c["protocol_path"], c["protocol_text"], c["layout_text"])
-    for what, stored, actual in (("protocol", c.get("protocol_sha256"), loaded.sha256),
-                                 ("layout", c.get("layout_sha256"), loaded.layout_sha256)):
-        if stored != actual:
-            raise BadInput(f"{store.where}: the {what} frozen in the campaign store does not "
-                           f"match its SHA-256 ({str(stored or '')[:12] or 'blank'} stored, {actual[:12]} "
-                           "computed); the store was altered or damaged")
-    return loaded

@@ -16,8 +16,8 @@ policy's action as `lerobot-record`/`lerobot-rollout` store it, `sent_action` wh
 sent to the arm after `max_relative_target` clipping; `frame_t.<camera>` the `t` of each video
 frame; `keys` the joint order of the columns; `frame_age_ms.<camera>` / `frame_repeat.<camera>`
 per step, the camera frame's age when observed and 1 when it repeated the previous step's
-(`rigs/frame_age.py`; NaN when the rig's camera does not report it). `read_series` is the one
-reader of this file.
+(`rigs/frame_age.py`; NaN when the rig's camera does not report it). The one reader of this
+file, and the names of an episode's files, are the store's (`store/episode_files.py`).
 
 The frame shown at time t is `core.timeline.frame_shown_at` (the judge's player and the export).
 
@@ -26,7 +26,6 @@ Disk space (`required_free_bytes`): one rule for `doctor`, the runners and the r
 
 from __future__ import annotations
 
-import hashlib
 import queue
 import shutil
 import threading
@@ -42,6 +41,7 @@ from orchestrator.core.durable import publish
 from orchestrator.core.errors import RuntimeFailure
 from orchestrator.rigs.base import Action, Observation
 from orchestrator.rigs.profile import STATE_KEYS, CameraSpec
+from orchestrator.store.episode_files import EpisodeFiles, file_digest
 
 PARTIAL = ".partial"
 # The encode, the same for every episode of every policy (`video_encoding`), so the export can join
@@ -109,32 +109,6 @@ def check_disk(directory: Path, needed_bytes: int, what: str) -> None:
             f"{required / 1e6:.0f} MB; free some space and run again to resume")
 
 
-SERIES_COLUMNS = ("state", "action", "sent_action")
-
-
-def read_series(path: Path) -> dict[str, np.ndarray]:
-    """An episode's `timeseries.npz` as written by `EpisodeRecorder.finish`: every array, with
-    the joint columns of `state`, `action` and `sent_action` in STATE_KEYS order whatever order
-    the file recorded (`keys`; a joint the file lacks is NaN). Never unpickles. RuntimeFailure
-    naming the file when it cannot be read."""
-    path = Path(path)
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            data = {k: z[k] for k in z.files}
-        steps = len(data["t"])
-    except (OSError, ValueError, KeyError) as exc:
-        raise RuntimeFailure(f"{path}: cannot read the time series: {exc}") from None
-    keys = [str(k) for k in data.get("keys", STATE_KEYS)]
-    order = [keys.index(k) if k in keys else None for k in STATE_KEYS]
-    for name in SERIES_COLUMNS:
-        if name not in data:
-            continue
-        values = np.asarray(data[name], dtype=np.float64).reshape(steps, -1)
-        data[name] = np.stack([values[:, i] if i is not None else np.full(steps, np.nan) for i in order], axis=1)
-    data["keys"] = np.asarray(STATE_KEYS)
-    return data
-
-
 class _VideoWriter(threading.Thread):
     """Encodes RGB frames of one camera to H.264 on its own thread, at a constant `fps`
     (default the camera's): the n-th frame is shown at n / fps (see `video_encoding`)."""
@@ -200,80 +174,12 @@ class _VideoWriter(threading.Thread):
             container.mux(packet)
 
 
-@dataclass(frozen=True)
-class EpisodeFiles:
-    """The files of one recorded episode, paths relative to the campaign folder.
-
-    The campaign store keeps them as one flat JSON object (the format since schema 1):
-    `<camera>` -> its video (`.mp4`), `<camera>.start` -> its start still (`.jpg`), `timeseries`,
-    and `camera_poses` when the rig knows them. `to_dict` writes it and `from_dict` reads it: the
-    only code that knows which name means what.
-    """
-
-    videos: dict[str, str]
-    timeseries: str | None = None
-    stills: dict[str, str] = field(default_factory=dict)
-    camera_poses: str | None = None
-
-    def to_dict(self) -> dict[str, str]:
-        out = dict(self.videos)
-        if self.timeseries is not None:
-            out["timeseries"] = self.timeseries
-        out.update({f"{camera}.start": rel for camera, rel in self.stills.items()})
-        if self.camera_poses is not None:
-            out["camera_poses"] = self.camera_poses
-        return out
-
-    def paths(self) -> list[str]:
-        """Every file of the episode (relative paths)."""
-        return list(self.to_dict().values())
-
-    @classmethod
-    def from_dict(cls, files: dict[str, str] | str) -> EpisodeFiles:
-        """From the stored object (or its JSON text)."""
-        if isinstance(files, str):
-            import json
-
-            files = json.loads(files)
-        named = {"timeseries", "camera_poses"}
-        return cls(videos={name: str(rel) for name, rel in files.items()
-                           if name not in named and not name.endswith(".start") and str(rel).endswith(".mp4")},
-                   timeseries=files.get("timeseries"),
-                   stills={name[: -len(".start")]: str(rel) for name, rel in files.items()
-                           if name.endswith(".start") and str(rel).endswith(".jpg")},
-                   camera_poses=files.get("camera_poses"))
-
-
 @dataclass
 class RecordedEpisode:
     files: dict[str, str]                       # `EpisodeFiles.to_dict()`: name -> path relative to campaign dir
     video_frames: dict[str, int] = field(default_factory=dict)
     digests: dict[str, tuple[int, str]] = field(default_factory=dict)  # rel path -> (bytes, sha256)
     root: Path | None = None                    # the campaign directory the paths are relative to
-
-
-def file_digest(path: Path) -> tuple[int, str]:
-    """(size in bytes, SHA-256 hex) of a file: what a resumed campaign checks."""
-    sha = hashlib.sha256()
-    size = 0
-    with open(path, "rb") as handle:
-        while chunk := handle.read(1 << 20):
-            sha.update(chunk)
-            size += len(chunk)
-    return size, sha.hexdigest()
-
-
-def damaged_files(campaign_dir: Path, digests: dict[str, list | tuple]) -> list[str]:
-    """Files of a committed episode that are missing or differ from their recorded digest."""
-    bad = []
-    for relative, (size, sha) in digests.items():
-        path = Path(campaign_dir) / relative
-        try:
-            if path.stat().st_size != size or file_digest(path)[1] != sha:
-                bad.append(relative)
-        except OSError:
-            bad.append(relative)
-    return bad
 
 
 class EpisodeRecorder:

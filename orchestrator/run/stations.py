@@ -1,13 +1,13 @@
 """Stations: several arms running one campaign on a PostgreSQL store (`run --station NAME`).
 
 The unit of work is a *block*: every policy's trials on one layout (one schedule `unit`), in
-the pre-drawn order. A station claims the next block with `SELECT ... FOR UPDATE SKIP
-LOCKED` (two stations never wait on or take the same row) and holds it under a lease of
-`protocol.stations.lease_s` seconds, renewed by a heartbeat on its own connection; leases are
-read on the server's clock (`clock_timestamp()`), so the stations' clocks need not agree.
-A block is one station's from its first trial to its last, so a pair never spans two arms:
-beginning or committing an attempt checks, in the same transaction, that the station still
-holds the trial's block (`CampaignStore.guard`).
+the pre-drawn order. A station claims the next block (two stations never wait on or take the
+same one) and holds it under a lease of `protocol.stations.lease_s` seconds, renewed by a
+heartbeat on its own connection; the SQL of claims and leases is the store's
+(`store/leases.py`). A block is one station's from its first trial to its last, so a pair
+never spans two arms: beginning or committing an attempt checks, in the same transaction, that
+the station still holds the trial's block (the store's guard, `leases.BlockClaim`, given to the
+store when the campaign is opened for the station).
 
 A station that dies (SIGKILL, power, network) stops renewing; once its lease has run out the
 block goes to the next station that asks (or to the same station after a restart). The
@@ -32,21 +32,12 @@ import threading
 import time
 from collections.abc import Callable
 
-from orchestrator.core.errors import RuntimeFailure
 from orchestrator.design.schedule import Trial
 from orchestrator.run.bookkeeping import NO_REFEREES, Referees, stop_decision
 from orchestrator.run.campaign import OpenedCampaign
 from orchestrator.run.recording import remove_episode_files
-from orchestrator.store.postgres_stations import install_station_tables
+from orchestrator.store import leases
 from orchestrator.store.sqlite import INTERRUPTED_CLASS
-
-NOW = "extract(epoch from clock_timestamp())"
-
-
-
-class LeaseLost(RuntimeFailure):
-    """This station no longer holds the block of the trial it is running."""
-
 
 
 def calibration_sha256(opened: OpenedCampaign) -> str | None:
@@ -63,39 +54,29 @@ def calibration_sha256(opened: OpenedCampaign) -> str | None:
 
 
 class Station:
-    """One station's claims: `next_block` feeds the runner, `guard` checks the claim inside the
-    store's transactions, a heartbeat thread renews the lease."""
+    """One station's claims: `next_block` feeds the runner, the campaign's `claim` (the store's
+    guard) checks the claim inside the store's transactions, a heartbeat thread renews the lease."""
 
     def __init__(self, opened: OpenedCampaign, name: str, say: Callable[[str], None],
                  referees: Referees = NO_REFEREES, poll_s: float = 0.5):
-        from orchestrator.store.postgres import PgConnection
-
+        if opened.claim is None or opened.claim.station != name:
+            raise ValueError(f"station {name}: open the campaign with open_campaign(..., station={name!r})")
         self.opened, self.name, self.say, self.poll_s = opened, name, say, poll_s
         self.referees = referees
         self.store = opened.store
-        self.conn = self.store.conn
-        self.lease_s = float(opened.protocol.protocol.stations.lease_s)
+        self.claim = opened.claim
+        self.lease_s = self.claim.lease_s
         self.unit: int | None = None
         self.skip: set[int] = set()
         self.claim_seconds: list[float] = []
-        install_station_tables(self.conn)
-        self._register()
-        self._beat_conn = PgConnection(self.conn.url)
+        rig = opened.rig
+        leases.register_station(self.store, name, host=platform.node(), pid=os.getpid(), rig_path=str(rig.path),
+                                rig_text=rig.text, rig_sha256=rig.sha256,
+                                calibration_sha256=calibration_sha256(opened))
+        self._beats = leases.Heartbeat(self.store)
         self._stop = threading.Event()
-        self._lost = threading.Event()
         self._thread = threading.Thread(target=self._heartbeat, name=f"lease-{name}", daemon=True)
         self._thread.start()
-        self.store.guard = self.guard
-
-    def _register(self) -> None:
-        rig = self.opened.rig
-        self.conn.raw.execute(
-            f"INSERT INTO stations VALUES (%s, %s, %s, %s, %s, %s, %s, {NOW}, {NOW})"
-            " ON CONFLICT (name) DO UPDATE SET host = EXCLUDED.host, pid = EXCLUDED.pid,"
-            " rig_path = EXCLUDED.rig_path, rig_text = EXCLUDED.rig_text, rig_sha256 = EXCLUDED.rig_sha256,"
-            " calibration_sha256 = EXCLUDED.calibration_sha256, last_seen = EXCLUDED.last_seen",
-            (self.name, platform.node(), os.getpid(), str(rig.path), rig.text, rig.sha256,
-             calibration_sha256(self.opened)))
 
     # ------------------------------------------------------------ the lease
 
@@ -104,24 +85,10 @@ class Station:
         while not self._stop.wait(period):
             try:
                 unit = self.unit
-                self._beat_conn.raw.execute(f"UPDATE stations SET last_seen = {NOW} WHERE name = %s", (self.name,))
-                if unit is None:
-                    continue
-                cur = self._beat_conn.raw.execute(
-                    f"UPDATE blocks SET lease_until = {NOW} + %s WHERE unit = %s AND station = %s"
-                    " AND state = 'claimed'", (self.lease_s, unit, self.name))
-                if cur.rowcount == 0 and unit == self.unit:
-                    self._lost.set()
+                if not self._beats.beat(self.name, unit, self.lease_s) and unit == self.unit:
+                    self.claim.lost.set()
             except Exception:
                 continue  # a network blip: the next beat retries; the guard decides at commit
-
-    def guard(self, conn, slot: int) -> None:
-        row = conn.execute("SELECT b.unit FROM blocks b JOIN trials t ON t.unit = b.unit WHERE t.slot = ?"
-                           " AND b.station = ? AND b.state = 'claimed' FOR UPDATE OF b",
-                           (slot, self.name)).fetchone()
-        if row is None or self._lost.is_set():
-            raise LeaseLost(f"station {self.name} lost its claim on the block of trial {slot + 1} "
-                            f"(lease of {self.lease_s:g} s ran out); another station re-runs it")
 
     # ------------------------------------------------------------ claiming
 
@@ -148,52 +115,30 @@ class Station:
                     return trials
                 self._close_block()
                 continue
-            left = self.conn.raw.execute("SELECT count(*) FROM blocks WHERE state <> 'done' AND"
-                                         " NOT (unit = ANY(%s))", (list(self.skip),)).fetchone()[0]
-            if left == 0:
+            if leases.blocks_left(self.store, self.skip) == 0:
                 return []
             time.sleep(self.poll_s)  # other stations hold the rest; one may die and free its block
 
     def _claim(self) -> tuple[int, str | None] | None:
-        self.conn.execute("BEGIN")
-        try:
-            row = self.conn.raw.execute(
-                "SELECT unit, station FROM blocks WHERE state <> 'done' AND NOT (unit = ANY(%s))"
-                f" AND (state = 'pending' OR station = %s OR lease_until < {NOW})"
-                " ORDER BY (station IS NOT DISTINCT FROM %s) DESC, unit LIMIT 1 FOR UPDATE SKIP LOCKED",
-                (list(self.skip), self.name, self.name)).fetchone()
-            if row is not None:
-                self.conn.raw.execute(
-                    f"UPDATE blocks SET state = 'claimed', station = %s, lease_until = {NOW} + %s,"
-                    f" claimed_at = {NOW}, finished_at = NULL, claims = claims + 1 WHERE unit = %s",
-                    (self.name, self.lease_s, row[0]))
-            self.conn.execute("COMMIT")
-        except BaseException:
-            self.conn.execute("ROLLBACK")
-            raise
-        if row is None:
+        claimed = leases.claim_block(self.store, self.name, self.lease_s, self.skip)
+        if claimed is None:
             return None
-        self.unit = int(row[0])
-        self._lost.clear()
-        return int(row[0]), row[1]
+        self.unit = claimed[0]
+        self.claim.lost.clear()
+        return claimed
 
     def _recover(self, unit: int, previous: str | None) -> None:
         """What the block's previous holder left: running attempts become interrupted; when the
         holder was another station, its finished trials of the block are re-run here."""
         who = "this station before a restart" if previous == self.name else f"station {previous}"
-        running = self.conn.execute(
-            "SELECT a.id, a.episode_id, a.slot FROM attempts a JOIN trials t ON t.slot = a.slot"
-            " WHERE t.unit = ? AND a.status = 'running'", (unit,)).fetchall()
-        for attempt_id, episode_id, slot in running:
+        for attempt_id, episode_id, slot in leases.running_attempts(self.store, unit):
             self.store.abort_attempt(attempt_id, f"interrupted: {who} stopped during the episode "
                                                  "(its claim on the block ran out)", INTERRUPTED_CLASS)
             remove_episode_files(self.store.directory, episode_id)
             self.say(f"trial {slot + 1}: interrupted on {who}; it will be re-run")
         if previous is None or previous == self.name:
             return
-        done = self.conn.execute("SELECT episode_id FROM trials WHERE unit = ? AND state = 'done'",
-                                 (unit,)).fetchall()
-        for (episode_id,) in done:
+        for episode_id in leases.done_episodes(self.store, unit):
             self.store.invalidate_episode(episode_id, f"block taken over from station {previous}: "
                                                       "a pair is never split between two arms")
             remove_episode_files(self.store.directory, episode_id)
@@ -202,27 +147,21 @@ class Station:
         unit, self.unit = self.unit, None
         if unit is None:
             return
-        left = self.conn.execute("SELECT count(*) FROM trials WHERE unit = ? AND state <> 'done'",
-                                 (unit,)).fetchone()[0]
-        if left:
+        if leases.trials_left(self.store, unit):
             self.skip.add(unit)  # trials aborted too often this session: leave it to the queue
-            self.conn.execute("UPDATE blocks SET state = 'pending', lease_until = NULL WHERE unit = ?"
-                              " AND station = ?", (unit, self.name))
+            leases.release_block(self.store, unit, self.name)
         else:
-            self.conn.execute(f"UPDATE blocks SET state = 'done', finished_at = {NOW}, lease_until = NULL"
-                              " WHERE unit = ? AND station = ?", (unit, self.name))
+            leases.finish_block(self.store, unit, self.name)
 
     def close(self) -> None:
         """Stop the heartbeat; a block left unfinished (Ctrl-C, error) goes back to the queue."""
         self._stop.set()
         self._thread.join(timeout=5)
-        self.store.guard = None
         try:
             if self.unit is not None:
-                self.conn.execute("UPDATE blocks SET state = 'pending', lease_until = NULL"
-                                  " WHERE unit = ? AND station = ? AND state = 'claimed'", (self.unit, self.name))
+                leases.release_block(self.store, self.unit, self.name, claimed_only=True)
         finally:
-            self._beat_conn.close()
+            self._beats.close()
 
 
 def run_station(opened: OpenedCampaign, name: str, operator=None, say: Callable[[str], None] | None = None,

@@ -52,7 +52,7 @@ GENESIS = "0" * 64
 DELETED = "deleted"
 
 # True while this module reads rows to hash them: a judge's sealed SQLite connection
-# (judging.blinding.seal) lets these reads through, and only digests leave this module.
+# (blind_view.seal) lets these reads through, and only digests leave this module.
 _HASHING: ContextVar[bool] = ContextVar("chain_hashing", default=False)
 
 

@@ -259,12 +259,13 @@ def open_connection(url: str, directory: Path | None) -> PgConnection:
 
 def create_on_server(url: str, directory: Path, **campaign: Any):
     """A new campaign in an empty database (schema, frozen protocol, schedule: one transaction);
-    returns the store open for running (exclusive run lock, or shared with `station=True`), or
-    None when the database already holds a campaign."""
+    returns the store open for running (exclusive run lock, or shared with `station=True`, with
+    the station's `guard`), or None when the database already holds a campaign."""
     from orchestrator.core.errors import BadInput
     from orchestrator.store.sqlite import CampaignStore, _write_new_campaign
 
     station = campaign.pop("station", False)
+    guard = campaign.pop("guard", None)
     conn = PgConnection(url)
     try:
         conn.raw.execute("SELECT pg_advisory_lock(%s)", (AdvisoryLock.KEY + 1,))  # one creator at a time
@@ -287,15 +288,16 @@ def create_on_server(url: str, directory: Path, **campaign: Any):
         conn.close()
         raise
     Path(directory).mkdir(parents=True, exist_ok=True)
-    return CampaignStore(Path(directory), conn, lock)  # type: ignore[arg-type]
+    return CampaignStore(Path(directory), conn, lock, guard)  # type: ignore[arg-type]
 
 
-def open_on_server(url: str, directory: Path, purpose: str = "read"):
+def open_on_server(url: str, directory: Path, purpose: str = "read", guard=None):
     """Open the campaign in `url` with videos under `directory`.
 
     `purpose`: "run" (exclusive run lock), "station" (shared run lock), "label" (judge,
     import-labels: may add labels), "read" (report, export, bundle, doctor: every
-    transaction read-only, enforced by the server)."""
+    transaction read-only, enforced by the server). `guard`: a station's claim check
+    (`CampaignStore.guard`)."""
     from orchestrator.store.sqlite import CampaignStore
 
     conn = open_connection(url, Path(directory))
@@ -308,7 +310,7 @@ def open_on_server(url: str, directory: Path, purpose: str = "read"):
     except BaseException:
         conn.close()
         raise
-    return CampaignStore(Path(directory), conn, lock)  # type: ignore[arg-type]
+    return CampaignStore(Path(directory), conn, lock, guard)  # type: ignore[arg-type]
 
 
 # The server store chosen on the command line (`--store URL`) for the running command. The

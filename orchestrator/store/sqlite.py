@@ -25,12 +25,13 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from filelock import FileLock
 
 from orchestrator.core.durable import fsync_dir
 from orchestrator.core.errors import BadInput, RuntimeFailure
+from orchestrator.design.protocol import LoadedProtocol, frozen_protocol_from
 from orchestrator.design.schedule import Trial
 from orchestrator.store import chain
 from orchestrator.store.abort_causes import abort_cause
@@ -148,17 +149,25 @@ def _event(c, kind: str, message: str, slot: int | None = None, data: str | None
     chain.append(c, "events", cur.lastrowid)
 
 
+class TrialGuard(Protocol):
+    """What a store's guard does (a station's claim on its block, `leases.BlockClaim`): called
+    first inside the transactions that begin and commit an attempt of trial `slot`, on that
+    transaction's connection, it raises (and so rolls the change back) when this process may no
+    longer write the trial; it writes nothing."""
+
+    def __call__(self, conn: Any, slot: int) -> None: ...
+
+
 class CampaignStore:
     """Access to one campaign directory. Open with `create`, `open_for_run` (the runner, holding
     the run lock), `open_for_labels` (judging) or `open_readonly` (everything that only reads)."""
 
-    def __init__(self, directory: Path, conn: sqlite3.Connection, lock: FileLock | None):
+    def __init__(self, directory: Path, conn: sqlite3.Connection, lock: FileLock | None,
+                 guard: TrialGuard | None = None):
         self.directory = Path(directory)
         self.conn = conn
         self._lock = lock
-        # A station's claim check (stations.py), run first inside the transactions that begin
-        # and commit an attempt: raises when the station no longer holds the trial's block.
-        self.guard: Any = None
+        self.guard = guard
         # What the evidence chain's check found when a reader opened the store (chain.py).
         self.evidence: chain.ChainStatus | None = None
 
@@ -254,9 +263,21 @@ class CampaignStore:
         return store
 
     @property
+    def on_server(self) -> bool:
+        """Whether the store is a PostgreSQL server's (`postgres.py`) rather than a SQLite file."""
+        return getattr(self.conn, "dialect", "sqlite") == "postgresql"
+
+    def server_role(self) -> tuple[str, bool]:
+        """On a server store: the role it connects as, and whether that role may read the key
+        (which policy ran each trial: `trials.policy`; `postgres_roles.py` grants a judge none of it)."""
+        can_read_key, role = self.conn.execute(
+            "SELECT has_column_privilege('trials', 'policy', 'SELECT'), current_user").fetchone()
+        return role, bool(can_read_key)
+
+    @property
     def where(self) -> str:
         """The campaign store as the user knows it: its SQLite file, or the server's for a folder."""
-        if getattr(self.conn, "dialect", "") == "postgresql":
+        if self.on_server:
             return f"the server's campaign store for {self.directory}"
         return str(self.directory / DB_NAME)
 
@@ -310,6 +331,21 @@ class CampaignStore:
         if row is None:
             raise BadInput(f"{self.directory / DB_NAME}: campaign store has no campaign record")
         return dict(row)
+
+    def frozen_protocol(self) -> LoadedProtocol:
+        """The protocol frozen in the store (for reports, judging and export), checked against the
+        identity hashes frozen beside it: BadInput (one line) when the stored protocol or layout
+        text no longer has its SHA-256 (the store was altered or damaged), so nothing is reported,
+        judged or exported under a protocol other than the one the campaign ran."""
+        c = self.campaign()
+        loaded = frozen_protocol_from(c["protocol_path"], c["protocol_text"], c["layout_text"])
+        for what, stored, actual in (("protocol", c.get("protocol_sha256"), loaded.sha256),
+                                     ("layout", c.get("layout_sha256"), loaded.layout_sha256)):
+            if stored != actual:
+                raise BadInput(f"{self.where}: the {what} frozen in the campaign store does not "
+                               f"match its SHA-256 ({str(stored or '')[:12] or 'blank'} stored, {actual[:12]} "
+                               "computed); the store was altered or damaged")
+        return loaded
 
     def trials(self) -> list[Trial]:
         rows = self.conn.execute(
@@ -440,7 +476,7 @@ class CampaignStore:
         rest): the episode and its labels are removed, the attempt is marked aborted with
         `reason` (reported like an e-stop, never an outcome), and the trial goes back to the
         queue, so the next `orchestrator run` re-runs it. Reads no key column, so a judge's
-        sealed connection (`blinding.seal`) may call it. Returns the trial slot (None for an
+        sealed connection (`blind_view.seal`) may call it. Returns the trial slot (None for an
         invalid start on a server store, done by the server's `invalid_start` function so that a
         judge's role can do it without reading the schedule)."""
         now = time.time()
@@ -553,11 +589,21 @@ class CampaignStore:
 
     def station_blocks(self) -> list[dict[str, Any]]:
         """Which station ran each layout block, and when (stations.py); [] for a single arm."""
-        on_server = getattr(self.conn, "dialect", "sqlite") == "postgresql"
-        if not on_server or not self.conn.has_table("blocks"):  # type: ignore[attr-defined]  # a PgConnection's
+        if not self.on_server or not self.conn.has_table("blocks"):  # type: ignore[attr-defined]  # a PgConnection's
             return []
         return [dict(r) for r in self.conn.execute(
             "SELECT unit, station, state, claimed_at, finished_at FROM blocks ORDER BY unit")]
 
     def integrity_ok(self) -> bool:
         return self.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+    def chain_status(self) -> chain.ChainStatus:
+        """The evidence chain's check: as the opener found it (`evidence`), else computed now."""
+        return self.evidence if self.evidence is not None else chain.verify(self.conn)
+
+    def chain_entries(self) -> list[tuple]:
+        return chain.entries_of(self.conn)
+
+    def chained_rows(self, table: str) -> list[dict[str, Any]]:
+        """Every row of a chained table, as the chain hashes it (`chain.rows_of`)."""
+        return chain.rows_of(self.conn, table)

@@ -89,7 +89,6 @@ def read_campaign(source: CampaignSource, taken: set[str]) -> tuple[Campaign, li
     """One campaign store, read-only, under `source.store` when given (PostgreSQL); keyed by
     the campaign's name (made unique among `taken`)."""
     from orchestrator.analysis.outcomes import outcomes_from_store
-    from orchestrator.run.campaign import frozen_protocol
     from orchestrator.store.postgres import using_server
     from orchestrator.store.sqlite import CampaignStore
 
@@ -98,7 +97,7 @@ def read_campaign(source: CampaignSource, taken: set[str]) -> tuple[Campaign, li
         store = CampaignStore.open_readonly(source.path)
         try:
             data = outcomes_from_store(store, source.judge)
-            frozen = frozen_protocol(store)
+            frozen = store.frozen_protocol()
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise BadInput(f"{db}: campaign store is damaged ({type(exc).__name__}: {exc})") from None
         finally:

@@ -16,7 +16,7 @@ import yaml
 
 from orchestrator.core.errors import RuntimeFailure
 from orchestrator.judging.auto.rater import AutoVerdict, arm_moved, rate_file
-from orchestrator.run.recording import EpisodeFiles, read_series
+from orchestrator.store.episode_files import EpisodeFiles, read_series
 from orchestrator.store.sqlite import AUTO_JUDGE, CampaignStore
 
 
@@ -34,9 +34,9 @@ def rate_recorded(series: Path, cube_size_m: float, success: Any) -> tuple[str, 
 
 def campaign_test(store: CampaignStore) -> tuple[float, float, float]:
     """(cube size m, min_height_m, hold_s) from the campaign's frozen protocol and layout."""
-    row = store.conn.execute("SELECT protocol_text, layout_text FROM campaign").fetchone()
-    protocol = yaml.safe_load(row[0]) or {}
-    layout = yaml.safe_load(row[1]) or {}
+    frozen = store.campaign()
+    protocol = yaml.safe_load(frozen["protocol_text"]) or {}
+    layout = yaml.safe_load(frozen["layout_text"]) or {}
     success = protocol.get("success") or {}
     cube = layout.get("cube") or {}
     return (float(cube.get("size_m", 0.03)), float(success.get("min_height_m", 0.04)),
@@ -48,10 +48,11 @@ def rate_missing(store: CampaignStore) -> tuple[int, int]:
     cube, height, hold = campaign_test(store)
     have = set(store.latest_labels(AUTO_JUDGE))
     rated = 0
-    for episode_id, files in store.conn.execute("SELECT id, files FROM episodes ORDER BY id").fetchall():
+    for episode in sorted(store.episodes(), key=lambda e: e["id"]):
+        episode_id = episode["id"]
         if episode_id in have:
             continue
-        series = EpisodeFiles.from_dict(files).timeseries
+        series = EpisodeFiles.from_dict(episode["files"]).timeseries
         if not series or not (store.directory / series).is_file():
             continue
         label, reason = verdict_label(rate_file(store.directory / series, cube, height, hold))

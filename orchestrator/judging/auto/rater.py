@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from orchestrator.judging.auto import fk
-from orchestrator.run.recording import read_series
+from orchestrator.store.episode_files import read_series
 
 GAP_LOW = 0.6    # x cube size: below this the jaws have (nearly) shut past where a cube would be
 GAP_HIGH = 1.15  # x cube size: above this the gripper is open wider than the cube
@@ -161,6 +161,6 @@ def trace(t: np.ndarray, state: np.ndarray, cube_size_m: float, min_height_m: fl
 
 
 def rate_file(series: Path, cube_size_m: float, min_height_m: float, hold_s: float) -> AutoVerdict:
-    """`rate` on an episode's `timeseries.npz` (read by `recording.read_series`)."""
+    """`rate` on an episode's `timeseries.npz` (read by `episode_files.read_series`)."""
     data = read_series(series)
     return rate(data["t"], data["state"], cube_size_m, min_height_m, hold_s, data.get("action"))
