@@ -23,7 +23,6 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -35,6 +34,18 @@ from orchestrator.design.protocol import LoadedProtocol, frozen_protocol_from
 from orchestrator.design.schedule import Trial
 from orchestrator.store import chain
 from orchestrator.store.abort_causes import abort_cause
+from orchestrator.store.records import (  # noqa: F401  (the store's vocabulary, read from here too)
+    AUTO_JUDGE,
+    INTERRUPTED_CLASS,
+    LABELS,
+    PHYSICS_JUDGE,
+    SETTLES_EXCLUDED,
+    SETTLES_FAILURE,
+    TRIAL_STATES,
+    EpisodeRecord,
+    Judgment,
+    new_episode_id,
+)
 from orchestrator.store.schema import SCHEMA_VERSION, create_schema, migrate
 from orchestrator.store.sqlite_file import (  # noqa: F401
     APPLICATION_ID,
@@ -46,16 +57,6 @@ from orchestrator.store.sqlite_file import (  # noqa: F401
     existing,
     upgrade,
 )
-
-TRIAL_STATES = ("pending", "running", "done", "aborted")
-LABELS = ("success", "failure", "unsure")
-PHYSICS_JUDGE = "physics"
-AUTO_JUDGE = "auto"
-# How an aborted attempt settles its trial (attempts.settles; NULL: re-run), and the abort class
-# of an interruption (Ctrl-C, a killed process), re-run without limit.
-SETTLES_FAILURE = "failure"
-SETTLES_EXCLUDED = "excluded"
-INTERRUPTED_CLASS = "interrupted"
 
 
 def _inserted_id(cursor: Any) -> int:
@@ -104,41 +105,6 @@ def _server(purpose: str):
     if opener is None:
         return None
     return lambda directory: opener(directory, purpose)
-
-
-def new_episode_id() -> str:
-    """An opaque episode id: 64 random bits, hex. Not sequential, not derived from time/policy."""
-    return "ep_" + secrets.token_hex(8)
-
-
-@dataclass(frozen=True)
-class EpisodeRecord:
-    """What the runner commits when an episode completes."""
-
-    episode_id: str
-    frames: int
-    duration_s: float
-    cameras: list[str]
-    files: dict[str, str]          # logical name -> path relative to the campaign dir
-    digests: dict[str, tuple[int, str]] | None = None  # relative path -> (bytes, sha256)
-    physics_success: bool | None = None
-    max_lift_m: float | None = None
-    time_to_success_s: float | None = None
-    safety_events: tuple[str, ...] = ()
-    timing: dict[str, Any] | None = None
-    auto: tuple[str, str] | None = None   # the `auto` rater's (label, reason), judge AUTO_JUDGE
-
-
-@dataclass(frozen=True)
-class Judgment:
-    id: int
-    episode_id: str
-    judge: str
-    label: str
-    failure_mode: str | None
-    note: str | None
-    created_at: float
-    source: str
 
 
 def _event(c, kind: str, message: str, slot: int | None = None, data: str | None = None,

@@ -1,0 +1,55 @@
+"""What a campaign store's rows say, as values: the trial states and labels, the judges that are
+not people, how an abort settles its trial, an episode's opaque id, the record a runner commits
+when an episode completes, and one label as read back (`sqlite.CampaignStore` writes and reads
+them, on SQLite and PostgreSQL alike)."""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from typing import Any
+
+TRIAL_STATES = ("pending", "running", "done", "aborted")
+LABELS = ("success", "failure", "unsure")
+PHYSICS_JUDGE = "physics"
+AUTO_JUDGE = "auto"
+# How an aborted attempt settles its trial (attempts.settles; NULL: re-run), and the abort class
+# of an interruption (Ctrl-C, a killed process), re-run without limit.
+SETTLES_FAILURE = "failure"
+SETTLES_EXCLUDED = "excluded"
+INTERRUPTED_CLASS = "interrupted"
+
+
+def new_episode_id() -> str:
+    """An opaque episode id: 64 random bits, hex. Not sequential, not derived from time/policy."""
+    return "ep_" + secrets.token_hex(8)
+
+
+@dataclass(frozen=True)
+class EpisodeRecord:
+    """What the runner commits when an episode completes."""
+
+    episode_id: str
+    frames: int
+    duration_s: float
+    cameras: list[str]
+    files: dict[str, str]          # logical name -> path relative to the campaign dir
+    digests: dict[str, tuple[int, str]] | None = None  # relative path -> (bytes, sha256)
+    physics_success: bool | None = None
+    max_lift_m: float | None = None
+    time_to_success_s: float | None = None
+    safety_events: tuple[str, ...] = ()
+    timing: dict[str, Any] | None = None
+    auto: tuple[str, str] | None = None   # the `auto` rater's (label, reason), judge AUTO_JUDGE
+
+
+@dataclass(frozen=True)
+class Judgment:
+    id: int
+    episode_id: str
+    judge: str
+    label: str
+    failure_mode: str | None
+    note: str | None
+    created_at: float
+    source: str
