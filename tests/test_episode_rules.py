@@ -9,11 +9,11 @@ import json
 import numpy as np
 import pytest
 
+from orchestrator.core.disk import required_free_bytes
 from orchestrator.core.errors import RuntimeFailure
 from orchestrator.core.timeline import frame_shown_at
 from orchestrator.rigs.profile import STATE_KEYS
 from orchestrator.run import preflight, recording
-from orchestrator.run.recording import required_free_bytes
 from orchestrator.store.episode_files import read_series
 
 
@@ -55,12 +55,15 @@ def test_the_frame_shown_at_t_is_the_last_taken_at_or_before_t():
 
 
 def test_doctor_and_run_apply_the_same_disk_rule(tmp_path, monkeypatch):
-    assert preflight.free_bytes is recording.free_bytes       # one way to read free space
+    """Both read free space through `core.disk` alone (patched there, both see it) and apply its
+    rule, with its unit."""
+    from orchestrator.core import disk
+
     need = 10_000_000
     for free, ok in ((required_free_bytes(need) - 1, False), (required_free_bytes(need), True)):
-        for module in (preflight, recording):
-            monkeypatch.setattr(module, "free_bytes", lambda directory, free=free: free)
-        assert preflight.check_disk(tmp_path, need).ok is ok
+        monkeypatch.setattr(disk, "free_bytes", lambda directory, free=free: free)
+        check = preflight.check_disk(tmp_path, need)
+        assert check.ok is ok and "52 MB free at" in check.detail
         if ok:
             recording.check_disk(tmp_path, need, "the next episode")
         else:
@@ -122,3 +125,23 @@ def test_videos_are_constant_rate_from_an_idr_frame_whatever_the_frame_times(tmp
     assert [p.pts for p in packets] == [p.dts for p in packets] == [round(k * tick) for k in range(30)]
     assert [k for k, p in enumerate(packets) if p.is_keyframe] == [0, 20]
     assert {p.duration for p in packets} == {tick}
+
+
+def test_the_export_applies_the_same_disk_rule_to_what_it_may_write(tmp_path, monkeypatch):
+    """`export` asks the rule of `core.disk` for EXPORT_BYTES_PER_SOURCE_BYTE times the campaign's
+    files (its re-encoding worst case), and says so in the same unit."""
+    from types import SimpleNamespace
+
+    from orchestrator.core import disk
+    from orchestrator.export.checks import EXPORT_BYTES_PER_SOURCE_BYTE, check_export_space
+
+    (tmp_path / "front.mp4").write_bytes(b"\0" * 1_000_000)
+    episode = SimpleNamespace(files=SimpleNamespace(paths=lambda: ["front.mp4", "missing.npz"]))
+    plan = SimpleNamespace(episodes=[episode], campaign_dir=tmp_path, root=tmp_path / "out" / "dataset")
+    need = required_free_bytes(EXPORT_BYTES_PER_SOURCE_BYTE * 1_000_000)
+    monkeypatch.setattr(disk, "free_bytes", lambda directory: need)
+    check_export_space(plan)                                          # exactly enough: goes ahead
+    monkeypatch.setattr(disk, "free_bytes", lambda directory: need - 1)
+    with pytest.raises(RuntimeFailure, match=r"not enough disk space for the export: \d+ MB free, need about "
+                                             r"\d+ MB; free some space or choose another --root"):
+        check_export_space(plan)

@@ -114,7 +114,7 @@ def test_disk_check(tmp_path):
 
     assert check_disk(tmp_path / "not" / "yet").ok
     low = check_disk(tmp_path, need_bytes=1 << 60)
-    assert not low.ok and "GiB free at" in low.detail and "--out" in low.detail
+    assert not low.ok and " free at" in low.detail and "GB" in low.detail and "--out" in low.detail
 
 
 def test_doctor_entry_point_bad_rig_file_exit_2(tmp_path):

@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 
 from orchestrator.cli import main
+from orchestrator.core.disk import DISK_MARGIN_BYTES
 from orchestrator.rigs.profile import load_rig
-from orchestrator.run.recording import DISK_MARGIN_BYTES, episode_bytes_estimate
+from orchestrator.run.recording import episode_bytes_estimate
 from orchestrator.store.sqlite import CampaignStore
 from support.tiny import PROTOCOL, RIG, ROOT, run_cli  # noqa: E402
 

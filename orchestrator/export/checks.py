@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 from pathlib import Path
 
+from orchestrator.core.disk import space_problem
 from orchestrator.core.errors import BadInput, RuntimeFailure
 from orchestrator.export.names import EVALUATION_FILE
 from orchestrator.export.plan import ExportPlan
@@ -17,10 +17,11 @@ from orchestrator.store.sqlite import LOCK_NAME
 # not starting or ending with `-` or `.`, without `--` or `..` (huggingface_hub's rules).
 _REPO_PART = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9_])?$")
 
-# The export re-encodes the videos the way LeRobot does (AV1, a keyframe every 2 frames), which
-# measured 9-12x the bytes of the recorder's H.264 on simulated episodes (demo: 4.6 MB -> 53 MB); 16x leaves margin.
-EXPORT_BYTES_PER_SOURCE_BYTE = 16
-EXPORT_MARGIN_BYTES = 200 * 1024 * 1024
+# What an export writes, per byte of the campaign's files, at worst: where the recordings cannot be
+# joined by stream copy it re-encodes them as LeRobot does (AV1, a keyframe every 2 frames), which
+# measured 9-12x the bytes of the recorder's H.264 on simulated episodes (demo: 4.6 MB -> 53 MB).
+# The disk rule (core.disk) then asks for twice that, plus its margin.
+EXPORT_BYTES_PER_SOURCE_BYTE = 12
 
 
 def check_repo_id(repo_id: str) -> str:
@@ -129,12 +130,10 @@ def check_export_space(plan: ExportPlan) -> None:
                 source += (plan.campaign_dir / relative).stat().st_size
             except OSError:
                 pass
-    need = source * EXPORT_BYTES_PER_SOURCE_BYTE + EXPORT_MARGIN_BYTES
     folder = plan.root.parent
     while not folder.exists():
         folder = folder.parent
-    free = shutil.disk_usage(folder).free
-    if free < need:
-        raise RuntimeFailure(f"{folder}: not enough disk space for the export: {free / 1e6:.0f} MB free, "
-                             f"need about {need / 1e6:.0f} MB; free some space or choose another --root")
+    problem = space_problem(folder, source * EXPORT_BYTES_PER_SOURCE_BYTE, "the export")
+    if problem:
+        raise RuntimeFailure(f"{problem}; free some space or choose another --root")
 

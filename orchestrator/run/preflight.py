@@ -29,11 +29,12 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from orchestrator.core import disk
 from orchestrator.core.errors import BadInput
 from orchestrator.rigs.base import Check
 from orchestrator.rigs.device_fault import one_line
 from orchestrator.rigs.profile import LoadedRig
-from orchestrator.run.recording import episode_bytes_estimate, free_bytes, required_free_bytes
+from orchestrator.run.recording import episode_bytes_estimate
 
 
 def check_policies(protocol: Any, rig_features: Any, robot_type: str | None = None) -> list[Check]:
@@ -123,15 +124,14 @@ def estimate_campaign_bytes(protocol: Any, profile: Any) -> int:
 
 def check_disk(path: Path, need_bytes: int = 0) -> Check:
     """Free space on the file system that will hold the campaign, by the runner's own rule
-    (`recording.required_free_bytes`) applied to the whole campaign: `run` checks the same rule
+    (`core.disk`) applied to the whole campaign: `run` checks the same rule
     before every episode, and warns at its start when the whole campaign may not fit."""
-    free, required = free_bytes(path), required_free_bytes(need_bytes)
-    gib = 1 << 30
+    free, required = disk.free_bytes(path), disk.required_free_bytes(need_bytes)
     if free < required:
-        return Check("disk", False, f"{free / gib:.1f} GiB free at {path}, the campaign needs about "
-                                    f"{required / gib:.1f} GiB; free some space or choose another --out")
-    return Check("disk", True, f"{free / gib:.1f} GiB free at {path} (campaign estimate "
-                               f"{need_bytes / gib:.2f} GiB)")
+        return Check("disk", False, f"{disk.size_text(free)} free at {path}, the campaign needs about "
+                                    f"{disk.size_text(required)}; free some space or choose another --out")
+    return Check("disk", True, f"{disk.size_text(free)} free at {path} (campaign estimate "
+                               f"{disk.size_text(need_bytes)})")
 
 
 def run_preflight(loaded_rig: LoadedRig, protocol: Any = None, out_dir: Path | str | None = None, *,

@@ -21,7 +21,7 @@ file, and the names of an episode's files, are the store's (`store/episode_files
 
 The frame shown at time t is `core.timeline.frame_shown_at` (the judge's player and the export).
 
-Disk space (`required_free_bytes`): one rule for `doctor`, the runners and the recorder.
+Disk space: the rule of `core.disk`, checked before every episode (`check_disk`).
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
+from orchestrator.core.disk import space_problem
 from orchestrator.core.durable import publish
 from orchestrator.core.errors import RuntimeFailure
 from orchestrator.rigs.base import Action, Observation
@@ -72,7 +73,6 @@ def video_encoding(fps: int, preset: str) -> dict[str, str]:
 # Bytes per pixel per frame of H.264 at CRF 23 on table-top scenes, measured on simulated
 # episodes (0.02-0.05); 0.08 leaves margin for noisy real cameras.
 H264_BYTES_PER_PIXEL = 0.08
-DISK_MARGIN_BYTES = 32 * 1024 * 1024   # kept free for the store, logs and the OS
 
 
 def episode_bytes_estimate(cameras: dict[str, CameraSpec], duration_s: float) -> int:
@@ -81,32 +81,15 @@ def episode_bytes_estimate(cameras: dict[str, CameraSpec], duration_s: float) ->
     return int(video + 64 * 1024)
 
 
-def required_free_bytes(needed_bytes: int) -> int:
-    """The disk rule: free space must be at least twice what is about to be written (the
-    estimate is rough, and a file exists as partial and final for a moment) plus
-    DISK_MARGIN_BYTES for the store, logs and the OS."""
-    return 2 * int(needed_bytes) + DISK_MARGIN_BYTES
-
-
-def free_bytes(directory: Path) -> int:
-    """Free bytes on the file system of `directory`, or of its nearest existing parent."""
-    probe = Path(directory).resolve()
-    while not probe.exists() and probe != probe.parent:
-        probe = probe.parent
-    return shutil.disk_usage(probe).free
-
-
 def check_disk(directory: Path, needed_bytes: int, what: str) -> None:
-    """Refuse to start (or continue) when free space is below `required_free_bytes`.
+    """Refuse to start (or continue) when the disk rule (`core.disk`) does not hold.
 
     Called before every episode, so a campaign stops cleanly, between trials, before the
     disk is full; `orchestrator run` resumes it once there is space again.
     """
-    free, required = free_bytes(directory), required_free_bytes(needed_bytes)
-    if free < required:
-        raise RuntimeFailure(
-            f"{directory}: not enough disk space for {what}: {free / 1e6:.0f} MB free, need about "
-            f"{required / 1e6:.0f} MB; free some space and run again to resume")
+    problem = space_problem(directory, needed_bytes, what)
+    if problem:
+        raise RuntimeFailure(f"{problem}; free some space and run again to resume")
 
 
 class _VideoWriter(threading.Thread):

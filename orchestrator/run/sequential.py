@@ -20,6 +20,7 @@ import threading
 from collections.abc import Callable
 from contextlib import contextmanager
 
+from orchestrator.core.disk import free_bytes, required_free_bytes, size_text
 from orchestrator.core.errors import BadInput, Interrupted, RuntimeFailure
 from orchestrator.core.progress import say_flushed, terminal_for
 from orchestrator.design.schedule import Trial
@@ -43,13 +44,7 @@ from orchestrator.run.control_loop import run_episode
 from orchestrator.run.interrupts import deferred_interrupts
 from orchestrator.run.motion import ArmMotion
 from orchestrator.run.operator_protocol import AutoOperator, Operator, StopRequested, TrialCue
-from orchestrator.run.recording import (
-    EpisodeRecorder,
-    check_disk,
-    episode_bytes_estimate,
-    free_bytes,
-    required_free_bytes,
-)
+from orchestrator.run.recording import EpisodeRecorder, check_disk, episode_bytes_estimate
 from orchestrator.store.sqlite import INTERRUPTED_CLASS, SETTLES_FAILURE, new_episode_id
 
 MAX_ATTEMPTS_PER_SESSION = 3
@@ -131,7 +126,7 @@ def run_campaign(opened: OpenedCampaign, operator: Operator | None = None, worke
     check_disk(store.directory, per_episode, "the next episode")
     if free_bytes(store.directory) < required_free_bytes(per_episode * len(pending)):
         say(f"warning: free disk space may not hold all {len(pending)} remaining episodes "
-            f"(about {per_episode * len(pending) / 1e6:.0f} MB); the run will stop cleanly before the disk fills")
+            f"(about {size_text(per_episode * len(pending))}); the run will stop cleanly before the disk fills")
     with run_session(store):
         if opened.rig.profile.simulated and workers > 1:
             from orchestrator.run.parallel import run_parallel
