@@ -7,6 +7,7 @@ dependencies all the same."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 from support.repo import REPO
@@ -151,3 +152,26 @@ def test_the_stage_check_finds_an_upward_import():
 def test_the_cycle_finder_finds_a_cycle():
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
     assert cycles(graph) == [["a", "b", "c"]]
+
+
+# Where YAML text may be parsed: the protocol and layout (design/protocol.py), the rig profile
+# (rigs/profile.py), and the blinding scanner's list of policy names and paths
+# (judging/blinding.py: it must read any text, valid or not). (core/yamlsrc.py composes nodes.)
+YAML_PARSERS = {"orchestrator/design/protocol.py", "orchestrator/rigs/profile.py", "orchestrator/judging/blinding.py"}
+YAML_LOAD = re.compile(r"\byaml\.(safe_)?load\(")
+
+
+def yaml_loads_outside(root: Path, allowed: set[str]) -> list[str]:
+    return [str(p.relative_to(root)) for p in sorted((root / "orchestrator").rglob("*.py"))
+            if YAML_LOAD.search(p.read_text()) and str(p.relative_to(root)) not in allowed]
+
+
+def test_every_protocol_fact_is_read_from_the_protocol_model(tmp_path):
+    """No module re-reads the protocol's YAML with defaults of its own; the positive control: a
+    planted module that does is named."""
+    assert yaml_loads_outside(REPO, YAML_PARSERS) == []
+    assert len([p for p in YAML_PARSERS if YAML_LOAD.search((REPO / p).read_text())]) == 3   # the rule sees them
+    planted = tmp_path / "orchestrator" / "judging" / "facts.py"
+    planted.parent.mkdir(parents=True)
+    planted.write_text("import yaml\nheight = (yaml.safe_load(text) or {}).get('min_height_m', 0.04)\n")
+    assert yaml_loads_outside(tmp_path, YAML_PARSERS) == ["orchestrator/judging/facts.py"]

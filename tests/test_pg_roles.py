@@ -174,3 +174,27 @@ def test_a_judge_sends_an_invalid_start_back_through_the_server(campaign, pg_clu
     with _as(pg_cluster, url, "alice") as conn:
         with pytest.raises(psycopg.errors.RaiseException, match="not in this campaign"):
             conn.execute("SELECT invalid_start(%s, 'again')", (victim,))
+
+
+def test_a_judge_on_the_server_is_told_the_protocols_success_height(pg_cluster, tmp_path):
+    """The judge's guide on a server store is drawn at the frozen protocol's height (it was the
+    default 4 cm whatever the protocol said); the positive control: the same campaign read by
+    its owner on the server gives the same facts."""
+    from orchestrator.judging.blinding import CampaignSource
+    from orchestrator.store.postgres import using_server
+
+    (tmp_path / "tiny_layout.yaml").write_text((PROTOCOL.parent / "tiny_layout.yaml").read_text())
+    protocol = tmp_path / "higher.yaml"
+    protocol.write_text(PROTOCOL.read_text().replace("min_height_m: 0.04", "min_height_m: 0.065"))
+    assert "min_height_m: 0.065" in protocol.read_text()
+    url, store = campaign_on_server(pg_cluster, tmp_path / "videos", protocol=protocol)
+    store.close()
+    assert run_module("store", "add-judge", url, "height_judge").code == 0
+    database = url.split("@/")[1].split("?")[0]
+    seen = []
+    for who in (pg_cluster.url(database, "height_judge"), url):
+        with using_server(who):
+            source = CampaignSource(tmp_path / "videos", "height_judge")
+            seen.append((source.info.min_height_m, source.info.success_test))
+            source.close()
+    assert seen[0] == seen[1] == (0.065, "cube bottom lifted >= 6.5 cm, both jaws on it, held >= 1 s")

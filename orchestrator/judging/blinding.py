@@ -47,24 +47,18 @@ def judge_order(episode_ids: Iterable[str], judge: str, salt: str) -> list[str]:
 
 
 
-def _min_height(protocol_text: str) -> float:
-    try:
-        success = (yaml.safe_load(protocol_text) or {}).get("success") or {}
-        return float(success.get("min_height_m", 0.04))
-    except (yaml.YAMLError, AttributeError, TypeError, ValueError):
-        return 0.04
-
-
 def judging_info(store: CampaignStore) -> tuple[JudgingInfo, dict[str, Mark]]:
     """What the judge is told (success test, failure modes) and the marks, from the frozen texts."""
     if store.on_server:
-        ref, text, modes, marks = server_judging_info(store)
-        return (JudgingInfo(ref=ref, success_test=text, failure_modes=tuple(json.loads(modes)), kind="campaign"),
+        ref, text, modes, marks, min_height_m = server_judging_info(store)
+        return (JudgingInfo(ref=ref, success_test=text, failure_modes=tuple(json.loads(modes)),
+                            min_height_m=float(min_height_m), kind="campaign"),
                 {k: Mark(k, x, y) for k, (x, y) in json.loads(marks).items()})
     campaign_id, protocol_text, layout_text = campaign_texts(store)
-    text, modes, marks = _parts(protocol_text, layout_text)
-    return JudgingInfo(ref=str(campaign_id), success_test=text, failure_modes=modes, kind="campaign",
-                       min_height_m=_min_height(protocol_text)), marks
+    facts = judge_facts(protocol_text, layout_text)
+    return (JudgingInfo(ref=str(campaign_id), success_test=facts.success_test, failure_modes=facts.failure_modes,
+                        min_height_m=facts.min_height_m, kind="campaign"),
+            {k: Mark(k, x, y) for k, (x, y) in facts.marks.items()})
 
 
 def _read_poses(path: Path) -> dict[str, dict]:
@@ -213,8 +207,3 @@ def scan_for_terms(root: Path, terms: list[str]) -> list[tuple[str, str]]:
                 hits.append((rel, term))
                 break
     return hits
-
-
-def _parts(protocol_text: str, layout_text: str) -> tuple[str, tuple[str, ...], dict[str, Mark]]:
-    text, modes, marks = judge_facts(protocol_text, layout_text)
-    return text, modes, {k: Mark(k, x, y) for k, (x, y) in marks.items()}

@@ -67,8 +67,8 @@ class JudgingInfo:
     ref: str                         # an opaque reference for the title (campaign or bundle id)
     success_test: str
     failure_modes: tuple[str, ...]
+    min_height_m: float              # the success height (the judge's guide)
     kind: str = "campaign"           # "campaign" | "bundle"
-    min_height_m: float = 0.04       # the success height (the judge's guide)
 
 
 @dataclass(frozen=True)

@@ -28,8 +28,8 @@ class LiftHoldTracker:
     height seen (whether or not it was held), never below 0.
     """
 
-    min_height_m: float = 0.04
-    hold_s: float = 1.0
+    min_height_m: float            # the protocol's `success` (design.protocol.Success: its defaults)
+    hold_s: float
 
     def __post_init__(self) -> None:
         self.reset()

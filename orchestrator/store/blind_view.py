@@ -25,7 +25,7 @@ VIEW_SQL = ("SELECT e.id, e.frames, e.duration_s, e.files, t.mark_id"
             " FROM episodes e JOIN trials t ON t.slot = e.slot")
 INFO_SQL = "SELECT id, protocol_text, layout_text FROM campaign"
 SERVER_VIEW_SQL = "SELECT id, frames, duration_s, files, mark_id FROM blind_episodes"
-SERVER_INFO_SQL = "SELECT ref, success_test, failure_modes, marks FROM judging_info"
+SERVER_INFO_SQL = "SELECT ref, success_test, failure_modes, marks, min_height_m FROM judging_info"
 
 
 def blind_episode_rows(store: CampaignStore) -> list[tuple[str, int, float, Any, str]]:
@@ -43,8 +43,9 @@ def campaign_texts(store: CampaignStore) -> tuple[str, str, str]:
     return tuple(row)  # type: ignore[return-value]
 
 
-def server_judging_info(store: CampaignStore) -> tuple[str, str, str, str]:
-    """(ref, success test, failure modes JSON, marks JSON): the server's `judging_info` row."""
+def server_judging_info(store: CampaignStore) -> tuple[str, str, str, str, float]:
+    """(ref, success test, failure modes JSON, marks JSON, success height in metres): the
+    server's `judging_info` row."""
     return tuple(store.conn.execute(SERVER_INFO_SQL).fetchone())  # type: ignore[return-value]
 
 

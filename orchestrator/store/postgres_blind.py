@@ -17,38 +17,39 @@ from __future__ import annotations
 
 import json
 
-from orchestrator.design.judge_facts import judge_facts
+from orchestrator.design.judge_facts import facts_of
+from orchestrator.design.protocol import Judging, frozen_protocol_from
 
 
 def install_blind_objects(conn) -> None:
     """Create (or refresh) `blind_episodes` and `judging_info` on a server store's connection."""
     campaign_id, protocol_text, layout_text = conn.raw.execute(
         "SELECT id, protocol_text, layout_text FROM campaign").fetchone()
-    text, modes, marks = judge_facts(protocol_text, layout_text)
+    frozen = frozen_protocol_from("campaign store", protocol_text, layout_text)
+    facts = facts_of(frozen)
     conn.raw.execute(
         "CREATE OR REPLACE VIEW blind_episodes WITH (security_barrier) AS"
         " SELECT e.id, e.frames, e.duration_s, e.files, t.mark_id"
         " FROM episodes e JOIN trials t ON t.slot = e.slot")
     conn.raw.execute("CREATE TABLE IF NOT EXISTS judging_info (ref TEXT NOT NULL, success_test TEXT NOT NULL,"
                      " failure_modes TEXT NOT NULL, marks TEXT NOT NULL)")
+    # the success height for the judges' guides (a table made before it gets the column here)
+    conn.raw.execute("ALTER TABLE judging_info ADD COLUMN IF NOT EXISTS min_height_m DOUBLE PRECISION")
     conn.raw.execute("DELETE FROM judging_info")
-    conn.raw.execute("INSERT INTO judging_info VALUES (%s, %s, %s, %s)",
-                     (str(campaign_id), text, json.dumps(list(modes)),
-                      json.dumps({k: list(xy) for k, xy in marks.items()})))
-    _install_judging_complete(conn, protocol_text)
+    conn.raw.execute("INSERT INTO judging_info (ref, success_test, failure_modes, marks, min_height_m)"
+                     " VALUES (%s, %s, %s, %s, %s)",
+                     (str(campaign_id), facts.success_test, json.dumps(list(facts.failure_modes)),
+                      json.dumps({k: list(xy) for k, xy in facts.marks.items()}), facts.min_height_m))
+    _install_judging_complete(conn, frozen.protocol.judging)
 
 
-def _install_judging_complete(conn, protocol_text: str) -> None:
+def _install_judging_complete(conn, judging: Judging) -> None:
     """`judging_rules` (the protocol's pre-registration) and `judging_complete()`, a
     security-definer function (it reads every label with the owner's rights): true unless the
     protocol hides labels from the operator and judging has not ended, i.e. the campaign has
     not finished (complete or stopped) or some episode has fewer than `judges` human labels
     (physics and auto are not judges; unsure does not count)."""
-    import yaml
-
-    judging = (yaml.safe_load(protocol_text) or {}).get("judging") or {}
-    hide = bool(judging.get("hide_labels_from_operator", False))
-    judges = int(judging.get("judges", 1))
+    hide, judges = bool(judging.hide_labels_from_operator), int(judging.judges)
     conn.raw.execute("CREATE TABLE IF NOT EXISTS judging_rules (hide BOOLEAN NOT NULL, judges BIGINT NOT NULL)")
     conn.raw.execute("DELETE FROM judging_rules")
     conn.raw.execute("INSERT INTO judging_rules VALUES (%s, %s)", (hide, judges))

@@ -7,15 +7,16 @@ from pathlib import Path
 from support.tiny import PROTOCOL, RIG
 
 
-def campaign_on_server(pg_cluster, videos: Path, *, files_folder: str = "videos", episodes: int = 4):
-    """A new database of `pg_cluster` holding the tiny campaign (videos under `videos`), with its
+def campaign_on_server(pg_cluster, videos: Path, *, files_folder: str = "videos", episodes: int = 4,
+                       protocol: Path = PROTOCOL):
+    """A new database of `pg_cluster` holding the tiny campaign (or `protocol`'s; videos under `videos`), with its
     first `episodes` trials committed (5 s, 50 frames, a front camera; physics success: policy
     A's trials). Returns (url, the store, still open for running)."""
     from orchestrator.run.campaign import open_campaign
     from orchestrator.store.sqlite import EpisodeRecord, new_episode_id
 
     url = pg_cluster.new_database()
-    store = open_campaign(PROTOCOL, RIG, videos, store_url=url).store
+    store = open_campaign(protocol, RIG, videos, store_url=url).store
     for trial in store.trials()[:episodes]:
         episode_id = new_episode_id()
         attempt = store.begin_attempt(trial.slot, episode_id)

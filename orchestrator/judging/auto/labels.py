@@ -12,9 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from orchestrator.core.errors import RuntimeFailure
+from orchestrator.design.judge_facts import facts_of
 from orchestrator.judging.auto.rater import AutoVerdict, arm_moved, rate_file
 from orchestrator.store.episode_files import EpisodeFiles, read_series
 from orchestrator.store.sqlite import AUTO_JUDGE, CampaignStore
@@ -34,13 +33,8 @@ def rate_recorded(series: Path, cube_size_m: float, success: Any) -> tuple[str, 
 
 def campaign_test(store: CampaignStore) -> tuple[float, float, float]:
     """(cube size m, min_height_m, hold_s) from the campaign's frozen protocol and layout."""
-    frozen = store.campaign()
-    protocol = yaml.safe_load(frozen["protocol_text"]) or {}
-    layout = yaml.safe_load(frozen["layout_text"]) or {}
-    success = protocol.get("success") or {}
-    cube = layout.get("cube") or {}
-    return (float(cube.get("size_m", 0.03)), float(success.get("min_height_m", 0.04)),
-            float(success.get("hold_s", 1.0)))
+    facts = facts_of(store.frozen_protocol())
+    return facts.cube_size_m, facts.min_height_m, facts.hold_s
 
 
 def rate_missing(store: CampaignStore) -> tuple[int, int]:

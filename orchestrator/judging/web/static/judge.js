@@ -442,8 +442,8 @@ function press(key) {
     case "c": nextView(); break;
     case "a": toggleAudit(); break;
     case "m": zoom = !zoom; overlayStatus("Zoom on the mark", zoom); break;
-    case "g": guide = !guide; overlayStatus(`Success-height guide (${state ? state.min_height_m * 100 : 4} cm: ` +
-      "the cube's bottom must be above the line)", guide); break;
+    case "g": guide = !guide; overlayStatus("Success-height guide" +
+      (state ? ` (${state.min_height_m * 100} cm: the cube's bottom must be above the line)` : ""), guide); break;
     case "x":
       if (!ep) { setStatus("No episode to mark."); break; }
       // the server refuses the reason too (JudgeSession.invalid_start); asked here without a round trip
