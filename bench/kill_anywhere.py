@@ -30,6 +30,7 @@ sys.path.insert(0, str(ROOT))
 from orchestrator.run.recording import PARTIAL  # noqa: E402
 from orchestrator.store.episode_files import damaged_files  # noqa: E402
 from orchestrator.store.sqlite import CampaignStore  # noqa: E402
+from orchestrator.store.sqlite_file import DB_NAME
 
 
 @dataclass
@@ -57,7 +58,7 @@ def outcomes(directory: Path) -> dict[int, tuple[str, str, bool | None]]:
 def check_invariants(directory: Path) -> tuple[int, list[str]]:
     """(done trials, violations) of a campaign directory at rest."""
     problems: list[str] = []
-    if not (directory / "campaign.db").exists():
+    if not (directory / DB_NAME).exists():
         return 0, problems  # killed before the store was published: nothing to check
     with CampaignStore.open_readonly(directory) as store:
         if not store.integrity_ok():

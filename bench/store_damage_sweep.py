@@ -33,7 +33,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-DB = "campaign.db"
+from orchestrator.store.sqlite_file import DB_NAME as DB  # noqa: E402  (after the path insert)
+
 SHOWN = 40   # silent offsets printed
 _STATE: dict = {}
 

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from orchestrator.core.errors import BadInput
+from orchestrator.store.sqlite_file import DB_NAME
 
 HELP = "label episodes from video alone, blind (Textual app, or --web in a browser; campaign or judge bundle)"
 
@@ -53,7 +54,7 @@ def open_source(target: Path, judge: str, contested_first: bool = False):
     target = Path(target)
     from orchestrator.store.postgres import server_url
 
-    if (target / "campaign.db").is_file() or server_url() is not None:
+    if (target / DB_NAME).is_file() or server_url() is not None:
         from orchestrator.judging.blinding import CampaignSource
 
         source = CampaignSource(target, judge, contested_first=contested_first)
@@ -88,7 +89,7 @@ def run_auto(target: Path) -> int:
     from orchestrator.judging.auto.labels import rate_missing
     from orchestrator.store.sqlite import CampaignStore
 
-    if not (target / "campaign.db").is_file():
+    if not (target / DB_NAME).is_file():
         raise BadInput(f"{target}: --judge auto needs a campaign directory (campaign.db): it rates "
                        "the recorded joint trajectories, which bundles do not carry")
     with CampaignStore.open_for_labels(target) as store:

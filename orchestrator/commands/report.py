@@ -10,6 +10,7 @@ from pathlib import Path
 
 from orchestrator.core.durable import write_atomic
 from orchestrator.core.errors import BadInput, RuntimeFailure
+from orchestrator.store.sqlite_file import DB_NAME
 
 HELP = "the paired report: McNemar (mid-p primary), Wilson intervals, difference CI, strata, judges, plots"
 FORMATS = ("text", "md", "json", "html")
@@ -54,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         from orchestrator.store.sqlite import CampaignStore
 
-        db = Path(args.campaign) / "campaign.db"
+        db = Path(args.campaign) / DB_NAME
         try:
             store = CampaignStore.open_readonly(Path(args.campaign), allow_broken_chain=getattr(args, "allow_broken_chain", False))
             try:

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from orchestrator.core.errors import BadInput, RuntimeFailure
+from orchestrator.store.sqlite_file import DB_NAME
 
 HELP = "a Rerun recording of episodes (cameras, joints, commands, success signal, labels, events); unblinds"
 
@@ -35,7 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _owner_check(campaign: Path) -> None:
-    db = campaign / "campaign.db"
+    db = campaign / DB_NAME
     try:
         owner = db.stat().st_uid
     except OSError as exc:
@@ -86,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
         raise RuntimeFailure("view needs the Rerun SDK, which is not installed here: install the rerun extra "
                              "(`uv sync --extra rerun` or `pip install '.[rerun]'`)")
     campaign = Path(args.campaign)
-    if not (campaign / "campaign.db").is_file():
+    if not (campaign / DB_NAME).is_file():
         raise BadInput(f"{campaign}: not a campaign directory (no campaign.db)")
     started = time.monotonic()
     store = CampaignStore.open_readonly(campaign)

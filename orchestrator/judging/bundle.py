@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from orchestrator.core.durable import fsync_dir, fsync_file
+from orchestrator.core.durable import fsync_dir, fsync_file, swap_directory
 from orchestrator.core.errors import BadInput, RuntimeFailure
 from orchestrator.judging.blinding import blinded_view, forbidden_terms, judge_order, scan_for_terms
 from orchestrator.judging.clean_media import clean_copy
@@ -146,12 +146,7 @@ def write_bundle(campaign: Path, out: Path) -> BundleSummary:
             raise RuntimeFailure(f"blinding check failed: {len(leaks)} bundle files contain a policy "
                                  f"name, checkpoint path or revision (first: {term!r} in {where}); "
                                  "bundle not written")
-        for directory in sorted({p.parent for p in tmp.rglob("*")}, key=lambda p: -len(p.parts)):
-            fsync_dir(directory)
-        if out.exists():
-            out.rmdir()   # empty (checked above)
-        os.rename(tmp, out)
-        fsync_dir(out.parent)
+        swap_directory(tmp, out)   # `out` is absent or empty (checked above)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from orchestrator.core.errors import BadInput
 from orchestrator.design.identity import policy_identity
+from orchestrator.store.sqlite_file import DB_NAME
 
 
 @dataclass(frozen=True)
@@ -92,7 +93,7 @@ def read_campaign(source: CampaignSource, taken: set[str]) -> tuple[Campaign, li
     from orchestrator.store.postgres import using_server
     from orchestrator.store.sqlite import CampaignStore
 
-    db = source.path / "campaign.db"
+    db = source.path / DB_NAME
     with using_server(source.store):
         store = CampaignStore.open_readonly(source.path)
         try:
