@@ -181,9 +181,6 @@ def _resolve_action_key_order(policy_names: list[str] | None, dataset_names: lis
     return policy_names
 
 
-# long-function: __init__: loads a checkpoint in LeRobot's own order (config, device, feature check,
-# weights, processors), each step refusing with one line that names it; noted by the refactor
-#, left for the owner of this module to split.
 @register_policy("lerobot")
 class LeRobotPolicy(Policy):
     """A LeRobot checkpoint behind the `Policy` interface (see the module docstring)."""
@@ -209,6 +206,9 @@ class LeRobotPolicy(Policy):
         inference = getattr(spec, "inference", None)
         return getattr(inference, "type", "sync") == "rtc" or getattr(spec, "interpolation_multiplier", 1) > 1
 
+    # long-function: __init__: loads a checkpoint in LeRobot's own order (config, device, feature
+    # check, weights, processors), each step refusing with one line that names it; left for
+    # the owner of this module to split.
     def __init__(self, spec: LeRobotPolicySpec, protocol_dir: Path | str, task: str,
                  rig_features: Mapping[str, Any] | RigProfile | LoadedRig | Rig, *,
                  robot_type: str | None = None, fps: float | None = None):

@@ -187,7 +187,7 @@ def _look_at_xyaxes(pos, target) -> list[float]:
 
 
 # long-function: scene_spec: one declarative scene (arm, table, cube, cameras, lights) read top to
-# bottom; noted by the refactor, left for the owner of this module to split.
+# bottom; left for the owner of this module to split.
 def scene_spec(cube_size_m: float, cube_mass_kg: float, *,
                render: RenderSettings = RenderSettings(),
                timestep: float | None = None,
