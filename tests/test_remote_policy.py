@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from support.campaign_files import env
+from support.campaign_files import env, one_mark_protocol
 from support.cli import run_module
 from support.repo import REPO
-from test_rtc import one_mark_protocol, stored_timing
+from test_rtc import stored_timing
 
 SIM_RIG = REPO / "hardware" / "sim.yaml"
 

@@ -16,28 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from support.campaign_files import env, twin_rig
+from support.campaign_files import env, one_mark_protocol, twin_rig
 from support.cli import run_module
-from support.repo import GRID20, REPO, SIM_PROTOCOL
+from support.repo import REPO
 
 RTC_B = "{type: lerobot, path: ./vla, inference: {type: rtc, rtc: {execution_horizon: 5}, queue_threshold: 4}}"
-
-
-def one_mark_protocol(folder: Path, policy_a: str, policy_b: str, *, duration_s: float = 3, fps: int = 15) -> Path:
-    """protocols/sim_demo.yaml on grid20's first mark, with policies `policy_a` and `policy_b`."""
-    layout = [line for line in GRID20.read_text().splitlines()
-              if not line.lstrip().startswith("- {id: M") or line.lstrip().startswith("- {id: M01")]
-    (folder / "layout1.yaml").write_text("\n".join(layout) + "\n")
-    text = SIM_PROTOCOL.read_text()
-    for old, new in (("../layouts/grid20.yaml", "layout1.yaml"),
-                     ("A: {type: scripted, aim_noise_mm: 3}", f"A: {policy_a}"),
-                     ("B: {type: scripted, aim_noise_mm: 12}", f"B: {policy_b}"),
-                     ("episode: {fps: 30, duration_s: 12}", f"episode: {{fps: {fps}, duration_s: {duration_s}}}")):
-        assert old in text
-        text = text.replace(old, new)
-    path = folder / "protocol.yaml"
-    path.write_text(text)
-    return path
 
 
 def stored_timing(campaign: Path) -> list[dict]:

@@ -14,20 +14,35 @@ SHIPPED_TWIN_RIG = REPO / "hardware" / "so101_twin.yaml"
 CAMERA = TWIN_CAMERA   # (height, width) of the test profile's cameras and the ACT's inputs
 
 
-def two_mark_protocol(folder: Path, policy_b: str, *, duration_s: float = 1.0, fps: int = 10) -> Path:
-    """A copy of protocols/sim_demo.yaml on the first two marks of grid20, with `policy_b` as B."""
+def sim_protocol_on_marks(folder: Path, marks: tuple[str, ...], policy_b: str, *, policy_a: str | None = None,
+                         duration_s: float = 1.0, fps: int = 10) -> Path:
+    """A copy of protocols/sim_demo.yaml on grid20's `marks` (its layout `layout<N>.yaml`, N the
+    number of marks), with `policy_b` as B (and `policy_a` as A when given)."""
+    name = f"layout{len(marks)}.yaml"
     layout = [line for line in GRID20.read_text().splitlines()
-              if not line.lstrip().startswith("- {id: M") or line.lstrip().startswith(("- {id: M01", "- {id: M02"))]
-    (folder / "layout2.yaml").write_text("\n".join(layout) + "\n")
+              if not line.lstrip().startswith("- {id: M") or line.lstrip().startswith(tuple(f"- {{id: {m}" for m in marks))]
+    (folder / name).write_text("\n".join(layout) + "\n")
     text = SIM_PROTOCOL.read_text()
-    for old, new in (("../layouts/grid20.yaml", "layout2.yaml"),
-                     ("B: {type: scripted, aim_noise_mm: 12}", f"B: {policy_b}"),
-                     ("episode: {fps: 30, duration_s: 12}", f"episode: {{fps: {fps}, duration_s: {duration_s}}}")):
+    edits = [("../layouts/grid20.yaml", name), ("B: {type: scripted, aim_noise_mm: 12}", f"B: {policy_b}"),
+             ("episode: {fps: 30, duration_s: 12}", f"episode: {{fps: {fps}, duration_s: {duration_s}}}")]
+    if policy_a is not None:
+        edits.append(("A: {type: scripted, aim_noise_mm: 3}", f"A: {policy_a}"))
+    for old, new in edits:
         assert old in text
         text = text.replace(old, new)
     path = folder / "protocol.yaml"
     path.write_text(text)
     return path
+
+
+def two_mark_protocol(folder: Path, policy_b: str, *, duration_s: float = 1.0, fps: int = 10) -> Path:
+    """protocols/sim_demo.yaml on grid20's first two marks, with `policy_b` as B."""
+    return sim_protocol_on_marks(folder, ("M01", "M02"), policy_b, duration_s=duration_s, fps=fps)
+
+
+def one_mark_protocol(folder: Path, policy_a: str, policy_b: str, *, duration_s: float = 3, fps: int = 15) -> Path:
+    """protocols/sim_demo.yaml on grid20's first mark, with policies `policy_a` and `policy_b`."""
+    return sim_protocol_on_marks(folder, ("M01",), policy_b, policy_a=policy_a, duration_s=duration_s, fps=fps)
 
 
 def twin_rig(folder, fps: int = 15):
