@@ -211,3 +211,11 @@ def test_the_real_time_tests_share_one_xdist_group(request):
     assert lanes.xdist_group_of("test_stats.py", ()) is None
     # the conftest hook applied it: this pure test carries no group, a twin test would
     assert request.node.get_closest_marker("xdist_group") is None
+
+
+def test_every_twin_file_carries_the_subprocess_marker():
+    """The twin is a process of its own (`rigs/twin/client.start_twin` starts it): a file that
+    drives it starts a process, and says so."""
+    twin_files = [name for name, markers in lanes.FILE_MARKERS if "twin" in markers]
+    assert len(twin_files) >= 12
+    assert [name for name, markers in lanes.FILE_MARKERS if "twin" in markers and "subprocess" not in markers] == []
