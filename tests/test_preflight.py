@@ -133,3 +133,36 @@ def test_hardware_modules_import_without_torch_and_sim_doctor_needs_none():
             "print('RC', rc, 'HEAVY', heavy)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)
     assert "RC 0 HEAVY []" in proc.stdout, proc.stdout + proc.stderr
+
+
+class _BareBusRig:
+    """What `check_rest_pose` reads of a rig: a bare bus whose present-pose read fails `fails` times."""
+
+    def __init__(self, fails: int):
+        from types import SimpleNamespace
+
+        self.fails, self.reads = fails, 0
+        self.robot = SimpleNamespace(bus=object())
+        self.profile = SimpleNamespace(rest_pose={"shoulder_pan.pos": 0.0})
+        self._connected = False
+
+    def rest_pose_problems(self) -> list[str]:
+        return []
+
+    def read_present_pose(self) -> dict[str, float]:
+        self.reads += 1
+        if self.reads <= self.fails:
+            raise ConnectionError("Could not connect on port '/dev/pts/0'.")
+        return {"shoulder_pan.pos": 1.0}
+
+
+@pytest.mark.parametrize("fails, ok", [(0, True), (2, True), (3, False)])
+def test_the_present_pose_read_is_tried_three_times_before_the_check_fails(fails, ok, monkeypatch):
+    from orchestrator.rigs import hardware_checks
+
+    monkeypatch.setattr(hardware_checks.time, "sleep", lambda s: None)
+    rig = _BareBusRig(fails)
+    (check,) = hardware_checks.check_rest_pose(rig)
+    assert check.ok is ok and rig.reads == min(fails + 1, hardware_checks.PRESENT_POSE_TRIES)
+    if not ok:
+        assert "cannot read the arm's present pose" in check.detail and "3 tries" in check.detail

@@ -131,6 +131,14 @@ def check_cameras(rig: Any, seconds: float = 1.0) -> list[Check]:
     return checks
 
 
+# The bare-bus read of the present pose (nothing written, torque untouched) is tried again after a
+# pause before the check fails: a bus that just came up can miss its first handshake (a USB
+# adapter enumerating; on the twin under load, seen as "motor check failed" and "could not
+# connect" at this read, once in several full test runs).
+PRESENT_POSE_TRIES = 3
+PRESENT_POSE_RETRY_S = 0.5
+
+
 def check_rest_pose(rig: Any) -> list[Check]:
     """The rest pose inside the calibrated range; the present pose next to it (bare bus read)."""
     problems = rig.rest_pose_problems()
@@ -138,11 +146,18 @@ def check_rest_pose(rig: Any) -> list[Check]:
         return [Check("rest pose", False, line) for line in problems]
     if getattr(rig.robot, "bus", None) is None or getattr(rig, "_connected", False):
         return []
-    try:
-        present = rig.read_present_pose()
-    except Exception as exc:  # noqa: BLE001
-        return [Check("rest pose", False, f"cannot read the arm's present pose ({one_line(exc)}); check "
-                                          "its power and USB cable")]
+    present, failure = None, None
+    for attempt in range(PRESENT_POSE_TRIES):
+        try:
+            present = rig.read_present_pose()
+            break
+        except Exception as exc:  # noqa: BLE001
+            failure = exc
+            if attempt + 1 < PRESENT_POSE_TRIES:
+                time.sleep(PRESENT_POSE_RETRY_S)
+    if present is None:
+        return [Check("rest pose", False, f"cannot read the arm's present pose ({one_line(failure)}; "
+                                          f"{PRESENT_POSE_TRIES} tries); check its power and USB cable")]
     rest = dict(rig.profile.rest_pose)
     source = "profile" if rest else "captured at connect: the present pose"
     rest = rest or present
