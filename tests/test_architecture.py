@@ -197,4 +197,4 @@ def test_every_protocol_fact_is_read_from_the_protocol_model(tmp_path):
     planted = tmp_path / "orchestrator" / "judging" / "facts.py"
     planted.parent.mkdir(parents=True)
     planted.write_text("import yaml\nheight = (yaml.safe_load(text) or {}).get('min_height_m', 0.04)\n")
-    assert yaml_loads_outside(tmp_path, YAML_PARSERS) == ["orchestrator/judging/facts.py"]
+    assert yaml_loads_outside(tmp_path, YAML_PARSERS) == [str(planted.relative_to(tmp_path))]

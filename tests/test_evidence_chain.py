@@ -18,6 +18,7 @@ from orchestrator.core.errors import BadInput
 from orchestrator.design.schedule import Trial
 from orchestrator.store import chain
 from orchestrator.store.sqlite import CampaignStore, EpisodeRecord, new_episode_id
+from support.tiny import PROTOCOL
 
 FIXTURE = Path(__file__).parent / "fixtures" / "schema1" / "campaign.db"
 
@@ -66,8 +67,13 @@ def _schedule(n: int = 4) -> list[Trial]:
 
 
 def _new(directory: Path) -> CampaignStore:
-    return CampaignStore.create(directory, name="c", protocol_path="p.yaml", protocol_text="{}",
-                                protocol_sha256="0" * 64, layout_text="{}", layout_sha256="1" * 64,
+    """A store of the tiny protocol's frozen texts (a judge's facts are read from them) with a
+    schedule of its own."""
+    from orchestrator.design.protocol import load_protocol
+
+    loaded = load_protocol(PROTOCOL)
+    return CampaignStore.create(directory, name="c", protocol_path="p.yaml", protocol_text=loaded.text,
+                                protocol_sha256="0" * 64, layout_text=loaded.layout_text, layout_sha256="1" * 64,
                                 rig_path="r.yaml", rig_text="{}", simulated=True, schedule=_schedule())
 
 
