@@ -20,7 +20,7 @@ import threading
 from collections.abc import Callable
 from contextlib import contextmanager
 
-from orchestrator.core.disk import free_bytes, required_free_bytes, size_text
+from orchestrator.core.disk import size_text, space_problem
 from orchestrator.core.errors import BadInput, Interrupted, RuntimeFailure
 from orchestrator.core.progress import say_flushed, terminal_for
 from orchestrator.design.schedule import Trial
@@ -124,7 +124,7 @@ def run_campaign(opened: OpenedCampaign, operator: Operator | None = None, worke
     cameras = opened.rig.profile.cameras
     per_episode = episode_bytes_estimate(cameras, episode.duration_s)
     check_disk(store.directory, per_episode, "the next episode")
-    if free_bytes(store.directory) < required_free_bytes(per_episode * len(pending)):
+    if space_problem(store.directory, per_episode * len(pending), "the remaining episodes"):
         say(f"warning: free disk space may not hold all {len(pending)} remaining episodes "
             f"(about {size_text(per_episode * len(pending))}); the run will stop cleanly before the disk fills")
     with run_session(store):
