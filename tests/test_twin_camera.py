@@ -93,3 +93,93 @@ def test_camera_slow_delivers_below_its_rate(cameras):
     slow, other = rate(cams["front"]), rate(cams["wrist"])
     assert 3 <= slow <= 7, slow
     assert other > 20, other
+
+
+def _hog(seconds: float) -> list:
+    """One busy process per core and one more, at ordinary priority (the load of a CI runner
+    whose other worker runs a campaign)."""
+    import os
+    import subprocess
+    import sys
+
+    loop = f"import time\nend = time.monotonic() + {seconds}\nwhile time.monotonic() < end: pass\n"
+    return [subprocess.Popen([sys.executable, "-c", loop]) for _ in range((os.cpu_count() or 2) + 1)]
+
+
+def test_the_camera_process_keeps_its_frame_rate_on_a_busy_machine():
+    """Real cameras are their own hardware: the twin's render process takes a real-time priority
+    below the servos' (so a servo reply preempts a render) and holds its configured rate while
+    every core is busy (an ordinary renderer fell to 12.9 of 15 fps on a busy 2-core runner)."""
+    import os
+
+    from orchestrator.rigs.profile import load_rig
+    from orchestrator.rigs.twin.client import start_twin
+    from orchestrator.rigs.twin.render import RENDER_PRIORITY
+    from orchestrator.rigs.twin.server import REALTIME_PRIORITY
+    from orchestrator.rigs.twin.twincamera import TwinCamera, TwinCameraConfig
+
+    assert RENDER_PRIORITY < REALTIME_PRIORITY
+    with start_twin(load_rig(SHIPPED_TWIN_RIG)) as twin:
+        assert (twin.priority, twin.render_priority) == ("realtime", "realtime"), (
+            "the twin could not take real-time priorities: run the tests as root, or give python "
+            "CAP_SYS_NICE (setcap cap_sys_nice+ep $(readlink -f .venv/bin/python))")
+        assert os.sched_getscheduler(twin.render_pid) == os.SCHED_RR
+        assert os.sched_getparam(twin.render_pid).sched_priority == RENDER_PRIORITY
+        assert os.sched_getparam(twin.proc.pid).sched_priority == REALTIME_PRIORITY
+        specs = twin.rig.profile.cameras
+        cams = {name: TwinCamera(TwinCameraConfig(index_or_path=spec.model_dump()["index_or_path"],
+                                                  fps=spec.fps, width=spec.width, height=spec.height))
+                for name, spec in specs.items()}
+        assert len(cams) == 2
+        for cam in cams.values():
+            cam.connect()
+        hogs = _hog(6.0)
+        try:
+            time.sleep(1.0)
+            before = {name: cam.frames_delivered for name, cam in cams.items()}
+            start = time.monotonic()
+            time.sleep(3.0)
+            rates = {name: (cam.frames_delivered - before[name]) / (time.monotonic() - start)
+                     for name, cam in cams.items()}
+        finally:
+            for hog in hogs:
+                hog.kill()
+                hog.wait()
+            for cam in cams.values():
+                cam.disconnect()
+    for name, rate in rates.items():
+        assert rate >= 0.95 * specs[name].fps, (name, rate, specs[name].fps)
+
+
+def test_the_preflight_refuses_a_slow_camera_but_not_a_dip():
+    """The frame-rate check on the twin's cameras through LeRobot: both pass as they are; the
+    wrist camera slowed to a third of its rate fails, named, with what to do; the front camera
+    (measured first) slow for its first 0.6 s only passes (the check measures again, for
+    `CONFIRM_SECONDS`, before it fails)."""
+    import threading
+
+    from orchestrator.rigs import hardware_checks
+    from orchestrator.rigs.factory import make_rig
+    from orchestrator.rigs.profile import load_rig
+    from orchestrator.rigs.twin.client import start_twin
+
+    with start_twin(load_rig(SHIPPED_TWIN_RIG)) as twin:
+        rig = make_rig(twin.rig)
+        fps = {name: spec.fps for name, spec in twin.rig.profile.cameras.items()}
+
+        def slow(camera, rate):
+            twin.request("inject", fault={"kind": "camera_slow", "camera": camera, "fps": rate})
+
+        plain = hardware_checks.check_cameras(rig)
+        slow("wrist", fps["wrist"] / 3)
+        slowed = hardware_checks.check_cameras(rig)
+        slow("wrist", fps["wrist"])
+        slow("front", fps["front"] / 3)
+        threading.Timer(0.6, slow, args=("front", fps["front"])).start()
+        dipped = hardware_checks.check_cameras(rig)
+    assert list(fps) == ["front", "wrist"]
+    assert [(c.name, c.ok) for c in plain] == [("camera front", True), ("camera wrist", True)], plain
+    assert [(c.name, c.ok) for c in slowed] == [("camera front", True), ("camera wrist", False)], slowed
+    assert f"fps, configured {fps['wrist']} fps" in slowed[1].detail
+    assert "lower the resolution" in slowed[1].detail
+    assert [(c.name, c.ok) for c in dipped] == [("camera front", True), ("camera wrist", True)], dipped

@@ -60,7 +60,9 @@ class Twin:
         self.home = home
         self.port = ready["port"]
         self.frames_dir = Path(ready["frames_dir"])
-        self.priority = ready.get("priority", "normal")
+        self.priority = ready.get("priority", "normal")            # the servos' process
+        self.render_priority = ready.get("render_priority", "normal")   # the cameras' process
+        self.render_pid = ready.get("render_pid")
         self.calibration_dir = home / "calibration"
         self.calibration = ready["calibration"]          # the servos' (the user's or the shipped)
         self.own_calibration = bool(ready.get("user_calibration"))

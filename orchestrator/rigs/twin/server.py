@@ -91,6 +91,7 @@ class TwinServer:
         parent = int(self.config.get("parent_pid") or os.getppid())
         self.renderer = self._start_renderer()
         self._say({"ready": True, "port": self.port, "pid": os.getpid(), "priority": self.priority,
+                   "render_priority": self.render_priority, "render_pid": self.renderer.pid,
                    "frames_dir": str(self.frames_dir), "calibration": self.arm.cal,
                    "user_calibration": bool(self.config.get("user_calibration"))})
         self.t0 = time.monotonic()
@@ -290,9 +291,11 @@ class TwinServer:
                   "cube": self.cube.model_dump()}
         proc = subprocess.Popen([sys.executable, "-m", "orchestrator.rigs.twin.render", json.dumps(config)],
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, close_fds=True)
-        if proc.stdout.readline().strip() != "ready":
+        ready = proc.stdout.readline().split(maxsplit=1)
+        if not ready or ready[0] != "ready":
             proc.wait()
             raise RuntimeError(f"the twin's camera process did not start (exit code {proc.returncode})")
+        self.render_priority = ready[1].strip() if len(ready) > 1 else "normal"
         return proc
 
     def _close(self) -> None:
