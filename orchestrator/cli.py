@@ -28,6 +28,7 @@ VERBS = {
     "export": "export",
     "view": "view",
     "layout": "layout",
+    "camera": "camera",
     "doctor": "doctor",
     "store": "store",
     "twin": "twin",

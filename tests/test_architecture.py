@@ -137,7 +137,7 @@ def test_no_import_cycle():
 # The packages in the order a campaign flows through them; a module may import its own stage and
 # the stages before it, never one after it. `core` is what every stage uses (errors, atomic
 # writes, YAML with line numbers, the progress bar); `cli` and `__main__` sit above everything.
-STAGES = ("core", "design", "store", "sim", "rigs", "policies", "run", "judging", "analysis", "export",
+STAGES = ("core", "design", "store", "sim", "vision", "rigs", "policies", "run", "judging", "analysis", "export",
           "commands", "cli")
 
 

@@ -169,14 +169,24 @@ def test_wide_layout_tiles_in_both_directions(cli, tmp_path):
     assert whole == set(ids)
 
 
-def test_a3_fits_grid20_with_base_on_one_sheet(cli, tmp_path):
+def test_a3_fits_grid20_on_one_sheet_and_with_the_base_on_two(cli, tmp_path):
+    """grid20 and the camera's fiducials fit one A3 sheet; with the whole base outline too they
+    span 401 mm down the sheet (the base's back edge at x = -0.05 m to the far fiducials'
+    quiet zone at 0.345 m), more than A3's 384 mm content height: two sheets."""
     out = tmp_path / "a3.svg"
-    assert cli("layout", "print", GRID20, "--out", out, "--paper", "a3", "--with-base").code == 0
+    assert cli("layout", "print", GRID20, "--out", out, "--paper", "a3").code == 0
     assert [p.name for p in tmp_path.iterdir()] == ["a3.svg"]
     page = read_svg(out)
     assert (page["root"].get("width"), page["root"].get("height")) == ("297mm", "420mm")
-    assert inside(page["base"], page["content"])
     check_marks_at_yaml_positions(page, *yaml_marks())
+    based = tmp_path / "based"
+    based.mkdir()
+    assert cli("layout", "print", GRID20, "--out", based / "a3.svg", "--paper", "a3", "--with-base").code == 0
+    assert sorted(p.name for p in based.iterdir()) == ["a3-2.svg", "a3.svg"]
+    lower = read_svg(based / "a3-2.svg")
+    back_edge_v = max(v for _, v in lower["base"])
+    _, top, _, height = lower["content"]
+    assert top < back_edge_v < top + height   # the base's back edge is printed on the second sheet
 
 
 # ------------------------------------------------------------------ PDF
@@ -218,8 +228,8 @@ def test_existing_output_is_replaced(cli, tmp_path):
 
 
 @pytest.mark.parametrize("out, message", [
-    ("t.png", "must end in .svg or .pdf"),
-    ("t", "must end in .svg or .pdf"),
+    ("t.jpg", "must end in .svg, .pdf or .png"),
+    ("t", "must end in .svg, .pdf or .png"),
     ("missing/dir/t.svg", "does not exist"),
     ("adir.svg", "is a directory"),
 ])

@@ -52,12 +52,19 @@ def _console_episode(tmux: Tmux, protocol, rig, out) -> None:
         if "press Enter" in screen:
             break
         tmux("send-keys", "-t", "op", "Enter")
-        time.sleep(1.0)
+        _wait_until_gone(tmux, "ARM STOPPED (holding)", timeout=30)   # a busy console repaints late
     else:
         raise AssertionError(f"the move to rest stopped three times:\n{screen}")
     tmux("send-keys", "-t", "op", "Enter")
     tmux.wait_for("op", "EPISODE RUNNING", timeout=60)
     time.sleep(0.5)   # inside the episode: the policy is moving the arm
+
+
+def _wait_until_gone(tmux: Tmux, text: str, timeout: float) -> None:
+    """Until `text` is off the screen: the console took the key (or `timeout` passed)."""
+    deadline = time.monotonic() + timeout
+    while text in tmux.screen("op") and time.monotonic() < deadline:
+        time.sleep(0.2)
 
 
 def _wait_for_either(tmux: Tmux, first: str, second: str, timeout: float) -> str:
@@ -112,6 +119,9 @@ def test_sigterm_from_another_process_leaves_torque_off_and_the_wire_quiet_then_
             assert [a["status"] for a in attempts] == ["aborted"]
             assert store.sessions()[-1]["outcome"].startswith("interrupted")
             interrupted = attempts[0]["slot"]
+        # The operator takes the cube from under the sagged arm before resuming (else the first
+        # move to rest can stop on it twice and offer hand-guiding, tests/test_twin_hand_guide.py).
+        twin.request("place", mark={"id": "aside", "x": 0.75, "y": 0.6, "yaw_deg": 0.0})
 
         # 2. the operator console resumes (same trial first), SIGTERM during its episode
         try:

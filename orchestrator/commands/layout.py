@@ -1,11 +1,11 @@
-"""`orchestrator layout print LAYOUT --out FILE.(svg|pdf) [--paper A4|A3]`: a 1:1 template."""
+"""`orchestrator layout print LAYOUT --out FILE.(svg|pdf|png) [--paper A4|A3]`: a 1:1 template."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-HELP = "layout tools: `layout print` writes a 1:1 printable template (SVG or PDF) to tape to the table"
+HELP = "layout tools: `layout print` writes a 1:1 printable template (SVG, PDF or PNG) to tape to the table"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -14,15 +14,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     printer = actions.add_parser(
         "print", help="write a 1:1-scale printable template of a layout",
         description="Write a 1:1-scale printable template of a layout: every mark as the cube "
-                    "footprint with a centre cross and its id, the robot base outline, a 10 cm scale "
+                    "footprint with a centre cross and its id, the camera's fiducials (ArUco markers "
+                    "that `orchestrator camera check` reads), the robot base outline, a 10 cm scale "
                     "bar and crop marks. Several pages (with overlap strips and registration "
-                    "crosses) if the layout does not fit one sheet. SVG output writes one file per "
-                    "page (FILE.svg, FILE-2.svg, ...); PDF output writes one multi-page file. Print "
+                    "crosses) if the layout does not fit one sheet. SVG and PNG (300 dpi) output write one file "
+                    "per page (FILE.svg, FILE-2.svg, ...); PDF output writes one multi-page file. Print "
                     "at 100 %% (actual size) and check the scale bar with a ruler.")
     printer.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                          help="show tracebacks on errors")
     printer.add_argument("layout", help="layout YAML file (e.g. layouts/grid20.yaml)")
-    printer.add_argument("--out", required=True, help="output file, .svg or .pdf")
+    printer.add_argument("--out", required=True, help="output file, .svg, .pdf or .png")
     printer.add_argument("--paper", type=str.upper, choices=["A4", "A3"], default="A4",
                          help="paper size (default A4)")
     printer.add_argument("--with-base", action="store_true",

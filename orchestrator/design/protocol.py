@@ -22,6 +22,7 @@ from orchestrator.core.errors import BadInput
 from orchestrator.core.yamlsrc import SourceMap, load_yaml_mapping
 from orchestrator.design.identity import Identified as _Identified
 from orchestrator.design.identity import policy_identity
+from orchestrator.design.start_check_spec import StartCheckSpec
 
 # Reach of the SO-101 for a top-down pick, measured from the base (shoulder-pan) axis in the
 # table plane. Upper arm 0.116 m + forearm 0.135 m + wrist to jaw tip ~0.10 m: a cube farther
@@ -343,6 +344,7 @@ class Protocol(_Strict):
     analysis: Analysis = Analysis()
     aborts: Aborts = Aborts()
     stations: Stations = Stations()
+    start_check: StartCheckSpec = StartCheckSpec()
 
     @field_validator("policies")
     @classmethod

@@ -1,13 +1,12 @@
-"""Printable 1:1 layout templates (`orchestrator layout print`): SVG or PDF, A4 or A3.
+"""Printable 1:1 layout templates (`orchestrator layout print`): SVG, PDF or PNG, A4 or A3.
 
 The template is taped to the table so each cube is placed where the layout says. Everything
 is drawn in millimetres on paper at 1:1: one SVG user unit is one millimetre (`width="210mm"`
 with `viewBox="0 0 210 297"`), and the PDF figure is the paper size in inches.
 
-Sheet frame. Seen from above with the robot at the bottom edge of the sheet, looking up the
-sheet: the base frame's +x (forward) points up the page and +y (left) points to the left.
-A point (x, y) in metres maps to sheet millimetres (u, v) = (-1000 y, -1000 x) relative to
-the base centre (u to the right, v down the page), which is a rotation, not a mirror image.
+The drawing (`drawing.Shape`, `Group`, in the sheet frame of `drawing.to_sheet`) is one for
+every output: SVG and PDF here, a raster image (PNG, `PNG_DPI`) through the PDF's matplotlib
+figure. The simulated and twin tables are textured with the same drawing (`raster.sheet_image`).
 
 Each page has a content area (margins hold crop marks), a footer with a 10 cm scale bar (check
 it with a ruler: printing "fit to page" breaks the scale) and the page number. A layout that
@@ -17,18 +16,21 @@ overlap is shaded and carries registration crosses drawn at the same table point
 Drawn in every page, where it falls: the SO-101 base footprint (about 0.10 x 0.10 m, centred at
 the origin) with arrows for +x and +y, the x axis (y = 0) with distances from the base centre
 (to position the sheet when the base is off the sheet), and every mark as the cube footprint
-(the layout's cube size, rotated by its yaw) with a centre cross and its id.
+(the layout's cube size, rotated by its yaw) with a centre cross and its id; and the camera's
+fiducials (`fiducials.BOARD`: ArUco markers at fixed table points, each with its quiet zone).
+A fiducial that a mark's cube would cover is left off (`printed_fiducials`).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from pathlib import Path
 from xml.sax.saxutils import escape, quoteattr
 
 from orchestrator.core.durable import publish, staged
 from orchestrator.core.errors import BadInput
+from orchestrator.design.drawing import Group, Page, Shape, to_sheet
+from orchestrator.design.fiducials import BOARD, Fiducial, fiducial_groups, overlaps
 from orchestrator.design.protocol import Layout
 
 PAPERS_MM = {"A4": (210.0, 297.0), "A3": (297.0, 420.0)}
@@ -38,62 +40,8 @@ OVERLAP_MM = 12.0       # shared strip between neighbouring pages of a tiled tem
 PAD_MM = 3.0            # space kept around the drawn marks
 BASE_SIZE_M = 0.10      # SO-101 base footprint (square, centred at the origin)
 SCALE_BAR_MM = 100.0
+PNG_DPI = 300
 _EPS = 1e-6
-
-
-# ---------------------------------------------------------------- drawing primitives
-
-
-@dataclass
-class Shape:
-    """One primitive in sheet millimetres (world shapes) or page millimetres (page furniture).
-
-    kind: polygon (closed), polyline, text. `attrs` become `data-*` / id attributes in SVG.
-    """
-
-    kind: str
-    points: list[tuple[float, float]]
-    stroke: str = "#000000"
-    width: float = 0.25                 # line width, mm
-    fill: str | None = None
-    dash: tuple[float, ...] | None = None
-    text: str = ""
-    size: float = 3.0                   # font size, mm
-    anchor: str = "middle"              # start | middle | end
-    bold: bool = False
-
-
-@dataclass
-class Group:
-    """Shapes that belong together (a mark, the base, the scale bar); `id` and `data` for SVG."""
-
-    id: str
-    shapes: list[Shape]
-    data: dict[str, str] = field(default_factory=dict)
-    css_class: str = ""
-
-
-@dataclass
-class Page:
-    paper: str
-    width: float
-    height: float
-    orientation: str
-    number: int
-    count: int
-    row: int
-    col: int
-    content: tuple[float, float, float, float]    # x, y, w, h of the content area (page mm)
-    world: list[Group]                            # in page mm, clipped to the content area
-    furniture: list[Group]                        # page mm, not clipped
-
-
-# ---------------------------------------------------------------- geometry
-
-
-def to_sheet(x_m: float, y_m: float) -> tuple[float, float]:
-    """Base frame (metres) -> sheet (mm; u right, v down the page; origin at the base centre)."""
-    return (-1000.0 * y_m, -1000.0 * x_m)
 
 
 def _square(cx_m: float, cy_m: float, size_m: float, yaw_deg: float) -> list[tuple[float, float]]:
@@ -135,6 +83,16 @@ def _mark_groups(layout: Layout) -> list[Group]:
                   "yaw-deg": repr(mark.yaw_deg), "stratum": mark.stratum,
                   "size-mm": f"{size_mm:g}"}))
     return groups
+
+
+def printed_fiducials(layout: Layout) -> tuple[Fiducial, ...]:
+    """The board's fiducials that no mark's drawn cube footprint (at the mark's yaw) would
+    cover: the others are left off the sheet, where a cube would hide them anyway."""
+    half = layout.cube.size_m / 2.0
+    covered = {i for m in layout.marks
+               for i in overlaps(m.x, m.y, half * (abs(math.cos(math.radians(m.yaw_deg)))
+                                                   + abs(math.sin(math.radians(m.yaw_deg)))))}
+    return tuple(f for f in BOARD if f.id not in covered)
 
 
 def _base_group() -> Group:
@@ -195,8 +153,9 @@ def plan_pages(layout: Layout, paper: str = "A4", with_base: bool = False) -> li
     if paper not in PAPERS_MM:
         raise BadInput(f"paper must be one of {', '.join(PAPERS_MM)}, not {paper!r}")
     marks = _mark_groups(layout)
+    fiducials = fiducial_groups(printed_fiducials(layout))
     base = _base_group()
-    u0, v0, u1, v1 = _bbox(marks + ([base] if with_base else []))
+    u0, v0, u1, v1 = _bbox(marks + fiducials + ([base] if with_base else []))
     if not _label_inside(layout):
         u1 += 12.0  # ids written to the right of small footprints
     u0, v0, u1, v1 = u0 - PAD_MM, v0 - PAD_MM, u1 + PAD_MM, v1 + PAD_MM
@@ -218,7 +177,7 @@ def plan_pages(layout: Layout, paper: str = "A4", with_base: bool = False) -> li
 
     axis = _axis_group(origin_v, origin_v + covered_h)
     registration = _registration_group(cols, rows, origin_u, origin_v, cw, ch)
-    world_groups = [axis, base, *marks] + ([registration] if registration.shapes else [])
+    world_groups = [axis, base, *fiducials, *marks] + ([registration] if registration.shapes else [])
 
     pages = []
     count = cols * rows
@@ -408,9 +367,12 @@ def page_figure(page: Page):
     layers = ([(g, None) for g in page.furniture if g.id == "overlap"]
               + [(g, clip) for g in page.world]
               + [(g, None) for g in page.furniture if g.id != "overlap"])
+    order = 0
     for group, clip_path in layers:
         for shape in group.shapes:
             artist = _mpl_shape(ax, shape, pt_per_mm, Polygon)
+            order += 1
+            artist.set_zorder(order)   # drawn in the SVG's order (matplotlib puts lines over patches)
             if clip_path is not None:
                 artist.set_clip_on(True)
                 artist.set_clip_path(clip_path)
@@ -426,6 +388,11 @@ def render_pdf(pages: list[Page], target: Path) -> None:
     with PdfPages(target, metadata={"Title": "layout template", "Creator": "orchestrator layout print"}) as pdf:
         for page in pages:
             pdf.savefig(page_figure(page))
+
+
+def render_png(page: Page, target: Path) -> None:
+    """One page as a PNG at `PNG_DPI` (the PDF's figure, rasterised: 1:1 when printed at that dpi)."""
+    page_figure(page).savefig(target, format="png", dpi=PNG_DPI)
 
 
 def _mpl_shape(ax, shape: Shape, pt_per_mm: float, polygon_cls):
@@ -452,17 +419,17 @@ def _mpl_shape(ax, shape: Shape, pt_per_mm: float, polygon_cls):
 
 
 def output_paths(out: Path, pages: int) -> list[Path]:
-    """SVG holds one page: page 1 goes to `out`, page k to `<stem>-k.svg`. PDF: one file."""
+    """SVG and PNG hold one page: page 1 goes to `out`, page k to `<stem>-k.svg`. PDF: one file."""
     if out.suffix.lower() == ".pdf" or pages == 1:
         return [out]
     return [out] + [out.with_name(f"{out.stem}-{k}{out.suffix}") for k in range(2, pages + 1)]
 
 
 def check_output(out: Path) -> str:
-    """The output format (`svg` or `pdf`); `BadInput` if the path cannot be written."""
+    """The output format (`svg`, `pdf` or `png`); `BadInput` if the path cannot be written."""
     kind = out.suffix.lower().lstrip(".")
-    if kind not in ("svg", "pdf"):
-        raise BadInput(f"{out}: --out must end in .svg or .pdf (got {out.suffix or 'no extension'!r})")
+    if kind not in ("svg", "pdf", "png"):
+        raise BadInput(f"{out}: --out must end in .svg, .pdf or .png (got {out.suffix or 'no extension'!r})")
     if out.is_dir():
         raise BadInput(f"{out}: --out is a directory; give a file name ending in .{kind}")
     parent = out.parent
@@ -502,6 +469,9 @@ def write_template(layout: Layout, out: Path, paper: str = "A4", with_base: bool
         if kind == "svg":
             for page, target in zip(pages, targets, strict=True):
                 temps.append(_stage(target, render_svg(page).encode("utf-8")))
+        elif kind == "png":
+            for page, target in zip(pages, targets, strict=True):
+                temps.append(_stage(target, None, lambda p, page=page: render_png(page, p)))
         else:
             temps.append(_stage(targets[0], None, lambda p: render_pdf(pages, p)))
         for tmp, target in zip(temps, targets, strict=False):

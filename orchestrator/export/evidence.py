@@ -155,7 +155,9 @@ def verify_dataset(root: Path) -> str:
         store.close()
     table = root / "meta/ab_trials.parquet"
     try:
-        frame = pd.read_parquet(table)
+        # One thread: pyarrow's reader pool can abort the process at exit ("terminate called
+        # without an active exception", apache/arrow#34314), seen once as `verify` exiting -6.
+        frame = pd.read_parquet(table, use_threads=False)
     except (OSError, ValueError) as exc:
         raise BadInput(f"{table}: unreadable ({exc})") from None
     checked = 0

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from orchestrator.core.errors import BadInput
 from orchestrator.design.joints import STATE_KEYS
 from orchestrator.design.protocol import load_validated
+from orchestrator.rigs.placement import PlacementSpec
 
 
 class CameraPoseSpec(BaseModel):
@@ -75,6 +76,7 @@ class RigProfile(BaseModel):
     cameras: dict[str, CameraSpec] = {}
     rest_pose: dict[str, float] = {}
     on_stop: Literal["hold", "release"] = "hold"
+    placement: PlacementSpec | None = None   # simulator and twin only: the hand's error (rigs/placement.py)
     twin: dict[str, Any] | None = None   # `--twin` only: {faults: [...], seed: N, wire_log: FILE} (rigs/twin/fault_plan.py)
 
     @property

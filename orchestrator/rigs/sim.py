@@ -38,6 +38,7 @@ import numpy as np
 from orchestrator.design.joints import JOINTS
 from orchestrator.design.protocol import Cube, LoadedProtocol, Mark, Success
 from orchestrator.rigs.base import Action, EpisodeFacts, Observation, Rig, register_rig
+from orchestrator.rigs.placement import SimulatedHand
 from orchestrator.rigs.profile import STATE_KEYS, LoadedRig, RigProfile
 from orchestrator.sim.success import LiftHoldTracker
 
@@ -91,6 +92,7 @@ class SimRig(Rig):
         self._render_settings = render   # orchestrator.sim.scene.RenderSettings or None
         self._seed: int | None = None
         self._mark: Mark | None = None
+        self.hand = SimulatedHand(profile.placement)   # where a placed cube lands (rigs/placement.py)
         self._reset_runtime()
 
     # ------------------------------------------------------------ plumbing
@@ -288,7 +290,8 @@ class SimRig(Rig):
     def prepare_layout(self, mark: Mark, cube: Cube, seed: int) -> None:
         """Reset the world, put the arm at rest and the cube on `mark`, settle, time zero.
 
-        The cube rests flat with its centre at (mark.x, mark.y) and yaw `mark.yaw_deg`. Physics
+        The cube rests flat where the simulated hand puts it (`placement`: on the mark, or off it
+        by the profile's placement error), centre at (x, y) and its yaw. Physics
         is deterministic, so `seed` is not needed; it is kept for the episode's facts.
         """
         from orchestrator.sim.scene import yaw_quat
@@ -299,8 +302,9 @@ class SimRig(Rig):
         mj.mj_resetData(m, d)
         self._set_arm(self.rest_pose_rig())
         adr = self._ids["cube_qpos"]
-        d.qpos[adr:adr + 3] = [mark.x, mark.y, cube.size_m / 2.0]
-        d.qpos[adr + 3:adr + 7] = yaw_quat(mark.yaw_deg)
+        landed = self.hand.place(mark)
+        d.qpos[adr:adr + 3] = [landed.x, landed.y, cube.size_m / 2.0]
+        d.qpos[adr + 3:adr + 7] = yaw_quat(landed.yaw_deg)
         mj.mj_forward(m, d)
         for _ in range(int(round(SETTLE_S / m.opt.timestep))):
             mj.mj_step(m, d)
@@ -394,13 +398,12 @@ class SimRig(Rig):
         look-at placement from `sim.scene`, at the profile's resolution. The wrist camera
         moves with the gripper and has none."""
         from orchestrator.rigs.profile import profile_camera_poses
-        from orchestrator.sim.scene import FRONT_CAMERA_FOVY, FRONT_CAMERA_POS, FRONT_CAMERA_TARGET
+        from orchestrator.sim.front_camera import front_camera_pose
 
         spec = self.profile.cameras.get("front")
         if spec is None:
             return profile_camera_poses(self.profile)
-        return {**profile_camera_poses(self.profile), "front": {"position": list(FRONT_CAMERA_POS), "target": list(FRONT_CAMERA_TARGET),
-                          "fovy_deg": FRONT_CAMERA_FOVY, "width": spec.width, "height": spec.height}}
+        return {**profile_camera_poses(self.profile), "front": front_camera_pose(spec.width, spec.height)}
 
     def render(self, camera: str) -> np.ndarray:
         """One HxWx3 uint8 RGB frame of `camera` at the profile's resolution."""

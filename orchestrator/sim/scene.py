@@ -5,6 +5,10 @@ on the shoulder-pan axis at table height, x forward, y to the robot's left, z up
 z = 0. The Menagerie model's `base` body is placed so that the pan axis is at x = y = 0 and the
 underside of the base rests on the table.
 
+The table carries the printed sheet (`design.raster.sheet_image`: the template's fiducial board
+on white paper) as a visual-only textured slab `SHEET_THICKNESS_M` thick: what a real front
+camera sees of the taped template. The cube stands on the table, 0.2 mm into the paper.
+
 Cameras are named as in `hardware/sim.yaml`: `front` (fixed, across the table, looking at the
 workspace) and `wrist` (the Menagerie wrist camera on the gripper, renamed from `wrist_cam`).
 
@@ -25,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from orchestrator.sim.front_camera import FRONT_CAMERA_FOVY, FRONT_CAMERA_POS, FRONT_CAMERA_TARGET
 from orchestrator.sim.gl import ensure_gl_backend
 
 ensure_gl_backend()
@@ -51,11 +56,6 @@ TABLE_X = (-0.25, 0.90)
 TABLE_Y = (-0.90, 0.90)
 TABLE_THICKNESS = 0.02
 
-# The front camera: across the table and to the robot's right, looking back at the workspace
-# (a 3/4 view, so a lifted cube reads against the table).
-FRONT_CAMERA_POS = (0.46, -0.19, 0.10)
-FRONT_CAMERA_TARGET = (0.18, 0.0, 0.06)
-FRONT_CAMERA_FOVY = 55.0
 
 
 def menagerie_dir() -> Path:
@@ -176,6 +176,43 @@ def arm_spec(*, mesh_cell_mm: float | None = None) -> mujoco.MjSpec:
     return spec
 
 
+SHEET_THICKNESS_M = 0.0002
+
+
+def _add_sheet(spec: mujoco.MjSpec) -> None:
+    """The printed sheet: a thin visual-only mesh box on the table, its top textured with
+    `sheet_image` (texture row 0 along x_max, column 0 along y_max, as the image)."""
+    from orchestrator.design.raster import sheet_image
+
+    sheet = sheet_image()
+    height, width = sheet.rgb.shape[:2]
+    tex = spec.add_texture()
+    tex.name = "sheet"
+    tex.type = mujoco.mjtTexture.mjTEXTURE_2D
+    tex.width, tex.height, tex.nchannel = width, height, 3
+    tex.data = sheet.rgb.tobytes()
+    mat = spec.add_material()
+    mat.name = "sheet"
+    mat.textures[mujoco.mjtTextureRole.mjTEXROLE_RGB] = "sheet"
+    x0, x1, y0, y1 = sheet.x_min, sheet.x_max, sheet.y_min, sheet.y_max
+    top, bottom = SHEET_THICKNESS_M, SHEET_THICKNESS_M / 2
+    mesh = spec.add_mesh()
+    mesh.name = "sheet"
+    corners = [(x1, y1), (x1, y0), (x0, y0), (x0, y1)]
+    mesh.uservert = [c for z in (top, bottom) for x, y in corners for c in (x, y, z)]
+    mesh.usertexcoord = [0, 0, 1, 0, 1, 1, 0, 1] * 2
+    mesh.userface = [0, 2, 1, 0, 3, 2, 4, 5, 6, 4, 6, 7, 0, 1, 5, 0, 5, 4,
+                     1, 2, 6, 1, 6, 5, 2, 3, 7, 2, 7, 6, 3, 0, 4, 3, 4, 7]
+    geom = spec.worldbody.add_geom()
+    geom.name = "sheet"
+    geom.type = mujoco.mjtGeom.mjGEOM_MESH
+    geom.meshname = "sheet"
+    geom.material = "sheet"
+    geom.contype = 0
+    geom.conaffinity = 0
+    geom.group = 1
+
+
 def _look_at_xyaxes(pos, target) -> list[float]:
     pos, target = np.asarray(pos, float), np.asarray(target, float)
     fwd = target - pos
@@ -231,6 +268,8 @@ def scene_spec(cube_size_m: float, cube_mass_kg: float, *,
     table.pos = [(TABLE_X[1] + TABLE_X[0]) / 2, (TABLE_Y[1] + TABLE_Y[0]) / 2, -TABLE_THICKNESS / 2]
     table.material = "table"
     table.friction = [1.0, 0.005, 0.0001]
+
+    _add_sheet(spec)
 
     # The room's floor at the table's height, visual only (the table box keeps its size so
     # the physics does not change with the view).

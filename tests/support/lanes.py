@@ -72,6 +72,9 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_language_policy.py", ("lerobot",)),
     ("test_lanes.py", ()),
     ("test_layout_print.py", ()),
+    ("test_start_check.py", ()),
+    ("test_fiducials.py", ()),
+    ("test_camera_cli.py", ("subprocess",)),
     ("test_lint.py", ("subprocess",)),   # ruff and mypy in their own processes
     ("test_lerobot_campaign.py", ("lerobot",)),
     ("test_lerobot_cli_fresh.py", ("lerobot", "subprocess")),

@@ -7,8 +7,9 @@ each camera -> a `twin` camera of the same name, width, height and fps, and
 `robot.calibration_dir` -> a folder holding the servos' calibration file under the profile's
 `id`: the user's own file for that id when there is one (`user_calibration`: the twin's
 encoders are then mapped through it, `arm.py`), else the twin's shipped calibration; the user's
-files are read, never written. Everything else stays: id, max_relative_target, rest
-pose, any other LeRobot field.
+files are read, never written. A `front` camera without a `pose` gets the one the twin renders
+it from (`sim.front_camera`), so the judges' zoom and the start-state check know it. Everything
+else stays: id, max_relative_target, rest pose, any other LeRobot field.
 
 Lifetime: the twin exits when its stdin closes, which happens when this process exits however
 it exits (SIGKILL included: the kernel closes the pipe), and it also watches its parent's pid.
@@ -149,10 +150,19 @@ def swap_sources(loaded: LoadedRig, twin: Twin) -> LoadedRig:
     cameras = {name: {"type": "twin", "index_or_path": str(twin.frames_dir / f"{name}.frame"),
                       "width": cam.width, "height": cam.height, "fps": cam.fps,
                       **({"latency_ms": float(latency)} if latency is not None else {}),
-                      **({"pose": cam.pose.model_dump()} if cam.pose is not None else {})}
+                      **({"pose": cam.pose.model_dump()} if cam.pose is not None
+                         else {"pose": _scene_front_pose()} if name == "front" else {})}
                for name, cam in profile.cameras.items()}
     swapped = RigProfile.model_validate({**profile.model_dump(), "robot": robot, "cameras": cameras})
     return dataclasses.replace(loaded, profile=swapped, twin=twin)
+
+
+def _scene_front_pose() -> dict:
+    """The twin renders its front camera from the simulator's scene: that camera's pose."""
+    from orchestrator.sim.front_camera import front_camera_pose
+
+    pose = front_camera_pose(0, 0)
+    return {key: pose[key] for key in ("position", "target", "fovy_deg")}
 
 
 def wire_log_path(loaded: LoadedRig, override: str | Path | None = None) -> Path | None:

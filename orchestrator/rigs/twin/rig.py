@@ -2,7 +2,8 @@
 
 `TwinRig` is `LeRobotRig` unchanged (LeRobot's SOFollower, FeetechMotorsBus, scservo_sdk and
 camera classes talk to the twin's pseudo-terminal and frames) plus what only a simulation can do:
-- `prepare_layout` places the cube on the mark (the hand of the operator; the console's prompt
+- `prepare_layout` places the cube on the mark (the hand of the operator, with the profile's
+  `placement` error, `rigs/placement.py`; the console's prompt
   is still shown unless the run is `--unattended`);
 - the episode's time zero is sent to the twin at the first observation of the episode;
 - `end_episode` adds the scene's physical success test (recorded as `physics` labels, sealed
@@ -14,6 +15,7 @@ from __future__ import annotations
 from orchestrator.design.protocol import Cube, Mark
 from orchestrator.rigs.base import EpisodeFacts, Observation, register_rig
 from orchestrator.rigs.lerobot import LeRobotRig
+from orchestrator.rigs.placement import SimulatedHand
 from orchestrator.rigs.profile import LoadedRig
 
 
@@ -22,10 +24,12 @@ class TwinRig(LeRobotRig):
     def __init__(self, loaded: LoadedRig, **options):
         super().__init__(loaded, **options)
         self.twin = loaded.twin
+        self.hand = SimulatedHand(loaded.profile.placement)
         self._begun = True
 
     def prepare_layout(self, mark: Mark, cube: Cube, seed: int) -> None:
-        self.twin.request("place", mark={"id": mark.id, "x": mark.x, "y": mark.y, "yaw_deg": mark.yaw_deg},
+        landed = self.hand.place(mark)   # the operator's hand, with the profile's placement error
+        self.twin.request("place", mark={"id": mark.id, "x": landed.x, "y": landed.y, "yaw_deg": landed.yaw_deg},
                           cube=cube.model_dump())
         self._begun = False
 

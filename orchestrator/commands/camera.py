@@ -1,0 +1,126 @@
+"""`orchestrator camera check --rig RIG --layout LAYOUT [--mark ID] [--json]`: the camera reads
+the template, and measures the cube against a mark.
+
+Finds the template's fiducials in one still of the camera (`--camera`, default front; the arm is
+never connected), recovers the camera's pose and prints how many fiducials it found, the
+reprojection error and where its intrinsics came from. Without `--mark` the still is the empty
+table (take the cube off the sheet; the simulator and the twin lift it off themselves) and it is
+stored as the session's reference (`--reference DIR`, default `camera-reference/`). With `--mark`
+the cube is measured against that mark (on the simulator and the twin the simulated hand places
+it first, with the profile's `placement` error) and checked against the tolerance (the
+protocol's `start_check`, `--protocol`; else 5 mm and 10 degrees), the camera against the stored
+reference (moved? something else on the sheet?). Exit 0 when the cube passes (or the reference
+was stored), 1 when it is off the mark, not found or the camera moved, 2 on bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from orchestrator.commands.twin_options import add_twin_arguments, twin_session
+
+HELP = "camera tools: `camera check` finds the template's fiducials and measures the cube on a mark"
+OFF_SHEET = (0.75, 0.60)   # where the simulated hand puts the cube for the empty-table reference
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    actions = parser.add_subparsers(dest="camera_action", required=True, metavar="ACTION",
+                                    parser_class=type(parser))
+    check = actions.add_parser("check", help="find the template's fiducials; measure the cube on a mark",
+                               description=__doc__.split("\n\n", 1)[1].replace("%", "%%"))
+    check.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks on errors")
+    check.add_argument("--rig", required=True, metavar="RIG", help="rig profile (hardware/*.yaml)")
+    check.add_argument("--layout", required=True, metavar="LAYOUT", help="layout YAML (layouts/*.yaml)")
+    check.add_argument("--mark", metavar="ID", help="measure the cube against this mark")
+    check.add_argument("--protocol", metavar="PROTOCOL", help="take the camera and tolerances from its start_check")
+    check.add_argument("--camera", default=None, help="which camera (default: the protocol's, else front)")
+    check.add_argument("--reference", metavar="DIR", type=Path, default=Path("camera-reference"),
+                       help="the session's reference folder (written without --mark, read with it)")
+    check.add_argument("--json", action="store_true", help="print the measurement as one JSON object")
+    add_twin_arguments(check, unattended=False)
+
+
+def run(args: argparse.Namespace) -> int:
+    from orchestrator.core.errors import BadInput
+    from orchestrator.design.protocol import load_layout, load_protocol
+    from orchestrator.rigs.factory import make_rig
+    from orchestrator.rigs.profile import load_rig
+
+    loaded = load_rig(args.rig)
+    layout, _ = load_layout(Path(args.layout))
+    spec = load_protocol(args.protocol).protocol.start_check if args.protocol else None
+    camera = args.camera or (spec.camera if spec else "front")
+    mark = None
+    if args.mark is not None:
+        mark = next((m for m in layout.marks if m.id == args.mark), None)
+        if mark is None:
+            raise BadInput(f"{args.layout}: no mark {args.mark!r} (marks: {', '.join(m.id for m in layout.marks)})")
+    with twin_session(args, loaded) as swapped:
+        rig = make_rig(swapped)
+        if swapped.profile.simulated or swapped.twin is not None:
+            target = mark or mark_off_sheet(layout)
+            rig.prepare_layout(target, layout.cube, 0)
+        result = _check(rig, camera, layout, mark, spec, args.reference)
+    if args.json:
+        print(json.dumps(result["json"]))
+    else:
+        for line in result["lines"]:
+            print(line)
+    return 0 if result["passes"] else 1
+
+
+def mark_off_sheet(layout):
+    from orchestrator.design.protocol import Mark
+
+    return Mark(id="off-sheet", x=OFF_SHEET[0], y=OFF_SHEET[1], yaw_deg=0.0)
+
+
+def _check(rig, camera: str, layout, mark, spec, reference_dir: Path) -> dict:
+    from orchestrator.core.errors import BadInput
+    from orchestrator.design.raster import sheet_corners
+    from orchestrator.rigs.frames import grab_frame, known_fovy
+    from orchestrator.vision.camera_model import Intrinsics, IntrinsicsUnknown
+    from orchestrator.vision.reference import read_reference, write_reference
+    from orchestrator.vision.start_check import DEFAULT_TOLERANCE_DEG, DEFAULT_TOLERANCE_MM, camera_moved, check_start
+    from orchestrator.vision.table import TableNotFound, locate_table
+
+    image = grab_frame(rig, camera)
+    height, width = image.shape[:2]
+    fovy = known_fovy(rig, camera)
+    intrinsics = Intrinsics.from_fovy(fovy, width, height, "the rig's camera pose (fovy)") if fovy else None
+    try:
+        view = locate_table(image, intrinsics)
+    except (TableNotFound, IntrinsicsUnknown) as exc:
+        out = {"camera": camera, "fiducials": 0, "reprojection_px": None, "mark": mark.id if mark else None,
+               "cube_found": False, "dx_mm": None, "dy_mm": None, "dyaw_deg": None, "passes": False,
+               "tolerance_mm": None, "tolerance_deg": None, "problem": f"camera {camera}: {exc}"}
+        return {"json": out, "lines": [out["problem"]], "passes": False}
+    lines = [f"camera {camera}: {len(view.fiducials)} fiducials found (ids {', '.join(map(str, view.fiducials))}), "
+             f"reprojection error {view.reprojection_px:.2f} px, {width}x{height}, intrinsics from "
+             f"{view.intrinsics.source} (f = {view.intrinsics.f_px:.0f} px)"]
+    if mark is None:
+        path = write_reference(reference_dir, camera, view, image)
+        lines.append(f"reference of the empty table stored: {path}")
+        out = {"camera": camera, "fiducials": len(view.fiducials), "reprojection_px": round(view.reprojection_px, 3),
+               "mark": None, "cube_found": None, "dx_mm": None, "dy_mm": None, "dyaw_deg": None, "passes": True,
+               "tolerance_mm": None, "tolerance_deg": None, "reference": str(path)}
+        return {"json": out, "lines": lines, "passes": True}
+    reference = None
+    try:
+        reference = read_reference(reference_dir)
+    except BadInput:
+        lines.append(f"no reference in {reference_dir}: the camera's movement and other objects are not checked")
+    moved = camera_moved(reference.view, view, camera) if reference is not None else None
+    result = check_start(image, view, mark, layout, camera=camera,
+                         tolerance_mm=spec.tolerance_mm if spec else DEFAULT_TOLERANCE_MM,
+                         tolerance_deg=spec.tolerance_deg if spec else DEFAULT_TOLERANCE_DEG,
+                         reference=reference.image if reference is not None and moved is None else None,
+                         sheet=sheet_corners())
+    out = result.to_json()
+    if moved:
+        out.update(passes=False, problem=moved)
+    lines.append(moved or result.line)
+    lines.append("passes" if out["passes"] else "does not pass")
+    return {"json": out, "lines": lines, "passes": bool(out["passes"])}

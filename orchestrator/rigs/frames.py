@@ -1,0 +1,54 @@
+"""One still from a rig's camera, without connecting the arm: what `camera check` and the
+start-state check look at.
+
+A simulated rig renders its scene (`SimRig.render`). A LeRobot rig (a real arm, or the twin)
+opens that camera alone through LeRobot's camera classes (`make_cameras_from_configs`), lets
+`WARMUP_FRAMES` frames pass (a USB camera's exposure settles over its first frames), keeps the
+next one and closes the camera again: the bus is never opened, so nothing can move.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from orchestrator.core.errors import BadInput
+
+WARMUP_FRAMES = 5
+READ_TIMEOUT_MS = 3000.0
+
+
+def grab_frame(rig: Any, camera: str) -> np.ndarray:
+    """An (H, W, 3) uint8 RGB still of `camera`; `BadInput` when the rig has no such camera or
+    it delivers nothing."""
+    if camera not in rig.profile.cameras:
+        raise BadInput(f"the rig profile has no camera {camera!r} (it has: {', '.join(rig.profile.cameras) or 'none'})")
+    if hasattr(rig, "render"):
+        return np.asarray(rig.render(camera))
+    from lerobot.cameras import make_cameras_from_configs
+
+    cam = make_cameras_from_configs({camera: rig.config.cameras[camera]})[camera]
+    try:
+        cam.connect()
+        for _ in range(WARMUP_FRAMES):
+            cam.async_read(timeout_ms=READ_TIMEOUT_MS)
+        frame = cam.async_read(timeout_ms=READ_TIMEOUT_MS)
+    except Exception as exc:  # noqa: BLE001 - any device failure is the same one line
+        from orchestrator.rigs.device_fault import one_line
+
+        raise BadInput(f"camera {camera}: no frame ({one_line(exc)})") from None
+    finally:
+        try:
+            cam.disconnect()
+        except Exception:  # noqa: BLE001
+            pass
+    return np.asarray(frame)
+
+
+def known_fovy(rig: Any, camera: str) -> float | None:
+    """The camera's vertical field of view where the rig knows it (the simulator's and the twin's
+    front camera, or a profile `pose`), else None."""
+    poses = rig.camera_poses() or {}
+    pose = poses.get(camera)
+    return float(pose["fovy_deg"]) if pose else None

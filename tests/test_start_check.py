@@ -1,0 +1,124 @@
+"""The start-state check on rendered front-camera images (MuJoCo, in process): the camera finds
+the sheet, measures the cube against a mark, and refuses each planted wrong start (off the mark,
+turned, on the wrong mark, two cubes, no cube, something else on the sheet, a moved camera);
+a cube on its mark (and one just inside the tolerance) passes: the positive controls."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import pytest
+
+from orchestrator.design.protocol import load_layout
+from orchestrator.vision.start_check import camera_moved, check_start
+from orchestrator.vision.table import TableNotFound, locate_table
+from support.front_scene import Planted, front_intrinsics, render_front
+from support.repo import REPO
+
+LAYOUT, _ = load_layout(REPO / "layouts" / "grid20.yaml")
+MARKS = {m.id: m for m in LAYOUT.marks}
+M07 = MARKS["M07"]
+
+
+@pytest.fixture(scope="module")
+def empty():
+    image = render_front(Planted(cube=None))
+    return image, locate_table(image, front_intrinsics())
+
+
+def _check(planted: Planted, view, reference=None, mark=M07):
+    from orchestrator.design.raster import sheet_corners
+
+    return check_start(render_front(planted), view, mark, LAYOUT, reference=reference, sheet=sheet_corners())
+
+
+def test_the_camera_finds_the_sheet_and_recovers_its_own_pose(empty):
+    from orchestrator.sim.front_camera import FRONT_CAMERA_POS
+
+    _, view = empty
+    assert len(view.fiducials) >= 5, view.fiducials
+    assert view.reprojection_px < 1.0
+    error_mm = 1000 * math.dist(view.pose.position, FRONT_CAMERA_POS)
+    assert error_mm < 3.0, error_mm
+
+
+def test_the_focal_length_is_recovered_from_the_sheet_alone(empty):
+    image, known = empty
+    estimated = locate_table(image)
+    assert estimated.intrinsics.source == "estimated from the template"
+    assert abs(estimated.intrinsics.f_px / known.intrinsics.f_px - 1) < 0.03
+
+
+def test_a_cube_on_its_mark_passes_and_one_just_inside_the_tolerance_too(empty):
+    image, view = empty
+    on = _check(Planted(cube=(M07.x, M07.y, 0.0)), view, reference=image)
+    near = _check(Planted(cube=(M07.x + 0.002, M07.y - 0.0015, 4.0)), view, reference=image)
+    assert on.passes and on.cube_found and on.cubes == 1, on
+    assert math.hypot(on.dx_mm, on.dy_mm) < 1.0 and abs(on.dyaw_deg) < 3.0, on
+    assert near.passes, near
+    assert abs(near.dx_mm - 2.0) < 1.0 and abs(near.dy_mm + 1.5) < 1.0, near
+    assert on.line.startswith("cube on M07: ")
+
+
+def test_a_cube_10_mm_off_and_turned_is_refused_with_what_is_wrong(empty):
+    _, view = empty
+    off = _check(Planted(cube=(M07.x - 0.003, M07.y + 0.010, 12.0)), view)
+    assert not off.passes and off.cube_found
+    assert abs(off.dy_mm - 10.0) < 1.0 and abs(off.dx_mm + 3.0) < 1.0 and abs(off.dyaw_deg - 12.0) < 3.5, off
+    assert re.match(r"cube (9|10|11) mm left and [234] mm back of M07, turned 1[0-5] degrees", off.problem), off.problem
+    assert off.problem.endswith("(tolerance 5 mm, 10 degrees)")
+
+
+def test_a_cube_turned_beyond_the_tolerance_is_refused_and_yaw_is_modulo_90(empty):
+    _, view = empty
+    turned = _check(Planted(cube=(M07.x, M07.y, 25.0)), view)
+    symmetric = _check(Planted(cube=(M07.x, M07.y, 90.0 + 2.0)), view)
+    assert not turned.passes and abs(turned.dyaw_deg - 25.0) < 4.0, turned
+    assert symmetric.passes and abs(symmetric.dyaw_deg - 2.0) < 3.0, symmetric
+
+
+def test_a_cube_on_the_wrong_mark_is_named(empty):
+    _, view = empty
+    wrong = _check(Planted(cube=(MARKS["M11"].x, MARKS["M11"].y, 0.0)), view)
+    assert not wrong.passes
+    assert wrong.problem.startswith("cube on M11, not on M07"), wrong.problem
+
+
+def test_two_cubes_and_no_cube_are_refused(empty):
+    _, view = empty
+    two = _check(Planted(cube=(M07.x, M07.y, 0.0), extra_cubes=[(MARKS["M01"].x, MARKS["M01"].y, 0.0)]), view)
+    touching = _check(Planted(cube=(M07.x, M07.y, 0.0), extra_cubes=[(M07.x + 0.031, M07.y, 0.0)]), view)
+    none = _check(Planted(cube=None), view)
+    assert not two.passes and two.cubes == 2 and "2 cubes in view" in two.problem, two
+    assert not none.passes and not none.cube_found and none.problem.startswith("no cube in view"), none
+    assert not touching.passes and "does not look like one cube" in touching.problem, touching
+
+
+def test_something_else_on_the_sheet_is_refused_against_the_reference(empty):
+    image, view = empty
+    clutter = Planted(cube=(M07.x, M07.y, 0.0), others=[(MARKS["M17"].x, MARKS["M17"].y, 0.012)])
+    with_reference = _check(clutter, view, reference=image)
+    without_reference = _check(clutter, view)
+    assert not with_reference.passes and "something besides the cube" in with_reference.problem, with_reference
+    assert without_reference.passes   # the control: the same cube passes when nothing else is compared
+
+
+@pytest.mark.parametrize("shift, turn", [((0.005, 0.0, 0.0), 0.0), ((0.0, 0.0, 0.005), 0.0), ((0.0, 0.0, 0.0), 1.0)])
+def test_a_camera_moved_5_mm_or_turned_1_degree_is_detected(empty, shift, turn):
+    _, reference = empty
+    moved_image = render_front(Planted(cube=(M07.x, M07.y, 0.0), camera_shift_m=shift, camera_turn_deg=turn))
+    moved = camera_moved(reference, locate_table(moved_image, front_intrinsics()))
+    assert moved is not None and moved.startswith("camera front moved "), moved
+
+
+def test_a_camera_that_did_not_move_is_not_reported(empty):
+    _, reference = empty
+    again = locate_table(render_front(Planted(cube=(M07.x, M07.y, 0.0), light=0.8)), front_intrinsics())
+    assert camera_moved(reference, again) is None
+
+
+def test_a_camera_that_sees_no_sheet_says_how_many_fiducials_it_saw():
+    image = render_front(Planted(cube=None, camera_shift_m=(0.0, 0.0, 0.0), camera_turn_deg=90.0))
+    with pytest.raises(TableNotFound, match=r"^0 of the template's 6 fiducials visible \(ids: none\)"):
+        locate_table(image, front_intrinsics())
