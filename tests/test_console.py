@@ -395,3 +395,40 @@ def test_the_real_runner_tells_the_operator_nothing_that_names_a_policy(tmp_path
     for text in told:
         for canary in canaries:
             assert canary.lower() not in text.lower(), text
+
+
+def test_a_refused_start_shows_the_line_and_the_still_and_takes_retry_override_and_stop(layout, tmp_path):
+    """The start-state check's refusal in the console: its line in the banner, the camera's still
+    in place of the layout map; Enter = check again, o = override, q = end (the runner's answers)."""
+    import cv2
+    import numpy as np
+
+    still = tmp_path / "still.png"
+    picture = np.zeros((60, 80, 3), np.uint8)
+    picture[:, :, 2] = 255   # red in BGR
+    cv2.imwrite(str(still), picture)
+    mark = layout.marks[6]
+    cue = TrialCue(index=1, total=3, done_before=0, campaign_total=40, mark=mark, duration_s=12.0)
+    answers: list[str] = []
+
+    async def session() -> list[str]:
+        app = OperatorConsole(layout, countdown_s=0.5)
+        async with app.run_test(size=(120, 40)) as pilot:
+            for key in ("enter", "o", "q"):
+                thread = threading.Thread(target=lambda: answers.append(
+                    app.operator.start_refused(cue, "cube 10 mm forward of M07", still)), daemon=True)
+                thread.start()
+                await wait_for(pilot, lambda: app.state == "start_refused")
+                banner = screen_text(app)
+                assert "START CHECK: cube 10 mm forward of M07" in banner and "o = start anyway" in banner
+                shown = app.query_one("#still")
+                assert shown.display and shown.image is not None and shown.image[0, 0].tolist() == [255, 0, 0]
+                assert not app.query_one("#map").display
+                before = len(answers)
+                await pilot.press(key)
+                await wait_for(pilot, lambda t=thread, n=before: len(answers) > n or not t.is_alive())
+                thread.join(timeout=5)
+                assert not app.query_one("#still").display and app.query_one("#map").display
+        return answers
+
+    assert asyncio.run(session()) == ["retry", "override", "stop"]

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.analysis.outcomes import LoopTiming, OutcomeSet, TrialOutcome, session_counts
+from orchestrator.analysis.outcomes import LoopTiming, OutcomeSet, TrialOutcome
 from orchestrator.analysis.report import OVERRUN_WARN_FRACTION, build_report, render, to_dict
+from orchestrator.analysis.sessions import session_counts
 from orchestrator.cli import main
 from support.evidence import accept_edits
 

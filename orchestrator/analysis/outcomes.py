@@ -30,8 +30,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from orchestrator.analysis.sessions import SessionCounts, session_counts
 from orchestrator.core.errors import BadInput
-from orchestrator.core.pids import process_running
 from orchestrator.core.textfile import read_text_file
 from orchestrator.design.protocol import deployment_label
 from orchestrator.store.sqlite import AUTO_JUDGE, PHYSICS_JUDGE, CampaignStore, Judgment
@@ -93,21 +93,6 @@ class LoopTiming:
         if not all(math.isfinite(v) for v in values) or out.steps <= 0 or out.overruns < 0:
             return None
         return out
-
-
-@dataclass(frozen=True)
-class SessionCounts:
-    """The `orchestrator run` sessions of a campaign and how they ended.
-
-    killed: no end was recorded (SIGKILL, power loss, crash of the interpreter); running: the
-    last session has no end yet and its process is alive on this host (a run in progress)."""
-
-    count: int
-    ended: int = 0
-    interrupted: int = 0
-    killed: int = 0
-    failed: int = 0
-    running: int = 0
 
 
 @dataclass(frozen=True)
@@ -187,6 +172,8 @@ class OutcomeSet:
     abort_rules: dict[str, Any] | None = None     # the protocol's `aborts` (None: a CSV)
     disagreement: str = "unsure"                  # the protocol's judging.disagreement rule
     evidence: Any = None                          # store.chain.ChainStatus of a campaign (None: a CSV)
+    start_records: tuple[Any, ...] = ()           # start_records.StartRecord per checked attempt
+    interventions: dict[str, int] | None = None   # by cause (start_records; None: a CSV)
 
     # ---------------------------------------------------------------- views
 
@@ -506,6 +493,7 @@ def outcomes_from_store(store: CampaignStore, judge: str | None = None) -> Outco
     judge: a human judge's name, `physics`, `auto`, `consensus` or None (the default: consensus
     of the human judges, with `auto` only if the protocol says `judging: {auto: counted}`; when
     no human has judged and the campaign is simulated, physics)."""
+    from orchestrator.analysis.start_records import intervention_counts, start_records
     from orchestrator.judging.auto.labels import still_episodes
 
     camp = store.campaign()
@@ -514,7 +502,8 @@ def outcomes_from_store(store: CampaignStore, judge: str | None = None) -> Outco
     trials = store.trials()
     episodes = {e["id"]: e for e in store.episodes()}
     aborts_of: dict[int, list[dict[str, Any]]] = defaultdict(list)
-    for a in store.attempts():
+    attempts, events = store.attempts(), store.events()
+    for a in attempts:
         if a.get("status") == "aborted":
             aborts_of[a["slot"]].append(a)
     aborted_by_slot = Counter({slot: len(v) for slot, v in aborts_of.items()})
@@ -571,27 +560,5 @@ def outcomes_from_store(store: CampaignStore, judge: str | None = None) -> Outco
         arm_still=still_episodes(store.directory, episodes.values()),
         station_blocks=tuple(store.station_blocks()) if hasattr(store, "station_blocks") else (),
         abort_rules=protocol.aborts.model_dump(), disagreement=protocol.judging.disagreement,
-        evidence=getattr(store, "evidence", None))
-
-
-def session_counts(sessions: Sequence[dict[str, Any]]) -> SessionCounts:
-    """Classify `store.sessions()` rows: outcome `ended`, `interrupted`, `failed: ...`; no
-    `ended_at` means killed, unless it is the last session and its process is still alive on
-    this host (a run in progress while the report is made)."""
-    import platform
-
-    counts: Counter = Counter()
-    for i, s in enumerate(sessions):
-        outcome = str(s.get("outcome") or "")
-        if s.get("ended_at") is None:
-            last = i == len(sessions) - 1
-            alive = last and s.get("host") == platform.node() and process_running(s.get("pid"))
-            counts["running" if alive else "killed"] += 1
-        elif outcome == "interrupted":
-            counts["interrupted"] += 1
-        elif outcome.startswith("failed"):
-            counts["failed"] += 1
-        else:
-            counts["ended"] += 1
-    return SessionCounts(count=len(sessions), ended=counts["ended"], interrupted=counts["interrupted"],
-                         killed=counts["killed"], failed=counts["failed"], running=counts["running"])
+        evidence=getattr(store, "evidence", None), start_records=start_records(events, attempts),
+        interventions=intervention_counts(events, attempts))

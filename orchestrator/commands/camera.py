@@ -80,13 +80,13 @@ def mark_off_sheet(layout):
 def _check(rig, camera: str, layout, mark, spec, reference_dir: Path) -> dict:
     from orchestrator.core.errors import BadInput
     from orchestrator.design.raster import sheet_corners
-    from orchestrator.rigs.frames import grab_frame, known_fovy
+    from orchestrator.rigs.frames import known_fovy
     from orchestrator.vision.camera_model import Intrinsics, IntrinsicsUnknown
     from orchestrator.vision.reference import read_reference, write_reference
     from orchestrator.vision.start_check import DEFAULT_TOLERANCE_DEG, DEFAULT_TOLERANCE_MM, camera_moved, check_start
     from orchestrator.vision.table import TableNotFound, locate_table
 
-    image = grab_frame(rig, camera)
+    image = rig.camera_still(camera)
     height, width = image.shape[:2]
     fovy = known_fovy(rig, camera)
     intrinsics = Intrinsics.from_fovy(fovy, width, height, "the rig's camera pose (fovy)") if fovy else None

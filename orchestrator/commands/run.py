@@ -90,6 +90,15 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def interventions_so_far(store) -> str:
+    """The campaign's operator interventions so far, as the report counts them."""
+    from orchestrator.analysis.start_records import intervention_counts, intervention_line
+
+    attempts = store.attempts()
+    done = sum(1 for t in store.trials() if t.state == "done")
+    return "operator " + intervention_line(intervention_counts(store.events(), attempts), done)
+
+
 def _run_with_operator(args: argparse.Namespace, rig):
     """Run the session with the operator the rig needs: none in simulation or --unattended, the
     console (or terminal prompts with --no-console) at a real arm or the attended twin."""
@@ -111,14 +120,18 @@ def _run_with_operator(args: argparse.Namespace, rig):
             if any(deployment_label(spec) != "sync" and spec.type != "scripted"
                    for spec in opened.protocol.protocol.policies.values()):
                 workers = 1   # RTC and served policies run in wall-clock time: one episode at a time
+            if opened.protocol.protocol.start_check.mode != "off":
+                workers = 1   # the start-state check runs before each trial on the one rig of the session
             kwargs = {"say": say} if say else {}
             if args.station:
                 from orchestrator.run.stations import run_station
 
                 return directory, run_station(opened, args.station, operator, say=say,
                                               stop_after=args.stop_after, referees=referees)
-            return directory, run_campaign(opened, operator, workers=workers, stop_after=args.stop_after,
-                                           referees=referees, **kwargs)
+            summary = run_campaign(opened, operator, workers=workers, stop_after=args.stop_after,
+                                   referees=referees, **kwargs)
+            (say or print)(interventions_so_far(opened.store))
+            return directory, summary
         finally:
             opened.store.close()
 

@@ -170,7 +170,7 @@ class ServerPolicy(Policy):
         self.latencies_s: list[float] = []
         self.action_ages_s: list[float] = []
         self._observed_at: dict[int, float] = {}
-        self.starved_steps = 0
+        self.starved_steps = self.served_steps = 0
 
     # ------------------------------------------------------------ Policy protocol
     def reset(self, context: Any = None) -> None:
@@ -204,8 +204,8 @@ class ServerPolicy(Policy):
 
         client.send_observation = send_observation
         self._lost = None
-        self.latencies_s, self.starved_steps = [], 0
-        self.action_ages_s = []      # per step that sent a served action
+        self.latencies_s, self.starved_steps, self.served_steps = [], 0, 0
+        self.action_ages_s = []      # per served step whose chunk's observation time is known
         self._observed_at = {}       # timestep -> when the newest chunk holding it was observed
         self._hold: dict[str, float] | None = None
         try:
@@ -267,6 +267,7 @@ class ServerPolicy(Policy):
                 raise lost(self.address, f"no action for {now - self._last_action_at:.1f} s")
             return dict(self._hold)
         self._last_action_at = now
+        self.served_steps += 1
         observed_at = self._observed_at.pop(client.latest_action, None)
         if observed_at is not None:
             self.action_ages_s.append(time.time() - observed_at)
@@ -290,10 +291,12 @@ class ServerPolicy(Policy):
         """Per chunk, `latency_*`: from the observation it answers to its arrival here (the round
         trip). Per step, `action_age_*`: from the observation an action was computed from to the
         step that sent it (the round trip plus the time it waited in the queue); `served_steps`
-        steps sent a served action, `starved_steps` held the last goal instead."""
+        steps sent a served action, `starved_steps` held the last goal instead. A served step is
+        counted even when its age is unknown (LeRobot's queue can serve a timestep whose chunk
+        entry was already taken), so the two counts always add up to the steps."""
         lat, ages = list(self.latencies_s), list(self.action_ages_s)
         out: dict[str, Any] = {"mode": "server", "chunks": len(lat), "starved_steps": self.starved_steps,
-                               "served_steps": len(ages)}
+                               "served_steps": self.served_steps}
         for name, values in (("latency", lat), ("action_age", ages)):
             if values:
                 out |= {f"{name}_p50_ms": round(float(np.percentile(values, 50)) * 1000, 3),

@@ -154,6 +154,20 @@ class Rig(ABC):
         The default reads nothing and so reports nothing: a rig without servos."""
         return []
 
+    @property
+    def places_the_cube(self) -> bool:
+        """True when `prepare_layout` puts the cube on its mark itself (the simulated hand of the
+        simulator and the twin, `rigs/placement.py`); False: a person places it."""
+        return False
+
+    def camera_still(self, camera: str) -> Any:
+        """One (H, W, 3) uint8 RGB still of `camera` as it is now (`camera check`, the start-state
+        check). The default opens that camera alone (`rigs.frames.grab_frame`): the bus is never
+        opened. `BadInput` when the profile has no such camera or it delivers nothing."""
+        from orchestrator.rigs.frames import grab_frame
+
+        return grab_frame(self, camera)
+
     def camera_poses(self) -> dict[str, dict] | None:
         """Pose and image size of each camera that has a fixed one (`profile_camera_poses`), for
         the judges' zoom and guide. None: the rig knows no camera pose."""

@@ -1,7 +1,8 @@
 """One still from a rig's camera, without connecting the arm: what `camera check` and the
 start-state check look at.
 
-A simulated rig renders its scene (`SimRig.render`). A LeRobot rig (a real arm, or the twin)
+`Rig.camera_still` is the way in: a simulated rig renders its scene (`SimRig.render`); a
+connected LeRobot rig reads its own open camera. Otherwise (`grab_frame`, the default) LeRobot
 opens that camera alone through LeRobot's camera classes (`make_cameras_from_configs`), lets
 `WARMUP_FRAMES` frames pass (a USB camera's exposure settles over its first frames), keeps the
 next one and closes the camera again: the bus is never opened, so nothing can move.
@@ -19,13 +20,16 @@ WARMUP_FRAMES = 5
 READ_TIMEOUT_MS = 3000.0
 
 
+def no_such_camera(rig: Any, camera: str) -> None:
+    """`BadInput` when the rig profile has no camera named `camera`."""
+    if camera not in rig.profile.cameras:
+        raise BadInput(f"the rig profile has no camera {camera!r} (it has: {', '.join(rig.profile.cameras) or 'none'})")
+
+
 def grab_frame(rig: Any, camera: str) -> np.ndarray:
     """An (H, W, 3) uint8 RGB still of `camera`; `BadInput` when the rig has no such camera or
     it delivers nothing."""
-    if camera not in rig.profile.cameras:
-        raise BadInput(f"the rig profile has no camera {camera!r} (it has: {', '.join(rig.profile.cameras) or 'none'})")
-    if hasattr(rig, "render"):
-        return np.asarray(rig.render(camera))
+    no_such_camera(rig, camera)
     from lerobot.cameras import make_cameras_from_configs
 
     cam = make_cameras_from_configs({camera: rig.config.cameras[camera]})[camera]

@@ -77,6 +77,7 @@ CONNECT_ATTEMPTS = 3
 LOST_PACKET_SIGNS = ("Incorrect status packet", "no status packet", "motor check failed")
 MISSING_ID = re.compile(r"- (\d+) \(expected model")   # a line of LeRobot's "Missing motor IDs" list
 RANGE_MARGIN = 2.0       # degrees (gripper: 0-100 units) kept clear of each calibrated limit
+STILL_SETTLE_S = 0.5     # > a USB camera's 50-150 ms exposure-to-array latency, and a hand leaving the view
 
 
 def _chain(exc: BaseException | None):
@@ -276,6 +277,19 @@ class LeRobotRig(Rig):
     def prepare_layout(self, mark: Mark, cube: Cube, seed: int) -> None:
         """Nothing to do on hardware: the operator console asks the human to place the cube."""
         return None
+
+    def camera_still(self, camera: str) -> Any:
+        """A connected rig reads its own open camera, `STILL_SETTLE_S` after it is asked: frames
+        already on their way show the table before the cube was placed. Otherwise the camera is
+        opened alone (the base class)."""
+        cameras = getattr(self.robot, "cameras", {}) if self.robot.is_connected else {}
+        if camera not in cameras:
+            return super().camera_still(camera)
+        time.sleep(STILL_SETTLE_S)
+        try:
+            return cameras[camera].async_read(timeout_ms=3000)
+        except Exception as exc:  # noqa: BLE001
+            raise self._fault(exc) from exc
 
     def observe(self, with_images: bool = True) -> Observation:
         try:

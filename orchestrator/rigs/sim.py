@@ -405,6 +405,14 @@ class SimRig(Rig):
             return profile_camera_poses(self.profile)
         return {**profile_camera_poses(self.profile), "front": front_camera_pose(spec.width, spec.height)}
 
+    places_the_cube = True   # the simulated hand (`rigs/placement.py`)
+
+    def camera_still(self, camera: str) -> np.ndarray:
+        from orchestrator.rigs.frames import no_such_camera
+
+        no_such_camera(self, camera)
+        return self.render(camera)
+
     def render(self, camera: str) -> np.ndarray:
         """One HxWx3 uint8 RGB frame of `camera` at the profile's resolution."""
         spec = self.profile.cameras[camera]

@@ -11,6 +11,7 @@ The operator never learns which policy runs: none of these calls carries the pol
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
 from orchestrator.design.protocol import Mark
@@ -43,6 +44,9 @@ def stop_cause(answer: str) -> tuple[str, str]:
         cause, words = STOP_CAUSES[head]
         return cause, f"{words}: {rest.strip()}" if rest.strip() else words
     return "other", answer
+
+
+AUTO_START_TRIES = 3   # start checks in a row an unattended session tries before it ends
 
 
 class StopRequested(Exception):
@@ -85,12 +89,20 @@ class Operator(Protocol):
         raise `StopRequested` to end the session instead (the arm stays held)."""
         ...
 
+    def start_refused(self, cue: TrialCue, line: str, still: Path) -> str:
+        """The start-state check refused the trial (`line`: what is wrong; `still`: the camera's
+        image with the mark and the cube drawn): "retry" once the cube is corrected, "override"
+        to start anyway (recorded), "stop" to end the session; "unresolved": nobody can correct
+        it (an unattended session: it ends as a failure, resumable)."""
+        ...
+
 
 class AutoOperator:
     """No one at the arm (simulation): never waits, never stops; messages go to a callback."""
 
     def __init__(self, say=print):
         self._say = say
+        self._refused: dict[tuple[int, str], int] = {}
 
     def before_trial(self, cue: TrialCue) -> None:
         return None
@@ -115,3 +127,10 @@ class AutoOperator:
 
     def confirm_move(self, what: str) -> None:
         return None
+
+    def start_refused(self, cue: TrialCue, line: str, still: Path) -> str:
+        """Nobody can correct the cube: the simulated hand places it again, up to
+        `AUTO_START_TRIES` checks in a row, then "unresolved"."""
+        key = (cue.index, cue.mark.id)
+        self._refused[key] = self._refused.get(key, 0) + 1
+        return "retry" if self._refused[key] < AUTO_START_TRIES else "unresolved"

@@ -45,6 +45,7 @@ from orchestrator.run.interrupts import deferred_interrupts
 from orchestrator.run.motion import ArmMotion
 from orchestrator.run.operator_protocol import AutoOperator, Operator, StopRequested, TrialCue
 from orchestrator.run.recording import EpisodeRecorder, check_disk, episode_bytes_estimate
+from orchestrator.run.start_state import StartGate
 from orchestrator.store.sqlite import INTERRUPTED_CLASS, SETTLES_FAILURE, new_episode_id
 
 MAX_ATTEMPTS_PER_SESSION = 3
@@ -235,6 +236,8 @@ def _run_sequential(opened: OpenedCampaign, pending: list[Trial], operator: Oper
             raise BadInput(problems)
         if not _rest_or_end(motion, say):
             return
+        gate = StartGate(loaded, rig, store, operator, say)
+        gate.begin_session()
         progress = Progress(summary.total, summary.done_total, say, terminal_for(say))
         queue = list(pending)
         tries: dict[int, int] = {}
@@ -254,12 +257,8 @@ def _run_sequential(opened: OpenedCampaign, pending: list[Trial], operator: Oper
             context = episode_context(loaded, trial)
             cue = TrialCue(index=index, total=index + len(queue), done_before=summary.done_total,
                            campaign_total=summary.total, mark=context.mark, duration_s=context.duration_s)
-            try:
-                operator.before_trial(cue)
-            except StopRequested:
-                say("stopped by the operator between trials; run again to resume")
+            if not _set_up(trial, context, cue, operator, rig, gate, say):
                 return
-            rig.prepare_layout(context.mark, context.cube, trial.seed)
             stopped = _attempt(opened, motion, policies[trial.policy], trial, context, cue, operator, summary, referees)
             if stopped is not None:
                 tries[trial.slot] = tries.get(trial.slot, 0) + 1
@@ -287,6 +286,29 @@ def _run_sequential(opened: OpenedCampaign, pending: list[Trial], operator: Oper
             except Exception:
                 pass
         motion.leave()  # to rest (stoppable; not after an unconfirmed stop), then torque off
+
+
+def _set_up(trial: Trial, context, cue: TrialCue, operator: Operator, rig, gate: StartGate,
+            say: Callable[[str], None]) -> bool:
+    """The trial's start: the operator's cue, the cube on its mark (the rig's hand or a person's),
+    the start-state check. False: the operator stopped the session here."""
+    try:
+        operator.before_trial(cue)
+    except StopRequested as stop:
+        return _stopped(gate, trial, "stopped by the operator between trials", stop, say)
+    rig.prepare_layout(context.mark, context.cube, trial.seed)
+    try:
+        gate.check(trial, context.mark, cue)
+    except StopRequested as stop:
+        return _stopped(gate, trial, f"stopped: {stop}", stop, say)
+    return True
+
+
+def _stopped(gate: StartGate, trial: Trial, line: str, stop: StopRequested, say: Callable[[str], None]) -> bool:
+    """The operator ended the session before the trial: recorded (an intervention), said."""
+    gate.store.log_event("operator_stop", f"{line} ({stop})", slot=trial.slot)
+    say(f"{line}; run again to resume")
+    return False
 
 
 def _rest_or_end(motion: ArmMotion, say: Callable[[str], None]) -> bool:

@@ -14,8 +14,9 @@ pre-registered tolerance, with nothing else on the sheet, and is the camera wher
 - with a reference image of the session's empty table (`reference.CameraReference`), anything
   else on the sheet: pixels that differ from the reference (`FOREIGN_LEVEL` grey levels) outside
   the cube's silhouette, more than `FOREIGN_FRACTION` of a cube's area.
-`camera_moved` compares the camera pose with the reference's: more than `CAMERA_MOVE_MM` or
-`CAMERA_TURN_DEG` stops the session (a moved camera invalidates every later measurement).
+`camera_moved` compares the camera pose with the reference's, both solved from the fiducials
+seen in both views: more than `CAMERA_MOVE_MM` or `CAMERA_TURN_DEG` stops the session (a moved
+camera invalidates every later measurement).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import numpy as np
 
 from orchestrator.design.protocol import Layout, Mark
 from orchestrator.vision.cube import RED, CubeColour, cube_area_px, find_blobs, fit_cube, reduce_yaw
-from orchestrator.vision.table import TableView
+from orchestrator.vision.table import MIN_FIDUCIALS, TableView, solve_pose
 
 DEFAULT_TOLERANCE_MM = 5.0
 DEFAULT_TOLERANCE_DEG = 10.0
@@ -146,7 +147,15 @@ def check_start(image: np.ndarray, view: TableView, mark: Mark, layout: Layout, 
 def camera_moved(reference: TableView, now: TableView, camera: str = "front") -> str | None:
     """One line when the camera moved beyond `CAMERA_MOVE_MM` / `CAMERA_TURN_DEG` since the
     reference view; None when it is where it was."""
-    moved_mm, turned_deg = reference.pose.difference(now.pose)
+    common = tuple(sorted(set(reference.fiducials) & set(now.fiducials)))
+    if len(common) < MIN_FIDUCIALS:
+        return (f"camera {camera} sees {len(common)} of the fiducials it saw in its reference (the arm or "
+                "something else covers them, or the camera moved): it cannot tell whether it moved")
+    # Both poses from the same fiducials: a marker covered in one view (the arm at rest) changes
+    # how well the pose is determined, not where the camera is.
+    before = solve_pose(reference.corners_px, reference.intrinsics, common)
+    after = solve_pose(now.corners_px, now.intrinsics, common)
+    moved_mm, turned_deg = before.difference(after)
     if moved_mm <= CAMERA_MOVE_MM and turned_deg <= CAMERA_TURN_DEG:
         return None
     return (f"camera {camera} moved {moved_mm:.1f} mm and turned {turned_deg:.1f} degrees since its "

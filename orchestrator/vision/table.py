@@ -61,6 +61,20 @@ def find_fiducials(image: np.ndarray, board: tuple[Fiducial, ...] = BOARD) -> di
     return found
 
 
+def solve_pose(corners_px: dict[int, np.ndarray], intrinsics: Intrinsics, ids: tuple[int, ...],
+               board: tuple[Fiducial, ...] = BOARD) -> CameraPose:
+    """The camera pose from the corners of the fiducials `ids` (`cv2.solvePnP`, refined by
+    Levenberg-Marquardt)."""
+    by_id = {f.id: f for f in board}
+    world = np.concatenate([by_id[i].corners() for i in ids])
+    pixels = np.concatenate([np.asarray(corners_px[i], float).reshape(4, 2) for i in ids])
+    ok, rvec, tvec = cv2.solvePnP(world, pixels, intrinsics.matrix, None, flags=cv2.SOLVEPNP_ITERATIVE)
+    if not ok:
+        raise TableNotFound("the camera pose could not be recovered from the fiducials")
+    rvec, tvec = cv2.solvePnPRefineLM(world, pixels, intrinsics.matrix, None, rvec, tvec)
+    return CameraPose(tuple(rvec.ravel().tolist()), tuple(tvec.ravel().tolist()))  # type: ignore[arg-type]
+
+
 def locate_table(image: np.ndarray, intrinsics: Intrinsics | None = None,
                  board: tuple[Fiducial, ...] = BOARD) -> TableView:
     """The camera's view of the table (see the module docstring); `TableNotFound` with how many
@@ -78,11 +92,7 @@ def locate_table(image: np.ndarray, intrinsics: Intrinsics | None = None,
     if intrinsics is None:
         homography, _ = cv2.findHomography(world[:, :2], pixels, 0)
         intrinsics = Intrinsics.from_homography(homography, width, height)
-    ok, rvec, tvec = cv2.solvePnP(world, pixels, intrinsics.matrix, None, flags=cv2.SOLVEPNP_ITERATIVE)
-    if not ok:
-        raise TableNotFound("the camera pose could not be recovered from the fiducials")
-    rvec, tvec = cv2.solvePnPRefineLM(world, pixels, intrinsics.matrix, None, rvec, tvec)
-    pose = CameraPose(tuple(rvec.ravel().tolist()), tuple(tvec.ravel().tolist()))  # type: ignore[arg-type]
+    pose = solve_pose(found, intrinsics, ids, board)
     error = pose.project(world, intrinsics) - pixels
     rms = math.sqrt(float((error ** 2).sum(axis=1).mean()))
     return TableView(ids, rms, intrinsics, pose,

@@ -73,6 +73,9 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_lanes.py", ()),
     ("test_layout_print.py", ()),
     ("test_start_check.py", ()),
+    ("test_start_gate.py", ()),
+    ("test_start_report.py", ()),
+    ("test_start_check_run.py", ("subprocess",)),
     ("test_fiducials.py", ()),
     ("test_camera_cli.py", ("subprocess",)),
     ("test_lint.py", ("subprocess",)),   # ruff and mypy in their own processes
@@ -140,6 +143,7 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_twin_safety.py", ("twin", "lerobot", "subprocess")),
     ("test_twin_servo.py", ("twin", "lerobot", "subprocess")),
     ("test_twin_sigterm.py", ("twin", "lerobot", "subprocess")),
+    ("test_twin_start_check.py", ("twin", "lerobot", "subprocess")),
     ("test_twin_standalone.py", ("twin", "lerobot", "subprocess")),
     ("test_twin_wire_log.py", ("twin", "lerobot", "subprocess")),
     ("test_view.py", ("subprocess",)),

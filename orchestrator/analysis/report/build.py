@@ -435,6 +435,7 @@ def build_report(data: OutcomeSet) -> Report:
     stopping_rule = _describe_stopping(data.stopping)
     warnings = _warnings(data, unpaired, timing, stopping_rule, done, unit, cochran is not None)
     warnings.extend(_lost_step_warnings(timing, data.alpha))
+    from orchestrator.analysis.report.start_state import build_interventions, build_start_check
     from orchestrator.analysis.report.stations import build_stations
 
     station_section = build_stations(data)
@@ -443,6 +444,9 @@ def build_report(data: OutcomeSet) -> Report:
     abort_section = build_aborts(data)
     if abort_section is not None:
         warnings.extend(abort_section.warnings)
+    start_section = build_start_check(data)
+    if start_section is not None:
+        warnings.extend(start_section.warnings)
     return Report(
         schema=SCHEMA, source=data.source, label_source=data.label_source, campaign_id=data.campaign_id,
         campaign_name=data.campaign_name, protocol_name=data.protocol_name, protocol_sha256=data.protocol_sha256,
@@ -455,7 +459,8 @@ def build_report(data: OutcomeSet) -> Report:
         operator_is_judge=data.operator_is_judge, fps=data.fps, raters=rater_agreement(data),
         arm_still=_arm_still(data), unit=unit, test=deciding_test_name(unit, primary),
         notes=_cochran_notes(comparisons, cochran, data.alpha), stations=station_section, aborts=abort_section,
-        withheld=tuple(withheld), evidence=data.evidence)
+        withheld=tuple(withheld), evidence=data.evidence, start_check=start_section,
+        interventions=build_interventions(data))
 
 
 def _arm_still(data: OutcomeSet) -> tuple[tuple[str, str, str], ...]:

@@ -12,6 +12,7 @@ from orchestrator.analysis.report.aborts import describe_causes, describe_rules
 from orchestrator.analysis.report.format import fmt_p, interval, k_of_n, ms, p_eq, p_name, points
 from orchestrator.analysis.report.model import OVERRUN_WARN_FRACTION, Comparison, Report
 from orchestrator.analysis.report.raters import RaterAgreement
+from orchestrator.analysis.report.start_state import describe_interventions
 
 
 @dataclass(frozen=True)
@@ -344,6 +345,33 @@ def aborted(r: Report) -> list[Block]:
     return out
 
 
+def start_check(r: Report) -> list[Block]:
+    out: list[Block] = []
+    s = r.start_check
+    if s is not None:
+        def mm(v):
+            return "-" if v is None else f"{v:.1f}"
+
+        out += [Heading("Start states (the camera's start check)"),
+                table(["policy", "checked", "offset p50 mm", "p95 mm", "|yaw| p50 deg", "p95 deg",
+                       "started on a failed check", "overridden"],
+                      [[x.policy, str(x.checked), mm(x.offset_p50_mm), mm(x.offset_p95_mm), mm(x.yaw_p50_deg),
+                        mm(x.yaw_p95_deg), str(x.started_failing), str(x.overridden)] for x in s.rows])]
+        for t in s.tests:
+            out.append(Item(f"placement {t.a} vs {t.b}: Mann-Whitney p {p_eq(t.mann_whitney_p)}"
+                            + (f", Holm-adjusted {p_eq(t.holm_p)}" if len(s.tests) > 1 else "")
+                            + (" (differ)" if t.holm_p <= s.alpha else "")))
+        if s.judged:
+            kappa = "undefined" if s.kappa is None else f"{s.kappa:.2f}"
+            out.append(Item(f"check vs the judges' invalid starts on {s.judged} judged attempts: refused "
+                            f"{s.table['refused_invalid']} invalid / {s.table['refused_valid']} valid, passed "
+                            f"{s.table['passed_invalid']} invalid / {s.table['passed_valid']} valid; agreement "
+                            f"{100 * (s.agreement or 0):.0f}%, Cohen's kappa {kappa}"))
+    if r.interventions is not None:
+        out += [Heading("Operator interventions"), Line(describe_interventions(r.interventions))]
+    return out
+
+
 def drift(r: Report) -> list[Block]:
     out: list[Block] = [Heading("Drift check (success by campaign half)")]
     if not r.drift:
@@ -442,7 +470,7 @@ def unpaired(r: Report) -> list[Block]:
 
 SECTIONS: tuple[Callable[[Report], list[Block]], ...] = (
     header, warnings, policies, comparisons, cochran, strata, failure_modes, safety_events, time_to_success,
-    timing, aborted, drift, stations, judges, rater_trust, unpaired)
+    timing, aborted, start_check, drift, stations, judges, rater_trust, unpaired)
 
 
 def document(r: Report) -> list[Block]:

@@ -11,6 +11,7 @@ from typing import Any
 from orchestrator.analysis.report.aborts import AbortSection
 from orchestrator.analysis.report.model import SCHEMA, Comparison, JudgeSection, PolicySummary, PolicyTiming, Report
 from orchestrator.analysis.report.raters import RaterAgreement
+from orchestrator.analysis.report.start_state import InterventionSection, StartCheckSection
 from orchestrator.analysis.report.stations import StationSection
 from orchestrator.core.errors import BadInput
 
@@ -155,6 +156,31 @@ def _aborts(section: AbortSection | None) -> dict[str, Any] | None:
     }
 
 
+def _start_check(section: StartCheckSection | None) -> dict[str, Any] | None:
+    if section is None:
+        return None
+    return {
+        "placement_error": {r.policy: {"checked": r.checked, "measured": r.measured,
+                                       "offset_p50_mm": r.offset_p50_mm, "offset_p95_mm": r.offset_p95_mm,
+                                       "yaw_p50_deg": r.yaw_p50_deg, "yaw_p95_deg": r.yaw_p95_deg,
+                                       "started_on_failed_check": r.started_failing, "overridden": r.overridden}
+                            for r in section.rows},
+        "placement_tests": [{"a": t.a, "b": t.b, "mann_whitney_p": t.mann_whitney_p, "holm_p": t.holm_p,
+                             "method": "Mann-Whitney U, two-sided, on the offset from the mark; Holm over pairs"}
+                            for t in section.tests],
+        "judges_agreement": {"attempts": section.judged, "table": section.table, "agreement": section.agreement,
+                             "kappa": section.kappa, "kappa_ci95": list(section.kappa_ci95),
+                             "of": "the check refused vs a judge marked an invalid start"},
+    }
+
+
+def _interventions(section: InterventionSection | None) -> dict[str, Any] | None:
+    if section is None:
+        return None
+    return {"total": section.total, "per_100_trials": section.per_100_trials, "trials": section.trials,
+            "by_cause": dict(section.by_cause)}
+
+
 def to_dict(r: Report) -> dict[str, Any]:
     """The JSON document (docs/design.md section 13)."""
     out: dict[str, Any] = {
@@ -189,6 +215,8 @@ def to_dict(r: Report) -> dict[str, Any]:
         "failed": r.sessions.failed, "ended": r.sessions.ended, "running": r.sessions.running}
     out["stations"] = _stations(r.stations)
     out["aborts"] = _aborts(r.aborts)
+    out["start_check"] = _start_check(r.start_check)
+    out["interventions"] = _interventions(r.interventions)
     out["unpaired"] = [{"layout": l, "repeat": rp, "why": why} for l, rp, why in r.unpaired]
     out["warnings"] = list(r.warnings)
     out["notes"] = list(r.notes)

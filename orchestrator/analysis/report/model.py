@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from orchestrator.analysis import stats
-from orchestrator.analysis.outcomes import SessionCounts
+from orchestrator.analysis.sessions import SessionCounts
 
 SCHEMA = "orchestrator.report/1"
 # An episode "could not keep the rate" when more than this fraction of its steps overran the
@@ -235,3 +235,5 @@ class Report:
     aborts: Any = None      # report/aborts.AbortSection for a campaign (None for an outcomes CSV)
     withheld: tuple[tuple[str, str], ...] = ()   # (statistic, why) not computed, e.g. with repeats
     evidence: Any = None    # store.chain.ChainStatus: the campaign's evidence chain (None: a CSV)
+    start_check: Any = None     # report/start_state.StartCheckSection (None: starts not checked)
+    interventions: Any = None   # report/start_state.InterventionSection (None: an outcomes CSV)

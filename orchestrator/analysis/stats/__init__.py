@@ -15,7 +15,7 @@ information about which policy is better; rate(A) - rate(B) = (b - c) / n.
 
 Modules (one idea each; everything is re-exported here, so `stats.wilson(...)` works):
 `types` result dataclasses; `proportion` one rate (Wilson, Wald);
-`mcnemar` the paired test; `paired_ci` intervals for the paired difference; `unpaired` Fisher
+`mcnemar` the paired test; `paired_ci` intervals for the paired difference; `unpaired` Fisher, Mann-Whitney
 and Newcombe for independent rates; `multi` Cochran's Q and Holm; `clustered` repeats on one
 mark (the mark as the unit); `clustered_rate` one policy's rate over marks; `evalue` the anytime-valid e-value; `evalue_power` the e-value rule's exact power; `sequence` anytime-valid
 confidence sequences; `power` exact power and sample sizes; `planning` `orchestrator plan`;
@@ -132,7 +132,7 @@ from orchestrator.analysis.stats.types import (
                                                   PlanResult,
                                                   PowerResult,
 )
-from orchestrator.analysis.stats.unpaired import fisher_exact, newcombe_independent
+from orchestrator.analysis.stats.unpaired import fisher_exact, mann_whitney, newcombe_independent
 
 __all__ = [
     "Z95", "Interval", "PairedTable", "McNemarResult", "CochranQResult", "MeanInterval",
@@ -140,7 +140,7 @@ __all__ = [
     "wilson", "wald", "wilson_bounds",
     "paired_table", "mcnemar", "mcnemar_exact_p", "mcnemar_midp", "discordant_floor",
     "min_discordant_for_alpha", "newcombe_paired", "tango_paired",
-    "bonett_price_paired", "fisher_exact", "newcombe_independent",
+    "bonett_price_paired", "fisher_exact", "mann_whitney", "newcombe_independent",
     "cochran_q", "holm", "t_interval", "t_interval_from_summary", "paired_power",
     "layouts_needed", "cell_probabilities", "independent_groups_n", "fisher_power",
     "fisher_trials_needed",

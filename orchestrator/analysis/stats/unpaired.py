@@ -1,13 +1,15 @@
-"""Two independent rates, for contrast with the paired analysis: Fisher's exact test and
-Newcombe's hybrid score interval.
+"""Two independent samples, for contrast with the paired analysis: Fisher's exact test and
+Newcombe's hybrid score interval for two rates; the Mann-Whitney test for two samples of a
+measurement (the start check's placement error per policy).
 
 References: Fisher RA (1935) JRSS 98:39-82; Newcombe RG (1998a) Statistics in Medicine
-17:873-890.
+17:873-890; Mann HB, Whitney DR (1947) Ann Math Stat 18:50-60.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from scipy import stats
 
@@ -39,3 +41,14 @@ def newcombe_independent(k1: int, n1: int, k2: int, n2: int, level: float = 0.95
     d = p1 - p2
     return Interval(d, d - math.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2),
                     d + math.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2), "newcombe-hybrid", level)
+
+
+def mann_whitney(x: Sequence[float], y: Sequence[float]) -> float:
+    """Two-sided Mann-Whitney U test of "x and y come from one distribution" (Mann & Whitney
+    1947): U counts the pairs with x_i > y_j (ties one half); scipy.stats.mannwhitneyu's exact
+    null distribution when both samples are small and untied, else the normal approximation
+    with the tie correction and a continuity correction. 1.0 when either sample is empty or
+    every value is the same (no ordering to test; scipy returns NaN there)."""
+    if len(x) == 0 or len(y) == 0 or len(set(x) | set(y)) == 1:
+        return 1.0
+    return float(stats.mannwhitneyu(list(x), list(y), alternative="two-sided", method="auto").pvalue)

@@ -27,6 +27,8 @@ class TwinRig(LeRobotRig):
         self.hand = SimulatedHand(loaded.profile.placement)
         self._begun = True
 
+    places_the_cube = True   # the simulated hand (`rigs/placement.py`)
+
     def prepare_layout(self, mark: Mark, cube: Cube, seed: int) -> None:
         landed = self.hand.place(mark)   # the operator's hand, with the profile's placement error
         self.twin.request("place", mark={"id": mark.id, "x": landed.x, "y": landed.y, "yaw_deg": landed.yaw_deg},

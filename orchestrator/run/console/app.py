@@ -44,6 +44,7 @@ from textual.widgets import Footer, Header, Input, RichLog, Static
 from orchestrator.core.errors import Interrupted
 from orchestrator.design.protocol import Layout
 from orchestrator.rigs.base import EmergencyStop
+from orchestrator.run.console.halfblock import HalfBlockImage
 from orchestrator.run.console.layout_view import describe_mark, render_layout
 from orchestrator.run.console.wedge import exit_if_wedged
 from orchestrator.run.operator_protocol import STOP_CAUSE_PROMPT, StopRequested, TrialCue, stop_cause
@@ -184,6 +185,16 @@ class ConsoleOperator:
             return text or "redo requested by operator"
         return None
 
+    def start_refused(self, cue: TrialCue, line: str, still) -> str:
+        if self.interrupted:
+            raise KeyboardInterrupt
+        self._drain()
+        self._call(self.app.show_start_refused, line, still)
+        kind, _ = self._wait("retry", "override", "stop")
+        if kind == "interrupt":
+            raise KeyboardInterrupt
+        return {"retry": "retry", "override": "override"}.get(kind, "stop")
+
     def message(self, text: str) -> None:
         self._call(self.app.add_message, text)
 
@@ -226,6 +237,7 @@ class OperatorConsole(App):
         Binding("r", "redo", "Redo trial"),
         Binding("p", "pause", "Pause/resume"),
         Binding("q", "stop_session", "End session"),
+        Binding("o", "override", "Override start check", show=False),
         Binding("ctrl+c", "interrupt", "Interrupt", show=False, priority=True),
     ]
 
@@ -251,6 +263,7 @@ class OperatorConsole(App):
         yield Static("Waiting for the runner...", id="banner")
         with Horizontal():
             yield Static(render_layout(self.layout_model, None), id="map")
+            yield HalfBlockImage(id="still")
             with Vertical(id="side"):
                 yield Static("", id="mark")
                 yield Static("", id="where")
@@ -323,6 +336,25 @@ class OperatorConsole(App):
         self._banner(f"ARM STOPPED (holding). Enter = move it {what}, q = end the session "
                      "(torque goes off: support the arm)", "estop")
 
+    def show_start_refused(self, line: str, still) -> None:
+        """The start-state check's refusal: its line, and the camera's still with the mark (green)
+        and the measured cube (red) in place of the layout map."""
+        import cv2
+
+        self.state = "start_refused"
+        self._banner(f"START CHECK: {line}. Fix the cube, Enter = check again, o = start anyway "
+                     "(recorded), q = end the session", "estop")
+        image = cv2.imread(str(still))
+        view = self.query_one("#still", HalfBlockImage)
+        view.image = None if image is None else cv2.cvtColor(image, cv2.COLOR_BGR2RGB)
+        view.display = image is not None
+        self.query_one("#map", Static).display = image is None
+        self.add_message(f"start check failed: {line} ({still})")
+
+    def _hide_still(self) -> None:
+        self.query_one("#still", HalfBlockImage).display = False
+        self.query_one("#map", Static).display = True
+
     def show_waiting(self, text: str) -> None:
         self.state = "waiting"
         self._banner(text)
@@ -355,7 +387,12 @@ class OperatorConsole(App):
 
     # ---------------------------------------------------------------- keys
     def action_enter(self) -> None:
-        if self.state == "confirm":
+        if self.state == "start_refused":
+            self.state = "waiting"
+            self._hide_still()
+            self._banner("Checking the start again...")
+            self.operator.decisions.put(("retry", None))
+        elif self.state == "confirm":
             self.state = "waiting"
             self.operator.decisions.put(("confirm", None))
         elif self.state == "place" and not self.paused:
@@ -414,8 +451,20 @@ class OperatorConsole(App):
         self._banner("INTERRUPTED: making the arm safe; run the same command again to resume", "estop")
         self.operator.interrupt()
 
+    def action_override(self) -> None:
+        if self.state == "start_refused":
+            self.state = "waiting"
+            self._hide_still()
+            self.add_message("start check overridden by the operator (recorded)")
+            self.operator.decisions.put(("override", None))
+
     def action_stop_session(self) -> None:
-        if self.state == "confirm":
+        if self.state == "start_refused":
+            self.state = "waiting"
+            self._hide_still()
+            self._banner("Session ended: resume later with the same `orchestrator run` command")
+            self.operator.decisions.put(("stop", None))
+        elif self.state == "confirm":
             self.state = "waiting"
             self._banner("Session ended with the arm stopped; torque goes off: support the arm")
             self.operator.decisions.put(("stop", None))

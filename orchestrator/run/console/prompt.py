@@ -132,6 +132,15 @@ class PromptOperator:
             self.say(f"starting in {left}...")
             time.sleep(1.0)
 
+    def start_refused(self, cue: TrialCue, line: str, still) -> str:
+        self.say(f"START CHECK FAILED: {line}")
+        self.say(f"  the camera's view, the mark in green and the cube in red: {still}")
+        answer = self._line("fix the cube, then Enter = check again; o + Enter = start anyway (recorded as an "
+                            "override); q + Enter = end the session (resumable)").lower()
+        if answer.startswith("q"):
+            return "stop"
+        return "override" if answer.startswith("o") else "retry"
+
     def episode_started(self, cue: TrialCue) -> None:
         self._last_shown = -1.0
         self._controlling = True

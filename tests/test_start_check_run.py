@@ -1,0 +1,92 @@
+"""`orchestrator run` with the protocol's start_check on the simulator, from fresh processes:
+the cubes the simulated hand places near their marks pass and every check is recorded; a hand
+10 mm off fails the first trial three times and ends the unattended session with exit 1 and
+the check's line, resumable (0 trials done, no episode written); `advise` runs the trials anyway."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import numpy as np
+
+from support.campaign_files import env, two_mark_protocol
+from support.cli import run_module
+from support.repo import REPO
+
+SIM = REPO / "hardware" / "sim.yaml"
+
+
+def _files(tmp_path, mode: str, placement: str):
+    protocol = two_mark_protocol(tmp_path, "{type: scripted, aim_noise_mm: 12}")
+    protocol.write_text(protocol.read_text() + f"start_check: {{mode: {mode}}}\n")
+    rig = tmp_path / "rig.yaml"
+    rig.write_text(SIM.read_text() + f"placement: {placement}\n")
+    return protocol, rig
+
+
+def _events(campaign, kind):
+    with sqlite3.connect(campaign / "campaign.db") as db:
+        return [row[0] for row in db.execute("SELECT data FROM events WHERE kind = ? ORDER BY id", (kind,))]
+
+
+def test_placements_near_their_marks_pass_and_every_check_is_recorded(tmp_path):
+    protocol, rig = _files(tmp_path, "enforce", "{sigma_mm: 1.0, sigma_deg: 2, seed: 4}")
+    out = tmp_path / "campaign"
+    done = run_module("run", protocol, "--rig", rig, "--out", out, env=env(), timeout=300)
+    assert done.code == 0, done.err[-2000:]
+    assert "4/4 trials done" in done.out, done.out
+    checks = _events(out, "start_check")
+    assert len(checks) == 4 and all('"passes": true' in c for c in checks), checks
+    assert len(list((out / "start_checks").glob("*.png"))) == 4
+    assert (out / "camera-reference" / "reference.json").is_file()
+    assert "operator 4 interventions in 4 trials, 100 per 100 trials: placement 4, correction 0, override 0, " \
+           "cube lost 0, stop 0" in done.out, done.out
+    # the report's placement error per policy, against the stored measurements
+    report = json.loads(run_module("report", out, "--format", "json", env=env()).out)
+    with sqlite3.connect(out / "campaign.db") as db:
+        policy_of = dict(db.execute("SELECT slot, policy FROM trials"))
+        stored = [json.loads(d) for (d,) in db.execute("SELECT data FROM events WHERE kind = 'start_check'")]
+    placement = report["start_check"]["placement_error"]
+    assert sorted(placement) == ["A", "B"] and sum(p["checked"] for p in placement.values()) == 4
+    for policy, row in placement.items():
+        offsets = [float(np.hypot(d["dx_mm"], d["dy_mm"])) for d in stored if policy_of[d["slot"]] == policy]
+        assert len(offsets) == row["checked"] == row["measured"] == 2
+        assert row["offset_p50_mm"] == round(float(np.median(offsets)), 2), (row, offsets)
+        assert row["started_on_failed_check"] == 0
+    assert [t["a"] + t["b"] for t in report["start_check"]["placement_tests"]] == ["AB"]
+    assert report["interventions"] == {"total": 4, "per_100_trials": 100.0, "trials": 4,
+                                       "by_cause": {"placement": 4, "correction": 0, "override": 0,
+                                                    "cube lost": 0, "stop": 0}}
+    text = run_module("report", out, env=env()).out
+    assert "Start states (the camera's start check)" in text and "Operator interventions" in text
+
+
+def test_a_hand_10_mm_off_ends_the_unattended_session_with_the_line(tmp_path):
+    protocol, rig = _files(tmp_path, "enforce", "{offset_mm: [10, 0]}")
+    out = tmp_path / "campaign"
+    done = run_module("run", protocol, "--rig", rig, "--out", out, env=env(), timeout=300)
+    assert done.code == 1, (done.out, done.err[-2000:])
+    last = done.err.strip().splitlines()[-1]
+    assert last.startswith("orchestrator: start check failed 3 times at M0"), last
+    assert "mm forward of M0" in last and "resumable" in last and "Traceback" not in done.err
+    assert "0/4 trials done" in done.out or "0 trials done" in done.out or not (out / "episodes").exists()
+    checks = _events(out, "start_check")
+    assert len(checks) == 3 and all('"passes": false' in c for c in checks)
+    assert len(_events(out, "start_correction")) == 2
+    with sqlite3.connect(out / "campaign.db") as db:
+        assert db.execute("SELECT count(*) FROM attempts").fetchone()[0] == 0
+
+
+def test_advise_runs_the_trials_and_shows_each_failure(tmp_path):
+    protocol, rig = _files(tmp_path, "advise", "{offset_mm: [10, 0]}")
+    out = tmp_path / "campaign"
+    done = run_module("run", protocol, "--rig", rig, "--out", out, "--stop-after", "2", env=env(), timeout=300)
+    assert done.code == 0, done.err[-2000:]
+    assert done.out.count("start check (advise): cube ") == 2, done.out
+    assert len(_events(out, "start_check")) == 2
+    report = json.loads(run_module("report", out, "--format", "json", env=env()).out)
+    rows = report["start_check"]["placement_error"].values()
+    assert sum(r["started_on_failed_check"] for r in rows) == 2 and sum(r["overridden"] for r in rows) == 0
+    assert all(9.0 < r["offset_p50_mm"] < 11.0 for r in rows if r["checked"]), rows
+    assert any("started on a failed start check (0 by the operator's override)" in w for w in report["warnings"])
