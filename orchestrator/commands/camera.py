@@ -22,7 +22,6 @@ from pathlib import Path
 from orchestrator.commands.twin_options import add_twin_arguments, twin_session
 
 HELP = "camera tools: `camera check` finds the template's fiducials and measures the cube on a mark"
-OFF_SHEET = (0.75, 0.60)   # where the simulated hand puts the cube for the empty-table reference
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -59,9 +58,10 @@ def run(args: argparse.Namespace) -> int:
             raise BadInput(f"{args.layout}: no mark {args.mark!r} (marks: {', '.join(m.id for m in layout.marks)})")
     with twin_session(args, loaded) as swapped:
         rig = make_rig(swapped)
-        if swapped.profile.simulated or swapped.twin is not None:
-            target = mark or mark_off_sheet(layout)
-            rig.prepare_layout(target, layout.cube, 0)
+        if rig.places_the_cube:
+            from orchestrator.rigs.placement import OFF_SHEET
+
+            rig.prepare_layout(mark or OFF_SHEET, layout.cube, 0)
         result = _check(rig, camera, layout, mark, spec, args.reference)
     if args.json:
         print(json.dumps(result["json"]))
@@ -71,32 +71,32 @@ def run(args: argparse.Namespace) -> int:
     return 0 if result["passes"] else 1
 
 
-def mark_off_sheet(layout):
-    from orchestrator.design.protocol import Mark
-
-    return Mark(id="off-sheet", x=OFF_SHEET[0], y=OFF_SHEET[1], yaw_deg=0.0)
-
-
 def _check(rig, camera: str, layout, mark, spec, reference_dir: Path) -> dict:
     from orchestrator.core.errors import BadInput
     from orchestrator.design.raster import sheet_corners
-    from orchestrator.rigs.frames import known_fovy
-    from orchestrator.vision.camera_model import Intrinsics, IntrinsicsUnknown
+    from orchestrator.rigs.frames import camera_intrinsics
+    from orchestrator.vision.camera_model import IntrinsicsUnknown
     from orchestrator.vision.reference import read_reference, write_reference
-    from orchestrator.vision.start_check import DEFAULT_TOLERANCE_DEG, DEFAULT_TOLERANCE_MM, camera_moved, check_start
+    from orchestrator.vision.start_check import (
+        DEFAULT_TOLERANCE_DEG,
+        DEFAULT_TOLERANCE_MM,
+        StartCheck,
+        camera_moved,
+        check_start,
+    )
     from orchestrator.vision.table import TableNotFound, locate_table
 
+    tolerance_mm = spec.tolerance_mm if spec else DEFAULT_TOLERANCE_MM
+    tolerance_deg = spec.tolerance_deg if spec else DEFAULT_TOLERANCE_DEG
     image = rig.camera_still(camera)
     height, width = image.shape[:2]
-    fovy = known_fovy(rig, camera)
-    intrinsics = Intrinsics.from_fovy(fovy, width, height, "the rig's camera pose (fovy)") if fovy else None
     try:
-        view = locate_table(image, intrinsics)
+        view = locate_table(image, camera_intrinsics(rig, camera, image))
     except (TableNotFound, IntrinsicsUnknown) as exc:
-        out = {"camera": camera, "fiducials": 0, "reprojection_px": None, "mark": mark.id if mark else None,
-               "cube_found": False, "dx_mm": None, "dy_mm": None, "dyaw_deg": None, "passes": False,
-               "tolerance_mm": None, "tolerance_deg": None, "problem": f"camera {camera}: {exc}"}
-        return {"json": out, "lines": [out["problem"]], "passes": False}
+        unseen = StartCheck.unmeasured(camera, mark.id if mark else None, tolerance_mm, tolerance_deg,
+                                       f"camera {camera}: {exc}")
+        out = {**unseen.to_json(), "mark": mark.id if mark else None}
+        return {"json": out, "lines": [unseen.line], "passes": False}
     lines = [f"camera {camera}: {len(view.fiducials)} fiducials found (ids {', '.join(map(str, view.fiducials))}), "
              f"reprojection error {view.reprojection_px:.2f} px, {width}x{height}, intrinsics from "
              f"{view.intrinsics.source} (f = {view.intrinsics.f_px:.0f} px)"]
@@ -113,9 +113,7 @@ def _check(rig, camera: str, layout, mark, spec, reference_dir: Path) -> dict:
     except BadInput:
         lines.append(f"no reference in {reference_dir}: the camera's movement and other objects are not checked")
     moved = camera_moved(reference.view, view, camera) if reference is not None else None
-    result = check_start(image, view, mark, layout, camera=camera,
-                         tolerance_mm=spec.tolerance_mm if spec else DEFAULT_TOLERANCE_MM,
-                         tolerance_deg=spec.tolerance_deg if spec else DEFAULT_TOLERANCE_DEG,
+    result = check_start(image, view, mark, layout, camera=camera, tolerance_mm=tolerance_mm, tolerance_deg=tolerance_deg,
                          reference=reference.image if reference is not None and moved is None else None,
                          sheet=sheet_corners())
     out = result.to_json()

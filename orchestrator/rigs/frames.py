@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from orchestrator.core.errors import BadInput
+from orchestrator.vision.camera_model import Intrinsics
 
 WARMUP_FRAMES = 5
 READ_TIMEOUT_MS = 3000.0
@@ -50,9 +51,13 @@ def grab_frame(rig: Any, camera: str) -> np.ndarray:
     return np.asarray(frame)
 
 
-def known_fovy(rig: Any, camera: str) -> float | None:
-    """The camera's vertical field of view where the rig knows it (the simulator's and the twin's
-    front camera, or a profile `pose`), else None."""
-    poses = rig.camera_poses() or {}
-    pose = poses.get(camera)
-    return float(pose["fovy_deg"]) if pose else None
+def camera_intrinsics(rig: Any, camera: str, image: Any) -> Intrinsics | None:
+    """The intrinsics of `camera` for an image of its size where the rig knows the camera's field
+    of view (the simulator's and the twin's front camera, or a profile `pose`), else None: the
+    table is then located with the focal length recovered from the template
+    (`vision.table.locate_table`)."""
+    pose = (rig.camera_poses() or {}).get(camera)
+    if not pose:
+        return None
+    height, width = image.shape[:2]
+    return Intrinsics.from_fovy(float(pose["fovy_deg"]), width, height, "the rig's camera pose (fovy)")

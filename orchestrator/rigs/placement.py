@@ -19,6 +19,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from orchestrator.design.protocol import Mark
 
+# Where the simulated hand puts the cube for a still of the empty table (the session's reference):
+# on the table, beyond the sheet and the arm's reach.
+OFF_SHEET = Mark(id="off-sheet", x=0.75, y=0.60, yaw_deg=0.0)
 
 class PlacementSpec(BaseModel):
     """See the module docstring."""

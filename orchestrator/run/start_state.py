@@ -31,15 +31,16 @@ import numpy as np
 
 from orchestrator.core.errors import BadInput, RuntimeFailure
 from orchestrator.design.raster import sheet_corners
+from orchestrator.rigs.frames import camera_intrinsics
+from orchestrator.rigs.placement import OFF_SHEET
 from orchestrator.run.operator_protocol import Operator, StopRequested, TrialCue
-from orchestrator.vision.camera_model import Intrinsics, IntrinsicsUnknown
+from orchestrator.vision.camera_model import IntrinsicsUnknown
 from orchestrator.vision.reference import read_reference, write_reference
 from orchestrator.vision.start_check import StartCheck, camera_moved, check_start
 from orchestrator.vision.table import TableNotFound, TableView, locate_table
 
 REFERENCE_DIR = "camera-reference"
 STILLS_DIR = "start_checks"
-OFF_SHEET = (0.75, 0.60)    # where the simulated hand puts the cube for the empty-table reference
 
 
 class CameraMoved(RuntimeFailure):
@@ -85,10 +86,7 @@ class StartGate:
                            f"(it has: {', '.join(self.rig.profile.cameras) or 'none'})")
         folder = Path(self.store.directory) / REFERENCE_DIR
         if self.rig.places_the_cube:
-            from orchestrator.design.protocol import Mark
-
-            self.rig.prepare_layout(Mark(id="off-sheet", x=OFF_SHEET[0], y=OFF_SHEET[1], yaw_deg=0.0),
-                                    self.layout.cube, 0)
+            self.rig.prepare_layout(OFF_SHEET, self.layout.cube, 0)
             image = np.asarray(self.rig.camera_still(self.spec.camera))
             view = self._locate(image)
             if view is None:
@@ -107,12 +105,8 @@ class StartGate:
                              data={"mode": self.spec.mode, "reference": self.reference_view is not None})
 
     def _locate(self, image: np.ndarray) -> TableView | None:
-        poses = self.rig.camera_poses() or {}
-        pose = poses.get(self.spec.camera)
-        height, width = image.shape[:2]
-        intrinsics = Intrinsics.from_fovy(float(pose["fovy_deg"]), width, height) if pose else None
         try:
-            return locate_table(image, intrinsics)
+            return locate_table(image, camera_intrinsics(self.rig, self.spec.camera, image))
         except (TableNotFound, IntrinsicsUnknown):
             return None
 
@@ -149,12 +143,10 @@ class StartGate:
     def _measure(self, mark) -> tuple[StartCheck, TableView | None, np.ndarray]:
         image = np.asarray(self.rig.camera_still(self.spec.camera))
         view = self._locate(image)
-        blank = dict(camera=self.spec.camera, fiducials=0, reprojection_px=0.0, mark=mark.id, cube_found=False,
-                     dx_mm=None, dy_mm=None, dyaw_deg=None, passes=False, tolerance_mm=self.spec.tolerance_mm,
-                     tolerance_deg=self.spec.tolerance_deg)
         if view is None:
-            return StartCheck(**blank, problem=f"camera {self.spec.camera} cannot see the template's fiducials "
-                                                "(the sheet covered, moved, or the camera turned away)"), None, image
+            return StartCheck.unmeasured(self.spec.camera, mark.id, self.spec.tolerance_mm, self.spec.tolerance_deg,
+                                         f"camera {self.spec.camera} cannot see the template's fiducials (the sheet "
+                                         "covered, moved, or the camera turned away)"), None, image
         if self.reference_view is None:
             self.reference_view = view
         elif moved := camera_moved(self.reference_view, view, self.spec.camera):

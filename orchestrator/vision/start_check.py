@@ -46,7 +46,7 @@ class StartCheck:
 
     camera: str
     fiducials: int
-    reprojection_px: float
+    reprojection_px: float | None   # None: the table was not found
     mark: str
     cube_found: bool
     dx_mm: float | None
@@ -64,8 +64,16 @@ class StartCheck:
         for key in ("dx_mm", "dy_mm", "dyaw_deg"):
             if out[key] is not None:
                 out[key] = round(out[key], 2)
-        out["reprojection_px"] = round(self.reprojection_px, 3)
+        out["reprojection_px"] = None if self.reprojection_px is None else round(self.reprojection_px, 3)
         return out
+
+    @classmethod
+    def unmeasured(cls, camera: str, mark: str | None, tolerance_mm: float, tolerance_deg: float,
+                   problem: str) -> StartCheck:
+        """The check when the camera could not see the table: it does not pass, and says why."""
+        return cls(camera=camera, fiducials=0, reprojection_px=None, mark=mark or "", cube_found=False, dx_mm=None,
+                   dy_mm=None, dyaw_deg=None, passes=False, tolerance_mm=tolerance_mm, tolerance_deg=tolerance_deg,
+                   problem=problem)
 
     @property
     def line(self) -> str:
