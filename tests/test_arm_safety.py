@@ -979,6 +979,25 @@ def test_run_on_a_real_arm_refuses_a_session_without_a_stop_key(bench, capsys, m
     assert arm.packets == 0
 
 
+def test_run_on_a_real_arm_refuses_a_simulated_hands_placement_section(bench, capsys):
+    from orchestrator.cli import main
+
+    tmp_path, arm, rig_path, protocol = bench
+    placed = tmp_path / "placed.yaml"
+    placed.write_text(rig_path.read_text() + "placement: {offset_mm: [10, 0]}\n")
+    for path, code in ((placed, 2), (rig_path, None)):   # the positive control: the same arm without it runs
+        argv = ["run", str(protocol), "--rig", str(path), "--out", str(tmp_path / "p"), "--no-console",
+                "--allow-no-stop-key", "--stop-after", "0"]
+        if code == 2:
+            assert main(argv) == 2
+            (line,) = capsys.readouterr().err.strip().splitlines()
+            assert line.startswith(f"orchestrator: {placed}: placement: ") and "--twin" in line, line
+            assert arm.packets == 0
+        else:
+            main(argv)
+            assert "placement" not in capsys.readouterr().err and arm.packets > 0
+
+
 def test_the_shipped_profiles_rest_inside_the_limits_with_the_gripper_open(tmp_path):
     from orchestrator.rigs.hardware_checks import REST_LIMIT_MARGIN, rest_near_limits
     from orchestrator.rigs.lerobot import LeRobotRig

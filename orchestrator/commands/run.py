@@ -45,7 +45,7 @@ def add_safety_overrides(parser: argparse.ArgumentParser, *, stop_key: bool) -> 
 def refuse_unsafe(args: argparse.Namespace, rig) -> None:
     """BadInput (exit 2, one line each, the override flag named) for a real-arm profile that voids
     the safety rules (`hardware_checks.profile_refusals`), and, on a real arm (not the twin), a
-    session with nobody able to press the stop key."""
+    session with nobody able to press the stop key or a `placement` section (a hand that is not there)."""
     import sys
 
     from orchestrator.core.errors import BadInput
@@ -58,6 +58,9 @@ def refuse_unsafe(args: argparse.Namespace, rig) -> None:
     lines = profile_refusals(LeRobotRig(rig), allowed)
     if not getattr(args, "twin", False):
         lines += stop_key_refusal(args.no_console, sys.stdin, allowed)
+        if rig.profile.placement is not None:
+            lines.append(f"{rig.path}: placement: sets the simulated hand's error (the simulator and --twin); "
+                         "on a real arm a person places the cube: remove it, or add --twin to rehearse")
     if lines:
         raise BadInput(lines)
 
