@@ -122,3 +122,31 @@ def test_a_camera_that_sees_no_sheet_says_how_many_fiducials_it_saw():
     image = render_front(Planted(cube=None, camera_shift_m=(0.0, 0.0, 0.0), camera_turn_deg=90.0))
     with pytest.raises(TableNotFound, match=r"^0 of the template's 6 fiducials visible \(ids: none\)"):
         locate_table(image, front_intrinsics())
+
+
+def test_the_session_reference_reads_back_and_refuses_another_version(empty, tmp_path):
+    import json
+
+    import numpy as np
+
+    from orchestrator.core.errors import BadInput
+    from orchestrator.vision.reference import FILE, read_reference, write_reference
+
+    image, view = empty
+    write_reference(tmp_path, "front", view, image)
+    back = read_reference(tmp_path)
+    assert back.camera == "front" and back.view.fiducials == view.fiducials
+    assert np.array_equal(back.image, image)                        # PNG: lossless
+    assert camera_moved(view, back.view, "front") is None
+    data = json.loads((tmp_path / FILE).read_text())
+    refused = 0
+    for version in (data["version"] + 1, None):
+        (tmp_path / FILE).write_text(json.dumps({**data, "version": version}))
+        with pytest.raises(BadInput, match=f"camera reference version {version!r}, this version reads") as err:
+            read_reference(tmp_path)
+        assert "\n" not in str(err.value) and "camera check" in str(err.value)
+        refused += 1
+    (tmp_path / FILE).unlink()
+    with pytest.raises(BadInput, match="no camera reference"):
+        read_reference(tmp_path)
+    assert refused == 2

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.core.errors import BadInput
+from orchestrator.core.versioned import read_versioned_json
 from orchestrator.judging.source import BlindEpisode, Mark
 
 SCHEMA = "orchestrator.bundle/1"
@@ -72,16 +73,7 @@ def read_manifest(bundle: Path) -> Manifest:
     """The manifest of the bundle folder `bundle`; BadInput (one line) when it is missing, of
     another schema version, or damaged."""
     path = Path(bundle) / MANIFEST
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise BadInput(f"{bundle}: not a judge bundle ({MANIFEST} is missing)") from None
-    except (OSError, ValueError) as exc:
-        raise BadInput(f"{path}: cannot read the bundle manifest ({exc})") from None
-    schema = data.get("schema") if isinstance(data, dict) else None
-    if schema != SCHEMA:
-        found = f"schema {schema!r}" if isinstance(schema, str) else "no schema"
-        raise BadInput(f"{path}: not a judge bundle manifest this version can read ({found}; {SCHEMA} expected)")
+    data = read_versioned_json(path, "judge bundle manifest", "schema", SCHEMA, f"not a judge bundle ({MANIFEST} is missing)")
     try:
         return Manifest(bundle_id=_text(data["bundle_id"]), campaign_id=_text(data.get("campaign_id", "")),
                         success_test=_text(data["success_test"]),

@@ -19,6 +19,7 @@ import numpy as np
 
 from orchestrator.core.durable import write_atomic
 from orchestrator.core.errors import BadInput
+from orchestrator.core.versioned import read_versioned_json
 from orchestrator.vision.camera_model import CameraPose, Intrinsics
 from orchestrator.vision.table import TableView
 
@@ -54,15 +55,9 @@ def read_reference(folder: Path) -> CameraReference:
     """The reference in `folder`; `BadInput` naming the file when it is missing, damaged or of
     another version."""
     path = folder / FILE
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise BadInput(f"{path}: no camera reference; run `orchestrator camera check` first") from None
-    except (OSError, ValueError) as exc:
-        raise BadInput(f"{path}: not a camera reference ({exc})") from None
-    if not isinstance(data, dict) or data.get("version") != VERSION:
-        raise BadInput(f"{path}: camera reference version {data.get('version') if isinstance(data, dict) else '?'}"
-                       f", this orchestrator reads version {VERSION}; run `orchestrator camera check` again")
+    data = read_versioned_json(path, "camera reference", "version", VERSION,
+                               "no camera reference; run `orchestrator camera check` first",
+                               "run `orchestrator camera check` again")
     try:
         view_data = data["view"]
         intrinsics = Intrinsics(**view_data["intrinsics"])

@@ -13,7 +13,7 @@ from orchestrator.analysis.report.model import SCHEMA, Comparison, JudgeSection,
 from orchestrator.analysis.report.raters import RaterAgreement
 from orchestrator.analysis.report.start_state import InterventionSection, StartCheckSection
 from orchestrator.analysis.report.stations import StationSection
-from orchestrator.core.errors import BadInput
+from orchestrator.core.versioned import read_versioned_json
 
 
 def _num(x: float | None) -> float | None:
@@ -233,11 +233,4 @@ def read_report(path: Path) -> dict[str, Any]:
     """The report JSON that `render_json` wrote (`report --format json`, an export's
     meta/report.json), refused with one line unless it is readable JSON of this schema version
     (`orchestrator.report/1`: later versions add keys, never change their meaning)."""
-    try:
-        doc = json.loads(Path(path).read_text())
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise BadInput(f"{path}: not a readable report JSON ({type(exc).__name__}: {exc})") from None
-    schema = doc.get("schema") if isinstance(doc, dict) else None
-    if schema != SCHEMA:
-        raise BadInput(f"{path}: report schema {schema!r}, this version reads {SCHEMA!r}")
-    return doc
+    return read_versioned_json(Path(path), "report JSON", "schema", SCHEMA, "no report JSON here")

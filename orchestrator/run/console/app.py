@@ -388,10 +388,7 @@ class OperatorConsole(App):
     # ---------------------------------------------------------------- keys
     def action_enter(self) -> None:
         if self.state == "start_refused":
-            self.state = "waiting"
-            self._hide_still()
-            self._banner("Checking the start again...")
-            self.operator.decisions.put(("retry", None))
+            self._answer_refusal("retry", "Checking the start again...")
         elif self.state == "confirm":
             self.state = "waiting"
             self.operator.decisions.put(("confirm", None))
@@ -453,17 +450,19 @@ class OperatorConsole(App):
 
     def action_override(self) -> None:
         if self.state == "start_refused":
-            self.state = "waiting"
-            self._hide_still()
             self.add_message("start check overridden by the operator (recorded)")
-            self.operator.decisions.put(("override", None))
+            self._answer_refusal("override", "Starting the trial on the override...")
+
+    def _answer_refusal(self, decision: str, banner: str) -> None:
+        """The operator's answer to a refused start check: the still goes, the runner gets it."""
+        self.state = "waiting"
+        self._hide_still()
+        self._banner(banner)
+        self.operator.decisions.put((decision, None))
 
     def action_stop_session(self) -> None:
         if self.state == "start_refused":
-            self.state = "waiting"
-            self._hide_still()
-            self._banner("Session ended: resume later with the same `orchestrator run` command")
-            self.operator.decisions.put(("stop", None))
+            self._answer_refusal("stop", "Session ended: resume later with the same `orchestrator run` command")
         elif self.state == "confirm":
             self.state = "waiting"
             self._banner("Session ended with the arm stopped; torque goes off: support the arm")
