@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 t0 = time.perf_counter()
 from orchestrator.analysis import stats  # noqa: E402
-from orchestrator.analysis.outcomes import load_outcomes_csv  # noqa: E402
+from orchestrator.analysis.outcomes_csv import load_outcomes_csv  # noqa: E402
 from orchestrator.analysis.report import build_report, render  # noqa: E402
 from orchestrator.analysis.stopping import stopping_decision  # noqa: E402
 

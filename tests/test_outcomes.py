@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.analysis.outcomes import consensus_label, load_outcomes_csv, parse_success
+from orchestrator.analysis.outcomes import consensus_label
+from orchestrator.analysis.outcomes_csv import load_outcomes_csv, parse_success
 from orchestrator.analysis.stopping import stopping_decision
 from orchestrator.cli import main
 from orchestrator.core.errors import BadInput

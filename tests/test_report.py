@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from orchestrator.analysis import stats
-from orchestrator.analysis.outcomes import load_outcomes_csv, outcomes_from_store
+from orchestrator.analysis.outcomes import outcomes_from_store
+from orchestrator.analysis.outcomes_csv import load_outcomes_csv
 from orchestrator.analysis.report import build_report, render, to_dict
 from orchestrator.cli import main
 from orchestrator.design.protocol import load_protocol

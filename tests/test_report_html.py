@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.analysis.outcomes import load_outcomes_csv
+from orchestrator.analysis.outcomes_csv import load_outcomes_csv
 from orchestrator.analysis.report import build_report, render
 
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",

@@ -16,7 +16,8 @@ from scipy import special
 from statsmodels.stats.contingency_tables import cochrans_q
 from statsmodels.stats.multitest import multipletests
 
-from orchestrator.analysis.outcomes import OutcomeSet, TrialOutcome, load_outcomes_csv
+from orchestrator.analysis.outcomes import OutcomeSet, TrialOutcome
+from orchestrator.analysis.outcomes_csv import load_outcomes_csv
 from orchestrator.analysis.report import build_report, render, to_dict
 from support.cli import run_module
 from support.oracles import mcnemar_p_oracle, newcombe_transcribed

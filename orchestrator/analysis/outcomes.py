@@ -2,10 +2,7 @@
 
 Two sources give the same `OutcomeSet`:
 
-- `load_outcomes_csv(path)` reads the Outcomes CSV (docs/design.md section 14) (`report --outcomes`):
-  header row, columns `layout,policy,success`, optional `repeat,stratum,judge,failure_mode`;
-  success is one of 1,0,true,false,yes,no (any case). Every problem is a `path:line: message`
-  line (BadInput, exit 2); nothing is silently dropped.
+- `analysis.outcomes_csv.load_outcomes_csv(path)` reads the Outcomes CSV (`report --outcomes`).
 - `outcomes_from_store(store, judge)` reads a campaign: whose labels count is a judge's name,
   `physics`, or `consensus` (default: majority of the human judges, ties -> unsure; when no
   human has judged a simulated campaign, the physics test).
@@ -20,25 +17,18 @@ the operator was also a judge; for a CSV these stay None.
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from pathlib import Path
 from typing import Any
 
 from orchestrator.analysis.sessions import SessionCounts, session_counts
 from orchestrator.core.errors import BadInput
-from orchestrator.core.textfile import read_text_file
 from orchestrator.design.protocol import deployment_label
 from orchestrator.store.sqlite import AUTO_JUDGE, PHYSICS_JUDGE, CampaignStore, Judgment
 
-SUCCESS_WORDS = {"1": True, "true": True, "yes": True, "0": False, "false": False, "no": False}
-CSV_REQUIRED = ("layout", "policy", "success")
-CSV_OPTIONAL = ("repeat", "stratum", "judge", "failure_mode")
 CONSENSUS = "consensus"
 ABORT_RULE = "aborts rule"     # who decided an outcome the protocol's `aborts` rules scored
 UNRECORDED = "unrecorded"      # the cause of an abort whose row has none (written without one)
@@ -255,143 +245,6 @@ def _order_of(outcomes: Iterable[TrialOutcome]) -> tuple:
         v = o.slot if o.slot is not None else (o.line or 0)
         best = v if best is None else min(best, v)
     return (best if best is not None else 0,)
-
-
-# ---------------------------------------------------------------- CSV
-
-
-def parse_success(value: str) -> bool | None:
-    """1/0/true/false/yes/no, any case and surrounding spaces; None if not one of them."""
-    return SUCCESS_WORDS.get(value.strip().lower())
-
-
-def csv_rows(path: Path, header: str = "layout,policy,success") -> tuple[list[list[str]], list[int]]:
-    """The CSV's rows from the first non-blank one, with their physical line numbers (BadInput
-    for an empty file, naming the `header` expected)."""
-    text = read_text_file(path, "outcomes CSV", encoding="utf-8-sig")
-    try:
-        rows = list(csv.reader(io.StringIO(text, newline=""), strict=True))
-    except csv.Error as exc:
-        raise BadInput(f"{path}: malformed CSV: {exc}") from None
-    # csv.reader loses physical line numbers for quoted newlines; rebuild them
-    line_numbers = _row_lines(text)
-    while rows and not any(cell.strip() for cell in rows[0]):
-        rows.pop(0)
-        line_numbers.pop(0)
-    if not rows:
-        raise BadInput(f"{path}:1: empty file: expected a header row `{header}`")
-    return rows, line_numbers
-
-
-def _csv_header(path: Path, row: list[str], hline: int) -> tuple[list[str], int]:
-    """The header's column names (lower case); BadInput for unknown, repeated or missing ones."""
-    header = [h.strip().lower() for h in row]
-    known = set(CSV_REQUIRED) | set(CSV_OPTIONAL)
-    unknown = [h for h in header if h not in known]
-    if unknown:
-        raise BadInput(f"{path}:{hline}: unknown column{'s' if len(unknown) > 1 else ''} "
-                       f"{', '.join(repr(u) for u in unknown)} (allowed: {', '.join(CSV_REQUIRED + CSV_OPTIONAL)})")
-    dupes = [h for h, n in Counter(header).items() if n > 1]
-    if dupes:
-        raise BadInput(f"{path}:{hline}: column {dupes[0]!r} appears twice in the header")
-    missing = [h for h in CSV_REQUIRED if h not in header]
-    if missing:
-        raise BadInput(f"{path}:{hline}: missing required column{'s' if len(missing) > 1 else ''} "
-                       f"{', '.join(repr(m) for m in missing)} (header is: {','.join(header)})")
-    return header, hline
-
-
-def load_outcomes_csv(path: str | Path) -> OutcomeSet:
-    """Read an Outcomes CSV (docs/design.md section 14). Raises BadInput with `path:line: message` lines.
-
-    Rules: the header must name layout, policy and success (any order, any case) and nothing
-    unknown; every row needs as many fields as the header, a non-empty layout and policy, a
-    success in 1,0,true,false,yes,no and, if given, an integer repeat >= 0; (layout, repeat,
-    policy) must be unique; one layout must keep one stratum; at least two policies."""
-    path = Path(path)
-    rows, line_numbers = csv_rows(path)
-    header, hline = _csv_header(path, rows[0], line_numbers[0])
-    problems: list[str] = []
-    col = {h: i for i, h in enumerate(header)}
-    outcomes: list[TrialOutcome] = []
-    seen: dict[tuple[str, int, str], int] = {}
-    strata: dict[str, tuple[str, int]] = {}
-    for row, line in zip(rows[1:], line_numbers[1:], strict=True):
-        if not any(cell.strip() for cell in row):
-            continue  # blank line
-        if len(row) != len(header):
-            problems.append(f"{path}:{line}: expected {len(header)} fields ({','.join(header)}), found {len(row)}")
-            continue
-        cell = {h: row[i].strip() for h, i in col.items()}
-        if not cell["layout"]:
-            problems.append(f"{path}:{line}: empty layout")
-            continue
-        if not cell["policy"]:
-            problems.append(f"{path}:{line}: empty policy")
-            continue
-        success = parse_success(cell["success"])
-        if success is None:
-            problems.append(f"{path}:{line}: success must be one of 1,0,true,false,yes,no, not {cell['success']!r}")
-            continue
-        repeat = 0
-        if cell.get("repeat"):
-            try:
-                repeat = int(cell["repeat"])
-                if repeat < 0:
-                    raise ValueError
-            except ValueError:
-                problems.append(f"{path}:{line}: repeat must be a whole number >= 0, not {cell['repeat']!r}")
-                continue
-        key = (cell["layout"], repeat, cell["policy"])
-        if key in seen:
-            problems.append(f"{path}:{line}: duplicate row for layout {key[0]!r}, repeat {repeat}, "
-                            f"policy {key[2]!r} (first at line {seen[key]})")
-            continue
-        seen[key] = line
-        stratum = cell.get("stratum") or None
-        if stratum is not None:
-            prev = strata.get(cell["layout"])
-            if prev is not None and prev[0] != stratum:
-                problems.append(f"{path}:{line}: layout {cell['layout']!r} is in stratum {stratum!r} "
-                                f"here but {prev[0]!r} at line {prev[1]}")
-                continue
-            strata.setdefault(cell["layout"], (stratum, line))
-        outcomes.append(TrialOutcome(
-            layout=cell["layout"], repeat=repeat, policy=cell["policy"], success=success,
-            stratum=stratum, judge=cell.get("judge") or None,
-            failure_mode=(cell.get("failure_mode") or None) if not success else None,
-            line=line))
-    if problems:
-        raise BadInput(problems)
-    if not outcomes:
-        raise BadInput(f"{path}:{hline}: no data rows after the header")
-    policies = tuple(dict.fromkeys(o.policy for o in outcomes))
-    if len(policies) < 2:
-        raise BadInput(f"{path}:{outcomes[0].line}: only one policy ({policies[0]!r}); a comparison needs 2 or more")
-    # a layout listed with a stratum on one row and none on another: fill it in
-    filled = tuple(o if o.stratum or o.layout not in strata else
-                   TrialOutcome(**{**o.__dict__, "stratum": strata[o.layout][0]}) for o in outcomes)
-    judges = sorted({o.judge for o in filled if o.judge})
-    label_source = "csv" + (f" (judge: {', '.join(judges)})" if judges else "")
-    return OutcomeSet(outcomes=filled, policies=policies, source=str(path), label_source=label_source,
-                      campaign_name=path.stem, scheduled_trials=len(filled))
-
-
-def _row_lines(text: str) -> list[int]:
-    """The 1-based physical line on which each CSV record starts."""
-    lines = []
-    reader = csv.reader(io.StringIO(text, newline=""))
-    start = 1
-    while True:
-        try:
-            next(reader)
-        except StopIteration:
-            break
-        except csv.Error:
-            break
-        lines.append(start)
-        start = reader.line_num + 1
-    return lines
 
 
 # ---------------------------------------------------------------- campaign store

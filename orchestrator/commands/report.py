@@ -42,7 +42,8 @@ def _write_report(path: Path, text: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from orchestrator.analysis.outcomes import load_outcomes_csv, outcomes_from_store
+    from orchestrator.analysis.outcomes import outcomes_from_store
+    from orchestrator.analysis.outcomes_csv import load_outcomes_csv
     from orchestrator.analysis.report import build_report, render
 
     if bool(args.campaign) == bool(args.outcomes):

@@ -7,7 +7,6 @@ fully before anything runs; every problem is reported as `path:line:col: message
 
 from __future__ import annotations
 
-import difflib
 import functools
 import hashlib
 import math
@@ -22,6 +21,7 @@ from orchestrator.core.errors import BadInput
 from orchestrator.core.yamlsrc import SourceMap, load_yaml_mapping
 from orchestrator.design.identity import Identified as _Identified
 from orchestrator.design.identity import policy_identity
+from orchestrator.design.located_errors import format_validation_errors, load_validated
 from orchestrator.design.start_check_spec import StartCheckSpec
 
 # Reach of the SO-101 for a top-down pick, measured from the base (shoulder-pan) axis in the
@@ -412,103 +412,10 @@ def frozen_protocol_from(protocol_path: str, protocol_text: str, layout_text: st
                           text=protocol_text, layout_text=layout_text)
 
 
-def _fields_of(model: type[BaseModel] | None) -> list[str]:
-    return list(model.model_fields) if model else []
-
-
-def _model_at(root: type[BaseModel], loc: tuple) -> type[BaseModel] | None:
-    """The pydantic model class that owns the mapping at `loc` (for did-you-mean hints)."""
-    model: Any = root
-    for part in loc:
-        if isinstance(part, int) or model is None:
-            if isinstance(part, int) and model is not None:
-                continue
-            return None
-        field = getattr(model, "model_fields", {}).get(part)
-        if field is None:
-            return None
-        model = _inner_model(field.annotation)
-    return model if isinstance(model, type) and issubclass(model, BaseModel) else None
-
-
-def _inner_model(annotation: Any) -> Any:
-    import typing
-
-    args = typing.get_args(annotation)
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
-    for arg in args:
-        found = _inner_model(arg)
-        if found is not None:
-            return found
-    return None
-
-
-def _clean_loc(loc: tuple, data: Any = None) -> tuple:
-    """Drop pydantic's union-branch tags (e.g. 'scripted', 'EValueStopping') from a loc.
-
-    A part is a tag only where the YAML data has no such key: policy labels such as `A` or
-    `B` look like class names but are real keys and must stay.
-    """
-    out: list = []
-    node = data
-    for part in loc:
-        present = False
-        if isinstance(node, dict) and part in node:
-            present, node = True, node[part]
-        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
-            present, node = True, node[part]
-        looks_like_tag = isinstance(part, str) and (
-            part in POLICY_SPECS or part[:1].isupper()
-            or part.startswith("literal[") or part.startswith("function-"))
-        if looks_like_tag and not present:
-            continue
-        if not present:
-            node = None
-        out.append(part)
-    return tuple(out)
-
-
-def format_validation_errors(error: ValidationError, smap: SourceMap, root: type[BaseModel],
-                             data: dict) -> list[str]:
-    """One `path:line:col: message` line per pydantic error, with did-you-mean for unknown keys."""
-    lines: list[str] = []
-    seen: set[str] = set()
-    for err in error.errors():
-        loc = _clean_loc(tuple(err["loc"]), data)
-        # keys come from the user's file: escape control characters so a message stays one line
-        dotted = ".".join(str(p) if str(p).isprintable() else repr(str(p))[1:-1]
-                          for p in loc) or "(top level)"
-        if err["type"] == "extra_forbidden":
-            key = str(loc[-1])
-            owner = _model_at(root, loc[:-1])
-            if owner is None and len(loc) >= 2 and loc[0] == "policies":
-                owner = _policy_model(data, loc)
-            hint = difflib.get_close_matches(key, _fields_of(owner), n=1)
-            msg = f"unknown key {dotted!r}" + (f" (did you mean {hint[0]!r}?)" if hint else "")
-        elif err["type"] == "missing":
-            msg = f"missing required key {dotted!r}"
-        else:
-            text = err["msg"].removeprefix("Value error, ")
-            msg = f"{dotted}: {text}"
-        line = f"{smap.locate(loc)}: {msg}"
-        if line not in seen:
-            seen.add(line)
-            lines.append(line)
-    return lines
-
-
-def load_validated[M: BaseModel](path: Path, what: str, model: type[M]) -> tuple[M, dict, SourceMap, str]:
-    """`path` read as a YAML mapping (`load_yaml_mapping`) and validated as `model`: (the model,
-    the data, its source map, the text); `BadInput` with one located line per problem."""
-    data, smap, text = load_yaml_mapping(path, what)
-    try:
-        return model.model_validate(data), data, smap, text
-    except ValidationError as exc:
-        raise BadInput(format_validation_errors(exc, smap, model, data)) from None
-
-
 def _policy_model(data: dict, loc: tuple) -> type[BaseModel] | None:
+    """The spec class of the policy at `loc` (`policies.<label>...`), chosen by its `type`."""
+    if len(loc) < 2 or loc[0] != "policies":
+        return None
     try:
         kind = data["policies"][loc[1]].get("type")
     except (KeyError, AttributeError, TypeError, IndexError):
@@ -565,7 +472,7 @@ def load_layout(path: Path) -> tuple[Layout, str]:
 def load_protocol(path: str | Path) -> LoadedProtocol:
     """Load, validate and resolve a protocol and its layout. Raises `BadInput` with every problem."""
     path = Path(path)
-    protocol, _, smap, text = load_validated(path, "protocol", Protocol)
+    protocol, _, smap, text = load_validated(path, "protocol", Protocol, POLICY_SPECS, _policy_model)
     layout_path = (path.parent / protocol.layout).resolve()
     try:
         layout, layout_text = load_layout(layout_path)

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from orchestrator.core.errors import BadInput
 from orchestrator.design.joints import STATE_KEYS
-from orchestrator.design.protocol import load_validated
+from orchestrator.design.located_errors import load_validated
 from orchestrator.rigs.placement import PlacementSpec
 
 

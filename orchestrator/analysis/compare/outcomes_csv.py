@@ -16,7 +16,7 @@ from collections import Counter
 from pathlib import Path
 
 from orchestrator.analysis.compare.trials import Campaign, Identity, Trial
-from orchestrator.analysis.outcomes import csv_rows, parse_success
+from orchestrator.analysis.outcomes_csv import csv_rows, parse_success
 from orchestrator.core.errors import BadInput
 
 REQUIRED = ("task", "policy", "method", "training_seed", "layout", "success")

@@ -18,7 +18,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field
 
 from orchestrator.analysis.compare.trials import CampaignSource
-from orchestrator.design.protocol import load_validated
+from orchestrator.design.located_errors import load_validated
 
 
 class _Strict(BaseModel):
