@@ -285,8 +285,8 @@ def test_the_plain_prompt_records_the_operator_s_reason_class():
     import io
 
     from orchestrator.design.protocol import Mark
-    from orchestrator.run.console.prompt import ESTOP_PENDING, PromptOperator
-    from orchestrator.run.operator_protocol import TrialCue
+    from orchestrator.run.console.prompt import PromptOperator
+    from orchestrator.run.operator_protocol import ESTOP_PENDING, TrialCue
 
     cue = TrialCue(index=1, total=2, done_before=0, campaign_total=2, mark=Mark(id="M1", x=0.2, y=0.0), duration_s=1)
     seen = {}

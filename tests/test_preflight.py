@@ -136,7 +136,8 @@ def test_hardware_modules_import_without_torch_and_sim_doctor_needs_none():
 
 
 class _BareBusRig:
-    """What `check_rest_pose` reads of a rig: a bare bus whose present-pose read fails `fails` times."""
+    """What `check_rest_pose` reads of a rig: a bare bus whose present-pose read
+    (`hardware_checks.read_present_pose`, replaced by this class's) fails `fails` times."""
 
     def __init__(self, fails: int):
         from types import SimpleNamespace
@@ -162,6 +163,7 @@ def test_the_present_pose_read_is_tried_three_times_before_the_check_fails(fails
 
     monkeypatch.setattr(hardware_checks.time, "sleep", lambda s: None)
     rig = _BareBusRig(fails)
+    monkeypatch.setattr(hardware_checks, "read_present_pose", _BareBusRig.read_present_pose)
     (check,) = hardware_checks.check_rest_pose(rig)
     assert check.ok is ok and rig.reads == min(fails + 1, hardware_checks.PRESENT_POSE_TRIES)
     if not ok:

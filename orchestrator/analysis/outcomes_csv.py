@@ -14,7 +14,6 @@ from orchestrator.analysis.outcomes import OutcomeSet, TrialOutcome
 from orchestrator.core.errors import BadInput
 from orchestrator.core.textfile import read_text_file
 
-
 SUCCESS_WORDS = {"1": True, "true": True, "yes": True, "0": False, "false": False, "no": False}
 CSV_REQUIRED = ("layout", "policy", "success")
 CSV_OPTIONAL = ("repeat", "stratum", "judge", "failure_mode")

@@ -116,3 +116,23 @@ def load_validated[M: BaseModel](path: Path, what: str, model: type[M], tags: Co
         return model.model_validate(data), data, smap, text
     except ValidationError as exc:
         raise BadInput(format_validation_errors(exc, smap, model, data, tags, owner_of)) from None
+
+
+def repeated_values(data: dict, smap: SourceMap, items: str, key: str, what: str) -> list[str]:
+    """One located line per repeated `key` value among the mappings of the list `items` of
+    `data` (`mark id 'M07' is used twice (first at line 12)`), at the repeat."""
+    entries = data.get(items)
+    if not isinstance(entries, list):
+        return []
+    first: dict[str, int] = {}
+    lines = []
+    for index, entry in enumerate(entries):
+        value = entry.get(key) if isinstance(entry, dict) else None
+        if not isinstance(value, str):
+            continue
+        if value in first:
+            line = smap.positions.get((items, first[value], key), (0, 0))[0]
+            lines.append(f"{smap.locate((items, index, key))}: {what} {value!r} is used twice (first at line {line})")
+        else:
+            first[value] = index
+    return lines

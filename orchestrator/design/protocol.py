@@ -18,10 +18,10 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from orchestrator.core.errors import BadInput
-from orchestrator.core.yamlsrc import SourceMap, load_yaml_mapping
+from orchestrator.core.yamlsrc import load_yaml_mapping
 from orchestrator.design.identity import Identified as _Identified
 from orchestrator.design.identity import policy_identity
-from orchestrator.design.located_errors import format_validation_errors, load_validated
+from orchestrator.design.located_errors import format_validation_errors, load_validated, repeated_values
 from orchestrator.design.start_check_spec import StartCheckSpec
 
 # Reach of the SO-101 for a top-down pick, measured from the base (shoulder-pan) axis in the
@@ -423,25 +423,6 @@ def _policy_model(data: dict, loc: tuple) -> type[BaseModel] | None:
     return POLICY_SPECS.get(kind)
 
 
-def _duplicate_mark_ids(data: dict, smap: SourceMap) -> list[str]:
-    marks = data.get("marks")
-    if not isinstance(marks, list):
-        return []
-    first: dict[str, int] = {}
-    lines = []
-    for index, mark in enumerate(marks):
-        mark_id = mark.get("id") if isinstance(mark, dict) else None
-        if not isinstance(mark_id, str):
-            continue
-        if mark_id in first:
-            line = smap.positions.get(("marks", first[mark_id], "id"), (0, 0))[0]
-            lines.append(f"{smap.locate(('marks', index, 'id'))}: mark id {mark_id!r} is used twice "
-                         f"(first at line {line})")
-        else:
-            first[mark_id] = index
-    return lines
-
-
 def load_layout(path: Path) -> tuple[Layout, str]:
     """Load and validate a layout file, including reach and table checks for every mark."""
     data, smap, text = load_yaml_mapping(path, "layout")
@@ -449,7 +430,7 @@ def load_layout(path: Path) -> tuple[Layout, str]:
         layout = Layout.model_validate(data)
     except ValidationError as exc:
         lines = format_validation_errors(exc, smap, Layout, data)
-        duplicates = _duplicate_mark_ids(data, smap)
+        duplicates = repeated_values(data, smap, "marks", "id", "mark id")
         if duplicates:  # located at the repeated id instead of the top of the file
             lines = [line for line in lines if "is used twice" not in line] + duplicates
         raise BadInput(lines) from None

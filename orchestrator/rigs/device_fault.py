@@ -9,7 +9,11 @@ No policy label ever appears in a fault: the operator reads these messages.
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
 from orchestrator.core.errors import RuntimeFailure
+from orchestrator.rigs.servo_alarms import ServoAlarm, ServoReset
 
 ARM_CHECK = ("the arm's USB cable and power supply (12 V / 5 V), that no other program "
              "(lerobot-teleoperate, a second orchestrator) holds the port, then `orchestrator doctor`")
@@ -69,7 +73,7 @@ class DeviceFault(RuntimeFailure):
     def servo(cls, device: str, exc: BaseException) -> DeviceFault:
         """A servo alarm or reset (`servo_alarms.ServoAlarm` / `ServoReset`): kind `arm`, and
         what to check is the load and the power, not the USB cable."""
-        check = RESET_CHECK if type(exc).__name__ == "ServoReset" else ALARM_CHECK
+        check = RESET_CHECK if isinstance(exc, ServoReset) else ALARM_CHECK
         return cls("arm", device, one_line(exc), check)
 
     @classmethod
@@ -92,3 +96,36 @@ class RestBlocked(DeviceFault):
     def __init__(self, device: str, joints: list[str]):
         self.joints = list(joints)
         super().__init__("arm", device, f"did not reach rest: {', '.join(self.joints)} blocked", BLOCKED_CHECK)
+
+
+MISSING_ID = re.compile(r"- (\d+) \(expected model")   # a line of LeRobot's "Missing motor IDs" list
+
+
+def device_fault_of(exc: BaseException, arm: str, robot: Any) -> DeviceFault:
+    """What failed, from an exception a LeRobot robot raised: a servo alarm or reset, servos
+    that answer no ping (named from LeRobot's "Missing motor IDs" list), the camera the message
+    names (of several that print alike, the one that no longer reads; a timeout with no name:
+    the cameras), else the arm's bus."""
+    if isinstance(exc, DeviceFault):
+        return exc
+    if isinstance(exc, (ServoAlarm, ServoReset)):
+        return DeviceFault.servo(arm, exc)
+    text = str(exc)
+    if "Missing motor IDs" in text:
+        motors = getattr(getattr(robot, "bus", None), "motors", {}) or {}
+        names = {m.id: name for name, m in motors.items()}
+        ids = [int(i) for i in MISSING_ID.findall(text.split("Missing motor IDs", 1)[1].split("\n\n")[0])]
+        return DeviceFault.silent_servos(arm, [f"{i} ({names.get(i, '?')})" for i in ids])
+    cameras = getattr(robot, "cameras", {}) or {}
+    suspects = [name for name, cam in cameras.items() if str(cam) in text]
+    if not suspects and isinstance(exc, TimeoutError):
+        suspects = list(cameras)
+    if len(suspects) > 1:  # several cameras print alike: find the one that stopped
+        for name in suspects:
+            try:
+                cameras[name].read_latest()
+            except Exception:  # noqa: BLE001
+                return DeviceFault.camera(name, exc)
+    if suspects:
+        return DeviceFault.camera(suspects[0], exc)
+    return DeviceFault.arm(arm, exc)

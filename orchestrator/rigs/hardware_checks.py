@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from orchestrator.core.errors import BadInput
 from orchestrator.rigs.base import Check
 from orchestrator.rigs.device_fault import one_line
 from orchestrator.rigs.profile import RigProfile
@@ -169,7 +170,7 @@ def check_rest_pose(rig: Any) -> list[Check]:
     present, failure = None, None
     for attempt in range(PRESENT_POSE_TRIES):
         try:
-            present = rig.read_present_pose()
+            present = read_present_pose(rig)
             break
         except Exception as exc:  # noqa: BLE001
             failure = exc
@@ -263,3 +264,22 @@ def stop_key_refusal(no_console: bool, stdin: Any, allowed: Iterable[str] = ()) 
     return [f"stdin is not a terminal: {how} the stop key from it, so nobody could stop the arm from the "
             f"keyboard; run it in a terminal, or pass {OVERRIDES['stop_key']} (then the arm's power switch "
             "is the only stop)"]
+
+
+def read_present_pose(rig: Any) -> dict[str, float]:
+    """The present joint positions read on a bare bus (nothing written; for doctor)."""
+    bus = rig.robot.bus
+    bus.connect()
+    try:
+        values = bus.sync_read("Present_Position", num_retry=rig._retries)
+    finally:
+        bus.disconnect(disable_torque=False)
+    return {f"{m}.pos": float(v) for m, v in values.items()}
+
+
+def other_calibration(rig: Any) -> BadInput:
+    """The refusal of an arm whose motors hold another calibration than the rig's file."""
+    return BadInput(f"{rig.name}: the motors on {rig.port} hold another calibration than "
+                    f"{rig.calibration_path} (another arm on this port, or calibrated elsewhere); "
+                    f"check the port, then run {calibrate_command(rig.profile)} "
+                    "(ENTER writes the file to the motors, 'c' recalibrates)")

@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import logging
 import math
-import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -51,31 +50,29 @@ from typing import Any
 from orchestrator.core.errors import BadInput
 from orchestrator.design.protocol import Cube, Mark
 from orchestrator.rigs.base import Action, Check, EmergencyStop, EpisodeFacts, Observation, Rig, register_rig
+from orchestrator.rigs.calibrated_range import action_limits, calibrated_range, rest_pose_ranges
 from orchestrator.rigs.clamp_log import quiet_clamp_warnings
-from orchestrator.rigs.device_fault import POLICY_CHECK, DeviceFault, RestBlocked, one_line
+from orchestrator.rigs.device_fault import POLICY_CHECK, DeviceFault, RestBlocked, device_fault_of, one_line
 from orchestrator.rigs.frame_age import frame_facts
-from orchestrator.rigs.hardware_checks import calibrate_command, check_calibration, check_port, rig_checks
+from orchestrator.rigs.hardware_checks import check_calibration, check_port, other_calibration, rig_checks
 from orchestrator.rigs.lerobot_config import build_robot_config
 from orchestrator.rigs.profile import LoadedRig, RigProfile
 from orchestrator.rigs.rest_move import move_to_rest, stages
 from orchestrator.rigs.servo_alarms import (
     CHECK_EVERY_STEPS,
     AlarmWatch,
-    ServoAlarm,
-    ServoReset,
     check_servos,
     drop_stale_replies,
     servo_alarms,
     torque_lost,
 )
-from orchestrator.rigs.torque import torque_off
+from orchestrator.rigs.torque import close_robot, torque_off
 
 logger = logging.getLogger(__name__)
 
 CONNECT_ATTEMPTS = 3
 # what LeRobot / scservo_sdk say when a status packet was corrupted or never came
 LOST_PACKET_SIGNS = ("Incorrect status packet", "no status packet", "motor check failed")
-MISSING_ID = re.compile(r"- (\d+) \(expected model")   # a line of LeRobot's "Missing motor IDs" list
 RANGE_MARGIN = 2.0       # degrees (gripper: 0-100 units) kept clear of each calibrated limit
 STILL_SETTLE_S = 0.5     # > a USB camera's 50-150 ms exposure-to-array latency, and a hand leaving the view
 
@@ -211,7 +208,7 @@ class LeRobotRig(Rig):
             raise BadInput(problems)
         calibrated = self._retrying(self._calibrated_on_bare_bus)
         if calibrated is False:
-            raise self._other_calibration()
+            raise other_calibration(self)
         self._retrying(self._connect_robot)
         if calibrated is None:  # no motor bus to check beforehand: LeRobot's own check
             try:
@@ -221,7 +218,7 @@ class LeRobotRig(Rig):
                 raise self._fault(exc) from exc
             if not calibrated:
                 self._disconnect_quietly()
-                raise self._other_calibration()
+                raise other_calibration(self)
         self._connected = True
         self._limits = self._action_limits()
         try:
@@ -267,12 +264,6 @@ class LeRobotRig(Rig):
         except Exception as exc:  # noqa: BLE001
             self._disconnect_quietly()
             raise self._fault(exc) from exc
-
-    def _other_calibration(self) -> BadInput:
-        return BadInput(f"{self.name}: the motors on {self.port} hold another calibration than "
-                        f"{self.calibration_path} (another arm on this port, or calibrated elsewhere); "
-                        f"check the port, then run {calibrate_command(self.profile)} "
-                        "(ENTER writes the file to the motors, 'c' recalibrates)")
 
     def prepare_layout(self, mark: Mark, cube: Cube, seed: int) -> None:
         """Nothing to do on hardware: the operator console asks the human to place the cube."""
@@ -459,48 +450,15 @@ class LeRobotRig(Rig):
     def rest_pose_ranges(self) -> list[tuple[str, float, float, float]]:
         """(key, rest value, lo, hi) for each joint of the profile's rest pose that the bus has a
         calibration for: its calibrated range (`calibrated_range`), low end first."""
-        rest = dict(self.profile.rest_pose)
-        bus = getattr(self.robot, "bus", None)
-        if not rest or bus is None or not getattr(bus, "calibration", None):
-            return []
-        out = []
-        for key, value in rest.items():
-            motor = key.removesuffix(".pos")
-            if motor in bus.calibration and motor in bus.motors:
-                lo, hi = sorted(self.calibrated_range(motor))
-                out.append((key, value, lo, hi))
-        return out
+        return rest_pose_ranges(getattr(self.robot, "bus", None), dict(self.profile.rest_pose))
 
     def _action_limits(self) -> dict[str, tuple[float, float]]:
         """`<joint>.pos: (lo, hi)`: the calibrated range minus `RANGE_MARGIN` on each side."""
-        bus = getattr(self.robot, "bus", None)
-        if bus is None or not getattr(bus, "calibration", None):
-            return {}
-        limits = {}
-        for motor in bus.motors:
-            if motor in bus.calibration:
-                lo, hi = sorted(self.calibrated_range(motor))
-                limits[f"{motor}.pos"] = (lo + RANGE_MARGIN, hi - RANGE_MARGIN)
-        return limits
+        return action_limits(getattr(self.robot, "bus", None), RANGE_MARGIN)
 
     def calibrated_range(self, motor: str) -> tuple[float, float]:
         """(range_min, range_max) of `motor` in LeRobot's units (degrees, gripper 0-100)."""
-        bus = self.robot.bus
-        cal = bus.calibration[motor]
-        mid = bus.motors[motor].id
-        lo = bus._normalize({mid: cal.range_min})[mid]
-        hi = bus._normalize({mid: cal.range_max})[mid]
-        return float(lo), float(hi)
-
-    def read_present_pose(self) -> dict[str, float]:
-        """The present joint positions read on a bare bus (nothing written; for doctor)."""
-        bus = self.robot.bus
-        bus.connect()
-        try:
-            values = bus.sync_read("Present_Position", num_retry=self._retries)
-        finally:
-            bus.disconnect(disable_torque=False)
-        return {f"{m}.pos": float(v) for m, v in values.items()}
+        return calibrated_range(self.robot.bus, motor)
 
     # ------------------------------------------------------------ helpers
     def _joint_positions(self) -> dict[str, float]:
@@ -532,60 +490,9 @@ class LeRobotRig(Rig):
         self._released = False
 
     def _disconnect_quietly(self) -> None:
-        robot = self._robot
-        if robot is None:
-            return
-        bus = getattr(robot, "bus", None)
-        if bus is None:
-            try:
-                if robot.is_connected:
-                    robot.disconnect()
-            except Exception as exc:  # noqa: BLE001
-                logger.warning("disconnect: %s", exc)
-            return
-        # The bus first, on its own: robot.disconnect() is skipped by LeRobot when any camera
-        # is down (`is_connected` is False), and would leave torque on.
-        try:
-            if bus.is_connected:
-                if getattr(self.config, "disable_torque_on_disconnect", True):
-                    self._torque_problems = torque_off(bus, max(self._retries, 2))
-                    if self._torque_problems:
-                        logger.warning("disconnect: %s", "; ".join(self._torque_problems))
-                bus.port_handler.closePort()
-        except Exception as exc:  # noqa: BLE001
-            logger.warning("disconnect: torque off: %s", exc)
-            try:
-                bus.port_handler.closePort()
-            except Exception as exc2:  # noqa: BLE001
-                logger.warning("disconnect: closing the port: %s", exc2)
-        for cam in getattr(robot, "cameras", {}).values():
-            try:
-                if cam.is_connected:
-                    cam.disconnect()
-            except Exception as exc:  # noqa: BLE001
-                logger.warning("disconnect: %s: %s", cam, exc)
+        if self._robot is not None:
+            self._torque_problems = close_robot(
+                self._robot, getattr(self.config, "disable_torque_on_disconnect", True), max(self._retries, 2))
 
     def _fault(self, exc: BaseException) -> DeviceFault:
-        if isinstance(exc, DeviceFault):
-            return exc
-        if isinstance(exc, (ServoAlarm, ServoReset)):
-            return DeviceFault.servo(self._arm_name(), exc)
-        text = str(exc)
-        if "Missing motor IDs" in text:
-            motors = getattr(getattr(self._robot, "bus", None), "motors", {}) or {}
-            names = {m.id: name for name, m in motors.items()}
-            ids = [int(i) for i in MISSING_ID.findall(text.split("Missing motor IDs", 1)[1].split("\n\n")[0])]
-            return DeviceFault.silent_servos(self._arm_name(), [f"{i} ({names.get(i, '?')})" for i in ids])
-        cameras = getattr(self._robot, "cameras", {}) or {}
-        suspects = [name for name, cam in cameras.items() if str(cam) in text]
-        if not suspects and isinstance(exc, TimeoutError):
-            suspects = list(cameras)
-        if len(suspects) > 1:  # several cameras print alike: find the one that stopped
-            for name in suspects:
-                try:
-                    cameras[name].read_latest()
-                except Exception:  # noqa: BLE001
-                    return DeviceFault.camera(name, exc)
-        if suspects:
-            return DeviceFault.camera(suspects[0], exc)
-        return DeviceFault.arm(self._arm_name(), exc)
+        return device_fault_of(exc, self._arm_name(), self._robot)

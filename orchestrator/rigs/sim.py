@@ -136,21 +136,11 @@ class SimRig(Rig):
 
         if self._render_settings is not None:
             return self._render_settings
-        extra = self.profile.robot.model_extra or {}
-        kwargs: dict[str, Any] = {}
-        if "mesh_cell_mm" in extra:
-            cell = extra["mesh_cell_mm"]
-            kwargs["mesh_cell_mm"] = float(cell) if cell else None
-        for key in ("key_light", "shadows"):
-            if key in extra:
-                kwargs[key] = bool(extra[key])
-        if "offsamples" in extra:
-            kwargs["offsamples"] = int(extra["offsamples"])
-        return RenderSettings(**kwargs)
+        return RenderSettings.from_extras(self.profile.robot.model_extra or {})
 
     def _build(self, cube: Cube) -> None:
         from orchestrator.sim.kinematics import joint_units_of
-        from orchestrator.sim.scene import ARM_JOINTS, build_scene, mujoco
+        from orchestrator.sim.scene import ARM_JOINTS, build_scene, mujoco, scene_ids
 
         self._close_renderers()
         n, dt = substeps_for(self.fps)
@@ -172,31 +162,7 @@ class SimRig(Rig):
             lo.append(max(lim[j][0], clo))
             hi.append(min(lim[j][1], chi))
         self._lo, self._hi = np.array(lo), np.array(hi)
-        body = lambda name: model.body(name).id  # noqa: E731
-        robot_bodies = set()
-        base = body("base")
-        for b in range(model.nbody):
-            root = b
-            while root not in (0, base):
-                root = model.body_parentid[root]
-            if root == base:
-                robot_bodies.add(b)
-        geoms_of = lambda pred: np.array([g for g in range(model.ngeom) if pred(g)], dtype=int)  # noqa: E731
-        collides = lambda g: model.geom_contype[g] != 0 or model.geom_conaffinity[g] != 0  # noqa: E731
-        gripper, jaw = body("gripper"), body("moving_jaw_so101_v1")
-        self._ids = {
-            "qpos": np.array([model.joint(j).qposadr[0] for j in ARM_JOINTS]),
-            "qvel": np.array([model.joint(j).dofadr[0] for j in ARM_JOINTS]),
-            "act": np.array([model.actuator(j).id for j in ARM_JOINTS]),
-            "cube_body": body("cube"),
-            "cube_geom": model.geom("cube").id,
-            "cube_qpos": model.joint("cube").qposadr[0],
-            "table": model.geom("table").id,
-            "robot_geoms": geoms_of(lambda g: model.geom_bodyid[g] in robot_bodies and collides(g)),
-            "fixed_jaw": geoms_of(lambda g: model.geom_bodyid[g] == gripper and collides(g)
-                                  and model.geom_priority[g] == 1),
-            "moving_jaw": geoms_of(lambda g: model.geom_bodyid[g] == jaw and collides(g)),
-        }
+        self._ids = scene_ids(model)
         # Geom sets for the per-step contact scan.
         self._robot_set = frozenset(self._ids["robot_geoms"].tolist())
         self._fixed_set = frozenset(self._ids["fixed_jaw"].tolist())

@@ -88,3 +88,39 @@ def torque_warning(problems: list[str]) -> str:
     """The one line the operator is shown when servos may still hold torque."""
     return ("TORQUE MAY STILL BE ON: " + "; ".join(problems)
             + ": support the arm and switch off its power supply")
+
+
+def close_robot(robot: Any, torque_off_first: bool, num_retry: int = 2) -> list[str]:
+    """Close a LeRobot robot whatever state it is in; never raises. The bus first, on its own
+    (LeRobot skips `robot.disconnect()` when any camera is down, `is_connected` False, which
+    would leave torque on): torque off (`torque_off`, when `torque_off_first`) and the port
+    closed; then each camera. Returns the servos `torque_off` could not confirm off."""
+    problems: list[str] = []
+    bus = getattr(robot, "bus", None)
+    if bus is None:
+        try:
+            if robot.is_connected:
+                robot.disconnect()
+        except Exception as exc:  # noqa: BLE001
+            logger.warning("disconnect: %s", exc)
+        return problems
+    try:
+        if bus.is_connected:
+            if torque_off_first:
+                problems = torque_off(bus, num_retry)
+                if problems:
+                    logger.warning("disconnect: %s", "; ".join(problems))
+            bus.port_handler.closePort()
+    except Exception as exc:  # noqa: BLE001
+        logger.warning("disconnect: torque off: %s", exc)
+        try:
+            bus.port_handler.closePort()
+        except Exception as exc2:  # noqa: BLE001
+            logger.warning("disconnect: closing the port: %s", exc2)
+    for cam in getattr(robot, "cameras", {}).values():
+        try:
+            if cam.is_connected:
+                cam.disconnect()
+        except Exception as exc:  # noqa: BLE001
+            logger.warning("disconnect: %s: %s", cam, exc)
+    return problems

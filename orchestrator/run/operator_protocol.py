@@ -47,6 +47,7 @@ def stop_cause(answer: str) -> tuple[str, str]:
 
 
 AUTO_START_TRIES = 3   # start checks in a row an unattended session tries before it ends
+ESTOP_PENDING = "emergency stop by operator"   # the reason of a stop key press until the operator says why
 
 
 class StopRequested(Exception):

@@ -26,6 +26,7 @@ import functools
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -80,6 +81,21 @@ class RenderSettings:
     shadows: bool = False
     mesh_cell_mm: float | None = 4.0   # vertex-clustering cell for visual meshes; None = full
     key_light: bool = False            # a directional light besides the headlight (~25 % slower)
+
+    @classmethod
+    def from_extras(cls, extra: dict[str, Any]) -> RenderSettings:
+        """From a rig profile's `robot:` extras (`mesh_cell_mm: 4`, 0 or null = full meshes;
+        `key_light: false`, `shadows: false`, `offsamples: 0`); the defaults for the rest."""
+        kwargs: dict[str, Any] = {}
+        if "mesh_cell_mm" in extra:
+            cell = extra["mesh_cell_mm"]
+            kwargs["mesh_cell_mm"] = float(cell) if cell else None
+        for key in ("key_light", "shadows"):
+            if key in extra:
+                kwargs[key] = bool(extra[key])
+        if "offsamples" in extra:
+            kwargs["offsamples"] = int(extra["offsamples"])
+        return cls(**kwargs)
 
 
 # ---------------------------------------------------------------- mesh decimation
@@ -355,3 +371,34 @@ def quat_yaw_deg(quat: np.ndarray) -> float:
     w, x, y, z = (float(v) for v in quat)
     return math.degrees(math.atan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z)))
 
+
+def scene_ids(model: Any) -> dict[str, Any]:
+    """Addresses the simulated rig reads every step: the arm joints' qpos/qvel/actuator indices,
+    the cube's body, geom and free joint, the table's geom, and the geoms of the robot (every
+    colliding geom under `base`), of the fixed jaw (the gripper's priority-1 geoms) and of the
+    moving jaw, for the contact scan."""
+    body = lambda name: model.body(name).id  # noqa: E731
+    robot_bodies = set()
+    base = body("base")
+    for b in range(model.nbody):
+        root = b
+        while root not in (0, base):
+            root = model.body_parentid[root]
+        if root == base:
+            robot_bodies.add(b)
+    geoms_of = lambda pred: np.array([g for g in range(model.ngeom) if pred(g)], dtype=int)  # noqa: E731
+    collides = lambda g: model.geom_contype[g] != 0 or model.geom_conaffinity[g] != 0  # noqa: E731
+    gripper, jaw = body("gripper"), body("moving_jaw_so101_v1")
+    return {
+        "qpos": np.array([model.joint(j).qposadr[0] for j in ARM_JOINTS]),
+        "qvel": np.array([model.joint(j).dofadr[0] for j in ARM_JOINTS]),
+        "act": np.array([model.actuator(j).id for j in ARM_JOINTS]),
+        "cube_body": body("cube"),
+        "cube_geom": model.geom("cube").id,
+        "cube_qpos": model.joint("cube").qposadr[0],
+        "table": model.geom("table").id,
+        "robot_geoms": geoms_of(lambda g: model.geom_bodyid[g] in robot_bodies and collides(g)),
+        "fixed_jaw": geoms_of(lambda g: model.geom_bodyid[g] == gripper and collides(g)
+                              and model.geom_priority[g] == 1),
+        "moving_jaw": geoms_of(lambda g: model.geom_bodyid[g] == jaw and collides(g)),
+    }

@@ -262,7 +262,8 @@ def create_on_server(url: str, directory: Path, **campaign: Any):
     returns the store open for running (exclusive run lock, or shared with `station=True`, with
     the station's `guard`), or None when the database already holds a campaign."""
     from orchestrator.core.errors import BadInput
-    from orchestrator.store.sqlite import CampaignStore, _write_new_campaign
+    from orchestrator.store.new_campaign import write_new_campaign
+    from orchestrator.store.sqlite import CampaignStore
 
     station = campaign.pop("station", False)
     guard = campaign.pop("guard", None)
@@ -275,7 +276,7 @@ def create_on_server(url: str, directory: Path, **campaign: Any):
         if conn.has_table("meta"):
             raise BadInput(f"{redact(url)}: database is not empty and holds no campaign; use a new database")
         try:
-            _write_new_campaign(conn, **campaign)
+            write_new_campaign(conn, **campaign)
             from orchestrator.store.postgres_blind import install_blind_objects
 
             install_blind_objects(conn)

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
@@ -34,6 +33,8 @@ from orchestrator.design.protocol import LoadedProtocol, frozen_protocol_from
 from orchestrator.design.schedule import Trial
 from orchestrator.store import chain
 from orchestrator.store.abort_causes import abort_cause
+from orchestrator.store.judgments import JudgmentRows, inserted_id
+from orchestrator.store.new_campaign import write_new_campaign
 from orchestrator.store.records import (  # noqa: F401  (the store's vocabulary, read from here too)
     AUTO_JUDGE,
     INTERRUPTED_CLASS,
@@ -46,7 +47,7 @@ from orchestrator.store.records import (  # noqa: F401  (the store's vocabulary,
     Judgment,
     new_episode_id,
 )
-from orchestrator.store.schema import SCHEMA_VERSION, create_schema, migrate
+from orchestrator.store.schema import SCHEMA_VERSION, migrate
 from orchestrator.store.sqlite_file import (  # noqa: F401
     APPLICATION_ID,
     DB_NAME,
@@ -57,42 +58,6 @@ from orchestrator.store.sqlite_file import (  # noqa: F401
     existing,
     upgrade,
 )
-
-
-def _inserted_id(cursor: Any) -> int:
-    """The id of the row an INSERT just wrote (`lastrowid`: on PostgreSQL, the `RETURNING id`)."""
-    if cursor.lastrowid is None:
-        raise RuntimeFailure("the store returned no id for a new row")
-    return int(cursor.lastrowid)
-
-
-def _write_new_campaign(conn, *, name: str, protocol_path: str, protocol_text: str, protocol_sha256: str,
-                        layout_text: str, layout_sha256: str, rig_path: str, rig_text: str,
-                        simulated: bool, schedule: list[Trial]) -> None:
-    """One transaction: schema, frozen protocol, schedule, each row chained (SQLite file or
-    PostgreSQL database)."""
-    conn.execute("BEGIN")
-    create_schema(conn)
-    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-    conn.execute("INSERT INTO meta VALUES ('tool', 'so101-ab-orchestrator')")
-    campaign_id = secrets.token_hex(6)
-    conn.execute(
-        "INSERT INTO campaign (id, name, created_at, protocol_path, protocol_text, protocol_sha256,"
-        " layout_text, layout_sha256, rig_path, rig_text, simulated) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-        (campaign_id, name, time.time(), protocol_path, protocol_text, protocol_sha256,
-         layout_text, layout_sha256, rig_path, rig_text, int(simulated)))
-    chain.append(conn, "campaign", campaign_id)
-    conn.executemany(
-        "INSERT INTO trials (slot, unit, mark_id, repeat_index, position, policy, seed)"
-        " VALUES (?,?,?,?,?,?,?)",
-        [(t.slot, t.unit, t.mark_id, t.repeat, t.position, t.policy, t.seed) for t in schedule])
-    for t in schedule:
-        chain.append(conn, "trials", t.slot)
-    cur = conn.execute("INSERT INTO events (at, kind, message) VALUES (?, 'created', ?)",
-                       (time.time(), f"campaign created with {len(schedule)} scheduled trials"))
-    chain.append(conn, "events", cur.lastrowid)
-    conn.execute("COMMIT")
-
 
 # Set by `pgstore.using_server` around a verb given `--store URL`: how to open a campaign on that
 # server (directory, purpose) -> store. The store itself never imports the server module.
@@ -124,7 +89,7 @@ class TrialGuard(Protocol):
     def __call__(self, conn: Any, slot: int) -> None: ...
 
 
-class CampaignStore:
+class CampaignStore(JudgmentRows):
     """Access to one campaign directory. Open with `create`, `open_for_run` (the runner, holding
     the run lock), `open_for_labels` (judging) or `open_readonly` (everything that only reads)."""
 
@@ -156,7 +121,7 @@ class CampaignStore:
             Path(str(tmp) + suffix).unlink(missing_ok=True)
         conn = connect(tmp)
         try:
-            _write_new_campaign(conn, name=name, protocol_path=protocol_path, protocol_text=protocol_text,
+            write_new_campaign(conn, name=name, protocol_path=protocol_path, protocol_text=protocol_text,
                                 protocol_sha256=protocol_sha256, layout_text=layout_text,
                                 layout_sha256=layout_sha256, rig_path=rig_path, rig_text=rig_text,
                                 simulated=simulated, schedule=schedule)
@@ -334,29 +299,6 @@ class CampaignStore:
     def events(self) -> list[dict[str, Any]]:
         return [dict(r) for r in self.conn.execute("SELECT * FROM events ORDER BY id")]
 
-    def judgments(self, judge: str | None = None, include_retracted: bool = False) -> list[Judgment]:
-        sql = ("SELECT id, episode_id, judge, label, failure_mode, note, created_at, source"
-               " FROM judgments WHERE 1=1")
-        args: list[Any] = []
-        if judge is not None:
-            sql += " AND judge = ?"
-            args.append(judge)
-        if not include_retracted:
-            sql += " AND retracted_at IS NULL"
-        return [Judgment(*row) for row in self.conn.execute(sql + " ORDER BY id", args)]
-
-    def latest_labels(self, judge: str) -> dict[str, Judgment]:
-        """The current (latest, not retracted) label of `judge` for each episode."""
-        out: dict[str, Judgment] = {}
-        for j in self.judgments(judge):
-            out[j.episode_id] = j
-        return out
-
-    def judges(self) -> list[str]:
-        rows = self.conn.execute(
-            "SELECT DISTINCT judge FROM judgments WHERE retracted_at IS NULL ORDER BY judge")
-        return [r[0] for r in rows]
-
     # ------------------------------------------------------------ writing
 
     def log_event(self, kind: str, message: str, slot: int | None = None,
@@ -396,7 +338,7 @@ class CampaignStore:
             chain.append(c, "attempts", cur.lastrowid)
             with chain.change(c, "trials", slot):
                 c.execute("UPDATE trials SET state='running', attempts=attempts+1 WHERE slot=?", (slot,))
-            return _inserted_id(cur)
+            return inserted_id(cur)
 
     def finish_attempt(self, attempt_id: int, record: EpisodeRecord) -> None:
         """Commit a completed episode: attempt done, episode row, trial done, physics label."""
@@ -505,28 +447,6 @@ class CampaignStore:
             " AND (abort_class IS NULL OR abort_class <> ?)", (slot, INTERRUPTED_CLASS)).fetchone()
         return int(row[0])
 
-    def add_judgment(self, episode_id: str, judge: str, label: str, failure_mode: str | None = None,
-                     note: str | None = None, source: str = "local", created_at: float | None = None) -> int:
-        if label not in LABELS:
-            raise BadInput(f"label must be one of {', '.join(LABELS)}, not {label!r}")
-        with self.transaction() as c:
-            # (on a server a judge's role may read only the blinded view: pgroles.py)
-            table = "blind_episodes" if getattr(c, "dialect", "") == "postgresql" else "episodes"
-            if c.execute(f"SELECT 1 FROM {table} WHERE id=?", (episode_id,)).fetchone() is None:
-                raise BadInput(f"episode {episode_id} is not in this campaign")
-            cur = c.execute(
-                "INSERT INTO judgments (episode_id, judge, label, failure_mode, note, created_at, source)"
-                " VALUES (?,?,?,?,?,?,?)",
-                (episode_id, judge, label, failure_mode, note, created_at or time.time(), source))
-            chain.append(c, "judgments", cur.lastrowid)
-            return _inserted_id(cur)
-
-    def retract_judgment(self, judgment_id: int) -> None:
-        """Undo a label: kept for the audit trail, no longer counted."""
-        with self.transaction() as c, chain.change(c, "judgments", judgment_id):
-            c.execute("UPDATE judgments SET retracted_at=? WHERE id=? AND retracted_at IS NULL",
-                      (time.time(), judgment_id))
-
     def mark_finished(self, reason: str) -> None:
         with self.transaction() as c:
             with chain.change(c, "campaign", chain.campaign_key(c)):
@@ -543,7 +463,7 @@ class CampaignStore:
             cur = c.execute("INSERT INTO sessions (started_at, host, pid, tool_version) VALUES (?,?,?,?)",
                             (time.time(), platform.node(), os.getpid(), __version__))
             chain.append(c, "sessions", cur.lastrowid)
-            return _inserted_id(cur)
+            return inserted_id(cur)
 
     def end_session(self, session_id: int, outcome: str) -> None:
         with self.transaction() as c, chain.change(c, "sessions", session_id):

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import statistics
 from collections import Counter
 from itertools import combinations
 from typing import Any
@@ -13,91 +12,23 @@ from orchestrator.analysis.outcomes import OutcomeSet
 from orchestrator.analysis.report.aborts import build_aborts
 from orchestrator.analysis.report.analysis import PairedAnalysis, deciding_test_name, paired_analysis
 from orchestrator.analysis.report.format import fmt_p, p_eq, p_name
+from orchestrator.analysis.report.judges import judge_section
 from orchestrator.analysis.report.model import (
     OVERRUN_WARN_FRACTION,
     SCHEMA,
     Comparison,
-    Disagreement,
     DriftRow,
-    JudgeAccuracy,
-    JudgeSection,
-    KappaRow,
     PolicySummary,
     PolicyTiming,
     Report,
     StratumComparison,
     StratumRow,
-    TimeSummary,
 )
 from orchestrator.analysis.report.more_layouts import more_layouts
 from orchestrator.analysis.report.raters import rater_agreement
+from orchestrator.analysis.report.timing import lost_step_warnings, policy_timing, time_summary
 from orchestrator.analysis.report.verdict import Evidence, verdict_notes, verdict_text
 from orchestrator.analysis.stopping import RuleView
-
-
-def _median(values: list[float]) -> float | None:
-    return statistics.median(values) if values else None
-
-
-def _time_summary(values: list[float]) -> TimeSummary | None:
-    if not values:
-        return None
-    return TimeSummary(len(values), statistics.median(values), sum(values) / len(values), min(values), max(values))
-
-def _timing(data: OutcomeSet) -> tuple[PolicyTiming, ...]:
-    """Per-policy control-loop timing; () when the source is not a campaign (an outcomes CSV)."""
-    if not data.campaign_id:
-        return ()
-    paced = not data.simulated
-    rows = []
-    for p in data.policies:
-        done = [o for o in data.outcomes if o.policy == p and o.state == "done" and o.episode_id]
-        ts = [o.timing for o in done if o.timing is not None]
-        over = [t for t in ts if t.overruns > OVERRUN_WARN_FRACTION * t.steps]
-        steps = Counter(t.steps for t in ts).most_common(1)
-        rows.append(PolicyTiming(
-            label=p, episodes=len(done), with_timing=len(ts), steps=steps[0][0] if steps else None, paced=paced,
-            period_p50_ms=_median([t.period_p50_ms for t in ts]),
-            period_p99_ms=max((t.period_p99_ms for t in ts), default=None),
-            overrun_steps=sum(t.overruns for t in ts) if paced else None,
-            episodes_over=len(over) if paced else None,
-            policy_p50_ms=_median([t.policy_p50_ms for t in ts]),
-            policy_p99_ms=_median([t.policy_p99_ms for t in ts]),
-            policy_p99_max_ms=max((t.policy_p99_ms for t in ts), default=None),
-            lost_steps=sum(t.lost_steps for t in ts) if paced else None,
-            episodes_lost=sum(1 for t in ts if t.lost_steps) if paced else None,
-            inference_p50_ms=_median([t.inference_p50_ms for t in ts if t.inference_p50_ms is not None]),
-            inference_p99_ms=_median([t.inference_p99_ms for t in ts if t.inference_p99_ms is not None]),
-            **_frame_rows(ts)))
-    return tuple(rows)
-
-
-def _frame_rows(ts: list) -> dict:
-    """Camera frame age and repeats over a policy's episodes (those whose rig reports them)."""
-    with_frames = [t.frames for t in ts if len(t.frames) == 3]
-    if not with_frames:
-        return {}
-    return {"frame_age_p50_ms": _median([f["frame_age_p50_ms"] for f in with_frames]),
-            "frame_age_p95_ms": max(f["frame_age_p95_ms"] for f in with_frames),
-            "frame_repeat_fraction": sum(f["frame_repeat_fraction"] for f in with_frames) / len(with_frames)}
-
-
-def _lost_step_warnings(timing: tuple[PolicyTiming, ...], alpha: float) -> list[str]:
-    """Episodes that lost steps, compared between policies (Fisher's exact test, Holm over the
-    pairs): a policy whose episodes lose steps more often had less control in the same time."""
-    rows = [t for t in timing if t.paced and t.with_timing]
-    pairs = list(combinations(rows, 2))
-    if not any(t.episodes_lost for t in rows) or not pairs:
-        return []
-    raw = [stats.fisher_exact(x.episodes_lost, x.with_timing, y.episodes_lost, y.with_timing) for x, y in pairs]
-    out = []
-    for (x, y), p in zip(pairs, stats.holm(raw), strict=True):
-        if p <= alpha:
-            out.append(f"episodes lost control steps more often with {x.label if x.episodes_lost / x.with_timing > y.episodes_lost / y.with_timing else y.label}: "
-                       f"{x.label} {x.episodes_lost}/{x.with_timing}, {y.label} {y.episodes_lost}/{y.with_timing} "
-                       f"episodes (Fisher exact p {p_eq(p)}, Holm): every episode lasts the protocol's duration, so "
-                       "the slower policy acted fewer times in it")
-    return out
 
 
 def _has_repeats(data: OutcomeSet) -> bool:
@@ -136,7 +67,7 @@ def _policy_summary(label: str, data: OutcomeSet) -> PolicySummary:
         failure_modes=tuple(sorted(modes.items(), key=lambda kv: (-kv[1], kv[0]))),
         safety_events=tuple(sorted(safety.items(), key=lambda kv: (-kv[1], kv[0]))),
         episodes_with_safety_events=sum(1 for o in mine if o.safety_events),
-        time_to_success=_time_summary(times),
+        time_to_success=time_summary(times),
         first_successes=sum(1 for o in first if o.success), first_trials=len(first),
         second_successes=sum(1 for o in second if o.success), second_trials=len(second),
         ci=_rate_interval(judged, _has_repeats(data)), deployment=data.deployments.get(label, ""))
@@ -316,59 +247,6 @@ def _drift(data: OutcomeSet) -> tuple[DriftRow, ...]:
     return tuple(rows)
 
 
-def _judges(data: OutcomeSet) -> JudgeSection | None:
-    if not data.human_labels and not data.physics:
-        return None
-    judges = tuple(sorted({j.judge for j in data.human_labels}))
-    if not judges:
-        return None
-    by_ep: dict[str, dict[str, str]] = {}
-    for j in data.human_labels:
-        by_ep.setdefault(j.episode_id, {})[j.judge] = j.label
-    where = {o.episode_id: o for o in data.outcomes if o.episode_id}
-    kappas = []
-    for j1, j2 in combinations(judges, 2):
-        items = [(v[j1], v[j2]) for v in by_ep.values() if j1 in v and j2 in v]
-        if items:
-            kappas.append(KappaRow(j1, j2, len(items), stats.cohen_kappa([x for x, _ in items], [y for _, y in items]),
-                                   sum(1 for x, y in items if x == y) / len(items)))
-    fleiss = None
-    fleiss_items = 0
-    if len(judges) >= 2:
-        cats = ("success", "failure", "unsure")
-        rows = [[sum(1 for j in judges if v[j] == c) for c in cats]
-                for v in by_ep.values() if all(j in v for j in judges)]
-        if rows:
-            fleiss, fleiss_items = stats.fleiss_kappa(rows), len(rows)
-    disagreements = []
-    for ep, v in sorted(by_ep.items(), key=lambda kv: (where[kv[0]].slot if kv[0] in where and where[kv[0]].slot is not None else 0)):
-        if len(v) >= 2 and len(set(v.values())) > 1:
-            o = where.get(ep)
-            disagreements.append(Disagreement(ep, o.layout if o else "?", o.repeat if o else 0,
-                                              o.policy if o else "?", tuple(sorted(v.items())),
-                                              data.physics.get(ep)))
-    accuracy = []
-    if data.physics:
-        for j in judges:
-            agree = compared = unsure = fs = ff = 0
-            for ep, v in by_ep.items():
-                if j not in v or ep not in data.physics:
-                    continue
-                if v[j] == "unsure":
-                    unsure += 1
-                    continue
-                compared += 1
-                said = v[j] == "success"
-                truth = data.physics[ep]
-                agree += said == truth
-                fs += said and not truth
-                ff += (not said) and truth
-            accuracy.append(JudgeAccuracy(j, agree, compared, unsure, fs, ff))
-    per_judge = Counter(j.judge for j in data.human_labels)
-    return JudgeSection(judges, tuple(sorted(per_judge.items())), tuple(kappas), fleiss, fleiss_items,
-                        tuple(disagreements), tuple(accuracy))
-
-
 def _grid(data: OutcomeSet) -> tuple[tuple[str, float | None, float | None, str, str], ...]:
     if len(data.policies) < 2:
         return ()
@@ -431,10 +309,10 @@ def build_report(data: OutcomeSet) -> Report:
                                            "mark's repeats as independent trials; the counts are shown"))
     unpaired = tuple((k[0], k[1], why) for k, why in data.unpaired())
     done = sum(1 for o in data.outcomes if o.state == "done")
-    timing = _timing(data)
+    timing = policy_timing(data)
     stopping_rule = _describe_stopping(data.stopping)
     warnings = _warnings(data, unpaired, timing, stopping_rule, done, unit, cochran is not None)
-    warnings.extend(_lost_step_warnings(timing, data.alpha))
+    warnings.extend(lost_step_warnings(timing, data.alpha))
     from orchestrator.analysis.report.start_state import build_interventions, build_start_check
     from orchestrator.analysis.report.stations import build_stations
 
@@ -454,7 +332,7 @@ def build_report(data: OutcomeSet) -> Report:
         stopping_rule=stopping_rule, primary=primary, alpha=data.alpha, trials_done=done,
         trials_scheduled=data.scheduled_trials, aborted_attempts=data.aborted_attempts, policies=policies,
         comparisons=comparisons, cochran=cochran, strata=_strata(data), drift=_drift(data),
-        judges=_judges(data), unpaired=unpaired, warnings=tuple(warnings), headline=_headline(comparisons, cochran),
+        judges=judge_section(data), unpaired=unpaired, warnings=tuple(warnings), headline=_headline(comparisons, cochran),
         grid=_grid(data), timeline=_timeline(data), timing=timing, sessions=data.sessions,
         operator_is_judge=data.operator_is_judge, fps=data.fps, raters=rater_agreement(data),
         arm_still=_arm_still(data), unit=unit, test=deciding_test_name(unit, primary),

@@ -30,9 +30,7 @@ from typing import TextIO
 from orchestrator.design.protocol import Layout
 from orchestrator.rigs.base import EmergencyStop
 from orchestrator.run.console.layout_view import describe_mark, render_layout
-from orchestrator.run.operator_protocol import STOP_CAUSE_PROMPT, StopRequested, TrialCue, stop_cause
-
-ESTOP_PENDING = "emergency stop by operator"
+from orchestrator.run.operator_protocol import ESTOP_PENDING, STOP_CAUSE_PROMPT, StopRequested, TrialCue, stop_cause
 
 
 class PromptOperator:

@@ -1,0 +1,74 @@
+"""The judges' labels in a campaign store (`judgments`): every label a judge (a person, `auto`,
+physics) gave an episode, kept when it is retracted (the audit trail) and chained like every
+row the results depend on (`chain.py`). `CampaignStore` has these methods from `JudgmentRows`."""
+
+from __future__ import annotations
+
+import time
+from contextlib import AbstractContextManager
+from typing import Any
+
+from orchestrator.core.errors import BadInput, RuntimeFailure
+from orchestrator.store import chain
+from orchestrator.store.records import LABELS, Judgment
+
+
+def inserted_id(cursor: Any) -> int:
+    """The id of the row an INSERT just wrote (`lastrowid`: on PostgreSQL, the `RETURNING id`)."""
+    if cursor.lastrowid is None:
+        raise RuntimeFailure("the store returned no id for a new row")
+    return int(cursor.lastrowid)
+
+
+class JudgmentRows:
+    """The label methods of a store whose `conn` reads and whose `transaction()` writes."""
+
+    conn: Any
+
+    def transaction(self) -> AbstractContextManager[Any]:
+        raise NotImplementedError
+
+    def judgments(self, judge: str | None = None, include_retracted: bool = False) -> list[Judgment]:
+        sql = ("SELECT id, episode_id, judge, label, failure_mode, note, created_at, source"
+               " FROM judgments WHERE 1=1")
+        args: list[Any] = []
+        if judge is not None:
+            sql += " AND judge = ?"
+            args.append(judge)
+        if not include_retracted:
+            sql += " AND retracted_at IS NULL"
+        return [Judgment(*row) for row in self.conn.execute(sql + " ORDER BY id", args)]
+
+    def latest_labels(self, judge: str) -> dict[str, Judgment]:
+        """The current (latest, not retracted) label of `judge` for each episode."""
+        out: dict[str, Judgment] = {}
+        for j in self.judgments(judge):
+            out[j.episode_id] = j
+        return out
+
+    def judges(self) -> list[str]:
+        rows = self.conn.execute(
+            "SELECT DISTINCT judge FROM judgments WHERE retracted_at IS NULL ORDER BY judge")
+        return [r[0] for r in rows]
+
+    def add_judgment(self, episode_id: str, judge: str, label: str, failure_mode: str | None = None,
+                     note: str | None = None, source: str = "local", created_at: float | None = None) -> int:
+        if label not in LABELS:
+            raise BadInput(f"label must be one of {', '.join(LABELS)}, not {label!r}")
+        with self.transaction() as c:
+            # (on a server a judge's role may read only the blinded view: pgroles.py)
+            table = "blind_episodes" if getattr(c, "dialect", "") == "postgresql" else "episodes"
+            if c.execute(f"SELECT 1 FROM {table} WHERE id=?", (episode_id,)).fetchone() is None:
+                raise BadInput(f"episode {episode_id} is not in this campaign")
+            cur = c.execute(
+                "INSERT INTO judgments (episode_id, judge, label, failure_mode, note, created_at, source)"
+                " VALUES (?,?,?,?,?,?,?)",
+                (episode_id, judge, label, failure_mode, note, created_at or time.time(), source))
+            chain.append(c, "judgments", cur.lastrowid)
+            return inserted_id(cur)
+
+    def retract_judgment(self, judgment_id: int) -> None:
+        """Undo a label: kept for the audit trail, no longer counted."""
+        with self.transaction() as c, chain.change(c, "judgments", judgment_id):
+            c.execute("UPDATE judgments SET retracted_at=? WHERE id=? AND retracted_at IS NULL",
+                      (time.time(), judgment_id))
