@@ -81,7 +81,7 @@ def test_auto_renderer_follows_textual_image_detection(monkeypatch):
     import textual_image.renderable as tir
     import textual_image.widget as tiw
 
-    from orchestrator.run.console.halfblock import HalfBlockImage, image_widget_class
+    from orchestrator.run.halfblock import HalfBlockImage, image_widget_class
 
     monkeypatch.setattr(tir, "Image", tir.HalfcellImage)
     assert image_widget_class("auto") is HalfBlockImage          # no graphics: half-blocks

@@ -23,7 +23,7 @@ from orchestrator.core.timeline import frame_shown_at as frame_at
 from orchestrator.judging.tui.player import Player
 from orchestrator.judging.video import VideoFrames
 from orchestrator.rigs.profile import STATE_KEYS, CameraSpec
-from orchestrator.run.console.halfblock import HalfBlockImage
+from orchestrator.run.halfblock import HalfBlockImage
 from orchestrator.run.recording import EpisodeRecorder
 
 

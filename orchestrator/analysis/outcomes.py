@@ -340,6 +340,35 @@ def _label_of(labels: _Labels, episode_id: str) -> tuple[bool | None, str | None
     return False, (sorted(modes.items(), key=lambda kv: (-kv[1], kv[0]))[0][0] if modes else None), CONSENSUS
 
 
+def _trial_outcome(t: Any, rec: dict[str, Any] | None, aborts: list[dict[str, Any]], labels: _Labels,
+                   disagreement: str, marks: dict[str, tuple[float, float, str]]) -> TrialOutcome:
+    """One scheduled trial's outcome: its episode's label under `labels` (judges that disagree
+    are a failure when the protocol pre-registered `disagreement: failure`), or the failure an
+    `aborts` rule scored it as, or unknown."""
+    success, failure_mode, who = None, None, None
+    settled = next((a for a in aborts if a.get("settles")), None)
+    disputed = False
+    if t.state == "done" and rec is not None:
+        success, failure_mode, who = _label_of(labels, rec["id"])
+        disputed = _disputed(labels, rec["id"])
+        if disputed and disagreement == "failure":
+            success, failure_mode = False, "judges disagree"   # pre-registered
+    elif t.state == "done" and settled is not None and settled["settles"] == "failure":
+        # the protocol's `aborts` rule scored the aborted trial as its policy's failure
+        success, failure_mode, who = False, f"aborted ({settled.get('abort_class')})", ABORT_RULE
+    mark = marks.get(t.mark_id)
+    return TrialOutcome(
+        layout=t.mark_id, repeat=t.repeat, policy=t.policy, success=success,
+        stratum=mark[2] if mark else None, judge=who, failure_mode=failure_mode,
+        slot=t.slot, unit=t.unit, position=t.position, episode_id=t.episode_id, state=t.state,
+        time_to_success_s=(rec.get("time_to_success_s") if rec else None),
+        safety_events=tuple(rec.get("safety_events") or ()) if rec else (),
+        aborted_attempts=len(aborts), timing=LoopTiming.from_dict(rec.get("timing")) if rec else None,
+        disputed=disputed, abort_classes=tuple(a.get("abort_class") or "unclassified" for a in aborts),
+        abort_causes=tuple(a.get("abort_cause") or UNRECORDED for a in aborts),
+        settled=settled["settles"] if settled is not None and t.state == "done" else None)
+
+
 def outcomes_from_store(store: CampaignStore, judge: str | None = None) -> OutcomeSet:
     """Outcomes of a campaign under the chosen labels, read through the frozen protocol.
 
@@ -359,42 +388,15 @@ def outcomes_from_store(store: CampaignStore, judge: str | None = None) -> Outco
     for a in attempts:
         if a.get("status") == "aborted":
             aborts_of[a["slot"]].append(a)
-    aborted_by_slot = Counter({slot: len(v) for slot, v in aborts_of.items()})
     simulated = bool(camp.get("simulated"))
     warnings: list[str] = []
     labels = _choose_labels(store, judge, protocol.judging.auto == "counted", simulated, warnings)
     human_labels = [JudgeLabel(ep, h, j.label, j.failure_mode) for h in labels.voters
                     for ep, j in labels.latest[h].items()]
     marks = {m.id: (float(m.x), float(m.y), m.stratum) for m in frozen.layout.marks}
-    outcomes: list[TrialOutcome] = []
-    unjudged = 0
-    for t in trials:
-        rec = episodes.get(t.episode_id) if t.episode_id else None
-        success, failure_mode, who = None, None, None
-        settled = next((a for a in aborts_of.get(t.slot, ()) if a.get("settles")), None)
-        disputed = False
-        if t.state == "done" and rec is not None:
-            success, failure_mode, who = _label_of(labels, rec["id"])
-            disputed = _disputed(labels, rec["id"])
-            if disputed and protocol.judging.disagreement == "failure":
-                success, failure_mode = False, "judges disagree"   # pre-registered
-            unjudged += success is None
-        elif t.state == "done" and settled is not None and settled["settles"] == "failure":
-            # the protocol's `aborts` rule scored the aborted trial as its policy's failure
-            success, failure_mode, who = False, f"aborted ({settled.get('abort_class')})", ABORT_RULE
-        mark = marks.get(t.mark_id)
-        outcomes.append(TrialOutcome(
-            layout=t.mark_id, repeat=t.repeat, policy=t.policy, success=success,
-            stratum=mark[2] if mark else None, judge=who, failure_mode=failure_mode,
-            slot=t.slot, unit=t.unit, position=t.position, episode_id=t.episode_id, state=t.state,
-            time_to_success_s=(rec.get("time_to_success_s") if rec else None),
-            safety_events=tuple(rec.get("safety_events") or ()) if rec else (),
-            aborted_attempts=aborted_by_slot.get(t.slot, 0),
-            timing=LoopTiming.from_dict(rec.get("timing")) if rec else None,
-            disputed=disputed,
-            abort_classes=tuple(a.get("abort_class") or "unclassified" for a in aborts_of.get(t.slot, ())),
-            abort_causes=tuple(a.get("abort_cause") or UNRECORDED for a in aborts_of.get(t.slot, ())),
-            settled=settled["settles"] if settled is not None and t.state == "done" else None))
+    outcomes = [_trial_outcome(t, episodes.get(t.episode_id) if t.episode_id else None, aborts_of.get(t.slot, []),
+                               labels, protocol.judging.disagreement, marks) for t in trials]
+    unjudged = sum(1 for o in outcomes if o.state == "done" and o.episode_id in episodes and o.success is None)
     done = sum(1 for t in trials if t.state == "done")
     if unjudged and not (labels.mode == CONSENSUS and not labels.voters and not simulated):
         warnings.append(f"{unjudged} of {done} episodes have no usable label under {labels.source} "
@@ -406,7 +408,7 @@ def outcomes_from_store(store: CampaignStore, judge: str | None = None) -> Outco
         complete=done == len(trials) or bool(camp.get("finished_at")), stop_reason=camp.get("stop_reason"),
         primary=protocol.analysis.primary, alpha=float(protocol.analysis.alpha), stopping=protocol.analysis.stopping,
         marks=marks, human_labels=tuple(human_labels), physics=labels.physics, warnings=tuple(warnings),
-        aborted_attempts=sum(aborted_by_slot.values()), scheduled_trials=len(trials),
+        aborted_attempts=sum(len(v) for v in aborts_of.values()), scheduled_trials=len(trials),
         sessions=session_counts(store.sessions()), operator_is_judge=protocol.judging.operator_is_judge,
         fps=protocol.episode.fps, deployments={k: deployment_label(v) for k, v in protocol.policies.items()},
         auto_labels={ep: j.label for ep, j in store.latest_labels(AUTO_JUDGE).items()},

@@ -82,25 +82,10 @@ def load_outcomes_csv(path: str | Path) -> OutcomeSet:
             problems.append(f"{path}:{line}: expected {len(header)} fields ({','.join(header)}), found {len(row)}")
             continue
         cell = {h: row[i].strip() for h, i in col.items()}
-        if not cell["layout"]:
-            problems.append(f"{path}:{line}: empty layout")
+        problem, success, repeat = _row_values(cell)
+        if problem:
+            problems.append(f"{path}:{line}: {problem}")
             continue
-        if not cell["policy"]:
-            problems.append(f"{path}:{line}: empty policy")
-            continue
-        success = parse_success(cell["success"])
-        if success is None:
-            problems.append(f"{path}:{line}: success must be one of 1,0,true,false,yes,no, not {cell['success']!r}")
-            continue
-        repeat = 0
-        if cell.get("repeat"):
-            try:
-                repeat = int(cell["repeat"])
-                if repeat < 0:
-                    raise ValueError
-            except ValueError:
-                problems.append(f"{path}:{line}: repeat must be a whole number >= 0, not {cell['repeat']!r}")
-                continue
         key = (cell["layout"], repeat, cell["policy"])
         if key in seen:
             problems.append(f"{path}:{line}: duplicate row for layout {key[0]!r}, repeat {repeat}, "
@@ -134,6 +119,26 @@ def load_outcomes_csv(path: str | Path) -> OutcomeSet:
     label_source = "csv" + (f" (judge: {', '.join(judges)})" if judges else "")
     return OutcomeSet(outcomes=filled, policies=policies, source=str(path), label_source=label_source,
                       campaign_name=path.stem, scheduled_trials=len(filled))
+
+
+def _row_values(cell: dict[str, str]) -> tuple[str | None, bool, int]:
+    """(the row's problem or None, success, repeat) of one row's stripped cells."""
+    if not cell["layout"]:
+        return "empty layout", False, 0
+    if not cell["policy"]:
+        return "empty policy", False, 0
+    success = parse_success(cell["success"])
+    if success is None:
+        return f"success must be one of 1,0,true,false,yes,no, not {cell['success']!r}", False, 0
+    if not cell.get("repeat"):
+        return None, success, 0
+    try:
+        repeat = int(cell["repeat"])
+    except ValueError:
+        repeat = -1
+    if repeat < 0:
+        return f"repeat must be a whole number >= 0, not {cell['repeat']!r}", False, 0
+    return None, success, repeat
 
 
 def _row_lines(text: str) -> list[int]:

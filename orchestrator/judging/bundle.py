@@ -105,33 +105,9 @@ def write_bundle(campaign: Path, out: Path) -> BundleSummary:
     tmp = out.parent / f".{out.name}.partial-{secrets.token_hex(4)}"
     tmp.mkdir()
     try:
-        entries = []
-        total = 0
-        for episode in episodes:
-            videos = {}
-            for camera, src in episode.videos.items():
-                rel = f"videos/{episode.id}/{camera}.mp4"
-                dst = tmp / rel
-                dst.parent.mkdir(parents=True, exist_ok=True)
-                try:
-                    total += clean_copy(src, dst)
-                except Exception as exc:
-                    raise RuntimeFailure(f"{src}: cannot copy video into the bundle "
-                                         f"({type(exc).__name__}: {exc})") from None
-                videos[camera] = rel
-            stills = {}
-            for camera, src in episode.stills.items():
-                rel = f"videos/{episode.id}/{camera}.start.jpg"
-                try:
-                    total += clean_copy(src, tmp / rel)
-                except Exception as exc:
-                    raise RuntimeFailure(f"{src}: cannot copy the start still into the bundle "
-                                         f"({type(exc).__name__}: {exc})") from None
-                stills[camera] = rel
-            entries.append(ManifestEpisode(
-                id=episode.id, videos=videos, mark={"id": episode.mark.id, "x": episode.mark.x, "y": episode.mark.y},
-                duration_s=episode.duration_s, frames=episode.frames, arm_still=episode.arm_still,
-                stills=stills, camera_poses=episode.camera_poses))
+        copied = [_copy_episode(episode, tmp) for episode in episodes]
+        entries = [entry for entry, _ in copied]
+        total = sum(size for _, size in copied)
         Manifest(bundle_id=bundle_id, campaign_id=info.ref, success_test=info.success_test,
                  failure_modes=tuple(info.failure_modes), min_height_m=info.min_height_m,
                  episodes=tuple(entries)).write(tmp)
@@ -151,6 +127,28 @@ def write_bundle(campaign: Path, out: Path) -> BundleSummary:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return BundleSummary(out, bundle_id, len(entries), sum(len(e.videos) for e in entries), total)
+
+
+def _copy_episode(episode, folder: Path) -> tuple[ManifestEpisode, int]:
+    """One episode's videos and start stills, cleaned (`clean_copy`), into the bundle folder:
+    its manifest entry and the bytes written."""
+    total = 0
+    files: dict[str, dict[str, str]] = {"videos": {}, "stills": {}}
+    for kind, sources, suffix, what in (("videos", episode.videos, "mp4", "video"),
+                                        ("stills", episode.stills, "start.jpg", "the start still")):
+        for camera, src in sources.items():
+            rel = f"videos/{episode.id}/{camera}.{suffix}"
+            (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+            try:
+                total += clean_copy(src, folder / rel)
+            except Exception as exc:
+                raise RuntimeFailure(f"{src}: cannot copy {what} into the bundle "
+                                     f"({type(exc).__name__}: {exc})") from None
+            files[kind][camera] = rel
+    return ManifestEpisode(
+        id=episode.id, videos=files["videos"], mark={"id": episode.mark.id, "x": episode.mark.x, "y": episode.mark.y},
+        duration_s=episode.duration_s, frames=episode.frames, arm_still=episode.arm_still,
+        stills=files["stills"], camera_poses=episode.camera_poses), total
 
 
 # ------------------------------------------------------------ reading a bundle

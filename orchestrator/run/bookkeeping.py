@@ -129,6 +129,18 @@ def stop_decision(opened: OpenedCampaign, referees: Referees) -> str | None:
     return referees.stop_rule(opened.store, opened.protocol)
 
 
+def stopped_early(opened: OpenedCampaign, referees: Referees, summary: RunSummary, say: Callable[[str], None]) -> bool:
+    """The stopping rule's decision at a layout's first trial: when it stops, the campaign is
+    marked finished with the reason, which the summary keeps and the operator is told."""
+    reason = stop_decision(opened, referees)
+    if not reason:
+        return False
+    opened.store.mark_finished(reason)
+    summary.stopped_early = reason
+    say(f"stopping: {reason}")
+    return True
+
+
 def episode_context(loaded: LoadedProtocol, trial: Trial) -> EpisodeContext:
     """What the policy may know about a trial: its mark, the cube, its stored seed, the timing."""
     return EpisodeContext(mark=loaded.layout.mark(trial.mark_id), cube=loaded.layout.cube,

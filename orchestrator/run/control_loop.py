@@ -146,6 +146,22 @@ def _policy_action(policy: Policy, observation) -> dict:
     return action
 
 
+def _episode_timing(periods: list[float], overrun_steps: list[tuple[int, float]], phases: tuple[list[float], ...],
+                    ran: int, steps: int, ages: list[float], repeats: int, policy: Policy) -> EpisodeTiming:
+    """The episode's loop timing from its per-step measurements (`phases`: the observe, policy,
+    act and record times of each step)."""
+    obs_t, pol_t, act_t, rec_t = phases
+    return EpisodeTiming(
+        period_p50_ms=_p(periods, 50), period_p99_ms=_p(periods, 99), overruns=len(overrun_steps),
+        observe_p50_ms=_p(obs_t, 50), policy_p50_ms=_p(pol_t, 50), policy_p99_ms=_p(pol_t, 99),
+        act_p50_ms=_p(act_t, 50), record_p50_ms=_p(rec_t, 50), record_p99_ms=_p(rec_t, 99),
+        steps=ran, overrun_steps=tuple(overrun_steps), planned_steps=steps, lost_steps=steps - ran,
+        frame_age_p50_ms=float(np.percentile(ages, 50)) if ages else None,
+        frame_age_p95_ms=float(np.percentile(ages, 95)) if ages else None,
+        frame_repeat_fraction=repeats / len(ages) if ages else None,
+        inference=policy.inference_timing() if hasattr(policy, "inference_timing") else None)
+
+
 def _run_steps(rig: Rig, policy: Policy, context: EpisodeContext, recorder: EpisodeRecorder,
                operator: Operator | None) -> tuple[EpisodeFacts, EpisodeTiming]:
     steps = round(context.fps * context.duration_s)
@@ -198,14 +214,6 @@ def _run_steps(rig: Rig, policy: Policy, context: EpisodeContext, recorder: Epis
         periods.append(now - previous)
         previous = now
     facts = rig.end_episode()
-    timing = EpisodeTiming(
-        period_p50_ms=_p(periods, 50), period_p99_ms=_p(periods, 99), overruns=len(overrun_steps),
-        observe_p50_ms=_p(obs_t, 50), policy_p50_ms=_p(pol_t, 50), policy_p99_ms=_p(pol_t, 99),
-        act_p50_ms=_p(act_t, 50), record_p50_ms=_p(rec_t, 50), record_p99_ms=_p(rec_t, 99),
-        steps=ran, overrun_steps=tuple(overrun_steps), planned_steps=steps, lost_steps=steps - ran,
-        frame_age_p50_ms=float(np.percentile(ages, 50)) if ages else None,
-        frame_age_p95_ms=float(np.percentile(ages, 95)) if ages else None,
-        frame_repeat_fraction=repeats / len(ages) if ages else None,
-        inference=policy.inference_timing() if hasattr(policy, "inference_timing") else None)
+    timing = _episode_timing(periods, overrun_steps, (obs_t, pol_t, act_t, rec_t), ran, steps, ages, repeats, policy)
     recorder.pad_videos()   # slots after the last step that ran: held frames, so lengths are equal
     return facts, timing

@@ -28,7 +28,7 @@ from orchestrator.run.bookkeeping import (
     episode_context,
     episode_record,
     settle_abort,
-    stop_decision,
+    stopped_early,
 )
 from orchestrator.run.campaign import OpenedCampaign
 from orchestrator.run.recording import check_disk, episode_bytes_estimate, remove_episode_files
@@ -111,10 +111,7 @@ def run_parallel(opened: OpenedCampaign, pending: list[Trial], workers: int, sum
                     queue.clear()
                     break
                 trial = queue[0]
-                if trial.position == 0 and not in_flight and (reason := stop_decision(opened, referees)):
-                    store.mark_finished(reason)
-                    summary.stopped_early = reason
-                    say(f"stopping: {reason}")
+                if trial.position == 0 and not in_flight and stopped_early(opened, referees, summary, say):
                     queue.clear()
                     break
                 if trial.position == 0 and in_flight and not isinstance(
@@ -135,40 +132,50 @@ def run_parallel(opened: OpenedCampaign, pending: list[Trial], workers: int, sum
                 break
             done, _ = wait(in_flight, return_when=FIRST_COMPLETED)
             for future in done:
-                trial, attempt, episode_id = in_flight.pop(future)
-                try:
-                    record = future.result()
-                except Exception as exc:
-                    cause = f"{type(exc).__name__}: {exc}"
-                    cause_class = abort_class(exc)
-                    settled = settle_abort(store, attempt, trial, cause, cause_class, loaded, summary)
-                    remove_episode_files(store.directory, episode_id)
-                    if settled == SETTLES_FAILURE and cause_class == "policy":
-                        say(f"trial {trial.slot + 1} aborted: {cause}; {SETTLED_SAY[settled]}")
-                        progress.update(trial.mark_id)
-                        continue
-                    raise RuntimeFailure(f"trial {trial.slot + 1} (mark {trial.mark_id}) aborted: {cause}; "
-                                         "the campaign is resumable: fix the cause and run again") from exc
-                commit_episode(store, attempt, trial, record, loaded.protocol.episode.fps, summary)
-                progress.update(trial.mark_id)
+                _collect(future, *in_flight.pop(future), opened, summary, progress, say)
     except KeyboardInterrupt:
-        _kill_pool(pool)
-        for _trial, attempt, episode_id in in_flight.values():
-            store.abort_attempt(attempt, INTERRUPTED_BY_USER, INTERRUPTED_CLASS)
-            remove_episode_files(store.directory, episode_id)
+        _abort_in_flight(pool, in_flight, store, INTERRUPTED_BY_USER)
         raise Interrupted("interrupted: running simulated trials will be re-run; "
                           "run the same command again to resume") from None
     except BaseException:
-        _kill_pool(pool)
-        for _trial, attempt, episode_id in in_flight.values():
-            store.abort_attempt(attempt, "stopped: another trial failed", INTERRUPTED_CLASS)
-            remove_episode_files(store.directory, episode_id)
+        _abort_in_flight(pool, in_flight, store, "stopped: another trial failed")
         raise
     finally:
         progress.close()
     pool.shutdown(wait=True)
     if deferred is not None:
         raise deferred
+
+
+def _collect(future: Future, trial: Trial, attempt: int, episode_id: str, opened: OpenedCampaign, summary,
+             progress: Progress, say: Callable[[str], None]) -> None:
+    """A finished episode: committed; or its abort recorded and settled by the `aborts` rules,
+    its files removed (a policy's fault the rules count as its failure lets the campaign go on;
+    any other raises `RuntimeFailure`)."""
+    store, loaded = opened.store, opened.protocol
+    try:
+        record = future.result()
+    except Exception as exc:
+        cause = f"{type(exc).__name__}: {exc}"
+        cause_class = abort_class(exc)
+        settled = settle_abort(store, attempt, trial, cause, cause_class, loaded, summary)
+        remove_episode_files(store.directory, episode_id)
+        if settled == SETTLES_FAILURE and cause_class == "policy":
+            say(f"trial {trial.slot + 1} aborted: {cause}; {SETTLED_SAY[settled]}")
+            progress.update(trial.mark_id)
+            return
+        raise RuntimeFailure(f"trial {trial.slot + 1} (mark {trial.mark_id}) aborted: {cause}; "
+                             "the campaign is resumable: fix the cause and run again") from exc
+    commit_episode(store, attempt, trial, record, loaded.protocol.episode.fps, summary)
+    progress.update(trial.mark_id)
+
+
+def _abort_in_flight(pool: ProcessPoolExecutor, in_flight: dict, store, reason: str) -> None:
+    """Stop the workers now and record each running trial as interrupted (it is re-run)."""
+    _kill_pool(pool)
+    for _trial, attempt, episode_id in in_flight.values():
+        store.abort_attempt(attempt, reason, INTERRUPTED_CLASS)
+        remove_episode_files(store.directory, episode_id)
 
 
 def _kill_pool(pool: ProcessPoolExecutor) -> None:

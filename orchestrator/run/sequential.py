@@ -37,7 +37,7 @@ from orchestrator.run.bookkeeping import (
     episode_context,
     episode_record,
     settle_abort,
-    stop_decision,
+    stopped_early,
 )
 from orchestrator.run.campaign import OpenedCampaign
 from orchestrator.run.control_loop import run_episode
@@ -192,22 +192,32 @@ def _attempt(opened: OpenedCampaign, motion: ArmMotion, policy, trial: Trial, co
             return None
         return stop.reason
     except Exception as exc:
-        with deferred_interrupts():
-            motion.stop()  # held (or released) until the operator confirms the move to rest
-            recorder.discard()
-            cause = f"{type(exc).__name__}: {exc}"
-            cause_class = abort_class(exc)
-            settled = settle_abort(store, attempt, trial, cause, cause_class, loaded, summary)
-        if settled == SETTLES_FAILURE and cause_class == "policy":  # the rig is fine: go on
-            operator.message(f"trial aborted: {cause}; {SETTLED_SAY[settled]}")
-            return None
-        hint = getattr(exc, "hint", None)
-        operator.message(f"trial aborted: {cause}" + (f"; {hint}" if hint else "")
-                         + "; the arm holds until you confirm")
-        raise RuntimeFailure(
-            f"trial {trial.slot + 1} (mark {trial.mark_id}) aborted: {cause}"
-            + (f"; {hint}" if hint else "")
-            + "; the arm was made safe and the campaign is resumable: fix the cause and run again") from exc
+        _fault_ended(exc, motion, recorder, attempt, trial, opened, summary, operator)
+        return None
+
+
+def _fault_ended(exc: Exception, motion: ArmMotion, recorder: EpisodeRecorder, attempt: int, trial: Trial,
+                 opened: OpenedCampaign, summary: RunSummary, operator: Operator) -> None:
+    """An attempt a fault ended (a device, the policy): the one stop path, the episode discarded,
+    the abort recorded and settled by the protocol's `aborts` rules. Returns when the rule
+    counts a policy's fault as its failure (the rig is fine: the session goes on); else raises
+    `RuntimeFailure` (the arm holds until the operator confirms; the campaign is resumable)."""
+    with deferred_interrupts():
+        motion.stop()  # held (or released) until the operator confirms the move to rest
+        recorder.discard()
+        cause = f"{type(exc).__name__}: {exc}"
+        cause_class = abort_class(exc)
+        settled = settle_abort(opened.store, attempt, trial, cause, cause_class, opened.protocol, summary)
+    if settled == SETTLES_FAILURE and cause_class == "policy":  # the rig is fine: go on
+        operator.message(f"trial aborted: {cause}; {SETTLED_SAY[settled]}")
+        return
+    hint = getattr(exc, "hint", None)
+    operator.message(f"trial aborted: {cause}" + (f"; {hint}" if hint else "")
+                     + "; the arm holds until you confirm")
+    raise RuntimeFailure(
+        f"trial {trial.slot + 1} (mark {trial.mark_id}) aborted: {cause}"
+        + (f"; {hint}" if hint else "")
+        + "; the arm was made safe and the campaign is resumable: fix the cause and run again") from exc
 
 
 def _run_sequential(opened: OpenedCampaign, pending: list[Trial], operator: Operator,
@@ -215,7 +225,6 @@ def _run_sequential(opened: OpenedCampaign, pending: list[Trial], operator: Oper
                     refill: Callable[[], list[Trial]] | None = None, referees: Referees = NO_REFEREES) -> None:
     """Run `pending` in order on one rig; with `refill` (a station, stations.py), ask it for the
     next block's trials whenever the queue runs dry, until it returns none."""
-    from orchestrator.policies.factory import make_policy
     from orchestrator.rigs.factory import make_rig
 
     store, loaded = opened.store, opened.protocol
@@ -225,15 +234,8 @@ def _run_sequential(opened: OpenedCampaign, pending: list[Trial], operator: Oper
     policies = {}
     progress = None
     try:
-        # Policies first, hardware last (as LeRobot does): a checkpoint that does not match the
-        # rig is refused before the arm's torque is ever enabled.
-        for label in dict.fromkeys(t.policy for t in pending) if refill is None else loaded.protocol.policies:
-            policies[label] = make_policy(label, loaded.protocol.policies[label], loaded, rig)
-        if rig.realtime and (problems := rig.preflight()):
-            raise BadInput(problems)
-        rig.connect()
-        if not rig.realtime and (problems := rig.preflight()):  # the simulator checks its scene
-            raise BadInput(problems)
+        labels = dict.fromkeys(t.policy for t in pending) if refill is None else loaded.protocol.policies
+        _load_and_connect(rig, loaded, labels, policies)
         if not _rest_or_end(motion, say):
             return
         gate = StartGate(loaded, rig, store, operator, say)
@@ -246,10 +248,7 @@ def _run_sequential(opened: OpenedCampaign, pending: list[Trial], operator: Oper
             trial = queue.pop(0)
             if stop_after is not None and summary.done_now >= stop_after:
                 return
-            if trial.position == 0 and (reason := stop_decision(opened, referees)):
-                store.mark_finished(reason)
-                summary.stopped_early = reason
-                say(f"stopping: {reason}")
+            if trial.position == 0 and stopped_early(opened, referees, summary, say):
                 return
             check_disk(store.directory, episode_bytes_estimate(cameras, loaded.protocol.episode.duration_s),
                        "the next episode")
@@ -261,17 +260,9 @@ def _run_sequential(opened: OpenedCampaign, pending: list[Trial], operator: Oper
                 return
             stopped = _attempt(opened, motion, policies[trial.policy], trial, context, cue, operator, summary, referees)
             if stopped is not None:
-                tries[trial.slot] = tries.get(trial.slot, 0) + 1
-                again = tries[trial.slot] < MAX_ATTEMPTS_PER_SESSION
-                if again:
-                    queue.append(trial)  # re-run later in this session
-                operator.message(f"trial aborted ({stopped}); it will be re-run "
-                                 + ("later in this session" if again else
-                                    f"by the next `orchestrator run` (aborted {MAX_ATTEMPTS_PER_SESSION} times in this one)"))
-                if not _rest_or_end(motion, say):
-                    return
-                continue
-            progress.update(trial.mark_id)
+                _rerun_later(trial, stopped, tries, queue, operator)
+            else:
+                progress.update(trial.mark_id)
             if not _rest_or_end(motion, say):
                 return
     except (KeyboardInterrupt, Interrupted):
@@ -286,6 +277,32 @@ def _run_sequential(opened: OpenedCampaign, pending: list[Trial], operator: Oper
             except Exception:
                 pass
         motion.leave()  # to rest (stoppable; not after an unconfirmed stop), then torque off
+
+
+def _load_and_connect(rig, loaded, labels, policies: dict) -> None:
+    """Policies first, hardware last (as LeRobot does): a checkpoint that does not match the rig
+    is refused before the arm's torque is ever enabled. `policies` is filled as each loads, so
+    the caller closes those already made whatever fails next."""
+    from orchestrator.policies.factory import make_policy
+
+    for label in labels:
+        policies[label] = make_policy(label, loaded.protocol.policies[label], loaded, rig)
+    if rig.realtime and (problems := rig.preflight()):
+        raise BadInput(problems)
+    rig.connect()
+    if not rig.realtime and (problems := rig.preflight()):  # the simulator checks its scene
+        raise BadInput(problems)
+
+
+def _rerun_later(trial: Trial, stopped: str, tries: dict[int, int], queue: list[Trial], operator: Operator) -> None:
+    """An aborted trial goes back in the queue, up to `MAX_ATTEMPTS_PER_SESSION` tries a session."""
+    tries[trial.slot] = tries.get(trial.slot, 0) + 1
+    again = tries[trial.slot] < MAX_ATTEMPTS_PER_SESSION
+    if again:
+        queue.append(trial)  # re-run later in this session
+    operator.message(f"trial aborted ({stopped}); it will be re-run "
+                     + ("later in this session" if again else
+                        f"by the next `orchestrator run` (aborted {MAX_ATTEMPTS_PER_SESSION} times in this one)"))
 
 
 def _set_up(trial: Trial, context, cue: TrialCue, operator: Operator, rig, gate: StartGate,

@@ -45,7 +45,7 @@ from orchestrator.judging.source import BlindEpisode, JudgeSource, LabelRecord
 from orchestrator.judging.tui.audit import AuditKeys
 from orchestrator.judging.tui.player import Player
 from orchestrator.judging.video import VideoFrames
-from orchestrator.run.console.halfblock import image_widget_class
+from orchestrator.run.halfblock import image_widget_class
 
 MAX_SIZE = {"halfcell": (320, 240), "unicode": (320, 240), "ti-halfcell": (320, 240)}  # else 640x480
 LABEL_KEYS = (("s", "success"), ("f", "failure"), ("u", "unsure"))

@@ -27,7 +27,7 @@ from textual.widgets import Static
 
 from orchestrator.judging.queue import start_only
 from orchestrator.judging.video import VideoFrames, tile
-from orchestrator.run.console.halfblock import HalfBlockImage, image_widget_class
+from orchestrator.run.halfblock import HalfBlockImage, image_widget_class
 
 SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0)
 TICK_S = 1 / 30

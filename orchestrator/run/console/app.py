@@ -42,9 +42,9 @@ from textual.widgets import Footer, Header, Input, RichLog, Static
 from orchestrator.core.errors import Interrupted
 from orchestrator.design.protocol import Layout
 from orchestrator.run.console.bridge import ConsoleOperator, LogToConsole
-from orchestrator.run.console.halfblock import HalfBlockImage
 from orchestrator.run.console.layout_view import describe_mark, render_layout
 from orchestrator.run.console.wedge import exit_if_wedged
+from orchestrator.run.halfblock import HalfBlockImage
 from orchestrator.run.operator_protocol import STOP_CAUSE_PROMPT, TrialCue
 
 
