@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from orchestrator.core.timeline import FRAME_TIME_EPS_S, frame_shown_at
 from orchestrator.store.sqlite import CampaignStore
 from support.cli import run_module
 from support.judge_campaign import make_campaign
@@ -80,6 +81,19 @@ def test_videos_play_in_true_time_from_the_recorded_timestamps(campaign):
         after = min((f for f in frames if f["media"] > 1.15), key=lambda f: f["media"])
         gap = (after["wall"] - before["wall"]) / 1000               # the camera's 0.4 s stall, shown as such
         assert abs(gap - (after["media"] - before["media"])) < 0.1, gap
+
+        # the page's frame-at-t is core/timeline.py's rule, with the tolerance the server sends
+        times = page.evaluate("() => ep.cameras[0].times")
+        probes = sorted({round(t + d, 9) for t in times for d in (-1e-3, -2e-6, -5e-7, 0.0, 5e-7, 2e-6, 1e-3)}
+                        | {-1.0, times[-1] + 5.0})
+        shown = page.evaluate("([times, probes]) => probes.map((t) => indexAt(times, t))", [times, probes])
+        assert len(probes) >= 7 * len(times) - 10 and len(shown) == len(probes)
+        expected = [frame_shown_at(times, t) for t in probes]
+        assert shown == expected
+        # the positive control: without the tolerance the page would show the frame before, 0.5 us early
+        strict = page.evaluate("([times, probes]) => probes.map((t) => indexAt(times, t, 0))", [times, probes])
+        assert sum(a != b for a, b in zip(strict, expected, strict=True)) >= len(times) - 1
+        assert page.evaluate("() => ep.frame_time_eps_s") == FRAME_TIME_EPS_S
 
         page.keyboard.press("ArrowLeft")                            # one frame back from the end
         assert abs(page.evaluate("() => window.judgeClock.t") - VFR_TIMES[-1]) < 1e-6

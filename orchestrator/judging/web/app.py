@@ -32,6 +32,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
+from orchestrator.core.timeline import FRAME_TIME_EPS_S
 from orchestrator.judging.queue import START_ONLY, START_WINDOW_S
 from orchestrator.judging.session import INVALID_PROMPT, JudgeSession
 from orchestrator.judging.source import INVALID_START_REASONS, BlindEpisode
@@ -121,7 +122,9 @@ class JudgeWeb:
         return {"id": episode.id, "position": self.session.position(episode),
                 "mark": {"id": mark.id, "x": mark.x, "y": mark.y, "text": mark.describe()},
                 "duration_s": episode.duration_s, "frames": episode.frames, "arm_still": episode.arm_still,
-                "cameras": cameras, "error": prepared.errors.get("*")}
+                "cameras": cameras, "error": prepared.errors.get("*"),
+                # the frame shown at t is core/timeline.py's rule; the page applies it with this tolerance
+                "frame_time_eps_s": FRAME_TIME_EPS_S}
 
     def label_json(self, episode_id: str | None) -> dict | None:
         record = self.session.labels.get(episode_id or "")

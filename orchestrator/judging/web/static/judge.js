@@ -62,9 +62,11 @@ function visibleCams() {
   return view < 0 ? ep.cameras : [ep.cameras[view % ep.cameras.length]];
 }
 
-function indexAt(times, t) {   // the last frame whose timestamp is <= t (as core/timeline.py frame_shown_at)
+// The frame shown at t: the last frame whose timestamp is <= t, within the server's tolerance
+// (core/timeline.py frame_shown_at, and its FRAME_TIME_EPS_S, sent as ep.frame_time_eps_s).
+function indexAt(times, t, eps = ep.frame_time_eps_s) {
   let lo = 0, hi = times.length;
-  while (lo < hi) { const mid = (lo + hi) >> 1; if (times[mid] <= t + 1e-6) lo = mid + 1; else hi = mid; }
+  while (lo < hi) { const mid = (lo + hi) >> 1; if (times[mid] <= t + eps) lo = mid + 1; else hi = mid; }
   return Math.max(0, lo - 1);
 }
 
