@@ -998,6 +998,19 @@ def test_run_on_a_real_arm_refuses_a_simulated_hands_placement_section(bench, ca
             assert "placement" not in capsys.readouterr().err and arm.packets > 0
 
 
+def test_reset_auto_is_refused_on_a_real_arm_before_the_bus_is_opened(bench, capsys):
+    from orchestrator.cli import main
+
+    tmp_path, arm, rig_path, protocol = bench
+    resetting = tmp_path / "resetting.yaml"
+    resetting.write_text(protocol.read_text() + "start_check: {mode: enforce}\nreset: {mode: auto}\n")
+    assert main(["run", str(resetting), "--rig", str(rig_path), "--out", str(tmp_path / "r"), "--no-console",
+                 "--allow-no-stop-key"]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "reset mode auto runs on the simulated rig only" in line and "Traceback" not in line, line
+    assert arm.packets == 0
+
+
 def test_the_shipped_profiles_rest_inside_the_limits_with_the_gripper_open(tmp_path):
     from orchestrator.rigs.hardware_checks import REST_LIMIT_MARGIN, rest_near_limits
     from orchestrator.rigs.lerobot import LeRobotRig

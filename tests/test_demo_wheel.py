@@ -46,11 +46,12 @@ def test_the_installed_wheel_carries_the_demo(tmp_path):
     away = tmp_path / "elsewhere"             # not the source tree
     away.mkdir()
     probe = ("from orchestrator.commands.demo import demo_files; from orchestrator.rigs.profile import load_rig; "
-             "p, r = demo_files(); load_rig(r); print(p); print(r)")
+             "p, r = demo_files(); load_rig(r); print(p); print(r); print(demo_files('auto')[0])")
     found = subprocess.run([str(python), "-c", probe], cwd=away, capture_output=True, text=True, timeout=300, env=env)
     assert found.returncode == 0, found.stderr[-2000:]
-    protocol, rig = (Path(line) for line in found.stdout.split())
+    protocol, rig, resetting = (Path(line) for line in found.stdout.split())
     assert venv in protocol.parents and venv in rig.parents            # package data, not the repo
+    assert venv in resetting.parents and resetting.read_text() == (REPO / "protocols" / "sim_demo_reset.yaml").read_text()
     where = subprocess.run([str(python), "-c", "import orchestrator; print(orchestrator.__file__)"], cwd=away,
                            capture_output=True, text=True, timeout=300, env=env).stdout.strip()
     assert venv in Path(where).parents                                  # the wheel's code, not the source tree

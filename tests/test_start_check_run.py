@@ -90,3 +90,43 @@ def test_advise_runs_the_trials_and_shows_each_failure(tmp_path):
     assert sum(r["started_on_failed_check"] for r in rows) == 2 and sum(r["overridden"] for r in rows) == 0
     assert all(9.0 < r["offset_p50_mm"] < 11.0 for r in rows if r["checked"]), rows
     assert any("started on a failed start check (0 by the operator's override)" in w for w in report["warnings"])
+
+
+def test_with_reset_auto_the_arm_places_every_cube_after_the_first(tmp_path):
+    """`reset: auto` (from a fresh process): the first cube is placed by the simulated hand, every
+    later one by the arm, checked by the camera; each episode still starts with the arm at rest."""
+    from orchestrator.rigs.profile import STATE_KEYS, load_rig
+    from orchestrator.rigs.sim import DEFAULT_REST
+    from orchestrator.store.episode_files import read_series
+
+    protocol = two_mark_protocol(tmp_path, "{type: scripted, aim_noise_mm: 12}", duration_s=8.0, fps=30)
+    protocol.write_text(protocol.read_text() + "start_check: {mode: enforce}\nreset: {mode: auto, max_tries: 3}\n")
+    out = tmp_path / "campaign"
+    done = run_module("run", protocol, "--rig", SIM, "--out", out, env=env(), timeout=300)
+    assert done.code == 0, done.err[-2000:]
+    assert "4/4 trials done" in done.out
+    assert "operator 1 intervention in 4 trials, 25 per 100 trials: placement 1, correction 0, override 0, " \
+           "cube lost 0, stop 0" in done.out, done.out
+    resets = [json.loads(d) for d in _events(out, "cube_reset")]
+    assert len(resets) == 3 and all(r["passes"] and r["offset_mm"] < 5.0 for r in resets), resets
+    assert len(_events(out, "start_check")) == 4 and all('"passes": true' in c for c in _events(out, "start_check"))
+    with sqlite3.connect(out / "campaign.db") as db:
+        series = [json.loads(f)["timeseries"] for (f,) in db.execute("SELECT files FROM episodes")]
+    pose = {**DEFAULT_REST, **load_rig(SIM).profile.rest_pose}
+    rest = np.array([pose[k] for k in STATE_KEYS])
+    firsts = [read_series(out / rel)["state"][0] for rel in series]
+    assert len(firsts) == 4 and all(np.abs(first[:5] - rest[:5]).max() < 3.0 for first in firsts), firsts
+    report = json.loads(run_module("report", out, "--format", "json", env=env()).out)
+    assert report["interventions"]["by_cause"]["placement"] == 1 and report["interventions"]["per_100_trials"] == 25.0
+
+
+def test_reset_auto_needs_the_start_check_enforced(tmp_path):
+    protocol = two_mark_protocol(tmp_path, "{type: scripted, aim_noise_mm: 12}")
+    protocol.write_text(protocol.read_text() + "start_check: {mode: advise}\nreset: {mode: auto}\n")
+    done = run_module("validate", protocol, env=env(), timeout=120)
+    assert done.code == 2, done.out + done.err
+    (line,) = done.err.strip().splitlines()
+    row = protocol.read_text().splitlines().index("reset: {mode: auto}") + 1
+    assert line.startswith(f"{protocol}:{row}:") and "reset mode auto needs start_check mode enforce" in line, line
+    protocol.write_text(protocol.read_text().replace("mode: advise", "mode: enforce"))   # the positive control
+    assert run_module("validate", protocol, env=env(), timeout=120).code == 0

@@ -73,6 +73,8 @@ def _wait_for_either(tmux: Tmux, first: str, second: str, timeout: float) -> str
         screen = tmux.screen("op")
         if first in screen or second in screen:
             return screen
+        if "EXIT=" in screen:   # the run ended instead: say how (the pane closes 60 s later)
+            raise AssertionError(f"the run ended before {first!r} or {second!r}:\n{screen}")
         time.sleep(0.2)
     raise AssertionError(f"neither {first!r} nor {second!r} appeared on the screen:\n{screen}")
 

@@ -10,12 +10,14 @@ event of its slot logged at or before the attempt started (and after the slot's 
 attempt started); it was overridden when a `start_override` of the slot lies between the two.
 
 Interventions (`INTERVENTION_CAUSES`), each one act of a person:
-- `placement`: the cube put on a trial's mark by hand, once per attempt (every campaign resets
-  by hand: the protocol has no autonomous reset yet; on the simulator and the twin the
-  simulated hand stands in for the operator and is counted the same way);
+- `placement`: the cube put on a trial's mark by hand, once per attempt, unless the arm placed it
+  (`reset: auto`: a `cube_reset` event whose last measurement passed the start check); on the
+  simulator and the twin the simulated hand stands in for the operator and is counted the same
+  way;
 - `correction`: the cube placed again after a refused start check;
 - `override`: a refused start started anyway;
-- `cube lost`: the cube found off the table by a reset (none until the autonomous reset exists);
+- `cube lost`: the autonomous reset could not find the cube, or found it off the table or out
+  of the arm's reach (`cube_lost` events);
 - `stop`: the operator ended an episode (an emergency stop or a redo: `operator_*` aborts) or
   the session (`operator_stop`).
 """
@@ -103,10 +105,12 @@ def _number(value: Any) -> float | None:
 
 def intervention_counts(events: Iterable[dict[str, Any]], attempts: Sequence[dict[str, Any]]) -> dict[str, int]:
     """Interventions by cause (`INTERVENTION_CAUSES`, every cause present, zeros included)."""
+    events = list(events)
     kinds = Counter(e["kind"] for e in events)
     counts = dict.fromkeys(INTERVENTION_CAUSES, 0)
     # an invalid start is a judge's, afterwards: its attempt still had its cube placed by hand
-    counts["placement"] = len(attempts)
+    placed_by_the_arm = sum(1 for e in events if e["kind"] == "cube_reset" and _data(e).get("passes"))
+    counts["placement"] = max(0, len(attempts) - placed_by_the_arm)
     counts["correction"] = kinds["start_correction"]
     counts["override"] = kinds["start_override"]
     counts["cube lost"] = kinds["cube_lost"]

@@ -15,11 +15,15 @@ HELP = "run the simulated A/B campaign (protocols/sim_demo.yaml on hardware/sim.
 PACKAGE = Path(__file__).resolve().parents[1]
 
 
-def demo_files() -> tuple[Path, Path]:
+DEMO_PROTOCOLS = {"operator": "sim_demo.yaml", "auto": "sim_demo_reset.yaml"}   # by `--reset`
+
+
+def demo_files(reset: str = "operator") -> tuple[Path, Path]:
     """(protocol, rig) of the demo: the package data of an installed wheel (`orchestrator/demo_data/`,
-    see pyproject.toml), else the source tree's `protocols/` and `hardware/`."""
+    see pyproject.toml), else the source tree's `protocols/` and `hardware/`. `reset: auto`: the
+    demo whose arm puts every cube on its next mark itself (start check and autonomous reset)."""
     for root in (PACKAGE / "demo_data", PACKAGE.parent):
-        protocol, rig = root / "protocols" / "sim_demo.yaml", root / "hardware" / "sim.yaml"
+        protocol, rig = root / "protocols" / DEMO_PROTOCOLS[reset], root / "hardware" / "sim.yaml"
         if protocol.is_file() and rig.is_file():
             return protocol, rig
     raise RuntimeFailure(f"the demo protocol is not installed with this package (looked in {PACKAGE / 'demo_data'} "
@@ -30,6 +34,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, default=None,
                         help="campaign directory (default recordings/demo-<time>)")
     parser.add_argument("--workers", type=int, default=None, help="parallel episodes (default: cores)")
+    parser.add_argument("--reset", choices=tuple(DEMO_PROTOCOLS), default="operator",
+                        help="auto: the arm puts every cube on its next mark itself, checked by the camera "
+                             "(protocols/sim_demo_reset.yaml; one episode at a time)")
     parser.add_argument("--protocol", type=Path, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--rig", type=Path, default=None, help=argparse.SUPPRESS)
 
@@ -39,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     from orchestrator.run.campaign import open_campaign
     from orchestrator.run.sequential import run_campaign
 
-    protocol, rig = demo_files()
+    protocol, rig = demo_files(args.reset)
     out = args.out or Path("recordings") / f"demo-{time.strftime('%Y%m%d-%H%M%S')}"
     opened = open_campaign(args.protocol or protocol, args.rig or rig, out)
     started = time.monotonic()

@@ -22,6 +22,7 @@ from orchestrator.core.yamlsrc import load_yaml_mapping
 from orchestrator.design.identity import Identified as _Identified
 from orchestrator.design.identity import policy_identity
 from orchestrator.design.located_errors import format_validation_errors, load_validated, repeated_values
+from orchestrator.design.reset_spec import ResetSpec
 from orchestrator.design.start_check_spec import StartCheckSpec
 
 # Reach of the SO-101 for a top-down pick, measured from the base (shoulder-pan) axis in the
@@ -345,6 +346,7 @@ class Protocol(_Strict):
     aborts: Aborts = Aborts()
     stations: Stations = Stations()
     start_check: StartCheckSpec = StartCheckSpec()
+    reset: ResetSpec = ResetSpec()
 
     @field_validator("policies")
     @classmethod
@@ -469,6 +471,9 @@ def load_protocol(path: str | Path) -> LoadedProtocol:
         problems.append(f"{smap.locate(('analysis', 'stopping', 'max_layouts'))}: max_layouts "
                         f"{stopping.max_layouts} exceeds the {len(layout.marks) * protocol.trials_per_layout} "
                         "layout runs the protocol schedules")
+    if protocol.reset.mode == "auto" and protocol.start_check.mode != "enforce":
+        problems.append(f"{smap.locate(('reset', 'mode'))}: reset mode auto needs start_check mode enforce "
+                        f"(the camera finds the cube and checks where it landed), not {protocol.start_check.mode!r}")
     if protocol.judging.judges and len(set(protocol.judging.failure_modes)) != len(protocol.judging.failure_modes):
         problems.append(f"{smap.locate(('judging', 'failure_modes'))}: failure modes must be unique")
     for label, spec in protocol.policies.items():

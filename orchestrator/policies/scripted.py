@@ -44,7 +44,7 @@ IK_POS_TOL_M = 2e-4           # a pose is reachable when IK puts the grasp point
 IK_ROT_TOL_RAD = math.radians(2.0)   # ... and the gripper within 2 degrees of the target
 
 
-def _smooth(u: np.ndarray) -> np.ndarray:
+def smoothstep(u: np.ndarray) -> np.ndarray:
     u = np.clip(u, 0.0, 1.0)
     return u * u * (3.0 - 2.0 * u)
 
@@ -67,10 +67,10 @@ class PickPlan:
     ik_error: float
 
 
-def opening_for(cube_size_m: float) -> tuple[float, float]:
+def opening_for(cube_size_m: float, clearance_m: float | None = None) -> tuple[float, float]:
     """(gripper opening in rig units, shift in metres of the opening's centre along the jaw
     axis relative to the grasp site) giving a cube of this size the clearance a 3 cm cube
-    has at `OPEN_PCT`."""
+    has at `OPEN_PCT`, or `clearance_m` on each side."""
     from orchestrator.sim.kinematics import arm_kinematics
 
     kin = arm_kinematics()
@@ -79,9 +79,9 @@ def opening_for(cube_size_m: float) -> tuple[float, float]:
         return kin.jaw_opening(kin.units.from_rig(np.array([0, 0, 0, 0, 0, pct]))[5])
 
     centre0, gap0 = opening(OPEN_PCT)
-    if abs(cube_size_m - NOMINAL_CUBE_M) < 1e-9:
+    if abs(cube_size_m - NOMINAL_CUBE_M) < 1e-9 and clearance_m is None:
         return OPEN_PCT, 0.0
-    want = cube_size_m + gap0 - NOMINAL_CUBE_M
+    want = cube_size_m + (gap0 - NOMINAL_CUBE_M if clearance_m is None else 2.0 * clearance_m)
     lo, hi = 0.0, 100.0
     if opening(hi)[1] <= want:
         lo = hi
@@ -94,8 +94,9 @@ def opening_for(cube_size_m: float) -> tuple[float, float]:
 
 
 def plan_pick(x: float, y: float, cube_size_m: float, cube_yaw_deg: float = 0.0,
-              lift_m: float = LIFT_M) -> PickPlan:
-    """Solve the pick's poses for an aim point (layout frame, metres) with the arm's IK."""
+              lift_m: float = LIFT_M, clearance_m: float | None = None) -> PickPlan:
+    """Solve the pick's poses for an aim point (layout frame, metres) with the arm's IK; the
+    jaws open by `opening_for(cube_size_m, clearance_m)`."""
     from orchestrator.sim.kinematics import arm_kinematics
 
     kin = arm_kinematics()
@@ -105,7 +106,7 @@ def plan_pick(x: float, y: float, cube_size_m: float, cube_yaw_deg: float = 0.0,
     # the arm's plane (wrist roll near 0, where the arm reaches farthest).
     candidates = [math.radians(cube_yaw_deg) + k * math.pi / 2 for k in range(4)]
     jaw_yaw = min(candidates, key=lambda a: abs(_wrap(a - radial)))
-    open_pct, shift = opening_for(cube_size_m)
+    open_pct, shift = opening_for(cube_size_m, clearance_m)
     open_g = kin.units.from_rig(np.array([0, 0, 0, 0, 0, open_pct]))[5]
     best = None
     for tilt_deg in TILTS_DEG:
@@ -157,7 +158,7 @@ def aim_noise(seed: int, aim_noise_mm: float) -> tuple[float, float]:
     return float(noise[0]), float(noise[1])
 
 
-def _along(path: np.ndarray, u: np.ndarray) -> np.ndarray:
+def along_path(path: np.ndarray, u: np.ndarray) -> np.ndarray:
     """Positions along a polyline of joint vectors at fractions `u` in [0, 1]."""
     s = np.clip(u, 0.0, 1.0) * (len(path) - 1)
     i = np.minimum(np.floor(s).astype(int), len(path) - 2)
@@ -203,17 +204,17 @@ class ScriptedPickPolicy(Policy):
         table[:, :5] = plan.above[:5]
         d = (t - T_DESCEND[0]) / (T_DESCEND[1] - T_DESCEND[0])
         in_d = t >= T_DESCEND[0]
-        table[in_d, :5] = _along(plan.descent[:, :5], d[in_d])
+        table[in_d, :5] = along_path(plan.descent[:, :5], d[in_d])
         lft = (t - T_LIFT[0]) / (T_LIFT[1] - T_LIFT[0])
         in_l = t >= T_LIFT[0]
-        table[in_l, :5] = _along(plan.lift[:, :5], _smooth(lft[in_l]))
-        close = _smooth((t - T_CLOSE[0]) / (T_CLOSE[1] - T_CLOSE[0]))
+        table[in_l, :5] = along_path(plan.lift[:, :5], smoothstep(lft[in_l]))
+        close = smoothstep((t - T_CLOSE[0]) / (T_CLOSE[1] - T_CLOSE[0]))
         table[:, 5] = plan.open_pct + (self.grip_pct - plan.open_pct) * close
         if self.release_s is not None:   # a drop: open again at release_s (episode time)
             table[np.arange(frames) / fps >= self.release_s, 5] = plan.open_pct
         self._table = table
-        self._move = _smooth(t / T_MOVE_END)
-        self._open = _smooth((t - T_OPEN[0]) / (T_OPEN[1] - T_OPEN[0]))
+        self._move = smoothstep(t / T_MOVE_END)
+        self._open = smoothstep((t - T_OPEN[0]) / (T_OPEN[1] - T_OPEN[0]))
         self._start = None
         self._k = 0
 

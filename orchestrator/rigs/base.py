@@ -154,6 +154,12 @@ class Rig(ABC):
         The default reads nothing and so reports nothing: a rig without servos."""
         return []
 
+    def start_here(self, mark: Mark, seed: int) -> None:
+        """The next episode starts from the world as it is (the arm itself put the cube on
+        `mark`: the autonomous reset), instead of from `prepare_layout`. The default does
+        nothing: on a real arm there is no episode clock to restart."""
+        return None
+
     @property
     def places_the_cube(self) -> bool:
         """True when `prepare_layout` puts the cube on its mark itself (the simulated hand of the

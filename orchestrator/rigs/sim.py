@@ -129,14 +129,11 @@ class SimRig(Rig):
             self.success = success
 
     def render_settings(self):
-        """Render settings: the constructor's, else the profile's `robot:` extras
-        (`mesh_cell_mm: 4` (0 or null = full meshes), `key_light: false`, `shadows: false`,
-        `offsamples: 0`), else the defaults of `sim.scene.RenderSettings`."""
+        """The constructor's render settings, else the profile's `robot:` extras
+        (`sim.scene.RenderSettings.from_extras`)."""
         from orchestrator.sim.scene import RenderSettings
 
-        if self._render_settings is not None:
-            return self._render_settings
-        return RenderSettings.from_extras(self.profile.robot.model_extra or {})
+        return self._render_settings or RenderSettings.from_extras(self.profile.robot.model_extra or {})
 
     def _build(self, cube: Cube) -> None:
         from orchestrator.sim.kinematics import joint_units_of
@@ -194,16 +191,11 @@ class SimRig(Rig):
         self._connected = True
 
     def preflight(self) -> list[str]:
-        problems = []
         from orchestrator.sim.scene import KNOWN_CAMERAS
 
-        for name in self.camera_names:
-            if name not in KNOWN_CAMERAS:
-                problems.append(f"camera {name!r}: the simulated SO-101 has cameras "
-                                f"{', '.join(KNOWN_CAMERAS)}")
-        for key in self.profile.rest_pose:
-            if key not in STATE_KEYS:
-                problems.append(f"rest_pose: unknown joint {key!r}")
+        problems = [f"camera {name!r}: the simulated SO-101 has cameras {', '.join(KNOWN_CAMERAS)}"
+                    for name in self.camera_names if name not in KNOWN_CAMERAS]
+        problems += [f"rest_pose: unknown joint {key!r}" for key in self.profile.rest_pose if key not in STATE_KEYS]
         try:
             self._require()
             depth = self.rest_pose_table_depth()
@@ -232,26 +224,26 @@ class SimRig(Rig):
 
     def rest_pose_table_depth(self) -> float:
         """How deep (m) the robot's collision geoms go into the table at the rest pose."""
+        from orchestrator.sim.scene import robot_table_depth
+
         self._require()
-        m, d = self._model, self._data
-        saved = d.qpos.copy()
+        saved = self._data.qpos.copy()
         self._set_arm(self.rest_pose_rig())
-        d.qpos[self._ids["cube_qpos"]:self._ids["cube_qpos"] + 3] = [10.0, 10.0, 0.5]
-        self._mj.mj_forward(m, d)
-        depth = 0.0
-        robot = set(self._ids["robot_geoms"].tolist())
-        for c in d.contact[:d.ncon]:
-            pair = {int(c.geom[0]), int(c.geom[1])}
-            if self._ids["table"] in pair and pair & robot:
-                depth = max(depth, -float(c.dist))
-        d.qpos[:] = saved
-        self._mj.mj_forward(m, d)
+        depth = robot_table_depth(self._model, self._data, self._ids)
+        self._data.qpos[:] = saved
+        self._mj.mj_forward(self._model, self._data)
         return depth
 
     def go_to_rest(self, check=None) -> None:
-        """Simulation: put the arm at the rest pose at once (targets too), velocities zero."""
+        """Simulation: put the arm at the rest pose at once (targets too), velocities zero. A cube
+        the gripper held is left in the air by that jump: it falls to the table (`SETTLE_S` of
+        physics), where the next trial's reset finds it."""
         self._set_arm(self.rest_pose_rig())
-        self._mj.mj_forward(self._model, self._data)
+        m, d = self._model, self._data
+        self._mj.mj_forward(m, d)
+        if self._cube is not None and d.qpos[self._ids["cube_qpos"] + 2] > self._cube.size_m / 2 + 0.001:
+            for _ in range(int(round(SETTLE_S / m.opt.timestep))):
+                self._mj.mj_step(m, d)
 
     def prepare_layout(self, mark: Mark, cube: Cube, seed: int) -> None:
         """Reset the world, put the arm at rest and the cube on `mark`, settle, time zero.
@@ -317,6 +309,12 @@ class SimRig(Rig):
         d.qvel[vadr:vadr + 6] = 0.0
         self._mj.mj_forward(self._model, d)
         self._mark = mark
+        self.restart_episode_clock()
+
+    def start_here(self, mark: Mark, seed: int) -> None:
+        """The autonomous reset placed the cube: the world stays, the episode's clock restarts."""
+        self._require()
+        self._mark, self._seed = mark, seed
         self.restart_episode_clock()
 
     def restart_episode_clock(self) -> None:

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterator
+import time
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 
 from orchestrator.rigs.base import EmergencyStop, Rig
@@ -96,6 +97,41 @@ class ArmMotion:
             finally:
                 self.operator.arm_moving(None)
             return
+
+    def follow(self, targets: Iterable[dict[str, float]], what: str, fps: int) -> None:
+        """A scripted motion of the arm by itself (the cube reset): announced to the operator
+        (`arm_moving`), the stop key read before every step, one target a control period on a
+        real arm (a simulated one steps its physics per target). Any way out goes through the
+        one stop path: the stop key holds the arm until the operator confirms, then raises
+        `StopRequested` if they end the session, or returns (the motion is not resumed: the
+        caller measures where the cube is); Ctrl-C and faults stop and raise."""
+        from orchestrator.run.control_loop import pace
+
+        if self.held:
+            self._confirm(what)
+            self.held = False
+        self.operator.arm_moving(what)
+        period = 1.0 / fps
+        try:
+            for target in targets:
+                started = time.perf_counter()
+                self.operator.check_stop()
+                self.rig.act(target)
+                if self.rig.realtime:
+                    pace(started, period, time.perf_counter())
+        except EmergencyStop:
+            self.stop()
+            self.operator.message(f"arm stopped while {what}: it holds until you confirm")
+            self._confirm("on (the cube is measured again)")
+            self.held = False
+        except KeyboardInterrupt:
+            self.stop(interrupted=True)
+            raise
+        except BaseException:
+            self.stop()
+            raise
+        finally:
+            self.operator.arm_moving(None)
 
     def _confirm(self, what: str) -> None:
         """Wait for the operator's go-ahead to move `what`, watching the held arm meanwhile."""

@@ -45,6 +45,7 @@ from orchestrator.run.interrupts import deferred_interrupts
 from orchestrator.run.motion import ArmMotion
 from orchestrator.run.operator_protocol import AutoOperator, Operator, StopRequested, TrialCue
 from orchestrator.run.recording import EpisodeRecorder, check_disk, episode_bytes_estimate
+from orchestrator.run.reset import CubeReset
 from orchestrator.run.start_state import StartGate
 from orchestrator.store.sqlite import INTERRUPTED_CLASS, SETTLES_FAILURE, new_episode_id
 
@@ -129,7 +130,8 @@ def run_campaign(opened: OpenedCampaign, operator: Operator | None = None, worke
         say(f"warning: free disk space may not hold all {len(pending)} remaining episodes "
             f"(about {size_text(per_episode * len(pending))}); the run will stop cleanly before the disk fills")
     with run_session(store):
-        if opened.rig.profile.simulated and workers > 1:
+        # the start check and the reset run between the trials of one rig: one episode at a time
+        if opened.rig.profile.simulated and workers > 1 and loaded.protocol.start_check.mode == "off":
             from orchestrator.run.parallel import run_parallel
 
             run_parallel(opened, pending, workers, summary, say, stop_after, referees)
@@ -240,6 +242,7 @@ def _run_sequential(opened: OpenedCampaign, pending: list[Trial], operator: Oper
             return
         gate = StartGate(loaded, rig, store, operator, say)
         gate.begin_session()
+        reset = CubeReset(loaded, rig, gate, motion, store, say)
         progress = Progress(summary.total, summary.done_total, say, terminal_for(say))
         queue = list(pending)
         tries: dict[int, int] = {}
@@ -256,7 +259,7 @@ def _run_sequential(opened: OpenedCampaign, pending: list[Trial], operator: Oper
             context = episode_context(loaded, trial)
             cue = TrialCue(index=index, total=index + len(queue), done_before=summary.done_total,
                            campaign_total=summary.total, mark=context.mark, duration_s=context.duration_s)
-            if not _set_up(trial, context, cue, operator, rig, gate, say):
+            if not _set_up(trial, context, cue, operator, rig, gate, reset, say):
                 return
             stopped = _attempt(opened, motion, policies[trial.policy], trial, context, cue, operator, summary, referees)
             if stopped is not None:
@@ -285,6 +288,10 @@ def _load_and_connect(rig, loaded, labels, policies: dict) -> None:
     the caller closes those already made whatever fails next."""
     from orchestrator.policies.factory import make_policy
 
+    if loaded.protocol.reset.mode == "auto" and not rig.profile.simulated:
+        raise BadInput(f"{loaded.path}: reset mode auto runs on the simulated rig only in this version (on the twin "
+                       "and a real arm its safety checks are not done yet): use reset mode operator")
+
     for label in labels:
         policies[label] = make_policy(label, loaded.protocol.policies[label], loaded, rig)
     if rig.realtime and (problems := rig.preflight()):
@@ -305,16 +312,21 @@ def _rerun_later(trial: Trial, stopped: str, tries: dict[int, int], queue: list[
                         f"by the next `orchestrator run` (aborted {MAX_ATTEMPTS_PER_SESSION} times in this one)"))
 
 
-def _set_up(trial: Trial, context, cue: TrialCue, operator: Operator, rig, gate: StartGate,
+def _set_up(trial: Trial, context, cue: TrialCue, operator: Operator, rig, gate: StartGate, reset: CubeReset,
             say: Callable[[str], None]) -> bool:
-    """The trial's start: the operator's cue, the cube on its mark (the rig's hand or a person's),
-    the start-state check. False: the operator stopped the session here."""
+    """The trial's start: the operator's cue, the cube on its mark (the arm's reset, or the rig's
+    hand or a person's), the start-state check. False: the operator stopped the session here."""
     try:
         operator.before_trial(cue)
     except StopRequested as stop:
         return _stopped(gate, trial, "stopped by the operator between trials", stop, say)
-    rig.prepare_layout(context.mark, context.cube, trial.seed)
     try:
+        if reset.on and reset.placed_before:
+            reset.place(trial, context.mark)
+            rig.start_here(context.mark, trial.seed)
+        else:
+            rig.prepare_layout(context.mark, context.cube, trial.seed)
+            reset.placed_before = True
         gate.check(trial, context.mark, cue)
     except StopRequested as stop:
         return _stopped(gate, trial, f"stopped: {stop}", stop, say)

@@ -117,7 +117,7 @@ class StartGate:
         if not self.on:
             return
         for attempt in range(1, 1000):
-            result, view, image = self._measure(mark)
+            result, view, image = self.measure(mark)
             self._record(trial, mark, result, attempt, view, image)
             if result.passes:
                 return
@@ -140,18 +140,27 @@ class StartGate:
                                  data={"mark": mark.id})
             self.rig.prepare_layout(mark, self.layout.cube, trial.seed)
 
-    def _measure(self, mark) -> tuple[StartCheck, TableView | None, np.ndarray]:
+    def look(self) -> tuple[np.ndarray, TableView | None]:
+        """One still of the camera and the table in it (None: the fiducials not seen). A camera
+        that moved since the session's reference raises `CameraMoved`."""
         image = np.asarray(self.rig.camera_still(self.spec.camera))
         view = self._locate(image)
         if view is None:
-            return StartCheck.unmeasured(self.spec.camera, mark.id, self.spec.tolerance_mm, self.spec.tolerance_deg,
-                                         f"camera {self.spec.camera} cannot see the template's fiducials (the sheet "
-                                         "covered, moved, or the camera turned away)"), None, image
+            return image, None
         if self.reference_view is None:
             self.reference_view = view
         elif moved := camera_moved(self.reference_view, view, self.spec.camera):
             self.store.log_event("camera_moved", moved)
             raise CameraMoved(moved)
+        return image, view
+
+    def measure(self, mark) -> tuple[StartCheck, TableView | None, np.ndarray]:
+        """The cube against `mark` as the camera sees it now (not recorded)."""
+        image, view = self.look()
+        if view is None:
+            return StartCheck.unmeasured(self.spec.camera, mark.id, self.spec.tolerance_mm, self.spec.tolerance_deg,
+                                         f"camera {self.spec.camera} cannot see the template's fiducials (the sheet "
+                                         "covered, moved, or the camera turned away)"), None, image
         result = check_start(image, view, mark, self.layout, camera=self.spec.camera,
                              tolerance_mm=self.spec.tolerance_mm, tolerance_deg=self.spec.tolerance_deg,
                              reference=self.reference_image, sheet=sheet_corners())

@@ -402,3 +402,18 @@ def scene_ids(model: Any) -> dict[str, Any]:
                               and model.geom_priority[g] == 1),
         "moving_jaw": geoms_of(lambda g: model.geom_bodyid[g] == jaw and collides(g)),
     }
+
+
+def robot_table_depth(model: Any, data: Any, ids: dict[str, Any]) -> float:
+    """How deep (m) the robot's collision geoms (`scene_ids`) go into the table in the data's
+    present arm pose; the cube is moved out of the way for it (the caller restores qpos)."""
+    adr = ids["cube_qpos"]
+    data.qpos[adr:adr + 3] = [10.0, 10.0, 0.5]
+    mujoco.mj_forward(model, data)
+    depth = 0.0
+    robot = set(ids["robot_geoms"].tolist())
+    for c in data.contact[:data.ncon]:
+        pair = {int(c.geom[0]), int(c.geom[1])}
+        if ids["table"] in pair and pair & robot:
+            depth = max(depth, -float(c.dist))
+    return depth

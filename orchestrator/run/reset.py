@@ -1,0 +1,116 @@
+"""The autonomous reset (the protocol's `reset: {mode: auto}`, design/reset_spec.py): between two
+trials the arm puts the cube on the next trial's mark itself.
+
+`CubeReset.place(trial, mark)` runs after the move to rest and before the start check
+(`run/sequential.py`):
+1. the fixed camera finds the cube (`StartGate.look`: the table from the fiducials, the cube by
+   its colour and silhouette, `vision.cube`); a cube the camera cannot find, one off the table
+   or out of the arm's reach is handed to the operator at once, with that said;
+2. a scripted top-down grasp picks it and places it on the mark (`policies.pick_place`), every
+   step through `ArmMotion.follow`: announced ("ARM RESETTING"), the stop key live, the one stop
+   path;
+3. the arm goes back to rest and the camera measures the placement against the start check's
+   tolerance; a placement outside it is picked and placed again, up to `max_tries` placements,
+   each put down where the last one from nearby missed by, the other way (in simulation a
+   placement from across the sheet lands 6 mm off on average, 3 mm sd; the second, picked near
+   the mark, 3 mm; the third, corrected, under 1 mm: docs/benchmarks.md).
+When it cannot, it says why in one line ("cube not found", "cube off the table", "placement off
+by 9 mm after 2 tries") and leaves the cube to the start check, whose refusal asks the operator
+(on the simulator: the simulated hand). Every reset is recorded (`cube_reset` events: tries,
+seconds, the last measured offset; `cube_lost` when the cube could not be found or reached), and
+the report counts the hand-overs among the operator's interventions.
+
+The reset is no part of any episode: the episode starts afterwards, from rest, on a fresh clock
+(`Rig.start_here`).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+import numpy as np
+
+from orchestrator.design.protocol import REACH_MAX_M, REACH_MIN_M
+from orchestrator.rigs.profile import STATE_KEYS
+from orchestrator.run.motion import ArmMotion
+from orchestrator.run.start_state import StartGate
+from orchestrator.vision.cube import find_blobs, fit_cube
+
+RESETTING = "resetting the cube"
+NEAR_M = 0.02   # a pick this close to the mark is a correction of the last placement
+
+
+class CubeReset:
+    """The reset of one session (see the module docstring)."""
+
+    def __init__(self, protocol, rig: Any, gate: StartGate, motion: ArmMotion, store, say):
+        self.spec = protocol.protocol.reset
+        self.layout = protocol.layout
+        self.fps = protocol.protocol.episode.fps
+        self.rig, self.gate, self.motion, self.store, self.say = rig, gate, motion, store, say
+        self.on = self.spec.mode == "auto"
+        self.placed_before = False   # the session's first trial starts from a cube placed by hand
+
+    def find(self) -> tuple[tuple[float, float, float] | None, str | None]:
+        """Where the cube is, (x, y, yaw degrees) in the layout frame, or why it cannot be picked."""
+        image, view = self.gate.look()
+        if view is None:
+            return None, f"camera {self.gate.spec.camera} cannot see the template's fiducials"
+        table, size = self.layout.table, self.layout.cube.size_m
+        blobs = find_blobs(image, view, size, ((table.x_min + table.x_max) / 2, (table.y_min + table.y_max) / 2))
+        if not blobs:
+            return None, "cube not found"
+        if len(blobs) > 1:
+            return None, f"{len(blobs)} cubes in view: the arm moves one"
+        fit = fit_cube(blobs[0], view, size)
+        if not (table.x_min <= fit.x <= table.x_max and table.y_min <= fit.y <= table.y_max):
+            return None, f"cube off the table, at ({fit.x:.2f}, {fit.y:.2f}) m"
+        reach = math.hypot(fit.x, fit.y)
+        if not REACH_MIN_M <= reach <= REACH_MAX_M:
+            return None, f"cube out of the arm's reach ({reach:.2f} m from its base, at ({fit.x:.2f}, {fit.y:.2f}) m)"
+        return (fit.x, fit.y, fit.yaw_deg), None
+
+    def place(self, trial, mark) -> bool:
+        """Put the cube on `mark` (see the module docstring); True when the last measurement
+        passes the start check, False when the operator has to."""
+        from orchestrator.policies.pick_place import pick_and_place_path
+
+        started = time.monotonic()
+        line, offset = None, None
+        correction = (0.0, 0.0)
+        tries = 0
+        for tries in range(1, self.spec.max_tries + 1):
+            where, line = self.find()
+            if where is None:
+                if line.startswith("cube"):   # not found, off the table, out of reach: a lost cube
+                    self.store.log_event("cube_lost", f"reset before {mark.id}: {line}", slot=trial.slot,
+                                         data={"mark": mark.id, "why": line})
+                break
+            now = self.rig.observe(with_images=False)
+            start = np.array([float(now[k]) for k in STATE_KEYS])
+            path = pick_and_place_path(start, where, (mark.x, mark.y, mark.yaw_deg), self.layout.cube.size_m,
+                                       self.fps, correction)
+            self.motion.follow(({k: float(v) for k, v in zip(STATE_KEYS, row, strict=True)} for row in path),
+                               RESETTING, self.fps)
+            self.motion.to_rest("to rest after the reset")
+            result, _, _ = self.gate.measure(mark)
+            offset = math.hypot(result.dx_mm or 0.0, result.dy_mm or 0.0) if result.cube_found else None
+            if result.passes:
+                line = None
+                break
+            # The next try puts it down that much the other way, when this one was picked near the
+            # mark: where a cube sits in the closing jaws depends on where it was picked, so an error
+            # measured after a pick from far away says little about the next, short one.
+            if result.cube_found and math.hypot(where[0] - mark.x, where[1] - mark.y) < NEAR_M:
+                correction = (correction[0] - result.dx_mm / 1000.0, correction[1] - result.dy_mm / 1000.0)
+            line = (f"placement off by {offset:.0f} mm after {tries} tr{'y' if tries == 1 else 'ies'}"
+                    if offset is not None else result.line)
+        seconds = round(time.monotonic() - started, 2)
+        self.store.log_event("cube_reset", f"reset to {mark.id}: " + (line or f"placed in {tries} tries"),
+                             slot=trial.slot, data={"mark": mark.id, "tries": tries, "seconds": seconds,
+                                                    "passes": line is None, "offset_mm": offset, "why": line})
+        if line is not None:
+            self.say(f"reset: {line}; the cube is left to the operator")
+        return line is None

@@ -1,0 +1,170 @@
+"""The autonomous reset (`reset: {mode: auto}`, run/reset.py) on the simulated SO-101, in process
+with the real rig, start gate and arm motion: the camera finds the cube and the arm moves it to
+the next mark within the start check's tolerance (against the simulator's ground truth); a cube
+the camera cannot find, off the table or out of reach is handed over with that line; a placement
+that never lands is handed over after `max_tries`; the stop key and Ctrl-C during a reset go
+through the one stop path; and the protocol section is validated."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from orchestrator.design.protocol import Mark, load_protocol
+from orchestrator.rigs.base import EmergencyStop
+from orchestrator.rigs.factory import make_rig
+from orchestrator.rigs.profile import load_rig
+from orchestrator.run.motion import ArmMotion
+from orchestrator.run.operator_protocol import AutoOperator
+from orchestrator.run.reset import CubeReset
+from orchestrator.run.start_state import StartGate
+from support.repo import REPO
+
+PROTOCOL = load_protocol(REPO / "protocols" / "sim_demo_reset.yaml")
+MARKS = {m.id: m for m in PROTOCOL.layout.marks}
+
+
+class Store:
+    def __init__(self, directory):
+        self.directory = directory
+        self.events: list[tuple[str, str, int | None, dict | None]] = []
+
+    def log_event(self, kind, message, slot=None, data=None):
+        self.events.append((kind, message, slot, data))
+
+    def of(self, kind):
+        return [e for e in self.events if e[0] == kind]
+
+
+class Trial:
+    slot, seed = 3, 0
+
+
+class Stopping(AutoOperator):
+    """Presses the stop key (or Ctrl-C) at the `at`-th step of the arm's own motion."""
+
+    def __init__(self, at: int, key: type[BaseException] = EmergencyStop):
+        super().__init__(say=lambda text: None)
+        self.at, self.key, self.steps, self.confirms, self.moving = at, key, 0, [], []
+
+    def arm_moving(self, what):
+        self.moving.append(what)
+
+    def check_stop(self):
+        self.steps += 1
+        if self.steps == self.at:
+            raise self.key("stop key") if self.key is EmergencyStop else self.key()
+
+    def confirm_move(self, what):
+        self.confirms.append(what)
+
+
+@pytest.fixture(scope="module")
+def rig():
+    rig = make_rig(load_rig(REPO / "hardware" / "sim.yaml"), PROTOCOL)
+    rig.connect()
+    return rig
+
+
+def _reset(rig, tmp_path, operator=None, motion=None):
+    operator = operator or AutoOperator(say=lambda text: None)
+    store = Store(tmp_path)
+    said: list[str] = []
+    gate = StartGate(PROTOCOL, rig, store, operator, said.append)
+    gate.begin_session()
+    motion = motion or ArmMotion(rig, operator)
+    return CubeReset(PROTOCOL, rig, gate, motion, store, said.append), store, said
+
+
+def _place_cube(rig, x, y, yaw=0.0):
+    rig.prepare_layout(MARKS["M01"], PROTOCOL.layout.cube, 0)
+    rig.place_cube(Mark(id="planted", x=x, y=y, yaw_deg=yaw), PROTOCOL.layout.cube)
+    rig.go_to_rest()
+
+
+def test_the_arm_moves_the_cube_to_the_next_mark_within_the_tolerance(rig, tmp_path):
+    tolerance = PROTOCOL.protocol.start_check.tolerance_mm
+    placed = 0
+    for start, target in (("M01", "M13"), ("M18", "M06"), ("M20", "M02")):
+        reset, store, said = _reset(rig, tmp_path)
+        rig.prepare_layout(MARKS[start], PROTOCOL.layout.cube, 0)
+        assert reset.place(Trial(), MARKS[target]), said
+        x, y, _, yaw = rig.cube_pose()                     # the simulator's ground truth
+        assert math.hypot(x - MARKS[target].x, y - MARKS[target].y) * 1000 <= tolerance, (start, target)
+        ((_, _, slot, data),) = store.of("cube_reset")
+        assert slot == 3 and data["passes"] and 1 <= data["tries"] <= PROTOCOL.protocol.reset.max_tries
+        assert data["offset_mm"] <= tolerance and not store.of("cube_lost")
+        placed += 1
+    assert placed == 3
+
+
+@pytest.mark.parametrize("where, line", [
+    ((0.75, 0.60), "cube not found"),                       # beyond the camera's view
+    ((0.20, 0.28), "cube off the table"),                   # in view, past the layout's table (y_max 0.25)
+    ((0.06, 0.0), "cube out of the arm's reach"),           # by the base
+])
+def test_a_cube_the_arm_cannot_pick_is_handed_over_with_why(rig, tmp_path, where, line):
+    reset, store, said = _reset(rig, tmp_path)
+    _place_cube(rig, *where)
+    assert reset.find()[0] is None and reset.find()[1].startswith(line)
+    assert not reset.place(Trial(), MARKS["M07"])
+    ((_, _, _, lost),) = store.of("cube_lost")
+    assert lost["why"].startswith(line) and said[-1].startswith(f"reset: {line}")
+    ((_, _, _, data),) = store.of("cube_reset")
+    assert not data["passes"] and data["tries"] == 1
+    # the positive control: the same cube on the sheet is found where it lies
+    _place_cube(rig, 0.22, 0.03, 20.0)
+    (x, y, yaw), why = reset.find()
+    assert why is None and math.hypot(x - 0.22, y - 0.03) < 0.002 and abs(yaw - 20.0) < 3.0
+
+
+class Frozen(ArmMotion):
+    """An arm that does not move (a gripper that never closes, say)."""
+
+    def follow(self, targets, what, fps):
+        self.followed = getattr(self, "followed", 0) + 1
+
+    def to_rest(self, what="to rest"):
+        return None
+
+
+def test_a_placement_that_never_lands_is_handed_over_after_max_tries(rig, tmp_path):
+    operator = AutoOperator(say=lambda text: None)
+    motion = Frozen(rig, operator)
+    reset, store, said = _reset(rig, tmp_path, operator, motion)
+    rig.prepare_layout(MARKS["M01"], PROTOCOL.layout.cube, 0)
+    assert not reset.place(Trial(), MARKS["M03"])
+    tries = PROTOCOL.protocol.reset.max_tries
+    assert motion.followed == tries
+    ((_, _, _, data),) = store.of("cube_reset")
+    assert data["tries"] == tries and not data["passes"] and data["offset_mm"] > 40
+    assert said[-1] == f"reset: placement off by {data['offset_mm']:.0f} mm after {tries} tries; the cube is left to the operator"
+
+
+def test_the_stop_key_during_a_reset_holds_the_arm_until_the_operator_confirms(rig, tmp_path, monkeypatch):
+    operator = Stopping(at=40)
+    motion = ArmMotion(rig, operator)
+    acts, stops = [], []
+    monkeypatch.setattr(rig, "act", lambda action, real=rig.act: acts.append(action) or real(action))
+    monkeypatch.setattr(rig, "safe_stop", lambda real=rig.safe_stop: stops.append(len(acts)) or real())
+    reset, store, _ = _reset(rig, tmp_path, operator, motion)
+    rig.prepare_layout(MARKS["M01"], PROTOCOL.layout.cube, 0)
+    operator.steps, acts[:] = 0, []
+    reset.place(Trial(), MARKS["M13"])
+    assert stops and stops[0] == 39                     # held at once: no target after the key
+    assert operator.confirms[0] == "on (the cube is measured again)"
+    assert "resetting the cube" in operator.moving and operator.moving[-1] is None
+
+
+def test_ctrl_c_during_a_reset_stops_the_arm_and_ends_the_session(rig, tmp_path, monkeypatch):
+    operator = Stopping(at=25, key=KeyboardInterrupt)
+    motion = ArmMotion(rig, operator)
+    stops = []
+    monkeypatch.setattr(rig, "safe_stop", lambda real=rig.safe_stop: stops.append(1) or real())
+    reset, _, _ = _reset(rig, tmp_path, operator, motion)
+    rig.prepare_layout(MARKS["M01"], PROTOCOL.layout.cube, 0)
+    operator.steps = 0
+    with pytest.raises(KeyboardInterrupt):
+        reset.place(Trial(), MARKS["M13"])
+    assert stops == [1] and motion.interrupted and operator.confirms == []
