@@ -42,22 +42,23 @@ def csv_rows(path: Path, header: str = "layout,policy,success") -> tuple[list[li
     return rows, line_numbers
 
 
-def _csv_header(path: Path, row: list[str], hline: int) -> tuple[list[str], int]:
-    """The header's column names (lower case); BadInput for unknown, repeated or missing ones."""
+def csv_header(path: Path, row: list[str], line: int, required: tuple[str, ...] = CSV_REQUIRED,
+               optional: tuple[str, ...] = CSV_OPTIONAL) -> list[str]:
+    """The header's column names (lower case, any order); BadInput at `path:line` for unknown,
+    repeated or missing ones. The outcomes CSV's rule, and `compare --outcomes`'s."""
     header = [h.strip().lower() for h in row]
-    known = set(CSV_REQUIRED) | set(CSV_OPTIONAL)
-    unknown = [h for h in header if h not in known]
+    unknown = [h for h in header if h not in required + optional]
     if unknown:
-        raise BadInput(f"{path}:{hline}: unknown column{'s' if len(unknown) > 1 else ''} "
-                       f"{', '.join(repr(u) for u in unknown)} (allowed: {', '.join(CSV_REQUIRED + CSV_OPTIONAL)})")
+        raise BadInput(f"{path}:{line}: unknown column{'s' if len(unknown) > 1 else ''} "
+                       f"{', '.join(repr(u) for u in unknown)} (allowed: {', '.join(required + optional)})")
     dupes = [h for h, n in Counter(header).items() if n > 1]
     if dupes:
-        raise BadInput(f"{path}:{hline}: column {dupes[0]!r} appears twice in the header")
-    missing = [h for h in CSV_REQUIRED if h not in header]
+        raise BadInput(f"{path}:{line}: column {dupes[0]!r} appears twice in the header")
+    missing = [h for h in required if h not in header]
     if missing:
-        raise BadInput(f"{path}:{hline}: missing required column{'s' if len(missing) > 1 else ''} "
+        raise BadInput(f"{path}:{line}: missing required column{'s' if len(missing) > 1 else ''} "
                        f"{', '.join(repr(m) for m in missing)} (header is: {','.join(header)})")
-    return header, hline
+    return header
 
 
 def load_outcomes_csv(path: str | Path) -> OutcomeSet:
@@ -69,7 +70,8 @@ def load_outcomes_csv(path: str | Path) -> OutcomeSet:
     policy) must be unique; one layout must keep one stratum; at least two policies."""
     path = Path(path)
     rows, line_numbers = csv_rows(path)
-    header, hline = _csv_header(path, rows[0], line_numbers[0])
+    hline = line_numbers[0]
+    header = csv_header(path, rows[0], hline)
     problems: list[str] = []
     col = {h: i for i, h in enumerate(header)}
     outcomes: list[TrialOutcome] = []

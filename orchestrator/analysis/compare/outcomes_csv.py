@@ -12,30 +12,14 @@ formed on (task, training_seed, layout, repeat).
 
 from __future__ import annotations
 
-from collections import Counter
 from pathlib import Path
 
 from orchestrator.analysis.compare.trials import Campaign, Identity, Trial
-from orchestrator.analysis.outcomes_csv import csv_rows, parse_success
+from orchestrator.analysis.outcomes_csv import csv_header, csv_rows, parse_success
 from orchestrator.core.errors import BadInput
 
 REQUIRED = ("task", "policy", "method", "training_seed", "layout", "success")
 OPTIONAL = ("repeat", "stratum", "held_out", "step")
-
-
-def _header(path: Path, row: list[str], line: int) -> dict[str, int]:
-    header = [h.strip().lower() for h in row]
-    unknown = [h for h in header if h not in REQUIRED + OPTIONAL]
-    if unknown:
-        raise BadInput(f"{path}:{line}: unknown column {unknown[0]!r} (allowed: {','.join(REQUIRED + OPTIONAL)})")
-    twice = [h for h, n in Counter(header).items() if n > 1]
-    if twice:
-        raise BadInput(f"{path}:{line}: column {twice[0]!r} appears twice in the header")
-    missing = [h for h in REQUIRED if h not in header]
-    if missing:
-        raise BadInput(f"{path}:{line}: missing required column{'s' if len(missing) > 1 else ''} "
-                       f"{', '.join(map(repr, missing))} (header is: {','.join(header)})")
-    return {h: i for i, h in enumerate(header)}
 
 
 def _whole(value: str, what: str, empty_ok: bool) -> int | None:
@@ -98,7 +82,7 @@ def read_outcomes_csv(path: Path, key_prefix: str) -> tuple[list[Campaign], list
     """The CSV's campaigns (one per task, keyed `key_prefix:task`) and trials."""
     path = Path(path)
     rows, lines = csv_rows(path, ",".join(REQUIRED))
-    col = _header(path, rows[0], lines[0])
+    col = {h: i for i, h in enumerate(csv_header(path, rows[0], lines[0], REQUIRED, OPTIONAL))}
     problems: list[str] = []
     trials: list[Trial] = []
     seen: dict = {}

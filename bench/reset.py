@@ -1,0 +1,112 @@
+"""The autonomous reset measured on the simulated SO-101 (`reset: {mode: auto}`).
+
+    MUJOCO_GL=egl uv run python bench/reset.py [--campaigns 2] [--max-tries 3]
+
+Runs `--campaigns` copies of the demo with the reset (protocols/sim_demo_reset.yaml: 20 marks x
+2 scripted policies, one near 100 % and one near 50 % success; each copy with its own schedule
+seed) in process, one episode at a time, and prints:
+- operator interventions per 100 trials, by cause (the report's count; goal: at most 5);
+- resets: how many, how many tries each took, how many were handed over and why;
+- time per reset (median, p95): the arm's own time (control steps / fps, what a real arm would
+  take) and this machine's wall time;
+- the placement error after each reset against the simulator's ground truth (the cube's true
+  centre against its mark when the episode starts; p50, p95) and as the camera measured it.
+Not measured here: the twin and a LeRobot ACT policy (the reset runs on the simulated rig only).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def run_one(folder: Path, seed: int, max_tries: int, truth: list[float]) -> dict:
+    from orchestrator.analysis.start_records import intervention_counts
+    from orchestrator.run.campaign import open_campaign
+    from orchestrator.run.sequential import run_campaign
+
+    text = (ROOT / "protocols" / "sim_demo_reset.yaml").read_text()
+    text = text.replace("seed: 20261129", f"seed: {seed}").replace("max_tries: 3", f"max_tries: {max_tries}")
+    text = text.replace("layout: ../layouts/grid20.yaml", f"layout: {ROOT / 'layouts' / 'grid20.yaml'}")
+    protocol = folder / "protocol.yaml"
+    protocol.write_text(text)
+    opened = open_campaign(protocol, ROOT / "hardware" / "sim.yaml", folder / "campaign")
+    started = time.monotonic()
+    try:
+        summary = run_campaign(opened, workers=1, say=lambda line: None)
+        events, attempts = opened.store.events(), opened.store.attempts()
+    finally:
+        opened.store.close()
+    resets = [json.loads(e["data"]) for e in events if e["kind"] == "cube_reset"]
+    return {"trials": summary.done_total, "interventions": intervention_counts(events, attempts), "resets": resets,
+            "wall_s": time.monotonic() - started}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--campaigns", type=int, default=2)
+    parser.add_argument("--max-tries", type=int, default=3)
+    args = parser.parse_args()
+    from orchestrator.policies import pick_place
+    from orchestrator.rigs.sim import SimRig
+
+    truth: list[float] = []
+    arm_steps: list[int] = []
+    original_start, original_path = SimRig.start_here, pick_place.pick_and_place_path
+
+    def start_here(self, mark, seed):   # the ground truth where the episode starts
+        x, y, _, _ = self.cube_pose()
+        truth.append(1000 * math.hypot(x - mark.x, y - mark.y))
+        return original_start(self, mark, seed)
+
+    def path(*a, **k):
+        rows = original_path(*a, **k)
+        arm_steps.append(len(rows))
+        return rows
+
+    SimRig.start_here, pick_place.pick_and_place_path = start_here, path
+    runs = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for i in range(args.campaigns):
+            folder = Path(tmp) / f"c{i}"
+            folder.mkdir()
+            runs.append(run_one(folder, 20261129 + i, args.max_tries, truth))
+    trials = sum(r["trials"] for r in runs)
+    causes: dict[str, int] = {}
+    for r in runs:
+        for cause, n in r["interventions"].items():
+            causes[cause] = causes.get(cause, 0) + n
+    total = sum(causes.values())
+    resets = [x for r in runs for x in r["resets"]]
+    tries = [x["tries"] for x in resets]
+    handed = [x["why"] for x in resets if not x["passes"]]
+    wall = [x["seconds"] for x in resets]
+    fps = 30
+    arm_s = [n / fps for n in arm_steps]
+    measured = [x["offset_mm"] for x in resets if x["passes"]]
+    print(f"{len(runs)} campaigns, {trials} trials, {len(resets)} resets (max_tries {args.max_tries}), "
+          f"{sum(r['wall_s'] for r in runs):.0f} s wall")
+    print(f"interventions: {total} = {100 * total / trials:.1f} per 100 trials; by cause: "
+          + ", ".join(f"{c} {n}" for c, n in causes.items()))
+    print("tries per reset: " + ", ".join(f"{k}: {tries.count(k)}" for k in sorted(set(tries)))
+          + f"; handed over: {len(handed)}" + (f" ({'; '.join(handed)})" if handed else ""))
+    print(f"time per reset: arm {np.median(arm_s) * max(1, np.median(tries)):.1f} s median per try x tries "
+          f"(a try is {np.median(arm_s):.1f} s of arm motion at {fps} Hz plus the move to rest); "
+          f"this machine's wall time p50 {np.median(wall):.2f} s, p95 {np.percentile(wall, 95):.2f} s")
+    print(f"placement error after the reset, ground truth: p50 {np.median(truth):.2f} mm, "
+          f"p95 {np.percentile(truth, 95):.2f} mm over {len(truth)} starts; as the camera measured it: "
+          f"p50 {np.median(measured):.2f} mm, p95 {np.percentile(measured, 95):.2f} mm")
+
+
+if __name__ == "__main__":
+    main()
