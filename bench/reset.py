@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
-def run_one(folder: Path, seed: int, max_tries: int, truth: list[float]) -> dict:
+def run_one(folder: Path, seed: int, max_tries: int) -> dict:
     from orchestrator.analysis.start_records import intervention_counts
     from orchestrator.run.campaign import open_campaign
     from orchestrator.run.sequential import run_campaign
@@ -80,7 +80,7 @@ def main() -> None:
         for i in range(args.campaigns):
             folder = Path(tmp) / f"c{i}"
             folder.mkdir()
-            runs.append(run_one(folder, 20261129 + i, args.max_tries, truth))
+            runs.append(run_one(folder, 20261129 + i, args.max_tries))
     trials = sum(r["trials"] for r in runs)
     causes: dict[str, int] = {}
     for r in runs:

@@ -88,7 +88,7 @@ def _data(records, labels=()):
 
 
 def _record(slot, offset, passes=True, invalid=False, overridden=False):
-    return StartRecord(slot=slot, episode_id=f"ep{slot}", passes=passes, overridden=overridden, mode="enforce",
+    return StartRecord(slot=slot, episode_id=f"ep{slot}", passes=passes, overridden=overridden,
                        dx_mm=offset, dy_mm=0.0, dyaw_deg=-offset / 2, judged_invalid=invalid)
 
 

@@ -25,6 +25,7 @@ Interventions (`INTERVENTION_CAUSES`), each one act of a person:
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -42,7 +43,6 @@ class StartRecord:
     episode_id: str
     passes: bool
     overridden: bool
-    mode: str                    # the protocol's start_check mode: enforce or advise
     dx_mm: float | None          # layout frame, x forward, y left (None: no cube measured)
     dy_mm: float | None
     dyaw_deg: float | None       # reduced by the cube's symmetry to (-45, 45]
@@ -53,7 +53,7 @@ class StartRecord:
         """Distance of the cube's centre from the mark's."""
         if self.dx_mm is None or self.dy_mm is None:
             return None
-        return float((self.dx_mm ** 2 + self.dy_mm ** 2) ** 0.5)
+        return math.hypot(self.dx_mm, self.dy_mm)
 
 
 def _data(event: dict[str, Any]) -> dict[str, Any]:
@@ -93,7 +93,7 @@ def start_records(events: Sequence[dict[str, Any]], attempts: Sequence[dict[str,
         out.append(StartRecord(
             slot=slot, episode_id=str(a["episode_id"]), passes=bool(data.get("passes")),
             overridden=any(float(check["at"]) <= t <= started for t in overrides.get(slot, ())),
-            mode=str(data.get("mode") or "enforce"), dx_mm=_number(data.get("dx_mm")),
+            dx_mm=_number(data.get("dx_mm")),
             dy_mm=_number(data.get("dy_mm")), dyaw_deg=_number(data.get("dyaw_deg")),
             judged_invalid=a.get("abort_class") == "invalid_start"))
     return tuple(out)

@@ -123,8 +123,6 @@ def _run_with_operator(args: argparse.Namespace, rig):
             if any(deployment_label(spec) != "sync" and spec.type != "scripted"
                    for spec in opened.protocol.protocol.policies.values()):
                 workers = 1   # RTC and served policies run in wall-clock time: one episode at a time
-            if opened.protocol.protocol.start_check.mode != "off":
-                workers = 1   # the start-state check runs before each trial on the one rig of the session
             kwargs = {"say": say} if say else {}
             if args.station:
                 from orchestrator.run.stations import run_station

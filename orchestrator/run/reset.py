@@ -53,6 +53,17 @@ class CubeReset:
         self.on = self.spec.mode == "auto"
         self.placed_before = False   # the session's first trial starts from a cube placed by hand
 
+    def put_cube(self, trial, mark) -> None:
+        """The cube on `mark` for `trial`: by the arm (`place`, then the episode starts from the
+        world as it is), or, with `reset: operator` and for a session's first trial, by the rig's
+        hand or a person's (`Rig.prepare_layout`)."""
+        if self.on and self.placed_before:
+            self.place(trial, mark)
+            self.rig.start_here(mark, trial.seed)
+        else:
+            self.rig.prepare_layout(mark, self.layout.cube, trial.seed)
+            self.placed_before = True
+
     def find(self) -> tuple[tuple[float, float, float] | None, str | None]:
         """Where the cube is, (x, y, yaw degrees) in the layout frame, or why it cannot be picked."""
         image, view = self.gate.look()

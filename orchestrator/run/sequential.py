@@ -259,7 +259,7 @@ def _run_sequential(opened: OpenedCampaign, pending: list[Trial], operator: Oper
             context = episode_context(loaded, trial)
             cue = TrialCue(index=index, total=index + len(queue), done_before=summary.done_total,
                            campaign_total=summary.total, mark=context.mark, duration_s=context.duration_s)
-            if not _set_up(trial, context, cue, operator, rig, gate, reset, say):
+            if not _set_up(trial, context, cue, operator, gate, reset, say):
                 return
             stopped = _attempt(opened, motion, policies[trial.policy], trial, context, cue, operator, summary, referees)
             if stopped is not None:
@@ -312,7 +312,7 @@ def _rerun_later(trial: Trial, stopped: str, tries: dict[int, int], queue: list[
                         f"by the next `orchestrator run` (aborted {MAX_ATTEMPTS_PER_SESSION} times in this one)"))
 
 
-def _set_up(trial: Trial, context, cue: TrialCue, operator: Operator, rig, gate: StartGate, reset: CubeReset,
+def _set_up(trial: Trial, context, cue: TrialCue, operator: Operator, gate: StartGate, reset: CubeReset,
             say: Callable[[str], None]) -> bool:
     """The trial's start: the operator's cue, the cube on its mark (the arm's reset, or the rig's
     hand or a person's), the start-state check. False: the operator stopped the session here."""
@@ -321,12 +321,7 @@ def _set_up(trial: Trial, context, cue: TrialCue, operator: Operator, rig, gate:
     except StopRequested as stop:
         return _stopped(gate, trial, "stopped by the operator between trials", stop, say)
     try:
-        if reset.on and reset.placed_before:
-            reset.place(trial, context.mark)
-            rig.start_here(context.mark, trial.seed)
-        else:
-            rig.prepare_layout(context.mark, context.cube, trial.seed)
-            reset.placed_before = True
+        reset.put_cube(trial, context.mark)
         gate.check(trial, context.mark, cue)
     except StopRequested as stop:
         return _stopped(gate, trial, f"stopped: {stop}", stop, say)

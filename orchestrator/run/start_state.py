@@ -75,7 +75,6 @@ class StartGate:
         self.on = self.spec.mode != "off"
         self.reference_view: TableView | None = None
         self.reference_image: np.ndarray | None = None
-        self.tries_total = 0
 
     # ------------------------------------------------------------ the session's reference
     def begin_session(self) -> None:
