@@ -6,7 +6,11 @@ from there, which drove the wrist and the closed gripper into the table: the joi
 not follow and the move stopped as "blocked" (seen on the twin for stops 2.5 s and 3.5 s into a
 pick: a different joint each time; and, with all five arm joints, three times in a row on a
 freshly provisioned machine). `rest_move.stages` lifts the shoulder first, then moves the other
-arm joints, then the gripper.
+arm joints, then the gripper. That still stopped, `shoulder_lift blocked` at stall torque, for a
+stop half a second into a pick: the arm sagged folded, its gripper on the table beside the base,
+wedged there by the tip's friction (the resumed session of tests/test_twin_sigterm.py on freshly
+provisioned machines, three runs in a row). `rest_move.route` first lifts the gripper straight up
+off the table, then the stages.
 
 Here the twin's own `TwinArm` (the STS3215 loops, `sts3215.py`) and MuJoCo scene run in this
 process, and `move_to_rest` runs on a simulated clock: each `sleep` steps the physics by that
@@ -23,7 +27,10 @@ from orchestrator.rigs.twin.feetech import REG
 
 # The stop poses measured on the twin (LeRobot's degrees; gripper 0-100), 2.5 s and 3.5 s into
 # a scripted pick of the cube parked out of reach, and the shipped twin profile's rest pose.
-STOPS = {"2.5 s into the pick": [26, 6, 43, 79, 29, 2], "3.5 s into the pick": [26, 11, 36, 88, 29, 2]}
+STOPS = {"2.5 s into the pick": [26, 6, 43, 79, 29, 2], "3.5 s into the pick": [26, 11, 36, 88, 29, 2],
+         # read from the twin after the sag (torque off one second), a SIGTERM 0.5 s into a pick
+         "0.5 s into the pick": [25.73, -47.39, 71.55, 58.55, 28.48, 22.0]}
+FOLDED = "0.5 s into the pick"
 REST = [0, -94, 91, 50, 0, 30]
 KEYS = [f"{j}.pos" for j in ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper")]
 
@@ -105,8 +112,8 @@ def _sag_then_move(monkeypatch, stop_pose, targets) -> tuple[SimulatedArm, dict[
 
 
 @pytest.mark.parametrize("stop", list(STOPS))
-def test_after_a_sag_on_the_table_the_staged_move_reaches_rest(monkeypatch, stop):
-    arm, here = _sag_then_move(monkeypatch, STOPS[stop], rest_move.stages)
+def test_after_a_sag_on_the_table_the_move_reaches_rest(monkeypatch, stop):
+    arm, here = _sag_then_move(monkeypatch, STOPS[stop], rest_move.route)
     assert arm.goal_writes > 30   # the move ran (about 3 s of it at 30 Hz)
     far = {k: round(here[k] - r, 1) for k, r in zip(KEYS, REST, strict=True) if abs(here[k] - r) > 2.0}
     assert far == {}, f"not at rest after the staged move from the stop {stop}: {far}"
@@ -118,6 +125,47 @@ def test_positive_control_every_joint_at_once_is_blocked_by_the_table(monkeypatc
     blocked: the case the staging fixes is real in this model, not a lucky pass."""
     with pytest.raises(Blocked):
         _sag_then_move(monkeypatch, STOPS[stop], lambda rest, here: [rest])
+
+
+def test_positive_control_the_shoulder_first_is_wedged_when_the_arm_sagged_folded(monkeypatch):
+    """Without the lift off the table, the stages alone from the folded sag: the shoulder is
+    held at stall torque by the gripper's contact with the table."""
+    with pytest.raises(Blocked) as stopped:
+        _sag_then_move(monkeypatch, STOPS[FOLDED], rest_move.stages)
+    assert stopped.value.joints == ["shoulder_lift"]
+
+
+def test_the_route_lifts_the_gripper_straight_up_only_when_the_arm_lies_near_the_table():
+    from orchestrator.sim.kinematics import arm_kinematics
+
+    kinematics = arm_kinematics()
+    rest = dict(zip(KEYS, map(float, REST), strict=True))
+
+    def lowest_and_tip(pose):
+        q = kinematics.units.from_rig(np.array([pose[k] for k in KEYS]))
+        return kinematics.lowest_point_m(q), kinematics.fk(q)[0]
+
+    here = dict(zip(KEYS, map(float, STOPS[FOLDED]), strict=True))
+    low, tip = lowest_and_tip(here)
+    assert low < 0.001   # it lies on the table
+    targets = rest_move.route(rest, here)
+    lift = targets[:rest_move.LIFT_STEPS]
+    assert targets[rest_move.LIFT_STEPS:] == rest_move.stages(rest, lift[-1])
+    heights = []
+    for i, waypoint in enumerate(lift, start=1):
+        assert waypoint["gripper.pos"] == here["gripper.pos"]
+        waypoint_low, waypoint_tip = lowest_and_tip(waypoint)
+        assert np.allclose(waypoint_tip[:2], tip[:2], atol=0.002)              # straight up...
+        assert waypoint_tip[2] - tip[2] == pytest.approx(rest_move.LIFT_M * i / rest_move.LIFT_STEPS, abs=0.002)
+        heights.append(waypoint_low)
+    assert heights == sorted(heights) and heights[-1] > low + 0.02             # ...and off the table
+    assert len(heights) == rest_move.LIFT_STEPS
+    clear = dict(zip(KEYS, [20.0, -30.0, 40.0, 60.0, 0.0, 30.0], strict=True))   # 5 cm above the table
+    assert lowest_and_tip(clear)[0] > 0.04
+    assert rest_move.route(rest, clear) == rest_move.stages(rest, clear)   # the stages alone
+    assert rest_move.NEAR_TABLE_M < lowest_and_tip(rest)[0] < 0.03         # rest is low, but clear
+    assert rest_move.route(rest, dict(rest)) == [rest]                      # at rest: nothing to lift
+    assert rest_move.lift_off_table({k: here[k] for k in KEYS[:5]}) == []   # a joint unread: no lift
 
 
 def test_the_stages_lift_the_shoulder_first_and_move_the_gripper_last():

@@ -57,7 +57,7 @@ from orchestrator.rigs.frame_age import frame_facts
 from orchestrator.rigs.hardware_checks import check_calibration, check_port, other_calibration, rig_checks
 from orchestrator.rigs.lerobot_config import build_robot_config
 from orchestrator.rigs.profile import LoadedRig, RigProfile
-from orchestrator.rigs.rest_move import move_to_rest, stages
+from orchestrator.rigs.rest_move import move_to_rest, route
 from orchestrator.rigs.servo_alarms import (
     CHECK_EVERY_STEPS,
     AlarmWatch,
@@ -363,7 +363,7 @@ class LeRobotRig(Rig):
             check()
             if self._released:
                 self._resume_torque()
-            for target in stages(rest, self._joint_positions()):   # shoulder up, arm, then gripper
+            for target in route(rest, self._joint_positions()):   # off the table, shoulder up, arm, gripper
                 move_to_rest(self._joint_positions, self._write_goal, target, speed_deg_s=self.rest_speed_deg_s,
                              fps=self.rest_fps, settle_s=self.settle_s, tolerance_deg=self.rest_tolerance_deg,
                              check=check, watch=lambda: check_servos(self.robot),

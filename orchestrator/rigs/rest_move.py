@@ -30,6 +30,14 @@ into the table, and the joints held by it did not follow (on the twin: "blocked"
 seconds or more into a scripted pick, a different joint each time). Lifted first, nothing
 touches the table on the way.
 
+A stage that lifts the shoulder can still be held by the table: an arm that sagged folded, its
+gripper on the table beside the base, is wedged there (on the twin: `shoulder_lift blocked` at
+stall torque for a stop half a second into a pick, the tip's contact friction holding it), so
+`route` puts first, when the arm's lowest point is within `NEAR_TABLE_M` of the table (forward
+kinematics of the SO-101 model, `sim/kinematics.py`), a lift of the gripper `LIFT_M` straight up
+with its orientation kept, in `LIFT_STEPS` waypoints: nothing slides on the table, every
+contact opens. Then the stages.
+
 `check()` (the operator's stop key) runs before every step and `watch()` (servo alarms and
 torque, `servo_alarms.check_servos`) every `CHECK_EVERY_STEPS` steps; either raises to stop.
 """
@@ -46,6 +54,10 @@ FOLLOW_S = 0.3            # ...for this long is blocked
 MAX_DT_S = 0.1            # a stalled loop (a slow read) does not advance the reference further
 UNWATCHED_S = 0.1         # a loop step longer than this (a stalled host or bus) is not watched time
 CHECK_EVERY_STEPS = 5
+NEAR_TABLE_M = 0.01       # the arm's lowest point this close to the table (at rest: 22 mm): lift it...
+LIFT_M = 0.03             # ...off first, the gripper this far straight up...
+LIFT_STEPS = 3            # ...in this many waypoints (a short joint-space move per centimetre)
+LIFT_ERROR_M = 0.005      # a lift the arm cannot make this exactly (a joint limit) is left out
 
 Pose = dict[str, float]
 
@@ -98,6 +110,38 @@ def stages(rest: Pose, here: Pose) -> list[Pose]:
         target = {**target, **{k: rest[k] for k in group}}
         out.append(dict(target))
     return out or [dict(rest)]
+
+
+def lift_off_table(here: Pose) -> list[Pose]:
+    """The waypoints that lift the gripper `LIFT_M` straight up from `here`, when the arm's
+    lowest point is within `NEAR_TABLE_M` of the table (else, or when the lift is out of reach
+    or `here` lacks a joint, none)."""
+    import numpy as np
+
+    from orchestrator.sim.kinematics import arm_kinematics
+    from orchestrator.sim.scene import ARM_JOINTS
+
+    keys = [f"{joint}.pos" for joint in ARM_JOINTS]
+    if any(k not in here for k in keys):
+        return []
+    kinematics = arm_kinematics()
+    q = kinematics.units.from_rig(np.array([here[k] for k in keys], dtype=float))
+    if kinematics.lowest_point_m(q) > NEAR_TABLE_M:
+        return []
+    out = []
+    for step in range(1, LIFT_STEPS + 1):
+        lifted, error = kinematics.lifted(q, LIFT_M * step / LIFT_STEPS)
+        if error > LIFT_ERROR_M:
+            return []
+        out.append({**here, **dict(zip(keys, map(float, kinematics.units.to_rig(lifted)), strict=True))})
+    return out
+
+
+def route(rest: Pose, here: Pose) -> list[Pose]:
+    """The targets of a move to `rest` from `here`: the lift off the table when the arm lies
+    near it (`lift_off_table`), then the `stages`."""
+    lift = [{k: p[k] for k in rest if k in p} for p in lift_off_table(here)]
+    return lift + stages(rest, lift[-1] if lift else here)
 
 
 def move_to_rest(read: Callable[[], Pose], write: Callable[[Pose], None], rest: Pose, *,

@@ -19,6 +19,8 @@ import numpy as np
 from orchestrator.sim.scene import ARM_JOINTS, arm_spec, mujoco
 
 ARM5 = ARM_JOINTS[:5]
+FAR_BODIES = ("lower_arm", "wrist", "gripper", "moving_jaw_so101_v1")   # what can touch the table
+_CORNERS = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], dtype=float)
 
 
 @dataclass(frozen=True)
@@ -95,6 +97,8 @@ class ArmKinematics:
         self._tip_radius = float(tip.size[0])
         # Height of the grasp site above the fixed jaw's lowest point when pointing down.
         self.site_above_tip = self.tip_drop(self.grasp_rotation(0.0))
+        far = {self.model.body(name).id for name in FAR_BODIES}
+        self._far_geoms = [g for g in range(self.model.ngeom) if self.model.geom_bodyid[g] in far]
 
     def jaw_opening(self, gripper_rad: float) -> tuple[float, float]:
         """(centre, gap) of the jaws' opening along the gripper's x axis, in metres, in the
@@ -122,6 +126,33 @@ class ArmKinematics:
         mujoco.mj_kinematics(self.model, self.data)
         mujoco.mj_comPos(self.model, self.data)   # mj_jacSite needs cdof/subtree com
         return self.data.site_xpos[self.site].copy(), self.data.site_xmat[self.site].reshape(3, 3).copy()
+
+    def lowest_point_m(self, q6: np.ndarray) -> float:
+        """Height above the table (the plane the base stands on, z = 0) of the lowest point of
+        the arm beyond the shoulder (forearm, wrist, gripper, moving jaw) for joint radians
+        `q6`: mesh geoms by their vertices, the others by the corners of their bounding boxes
+        (a bound from below)."""
+        self.fk(q6)
+        low = math.inf
+        for g in self._far_geoms:
+            rot, origin = self.data.geom_xmat[g].reshape(3, 3), self.data.geom_xpos[g]
+            if self.model.geom_type[g] == mujoco.mjtGeom.mjGEOM_MESH:
+                mesh = self.model.geom_dataid[g]
+                start = self.model.mesh_vertadr[mesh]
+                points = self.model.mesh_vert[start:start + self.model.mesh_vertnum[mesh]]
+            else:
+                centre, half = self.model.geom_aabb[g][:3], self.model.geom_aabb[g][3:]
+                points = centre + half * _CORNERS
+            low = min(low, float((points @ rot.T)[:, 2].min() + origin[2]))
+        return low
+
+    def lifted(self, q6: np.ndarray, metres: float) -> tuple[np.ndarray, float]:
+        """Joint radians (6) with the grasp site `metres` straight above where `q6` puts it, the
+        gripper's orientation and opening kept (`ik` warm-started at `q6`); and the position
+        error of that solution (m)."""
+        position, rotation = self.fk(q6)
+        q5, _ = self.ik(position + np.array([0.0, 0.0, metres]), rotation, np.asarray(q6)[:5], gripper=q6[5])
+        return np.append(q5, q6[5]), self.last_position_error
 
     @staticmethod
     def grasp_rotation(jaw_yaw: float, tilt: float = 0.0, radial: float = 0.0) -> np.ndarray:
