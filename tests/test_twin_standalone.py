@@ -6,6 +6,7 @@ the wire log then shows what the bus saw."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -48,6 +49,20 @@ def test_twin_json_line_names_what_lerobot_needs(tmp_path):
     assert wait_for_exit(tmp_path / "wire.jsonl").exit["torque"] == [0] * 6
 
 
+def _ahead_of_the_other_worker() -> None:
+    """LeRobot's process at nice -10 where allowed (root, CAP_SYS_NICE), as an arm's host runs
+    with the machine to itself. scservo_sdk's `rxPacket` polls the port and, when a poll finds
+    the reply incomplete, checks its ~34 ms timeout: a process that loses the CPU between the two
+    for longer fails with "There is no status packet!" though the twin (real-time priority)
+    answered on time, and LeRobot's connect writes have no retry. Seen once in eight
+    fresh-machine runs, the other pytest worker busy (that log kept the message, not the call);
+    the twin, at real-time priority, is not the late one. The twin's answer times are unchanged."""
+    try:
+        os.nice(-10)
+    except OSError:
+        pass
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_lerobot_rollout_drives_a_standalone_twin(tmp_path, saved_acts):
@@ -60,7 +75,7 @@ def test_lerobot_rollout_drives_a_standalone_twin(tmp_path, saved_acts):
             [sys.executable, "-m", "orchestrator.rigs.twin.lerobot_entry", "lerobot-rollout", *info["lerobot_args"],
              f"--policy.path={tmp_path / 'act'}", "--policy.device=cpu", "--strategy.type=base", "--duration=4",
              "--fps=15", "--play_sounds=false", "--task=pick up the cube"],
-            cwd=tmp_path, env=env(), capture_output=True, text=True, timeout=400)
+            cwd=tmp_path, env=env(), capture_output=True, text=True, timeout=400, preexec_fn=_ahead_of_the_other_worker)
         ended = time.time()
     finally:
         twin.send_signal(signal.SIGTERM)
