@@ -20,7 +20,8 @@ from orchestrator.core.errors import BadInput, Interrupted, RuntimeFailure
 from orchestrator.rigs.base import EmergencyStop
 from orchestrator.rigs.device_fault import DeviceFault
 from orchestrator.rigs.profile import STATE_KEYS, load_rig
-from orchestrator.run.operator_protocol import AutoOperator, StopRequested
+from orchestrator.run.operator_protocol import AutoOperator
+from support.arm_doubles import Failing, Hold, StopOnce, Watching, campaign
 
 FPS = 30
 
@@ -56,40 +57,6 @@ def rig_with(rig_path, **changes):
     out = rig_path.with_name(f"rig_{len(changes)}_{abs(hash(str(changes))) % 10**6}.yaml")
     out.write_text(yaml.safe_dump(data, sort_keys=False))
     return out
-
-
-def campaign(protocol, rig, out, operator=None):
-    from orchestrator.commands.referees import campaign_referees
-    from orchestrator.run.campaign import open_campaign
-    from orchestrator.run.sequential import run_campaign
-
-    opened = open_campaign(protocol, rig, out)
-    try:
-        summary = run_campaign(opened, operator, say=lambda s: None, referees=campaign_referees())
-        return summary, opened.store.attempts()
-    finally:
-        opened.store.close()
-
-
-class Hold:
-    """A policy that asks for the present pose (and stalls once, if told to)."""
-
-    needs_images = False
-
-    def __init__(self, stall_at: int | None = None, stall_s: float = 0.0):
-        self.stall_at, self.stall_s, self.calls = stall_at, stall_s, 0
-
-    def reset(self, context=None):
-        self.calls = 0
-
-    def select_action(self, obs):
-        if self.calls == self.stall_at:
-            time.sleep(self.stall_s)
-        self.calls += 1
-        return {k: obs[k] + (1.0 if self.calls % 2 else -1.0) for k in STATE_KEYS}
-
-    def close(self):
-        pass
 
 
 # ------------------------------------------------------------------ item 1: pacing
@@ -139,40 +106,6 @@ def test_a_two_second_stall_is_never_caught_up(bench):
 
 
 # ------------------------------------------------------------------ item 2: e-stop and confirmation
-class StopOnce(AutoOperator):
-    """Hits the stop key at `poll` number `at` (or during the first move to rest at step
-    `move_at`), then confirms after `wait_s`; records when."""
-
-    def __init__(self, at: int | None = None, move_at: int | None = None, wait_s: float = 0.3,
-                 end_instead: bool = False):
-        super().__init__(say=lambda s: None)
-        self.at, self.move_at, self.wait_s, self.end_instead = at, move_at, wait_s, end_instead
-        self.polls = self.checks = 0
-        self.stopped_at = self.confirmed_at = None
-        self.moving = False
-
-    def poll(self, elapsed_s):
-        self.polls += 1
-        if self.polls == self.at:
-            self.stopped_at = time.perf_counter()
-            raise EmergencyStop()
-
-    def arm_moving(self, what):
-        self.moving = what is not None
-
-    def check_stop(self):
-        self.checks += 1
-        if self.checks == self.move_at:
-            self.stopped_at = time.perf_counter()
-            raise EmergencyStop("stop during a move")
-
-    def confirm_move(self, what):
-        time.sleep(self.wait_s)
-        if self.end_instead:
-            raise StopRequested("ended")
-        self.confirmed_at = time.perf_counter()
-
-
 @pytest.mark.parametrize("on_stop", ["hold", "release"])
 def test_estop_holds_and_nothing_moves_until_the_operator_confirms(bench, on_stop):
     tmp_path, arm, rig, protocol = bench
@@ -224,17 +157,6 @@ def test_ending_the_session_after_a_stop_leaves_the_arm_unmoved_and_torque_off(b
 
 
 # ------------------------------------------------------------------ item 3: torque off on every way out
-class Failing(AutoOperator):
-    def __init__(self, action, at=3):
-        super().__init__(say=lambda s: None)
-        self.action, self.at, self.polls = action, at, 0
-
-    def poll(self, elapsed_s):
-        self.polls += 1
-        if self.polls == self.at:
-            self.action()
-
-
 def _freeze_wrist():
     from orchestrator.rigs.videocam import VideoCam
 
@@ -574,33 +496,6 @@ def test_an_opencv_camera_without_index_or_path_is_an_error(tmp_path):
 
 # ================================================================== safe at every bus transaction
 # Each test below failed on the code before the rule it checks was made.
-class Watching(StopOnce):
-    """`StopOnce` that also keeps the operator's messages and counts the confirmation prompts;
-    `fail` (a callable) runs at poll `fail_at` instead of a stop."""
-
-    def __init__(self, *, fail=None, fail_at: int = 3, **kwargs):
-        super().__init__(**kwargs)
-        self.fail, self.fail_at = fail, fail_at
-        self.messages: list[str] = []
-        self.prompts = 0
-        self.fault_at = None
-
-    def poll(self, elapsed_s):
-        if self.fail is not None and self.polls + 1 == self.fail_at:
-            self.polls += 1
-            self.fault_at = time.perf_counter()
-            self.fail()
-            return
-        super().poll(elapsed_s)
-
-    def message(self, text):
-        self.messages.append(text)
-
-    def confirm_move(self, what):
-        self.prompts += 1
-        super().confirm_move(what)
-
-
 def test_an_alarm_on_one_servo_does_not_leave_the_later_ones_torqued(bench):
     """LeRobot's disable_torque() raises at the first status packet with an error bit: with an
     overload on servo 2, servos 3-6 kept torque. The broadcast torque-off cannot be aborted."""

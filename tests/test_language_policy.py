@@ -30,13 +30,15 @@ import pytest
 from fakes.rigs import CAMERAS
 from orchestrator.design.protocol import LeRobotPolicySpec
 from orchestrator.rigs.profile import STATE_KEYS
+from support import fake_arm
 from support.cli import run_module
 from support.repo import REPO
 from support.requires import require_installed
-from test_lerobot_policy import fake_rig  # noqa: F401 - the fake SO-101 with video cameras (fixture)
 
 require_installed("transformers")  # the lerobot extra's multi-task-dit (imported by the tests,
 require_installed("diffusers")     # not at collection: importing them imports torch)
+
+fake_rig = fake_arm.fake_rig   # the fixture (support/fake_arm.py)
 
 SIM_RIG = REPO / "hardware" / "sim.yaml"
 SIM_CAMERA = (240, 320)  # hardware/sim.yaml: both cameras 320x240
@@ -193,7 +195,7 @@ def test_run_cli_feeds_each_policy_its_task(sim_checkpoint, tmp_path, monkeypatc
 
 
 # ------------------------------------------------------------------ against lerobot-rollout
-def test_task_and_actions_match_lerobot_rollout_on_the_fake_arm(fake_rig, tmp_path):  # noqa: F811 - the fixture
+def test_task_and_actions_match_lerobot_rollout_on_the_fake_arm(fake_rig, tmp_path):
     """The same task string, the same tokens, the same actions as lerobot-rollout's own setup
     (the policy uses the front camera only; the rig's wrist camera is recorded, not fed)."""
     import torch

@@ -3,41 +3,26 @@ the fake SO-101 and gives exactly the actions LeRobot's own rollout pipeline com
 
 from __future__ import annotations
 
-import builtins
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
-from fakes import feetech
-from fakes.rigs import CAMERAS, write_rig, write_videos
+from fakes.rigs import CAMERAS
 from orchestrator.core.errors import BadInput
 from orchestrator.design.protocol import LeRobotPolicySpec
 from orchestrator.policies.base import Policy
 from orchestrator.rigs.device_fault import DeviceFault
-from orchestrator.rigs.profile import STATE_KEYS, load_rig
+from orchestrator.rigs.profile import STATE_KEYS
+from support import fake_arm
 from support.act import make_act_checkpoint
+
+fake_rig = fake_arm.fake_rig   # the fixture (support/fake_arm.py)
 
 
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory):
     return make_act_checkpoint(tmp_path_factory.mktemp("ckpt") / "act", CAMERAS, chunk_size=3)
-
-
-@pytest.fixture
-def fake_rig(tmp_path, monkeypatch):
-    monkeypatch.setattr(builtins, "input", lambda *a: pytest.fail("input() called"))
-    port = str(tmp_path / "ttyACM0")
-    open(port, "w").close()
-    arm = feetech.FakeFeetechArm(port, calibration=feetech.default_calibration())
-    feetech.install(monkeypatch, arm)
-    feetech.write_calibration_file(tmp_path / "cal", "lab_arm")
-    rig_path = write_rig(tmp_path / "rig.yaml", port, tmp_path / "cal", write_videos(tmp_path))
-    from orchestrator.rigs.lerobot import LeRobotRig
-
-    rig = LeRobotRig(load_rig(rig_path), rest_speed_deg_s=600.0)
-    yield rig
-    rig.disconnect()
 
 
 def spec(path, **kw):

@@ -18,7 +18,7 @@ import pytest
 from support.campaign_files import env, one_mark_protocol
 from support.cli import run_module
 from support.repo import REPO
-from test_rtc import stored_timing
+from support.stored_timing import stored_timing
 
 SIM_RIG = REPO / "hardware" / "sim.yaml"
 

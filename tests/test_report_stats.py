@@ -267,7 +267,8 @@ def test_campaign_with_repeats_is_analysed_by_mark(tmp_path):
     """A stored simulated campaign with `trials_per_layout: 3` (the runner's own schedule), read
     back by a fresh `orchestrator report` process: A wins every repeat of 4 of the 20 marks and
     both succeed elsewhere. Pooled, 12-0 pairs (mid-p 0.5^12); by mark, 4-0 (mid-p 1/16)."""
-    from test_report import ROOT, make_store_campaign
+    from support.repo import REPO as ROOT
+    from support.store_campaign import make_store_campaign
 
     text = (ROOT / "protocols" / "sim_demo.yaml").read_text()
     text = text.replace("layout: ../layouts/grid20.yaml", f"layout: {ROOT / 'layouts' / 'grid20.yaml'}")

@@ -11,23 +11,15 @@ from __future__ import annotations
 
 import json
 import shutil
-import sqlite3
-from pathlib import Path
 
 import pytest
 
 from support.campaign_files import env, one_mark_protocol, twin_rig
 from support.cli import run_module
 from support.repo import REPO
+from support.stored_timing import stored_timing
 
 RTC_B = "{type: lerobot, path: ./vla, inference: {type: rtc, rtc: {execution_horizon: 5}, queue_threshold: 4}}"
-
-
-def stored_timing(campaign: Path) -> list[dict]:
-    with sqlite3.connect(campaign / "campaign.db") as db:
-        rows = db.execute("SELECT t.policy, e.timing FROM episodes e JOIN attempts a ON a.id = e.attempt_id "
-                          "JOIN trials t ON t.slot = a.slot").fetchall()
-    return [{"policy": policy, **json.loads(timing)} for policy, timing in rows]
 
 
 @pytest.mark.timeout(600)

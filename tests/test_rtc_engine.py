@@ -9,10 +9,13 @@ from __future__ import annotations
 import pytest
 
 from orchestrator.rigs.profile import STATE_KEYS
-from test_rtc_stop import FPS, FakeRig, rtc_policy  # noqa: F401 - the module's tiny-SmolVLA policy fixture
+from support import rtc_doubles
+from support.rtc_doubles import FPS, FakeRig
+
+rtc_policy = rtc_doubles.rtc_policy   # the fixture (support/rtc_doubles.py)
 
 
-def test_every_action_sent_is_the_next_one_lerobots_queue_gave_out(rtc_policy, tmp_path, monkeypatch):  # noqa: F811
+def test_every_action_sent_is_the_next_one_lerobots_queue_gave_out(rtc_policy, tmp_path, monkeypatch):
     from lerobot.policies.rtc.action_queue import ActionQueue
 
     from orchestrator.design.protocol import Cube, Mark

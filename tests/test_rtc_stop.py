@@ -16,18 +16,19 @@ from __future__ import annotations
 import threading
 import time
 
-import numpy as np
 import pytest
 
 from orchestrator.rigs.base import EmergencyStop
 from orchestrator.rigs.profile import STATE_KEYS
+from support import rtc_doubles
 from support.campaign_files import twin_rig
-from support.fake_rig import StillRig
+from support.rtc_doubles import FPS, FakeRig
+
+rtc_policy = rtc_doubles.rtc_policy   # the fixture (support/rtc_doubles.py)
 
 CANARY_DEG = 33.0          # every joint of the canary chunk (post-processed: 20 x the model's 1.65)
 CANARY_CALL = 2            # the RTC thread's 2nd chunk of the first episode is the canary
 CANARY_SLEEP_S = 0.3
-FPS = 15
 
 
 def rtc_threads() -> list[threading.Thread]:
@@ -176,44 +177,6 @@ def test_positive_control_a_paused_engine_lets_the_in_flight_canary_through(save
 
 
 # ------------------------------------------------------------ every way out joins the thread
-class FakeRig(StillRig):
-    """A paced rig with a still arm that fails (`fail`) at step `at`."""
-
-    realtime = True
-
-    def __init__(self, fail: BaseException | None = None, at: int = 6):
-        self.fail, self.at, self.steps = fail, at, 0
-
-    def observe(self, with_images=True):
-        obs = {k: 0.0 for k in STATE_KEYS}
-        obs |= {"front": np.zeros((96, 128, 3), np.uint8), "wrist": np.zeros((96, 128, 3), np.uint8)}
-        return obs
-
-    def act(self, action):
-        self.steps += 1
-        if self.fail is not None and self.steps == self.at:
-            raise self.fail
-        return action
-
-    def end_episode(self):
-        from orchestrator.rigs.base import EpisodeFacts
-
-        return EpisodeFacts()
-
-
-@pytest.fixture(scope="module")
-def rtc_policy(saved_vla):
-    from orchestrator.design.protocol import LeRobotPolicySpec
-    from orchestrator.policies.lerobot import rig_observation_features  # noqa: F401 - the features' shape
-    from orchestrator.policies.rtc import EnginePolicy
-
-    features = {k: float for k in STATE_KEYS} | {"front": (96, 128, 3), "wrist": (96, 128, 3)}
-    spec = LeRobotPolicySpec(type="lerobot", path=str(saved_vla), inference={"type": "rtc"})
-    policy = EnginePolicy(spec, saved_vla.parent, "pick", features, fps=FPS)
-    yield policy
-    policy.close()
-
-
 @pytest.mark.parametrize("way_out", ["end", "emergency_stop", "ctrl-c", "device_fault"])
 def test_the_rtc_thread_is_joined_on_every_way_out(rtc_policy, tmp_path, way_out):
     from orchestrator.design.protocol import Cube, Mark

@@ -8,10 +8,12 @@ import io
 
 from orchestrator.cli import main
 from orchestrator.store.sqlite import CampaignStore
-from test_lerobot_campaign import hardware  # noqa: F401  (the fake-arm fixture)
+from support import fake_arm
+
+hardware = fake_arm.hardware   # the fixture (support/fake_arm.py)
 
 
-def test_run_verb_on_the_fake_arm_with_terminal_prompts(hardware, monkeypatch, capsys):  # noqa: F811
+def test_run_verb_on_the_fake_arm_with_terminal_prompts(hardware, monkeypatch, capsys):
     tmp_path, protocol, rig, arms, _ = hardware
     monkeypatch.setattr("sys.stdin", io.StringIO("\n" * 10))
     out = tmp_path / "campaign"

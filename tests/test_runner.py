@@ -196,7 +196,7 @@ def test_commit_episode_counts_and_logs_slow_episodes(tmp_path):
 
     from orchestrator.run.bookkeeping import RunSummary, commit_episode
     from orchestrator.store.sqlite import new_episode_id
-    from test_store import create, record
+    from support.store_rows import create, record
 
     store = create(tmp_path / "c", n_units=1)
     slow, borderline = store.trials()[:2]

@@ -71,7 +71,7 @@ def test_actions_are_rig_units_and_start_from_the_observed_pose(loaded):
 def test_zero_noise_picks_at_least_19_of_20_marks(loaded):
     """The scripted pick with exact aim in the simulation (physics only, no rendering)."""
     from orchestrator.rigs.sim import SimRig
-    from test_sim_rig import sim_profile
+    from support.sim_profile import sim_profile
 
     rig = SimRig(sim_profile(), fps=loaded.protocol.episode.fps, success=loaded.protocol.success)
     policy = ScriptedPickPolicy(aim_noise_mm=0.0)
@@ -96,7 +96,7 @@ def test_zero_noise_picks_at_least_19_of_20_marks(loaded):
 def test_aiming_25mm_off_misses(loaded):
     """The outcome depends on the aim: a pick aimed 25 mm beside the cube does not lift it."""
     from orchestrator.rigs.sim import SimRig
-    from test_sim_rig import sim_profile
+    from support.sim_profile import sim_profile
 
     rig = SimRig(sim_profile(), fps=30, success=loaded.protocol.success)
     cube = loaded.layout.cube

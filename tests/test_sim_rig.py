@@ -20,15 +20,7 @@ from support.repo import REPO, SIM_PROTOCOL
 os.environ.setdefault("MUJOCO_GL", "egl")   # headless rendering; before mujoco is imported
 
 from orchestrator.rigs.sim import SimRig, substeps_for  # noqa: E402
-
-# A rest pose clear of the table (the folded arm with the wrist straight).
-CLEAR_REST = {"shoulder_pan.pos": 0, "shoulder_lift.pos": -100, "elbow_flex.pos": 90,
-              "wrist_flex.pos": 0, "wrist_roll.pos": 0, "gripper.pos": 0}
-
-
-def sim_profile(rest=CLEAR_REST):
-    profile = load_rig(REPO / "hardware" / "sim.yaml").profile
-    return profile.model_copy(update={"rest_pose": dict(rest)})
+from support.sim_profile import CLEAR_REST, sim_profile  # noqa: E402
 
 
 @pytest.fixture(scope="module")

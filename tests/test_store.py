@@ -16,40 +16,17 @@ from pathlib import Path
 import pytest
 
 from orchestrator.core.errors import BadInput, RuntimeFailure
-from orchestrator.design.schedule import Trial
 from orchestrator.store.sqlite import (
     APPLICATION_ID,
     DB_NAME,
     SCHEMA_VERSION,
     CampaignStore,
-    EpisodeRecord,
     new_episode_id,
 )
 from support.repo import REPO
+from support.store_rows import create, record
 
 FIXTURES = Path(__file__).parent / "fixtures"
-
-
-def schedule(n_units: int, labels=("A", "B")) -> list[Trial]:
-    out = []
-    for unit in range(n_units):
-        for position, label in enumerate(labels if unit % 2 == 0 else labels[::-1]):
-            out.append(Trial(slot=len(out), unit=unit, mark_id=f"M{unit:03d}", repeat=0,
-                                      position=position, policy=label, seed=len(out)))
-    return out
-
-
-def create(directory: Path, n_units: int = 3) -> CampaignStore:
-    return CampaignStore.create(
-        directory, name="test", protocol_path="p.yaml", protocol_text="name: test\n",
-        protocol_sha256="0" * 64, layout_text="marks: []\n", layout_sha256="1" * 64,
-        rig_path="rig.yaml", rig_text="robot: {type: sim_so101}\n", simulated=True,
-        schedule=schedule(n_units))
-
-
-def record(episode_id: str, success: bool | None = True) -> EpisodeRecord:
-    return EpisodeRecord(episode_id=episode_id, frames=30, duration_s=1.0, cameras=["front"],
-                         files={"front": f"videos/{episode_id}/front.mp4"}, physics_success=success)
 
 
 def consistency_problems(conn: sqlite3.Connection) -> list[str]:

@@ -40,7 +40,7 @@ def test_torque_reads_zero_on_the_twin_after_a_stop_and_after_ctrl_c(tmp_path, w
     from orchestrator.core.errors import Interrupted
     from orchestrator.rigs.profile import load_rig
     from orchestrator.rigs.twin.client import start_twin
-    from test_arm_safety import Failing, StopOnce, campaign
+    from support.arm_doubles import Failing, StopOnce, campaign
 
     rig = twin_rig(tmp_path)
     protocol = two_mark_protocol(tmp_path, "{type: scripted, aim_noise_mm: 3}", duration_s=1.0, fps=15)
@@ -84,7 +84,7 @@ def test_after_a_two_second_stall_on_the_twin_actions_are_half_a_period_apart_or
     from orchestrator.rigs.twin.client import start_twin
     from orchestrator.run.control_loop import run_episode
     from orchestrator.run.recording import EpisodeRecorder
-    from test_arm_safety import Hold
+    from support.arm_doubles import Hold
 
     writes: list[float] = []
     real = FeetechMotorsBus.sync_write
@@ -132,7 +132,7 @@ def test_an_overload_on_one_servo_ends_with_all_six_torques_off_the_alarm_named_
     from orchestrator.core.errors import RuntimeFailure
     from orchestrator.rigs.profile import load_rig
     from orchestrator.rigs.twin.client import start_twin
-    from test_arm_safety import Watching, campaign
+    from support.arm_doubles import Watching, campaign
 
     rig = twin_rig(tmp_path)
     protocol = two_mark_protocol(tmp_path, "{type: scripted, aim_noise_mm: 3}", duration_s=1.0, fps=15)

@@ -120,15 +120,15 @@ def test_the_exit_line_is_written_after_the_orchestrator_is_sigkilled(tmp_path):
     """`orchestrator run --twin --twin-wire-log FILE` SIGKILLed during an episode: nobody turned
     torque off (a SIGKILL cannot be caught), and the twin, seeing its pipe close, writes the
     exit line: torque on, each servo's Goal_Position the last goal the log shows it received."""
-    from support.campaign_files import twin_rig, two_mark_protocol
-    from test_twin_sigterm import _start_run, _wait_for
+    from support.campaign_files import env, twin_rig, two_mark_protocol
+    from support.operator_run import start_run, wait_for_line
 
     protocol = two_mark_protocol(tmp_path, "{type: scripted, aim_noise_mm: 3}", duration_s=4.0, fps=15)
     log_path = tmp_path / "logs" / "wire.jsonl"
-    proc, lines = _start_run(protocol, twin_rig(tmp_path), tmp_path / "campaign", "--twin", "--unattended",
-                             "--twin-wire-log", log_path)
+    proc, lines = start_run(protocol, twin_rig(tmp_path), tmp_path / "campaign", "--twin", "--unattended",
+                            "--twin-wire-log", log_path, env=env())
     try:
-        _wait_for(lines, "trial 1/", timeout_s=240)
+        wait_for_line(lines, "trial 1/", timeout_s=240)
         started = time.time()
         deadline = time.monotonic() + 60
         while len(WireLog.read(log_path).goals(after=started)) < 6 * 15 and time.monotonic() < deadline:
