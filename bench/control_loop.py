@@ -1,7 +1,7 @@
 """Per-step overhead of the control loop at 30 Hz with two cameras recording, on the fake SO-101.
 
 The arm is LeRobot's own SOFollower on the fake Feetech serial layer (tests/fakes/feetech.py),
-the cameras are two video files played at the configured fps (rigs/videocam.py) -- the same
+the cameras are two video files played at the configured fps (rigs/so101/videocam.py) -- the same
 robot for every loop measured:
 
   orchestrator   `episode.run_episode` (the runner's loop) with `recording.EpisodeRecorder`
@@ -88,8 +88,8 @@ def build_rig(tmp: Path, width: int, height: int, fps: int):
 
     from fakes import feetech
     from fakes.rigs import write_rig
-    from orchestrator.rigs.lerobot import LeRobotRig
     from orchestrator.rigs.profile import load_rig
+    from orchestrator.rigs.so101.rig import LeRobotRig
     from support.video import write_test_video
 
     port = str(tmp / "ttyACM0")

@@ -26,8 +26,8 @@ from orchestrator.policies.lerobot_server import lost
 from orchestrator.policies.scripted import ScriptedPickPolicy
 from orchestrator.rigs.base import EmergencyStop
 from orchestrator.rigs.device_fault import DeviceFault, RestBlocked
-from orchestrator.rigs.lerobot import LeRobotRig
-from orchestrator.rigs.servo_alarms import ServoAlarm, ServoReset
+from orchestrator.rigs.so101.rig import LeRobotRig
+from orchestrator.rigs.so101.servo_alarms import ServoAlarm, ServoReset
 from orchestrator.run.bookkeeping import INTERRUPTED_BY_USER, abort_class
 from orchestrator.run.control_loop import _policy_action
 from orchestrator.store.abort_causes import CAUSES, abort_cause

@@ -21,8 +21,8 @@ from orchestrator.cli import main
 from orchestrator.policies.scripted import ScriptedPickPolicy
 from orchestrator.rigs.base import EmergencyStop
 from orchestrator.rigs.device_fault import DeviceFault
-from orchestrator.rigs.servo_alarms import ServoAlarm
 from orchestrator.rigs.sim import SimRig
+from orchestrator.rigs.so101.servo_alarms import ServoAlarm
 from orchestrator.run.bookkeeping import abort_class
 from orchestrator.run.operator_protocol import stop_cause
 from orchestrator.store.sqlite import CampaignStore

@@ -29,7 +29,7 @@ FPS = 30
 @pytest.fixture
 def bench(tmp_path, monkeypatch):
     """A fake SO-101 (video cameras), its profile, and a two-mark protocol with scripted policies."""
-    from orchestrator.rigs.lerobot import LeRobotRig
+    from orchestrator.rigs.so101.rig import LeRobotRig
 
     monkeypatch.setattr(builtins, "input", lambda *a: pytest.fail("input() called"))
     monkeypatch.setitem(LeRobotRig.__init__.__kwdefaults__, "rest_speed_deg_s", 600.0)
@@ -65,7 +65,7 @@ def test_a_two_second_stall_is_never_caught_up(bench):
     `max(0, period - dt)`), not back to back; the overrun is recorded with its step."""
     from orchestrator.design.protocol import Cube, Mark
     from orchestrator.policies.base import EpisodeContext
-    from orchestrator.rigs.lerobot import LeRobotRig
+    from orchestrator.rigs.so101.rig import LeRobotRig
     from orchestrator.run.control_loop import run_episode
     from orchestrator.run.recording import EpisodeRecorder
 
@@ -158,7 +158,7 @@ def test_ending_the_session_after_a_stop_leaves_the_arm_unmoved_and_torque_off(b
 
 # ------------------------------------------------------------------ item 3: torque off on every way out
 def _freeze_wrist():
-    from orchestrator.rigs.videocam import VideoCam
+    from orchestrator.rigs.so101.videocam import VideoCam
 
     for cam in VideoCam.live:
         if cam.path.name == "wrist.mp4":
@@ -177,7 +177,7 @@ EXITS = {
 
 @pytest.mark.parametrize("way_out", list(EXITS))
 def test_torque_is_off_after_every_way_out(bench, way_out, monkeypatch):
-    from orchestrator.rigs import videocam
+    from orchestrator.rigs.so101 import videocam
 
     tmp_path, arm, rig, protocol = bench
     live = []
@@ -205,7 +205,7 @@ def test_torque_is_off_after_every_way_out(bench, way_out, monkeypatch):
 
 
 def test_disconnect_turns_torque_off_even_with_a_dead_camera(bench):
-    from orchestrator.rigs.lerobot import LeRobotRig
+    from orchestrator.rigs.so101.rig import LeRobotRig
 
     _, arm, rig_path, _ = bench
     rig = LeRobotRig(load_rig(rig_path))
@@ -223,7 +223,7 @@ def test_no_trial_aborts_at_one_percent_corrupted_packets(bench, monkeypatch):
     """1 % of status packets corrupted from the moment the arm is connected (LeRobot's own
     connect() reads the calibration and configures the motors without retries; the rig retries
     the whole connect on a corrupted packet, but a campaign's trials are what is counted here)."""
-    from orchestrator.rigs.lerobot import LeRobotRig
+    from orchestrator.rigs.so101.rig import LeRobotRig
 
     tmp_path, arm, rig, protocol = bench
     connect = LeRobotRig.connect
@@ -240,7 +240,7 @@ def test_no_trial_aborts_at_one_percent_corrupted_packets(bench, monkeypatch):
 
 
 def test_moves_to_rest_retry_corrupted_reads(bench):
-    from orchestrator.rigs.lerobot import LeRobotRig
+    from orchestrator.rigs.so101.rig import LeRobotRig
 
     _, arm, rig_path, _ = bench
     rig = LeRobotRig(load_rig(rig_path))
@@ -259,7 +259,7 @@ def test_a_ping_lost_at_connect_is_asked_again_and_a_servo_that_never_answers_is
     """LeRobot's handshake pings each servo once; one lost reply failed the whole connect
     ("Missing motor IDs") although every servo is there. A servo that stays silent on every
     attempt (the positive control: unplugged from the chain) is still a fault that names it."""
-    from orchestrator.rigs.lerobot import LeRobotRig
+    from orchestrator.rigs.so101.rig import LeRobotRig
 
     _, arm, rig_path, _ = bench
     rig = LeRobotRig(load_rig(rig_path))
@@ -279,7 +279,7 @@ def test_a_ping_lost_at_connect_is_asked_again_and_a_servo_that_never_answers_is
 
 # ------------------------------------------------------------------ item 5: the rest pose
 def test_rest_pose_defaults_to_the_pose_captured_at_connect(bench):
-    from orchestrator.rigs.lerobot import LeRobotRig
+    from orchestrator.rigs.so101.rig import LeRobotRig
 
     _, arm, rig_path, _ = bench
     for servo in arm.servos.values():
@@ -299,7 +299,7 @@ def test_rest_pose_defaults_to_the_pose_captured_at_connect(bench):
 
 
 def test_rest_pose_outside_the_calibrated_range_is_refused(bench):
-    from orchestrator.rigs.lerobot import LeRobotRig
+    from orchestrator.rigs.so101.rig import LeRobotRig
 
     tmp_path, arm, rig_path, _ = bench
     cal = feetech.default_calibration()
@@ -315,7 +315,7 @@ def test_rest_pose_outside_the_calibrated_range_is_refused(bench):
 
 # ------------------------------------------------------------------ item 12: calibration before torque
 def test_another_calibration_is_refused_before_torque_is_ever_enabled(bench):
-    from orchestrator.rigs.lerobot import LeRobotRig
+    from orchestrator.rigs.so101.rig import LeRobotRig
 
     _, arm, rig_path, _ = bench
     other = feetech.default_calibration()
@@ -481,7 +481,7 @@ def test_export_names_the_robot_as_lerobot_does():
 
 def test_an_opencv_camera_without_index_or_path_is_an_error(tmp_path):
     """Item 14: it used to become camera 0 silently (another camera than the operator meant)."""
-    from orchestrator.rigs.lerobot import LeRobotRig
+    from orchestrator.rigs.so101.rig import LeRobotRig
 
     rig = tmp_path / "rig.yaml"
     rig.write_text(yaml.safe_dump({"robot": {"type": "so101_follower", "port": "/dev/ttyACM0", "id": "a"},
@@ -499,7 +499,7 @@ def test_an_opencv_camera_without_index_or_path_is_an_error(tmp_path):
 def test_an_alarm_on_one_servo_does_not_leave_the_later_ones_torqued(bench):
     """LeRobot's disable_torque() raises at the first status packet with an error bit: with an
     overload on servo 2, servos 3-6 kept torque. The broadcast torque-off cannot be aborted."""
-    from orchestrator.rigs.lerobot import LeRobotRig
+    from orchestrator.rigs.so101.rig import LeRobotRig
 
     _, arm, rig_path, _ = bench
     rig = LeRobotRig(load_rig(rig_path))
@@ -553,7 +553,7 @@ def test_a_stop_during_a_long_inference_drops_that_inferences_action(bench):
 
     from orchestrator.design.protocol import Cube, Mark
     from orchestrator.policies.base import EpisodeContext
-    from orchestrator.rigs.lerobot import LeRobotRig
+    from orchestrator.rigs.so101.rig import LeRobotRig
     from orchestrator.run.control_loop import run_episode
     from orchestrator.run.recording import EpisodeRecorder
 
@@ -591,9 +591,9 @@ def test_a_stop_during_a_long_inference_drops_that_inferences_action(bench):
 def test_a_blocked_joint_stops_the_move_to_rest_with_its_goal_near_where_it_is(bench):
     """The open-loop move ended with the held joint's goal up to 100 degrees ahead (it snaps there
     when freed) and returned normally."""
-    from orchestrator.rigs.lerobot import LeRobotRig
+    from orchestrator.rigs.so101.rig import LeRobotRig
 
-    max_lead_deg = 5.0   # rigs/rest_move.py MAX_LEAD_DEG (a literal: the old code has no such module)
+    max_lead_deg = 5.0   # rigs/so101/rest_move.py MAX_LEAD_DEG (a literal: the old code has no such module)
     _, arm, rig_path, _ = bench
     rig = LeRobotRig(load_rig(rig_path))
     rig.connect()
@@ -687,7 +687,7 @@ def test_after_an_alarm_the_arm_holds_until_the_operator_confirms(bench, servo):
     with pytest.raises(RuntimeFailure, match=rf"{feetech.SO101_MOTORS[servo - 1]} \(id {servo}\): overload"):
         campaign(protocol, rig, tmp_path / "c", op)
     assert op.confirmed_at is not None
-    from orchestrator.rigs.servo_alarms import CHECK_EVERY_STEPS
+    from orchestrator.rigs.so101.servo_alarms import CHECK_EVERY_STEPS
 
     moved = [w for w in arm.goal_writes(since=op.fault_at) if w[0] < op.confirmed_at]
     # the control steps until the alarm is read (every CHECK_EVERY_STEPS), the hold, nothing more
@@ -728,7 +728,7 @@ class Emits(Hold):
 def _one_episode(bench, policy):
     from orchestrator.design.protocol import Cube, Mark
     from orchestrator.policies.base import EpisodeContext
-    from orchestrator.rigs.lerobot import LeRobotRig
+    from orchestrator.rigs.so101.rig import LeRobotRig
     from orchestrator.run.control_loop import run_episode
     from orchestrator.run.recording import EpisodeRecorder
 
@@ -760,7 +760,7 @@ def test_a_non_finite_action_is_the_policys_fault_and_never_sent(bench, value):
 def test_an_absurd_action_is_clipped_to_the_calibrated_range_and_recorded(bench):
     """-400 degrees without max_relative_target went out with the sign bit set (full speed to the
     end stop); now clipped to the calibrated range minus the margin, a safety event."""
-    margin = 2.0   # rigs/lerobot.py RANGE_MARGIN (a literal: the old code has none)
+    margin = 2.0   # rigs/so101/rig.py RANGE_MARGIN (a literal: the old code has none)
     (facts, _), goals = _one_episode(bench, Emits("shoulder_pan.pos", -400.0))
     pan = [v for _, i, v in goals if i == 1]
     lowest = round((-180 + margin) * 4095 / 360 + 2047.5)
@@ -780,7 +780,7 @@ def test_one_prompt_after_a_stop(bench):
 def test_a_second_ctrl_c_inside_the_stop_is_deferred_until_the_abort_is_recorded(bench, monkeypatch):
     import io
 
-    from orchestrator.rigs.lerobot import LeRobotRig
+    from orchestrator.rigs.so101.rig import LeRobotRig
     from orchestrator.run.bookkeeping import INTERRUPTED_BY_USER
     from orchestrator.run.console.prompt import PromptOperator
     from orchestrator.store.sqlite import CampaignStore
@@ -907,8 +907,8 @@ def test_reset_auto_is_refused_on_a_real_arm_before_the_bus_is_opened(bench, cap
 
 
 def test_the_shipped_profiles_rest_inside_the_limits_with_the_gripper_open(tmp_path):
-    from orchestrator.rigs.hardware_checks import REST_LIMIT_MARGIN, rest_near_limits
-    from orchestrator.rigs.lerobot import LeRobotRig
+    from orchestrator.rigs.so101.hardware_checks import REST_LIMIT_MARGIN, rest_near_limits
+    from orchestrator.rigs.so101.rig import LeRobotRig
     from orchestrator.rigs.twin.arm import shipped_calibration
 
     repo = __import__("pathlib").Path(__file__).resolve().parent.parent

@@ -51,7 +51,7 @@ def test_faults_mid_episode_abort_the_trial_and_the_campaign_resumes(hardware, m
     from lerobot.policies.act.modeling_act import ACTPolicy
 
     from orchestrator.policies.lerobot import LeRobotPolicy
-    from orchestrator.rigs.videocam import VideoCam
+    from orchestrator.rigs.so101.videocam import VideoCam
 
     tmp_path, protocol, rig, arms, plug_in = hardware
     out = tmp_path / "campaign"

@@ -302,8 +302,8 @@ def test_state_units_other_than_the_rigs_are_refused(tmp_path, fake_rig):
     pre.save_pretrained(ckpt)
     post.save_pretrained(ckpt)
     assert LeRobotPolicy(spec(ckpt), tmp_path, "", fake_rig).config is not None  # degrees rig: fits
-    from orchestrator.rigs.lerobot import LeRobotRig
     from orchestrator.rigs.profile import RigProfile
+    from orchestrator.rigs.so101.rig import LeRobotRig
 
     profile = fake_rig.profile.model_dump()
     profile["robot"]["use_degrees"] = False  # the rig in -100..100

@@ -1,6 +1,6 @@
 """The LeRobot rig on a fake Feetech bus: LeRobot's own SOFollower, FeetechMotorsBus and
 scservo_sdk run unchanged; only the serial port's bytes are answered by fake servos
-(`fakes/feetech.py`). Cameras are video files (`rigs/videocam.py`)."""
+(`fakes/feetech.py`). Cameras are video files (`rigs/so101/videocam.py`)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from fakes import feetech
 from fakes.rigs import REST, plug_in_arm, write_rig, write_videos
 from orchestrator.core.errors import BadInput
 from orchestrator.rigs.base import Rig
-from orchestrator.rigs.clamp_log import CLAMP_MESSAGE
 from orchestrator.rigs.device_fault import DeviceFault
 from orchestrator.rigs.profile import STATE_KEYS, load_rig
+from orchestrator.rigs.so101.clamp_log import CLAMP_MESSAGE
 
 
 @pytest.fixture
@@ -41,7 +41,7 @@ def setup(tmp_path, monkeypatch, no_stdin):
 
 
 def make_rig(rig_path, **kwargs):
-    from orchestrator.rigs.lerobot import LeRobotRig
+    from orchestrator.rigs.so101.rig import LeRobotRig
 
     return LeRobotRig(load_rig(rig_path), rest_speed_deg_s=600.0, **kwargs)
 
@@ -175,7 +175,7 @@ def test_a_camera_whose_read_thread_ended_is_a_camera_fault_and_is_released(tmp_
     it and the fault names that camera with its last failure (a camera that called itself
     disconnected made LeRobot's robot say it was not connected: an arm fault), and the rig's
     disconnect releases it."""
-    from orchestrator.rigs import videocam
+    from orchestrator.rigs.so101 import videocam
 
     arm, port, cal = plug_in_arm(tmp_path, monkeypatch)
     real_decode = videocam.VideoCam._decode
@@ -205,7 +205,7 @@ def test_a_camera_whose_read_thread_ended_is_a_camera_fault_and_is_released(tmp_
 def test_video_camera_is_registered_loops_and_resizes(tmp_path):
     from lerobot.cameras import CameraConfig, make_cameras_from_configs
 
-    from orchestrator.rigs.videocam import VideoCam, VideoCamConfig
+    from orchestrator.rigs.so101.videocam import VideoCam, VideoCamConfig
     from support.video import write_test_video
 
     clip = write_test_video(tmp_path / "clip.mp4", width=40, height=30, frames=5)
@@ -232,8 +232,8 @@ def test_video_camera_is_registered_loops_and_resizes(tmp_path):
 
 
 def test_profile_problems_are_one_line_bad_input(tmp_path):
-    from orchestrator.rigs.lerobot import LeRobotRig
     from orchestrator.rigs.profile import RigProfile
+    from orchestrator.rigs.so101.rig import LeRobotRig
 
     def profile(robot, cameras=None):
         return RigProfile.model_validate({"robot": robot, "cameras": cameras or {}})

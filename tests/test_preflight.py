@@ -126,7 +126,7 @@ def test_doctor_entry_point_bad_rig_file_exit_2(tmp_path):
 
 def test_hardware_modules_import_without_torch_and_sim_doctor_needs_none():
     code = ("import sys; import orchestrator.run.preflight, orchestrator.rigs.device_fault, orchestrator.run.console, "
-            "orchestrator.run.console.prompt, orchestrator.rigs.lerobot, orchestrator.policies.lerobot, "
+            "orchestrator.run.console.prompt, orchestrator.rigs.so101.rig, orchestrator.policies.lerobot, "
             "orchestrator.commands.doctor; from orchestrator.cli import main; "
             "rc = main(['doctor', '--rig', 'hardware/sim.yaml', '--protocol', 'protocols/sim_demo.yaml']); "
             "heavy = sorted({m.split('.')[0] for m in sys.modules} & {'torch', 'lerobot', 'mujoco'}); "
@@ -159,7 +159,7 @@ class _BareBusRig:
 
 @pytest.mark.parametrize("fails, ok", [(0, True), (2, True), (3, False)])
 def test_the_present_pose_read_is_tried_three_times_before_the_check_fails(fails, ok, monkeypatch):
-    from orchestrator.rigs import hardware_checks
+    from orchestrator.rigs.so101 import hardware_checks
 
     monkeypatch.setattr(hardware_checks.time, "sleep", lambda s: None)
     rig = _BareBusRig(fails)

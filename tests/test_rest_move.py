@@ -1,4 +1,4 @@
-"""The closed-loop move to rest (rigs/rest_move.py) on simulated joints, in measured time.
+"""The closed-loop move to rest (rigs/so101/rest_move.py) on simulated joints, in measured time.
 
 A joint is modelled as a servo that moves toward its goal at a limited speed (a soft position
 loop under gravity is slow, not stuck), optionally held (speed 0: a hand, the cube, the table)
@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from orchestrator.rigs.rest_move import FOLLOW_S, MAX_LEAD_DEG, move_to_rest
+from orchestrator.rigs.so101.rest_move import FOLLOW_S, MAX_LEAD_DEG, move_to_rest
 
 REST = {"shoulder_lift.pos": -94.0, "elbow_flex.pos": 90.0}
 START = {"shoulder_lift.pos": -80.0, "elbow_flex.pos": 65.0}   # 25 degrees of elbow: moves of a second

@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from orchestrator.rigs import rest_move
+from orchestrator.rigs.so101 import rest_move
 from orchestrator.rigs.twin.feetech import REG
 
 # The stop poses measured on the twin (LeRobot's degrees; gripper 0-100), 2.5 s and 3.5 s into

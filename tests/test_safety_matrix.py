@@ -39,8 +39,8 @@ def test_a_seeded_sample_of_the_matrix_keeps_every_invariant(spans, index, tmp_p
 def test_the_checks_catch_torque_left_on(spans, tmp_path, monkeypatch):
     """The canary: torque-off made a no-op (where the rig releases on a stop and where it closes
     the robot, `torque.close_robot`); the torque invariant must report it."""
-    import orchestrator.rigs.lerobot as lerobot_rig
-    import orchestrator.rigs.torque as torque
+    import orchestrator.rigs.so101.rig as lerobot_rig
+    import orchestrator.rigs.so101.torque as torque
 
     for module in (lerobot_rig, torque):
         monkeypatch.setattr(module, "torque_off", lambda bus, retries=2: [])

@@ -158,9 +158,9 @@ def test_the_preflight_refuses_a_slow_camera_but_not_a_dip():
     `CONFIRM_SECONDS`, before it fails)."""
     import threading
 
-    from orchestrator.rigs import hardware_checks
     from orchestrator.rigs.factory import make_rig
     from orchestrator.rigs.profile import load_rig
+    from orchestrator.rigs.so101 import hardware_checks
     from orchestrator.rigs.twin.client import start_twin
 
     with start_twin(load_rig(SHIPPED_TWIN_RIG)) as twin:

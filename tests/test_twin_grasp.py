@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from orchestrator.rigs.servo_alarms import GRIPPER_TRIP_EVENT, AlarmWatch, ServoAlarm
+from orchestrator.rigs.so101.servo_alarms import GRIPPER_TRIP_EVENT, AlarmWatch, ServoAlarm
 from support.repo import REPO
 from support.wirelog import WireLog
 

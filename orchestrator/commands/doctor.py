@@ -3,7 +3,7 @@
 Checks the robot port, LeRobot's calibration file, every camera's frame rate, that each LeRobot
 policy of the protocol loads and matches the rig, and disk space (`orchestrator.run.preflight`);
 refuses the real-arm settings that void the safety rules, each with the flag that accepts it
-(`rigs.hardware_checks.profile_refusals`: no max_relative_target, torque kept at exit, a rest
+(`rigs.so101.hardware_checks.profile_refusals`: no max_relative_target, torque kept at exit, a rest
 pose within 5 degrees of a calibrated limit).
 Prints one line per passed check; problems are one line each on stderr, exit 2. Nothing is
 started: the arm is not moved and devices opened to be checked are closed again.

@@ -31,7 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def add_safety_overrides(parser: argparse.ArgumentParser, *, stop_key: bool) -> None:
     """The flags that accept a real-arm setting `run` and `doctor` otherwise refuse."""
-    from orchestrator.rigs.hardware_checks import OVERRIDES
+    from orchestrator.rigs.so101.hardware_checks import OVERRIDES
 
     helps = {"max_relative_target": "accept a rig profile without robot.max_relative_target",
              "torque_at_exit": "accept robot.disable_torque_on_disconnect: false",
@@ -49,8 +49,8 @@ def refuse_unsafe(args: argparse.Namespace, rig) -> None:
     import sys
 
     from orchestrator.core.errors import BadInput
-    from orchestrator.rigs.hardware_checks import profile_refusals, stop_key_refusal
-    from orchestrator.rigs.lerobot import LeRobotRig
+    from orchestrator.rigs.so101.hardware_checks import profile_refusals, stop_key_refusal
+    from orchestrator.rigs.so101.rig import LeRobotRig
 
     if rig.profile.simulated:
         return

@@ -95,7 +95,7 @@ class ExportPlan:
             return "so_follower"
         if self.rig.simulated:
             return self.rig.robot.type
-        from orchestrator.rigs.lerobot_config import robot_name
+        from orchestrator.rigs.so101.config import robot_name
 
         try:
             return robot_name(self.rig.robot.type)

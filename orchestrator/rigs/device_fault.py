@@ -13,7 +13,7 @@ import re
 from typing import Any
 
 from orchestrator.core.errors import RuntimeFailure
-from orchestrator.rigs.servo_alarms import ServoAlarm, ServoReset
+from orchestrator.rigs.so101.servo_alarms import ServoAlarm, ServoReset
 
 ARM_CHECK = ("the arm's USB cable and power supply (12 V / 5 V), that no other program "
              "(lerobot-teleoperate, a second orchestrator) holds the port, then `orchestrator doctor`")

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 # Where each kind is registered (imported on first use: `lerobot` and `twin` bring LeRobot).
 RIG_MODULES = {"sim": "orchestrator.rigs.sim", "twin": "orchestrator.rigs.twin.rig",
-               "lerobot": "orchestrator.rigs.lerobot"}
+               "lerobot": "orchestrator.rigs.so101.rig"}
 
 
 def rig_kind(rig: LoadedRig | RigProfile) -> str:

@@ -24,7 +24,7 @@ from contextlib import contextmanager
 
 from orchestrator.rigs.base import EmergencyStop, Rig
 from orchestrator.rigs.device_fault import RestBlocked
-from orchestrator.rigs.torque import torque_warning
+from orchestrator.rigs.so101.torque import torque_warning
 from orchestrator.run.interrupts import deferred_interrupts
 from orchestrator.run.operator_protocol import Operator, StopRequested
 

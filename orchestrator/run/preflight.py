@@ -9,7 +9,7 @@ Checks, in order (all of them run; each problem is one line):
   `connect()` would otherwise ask on stdin mid-campaign) -> the exact `lerobot-calibrate` command;
 - rest pose: inside the calibrated range; the present pose (read, nothing written) next to it;
 - safety: the real-arm settings that void the safety rules, refused unless their flag is given
-  (`rigs.hardware_checks.profile_refusals`);
+  (`rigs.so101.hardware_checks.profile_refusals`);
 - cameras: each camera opens and delivers frames at its configured fps (measured);
 - policies: each LeRobot checkpoint of the protocol loads, offline, and its input/output features
   match the rig (camera names, image shapes, state and action sizes), spelled out; warnings as
@@ -18,7 +18,7 @@ Checks, in order (all of them run; each problem is one line):
 - disk: free space where the campaign is written, against an estimate of what it will need.
 
 Port, calibration and cameras are the rig's own checks (`LeRobotRig.checks()`, in
-`rigs/hardware_checks.py`); this module only combines them with the protocol's and the disk's.
+`rigs/so101/hardware_checks.py`); this module only combines them with the protocol's and the disk's.
 A simulated rig (`sim_so101`) has no port, calibration or cameras to check; its policies and disk
 are checked the same way. Only the checks that need LeRobot import it (lazily).
 """
@@ -154,11 +154,11 @@ def run_preflight(loaded_rig: LoadedRig, protocol: Any = None, out_dir: Path | s
         features, robot_type = rig_observation_features(profile), SO101_ROBOT_TYPE
     else:
         if rig is None:
-            from orchestrator.rigs.lerobot import LeRobotRig
+            from orchestrator.rigs.so101.rig import LeRobotRig
 
             rig = LeRobotRig(loaded_rig)
         add(rig.checks(camera_seconds))
-        from orchestrator.rigs.hardware_checks import profile_refusals
+        from orchestrator.rigs.so101.hardware_checks import profile_refusals
 
         add(Check("safety", False, line) for line in profile_refusals(rig, allowed))
         features, robot_type = rig, None

@@ -53,6 +53,6 @@ def camera_rate_as_configured(monkeypatch) -> None:
     and tests/test_twin_camera.py measure the rate): the preflight still opens every camera, but
     takes its frame rate as configured instead of counting frames for a second per camera (seconds
     of every run, and on a loaded machine the video decoder can fall under the 90 % bar)."""
-    from orchestrator.rigs import hardware_checks
+    from orchestrator.rigs.so101 import hardware_checks
 
     monkeypatch.setattr(hardware_checks, "measure_camera", lambda camera, seconds: float(camera.fps))

@@ -29,7 +29,7 @@ def fake_rig(tmp_path, monkeypatch):
     feetech.install(monkeypatch, arm)
     feetech.write_calibration_file(tmp_path / "cal", "lab_arm")
     rig_path = write_rig(tmp_path / "rig.yaml", port, tmp_path / "cal", write_videos(tmp_path))
-    from orchestrator.rigs.lerobot import LeRobotRig
+    from orchestrator.rigs.so101.rig import LeRobotRig
 
     rig = LeRobotRig(load_rig(rig_path), rest_speed_deg_s=600.0)
     yield rig
@@ -49,7 +49,7 @@ def write_protocol(directory: Path, policies: dict, fps: int = 10, duration_s: f
 @pytest.fixture
 def hardware(tmp_path, monkeypatch):
     """Two ACT checkpoints, a fake SO-101 with video cameras, fast rest moves, camera rates as configured."""
-    from orchestrator.rigs.lerobot import LeRobotRig
+    from orchestrator.rigs.so101.rig import LeRobotRig
 
     monkeypatch.setattr(builtins, "input", lambda *a: pytest.fail("input() called"))
     monkeypatch.setitem(LeRobotRig.__init__.__kwdefaults__, "rest_speed_deg_s", 600.0)

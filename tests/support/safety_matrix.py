@@ -55,7 +55,7 @@ HOLD_S = 0.2
 FPS, DURATION_S = 30, 1.0
 BASE_STOP_POLL = 20          # the operator's own stop, in the first episode
 EPISODE_LEAD_DEG = 10.0      # hardware/so101_twin.yaml max_relative_target
-MOVE_LEAD_DEG = 5.0          # rigs/rest_move.py MAX_LEAD_DEG
+MOVE_LEAD_DEG = 5.0          # rigs/so101/rest_move.py MAX_LEAD_DEG
 JOINTS = ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper")
 
 
@@ -126,7 +126,7 @@ def _install(monkeypatch, tap: Tap, operator) -> None:
     from lerobot.motors.feetech import FeetechMotorsBus
     from lerobot.robots.so_follower.so_follower import SOFollower
 
-    from orchestrator.rigs.lerobot import LeRobotRig
+    from orchestrator.rigs.so101.rig import LeRobotRig
     from orchestrator.run import control_loop, motion, sequential
 
     write_port, read_port = ph.PortHandler.writePort, ph.PortHandler.readPort

@@ -80,7 +80,7 @@ def _row_key(values) -> tuple:
 def install(monkeypatch, tap) -> RtcRecord:
     """The RTC hooks (after `safety_matrix._install`): chunk tags, acts, threads at moves."""
     from orchestrator.policies.rtc import EnginePolicy
-    from orchestrator.rigs.lerobot import LeRobotRig
+    from orchestrator.rigs.so101.rig import LeRobotRig
     from orchestrator.run import motion
 
     record = RtcRecord(before={id(t) for t in rtc_threads()})

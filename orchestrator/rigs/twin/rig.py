@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from orchestrator.design.protocol import Cube, Mark
 from orchestrator.rigs.base import EpisodeFacts, Observation, register_rig
-from orchestrator.rigs.lerobot import LeRobotRig
 from orchestrator.rigs.placement import SimulatedHand
 from orchestrator.rigs.profile import LoadedRig
+from orchestrator.rigs.so101.rig import LeRobotRig
 
 
 @register_rig("twin")

@@ -6,7 +6,7 @@ found by LeRobot's device-class lookup in this module). `index_or_path` is the s
 file the twin process renders into (`shared_frames.py`); frames rendered smaller than the profile's
 width x height are scaled up (bilinear), so the policy sees the profile's shape.
 
-The read thread and LeRobot's reads are `ThreadedCamera`'s (`rigs/threaded_camera.py`, the
+The read thread and LeRobot's reads are `ThreadedCamera`'s (`rigs/so101/threaded_camera.py`, the
 shape of LeRobot's OpenCVCamera): the thread takes each new frame off the "device" (the shared
 frame file) and keeps the latest with its `latest_timestamp`; `read_latest(max_age_ms)` peeks at
 it (`TimeoutError` when it is older: a frozen camera), `async_read(timeout_ms)` waits for a newer
@@ -31,7 +31,7 @@ import numpy as np
 from lerobot.cameras.configs import CameraConfig
 from lerobot.utils.errors import DeviceNotConnectedError
 
-from orchestrator.rigs.threaded_camera import ThreadedCamera
+from orchestrator.rigs.so101.threaded_camera import ThreadedCamera
 from orchestrator.rigs.twin.shared_frames import DISCONNECTED, FrameReader
 
 POLL_S = 0.001

@@ -1,13 +1,13 @@
 """A real arm through LeRobot: the robot and its cameras built from the rig profile.
 
 `LeRobotRig(loaded_rig)` builds the robot with LeRobot's own config classes and factory
-(the configs: `rigs/lerobot_config.py`):
+(the configs: `rigs/so101/config.py`):
 `RobotConfig.get_choice_class(profile.robot.type)` (so101_follower by default, any registered
 LeRobot robot type or `lerobot_robot_*` plugin), filled with the profile's `port`, `id`,
 `max_relative_target`, cameras and any other field of that config class written in the profile
 (`disable_torque_on_disconnect`, `calibration_dir`, `use_degrees`, ...), then
 `make_robot_from_config`. Cameras: `type: opencv` -> `OpenCVCameraConfig`, `type: video` -> the
-video-file camera (`rigs/videocam.py`), both through LeRobot's camera registry.
+video-file camera (`rigs/so101/videocam.py`), both through LeRobot's camera registry.
 
 Safety on a real arm (docs/design.md section 12):
 - `connect()` never lets LeRobot ask for calibration on stdin, and checks the motors'
@@ -50,15 +50,15 @@ from typing import Any
 from orchestrator.core.errors import BadInput
 from orchestrator.design.protocol import Cube, Mark
 from orchestrator.rigs.base import Action, Check, EmergencyStop, EpisodeFacts, Observation, Rig, register_rig
-from orchestrator.rigs.calibrated_range import action_limits, calibrated_range, rest_pose_ranges
-from orchestrator.rigs.clamp_log import quiet_clamp_warnings
 from orchestrator.rigs.device_fault import POLICY_CHECK, DeviceFault, RestBlocked, device_fault_of, one_line
 from orchestrator.rigs.frame_age import frame_facts
-from orchestrator.rigs.hardware_checks import check_calibration, check_port, other_calibration, rig_checks
-from orchestrator.rigs.lerobot_config import build_robot_config
 from orchestrator.rigs.profile import LoadedRig, RigProfile
-from orchestrator.rigs.rest_move import move_to_rest, route
-from orchestrator.rigs.servo_alarms import (
+from orchestrator.rigs.so101.calibrated_range import action_limits, calibrated_range, rest_pose_ranges
+from orchestrator.rigs.so101.clamp_log import quiet_clamp_warnings
+from orchestrator.rigs.so101.config import build_robot_config
+from orchestrator.rigs.so101.hardware_checks import check_calibration, check_port, other_calibration, rig_checks
+from orchestrator.rigs.so101.rest_move import move_to_rest, route
+from orchestrator.rigs.so101.servo_alarms import (
     CHECK_EVERY_STEPS,
     AlarmWatch,
     check_servos,
@@ -66,7 +66,7 @@ from orchestrator.rigs.servo_alarms import (
     servo_alarms,
     torque_lost,
 )
-from orchestrator.rigs.torque import close_robot, torque_off
+from orchestrator.rigs.so101.torque import close_robot, torque_off
 
 logger = logging.getLogger(__name__)
 
@@ -182,7 +182,7 @@ class LeRobotRig(Rig):
 
     # ------------------------------------------------------------ Rig protocol
     def checks(self, camera_seconds: float | None = None) -> list[Check]:
-        """The rig's own checks: port, calibration, cameras at fps (`rigs/hardware_checks.py`)."""
+        """The rig's own checks: port, calibration, cameras at fps (`rigs/so101/hardware_checks.py`)."""
         return rig_checks(self, camera_seconds)
 
     def preflight(self) -> list[str]:
@@ -350,7 +350,7 @@ class LeRobotRig(Rig):
         return dict(self.profile.rest_pose) or dict(self.connect_pose)
 
     def go_to_rest(self, check: Callable[[], None] | None = None) -> None:
-        """Closed-loop move to the rest pose (`rigs/rest_move.py`): each goal is the present
+        """Closed-loop move to the rest pose (`rigs/so101/rest_move.py`): each goal is the present
         position plus a bounded step, `check()` (the stop key) before every step, the servos'
         alarms and torque read every few steps; a joint that does not follow stops the move with
         the arm held (`RestBlocked`). After `on_stop: release` torque comes back first (goal :=
@@ -399,7 +399,7 @@ class LeRobotRig(Rig):
     def safe_stop(self) -> None:
         """Hold the present position (or release torque if the profile says `on_stop: release`);
         never moves the arm elsewhere, never raises (logs what failed). A release is a broadcast
-        torque off with a read-back (`rigs/torque.py`); servos still torqued are kept in
+        torque off with a read-back (`rigs/so101/torque.py`); servos still torqued are kept in
         `torque_problems` for the operator."""
         robot = self._robot
         if robot is None or not self._connected:
@@ -420,7 +420,7 @@ class LeRobotRig(Rig):
         return getattr(self._robot, "bus", None) is not None
 
     def release_torque(self) -> list[str]:
-        """Broadcast torque off with a read-back (`rigs/torque.py`), as `on_stop: release` does;
+        """Broadcast torque off with a read-back (`rigs/so101/torque.py`), as `on_stop: release` does;
         the next `go_to_rest` restores torque where the arm is then (`_resume_torque`)."""
         robot = self._robot
         if robot is None or not self._connected or getattr(robot, "bus", None) is None:

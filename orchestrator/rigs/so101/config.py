@@ -80,7 +80,7 @@ def camera_configs(profile: RigProfile, base_dir: Path) -> dict[str, Any]:
     """LeRobot camera configs for the profile's cameras (opencv, video)."""
     from lerobot.cameras.opencv import OpenCVCameraConfig
 
-    from orchestrator.rigs.videocam import VideoCamConfig
+    from orchestrator.rigs.so101.videocam import VideoCamConfig
 
     configs: dict[str, Any] = {}
     problems = []

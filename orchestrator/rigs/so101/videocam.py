@@ -31,7 +31,7 @@ import numpy as np
 from lerobot.cameras.configs import CameraConfig, ColorMode
 from lerobot.utils.errors import DeviceNotConnectedError
 
-from orchestrator.rigs.threaded_camera import ThreadedCamera
+from orchestrator.rigs.so101.threaded_camera import ThreadedCamera
 
 logger = logging.getLogger(__name__)
 
