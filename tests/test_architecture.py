@@ -161,6 +161,25 @@ def test_imports_only_downward_through_the_stages():
     assert upward_imports(graph) == []
 
 
+def test_the_rigs_outside_the_twin_never_import_it():
+    """The twin builds on the simulated rig and the SO-101 adapter; they reach it only through the
+    hooks of `rigs/extensions.py` (imported by name), never by an import."""
+    known = modules()
+    graph = {name: imports_of(name, path, known) for name, path in known.items()}
+    twin = "orchestrator.rigs.twin"
+    inside = [name for name in graph if name.startswith(twin)]
+    assert len(inside) > 10 and any(d.startswith("orchestrator.rigs.so101") for n in inside for d in graph[n])
+    assert sorted(f"{a} -> {b}" for a, deps in graph.items() if a.startswith("orchestrator.rigs")
+                  and not a.startswith(twin) for b in deps if b.startswith(twin)) == []
+
+
+def test_the_twin_registers_its_section_check_and_camera_through_the_hooks():
+    from orchestrator.rigs import extensions
+
+    assert extensions.section_check("twin") is not None and extensions.camera_config("twin") is not None
+    assert extensions.section_check("no_such_section") is None
+
+
 def test_every_top_level_module_belongs_to_a_stage():
     tops = {name.split(".")[1] for name in modules() if "." in name}
     assert tops - {"__main__"} == set(STAGES), tops ^ set(STAGES)

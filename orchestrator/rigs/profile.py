@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from orchestrator.core.errors import BadInput
 from orchestrator.design.joints import STATE_KEYS
 from orchestrator.design.located_errors import load_validated
+from orchestrator.rigs.extensions import section_check
 from orchestrator.rigs.placement import PlacementSpec
 
 
@@ -106,9 +107,9 @@ def load_rig(path: str | Path) -> LoadedRig:
             problems.append(f"{smap.locate(('rest_pose', key))}: unknown joint {key!r} "
                             f"(expected one of {', '.join(STATE_KEYS)})")
     if profile.twin is not None:
-        from orchestrator.rigs.twin.fault_plan import section_problems
-
-        problems += section_problems(profile.twin, tuple(profile.cameras), smap.locate(("twin",)))
+        check = section_check("twin")   # the twin's fault plan (rigs/extensions.py)
+        if check is not None:
+            problems += check(profile.twin, tuple(profile.cameras), smap.locate(("twin",)))
     if problems:
         raise BadInput(problems)
     return LoadedRig(path=path, profile=profile, text=text)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.core.errors import BadInput
+from orchestrator.rigs.extensions import camera_config
 from orchestrator.rigs.profile import RigProfile
 
 # Robot types whose config lives in a LeRobot module of another name.
@@ -100,10 +101,8 @@ def camera_configs(profile: RigProfile, base_dir: Path) -> dict[str, Any]:
                 elif isinstance(where, str):
                     where = Path(where)
                 configs[name] = OpenCVCameraConfig(index_or_path=where, **common, **extra)
-            elif cam.type == "twin":
-                from orchestrator.rigs.twin.twincamera import TwinCameraConfig
-
-                configs[name] = TwinCameraConfig(index_or_path=str(cam.index_or_path), **common)
+            elif (registered := camera_config(cam.type)) is not None:   # the twin's (rigs/extensions.py)
+                configs[name] = registered(cam, common)
             elif cam.type == "video":
                 if not cam.index_or_path:
                     problems.append(f"rig: camera {name}: type video needs index_or_path: <file.mp4>")
