@@ -6,7 +6,9 @@ before the N-th bus transaction; N is spread over each phase of a run without th
 (`--points` per phase). After each run the invariants are checked on the wire and on the twin's
 own state (tests/support/safety_matrix.py says which). Prints the table (events x phases: `ok`,
 or `F<n>` failed runs), every violation, the worst stop-to-hold latency and a summary line.
-`--policy rtc` runs both policies as a tiny SmolVLA (saved once by a separate interpreter) under
+The reset phase (the arm putting the cube on the next mark, `reset: auto`) runs in a campaign of
+its own with the start check and the reset on (`--sample` then samples each group), scripted
+policies only. `--policy rtc` runs both policies as a tiny SmolVLA (saved once by a separate interpreter) under
 LeRobot's RTC engine, with the two invariants of asynchronous inference on top
 (tests/support/safety_matrix_rtc.py: nothing computed before a stop is sent after it; LeRobot's
 inference thread joined on every way out).
@@ -70,9 +72,15 @@ def run_all(sm, args, checkpoint):
         spans = sm.phases(Path(tmp) / "base", mp, policy=args.policy, checkpoint=checkpoint)
     print("packets per phase in a run without an event: "
           + ", ".join(f"{p} {len(spans.get(p, []))}" for p in sm.PHASES if p != "hold"), flush=True)
-    todo = sm.cases(spans, args.points, events=tuple(args.events.split(",")),
-                    on_stops=tuple(args.on_stop.split(",")), sample=args.sample, seed=args.seed,
-                    phases_run=tuple(args.phases.split(",")), policy=args.policy)
+    phases_run = tuple(args.phases.split(","))
+    options = {"events": tuple(args.events.split(",")), "on_stops": tuple(args.on_stop.split(",")),
+               "sample": args.sample, "seed": args.seed, "policy": args.policy}
+    todo = sm.cases(spans, args.points, phases_run=tuple(p for p in phases_run if p != "reset"), **options)
+    if "reset" in phases_run and args.policy == "sync":   # the reset's campaign, measured on its own
+        with tempfile.TemporaryDirectory(prefix="safety-matrix-") as tmp, pytest.MonkeyPatch.context() as mp:
+            reset_spans = sm.phases(Path(tmp) / "base", mp, reset=True)
+        print(f"packets of the reset phase in a reset run without an event: {len(reset_spans['reset'])}", flush=True)
+        todo += sm.cases(reset_spans, args.points, phases_run=("reset",), **options)
     outcomes = []
     for i, case in enumerate(todo, 1):
         with tempfile.TemporaryDirectory(prefix="safety-matrix-") as tmp, pytest.MonkeyPatch.context() as mp:

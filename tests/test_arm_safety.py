@@ -893,17 +893,25 @@ def test_run_on_a_real_arm_refuses_a_simulated_hands_placement_section(bench, ca
             assert "placement" not in capsys.readouterr().err and arm.packets > 0
 
 
-def test_reset_auto_is_refused_on_a_real_arm_before_the_bus_is_opened(bench, capsys):
+def test_reset_auto_on_a_real_arm_without_the_consoles_stop_key_is_refused_before_the_bus_is_opened(bench, capsys):
+    """The arm moves by itself between trials: only under the console with its stop key (the
+    console's own run, approval and stop during a reset: tests/test_twin_reset.py)."""
     from orchestrator.cli import main
 
     tmp_path, arm, rig_path, protocol = bench
     resetting = tmp_path / "resetting.yaml"
     resetting.write_text(protocol.read_text() + "start_check: {mode: enforce}\nreset: {mode: auto}\n")
-    assert main(["run", str(resetting), "--rig", str(rig_path), "--out", str(tmp_path / "r"), "--no-console",
-                 "--allow-no-stop-key"]) == 2
-    (line,) = capsys.readouterr().err.strip().splitlines()
-    assert "reset mode auto runs on the simulated rig only" in line and "Traceback" not in line, line
+    ways = {"--no-console": ["--no-console", "--allow-no-stop-key"], "--allow-no-stop-key": ["--allow-no-stop-key"]}
+    for named, flags in ways.items():
+        assert main(["run", str(resetting), "--rig", str(rig_path), "--out", str(tmp_path / "r"), *flags]) == 2
+        (line,) = capsys.readouterr().err.strip().splitlines()
+        assert line.startswith(f"orchestrator: {resetting}: reset mode auto moves a real arm by itself"), line
+        assert f"drop {named}" in line and "Traceback" not in line, line
     assert arm.packets == 0
+    # the positive control: the same protocol with the operator's reset runs on this arm
+    main(["run", str(protocol), "--rig", str(rig_path), "--out", str(tmp_path / "o"), "--no-console",
+          "--allow-no-stop-key", "--stop-after", "0"])
+    assert "reset mode" not in capsys.readouterr().err and arm.packets > 0
 
 
 def test_the_shipped_profiles_rest_inside_the_limits_with_the_gripper_open(tmp_path):

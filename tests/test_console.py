@@ -432,3 +432,54 @@ def test_a_refused_start_shows_the_line_and_the_still_and_takes_retry_override_a
         return answers
 
     assert asyncio.run(session()) == ["retry", "override", "stop"]
+
+
+def test_the_reset_is_allowed_once_and_announced_and_q_at_the_approval_ends_the_session(layout):
+    """`reset: auto` on a real arm: the session's approval (Enter allows, q ends it), then the
+    reset's banner "ARM RESETTING THE CUBE" with the stop key live."""
+    from orchestrator.run.sequential import APPROVE_RESETS
+
+    async def session(key: str) -> tuple[list, list[str]]:
+        app = OperatorConsole(layout, countdown_s=0.1)
+        log: list = []
+        screens: list[str] = []
+
+        def runner():
+            try:
+                app.operator.approve(APPROVE_RESETS)
+            except StopRequested as stop:
+                log.append(("ended", str(stop)))
+                return
+            log.append("allowed")
+            app.operator.arm_moving("resetting the cube")
+            log.append("moving")
+            while True:
+                try:
+                    app.operator.check_stop()
+                except EmergencyStop:
+                    log.append("stopped")
+                    break
+                time.sleep(0.01)
+            app.operator.arm_moving(None)
+
+        async with app.run_test(size=(120, 40)) as pilot:
+            thread = threading.Thread(target=runner, daemon=True)
+            thread.start()
+            await wait_for(pilot, lambda: app.state == "confirm")
+            screens.append(screen_text(app))
+            await pilot.press(key)
+            if key == "enter":
+                await wait_for(pilot, lambda: "moving" in log)
+                await pilot.pause(0.1)
+                screens.append(screen_text(app))
+                await pilot.press("space")
+            await wait_for(pilot, lambda: log[-1] in ("stopped",) or isinstance(log[-1], tuple))
+        thread.join(2)
+        return log, screens
+
+    log, screens = asyncio.run(session("enter"))
+    assert log == ["allowed", "moving", "stopped"]
+    assert "the arm moves by itself" in screens[0] and "Enter = allow it, q = end the session" in screens[0]
+    assert "ARM RESETTING THE CUBE: space or esc = STOP" in screens[1]
+    log, _ = asyncio.run(session("q"))
+    assert log == [("ended", "session ended by the operator before the arm moved by itself")]

@@ -45,7 +45,8 @@ def add_safety_overrides(parser: argparse.ArgumentParser, *, stop_key: bool) -> 
 def refuse_unsafe(args: argparse.Namespace, rig) -> None:
     """BadInput (exit 2, one line each, the override flag named) for a real-arm profile that voids
     the safety rules (`hardware_checks.profile_refusals`), and, on a real arm (not the twin), a
-    session with nobody able to press the stop key or a `placement` section (a hand that is not there)."""
+    session with nobody able to press the stop key, a `placement` section (a hand that is not
+    there), or `reset: auto` without the console's stop key."""
     import sys
 
     from orchestrator.core.errors import BadInput
@@ -58,11 +59,26 @@ def refuse_unsafe(args: argparse.Namespace, rig) -> None:
     lines = profile_refusals(LeRobotRig(rig), allowed)
     if not getattr(args, "twin", False):
         lines += stop_key_refusal(args.no_console, sys.stdin, allowed)
+        lines += _reset_refusal(args, allowed)
         if rig.profile.placement is not None:
             lines.append(f"{rig.path}: placement: sets the simulated hand's error (the simulator and --twin); "
                          "on a real arm a person places the cube: remove it, or add --twin to rehearse")
     if lines:
         raise BadInput(lines)
+
+
+def _reset_refusal(args: argparse.Namespace, allowed: set[str]) -> list[str]:
+    """`reset: auto` on a real arm: the arm moves by itself between trials, so the session needs
+    the operator console and its stop key (no `--no-console`, no `--allow-no-stop-key`)."""
+    from orchestrator.design.protocol import load_protocol
+
+    if getattr(args, "protocol", None) is None or load_protocol(args.protocol).protocol.reset.mode != "auto":
+        return []
+    if args.no_console or "stop_key" in allowed:
+        how = "--no-console" if args.no_console else "--allow-no-stop-key"
+        return [f"{args.protocol}: reset mode auto moves a real arm by itself between trials: it runs only under "
+                f"the operator console with its stop key (drop {how}), or use reset mode operator"]
+    return []
 
 
 def default_workers() -> int:

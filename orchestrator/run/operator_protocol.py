@@ -35,6 +35,13 @@ STOP_CAUSES = {"1": ("unsafe", "unsafe motion"), "2": ("misplaced", "cube mispla
 STOP_CAUSE_PROMPT = "1 = unsafe motion, 2 = cube misplaced, 3 = other; then a note"
 
 
+def moving_banner(what: str) -> str:
+    """The line shown while the arm moves by itself: "ARM MOVING TO REST: ...", and for the cube
+    reset "ARM RESETTING THE CUBE: ..."."""
+    doing = what.upper() if what.startswith("resetting") else f"MOVING {what.upper()}"
+    return f"ARM {doing}: space or esc = STOP"
+
+
 def stop_cause(answer: str) -> tuple[str, str]:
     """(cause, reason text) from the operator's answer after a stop: a leading 1/2/3 picks the
     cause (`unsafe`, `misplaced`, `other`), the rest is the note; anything else is `other`."""
@@ -90,6 +97,11 @@ class Operator(Protocol):
         raise `StopRequested` to end the session instead (the arm stays held)."""
         ...
 
+    def approve(self, line: str) -> None:
+        """Block until the operator allows what `line` says the arm will do (once a session:
+        `reset: auto` on a real arm); raise `StopRequested` to end the session instead."""
+        ...
+
     def start_refused(self, cue: TrialCue, line: str, still: Path) -> str:
         """The start-state check refused the trial (`line`: what is wrong; `still`: the camera's
         image with the mark and the cube drawn): "retry" once the cube is corrected, "override"
@@ -127,6 +139,9 @@ class AutoOperator:
         return None
 
     def confirm_move(self, what: str) -> None:
+        return None
+
+    def approve(self, line: str) -> None:
         return None
 
     def start_refused(self, cue: TrialCue, line: str, still: Path) -> str:

@@ -53,11 +53,16 @@ class CubeReset:
         self.on = self.spec.mode == "auto"
         self.placed_before = False   # the session's first trial starts from a cube placed by hand
 
+    @property
+    def arm_places(self) -> bool:
+        """The arm puts the next cube on its mark (no one is asked to)."""
+        return self.on and self.placed_before
+
     def put_cube(self, trial, mark) -> None:
         """The cube on `mark` for `trial`: by the arm (`place`, then the episode starts from the
         world as it is), or, with `reset: operator` and for a session's first trial, by the rig's
         hand or a person's (`Rig.prepare_layout`)."""
-        if self.on and self.placed_before:
+        if self.arm_places:
             self.place(trial, mark)
             self.rig.start_here(mark, trial.seed)
         else:

@@ -243,6 +243,8 @@ def _run_sequential(opened: OpenedCampaign, pending: list[Trial], operator: Oper
         gate = StartGate(loaded, rig, store, operator, say)
         gate.begin_session()
         reset = CubeReset(loaded, rig, gate, motion, store, say)
+        if not _resets_allowed(reset, rig, operator, store, say):
+            return
         progress = Progress(summary.total, summary.done_total, say, terminal_for(say))
         queue = list(pending)
         tries: dict[int, int] = {}
@@ -288,10 +290,6 @@ def _load_and_connect(rig, loaded, labels, policies: dict) -> None:
     the caller closes those already made whatever fails next."""
     from orchestrator.policies.factory import make_policy
 
-    if loaded.protocol.reset.mode == "auto" and not rig.profile.simulated:
-        raise BadInput(f"{loaded.path}: reset mode auto runs on the simulated rig only in this version (on the twin "
-                       "and a real arm its safety checks are not done yet): use reset mode operator")
-
     for label in labels:
         policies[label] = make_policy(label, loaded.protocol.policies[label], loaded, rig)
     if rig.realtime and (problems := rig.preflight()):
@@ -314,10 +312,13 @@ def _rerun_later(trial: Trial, stopped: str, tries: dict[int, int], queue: list[
 
 def _set_up(trial: Trial, context, cue: TrialCue, operator: Operator, gate: StartGate, reset: CubeReset,
             say: Callable[[str], None]) -> bool:
-    """The trial's start: the operator's cue, the cube on its mark (the arm's reset, or the rig's
-    hand or a person's), the start-state check. False: the operator stopped the session here."""
+    """The trial's start: the operator's cue (not when the arm places the cube), the cube on its
+    mark (the arm's reset, or the rig's hand or a person's), the start-state check. False: the operator stopped the session here."""
     try:
-        operator.before_trial(cue)
+        if reset.arm_places:   # nobody is asked to place it (the session's approval covers the arm's move)
+            operator.message(f"trial {cue.index}: the arm puts the cube on {cue.mark.id}")
+        else:
+            operator.before_trial(cue)
     except StopRequested as stop:
         return _stopped(gate, trial, "stopped by the operator between trials", stop, say)
     try:
@@ -333,6 +334,24 @@ def _stopped(gate: StartGate, trial: Trial, line: str, stop: StopRequested, say:
     gate.store.log_event("operator_stop", f"{line} ({stop})", slot=trial.slot)
     say(f"{line}; run again to resume")
     return False
+
+
+APPROVE_RESETS = ("reset: auto: between trials the arm moves by itself to put the cube on the next mark "
+                  "(ARM RESETTING THE CUBE shows while it does; space or esc stops it)")
+
+
+def _resets_allowed(reset: CubeReset, rig, operator: Operator, store, say: Callable[[str], None]) -> bool:
+    """On a real arm (or the twin) with `reset: auto`, the operator allows, once a session, that
+    the arm moves by itself between trials (event `reset_approved`); False: they ended it."""
+    if not (reset.on and rig.realtime):
+        return True
+    try:
+        operator.approve(APPROVE_RESETS)
+    except StopRequested:
+        say("stopped by the operator before the arm moved by itself; run again to resume")
+        return False
+    store.log_event("reset_approved", "the operator allowed the arm's resets for this session")
+    return True
 
 
 def _rest_or_end(motion: ArmMotion, say: Callable[[str], None]) -> bool:

@@ -9,7 +9,10 @@ before the N-th instruction packet the orchestrator writes (counted at scservo_s
 `PortHandler.writePort`). The phase of every packet is known from a run without the event
 (`phases()`): connect (the bare-bus calibration check, the handshake), configure (LeRobot's
 `configure()`), move_to_start, episode, stop (`ArmMotion.stop`), hold (the operator deciding; no
-packets, so events there fire inside `confirm_move`), move_to_rest, teardown (`disconnect`).
+packets, so events there fire inside `confirm_move`), move_to_rest, reset (the arm putting the cube
+on the next mark, `CubeReset.place`: `reset: auto`), teardown (`disconnect`). A reset-phase run's
+campaign has `start_check: enforce` and `reset: auto` (the start check reads a 320x240 front
+camera); its phases are measured from a reset run without the event (`phases(reset=True)`).
 
 Events: operator_stop (the stop key), ctrl_c (SIGINT), sigterm, policy_exception, nan_action
 (at the next inference), camera_failure, usb_unplug, alarm:<joint> (an overload on that servo),
@@ -48,7 +51,8 @@ import yaml
 EVENTS = ("operator_stop", "ctrl_c", "sigterm", "policy_exception", "nan_action", "camera_failure",
           "usb_unplug", "alarm:shoulder_pan", "alarm:shoulder_lift", "alarm:elbow_flex", "alarm:wrist_flex",
           "alarm:wrist_roll", "alarm:gripper", "servo_reset", "corrupt_burst")
-PHASES = ("connect", "configure", "move_to_start", "episode", "stop", "hold", "move_to_rest", "teardown")
+PHASES = ("connect", "configure", "move_to_start", "episode", "stop", "hold", "move_to_rest", "reset", "teardown")
+MOVING = ("episode", "move_to_start", "move_to_rest", "reset")   # where a stop's latency is measured
 STOPS = ("operator_stop", "ctrl_c", "sigterm")
 LATENCY_LIMIT_S = 0.100
 HOLD_S = 0.2
@@ -160,6 +164,9 @@ def _install(monkeypatch, tap: Tap, operator) -> None:
     monkeypatch.setattr(LeRobotRig, "preflight", lambda self: [])
     monkeypatch.setattr(sequential, "run_episode", phased("episode", control_loop.run_episode))
     monkeypatch.setattr(LeRobotRig, "disconnect", phased("teardown", LeRobotRig.disconnect))
+    from orchestrator.run import reset
+
+    monkeypatch.setattr(reset.CubeReset, "place", phased("reset", reset.CubeReset.place))
     real_to_rest, real_stop = motion.ArmMotion.to_rest, motion.ArmMotion.stop
     moves = {"n": 0}
 
@@ -240,6 +247,9 @@ def operator_class():
                 self.key = False
                 raise EmergencyStop("arm stopped by the operator during a move")
 
+        def approve(self, line):   # the session's approval of the arm's resets
+            self._raise_pending_interrupt()
+
         def confirm_move(self, what):
             self._controlling = False
             self.tap.phase.append("hold")
@@ -292,14 +302,16 @@ def policy_wrapper(policy):
 
 
 # ------------------------------------------------------------------ one run
-def write_inputs(folder: Path, on_stop: str, checkpoint: Path | None = None) -> tuple[Path, Path]:
+def write_inputs(folder: Path, on_stop: str, checkpoint: Path | None = None, reset: bool = False) -> tuple[Path, Path]:
     """The twin profile (small cameras, `on_stop`) and a one-mark, two-policy protocol: scripted,
-    or with `checkpoint` the tiny SmolVLA under RTC (`support/safety_matrix_rtc.py`)."""
+    or with `checkpoint` the tiny SmolVLA under RTC (`support/safety_matrix_rtc.py`); with `reset`
+    the arm's own reset between the trials (the shipped 320x240 cameras, for the start check)."""
     from support import safety_matrix_rtc
 
     folder.mkdir(parents=True, exist_ok=True)
     repo = Path(__file__).resolve().parents[2]
-    cameras = "width: 64, height: 48, fps: 30" if checkpoint is None else safety_matrix_rtc.camera_line()
+    cameras = ("width: 320, height: 240, fps: 30" if reset else
+               "width: 64, height: 48, fps: 30" if checkpoint is None else safety_matrix_rtc.camera_line())
     text = (repo / "hardware" / "so101_twin.yaml").read_text().replace("width: 320, height: 240, fps: 30", cameras)
     rig = folder / f"twin_{on_stop}.yaml"
     rig.write_text(text + f"on_stop: {on_stop}\n")
@@ -309,14 +321,16 @@ def write_inputs(folder: Path, on_stop: str, checkpoint: Path | None = None) -> 
         "name": "matrix", "task": "Pick up the cube", "layout": "layout.yaml", "seed": 1,
         "policies": ({"A": {"type": "scripted"}, "B": {"type": "scripted", "aim_noise_mm": 5}} if checkpoint is None
                      else safety_matrix_rtc.policies(checkpoint)),
-        "episode": {"fps": FPS, "duration_s": DURATION_S}}, sort_keys=False))
+        "episode": {"fps": FPS, "duration_s": DURATION_S},
+        **({"start_check": {"mode": "enforce"}, "reset": {"mode": "auto"}} if reset else {})}, sort_keys=False))
     return rig, protocol
 
 
 def run_case(case: Case | None, folder: Path, monkeypatch, on_stop: str = "hold", policy: str = "sync",
-             checkpoint: Path | None = None) -> tuple[Tap, Any, Outcome | None]:
+             checkpoint: Path | None = None, reset: bool = False) -> tuple[Tap, Any, Outcome | None]:
     """One campaign on a fresh twin with `case`'s event (None: no event; used by `phases`); an
-    RTC case (`policy` rtc) runs the tiny SmolVLA saved at `checkpoint` (`safety_matrix_rtc`)."""
+    RTC case (`policy` rtc) runs the tiny SmolVLA saved at `checkpoint` (`safety_matrix_rtc`); a
+    reset-phase case (or `reset`) the campaign with the arm's own reset."""
     from orchestrator.core.errors import BadInput, Interrupted, RuntimeFailure
     from orchestrator.policies import factory
     from orchestrator.rigs.profile import load_rig
@@ -330,7 +344,8 @@ def run_case(case: Case | None, folder: Path, monkeypatch, on_stop: str = "hold"
     rtc = policy == "rtc"
     if rtc and checkpoint is None:
         raise ValueError("an RTC case needs the tiny SmolVLA's checkpoint (safety_matrix_rtc.checkpoint)")
-    rig_path, protocol = write_inputs(folder, on_stop, checkpoint if rtc else None)
+    reset = reset or (case is not None and case.phase == "reset")
+    rig_path, protocol = write_inputs(folder, on_stop, checkpoint if rtc else None, reset=reset)
     tap = Tap()
     op = operator_class()(tap)
     _install(monkeypatch, tap, op)
@@ -420,7 +435,7 @@ def check(outcome: Outcome, tap: Tap, op, state: dict | None, campaign: Path, er
                 bad.append(f"still: Torque_Enable 1 written {1000 * (t - end):.0f} ms after a stop, before a confirmation")
                 break
     bad.extend(f"bounded: {line}" for line in tap.far_goals[:3])
-    if case.event in STOPS and tap.fired_phase in ("episode", "move_to_start", "move_to_rest"):
+    if case.event in STOPS and tap.fired_phase in MOVING:
         stop = next((s for s in tap.stops if s[0] >= tap.fired_at), None)
         hold = stop and next((t for t, packet, _ in tap.packets if t >= stop[0] and len(packet) > 6
                               and packet[4] in (INST_WRITE, INST_SYNC_WRITE) and packet[5] in (goal_addr, torque_addr)),
@@ -479,9 +494,11 @@ def _store_problems(campaign: Path, case: Case, error, fired_phase: str | None) 
 
 
 # ------------------------------------------------------------------ the matrix
-def phases(folder: Path, monkeypatch, policy: str = "sync", checkpoint: Path | None = None) -> dict[str, list[int]]:
-    """The packet numbers (1-based) of each phase in a run without an event."""
-    tap, _, _ = run_case(None, folder, monkeypatch, policy=policy, checkpoint=checkpoint)
+def phases(folder: Path, monkeypatch, policy: str = "sync", checkpoint: Path | None = None,
+           reset: bool = False) -> dict[str, list[int]]:
+    """The packet numbers (1-based) of each phase in a run without an event (with `reset`: of the
+    campaign with the arm's own reset)."""
+    tap, _, _ = run_case(None, folder, monkeypatch, policy=policy, checkpoint=checkpoint, reset=reset)
     spans: dict[str, list[int]] = {phase: [] for phase in PHASES}
     for n, (_, _, phase) in enumerate(tap.packets, 1):
         spans.setdefault(phase, []).append(n)

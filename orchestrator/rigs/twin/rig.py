@@ -5,7 +5,8 @@ camera classes talk to the twin's pseudo-terminal and frames) plus what only a s
 - `prepare_layout` places the cube on the mark (the hand of the operator, with the profile's
   `placement` error, `rigs/placement.py`; the console's prompt
   is still shown unless the run is `--unattended`);
-- the episode's time zero is sent to the twin at the first observation of the episode;
+- the episode's time zero is sent to the twin at the first observation of the episode (after
+  `prepare_layout`, or `start_here` when the arm's reset placed the cube);
 - `end_episode` adds the scene's physical success test (recorded as `physics` labels, sealed
   from judges as on the simulated rig) and its events (`table_collision`) to LeRobot's facts.
 """
@@ -33,6 +34,12 @@ class TwinRig(LeRobotRig):
         landed = self.hand.place(mark)   # the operator's hand, with the profile's placement error
         self.twin.request("place", mark={"id": mark.id, "x": landed.x, "y": landed.y, "yaw_deg": landed.yaw_deg},
                           cube=cube.model_dump())
+        self._begun = False
+
+    def start_here(self, mark: Mark, seed: int) -> None:
+        """The arm put the cube on `mark` (the reset): the twin's episode clock, success test and
+        events restart at the episode's first observation, as after `prepare_layout`; the cube
+        stays where the arm left it."""
         self._begun = False
 
     def observe(self, with_images: bool = True) -> Observation:

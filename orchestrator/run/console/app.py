@@ -45,7 +45,7 @@ from orchestrator.run.console.bridge import ConsoleOperator, LogToConsole
 from orchestrator.run.console.layout_view import describe_mark, render_layout
 from orchestrator.run.console.wedge import exit_if_wedged
 from orchestrator.run.halfblock import HalfBlockImage
-from orchestrator.run.operator_protocol import STOP_CAUSE_PROMPT, TrialCue
+from orchestrator.run.operator_protocol import STOP_CAUSE_PROMPT, TrialCue, moving_banner
 
 
 class OperatorConsole(App):
@@ -153,12 +153,17 @@ class OperatorConsole(App):
                 self._banner("Arm still")
             return
         self.state = "moving"
-        self._banner(f"ARM MOVING {what.upper()}: space or esc = STOP", "paused")
+        self._banner(moving_banner(what), "paused")
 
     def ask_confirm(self, what: str) -> None:
         self.state = "confirm"
         self._banner(f"ARM STOPPED (holding). Enter = move it {what}, q = end the session "
                      "(torque goes off: support the arm)", "estop")
+
+    def ask_approval(self, line: str) -> None:
+        """Once a session, before the arm moves by itself between trials: allow it or end."""
+        self.state = "confirm"
+        self._banner(f"{line}. Enter = allow it, q = end the session", "estop")
 
     def show_start_refused(self, line: str, still) -> None:
         """The start-state check's refusal: its line, and the camera's still with the mark (green)

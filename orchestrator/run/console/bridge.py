@@ -180,6 +180,17 @@ class ConsoleOperator:
             self.move_stop.clear()
             raise EmergencyStop("arm stopped by the operator during a move")
 
+    def approve(self, line: str) -> None:
+        if self.interrupted:
+            raise KeyboardInterrupt
+        self._drain()
+        self._call(self.app.ask_approval, line)
+        kind, _ = self._wait("confirm", "stop")
+        if kind == "interrupt":
+            raise KeyboardInterrupt
+        if kind != "confirm":
+            raise StopRequested("session ended by the operator before the arm moved by itself")
+
     def confirm_move(self, what: str) -> None:
         if self.interrupted:
             raise KeyboardInterrupt

@@ -30,7 +30,14 @@ from typing import TextIO
 from orchestrator.design.protocol import Layout
 from orchestrator.rigs.base import EmergencyStop
 from orchestrator.run.console.layout_view import describe_mark, render_layout
-from orchestrator.run.operator_protocol import ESTOP_PENDING, STOP_CAUSE_PROMPT, StopRequested, TrialCue, stop_cause
+from orchestrator.run.operator_protocol import (
+    ESTOP_PENDING,
+    STOP_CAUSE_PROMPT,
+    StopRequested,
+    TrialCue,
+    moving_banner,
+    stop_cause,
+)
 
 
 class PromptOperator:
@@ -197,7 +204,7 @@ class PromptOperator:
         self._move_stop = False
         self._controlling = True
         self._cbreak()
-        self.say(f"ARM MOVING {what.upper()}: space or esc = STOP")
+        self.say(moving_banner(what))
 
     def check_stop(self) -> None:
         self._raise_pending_interrupt()
@@ -209,6 +216,12 @@ class PromptOperator:
         if self._move_stop:
             self._move_stop = False
             raise EmergencyStop("arm stopped by the operator during a move")
+
+    def approve(self, line: str) -> None:
+        self._controlling = False
+        self._restore()
+        if self._line(f"{line}. Enter = allow it, q + Enter = end the session").lower().startswith("q"):
+            raise StopRequested("session ended by the operator before the arm moved by itself")
 
     def confirm_move(self, what: str) -> None:
         self._controlling = False

@@ -1,0 +1,76 @@
+"""`reset: auto` on the twin under the operator console, through LeRobot's real driver stack
+(`orchestrator run --twin`, a fresh process in a real terminal, tmux): the operator allows the
+arm's resets once for the session, places the first cube (the twin's simulated hand), and from
+then on the arm puts each cube on its mark itself, announced ("ARM RESETTING THE CUBE"). A stop
+pressed during a reset holds the arm: on the wire, torque stays on and no goal goes out until
+the operator confirms; then the reset measures the cube again and the campaign goes on."""
+
+from __future__ import annotations
+
+import shlex
+import sqlite3
+import sys
+import time
+
+import pytest
+
+from support.campaign_files import SHIPPED_TWIN_RIG, env, two_mark_protocol
+from support.repo import REPO
+from support.tmux import Tmux
+from support.wirelog import WireLog
+
+
+def _files(tmp_path):
+    protocol = two_mark_protocol(tmp_path, "{type: scripted, aim_noise_mm: 3}", duration_s=2.0, fps=15)
+    protocol.write_text(protocol.read_text() + "start_check: {mode: enforce}\nreset: {mode: auto, max_tries: 3}\n")
+    rig = tmp_path / "twin.yaml"   # the start check reads the shipped 320x240 front camera
+    rig.write_text(SHIPPED_TWIN_RIG.read_text().replace("width: 320, height: 240, fps: 30",
+                                                        "width: 320, height: 240, fps: 15"))
+    return protocol, rig
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_the_arm_resets_the_cube_on_the_twin_and_a_stop_during_the_reset_holds_it(tmp_path):
+    protocol, rig = _files(tmp_path)
+    out, wire = tmp_path / "campaign", tmp_path / "wire.jsonl"
+    command = shlex.join([sys.executable, "-m", "orchestrator", "run", str(protocol), "--rig", str(rig), "--twin",
+                          "--twin-wire-log", str(wire), "--out", str(out), "--stop-after", "2"])
+    variables = " ".join(f"{k}={shlex.quote(v)}" for k, v in env().items()
+                         if k in ("MUJOCO_GL", "HF_HUB_OFFLINE", "OMP_NUM_THREADS", "PATH"))
+    shell = (f"until [ \"$(stty size)\" = '32 110' ]; do sleep 0.05; done; unset COLUMNS LINES; "
+             f"cd {shlex.quote(str(REPO))} && env {variables} {command}; echo EXIT=$?; sleep 60")
+    tmux = Tmux()
+    try:
+        tmux("new-session", "-d", "-s", "op", "-x", "110", "-y", "32", shell)
+        tmux.wait_for("op", "the arm moves by itself", timeout=180)   # once a session: allow it
+        tmux("send-keys", "-t", "op", "Enter")
+        tmux.wait_for("op", "press Enter", timeout=60)                # the first cube: by hand
+        tmux("send-keys", "-t", "op", "Enter")
+        tmux.wait_for("op", "Episode finished", timeout=120)          # the operator's review
+        tmux("send-keys", "-t", "op", "Enter")
+        tmux.wait_for("op", "ARM RESETTING THE CUBE: space", timeout=120)   # after the move to rest
+        time.sleep(1.5)                                               # into the reach for the cube
+        tmux("send-keys", "-t", "op", "Space")
+        stopped = time.time()
+        tmux.wait_for("op", "ARM STOPPED (holding)", timeout=30)
+        time.sleep(2.0)
+        held_until = time.time()
+        log = WireLog.read(wire)
+        goals_before = [t for t, _, _ in log.goals() if t < stopped]
+        late_goals = [t for t, _, _ in log.goals(after=stopped + 0.15) if t < held_until]
+        torque_off = [(t, servo) for t, servo, value in log.torque_writes(after=stopped) if value == 0 and t < held_until]
+        tmux("send-keys", "-t", "op", "Enter")                        # confirm: the reset measures again
+        tmux.wait_for("op", "Episode finished", timeout=240)          # the second trial, on the arm's cube
+        tmux("send-keys", "-t", "op", "Enter")
+        screen = tmux.wait_for("op", "EXIT=", timeout=120)
+    finally:
+        tmux.kill()
+    assert len(goals_before) > 100                # the reset was moving the arm when the stop came
+    assert late_goals == [] and torque_off == [], (late_goals[:5], torque_off)   # held: torque on, no goal
+    assert "EXIT=0" in screen and "Traceback" not in screen, screen
+    with sqlite3.connect(out / "campaign.db") as db:
+        kinds = [k for (k,) in db.execute("SELECT kind FROM events ORDER BY id")]
+        done = db.execute("SELECT count(*) FROM attempts WHERE status = 'done'").fetchone()[0]
+    assert kinds.count("reset_approved") == 1 and kinds.count("cube_reset") == 1, kinds
+    assert done == 2
