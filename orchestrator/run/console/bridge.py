@@ -180,25 +180,21 @@ class ConsoleOperator:
             self.move_stop.clear()
             raise EmergencyStop("arm stopped by the operator during a move")
 
-    def approve(self, line: str) -> None:
+    def _confirmed(self, ask, text: str, ended: str) -> None:
+        """Show the question (`ask(text)`) and wait for Enter; `q` raises StopRequested(`ended`)."""
         if self.interrupted:
             raise KeyboardInterrupt
         self._drain()
-        self._call(self.app.ask_approval, line)
+        self._call(ask, text)
         kind, _ = self._wait("confirm", "stop")
         if kind == "interrupt":
             raise KeyboardInterrupt
         if kind != "confirm":
-            raise StopRequested("session ended by the operator before the arm moved by itself")
+            raise StopRequested(ended)
+
+    def approve(self, line: str) -> None:
+        self._confirmed(self.app.ask_approval, line, "session ended by the operator before the arm moved by itself")
 
     def confirm_move(self, what: str) -> None:
-        if self.interrupted:
-            raise KeyboardInterrupt
-        self._drain()
-        self._call(self.app.ask_confirm, what)
-        kind, _ = self._wait("confirm", "stop")
-        if kind == "interrupt":
-            raise KeyboardInterrupt
-        if kind != "confirm":
-            raise StopRequested("session ended by the operator with the arm stopped")
+        self._confirmed(self.app.ask_confirm, what, "session ended by the operator with the arm stopped")
         self.move_stop.clear()   # a stop pressed while the arm was held is answered by this confirmation
