@@ -1,6 +1,6 @@
 """The autonomous reset measured on the simulated SO-101 (`reset: {mode: auto}`).
 
-    MUJOCO_GL=egl uv run python bench/reset.py [--campaigns 2] [--max-tries 3]
+    MUJOCO_GL=egl uv run python bench/reset.py [--campaigns 2] [--max-tries 3] [--act]
 
 Runs `--campaigns` copies of the demo with the reset (protocols/sim_demo_reset.yaml: 20 marks x
 2 scripted policies, one near 100 % and one near 50 % success; each copy with its own schedule
@@ -11,7 +11,9 @@ seed) in process, one episode at a time, and prints:
   take) and this machine's wall time;
 - the placement error after each reset against the simulator's ground truth (the cube's true
   centre against its mark when the episode starts; p50, p95) and as the camera measured it.
-Not measured here: the twin and a LeRobot ACT policy (the reset runs on the simulated rig only).
+`--act`: policy B is a LeRobot ACT checkpoint (a tiny random-weight one, built here offline, as
+the tests build theirs): its episodes push the cube anywhere, and the reset must find it there.
+The reset on the twin: tests/test_twin_reset.py (through LeRobot's stack, in the console).
 """
 
 from __future__ import annotations
@@ -30,7 +32,17 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
-def run_one(folder: Path, seed: int, max_tries: int) -> dict:
+def tiny_act(folder: Path) -> Path:
+    """A random-weight ACT for the simulated rig's cameras (tests/support/act.py)."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from orchestrator.rigs.profile import load_rig
+    from support.act import make_act_checkpoint
+
+    cameras = {name: (c.height, c.width) for name, c in load_rig(ROOT / "hardware" / "sim.yaml").profile.cameras.items()}
+    return make_act_checkpoint(folder / "act", cameras, chunk_size=10)
+
+
+def run_one(folder: Path, seed: int, max_tries: int, act: Path | None = None) -> dict:
     from orchestrator.analysis.start_records import intervention_counts
     from orchestrator.run.campaign import open_campaign
     from orchestrator.run.sequential import run_campaign
@@ -38,6 +50,8 @@ def run_one(folder: Path, seed: int, max_tries: int) -> dict:
     text = (ROOT / "protocols" / "sim_demo_reset.yaml").read_text()
     text = text.replace("seed: 20261129", f"seed: {seed}").replace("max_tries: 3", f"max_tries: {max_tries}")
     text = text.replace("layout: ../layouts/grid20.yaml", f"layout: {ROOT / 'layouts' / 'grid20.yaml'}")
+    if act is not None:
+        text = text.replace("  B: {type: scripted, aim_noise_mm: 12}", f"  B: {{type: lerobot, path: {act}}}")
     protocol = folder / "protocol.yaml"
     protocol.write_text(text)
     opened = open_campaign(protocol, ROOT / "hardware" / "sim.yaml", folder / "campaign")
@@ -56,6 +70,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--campaigns", type=int, default=2)
     parser.add_argument("--max-tries", type=int, default=3)
+    parser.add_argument("--act", action="store_true", help="policy B: a tiny LeRobot ACT checkpoint")
     args = parser.parse_args()
     from orchestrator.policies import pick_place
     from orchestrator.rigs.sim import SimRig
@@ -77,10 +92,11 @@ def main() -> None:
     SimRig.start_here, pick_place.pick_and_place_path = start_here, path
     runs = []
     with tempfile.TemporaryDirectory() as tmp:
+        act = tiny_act(Path(tmp)) if args.act else None
         for i in range(args.campaigns):
             folder = Path(tmp) / f"c{i}"
             folder.mkdir()
-            runs.append(run_one(folder, 20261129 + i, args.max_tries))
+            runs.append(run_one(folder, 20261129 + i, args.max_tries, act))
     trials = sum(r["trials"] for r in runs)
     causes: dict[str, int] = {}
     for r in runs:
@@ -94,7 +110,7 @@ def main() -> None:
     fps = 30
     arm_s = [n / fps for n in arm_steps]
     measured = [x["offset_mm"] for x in resets if x["passes"]]
-    print(f"{len(runs)} campaigns, {trials} trials, {len(resets)} resets (max_tries {args.max_tries}), "
+    print(("policy B: a tiny LeRobot ACT; " if args.act else "") + f"{len(runs)} campaigns, {trials} trials, {len(resets)} resets (max_tries {args.max_tries}), "
           f"{sum(r['wall_s'] for r in runs):.0f} s wall")
     print(f"interventions: {total} = {100 * total / trials:.1f} per 100 trials; by cause: "
           + ", ".join(f"{c} {n}" for c, n in causes.items()))
