@@ -18,7 +18,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 SAMPLE, SEED = 5, 22   # and one RTC run
 
 
-@pytest.fixture(scope="module")
+# Session scope: under xdist the worker can run another module's tests between this one's,
+# and a module fixture is then built again (seen: twice, 15 s each time).
+@pytest.fixture(scope="session")
 def spans(tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         return sm.phases(tmp_path_factory.mktemp("base"), mp)
@@ -59,7 +61,8 @@ def test_every_event_of_the_issue_is_in_the_matrix():
     assert set(sm.EVENTS) == needed and len(sm.PHASES) == 9 and "reset" in sm.PHASES
 
 
-@pytest.fixture(scope="module")
+# Session scope, as `spans` above.
+@pytest.fixture(scope="session")
 def vla(tmp_path_factory):
     return smr.checkpoint(tmp_path_factory.mktemp("vla"))
 

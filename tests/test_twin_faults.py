@@ -86,7 +86,9 @@ class Chain:
     report: CliResult | None = None
 
 
-@pytest.fixture(scope="module")
+# Session scope: under xdist the worker can run another module's tests between this one's,
+# and a module fixture is then built again (seen: twice, 75 s each time).
+@pytest.fixture(scope="session")
 def chain(tmp_path_factory) -> Chain:
     folder = tmp_path_factory.mktemp("twin_faults")
     rig = twin_rig(folder)
