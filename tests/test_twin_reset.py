@@ -3,10 +3,12 @@
 arm's resets once for the session, places the first cube (the twin's simulated hand), and from
 then on the arm puts each cube on its mark itself, announced ("ARM RESETTING THE CUBE"). A stop
 pressed during a reset holds the arm: on the wire, torque stays on and no goal goes out until
-the operator confirms; then the reset measures the cube again and the campaign goes on."""
+the operator confirms; then the reset measures the cube again and the campaign goes on, the
+arm carrying the cube from M01 to M02 for the third trial."""
 
 from __future__ import annotations
 
+import json
 import shlex
 import sqlite3
 import sys
@@ -35,7 +37,7 @@ def test_the_arm_resets_the_cube_on_the_twin_and_a_stop_during_the_reset_holds_i
     protocol, rig = _files(tmp_path)
     out, wire = tmp_path / "campaign", tmp_path / "wire.jsonl"
     command = shlex.join([sys.executable, "-m", "orchestrator", "run", str(protocol), "--rig", str(rig), "--twin",
-                          "--twin-wire-log", str(wire), "--out", str(out), "--stop-after", "2"])
+                          "--twin-wire-log", str(wire), "--out", str(out), "--stop-after", "3"])
     variables = " ".join(f"{k}={shlex.quote(v)}" for k, v in env().items()
                          if k in ("MUJOCO_GL", "HF_HUB_OFFLINE", "OMP_NUM_THREADS", "PATH"))
     shell = (f"until [ \"$(stty size)\" = '32 110' ]; do sleep 0.05; done; unset COLUMNS LINES; "
@@ -61,8 +63,10 @@ def test_the_arm_resets_the_cube_on_the_twin_and_a_stop_during_the_reset_holds_i
         late_goals = [t for t, _, _ in log.goals(after=stopped + 0.15) if t < held_until]
         torque_off = [(t, servo) for t, servo, value in log.torque_writes(after=stopped) if value == 0 and t < held_until]
         tmux("send-keys", "-t", "op", "Enter")                        # confirm: the reset measures again
-        tmux.wait_for("op", "Episode finished", timeout=240)          # the second trial, on the arm's cube
-        tmux("send-keys", "-t", "op", "Enter")
+        for _ in range(2):                                            # trials 2 and 3, on the arm's cubes
+            tmux.wait_for("op", "Episode finished", timeout=240)
+            tmux("send-keys", "-t", "op", "Enter")
+            time.sleep(1.0)                                           # the review's banner goes
         screen = tmux.wait_for("op", "EXIT=", timeout=120)
     finally:
         tmux.kill()
@@ -71,6 +75,12 @@ def test_the_arm_resets_the_cube_on_the_twin_and_a_stop_during_the_reset_holds_i
     assert "EXIT=0" in screen and "Traceback" not in screen, screen
     with sqlite3.connect(out / "campaign.db") as db:
         kinds = [k for (k,) in db.execute("SELECT kind FROM events ORDER BY id")]
-        done = db.execute("SELECT count(*) FROM attempts WHERE status = 'done'").fetchone()[0]
-    assert kinds.count("reset_approved") == 1 and kinds.count("cube_reset") == 1, kinds
-    assert done == 2
+        resets = [json.loads(d) for (d,) in db.execute("SELECT data FROM events WHERE kind = 'cube_reset' ORDER BY id")]
+        trials = db.execute("SELECT t.mark_id, a.status FROM attempts a JOIN trials t ON t.slot = a.slot "
+                            "ORDER BY a.id").fetchall()
+    assert kinds.count("reset_approved") == 1, kinds
+    # trials 1 and 2 on M01 (the stop fell in the second's reset), trial 3 on M02: all done, none
+    # stopped by the stop that was answered during the reset
+    assert trials == [("M01", "done"), ("M01", "done"), ("M02", "done")], trials
+    assert [r["mark"] for r in resets] == ["M01", "M02"] and all(r["passes"] for r in resets), resets
+    assert resets[1]["offset_mm"] < 5.0   # the arm carried the cube from M01 to M02 through LeRobot

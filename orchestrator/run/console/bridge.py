@@ -197,4 +197,8 @@ class ConsoleOperator:
 
     def confirm_move(self, what: str) -> None:
         self._confirmed(self.app.ask_confirm, what, "session ended by the operator with the arm stopped")
-        self.move_stop.clear()   # a stop pressed while the arm was held is answered by this confirmation
+        # the stop that held the arm, or one pressed while it was held, is answered by this
+        # confirmation: without a cue before the next episode (the arm's reset placed the cube)
+        # nothing else would clear it, and the episode would begin stopped
+        self.move_stop.clear()
+        self.estop.clear()
