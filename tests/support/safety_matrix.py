@@ -9,8 +9,8 @@ before the N-th instruction packet the orchestrator writes (counted at scservo_s
 `PortHandler.writePort`). The phase of every packet is known from a run without the event
 (`phases()`): connect (the bare-bus calibration check, the handshake), configure (LeRobot's
 `configure()`), move_to_start, episode, stop (`ArmMotion.stop`), hold (the operator deciding; no
-packets, so events there fire inside `confirm_move`), move_to_rest, reset (the arm putting the cube
-on the next mark, `CubeReset.place`: `reset: auto`), teardown (`disconnect`). A reset-phase run's
+packets, so events there fire inside `confirm_move`), move_to_rest, reset (the arm's motions putting
+the cube on the next mark, `ArmMotion.follow`: `reset: auto`), teardown (`disconnect`). A reset-phase run's
 campaign has `start_check: enforce` and `reset: auto` (the start check reads a 320x240 front
 camera); its phases are measured from a reset run without the event (`phases(reset=True)`).
 
@@ -164,9 +164,8 @@ def _install(monkeypatch, tap: Tap, operator) -> None:
     monkeypatch.setattr(LeRobotRig, "preflight", lambda self: [])
     monkeypatch.setattr(sequential, "run_episode", phased("episode", control_loop.run_episode))
     monkeypatch.setattr(LeRobotRig, "disconnect", phased("teardown", LeRobotRig.disconnect))
-    from orchestrator.run import reset
-
-    monkeypatch.setattr(reset.CubeReset, "place", phased("reset", reset.CubeReset.place))
+    # the reset's motions (the camera's look and the measure between them leave the arm still at rest)
+    monkeypatch.setattr(motion.ArmMotion, "follow", phased("reset", motion.ArmMotion.follow))
     real_to_rest, real_stop = motion.ArmMotion.to_rest, motion.ArmMotion.stop
     moves = {"n": 0}
 
@@ -525,7 +524,8 @@ def cases(spans: dict[str, list[int]], per_phase: int, events=EVENTS, on_stops=(
     with `policy` (sync or rtc); a seeded `sample` of them when given. An RTC policy moves the arm
     differently in every run (its flow-matching noise), so the packet counts of its episodes and
     moves vary: an RTC case fires before the k-th packet of its phase (`Case.k`, counted as in the
-    run without an event) rather than before the run's N-th packet."""
+    run without an event) rather than before the run's N-th packet. So does a reset case: the
+    moves to rest before the reset vary in length with where the first episode's stop left the arm."""
     events = runnable_events(events)
     out = []
     for phase in (p for p in PHASES if p in phases_run):
@@ -535,7 +535,8 @@ def cases(spans: dict[str, list[int]], per_phase: int, events=EVENTS, on_stops=(
         k = max(1, min(per_phase, len(numbers)))
         points = ([numbers[len(numbers) // 2]] if k == 1 else
                   sorted({numbers[round(i * (len(numbers) - 1) / (k - 1))] for i in range(k)}))
-        out += [Case(e, s, phase, n, policy, numbers.index(n) + 1 if policy == "rtc" else 0)
+        by_phase = policy == "rtc" or phase == "reset"   # packet counts that vary from run to run
+        out += [Case(e, s, phase, n, policy, numbers.index(n) + 1 if by_phase else 0)
                 for e in events for s in on_stops for n in points]
     if sample is not None and sample < len(out):
         out = random.Random(seed).sample(out, sample)
