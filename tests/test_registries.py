@@ -4,6 +4,8 @@ interfaces are abstract base classes that refuse an incomplete implementation.""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from orchestrator.core.errors import BadInput
@@ -54,6 +56,11 @@ def test_every_rig_kind_has_its_registered_class_and_profiles_pick_theirs():
     sim = load_rig(REPO / "hardware" / "sim.yaml")
     real = load_rig(REPO / "hardware" / "so101.example.yaml")
     assert (rig_kind(sim), rig_kind(real)) == ("sim", "lerobot")
+    # a real-arm profile whose `twin:` section holds the twin's settings is still a real arm until
+    # a running twin is attached (`--twin`): the section is not the twin
+    sectioned = real.profile.model_copy(update={"twin": {"seed": 1}})
+    assert rig_kind(sectioned) == "lerobot" and rig_kind(dataclasses.replace(real, profile=sectioned)) == "lerobot"
+    assert rig_kind(dataclasses.replace(real, twin=object())) == "twin"
     assert type(make_rig(sim)) is rig_class("sim")
     with pytest.raises(ValueError, match="already registered"):
         rigs.register_rig("sim")(rig_class("lerobot"))

@@ -25,11 +25,13 @@ RIG_MODULES = {"sim": "orchestrator.rigs.sim", "twin": "orchestrator.rigs.twin.r
 
 
 def rig_kind(rig: LoadedRig | RigProfile) -> str:
-    """Which kind of rig a profile needs."""
-    profile = rig.profile if isinstance(rig, LoadedRig) else rig
+    """Which kind of rig a profile needs: `sim` for the simulated robot type, `twin` for a loaded
+    real-arm profile with a running twin attached (`--twin`), else `lerobot`. (A bare profile's
+    `twin:` section is the twin's settings, not a running twin.)"""
+    profile, attached = (rig.profile, rig.twin) if isinstance(rig, LoadedRig) else (rig, None)
     if profile.simulated:
         return "sim"
-    return "twin" if getattr(rig, "twin", None) is not None else "lerobot"
+    return "twin" if attached is not None else "lerobot"
 
 
 def rig_class(kind: str) -> type[Rig]:
