@@ -483,3 +483,22 @@ def test_the_reset_is_allowed_once_and_announced_and_q_at_the_approval_ends_the_
     assert "ARM RESETTING THE CUBE: space or esc = STOP" in screens[1]
     log, _ = asyncio.run(session("q"))
     assert log == [("ended", "session ended by the operator before the arm moved by itself")]
+
+
+def test_the_prompt_operator_asks_the_resets_approval_on_stdin(layout):
+    """`--no-console` (on the twin; a real arm refuses `reset: auto` without the console): Enter
+    allows the arm's resets, `q` ends the session; the banner of a reset names it."""
+    import io
+
+    from orchestrator.run.console.prompt import PromptOperator
+    from orchestrator.run.sequential import APPROVE_RESETS
+
+    lines: list[str] = []
+    op = PromptOperator(layout, countdown_s=0, stdin=io.StringIO("\nq\n"), out=lines.append)
+    op.approve(APPROVE_RESETS)
+    assert lines[-1] == f"{APPROVE_RESETS}. Enter = allow it, q + Enter = end the session"
+    with pytest.raises(StopRequested, match="before the arm moved by itself"):
+        op.approve(APPROVE_RESETS)
+    op.arm_moving("resetting the cube")
+    op.arm_moving(None)
+    assert "ARM RESETTING THE CUBE: space or esc = STOP" in lines
