@@ -18,8 +18,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 SAMPLE, SEED = 5, 22   # and one RTC run
 
 
-# Session scope: under xdist the worker can run another module's tests between this one's,
-# and a module fixture is then built again (seen: twice, 15 s each time).
+# Session scope: a worker that runs another module's tests between this one's would build a
+# module fixture again. (It is still built once per worker that runs tests of this module:
+# `--dist loadgroup` does not group with pytest 9.2, see tests/support/lanes.py.)
 @pytest.fixture(scope="session")
 def spans(tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:

@@ -86,8 +86,9 @@ class Chain:
     report: CliResult | None = None
 
 
-# Session scope: under xdist the worker can run another module's tests between this one's,
-# and a module fixture is then built again (seen: twice, 75 s each time).
+# Session scope: a worker that runs another module's tests between this one's would build a
+# module fixture again. (It is still built once per worker that runs tests of this module:
+# `--dist loadgroup` does not group with pytest 9.2, see tests/support/lanes.py.)
 @pytest.fixture(scope="session")
 def chain(tmp_path_factory) -> Chain:
     folder = tmp_path_factory.mktemp("twin_faults")
