@@ -33,13 +33,9 @@ def wait_labels(directory: Path, count: int, timeout: float = 10.0) -> list:
 def test_judge_in_tmux(tmp_path):
     campaign = make_campaign(tmp_path, marks=2)
     command = shlex.join([sys.executable, "-m", "orchestrator", "judge", str(campaign), "--judge", "t"])
-    # a detached pane may start at 80x24 and be resized just after: start once it is 110x32,
-    # with no stale COLUMNS/LINES in the environment (Textual would believe them)
-    shell = (f"until [ \"$(stty size)\" = '32 110' ]; do sleep 0.05; done; unset COLUMNS LINES; "
-             f"cd {shlex.quote(str(ROOT))} && {command}; echo EXIT=$?; sleep 60")
     tmux = Tmux()
     try:
-        tmux("new-session", "-d", "-s", "j1", "-x", "110", "-y", "32", shell)
+        tmux.start("j1", command, ROOT)
         screen = tmux.wait_for("j1", "0 of 4 judged")
         assert "Success test:" in screen and "1:missed" in screen
         # the terminal's answers to textual-image's queries were not read as keys (c = camera)
@@ -61,7 +57,7 @@ def test_judge_in_tmux(tmp_path):
             assert term not in screen
 
         # resume, label one, then the terminal goes away without `q`: the label is kept
-        tmux("new-session", "-d", "-s", "j2", "-x", "110", "-y", "32", shell)
+        tmux.start("j2", command, ROOT)
         tmux.wait_for("j2", "2 of 4 judged")
         tmux("send-keys", "-t", "j2", "u")
         tmux.wait_for("j2", "(1 unsure)")

@@ -38,13 +38,10 @@ def test_the_arm_resets_the_cube_on_the_twin_and_a_stop_during_the_reset_holds_i
     out, wire = tmp_path / "campaign", tmp_path / "wire.jsonl"
     command = shlex.join([sys.executable, "-m", "orchestrator", "run", str(protocol), "--rig", str(rig), "--twin",
                           "--twin-wire-log", str(wire), "--out", str(out), "--stop-after", "3"])
-    variables = " ".join(f"{k}={shlex.quote(v)}" for k, v in env().items()
-                         if k in ("MUJOCO_GL", "HF_HUB_OFFLINE", "OMP_NUM_THREADS", "PATH"))
-    shell = (f"until [ \"$(stty size)\" = '32 110' ]; do sleep 0.05; done; unset COLUMNS LINES; "
-             f"cd {shlex.quote(str(REPO))} && env {variables} {command}; echo EXIT=$?; sleep 60")
+    variables = {k: v for k, v in env().items() if k in ("MUJOCO_GL", "HF_HUB_OFFLINE", "OMP_NUM_THREADS", "PATH")}
     tmux = Tmux()
     try:
-        tmux("new-session", "-d", "-s", "op", "-x", "110", "-y", "32", shell)
+        tmux.start("op", command, REPO, variables)
         tmux.wait_for("op", "the arm moves by itself", timeout=180)   # once a session: allow it
         tmux("send-keys", "-t", "op", "Enter")
         tmux.wait_for("op", "press Enter", timeout=60)                # the first cube: by hand

@@ -40,11 +40,8 @@ def _console_episode(tmux: Tmux, protocol, rig, out) -> None:
     started with Enter, half a second into its episode. The pane prints EXIT=<code> when it ends."""
     command = shlex.join([sys.executable, "-m", "orchestrator", "run", str(protocol), "--rig", str(rig),
                           "--out", str(out)])
-    variables = " ".join(f"{k}={shlex.quote(v)}" for k, v in env().items()
-                         if k in ("MUJOCO_GL", "HF_HUB_OFFLINE", "OMP_NUM_THREADS", "PATH"))
-    shell = (f"until [ \"$(stty size)\" = '32 110' ]; do sleep 0.05; done; unset COLUMNS LINES; "
-             f"cd {shlex.quote(str(REPO))} && env {variables} {command}; echo EXIT=$?; sleep 60")
-    tmux("new-session", "-d", "-s", "op", "-x", "110", "-y", "32", shell)
+    tmux.start("op", command, REPO, {k: v for k, v in env().items()
+                                     if k in ("MUJOCO_GL", "HF_HUB_OFFLINE", "OMP_NUM_THREADS", "PATH")})
     for _ in range(3):
         # a resumed session starts where the arm sagged with torque off (on the table, on the cube):
         # its first move to rest may stop as "blocked" and hold; the operator confirms, it tries again

@@ -22,6 +22,19 @@ class Tmux:
                                                "(.ci/run installs it)")
         self.socket = f"orchestrator-test-{os.getpid()}-{secrets.token_hex(3)}"
 
+    def start(self, name: str, command: str, cwd, variables: dict[str, str] | None = None,
+              width: int = 110, height: int = 32) -> None:
+        """A detached session `name` running `command` (a shell string) in `cwd`, started only once
+        its pane is `width` x `height` (a detached pane may start at 80x24 and be resized just
+        after) and with no stale COLUMNS/LINES (Textual would believe them); `variables` are set
+        for it. The pane prints EXIT=<code> when the command ends, then stays 60 s."""
+        import shlex
+
+        env = " ".join(f"{k}={shlex.quote(v)}" for k, v in (variables or {}).items())
+        shell = (f"until [ \"$(stty size)\" = '{height} {width}' ]; do sleep 0.05; done; unset COLUMNS LINES; "
+                 f"cd {shlex.quote(str(cwd))} && {'env ' + env + ' ' if env else ''}{command}; echo EXIT=$?; sleep 60")
+        self("new-session", "-d", "-s", name, "-x", str(width), "-y", str(height), shell)
+
     def __call__(self, *args: str) -> str:
         out = subprocess.run([self.program, "-L", self.socket, *args], capture_output=True, text=True,
                              timeout=20)
