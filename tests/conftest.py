@@ -32,6 +32,11 @@ def pytest_sessionstart(session):
     lanes.warm_library_caches()
 
 
+def pytest_configure(config):
+    """Make `--dist loadgroup` group the real-time tests under pytest 9.2 (`lanes.XdistGroupIds`)."""
+    config.pluginmanager.register(lanes.XdistGroupIds(), "xdist-group-ids")
+
+
 def pytest_ignore_collect(collection_path, config):
     """A file whose every test the `-m` expression deselects is not imported at all, so a lane
     runs where another lane's extras are not installed (`-m "not lerobot"` on a core install)."""
@@ -60,9 +65,11 @@ def pytest_pycollect_makemodule(module_path, parent):
     return None
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """The lanes (tests/support/lanes.py): each file's markers, the markers a fixture implies,
-    `fast` for every test left with no heavy marker, and the real-time tests' xdist group."""
+    `fast` for every test left with no heavy marker, and the real-time tests' xdist group (first,
+    so that pytest-xdist's own hook, which reads the group marks, sees them)."""
     for item in items:
         # A file not in the table stays out of the fast lane (tests/test_lanes.py fails, naming it).
         markers = lanes.markers_of_file(item.path.name)

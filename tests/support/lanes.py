@@ -22,6 +22,8 @@ import subprocess
 import sys
 from collections.abc import Iterator
 
+import pytest
+
 # The registered markers (pyproject.toml [tool.pytest.ini_options] markers).
 HEAVY = ("slow", "lerobot", "subprocess", "postgres", "twin", "browser")
 FAST = "fast"
@@ -150,23 +152,45 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_twin_wire_log.py", ("twin", "lerobot", "subprocess")),
     ("test_view.py", ("subprocess",)),
     ("test_validate.py", ()),
+    ("test_xdist_grouping.py", ("subprocess",)),
 )
 
 
 # The real-time tests: a twin stepped to the wall clock, stop-to-hold latencies, real-time episode
-# loops. They carry one xdist group, meant to run them one after another on one worker under
-# `pytest -n 2 --dist loadgroup` (the CI command). NOT so today: pytest-xdist 3.8 marks a group
-# by rewriting `item._nodeid`, which pytest 9.2 no longer reads (its node id is `item._id`), so
-# the scheduler sees no group and the real-time tests run on both workers, beside each other
-# (seen 2026-12-03 with `-v`: test_rest_move.py's tests on gw0 and gw1). The fresh-machine
-# series passed so. Every file with the `twin` marker is in the group, and these besides:
+# loops. They carry one xdist group, so that `pytest -n 2 --dist loadgroup` (the CI command) runs
+# them one after another on one worker, while the other worker takes the rest of the suite (this
+# needs `XdistGroupIds` below under pytest 9.2). Every file with the `twin` marker is in the
+# group, and these besides:
 REALTIME_GROUP = "realtime"
-REALTIME_FILES = frozenset({"test_control_loop_time.py", "test_arm_safety.py", "test_rest_move.py"})
+# (test_xdist_grouping.py runs test_rest_move.py in a nested pytest.)
+REALTIME_FILES = frozenset({"test_control_loop_time.py", "test_arm_safety.py", "test_rest_move.py",
+                            "test_xdist_grouping.py"})
 
 
 def xdist_group_of(name: str, markers: tuple[str, ...]) -> str | None:
     """The xdist group of the tests of file `name` with `markers`: `REALTIME_GROUP` or None."""
     return REALTIME_GROUP if "twin" in markers or name in REALTIME_FILES else None
+
+
+class XdistGroupIds:
+    """A plugin (registered by tests/conftest.py) that makes pytest-xdist's group marks visible.
+
+    Under `--dist loadgroup`, pytest-xdist 3.8 appends `@<group>` to each grouped item's
+    `item._nodeid` on the worker, and its scheduler groups the ids the worker reports. pytest 9.2
+    keeps the node id in `item._id` (a `NodeId`) and never reads `_nodeid`, so the suffix was
+    lost and the real-time tests ran on both workers, beside each other (seen with `-v`:
+    test_rest_move.py's tests on gw0 and gw1). This hook runs after xdist's and carries the
+    suffixed id into `item._id`; tests/test_xdist_grouping.py checks that one worker gets the
+    group, with a positive control that blocks this plugin."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        from _pytest.nodeid import NodeId
+
+        for item in items:
+            suffixed = item.__dict__.get("_nodeid")
+            if isinstance(suffixed, str) and suffixed != item.nodeid:
+                item._id = NodeId.parse(suffixed)
 
 
 # What a lane needs installed beyond the core package: a file carrying the marker is checked at
