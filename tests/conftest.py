@@ -80,7 +80,7 @@ def pytest_collection_modifyitems(config, items):
                 markers += implied
         for name in dict.fromkeys(markers):
             item.add_marker(name)
-        group = lanes.xdist_group_of(item.path.name, markers)
+        group = lanes.xdist_group_of(item.path.name, markers, item.get_closest_marker(lanes.OFF_CLOCK) is not None)
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))
         if not any(item.get_closest_marker(name) for name in lanes.HEAVY):

@@ -338,7 +338,7 @@ def test_ctrl_c_under_the_terminal_prompt_waits_for_the_end_of_the_control_step(
     op = PromptOperator(None, stdin=io.StringIO(""), out=lambda s: None)
     restore = op.handle_sigint()
     try:
-        op.arm_moving("to rest")
+        op.arm_moving("moving to rest")
         os.kill(os.getpid(), signal.SIGINT)  # lands "in the middle of a serial transaction"
         time.sleep(0.01)
         assert op.sigint_pending
@@ -414,6 +414,7 @@ def test_doctor_shows_the_present_and_rest_pose_and_refuses_a_rest_pose_outside_
     assert line.startswith("rest pose: rest_pose wrist_flex.pos: 250 is outside the calibrated range [-180.0, 180.0]")
 
 
+@pytest.mark.off_clock
 def test_doctor_weighs_the_policies_against_the_accelerator_memory(tmp_path):
     """Item 11: all policies stay loaded; their weights (measured: parameter bytes, checked against
     the size of the saved safetensors file) together against the device's free memory."""

@@ -277,7 +277,7 @@ def test_an_interrupt_during_a_move_stops_it_and_the_stop_key_stays_live(layout,
         stops: list = []
 
         def mover():   # the runner's ArmMotion: check_stop before every step of a 3 s move
-            app.operator.arm_moving("to rest")
+            app.operator.arm_moving("moving to rest")
             try:
                 for _ in range(300):
                     app.operator.check_stop()
@@ -323,7 +323,7 @@ def test_a_stop_pressed_before_a_move_begins_stops_it_at_its_first_step(layout):
             for k in range(5):
                 app.operator.poll(k / 30)
             app.operator.episode_ended(cue, None)
-            app.operator.arm_moving("to rest")
+            app.operator.arm_moving("moving to rest")
             try:
                 app.operator.check_stop()
                 log.append("moved")

@@ -30,7 +30,7 @@ def test_every_test_file_is_in_exactly_one_row_of_the_lane_table():
 def test_the_lanes_are_the_registered_markers():
     options = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
     registered = {line.split(":", 1)[0].strip() for line in options["markers"]}
-    assert registered == {lanes.FAST, *lanes.HEAVY}
+    assert registered == {lanes.FAST, *lanes.HEAVY, lanes.OFF_CLOCK}
     used = {m for _, markers in lanes.FILE_MARKERS for m in markers}
     used |= {m for implied in lanes.FIXTURE_MARKERS.values() for m in implied}
     assert used <= set(lanes.HEAVY)   # `fast` is never listed: it is what is left over
@@ -209,6 +209,7 @@ def test_the_real_time_tests_share_one_xdist_group(request):
     assert len(twins) >= 10 and set(twins) <= set(grouped)
     assert lanes.REALTIME_FILES <= set(grouped)
     assert lanes.xdist_group_of("test_stats.py", ()) is None
+    assert lanes.xdist_group_of("test_rtc.py", ("twin",), off_clock=True) is None
     # the conftest hook applied it: this pure test carries no group, a twin test would
     assert request.node.get_closest_marker("xdist_group") is None
 

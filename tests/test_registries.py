@@ -60,7 +60,13 @@ def test_every_rig_kind_has_its_registered_class_and_profiles_pick_theirs():
     # a running twin is attached (`--twin`): the section is not the twin
     sectioned = real.profile.model_copy(update={"twin": {"seed": 1}})
     assert rig_kind(sectioned) == "lerobot" and rig_kind(dataclasses.replace(real, profile=sectioned)) == "lerobot"
-    assert rig_kind(dataclasses.replace(real, twin=object())) == "twin"
+    paired = dataclasses.replace(real, kind="twin", twin=object())   # as `swap_sources` pairs them
+    assert rig_kind(paired) == "twin"
+    # the kind is stated with the device, never half: a twin kind with no twin, or a twin with
+    # the profile's own kind, is refused when the pair is made
+    for half in ({"kind": "twin"}, {"twin": object()}):
+        with pytest.raises(ValueError, match="running twin"):
+            dataclasses.replace(real, **half)
     assert type(make_rig(sim)) is rig_class("sim")
     with pytest.raises(ValueError, match="already registered"):
         rigs.register_rig("sim")(rig_class("lerobot"))

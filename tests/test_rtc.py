@@ -49,6 +49,7 @@ def test_tiny_vla_runs_sync_and_rtc_on_the_twin_from_fresh_processes(saved_vla, 
     assert "inference latency per chunk (RTC thread or policy server, median over the episodes): B p50" in text.out
 
 
+@pytest.mark.off_clock
 def test_a_policy_without_rtc_is_refused_with_lerobots_reason(saved_acts, tmp_path):
     shutil.copytree(saved_acts["sim"], tmp_path / "act")
     protocol = one_mark_protocol(tmp_path, "{type: scripted}",
@@ -64,6 +65,7 @@ def test_a_policy_without_rtc_is_refused_with_lerobots_reason(saved_acts, tmp_pa
     assert not (tmp_path / "c" / "episodes").exists() or not any((tmp_path / "c" / "episodes").iterdir())
 
 
+@pytest.mark.off_clock
 def test_validate_reads_a_hub_ids_config_from_the_local_cache_never_downloading(saved_acts, tmp_path):
     """A: a Hub id whose config.json (an ACT's) is in the local Hugging Face cache: refused with
     LeRobot's reason, as for a local folder. B: a Hub id not in the cache: validate says the check
@@ -88,6 +90,7 @@ def test_validate_reads_a_hub_ids_config_from_the_local_cache_never_downloading(
     assert sorted(p.name for p in (tmp_path / "hf" / "hub").iterdir()) == ["models--tester--act-sim"]
 
 
+@pytest.mark.off_clock
 def test_rtc_settings_for_a_sync_policy_are_refused_at_validate(tmp_path):
     protocol = one_mark_protocol(tmp_path, "{type: scripted}",
                                  "{type: lerobot, path: ./ckpt, inference: {queue_threshold: 3}}")

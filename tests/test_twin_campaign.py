@@ -70,6 +70,7 @@ def test_doctor_on_the_twin_with_the_same_protocol(twin_protocol):
     assert "cameras front, wrist" in result.out
 
 
+@pytest.mark.off_clock
 def test_unattended_needs_the_twin(twin_protocol, tmp_path):
     result = run_module("run", twin_protocol, "--rig", SHIPPED_TWIN_RIG, "--unattended", "--out", tmp_path / "c",
                         env=env())

@@ -2,7 +2,8 @@
 one worker, one after another (tests/support/lanes.py, `REALTIME_GROUP` and `XdistGroupIds`).
 
 A nested pytest runs one real-time file and one pure file on two workers and its `-v` lines are
-read: every real-time test reports the group suffix and the same worker. The positive control
+read: every real-time test reports the group suffix and the same worker, and a test of a
+real-time file marked `off_clock` carries none. The positive control
 runs the same with the `XdistGroupIds` plugin blocked (`-p no:xdist-group-ids`): no test carries
 the suffix, which is what pytest 9.2 with pytest-xdist 3.8 did before the plugin."""
 
@@ -14,7 +15,8 @@ import sys
 
 from support.repo import REPO
 
-FILES = ("tests/test_rest_move.py", "tests/test_validate.py")
+OFF_CLOCK = "tests/test_rtc.py::test_rtc_settings_for_a_sync_policy_are_refused_at_validate"
+FILES = ("tests/test_rest_move.py", "tests/test_validate.py", OFF_CLOCK)
 LINE = re.compile(r"^\[(gw\d+)\] \[\s*\d+%\] PASSED (\S+)")
 
 
@@ -35,6 +37,7 @@ def test_the_real_time_tests_run_on_one_worker_under_loadgroup():
     assert all(node.endswith("@realtime") for _, node in realtime)
     assert len({worker for worker, _ in realtime}) == 1
     assert not any("@" in node for _, node in pure)
+    assert [node for _, node in ran if node.startswith(OFF_CLOCK)] == [OFF_CLOCK]
     # both workers did work: the group took one, the pure tests were not all queued behind it
     assert {worker for worker, _ in ran} == {"gw0", "gw1"}
 

@@ -5,8 +5,12 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from orchestrator.commands.twin_options import add_twin_arguments, twin_session
+
+if TYPE_CHECKING:
+    from orchestrator.design.protocol import LoadedProtocol
 
 HELP = "run a new campaign, or resume the one in --out (same protocol only)"
 
@@ -42,11 +46,11 @@ def add_safety_overrides(parser: argparse.ArgumentParser, *, stop_key: bool) -> 
             parser.add_argument(flag, action="append_const", const=key, dest="allow_unsafe", help=helps[key])
 
 
-def refuse_unsafe(args: argparse.Namespace, rig) -> None:
+def refuse_unsafe(args: argparse.Namespace, rig, protocol: LoadedProtocol) -> None:
     """BadInput (exit 2, one line each, the override flag named) for a real-arm profile that voids
     the safety rules (`hardware_checks.profile_refusals`), and, on a real arm (not the twin), a
     session with nobody able to press the stop key, a `placement` section (a hand that is not
-    there), or `reset: auto` without the console's stop key."""
+    there), or `reset: auto` (in `protocol`, the loaded protocol) without the console's stop key."""
     import sys
 
     from orchestrator.core.errors import BadInput
@@ -59,7 +63,7 @@ def refuse_unsafe(args: argparse.Namespace, rig) -> None:
     lines = profile_refusals(LeRobotRig(rig), allowed)
     if not getattr(args, "twin", False):
         lines += stop_key_refusal(args.no_console, sys.stdin, allowed)
-        lines += _reset_refusal(args, allowed)
+        lines += _reset_refusal(args, protocol, allowed)
         if rig.profile.placement is not None:
             lines.append(f"{rig.path}: placement: sets the simulated hand's error (the simulator and --twin); "
                          "on a real arm a person places the cube: remove it, or add --twin to rehearse")
@@ -67,12 +71,10 @@ def refuse_unsafe(args: argparse.Namespace, rig) -> None:
         raise BadInput(lines)
 
 
-def _reset_refusal(args: argparse.Namespace, allowed: set[str]) -> list[str]:
+def _reset_refusal(args: argparse.Namespace, protocol: LoadedProtocol, allowed: set[str]) -> list[str]:
     """`reset: auto` on a real arm: the arm moves by itself between trials, so the session needs
     the operator console and its stop key (no `--no-console`, no `--allow-no-stop-key`)."""
-    from orchestrator.design.protocol import load_protocol
-
-    if getattr(args, "protocol", None) is None or load_protocol(args.protocol).protocol.reset.mode != "auto":
+    if protocol.protocol.reset.mode != "auto":
         return []
     if args.no_console or "stop_key" in allowed:
         how = "--no-console" if args.no_console else "--allow-no-stop-key"
@@ -95,10 +97,10 @@ def run(args: argparse.Namespace) -> int:
     if args.station is not None and not all(c.isalnum() or c in "_-." for c in args.station):
         raise BadInput(f"--station {args.station!r}: use letters, digits, _ - .")
     loaded = load_rig(args.rig)
-    protocol = load_protocol(args.protocol) if args.twin else None
+    protocol = load_protocol(args.protocol)
     with twin_session(args, loaded, protocol) as rig:
-        refuse_unsafe(args, rig)
-        directory, summary = _run_with_operator(args, rig)
+        refuse_unsafe(args, rig, protocol)
+        directory, summary = _run_with_operator(args, rig, protocol)
     state = "complete" if summary.complete else "incomplete (run again to resume)"
     print(f"{summary.done_total}/{summary.total} trials done, {summary.aborted_now} aborted this "
           f"session; campaign {state}")
@@ -118,11 +120,11 @@ def interventions_so_far(store) -> str:
     return "operator " + intervention_line(intervention_counts(store.events(), attempts), done)
 
 
-def _run_with_operator(args: argparse.Namespace, rig):
+def _run_with_operator(args: argparse.Namespace, rig, protocol: LoadedProtocol):
     """Run the session with the operator the rig needs: none in simulation or --unattended, the
     console (or terminal prompts with --no-console) at a real arm or the attended twin."""
     from orchestrator.commands.referees import campaign_referees
-    from orchestrator.design.protocol import deployment_label, load_protocol
+    from orchestrator.design.protocol import deployment_label
     from orchestrator.run.campaign import open_campaign
     from orchestrator.run.sequential import run_campaign
 
@@ -157,7 +159,7 @@ def _run_with_operator(args: argparse.Namespace, rig):
     if args.no_console:
         from orchestrator.run.console.prompt import PromptOperator
 
-        operator = PromptOperator(load_protocol(args.protocol))
+        operator = PromptOperator(protocol)
         restore = operator.handle_sigint()  # Ctrl-C between two control steps, never mid-transaction
         try:
             return session(operator)
@@ -167,4 +169,4 @@ def _run_with_operator(args: argparse.Namespace, rig):
     # worker thread, opened there.
     from orchestrator.run.console import run_with_console
 
-    return run_with_console(load_protocol(args.protocol), session)
+    return run_with_console(protocol, session)

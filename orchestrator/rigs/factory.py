@@ -25,13 +25,10 @@ RIG_MODULES = {"sim": "orchestrator.rigs.sim", "twin": "orchestrator.rigs.twin.r
 
 
 def rig_kind(rig: LoadedRig | RigProfile) -> str:
-    """Which kind of rig a profile needs: `sim` for the simulated robot type, `twin` for a loaded
-    real-arm profile with a running twin attached (`--twin`), else `lerobot`. (A bare profile's
-    `twin:` section is the twin's settings, not a running twin.)"""
-    profile, attached = (rig.profile, rig.twin) if isinstance(rig, LoadedRig) else (rig, None)
-    if profile.simulated:
-        return "sim"
-    return "twin" if attached is not None else "lerobot"
+    """The kind of rig to build: a loaded profile's declared `kind` (`twin` once a running twin
+    is paired with it, `--twin`), a bare profile's `device_kind` (`sim` or `lerobot`; its
+    `twin:` section is the twin's settings, not a running twin)."""
+    return rig.kind if isinstance(rig, LoadedRig) else rig.device_kind
 
 
 def rig_class(kind: str) -> type[Rig]:

@@ -84,13 +84,31 @@ class RigProfile(BaseModel):
     def simulated(self) -> bool:
         return self.robot.type == "sim_so101"
 
+    @property
+    def device_kind(self) -> str:
+        """The rig kind this profile's robot type is the config of (`rigs.factory`): `sim` for
+        `sim_so101`, `lerobot` for a LeRobot robot type. The twin is not a robot type: it is
+        paired with a profile when it starts (`LoadedRig.kind`)."""
+        return "sim" if self.simulated else "lerobot"
+
 
 @dataclass(frozen=True)
 class LoadedRig:
+    """A rig profile as loaded, and the device it is paired with: `kind` is the rig kind that
+    `rigs.factory.make_rig` builds, stated when the pair is made (`load_rig`: the profile's
+    robot type; `rigs.twin.client.swap_sources`: `twin`, with the running twin in `twin`)."""
+
     path: Path
     profile: RigProfile
     text: str
+    kind: str = ""
     twin: Any = None        # the running twin (`rigs.twin.client.Twin`) when run with --twin
+
+    def __post_init__(self) -> None:
+        if not self.kind:
+            object.__setattr__(self, "kind", self.profile.device_kind)
+        if (self.kind == "twin") != (self.twin is not None):
+            raise ValueError(f"rig kind {self.kind!r} with {'a' if self.twin is not None else 'no'} running twin")
 
     @property
     def sha256(self) -> str:

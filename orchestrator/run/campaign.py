@@ -67,7 +67,7 @@ def open_campaign(protocol_path: str | Path, rig_path: str | Path | LoadedRig, d
 def is_simulated(rig: LoadedRig) -> bool:
     """Whether the campaign runs in simulation: on the simulated rig, or a real-arm profile run on
     the twin (`--twin`); physics then labels every episode."""
-    return rig.profile.simulated or rig.twin is not None
+    return rig.kind in ("sim", "twin")
 
 
 def _campaign_fields(loaded: LoadedProtocol, rig: LoadedRig) -> dict:
@@ -111,7 +111,7 @@ def _resume(store: CampaignStore, loaded: LoadedProtocol, rig: LoadedRig, direct
         if bool(frozen["simulated"]) != is_simulated(rig):
             raise BadInput(f"{directory}: campaign was run on a "
                            f"{'simulated' if frozen['simulated'] else 'real'} rig; "
-                           f"{rig.path}{' --twin' if rig.twin is not None else ''} is a "
+                           f"{rig.path}{' --twin' if rig.kind == 'twin' else ''} is a "
                            f"{'simulated' if is_simulated(rig) else 'real'} rig")
         if station is not None:
             # stations differ in their rigs and must not touch each other's running attempts

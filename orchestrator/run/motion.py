@@ -70,7 +70,7 @@ class ArmMotion:
             if self.held:
                 self._confirm(what)
                 self.held = False
-            self.operator.arm_moving(what)
+            self.operator.arm_moving(f"moving {what}")
             try:
                 self.rig.go_to_rest(check=self.operator.check_stop)
             except EmergencyStop:

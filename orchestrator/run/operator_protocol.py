@@ -35,11 +35,10 @@ STOP_CAUSES = {"1": ("unsafe", "unsafe motion"), "2": ("misplaced", "cube mispla
 STOP_CAUSE_PROMPT = "1 = unsafe motion, 2 = cube misplaced, 3 = other; then a note"
 
 
-def moving_banner(what: str) -> str:
-    """The line shown while the arm moves by itself: "ARM MOVING TO REST: ...", and for the cube
-    reset "ARM RESETTING THE CUBE: ..."."""
-    doing = what.upper() if what.startswith("resetting") else f"MOVING {what.upper()}"
-    return f"ARM {doing}: space or esc = STOP"
+def moving_banner(doing: str) -> str:
+    """The line shown while the arm moves by itself, `doing` being what `arm_moving` was told:
+    "ARM MOVING TO REST: ...", and for the cube reset "ARM RESETTING THE CUBE: ..."."""
+    return f"ARM {doing.upper()}: space or esc = STOP"
 
 
 def stop_cause(answer: str) -> tuple[str, str]:
@@ -84,8 +83,9 @@ class Operator(Protocol):
         """Show a line to the operator (progress, warnings, what to check after a fault)."""
         ...
 
-    def arm_moving(self, what: str | None) -> None:
-        """The arm is about to move by itself (`what`, e.g. "to rest"), or has stopped (None)."""
+    def arm_moving(self, doing: str | None) -> None:
+        """The arm is about to move by itself (`doing`: what it does, a phrase such as "moving to
+        rest" or "resetting the cube"), or has stopped (None)."""
         ...
 
     def check_stop(self) -> None:
@@ -132,7 +132,7 @@ class AutoOperator:
     def message(self, text: str) -> None:
         self._say(text)
 
-    def arm_moving(self, what: str | None) -> None:
+    def arm_moving(self, doing: str | None) -> None:
         return None
 
     def check_stop(self) -> None:

@@ -161,14 +161,20 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 # them one after another on one worker, while the other worker takes the rest of the suite (this
 # needs `XdistGroupIds` below under pytest 9.2). Every file with the `twin` marker is in the
 # group, and these besides:
+# A test of such a file that starts no twin and no real-time loop (a refusal, a validate) carries
+# `@pytest.mark.off_clock` and leaves the group, so it does not lengthen the one worker's queue.
 REALTIME_GROUP = "realtime"
+OFF_CLOCK = "off_clock"
 # (test_xdist_grouping.py runs test_rest_move.py in a nested pytest.)
 REALTIME_FILES = frozenset({"test_control_loop_time.py", "test_arm_safety.py", "test_rest_move.py",
                             "test_xdist_grouping.py"})
 
 
-def xdist_group_of(name: str, markers: tuple[str, ...]) -> str | None:
-    """The xdist group of the tests of file `name` with `markers`: `REALTIME_GROUP` or None."""
+def xdist_group_of(name: str, markers: tuple[str, ...], off_clock: bool = False) -> str | None:
+    """The xdist group of a test of file `name` with `markers` (`off_clock`: the test carries the
+    `off_clock` mark): `REALTIME_GROUP` or None."""
+    if off_clock:
+        return None
     return REALTIME_GROUP if "twin" in markers or name in REALTIME_FILES else None
 
 

@@ -154,7 +154,7 @@ def swap_sources(loaded: LoadedRig, twin: Twin) -> LoadedRig:
                          else {"pose": _scene_front_pose()} if name == "front" else {})}
                for name, cam in profile.cameras.items()}
     swapped = RigProfile.model_validate({**profile.model_dump(), "robot": robot, "cameras": cameras})
-    return dataclasses.replace(loaded, profile=swapped, twin=twin)
+    return dataclasses.replace(loaded, profile=swapped, kind="twin", twin=twin)
 
 
 def _scene_front_pose() -> dict:

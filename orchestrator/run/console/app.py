@@ -146,14 +146,14 @@ class OperatorConsole(App):
         self.state = "episode"
         self._banner("EPISODE RUNNING: space or esc = EMERGENCY STOP", "")
 
-    def show_moving(self, what: str | None) -> None:
-        if what is None:
+    def show_moving(self, doing: str | None) -> None:
+        if doing is None:
             if self.state == "moving":
                 self.state = "waiting"
                 self._banner("Arm still")
             return
         self.state = "moving"
-        self._banner(moving_banner(what), "paused")
+        self._banner(moving_banner(doing), "paused")
 
     def ask_confirm(self, what: str) -> None:
         self.state = "confirm"

@@ -167,10 +167,10 @@ class ConsoleOperator:
     def message(self, text: str) -> None:
         self._call(self.app.add_message, text)
 
-    def arm_moving(self, what: str | None) -> None:
+    def arm_moving(self, doing: str | None) -> None:
         """A stop pressed before the move began (during a review, a prompt) is kept: the move
         stops at its first step. It is cleared only by the operator's confirmation."""
-        self._call(self.app.show_moving, what)
+        self._call(self.app.show_moving, doing)
 
     def check_stop(self) -> None:
         """Ctrl-C / SIGTERM / SIGHUP (`interrupt`) and the stop key, in every console state."""

@@ -196,15 +196,15 @@ class PromptOperator:
     def message(self, text: str) -> None:
         self.say(text)
 
-    def arm_moving(self, what: str | None) -> None:
-        if what is None:
+    def arm_moving(self, doing: str | None) -> None:
+        if doing is None:
             self._controlling = False
             self._restore()
             return
         self._move_stop = False
         self._controlling = True
         self._cbreak()
-        self.say(moving_banner(what))
+        self.say(moving_banner(doing))
 
     def check_stop(self) -> None:
         self._raise_pending_interrupt()
