@@ -17,7 +17,7 @@ from orchestrator.rigs.factory import make_rig
 from orchestrator.rigs.profile import load_rig
 from orchestrator.run.motion import ArmMotion
 from orchestrator.run.operator_protocol import AutoOperator
-from orchestrator.run.reset import CubeReset
+from orchestrator.run.reset import CubeReset, LandingBias
 from orchestrator.run.start_state import StartGate
 from support.repo import REPO
 
@@ -97,6 +97,40 @@ def test_the_arm_moves_the_cube_to_the_next_mark_within_the_tolerance(rig, tmp_p
         assert data["offset_mm"] <= tolerance and not store.of("cube_lost")
         placed += 1
     assert placed == 3
+
+
+def _tries_to(reset, rig, store, start, target):
+    rig.prepare_layout(MARKS[start], PROTOCOL.layout.cube, 0)
+    assert reset.place(Trial(), MARKS[target])
+    return store.of("cube_reset")[-1][3]
+
+
+def test_the_session_learns_where_its_placements_land_and_aims_against_it(rig, tmp_path):
+    # The control: a session that has learned nothing puts a cube moved 3 cm forward down beyond
+    # the mark (the cube slides in the jaws: 5 mm forward on average in this simulation)
+    fresh, store, _ = _reset(rig, tmp_path)
+    first = _tries_to(fresh, rig, store, "M07", "M11")
+    assert first["tries"] >= 2, first
+    # A session that placed three cubes from across the sheet first
+    reset, store, _ = _reset(rig, tmp_path)
+    for start, target in (("M01", "M13"), ("M18", "M06"), ("M20", "M02")):
+        _tries_to(reset, rig, store, start, target)
+    learned_x, learned_y = reset.landing.correction("far")
+    assert len(reset.landing.misses["far"]) >= 3 and -0.008 <= learned_x <= -0.002 and abs(learned_y) < 0.005
+    after = _tries_to(reset, rig, store, "M07", "M11")
+    assert after["tries"] == 1 and after["aim_correction_mm"] == [round(1000 * c, 2) for c in (learned_x, learned_y)]
+    x, y, _, _ = rig.cube_pose()
+    assert math.hypot(x - MARKS["M11"].x, y - MARKS["M11"].y) * 1000 <= PROTOCOL.protocol.start_check.tolerance_mm
+
+
+def test_the_learned_bias_is_the_median_miss_of_its_kind_and_ignores_a_dropped_cube():
+    bias = LandingBias()
+    assert bias.correction("far") == (0.0, 0.0) == bias.correction("near")
+    for miss in ((0.004, 0.001), (0.006, -0.001), (0.005, 0.0), (0.030, 0.040)):   # the last: a dropped cube
+        bias.learn("far", miss, aimed_m=(0.0, 0.0))
+    assert bias.correction("far") == pytest.approx((-0.005, 0.0)) and bias.correction("near") == (0.0, 0.0)
+    bias.learn("near", (0.001, 0.0), aimed_m=(-0.002, 0.0))     # aimed 2 mm short, landed 1 mm over
+    assert bias.correction("near") == pytest.approx((-0.003, 0.0))
 
 
 @pytest.mark.parametrize("where, line", [

@@ -45,6 +45,30 @@ def test_each_attempt_takes_the_last_check_before_it_and_the_override_between():
     assert counts == {"placement": 5, "correction": 1, "override": 1, "cube lost": 0, "stop": 2}
 
 
+def _reset(at, slot, passes):
+    return {"kind": "cube_reset", "at": at, "slot": slot, "data": json.dumps({"passes": passes})}
+
+
+def test_each_act_of_the_operator_after_an_autonomous_reset_is_counted_once():
+    events = [
+        _check(1.0, 0, True),                                              # slot 0: placed by hand, cued
+        _reset(2.0, 1, True), _check(2.1, 1, True),                        # slot 1: the arm placed it
+        _reset(3.0, 2, False), _check(3.1, 2, False),                      # slot 2: the arm missed,
+        {"kind": "start_correction", "at": 3.2, "slot": 2}, _check(3.3, 2, True),   # the person corrects once
+        {"kind": "cube_lost", "at": 4.0, "slot": 3}, _reset(4.01, 3, False), _check(4.1, 3, False),
+        {"kind": "start_correction", "at": 4.2, "slot": 3}, _check(4.3, 3, False),  # the lost cube fetched,
+        {"kind": "start_correction", "at": 4.4, "slot": 3}, _check(4.5, 3, True),   # then corrected again
+        _reset(5.0, 1, True), _check(5.1, 1, True),                        # slot 1's re-run: the arm again
+    ]
+    attempts = [_attempt(1, 0, 1.5), _attempt(2, 1, 2.5, "rig"), _attempt(3, 2, 3.5), _attempt(4, 3, 4.6),
+                _attempt(5, 1, 5.5), _attempt(6, 4, 6.0)]                   # slot 4: cued, by hand
+    counts = intervention_counts(events, attempts)
+    assert counts == {"placement": 2, "correction": 2, "override": 0, "cube lost": 1, "stop": 0}
+    # the control: without the arm's resets every attempt was a person's placement
+    plain = [e for e in events if e["kind"] != "cube_reset"]
+    assert intervention_counts(plain, attempts)["placement"] == len(attempts) == 6
+
+
 def _exact_mann_whitney(x, y):
     """Brute force: the two-sided permutation p of U over every split of the pooled sample."""
     pooled = list(x) + list(y)

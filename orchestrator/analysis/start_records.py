@@ -9,15 +9,19 @@ session between trials or at a refusal. An attempt's start check is the last `st
 event of its slot logged at or before the attempt started (and after the slot's previous
 attempt started); it was overridden when a `start_override` of the slot lies between the two.
 
-Interventions (`INTERVENTION_CAUSES`), each one act of a person:
-- `placement`: the cube put on a trial's mark by hand, once per attempt, unless the arm placed it
-  (`reset: auto`: a `cube_reset` event whose last measurement passed the start check); on the
-  simulator and the twin the simulated hand stands in for the operator and is counted the same
-  way;
-- `correction`: the cube placed again after a refused start check;
+Interventions (`INTERVENTION_CAUSES`), each one act of a person, counted once:
+- `placement`: the cube put on a trial's mark by hand when the trial was cued, once per attempt
+  whose cube the arm did not try to place (`reset: operator`, and a session's first trial with
+  `reset: auto`); on the simulator and the twin the simulated hand stands in for the operator
+  and is counted the same way;
+- `correction`: the cube placed again after a refused start check; after an autonomous reset
+  that missed (`cube_reset` with `passes: false`) this is the person's one act for that
+  attempt, not a placement as well;
 - `override`: a refused start started anyway;
 - `cube lost`: the autonomous reset could not find the cube, or found it off the table or out
-  of the arm's reach (`cube_lost` events);
+  of the arm's reach (`cube_lost` events); the person then fetches the cube and puts it on the
+  mark, which the start check records as a correction of that slot: the first such correction
+  after a `cube_lost` is that same act and is counted here only;
 - `stop`: the operator ended an episode (an emergency stop or a redo: `operator_*` aborts) or
   the session (`operator_stop`).
 """
@@ -105,17 +109,46 @@ def _number(value: Any) -> float | None:
 
 def intervention_counts(events: Iterable[dict[str, Any]], attempts: Sequence[dict[str, Any]]) -> dict[str, int]:
     """Interventions by cause (`INTERVENTION_CAUSES`, every cause present, zeros included)."""
-    events = list(events)
+    events = sorted(events, key=lambda e: float(e.get("at") or 0.0))
     kinds = Counter(e["kind"] for e in events)
     counts = dict.fromkeys(INTERVENTION_CAUSES, 0)
     # an invalid start is a judge's, afterwards: its attempt still had its cube placed by hand
-    placed_by_the_arm = sum(1 for e in events if e["kind"] == "cube_reset" and _data(e).get("passes"))
-    counts["placement"] = max(0, len(attempts) - placed_by_the_arm)
-    counts["correction"] = kinds["start_correction"]
+    counts["placement"] = sum(1 for tried in _arm_tried(events, attempts) if not tried)
+    counts["correction"] = kinds["start_correction"] - _corrections_of_lost_cubes(events)
     counts["override"] = kinds["start_override"]
     counts["cube lost"] = kinds["cube_lost"]
     counts["stop"] = kinds["operator_stop"] + sum(1 for a in attempts if a.get("abort_class") in OPERATOR_ABORTS)
     return counts
+
+
+def _arm_tried(events: Sequence[dict[str, Any]], attempts: Sequence[dict[str, Any]]) -> list[bool]:
+    """Per attempt: did the arm try to place its cube (a `cube_reset` of its slot after the slot's
+    previous attempt started and at or before this one started)?"""
+    resets: dict[int, list[float]] = {}
+    for e in events:
+        if e["kind"] == "cube_reset" and e.get("slot") is not None:
+            resets.setdefault(int(e["slot"]), []).append(float(e["at"]))
+    tried, previous_start = [], {}
+    for a in sorted(attempts, key=lambda a: (float(a["started_at"]), int(a["id"]))):
+        slot, started = int(a["slot"]), float(a["started_at"])
+        after = previous_start.get(slot, float("-inf"))
+        previous_start[slot] = started
+        tried.append(any(after < t <= started for t in resets.get(slot, ())))
+    return tried
+
+
+def _corrections_of_lost_cubes(events: Sequence[dict[str, Any]]) -> int:
+    """The `start_correction`s that put a lost cube back (the first of its slot after each
+    `cube_lost`): the act the `cube lost` count already holds."""
+    lost: set[Any] = set()
+    n = 0
+    for e in events:
+        if e["kind"] == "cube_lost":
+            lost.add(e.get("slot"))
+        elif e["kind"] == "start_correction" and e.get("slot") in lost:
+            lost.discard(e.get("slot"))
+            n += 1
+    return n
 
 
 def per_100_trials(total: int, trials: int) -> float | None:
