@@ -6,7 +6,8 @@ Runs `--campaigns` copies of the demo with the reset (protocols/sim_demo_reset.y
 2 scripted policies, one near 100 % and one near 50 % success; each copy with its own schedule
 seed) in process, one episode at a time, and prints:
 - operator interventions per 100 trials, by cause (the report's count; goal: at most 5);
-- resets: how many, how many tries each took, how many were handed over and why;
+- resets: how many, how many tries each took (0: the cube a success left in the jaws was put
+  straight on the next mark and measured there), how many were handed over and why;
 - time per reset (median, p95): the arm's own time (control steps / fps, what a real arm would
   take) and this machine's wall time;
 - the placement error after each reset against the simulator's ground truth (the cube's true
@@ -77,7 +78,9 @@ def main() -> None:
 
     truth: list[float] = []
     arm_steps: list[int] = []
-    original_start, original_path = SimRig.start_here, pick_place.pick_and_place_path
+    original_start, original_path, original_held = (SimRig.start_here, pick_place.pick_and_place_path,
+                                                    pick_place.place_held_path)
+    held_steps: list[int] = []
 
     def start_here(self, mark, seed):   # the ground truth where the episode starts
         x, y, _, _ = self.cube_pose()
@@ -89,7 +92,12 @@ def main() -> None:
         arm_steps.append(len(rows))
         return rows
 
-    SimRig.start_here, pick_place.pick_and_place_path = start_here, path
+    def held(*a, **k):
+        rows = original_held(*a, **k)
+        held_steps.append(0 if rows is None else len(rows))
+        return rows
+
+    SimRig.start_here, pick_place.pick_and_place_path, pick_place.place_held_path = start_here, path, held
     runs = []
     with tempfile.TemporaryDirectory() as tmp:
         act = tiny_act(Path(tmp)) if args.act else None
@@ -114,6 +122,11 @@ def main() -> None:
           f"{sum(r['wall_s'] for r in runs):.0f} s wall")
     print(f"interventions: {total} = {100 * total / trials:.1f} per 100 trials; by cause: "
           + ", ".join(f"{c} {n}" for c, n in causes.items()))
+    from_hand = [x for x in resets if x.get("from_hand")]
+    print(f"cubes still in the jaws after an episode, put straight on the next mark: {len(held_steps)} "
+          f"(arm motion {np.median(held_steps) / fps if held_steps else 0:.1f} s each); measured there within the "
+          f"tolerance at once: {sum(1 for x in from_hand if x['tries'] == 0)}, picked again: "
+          f"{sum(1 for x in from_hand if x['tries'] > 0)}")
     print("tries per reset: " + ", ".join(f"{k}: {tries.count(k)}" for k in sorted(set(tries)))
           + f"; handed over: {len(handed)}" + (f" ({'; '.join(handed)})" if handed else ""))
     print(f"time per reset: arm {np.median(arm_s) * max(1, np.median(tries)):.1f} s median per try x tries "

@@ -15,10 +15,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from orchestrator.judging.auto import fk
 from orchestrator.judging.auto.rater import arm_moved, rate
 from orchestrator.judging.blinding import CampaignSource
 from orchestrator.judging.tui.app import JudgeApp
+from orchestrator.sim import fk
 from orchestrator.store.sqlite import CampaignStore
 from support.evidence import accept_edits
 from support.textual_screen import screen_text

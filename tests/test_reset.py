@@ -123,6 +123,54 @@ def test_the_session_learns_where_its_placements_land_and_aims_against_it(rig, t
     assert math.hypot(x - MARKS["M11"].x, y - MARKS["M11"].y) * 1000 <= PROTOCOL.protocol.start_check.tolerance_mm
 
 
+def _lift_in_the_jaws(rig, mark):
+    """The scripted grasp's pick (the reset's first legs) of the cube on `mark`: it ends lifted in the jaws."""
+    from orchestrator.policies import pick_place as pp
+    from orchestrator.rigs.profile import STATE_KEYS
+
+    rig.prepare_layout(mark, PROTOCOL.layout.cube, 0)
+    now = rig.observe(with_images=False)
+    start = [float(now[k]) for k in STATE_KEYS]
+    path = pp.pick_and_place_path(start, (mark.x, mark.y, 0.0), (mark.x, mark.y, 0.0), PROTOCOL.layout.cube.size_m, 30)
+    picked = sum(round(s * 30) for s in (pp.TO_ABOVE_S, pp.DOWN_S, pp.CLOSE_S, pp.UP_S))
+    for row in path[:picked]:
+        rig.act(dict(zip(STATE_KEYS, map(float, row), strict=True)))
+    assert rig.cube_pose()[2] > PROTOCOL.layout.cube.size_m / 2 + 0.02      # lifted
+
+
+def test_a_cube_still_in_the_jaws_is_put_straight_on_the_next_mark(rig, tmp_path):
+    reset, store, _ = _reset(rig, tmp_path)
+    _lift_in_the_jaws(rig, MARKS["M06"])
+    assert reset.put_down_held(MARKS["M11"])
+    reset.motion.to_rest()
+    x, y, z, _ = rig.cube_pose()
+    assert math.hypot(x - MARKS["M11"].x, y - MARKS["M11"].y) * 1000 <= 10 and z < PROTOCOL.layout.cube.size_m
+    assert reset.place(Trial(), MARKS["M11"])
+    ((_, _, _, data),) = store.of("cube_reset")
+    assert len(reset.landing.misses["from hand"]) == 1     # the measurement taught the session
+    assert data["from_hand"] and data["passes"]
+    if math.hypot(*reset.landing.misses["from hand"][0]) * 1000 <= PROTOCOL.protocol.start_check.tolerance_mm:
+        assert data["tries"] == 0      # within the tolerance at once: measured there, no pick
+    else:
+        assert data["tries"] >= 1      # else picked from nearby like any miss
+
+
+def test_empty_jaws_after_an_episode_put_nothing_down(rig, tmp_path):
+    reset, store, _ = _reset(rig, tmp_path)
+    rig.prepare_layout(MARKS["M06"], PROTOCOL.layout.cube, 0)     # the cube on the table, the jaws empty
+    before = rig.cube_pose()
+    followed = []
+    real = reset.motion.follow
+    reset.motion.follow = lambda targets, what, fps: followed.append(len(list(real(list(targets), what, fps) or []) or []))
+    assert not reset.put_down_held(MARKS["M11"])
+    assert len(followed) == 1 and reset.from_hand is None      # the squeeze only
+    assert math.dist(rig.cube_pose()[:2], before[:2]) < 0.001
+    # the control: the same reset with the cube in the jaws carries it
+    _lift_in_the_jaws(rig, MARKS["M06"])
+    assert reset.put_down_held(MARKS["M11"]) and len(followed) == 3 and reset.from_hand[0] == "M11"
+    reset.motion.to_rest()
+
+
 def test_the_learned_bias_is_the_median_miss_of_its_kind_and_ignores_a_dropped_cube():
     bias = LandingBias()
     assert bias.correction("far") == (0.0, 0.0) == bias.correction("near")

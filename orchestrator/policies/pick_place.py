@@ -28,6 +28,9 @@ CLEARANCE_M = 0.005
 RELEASE_ABOVE_M = 0.003
 # Phase lengths, seconds (a step at 30 Hz is 33 ms: at most about 1.5 degrees a step on any joint)
 TO_ABOVE_S, DOWN_S, CLOSE_S, UP_S, ACROSS_S, OPEN_S, SETTLE_S = 1.5, 1.0, 0.8, 1.0, 2.0, 0.6, 0.5
+# A cube still in the jaws after an episode is lifted straight up in this many IK waypoints,
+# each solved to within this error (m), before it is carried across.
+LIFT_STEPS, LIFT_ERROR_M = 3, 0.003
 
 
 def _ramp(a: np.ndarray, b: np.ndarray, seconds: float, fps: int) -> np.ndarray:
@@ -83,13 +86,45 @@ def pick_and_place_path(start: np.ndarray, cube_xy_yaw: tuple[float, float, floa
     legs.append(_ramp(grasp, np.append(grasp[:5], CLOSED_PCT), CLOSE_S, fps))
     legs.append(_follow(pick.lift, CLOSED_PCT, UP_S, fps))
     lifted = np.append(pick.lift[-1][:5], CLOSED_PCT)
+    return np.vstack(legs + _place_legs(lifted, place, fps))
+
+
+def _place_legs(lifted: np.ndarray, place, fps: int) -> list[np.ndarray]:
+    """From `lifted` (the jaws closed on the cube, clear of the table): across at the lifted
+    height to above the mark, the swing let die down, down to `RELEASE_ABOVE_M`, open, up."""
     over = np.append(place.lift[-1][:5], CLOSED_PCT)
-    legs.append(_ramp(lifted, over, ACROSS_S, fps))
-    legs.append(np.repeat(over[None, :], max(1, round(SETTLE_S * fps)), axis=0))   # the swing dies down
+    legs = [_ramp(lifted, over, ACROSS_S, fps),
+            np.repeat(over[None, :], max(1, round(SETTLE_S * fps)), axis=0)]   # the swing dies down
     stop_at = 1.0 - RELEASE_ABOVE_M / LIFT_M   # the lift path rises LIFT_M above the grasp height
     legs.append(_follow(place.lift[::-1], CLOSED_PCT, DOWN_S, fps, stop_at))
     down = np.append(along_path(place.lift[::-1][:, :5], np.array([stop_at]))[0], CLOSED_PCT)
     legs.append(np.repeat(down[None, :], max(1, round(SETTLE_S * fps)), axis=0))
     legs.append(_ramp(down, np.append(down[:5], place.open_pct), OPEN_S, fps))
     legs.append(_follow(place.descent[::-1], place.open_pct, UP_S, fps))
-    return np.vstack(legs)
+    return legs
+
+
+def place_held_path(start: np.ndarray, mark_xy_yaw: tuple[float, float, float], cube_size_m: float, fps: int,
+                    correction_m: tuple[float, float] = (0.0, 0.0)) -> np.ndarray | None:
+    """(N, 6) joint targets from `start` (the 6 joints now, the jaws closed on the cube where an
+    episode left it) that put the cube on the mark: straight up, the gripper's orientation kept,
+    until the grasp point is at the place's lifted height (`LIFT_STEPS` IK waypoints, so the cube
+    never sweeps the table), then `pick_and_place_path`'s place. None when that lift is out of
+    the arm's reach (the cube then goes to rest with the arm, as without a reset)."""
+    kin = arm_kinematics()
+    ax, ay = place_aim(mark_xy_yaw, cube_size_m)
+    place = plan_pick(ax + correction_m[0], ay + correction_m[1], cube_size_m, mark_xy_yaw[2],
+                      clearance_m=CLEARANCE_M)
+    here = np.append(np.asarray(start, float)[:5], CLOSED_PCT)
+    q = kin.units.from_rig(here)
+    rise = float(kin.fk(kin.units.from_rig(np.append(place.lift[-1][:5], CLOSED_PCT)))[0][2] - kin.fk(q)[0][2])
+    legs = [_ramp(np.asarray(start, float), here, CLOSE_S, fps)]   # the jaws keep squeezing
+    if rise > 0:
+        for step in range(1, LIFT_STEPS + 1):
+            up, error = kin.lifted(q, rise * step / LIFT_STEPS)
+            if error > LIFT_ERROR_M:
+                return None
+            row = kin.units.to_rig(up)
+            row[5] = CLOSED_PCT
+            legs.append(_ramp(legs[-1][-1], row, UP_S / LIFT_STEPS, fps))
+    return np.vstack(legs + _place_legs(legs[-1][-1], place, fps))

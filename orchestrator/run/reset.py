@@ -12,11 +12,14 @@ trials the arm puts the cube on the next trial's mark itself.
 3. the arm goes back to rest and the camera measures the placement against the start check's
    tolerance; a placement outside it is picked and placed again, up to `max_tries` placements,
    each put down where the last one from nearby missed by, the other way;
-4. every measured placement teaches the session where its placements land (`LandingBias`):
+4. a cube still in the jaws when an episode ends (a success) is carried straight to the next
+   trial's mark before the move to rest (`put_down_held`); the reset then measures it there and
+   picks it only when it missed;
+5. every measured placement teaches the session where its placements land (`LandingBias`):
    in simulation the cube slides in the closing and lifted jaws, so a placement from across the
    sheet landed 5 mm beyond the mark on average (2 mm sd) and one picked near the mark 3 mm
    (docs/benchmarks.md), the same on every reset; each try aims against the session's median
-   miss of its kind (from far, from nearby), which a real arm's own slip and sag teach it the
+   miss of its kind (from far, from nearby, from the jaws), which a real arm's own slip and sag teach it the
    same way.
 When it cannot, it says why in one line ("cube not found", "cube off the table", "placement off
 by 9 mm after 2 tries") and leaves the cube to the start check, whose refusal asks the operator
@@ -40,22 +43,25 @@ from orchestrator.design.protocol import REACH_MAX_M, REACH_MIN_M
 from orchestrator.rigs.profile import STATE_KEYS
 from orchestrator.run.motion import ArmMotion
 from orchestrator.run.start_state import StartGate
+from orchestrator.sim.holding import closed_on_cube
 from orchestrator.vision.cube import find_blobs, fit_cube
 
 RESETTING = "resetting the cube"
 NEAR_M = 0.02   # a pick this close to the mark is a correction of the last placement
 # A miss larger than this is a cube dropped or knocked, not where a placement lands: not learned.
 LEARN_MAX_M = 0.02
+SQUEEZE_S = 0.3   # after an episode the jaws are commanded closed this long, then read: a cube in them?
 
 
 class LandingBias:
     """Where a session's placements land against where they were aimed (the camera's measured
     offset minus the aim's correction), per kind of try: `far` (picked 2 cm or more from the
-    mark) and `near`. The correction of the next try of a kind is minus the median of its misses
+    mark), `near`, and `from hand` (a cube still in the jaws after an episode, held wherever the
+    policy gripped it). The correction of the next try of a kind is minus the median of its misses
     so far (none yet: no correction); the median, so one odd landing moves it little."""
 
     def __init__(self) -> None:
-        self.misses: dict[str, list[tuple[float, float]]] = {"far": [], "near": []}
+        self.misses: dict[str, list[tuple[float, float]]] = {"far": [], "near": [], "from hand": []}
 
     def correction(self, kind: str) -> tuple[float, float]:
         misses = self.misses[kind]
@@ -81,6 +87,7 @@ class CubeReset:
         self.on = self.spec.mode == "auto"
         self.placed_before = False   # the session's first trial starts from a cube placed by hand
         self.landing = LandingBias()
+        self.from_hand: tuple[str, tuple[float, float]] | None = None   # (mark id, aim) of a cube put down from the jaws
 
     @property
     def arm_places(self) -> bool:
@@ -97,6 +104,57 @@ class CubeReset:
         else:
             self.rig.prepare_layout(mark, self.layout.cube, trial.seed)
             self.placed_before = True
+
+    def put_down_held(self, mark) -> bool:
+        """After an episode, before the move to rest: the jaws are closed for `SQUEEZE_S` where the
+        arm stands and read (`sim.holding.closed_on_cube`); a cube still in them (a success) is
+        carried straight to `mark` and put down (`pick_place.place_held_path`), so the next reset
+        only measures it. True when the arm put a cube down. Nothing when the reset is off, the
+        jaws hold nothing, or the lift is out of reach (the cube goes to rest with the arm)."""
+        from orchestrator.policies.pick_place import place_held_path
+        from orchestrator.policies.scripted import CLOSED_PCT
+
+        if not self.on or self.motion.held:
+            return False
+        here = self._joints()
+        squeeze = {**dict(zip(STATE_KEYS, map(float, here), strict=True)), STATE_KEYS[5]: CLOSED_PCT}
+        self.motion.follow((squeeze for _ in range(max(1, round(SQUEEZE_S * self.fps)))), RESETTING, self.fps)
+        here = self._joints()
+        if self.motion.held or not closed_on_cube(here[5:6], self.layout.cube.size_m, np.array([CLOSED_PCT]))[0]:
+            return False
+        aimed = self.landing.correction("from hand")
+        path = place_held_path(here, (mark.x, mark.y, mark.yaw_deg), self.layout.cube.size_m, self.fps, aimed)
+        if path is None:
+            return False
+        self.motion.follow(({k: float(v) for k, v in zip(STATE_KEYS, row, strict=True)} for row in path),
+                           RESETTING, self.fps)
+        self.from_hand = (mark.id, aimed)
+        return True
+
+    def _joints(self) -> np.ndarray:
+        now = self.rig.observe(with_images=False)
+        return np.array([float(now[k]) for k in STATE_KEYS])
+
+    def _already_there(self, trial, mark) -> bool:
+        """The cube the arm put down from its jaws after the last episode, measured on `mark`
+        (learned from as a placement `from hand`); True when it passes (recorded as a reset of
+        0 tries: no pick was needed)."""
+        if self.from_hand is None:
+            return False
+        (mark_id, aimed), self.from_hand = self.from_hand, None
+        if mark_id != mark.id:
+            return False
+        result, _, _ = self.gate.measure(mark)
+        if result.cube_found:
+            self.landing.learn("from hand", (result.dx_mm / 1000.0, result.dy_mm / 1000.0), aimed)
+        if not result.passes:
+            return False
+        self.store.log_event("cube_reset", f"reset to {mark.id}: put down from the jaws after the episode",
+                             slot=trial.slot, data={"mark": mark.id, "tries": 0, "seconds": 0.0, "passes": True,
+                                                    "offset_mm": math.hypot(result.dx_mm, result.dy_mm),
+                                                    "why": None, "from_hand": True,
+                                                    "aim_correction_mm": [round(1000 * c, 2) for c in aimed]})
+        return True
 
     def find(self) -> tuple[tuple[float, float, float] | None, str | None]:
         """Where the cube is, (x, y, yaw degrees) in the layout frame, or why it cannot be picked."""
@@ -122,6 +180,9 @@ class CubeReset:
         passes the start check, False when the operator has to."""
         from orchestrator.policies.pick_place import pick_and_place_path
 
+        put_down = self.from_hand is not None and self.from_hand[0] == mark.id
+        if self._already_there(trial, mark):
+            return True
         started = time.monotonic()
         line, offset = None, None
         correction: tuple[float, float] | None = None   # after a miss from nearby: the next aim
@@ -136,9 +197,7 @@ class CubeReset:
                 break
             kind = "near" if math.hypot(where[0] - mark.x, where[1] - mark.y) < NEAR_M else "far"
             aimed = correction if kind == "near" and correction is not None else self.landing.correction(kind)
-            now = self.rig.observe(with_images=False)
-            start = np.array([float(now[k]) for k in STATE_KEYS])
-            path = pick_and_place_path(start, where, (mark.x, mark.y, mark.yaw_deg), self.layout.cube.size_m,
+            path = pick_and_place_path(self._joints(), where, (mark.x, mark.y, mark.yaw_deg), self.layout.cube.size_m,
                                        self.fps, aimed)
             self.motion.follow(({k: float(v) for k, v in zip(STATE_KEYS, row, strict=True)} for row in path),
                                RESETTING, self.fps)
@@ -160,7 +219,7 @@ class CubeReset:
         seconds = round(time.monotonic() - started, 2)
         self.store.log_event("cube_reset", f"reset to {mark.id}: " + (line or f"placed in {tries} tries"),
                              slot=trial.slot, data={"mark": mark.id, "tries": tries, "seconds": seconds,
-                                                    "passes": line is None, "offset_mm": offset, "why": line,
+                                                    "passes": line is None, "offset_mm": offset, "why": line, "from_hand": put_down,
                                                     "aim_correction_mm": [round(1000 * c, 2) for c in aimed]})
         if line is not None:
             self.say(f"reset: {line}; the cube is left to the operator")

@@ -19,6 +19,7 @@ import signal
 import threading
 from collections.abc import Callable
 from contextlib import contextmanager
+from functools import partial
 
 from orchestrator.core.disk import size_text, space_problem
 from orchestrator.core.errors import BadInput, Interrupted, RuntimeFailure
@@ -268,7 +269,7 @@ def _run_sequential(opened: OpenedCampaign, pending: list[Trial], operator: Oper
                 _rerun_later(trial, stopped, tries, queue, operator)
             else:
                 progress.update(trial.mark_id)
-            if not _rest_or_end(motion, say):
+            if not _rest_or_end(motion, say, None if stopped else _put_down_held(reset, loaded, queue, context)):
                 return
     except (KeyboardInterrupt, Interrupted):
         motion.interrupted = True   # Ctrl-C / SIGTERM anywhere: a stop, never a move to rest
@@ -354,9 +355,18 @@ def _resets_allowed(reset: CubeReset, rig, operator: Operator, store, say: Calla
     return True
 
 
-def _rest_or_end(motion: ArmMotion, say: Callable[[str], None]) -> bool:
-    """Back to rest between trials; False when the operator ended the session instead."""
+def _put_down_held(reset: CubeReset, loaded, queue: list[Trial], context) -> Callable[[], object]:
+    """After a trial that ran to its end: a cube still in the jaws goes straight to the next
+    trial's mark (the trial's own when the next is not known yet), before the move to rest."""
+    return partial(reset.put_down_held, episode_context(loaded, queue[0]).mark if queue else context.mark)
+
+
+def _rest_or_end(motion: ArmMotion, say: Callable[[str], None], before: Callable[[], object] | None = None) -> bool:
+    """Back to rest between trials (after `before`, the arm's own motion there: a held cube put
+    down); False when the operator ended the session instead."""
     try:
+        if before is not None:
+            before()
         motion.to_rest()
     except StopRequested:
         say("stopped by the operator; run again to resume")

@@ -1,12 +1,9 @@
 """The `auto` rater: the protocol's lift-and-hold test applied to the recorded joints.
 
 Definition (for every recorded control step, from `episodes/<id>/timeseries.npz`):
-- *closed on the cube*: the gripper squeezes something the size of the cube: the gap between
-  the jaw tips (`fk.jaw_gap` of the measured gripper position) is between `GAP_LOW` and
-  `GAP_HIGH` times the cube's size (closing on nothing shuts it; a gripper left open is
-  wider), and the commanded gripper is at least `SQUEEZE_PCT` rig units more closed than
-  the measured one (the servo pushes against something; a gripper that merely stopped at the
-  cube's width without touching it reaches its command);
+- *closed on the cube*: the gripper squeezes something the size of the cube
+  (`sim.holding.closed_on_cube`: the jaw tips' gap near the cube's size, the command more
+  closed than the measured gripper);
 - *high enough*: the cube's bottom is at least `min_height_m` above the table. A squeeze
   starts with the cube on the table, so the bottom's height is how far the grasp point
   (`fk.grasp_point`) has risen since the squeeze began, less `SEAT_M` (a cube sinks a few mm
@@ -32,12 +29,10 @@ from pathlib import Path
 
 import numpy as np
 
-from orchestrator.judging.auto import fk
+from orchestrator.sim import fk
+from orchestrator.sim.holding import closed_on_cube
 from orchestrator.store.episode_files import read_series
 
-GAP_LOW = 0.6    # x cube size: below this the jaws have (nearly) shut past where a cube would be
-GAP_HIGH = 1.15  # x cube size: above this the gripper is open wider than the cube
-SQUEEZE_PCT = 2.0   # commanded this much (rig units) more closed than measured: squeezing
 # How far a squeezed cube sinks in the jaws when lifted: the median, over the 31 successful
 # episodes of the demo campaign (protocols/sim_demo.yaml), of the grasp point's rise minus
 # the physics test's measured lift of the cube (range 3.0-6.0 mm).
@@ -103,10 +98,7 @@ def rate(t: np.ndarray, state: np.ndarray, cube_size_m: float, min_height_m: flo
     state = np.asarray(state, dtype=float)
     if len(t) == 0:
         return AutoVerdict(False, 0.0, 0.0, False, "no recorded steps")
-    gap = fk.jaw_gap(state[:, 5])
-    closed = (gap >= GAP_LOW * cube_size_m) & (gap <= GAP_HIGH * cube_size_m)
-    if action is not None:
-        closed &= np.asarray(action, dtype=float)[:, 5] < state[:, 5] - SQUEEZE_PCT
+    closed = closed_on_cube(state[:, 5], cube_size_m, None if action is None else np.asarray(action, float)[:, 5])
     z = fk.grasp_point(state)[:, 2]
     longest, max_bottom = _holds(t, closed, z, min_height_m, SEAT_M)
     best, top = _holds(t, closed, z, min_height_m, SEAT_LOW_M)      # the cube sank least
@@ -138,10 +130,9 @@ def trace(t: np.ndarray, state: np.ndarray, cube_size_m: float, min_height_m: fl
     `SEAT_M`; 0 otherwise) and `hold_s` (how long it has been closed and high enough; 0 when not)."""
     t = np.asarray(t, dtype=float)
     state = np.asarray(state, dtype=float)
-    gap = fk.jaw_gap(state[:, 5]) if len(t) else np.zeros(0)
-    closed = (gap >= GAP_LOW * cube_size_m) & (gap <= GAP_HIGH * cube_size_m)
-    if action is not None and len(t):
-        closed &= np.asarray(action, dtype=float)[:, 5] < state[:, 5] - SQUEEZE_PCT
+    measured = state[:, 5] if len(t) else np.zeros(0)
+    commanded = None if action is None or not len(t) else np.asarray(action, float)[:, 5]
+    closed = closed_on_cube(measured, cube_size_m, commanded)
     z = fk.grasp_point(state)[:, 2] if len(t) else np.zeros(0)
     bottom, hold = np.zeros(len(t)), np.zeros(len(t))
     start, z0 = None, 0.0
