@@ -156,14 +156,25 @@ def test_a_cube_still_in_the_jaws_is_put_straight_on_the_next_mark(rig, tmp_path
 
 
 def test_empty_jaws_after_an_episode_put_nothing_down(rig, tmp_path):
+    import numpy as np
+
+    from orchestrator.rigs.profile import STATE_KEYS
+    from orchestrator.sim import fk
+
     reset, store, _ = _reset(rig, tmp_path)
-    rig.prepare_layout(MARKS["M06"], PROTOCOL.layout.cube, 0)     # the cube on the table, the jaws empty
+    rig.prepare_layout(MARKS["M06"], PROTOCOL.layout.cube, 0)     # the cube on the table, the jaws shut at rest
     before = rig.cube_pose()
     followed = []
     real = reset.motion.follow
-    reset.motion.follow = lambda targets, what, fps: followed.append(len(list(real(list(targets), what, fps) or []) or []))
+    reset.motion.follow = lambda targets, what, fps: followed.append(what) or real(targets, what, fps)
+    assert not reset.put_down_held(MARKS["M11"]) and followed == []    # shut: not even squeezed
+    # the jaws left open at the cube's width over nothing: squeezed, read, nothing carried
+    width = float(np.interp(PROTOCOL.layout.cube.size_m, fk.GAP_M, fk.GAP_PCT))
+    now = rig.observe(with_images=False)
+    for _ in range(20):
+        rig.act({**{k: float(now[k]) for k in STATE_KEYS[:5]}, STATE_KEYS[5]: width})
     assert not reset.put_down_held(MARKS["M11"])
-    assert len(followed) == 1 and reset.from_hand is None      # the squeeze only
+    assert followed == ["resetting the cube"] and reset.from_hand is None      # the squeeze only
     assert math.dist(rig.cube_pose()[:2], before[:2]) < 0.001
     # the control: the same reset with the cube in the jaws carries it
     _lift_in_the_jaws(rig, MARKS["M06"])

@@ -48,7 +48,8 @@ def test_the_arm_resets_the_cube_on_the_twin_and_a_stop_during_the_reset_holds_i
         tmux("send-keys", "-t", "op", "Enter")
         tmux.wait_for("op", "Episode finished", timeout=120)          # the operator's review
         tmux("send-keys", "-t", "op", "Enter")
-        tmux.wait_for("op", "ARM RESETTING THE CUBE: space", timeout=120)   # after the move to rest
+        tmux.wait_for("op", "ARM MOVING TO REST: space", timeout=120)     # (a cube in the jaws would be
+        tmux.wait_for("op", "ARM RESETTING THE CUBE: space", timeout=120)   # put down first) then the reset
         time.sleep(1.5)                                               # into the reach for the cube
         tmux("send-keys", "-t", "op", "Space")
         stopped = time.time()

@@ -43,7 +43,7 @@ from orchestrator.design.protocol import REACH_MAX_M, REACH_MIN_M
 from orchestrator.rigs.profile import STATE_KEYS
 from orchestrator.run.motion import ArmMotion
 from orchestrator.run.start_state import StartGate
-from orchestrator.sim.holding import closed_on_cube
+from orchestrator.sim.holding import closed_on_cube, cube_sized_gap
 from orchestrator.vision.cube import find_blobs, fit_cube
 
 RESETTING = "resetting the cube"
@@ -106,17 +106,21 @@ class CubeReset:
             self.placed_before = True
 
     def put_down_held(self, mark) -> bool:
-        """After an episode, before the move to rest: the jaws are closed for `SQUEEZE_S` where the
-        arm stands and read (`sim.holding.closed_on_cube`); a cube still in them (a success) is
-        carried straight to `mark` and put down (`pick_place.place_held_path`), so the next reset
-        only measures it. True when the arm put a cube down. Nothing when the reset is off, the
-        jaws hold nothing, or the lift is out of reach (the cube goes to rest with the arm)."""
+        """After an episode, before the move to rest: when the jaws stand at the cube's width,
+        they are closed for `SQUEEZE_S` where the arm stands and read
+        (`sim.holding.closed_on_cube`); a cube still in them (a success) is carried straight to
+        `mark` and put down (`pick_place.place_held_path`), so the next reset only measures it.
+        True when the arm put a cube down. Nothing when the reset is off, the jaws are open wider
+        than the cube or shut, they hold nothing, or the lift is out of reach (the cube then goes
+        to rest with the arm)."""
         from orchestrator.policies.pick_place import place_held_path
         from orchestrator.policies.scripted import CLOSED_PCT
 
         if not self.on or self.motion.held:
             return False
         here = self._joints()
+        if not cube_sized_gap(here[5:6], self.layout.cube.size_m)[0]:   # open wider than the cube, or shut
+            return False
         squeeze = {**dict(zip(STATE_KEYS, map(float, here), strict=True)), STATE_KEYS[5]: CLOSED_PCT}
         self.motion.follow((squeeze for _ in range(max(1, round(SQUEEZE_S * self.fps)))), RESETTING, self.fps)
         here = self._joints()

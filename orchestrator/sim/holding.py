@@ -21,12 +21,19 @@ GAP_HIGH = 1.15  # x cube size: above this the gripper is open wider than the cu
 SQUEEZE_PCT = 2.0   # commanded this much (rig units) more closed than measured: squeezing
 
 
+def cube_sized_gap(measured_pct: np.ndarray, cube_size_m: float) -> np.ndarray:
+    """Per sample, True where the gap between the jaw tips could hold the cube (the first half
+    of the definition: neither shut past it nor open wider than it)."""
+    measured = np.asarray(measured_pct, dtype=float)
+    gap = fk.jaw_gap(measured) if measured.size else np.zeros(measured.shape)
+    return (gap >= GAP_LOW * cube_size_m) & (gap <= GAP_HIGH * cube_size_m)
+
+
 def closed_on_cube(measured_pct: np.ndarray, cube_size_m: float, commanded_pct: np.ndarray | None = None) -> np.ndarray:
     """Per sample, True where the jaws squeeze a cube-sized object (the module's definition);
     gripper positions in rig units (0-100)."""
     measured = np.asarray(measured_pct, dtype=float)
-    gap = fk.jaw_gap(measured) if measured.size else np.zeros(measured.shape)
-    closed = (gap >= GAP_LOW * cube_size_m) & (gap <= GAP_HIGH * cube_size_m)
+    closed = cube_sized_gap(measured, cube_size_m)
     if commanded_pct is not None and measured.size:
         closed &= np.asarray(commanded_pct, dtype=float) < measured - SQUEEZE_PCT
     return closed
