@@ -145,3 +145,29 @@ def test_without_start_checks_the_section_is_null_and_the_interventions_stay():
     report = to_dict(build_report(_data([])))
     assert report["start_check"] is None
     assert report["interventions"]["by_cause"]["override"] == 1 and report["interventions"]["per_100_trials"] is None
+
+
+def test_three_policies_with_repeats_get_a_row_each_and_holm_over_every_pair():
+    from statsmodels.stats.multitest import multipletests
+
+    # A and B placed alike (1-3 mm), C's cubes 6-9 mm off; two repeats of 6 marks, policies by slot
+    offsets = {"A": [1.0, 2.0, 3.0, 1.5, 2.5, 2.2] * 2, "B": [1.2, 2.1, 2.9, 1.4, 2.6, 1.9] * 2,
+               "C": [6.0, 7.0, 8.0, 9.0, 6.5, 7.5] * 2}
+    records, outcomes = [], []
+    for i in range(36):
+        policy, k = "ABC"[i % 3], i // 3
+        records.append(_record(i, offsets[policy][k]))
+        outcomes.append(TrialOutcome(layout=f"M{k % 6:02d}", repeat=k // 6, policy=policy, success=True, slot=i,
+                                     episode_id=f"ep{i}", state="done"))
+    data = OutcomeSet(outcomes=tuple(outcomes), policies=("A", "B", "C"), source="planted", label_source="physics",
+                      start_records=tuple(records), human_labels=(),
+                      interventions=dict.fromkeys(("placement", "correction", "override", "cube lost", "stop"), 0))
+    section = to_dict(build_report(data))["start_check"]
+    assert sorted(section["placement_error"]) == ["A", "B", "C"]
+    assert all(row["checked"] == 12 for row in section["placement_error"].values())
+    tests = section["placement_tests"]
+    assert [(t["a"], t["b"]) for t in tests] == [("A", "B"), ("A", "C"), ("B", "C")]
+    raw = [stats.mann_whitney(offsets[t["a"]], offsets[t["b"]]) for t in tests]
+    holm = multipletests(raw, method="holm")[1]                      # statsmodels as the oracle
+    assert [t["holm_p"] for t in tests] == pytest.approx(list(holm), abs=1e-4)
+    assert tests[0]["holm_p"] > 0.05 and tests[1]["holm_p"] < 0.05 and tests[2]["holm_p"] < 0.05
