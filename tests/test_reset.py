@@ -261,3 +261,34 @@ def test_ctrl_c_during_a_reset_stops_the_arm_and_ends_the_session(rig, tmp_path,
     with pytest.raises(KeyboardInterrupt):
         reset.place(Trial(), MARKS["M13"])
     assert stops == [1] and motion.interrupted and operator.confirms == []
+
+
+@pytest.mark.parametrize("at", [5, 60])   # in the squeeze (10 steps at 30 Hz), and in the carry
+def test_the_stop_key_while_a_held_cube_is_put_down_holds_the_arm_until_the_operator_confirms(rig, tmp_path,
+                                                                                              monkeypatch, at):
+    operator = Stopping(at=at)
+    motion = ArmMotion(rig, operator)
+    reset, _, _ = _reset(rig, tmp_path, operator, motion)
+    _lift_in_the_jaws(rig, MARKS["M06"])
+    acts, stops = [], []
+    monkeypatch.setattr(rig, "act", lambda action, real=rig.act: acts.append(action) or real(action))
+    monkeypatch.setattr(rig, "safe_stop", lambda real=rig.safe_stop: stops.append(len(acts)) or real())
+    operator.steps = 0
+    reset.put_down_held(MARKS["M11"])
+    assert stops and stops[0] == at - 1                  # held at once: no target after the key
+    assert operator.confirms[0] == "on (the cube is measured again)" and operator.moving[-1] is None
+    assert "resetting the cube" in operator.moving
+    motion.to_rest()
+
+
+def test_ctrl_c_while_a_held_cube_is_put_down_stops_the_arm_and_ends_the_session(rig, tmp_path, monkeypatch):
+    operator = Stopping(at=40, key=KeyboardInterrupt)
+    motion = ArmMotion(rig, operator)
+    reset, _, _ = _reset(rig, tmp_path, operator, motion)
+    _lift_in_the_jaws(rig, MARKS["M06"])
+    stops = []
+    monkeypatch.setattr(rig, "safe_stop", lambda real=rig.safe_stop: stops.append(1) or real())
+    operator.steps = 0
+    with pytest.raises(KeyboardInterrupt):
+        reset.put_down_held(MARKS["M11"])
+    assert stops == [1] and motion.interrupted and operator.confirms == [] and reset.from_hand is None
