@@ -1,6 +1,6 @@
 """The autonomous reset measured on the simulated SO-101 (`reset: {mode: auto}`).
 
-    MUJOCO_GL=egl uv run python bench/reset.py [--campaigns 2] [--max-tries 3] [--act]
+    MUJOCO_GL=egl uv run python bench/reset.py [--campaigns 2] [--max-tries 3] [--act] [--twin TRIALS]
 
 Runs `--campaigns` copies of the demo with the reset (protocols/sim_demo_reset.yaml: 20 marks x
 2 scripted policies, one near 100 % and one near 50 % success; each copy with its own schedule
@@ -12,9 +12,11 @@ seed) in process, one episode at a time, and prints:
   take) and this machine's wall time;
 - the placement error after each reset against the simulator's ground truth (the cube's true
   centre against its mark when the episode starts; p50, p95) and as the camera measured it.
+`--twin TRIALS`: the same demo on the wire-level twin instead (`orchestrator run --twin
+--unattended`, LeRobot's driver stack, real time), its figures from the store.
 `--act`: policy B is a LeRobot ACT checkpoint (a tiny random-weight one, built here offline, as
 the tests build theirs): its episodes push the cube anywhere, and the reset must find it there.
-The reset on the twin: tests/test_twin_reset.py (through LeRobot's stack, in the console).
+The reset on the twin under the console: tests/test_twin_reset.py.
 """
 
 from __future__ import annotations
@@ -43,18 +45,62 @@ def tiny_act(folder: Path) -> Path:
     return make_act_checkpoint(folder / "act", cameras, chunk_size=10)
 
 
-def run_one(folder: Path, seed: int, max_tries: int, act: Path | None = None) -> dict:
-    from orchestrator.analysis.start_records import intervention_counts
-    from orchestrator.run.campaign import open_campaign
-    from orchestrator.run.sequential import run_campaign
-
+def protocol_text(seed: int, max_tries: int, act: Path | None = None) -> str:
     text = (ROOT / "protocols" / "sim_demo_reset.yaml").read_text()
     text = text.replace("seed: 20261129", f"seed: {seed}").replace("max_tries: 3", f"max_tries: {max_tries}")
     text = text.replace("layout: ../layouts/grid20.yaml", f"layout: {ROOT / 'layouts' / 'grid20.yaml'}")
     if act is not None:
         text = text.replace("  B: {type: scripted, aim_noise_mm: 12}", f"  B: {{type: lerobot, path: {act}}}")
+    return text
+
+
+def run_twin(folder: Path, trials: int, max_tries: int) -> None:
+    """`orchestrator run --twin --unattended` of the demo with the reset (LeRobot's driver stack,
+    the twin's 320x240 front camera, real time), `trials` trials; prints the same figures from
+    its store (no ground truth here: the camera's measurements only)."""
+    import subprocess
+
+    from orchestrator.analysis.start_records import intervention_counts, per_100_trials
+    from orchestrator.store.sqlite import CampaignStore
+
     protocol = folder / "protocol.yaml"
-    protocol.write_text(text)
+    protocol.write_text(protocol_text(20261129, max_tries))
+    out = folder / "campaign"
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "orchestrator", "run", str(protocol), "--rig",
+                           str(ROOT / "hardware" / "so101_twin.yaml"), "--twin", "--unattended", "--out", str(out),
+                           "--stop-after", str(trials)], capture_output=True, text=True)
+    wall = time.monotonic() - started
+    if done.returncode != 0:
+        sys.exit(f"reset bench: the twin campaign failed (exit {done.returncode}): {done.stderr.strip()[-600:]}")
+    with CampaignStore.open_readonly(out) as store:
+        events, attempts, n = store.events(), store.attempts(), len(store.episodes())
+    resets = [json.loads(e["data"]) for e in events if e["kind"] == "cube_reset"]
+    counts = intervention_counts(events, attempts)
+    tries = [r["tries"] for r in resets]
+    seconds = [r["seconds"] for r in resets if r["tries"] > 0]
+    offsets = [r["offset_mm"] for r in resets if r["passes"]]
+    print(f"twin: {n} trials, {len(resets)} resets (max_tries {max_tries}), {wall:.0f} s wall")
+    print(f"interventions: {sum(counts.values())} = {per_100_trials(sum(counts.values()), n)} per 100 trials; by cause: "
+          + ", ".join(f"{c} {k}" for c, k in counts.items()))
+    print("tries per reset: " + ", ".join(f"{k}: {tries.count(k)}" for k in sorted(set(tries)))
+          + f"; from the jaws: {sum(1 for r in resets if r.get('from_hand'))}; handed over: "
+          + str(sum(1 for r in resets if not r["passes"])))
+    if seconds:
+        print(f"time per reset that picked (wall, real time on the twin): p50 {np.median(seconds):.1f} s, "
+              f"p95 {np.percentile(seconds, 95):.1f} s")
+    if offsets:
+        print(f"placement error after the reset, as the camera measured it: p50 {np.median(offsets):.2f} mm, "
+              f"p95 {np.percentile(offsets, 95):.2f} mm over {len(offsets)} resets")
+
+
+def run_one(folder: Path, seed: int, max_tries: int, act: Path | None = None) -> dict:
+    from orchestrator.analysis.start_records import intervention_counts
+    from orchestrator.run.campaign import open_campaign
+    from orchestrator.run.sequential import run_campaign
+
+    protocol = folder / "protocol.yaml"
+    protocol.write_text(protocol_text(seed, max_tries, act))
     opened = open_campaign(protocol, ROOT / "hardware" / "sim.yaml", folder / "campaign")
     started = time.monotonic()
     try:
@@ -72,7 +118,13 @@ def main() -> None:
     parser.add_argument("--campaigns", type=int, default=2)
     parser.add_argument("--max-tries", type=int, default=3)
     parser.add_argument("--act", action="store_true", help="policy B: a tiny LeRobot ACT checkpoint")
+    parser.add_argument("--twin", type=int, default=None, metavar="TRIALS",
+                        help="instead: TRIALS trials on the wire-level twin (orchestrator run --twin --unattended)")
     args = parser.parse_args()
+    if args.twin is not None:
+        with tempfile.TemporaryDirectory() as tmp:
+            run_twin(Path(tmp), args.twin, args.max_tries)
+        return
     from orchestrator.policies import pick_place
     from orchestrator.rigs.sim import SimRig
 

@@ -32,10 +32,10 @@ def _protocol(tmp_path):
     return path
 
 
-def _station(protocol, url, videos, name, log):
+def _station(protocol, url, videos, name, log, rig=RIG):
     env = {**os.environ, "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl")}
     return subprocess.Popen(
-        [sys.executable, "-m", "orchestrator", "run", str(protocol), "--rig", str(RIG), "--store", url,
+        [sys.executable, "-m", "orchestrator", "run", str(protocol), "--rig", str(rig), "--store", url,
          "--out", str(videos), "--station", name], cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
 
 
@@ -143,3 +143,29 @@ def test_the_stopping_rule_is_global_across_stations(pg_cluster, tmp_path):
         blocks = conn.execute("SELECT station, state FROM blocks WHERE state <> 'pending'").fetchall()
     assert done == 2 and blocks == [("first", "done")]
     assert lines[-1].startswith("campaign is complete (reached max_layouts")   # the second station
+
+
+@pytest.mark.slow
+def test_a_station_runs_the_autonomous_reset(pg_cluster, tmp_path):
+    # reset: auto on the station path (the same sequential runner, its queue refilled block by
+    # block): the first cube of the session by hand, every later one by the arm, and the counts
+    # of the report's interventions from the server store
+    protocol = _protocol(tmp_path)
+    protocol.write_text(protocol.read_text() + "start_check: {mode: enforce}\nreset: {mode: auto, max_tries: 3}\n")
+    url = pg_cluster.new_database()
+    videos = tmp_path / "shared"
+    with open(tmp_path / "s1.log", "w+") as log:
+        station = _station(protocol, url, videos, "s1", log, rig=REPO / "hardware" / "sim.yaml")   # its 320x240 front camera
+        assert station.wait(timeout=400) == 0, (tmp_path / "s1.log").read_text()
+    with psycopg.connect(url) as conn:
+        states = [s for (s,) in conn.execute("SELECT state FROM trials")]
+        resets = [d for (d,) in conn.execute("SELECT data FROM events WHERE kind = 'cube_reset' ORDER BY id")]
+        checks = [d for (d,) in conn.execute("SELECT data FROM events WHERE kind = 'start_check'")]
+    assert states == ["done"] * 6
+    resets = [json.loads(d) if isinstance(d, str) else d for d in resets]
+    assert len(resets) == 5 and all(r["passes"] for r in resets), resets     # trials 2-6: the arm
+    assert len(checks) >= 6
+    report = run_module("report", videos, "--store", url, "--format", "json")
+    assert report.code == 0, report.err
+    interventions = json.loads(report.out)["interventions"]
+    assert interventions["by_cause"]["placement"] == 1 and interventions["total"] == 1, interventions
