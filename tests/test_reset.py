@@ -292,3 +292,14 @@ def test_ctrl_c_while_a_held_cube_is_put_down_stops_the_arm_and_ends_the_session
     with pytest.raises(KeyboardInterrupt):
         reset.put_down_held(MARKS["M11"])
     assert stops == [1] and motion.interrupted and operator.confirms == [] and reset.from_hand is None
+
+
+def test_on_the_twin_and_a_real_arm_a_held_cube_is_not_carried(rig, tmp_path, monkeypatch):
+    reset, _, _ = _reset(rig, tmp_path)
+    _lift_in_the_jaws(rig, MARKS["M06"])
+    followed = []
+    reset.motion.follow = lambda targets, what, fps: followed.append(what)
+    monkeypatch.setattr(type(rig), "realtime", True)          # what the twin and a real arm say
+    assert not reset.put_down_held(MARKS["M11"]) and followed == [] and reset.from_hand is None
+    monkeypatch.undo()                                         # the control: the simulator carries it
+    assert reset.put_down_held(MARKS["M11"]) and followed == ["resetting the cube"] * 2
