@@ -54,7 +54,7 @@ def protocol_text(seed: int, max_tries: int, act: Path | None = None) -> str:
     return text
 
 
-def run_twin(folder: Path, trials: int, max_tries: int) -> None:
+def run_twin(folder: Path, trials: int, max_tries: int, act: Path | None = None) -> None:
     """`orchestrator run --twin --unattended` of the demo with the reset (LeRobot's driver stack,
     the twin's 320x240 front camera, real time), `trials` trials; prints the same figures from
     its store (no ground truth here: the camera's measurements only)."""
@@ -64,7 +64,7 @@ def run_twin(folder: Path, trials: int, max_tries: int) -> None:
     from orchestrator.store.sqlite import CampaignStore
 
     protocol = folder / "protocol.yaml"
-    protocol.write_text(protocol_text(20261129, max_tries))
+    protocol.write_text(protocol_text(20261129, max_tries, act))
     out = folder / "campaign"
     started = time.monotonic()
     done = subprocess.run([sys.executable, "-m", "orchestrator", "run", str(protocol), "--rig",
@@ -80,7 +80,7 @@ def run_twin(folder: Path, trials: int, max_tries: int) -> None:
     tries = [r["tries"] for r in resets]
     seconds = [r["seconds"] for r in resets if r["tries"] > 0]
     offsets = [r["offset_mm"] for r in resets if r["passes"]]
-    print(f"twin: {n} trials, {len(resets)} resets (max_tries {max_tries}), {wall:.0f} s wall")
+    print(("policy B: a tiny LeRobot ACT; " if act else "") + f"twin: {n} trials, {len(resets)} resets (max_tries {max_tries}), {wall:.0f} s wall")
     print(f"interventions: {sum(counts.values())} = {per_100_trials(sum(counts.values()), n)} per 100 trials; by cause: "
           + ", ".join(f"{c} {k}" for c, k in counts.items()))
     print("tries per reset: " + ", ".join(f"{k}: {tries.count(k)}" for k in sorted(set(tries)))
@@ -123,7 +123,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.twin is not None:
         with tempfile.TemporaryDirectory() as tmp:
-            run_twin(Path(tmp), args.twin, args.max_tries)
+            run_twin(Path(tmp), args.twin, args.max_tries, tiny_act(Path(tmp)) if args.act else None)
         return
     from orchestrator.policies import pick_place
     from orchestrator.rigs.sim import SimRig
