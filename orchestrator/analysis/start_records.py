@@ -84,11 +84,7 @@ def start_records(events: Sequence[dict[str, Any]], attempts: Sequence[dict[str,
         elif e["kind"] == "start_override":
             overrides.setdefault(int(e["slot"]), []).append(float(e["at"]))
     out: list[StartRecord] = []
-    previous_start: dict[int, float] = {}
-    for a in sorted(attempts, key=lambda a: (float(a["started_at"]), int(a["id"]))):
-        slot, started = int(a["slot"]), float(a["started_at"])
-        after = previous_start.get(slot, float("-inf"))
-        previous_start[slot] = started
+    for a, slot, after, started in _attempt_windows(attempts):
         mine = [e for e in checks.get(slot, ()) if after < float(e["at"]) <= started]
         if not mine:
             continue
@@ -101,6 +97,18 @@ def start_records(events: Sequence[dict[str, Any]], attempts: Sequence[dict[str,
             dy_mm=_number(data.get("dy_mm")), dyaw_deg=_number(data.get("dyaw_deg")),
             judged_invalid=a.get("abort_class") == "invalid_start"))
     return tuple(out)
+
+
+def _attempt_windows(attempts: Sequence[dict[str, Any]]) -> list[tuple[dict[str, Any], int, float, float]]:
+    """(attempt, slot, after, started) in the order the attempts started: what the store recorded
+    of a slot before an attempt lies in (after, started], `after` being when the slot's previous
+    attempt started (-inf for its first)."""
+    out, previous_start = [], {}
+    for a in sorted(attempts, key=lambda a: (float(a["started_at"]), int(a["id"]))):
+        slot, started = int(a["slot"]), float(a["started_at"])
+        out.append((a, slot, previous_start.get(slot, float("-inf")), started))
+        previous_start[slot] = started
+    return out
 
 
 def _number(value: Any) -> float | None:
@@ -128,13 +136,7 @@ def _arm_tried(events: Sequence[dict[str, Any]], attempts: Sequence[dict[str, An
     for e in events:
         if e["kind"] == "cube_reset" and e.get("slot") is not None:
             resets.setdefault(int(e["slot"]), []).append(float(e["at"]))
-    tried, previous_start = [], {}
-    for a in sorted(attempts, key=lambda a: (float(a["started_at"]), int(a["id"]))):
-        slot, started = int(a["slot"]), float(a["started_at"])
-        after = previous_start.get(slot, float("-inf"))
-        previous_start[slot] = started
-        tried.append(any(after < t <= started for t in resets.get(slot, ())))
-    return tried
+    return [any(after < t <= started for t in resets.get(slot, ())) for _, slot, after, started in _attempt_windows(attempts)]
 
 
 def _corrections_of_lost_cubes(events: Sequence[dict[str, Any]]) -> int:

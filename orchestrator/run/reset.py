@@ -136,10 +136,14 @@ class CubeReset:
         path = place_held_path(here, (mark.x, mark.y, mark.yaw_deg), self.layout.cube.size_m, self.fps, aimed)
         if path is None:
             return False
-        self.motion.follow(({k: float(v) for k, v in zip(STATE_KEYS, row, strict=True)} for row in path),
-                           RESETTING, self.fps)
+        self._follow(path)
         self.from_hand = (mark.id, aimed)
         return True
+
+    def _follow(self, path: np.ndarray) -> None:
+        """The arm along `path` (rows of joint targets in `STATE_KEYS` order), as a reset motion."""
+        self.motion.follow(({k: float(v) for k, v in zip(STATE_KEYS, row, strict=True)} for row in path),
+                           RESETTING, self.fps)
 
     def _joints(self) -> np.ndarray:
         now = self.rig.observe(with_images=False)
@@ -209,8 +213,7 @@ class CubeReset:
             aimed = correction if kind == "near" and correction is not None else self.landing.correction(kind)
             path = pick_and_place_path(self._joints(), where, (mark.x, mark.y, mark.yaw_deg), self.layout.cube.size_m,
                                        self.fps, aimed)
-            self.motion.follow(({k: float(v) for k, v in zip(STATE_KEYS, row, strict=True)} for row in path),
-                               RESETTING, self.fps)
+            self._follow(path)
             self.motion.to_rest("to rest after the reset")
             result, _, _ = self.gate.measure(mark)
             offset = math.hypot(result.dx_mm or 0.0, result.dy_mm or 0.0) if result.cube_found else None
