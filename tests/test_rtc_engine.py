@@ -6,6 +6,8 @@ then)."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from orchestrator.rigs.profile import STATE_KEYS
@@ -34,13 +36,26 @@ def test_every_action_sent_is_the_next_one_lerobots_queue_gave_out(rtc_policy, t
     monkeypatch.setattr(ActionQueue, "get", logged)
     returned: list = []
     real_select = type(rtc_policy).select_action
-    monkeypatch.setattr(type(rtc_policy), "select_action",
-                        lambda self, obs: returned.append(real_select(self, obs)) or returned[-1])
+
+    def select(self, obs):
+        returned.append(real_select(self, obs))
+        if len(returned) == 10:   # one stall of 3 periods: the loop must drop ticks, as under load
+            time.sleep(3 / FPS)
+        return returned[-1]
+
+    monkeypatch.setattr(type(rtc_policy), "select_action", select)
     context = EpisodeContext(mark=Mark(id="M01", x=0.16, y=0.0), cube=Cube(), seed=0, fps=FPS, duration_s=2.0, task="")
     recorder = EpisodeRecorder(tmp_path / "c", "ep", {}, FPS, 2 * FPS, realtime=True)
-    run_episode(FakeRig(), rtc_policy, context, recorder)
+    _, timing = run_episode(FakeRig(), rtc_policy, context, recorder)
     recorder.discard()
-    assert len(given) == len(returned) == 2 * FPS            # one queue read per control step
+    # One queue read per control step the loop ran. FakeRig is real-time, so the loop runs on the
+    # wall clock and drops a tick it is late for (never made up, tests/test_arm_safety.py): under
+    # a CPU hog it ran 28 of the 30 planned steps, and the planted stall above drops some here.
+    steps = timing.steps
+    assert steps + timing.lost_steps == timing.planned_steps == 2 * FPS, timing
+    assert timing.lost_steps >= 2, timing
+    assert steps >= FPS, timing                               # a sample worth checking step by step
+    assert len(given) == len(returned) == steps
     keys = rtc_policy.ordered_action_keys
     assert keys == list(STATE_KEYS)
     hold = {k: 0.0 for k in keys}                             # FakeRig's still arm
@@ -53,7 +68,7 @@ def test_every_action_sent_is_the_next_one_lerobots_queue_gave_out(rtc_policy, t
             assert [sent[k] for k in keys] == pytest.approx(from_queue, abs=1e-6)
             last, served = sent, served + 1
     assert served >= FPS, served                              # most steps came from LeRobot's queue
-    assert rtc_policy.inference_timing()["starved_steps"] == 2 * FPS - served
+    assert rtc_policy.inference_timing()["starved_steps"] == steps - served
 
 
 def test_interpolation_multiplier_sends_lerobots_interpolated_commands(saved_vla, tmp_path):
