@@ -17,7 +17,7 @@ from orchestrator.rigs.factory import make_rig
 from orchestrator.rigs.profile import load_rig
 from orchestrator.run.motion import ArmMotion
 from orchestrator.run.operator_protocol import AutoOperator
-from orchestrator.run.reset import CubeReset, LandingBias
+from orchestrator.run.reset import RESETTING, CubeReset, LandingBias
 from orchestrator.run.start_state import StartGate
 from support.repo import REPO
 
@@ -249,6 +249,15 @@ def test_the_stop_key_during_a_reset_holds_the_arm_until_the_operator_confirms(r
     assert operator.confirms[0] == "on (the cube is measured again)"
     assert "resetting the cube" in operator.moving and operator.moving[-1] is None
 
+
+
+def test_a_motion_that_starts_held_asks_to_move_again_naming_the_motion(rig):
+    operator = Stopping(at=0)
+    motion = ArmMotion(rig, operator)
+    motion.held = True
+    motion.follow([], RESETTING, 30)       # no targets: only the prompt and the announcement
+    assert operator.confirms == ["again (resetting the cube)"] and not motion.held
+    assert operator.moving == [RESETTING, None]
 
 def test_ctrl_c_during_a_reset_stops_the_arm_and_ends_the_session(rig, tmp_path, monkeypatch):
     operator = Stopping(at=25, key=KeyboardInterrupt)

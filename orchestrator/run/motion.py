@@ -108,7 +108,7 @@ class ArmMotion:
         from orchestrator.run.control_loop import pace
 
         if self.held:
-            self._confirm(what)
+            self._confirm(f"again ({what})")   # `what` names the motion: "... move it again (resetting the cube)"
             self.held = False
         self.operator.arm_moving(what)
         period = 1.0 / fps
