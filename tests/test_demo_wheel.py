@@ -4,6 +4,7 @@ ship as package data, so the demo finds them away from the source tree."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -76,3 +77,27 @@ def test_demo_in_a_fresh_process_reports_and_exits_with_the_reports_code(tmp_pat
     again = run_module("demo", "--protocol", data / "tiny_protocol.yaml", "--rig", data / "tiny_sim.yaml",
                         "--out", tmp_path / "demo", "--workers", "1", timeout=600)
     assert again.code == 0 and "campaign is complete" in again.out   # resumed: nothing left to run
+
+
+@pytest.mark.slow
+def test_the_demo_gives_what_the_readme_says_it_shows(tmp_path):
+    """The README's "What the demo shows": the demo's protocol run in a fresh process (on the
+    small-camera rig: rendering never changes the physics) gives those outcomes and that verdict."""
+    from support.cli import run_module
+
+    text = " ".join((REPO / "README.md").read_text().split())
+    said = re.search(r"What the demo shows \(deterministic: the same on every run\): A picks (\d+)/20, B (\d+)/20; "
+                     r"on the (\d+) layouts where they disagree only A succeeded, so McNemar's mid-p is ([\d.]+) "
+                     r"\(exact ([\d.]+)\) and the difference is \+(\d+) points, 95% CI \+(\d+) to \+(\d+) \(Newcombe\)", text)
+    assert said, "the README's sentence on what the demo shows has changed: update this test with it"
+    a, b, discordant, mid_p, exact, diff, lo, hi = said.groups()
+    result = run_module("demo", "--protocol", REPO / "protocols" / "sim_demo.yaml", "--rig",
+                        REPO / "tests" / "data" / "tiny_sim.yaml", "--out", tmp_path / "demo", "--workers", "1",
+                        timeout=600)
+    assert result.code == 0, result.err
+    out = " ".join(result.out.split())
+    expected = [f"A {a}/20", f"B {b}/20", f"Discordant layouts: {discordant} (A only {discordant}, B only 0)",
+                f"McNemar mid-p {mid_p} (primary), exact {exact}",
+                f"Verdict: A better than B: mid-p {mid_p}; difference +{diff} points, 95% CI +{lo} to +{hi}."]
+    missing = [line for line in expected if line not in out]
+    assert not missing and len(expected) == 5, missing

@@ -107,9 +107,9 @@ def _tries_to(reset, rig, store, start, target):
 
 def test_the_session_learns_where_its_placements_land_and_aims_against_it(rig, tmp_path):
     # The control: a session that has learned nothing puts a cube moved 3 cm forward down beyond
-    # the mark (the cube slides in the jaws: 5 mm forward on average in this simulation)
+    # the mark (the cube slides in the jaws: 3-5 mm forward in this simulation)
     fresh, store, _ = _reset(rig, tmp_path)
-    first = _tries_to(fresh, rig, store, "M07", "M11")
+    first = _tries_to(fresh, rig, store, "M03", "M07")
     assert first["tries"] >= 2, first
     # A session that placed three cubes from across the sheet first
     reset, store, _ = _reset(rig, tmp_path)
@@ -117,10 +117,22 @@ def test_the_session_learns_where_its_placements_land_and_aims_against_it(rig, t
         _tries_to(reset, rig, store, start, target)
     learned_x, learned_y = reset.landing.correction("far")
     assert len(reset.landing.misses["far"]) >= 3 and -0.008 <= learned_x <= -0.002 and abs(learned_y) < 0.005
-    after = _tries_to(reset, rig, store, "M07", "M11")
+    after = _tries_to(reset, rig, store, "M03", "M07")
     assert after["tries"] == 1 and after["aim_correction_mm"] == [round(1000 * c, 2) for c in (learned_x, learned_y)]
     x, y, _, _ = rig.cube_pose()
-    assert math.hypot(x - MARKS["M11"].x, y - MARKS["M11"].y) * 1000 <= PROTOCOL.protocol.start_check.tolerance_mm
+    assert math.hypot(x - MARKS["M07"].x, y - MARKS["M07"].y) * 1000 <= PROTOCOL.protocol.start_check.tolerance_mm
+
+
+def test_a_cube_at_the_edge_of_reach_is_picked_not_pushed_out_of_reach(rig, tmp_path):
+    """A cube 0.299 m out (where an earlier try of a reset to M20 left it, 8 mm beyond the mark):
+    the tilted pick lifts it and puts it on the mark. The jaws once came down on its face and
+    pushed it 4 cm further, out of the arm's reach, for the operator to fetch."""
+    reset, store, said = _reset(rig, tmp_path)
+    _place_cube(rig, 0.2883, 0.0804)
+    assert reset.place(Trial(), MARKS["M20"]), said
+    x, y, _, _ = rig.cube_pose()
+    assert math.hypot(x - MARKS["M20"].x, y - MARKS["M20"].y) * 1000 <= PROTOCOL.protocol.start_check.tolerance_mm
+    assert not store.of("cube_lost") and store.of("cube_reset")[-1][3]["tries"] <= 2
 
 
 def _lift_in_the_jaws(rig, mark):

@@ -39,14 +39,63 @@ def test_plan_reaches_every_mark_from_the_arm_model_alone(loaded):
 
     kin = arm_kinematics()
     cube = loaded.layout.cube
+    tilted = 0
     for mark in loaded.layout.marks:
         plan = plan_pick(mark.x, mark.y, cube.size_m, mark.yaw_deg)
         grasp = plan.descent[-1]
         pos, rot = kin.fk(np.radians(np.append(grasp[:5], 0.0)))
-        assert math.hypot(pos[0] - mark.x, pos[1] - mark.y) < 1e-3, mark.id
+        middle = _opening_middle(kin, pos, rot, plan.open_pct)   # on the mark, or where a tilt centres it
+        want = (mark.x + plan.centre_xy_m[0], mark.y + plan.centre_xy_m[1])
+        assert math.hypot(middle[0] - want[0], middle[1] - want[1]) < 1e-3, mark.id
+        tilted += plan.tilt_deg > 0 and math.hypot(*plan.centre_xy_m) > 1e-3
         assert pos[2] - kin.tip_drop(rot) > 0.004, mark.id        # fixed jaw tip above the table
         lifted, _ = kin.fk(np.radians(np.append(plan.lift[-1][:5], 0.0)))
         assert lifted[2] - pos[2] > 0.055, mark.id                 # lifts >= 4 cm + margin
+    assert tilted >= 4      # the far marks: the case the centring is for
+
+
+def _opening_middle(kin, site, rot, open_pct):
+    """The middle of the open jaws (world, metres): the grasp site is the middle at `OPEN_PCT`."""
+    from orchestrator.policies.scripted import OPEN_PCT
+
+    def centre(pct):
+        return kin.jaw_opening(kin.units.from_rig(np.array([0, 0, 0, 0, 0, pct]))[5])[0]
+
+    return site + (centre(open_pct) - centre(OPEN_PCT)) * rot[:, 0]
+
+
+@pytest.mark.parametrize("clearance_mm", [None, 5.0])   # the demo's scripted pick, the reset's pick
+def test_tilted_jaws_clear_the_cube_by_the_clearance_on_both_sides(clearance_mm):
+    """Where straight down is out of reach the gripper tilts, and its jaw faces lean while the
+    cube's faces stand upright. In the grasp pose, over the height the jaws pass (their tips to
+    the cube's top), each face stays at least the clearance (less 1 mm) off the cube: at 0.30 m
+    the reset's plan once brought the lower jaw's tip 3 mm inside the cube's face, and it pushed
+    the cube out of reach."""
+    from orchestrator.policies.scripted import NOMINAL_CUBE_M, OPEN_PCT
+    from orchestrator.sim.kinematics import arm_kinematics
+
+    kin = arm_kinematics()
+    size = NOMINAL_CUBE_M
+    _, nominal_gap = kin.jaw_opening(kin.units.from_rig(np.array([0, 0, 0, 0, 0, OPEN_PCT]))[5])
+    clearance = (nominal_gap - size) / 2 if clearance_mm is None else clearance_mm / 1000
+    tilts = set()
+    for radius in np.arange(0.16, 0.305, 0.01):
+        for bearing in (-15.0, 0.0, 15.0):
+            x, y = radius * math.cos(math.radians(bearing)), radius * math.sin(math.radians(bearing))
+            plan = plan_pick(x, y, size, 0.0, clearance_m=None if clearance_mm is None else clearance)
+            assert plan.ik_error < 1e-3, (x, y)
+            site, rot = kin.fk(np.radians(np.append(plan.descent[-1][:5], 0.0)))
+            _, gap = kin.jaw_opening(kin.units.from_rig(np.array([0, 0, 0, 0, 0, plan.open_pct]))[5])
+            middle = _opening_middle(kin, site, rot, plan.open_pct)
+            along = np.array([math.cos(math.radians(plan.jaw_yaw_deg)), math.sin(math.radians(plan.jaw_yaw_deg)), 0.0])
+            tip = site[2] - kin.tip_drop(rot)
+            corners = [np.array([x, y, 0.0]) + u * along + np.array([0, 0, h])
+                       for u in (-size / 2, size / 2) for h in (tip, size)]
+            across = [float((c - middle) @ rot[:, 0]) for c in corners]
+            assert min(across) >= -gap / 2 + clearance - 1e-3, (x, y, plan.tilt_deg, min(across), gap)
+            assert max(across) <= gap / 2 - clearance + 1e-3, (x, y, plan.tilt_deg, max(across), gap)
+            tilts.add(plan.tilt_deg)
+    assert 0.0 in tilts and len(tilts) >= 3, tilts   # straight down near the base, tilted farther out
 
 
 def test_actions_are_rig_units_and_start_from_the_observed_pose(loaded):

@@ -59,13 +59,15 @@ def in_hand_offset_m(cube_size_m: float) -> float:
 
 
 def place_aim(mark_xy_yaw: tuple[float, float, float], cube_size_m: float) -> tuple[float, float]:
-    """Where the middle of the open jaws goes so that the cube they hold against the fixed jaw
-    lands on the mark: the mark moved by `in_hand_offset_m` along the jaw axis, away from the
-    fixed jaw (the axis as the place's plan chooses it)."""
+    """Where to aim the place's plan so that the cube the jaws hold against the fixed jaw lands
+    on the mark: the mark moved by `in_hand_offset_m` along the jaw axis, away from the fixed
+    jaw, and back by where a tilted plan puts the opening's middle (`PickPlan.centre_xy_m`;
+    the axis and the tilt as the place's plan at the mark chooses them)."""
     x, y, yaw = mark_xy_yaw
-    jaw = math.radians(plan_pick(x, y, cube_size_m, yaw, clearance_m=CLEARANCE_M).jaw_yaw_deg)
+    plan = plan_pick(x, y, cube_size_m, yaw, clearance_m=CLEARANCE_M)
+    jaw = math.radians(plan.jaw_yaw_deg)
     off = in_hand_offset_m(cube_size_m)
-    return x + off * math.cos(jaw), y + off * math.sin(jaw)
+    return (x + off * math.cos(jaw) - plan.centre_xy_m[0], y + off * math.sin(jaw) - plan.centre_xy_m[1])
 
 
 def pick_and_place_path(start: np.ndarray, cube_xy_yaw: tuple[float, float, float],

@@ -61,6 +61,7 @@ class PickPlan:
     jaw_yaw_deg: float
     tilt_deg: float
     open_pct: float         # gripper opening for the approach (rig units)
+    centre_xy_m: tuple[float, float]   # the open jaws' middle from the cube's centre (`tilted_jaws`)
     above: np.ndarray
     descent: np.ndarray     # (M, 6) from above to grasp
     lift: np.ndarray        # (M, 6) from grasp to lifted
@@ -93,6 +94,26 @@ def opening_for(cube_size_m: float, clearance_m: float | None = None) -> tuple[f
     return pct, opening(pct)[0] - centre0
 
 
+def tilted_jaws(rotation: np.ndarray, cube_size_m: float, z_grasp_m: float, drop_m: float) -> tuple[float, float]:
+    """(width of the cube as the jaws see it, where the middle of the opening goes along the
+    jaws' horizontal direction from the cube's centre), metres, for a grasp at `z_grasp_m`
+    above the table with the gripper at `rotation` and its jaw tip `drop_m` below the grasp site.
+
+    Tilted toward the jaw axis by `lean` (sin(lean) = the axis' vertical part, `rotation[2, 0]`),
+    the jaw faces lean with it while the cube's faces stand upright. Between the tips' height
+    and the cube's top (the part of the cube the faces pass), the cube spans
+    c cos(lean) + (c - tip height) |sin(lean)| across the jaw axis, off the middle of the
+    cube by (mid-height of that part - grasp height) sin(lean). Centring the opening on that
+    span, not on the cube, keeps the clearance on both sides: at 20 degrees with 5 mm a side,
+    the lower jaw's tip otherwise came down 3 mm inside the cube and pushed it away."""
+    sin = float(rotation[2, 0])
+    cos = math.sqrt(max(0.0, 1.0 - sin * sin))
+    tip = z_grasp_m - drop_m
+    width = cube_size_m * cos + (cube_size_m - tip) * abs(sin)
+    centre = ((tip + cube_size_m) / 2.0 - z_grasp_m) * sin / cos
+    return width, centre
+
+
 def plan_pick(x: float, y: float, cube_size_m: float, cube_yaw_deg: float = 0.0,
               lift_m: float = LIFT_M, clearance_m: float | None = None) -> PickPlan:
     """Solve the pick's poses for an aim point (layout frame, metres) with the arm's IK; the
@@ -106,8 +127,6 @@ def plan_pick(x: float, y: float, cube_size_m: float, cube_yaw_deg: float = 0.0,
     # the arm's plane (wrist roll near 0, where the arm reaches farthest).
     candidates = [math.radians(cube_yaw_deg) + k * math.pi / 2 for k in range(4)]
     jaw_yaw = min(candidates, key=lambda a: abs(_wrap(a - radial)))
-    open_pct, shift = opening_for(cube_size_m, clearance_m)
-    open_g = kin.units.from_rig(np.array([0, 0, 0, 0, 0, open_pct]))[5]
     best = None
     for tilt_deg in TILTS_DEG:
         rot = kin.grasp_rotation(jaw_yaw, math.radians(tilt_deg), radial)
@@ -115,28 +134,34 @@ def plan_pick(x: float, y: float, cube_size_m: float, cube_yaw_deg: float = 0.0,
         z_grasp = max(cube_size_m / 2.0, drop + TIP_CLEARANCE_M)
         z_above = cube_size_m + drop + ABOVE_CLEARANCE_M
         z_lift = z_grasp + lift_m
-        # Put the cube's centre mid-way between the opened jaws (the grasp site is that
-        # point for a 3 cm cube): move the site against the shift along the jaw axis.
-        dx, dy = -shift * rot[0, 0], -shift * rot[1, 0]
-        x, y = ax + dx, ay + dy
+        # Open the jaws for the cube as they see it (tilted_jaws), with the clearance a side,
+        # and put the middle of the opening where that span is centred: the grasp site moves
+        # by that and against the opening's own shift along the jaw axis.
+        width, centre = tilted_jaws(rot, cube_size_m, z_grasp, drop)
+        open_pct, shift = opening_for(width, clearance_m)
+        open_g = kin.units.from_rig(np.array([0, 0, 0, 0, 0, open_pct]))[5]
+        along = rot[:2, 0] / np.linalg.norm(rot[:2, 0])
+        centre_xy = (centre * float(along[0]), centre * float(along[1]))
+        x, y = ax + centre_xy[0] - shift * rot[0, 0], ay + centre_xy[1] - shift * rot[1, 0]
         # The lifted pose is the hardest to reach: try it first.
         q_lift, e3 = kin.ik([x, y, z_lift], rot, gripper=open_g)
         ok = kin.last_position_error < IK_POS_TOL_M and kin.last_rotation_error < IK_ROT_TOL_RAD
         if not ok and tilt_deg != TILTS_DEG[-1]:
             if best is None or e3 < best[0]:
-                best = (e3, tilt_deg, rot, q_lift, q_lift, q_lift, z_grasp, z_above, z_lift)
+                best = (e3, tilt_deg, rot, q_lift, q_lift, q_lift, z_grasp, z_above, z_lift, open_pct, open_g,
+                        (x, y), centre_xy)
             continue
         q_grasp, e1 = kin.ik([x, y, z_grasp], rot, q_lift, gripper=open_g)
         ok = ok and kin.last_position_error < IK_POS_TOL_M and kin.last_rotation_error < IK_ROT_TOL_RAD
         q_above, e2 = kin.ik([x, y, z_above], rot, q_grasp, gripper=open_g)
         ok = ok and kin.last_position_error < IK_POS_TOL_M and kin.last_rotation_error < IK_ROT_TOL_RAD
         err = max(e1, e2, e3)
-        if best is None or err < best[0]:
-            best = (err, tilt_deg, rot, q_grasp, q_above, q_lift, z_grasp, z_above, z_lift)
+        if ok or best is None or err < best[0]:
+            best = (err, tilt_deg, rot, q_grasp, q_above, q_lift, z_grasp, z_above, z_lift, open_pct, open_g,
+                    (x, y), centre_xy)
         if ok:
-            best = (err, tilt_deg, rot, q_grasp, q_above, q_lift, z_grasp, z_above, z_lift)
             break
-    err, tilt_deg, rot, q_grasp, q_above, q_lift, z_grasp, z_above, z_lift = best
+    err, tilt_deg, rot, q_grasp, q_above, q_lift, z_grasp, z_above, z_lift, open_pct, open_g, (x, y), centre_xy = best
 
     def path(q_from, z_from, z_to, n=8):
         qs, q = [], q_from
@@ -145,10 +170,8 @@ def plan_pick(x: float, y: float, cube_size_m: float, cube_yaw_deg: float = 0.0,
             qs.append(np.degrees(q))
         return np.array(qs)
 
-    dx, dy = -shift * rot[0, 0], -shift * rot[1, 0]
-    x, y = ax + dx, ay + dy
     return PickPlan(aim_xy=(ax, ay), jaw_yaw_deg=math.degrees(jaw_yaw), tilt_deg=float(tilt_deg),
-                    open_pct=float(open_pct), above=np.degrees(q_above), descent=path(q_above, z_above, z_grasp),
+                    open_pct=float(open_pct), centre_xy_m=centre_xy, above=np.degrees(q_above), descent=path(q_above, z_above, z_grasp),
                     lift=path(q_grasp, z_grasp, z_lift), ik_error=float(err))
 
 
