@@ -117,7 +117,8 @@ def tilted_jaws(rotation: np.ndarray, cube_size_m: float, z_grasp_m: float, drop
 def plan_pick(x: float, y: float, cube_size_m: float, cube_yaw_deg: float = 0.0,
               lift_m: float = LIFT_M, clearance_m: float | None = None) -> PickPlan:
     """Solve the pick's poses for an aim point (layout frame, metres) with the arm's IK; the
-    jaws open by `opening_for(cube_size_m, clearance_m)`."""
+    jaws open by `opening_for` the cube's width as the (tilted) jaws see it, with `clearance_m`
+    a side, centred on that span (`tilted_jaws`)."""
     from orchestrator.sim.kinematics import arm_kinematics
 
     kin = arm_kinematics()
