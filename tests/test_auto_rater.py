@@ -44,7 +44,7 @@ def test_numpy_fk_equals_mujoco(kinematics):
 
 def test_jaw_gap_follows_the_model(kinematics):
     for pct in np.random.default_rng(4).uniform(0, 100, 15):
-        _, gap = kinematics.jaw_opening(kinematics.units.from_rig(np.array([0, 0, 0, 0, 0, pct]))[5])
+        _, gap = kinematics.jaw_opening_pct(pct)
         assert fk.jaw_gap(pct) == pytest.approx(gap, abs=0.001)   # 10 %-step table, linear between
 
 

@@ -262,7 +262,6 @@ def test_the_stop_key_during_a_reset_holds_the_arm_until_the_operator_confirms(r
     assert "resetting the cube" in operator.moving and operator.moving[-1] is None
 
 
-
 def test_a_motion_that_starts_held_asks_to_move_again_naming_the_motion(rig):
     operator = Stopping(at=0)
     motion = ArmMotion(rig, operator)
@@ -270,6 +269,7 @@ def test_a_motion_that_starts_held_asks_to_move_again_naming_the_motion(rig):
     motion.follow([], RESETTING, 30)       # no targets: only the prompt and the announcement
     assert operator.confirms == ["again (resetting the cube)"] and not motion.held
     assert operator.moving == [RESETTING, None]
+
 
 def test_ctrl_c_during_a_reset_stops_the_arm_and_ends_the_session(rig, tmp_path, monkeypatch):
     operator = Stopping(at=25, key=KeyboardInterrupt)

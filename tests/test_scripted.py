@@ -58,10 +58,7 @@ def _opening_middle(kin, site, rot, open_pct):
     """The middle of the open jaws (world, metres): the grasp site is the middle at `OPEN_PCT`."""
     from orchestrator.policies.scripted import OPEN_PCT
 
-    def centre(pct):
-        return kin.jaw_opening(kin.units.from_rig(np.array([0, 0, 0, 0, 0, pct]))[5])[0]
-
-    return site + (centre(open_pct) - centre(OPEN_PCT)) * rot[:, 0]
+    return site + (kin.jaw_opening_pct(open_pct)[0] - kin.jaw_opening_pct(OPEN_PCT)[0]) * rot[:, 0]
 
 
 @pytest.mark.parametrize("clearance_mm", [None, 5.0])   # the demo's scripted pick, the reset's pick
@@ -76,7 +73,7 @@ def test_tilted_jaws_clear_the_cube_by_the_clearance_on_both_sides(clearance_mm)
 
     kin = arm_kinematics()
     size = NOMINAL_CUBE_M
-    _, nominal_gap = kin.jaw_opening(kin.units.from_rig(np.array([0, 0, 0, 0, 0, OPEN_PCT]))[5])
+    _, nominal_gap = kin.jaw_opening_pct(OPEN_PCT)
     clearance = (nominal_gap - size) / 2 if clearance_mm is None else clearance_mm / 1000
     tilts = set()
     for radius in np.arange(0.16, 0.305, 0.01):
@@ -85,7 +82,7 @@ def test_tilted_jaws_clear_the_cube_by_the_clearance_on_both_sides(clearance_mm)
             plan = plan_pick(x, y, size, 0.0, clearance_m=None if clearance_mm is None else clearance)
             assert plan.ik_error < 1e-3, (x, y)
             site, rot = kin.fk(np.radians(np.append(plan.descent[-1][:5], 0.0)))
-            _, gap = kin.jaw_opening(kin.units.from_rig(np.array([0, 0, 0, 0, 0, plan.open_pct]))[5])
+            _, gap = kin.jaw_opening_pct(plan.open_pct)
             middle = _opening_middle(kin, site, rot, plan.open_pct)
             along = np.array([math.cos(math.radians(plan.jaw_yaw_deg)), math.sin(math.radians(plan.jaw_yaw_deg)), 0.0])
             tip = site[2] - kin.tip_drop(rot)
@@ -167,9 +164,8 @@ def test_opening_scales_with_the_cube():
 
     kin = arm_kinematics()
     assert opening_for(0.03) == (OPEN_PCT, 0.0)
-    gap = lambda pct: kin.jaw_opening(kin.units.from_rig(np.array([0, 0, 0, 0, 0, pct]))[5])[1]  # noqa: E731
-    clearance = gap(OPEN_PCT) - 0.03
+    clearance = kin.jaw_opening_pct(OPEN_PCT)[1] - 0.03
     for size in (0.015, 0.045, 0.06):
         pct, shift = opening_for(size)
-        assert gap(pct) - size == pytest.approx(clearance, abs=2e-4)
+        assert kin.jaw_opening_pct(pct)[1] - size == pytest.approx(clearance, abs=2e-4)
         assert (shift > 0) == (size > 0.03)

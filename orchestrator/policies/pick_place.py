@@ -54,7 +54,7 @@ def in_hand_offset_m(cube_size_m: float) -> float:
     gripper's -x; `ArmKinematics.jaw_opening` measures the open gap between the inner faces)."""
     kin = arm_kinematics()
     pct, _ = opening_for(cube_size_m, CLEARANCE_M)
-    _, gap = kin.jaw_opening(kin.units.from_rig(np.array([0, 0, 0, 0, 0, pct]))[5])
+    _, gap = kin.jaw_opening_pct(pct)
     return (gap - cube_size_m) / 2.0
 
 

@@ -74,11 +74,7 @@ def opening_for(cube_size_m: float, clearance_m: float | None = None) -> tuple[f
     has at `OPEN_PCT`, or `clearance_m` on each side."""
     from orchestrator.sim.kinematics import arm_kinematics
 
-    kin = arm_kinematics()
-
-    def opening(pct: float) -> tuple[float, float]:
-        return kin.jaw_opening(kin.units.from_rig(np.array([0, 0, 0, 0, 0, pct]))[5])
-
+    opening = arm_kinematics().jaw_opening_pct
     centre0, gap0 = opening(OPEN_PCT)
     if abs(cube_size_m - NOMINAL_CUBE_M) < 1e-9 and clearance_m is None:
         return OPEN_PCT, 0.0

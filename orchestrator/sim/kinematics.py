@@ -116,6 +116,10 @@ class ArmKinematics:
         fixed_inner, moving_inner = xs[0] + self._tip_radius, xs[1] - self._tip_radius
         return (fixed_inner + moving_inner) / 2.0, moving_inner - fixed_inner
 
+    def jaw_opening_pct(self, pct: float) -> tuple[float, float]:
+        """`jaw_opening` for a gripper opening in rig units (0-100)."""
+        return self.jaw_opening(self.units.from_rig(np.array([0, 0, 0, 0, 0, pct]))[5])
+
     def tip_drop(self, rotation: np.ndarray) -> float:
         """How far the fixed jaw's tip reaches below the grasp site for a gripper rotation."""
         return float(-(np.asarray(rotation) @ self._tip_from_site)[2] + self._tip_radius)
