@@ -61,8 +61,11 @@ def _opening_middle(kin, site, rot, open_pct):
     return site + (kin.jaw_opening_pct(open_pct)[0] - kin.jaw_opening_pct(OPEN_PCT)[0]) * rot[:, 0]
 
 
-@pytest.mark.parametrize("clearance_mm", [None, 5.0])   # the demo's scripted pick, the reset's pick
-def test_tilted_jaws_clear_the_cube_by_the_clearance_on_both_sides(clearance_mm):
+# the demo's scripted pick (None: its clearance) and the reset's (5 mm); a turned cube, whose
+# jaw axis is off the arm's plane (the lean is less); a bigger cube
+@pytest.mark.parametrize("clearance_mm, yaw_deg, size", [(None, 0.0, 0.03), (5.0, 0.0, 0.03), (5.0, 35.0, 0.03),
+                                                         (5.0, 0.0, 0.045), (None, 20.0, 0.045)])
+def test_tilted_jaws_clear_the_cube_by_the_clearance_on_both_sides(clearance_mm, yaw_deg, size):
     """Where straight down is out of reach the gripper tilts, and its jaw faces lean while the
     cube's faces stand upright. In the grasp pose, over the height the jaws pass (their tips to
     the cube's top), each face stays at least the clearance (less 1 mm) off the cube: at 0.30 m
@@ -72,14 +75,13 @@ def test_tilted_jaws_clear_the_cube_by_the_clearance_on_both_sides(clearance_mm)
     from orchestrator.sim.kinematics import arm_kinematics
 
     kin = arm_kinematics()
-    size = NOMINAL_CUBE_M
     _, nominal_gap = kin.jaw_opening_pct(OPEN_PCT)
-    clearance = (nominal_gap - size) / 2 if clearance_mm is None else clearance_mm / 1000
+    clearance = (nominal_gap - NOMINAL_CUBE_M) / 2 if clearance_mm is None else clearance_mm / 1000
     tilts = set()
     for radius in np.arange(0.16, 0.305, 0.01):
         for bearing in (-15.0, 0.0, 15.0):
             x, y = radius * math.cos(math.radians(bearing)), radius * math.sin(math.radians(bearing))
-            plan = plan_pick(x, y, size, 0.0, clearance_m=None if clearance_mm is None else clearance)
+            plan = plan_pick(x, y, size, yaw_deg, clearance_m=None if clearance_mm is None else clearance)
             assert plan.ik_error < 1e-3, (x, y)
             site, rot = kin.fk(np.radians(np.append(plan.descent[-1][:5], 0.0)))
             _, gap = kin.jaw_opening_pct(plan.open_pct)
