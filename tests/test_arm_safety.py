@@ -698,6 +698,56 @@ def test_after_an_alarm_the_arm_holds_until_the_operator_confirms(bench, servo):
     assert "overload" in line and "USB" not in line
 
 
+def test_an_alarm_that_refuses_torque_on_after_a_released_stop_is_named_not_the_usb_cable(bench):
+    """on_stop: release, the stop key mid-episode, and the elbow overloads while the arm lies limp:
+    at the operator's confirmation LeRobot's torque-on write raises on the overload bit of the
+    status packet. The fault read "RuntimeError: Failed to write 'Torque_Enable' on id_=3 ..."
+    and sent the operator to the USB cable (the safety matrix, alarm:elbow_flex/release/stop)."""
+    tmp_path, arm, rig, protocol = bench
+
+    class AlarmBeforeConfirm(Watching):
+        def confirm_move(self, what):
+            arm.alarm(3)
+            self.fault_at = time.perf_counter()
+            super().confirm_move(what)
+
+    op = AlarmBeforeConfirm(at=2, wait_s=0.05)
+    with pytest.raises(DeviceFault, match=r"ServoAlarm: servo alarm: elbow_flex \(id 3\): overload") as raised:
+        campaign(protocol, rig_with(rig, on_stop="release"), tmp_path / "c", op)
+    assert op.fault_at is not None and "USB" not in raised.value.line and "pushes against" in raised.value.line
+    # before torque-on the goal is set where each joint lies; the refused torque-on moved nothing
+    held = arm.positions()
+    assert arm.goal_writes(since=op.fault_at) and all(v == held[i] for _, i, v in arm.goal_writes(since=op.fault_at))
+    assert arm.torque_enabled() == {i: 0 for i in arm.servos}
+
+
+def test_every_alarm_a_lerobot_write_fails_on_is_named_with_its_motor():
+    """`alarm_in_bus_error` reads scservo_sdk's own words for each Status bit (the oracle: its
+    `getRxPacketError`), as LeRobot's `_write` puts them after the motor's id; any other bus
+    failure stays the arm's (check the USB cable)."""
+    from scservo_sdk import PacketHandler
+
+    from orchestrator.rigs.device_fault import ARM_CHECK, device_fault_of
+    from orchestrator.rigs.so101.servo_alarms import ALARM_BITS
+
+    class Bus:
+        motors = {name: type("M", (), {"id": i})() for i, name in enumerate(feetech.SO101_MOTORS, 1)}
+
+    robot = type("Robot", (), {"bus": Bus(), "cameras": {}})()
+    handler = PacketHandler(0)
+    faults = {}
+    for bit, words in ALARM_BITS.items():
+        exc = RuntimeError(f"Failed to write 'Torque_Enable' on id_=3 with '1' after 6 tries. "
+                           f"{handler.getRxPacketError(bit)}")
+        faults[bit] = device_fault_of(exc, "arm /dev/ttyACM0", robot)
+        assert faults[bit].cause == f"ServoAlarm: servo alarm: elbow_flex (id 3): {words}", faults[bit].cause
+        assert "USB" not in faults[bit].line
+    assert len(faults) == 5
+    silent = RuntimeError("Failed to write 'Torque_Enable' on id_=3 with '1' after 6 tries. "
+                          "[TxRxResult] There is no status packet!")
+    assert device_fault_of(silent, "arm /dev/ttyACM0", robot).check == ARM_CHECK
+
+
 def test_a_servo_that_resets_mid_episode_aborts_the_trial(bench):
     """A brown-out reset (torque off, Status 0) went unnoticed: the limp joint's episode was
     committed as a normal trial."""

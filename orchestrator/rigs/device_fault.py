@@ -13,7 +13,7 @@ import re
 from typing import Any
 
 from orchestrator.core.errors import RuntimeFailure
-from orchestrator.rigs.so101.servo_alarms import ServoAlarm, ServoReset
+from orchestrator.rigs.so101.servo_alarms import ServoAlarm, ServoReset, alarm_in_bus_error
 
 ARM_CHECK = ("the arm's USB cable and power supply (12 V / 5 V), that no other program "
              "(lerobot-teleoperate, a second orchestrator) holds the port, then `orchestrator doctor`")
@@ -102,7 +102,8 @@ MISSING_ID = re.compile(r"- (\d+) \(expected model")   # a line of LeRobot's "Mi
 
 
 def device_fault_of(exc: BaseException, arm: str, robot: Any) -> DeviceFault:
-    """What failed, from an exception a LeRobot robot raised: a servo alarm or reset, servos
+    """What failed, from an exception a LeRobot robot raised: a servo alarm or reset (also one
+    that a LeRobot read or write failed on, `alarm_in_bus_error`), servos
     that answer no ping (named from LeRobot's "Missing motor IDs" list), the camera the message
     names (of several that print alike, the one that no longer reads; a timeout with no name:
     the cameras), else the arm's bus."""
@@ -110,6 +111,9 @@ def device_fault_of(exc: BaseException, arm: str, robot: Any) -> DeviceFault:
         return exc
     if isinstance(exc, (ServoAlarm, ServoReset)):
         return DeviceFault.servo(arm, exc)
+    alarm = alarm_in_bus_error(exc, robot)
+    if alarm is not None:
+        return DeviceFault.servo(arm, alarm)
     text = str(exc)
     if "Missing motor IDs" in text:
         motors = getattr(getattr(robot, "bus", None), "motors", {}) or {}

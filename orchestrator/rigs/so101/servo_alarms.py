@@ -5,6 +5,9 @@ STS3215 that has unloaded itself (overload, overheating, supply voltage out of r
 limp mid-episode unnoticed. `servo_alarms(robot)` reads `Status` (address 65) of every motor of a
 Feetech bus and names the bits that are set (Feetech STS/SMS manual; scservo_sdk `ERRBIT_*`);
 `ServoAlarm` is the exception the rig raises so the trial is aborted with that cause.
+LeRobot's single `read` and `write` do check the error byte, and raise a `RuntimeError` that
+ends with scservo_sdk's text for it; `alarm_in_bus_error` turns that back into the same
+`ServoAlarm`, with the motor named.
 
 A servo that browns out and resets comes back with torque off and no alarm bit (Status 0): the
 joint goes limp and nothing in a position read says so. `check_servos(robot)` therefore reads
@@ -22,11 +25,16 @@ load; the same happens on a real arm.
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 
 ALARM_BITS = {1: "supply voltage out of range", 2: "angle sensor error", 4: "overheating",
               8: "overcurrent", 32: "overload"}
+# scservo_sdk `getRxPacketError`: the text for each bit (it names the first set, in this order)
+RX_PACKET_ERRORS = {"Input voltage": 1, "Angle sen": 2, "Overheat": 4, "OverEle": 8, "Overload": 32}
+# LeRobot `MotorsBus._read` / `_write`: "Failed to write '...' on id_=3 ... [RxPacketError] Overload error!"
+BUS_ERROR = re.compile(r"\bon id_=(\d+)\b.*\[RxPacketError\] (.+?) error!")
 CHECK_EVERY_STEPS = 5     # at 30 Hz: an alarm is seen within ~0.17 s
 SETTLE_S = 0.002          # a status packet takes < 0.1 ms at 1 Mbaud; the USB adapter ~1 ms
 
@@ -51,6 +59,20 @@ def servo_alarms(robot: Any) -> list[str]:
         if names:
             alarms.append(f"{motor} (id {bus.motors[motor].id}): {', '.join(names)}")
     return alarms
+
+
+def alarm_in_bus_error(exc: BaseException, robot: Any) -> ServoAlarm | None:
+    """The `ServoAlarm` behind a LeRobot read or write that failed because the servo's status
+    packet carried an alarm bit (a torque-on refused by an overloaded servo, say), worded as
+    `servo_alarms` words it; None for any other failure (no reply, a bad checksum)."""
+    found = BUS_ERROR.search(str(exc))
+    bit = RX_PACKET_ERRORS.get(found.group(2)) if found else None
+    if found is None or bit is None:
+        return None
+    servo_id = int(found.group(1))
+    motors = getattr(getattr(robot, "bus", None), "motors", {}) or {}
+    motor = next((name for name, m in motors.items() if m.id == servo_id), "servo")
+    return ServoAlarm(f"servo alarm: {motor} (id {servo_id}): {ALARM_BITS[bit]}")
 
 
 def raise_on_alarm(robot: Any) -> bool:
