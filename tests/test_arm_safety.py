@@ -721,6 +721,7 @@ def test_an_alarm_that_refuses_torque_on_after_a_released_stop_is_named_not_the_
     assert arm.torque_enabled() == {i: 0 for i in arm.servos}
 
 
+@pytest.mark.off_clock
 def test_every_alarm_a_lerobot_write_fails_on_is_named_with_its_motor():
     """`alarm_in_bus_error` reads scservo_sdk's own words for each Status bit (the oracle: its
     `getRxPacketError`), as LeRobot's `_write` puts them after the motor's id; any other bus
