@@ -13,7 +13,7 @@ import re
 from typing import Any
 
 from orchestrator.core.errors import RuntimeFailure
-from orchestrator.rigs.so101.servo_alarms import ServoAlarm, ServoReset, alarm_in_bus_error
+from orchestrator.rigs.so101.servo_alarms import ServoAlarm, ServoReset, alarm_in_bus_error, motor_names
 
 ARM_CHECK = ("the arm's USB cable and power supply (12 V / 5 V), that no other program "
              "(lerobot-teleoperate, a second orchestrator) holds the port, then `orchestrator doctor`")
@@ -116,8 +116,7 @@ def device_fault_of(exc: BaseException, arm: str, robot: Any) -> DeviceFault:
         return DeviceFault.servo(arm, alarm)
     text = str(exc)
     if "Missing motor IDs" in text:
-        motors = getattr(getattr(robot, "bus", None), "motors", {}) or {}
-        names = {m.id: name for name, m in motors.items()}
+        names = motor_names(robot)
         ids = [int(i) for i in MISSING_ID.findall(text.split("Missing motor IDs", 1)[1].split("\n\n")[0])]
         return DeviceFault.silent_servos(arm, [f"{i} ({names.get(i, '?')})" for i in ids])
     cameras = getattr(robot, "cameras", {}) or {}

@@ -70,9 +70,13 @@ def alarm_in_bus_error(exc: BaseException, robot: Any) -> ServoAlarm | None:
     if found is None or bit is None:
         return None
     servo_id = int(found.group(1))
+    return ServoAlarm(f"servo alarm: {motor_names(robot).get(servo_id, 'servo')} (id {servo_id}): {ALARM_BITS[bit]}")
+
+
+def motor_names(robot: Any) -> dict[int, str]:
+    """Each motor's name by its servo id on the robot's bus; {} without a bus."""
     motors = getattr(getattr(robot, "bus", None), "motors", {}) or {}
-    motor = next((name for name, m in motors.items() if m.id == servo_id), "servo")
-    return ServoAlarm(f"servo alarm: {motor} (id {servo_id}): {ALARM_BITS[bit]}")
+    return {m.id: name for name, m in motors.items()}
 
 
 def raise_on_alarm(robot: Any) -> bool:
