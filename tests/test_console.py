@@ -496,7 +496,7 @@ def test_the_prompt_operator_asks_the_resets_approval_on_stdin(layout):
     lines: list[str] = []
     op = PromptOperator(layout, countdown_s=0, stdin=io.StringIO("\nq\n"), out=lines.append)
     op.approve(APPROVE_RESETS)
-    assert lines[-1] == f"{APPROVE_RESETS}. Enter = allow it, q + Enter = end the session"
+    assert lines[-1] == f"{APPROVE_RESETS}, q + Enter = end the session" and APPROVE_RESETS.endswith("Enter = allow it")
     with pytest.raises(StopRequested, match="before the arm moved by itself"):
         op.approve(APPROVE_RESETS)
     op.arm_moving("resetting the cube")

@@ -338,7 +338,7 @@ def _stopped(gate: StartGate, trial: Trial, line: str, stop: StopRequested, say:
 
 
 APPROVE_RESETS = ("reset: auto: between trials the arm moves by itself to put the cube on the next mark "
-                  "(ARM RESETTING THE CUBE shows while it does; space or esc stops it)")
+                  "(ARM RESETTING THE CUBE shows while it does; space or esc stops it). Enter = allow it")
 
 
 def _resets_allowed(reset: CubeReset, rig, operator: Operator, store, say: Callable[[str], None]) -> bool:

@@ -45,7 +45,7 @@ from orchestrator.run.console.bridge import ConsoleOperator, LogToConsole
 from orchestrator.run.console.layout_view import describe_mark, render_layout
 from orchestrator.run.console.wedge import exit_if_wedged
 from orchestrator.run.halfblock import HalfBlockImage
-from orchestrator.run.operator_protocol import STOP_CAUSE_PROMPT, TrialCue, moving_banner
+from orchestrator.run.operator_protocol import ARM_HELD, STOP_CAUSE_PROMPT, TrialCue, moving_banner
 
 
 class OperatorConsole(App):
@@ -78,6 +78,7 @@ class OperatorConsole(App):
         self.pause_after_trial = False
         self._countdown_end = 0.0
         self._reason_kind = ""
+        self.arm_words = ARM_HELD   # the arm's state as its torque registers last said (`show_arm_state`)
         self.sub_title = subtitle
         self.log_handler = LogToConsole()
 
@@ -155,15 +156,20 @@ class OperatorConsole(App):
         self.state = "moving"
         self._banner(moving_banner(doing), "paused")
 
+    def show_arm_state(self, words: str) -> None:
+        """What the servos' torque registers say of the arm (`arm_words`): every later banner
+        that names the arm's state says this."""
+        self.arm_words = words
+
     def ask_confirm(self, what: str) -> None:
         self.state = "confirm"
-        self._banner(f"ARM STOPPED (holding). Enter = move it {what}, q = end the session "
+        self._banner(f"{self.arm_words}. Enter = move it {what}, q = end the session "
                      "(torque goes off: support the arm)", "estop")
 
     def ask_approval(self, line: str) -> None:
-        """Once a session, before the arm moves by itself between trials: allow it or end."""
+        """Before the arm does what `line` says (it ends with what Enter does): allow it or end."""
         self.state = "confirm"
-        self._banner(f"{line}. Enter = allow it, q = end the session", "estop")
+        self._banner(f"{line}, q = end the session", "estop")
 
     def show_start_refused(self, line: str, still) -> None:
         """The start-state check's refusal: its line, and the camera's still with the mark (green)
@@ -203,7 +209,7 @@ class OperatorConsole(App):
         self.state = "reason"
         self._reason_kind = kind
         if kind == "estop":
-            self._banner(f"EMERGENCY STOP: arm stopped, trial aborted. Why? ({STOP_CAUSE_PROMPT})", "estop")
+            self._banner(f"EMERGENCY STOP: {self.arm_words}, trial aborted. Why? ({STOP_CAUSE_PROMPT})", "estop")
         else:
             self._banner("Redo this trial: why?", "paused")
         box = self.query_one("#reason", Input)
@@ -250,7 +256,7 @@ class OperatorConsole(App):
         was = self.state
         if self.state in ("episode", "moving", "starting"):
             self.state = "stopping"
-        self._banner("STOP: holding the arm..." if was != "episode" else "EMERGENCY STOP: stopping the arm...",
+        self._banner("STOP: stopping the arm..." if was != "episode" else "EMERGENCY STOP: stopping the arm...",
                      "estop")
         self.add_message("emergency stop pressed" if was == "episode" else f"stop pressed ({was})")
 

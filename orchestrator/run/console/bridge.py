@@ -195,6 +195,9 @@ class ConsoleOperator:
     def approve(self, line: str) -> None:
         self._confirmed(self.app.ask_approval, line, "session ended by the operator before the arm moved by itself")
 
+    def arm_state(self, words: str) -> None:
+        self._call(self.app.show_arm_state, words)
+
     def confirm_move(self, what: str) -> None:
         self._confirmed(self.app.ask_confirm, what, "session ended by the operator with the arm stopped")
         # the stop that held the arm, or one pressed while it was held, is answered by this

@@ -31,6 +31,7 @@ from orchestrator.design.protocol import Layout
 from orchestrator.rigs.base import EmergencyStop
 from orchestrator.run.console.layout_view import describe_mark, render_layout
 from orchestrator.run.operator_protocol import (
+    ARM_HELD,
     ESTOP_PENDING,
     STOP_CAUSE_PROMPT,
     StopRequested,
@@ -57,6 +58,7 @@ class PromptOperator:
         self.sigint_pending = False
         self.interrupting = False   # the first interrupt was raised: later ones only count
         self._move_stop = False
+        self.arm_words = ARM_HELD   # the arm's state as its torque registers last said (`arm_state`)
 
     # ---------------------------------------------------------------- Ctrl-C
     def handle_sigint(self) -> Callable[[], None]:
@@ -177,7 +179,7 @@ class PromptOperator:
         self._restore()
         self.say("")
         if self._stop is not None:
-            why = self._line(f"EMERGENCY STOP: arm stopped, trial aborted. Why? ({STOP_CAUSE_PROMPT})")
+            why = self._line(f"EMERGENCY STOP: {self.arm_words}, trial aborted. Why? ({STOP_CAUSE_PROMPT})")
             self._stop.cause, why = stop_cause(why)
             if why:
                 self._stop.reason = f"{ESTOP_PENDING}: {why}"
@@ -220,13 +222,16 @@ class PromptOperator:
     def approve(self, line: str) -> None:
         self._controlling = False
         self._restore()
-        if self._line(f"{line}. Enter = allow it, q + Enter = end the session").lower().startswith("q"):
+        if self._line(f"{line}, q + Enter = end the session").lower().startswith("q"):
             raise StopRequested("session ended by the operator before the arm moved by itself")
+
+    def arm_state(self, words: str) -> None:
+        self.arm_words = words
 
     def confirm_move(self, what: str) -> None:
         self._controlling = False
         self._restore()
-        answer = self._line(f"ARM STOPPED (holding). Enter = move it {what}, q + Enter = end the session "
+        answer = self._line(f"{self.arm_words}. Enter = move it {what}, q + Enter = end the session "
                             "(torque goes off: support the arm)")
         if answer.lower().startswith("q"):
             raise StopRequested("session ended by the operator with the arm stopped")
