@@ -60,3 +60,68 @@ def test_the_words_after_a_stop_are_the_torque_registers(bench, on_stop):
     assert reason.startswith(f"EMERGENCY STOP: {words}, trial aborted")
     for _, registers in [(reason, at_reason), confirms[0]]:
         assert registers == {i: torque for i in arm.servos}, registers
+
+
+# ------------------------------------------------------------------ item 3: a countdown before every policy episode
+def episodes_without_countdown(seen: list[str]) -> list[int]:
+    """The episodes (their index among `seen`'s "episode" entries) that the operator was not
+    counted into: the last thing before them was not the cue (whose Enter counts down itself, in
+    the console and the prompt) or a countdown, but the arm's own motion or a refused start."""
+    out, last, n = [], None, 0
+    for what in seen:
+        if what == "episode":
+            if last not in ("cue", "countdown"):
+                out.append(n)
+            n += 1
+        last = what
+    return out
+
+
+def test_the_countdown_check_flags_an_episode_after_a_reset_or_a_refusal_positive_control():
+    assert episodes_without_countdown(["cue", "episode", "moved", "episode", "cue", "refused", "episode"]) == [1, 2]
+    assert episodes_without_countdown(["cue", "episode", "moved", "countdown", "episode"]) == []
+
+
+def test_every_policy_episode_starts_after_a_countdown_after_a_reset_and_a_refused_start(tmp_path):
+    """`reset: auto` on the simulator, the simulated hand 10 mm off (every hand placement is
+    refused; the operator overrides it): the first episode follows a refusal, the later ones the
+    arm's own reset. Each starts after the operator's countdown (`Operator.countdown`, "ARM WILL
+    MOVE (policy) in 3 s: space = stop"): before, only the cue's Enter counted down."""
+    from orchestrator.run.operator_protocol import AutoOperator
+    from support.campaign_files import two_mark_protocol
+    from support.repo import REPO
+
+    class Sequence(AutoOperator):
+        def __init__(self):
+            super().__init__(say=lambda text: None)
+            self.seen: list[str] = []
+
+        def before_trial(self, cue):
+            self.seen.append("cue")
+
+        def countdown(self, cue):
+            self.seen.append("countdown")
+
+        def arm_moving(self, doing):
+            if doing is not None:
+                self.seen.append("moved")
+
+        def start_refused(self, cue, line, still):
+            self.seen.append("refused")
+            return "override"
+
+        def episode_started(self, cue):
+            self.seen.append("episode")
+
+    protocol = two_mark_protocol(tmp_path, "{type: scripted, aim_noise_mm: 3}", duration_s=1.0, fps=15)
+    protocol.write_text(protocol.read_text() + "start_check: {mode: enforce}\nreset: {mode: auto, max_tries: 1}\n")
+    rig = tmp_path / "rig.yaml"
+    rig.write_text((REPO / "hardware" / "sim.yaml").read_text() + "placement: {offset_mm: [10, 0]}\n")
+    op = Sequence()
+    summary, _ = campaign(protocol, rig, tmp_path / "c", op)
+    assert summary.complete and op.seen.count("episode") == 4, op.seen   # count guard
+    # both paths were taken: a refused start after the cue, and episodes right after the arm's reset
+    assert op.seen[:3] == ["moved", "cue", "refused"] and op.seen.count("cue") == 1, op.seen
+    after_reset = [i for i in range(2, len(op.seen)) if op.seen[i - 2:i + 1] == ["moved", "countdown", "episode"]]
+    assert len(after_reset) >= 1, op.seen
+    assert episodes_without_countdown(op.seen) == [], op.seen

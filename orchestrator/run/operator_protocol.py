@@ -57,6 +57,15 @@ def arm_words(torque: Mapping[str, bool | None]) -> str:
     return f"ARM PARTLY RELEASED ({'; '.join(p for p in parts if p)}): support the arm"
 
 
+def countdown_banner(seconds_left: int) -> str:
+    """The line shown before every policy episode, whatever came before it (the operator's Enter,
+    the arm's own reset, a start-check retry): the stop key cancels the episode's start."""
+    return f"ARM WILL MOVE (policy) in {seconds_left} s: space = stop"
+
+
+COUNTDOWN_STOPPED = "COUNTDOWN STOPPED: the arm holds at rest. Enter = count down again"
+
+
 def moving_banner(doing: str) -> str:
     """The line shown while the arm moves by itself, `doing` being what `arm_moving` was told:
     "ARM MOVING TO REST: ...", and for the cube reset "ARM RESETTING THE CUBE: ..."."""
@@ -89,6 +98,12 @@ class Operator(Protocol):
 
         Raise `StopRequested` to end the session cleanly.
         """
+        ...
+
+    def countdown(self, cue: TrialCue) -> None:
+        """Right before a policy episode: `countdown_banner` for the operator's countdown; the
+        stop key cancels it (`COUNTDOWN_STOPPED`: Enter counts down again). Raise `StopRequested`
+        when the operator ends the session there instead (nothing moved)."""
         ...
 
     def episode_started(self, cue: TrialCue) -> None: ...
@@ -147,6 +162,9 @@ class AutoOperator:
         self._refused: dict[tuple[int, str], int] = {}
 
     def before_trial(self, cue: TrialCue) -> None:
+        return None
+
+    def countdown(self, cue: TrialCue) -> None:
         return None
 
     def episode_started(self, cue: TrialCue) -> None:

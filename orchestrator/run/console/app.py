@@ -28,6 +28,7 @@ the operator's decision. `run_console(layout, session)` wires both together.
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -45,7 +46,14 @@ from orchestrator.run.console.bridge import ConsoleOperator, LogToConsole
 from orchestrator.run.console.layout_view import describe_mark, render_layout
 from orchestrator.run.console.wedge import exit_if_wedged
 from orchestrator.run.halfblock import HalfBlockImage
-from orchestrator.run.operator_protocol import ARM_HELD, STOP_CAUSE_PROMPT, TrialCue, moving_banner
+from orchestrator.run.operator_protocol import (
+    ARM_HELD,
+    COUNTDOWN_STOPPED,
+    STOP_CAUSE_PROMPT,
+    TrialCue,
+    countdown_banner,
+    moving_banner,
+)
 
 
 class OperatorConsole(App):
@@ -143,6 +151,20 @@ class OperatorConsole(App):
             self._banner(f"Place the cube on {self.cue.mark.id if self.cue else '?'}, step back, press "
                          f"Enter ({self.countdown_s:g} s countdown)")
 
+    def show_policy_countdown(self, stopped: bool) -> None:
+        """Right before a policy episode (after the arm's reset, a start-check retry): the
+        countdown, or, when the stop key was pressed before it began, the question to start it."""
+        if stopped:
+            self._hold_countdown()
+            return
+        self.state = "policy_countdown"
+        self._countdown_end = time.monotonic() + self.countdown_s
+        self._tick()
+
+    def _hold_countdown(self) -> None:
+        self.state = "countdown_held"
+        self._banner(f"{COUNTDOWN_STOPPED}, q = end the session", "estop")
+
     def show_episode(self, cue: TrialCue) -> None:
         self.state = "episode"
         self._banner("EPISODE RUNNING: space or esc = EMERGENCY STOP", "")
@@ -227,6 +249,8 @@ class OperatorConsole(App):
         elif self.state == "confirm":
             self.state = "waiting"
             self.operator.decisions.put(("confirm", None))
+        elif self.state == "countdown_held":
+            self.show_policy_countdown(False)
         elif self.state == "place" and not self.paused:
             self.state = "countdown"
             self._countdown_end = time.monotonic() + self.countdown_s
@@ -244,6 +268,10 @@ class OperatorConsole(App):
             self.state = "place"
             self._show_place_banner()
             self.add_message("countdown cancelled")
+            return
+        if self.state in ("policy_countdown", "countdown_held"):
+            self._hold_countdown()
+            self.add_message("countdown stopped: the episode does not start")
             return
         if self.state == "place":
             self.add_message("stop pressed: the arm is not moving (it holds at rest)")
@@ -302,7 +330,7 @@ class OperatorConsole(App):
             self.state = "waiting"
             self._banner("Session ended with the arm stopped; torque goes off: support the arm")
             self.operator.decisions.put(("stop", None))
-        elif self.state == "place":
+        elif self.state in ("place", "countdown_held"):
             self.state = "waiting"
             self._banner("Session ended: resume later with the same `orchestrator run` command")
             self.operator.decisions.put(("stop", None))
@@ -329,14 +357,14 @@ class OperatorConsole(App):
     def _tick(self) -> None:
         for line in self.log_handler.drain():
             self.add_message(line)
-        if self.state == "countdown":
+        if self.state in ("countdown", "policy_countdown"):
             left = self._countdown_end - time.monotonic()
             if left <= 0:
                 self.state = "starting"
                 self._banner("GO")
                 self.operator.decisions.put(("start", None))
             else:
-                self._banner(f"Starting in {left:.0f}..." if left >= 1 else "Starting...", "paused")
+                self._banner(countdown_banner(math.ceil(left)), "paused")
         elif self.state == "episode" and self.cue is not None:
             el = self.operator.elapsed
             self.query_one("#timer", Static).update(

@@ -32,10 +32,12 @@ from orchestrator.rigs.base import EmergencyStop
 from orchestrator.run.console.layout_view import describe_mark, render_layout
 from orchestrator.run.operator_protocol import (
     ARM_HELD,
+    COUNTDOWN_STOPPED,
     ESTOP_PENDING,
     STOP_CAUSE_PROMPT,
     StopRequested,
     TrialCue,
+    countdown_banner,
     moving_banner,
     stop_cause,
 )
@@ -135,9 +137,31 @@ class PromptOperator:
         answer = self._line("Enter = start after the countdown, q + Enter = end the session (resumable)")
         if answer.lower().startswith("q"):
             raise StopRequested("session ended by the operator")
-        for left in range(int(round(self.countdown_s)), 0, -1):
-            self.say(f"starting in {left}...")
-            time.sleep(1.0)
+        self.countdown(cue)
+
+    def countdown(self, cue: TrialCue) -> None:
+        """`countdown_banner` once a second; space or esc (a terminal) stops it: Enter counts
+        down again, q + Enter ends the session (nothing moved)."""
+        while not self._counted_down():
+            if self._line(f"{COUNTDOWN_STOPPED}, q + Enter = end the session").lower().startswith("q"):
+                raise StopRequested("session ended by the operator before the episode")
+
+    def _counted_down(self) -> bool:
+        """The countdown; False when the stop key cut it short."""
+        self._cbreak()
+        try:
+            for left in range(int(round(self.countdown_s)), 0, -1):
+                self.say(countdown_banner(left))
+                end = time.monotonic() + 1.0
+                while (wait := end - time.monotonic()) > 0:
+                    fd = self._fd() if self._tty else None
+                    if fd is None:
+                        time.sleep(wait)
+                    elif select.select([fd], [], [], wait)[0] and os.read(fd, 1) in (b" ", b"\x1b"):
+                        return False
+            return True
+        finally:
+            self._restore()
 
     def start_refused(self, cue: TrialCue, line: str, still) -> str:
         self.say(f"START CHECK FAILED: {line}")
