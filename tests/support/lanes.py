@@ -64,6 +64,7 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_fuzz_inputs.py", ()),
     ("test_judge_app.py", ()),
     ("test_judge_audit.py", ("subprocess",)),
+    ("test_judge_keys.py", ()),
     ("test_judge_overlay.py", ()),
     ("test_judge_playback.py", ()),
     ("test_judge_session.py", ()),
