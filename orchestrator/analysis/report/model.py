@@ -128,6 +128,9 @@ class Comparison:
     deciding_floor_p: float | None = None  # the smallest exact p the deciding test could give
     # e-value rule: the largest e-value the rule's discordant units could give (all on one side)
     deciding_max_e: float | None = None
+    # e-value rule: the pairs on the units the rule counts (`report/decision.py`), and their number
+    rule_table: stats.PairedTable | None = None
+    rule_units: int | None = None
 
     @property
     def pairs(self) -> int:
