@@ -13,6 +13,7 @@ from orchestrator.analysis.report.format import fmt_p, interval, k_of_n, ms, p_e
 from orchestrator.analysis.report.model import OVERRUN_WARN_FRACTION, Comparison, Report
 from orchestrator.analysis.report.raters import RaterAgreement
 from orchestrator.analysis.report.start_state import describe_interventions
+from orchestrator.store.records import RIG_KIND_WORDS
 
 
 @dataclass(frozen=True)
@@ -86,6 +87,8 @@ def header(r: Report) -> list[Block]:
     out += [Title(f"Report: {r.protocol_name or r.campaign_name}"),
             Line(f"Verdict: {r.headline}", "verdict"), Gap(),
             Line(f"Source: {r.source}" + (f" (campaign {r.campaign_id})" if r.campaign_id else ""))]
+    if r.rig_kind:
+        out.append(Line(f"Rig: {RIG_KIND_WORDS[r.rig_kind]}"))
     if r.protocol_sha256:
         out.append(Line(f"Protocol: {r.protocol_name}, sha256 {r.protocol_sha256}"))
     if r.evidence is not None:

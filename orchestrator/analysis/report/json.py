@@ -196,7 +196,7 @@ def to_dict(r: Report) -> dict[str, Any]:
         "campaign": {"id": r.campaign_id, "protocol_sha256": r.protocol_sha256, "complete": r.complete,
                      "trials": r.trials_done, "aborted": r.aborted_attempts,
                      "name": r.campaign_name, "protocol_name": r.protocol_name, "source": r.source,
-                     "simulated": r.simulated, "scheduled_trials": r.trials_scheduled,
+                     "simulated": r.simulated, "rig_kind": r.rig_kind or None, "scheduled_trials": r.trials_scheduled,
                      "stop_reason": r.stop_reason, "stopping_rule": r.stopping_rule,
                      "operator_is_judge": r.operator_is_judge, "fps": r.fps},
         "labels": r.label_source,
