@@ -40,6 +40,16 @@ HAND_GUIDE_NOW = ("lift the arm clear of the table and the cube, toward its rest
 HAND_GUIDE_LET_GO = "let go, then Enter = move to rest"   # after torque came back where the operator holds it
 
 
+class MotionStopped(Exception):
+    """The operator's stop key stopped a scripted motion of the arm by itself (`ArmMotion.follow`:
+    the cube reset): the arm holds (`held`) until the operator confirms the move to rest, then
+    says what next (`Operator.after_reset_stop`). `what` names the motion."""
+
+    def __init__(self, what: str):
+        super().__init__(f"stopped by the operator while {what}")
+        self.what = what
+
+
 class ArmMotion:
     """`held`: stopped, nothing moves until the operator confirms; `ended`: the operator ended
     the session at a confirmation prompt; `interrupted`: Ctrl-C or SIGTERM. After `ended` or
@@ -107,9 +117,9 @@ class ArmMotion:
         """A scripted motion of the arm by itself (the cube reset): announced to the operator
         (`arm_moving`), the stop key read before every step, one target a control period on a
         real arm (a simulated one steps its physics per target). Any way out goes through the
-        one stop path: the stop key holds the arm until the operator confirms, then raises
-        `StopRequested` if they end the session, or returns (the motion is not resumed: the
-        caller measures where the cube is); Ctrl-C and faults stop and raise."""
+        one stop path: the stop key holds the arm and raises `MotionStopped` (an operator stops
+        a reset because something is wrong: the caller asks what next, never resumes it);
+        Ctrl-C and faults stop and raise."""
         from orchestrator.run.control_loop import pace
 
         if self.held:
@@ -127,8 +137,7 @@ class ArmMotion:
         except EmergencyStop:
             self.stop()
             self.operator.message(f"arm stopped while {what}: it holds until you confirm")
-            self._confirm("on (the cube is measured again)")
-            self.held = False
+            raise MotionStopped(what) from None
         except KeyboardInterrupt:
             self.stop(interrupted=True)
             raise
@@ -137,6 +146,12 @@ class ArmMotion:
             raise
         finally:
             self.operator.arm_moving(None)
+
+    def ask_to_move(self, line: str) -> None:
+        """Wait until the operator allows what `line` says the arm will do (`Operator.approve`),
+        the arm's state told and the arm watched meanwhile; the operator ending the session there
+        sets `ended`: nothing moves again in this session."""
+        self._asked(self.operator.approve, line)
 
     def _confirm(self, what: str) -> None:
         """Wait for the operator's go-ahead to move `what`, watching the held arm meanwhile."""
