@@ -103,6 +103,7 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_rest_move.py", ()),
     ("test_rest_move_sag.py", ()),
     ("test_report.py", ()),
+    ("test_report_judge_flags.py", ()),
     ("test_report_wording.py", ()),
     ("test_report_html.py", ("browser", "subprocess")),
     ("test_report_one_decision.py", ()),
