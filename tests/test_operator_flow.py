@@ -56,7 +56,7 @@ def test_the_words_after_a_stop_are_the_torque_registers(bench, on_stop):
     campaign(protocol, rig_with(rig, on_stop=on_stop), tmp_path / "c", op)
     words, torque = (ARM_RELEASED, 0) if on_stop == "release" else (ARM_HELD, 1)
     (reason, at_reason), = op.said("EMERGENCY STOP")
-    confirms = [(line, registers) for line, registers in op.said("ARM ") if "Enter = move it" in line]
+    confirms = [(line, registers) for line, registers in op.said("ARM ") if ". Enter = move it" in line]
     assert len(confirms) == 1 and confirms[0][0].startswith(f"{words}. Enter = move it to rest"), confirms
     assert reason.startswith(f"EMERGENCY STOP: {words}, trial aborted")
     for _, registers in [(reason, at_reason), confirms[0]]:
@@ -297,3 +297,64 @@ def test_after_an_unclean_end_nothing_moves_until_the_operator_allows_it(bench, 
     with CampaignStore.open_readonly(out) as store:
         allowed = [e["message"] for e in store.events() if e["kind"] == "first_motion_allowed"]
     assert f"the last session was {ended}" in allowed[-1], allowed
+
+
+# ------------------------------------------------------------------ item 2: the jaws open at the table
+@pytest.mark.parametrize("opens_first", [True, False])
+def test_jaws_holding_the_cube_at_the_table_open_there_before_the_move_to_rest(tmp_path, monkeypatch, opens_first):
+    """The twin's servos and scene in this process, in simulated time (`fakes/twin_bus.py`): the
+    stop key 3.4 s into a reset pick, the cube closed in the jaws on the table. The move to rest
+    (after the confirmation) first opens the jaws where they are, every other joint's goal held,
+    and the cube stays on the table. The control (`opens_first=False`: the jaws not looked at, as
+    before) lifts the cube with the arm and drops it on the way."""
+    import numpy as np
+
+    from fakes.twin_bus import twin_rig
+    from orchestrator.policies.pick_place import pick_and_place_path
+    from orchestrator.rigs.profile import STATE_KEYS
+    from orchestrator.rigs.twin.arm import TICKS_PER_DEG
+    from orchestrator.run.motion import ArmMotion, MotionStopped
+    from orchestrator.run.operator_protocol import AutoOperator
+    from orchestrator.run.reset import RESETTING
+
+    rig, twin = twin_rig(tmp_path, monkeypatch, cube_xy=(0.20, 0.06))
+    try:
+        class StopAt(AutoOperator):
+            pressed = False
+
+            def check_stop(self):
+                if twin.now >= 3.4 and not self.pressed:
+                    self.pressed = True
+                    raise EmergencyStop("arm stopped by the operator during a move")
+
+        motion = ArmMotion(rig, StopAt(say=lambda s: None), cube_size_m=0.03 if opens_first else None)
+        here = rig.observe(with_images=False)
+        path = pick_and_place_path(np.array([here[k] for k in STATE_KEYS]), (0.20, 0.06, 0.0), (0.20, -0.06, 0.0),
+                                   0.03, 30)
+        with pytest.raises(MotionStopped):
+            motion.follow([{k: float(v) for k, v in zip(STATE_KEYS, row, strict=True)} for row in path], RESETTING, 30)
+        cube = twin.sim._ids["cube_qpos"]
+        grasped = twin.sim.data.qpos[cube:cube + 3].copy()
+        heights: list[float] = []
+        advance = twin.advance
+
+        def watched(seconds):
+            advance(seconds)
+            heights.append(float(twin.sim.data.qpos[cube + 2]))
+
+        monkeypatch.setattr(twin, "advance", watched)
+        confirmed = twin.now
+        motion.to_rest()
+        moved = [(goals, present) for t, goals, present in twin.goals if t > confirmed]
+    finally:
+        rig.disconnect()
+    assert grasped[2] < 0.02 and len(heights) > 100, (grasped, len(heights))   # on the table, then a move
+    if not opens_first:   # the control: carried up and dropped
+        assert max(heights) > grasped[2] + 0.03, max(heights)
+        return
+    assert max(heights) < grasped[2] + 0.01, max(heights)   # never lifted
+    assert np.hypot(*(twin.sim.data.qpos[cube:cube + 2] - grasped[:2])) < 0.02
+    # the first goals open the jaws (servo 6) with every other joint held where it is
+    opening = [(goals, present) for goals, present in moved[:10]]
+    assert all(abs(g - p[i]) <= 1.0 * TICKS_PER_DEG for goals, p in opening for i, g in goals.items() if i != 6)
+    assert len(opening) == 10 and abs(opening[-1][0][6] - opening[0][1][6]) > 2 * TICKS_PER_DEG, opening[-1]

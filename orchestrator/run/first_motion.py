@@ -20,10 +20,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-import numpy as np
-
 from orchestrator.rigs.profile import STATE_KEYS
-from orchestrator.run.motion import ArmMotion
+from orchestrator.run.motion import ArmMotion, held_at_the_table, holds_something
 from orchestrator.run.operator_protocol import StopRequested
 
 FAR_FROM_REST_DEG = 10.0   # on any arm joint (the gripper's 0-100 is no angle: `holds_something`)
@@ -48,14 +46,6 @@ def unclean_end(sessions: Sequence[Mapping[str, Any]]) -> str | None:
     return None
 
 
-def holds_something(here: Mapping[str, float], cube_size_m: float) -> bool:
-    """The jaws stand at a cube's width (neither shut nor open): something may be in them."""
-    from orchestrator.sim.holding import cube_sized_gap
-
-    gripper = STATE_KEYS[5]
-    return gripper in here and bool(cube_sized_gap(np.array([here[gripper]]), cube_size_m)[0])
-
-
 def reasons_to_ask(sessions: Sequence[Mapping[str, Any]], here: Mapping[str, float], rest: Mapping[str, float],
                    cube_size_m: float) -> list[str]:
     """Why the first motion waits for a person (see the module docstring); empty: it does not."""
@@ -70,11 +60,14 @@ def reasons_to_ask(sessions: Sequence[Mapping[str, Any]], here: Mapping[str, flo
     return out
 
 
-def what_moves(here: Mapping[str, float], rest: Mapping[str, float]) -> str:
-    """Every joint that the move to rest moves: `name now -> rest`."""
+def what_moves(here: Mapping[str, float], rest: Mapping[str, float], cube_size_m: float) -> str:
+    """Every joint that the move to rest moves: `name now -> rest`; first the jaws, where the
+    arm is, when they hold something at the table (`ArmMotion` opens them there)."""
     moves = [f"{k.removesuffix('.pos')} {here[k]:.0f} -> {v:.0f}" for k, v in rest.items()
              if k in here and abs(here[k] - v) > MOVES_DEG]
-    return ", ".join(moves) or "nothing (the arm is at rest)"
+    first = "first the jaws open where they are (what they hold stays on the table), then " \
+        if held_at_the_table(here, cube_size_m) else ""
+    return first + (", ".join(moves) or "nothing (the arm is at rest)")
 
 
 def first_motion_allowed(motion: ArmMotion, sessions: Sequence[Mapping[str, Any]], cube_size_m: float,
@@ -92,7 +85,7 @@ def first_motion_allowed(motion: ArmMotion, sessions: Sequence[Mapping[str, Any]
     if not reasons:
         return True
     line = (f"{motion.arm_words()}, not moved yet: {'; '.join(reasons)}. The move to rest will move "
-            f"{what_moves(here, rest)}. Enter = move it to rest")
+            f"{what_moves(here, rest, cube_size_m)}. Enter = move it to rest")
     try:
         motion.ask_to_move(line)
     except StopRequested:

@@ -21,11 +21,14 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
+
+import numpy as np
 
 from orchestrator.rigs.base import EmergencyStop, Rig
 from orchestrator.rigs.device_fault import RestBlocked
+from orchestrator.rigs.profile import STATE_KEYS
 from orchestrator.rigs.so101.torque import torque_warning
 from orchestrator.run.interrupts import deferred_interrupts
 from orchestrator.run.operator_protocol import Operator, StopRequested, arm_words
@@ -40,6 +43,34 @@ HAND_GUIDE_OFFER = ("the move to rest is blocked again: the arm may lie on the t
 HAND_GUIDE_NOW = ("lift the arm clear of the table and the cube, toward its rest pose, and keep holding it. "
                   "Enter = torque on where you hold it (nothing moves)")
 HAND_GUIDE_LET_GO = "let go, then Enter = move to rest"   # after torque came back where the operator holds it
+
+
+JAWS_NEAR_TABLE_M = 0.05   # the arm's lowest point this close to the table while the jaws hold something:
+OPEN_FIRST_S = 0.5         # the jaws open there first, over this long, before any other joint moves
+OPEN_FIRST_FPS = 30
+
+
+def holds_something(here: Mapping[str, float], cube_size_m: float) -> bool:
+    """The jaws stand at a cube's width (neither shut nor open): something may be in them
+    (`sim.holding.cube_sized_gap`, the first half of the auto rater's *closed on the cube*)."""
+    from orchestrator.sim.holding import cube_sized_gap
+
+    gripper = STATE_KEYS[5]
+    return gripper in here and bool(cube_sized_gap(np.array([here[gripper]]), cube_size_m)[0])
+
+
+def held_at_the_table(here: Mapping[str, float], cube_size_m: float) -> bool:
+    """The jaws hold something (`holds_something`) with the arm's lowest point within
+    `JAWS_NEAR_TABLE_M` of the table (forward kinematics of the SO-101 model): a move to rest
+    that opens the jaws last would lift it and drop it on the way (on the twin: lifted to 14 cm,
+    fallen 7 cm away); opened first, the cube stays where it is."""
+    from orchestrator.sim.kinematics import arm_kinematics
+
+    if not holds_something(here, cube_size_m) or any(k not in here for k in STATE_KEYS):
+        return False
+    kinematics = arm_kinematics()
+    q = kinematics.units.from_rig(np.array([here[k] for k in STATE_KEYS], dtype=float))
+    return kinematics.lowest_point_m(q) <= JAWS_NEAR_TABLE_M
 
 
 class MotionStopped(Exception):
@@ -57,9 +88,11 @@ class ArmMotion:
     the session at a confirmation prompt; `interrupted`: Ctrl-C or SIGTERM. After `ended` or
     `interrupted` the arm never moves again in this session: torque goes off where it is."""
 
-    def __init__(self, rig: Rig, operator: Operator, record: Callable[[str, str], None] | None = None):
+    def __init__(self, rig: Rig, operator: Operator, record: Callable[[str, str], None] | None = None,
+                 cube_size_m: float | None = None):
         self.rig = rig
         self.operator = operator
+        self.cube_size_m = cube_size_m   # the layout's cube: jaws at its width hold one (None: not looked for)
         self.record = record or (lambda kind, message: None)   # (kind, message) into the campaign's events
         self.held = False
         self.ended = False
@@ -90,6 +123,7 @@ class ArmMotion:
                 self.held = False
             self.operator.arm_moving(f"moving {what}")
             try:
+                self._open_at_the_table()
                 self.rig.go_to_rest(check=self.operator.check_stop)
             except EmergencyStop:
                 self.stop()
@@ -114,6 +148,24 @@ class ArmMotion:
             finally:
                 self.operator.arm_moving(None)
             return
+
+    def _open_at_the_table(self) -> None:
+        """Before the move to rest: jaws that hold something at the table (`held_at_the_table`)
+        open first, where the arm is, every other joint held (`Rig.move_along`, guarded); the
+        move to rest then starts from open jaws."""
+        gripper = STATE_KEYS[5]
+        open_pct = self.rig.rest_target.get(gripper)
+        if self.cube_size_m is None or open_pct is None:
+            return
+        observed = self.rig.observe(with_images=False)
+        here = {k: float(observed[k]) for k in STATE_KEYS if k in observed}
+        if not held_at_the_table(here, self.cube_size_m):
+            return
+        steps = max(2, round(OPEN_FIRST_S * OPEN_FIRST_FPS))
+        path = [{**here, gripper: here[gripper] + (open_pct - here[gripper]) * i / steps} for i in range(1, steps + 1)]
+        self.record("jaws_opened_first", f"the jaws opened at the table before the move to rest (gripper "
+                                         f"{here[gripper]:.0f} -> {open_pct:.0f})")
+        self.rig.move_along(path, OPEN_FIRST_FPS, check=self.operator.check_stop)
 
     def follow(self, targets: Iterable[dict[str, float]], what: str, fps: int) -> None:
         """A scripted motion of the arm by itself (the cube reset: pick, carry, place, the squeeze

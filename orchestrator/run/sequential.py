@@ -234,7 +234,8 @@ def _run_sequential(opened: OpenedCampaign, pending: list[Trial], operator: Oper
     store, loaded = opened.store, opened.protocol
     cameras = opened.rig.profile.cameras
     rig = make_rig(opened.rig, loaded)
-    motion = ArmMotion(rig, operator, record=lambda kind, message: store.log_event(kind, message))
+    motion = ArmMotion(rig, operator, record=lambda kind, message: store.log_event(kind, message),
+                       cube_size_m=loaded.layout.cube.size_m)
     policies = {}
     progress = None
     try:
