@@ -283,6 +283,13 @@ def video_shape(path: Path) -> tuple[int, int]:
 
 
 
+def _done_trials(store: CampaignStore) -> tuple[list[Trial], list[Trial]]:
+    """(every trial, the done ones with a recorded episode)."""
+    trials = store.trials()
+    recorded = {e["id"] for e in store.episodes()}
+    return trials, [t for t in trials if t.state == "done" and t.episode_id in recorded]
+
+
 def viewing_judge(store: CampaignStore, judge: str | None) -> str | None:
     """Whose labels decide whether a campaign is blinded for viewing: `judge` if given; else, on a
     simulated campaign, physics (it decides every episode, so a human judge starting or not
@@ -299,18 +306,14 @@ def blinding_reasons(store: CampaignStore, judge: str | None = None) -> list[str
     when none."""
 
     protocol = store.frozen_protocol()
-    trials = store.trials()
-    recorded = {e["id"] for e in store.episodes()}
-    done = [t for t in trials if t.state == "done" and t.episode_id in recorded]
+    trials, done = _done_trials(store)
     return _refusals(store, done, trials, campaign_labels(store, viewing_judge(store, judge)),
                      protocol.protocol.judging.judges, force=True)
 
 
 def blinding_way_out(store: CampaignStore, judge: str | None) -> str:
     """The labels that would unblind the campaign for viewing now, as a refusal names them."""
-    trials = store.trials()
-    recorded = {e["id"] for e in store.episodes()}
-    done = [t for t in trials if t.state == "done" and t.episode_id in recorded]
+    trials, done = _done_trials(store)
     if len(done) != len(trials) and not store.campaign().get("finished_at"):
         return ""
     return other_labels_hint(store, done, viewing_judge(store, judge) or CONSENSUS)
