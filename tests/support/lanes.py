@@ -40,10 +40,12 @@ FIXTURE_MARKERS: dict[str, tuple[str, ...]] = {
 }
 
 FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("test_abort_answers.py", ()),
     ("test_abort_causes.py", ()),
     ("test_aborts.py", ()),
     ("test_architecture.py", ()),
     ("test_arm_safety.py", ("lerobot",)),
+    ("test_stop_reasons.py", ("lerobot",)),
     ("test_auto_rater.py", ()),
     ("test_blinding.py", ()),
     ("test_bundle.py", ()),

@@ -223,6 +223,11 @@ class PromptOperator:
         if self._line(f"{line}. Enter = allow it, q + Enter = end the session").lower().startswith("q"):
             raise StopRequested("session ended by the operator before the arm moved by itself")
 
+    def question(self, line: str) -> str | None:
+        self._controlling = False
+        self._restore()
+        return self._line(line)
+
     def confirm_move(self, what: str) -> None:
         self._controlling = False
         self._restore()
