@@ -671,7 +671,7 @@ def test_after_an_alarm_the_arm_holds_then_torque_goes_off_with_no_move_offered(
     by itself, then it asked "Enter = move it to rest", which moved nothing (the alarm stays set
     until a power-cycle) and ended the session at the second Enter. The alarm is named (not
     "check the USB cable"), no move is offered, torque ends off on all six and the run says to
-    power-cycle the arm (issue 46 item 7: tests/test_stop_reasons.py)."""
+    power-cycle the arm (the questions it asks: tests/test_stop_reasons.py)."""
     tmp_path, arm, rig, protocol = bench
     op = Watching(fail=lambda: arm.alarm(servo), fail_at=2, wait_s=0.3)
     with pytest.raises(RuntimeFailure, match=rf"{feetech.SO101_MOTORS[servo - 1]} \(id {servo}\): overload"

@@ -1,5 +1,5 @@
-"""Stop reasons are never lost, and a servo alarm leads somewhere (issue 46, items 6 and 7), on
-the fake-bytes SO-101 with LeRobot's SOFollower, FeetechMotorsBus and scservo_sdk above it.
+"""Stop reasons are never lost, and a servo alarm leads somewhere, on the fake-bytes SO-101 with
+LeRobot's SOFollower, FeetechMotorsBus and scservo_sdk above it.
 
 - The stop key, then a signal (SIGTERM, SIGHUP, Ctrl-C) at the question why: the stop is
   `operator_unanswered`, counted by the protocol's rule for it (default: the policy's failure),
@@ -152,7 +152,8 @@ class AnsweringAlarm(Watching):
 @pytest.mark.parametrize("overload, expected", [("policy", ("policy", "failure")), ("rig", ("rig", None))])
 def test_after_an_overload_only_what_works_is_offered_and_the_next_run_names_the_servo_before_writing(
         tmp_path, monkeypatch, overload, expected):
-    tmp_path, arm, rig, protocol = arm_bench(tmp_path, monkeypatch, FPS, {"aborts": {"overload": overload}})
+    rules = None if overload == "policy" else {"aborts": {"overload": overload}}   # the default: the policy's
+    tmp_path, arm, rig, protocol = arm_bench(tmp_path, monkeypatch, FPS, rules)
     out = tmp_path / "c"
     op = AnsweringAlarm("p it pushed into the table", fail=lambda: arm.alarm(3), fail_at=2, wait_s=0.0)
     with pytest.raises(RuntimeFailure, match=r"elbow_flex \(id 3\): overload.*switch the arm's power supply off and on"):

@@ -316,16 +316,14 @@ class Aborts(_Strict):
     have meant as an emergency stop), `rig` (USB, camera, servo reset, power, damaged files).
     Re-running outcome-dependent aborts scores a policy only on its clean runs, which flatters
     the worse one; hence the defaults (an unanswered stop counts against the policy that ran, as
-    an unsafe one does: the next session asks its reason, which the report shows, but the
-    answer never changes how it counted). A trial aborted for a `rerun` class more than
+    an unsafe one: its reason, asked later, never changes that). A trial aborted for a `rerun` class more than
     `max_reruns` times is not run again: it is left out of the pairs and listed in the report.
     Interruptions that say nothing about the policy (a simulated run's Ctrl-C, a killed
     process, a station whose claim ran out) are re-run, at most `max_interruptions` times.
 
-    `overload`: whose fault a servo overload or overcurrent alarm during an episode is, decided
-    before the campaign: `policy` (it drove the arm into the table, the cube or a joint stop:
-    class `policy`) or `rig` (the hardware: class `rig`). The operator is asked which it looked
-    like at the alarm; the answer is recorded and shown in the report, and changes nothing."""
+    `overload`: whose fault a servo overload or overcurrent alarm in an episode is: `policy` (it
+    drove the arm into the table or the cube) or `rig` (the hardware). The operator's answer at
+    the alarm is recorded and shown in the report, and changes nothing."""
 
     policy: AbortAction = "failure"
     operator_unsafe: AbortAction = "failure"

@@ -8,9 +8,10 @@ Two questions (`store/abort_answers.py` keeps the answers; neither names the pol
   the hardware?" (p / h / ? = not known), asked at the alarm itself (`after_servo_alarm`) and,
   when it went unanswered there, again.
 
-`ask_open_questions` asks every open one at the start of a session, before the arm is
-connected (nothing moves, nothing is re-run before the operator has answered or ended the
-session). An empty answer asks again. The answer is recorded beside the abort and shown in the
+`ask_open_questions` asks every open one at the start of a session (`run_campaign`), before
+the policies are loaded and the arm is connected (nothing moves, nothing is re-run before the
+operator has answered or ended the session). A station's session (`run --station`) does not
+ask: the store does not say on which arm an abort was. An empty answer asks again. The answer is recorded beside the abort and shown in the
 report; how the abort counts was settled by the protocol's rules when it was recorded.
 
 After a servo alarm or a servo reset the arm cannot be moved by this session (an STS3215 keeps

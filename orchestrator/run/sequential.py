@@ -139,6 +139,8 @@ def run_campaign(opened: OpenedCampaign, operator: Operator | None = None, worke
         say(f"warning: free disk space may not hold all {len(pending)} remaining episodes "
             f"(about {size_text(per_episode * len(pending))}); the run will stop cleanly before the disk fills")
     with run_session(store):
+        if not _questions_answered(store, operator, say):   # before anything is loaded, connected or moved
+            return summary
         # the start check and the reset run between the trials of one rig: one episode at a time
         if opened.rig.profile.simulated and workers > 1 and loaded.protocol.start_check.mode == "off":
             from orchestrator.run.parallel import run_parallel
@@ -282,8 +284,6 @@ def _run_sequential(opened: OpenedCampaign, pending: list[Trial], operator: Oper
     progress = None
     try:
         labels = dict.fromkeys(t.policy for t in pending) if refill is None else loaded.protocol.policies
-        if not _questions_answered(store, operator, say):
-            return
         _load_and_connect(rig, loaded, labels, policies)
         if not _rest_or_end(motion, say):
             return
