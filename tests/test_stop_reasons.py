@@ -27,6 +27,8 @@ from orchestrator.analysis.report import build_report
 from orchestrator.analysis.report.aborts import describe_answers
 from orchestrator.core.errors import BadInput, Interrupted, RuntimeFailure
 from orchestrator.rigs.base import EmergencyStop
+from orchestrator.rigs.device_fault import DeviceFault
+from orchestrator.rigs.so101.servo_alarms import CHECK_EVERY_STEPS
 from orchestrator.run.console.prompt import PromptOperator
 from orchestrator.run.operator_protocol import ESTOP_PENDING
 from orchestrator.store.sqlite import CampaignStore
@@ -161,8 +163,6 @@ def test_after_an_overload_only_what_works_is_offered_and_the_next_run_names_the
     (asked_at, line), = op.questions
     assert line.startswith("SERVO ALARM: ") and "p = it pushed into something" in line and "Enter = move" not in line
     assert op.prompts == 0                          # never "Enter = move it to rest": it moved nothing
-    from orchestrator.rigs.so101.servo_alarms import CHECK_EVERY_STEPS
-
     # the control steps until the alarm is read, the hold; no move to rest after the question
     assert len(arm.goal_write_times(since=op.fault_at)) <= CHECK_EVERY_STEPS + 1
     assert not arm.goal_writes(since=asked_at)
@@ -197,3 +197,26 @@ def test_an_overload_left_unanswered_at_the_alarm_is_asked_first_by_the_next_ses
     assert not [w for w in arm.writes if session_2 < w[0] < asked_at]
     (attempt,), _ = _aborted(out)
     assert attempt["operator_answer"] == "the hardware (supply, cable, servo): the cable was loose"
+
+
+def test_an_alarm_during_the_move_to_rest_offers_no_move_either(tmp_path, monkeypatch):
+    """The first move to rest of a session; an overload on the elbow at its second step. It used
+    to hold and ask "Enter = move it to rest before torque goes off", which moved nothing."""
+    tmp_path, arm, rig, protocol = arm_bench(tmp_path, monkeypatch, FPS)
+
+    class AlarmInMove(AnsweringAlarm):
+        def check_stop(self):
+            self.checks += 1
+            if self.checks == 2:
+                arm.alarm(3)
+                self.fault_at = time.perf_counter()
+
+    op = AlarmInMove("")
+    with pytest.raises(DeviceFault, match=r"elbow_flex \(id 3\): overload") as raised:
+        campaign(protocol, rig, tmp_path / "c", op)
+    assert "power off and on" in raised.value.line
+    (asked_at, line), = op.questions
+    assert line.startswith("SERVO ALARM: ") and line.endswith("Enter = torque off")
+    assert op.prompts == 0 and not arm.goal_writes(since=asked_at)
+    assert len(arm.goal_write_times(since=op.fault_at)) <= CHECK_EVERY_STEPS + 1
+    assert arm.torque_enabled() == {i: 0 for i in arm.servos}

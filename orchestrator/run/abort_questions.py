@@ -81,14 +81,15 @@ def ask_open_questions(store: Any, operator: Operator, say: Callable[[str], None
     return answered
 
 
-def after_servo_alarm(store: Any, attempt: int, fault_line: str, policy_alarm: bool, operator: Operator) -> None:
-    """The prompt after a servo alarm or reset stopped an episode: only what works (support the
-    arm; torque goes off when the session ends; power-cycle; run again), and, for an overload or
-    overcurrent, what it looked like (recorded; an unanswered one is asked at the next session).
-    Ctrl-C or a closed console leave the question open."""
+def after_servo_alarm(store: Any, attempt: int | None, fault_line: str, policy_alarm: bool, operator: Operator) -> None:
+    """The prompt after a servo alarm or reset stopped an episode (`attempt`) or a move of the
+    arm by itself (None): only what works (support the arm; torque goes off when the session
+    ends; power-cycle; run again), and, for an overload or overcurrent in an episode, what it
+    looked like (recorded; an unanswered one is asked at the next session). Ctrl-C or a closed
+    console leave the question open."""
     head = (f"SERVO ALARM: {fault_line}. The arm cannot move again in this session. Support the arm: its "
             f"torque goes off when you answer; then {POWER_CYCLE}.")
-    if not policy_alarm:
+    if not policy_alarm or attempt is None:
         operator.question(f"{head} Enter = torque off")
         return
     text = operator.question(f"{head} What happened? ({ALARM_CHOICES}; then a note) Enter = torque off")

@@ -18,7 +18,7 @@ from __future__ import annotations
 import signal
 import threading
 from collections.abc import Callable
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from functools import partial
 
 from orchestrator.core.disk import size_text, space_problem
@@ -26,6 +26,7 @@ from orchestrator.core.errors import BadInput, Interrupted, RuntimeFailure
 from orchestrator.core.progress import say_flushed, terminal_for
 from orchestrator.design.schedule import Trial
 from orchestrator.rigs.base import EmergencyStop
+from orchestrator.rigs.device_fault import DeviceFault
 from orchestrator.run.abort_questions import POWER_CYCLE, after_servo_alarm, ask_open_questions
 from orchestrator.run.bookkeeping import (
     NO_REFEREES,
@@ -420,7 +421,8 @@ def _put_down_held(reset: CubeReset, loaded, queue: list[Trial], context) -> Cal
 
 def _rest_or_end(motion: ArmMotion, say: Callable[[str], None], before: Callable[[], object] | None = None) -> bool:
     """Back to rest between trials (after `before`, the arm's own motion there: a held cube put
-    down); False when the operator ended the session instead."""
+    down); False when the operator ended the session instead. A servo alarm or reset on the way
+    ends the session with no other move offered (`abort_questions.after_servo_alarm`)."""
     try:
         if before is not None:
             before()
@@ -428,4 +430,10 @@ def _rest_or_end(motion: ArmMotion, say: Callable[[str], None], before: Callable
     except StopRequested:
         say("stopped by the operator; run again to resume")
         return False
+    except DeviceFault as fault:
+        if is_servo_fault(fault):
+            motion.ended = True   # the move to rest before torque goes off would move nothing
+            with suppress(StopRequested):
+                after_servo_alarm(None, None, str(fault), False, motion.operator)
+        raise
     return True
