@@ -35,8 +35,6 @@ from orchestrator.store.sqlite import CampaignStore
 from support.arm_bench import arm_bench
 from support.arm_doubles import Failing, Watching, campaign
 
-FPS = 30
-
 
 class Script:
     """A stdin that is not a terminal: each `readline` takes the next step (a line, or a callable
@@ -87,7 +85,7 @@ def _aborted(out):
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT], ids=["SIGTERM", "SIGHUP", "Ctrl-C"])
 def test_a_stop_whose_question_a_signal_cuts_short_counts_and_is_asked_before_the_next_run_writes(
         tmp_path, monkeypatch, sig):
-    tmp_path, arm, rig, protocol = arm_bench(tmp_path, monkeypatch, FPS)
+    tmp_path, arm, rig, protocol = arm_bench(tmp_path, monkeypatch)
     out = tmp_path / "c"
     first = StopKeyAt(Script("\n", _signal(sig)))
     with pytest.raises(Interrupted, match="the next run asks why it was stopped"):
@@ -124,7 +122,7 @@ def test_ctrl_c_as_an_emergency_stop_on_a_real_arm_counts_as_unanswered_in_a_sim
         tmp_path, monkeypatch):
     from support.tiny import PROTOCOL, RIG
 
-    tmp_path, arm, rig, protocol = arm_bench(tmp_path, monkeypatch, FPS)
+    tmp_path, arm, rig, protocol = arm_bench(tmp_path, monkeypatch)
     ctrl_c = Failing(lambda: os.kill(os.getpid(), signal.SIGINT), at=3)
     with pytest.raises(Interrupted):
         campaign(protocol, rig, tmp_path / "arm", ctrl_c)
@@ -155,7 +153,7 @@ class AnsweringAlarm(Watching):
 def test_after_an_overload_only_what_works_is_offered_and_the_next_run_names_the_servo_before_writing(
         tmp_path, monkeypatch, overload, expected):
     rules = None if overload == "policy" else {"aborts": {"overload": overload}}   # the default: the policy's
-    tmp_path, arm, rig, protocol = arm_bench(tmp_path, monkeypatch, FPS, rules)
+    tmp_path, arm, rig, protocol = arm_bench(tmp_path, monkeypatch, rules)
     out = tmp_path / "c"
     op = AnsweringAlarm("p it pushed into the table", fail=lambda: arm.alarm(3), fail_at=2, wait_s=0.0)
     with pytest.raises(RuntimeFailure, match=r"elbow_flex \(id 3\): overload.*switch the arm's power supply off and on"):
@@ -183,7 +181,7 @@ def test_after_an_overload_only_what_works_is_offered_and_the_next_run_names_the
 
 
 def test_an_overload_left_unanswered_at_the_alarm_is_asked_first_by_the_next_session(tmp_path, monkeypatch):
-    tmp_path, arm, rig, protocol = arm_bench(tmp_path, monkeypatch, FPS)
+    tmp_path, arm, rig, protocol = arm_bench(tmp_path, monkeypatch)
     out = tmp_path / "c"
     with pytest.raises(RuntimeFailure):
         campaign(protocol, rig, out, AnsweringAlarm("", fail=lambda: arm.alarm(2), fail_at=2, wait_s=0.0))
@@ -202,7 +200,7 @@ def test_an_overload_left_unanswered_at_the_alarm_is_asked_first_by_the_next_ses
 def test_an_alarm_during_the_move_to_rest_offers_no_move_either(tmp_path, monkeypatch):
     """The first move to rest of a session; an overload on the elbow at its second step. It used
     to hold and ask "Enter = move it to rest before torque goes off", which moved nothing."""
-    tmp_path, arm, rig, protocol = arm_bench(tmp_path, monkeypatch, FPS)
+    tmp_path, arm, rig, protocol = arm_bench(tmp_path, monkeypatch)
 
     class AlarmInMove(AnsweringAlarm):
         def check_stop(self):
