@@ -190,7 +190,11 @@ def test_closing_the_terminal_while_the_arm_is_held_ends_the_process_with_torque
         # the next run is not refused as a second runner; it asks why the stop was made, first
         proc, lines = start_run(protocol, rig, out, env=env(), enters=0)
         try:
-            _wait_for(lines, "BEFORE ANYTHING MOVES", timeout_s=180)
+            try:
+                _wait_for(lines, "BEFORE ANYTHING MOVES", timeout_s=180)
+            except AssertionError:
+                proc.kill()
+                raise AssertionError(proc.stderr.read()[-3000:]) from None
             proc.stdin.write("3 my terminal closed\n" + "\n" * 10)
             proc.stdin.flush()
             _wait_for(lines, "EPISODE RUNNING", timeout_s=180)
