@@ -16,7 +16,7 @@ from itertools import combinations
 from typing import Any, NamedTuple
 
 from orchestrator.analysis.outcomes import TrialOutcome
-from orchestrator.analysis.stats import evalue_discordant, mark_split, paired_table
+from orchestrator.analysis.stats import PairedTable, evalue_discordant, mark_split, paired_table
 
 
 class StoppingDecision(NamedTuple):
@@ -47,8 +47,9 @@ def _stopping_fields(stopping: Any) -> tuple[str, int | None]:
 def stopping_decision(outcomes_so_far: Sequence[TrialOutcome], protocol: Any) -> StoppingDecision:
     """Decide whether to stop now. Returns (stop, reason, e_value).
 
-    The e-value uses the marks whose every (layout, repeat) has a known outcome for every
-    policy: with one trial per mark the discordant layouts, with repeats the discordant marks
+    The e-value of a pair (a, b) uses the marks whose every (layout, repeat) has a known outcome
+    for both a and b (`RuleView`; a third policy that never ran takes nothing away from the pair):
+    with one trial per mark the discordant layouts, with repeats the discordant marks
     (a mark's sign of A-only minus B-only over its repeats, `stats.mark_split`): repeats on one
     mark are not independent, the signs of complete marks are (under H0);
     max_layouts counts the layouts every policy has run, judged or not (on hardware labels may
@@ -96,51 +97,52 @@ def stopping_decision(outcomes_so_far: Sequence[TrialOutcome], protocol: Any) ->
 
 
 class RuleView:
-    """What the e-value rule counts, the one definition the runner and the report share: the
-    (layout, repeat) blocks known for every policy, and the marks all of whose scheduled blocks
-    are known (a mark counts only once complete, so its sign is final)."""
+    """What the e-value rule counts, the one definition the runner and the report share. Per
+    pair of policies (a, b): the (layout, repeat) blocks where both a and b are known, and the
+    marks all of whose scheduled blocks are so known (a mark counts only once complete, so its
+    sign is final). A third policy's missing outcome (every attempt aborted, an unsure label)
+    removes nothing from a vs b: under "a and b are equal" the sign of a mark complete for a and
+    b is symmetric whatever the other policies did, so the pair's e-value stays a test martingale."""
 
-    def __init__(self, blocks: dict[tuple[str, int], dict[str, bool]], marks: dict[str, list[int]]):
-        self.blocks = blocks
-        self.marks = marks
-        self.repeats = any(len(reps) > 1 for reps in marks.values())
+    def __init__(self, known: dict[tuple[str, int], dict[str, bool]], reps: dict[str, list[int]],
+                 labels: Sequence[str]):
+        self.known = known
+        self.reps = reps
+        self.blocks = {key: v for key, v in known.items() if all(p in v for p in labels)}
+        self.repeats = any(len(r) > 1 for r in reps.values())
 
     @classmethod
     def of(cls, outcomes: Sequence[TrialOutcome], labels: Sequence[str]) -> RuleView:
-        per: dict[tuple[str, int], dict[str, bool]] = {}
+        known: dict[tuple[str, int], dict[str, bool]] = {}
+        reps: dict[str, set[int]] = {}
         for o in outcomes:
+            reps.setdefault(o.layout, set()).add(o.repeat)
             if o.success is not None:
-                per.setdefault((o.layout, o.repeat), {})[o.policy] = bool(o.success)
-        blocks = {key: v for key, v in per.items() if all(p in v for p in labels)}
-        return cls(blocks, _complete_marks(outcomes, blocks))
+                known.setdefault((o.layout, o.repeat), {})[o.policy] = bool(o.success)
+        return cls(known, {m: sorted(r) for m, r in reps.items()}, labels)
+
+    def pairs(self, a: str, b: str) -> dict[str, list[tuple[bool, bool]]]:
+        """{mark: [(a's outcome, b's outcome) per repeat]} over the marks complete for a and b."""
+        out = {}
+        for m, rs in self.reps.items():
+            got = [self.known.get((m, r), {}) for r in rs]
+            if all(a in v and b in v for v in got):
+                out[m] = [(v[a], v[b]) for v in got]
+        return out
+
+    def tables(self, a: str, b: str) -> list[PairedTable]:
+        """The per-mark paired tables of the marks the rule counts for a vs b."""
+        return [paired_table([x for x, _ in v], [y for _, y in v]) for v in self.pairs(a, b).values()]
 
     def split(self, a: str, b: str) -> tuple[int, int]:
-        """(A ahead, B ahead) over the complete marks (`_split`): the e-value's counts."""
-        return _split(self.marks, self.blocks, a, b)
+        """Discordant marks (A ahead, B ahead) over the marks complete for a and b: a mark's
+        d = (A-only) - (B-only) over its repeats (`stats.mark_split`); with one repeat per mark,
+        the discordant layouts. The e-value's counts."""
+        return mark_split(self.tables(a, b))
 
-    @property
-    def units(self) -> int:
-        """Complete marks (with one repeat per mark, the complete layouts)."""
-        return len(self.marks)
-
-
-def _complete_marks(outcomes: Sequence[TrialOutcome],
-                    blocks: dict[tuple[str, int], dict[str, bool]]) -> dict[str, list[int]]:
-    """{mark: its repeats} for every mark whose scheduled (layout, repeat) blocks are all known
-    for every policy. With repeats a mark counts only once complete, so its sign is final."""
-    reps: dict[str, set[int]] = {}
-    for o in outcomes:
-        reps.setdefault(o.layout, set()).add(o.repeat)
-    return {m: sorted(r) for m, r in reps.items() if all((m, x) in blocks for x in r)}
-
-
-def _split(marks: dict[str, list[int]], blocks: dict[tuple[str, int], dict[str, bool]],
-           a: str, b: str) -> tuple[int, int]:
-    """Discordant marks (A ahead, B ahead): a mark's d = (A-only) - (B-only) over its repeats
-    (`stats.mark_split`); with one repeat per mark, the discordant layouts."""
-    tables = [paired_table([blocks[(m, r)][a] for r in rs], [blocks[(m, r)][b] for r in rs])
-              for m, rs in marks.items()]
-    return mark_split(tables)
+    def units(self, a: str, b: str) -> int:
+        """Marks complete for a and b (with one repeat per mark, the layouts known for both)."""
+        return len(self.pairs(a, b))
 
 
 def evaluate_stopping(store: Any, loaded_protocol: Any) -> StoppingDecision:

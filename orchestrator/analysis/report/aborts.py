@@ -115,14 +115,31 @@ def _warnings(rows: list[AbortRow], tests: tuple[AbortTest, ...], rules: dict[st
             x, y = by[t.a], by[t.b]
             out.append(f"abort rates differ between {t.a} and {t.b}: {x.trials_with_abort}/{x.trials} vs "
                        f"{y.trials_with_abort}/{y.trials} trials with an abort (Fisher exact p {p_eq(t.fisher_p)}, "
-                       f"Holm-adjusted {p_eq(t.holm_p)}); aborts that were re-run are not outcomes, so the "
-                       "comparison covers only the clean runs of the more often aborted policy")
+                       f"Holm-adjusted {p_eq(t.holm_p)}); " + _what_aborts_did(x, y, rules))
     limit = [r for r in rows if r.excluded]
     for r in limit:
         out.append(f"{r.excluded} trial{'s' if r.excluded != 1 else ''} of {r.policy} reached the re-run "
                    f"limit (aborts.max_reruns = {rules.get('max_reruns')}) and {'are' if r.excluded != 1 else 'is'} "
                    "left out (see 'Unpaired layouts')")
     return out
+
+
+def _what_aborts_did(x: AbortRow, y: AbortRow, rules: dict[str, Any]) -> str:
+    """What the more often aborted policy's aborts did to the comparison: re-run aborts are not
+    outcomes (the comparison covers its clean runs), aborts the rules count as failures are
+    outcomes (in every table), both when its aborts were of both kinds."""
+    more = x if x.trials_with_abort * y.trials >= y.trials_with_abort * x.trials else y
+    rerun = sum(n for c, n in more.by_class if rules.get(c) != "failure" and c != NOT_A_CAUSE)
+    if not more.scored_failures:
+        return ("aborts that were re-run are not outcomes, so the comparison covers only the clean runs "
+                f"of {more.policy}, the more often aborted policy")
+    scored = (f"{more.scored_failures} trial{'s' if more.scored_failures != 1 else ''} of {more.policy} "
+              f"(the more often aborted policy) {'were' if more.scored_failures != 1 else 'was'} scored as its "
+              "failure by the aborts rules and count in the comparison")
+    if not rerun:
+        return scored + ": the difference in aborts is part of the difference in success"
+    return (scored + f"; {rerun} of its aborted attempts were re-run, are not outcomes, and for those "
+            "trials the comparison covers only its clean runs")
 
 
 def describe_rules(rules: dict[str, Any]) -> str:

@@ -11,6 +11,7 @@ from orchestrator.analysis import stats
 from orchestrator.analysis.outcomes import OutcomeSet
 from orchestrator.analysis.report.aborts import build_aborts
 from orchestrator.analysis.report.analysis import PairedAnalysis, deciding_test_name, paired_analysis
+from orchestrator.analysis.report.decision import disagreement_note, other_pairs_note, rule_data, stop_note
 from orchestrator.analysis.report.format import fmt_p, p_eq, p_name
 from orchestrator.analysis.report.judges import judge_section
 from orchestrator.analysis.report.model import (
@@ -29,6 +30,7 @@ from orchestrator.analysis.report.raters import rater_agreement
 from orchestrator.analysis.report.timing import lost_step_warnings, policy_timing, time_summary
 from orchestrator.analysis.report.verdict import Evidence, verdict_notes, verdict_text
 from orchestrator.analysis.stopping import RuleView
+from orchestrator.store.records import RIG_TWIN
 
 
 def _has_repeats(data: OutcomeSet) -> bool:
@@ -77,46 +79,6 @@ def _max_layouts(stopping: Any) -> int | None:
     if isinstance(stopping, dict):
         return stopping.get("max_layouts")
     return getattr(stopping, "max_layouts", None)
-
-
-EARLY_STOP = "stopped early by the pre-registered e-value rule"
-
-
-def _stop_note(data: OutcomeSet, significant: bool, ev: stats.EValueResult) -> tuple[str, ...]:
-    """The recorded stop and the verdict can only differ when the labels changed after the stop
-    (the runner decides on physics in simulation, on the human consensus on hardware)."""
-    early = (data.stop_reason or "").startswith(EARLY_STOP)
-    if early and not significant:
-        return (f"The campaign was stopped early by the e-value rule on the labels of that moment; under the "
-                f"labels used here ({data.label_source}) the e-value is {ev.e_value:.2f} < {ev.threshold:g}, so "
-                "the stop stands but the difference is not established by these labels.",)
-    return ()
-
-
-def _disagreement_note(data: OutcomeSet, a: str, b: str, evalue_rule: bool) -> tuple[str, ...]:
-    """Judge disagreements that changed which layouts count, with the pre-registered rule and
-    what the other rule would have given (which layouts drop depends on the outcome)."""
-    disputed = {o.key for o in data.outcomes if o.disputed and o.policy in (a, b)}
-    if not disputed:
-        return ()
-    units = "layout" + ("s" if len(disputed) != 1 else "")
-    if data.disagreement == "failure":
-        return (f"The judges disagree on {len(disputed)} {units} of {a} vs {b}; by the pre-registered rule "
-                "(judging.disagreement: failure) a disagreement counts as a failure of the policy.",)
-    from dataclasses import replace
-
-    alt = replace(data, outcomes=tuple(replace(o, success=False, failure_mode="judges disagree")
-                                       if o.disputed and o.success is None else o for o in data.outcomes))
-    t = stats.paired_table([x[1] for x in alt.pairs(a, b)], [x[2] for x in alt.pairs(a, b)])
-    if evalue_rule:
-        other = f"e-value {stats.evalue_discordant(t.a_only, t.b_only).e_value:.2f}"
-    else:
-        mc = stats.mcnemar(t.a_only, t.b_only)
-        other = f"{p_name(data.primary)} {fmt_p(mc.exact_p if data.primary == 'mcnemar_exact' else mc.mid_p)}"
-    return (f"The judges disagree on {len(disputed)} {units} of {a} vs {b}: by the pre-registered rule "
-            "(judging.disagreement: unsure) they are left out until another judge decides; counted as "
-            f"failures instead, the table would be {t.a_only} {a}-only to {t.b_only} {b}-only of {t.n} "
-            f"({other}, unadjusted).",)
 
 
 def _evalue_rule(stopping: Any) -> bool:
@@ -179,8 +141,9 @@ def _compare(an: PairedAnalysis, a: str, b: str, data: OutcomeSet, holm_mid: flo
     # marks only), so the verdict never contradicts the recorded stop; otherwise, with repeats,
     # the e-value counts discordant marks (`stats.mark_split`), like the test
     level = data.alpha / max(comparisons, 1)
-    if evalue_rule and rule is not None:
-        split = rule.split(a, b)
+    rd = rule_data(rule, a, b) if evalue_rule and rule is not None else None
+    if rd is not None:
+        split = rd.split
     else:
         split = stats.mark_split([t for _, t in an.marks]) if an.unit == "mark" else (table.a_only, table.b_only)
     ev = stats.evalue_discordant(*split, level)
@@ -189,13 +152,14 @@ def _compare(an: PairedAnalysis, a: str, b: str, data: OutcomeSet, holm_mid: flo
     more, more_note = (None, "")
     if not significant and an.unit == "layout":
         more, more_note = more_layouts(table, data.alpha, primary, comparisons, evalue_rule,
-                                       _max_layouts(data.stopping))
+                                       _max_layouts(data.stopping), (a, b))
     discordant_units = an.clustered.discordant_marks if an.clustered is not None else table.discordant
     evidence = Evidence(a=a, b=b, table=table, unit=an.unit, discordant_units=discordant_units, primary=primary,
                         alpha=data.alpha, p=holm_primary, p_raw=p_primary, mid_p=holm_mid, exact_p=holm_exact,
                         difference=an.difference, sequence=an.sequence, evalue=ev, evalue_rule=evalue_rule,
                         significant=significant, share=share, comparisons=comparisons,
-                        rule_units=rule.units if rule is not None else 0)
+                        rule_units=rd.units if rd is not None else 0,
+                        rule_table=rd.table if rd is not None else None)
     return Comparison(
         a=a, b=b, table=table, mcnemar=an.mcnemar, difference=an.difference,
         tango=stats.tango_paired(table) if n else an.difference,
@@ -207,9 +171,11 @@ def _compare(an: PairedAnalysis, a: str, b: str, data: OutcomeSet, holm_mid: flo
         verdict=verdict_text(evidence, more, more_note),
         pairing_note=_pairing_note(table, fisher, p_primary, p_name(primary)) if an.unit == "layout" else "",
         strata=_stratum_rows(data.pairs(a, b), data), unit=an.unit, clustered=an.clustered, marks=an.marks,
-        sequence=an.sequence, notes=verdict_notes(evidence) + _stop_note(data, significant, ev)
-        + _disagreement_note(data, a, b, evalue_rule),
-        holm_exact_p=holm_exact, share=share,
+        sequence=an.sequence, notes=verdict_notes(evidence) + stop_note(data, a, b, significant, ev)
+        + (other_pairs_note(rd, table, a, b, an.unit == "mark") if rd is not None else ())
+        + disagreement_note(data, a, b, evalue_rule),
+        holm_exact_p=holm_exact, share=share, rule_table=rd.table if rd is not None else None,
+        rule_units=rd.units if rd is not None else None,
         deciding_max_e=stats.evalue_discordant(sum(split), 0, level).e_value if evalue_rule else None)
 
 
@@ -332,13 +298,13 @@ def build_report(data: OutcomeSet) -> Report:
         stopping_rule=stopping_rule, primary=primary, alpha=data.alpha, trials_done=done,
         trials_scheduled=data.scheduled_trials, aborted_attempts=data.aborted_attempts, policies=policies,
         comparisons=comparisons, cochran=cochran, strata=_strata(data), drift=_drift(data),
-        judges=judge_section(data), unpaired=unpaired, warnings=tuple(warnings), headline=_headline(comparisons, cochran),
+        judges=judge_section(data), unpaired=unpaired, warnings=tuple(warnings), headline=_headline(comparisons, None if evalue_rule else cochran),
         grid=_grid(data), timeline=_timeline(data), timing=timing, sessions=data.sessions,
         operator_is_judge=data.operator_is_judge, fps=data.fps, raters=rater_agreement(data),
         arm_still=_arm_still(data), unit=unit, test=deciding_test_name(unit, primary),
-        notes=_cochran_notes(comparisons, cochran, data.alpha), stations=station_section, aborts=abort_section,
+        notes=() if evalue_rule else _cochran_notes(comparisons, cochran, data.alpha), stations=station_section, aborts=abort_section,
         withheld=tuple(withheld), evidence=data.evidence, start_check=start_section,
-        interventions=build_interventions(data))
+        interventions=build_interventions(data), rig_kind=data.rig_kind)
 
 
 def _arm_still(data: OutcomeSet) -> tuple[tuple[str, str, str], ...]:
@@ -353,12 +319,14 @@ def _warnings(data: OutcomeSet, unpaired: tuple, timing: tuple[PolicyTiming, ...
         warnings.append(f"{len(unpaired)} layout run{'s' if len(unpaired) != 1 else ''} cannot form a "
                         "complete pair (listed under 'Unpaired layouts'); they are not in the paired tables")
     rate = f"{data.fps} Hz" if data.fps else "its control rate"
+    where = " on the twin (a real arm would see the same loop)" if data.rig_kind == RIG_TWIN else ""
     for t in timing:
         if t.episodes_over:
-            warnings.append(f"policy {t.label} could not keep {rate} in {t.episodes_over} "
+            lost = f" and {t.lost_steps} lost steps" if t.lost_steps else ""
+            warnings.append(f"policy {t.label} could not keep {rate}{where} in {t.episodes_over} "
                             f"episode{'s' if t.episodes_over != 1 else ''} of {t.with_timing} (more than "
                             f"{100 * OVERRUN_WARN_FRACTION:g}% of the steps overran the control period; "
-                            f"{t.overrun_steps} overrun steps in all): its outcomes may reflect a slow loop")
+                            f"{t.overrun_steps} overrun steps{lost} in all): its outcomes may reflect a slow loop")
     if _evalue_rule(data.stopping):
         warnings.append("the protocol pre-registers the e-value stopping rule: the verdict uses the "
                         "anytime-valid e-value; McNemar p-values assume a fixed number of layouts and "

@@ -13,6 +13,7 @@ from orchestrator.analysis.report.format import fmt_p, interval, k_of_n, ms, p_e
 from orchestrator.analysis.report.model import OVERRUN_WARN_FRACTION, Comparison, Report
 from orchestrator.analysis.report.raters import RaterAgreement
 from orchestrator.analysis.report.start_state import describe_interventions
+from orchestrator.store.records import RIG_KIND_WORDS
 
 
 @dataclass(frozen=True)
@@ -86,6 +87,8 @@ def header(r: Report) -> list[Block]:
     out += [Title(f"Report: {r.protocol_name or r.campaign_name}"),
             Line(f"Verdict: {r.headline}", "verdict"), Gap(),
             Line(f"Source: {r.source}" + (f" (campaign {r.campaign_id})" if r.campaign_id else ""))]
+    if r.rig_kind:
+        out.append(Line(f"Rig: {RIG_KIND_WORDS[r.rig_kind]}"))
     if r.protocol_sha256:
         out.append(Line(f"Protocol: {r.protocol_name}, sha256 {r.protocol_sha256}"))
     if r.evidence is not None:
@@ -155,12 +158,12 @@ def comparison(c: Comparison, several: bool) -> list[Block]:
              f"{c.b} only {t.b_only})" + _reach(c)),
         _mcnemar_line(c)]
     if several:
-        out.append(Line(f"Holm-adjusted {prim}: {fmt_p(c.holm_primary_p)}"))
+        out.append(Line(_ref(c) + f"Holm-adjusted {prim}: {fmt_p(c.holm_primary_p)}"))
     out += _clustered(c)
     est, lo, hi = points(d.estimate, d.lo, d.hi)
     method = "Newcombe with the design effect over marks" if c.unit == "mark" else "Newcombe"
     tango = points(c.tango.lo, c.tango.hi, c.bonett_price.lo, c.bonett_price.hi)
-    out.append(Line(f"Difference {c.a} - {c.b}: {est} points, 95% CI {lo} to {hi} ({method}"
+    out.append(Line(_ref(c) + f"Difference {c.a} - {c.b}: {est} points, 95% CI {lo} to {hi} ({method}"
                     + (", fixed-n: not valid after optional stopping" if c.sequence is not None else "") + "); "
                     + ("pairs as if independent: " if c.unit == "mark" else "")
                     + f"Tango {tango[0]} to {tango[1]}, Bonett-Price {tango[2]} to {tango[3]}"))
@@ -168,20 +171,27 @@ def comparison(c: Comparison, several: bool) -> list[Block]:
         q = c.sequence
         est, lo, hi = points(q.estimate, q.lo, q.hi)
         out.append(Line(f"Anytime-valid {100 * q.level:g}% confidence sequence for the difference: {lo} to {hi} "
-                        "points (Beta-binomial mixture, Howard et al. 2021): valid at the data-dependent stop"))
+                        "points (Beta-binomial mixture, Howard et al. 2021): valid at the data-dependent stop, but "
+                        "not the rule's test: it also bounds how often the policies disagree, so it is wider than "
+                        "the rule's interval and can reach 0 when the rule rejects"))
     if c.pairing_note:
-        out.append(Line(c.pairing_note))
+        out.append(Line(_ref(c) + c.pairing_note))
     out.append(Line(f"Anytime-valid e-value on the discordant {'marks' if c.unit == 'mark' else 'pairs'}: "
                     f"{c.evalue.e_value:.2f} "
                     f"(rejects at >= {c.evalue.threshold:g})"))
     out.append(Line(f"Verdict: {c.verdict}"))
     out += [Line(f"Note: {n}") for n in c.notes]
     if c.strata:
-        out += [Gap(), Line("Per stratum:"),
+        out += [Gap(), Line(_ref(c) + "Per stratum:"),
                 table(["stratum", "pairs", "both", f"{c.a} only", f"{c.b} only", "neither", "mid-p"],
                       [[s.stratum, str(s.table.n), str(s.table.both), str(s.table.a_only), str(s.table.b_only),
                         str(s.table.neither), fmt_p(s.mid_p)] for s in c.strata])]
     return out
+
+
+def _ref(c: Comparison) -> str:
+    """`AFTER_STOP` before a fixed-n figure of a comparison decided by the e-value rule."""
+    return AFTER_STOP if c.share is not None else ""
 
 
 def _reach(c: Comparison) -> str:
@@ -199,7 +209,7 @@ def _mcnemar_line(c: Comparison) -> Line:
     m = c.mcnemar
     layout = c.unit == "layout"
     tag = {p: " (primary)" if layout and c.primary == p else "" for p in ("mcnemar_midp", "mcnemar_exact")}
-    return Line(("McNemar" if layout else "McNemar on the pairs as if independent (for reference only)")
+    return Line(_ref(c) + ("McNemar" if layout else "McNemar on the pairs as if independent (for reference only)")
                 + f" mid-p {fmt_p(m.mid_p)}{tag['mcnemar_midp']}, exact {fmt_p(m.exact_p)}{tag['mcnemar_exact']}; "
                 f"chi2 {m.chi2:.2f} (p {fmt_p(m.chi2_p)}), with continuity correction "
                 f"{m.chi2_cc:.2f} (p {fmt_p(m.chi2_cc_p)})")
@@ -211,7 +221,7 @@ def _clustered(c: Comparison) -> list[Block]:
     if k is None:
         return []
     prim = "mcnemar_midp" if c.primary != "mcnemar_exact" else "mcnemar_exact"
-    return [Line(f"Clustered McNemar over marks (the unit): {k.discordant_marks} of {k.marks} marks discordant; "
+    return [Line(_ref(c) + f"Clustered McNemar over marks (the unit): {k.discordant_marks} of {k.marks} marks discordant; "
                  f"sign-flip mid-p {fmt_p(k.mid_p)}{' (primary)' if prim == 'mcnemar_midp' else ''}, "
                  f"exact {fmt_p(k.exact_p)}{' (primary)' if prim == 'mcnemar_exact' else ''}; Durkalski chi2 "
                  f"{k.durkalski_chi2:.2f} (p {fmt_p(k.durkalski_p)}, asymptotic); design effect "
@@ -234,8 +244,17 @@ def cochran(r: Report) -> list[Block]:
         return []
     q = r.cochran
     return [Heading("Three or more policies"),
-            Line(f"Cochran's Q = {q.q:.3f}, df {q.df}, p {p_eq(q.p)} ({q.blocks} layouts judged for every "
-                 "policy); pairwise McNemar above, Holm-adjusted.")]
+            Line(_after_stop(r.stopping_rule) + f"Cochran's Q = {q.q:.3f}, df {q.df}, p {p_eq(q.p)} ({q.blocks} "
+                 "layouts judged for every policy); pairwise McNemar above, Holm-adjusted.")]
+
+
+AFTER_STOP = "Computed after an optional stop (the e-value rule decides; for reference only): "
+
+
+def _after_stop(stopping_rule: str) -> str:
+    """The label of a fixed-n test or interval under the pre-registered e-value rule: every look
+    could have stopped the campaign, so none of them is valid at the stop; the rule decides."""
+    return AFTER_STOP if stopping_rule.startswith("e-value") else ""
 
 
 def strata(r: Report) -> list[Block]:

@@ -74,6 +74,14 @@ def _comparison(c: Comparison) -> dict[str, Any]:
             # exactly when the e-value rule rejects
             "discordant_share": None if c.share is None else [c.share.lo, c.share.hi],
             "discordant_share_estimate": None if c.share is None else _num(c.share.estimate)},
+        # the e-value rule's own data (one decision, one dataset): the units and pairs it counts;
+        # every fixed-n figure above is then computed after an optional stop, for reference only
+        "rule": None if c.rule_table is None else {
+            "units": c.rule_units, "unit": c.unit, "pairs": c.rule_table.n,
+            "table": {"both": c.rule_table.both, "a_only": c.rule_table.a_only, "b_only": c.rule_table.b_only,
+                      "neither": c.rule_table.neither},
+            "discordant_units": [c.evalue.a_only, c.evalue.b_only]},
+        "fixed_n_after_optional_stop": c.share is not None,
         "more_layouts_note": c.more_layouts_note,
         "notes": list(c.notes),
     }
@@ -188,7 +196,7 @@ def to_dict(r: Report) -> dict[str, Any]:
         "campaign": {"id": r.campaign_id, "protocol_sha256": r.protocol_sha256, "complete": r.complete,
                      "trials": r.trials_done, "aborted": r.aborted_attempts,
                      "name": r.campaign_name, "protocol_name": r.protocol_name, "source": r.source,
-                     "simulated": r.simulated, "scheduled_trials": r.trials_scheduled,
+                     "simulated": r.simulated, "rig_kind": r.rig_kind or None, "scheduled_trials": r.trials_scheduled,
                      "stop_reason": r.stop_reason, "stopping_rule": r.stopping_rule,
                      "operator_is_judge": r.operator_is_judge, "fps": r.fps},
         "labels": r.label_source,

@@ -37,8 +37,10 @@ def rule_name(evalue_rule: bool, primary: str, comparisons: int) -> str:
 
 
 def more_layouts(table: stats.PairedTable, alpha: float, primary: str, comparisons: int = 1,
-                 evalue_rule: bool = False, max_layouts: int | None = None) -> tuple[int | None, str]:
-    """(layouts still needed or None, the sentence saying it) for a comparison not established."""
+                 evalue_rule: bool = False, max_layouts: int | None = None,
+                 names: tuple[str, str] = ("A", "B")) -> tuple[int | None, str]:
+    """(layouts still needed or None, the sentence saying it) for a comparison not established;
+    `names` are the two policies of the table, in its order (a_only is the first's)."""
     n = table.n
     if n == 0:
         return None, "no complete pairs yet"
@@ -54,7 +56,7 @@ def more_layouts(table: stats.PairedTable, alpha: float, primary: str, compariso
     needed = _needed(p10, p01, level, evalue_rule, primary)
     q, d = p10 + p01, p10 - p01
     half = _needed((q + d / 2) / 2, (q - d / 2) / 2, level, evalue_rule, primary)
-    at = f"at the observed rates ({b}/{n} A-only, {c}/{n} B-only layouts)"
+    at = f"at the observed rates ({b}/{n} {names[0]}-only, {c}/{n} {names[1]}-only layouts)"
     half_text = (f"; at half the observed difference about {half}" if half is not None else
                  f"; at half the observed difference not even {PLAN_MAX_LAYOUTS}")
     rough = f"; a rough guide from only {n} layouts" if n < 20 else ""

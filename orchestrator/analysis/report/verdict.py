@@ -44,6 +44,7 @@ class Evidence:
     share: stats.Interval | None = None  # e-value rule: CS for A's share of the rule's discordant units
     comparisons: int = 1                 # K pairwise comparisons (Holm; the rule's level 1 - alpha/K)
     rule_units: int = 0                  # the units the rule counts (complete marks / layouts)
+    rule_table: stats.PairedTable | None = None   # e-value rule: the pairs on the units it counts
 
 
 def interval_text(iv: stats.Interval, anytime: bool = False) -> str:
@@ -65,6 +66,18 @@ def share_text(e: Evidence) -> str:
     return (f"{e.a}'s share of the {discordant} discordant {units} {share}, anytime-valid "
             f"{100 * iv.level:.4g}% confidence sequence {100 * iv.lo:.1f}% to {100 * iv.hi:.1f}% "
             "(50% = no difference)")
+
+
+def _rule_difference(e: Evidence) -> str:
+    """The difference on the pairs the e-value rule counts (`decision.rule_data`): one decision,
+    one dataset."""
+    t = e.rule_table if e.rule_table is not None else e.table
+    units = "marks" if e.unit == "mark" else "layouts"
+    if t.n == 0:
+        return f"no {units[:-1]} is complete for both yet"
+    where = (f" on the {e.rule_units} {units} the rule counts" if e.rule_table is not None and t.n != e.table.n
+             else "")
+    return f"difference {points((t.a_only - t.b_only) / t.n)[0]} points{where}"
 
 
 def _p_text(e: Evidence) -> tuple[str, str]:
@@ -91,13 +104,14 @@ def verdict_text(e: Evidence, more: int | None, more_note: str) -> str:
         return f"{a} vs {b}: no layout has a known outcome for both yet; nothing can be said."
     label, value = _p_text(e)
     if e.evalue_rule and e.share is not None:
-        est = points((e.table.a_only - e.table.b_only) / n)[0]
-        ci = f"difference {est} points; {share_text(e)}"
+        ci = f"{_rule_difference(e)}; {share_text(e)}"
+        ahead = e.evalue.a_only > e.evalue.b_only        # the rule's own counts decide the winner
     else:
         shown = e.sequence if e.sequence is not None else e.difference
         ci = interval_text(shown, anytime=e.sequence is not None)
+        ahead = e.table.a_only > e.table.b_only
     if e.significant:
-        better, worse = (a, b) if e.table.a_only > e.table.b_only else (b, a)
+        better, worse = (a, b) if ahead else (b, a)
         return f"{better} better than {worse}: {label} {value}; {ci}."
     units = "marks" if e.unit == "mark" else "layouts"
     text = f"{a} vs {b}: not established at this n ({label} {value}; {ci})."
