@@ -10,7 +10,7 @@ from typing import Any
 
 from orchestrator.analysis.report.aborts import AbortSection
 from orchestrator.analysis.report.model import SCHEMA, Comparison, JudgeSection, PolicySummary, PolicyTiming, Report
-from orchestrator.analysis.report.raters import RaterAgreement
+from orchestrator.analysis.report.raters import RaterAgreement, judge_flags
 from orchestrator.analysis.report.start_state import InterventionSection, StartCheckSection
 from orchestrator.analysis.report.stations import StationSection
 from orchestrator.core.versioned import read_versioned_json
@@ -215,6 +215,7 @@ def to_dict(r: Report) -> dict[str, Any]:
     if r.judges is not None:
         out["judges"] = _judges(r.judges)
     out["rater_agreement"] = _raters(r.raters)
+    out["judge_flags"] = [flag.to_json() for flag in judge_flags(r.raters)]
     out["arm_never_moved"] = [{"episode": e, "layout": lay, "policy": p} for e, lay, p in r.arm_still]
     # campaign-only: null for an outcomes CSV, which holds neither timing nor sessions
     out["timing"] = {t.label: _timing(t) for t in r.timing} if r.timing else None
