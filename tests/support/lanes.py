@@ -104,6 +104,7 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_report.py", ()),
     ("test_report_wording.py", ()),
     ("test_report_html.py", ("browser", "subprocess")),
+    ("test_report_intervals.py", ()),
     ("test_report_one_decision.py", ()),
     ("test_report_stations.py", ()),
     ("test_report_stats.py", ()),

@@ -13,6 +13,7 @@ from orchestrator.analysis.report.format import fmt_p, interval, k_of_n, ms, p_e
 from orchestrator.analysis.report.model import OVERRUN_WARN_FRACTION, Comparison, Report
 from orchestrator.analysis.report.raters import RaterAgreement
 from orchestrator.analysis.report.start_state import describe_interventions
+from orchestrator.analysis.stats.agreement import KAPPA_FEW_LABELS
 
 
 @dataclass(frozen=True)
@@ -464,6 +465,9 @@ def _rater_lines(rows: tuple[RaterAgreement, ...], still: tuple[tuple[str, str, 
     for r in rows:
         t = r.table
         ci = "n/a" if r.kappa_ci95[0] != r.kappa_ci95[0] else f"{r.kappa_ci95[0]:.2f} to {r.kappa_ci95[1]:.2f}"
+        if r.kappa_ci_coverage is not None:
+            ci += (f"; with fewer than {KAPPA_FEW_LABELS} of one label its coverage was measured as low as "
+                   f"{r.kappa_ci_coverage:.2f}")
         out.append(f"{r.rater} vs {r.reference}: kappa {r.kappa:.2f} (95% CI {ci}), agreement "
                    f"{100 * r.agreement:.0f}% on {r.items} episodes; said success/reference success "
                    f"{t['success_success']}, success/failure {t['success_failure']}, failure/success "

@@ -31,6 +31,7 @@ class RaterAgreement:
     agreement: float
     kappa: float
     kappa_ci95: tuple[float, float]
+    kappa_ci_coverage: float | None = None   # the interval's lowest measured coverage when below 0.93
 
 
 def _row(rater: str, reference: str, said: dict[str, str], truth: dict[str, bool]) -> RaterAgreement | None:
@@ -40,7 +41,8 @@ def _row(rater: str, reference: str, said: dict[str, str], truth: dict[str, bool
         return None
     result = stats.binary_agreement([said[ep] == "success" for ep in decided], [truth[ep] for ep in decided])
     return RaterAgreement(rater, reference, result["items"], len(common) - len(decided), result["table"],
-                          result["agreement"], result["kappa"], tuple(result["kappa_ci95"]))
+                          result["agreement"], result["kappa"], tuple(result["kappa_ci95"]),
+                          result["kappa_ci_coverage"])
 
 
 def rater_agreement(data: OutcomeSet) -> tuple[RaterAgreement, ...]:
