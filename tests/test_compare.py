@@ -86,11 +86,12 @@ def test_across_task_aggregates_follow_rliables_definitions(suite):
     assert [p.method for p in comparison.main.profiles] == ["narrow", "wide"]
 
 
-def test_the_paired_test_counts_pairs_on_seed_layout_and_repeat(suite):
+def test_the_checkpoint_pairs_are_every_x_with_every_y_on_a_layout_run(suite):
     dirs, _, comparison = suite
     (paired,) = comparison.main.paired
-    # independent count from the stores: narrow's scored checkpoint (N0, N1, N2) against the wide
-    # policy of the same seed on the same mark, held-out marks (sim_near's centre) left out
+    # independent count from the stores: every narrow scored checkpoint (N0, N1, N2) against every
+    # wide policy (W0, W1, W2) on the same mark (seed numbers pair nothing), held-out marks
+    # (sim_near's centre) left out
     pairs = {"both": 0, "x_only": 0, "y_only": 0, "neither": 0}
     centre = {"M06", "M07", "M10", "M11", "M14", "M15"}
     for directory in dirs:
@@ -100,17 +101,24 @@ def test_the_paired_test_counts_pairs_on_seed_layout_and_repeat(suite):
             got = {(t.policy, t.mark_id): physics[t.episode_id] for t in store.trials()}
         finally:
             store.close()
-        for seed in range(3):
-            for (policy, mark), ok in got.items():
-                if policy != f"N{seed}" or ("near" in str(directory) and mark in centre):
-                    continue
-                other = got[(f"W{seed}", mark)]
+        for (policy, mark), ok in got.items():
+            if policy not in ("N0", "N1", "N2") or ("near" in str(directory) and mark in centre):
+                continue
+            for wide in ("W0", "W1", "W2"):
                 pairs[{(True, True): "both", (True, False): "x_only", (False, True): "y_only",
-                       (False, False): "neither"}[(ok, other)]] += 1
-    t = paired.table
+                       (False, False): "neither"}[(ok, got[(wide, mark)])]] += 1
+    t = paired.checkpoints.table
     assert {"both": t.both, "x_only": t.a_only, "y_only": t.b_only, "neither": t.neither} == pairs
-    assert paired.units == 20 + 20 + 14
-    assert paired.significant and paired.verdict.startswith("narrow better than wide across 3 tasks")
+    assert sum(pairs.values()) == 9 * (20 + 20 + 14)
+    assert paired.checkpoints.units == 20 + 20 + 14
+    assert paired.checkpoints.statement.startswith("narrow's seeds 0-2 vs wide's seeds 0-2 on these layouts")
+    # the verdict is the method-level test: 3 seeds a method in each of 3 tasks, every narrow seed
+    # above every wide seed: 2 of the 20^3 label arrangements are as extreme (p = 1/4000)
+    assert (paired.seeds.seeds_x, paired.seeds.seeds_y, paired.seeds.tasks) == (9, 9, 3)
+    assert paired.seeds.exact and paired.seeds.arrangements == 20 ** 3
+    assert paired.p == pytest.approx(2 / 20 ** 3)
+    assert paired.significant and paired.verdict.startswith(
+        "narrow better than wide across 3 tasks (the training seed the unit): permutation of method labels")
 
 
 def test_held_out_strata_are_a_section_of_their_own(suite):
@@ -147,22 +155,23 @@ def test_ladder_and_leaderboard(suite):
 def test_json_contract_and_reader(suite, tmp_path):
     _, _, comparison = suite
     doc = json.loads(render(comparison, "json"))
-    assert doc["schema"] == SCHEMA == "orchestrator.compare/1"
+    assert doc["schema"] == SCHEMA == "orchestrator.compare/2"
     narrow = doc["methods"]["narrow"]
     assert set(narrow["mean"]) >= {"estimate", "ci95"} and set(narrow["iqm"]) >= {"estimate", "ci95"}
     task = narrow["tasks"]["sim-demo"]
     assert set(task) >= {"mean_over_seeds", "t95", "seeds"} and len(task["t95"]) == 2
     assert set(task["seeds"]["0"]) >= {"successes", "trials", "wilson95"}
     assert set(doc["probability_of_improvement"][0]) >= {"x", "y", "estimate", "ci95"}
-    assert set(doc["paired"][0]) >= {"x", "y", "unit", "p", "verdict"}
+    assert set(doc["paired"][0]) >= {"x", "y", "unit", "p", "verdict", "checkpoints"}
+    assert doc["paired"][0]["unit"] == "training seed" and doc["paired"][0]["checkpoints"]["unit"] == "campaign, mark"
     assert doc["ladders"][0]["last"]["step"] == 3000
     assert set(doc["leaderboard"][0]) >= {"name", "rating", "ci95", "comparisons"}
     assert isinstance(doc["notes"], list) and doc["held_out"]["methods"]
     path = tmp_path / "c.json"
     path.write_text(json.dumps(doc))
     assert read_comparison(path) == doc
-    path.write_text(json.dumps({**doc, "schema": "orchestrator.compare/2"}))
-    with pytest.raises(BadInput, match="this version reads 'orchestrator.compare/1'"):
+    path.write_text(json.dumps({**doc, "schema": "orchestrator.compare/1"}))     # version 1: verdicts on pooled seeds
+    with pytest.raises(BadInput, match="this version reads 'orchestrator.compare/2'"):
         read_comparison(path)
 
 
@@ -216,7 +225,8 @@ def test_compare_csv_pairs_on_task_seed_layout_repeat(tmp_path):
     path = _csv(tmp_path / "o.csv", rows)
     comparison = build_comparison(read_inputs([], [path]), reps=REPS)
     (paired,) = comparison.main.paired
-    assert paired.table.n == 2 * 2 * 12 and paired.units == 2 * 12 and paired.campaigns == 2
+    pairs = paired.checkpoints
+    assert pairs.table.n == 2 * 12 * 2 * 2 and pairs.units == 2 * 12 and pairs.campaigns == 2   # X0, X1 x Y0, Y1
     assert [m.method for m in comparison.main.methods] == ["X", "Y"]
     assert comparison.held_out is None and comparison.main.label == "all strata"
 
@@ -238,14 +248,16 @@ def test_verdict_words_agree_with_the_test(tmp_path):
     checked = {True: 0, False: 0}
     for effect in (0.0, 0.0, 0.6, 0.6):
         rows = []
-        for layout in range(16):
-            for seed in (0, 1, 2):
-                rows.append(f"t,X{seed},X,{seed},L{layout},{int(rng.random() < 0.3 + effect)},0,")
-                rows.append(f"t,Y{seed},Y,{seed},L{layout},{int(rng.random() < 0.3)},0,")
+        for task in ("t1", "t2", "t3"):
+            for layout in range(16):
+                for seed in (0, 1, 2):
+                    rows.append(f"{task},X{seed},X,{seed},L{layout},{int(rng.random() < 0.3 + effect)},0,")
+                    rows.append(f"{task},Y{seed},Y,{seed},L{layout},{int(rng.random() < 0.3)},0,")
         comparison = build_comparison(read_inputs([], [_csv(tmp_path / f"v{len(rows)}{effect}.csv", rows)]), reps=500)
         (p,) = comparison.main.paired
-        assert ("better than" in p.verdict) == p.significant == (p.holm_mid_p <= 0.05)
+        assert ("better than" in p.verdict) == p.significant == (p.p <= 0.05)
         assert p.verdict.startswith(f"{p.x} vs {p.y}: not established") != p.significant
+        assert "better" not in p.checkpoints.statement       # the checkpoint level never says "better"
         checked[p.significant] += 1
     assert checked[True] >= 1 and checked[False] >= 1      # both words occur
 
@@ -270,3 +282,25 @@ def test_ladder_statements_say_what_the_test_says(tmp_path):
     same = build_comparison(read_inputs([], [_csv(tmp_path / "f.csv", flat + other)]), reps=500).main.ladders[0]
     assert same.statement.startswith("no evidence that step 200 still improves on step 100: 0 layouts")
     assert "no trend established" in same.trend_statement
+
+
+def test_seed_numbers_pair_nothing(tmp_path):
+    """Y trained from seed 0 only; X's seed 0 is its weak run. Pairing by seed
+    number made the verdict rest on X's seed 0 alone ("Y better than X ... mid-p < 0.0001" with
+    both methods' means equal)."""
+    rows = []
+    for layout in range(24):
+        rows += [f"t,X0,X,0,L{layout},{int(layout % 8 == 0)},0,", f"t,X1,X,1,L{layout},{int(layout % 8 != 0)},0,",
+                 f"t,X2,X,2,L{layout},{int(layout % 2 == 0)},0,", f"t,Y0,Y,0,L{layout},{int(layout % 2 == 1)},0,"]
+    comparison = build_comparison(read_inputs([], [_csv(tmp_path / "y0.csv", rows)]), reps=500)
+    (p,) = comparison.main.paired
+    means = {m.method: m.tasks[0].mean_over_seeds for m in comparison.main.methods}
+    assert means["X"] == pytest.approx(0.5) and means["Y"] == pytest.approx(0.5)
+    assert not p.significant and p.verdict.startswith("X vs Y: not established across 1 task")
+    # every X checkpoint meets Y's on each layout run: 3 x 24 pairs, X only 3 + 9 + 12, Y only 12 + 0 + 12
+    pairs = p.checkpoints
+    assert pairs.table.n == 3 * 24
+    assert (pairs.table.a_only, pairs.table.b_only) == (24, 24) and not pairs.differ
+    assert pairs.statement.startswith("X's seeds 0-2 vs Y's seed 0 on these layouts: no difference established")
+    # one task, 3 seeds against 1: 4 label arrangements, nothing can reach 0.05, and a note says so
+    assert p.seeds.arrangements == 4 and any("no arrangement of the method labels" in n for n in p.notes)

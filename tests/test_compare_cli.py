@@ -15,7 +15,7 @@ from support.cli import run_module
 from support.compare_campaigns import make_campaign, make_suite
 
 SECTIONS = ("Per method, task and training seed", "Per method and task: mean over training seeds", "Across tasks",
-            "Probability of improvement", "Performance profiles", "Paired across tasks", "Checkpoint ladders",
+            "Probability of improvement", "Performance profiles", "Methods across tasks", "Checkpoint ladders",
             "Leaderboard", "Held-out strata")
 
 

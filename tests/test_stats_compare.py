@@ -261,3 +261,61 @@ def test_cmh_equals_statsmodels_and_mcnemar_on_pair_strata():
     strata = ([[[1, 0], [0, 1]]] * b + [[[0, 1], [1, 0]]] * c + [[[1, 0], [1, 0]]] * both
               + [[[0, 1], [0, 1]]] * neither)
     assert stats.cmh_test(strata)[0] == pytest.approx(stats.mcnemar(b, c).chi2)
+
+
+# ------------------------------------------------------------------ methods: the training seed the unit
+
+
+def _permutation_by_enumeration(x_tasks, y_tasks):
+    """Two-sided p of sum_t (mean x_t - mean y_t) over every relabelling within every task."""
+    def stat(xs, ys):
+        return sum(sum(x) / len(x) - sum(y) / len(y) for x, y in zip(xs, ys, strict=True))
+
+    observed = abs(stat(x_tasks, y_tasks))
+    options = []
+    for x, y in zip(x_tasks, y_tasks, strict=True):
+        pooled = list(x) + list(y)
+        splits = []
+        for pick in itertools.combinations(range(len(pooled)), len(x)):
+            splits.append(([pooled[i] for i in pick], [pooled[i] for i in range(len(pooled)) if i not in pick]))
+        options.append(splits)
+    hits = total = 0
+    for combo in itertools.product(*options):
+        total += 1
+        hits += abs(stat([c[0] for c in combo], [c[1] for c in combo])) >= observed - 1e-9
+    return hits / total, total
+
+
+def test_seed_permutation_test_equals_enumeration_and_welch_equals_scipy():
+    rng = np.random.default_rng(48)
+    checked = 0
+    for tasks, nx, ny in [(1, 3, 3), (2, 3, 2), (3, 3, 3), (2, 4, 1), (1, 5, 5)]:
+        x = [list(rng.integers(0, 11, size=nx) / 10) for _ in range(tasks)]
+        y = [list(rng.integers(0, 11, size=ny) / 10) for _ in range(tasks)]
+        result = stats.seed_permutation_test(x, y)
+        p, total = _permutation_by_enumeration(x, y)
+        assert result.exact and result.arrangements == total
+        assert result.p == pytest.approx(p, abs=1e-12)
+        assert result.difference == pytest.approx(np.mean([np.mean(a) - np.mean(b) for a, b in zip(x, y, strict=True)]))
+        if ny >= 2 and tasks == 1:        # one task: Welch's interval is scipy's unequal-variance t
+            ci = sps.ttest_ind(x[0], y[0], equal_var=False).confidence_interval(0.95)
+            assert (result.interval.lo, result.interval.hi) == pytest.approx((max(-1, ci.low), min(1, ci.high)))
+        checked += 1
+    assert checked == 5
+    # one task with 3 seeds of each: 20 arrangements, the two extremes: p never below 0.1
+    far = stats.seed_permutation_test([[0.9, 0.95, 1.0]], [[0.1, 0.0, 0.05]])
+    assert far.p == pytest.approx(0.1) and far.floor == pytest.approx(0.1)
+
+
+def test_seed_permutation_test_by_monte_carlo_agrees_with_the_exact(monkeypatch):
+    from orchestrator.analysis.stats import seeds
+
+    rng = np.random.default_rng(49)
+    x = [list(rng.random(4)) for _ in range(3)]
+    y = [list(rng.random(4) - 0.15) for _ in range(3)]
+    exact = seeds.seed_permutation_test(x, y)
+    monkeypatch.setattr(seeds, "EXACT_LIMIT", 10)
+    drawn = seeds.seed_permutation_test(x, y, rng=1)
+    assert exact.exact and not drawn.exact and drawn.arrangements == seeds.MONTE_CARLO
+    se = np.sqrt(exact.p * (1 - exact.p) / seeds.MONTE_CARLO)
+    assert abs(drawn.p - exact.p) <= 4 * se + 1e-5, (drawn.p, exact.p)

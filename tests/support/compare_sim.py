@@ -15,7 +15,6 @@ All run through the code `compare` uses (`paired.paired_across`, `stats.trend_te
 from __future__ import annotations
 
 from dataclasses import dataclass
-from types import SimpleNamespace
 
 import numpy as np
 from scipy.special import expit, logit
@@ -56,16 +55,18 @@ def _paired_trials(rng: np.random.Generator, campaigns: int, marks: int, seeds: 
 
 def paired_test(runs: int, delta: float = 0.0, campaigns: int = 3, marks: int = 10, seeds: int = 3,
                 alpha: float = 0.05, seed: int = 0) -> tuple[Rate, Rate, Rate]:
-    """(rejections by the mid-p, rejections by the exact p, coverage of the 95% interval)."""
+    """The checkpoint-level test (every X checkpoint with every Y checkpoint on a layout run) when
+    every checkpoint of a method has the same rate: (rejections by the mid-p, by the exact p,
+    coverage of the clustered 95% interval)."""
     rng = np.random.default_rng(seed)
-    methods = [SimpleNamespace(method="X"), SimpleNamespace(method="Y")]
     mid = exact = covered = 0
     for _ in range(runs):
         trials, true_diff = _paired_trials(rng, campaigns, marks, seeds, delta)
-        (result,) = paired_across(trials, methods, alpha)   # type: ignore[arg-type]
-        mid += result.mid_p <= alpha
-        exact += result.exact_p <= alpha
-        covered += result.difference.lo <= true_diff <= result.difference.hi
+        (result,) = paired_across(trials, _method_scores(trials), alpha)
+        pairs = result.checkpoints
+        mid += pairs.mid_p <= alpha
+        exact += pairs.exact_p <= alpha
+        covered += pairs.difference.lo <= true_diff <= pairs.difference.hi
     return Rate(mid / runs, runs), Rate(exact / runs, runs), Rate(covered / runs, runs)
 
 
@@ -102,3 +103,54 @@ def bradley_terry_coverage(runs: int, reps: int = 300, rates: tuple[float, ...] 
         covered += int(((r.lo <= theta) & (theta <= r.hi)).sum())
         total += size
     return Rate(covered / total, total)
+
+
+# ------------------------------------------------------------------ methods whose training seeds vary
+
+
+def seed_suite(rng: np.random.Generator, tasks: int, marks: int, seeds: tuple[int, int], repeats: int,
+               seed_sd: float, delta: float = 0.0, dominant: float = 0.0) -> list[Trial]:
+    """Trials of methods X and Y on `tasks` campaigns (one a task) of `marks` marks x `repeats`.
+    Every (method, task, seed) run is its own training: its log-odds move by N(0, seed_sd); X's
+    runs have `delta` more log-odds on average. Each mark has its difficulty (N(0, 1.2)); with
+    `dominant` > 0 a third method D (one seed) runs too, `dominant` log-odds above the mark."""
+    out = []
+    for c in range(tasks):
+        base = rng.normal(0.3 * c, 1.2, size=marks)
+        runs = [("X", s, delta + rng.normal(0, seed_sd)) for s in range(seeds[0])]
+        runs += [("Y", s, rng.normal(0, seed_sd)) for s in range(seeds[1])]
+        if dominant:
+            runs.append(("D", 0, dominant))
+        for method, s, shift in runs:
+            p = expit(base + shift)
+            hits = rng.random((marks, repeats)) < p[:, None]
+            out += [Trial(campaign=f"c{c}", task=f"t{c}", policy=f"{method}{s}", identity=Identity(method, s),
+                          layout=f"M{m}", repeat=r, success=bool(hits[m, r]))
+                    for m in range(marks) for r in range(repeats)]
+    return out
+
+
+def _method_scores(trials: list[Trial]):
+    from orchestrator.analysis.compare.scores import method_scores, rng_for
+
+    methods, _ = method_scores(trials, 20, rng_for(0))
+    return [m for m in methods if m.method in ("X", "Y")]
+
+
+def method_null(runs: int, seed_sd: float, tasks: int = 3, marks: int = 10, seeds: tuple[int, int] = (3, 3),
+                repeats: int = 1, delta: float = 0.0, alpha: float = 0.05, seed: int = 0) -> tuple[Rate, Rate, Rate]:
+    """Over `runs` suites of X and Y (`seed_suite`): (the verdict says "better", the checkpoint
+    level says the checkpoints differ, the verdict's Welch interval covers the methods' true mean
+    difference of expected rates (estimated by quadrature-free Monte Carlo over seeds))."""
+    rng = np.random.default_rng(seed)
+    better = differ = covered = intervals = 0
+    for _ in range(runs):
+        trials = seed_suite(rng, tasks, marks, seeds, repeats, seed_sd, delta)
+        (result,) = paired_across(trials, _method_scores(trials), alpha)
+        better += result.significant
+        differ += result.checkpoints is not None and result.checkpoints.differ
+        iv = result.seeds.interval
+        if iv is not None and delta == 0.0:       # equal methods: the true mean difference is 0
+            intervals += 1
+            covered += iv.lo <= 0.0 <= iv.hi
+    return Rate(better / runs, runs), Rate(differ / runs, runs), Rate(covered / max(intervals, 1), max(intervals, 1))

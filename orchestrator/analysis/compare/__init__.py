@@ -10,7 +10,7 @@ stores (and outcomes CSVs), each with its frozen protocol, read as one table of 
 - ladders.py: checkpoint ladders; leaderboard.py: Bradley-Terry ratings;
 - model.py: the frozen comparison; build.py: `build_comparison`, the only place that calls
   the statistics;
-- document.py, render.py, plots.py, json.py: its renderings (schema `orchestrator.compare/1`).
+- document.py, render.py, plots.py, json.py: its renderings (schema `orchestrator.compare/2`).
 """
 
 from __future__ import annotations

@@ -21,12 +21,12 @@ def _section(label: str, trials: Sequence[Trial], reps: int, profile_reps: int, 
              rng: Rng) -> Section:
     methods, notes = method_scores(trials, reps, lambda *n: rng(label, *n))
     paired = paired_across(trials, methods, alpha)
-    pairs = {(p.x, p.y) for p in paired}
+    pairs = {(p.x, p.y) for p in paired if p.checkpoints is not None}
     unpaired = [f"{x.method} and {y.method}" for i, x in enumerate(methods) for y in methods[i + 1:]
                 if (x.method, y.method) not in pairs]
     if unpaired:
-        notes.append("no campaign paired " + "; ".join(unpaired) + " on a layout run with the same training "
-                     "seed: no paired test for them")
+        notes.append("no campaign ran " + "; ".join(unpaired) + " on one layout run: no checkpoint-level "
+                     "comparison for them")
     return Section(label=label, methods=methods,
                    improvements=improvements(methods, reps, lambda *n: rng(label, *n)),
                    profiles=profiles(methods, profile_reps, lambda *n: rng(label, *n)),

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from orchestrator.analysis import stats
 from orchestrator.analysis.compare.model import Comparison, Ladder, Leaderboard, PairedAcross, Section
 from orchestrator.analysis.report.document import Block, Gap, Heading, Item, Line, Title, table
-from orchestrator.analysis.report.format import fmt_p, interval, k_of_n, points
+from orchestrator.analysis.report.format import fmt_p, interval, k_of_n
 
 PROFILE_TAUS = (0.25, 0.5, 0.75, 0.9)       # the profile's points shown in text (the HTML plots all)
 
@@ -88,25 +88,37 @@ def profiles(s: Section) -> list[Block]:
             table(["method"] + [f"tau {t:g}" for t in PROFILE_TAUS], rows)]
 
 
+def _checkpoint_lines(p: PairedAcross) -> list[Block]:
+    c = p.checkpoints
+    if c is None:
+        return [Line(f"These checkpoints: no campaign ran {p.x} and {p.y} on one layout run")]
+    t = c.table
+    return [Line(f"These checkpoints: {t.n} pairs (every {p.x} checkpoint with every {p.y} checkpoint on a layout "
+                 f"run) on {c.units} (campaign, mark) units in {c.campaigns} campaign{'s' if c.campaigns != 1 else ''}; "
+                 f"both {t.both}, {p.x} only {t.a_only}, {p.y} only {t.b_only}, neither {t.neither}; "
+                 f"{c.discordant_units} discordant units; sign-flip mid-p {fmt_p(c.mid_p)}, exact {fmt_p(c.exact_p)}"
+                 + (f", Holm-adjusted {fmt_p(c.holm_mid_p)}" if c.holm_mid_p != c.mid_p else "")
+                 + f"; Cochran-Mantel-Haenszel (reference) chi2 {c.cmh_chi2:.2f}, p {fmt_p(c.cmh_p)}"),
+            Line(c.statement + "."), *(Line(f"Note: {n}") for n in c.notes)]
+
+
 def _paired(p: PairedAcross) -> list[Block]:
-    t = p.table
-    d = p.difference
-    est, lo, hi = points(d.estimate, d.lo, d.hi)
-    return [Line(f"{p.x} vs {p.y}: {t.n} pairs on {p.units} (campaign, mark) units in {p.campaigns} campaign{'s' if p.campaigns != 1 else ''} "
-                 f"({', '.join(p.tasks)}); both {t.both}, {p.x} only {t.a_only}, {p.y} only {t.b_only}, neither "
-                 f"{t.neither}; {p.discordant_units} discordant units"),
-            Line(f"Sign-flip over units: mid-p {fmt_p(p.mid_p)} (primary), exact {fmt_p(p.exact_p)}"
-                 + (f"; Holm-adjusted mid-p {fmt_p(p.holm_mid_p)}" if p.holm_mid_p != p.mid_p else "")
-                 + f"; Cochran-Mantel-Haenszel over units (reference) chi2 {p.cmh_chi2:.2f}, p {fmt_p(p.cmh_p)}"),
-            Line(f"Difference {p.x} - {p.y}: {est} points, 95% CI {lo} to {hi} (Newcombe with the design effect "
-                 "over units)"),
-            Line(f"Verdict: {p.verdict}"), *(Line(f"Note: {n}") for n in p.notes), Gap()]
+    s = p.seeds
+    rows = f"exact over {s.arrangements:,} label arrangements" if s.exact else (
+        f"{s.arrangements:,} random label arrangements")
+    return [Line(f"{p.x} vs {p.y}, methods (the training seed the unit): {s.seeds_x} and {s.seeds_y} (task, seed) "
+                 f"scores in {s.tasks} task{'s' if s.tasks != 1 else ''} ({', '.join(p.tasks)}); permutation p "
+                 f"{fmt_p(s.p)} ({rows}, stratified by task)"
+                 + (f"; Holm-adjusted {fmt_p(p.p)}" if p.p != s.p else "")),
+            Line(f"Verdict: {p.verdict}"), *(Line(f"Note: {n}") for n in p.notes),
+            *_checkpoint_lines(p), Gap()]
 
 
 def paired(s: Section) -> list[Block]:
     if not s.paired:
         return []
-    return [Heading(f"Paired across tasks ({s.label}; pairs on training seed, layout, repeat)"),
+    return [Heading(f"Methods across tasks ({s.label}; the verdict: permutation over training seeds; these "
+                    "checkpoints: pairs on layout runs)"),
             *(b for p in s.paired for b in _paired(p))]
 
 

@@ -1,4 +1,4 @@
-"""The comparison as JSON (docs/design.md, schema `orchestrator.compare/1`) and its reader.
+"""The comparison as JSON (docs/design.md, schema `orchestrator.compare/2`) and its reader.
 
 The top-level `methods`, `probability_of_improvement`, `paired`, `ladders`, `leaderboard` and
 `profiles` are the main section (the trials not held out); `held_out` holds the same keys for
@@ -12,7 +12,15 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.analysis import stats
-from orchestrator.analysis.compare.model import SCHEMA, Comparison, Ladder, MethodScore, PairedAcross, Section
+from orchestrator.analysis.compare.model import (
+    SCHEMA,
+    CheckpointPairs,
+    Comparison,
+    Ladder,
+    MethodScore,
+    PairedAcross,
+    Section,
+)
 from orchestrator.core.errors import BadInput
 
 
@@ -41,15 +49,29 @@ def _method(m: MethodScore) -> dict[str, Any]:
             for t in m.tasks}}
 
 
-def _paired(p: PairedAcross) -> dict[str, Any]:
-    t = p.table
-    return {"x": p.x, "y": p.y, "unit": "campaign, mark", "p": p.holm_mid_p, "verdict": p.verdict,
-            "mid_p": p.mid_p, "exact_p": p.exact_p, "holm_mid_p": p.holm_mid_p, "significant": p.significant,
-            "units": p.units, "discordant_units": p.discordant_units, "campaigns": p.campaigns,
-            "tasks": list(p.tasks),
+def _checkpoints(c: CheckpointPairs | None) -> dict[str, Any] | None:
+    if c is None:
+        return None
+    t = c.table
+    return {"unit": "campaign, mark", "pairing": "every X checkpoint with every Y checkpoint on a layout run",
+            "mid_p": c.mid_p, "exact_p": c.exact_p, "holm_mid_p": c.holm_mid_p, "differ": c.differ,
+            "statement": c.statement, "units": c.units, "discordant_units": c.discordant_units,
+            "campaigns": c.campaigns,
             "table": {"both": t.both, "x_only": t.a_only, "y_only": t.b_only, "neither": t.neither},
-            "difference": {**_ci(p.difference), "method": p.difference.method},
-            "cmh": {"chi2": p.cmh_chi2, "p": p.cmh_p}, "notes": list(p.notes)}
+            "difference": {**_ci(c.difference), "method": c.difference.method},
+            "cmh": {"chi2": c.cmh_chi2, "p": c.cmh_p}, "notes": list(c.notes)}
+
+
+def _paired(p: PairedAcross) -> dict[str, Any]:
+    s = p.seeds
+    iv = s.interval
+    return {"x": p.x, "y": p.y, "unit": "training seed", "test": "permutation of method labels over (task, seed) "
+            "scores, stratified by task", "p": p.p, "permutation_p": s.p, "p_floor": s.floor,
+            "exact": s.exact, "arrangements": s.arrangements, "verdict": p.verdict, "significant": p.significant,
+            "seeds_x": s.seeds_x, "seeds_y": s.seeds_y, "tasks": list(p.tasks),
+            "mean_difference": {"estimate": _num(s.difference),
+                                "ci95": None if iv is None else [_num(iv.lo), _num(iv.hi)], "method": "welch-t"},
+            "checkpoints": _checkpoints(p.checkpoints), "notes": list(p.notes)}
 
 
 def _ladder(lad: Ladder) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """The frozen comparison across campaigns: every number the renderings show, computed once by
 `build.py`. Field meanings follow docs/design.md (the compare JSON, schema
-`orchestrator.compare/1`)."""
+`orchestrator.compare/2`)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from orchestrator.analysis import stats
 from orchestrator.analysis.compare.trials import Campaign
 
-SCHEMA = "orchestrator.compare/1"
+SCHEMA = "orchestrator.compare/2"
 
 
 @dataclass(frozen=True)
@@ -63,12 +63,10 @@ class Profile:
 
 
 @dataclass(frozen=True)
-class PairedAcross:
-    """X vs Y paired on (campaign, mark) units over tasks."""
+class CheckpointPairs:
+    """These checkpoints on these layouts: every scoring X checkpoint paired with every scoring Y
+    checkpoint on one layout run, the (campaign, mark) the unit (`paired.py`)."""
 
-    x: str
-    y: str
-    tasks: tuple[str, ...]
     campaigns: int
     table: stats.PairedTable            # pooled pairs
     units: int                          # (campaign, mark) units with a pair
@@ -79,8 +77,24 @@ class PairedAcross:
     cmh_chi2: float                     # Cochran-Mantel-Haenszel over the units (reference)
     cmh_p: float
     difference: stats.Interval          # clustered Newcombe over the units
+    differ: bool                        # the adjusted mid-p <= alpha
+    statement: str
+    notes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class PairedAcross:
+    """X vs Y across tasks: the method-level test over (task, seed) scores decides; the
+    checkpoint-level pairs are reported beside it (None: no campaign ran both on a layout run)."""
+
+    x: str
+    y: str
+    tasks: tuple[str, ...]              # the tasks both methods have
+    seeds: stats.SeedTest               # permutation of method labels over (task, seed) scores
+    p: float                            # its p, Holm-adjusted over every pair of methods
     significant: bool
     verdict: str
+    checkpoints: CheckpointPairs | None
     notes: tuple[str, ...]
 
 

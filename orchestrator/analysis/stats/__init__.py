@@ -19,7 +19,7 @@ Modules (one idea each; everything is re-exported here, so `stats.wilson(...)` w
 and Newcombe for independent rates; `multi` Cochran's Q and Holm; `clustered` repeats on one
 mark (the mark as the unit); `clustered_rate` one policy's rate over marks; `evalue` the anytime-valid e-value; `evalue_power` the e-value rule's exact power; `sequence` anytime-valid
 confidence sequences; `power` exact power and sample sizes; `planning` `orchestrator plan`;
-`seeds` over training seeds and task suites; `aggregate` rliable's across-task aggregates
+`seeds` over training seeds and task suites (and the method-level permutation test, the seed the unit); `aggregate` rliable's across-task aggregates
 (mean, IQM, performance profiles, probability of improvement) with vectorised stratified
 bootstraps; `trend` the exact trend test over ordered checkpoints; `bradley_terry` ratings from
 paired wins; `mantel_haenszel` the CMH test; `agreement` judges' kappas.
@@ -114,7 +114,9 @@ from orchestrator.analysis.stats.power import (
 )
 from orchestrator.analysis.stats.proportion import Z95, poisson_per_100, wald, wilson, wilson_bounds, z_for_level
 from orchestrator.analysis.stats.seeds import (
+                                                  SeedTest,
                                                   interquartile_mean,
+                                                  seed_permutation_test,
                                                   stratified_bootstrap_ci,
                                                   t_interval,
                                                   t_interval_from_summary,
@@ -145,7 +147,7 @@ __all__ = [
     "layouts_needed", "cell_probabilities", "independent_groups_n", "fisher_power",
     "fisher_trials_needed",
     "evalue_discordant", "evalue_power", "evalue_layouts_needed", "rejection_by_discordant", "interquartile_mean", "stratified_bootstrap_ci", "binary_agreement", "cohen_kappa",
-    "fleiss_kappa", "plan",
+    "fleiss_kappa", "plan", "SeedTest", "seed_permutation_test",
     "ClusteredResult", "clustered_wilson", "rate_design_effect", "clustered_mcnemar", "clustered_p_values", "clustered_difference",
     "improvement_interval", "iqm_of_runs", "mean_and_iqm_intervals", "mean_of_tasks", "probability_of_improvement",
     "profile_intervals", "score_distribution", "cmh_test", "TrendResult", "trend_test",

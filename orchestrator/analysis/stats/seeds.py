@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from itertools import combinations
+from math import comb
 
 import numpy as np
 from scipy import stats
@@ -66,3 +69,100 @@ def stratified_bootstrap_ci(scores: np.ndarray, metric: Callable[[np.ndarray], f
     tail = (1 - level) / 2
     lo, hi = np.quantile(est, [tail, 1 - tail])
     return Interval(float(metric(x)), float(lo), float(hi), "stratified-bootstrap", level)
+
+
+# ------------------------------------------------------------------ methods, the training seed the unit
+
+EXACT_LIMIT = 2_000_000      # arrangements enumerated exactly; beyond, seeded Monte Carlo
+MONTE_CARLO = 100_000        # random arrangements when exact enumeration is too big
+
+
+@dataclass(frozen=True)
+class SeedTest:
+    """The permutation test of method labels over (task, seed) scores (`seed_permutation_test`)."""
+
+    difference: float          # mean over tasks of (mean of X's seeds - mean of Y's seeds)
+    p: float                   # two-sided permutation p
+    floor: float               # the smallest p any arrangement of these seeds can give
+    arrangements: int          # label arrangements of the null distribution (exact), or drawn
+    exact: bool                # enumerated (True) or Monte Carlo (False)
+    seeds_x: int
+    seeds_y: int
+    tasks: int
+    interval: MeanInterval | None      # Welch-Satterthwaite t over seeds (None: a task with one seed)
+
+
+def _task_values(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """T_t over every assignment of n_x of the task's pooled scores to X (itertools order)."""
+    pooled = np.concatenate([x, y])
+    n, nx, ny = pooled.size, x.size, y.size
+    picks = np.array(list(combinations(range(n), nx)), dtype=int)
+    sum_x = pooled[picks].sum(axis=1)
+    return sum_x / nx - (pooled.sum() - sum_x) / ny
+
+
+def _welch(tasks: Sequence[tuple[np.ndarray, np.ndarray]], level: float) -> MeanInterval | None:
+    """mean over T tasks of the difference of means, variance sum_t (s_x^2/n_x + s_y^2/n_y) / T^2,
+    Satterthwaite's degrees of freedom (Welch 1947), the interval clipped to [-1, 1]."""
+    if any(x.size < 2 or y.size < 2 for x, y in tasks):
+        return None
+    parts = [(x.var(ddof=1) / x.size, x.size - 1) for x, _ in tasks] + [(y.var(ddof=1) / y.size, y.size - 1)
+                                                                           for _, y in tasks]
+    var = sum(v for v, _ in parts) / len(tasks) ** 2
+    mean = float(np.mean([x.mean() - y.mean() for x, y in tasks]))
+    if var <= 0:
+        return MeanInterval(mean, 0.0, sum(x.size + y.size for x, y in tasks), mean, mean, float("nan"), level)
+    df = sum(v for v, _ in parts) ** 2 / sum(v * v / d for v, d in parts if v > 0)
+    t_crit = float(stats.t.ppf(1 - (1 - level) / 2, df))
+    half = t_crit * math.sqrt(var)
+    return MeanInterval(mean, math.sqrt(var), sum(x.size + y.size for x, y in tasks), max(-1.0, mean - half),
+                        min(1.0, mean + half), t_crit, level)
+
+
+def seed_permutation_test(x_tasks: Sequence[Sequence[float]], y_tasks: Sequence[Sequence[float]],
+                          level: float = 0.95, rng: np.random.Generator | int | None = 0) -> SeedTest:
+    """Is method X better than method Y, the training seed the unit: an exact permutation test of
+    the method labels over the (task, seed) scores, stratified by task (Fisher 1935; Pitman 1937;
+    Good 2005 section 3.5 on stratified permutation tests).
+
+    Task t has X's seed scores x_t (n_x of them) and Y's y_t (n_y); a seed's score is its success
+    rate on the task. Statistic T = sum_t (mean x_t - mean y_t). H0: the two methods are one
+    distribution of trained checkpoints, so within each task the n_x + n_y scores are
+    exchangeable between the labels (a seed's score includes its own training noise: a method
+    claim must hold for new seeds, Agarwal et al. 2021). Under H0 each task's labels fall on a
+    uniformly random n_x-subset of its runs, independently across tasks; p = P(|T*| >= |t|)
+    over all prod_t C(n_x + n_y, n_x) arrangements (exact when at most EXACT_LIMIT, otherwise
+    MONTE_CARLO seeded draws with p = (1 + hits) / (1 + draws), Phipson & Smyth 2010). Two
+    methods' seed numbers pair nothing here. The test cannot reject when the floor 2 / prod_t
+    C(n_x + n_y, n_x) (symmetric case) exceeds alpha: one task with 3 seeds of each gives 0.1.
+
+    The interval for the mean difference is Welch's t with Satterthwaite's degrees of freedom
+    over the seeds (`_welch`); none when a task has fewer than 2 seeds of a method."""
+    pairs = [(np.asarray(x, dtype=float), np.asarray(y, dtype=float)) for x, y in zip(x_tasks, y_tasks, strict=True)]
+    pairs = [(x, y) for x, y in pairs if x.size and y.size]
+    if not pairs:
+        raise ValueError("no task has seeds of both methods")
+    observed = float(sum(x.mean() - y.mean() for x, y in pairs))
+    sizes = [comb(x.size + y.size, x.size) for x, y in pairs]
+    total = math.prod(sizes)
+    tol = 1e-9
+    if total <= EXACT_LIMIT:
+        dist = np.zeros(1)
+        for x, y in pairs:
+            dist = np.add.outer(dist, _task_values(x, y)).ravel()
+        p = float(np.mean(np.abs(dist) >= abs(observed) - tol))
+        floor = float(np.mean(np.abs(dist) >= np.abs(dist).max() - tol))
+        exact, count = True, total
+    else:
+        gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+        draws = np.zeros(MONTE_CARLO)
+        for x, y in pairs:
+            pooled = np.concatenate([x, y])
+            order = gen.random((MONTE_CARLO, pooled.size)).argsort(axis=1)[:, :x.size]
+            sum_x = pooled[order].sum(axis=1)
+            draws += sum_x / x.size - (pooled.sum() - sum_x) / y.size
+        p = float((1 + np.sum(np.abs(draws) >= abs(observed) - tol)) / (1 + MONTE_CARLO))
+        floor, exact, count = 1 / (1 + MONTE_CARLO), False, MONTE_CARLO
+    return SeedTest(difference=observed / len(pairs), p=min(1.0, p), floor=floor, arrangements=count, exact=exact,
+                    seeds_x=sum(x.size for x, _ in pairs), seeds_y=sum(y.size for _, y in pairs), tasks=len(pairs),
+                    interval=_welch(pairs, level))
