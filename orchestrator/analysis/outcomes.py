@@ -174,6 +174,7 @@ class OutcomeSet:
     evidence: Any = None                          # store.chain.ChainStatus of a campaign (None: a CSV)
     start_records: tuple[Any, ...] = ()           # start_records.StartRecord per checked attempt
     interventions: dict[str, int] | None = None   # by cause (start_records; None: a CSV)
+    reset_mode: str = "operator"                  # the protocol's reset.mode (auto: the arm places the cube)
 
     # ---------------------------------------------------------------- views
 
@@ -428,4 +429,4 @@ def outcomes_from_store(store: CampaignStore, judge: str | None = None) -> Outco
         station_blocks=tuple(store.station_blocks()) if hasattr(store, "station_blocks") else (),
         abort_rules=protocol.aborts.model_dump(), disagreement=protocol.judging.disagreement,
         evidence=getattr(store, "evidence", None), start_records=start_records(events, attempts),
-        interventions=intervention_counts(events, attempts))
+        interventions=intervention_counts(events, attempts), reset_mode=protocol.reset.mode)

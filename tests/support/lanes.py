@@ -105,11 +105,15 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_remote_policy.py", ("lerobot", "subprocess")),
     ("test_rest_move.py", ()),
     ("test_rest_move_sag.py", ()),
+    ("test_guarded_motion.py", ("lerobot",)),   # LeRobot's stack on the twin's servos, simulated time
+    ("test_motion_paths.py", ()),
     ("test_report.py", ()),
     ("test_report_judge_flags.py", ()),
     ("test_report_wording.py", ()),
     ("test_report_html.py", ("browser", "subprocess")),
+    ("test_report_intervals.py", ()),
     ("test_report_one_decision.py", ()),
+    ("test_report_type1.py", ()),
     ("test_report_stations.py", ()),
     ("test_report_stats.py", ()),
     ("test_registries.py", ()),
@@ -148,6 +152,7 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_twin_campaign.py", ("twin", "lerobot", "subprocess")),
     ("test_twin_faults.py", ("twin", "lerobot", "subprocess")),
     ("test_twin_grasp.py", ("twin", "lerobot", "subprocess")),
+    ("test_twin_model.py", ()),   # the twin's servo model stepped in simulated time (no process)
     ("test_twin_hand_guide.py", ("twin", "lerobot", "subprocess")),
     ("test_twin_safety.py", ("twin", "lerobot", "subprocess")),
     ("test_twin_servo.py", ("twin", "lerobot", "subprocess")),
