@@ -154,3 +154,28 @@ def method_null(runs: int, seed_sd: float, tasks: int = 3, marks: int = 10, seed
             intervals += 1
             covered += iv.lo <= 0.0 <= iv.hi
     return Rate(better / runs, runs), Rate(differ / runs, runs), Rate(covered / max(intervals, 1), max(intervals, 1))
+
+
+def ladder_null(runs: int, repeats: int, step_sd: float, steps: int = 2, marks: int = 20, campaigns: int = 1,
+                alpha: float = 0.05, seed: int = 0) -> tuple[Rate, Rate]:
+    """A ladder whose steps are equal on average but not on every mark: mark k's log-odds at step
+    j are base_k + e_kj, e_kj ~ N(0, step_sd) independent (each mark its own response to a step),
+    base_k ~ N(0.5, 1.5); `repeats` layout runs per mark share them. Run through `ladders` (the
+    code compare uses): (the trend statement says rises or falls, the last-step statement says
+    improves or worse)."""
+    from orchestrator.analysis.compare.ladders import ladders
+
+    rng = np.random.default_rng(seed)
+    trend = last = 0
+    for _ in range(runs):
+        trials = []
+        for c in range(campaigns):
+            p = expit(rng.normal(0.5, 1.5, size=(marks, 1)) + rng.normal(0, step_sd, size=(marks, steps)))
+            hits = rng.random((marks, steps, repeats)) < p[:, :, None]
+            trials += [Trial(campaign=f"c{c}", task="t", policy=f"X@{j}", identity=Identity("X", 0, 100 * (j + 1)),
+                             layout=f"M{m}", repeat=r, success=bool(hits[m, j, r]))
+                       for m in range(marks) for j in range(steps) for r in range(repeats)]
+        (ladder,) = ladders(trials, alpha)
+        trend += "no trend established" not in ladder.trend_statement
+        last += not ladder.statement.startswith("no evidence")
+    return Rate(trend / runs, runs), Rate(last / runs, runs)

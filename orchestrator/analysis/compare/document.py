@@ -133,7 +133,7 @@ def _ladder(lad: Ladder) -> list[Block]:
 def ladders(s: Section) -> list[Block]:
     if not s.ladders:
         return []
-    return [Heading(f"Checkpoint ladders ({s.label}; exact trend test, last step paired with the one before)"),
+    return [Heading(f"Checkpoint ladders ({s.label}; trend test over (campaign, mark) units, last step paired with the one before)"),
             *(b for lad in s.ladders for b in _ladder(lad))]
 
 

@@ -78,7 +78,7 @@ def _ladder(lad: Ladder) -> dict[str, Any]:
     return {"method": lad.method, "training_seed": lad.seed,
             "steps": [{"step": x.step, "successes": x.successes, "trials": x.trials,
                        "wilson95": [x.wilson.lo, x.wilson.hi]} for x in lad.steps],
-            "trend": {"exact_p": lad.trend.exact_p, "mid_p": lad.trend.mid_p, "statistic": lad.trend.statistic,
+            "trend": {"unit": "campaign, mark", "units": lad.trend.units, "exact_p": lad.trend.exact_p, "mid_p": lad.trend.mid_p, "statistic": lad.trend.statistic,
                       "expected": lad.trend.expected, "blocks": lad.trend.blocks, "statement": lad.trend_statement},
             "last": {"step": lad.last, "previous": lad.previous, "later_only": list(lad.later_only),
                      "earlier_only": list(lad.earlier_only), "exact_p": lad.last_exact_p, "mid_p": lad.last_mid_p,

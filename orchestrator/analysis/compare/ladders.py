@@ -1,9 +1,11 @@
 """Checkpoint ladders: the policies that are ordered checkpoints (`step:`) of one training run
 (one method and training seed), paired on the layout runs where several of them ran.
 
-- The trend over the steps: the exact conditional trend test (`stats.trend_test`), a block per
-  (campaign, layout, repeat) holding every step of the run that ran there with a known outcome,
-  each step scored by its rank on the ladder.
+- The trend over the steps: the trend test with the (campaign, mark) as the unit
+  (`stats.clustered_trend_test`): a block per (campaign, layout, repeat) holding every step of
+  the run that ran there with a known outcome, each step scored by its rank on the ladder, the
+  blocks of one mark summed and signs flipped per mark (the repeats of a mark share its own
+  response to the step, so they are not independent evidence of a trend).
 - Whether the last step still improves on the one before: the two paired on (campaign, layout,
   repeat), the (campaign, mark) the unit (`stats.clustered_p_values`, McNemar's exact and mid-p
   with one pair per mark), with the discordant layouts named.
@@ -64,12 +66,13 @@ def _statement(last: int, previous: int, later: tuple[str, ...], earlier: tuple[
     return f"no evidence that step {last} still improves on step {previous}: {counts}."
 
 
-def _trend_statement(trend: stats.TrendResult, steps: int, alpha: float) -> str:
+def _trend_statement(trend: stats.TrendResult, steps: int, marks: int, alpha: float) -> str:
     direction = ("success rises with the step" if trend.statistic > trend.expected
                  else "success falls with the step")
     said = direction if trend.mid_p <= alpha else "no trend established"
-    return (f"trend over the {steps} steps: exact p {fmt_p(trend.exact_p)}, mid-p {fmt_p(trend.mid_p)} "
-            f"({trend.blocks} informative layout runs): {said}")
+    return (f"trend over the {steps} steps: sign-flip over {marks} (campaign, mark) units ({trend.units} with a "
+            f"trend either way, {trend.blocks} informative layout runs): exact p {fmt_p(trend.exact_p)}, mid-p "
+            f"{fmt_p(trend.mid_p)}: {said}")
 
 
 def ladders(trials: Sequence[Trial], alpha: float) -> tuple[Ladder, ...]:
@@ -92,8 +95,11 @@ def ladders(trials: Sequence[Trial], alpha: float) -> tuple[Ladder, ...]:
             outcome[(t.campaign, t.layout, t.repeat)][t.identity.step] = bool(t.success)  # type: ignore[index]
             counts[t.identity.step][0] += bool(t.success)                                # type: ignore[index]
             counts[t.identity.step][1] += 1                                               # type: ignore[index]
-        blocks = [[(rank[s], y) for s, y in steps_run.items()] for steps_run in outcome.values() if len(steps_run) > 1]
-        trend = stats.trend_test(blocks)
+        units: dict[tuple[str, str], list[list[tuple[int, bool]]]] = defaultdict(list)
+        for (campaign, layout, _), steps_run in outcome.items():
+            if len(steps_run) > 1:
+                units[(campaign, layout)].append([(rank[s], y) for s, y in steps_run.items()])
+        trend = stats.clustered_trend_test(list(units.values()))
         last, previous = steps[-1], steps[-2]
         several = len({t.campaign for t in mine}) > 1
         later, earlier, exact, mid = _last_step(outcome, last, previous, several)
@@ -102,5 +108,5 @@ def ladders(trials: Sequence[Trial], alpha: float) -> tuple[Ladder, ...]:
             steps=tuple(LadderStep(s, k, n, stats.wilson(k, n)) for s, (k, n) in counts.items()),
             trend=trend, last=last, previous=previous, later_only=later, earlier_only=earlier,
             last_exact_p=exact, last_mid_p=mid, statement=_statement(last, previous, later, earlier, mid, alpha),
-            trend_statement=_trend_statement(trend, len(steps), alpha)))
+            trend_statement=_trend_statement(trend, len(steps), len(units), alpha)))
     return tuple(out)

@@ -122,7 +122,7 @@ from orchestrator.analysis.stats.seeds import (
                                                   t_interval_from_summary,
 )
 from orchestrator.analysis.stats.sequence import beta_binomial_bounds, beta_binomial_cs, difference_cs
-from orchestrator.analysis.stats.trend import TrendResult, trend_test
+from orchestrator.analysis.stats.trend import TrendResult, clustered_trend_test, trend_test
 from orchestrator.analysis.stats.types import (
                                                   ClusteredResult,
                                                   CochranQResult,
@@ -150,6 +150,6 @@ __all__ = [
     "fleiss_kappa", "plan", "SeedTest", "seed_permutation_test",
     "ClusteredResult", "clustered_wilson", "rate_design_effect", "clustered_mcnemar", "clustered_p_values", "clustered_difference",
     "improvement_interval", "iqm_of_runs", "mean_and_iqm_intervals", "mean_of_tasks", "probability_of_improvement",
-    "profile_intervals", "score_distribution", "cmh_test", "TrendResult", "trend_test",
+    "profile_intervals", "score_distribution", "cmh_test", "TrendResult", "trend_test", "clustered_trend_test",
     "design_effect", "mark_split", "signflip_tails", "newcombe_cells", "beta_binomial_cs", "beta_binomial_bounds", "difference_cs",
 ]
