@@ -304,3 +304,25 @@ def test_seed_numbers_pair_nothing(tmp_path):
     assert pairs.statement.startswith("X's seeds 0-2 vs Y's seed 0 on these layouts: no difference established")
     # one task, 3 seeds against 1: 4 label arrangements, nothing can reach 0.05, and a note says so
     assert p.seeds.arrangements == 4 and any("no arrangement of the method labels" in n for n in p.notes)
+
+
+def test_a_near_unbeaten_leader_is_separated_by_its_own_layouts(tmp_path):
+    """A succeeds on layouts 0-34 of 40, B on 0 and 35, C on none: A won 34 of its 35 discordant
+    layouts against B. The bootstrap interval of the rating difference reached below 0, so the
+    board called them "not separated"."""
+    rows = []
+    for layout in range(40):
+        rows += [f"t,A,A,,L{layout},{int(layout < 35)},0,", f"t,B,B,,L{layout},{int(layout in (0, 35))},0,",
+                 f"t,C,C,,L{layout},0,0,"]
+    comparison = build_comparison(read_inputs([], [_csv(tmp_path / "lead.csv", rows)]), reps=500)
+    board = comparison.main.leaderboard
+    top = board.neighbours[0]
+    assert (top.a, top.b, top.wins, top.losses, top.units) == ("A", "B", 34, 1, 35)
+    # one layout run a mark: the sign test; its mid-p by scipy's binomial law, Holm over 2 neighbours
+    mid = sps.binomtest(1, 35).pvalue - sps.binom.pmf(1, 35, 0.5)
+    assert top.mid_p == pytest.approx(mid) and top.holm_p <= 2 * mid
+    assert top.separated and top.lo > 0
+    assert any(n.startswith("A and B are separated: A won 34 of their 35 discordant layouts") for n in board.notes)
+    flagged = {r.name: (r.wins, r.losses) for r in board.rows if r.near_separation}
+    assert flagged == {"A": (34 + 35, 1), "C": (0, 35 + 2)}
+    assert any(n.startswith("C has 0 wins and 37 losses: its rating rests on the penalty") for n in board.notes)

@@ -44,7 +44,7 @@ def per_seed(s: Section) -> list[Block]:
                 rows.append([m.method, t.task, "-" if seed.seed is None else str(seed.seed),
                              "-" if seed.step is None else str(seed.step), k_of_n(seed.successes, seed.trials),
                              interval(seed.wilson), ", ".join(seed.policies)])
-    return [Heading(f"Per method, task and training seed ({s.label}; Wilson 95%)"),
+    return [Heading(f"Per method, task and training seed ({s.label}; Wilson 95% clustered over (campaign, mark) units)"),
             table(["method", "task", "seed", "step", "successes", "95% CI", "policies (campaign:label)"], rows)]
 
 
@@ -142,11 +142,14 @@ def board(s: Section) -> list[Block]:
     if b is None:
         return []
     return [Heading(f"Leaderboard ({s.label}; Bradley-Terry from paired comparisons, a discordant layout a win)"),
-            table(["rank", "checkpoint", "rating", "95% CI", "comparisons"],
-                  [[str(i + 1), r.name, f"{r.rating:+.2f}", f"[{r.lo:+.2f}, {r.hi:+.2f}]", str(r.comparisons)]
-                   for i, r in enumerate(b.rows)]),
+            table(["rank", "checkpoint", "rating", "95% CI", "won-lost"],
+                  [[str(i + 1), r.name, f"{r.rating:+.2f}",
+                    f"[{r.lo:+.2f}, {r.hi:+.2f}]" + (" (near separation)" if r.near_separation else ""),
+                    f"{r.wins}-{r.losses}"] for i, r in enumerate(b.rows)]),
             Gap(), Line("rating: log-odds of winning a discordant layout, mean 0; interval: basic bootstrap over marks "
-                        "within campaigns; comparisons: discordant layouts won or lost"),
+                        "within campaigns (not a 95% interval near separation: 2 or fewer wins or losses); won-lost: "
+                        "discordant layouts; neighbours are separated by a sign-flip test on their own discordant "
+                        "layouts over (campaign, mark) units, Holm-adjusted over the neighbours"),
             *(Item(n) for n in b.notes)]
 
 

@@ -97,7 +97,13 @@ def section_dict(s: Section) -> dict[str, Any]:
         "paired": [_paired(p) for p in s.paired],
         "ladders": [_ladder(lad) for lad in s.ladders],
         "leaderboard": [] if b is None else [{"name": r.name, "rating": r.rating, "ci95": [r.lo, r.hi],
-                                              "comparisons": r.comparisons} for r in b.rows],
+                                              "comparisons": r.comparisons, "wins": r.wins, "losses": r.losses,
+                                              "near_separation": r.near_separation} for r in b.rows],
+        "leaderboard_neighbours": [] if b is None else [
+            {"a": n.a, "b": n.b, "unit": "campaign, mark", "wins": n.wins, "losses": n.losses, "units": n.units,
+             "mid_p": n.mid_p, "holm_p": n.holm_p, "separated": n.separated,
+             "head_to_head_log_odds_ci95": [_num(n.lo), _num(n.hi)], "rating_difference": n.rating_difference}
+            for n in b.neighbours],
         "leaderboard_notes": [] if b is None else list(b.notes),
         "leaderboard_components": [] if b is None else [list(c) for c in b.components],
         "notes": list(s.notes),

@@ -45,6 +45,12 @@ def _last_step(outcome: dict[tuple, dict[int, bool]], last: int, previous: int, 
     return tuple(later), tuple(earlier), exact, mid
 
 
+def _step(step: int, per_mark: list[list[int]]) -> LadderStep:
+    """A step's k/n with the Wilson interval clustered over its (campaign, mark) units."""
+    return LadderStep(step, sum(k for k, _ in per_mark), sum(n for _, n in per_mark),
+                      stats.clustered_wilson([(k, n) for k, n in per_mark]))
+
+
 SHOWN = 12     # discordant layouts named in a statement (the JSON lists them all)
 
 
@@ -88,13 +94,14 @@ def ladders(trials: Sequence[Trial], alpha: float) -> tuple[Ladder, ...]:
             continue
         rank = {s: i for i, s in enumerate(steps)}
         outcome: dict[tuple, dict[int, bool]] = defaultdict(dict)
-        counts: dict[int, list[int]] = {s: [0, 0] for s in steps}
+        counts: dict[int, dict[tuple[str, str], list[int]]] = {s: defaultdict(lambda: [0, 0]) for s in steps}
         for t in mine:
             if t.success is None:
                 continue
             outcome[(t.campaign, t.layout, t.repeat)][t.identity.step] = bool(t.success)  # type: ignore[index]
-            counts[t.identity.step][0] += bool(t.success)                                # type: ignore[index]
-            counts[t.identity.step][1] += 1                                               # type: ignore[index]
+            cell = counts[t.identity.step][(t.campaign, t.layout)]                        # type: ignore[index]
+            cell[0] += bool(t.success)
+            cell[1] += 1
         units: dict[tuple[str, str], list[list[tuple[int, bool]]]] = defaultdict(list)
         for (campaign, layout, _), steps_run in outcome.items():
             if len(steps_run) > 1:
@@ -105,7 +112,7 @@ def ladders(trials: Sequence[Trial], alpha: float) -> tuple[Ladder, ...]:
         later, earlier, exact, mid = _last_step(outcome, last, previous, several)
         out.append(Ladder(
             method=method, seed=seed,
-            steps=tuple(LadderStep(s, k, n, stats.wilson(k, n)) for s, (k, n) in counts.items()),
+            steps=tuple(_step(s, list(per_mark.values())) for s, per_mark in counts.items()),
             trend=trend, last=last, previous=previous, later_only=later, earlier_only=earlier,
             last_exact_p=exact, last_mid_p=mid, statement=_statement(last, previous, later, earlier, mid, alpha),
             trend_statement=_trend_statement(trend, len(steps), len(units), alpha)))

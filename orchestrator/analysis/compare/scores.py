@@ -1,4 +1,5 @@
-"""Per method and task: each training seed's k/n with its Wilson interval, the mean over seeds
+"""Per method and task: each training seed's k/n with its Wilson interval clustered over the
+(campaign, mark) units (`stats.clustered_wilson`: the repeats of a mark are not independent), the mean over seeds
 with its Student-t interval; across tasks: the mean and IQM (stratified bootstrap), the
 probability of improvement and the performance profiles (`stats.aggregate`, rliable's
 definitions).
@@ -48,19 +49,21 @@ def scored_identities(trials: Iterable[Trial]) -> dict[tuple[str, str, int | Non
 
 def _seed_scores(trials: Sequence[Trial]) -> dict[tuple[str, str], list[SeedScore]]:
     chosen = scored_identities(trials)
-    counts: dict[tuple[str, str, int | None], list[int]] = defaultdict(lambda: [0, 0])
+    marks: dict[tuple[str, str, int | None], dict[tuple[str, str], list[int]]] = defaultdict(dict)
     policies: dict[tuple[str, str, int | None], dict[str, None]] = defaultdict(dict)
     for t in trials:
         key = (t.task, t.identity.method, t.identity.seed)
         if t.identity != chosen[key] or t.success is None:
             continue
-        counts[key][0] += bool(t.success)
-        counts[key][1] += 1
+        cell = marks[key].setdefault((t.campaign, t.layout), [0, 0])
+        cell[0] += bool(t.success)
+        cell[1] += 1
         policies[key][f"{t.campaign}:{t.policy}"] = None
     out: dict[tuple[str, str], list[SeedScore]] = defaultdict(list)
-    for key in sorted(counts, key=lambda k: (k[0], k[1], -1 if k[2] is None else k[2])):
-        k, n = counts[key]
-        out[(key[0], key[1])].append(SeedScore(key[2], chosen[key].step, k, n, stats.wilson(k, n),
+    for key in sorted(marks, key=lambda k: (k[0], k[1], -1 if k[2] is None else k[2])):
+        per_mark = [(k, n) for k, n in marks[key].values()]
+        k, n = sum(c[0] for c in per_mark), sum(c[1] for c in per_mark)
+        out[(key[0], key[1])].append(SeedScore(key[2], chosen[key].step, k, n, stats.clustered_wilson(per_mark),
                                                tuple(policies[key])))
     return out
 
