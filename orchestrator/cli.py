@@ -14,6 +14,7 @@ import sqlite3
 import sys
 
 from orchestrator.core.errors import OrchestratorError
+from orchestrator.core.extras import missing_extra, verb_words
 
 VERBS = {
     "demo": "demo",
@@ -108,6 +109,10 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # a bug: still one line unless --debug
         if debug:
             raise
+        missing = missing_extra(exc, verb_words(args)) if isinstance(exc, ModuleNotFoundError) else None
+        if missing is not None:   # an optional extra not installed: not a bug
+            print(f"orchestrator: {missing}", file=sys.stderr)
+            return missing.exit_code
         if type(exc).__module__.startswith("psycopg"):
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             print(f"orchestrator: campaign store (PostgreSQL): {first}", file=sys.stderr)

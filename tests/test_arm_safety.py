@@ -5,7 +5,6 @@ actually told, not on what the adapter meant to do."""
 
 from __future__ import annotations
 
-import builtins
 import os
 import signal
 import time
@@ -15,48 +14,20 @@ import pytest
 import yaml
 
 from fakes import feetech
-from fakes.rigs import REST, camera_rate_as_configured, plug_in_arm, write_rig, write_videos
+from fakes.rigs import REST
 from orchestrator.core.errors import BadInput, Interrupted, RuntimeFailure
 from orchestrator.rigs.base import EmergencyStop
 from orchestrator.rigs.device_fault import DeviceFault
 from orchestrator.rigs.profile import STATE_KEYS, load_rig
 from orchestrator.run.operator_protocol import AutoOperator
+from support.arm_bench import FPS, arm_bench, rig_with
 from support.arm_doubles import Failing, Hold, StopOnce, Watching, campaign
-
-FPS = 30
 
 
 @pytest.fixture
 def bench(tmp_path, monkeypatch):
     """A fake SO-101 (video cameras), its profile, and a two-mark protocol with scripted policies."""
-    from orchestrator.rigs.so101.rig import LeRobotRig
-
-    monkeypatch.setattr(builtins, "input", lambda *a: pytest.fail("input() called"))
-    monkeypatch.setitem(LeRobotRig.__init__.__kwdefaults__, "rest_speed_deg_s", 600.0)
-    camera_rate_as_configured(monkeypatch)
-    arm, port, cal = plug_in_arm(tmp_path, monkeypatch)
-    rig = write_rig(tmp_path / "rig.yaml", port, cal, write_videos(tmp_path), fps=FPS, max_relative_target=5.0)
-    (tmp_path / "layout.yaml").write_text(yaml.safe_dump({
-        "name": "two", "marks": [{"id": "M01", "x": 0.16, "y": -0.05}, {"id": "M02", "x": 0.20, "y": 0.05}]}))
-    protocol = tmp_path / "protocol.yaml"
-    protocol.write_text(yaml.safe_dump({
-        "name": "safety", "task": "Pick up the cube", "layout": "layout.yaml", "seed": 3,
-        "policies": {"A": {"type": "scripted"}, "B": {"type": "scripted", "aim_noise_mm": 5}},
-        "episode": {"fps": 10, "duration_s": 0.5}}, sort_keys=False))
-    return tmp_path, arm, rig, protocol
-
-
-def rig_with(rig_path, **changes):
-    """The profile at `rig_path` with top-level keys changed (written next to it)."""
-    data = yaml.safe_load(rig_path.read_text())
-    for key, value in changes.items():
-        if value is None:
-            data.pop(key, None)
-        else:
-            data[key] = value
-    out = rig_path.with_name(f"rig_{len(changes)}_{abs(hash(str(changes))) % 10**6}.yaml")
-    out.write_text(yaml.safe_dump(data, sort_keys=False))
-    return out
+    return arm_bench(tmp_path, monkeypatch)
 
 
 # ------------------------------------------------------------------ item 1: pacing
@@ -634,40 +605,55 @@ def test_the_operator_is_told_which_joint_blocked_the_move_and_confirms_the_retr
     assert rows and all("did not reach rest: elbow_flex blocked" in m for (m,) in rows), rows
 
 
-def test_after_two_blocked_moves_the_operator_lifts_the_arm_by_hand_with_torque_off_and_it_goes_on_from_there(bench):
+def test_after_two_blocked_moves_the_operator_lifts_the_arm_by_hand_lets_go_and_only_then_it_moves(bench):
     """The way out of a move that stays blocked (the arm lies on the table): the second "blocked"
     offers torque off; once confirmed every servo is limp while the operator lifts the arm; at
-    the next confirmation the goal is set to where the arm is before torque comes back (nothing
-    jumps), and the move to rest goes on from there."""
-    from orchestrator.run.motion import HAND_GUIDE_NOW, HAND_GUIDE_OFFER
+    the next Enter the goal is set to where the arm is and torque comes back, and nothing moves
+    while the hand still holds the arm; "let go, then Enter = move to rest"; the hand lets go
+    0.3 s later (a person's pace) and the move to rest goes on from there. Before: the move began
+    at torque-on, against the hand, and was counted as a third block (the session failed)."""
+    from orchestrator.run.motion import HAND_GUIDE_LET_GO, HAND_GUIDE_NOW, HAND_GUIDE_OFFER
+    from orchestrator.run.operator_protocol import ARM_HELD, ARM_RELEASED
 
     tmp_path, arm, rig, protocol = bench
     elbow = arm.servos[3]
     elbow.blocked = True
     op = Watching(wait_s=0.05)
     real_confirm = op.confirm_move
-    seen: dict[str, object] = {}
+    seen: dict[str, object] = {"approvals": []}
 
     def confirm(what):
         if op.prompts == 1:     # the offer: torque is still on, the arm holds
             seen["offer"] = what
             seen["torque_at_offer"] = arm.torque_enabled()
-        if op.prompts == 2:     # torque off: the operator lifts the elbow to 80 degrees by hand
-            seen["torque_while_guided"] = arm.torque_enabled()
-            seen["then"] = what
-            elbow.blocked = False
-            elbow.move_by_hand(2047 + round(80 * 4095 / 360))
-            seen["lifted_at"] = (time.perf_counter(), elbow.position)
         real_confirm(what)
 
+    def approve(line):
+        seen["approvals"].append((line, arm.torque_enabled()))
+        if len(seen["approvals"]) == 1:   # limp: the hand lifts the elbow to 80 degrees and holds it there
+            elbow.move_by_hand(2047 + round(80 * 4095 / 360))
+            seen["lifted_at"] = (time.perf_counter(), elbow.position)
+        else:                             # torque on where the hand holds it; a person lets go in seconds
+            seen["held_goals"] = arm.goal_writes(since=seen["lifted_at"][0])
+            seen["positions"] = arm.positions()
+            time.sleep(0.3)
+            seen["held_goals_later"] = arm.goal_writes(since=seen["lifted_at"][0])
+            elbow.blocked = False
+
     op.confirm_move = confirm
+    op.approve = approve
     summary, _ = campaign(protocol, rig, tmp_path / "c", op)
     assert summary.complete
     assert [m for m in op.messages if "blocked" in m][:2] and HAND_GUIDE_OFFER in op.messages
-    assert HAND_GUIDE_NOW in op.messages
-    assert seen["offer"].startswith("by hand") and seen["then"] == "to rest from where you hold it"
-    assert seen["torque_at_offer"] == {i: 1 for i in arm.servos}
-    assert seen["torque_while_guided"] == {i: 0 for i in arm.servos}
+    assert seen["offer"].startswith("by hand") and seen["torque_at_offer"] == {i: 1 for i in arm.servos}
+    (limp_line, limp_torque), (let_go_line, held_torque) = seen["approvals"]
+    # the words are the registers': limp while guided, holding once torque is back
+    assert limp_torque == {i: 0 for i in arm.servos} and limp_line == f"{ARM_RELEASED}: {HAND_GUIDE_NOW}"
+    assert held_torque == {i: 1 for i in arm.servos} and let_go_line == f"{ARM_HELD}: {HAND_GUIDE_LET_GO}"
+    # between torque-on and the let-go Enter: one goal per servo, where it is (goal := present), nothing else
+    held = seen["held_goals_later"]
+    assert held == seen["held_goals"] and sorted(i for _, i, _ in held) == sorted(arm.servos), held
+    assert all(abs(v - seen["positions"][i]) <= 2 for _, i, v in held), (held, seen["positions"])
     t_lift, lifted = seen["lifted_at"]
     elbow_goals = [v for t, i, v in arm.goal_writes(since=t_lift) if i == 3]
     assert elbow_goals and abs(elbow_goals[0] - lifted) <= 2   # goal := present before torque on

@@ -83,7 +83,7 @@ def test_console_cues_the_mark_counts_down_estops_redoes_and_never_shows_the_pol
             await pilot.press("enter")
             assert app.state == "countdown" and runner.log == []
             await pilot.pause(0.15)
-            assert runner.log == [] and "Starting" in screen_text(app)
+            assert runner.log == [] and "ARM WILL MOVE (policy) in 2 s: space = stop" in screen_text(app)
             await wait_for(pilot, lambda: runner.log == [("started", 0)] and app.state == "episode")
             await pilot.pause(0.2)
             screens.append(screen_text(app))
@@ -157,6 +157,50 @@ def test_pause_blocks_start_and_space_cancels_the_countdown(layout):
     log = asyncio.run(session())
     assert log[1] == ("ended", 0, None, None)
     assert log[-1][0] == "stopped"
+
+
+@pytest.mark.slow   # seconds of real-time waiting: kept out of the fast lane
+def test_the_countdown_before_a_policy_episode_is_shown_stopped_by_space_and_restarted_by_enter(layout):
+    """The runner's countdown after the arm's reset or a start-check retry: "ARM WILL MOVE
+    (policy) in N s: space = stop"; space stops it and the runner waits (nothing starts) until
+    Enter counts down again; q there ends the session."""
+    from orchestrator.run.operator_protocol import COUNTDOWN_STOPPED
+
+    cue = TrialCue(index=1, total=2, done_before=0, campaign_total=2, mark=layout.marks[0], duration_s=5.0)
+
+    async def session(keys: str) -> tuple[list, list[str]]:
+        app = OperatorConsole(layout, countdown_s=1.0)
+        log: list = []
+        screens: list[str] = []
+
+        def runner():
+            try:
+                app.operator.countdown(cue)
+                log.append("go")
+            except StopRequested as stop:
+                log.append(("ended", str(stop)))
+
+        async with app.run_test(size=(120, 40)) as pilot:
+            thread = threading.Thread(target=runner, daemon=True)
+            thread.start()
+            await wait_for(pilot, lambda: app.state == "policy_countdown")
+            screens.append(screen_text(app))
+            await pilot.press("space")
+            await wait_for(pilot, lambda: app.state == "countdown_held")
+            await pilot.pause(1.3)   # longer than the countdown: it does not go on by itself
+            screens.append(screen_text(app))
+            assert log == []
+            await pilot.press(keys)
+            await wait_for(pilot, lambda: log != [])
+        thread.join(2)
+        return log, screens
+
+    log, screens = asyncio.run(session("enter"))
+    assert log == ["go"]
+    assert "ARM WILL MOVE (policy) in 1 s: space = stop" in screens[0]
+    assert COUNTDOWN_STOPPED in screens[1] and "ARM WILL MOVE" not in screens[1]
+    log, _ = asyncio.run(session("q"))
+    assert log == [("ended", "session ended by the operator before the episode")]
 
 
 def test_run_console_returns_the_session_result_and_reraises(layout):
@@ -496,7 +540,7 @@ def test_the_prompt_operator_asks_the_resets_approval_on_stdin(layout):
     lines: list[str] = []
     op = PromptOperator(layout, countdown_s=0, stdin=io.StringIO("\nq\n"), out=lines.append)
     op.approve(APPROVE_RESETS)
-    assert lines[-1] == f"{APPROVE_RESETS}. Enter = allow it, q + Enter = end the session"
+    assert lines[-1] == f"{APPROVE_RESETS}, q + Enter = end the session" and APPROVE_RESETS.endswith("Enter = allow it")
     with pytest.raises(StopRequested, match="before the arm moved by itself"):
         op.approve(APPROVE_RESETS)
     op.arm_moving("resetting the cube")

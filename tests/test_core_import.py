@@ -67,3 +67,87 @@ def test_core_modules_do_not_import_torch(tmp_path):
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout.strip().splitlines()[-1])
     assert report == {"codes": [0, 0], "heavy": []}
+
+
+# A core install: the modules of the optional extras cannot be found (a meta-path finder answers
+# for them first, as a missing package would: ModuleNotFoundError with the module's name).
+CORE_INSTALL = """
+import contextlib, io, json, sys
+BLOCKED = {"lerobot", "torch", "torchvision", "transformers", "diffusers", "scservo_sdk", "datasets",
+           "draccus", "psycopg", "rerun"}
+
+class NotInstalled:
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if name.split(".")[0] in BLOCKED:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+sys.meta_path.insert(0, NotInstalled)
+from orchestrator.cli import main
+results = []
+for argv in json.loads(sys.argv[1]):
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        try:
+            code = main(argv)
+        except SystemExit as exc:
+            code = exc.code
+    results.append({"argv": argv, "code": code, "err": err.getvalue()})
+try:
+    import lerobot  # noqa: F401
+    control = "imported"
+except ModuleNotFoundError as exc:
+    control = exc.name
+print(json.dumps({"results": results, "control": control}))
+"""
+
+
+def test_every_verb_on_a_core_install_runs_or_names_the_extra(tmp_path):
+    """Every verb on a core install (no LeRobot, torch, Rerun or psycopg): it runs, or refuses in
+    one line naming the extra it needs and how to run it with it (exit 2); never an internal error
+    (`doctor`, `run` and `camera check` with `--twin` were `internal error: ModuleNotFoundError`)."""
+    data = REPO / "tests" / "data"
+    camp, twin_rig, pg = str(tmp_path / "camp"), str(REPO / "hardware" / "so101_twin.yaml"), "postgresql://u@127.0.0.1:9/x"
+    tiny, sim = str(data / "tiny_protocol.yaml"), str(data / "tiny_sim.yaml")
+    runs = {   # argv -> (exit code, the extra its one line names, or None)
+        ("demo", "--protocol", tiny, "--rig", sim, "--out", camp, "--workers", "1"): (0, None),
+        ("validate", str(SIM_PROTOCOL)): (0, None),
+        ("plan", "--p-a", "0.9", "--p-b", "0.6"): (0, None),
+        ("layout", "print", "layouts/grid20.yaml", "--out", str(tmp_path / "g.svg")): (0, None),
+        ("report", camp, "--format", "html", "--out", str(tmp_path / "r.html")): (0, None),
+        ("judge", camp, "--judge", "auto"): (0, None),
+        ("bundle", camp, "--out", str(tmp_path / "bundle")): (0, None),
+        ("import-labels", camp, str(tmp_path / "bundle")): (0, None),
+        ("compare", camp, "--judge", "physics"): (0, None),
+        ("verify", camp): (0, None),
+        ("doctor", "--rig", sim, "--protocol", tiny): (0, None),
+        ("camera", "check", "--rig", "hardware/sim.yaml", "--layout", "layouts/grid20.yaml",
+         "--reference", str(tmp_path / "ref")): (0, None),
+        ("export", camp, "--repo-id", "you/x", "--root", str(tmp_path / "ds"), "--force"): (2, "lerobot"),
+        ("view", camp, "--unblinded", "--save", str(tmp_path / "v.rrd")): (2, "rerun"),
+        ("doctor", "--rig", twin_rig, "--twin"): (2, "lerobot"),
+        ("doctor", "--rig", twin_rig): (2, "lerobot"),
+        ("run", tiny, "--rig", twin_rig, "--twin", "--unattended", "--out", str(tmp_path / "t")): (2, "lerobot"),
+        ("camera", "check", "--rig", twin_rig, "--twin", "--layout", "layouts/grid20.yaml"): (2, "lerobot"),
+        ("report", "x", "--store", pg): (2, "postgres"),
+        ("store", "init", pg, tiny, "--rig", sim, "--out", str(tmp_path / "pg")): (2, "postgres"),
+    }
+    result = subprocess.run([sys.executable, "-c", CORE_INSTALL, json.dumps([list(a) for a in runs])],
+                            cwd=REPO, env=_env(), capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = json.loads(result.stdout.strip().splitlines()[-1])
+    assert out["control"] == "lerobot"                    # the blocker works: lerobot is not found
+    verbs_seen = set()
+    for row, (argv, (code, extra)) in zip(out["results"], runs.items(), strict=True):
+        verbs_seen.add(argv[0])
+        assert "internal error" not in row["err"], row
+        assert row["code"] == code, row
+        if extra is not None:
+            lines = row["err"].strip().splitlines()
+            assert len(lines) == 1, row
+            assert f"needs the {extra} extra" in lines[0] and f"uv run --extra {extra} orchestrator" in lines[0], row
+    assert len(out["results"]) == len(runs) == 20
+    from orchestrator.cli import VERBS
+
+    assert verbs_seen == set(VERBS) - {"twin"}   # every verb but the twin's foreground server

@@ -74,6 +74,13 @@ def test_demo_in_a_fresh_process_reports_and_exits_with_the_reports_code(tmp_pat
     assert result.code == 0, result.err
     assert "Verdict:" in result.out and "Next:" in result.out
     assert "trial 6/6  mark" in result.out                 # progress lines (not a terminal)
+    # pictures first: the last line is the path of the HTML report, written beside the campaign
+    last = result.out.strip().splitlines()[-1]
+    assert last.startswith("The report with its plots (open it in a browser): "), last
+    html = Path(last.split(": ", 1)[1])
+    assert html == (tmp_path / "demo-report.html").resolve() and html.is_file()
+    page = html.read_text()
+    assert page.startswith("<!DOCTYPE html>") and page.count("data:image/png;base64,") >= 3
     again = run_module("demo", "--protocol", data / "tiny_protocol.yaml", "--rig", data / "tiny_sim.yaml",
                         "--out", tmp_path / "demo", "--workers", "1", timeout=600)
     assert again.code == 0 and "campaign is complete" in again.out   # resumed: nothing left to run

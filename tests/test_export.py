@@ -655,7 +655,7 @@ def test_without_lerobot_installed(sim_campaign, tmp_path, cli, monkeypatch):
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "lerobot" else real(name, *a))
     result = cli("export", sim_campaign, "--repo-id", REPO_ID, "--root", tmp_path / "ds")
-    assert result.code == 1 and len(result.err_lines) == 1 and "lerobot extra" in result.err
+    assert result.code == 2 and len(result.err_lines) == 1 and "needs the lerobot extra" in result.err
     assert list(tmp_path.iterdir()) == []
 
 

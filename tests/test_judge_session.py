@@ -113,6 +113,34 @@ def test_undo_goes_back_and_reaches_into_the_last_session(campaign):
     assert campaign_rows(campaign, "SELECT count(*) FROM judgments WHERE retracted_at IS NOT NULL") == [(2,)]
 
 
+def test_go_to_n_relabels_with_the_old_label_kept_and_the_chain_verifies(session, campaign, capsys):
+    """`j` + N: any episode of the judge's order, labelled or not; a label there is a new row with
+    its time and the old one is retracted (kept), and `orchestrator verify` still checks the chain."""
+    from orchestrator.cli import main
+
+    order = [e.id for e in session.order]
+    for label in ("success", "failure", "unsure", "success"):
+        session.label(label)
+    assert session.current_id == order[2]                          # the unsure one, asked again
+    assert session.listing() == [(1, "success"), (2, "failure"), (3, "unsure"), (4, "success")]
+    session.goto("2")
+    assert session.current_id == order[1] and "labelled failure; s, f or u relabels it" in session.status
+    session.label("success")
+    assert session.status == f"Saved: success for {order[1]} (relabelled: it was failure)"
+    assert session.current_id == order[2]                          # the queue goes on
+    session.goto(order[3])                                         # by its id too
+    assert session.current_id == order[3]
+    for bad in ("0", "5", "x", "", None):
+        session.goto(bad)
+        assert session.current_id == order[3] and session.status.startswith("No episode"), bad
+    rows = campaign_rows(campaign, "SELECT label, created_at, retracted_at FROM judgments "
+                                   f"WHERE judge = 'sam' AND episode_id = '{order[1]}' ORDER BY id")
+    assert [(label, retracted is not None) for label, _, retracted in rows] == [("failure", True), ("success", False)]
+    assert rows[1][1] >= rows[0][1] > 0                            # each with its own time
+    capsys.readouterr()
+    assert main(["verify", str(campaign)]) == 0, capsys.readouterr()
+
+
 def test_progress_counts_only_the_episodes_still_to_judge():
     """A bundle keeps the `invalid_start` line of an episode the judge sent back; that episode left
     the judge's order and must not count as judged (the Textual judge showed "4 of 3")."""

@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from support.judge_campaign import SECRET_TERMS, live_judgments, make_campaign
+from support.judge_campaign import SECRET_TERMS, campaign_rows, live_judgments, make_campaign
 from support.tmux import Tmux
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -63,5 +63,56 @@ def test_judge_in_tmux(tmp_path):
         tmux.wait_for("j2", "(1 unsure)")
         tmux("kill-session", "-t", "j2")
         assert [label for label, _ in wait_labels(campaign, 3)] == ["success", "failure", "unsure"]
+    finally:
+        tmux.kill()
+
+
+def test_keys_fit_a_person_in_a_real_terminal(tmp_path):
+    """At 80 x 24: the episode opens paused, `x` still works after a person's pause, `?` lists every
+    key, a label is changed by going to its episode (`j` N); at 160 columns every key is on the
+    bar too (it wraps at 80, and was cut off at both widths before)."""
+    from orchestrator.judging.keys import bar_items, help_lines
+
+    campaign = make_campaign(tmp_path, marks=2)
+    command = shlex.join([sys.executable, "-m", "orchestrator", "judge", str(campaign), "--judge", "t"])
+    tmux = Tmux()
+    try:
+        tmux.start("k80", command, ROOT, width=80, height=24)
+        screen = tmux.wait_for("k80", "0 of 4 judged")
+        assert [item for item in bar_items() if item in screen] == bar_items(), screen
+        started = time.monotonic()
+        while time.monotonic() - started < 1.5:                   # a person looks at the start: it stays
+            screen = tmux.screen("k80")
+            assert "t = 0.00 s" in screen and "paused" in screen, screen
+            time.sleep(0.2)
+        tmux("send-keys", "-t", "k80", "x")
+        tmux.wait_for("k80", "- why? 1: cube not on its")          # the reasons: x accepted
+        tmux("send-keys", "-t", "k80", "Escape")
+        tmux.wait_for("k80", "Invalid start cancelled.")
+        tmux("send-keys", "-t", "k80", "?")
+        screen = tmux.wait_for("k80", "Every key")
+        assert [line for line in help_lines() if line in screen] == help_lines(), screen
+        tmux("send-keys", "-t", "k80", "s")                       # closes the list, labels nothing
+        tmux.wait_for("k80", "q quit")
+        assert labels(campaign) == []
+        tmux("send-keys", "-t", "k80", "s")
+        tmux.wait_for("k80", "1 of 4 judged")
+        tmux("send-keys", "-t", "k80", "j")
+        tmux.wait_for("k80", "1:s  2:-")
+        tmux("send-keys", "-t", "k80", "1", "Enter")
+        tmux.wait_for("k80", "labelled success")
+        tmux("send-keys", "-t", "k80", "f")
+        tmux.wait_for("k80", "relabelled: it was success")
+        assert wait_labels(campaign, 1) == [("failure", None)]
+        assert campaign_rows(campaign, "SELECT label, retracted_at IS NOT NULL FROM judgments WHERE judge = 't' "
+                                       "ORDER BY id") == [("success", 1), ("failure", 0)]   # the old one kept
+        tmux("send-keys", "-t", "k80", "q")
+        assert "EXIT=0" in tmux.wait_for("k80", "EXIT=")
+
+        tmux.start("k160", command, ROOT, width=160, height=32)
+        screen = tmux.wait_for("k160", "1 of 4 judged")
+        assert [item for item in bar_items() if item in screen] == bar_items(), screen
+        tmux("send-keys", "-t", "k160", "q")
+        tmux.wait_for("k160", "EXIT=")
     finally:
         tmux.kill()

@@ -65,6 +65,7 @@ def test_videos_play_in_true_time_from_the_recorded_timestamps(campaign):
     with WebJudge(campaign, "--judge", "alice") as judge, browser() as chrome:
         page, errors = open_page(chrome, judge)
         assert page.title().startswith("Blind judging - judge alice - campaign ")
+        page.keyboard.press(" ")                                    # it opens paused: play it
         end = wait(page, "window.judgeMetrics.clockAtEnd")
         assert abs(end - DURATION) <= 1 / FPS                       # the clock stops at the duration
         sizes = page.evaluate("() => [...document.querySelectorAll('#stage video')].map("
@@ -198,3 +199,47 @@ def test_audit_guide_zoom_speeds_and_cameras(campaign):
         assert transforms[0].startswith("scale(") and min(map(float, transforms[0][6:].split(")")[0].split(","))) > 1.2
         assert transforms[1] == ""
         assert errors == []
+
+
+def test_opens_paused_x_after_a_pause_every_key_listed_and_a_label_changed(campaign):
+    """The page opens an episode paused on its first frame, so `x` works after a person's pause
+    (it was refused 1.2 s after the page loaded); `?` lists every key (the terminal's list); a
+    label is changed by going to its episode (`j` N), the old one kept in the store."""
+    from orchestrator.judging.keys import KEYS
+
+    with WebJudge(campaign, "--judge", "alice") as judge, browser() as chrome:
+        page, errors = open_page(chrome, judge)
+        assert sorted(page.evaluate("() => Object.keys(ACTIONS)")) == sorted(k.action for k in KEYS)
+        started = time.monotonic()
+        while time.monotonic() - started < 1.5:                     # a person takes in the start
+            assert page.evaluate("() => [window.judgeClock.t, window.judgeClock.playing]") == [0, False]
+            time.sleep(0.1)
+        assert "paused" in page.inner_text("#cursor") and "frame 1 /" in page.inner_text("#cursor")
+        page.keyboard.press("x")
+        assert page.is_visible("#invalid"), page.inner_text("#status")
+        page.keyboard.press("Escape")
+        assert not page.is_visible("#invalid")
+        page.keyboard.press("?")
+        listed = page.evaluate("() => [...document.querySelectorAll('#helplist tr')].map(r => r.innerText)")
+        assert listed == [f"{k.shown}\t{k.help}" for k in KEYS]
+        page.keyboard.press("s")                                    # closes the list, labels nothing
+        assert not page.is_visible("#help") and page.evaluate("() => window.judgeMetrics.answered") == 0
+        buttons = page.evaluate("() => [...document.querySelectorAll('#buttons button')].map(b => b.dataset.key)")
+        assert set(buttons) >= {k.browser[0] for k in KEYS if k.action != "mode"} | {"1", "5"}
+        press_and_wait(page, "s")
+        assert judge.state()["episodes"] == [{"n": 1, "label": "success"}] + [{"n": n, "label": None} for n in (2, 3, 4)]
+        page.keyboard.press("j")
+        assert page.text_content("#gotolist") == "1:s  2:-  3:-  4:-"
+        page.keyboard.type("1")
+        press_and_wait(page, "Enter")
+        assert "labelled success" in page.inner_text("#status")
+        press_and_wait(page, "f")
+        assert "relabelled: it was success" in page.inner_text("#status")
+        assert errors == []
+        code, out, err = judge.stop()
+    assert code == 0, err
+    with CampaignStore.open_readonly(campaign) as store:
+        every = [(j.label, j.episode_id) for j in store.judgments("alice", include_retracted=True)]
+        live = [(j.label, j.episode_id) for j in store.judgments("alice")]
+    assert [label for label, _ in every] == ["success", "failure"] and live == every[1:]
+    assert every[0][1] == every[1][1]

@@ -135,6 +135,15 @@ def test_nothing_the_browser_receives_names_a_policy_or_a_time(campaign):
             page.keyboard.press(key)
             if key != "a":
                 wait(page, f"window.judgeMetrics.answered > {before}")
+        page.keyboard.press("?")                                   # every key listed: nothing sent
+        page.keyboard.press("Escape")
+        page.keyboard.press("j")                                   # the judge's episodes, by number
+        assert page.text_content("#gotolist") == "1:u  2:s"
+        page.keyboard.type("2")
+        before = page.evaluate("() => window.judgeMetrics.answered")
+        page.keyboard.press("Enter")
+        wait(page, f"window.judgeMetrics.answered > {before}")
+        assert "Episode 2 of 2" in page.inner_text("#status")
         assert page.title().startswith("Blind judging - judge alice - campaign ")
         for response in responses:
             try:

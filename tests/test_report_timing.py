@@ -167,6 +167,60 @@ def test_overruns_on_a_paced_campaign_warn(campaign, tmp_path, capsys):
     assert "Run sessions: 5 (1 interrupted, 1 killed, 1 failed)" in text
 
 
+def test_a_slow_policy_on_the_twin_shows_its_overruns_and_lost_steps(campaign, tmp_path, capsys):
+    """A twin campaign is stored as `--twin` stores it (simulated, with the real-arm profile that
+    ran on the twin: robot type so101_follower); policy B is planted slow, as the issue's tiny ACT
+    was on the twin: 16 of its 53 run steps overran and 127 of its 180 planned steps were lost.
+    The report must show the loop figures and the warning a real arm gets (it said "simulated:
+    not paced in real time" before)."""
+    source, _, _ = campaign
+    copy = tmp_path / "twin"
+    shutil.copytree(source, copy)
+    conn = sqlite3.connect(copy / "campaign.db")
+    try:
+        simulated, = conn.execute("SELECT simulated FROM campaign").fetchone()
+        assert simulated == 1
+        conn.execute("UPDATE campaign SET rig_text = ?", ((ROOT / "hardware" / "so101_twin.yaml").read_text(),))
+        rows = conn.execute("SELECT e.id, t.policy, e.timing FROM episodes e JOIN trials t ON t.slot = e.slot").fetchall()
+        for ep, policy, timing in rows:
+            t = json.loads(timing)
+            if policy == "B":   # the slow one: a third of its steps ran
+                t.update(period_p50_ms=330.0, period_p99_ms=421.0, overruns=16, steps=53, planned_steps=180,
+                         lost_steps=127)
+            else:               # the scripted pick: 4 steps lost, no overrun over the threshold
+                t.update(period_p50_ms=100.2, period_p99_ms=104.0, overruns=1, steps=176, planned_steps=180,
+                         lost_steps=4)
+            conn.execute("UPDATE episodes SET timing = ? WHERE id = ?", (json.dumps(t), ep))
+        conn.commit()
+    finally:
+        conn.close()
+    accept_edits(copy)
+    doc = report(copy, capsys)
+    assert doc["campaign"]["rig_kind"] == "twin" and doc["campaign"]["simulated"] is True
+    a, b = doc["timing"]["A"], doc["timing"]["B"]
+    assert a["paced"] is True and b["paced"] is True
+    assert (b["overrun_steps"], b["lost_steps"], b["episodes_over_5pct_overruns"]) == (48, 381, 3)
+    assert (a["overrun_steps"], a["lost_steps"], a["episodes_over_5pct_overruns"]) == (3, 12, 0)
+    warn = [w for w in doc["warnings"] if "could not keep" in w]
+    assert warn == ["policy B could not keep 10 Hz on the twin (a real arm would see the same loop) in 3 "
+                    "episodes of 3 (more than 5% of the steps overran the control period; 48 overrun steps and "
+                    "381 lost steps in all): its outcomes may reflect a slow loop"]
+    for fmt in ("text", "html"):
+        out = report(copy, capsys, fmt)
+        assert "not paced in real time" not in out
+        assert "Rig: rehearsal twin" in out and "could not keep 10 Hz on the twin" in out
+        assert "lost steps" in out and "episodes that lost steps" in out
+    # the same store with the simulated rig's profile is not paced (no overrun figures)
+    conn = sqlite3.connect(copy / "campaign.db")
+    conn.execute("UPDATE campaign SET rig_text = ?", (RIG.read_text(),))
+    conn.commit()
+    conn.close()
+    accept_edits(copy)
+    doc = report(copy, capsys)
+    assert doc["campaign"]["rig_kind"] == "simulated" and doc["timing"]["B"]["paced"] is False
+    assert doc["timing"]["B"]["lost_steps"] is None and not any("could not keep" in w for w in doc["warnings"])
+
+
 def outcome(layout: str, policy: str, slot: int, timing: LoopTiming | None, success: bool = True) -> TrialOutcome:
     return TrialOutcome(layout=layout, repeat=0, policy=policy, success=success, slot=slot,
                         position=slot % 2, episode_id=f"ep_{slot:04d}", timing=timing)
@@ -239,3 +293,14 @@ def test_loop_timing_ignores_missing_or_bad_records():
     assert LoopTiming.from_dict({**good, "period_p99_ms": float("nan")}) is None
     assert LoopTiming.from_dict({**good, "overruns": float("inf")}) is None
     assert LoopTiming.from_dict({**good, "steps": 0}) is None
+
+
+def test_the_text_report_says_where_its_plots_are(campaign, capsys):
+    """Pictures first: a text or Markdown report names the command that writes the plots; the HTML
+    report itself and the JSON do not repeat it."""
+    directory, _, _ = campaign
+    for fmt, said in (("text", True), ("md", True), ("json", False)):
+        capsys.readouterr()
+        assert main(["report", str(directory), "--format", fmt]) == 0
+        err = capsys.readouterr().err
+        assert (f"are in the HTML report: orchestrator report {directory} --format html --out report.html" in err) is said

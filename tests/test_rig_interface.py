@@ -21,7 +21,7 @@ from support.repo import REPO
 
 # What a rig with servos must report itself: the defaults say "nothing known", which on an arm
 # with servos would hide a servo left torqued or in alarm from the operator.
-SAFETY_MEMBERS = ("torque_problems", "servo_problems")
+SAFETY_MEMBERS = ("torque_problems", "servo_problems", "torque_enabled")
 # Kinds that keep the defaults, and why that is true of them.
 WITHOUT_SERVOS = {"sim": "the simulated arm has no servos: no torque to leave on, no alarm to read"}
 

@@ -5,7 +5,10 @@ A hand holds the elbow (`hold`, the twin's hand on the arm), so the session's fi
 is blocked; the operator confirms a retry, blocked again; the runner then offers torque off. The
 test reads the twin's registers: every servo limp while the "operator" lifts the elbow by hand
 toward rest; at the last confirmation torque comes back where the hand holds the arm, with the
-goal at the present position (the wire log), and the move goes on to the first trial's prompt.
+goal at the present position (the wire log), and nothing moves while the hand still holds it:
+"let go, then Enter = move to rest"; the hand lets go 0.6 s later (a person's pace: a move that
+began at torque-on was held back by the hand and counted as a third block), and at that Enter
+the move goes on to the first trial's prompt.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from support.operator_run import press_enter, start_run, wait_for_line
 
 def test_a_move_blocked_twice_is_finished_by_lifting_the_arm_by_hand_with_torque_off(tmp_path):
     from orchestrator.rigs.twin.client import start_twin
-    from orchestrator.run.motion import HAND_GUIDE_NOW, HAND_GUIDE_OFFER
+    from orchestrator.run.motion import HAND_GUIDE_LET_GO, HAND_GUIDE_NOW, HAND_GUIDE_OFFER
 
     protocol = two_mark_protocol(tmp_path, "{type: scripted, aim_noise_mm: 3}", duration_s=2.0, fps=15)
     out, log = tmp_path / "campaign", tmp_path / "wire.log"
@@ -57,7 +60,13 @@ def test_a_move_blocked_twice_is_finished_by_lifting_the_arm_by_hand_with_torque
             while twin.request("state")["torque"] != [True] * 6:
                 assert time.monotonic() < deadline, "torque did not come back after the confirmation"
                 time.sleep(0.05)
+            wait_for_line(lines, HAND_GUIDE_LET_GO, 120, seen)
+            held_at = twin.request("state")["joints_deg"]
+            time.sleep(0.6)                                          # a person lets go
             twin.request("hold", joints={})                          # the hand lets go
+            still = twin.request("state")["joints_deg"]
+            assert max(abs(a - b) for a, b in zip(held_at, still, strict=True)) < 1.0, (held_at, still)
+            press_enter(proc)   # move to rest
             wait_for_line(lines, "Put the cube on mark", 120, seen)   # at rest: the first prompt
         finally:
             proc.kill()

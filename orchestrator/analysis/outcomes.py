@@ -27,6 +27,8 @@ from typing import Any
 from orchestrator.analysis.sessions import SessionCounts, session_counts
 from orchestrator.core.errors import BadInput
 from orchestrator.design.protocol import deployment_label
+from orchestrator.rigs.profile import campaign_rig_kind
+from orchestrator.store.records import RIG_TWIN
 from orchestrator.store.sqlite import AUTO_JUDGE, PHYSICS_JUDGE, CampaignStore, Judgment
 
 CONSENSUS = "consensus"
@@ -141,6 +143,7 @@ class OutcomeSet:
     protocol_name: str = ""
     protocol_sha256: str = ""
     simulated: bool = False
+    rig_kind: str = ""                            # records.campaign_rig_kind ("" for an outcomes CSV)
     complete: bool = True
     stop_reason: str | None = None
     primary: str = "mcnemar_midp"
@@ -158,6 +161,12 @@ class OutcomeSet:
     deployments: dict[str, str] = field(default_factory=dict)   # policy -> how it runs (`deployment_label`)
     auto_labels: dict[str, str] = field(default_factory=dict)   # episode -> the `auto` rater's label
     arm_still: tuple[str, ...] = ()               # episodes in which the arm never moved
+
+    @property
+    def wall_clock(self) -> bool:
+        """Whether the episodes were paced in wall-clock time (a real arm, the twin), so their
+        overruns and lost steps are measured; the simulated rig steps in simulated time."""
+        return not self.simulated or self.rig_kind == RIG_TWIN
     station_blocks: tuple[dict[str, Any], ...] = ()   # unit, station, state, claimed_at, finished_at
     abort_rules: dict[str, Any] | None = None     # the protocol's `aborts` (None: a CSV)
     disagreement: str = "unsure"                  # the protocol's judging.disagreement rule
@@ -405,6 +414,7 @@ def outcomes_from_store(store: CampaignStore, judge: str | None = None) -> Outco
         outcomes=tuple(outcomes), policies=tuple(protocol.policies), source=str(store.directory),
         label_source=labels.source, campaign_id=str(camp.get("id", "")), campaign_name=str(camp.get("name", "")),
         protocol_name=protocol.name, protocol_sha256=str(camp.get("protocol_sha256", "")), simulated=simulated,
+        rig_kind=campaign_rig_kind(camp),
         complete=done == len(trials) or bool(camp.get("finished_at")), stop_reason=camp.get("stop_reason"),
         primary=protocol.analysis.primary, alpha=float(protocol.analysis.alpha), stopping=protocol.analysis.stopping,
         marks=marks, human_labels=tuple(human_labels), physics=labels.physics, warnings=tuple(warnings),

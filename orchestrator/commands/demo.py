@@ -1,4 +1,6 @@
-"""`orchestrator demo`: the simulated A/B campaign end to end, then its report."""
+"""`orchestrator demo`: the simulated A/B campaign end to end, then its report: the text on the
+terminal, and the HTML report with its plots written beside the campaign (`html_report_path`),
+whose path is the last line printed."""
 
 from __future__ import annotations
 
@@ -28,6 +30,12 @@ def demo_files(reset: str = "operator") -> tuple[Path, Path]:
             return protocol, rig
     raise RuntimeFailure(f"the demo protocol is not installed with this package (looked in {PACKAGE / 'demo_data'} "
                          f"and {PACKAGE.parent}); reinstall so101-ab-orchestrator")
+
+
+def html_report_path(campaign: Path) -> Path:
+    """Where the demo writes its HTML report: beside the campaign folder, `<campaign>-report.html`
+    (not inside it: a judge may be handed the folder)."""
+    return campaign.with_name(f"{campaign.name}-report.html")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -63,8 +71,13 @@ def run(args: argparse.Namespace) -> int:
     print()
     code = report_command.run(argparse.Namespace(campaign=str(out), outcomes=None, judge=None, format="text",
                                                  out=None))   # the physics outcomes (nobody has judged yet)
+    html = html_report_path(out)
+    report_command.run(argparse.Namespace(campaign=str(out), outcomes=None, judge=None, format="html",
+                                          out=str(html)))
     print("Next:")
     print(f"  judge blind:  uv run orchestrator judge {out} --judge YOUR_NAME")
     print(f"  report:       uv run orchestrator report {out} [--format md|json|html --out FILE]")
     print(f"  export:       uv run --extra lerobot orchestrator export {out} --repo-id USER/sim-demo")
+    print()
+    print(f"The report with its plots (open it in a browser): {html.resolve()}")
     return code

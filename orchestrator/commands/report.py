@@ -68,7 +68,13 @@ def run(args: argparse.Namespace) -> int:
             # (sqlite3.DatabaseError itself is turned into one line by the CLI)
             raise BadInput(f"{db}: campaign store is damaged ({type(exc).__name__}: {exc}); check it with: "
                            f"sqlite3 {db} 'PRAGMA integrity_check'") from None
-    emit(render(build_report(data), args.format), args.out, "report")
+    report = build_report(data)
+    emit(render(report, args.format), args.out, "report")
+    if args.format in ("text", "md"):
+        source = f"--outcomes {args.outcomes}" if args.outcomes else args.campaign
+        print(f"the plots (success rates with their intervals, the paired tables, the layouts, success over "
+              f"time) are in the HTML report: orchestrator report {source} --format html --out report.html",
+              file=sys.stderr)
     return 0
 
 

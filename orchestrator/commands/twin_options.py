@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from orchestrator.core.errors import BadInput
+from orchestrator.core.extras import require_extra, verb_words
 from orchestrator.rigs.profile import LoadedRig
 
 
@@ -60,6 +61,7 @@ def twin_session(args: argparse.Namespace, loaded: LoadedRig, protocol=None) -> 
     if not args.twin:
         yield loaded
         return
+    require_extra("lerobot", f"{verb_words(args)} --twin".strip())
     from orchestrator.rigs.twin.client import start_twin
 
     faults = load_faults(args.twin_faults, tuple(loaded.profile.cameras)) if args.twin_faults else None

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from orchestrator.core.errors import BadInput, RuntimeFailure
+from orchestrator.core.extras import require_extra
 from orchestrator.store.sqlite_file import DB_NAME
 
 HELP = "a Rerun recording of episodes (cameras, joints, commands, success signal, labels, events); unblinds"
@@ -76,16 +77,12 @@ def _sink(rec, save: Path | None) -> Path | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import importlib.util
-
     from orchestrator.core.durable import publish
     from orchestrator.judging.auto.labels import campaign_test
     from orchestrator.rigs.profile import parse_rig_text
     from orchestrator.store.sqlite import CampaignStore
 
-    if importlib.util.find_spec("rerun") is None:
-        raise RuntimeFailure("view needs the Rerun SDK, which is not installed here: install the rerun extra "
-                             "(`uv sync --extra rerun` or `pip install '.[rerun]'`)")
+    require_extra("rerun", "view")
     campaign = Path(args.campaign)
     if not (campaign / DB_NAME).is_file():
         raise BadInput(f"{campaign}: not a campaign directory (no campaign.db)")

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from orchestrator.core.disk import space_problem
 from orchestrator.core.errors import BadInput, RuntimeFailure
+from orchestrator.core.extras import require_extra
 from orchestrator.export.names import EVALUATION_FILE
 from orchestrator.export.plan import ExportPlan
 from orchestrator.store.sqlite import LOCK_NAME
@@ -101,11 +102,7 @@ def check_root(root: Path) -> Path:
 
 def check_lerobot_installed() -> None:
     """The export writes through LeRobot, an optional extra (it brings torch)."""
-    import importlib.util
-
-    if importlib.util.find_spec("lerobot") is None:
-        raise RuntimeFailure("export needs LeRobot, which is not installed here: install the lerobot "
-                             "extra (`uv sync --extra lerobot` or `pip install '.[lerobot]'`)")
+    require_extra("lerobot", "export")
 
 
 def check_hub_token() -> None:

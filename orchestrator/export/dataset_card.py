@@ -14,6 +14,7 @@ import json
 from typing import Any
 
 from orchestrator.design.judge_facts import success_test_text
+from orchestrator.store.records import RIG_KIND_WORDS
 
 PRIMARY_NAMES = {"mcnemar_midp": "McNemar mid-p", "mcnemar_exact": "McNemar exact"}
 
@@ -37,7 +38,8 @@ def _intro(plan: Any, summary: dict[str, Any]) -> list[str]:
     campaign = summary["campaign"]
     lines: list[str] = []
     add = lines.append
-    kind = "simulated SO-101 (MuJoCo)" if campaign["simulated"] else "real SO-101 arm"
+    kind = RIG_KIND_WORDS[campaign["rig_kind"]] if campaign.get("rig_kind") else (
+        "simulated SO-101 (MuJoCo)" if campaign["simulated"] else "real SO-101 arm")
     add(f"Evaluation rollouts of a **blinded, paired, interleaved A/B campaign** comparing "
         f"{len(plan.policies)} policies ({', '.join(plan.policies)}) on a {kind}, exported by "
         f"so101-ab-orchestrator with LeRobot's own dataset writer.")

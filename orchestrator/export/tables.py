@@ -29,6 +29,7 @@ from orchestrator.export.names import (
     TRIALS_FILE,
 )
 from orchestrator.export.plan import EpisodePlan, ExportPlan
+from orchestrator.rigs.profile import campaign_rig_kind
 from orchestrator.store.sqlite import SETTLES_EXCLUDED, SETTLES_FAILURE, CampaignStore
 
 SETTLED_STATUS = {SETTLES_FAILURE: "scored_failure", SETTLES_EXCLUDED: "excluded"}
@@ -138,7 +139,7 @@ def evaluation_summary(plan: ExportPlan) -> dict[str, Any]:
         "exported_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "repo_id": plan.repo_id,
         "campaign": {
-            "id": c["id"], "name": c["name"], "simulated": bool(c["simulated"]),
+            "id": c["id"], "name": c["name"], "simulated": bool(c["simulated"]), "rig_kind": campaign_rig_kind(c),
             "created_at": c["created_at"], "finished_at": c.get("finished_at"),
             "stop_reason": c.get("stop_reason"), "trials": len(plan.trials), "done": done,
             "aborted_attempts": sum(1 for a in plan.attempts if a["status"] == "aborted"),

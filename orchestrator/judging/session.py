@@ -12,6 +12,9 @@ The rules:
 - a failure mode (`1`-`9`) or a note applies to the current episode's label, else to the label
   made last in this session; a note typed before any label waits and is saved with it;
 - `z` retracts this judge's last label and goes back to that episode;
+- `j` + N goes to episode N of this judge's order (or to an episode by its id), labelled or not:
+  a label made there replaces the one it had (written, then the old one retracted: the old one
+  stays in the store and its evidence chain, with its time), and the queue goes on from there;
 - `x` + reason: `JudgeSource.invalidate` (the trial is re-run, never counted), judged from the
   start alone: refused once the face reports that more than `queue.START_WINDOW_S` of the episode
   or its last frame was on screen, and for an episode this judge has labelled (a live label, or
@@ -141,7 +144,8 @@ class JudgeSession:
             self._not_saved(exc)
             return
         hint = " - press 1-9 for the failure mode" if label == "failure" else ""
-        self.status = f"Saved: {label} for {episode.id}{hint}"
+        replaced = f" (relabelled: it was {old.label})" if old is not None and old.label != label else ""
+        self.status = f"Saved: {label} for {episode.id}{replaced}{hint}"
         self.go(self.next_episode(after=episode.id))
 
     def annotation_target(self) -> LabelRecord | None:
@@ -209,6 +213,32 @@ class JudgeSession:
         self.last = None
         self.status = f"Undone: {record.label} for {record.episode_id}; label it again."
         self.go(self.episode(record.episode_id) or self.next_episode())
+
+    # ---------------------------------------------------------------- go to episode N
+
+    def listing(self) -> list[tuple[int, str | None]]:
+        """(number in this judge's order, this judge's live label or None) for every episode: what
+        `j` offers (numbers and the judge's own labels only, in the judge's own order)."""
+        return [(n, getattr(self.labels.get(e.id), "label", None)) for n, e in enumerate(self.order, 1)]
+
+    def listing_text(self) -> str:
+        short = {"success": "s", "failure": "f", "unsure": "u", None: "-"}
+        return "  ".join(f"{n}:{short.get(label, '?')}" for n, label in self.listing())
+
+    def goto(self, target: str | None) -> None:
+        """`j`: go to episode `target` (its number in this judge's order, or its id), labelled or
+        not; s, f or u there relabels it."""
+        text = (target or "").strip()
+        episode = self.order[int(text) - 1] if text.isdigit() and 1 <= int(text) <= len(self.order) else None
+        episode = episode or self.episode(text)
+        if episode is None:
+            self.status = f"No episode {text!r}: give its number in your order, 1-{len(self.order)}."
+            return
+        self.go(episode)
+        record = self.labels.get(episode.id)
+        where = f"Episode {self.position(episode)} of {len(self.order)} ({episode.id})"
+        self.status = (f"{where}: labelled {record.label}; s, f or u relabels it (the old label is kept "
+                       "in the evidence chain)" if record else f"{where}: not labelled yet")
 
     # ---------------------------------------------------------------- invalid start
 

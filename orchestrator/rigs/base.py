@@ -140,6 +140,11 @@ class Rig(ABC):
         limp). Only for a `hand_guidable` rig; must not raise."""
         return []
 
+    def restore_torque(self) -> None:
+        """After `release_torque`: goal := present position, then torque on, so the arm holds
+        where the operator holds it and nothing moves. Only for a `hand_guidable` rig."""
+        return None
+
     # ------------------------------------------------------------ what the runner reads
     @property
     def torque_problems(self) -> Sequence[str]:
@@ -153,6 +158,12 @@ class Rig(ABC):
         `run/motion.py`), one line per problem; never raises (a read that fails is a problem).
         The default reads nothing and so reports nothing: a rig without servos."""
         return []
+
+    def torque_enabled(self) -> Mapping[str, bool | None]:
+        """Each servo's Torque_Enable as read now: True (on), False (off), None (no answer): what
+        the operator is told of the arm after a stop (`run.operator_protocol.arm_words`); never
+        raises. Empty: a rig without servos, which holds its joints (the simulation)."""
+        return {}
 
     def start_here(self, mark: Mark, seed: int) -> None:
         """The next episode starts from the world as it is (the arm itself put the cube on

@@ -7,6 +7,7 @@ can carry over what they pass to `lerobot-rollout` (docs/design.md section 7).
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -18,6 +19,7 @@ from orchestrator.design.joints import STATE_KEYS
 from orchestrator.design.located_errors import load_validated
 from orchestrator.rigs.extensions import section_check
 from orchestrator.rigs.placement import PlacementSpec
+from orchestrator.store.records import RIG_REAL_ARM, RIG_SIMULATED, RIG_TWIN, SIMULATED_ROBOT_TYPE
 
 
 class CameraPoseSpec(BaseModel):
@@ -82,7 +84,7 @@ class RigProfile(BaseModel):
 
     @property
     def simulated(self) -> bool:
-        return self.robot.type == "sim_so101"
+        return self.robot.type == SIMULATED_ROBOT_TYPE
 
     @property
     def device_kind(self) -> str:
@@ -170,3 +172,23 @@ def parse_rig_text(text: str, where: str = "rig") -> RigProfile:
 
     data: Any = yaml.safe_load(text)
     return RigProfile.model_validate(data)
+
+
+def campaign_rig_kind(campaign: Mapping[str, Any]) -> str:
+    """The kind of rig a campaign ran on (`store.records`: RIG_*), from what it froze at its
+    creation: `real_arm` when it is not simulated; `simulated` when its rig profile's robot type is
+    the MuJoCo rig's (`sim_so101`); `twin` when a real-arm profile ran on the wire-level twin
+    (`--twin`: a simulated campaign whose profile names a LeRobot robot type). The twin and a real
+    arm are paced in wall-clock time, the simulated rig is not. Stores written before the kind was
+    shown answer the same: the flag and the profile's text have been frozen since schema 1."""
+    import yaml
+
+    if not campaign.get("simulated"):
+        return RIG_REAL_ARM
+    try:
+        data = yaml.safe_load(str(campaign.get("rig_text") or ""))
+    except yaml.YAMLError:
+        data = None
+    robot = data.get("robot") if isinstance(data, dict) else None
+    robot_type = robot.get("type") if isinstance(robot, dict) else None
+    return RIG_TWIN if robot_type not in (None, SIMULATED_ROBOT_TYPE) else RIG_SIMULATED

@@ -26,7 +26,7 @@ from orchestrator.rigs.base import EmergencyStop, Rig
 from orchestrator.rigs.device_fault import RestBlocked
 from orchestrator.rigs.so101.torque import torque_warning
 from orchestrator.run.interrupts import deferred_interrupts
-from orchestrator.run.operator_protocol import Operator, StopRequested
+from orchestrator.run.operator_protocol import Operator, StopRequested, arm_words
 
 logger = logging.getLogger(__name__)
 
@@ -35,8 +35,9 @@ HOLD_CHECK_S = 0.25     # servo alarms and torque read this often while the arm 
 HAND_GUIDE_AFTER_BLOCKED = 2   # after this many blocked moves, offer to guide the arm by hand
 HAND_GUIDE_OFFER = ("the move to rest is blocked again: the arm may lie on the table or the cube. To lift it "
                     "by hand: hold the arm, then confirm: torque goes off on every joint (the arm goes limp)")
-HAND_GUIDE_NOW = ("torque is off: lift the arm clear of the table and the cube, toward its rest pose, and "
-                  "keep holding it; confirm: torque comes back where you hold it, then it moves to rest")
+HAND_GUIDE_NOW = ("lift the arm clear of the table and the cube, toward its rest pose, and keep holding it. "
+                  "Enter = torque on where you hold it (nothing moves)")
+HAND_GUIDE_LET_GO = "let go, then Enter = move to rest"   # after torque came back where the operator holds it
 
 
 class ArmMotion:
@@ -61,6 +62,11 @@ class ArmMotion:
         problems = list(self.rig.torque_problems)
         if problems:
             self.operator.message(torque_warning(problems))
+        self.operator.arm_state(self.arm_words())
+
+    def arm_words(self) -> str:
+        """The arm's state as its servos' torque registers say now (`operator_protocol.arm_words`)."""
+        return arm_words(self.rig.torque_enabled())
 
     def to_rest(self, what: str = "to rest") -> None:
         """Move to rest; after a stop, first wait for the operator's confirmation. Raises what
@@ -86,7 +92,6 @@ class ArmMotion:
                     raise
                 if blocked == HAND_GUIDE_AFTER_BLOCKED and self.rig.hand_guidable:
                     self._guide_by_hand()
-                    what = "to rest from where you hold it"
                 continue
             except KeyboardInterrupt:
                 self.stop(interrupted=True)
@@ -135,9 +140,16 @@ class ArmMotion:
 
     def _confirm(self, what: str) -> None:
         """Wait for the operator's go-ahead to move `what`, watching the held arm meanwhile."""
+        self._asked(self.operator.confirm_move, what)
+
+    def _asked(self, ask: Callable[[str], None], text: str) -> None:
+        """`ask(text)` (a confirmation or an approval) with the arm's state just read from its
+        torque registers told first (`Operator.arm_state`) and the held arm watched meanwhile;
+        the operator ending the session there sets `ended`, an interrupt `interrupted`."""
         try:
+            self.operator.arm_state(self.arm_words())
             with self._watching_the_hold():
-                self.operator.confirm_move(what)
+                ask(text)
         except StopRequested:
             self.ended = True
             raise
@@ -147,10 +159,13 @@ class ArmMotion:
 
     def _guide_by_hand(self) -> None:
         """The way out of a move to rest that is blocked again and again (the arm lies on the
-        table or the cube after a sag with torque off): on the operator's go-ahead, torque goes
-        off on every joint; the operator lifts the arm clear by hand, toward rest, and confirms
-        while holding it; the next move restores torque where the arm then is (goal := present
-        position first, so nothing jumps) and goes to rest from there."""
+        table or the cube after a sag with torque off), one Enter per step, each banner naming
+        the arm's state as its torque registers say: on the operator's go-ahead torque goes off on
+        every joint; the operator lifts the arm clear by hand, toward rest, and confirms while
+        holding it: torque comes back where the arm then is (goal := present position first, so
+        nothing jumps) and nothing moves; "let go, then Enter = move to rest": the move starts
+        only after that Enter (a person lets go in seconds, not within 50 ms of torque-on: a move
+        that started at once was held back by the hand and counted as blocked)."""
         self.operator.message(HAND_GUIDE_OFFER)
         self._confirm("by hand (torque goes off: hold the arm first)")
         problems = self.rig.release_torque()
@@ -158,7 +173,10 @@ class ArmMotion:
                     + (f" (still torqued: {'; '.join(problems)})" if problems else ""))
         if problems:
             self.operator.message(torque_warning(problems))
-        self.operator.message(HAND_GUIDE_NOW)
+        self._asked(self.operator.approve, f"{self.arm_words()}: {HAND_GUIDE_NOW}")
+        self.rig.restore_torque()
+        self._asked(self.operator.approve, f"{self.arm_words()}: {HAND_GUIDE_LET_GO}")
+        self.held = False
 
     @contextmanager
     def _watching_the_hold(self) -> Iterator[None]:

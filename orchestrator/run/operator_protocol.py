@@ -10,6 +10,7 @@ The operator never learns which policy runs: none of these calls carries the pol
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -33,6 +34,36 @@ class TrialCue:
 # what each counts as: by default an unsafe motion is the policy's failure, the others re-run).
 STOP_CAUSES = {"1": ("unsafe", "unsafe motion"), "2": ("misplaced", "cube misplaced"), "3": ("other", "other")}
 STOP_CAUSE_PROMPT = "1 = unsafe motion, 2 = cube misplaced, 3 = other; then a note"
+
+
+ARM_HELD = "ARM STOPPED (holding)"
+ARM_RELEASED = "ARM RELEASED (limp, torque off)"
+
+
+def arm_words(torque: Mapping[str, bool | None]) -> str:
+    """What every banner that names the arm's state says, from its servos' Torque_Enable
+    registers as just read (`Rig.torque_enabled`: motor -> on, off, or None for no answer):
+    `ARM_HELD` when all are on, `ARM_RELEASED` when all are off, else which are which. A rig
+    without servos (empty) holds its joints: `ARM_HELD`."""
+    on = [m for m, v in torque.items() if v]
+    off = [m for m, v in torque.items() if v is False]
+    silent = [m for m, v in torque.items() if v is None]
+    if not off and not silent:
+        return ARM_HELD
+    if not on and not silent:
+        return ARM_RELEASED
+    parts = [f"torque off: {', '.join(off)}" if off else "", f"torque on: {', '.join(on)}" if on else "",
+             f"not answering: {', '.join(silent)}" if silent else ""]
+    return f"ARM PARTLY RELEASED ({'; '.join(p for p in parts if p)}): support the arm"
+
+
+def countdown_banner(seconds_left: int) -> str:
+    """The line shown before every policy episode, whatever came before it (the operator's Enter,
+    the arm's own reset, a start-check retry): the stop key cancels the episode's start."""
+    return f"ARM WILL MOVE (policy) in {seconds_left} s: space = stop"
+
+
+COUNTDOWN_STOPPED = "COUNTDOWN STOPPED: the arm holds at rest. Enter = count down again"
 
 
 def moving_banner(doing: str) -> str:
@@ -69,6 +100,12 @@ class Operator(Protocol):
         """
         ...
 
+    def countdown(self, cue: TrialCue) -> None:
+        """Right before a policy episode: `countdown_banner` for the operator's countdown; the
+        stop key cancels it (`COUNTDOWN_STOPPED`: Enter counts down again). Raise `StopRequested`
+        when the operator ends the session there instead (nothing moved)."""
+        ...
+
     def episode_started(self, cue: TrialCue) -> None: ...
 
     def poll(self, elapsed_s: float) -> None:
@@ -98,8 +135,15 @@ class Operator(Protocol):
         ...
 
     def approve(self, line: str) -> None:
-        """Block until the operator allows what `line` says the arm will do (once a session:
-        `reset: auto` on a real arm); raise `StopRequested` to end the session instead."""
+        """Block until the operator allows what `line` says the arm will do; `line` ends with
+        what Enter does ("... Enter = allow it"). Once a session for `reset: auto` on a real arm,
+        and at each step of guiding the arm by hand. Raise `StopRequested` to end the session
+        instead."""
+        ...
+
+    def arm_state(self, words: str) -> None:
+        """The arm's state as its torque registers say now (`arm_words`), told after every stop
+        and before every question about it: every later banner that names the state says it."""
         ...
 
     def start_refused(self, cue: TrialCue, line: str, still: Path) -> str:
@@ -118,6 +162,9 @@ class AutoOperator:
         self._refused: dict[tuple[int, str], int] = {}
 
     def before_trial(self, cue: TrialCue) -> None:
+        return None
+
+    def countdown(self, cue: TrialCue) -> None:
         return None
 
     def episode_started(self, cue: TrialCue) -> None:
@@ -142,6 +189,9 @@ class AutoOperator:
         return None
 
     def approve(self, line: str) -> None:
+        return None
+
+    def arm_state(self, words: str) -> None:
         return None
 
     def start_refused(self, cue: TrialCue, line: str, still: Path) -> str:

@@ -314,9 +314,13 @@ def _rerun_later(trial: Trial, stopped: str, tries: dict[int, int], queue: list[
 def _set_up(trial: Trial, context, cue: TrialCue, operator: Operator, gate: StartGate, reset: CubeReset,
             say: Callable[[str], None]) -> bool:
     """The trial's start: the operator's cue (not when the arm places the cube), the cube on its
-    mark (the arm's reset, or the rig's hand or a person's), the start-state check. False: the operator stopped the session here."""
+    mark (the arm's reset, or the rig's hand or a person's), the start-state check, and the
+    countdown before the policy moves the arm (`Operator.countdown`) whenever something came
+    after the cue's own countdown: the arm's reset, a refused start retried or overridden.
+    False: the operator stopped the session here."""
+    arm_places = reset.arm_places
     try:
-        if reset.arm_places:   # nobody is asked to place it (the session's approval covers the arm's move)
+        if arm_places:   # nobody is asked to place it (the session's approval covers the arm's move)
             operator.message(f"trial {cue.index}: the arm puts the cube on {cue.mark.id}")
         else:
             operator.before_trial(cue)
@@ -324,7 +328,8 @@ def _set_up(trial: Trial, context, cue: TrialCue, operator: Operator, gate: Star
         return _stopped(gate, trial, "stopped by the operator between trials", stop, say)
     try:
         reset.put_cube(trial, context.mark)
-        gate.check(trial, context.mark, cue)
+        if gate.check(trial, context.mark, cue) or arm_places:
+            operator.countdown(cue)
     except StopRequested as stop:
         return _stopped(gate, trial, f"stopped: {stop}", stop, say)
     return True
@@ -338,7 +343,7 @@ def _stopped(gate: StartGate, trial: Trial, line: str, stop: StopRequested, say:
 
 
 APPROVE_RESETS = ("reset: auto: between trials the arm moves by itself to put the cube on the next mark "
-                  "(ARM RESETTING THE CUBE shows while it does; space or esc stops it)")
+                  "(ARM RESETTING THE CUBE shows while it does; space or esc stops it). Enter = allow it")
 
 
 def _resets_allowed(reset: CubeReset, rig, operator: Operator, store, say: Callable[[str], None]) -> bool:

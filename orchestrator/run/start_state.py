@@ -110,25 +110,26 @@ class StartGate:
             return None
 
     # ------------------------------------------------------------ before each trial
-    def check(self, trial, mark, cue: TrialCue) -> None:
-        """Measure the start of `trial`; return when it may start, raise `StopRequested` or
+    def check(self, trial, mark, cue: TrialCue) -> bool:
+        """Measure the start of `trial`; return when it may start (True when the operator was
+        asked on the way: a refusal retried or overridden), raise `StopRequested` or
         `CameraMoved` when the session ends here."""
         if not self.on:
-            return
+            return False
         for attempt in range(1, 1000):
             result, view, image = self.measure(mark)
             self._record(trial, mark, result, attempt, view, image)
             if result.passes:
-                return
+                return attempt > 1
             if self.spec.mode == "advise":
                 self.operator.message(f"start check (advise): {result.line}")
-                return
+                return attempt > 1
             self.operator.message(f"START CHECK FAILED at {mark.id}: {result.line}")
             decision = self.operator.start_refused(cue, result.line, self._still_path(trial, attempt))
             if decision == "override":
                 self.store.log_event("start_override", f"trial started by the operator's override: {result.line}",
                                      slot=trial.slot, data={"mark": mark.id, "line": result.line})
-                return
+                return True
             if decision == "unresolved":
                 raise RuntimeFailure(f"start check failed {attempt} times at {mark.id}: {result.line}; nobody "
                                      "corrects the cube in an unattended run (the rig profile's placement sets "
@@ -138,6 +139,7 @@ class StartGate:
             self.store.log_event("start_correction", f"cube placed again on {mark.id}", slot=trial.slot,
                                  data={"mark": mark.id})
             self.rig.prepare_layout(mark, self.layout.cube, trial.seed)
+        return True
 
     def look(self) -> tuple[np.ndarray, TableView | None]:
         """One still of the camera and the table in it (None: the fiducials not seen). A camera

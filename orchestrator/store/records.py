@@ -1,7 +1,7 @@
 """What a campaign store's rows say, as values: the trial states and labels, the judges that are
 not people, how an abort settles its trial, an episode's opaque id, the record a runner commits
-when an episode completes, and one label as read back (`sqlite.CampaignStore` writes and reads
-them, on SQLite and PostgreSQL alike)."""
+when an episode completes, one label as read back (`sqlite.CampaignStore` writes and reads
+them, on SQLite and PostgreSQL alike), and the kind of rig a campaign ran on."""
 
 from __future__ import annotations
 
@@ -18,6 +18,15 @@ AUTO_JUDGE = "auto"
 SETTLES_FAILURE = "failure"
 SETTLES_EXCLUDED = "excluded"
 INTERRUPTED_CLASS = "interrupted"
+
+
+# The kinds of rig a campaign runs on (`rigs.profile.campaign_rig_kind` reads it from the store).
+RIG_SIMULATED, RIG_TWIN, RIG_REAL_ARM = "simulated", "twin", "real_arm"
+SIMULATED_ROBOT_TYPE = "sim_so101"
+RIG_KIND_WORDS = {RIG_SIMULATED: "simulated SO-101 (MuJoCo, stepped in simulated time)",
+                  RIG_TWIN: "rehearsal twin (a real-arm profile on the wire-level simulated SO-101, "
+                            "paced in wall-clock time as on the arm)",
+                  RIG_REAL_ARM: "real SO-101 arm"}
 
 
 def new_episode_id() -> str:

@@ -64,6 +64,7 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_fuzz_inputs.py", ()),
     ("test_judge_app.py", ()),
     ("test_judge_audit.py", ("subprocess",)),
+    ("test_judge_keys.py", ()),
     ("test_judge_overlay.py", ()),
     ("test_judge_playback.py", ()),
     ("test_judge_session.py", ()),
@@ -86,6 +87,7 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_lerobot_cli_fresh.py", ("lerobot", "subprocess")),
     ("test_lerobot_policy.py", ("lerobot",)),
     ("test_lerobot_rig.py", ("lerobot",)),
+    ("test_operator_flow.py", ("lerobot",)),
     ("test_outcomes.py", ()),
     ("test_pg_abort_causes.py", ("postgres",)),
     ("test_pg_evidence.py", ("postgres", "subprocess")),
@@ -102,6 +104,7 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_rest_move.py", ()),
     ("test_rest_move_sag.py", ()),
     ("test_report.py", ()),
+    ("test_report_judge_flags.py", ()),
     ("test_report_wording.py", ()),
     ("test_report_html.py", ("browser", "subprocess")),
     ("test_report_one_decision.py", ()),
@@ -168,7 +171,7 @@ REALTIME_GROUP = "realtime"
 OFF_CLOCK = "off_clock"
 # (test_xdist_grouping.py runs test_rest_move.py in a nested pytest.)
 REALTIME_FILES = frozenset({"test_control_loop_time.py", "test_arm_safety.py", "test_rest_move.py",
-                            "test_xdist_grouping.py"})
+                            "test_operator_flow.py", "test_xdist_grouping.py"})
 
 
 def xdist_group_of(name: str, markers: tuple[str, ...], off_clock: bool = False) -> str | None:

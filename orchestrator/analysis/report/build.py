@@ -30,6 +30,7 @@ from orchestrator.analysis.report.raters import rater_agreement
 from orchestrator.analysis.report.timing import lost_step_warnings, policy_timing, time_summary
 from orchestrator.analysis.report.verdict import Evidence, verdict_notes, verdict_text
 from orchestrator.analysis.stopping import RuleView
+from orchestrator.store.records import RIG_TWIN
 
 
 def _has_repeats(data: OutcomeSet) -> bool:
@@ -303,7 +304,7 @@ def build_report(data: OutcomeSet) -> Report:
         arm_still=_arm_still(data), unit=unit, test=deciding_test_name(unit, primary),
         notes=() if evalue_rule else _cochran_notes(comparisons, cochran, data.alpha), stations=station_section, aborts=abort_section,
         withheld=tuple(withheld), evidence=data.evidence, start_check=start_section,
-        interventions=build_interventions(data))
+        interventions=build_interventions(data), rig_kind=data.rig_kind)
 
 
 def _arm_still(data: OutcomeSet) -> tuple[tuple[str, str, str], ...]:
@@ -318,12 +319,14 @@ def _warnings(data: OutcomeSet, unpaired: tuple, timing: tuple[PolicyTiming, ...
         warnings.append(f"{len(unpaired)} layout run{'s' if len(unpaired) != 1 else ''} cannot form a "
                         "complete pair (listed under 'Unpaired layouts'); they are not in the paired tables")
     rate = f"{data.fps} Hz" if data.fps else "its control rate"
+    where = " on the twin (a real arm would see the same loop)" if data.rig_kind == RIG_TWIN else ""
     for t in timing:
         if t.episodes_over:
-            warnings.append(f"policy {t.label} could not keep {rate} in {t.episodes_over} "
+            lost = f" and {t.lost_steps} lost steps" if t.lost_steps else ""
+            warnings.append(f"policy {t.label} could not keep {rate}{where} in {t.episodes_over} "
                             f"episode{'s' if t.episodes_over != 1 else ''} of {t.with_timing} (more than "
                             f"{100 * OVERRUN_WARN_FRACTION:g}% of the steps overran the control period; "
-                            f"{t.overrun_steps} overrun steps in all): its outcomes may reflect a slow loop")
+                            f"{t.overrun_steps} overrun steps{lost} in all): its outcomes may reflect a slow loop")
     if _evalue_rule(data.stopping):
         warnings.append("the protocol pre-registers the e-value stopping rule: the verdict uses the "
                         "anytime-valid e-value; McNemar p-values assume a fixed number of layouts and "

@@ -9,10 +9,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from orchestrator.analysis.report.aborts import describe_causes, describe_rules
-from orchestrator.analysis.report.format import fmt_p, interval, k_of_n, ms, p_eq, p_name, points
+from orchestrator.analysis.report.format import fmt_p, interval, k_of_n, kappa_text, ms, p_eq, p_name, points
 from orchestrator.analysis.report.model import OVERRUN_WARN_FRACTION, Comparison, Report
-from orchestrator.analysis.report.raters import RaterAgreement
+from orchestrator.analysis.report.raters import judge_flags, rater_lines
 from orchestrator.analysis.report.start_state import describe_interventions
+from orchestrator.store.records import RIG_KIND_WORDS
 
 
 @dataclass(frozen=True)
@@ -84,8 +85,11 @@ def header(r: Report) -> list[Block]:
     if r.evidence is not None and not r.evidence.intact:
         out.append(Line(unverified_line(r.evidence), "verdict"))
     out += [Title(f"Report: {r.protocol_name or r.campaign_name}"),
-            Line(f"Verdict: {r.headline}", "verdict"), Gap(),
+            Line(f"Verdict: {r.headline}", "verdict"),
+            *(Line(f"Judges: {flag.text()}", "verdict") for flag in judge_flags(r.raters)), Gap(),
             Line(f"Source: {r.source}" + (f" (campaign {r.campaign_id})" if r.campaign_id else ""))]
+    if r.rig_kind:
+        out.append(Line(f"Rig: {RIG_KIND_WORDS[r.rig_kind]}"))
     if r.protocol_sha256:
         out.append(Line(f"Protocol: {r.protocol_name}, sha256 {r.protocol_sha256}"))
     if r.evidence is not None:
@@ -378,7 +382,7 @@ def start_check(r: Report) -> list[Block]:
                             + (f", Holm-adjusted {p_eq(t.holm_p)}" if len(s.tests) > 1 else "")
                             + (" (differ)" if t.holm_p <= s.alpha else "")))
         if s.judged:
-            kappa = "undefined" if s.kappa is None else f"{s.kappa:.2f}"
+            kappa = kappa_text(s.kappa)
             out.append(Item(f"check vs the judges' invalid starts on {s.judged} judged attempts: refused "
                             f"{s.table['refused_invalid']} invalid / {s.table['refused_valid']} valid, passed "
                             f"{s.table['passed_invalid']} invalid / {s.table['passed_valid']} valid; agreement "
@@ -412,10 +416,11 @@ def judges(r: Report) -> list[Block]:
         return []
     out: list[Block] = [Heading("Judges"), Line("Labels: " + ", ".join(f"{name} {n}" for name, n in j.labels_per_judge))]
     for k in j.kappas:
-        out.append(Line(f"Cohen's kappa {k.judge_1} vs {k.judge_2}: {k.kappa:.3f} on {k.items} episodes "
+        out.append(Line(f"Cohen's kappa {k.judge_1} vs {k.judge_2}: {kappa_text(k.kappa, 3)} on {k.items} episodes "
                         f"(raw agreement {100 * k.agreement:.0f}%)"))
     if j.fleiss is not None and len(j.judges) > 2:
-        out.append(Line(f"Fleiss' kappa over {len(j.judges)} judges: {j.fleiss:.3f} on {j.fleiss_items} episodes"))
+        out.append(Line(f"Fleiss' kappa over {len(j.judges)} judges: {kappa_text(j.fleiss, 3)} on {j.fleiss_items} "
+                        "episodes"))
     if j.disagreements:
         out.append(Line("Disagreements:"))
         for d in j.disagreements:
@@ -451,30 +456,11 @@ def stations(r: Report) -> list[Block]:
 
 def rater_trust(r: Report) -> list[Block]:
     """Agreement of every judge and of `auto` with physics and with the human consensus."""
-    lines = _rater_lines(r.raters, r.arm_still)
+    lines = rater_lines(r.raters, r.arm_still)
     if not lines:
         return []
     return [Heading("Raters against physics and the consensus (auto is advisory unless pre-registered)"),
             *(Item(line) for line in lines)]
-
-
-def _rater_lines(rows: tuple[RaterAgreement, ...], still: tuple[tuple[str, str, str], ...]) -> list[str]:
-    """Plain-text lines of the section (the text and markdown reports)."""
-    out = []
-    for r in rows:
-        t = r.table
-        ci = "n/a" if r.kappa_ci95[0] != r.kappa_ci95[0] else f"{r.kappa_ci95[0]:.2f} to {r.kappa_ci95[1]:.2f}"
-        out.append(f"{r.rater} vs {r.reference}: kappa {r.kappa:.2f} (95% CI {ci}), agreement "
-                   f"{100 * r.agreement:.0f}% on {r.items} episodes; said success/reference success "
-                   f"{t['success_success']}, success/failure {t['success_failure']}, failure/success "
-                   f"{t['failure_success']}, failure/failure {t['failure_failure']}"
-                   + (f"; abstained (unsure) on {r.unsure} of {r.items + r.unsure} "
-                      f"({100 * r.unsure / (r.items + r.unsure):.0f}%); the agreement is on the episodes it rated"
-                      if r.unsure else ""))
-    for episode, layout, policy in still:
-        out.append(f"the arm never moved in episode {episode} (layout {layout}, policy {policy}): "
-                   "check the start state and the policy")
-    return out
 
 
 def unpaired(r: Report) -> list[Block]:

@@ -23,6 +23,14 @@ def p_eq(p: float) -> str:
     return text if text.startswith("<") else f"= {text}"
 
 
+def kappa_text(kappa: float | None, digits: int = 2) -> str:
+    """A kappa, or `undefined` where it is 0/0 (NaN, None: every label of both raters one class,
+    `stats.cohen_kappa`)."""
+    if kappa is None or kappa != kappa:
+        return "undefined (every label one class)"
+    return f"{kappa:.{digits}f}"
+
+
 def p_name(primary: str) -> str:
     """The primary test's p-value, as the report names it."""
     return "exact p" if primary == "mcnemar_exact" else "mid-p"

@@ -10,7 +10,7 @@ from typing import Any
 
 from orchestrator.analysis.report.aborts import AbortSection
 from orchestrator.analysis.report.model import SCHEMA, Comparison, JudgeSection, PolicySummary, PolicyTiming, Report
-from orchestrator.analysis.report.raters import RaterAgreement
+from orchestrator.analysis.report.raters import RaterAgreement, judge_flags
 from orchestrator.analysis.report.start_state import InterventionSection, StartCheckSection
 from orchestrator.analysis.report.stations import StationSection
 from orchestrator.core.versioned import read_versioned_json
@@ -196,7 +196,7 @@ def to_dict(r: Report) -> dict[str, Any]:
         "campaign": {"id": r.campaign_id, "protocol_sha256": r.protocol_sha256, "complete": r.complete,
                      "trials": r.trials_done, "aborted": r.aborted_attempts,
                      "name": r.campaign_name, "protocol_name": r.protocol_name, "source": r.source,
-                     "simulated": r.simulated, "scheduled_trials": r.trials_scheduled,
+                     "simulated": r.simulated, "rig_kind": r.rig_kind or None, "scheduled_trials": r.trials_scheduled,
                      "stop_reason": r.stop_reason, "stopping_rule": r.stopping_rule,
                      "operator_is_judge": r.operator_is_judge, "fps": r.fps},
         "labels": r.label_source,
@@ -215,6 +215,7 @@ def to_dict(r: Report) -> dict[str, Any]:
     if r.judges is not None:
         out["judges"] = _judges(r.judges)
     out["rater_agreement"] = _raters(r.raters)
+    out["judge_flags"] = [flag.to_json() for flag in judge_flags(r.raters)]
     out["arm_never_moved"] = [{"episode": e, "layout": lay, "policy": p} for e, lay, p in r.arm_still]
     # campaign-only: null for an outcomes CSV, which holds neither timing nor sessions
     out["timing"] = {t.label: _timing(t) for t in r.timing} if r.timing else None

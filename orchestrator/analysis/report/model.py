@@ -60,8 +60,9 @@ class PolicySummary:
 class PolicyTiming:
     """Control-loop timing of one policy's episodes (milliseconds).
 
-    paced is False for a simulated campaign: its steps are not paced in real time, so the
-    periods are compute time and overruns are not measured (None)."""
+    paced is False for a campaign on the simulated rig: its steps are not paced in real time, so
+    the periods are compute time and overruns are not measured (None). A real arm and the twin
+    are paced in wall-clock time (`OutcomeSet.wall_clock`): the twin shows what the arm will."""
 
     label: str
     episodes: int                     # done episodes
@@ -240,3 +241,4 @@ class Report:
     evidence: Any = None    # store.chain.ChainStatus: the campaign's evidence chain (None: a CSV)
     start_check: Any = None     # report/start_state.StartCheckSection (None: starts not checked)
     interventions: Any = None   # report/start_state.InterventionSection (None: an outcomes CSV)
+    rig_kind: str = ""          # store.records.campaign_rig_kind: simulated, twin, real_arm ("": a CSV)

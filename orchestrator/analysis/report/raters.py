@@ -9,6 +9,12 @@ Per pair: the 2x2 confusion table (rater x reference), the raw agreement, Cohen'
 95% interval (`stats.binary_agreement`), over the episodes both labelled success or failure;
 the rater's `unsure` labels are counted apart (its abstention rate: unsure / all the episodes the
 reference decided). JSON: `rater_agreement` (a list of rows).
+
+The headline flags a human judge whose labels disagree with a reference on `FLAG_RATE` or more
+of the episodes both decided (`judge_flags`: a line under the verdict in every format, and
+`judge_flags` in the JSON): a judge's mislabels move outcomes, and on a simulated campaign,
+where physics is known, they measure how far the judges of a real campaign can be trusted. The
+automatic rater is advisory and is not flagged (its rows stay in the section).
 """
 
 from __future__ import annotations
@@ -17,8 +23,10 @@ from dataclasses import dataclass
 
 from orchestrator.analysis import stats
 from orchestrator.analysis.outcomes import OutcomeSet, consensus_label
+from orchestrator.analysis.report.format import kappa_text
 
 AUTO = "auto"
+FLAG_RATE = 0.05    # a judge disagreeing with a reference on this share of episodes or more is flagged
 
 
 @dataclass(frozen=True)
@@ -65,3 +73,53 @@ def rater_agreement(data: OutcomeSet) -> tuple[RaterAgreement, ...]:
                     consensus[ep] = verdict == "success"
             rows.append(_row(rater, "consensus", said, consensus))
     return tuple(r for r in rows if r is not None)
+
+
+@dataclass(frozen=True)
+class JudgeFlag:
+    """A human judge disagreeing with a reference on `FLAG_RATE` or more of the episodes both decided."""
+
+    judge: str
+    reference: str                   # "physics" | "consensus" (of the other human judges)
+    disagree: int
+    items: int
+
+    def text(self) -> str:
+        against = "physics" if self.reference == "physics" else "the other judges' consensus"
+        return (f"{self.judge} disagrees with {against} on {self.disagree} of {self.items} episodes "
+                f"({100 * self.disagree / self.items:.0f}%; flagged at {100 * FLAG_RATE:g}% or more): "
+                "see the raters section")
+
+    def to_json(self) -> dict:
+        return {"judge": self.judge, "reference": self.reference, "disagree": self.disagree, "items": self.items,
+                "rate": self.disagree / self.items, "flag_rate": FLAG_RATE}
+
+
+def judge_flags(rows: tuple[RaterAgreement, ...]) -> tuple[JudgeFlag, ...]:
+    """The rows of human judges at or above `FLAG_RATE` of disagreement (counted from the table)."""
+    out = []
+    for r in rows:
+        disagree = r.table["success_failure"] + r.table["failure_success"]
+        if r.rater != AUTO and r.items and disagree >= FLAG_RATE * r.items:
+            out.append(JudgeFlag(r.rater, r.reference, disagree, r.items))
+    return tuple(out)
+
+
+def rater_lines(rows: tuple[RaterAgreement, ...], still: tuple[tuple[str, str, str], ...]) -> list[str]:
+    """The raters section's lines (text, Markdown and HTML): each row, then the episodes in which
+    the arm never moved."""
+    out = []
+    for r in rows:
+        t = r.table
+        ci = "n/a" if r.kappa_ci95[0] != r.kappa_ci95[0] else f"{r.kappa_ci95[0]:.2f} to {r.kappa_ci95[1]:.2f}"
+        out.append(f"{r.rater} vs {r.reference}: kappa {kappa_text(r.kappa)} (95% CI {ci}), agreement "
+                   f"{100 * r.agreement:.0f}% on {r.items} episodes; said success/reference success "
+                   f"{t['success_success']}, success/failure {t['success_failure']}, failure/success "
+                   f"{t['failure_success']}, failure/failure {t['failure_failure']}"
+                   + (f"; abstained (unsure) on {r.unsure} of {r.items + r.unsure} "
+                      f"({100 * r.unsure / (r.items + r.unsure):.0f}%); the agreement is on the episodes it rated"
+                      if r.unsure else ""))
+    for episode, layout, policy in still:
+        out.append(f"the arm never moved in episode {episode} (layout {layout}, policy {policy}): "
+                   "check the start state and the policy")
+    return out

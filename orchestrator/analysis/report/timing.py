@@ -32,7 +32,7 @@ def policy_timing(data: OutcomeSet) -> tuple[PolicyTiming, ...]:
     """Per-policy control-loop timing; () when the source is not a campaign (an outcomes CSV)."""
     if not data.campaign_id:
         return ()
-    paced = not data.simulated
+    paced = data.wall_clock
     rows = []
     for p in data.policies:
         done = [o for o in data.outcomes if o.policy == p and o.state == "done" and o.episode_id]

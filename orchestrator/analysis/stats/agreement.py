@@ -13,7 +13,9 @@ import numpy as np
 def cohen_kappa(labels_1: Sequence, labels_2: Sequence) -> float:
     """Cohen's kappa (Cohen 1960) for two raters on the same items:
     kappa = (p_o - p_e) / (1 - p_e), p_o the observed agreement, p_e = sum_k p1_k p2_k the
-    agreement expected from the raters' marginal rates. 1 when p_e = 1 and they agree fully."""
+    agreement expected from the raters' marginal rates. Undefined (NaN) when p_e = 1: both raters
+    gave every item one and the same class, so kappa is 0/0 (their full agreement is no evidence
+    of skill beyond chance; a report says "undefined", never 1.00)."""
     if len(labels_1) != len(labels_2):
         raise ValueError("both raters must label the same items")
     if not labels_1:
@@ -27,14 +29,15 @@ def cohen_kappa(labels_1: Sequence, labels_2: Sequence) -> float:
     po = float(np.trace(m))
     pe = float(np.dot(m.sum(axis=1), m.sum(axis=0)))
     if pe >= 1.0:
-        return 1.0 if po >= 1.0 else 0.0
+        return float("nan")
     return (po - pe) / (1 - pe)
 
 
 def fleiss_kappa(counts: np.ndarray | Sequence[Sequence[int]]) -> float:
     """Fleiss' kappa (Fleiss 1971); counts is items x categories, each row summing to the same
     number of raters r: P_i = (sum_j n_ij^2 - r) / (r (r - 1)), P-bar = mean P_i,
-    p_j = sum_i n_ij / (N r), P_e = sum p_j^2, kappa = (P-bar - P_e) / (1 - P_e)."""
+    p_j = sum_i n_ij / (N r), P_e = sum p_j^2, kappa = (P-bar - P_e) / (1 - P_e); undefined (NaN)
+    when P_e = 1 (every rating one class)."""
     x = np.asarray(counts, dtype=float)
     r = x.sum(axis=1)
     if x.ndim != 2 or x.shape[0] == 0 or not np.allclose(r, r[0]) or r[0] < 2:
@@ -45,7 +48,7 @@ def fleiss_kappa(counts: np.ndarray | Sequence[Sequence[int]]) -> float:
     p_j = x.sum(axis=0) / x.sum()
     p_e = float(np.sum(p_j ** 2))
     if p_e >= 1.0:
-        return 1.0 if p_bar >= 1.0 else 0.0
+        return float("nan")
     return float((p_bar - p_e) / (1 - p_e))
 
 
@@ -62,8 +65,8 @@ def binary_agreement(rater: Sequence[bool], reference: Sequence[bool]) -> dict:
     0.92-0.97 (tests/test_stats_kappa.py). Unlike the large-sample standard error of Fleiss,
     Cohen & Everitt (1969, Psychol Bull 72:323-327), it does not collapse to a point at perfect
     agreement (40 of 40 agreeing items still leave kappa's lower bound well below 1). Bounds are clipped to
-    [-1, 1]; when p_e = 1 (both raters constant) kappa is 1 if they agree, else 0, and the
-    interval is undefined (NaN)."""
+    [-1, 1]; when p_e = 1 (both raters gave every item the same class) kappa and its interval
+    are undefined (NaN)."""
     from orchestrator.analysis.stats.proportion import wilson
 
     if len(rater) != len(reference):

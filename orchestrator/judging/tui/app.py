@@ -1,16 +1,16 @@
 """The judge app: label episodes from video alone, blind, one key per decision.
 
-Keys (docs/design.md section 11): `s` success, `f` failure, `u` unsure (asked again after the
-unjudged ones), `1`-`9` failure mode from the protocol's list (sets the mode of the current
-episode's failure label, or of the failure label just made), `n` note (same target; before
-any label it is kept for the current episode and saved with its label), `z` undo (retracts
-the last label and goes back to that episode), `space` play/pause, `left`/`right` one frame,
-`[`/`]` slower/faster (true time: each frame at its own timestamp), `e` jump to the end, `o`
-open the video in an external player, `c` next camera (then all cameras tiled), `a` first
-frame beside last (start-state audit), `x` then `1`-`3` invalid start (cube not on its mark,
-knocked before the start, arm not at rest: the trial is re-run, never counted; `esc`
-cancels), `m` zoom on the mark and `g` the success-height guide (cameras whose pose the rig
-recorded: the simulated front camera), `q` quit.
+The keys are `judging.keys.KEYS` (docs/design.md section 11; the browser judge has the same
+list): `s` success, `f` failure, `u` unsure (asked again after the unjudged ones), `1`-`9`
+failure mode from the protocol's list, `n` note, `z` undo, `j` go to episode N of the judge's
+order (to look again or relabel it), `space` play/pause, `left`/`right` one frame, `[`/`]`
+slower/faster (true time: each frame at its own timestamp), `e` the end, `c` next camera, `a`
+first frame beside last (start-state audit), `m` zoom on the mark, `g` the success-height guide,
+`x` then `1`-`3` invalid start, `o` open the video in an external player, `?` every key, `q`
+quit. The key bar under the video lists them all, wrapped to the terminal's width.
+
+Each episode opens paused on its first frame: the clock runs only when the judge plays it, so the
+invalid-start window (`queue.START_WINDOW_S`) counts only playback the judge started.
 
 The labelling keys are the rules of `judging.session.JudgeSession` (the browser judge drives
 the same session): every label is handed to the `JudgeSource` when the key is pressed and is
@@ -18,7 +18,7 @@ durable when that call returns, so quitting or a crash loses nothing; reopening 
 the episodes not yet judged, in the judge's own order, then the unsure ones. A judge has at most
 one live label per episode: a new label (or a failure mode / note added to one) is written
 first, then the previous one is retracted. This module adds the screen: the player, the panels,
-the note box, the status line.
+the note and go-to boxes, the status line, the key bar.
 
 The app sees only a `JudgeSource` (blinded episodes, success test, failure modes): nothing
 here can read which policy ran an episode, and nothing on screen (title included) names one.
@@ -38,17 +38,18 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.reactive import reactive
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Input, Static
 
+from orchestrator.judging.keys import KEYS
 from orchestrator.judging.session import JudgeSession
 from orchestrator.judging.source import BlindEpisode, JudgeSource, LabelRecord
 from orchestrator.judging.tui.audit import AuditKeys
+from orchestrator.judging.tui.keybar import HelpScreen, KeyBar
 from orchestrator.judging.tui.player import Player
 from orchestrator.judging.video import VideoFrames
 from orchestrator.run.halfblock import image_widget_class
 
 MAX_SIZE = {"halfcell": (320, 240), "unicode": (320, 240), "ti-halfcell": (320, 240)}  # else 640x480
-LABEL_KEYS = (("s", "success"), ("f", "failure"), ("u", "unsure"))
 
 
 def find_opener() -> list[str] | None:
@@ -68,24 +69,15 @@ class JudgeApp(AuditKeys, App[int]):
     ENABLE_COMMAND_PALETTE = False
     AUTO_FOCUS = "#player"
 
-    BINDINGS = [
-        *[Binding(key, f"label('{label}')", label) for key, label in LABEL_KEYS],
-        *[Binding(str(i), f"mode({i})", f"mode {i}", show=False) for i in range(1, 10)],
-        Binding("n", "note", "note"), Binding("z", "undo", "undo"), Binding("space", "play", "play/pause"),
-        Binding("left", "step(-1)", "-1 frame", show=False), Binding("right", "step(1)", "+1 frame", show=False),
-        Binding("left_square_bracket", "speed(-1)", "slower", key_display="["),
-        Binding("right_square_bracket", "speed(1)", "faster", key_display="]"),
-        Binding("e", "end", "end"), Binding("o", "open", "player"), Binding("c", "camera", "camera"),
-        Binding("a", "audit", "first|last"), Binding("m", "zoom", "zoom mark"),
-        Binding("g", "guide", "height guide"), Binding("x", "invalid", "invalid start"),
-        Binding("q", "quit", "quit"),
-    ]
+    # every key of `judging.keys`, each to `action_judge(action, key)`
+    BINDINGS = [Binding(name, f"judge('{key.action}', '{name}')", key.text, show=False)
+                for key in KEYS for name in key.textual]
 
     # the episode on screen (the session's current one once shown; every assignment loads it)
     current_id: reactive[str | None] = reactive(None, init=False, always_update=True)
     status_line: reactive[str] = reactive("", init=False)      # the line under the video
 
-    def __init__(self, source: JudgeSource, renderer: str = "auto", autoplay: bool = True):
+    def __init__(self, source: JudgeSource, renderer: str = "auto", autoplay: bool = False):
         super().__init__()
         self.source = source
         self.session = JudgeSession(source)
@@ -101,6 +93,19 @@ class JudgeApp(AuditKeys, App[int]):
         self.invalid_prompt = False    # `x` pressed: 1-3 give the reason, esc cancels
         self.zoom = False              # `m`: zoom on the mark (cameras with a known pose)
         self.guide = False             # `g`: the success-height guide (same cameras)
+        self.actions: dict[str, Callable[[str], object]] = {
+            "success": lambda key: self.action_label("success"),
+            "failure": lambda key: self.action_label("failure"),
+            "unsure": lambda key: self.action_label("unsure"),
+            "mode": lambda key: self.action_mode(int(key)), "note": lambda key: self.action_note(),
+            "undo": lambda key: self.action_undo(), "goto": lambda key: self.action_goto(),
+            "play": lambda key: self.action_play(), "back": lambda key: self.action_step(-1),
+            "forward": lambda key: self.action_step(1), "slower": lambda key: self.action_speed(-1),
+            "faster": lambda key: self.action_speed(1), "end": lambda key: self.action_end(),
+            "camera": lambda key: self.action_camera(), "audit": lambda key: self.action_audit(),
+            "zoom": lambda key: self.action_zoom(), "guide": lambda key: self.action_guide(),
+            "invalid": lambda key: self.action_invalid(), "open": lambda key: self.action_open(),
+            "help": lambda key: self.push_screen(HelpScreen()), "quit": lambda key: self.exit(0)}
 
     @property
     def labels(self) -> dict[str, LabelRecord]:
@@ -125,10 +130,11 @@ class JudgeApp(AuditKeys, App[int]):
                 yield Static("", id="label", markup=False)
                 yield Static("", id="progress", markup=False)
         yield Static("", id="status", markup=False)
-        note = Input(placeholder="note, Enter to save, Esc to cancel", id="note")
-        note.display = False
-        yield note
-        yield Footer()
+        for box in (Input(placeholder="note, Enter to save, Esc to cancel", id="note"),
+                    Input(placeholder="episode number, Enter goes, Esc cancels", id="goto", restrict=r"[0-9a-z_]*")):
+            box.display = False
+            yield box
+        yield KeyBar(id="keys", markup=False)
 
     def on_mount(self) -> None:
         player = self.query_one(Player)
@@ -275,27 +281,47 @@ class JudgeApp(AuditKeys, App[int]):
         box.display = True
         box.focus()
 
+    def action_goto(self) -> None:
+        """`j`: the box for an episode number, with every episode's number and this judge's label
+        (s, f, u, - none) in the status line."""
+        box = self.query_one("#goto", Input)
+        box.placeholder = f"go to episode (1-{len(self.session.order)} of your order); Enter goes, Esc cancels"
+        box.value = ""
+        box.display = True
+        box.focus()
+        self.status_line = f"Your episodes: {self.session.listing_text()}"
+
     def on_input_submitted(self, event: Input.Submitted) -> None:
         text = event.input.value
-        self._close_note()
-        self.apply(self.session.note, text)
+        self._close_boxes()
+        if event.input.id == "goto":
+            self.apply(self.session.goto, text)
+        else:
+            self.apply(self.session.note, text)
 
-    def _close_note(self) -> None:
-        box = self.query_one("#note", Input)
-        box.display = False
-        box.value = ""
+    def _close_boxes(self) -> None:
+        for box in self.query(Input):
+            box.display = False
+            box.value = ""
         self.query_one(Player).focus()
 
     def on_key(self, event) -> None:
-        box = self.query_one("#note", Input)
-        if event.key == "escape" and box.display:
-            self._close_note()
-            self.status_line = "Note cancelled."
+        boxes = {box.id: box.display for box in self.query(Input)}
+        if event.key == "escape" and any(boxes.values()):
+            self._close_boxes()
+            self.status_line = "Note cancelled." if boxes.get("note") else "Go to: cancelled."
             event.stop()
         elif event.key == "escape" and self.invalid_prompt:
             self.invalid_prompt = False
             self.status_line = "Invalid start cancelled."
             event.stop()
+
+    def action_judge(self, action: str, key: str) -> None:
+        """A key of `judging.keys` (the bindings): its action, or, with the `?` list open, close it."""
+        if isinstance(self.screen, HelpScreen):
+            self.screen.dismiss()
+            return
+        self.actions[action](key)
 
     # ---------------------------------------------------------------- player keys
 
@@ -357,9 +383,6 @@ class JudgeApp(AuditKeys, App[int]):
                                     f"exit {code}: no default video player?)")
 
         self.set_timer(1.0, check)
-
-    async def action_quit(self) -> None:
-        self.exit(0)
 
     def on_unmount(self) -> None:
         self._terminal_title(push=False)

@@ -2,11 +2,12 @@
 The label rules are the judging session's (`judging.session.JudgeSession`, which the Textual
 judge drives too); this module turns requests into its calls.
 
-    GET  /                 the page: `static/index.html` with `judge.css`, `judge.js` and the
+    GET  /                 the page: `static/index.html` with `judge.css`, `judge.js` (the player)
+                           and `judge_keys.js` (the keys) in one script, and the
                            session's state in it (one request before the videos)
     GET  /api/state        the session: task, progress, current episode, its label, a status line
     GET  /api/upcoming     the episode likely to come next (so the page loads it ahead)
-    POST /api/action       {"action": label|mode|note|undo|invalid, "episode": id, "value": ...}
+    POST /api/action       {"action": label|mode|note|undo|goto|invalid, "episode": id, "value": ...}
     POST /api/quit         stop the server (every label is already saved)
     GET  /media/{token}    a video (HTTP range requests, for seeking) or a start still
 
@@ -17,7 +18,11 @@ success-height guide and the mark zoom in the camera's pixels (`judging.overlay`
 label's store id (sequential), a time of recording or a file path.
 
 An action names the episode the judge was looking at; if the session has moved on meanwhile
-(a second tab, a double press) it is refused with 409 rather than applied to another episode.
+(a second tab, a double press) it is refused with 409 rather than applied to another episode
+(not `undo` and `goto`, which say where they go). The state carries the keys (`judging.keys`,
+the terminal judge's list: the page builds its buttons, its key dispatch and its `?` overlay from
+them) and, for `goto`, the judge's own episodes as numbers in the judge's order with the judge's
+own labels (`JudgeSession.listing`: nothing of another judge, the schedule or a policy).
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
 from orchestrator.core.timeline import FRAME_TIME_EPS_S
+from orchestrator.judging.keys import KEYS
 from orchestrator.judging.queue import START_ONLY, START_WINDOW_S
 from orchestrator.judging.session import INVALID_PROMPT, JudgeSession
 from orchestrator.judging.source import INVALID_START_REASONS, BlindEpisode
@@ -49,7 +55,8 @@ def page_parts() -> tuple[str, bytes]:
     import base64
     import hashlib
 
-    css, js = ((STATIC / name).read_text() for name in ("judge.css", "judge.js"))
+    css = (STATIC / "judge.css").read_text()
+    js = "\n".join((STATIC / name).read_text() for name in ("judge.js", "judge_keys.js"))
     digest = {name: base64.b64encode(hashlib.sha256(text.encode()).digest()).decode()
               for name, text in (("css", css), ("js", js))}
     html = (STATIC / "index.html").read_text().replace("<!--style-->", f"<style>{css}</style>") \
@@ -148,6 +155,8 @@ class JudgeWeb:
             "success_test": info.success_test, "failure_modes": list(info.failure_modes),
             "min_height_m": info.min_height_m, "invalid_reasons": list(INVALID_START_REASONS),
             "start_window_s": START_WINDOW_S, "start_only": START_ONLY, "invalid_prompt": INVALID_PROMPT,
+            "keys": [key.to_json() for key in KEYS],
+            "episodes": [{"n": n, "label": label} for n, label in session.listing()],
             "progress": session.progress(), "status": session.status, "episode": episode,
             "label": self.label_json(session.current_id),
             "pending_note": session.pending_notes.get(session.current_id or ""),
@@ -181,7 +190,7 @@ class JudgeWeb:
         except (ValueError, KeyError, TypeError):
             return JSONResponse({"error": "bad request"}, 400)
         session = self.session
-        if action != "undo" and episode != session.current_id:
+        if action not in ("undo", "goto") and episode != session.current_id:
             return JSONResponse({"error": "the episode on screen changed; look again and press the key again",
                                  "state": await self.state_json()}, 409)
         if action == "label" and value in ("success", "failure", "unsure"):
@@ -192,6 +201,8 @@ class JudgeWeb:
             session.note(value[:2000] if value else None)
         elif action == "undo":
             session.undo()
+        elif action == "goto" and isinstance(value, (str, int)) and not isinstance(value, bool):
+            session.goto(str(value)[:40])
         elif action == "invalid" and isinstance(value, int):
             # what of the episode was on screen is required: a request without it is not "nothing seen"
             seen_s, end_seen = body.get("seen_s"), body.get("end_seen")

@@ -4,6 +4,7 @@ The real-arm rig clips actions to it (minus a margin) and checks the rest pose a
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 
@@ -14,6 +15,25 @@ def calibrated_range(bus: Any, motor: str) -> tuple[float, float]:
     lo = bus._normalize({mid: cal.range_min})[mid]
     hi = bus._normalize({mid: cal.range_max})[mid]
     return float(lo), float(hi)
+
+
+def within_range(action: dict[str, float], limits: dict[str, tuple[float, float]],
+                 clipped: dict[str, int]) -> dict[str, float]:
+    """`action` with each joint clipped to its `limits` (`action_limits`), counting each clipped
+    joint in `clipped`; a non-finite target is the policy's fault (`DeviceFault` of kind `policy`)."""
+    from orchestrator.rigs.device_fault import POLICY_CHECK, DeviceFault
+
+    out = dict(action)
+    for key, value in action.items():
+        if (bounds := limits.get(key)) is None:
+            continue
+        if not math.isfinite(float(value)):
+            raise DeviceFault("policy", "policy", f"non-finite action {key}={value}", POLICY_CHECK)
+        bounded = min(max(float(value), bounds[0]), bounds[1])
+        if bounded != float(value):
+            out[key] = bounded
+            clipped[key] = clipped.get(key, 0) + 1
+    return out
 
 
 def _calibrated(bus: Any) -> bool:

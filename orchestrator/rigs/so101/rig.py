@@ -41,7 +41,6 @@ Imports LeRobot (and so torch) lazily: constructing the rig is the first import.
 from __future__ import annotations
 
 import logging
-import math
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -50,10 +49,10 @@ from typing import Any
 from orchestrator.core.errors import BadInput
 from orchestrator.design.protocol import Cube, Mark
 from orchestrator.rigs.base import Action, Check, EmergencyStop, EpisodeFacts, Observation, Rig, register_rig
-from orchestrator.rigs.device_fault import POLICY_CHECK, DeviceFault, RestBlocked, device_fault_of, one_line
+from orchestrator.rigs.device_fault import DeviceFault, RestBlocked, device_fault_of, one_line
 from orchestrator.rigs.frame_age import frame_facts
 from orchestrator.rigs.profile import LoadedRig, RigProfile
-from orchestrator.rigs.so101.calibrated_range import action_limits, calibrated_range, rest_pose_ranges
+from orchestrator.rigs.so101.calibrated_range import action_limits, calibrated_range, rest_pose_ranges, within_range
 from orchestrator.rigs.so101.clamp_log import quiet_clamp_warnings
 from orchestrator.rigs.so101.config import build_robot_config
 from orchestrator.rigs.so101.hardware_checks import check_calibration, check_port, other_calibration, rig_checks
@@ -66,7 +65,7 @@ from orchestrator.rigs.so101.servo_alarms import (
     servo_alarms,
     torque_lost,
 )
-from orchestrator.rigs.so101.torque import close_robot, torque_off
+from orchestrator.rigs.so101.torque import close_robot, torque_enabled, torque_off
 
 logger = logging.getLogger(__name__)
 
@@ -316,18 +315,7 @@ class LeRobotRig(Rig):
         return sent
 
     def _within_range(self, action: Action) -> Action:
-        out = dict(action)
-        for key, value in action.items():
-            limits = self._limits.get(key)
-            if limits is None:
-                continue
-            if not math.isfinite(float(value)):
-                raise DeviceFault("policy", "policy", f"non-finite action {key}={value}", POLICY_CHECK)
-            clipped = min(max(float(value), limits[0]), limits[1])
-            if clipped != float(value):
-                out[key] = clipped
-                self._range_clipped[key] = self._range_clipped.get(key, 0) + 1
-        return out
+        return within_range(action, self._limits, self._range_clipped)
 
     def end_episode(self) -> EpisodeFacts:
         """No physics on hardware; `max_relative_target` clipping is a safety event per joint
@@ -431,6 +419,18 @@ class LeRobotRig(Rig):
         except Exception as exc:  # noqa: BLE001 - the operator is told; the arm holds or is limp
             self._torque_problems = [f"torque off failed: {one_line(exc)}"]
         return list(self._torque_problems)
+
+    def torque_enabled(self) -> dict[str, bool | None]:
+        """Each servo's Torque_Enable now (`torque.torque_enabled`); {} when not connected."""
+        bus = getattr(self._robot, "bus", None)
+        return torque_enabled(bus, self._retries) if bus is not None and self._connected else {}
+
+    def restore_torque(self) -> None:
+        """After `release_torque`: goal := present, then torque on (nothing moves)."""
+        try:
+            self._resume_torque()
+        except Exception as exc:  # noqa: BLE001
+            raise self._fault(exc) from exc
 
     def disconnect(self) -> None:
         """Torque off (LeRobot's `disable_torque_on_disconnect`) whenever the bus is connected,

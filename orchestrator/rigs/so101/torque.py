@@ -65,22 +65,32 @@ def torque_off(bus: Any, num_retry: int = 2) -> list[str]:
     return still_torqued(bus, num_retry)
 
 
-def still_torqued(bus: Any, num_retry: int = 2) -> list[str]:
-    """`motor (id N): ...` for each motor whose Torque_Enable reads non-zero or cannot be read."""
+def torque_enabled(bus: Any, num_retry: int = 2) -> dict[str, bool | None]:
+    """Each motor's Torque_Enable as its servo reports it now: True (on), False (off), None (no
+    answer, or a read that failed). Never raises; error bits in the reply (an alarm) are ignored."""
     from lerobot.motors.motors_bus import get_address
 
-    problems = []
+    out: dict[str, bool | None] = {}
     for name, motor in bus.motors.items():
         try:
             bus.port_handler.is_using = False
             addr, length = get_address(bus.model_ctrl_table, motor.model, "Torque_Enable")
             value, comm, _error = bus._read(addr, length, motor.id, num_retry=num_retry, raise_on_error=False)
-            if not bus._is_comm_success(comm):
-                problems.append(f"{name} (id {motor.id}): does not answer, its torque may still be on")
-            elif value:
-                problems.append(f"{name} (id {motor.id}): torque still on")
-        except Exception as exc:  # noqa: BLE001
-            problems.append(f"{name} (id {motor.id}): cannot be read ({type(exc).__name__}), its torque may still be on")
+            out[name] = bool(value) if bus._is_comm_success(comm) else None
+        except Exception:  # noqa: BLE001 - a read that fails is an unknown state
+            out[name] = None
+    return out
+
+
+def still_torqued(bus: Any, num_retry: int = 2) -> list[str]:
+    """`motor (id N): ...` for each motor whose Torque_Enable reads non-zero or cannot be read."""
+    problems = []
+    for name, on in torque_enabled(bus, num_retry).items():
+        motor = bus.motors[name]
+        if on is None:
+            problems.append(f"{name} (id {motor.id}): does not answer, its torque may still be on")
+        elif on:
+            problems.append(f"{name} (id {motor.id}): torque still on")
     return problems
 
 

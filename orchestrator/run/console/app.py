@@ -28,6 +28,7 @@ the operator's decision. `run_console(layout, session)` wires both together.
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -45,7 +46,14 @@ from orchestrator.run.console.bridge import ConsoleOperator, LogToConsole
 from orchestrator.run.console.layout_view import describe_mark, render_layout
 from orchestrator.run.console.wedge import exit_if_wedged
 from orchestrator.run.halfblock import HalfBlockImage
-from orchestrator.run.operator_protocol import STOP_CAUSE_PROMPT, TrialCue, moving_banner
+from orchestrator.run.operator_protocol import (
+    ARM_HELD,
+    COUNTDOWN_STOPPED,
+    STOP_CAUSE_PROMPT,
+    TrialCue,
+    countdown_banner,
+    moving_banner,
+)
 
 
 class OperatorConsole(App):
@@ -78,6 +86,7 @@ class OperatorConsole(App):
         self.pause_after_trial = False
         self._countdown_end = 0.0
         self._reason_kind = ""
+        self.arm_words = ARM_HELD   # the arm's state as its torque registers last said (`show_arm_state`)
         self.sub_title = subtitle
         self.log_handler = LogToConsole()
 
@@ -142,6 +151,20 @@ class OperatorConsole(App):
             self._banner(f"Place the cube on {self.cue.mark.id if self.cue else '?'}, step back, press "
                          f"Enter ({self.countdown_s:g} s countdown)")
 
+    def show_policy_countdown(self, stopped: bool) -> None:
+        """Right before a policy episode (after the arm's reset, a start-check retry): the
+        countdown, or, when the stop key was pressed before it began, the question to start it."""
+        if stopped:
+            self._hold_countdown()
+            return
+        self.state = "policy_countdown"
+        self._countdown_end = time.monotonic() + self.countdown_s
+        self._tick()
+
+    def _hold_countdown(self) -> None:
+        self.state = "countdown_held"
+        self._banner(f"{COUNTDOWN_STOPPED}, q = end the session", "estop")
+
     def show_episode(self, cue: TrialCue) -> None:
         self.state = "episode"
         self._banner("EPISODE RUNNING: space or esc = EMERGENCY STOP", "")
@@ -155,15 +178,20 @@ class OperatorConsole(App):
         self.state = "moving"
         self._banner(moving_banner(doing), "paused")
 
+    def show_arm_state(self, words: str) -> None:
+        """What the servos' torque registers say of the arm (`arm_words`): every later banner
+        that names the arm's state says this."""
+        self.arm_words = words
+
     def ask_confirm(self, what: str) -> None:
         self.state = "confirm"
-        self._banner(f"ARM STOPPED (holding). Enter = move it {what}, q = end the session "
+        self._banner(f"{self.arm_words}. Enter = move it {what}, q = end the session "
                      "(torque goes off: support the arm)", "estop")
 
     def ask_approval(self, line: str) -> None:
-        """Once a session, before the arm moves by itself between trials: allow it or end."""
+        """Before the arm does what `line` says (it ends with what Enter does): allow it or end."""
         self.state = "confirm"
-        self._banner(f"{line}. Enter = allow it, q = end the session", "estop")
+        self._banner(f"{line}, q = end the session", "estop")
 
     def show_start_refused(self, line: str, still) -> None:
         """The start-state check's refusal: its line, and the camera's still with the mark (green)
@@ -203,7 +231,7 @@ class OperatorConsole(App):
         self.state = "reason"
         self._reason_kind = kind
         if kind == "estop":
-            self._banner(f"EMERGENCY STOP: arm stopped, trial aborted. Why? ({STOP_CAUSE_PROMPT})", "estop")
+            self._banner(f"EMERGENCY STOP: {self.arm_words}, trial aborted. Why? ({STOP_CAUSE_PROMPT})", "estop")
         else:
             self._banner("Redo this trial: why?", "paused")
         box = self.query_one("#reason", Input)
@@ -221,6 +249,8 @@ class OperatorConsole(App):
         elif self.state == "confirm":
             self.state = "waiting"
             self.operator.decisions.put(("confirm", None))
+        elif self.state == "countdown_held":
+            self.show_policy_countdown(False)
         elif self.state == "place" and not self.paused:
             self.state = "countdown"
             self._countdown_end = time.monotonic() + self.countdown_s
@@ -239,6 +269,10 @@ class OperatorConsole(App):
             self._show_place_banner()
             self.add_message("countdown cancelled")
             return
+        if self.state in ("policy_countdown", "countdown_held"):
+            self._hold_countdown()
+            self.add_message("countdown stopped: the episode does not start")
+            return
         if self.state == "place":
             self.add_message("stop pressed: the arm is not moving (it holds at rest)")
             return
@@ -250,7 +284,7 @@ class OperatorConsole(App):
         was = self.state
         if self.state in ("episode", "moving", "starting"):
             self.state = "stopping"
-        self._banner("STOP: holding the arm..." if was != "episode" else "EMERGENCY STOP: stopping the arm...",
+        self._banner("STOP: stopping the arm..." if was != "episode" else "EMERGENCY STOP: stopping the arm...",
                      "estop")
         self.add_message("emergency stop pressed" if was == "episode" else f"stop pressed ({was})")
 
@@ -296,7 +330,7 @@ class OperatorConsole(App):
             self.state = "waiting"
             self._banner("Session ended with the arm stopped; torque goes off: support the arm")
             self.operator.decisions.put(("stop", None))
-        elif self.state == "place":
+        elif self.state in ("place", "countdown_held"):
             self.state = "waiting"
             self._banner("Session ended: resume later with the same `orchestrator run` command")
             self.operator.decisions.put(("stop", None))
@@ -323,14 +357,14 @@ class OperatorConsole(App):
     def _tick(self) -> None:
         for line in self.log_handler.drain():
             self.add_message(line)
-        if self.state == "countdown":
+        if self.state in ("countdown", "policy_countdown"):
             left = self._countdown_end - time.monotonic()
             if left <= 0:
                 self.state = "starting"
                 self._banner("GO")
                 self.operator.decisions.put(("start", None))
             else:
-                self._banner(f"Starting in {left:.0f}..." if left >= 1 else "Starting...", "paused")
+                self._banner(countdown_banner(math.ceil(left)), "paused")
         elif self.state == "episode" and self.cue is not None:
             el = self.operator.elapsed
             self.query_one("#timer", Static).update(

@@ -117,6 +117,25 @@ class ConsoleOperator:
         if kind != "start":
             raise StopRequested("session ended by the operator")
 
+    def countdown(self, cue: TrialCue) -> None:
+        """The countdown before a policy episode; a stop pressed before it (during the start
+        check) holds it until Enter. Enter at the end of it, or `q` ends the session."""
+        if self.interrupted:
+            raise KeyboardInterrupt
+        if self.closed:
+            raise StopRequested("the operator console was closed")
+        self._drain()
+        stopped = self.estop.is_set() or self.move_stop.is_set()
+        self._call(self.app.show_policy_countdown, stopped)
+        kind, _ = self._wait("start", "stop")
+        if kind == "interrupt":
+            raise KeyboardInterrupt
+        if kind != "start":
+            raise StopRequested("session ended by the operator before the episode" if kind == "stop"
+                                else "the operator console was closed")
+        self.estop.clear()
+        self.move_stop.clear()
+
     def episode_started(self, cue: TrialCue) -> None:
         self.elapsed = 0.0
         self.last_stop = None
@@ -194,6 +213,9 @@ class ConsoleOperator:
 
     def approve(self, line: str) -> None:
         self._confirmed(self.app.ask_approval, line, "session ended by the operator before the arm moved by itself")
+
+    def arm_state(self, words: str) -> None:
+        self._call(self.app.show_arm_state, words)
 
     def confirm_move(self, what: str) -> None:
         self._confirmed(self.app.ask_confirm, what, "session ended by the operator with the arm stopped")

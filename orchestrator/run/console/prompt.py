@@ -31,10 +31,13 @@ from orchestrator.design.protocol import Layout
 from orchestrator.rigs.base import EmergencyStop
 from orchestrator.run.console.layout_view import describe_mark, render_layout
 from orchestrator.run.operator_protocol import (
+    ARM_HELD,
+    COUNTDOWN_STOPPED,
     ESTOP_PENDING,
     STOP_CAUSE_PROMPT,
     StopRequested,
     TrialCue,
+    countdown_banner,
     moving_banner,
     stop_cause,
 )
@@ -57,6 +60,7 @@ class PromptOperator:
         self.sigint_pending = False
         self.interrupting = False   # the first interrupt was raised: later ones only count
         self._move_stop = False
+        self.arm_words = ARM_HELD   # the arm's state as its torque registers last said (`arm_state`)
 
     # ---------------------------------------------------------------- Ctrl-C
     def handle_sigint(self) -> Callable[[], None]:
@@ -133,9 +137,31 @@ class PromptOperator:
         answer = self._line("Enter = start after the countdown, q + Enter = end the session (resumable)")
         if answer.lower().startswith("q"):
             raise StopRequested("session ended by the operator")
-        for left in range(int(round(self.countdown_s)), 0, -1):
-            self.say(f"starting in {left}...")
-            time.sleep(1.0)
+        self.countdown(cue)
+
+    def countdown(self, cue: TrialCue) -> None:
+        """`countdown_banner` once a second; space or esc (a terminal) stops it: Enter counts
+        down again, q + Enter ends the session (nothing moved)."""
+        while not self._counted_down():
+            if self._line(f"{COUNTDOWN_STOPPED}, q + Enter = end the session").lower().startswith("q"):
+                raise StopRequested("session ended by the operator before the episode")
+
+    def _counted_down(self) -> bool:
+        """The countdown; False when the stop key cut it short."""
+        self._cbreak()
+        try:
+            for left in range(int(round(self.countdown_s)), 0, -1):
+                self.say(countdown_banner(left))
+                end = time.monotonic() + 1.0
+                while (wait := end - time.monotonic()) > 0:
+                    fd = self._fd() if self._tty else None
+                    if fd is None:
+                        time.sleep(wait)
+                    elif select.select([fd], [], [], wait)[0] and os.read(fd, 1) in (b" ", b"\x1b"):
+                        return False
+            return True
+        finally:
+            self._restore()
 
     def start_refused(self, cue: TrialCue, line: str, still) -> str:
         self.say(f"START CHECK FAILED: {line}")
@@ -177,7 +203,7 @@ class PromptOperator:
         self._restore()
         self.say("")
         if self._stop is not None:
-            why = self._line(f"EMERGENCY STOP: arm stopped, trial aborted. Why? ({STOP_CAUSE_PROMPT})")
+            why = self._line(f"EMERGENCY STOP: {self.arm_words}, trial aborted. Why? ({STOP_CAUSE_PROMPT})")
             self._stop.cause, why = stop_cause(why)
             if why:
                 self._stop.reason = f"{ESTOP_PENDING}: {why}"
@@ -220,13 +246,16 @@ class PromptOperator:
     def approve(self, line: str) -> None:
         self._controlling = False
         self._restore()
-        if self._line(f"{line}. Enter = allow it, q + Enter = end the session").lower().startswith("q"):
+        if self._line(f"{line}, q + Enter = end the session").lower().startswith("q"):
             raise StopRequested("session ended by the operator before the arm moved by itself")
+
+    def arm_state(self, words: str) -> None:
+        self.arm_words = words
 
     def confirm_move(self, what: str) -> None:
         self._controlling = False
         self._restore()
-        answer = self._line(f"ARM STOPPED (holding). Enter = move it {what}, q + Enter = end the session "
+        answer = self._line(f"{self.arm_words}. Enter = move it {what}, q + Enter = end the session "
                             "(torque goes off: support the arm)")
         if answer.lower().startswith("q"):
             raise StopRequested("session ended by the operator with the arm stopped")

@@ -1,5 +1,10 @@
 // The browser judge: plays an episode's cameras at their recorded resolution on one clock,
 // and sends the judge's keys to the server (app.py), which stores them as the Textual judge does.
+// The keys themselves are in judge_keys.js (which follows this file in the page).
+//
+// Each episode opens paused on its first frame; the clock runs only when the judge plays it, so
+// the invalid-start window (seenS against state.start_window_s) counts only playback the judge
+// started.
 //
 // One clock: episode seconds = anchorT + (wall - anchorWall) x speed while playing, from 0 to the
 // episode's duration. Every video plays natively at playbackRate = speed (the browser shows each
@@ -351,11 +356,6 @@ function render(s) {
   $("progress").textContent = s.progress.text;
   $("success").textContent = s.success_test;
   $("modes").replaceChildren(...s.failure_modes.map((m) => Object.assign(document.createElement("li"), { textContent: m })));
-  $("modebuttons").replaceChildren(...s.failure_modes.map((m, i) => {
-    const b = Object.assign(document.createElement("button"), { type: "button", textContent: `${i + 1} ${m}` });
-    b.dataset.key = String(i + 1);
-    return b;
-  }));
   $("reasons").replaceChildren(...s.invalid_reasons.map((r, i) => {
     const b = Object.assign(document.createElement("button"), { type: "button", textContent: `${i + 1}: ${r}` });
     b.dataset.key = String(i + 1);
@@ -378,122 +378,9 @@ function render(s) {
     $("label").textContent = label;
   }
   setStatus(s.status);
+  renderKeys(s);
   if (!ep || !e || ep.id !== e.id) {
-    load(e, true);
+    load(e, false);   // paused on its first frame: the clock runs only once the judge plays it
   }
 }
 
-// ------------------------------------------------------------------ actions and keys
-
-function send(action, value, extra = {}) {
-  const episode = ep ? ep.id : null;
-  queue = queue.then(async () => {
-    const r = await call("/api/action", { action, value, episode, ...extra });
-    metrics.answered += 1;
-    if (r.status === 409) { setStatus(r.data.error, true); if (r.data.state) render(r.data.state); return; }
-    if (!r.ok) { setStatus(r.data.error || `the server answered ${r.status}`, true); return; }
-    render(r.data);
-  }).catch((err) => { metrics.answered += 1; setStatus(`NOT SAVED (the server cannot be reached: ${err.message}); press the key again`, true); });
-}
-
-function openNote() {
-  if (!state || !ep && !state.target) { setStatus("No episode to add a note to."); return; }
-  const t = state.target;
-  $("noteprompt").textContent = t ? `note for ${t.episode} (${t.label}); Enter saves, Esc cancels`
-    : `note for ${ep.id} (saved with its label); Enter keeps it, Esc cancels`;
-  $("note").value = t ? (t.note || "") : (state.pending_note || "");
-  $("notebox").hidden = false;
-  $("note").focus();
-}
-
-function closeNote() { $("notebox").hidden = true; $("note").blur(); }
-
-async function quit() {
-  await queue;
-  const r = await call("/api/quit", {});
-  pause();
-  setStatus(r.ok ? `The judge server has stopped (${r.data.progress.text}); every label is saved. Close this tab.`
-    : "Could not stop the server.");
-}
-
-function showInvalid(on) {
-  invalidPrompt = on;
-  $("invalid").hidden = !on;
-}
-
-function press(key) {
-  metrics.keys.push({ key, wall: now() });
-  if (invalidPrompt) {
-    if (/^[1-9]$/.test(key)) { showInvalid(false); send("invalid", Number(key), { seen_s: seenS, end_seen: endSeen }); return true; }
-    if (key === "Escape") { showInvalid(false); setStatus("Invalid start cancelled."); return true; }
-  }
-  switch (key) {
-    case "s": send("label", "success"); break;
-    case "f": send("label", "failure"); break;
-    case "u": send("label", "unsure"); break;
-    case "1": case "2": case "3": case "4": case "5": case "6": case "7": case "8": case "9":
-      send("mode", Number(key)); break;
-    case "n": openNote(); break;
-    case "z": send("undo", null); break;
-    case " ": if (clock.playing) pause(); else play(); break;
-    case "ArrowLeft": step(-1); break;
-    case "ArrowRight": step(1); break;
-    case "[": changeSpeed(-1); break;
-    case "]": changeSpeed(1); break;
-    case "e": toEnd(); break;
-    case "c": nextView(); break;
-    case "a": toggleAudit(); break;
-    case "m": zoom = !zoom; overlayStatus("Zoom on the mark", zoom); break;
-    case "g": guide = !guide; overlayStatus("Success-height guide" +
-      (state ? ` (${state.min_height_m * 100} cm: the cube's bottom must be above the line)` : ""), guide); break;
-    case "x":
-      if (!ep) { setStatus("No episode to mark."); break; }
-      // the server refuses the reason too (JudgeSession.invalid_start); asked here without a round trip
-      if (seenS > state.start_window_s || endSeen) { setStatus(state.start_only); break; }
-      pause();   // choosing the reason must not play the episode past its start (as in the terminal)
-      showInvalid(true);
-      setStatus(state.invalid_prompt);
-      break;
-    case "o": {
-      const cam = visibleCams()[0];
-      if (cam && cam.video) window.open(cam.video, "_blank", "noopener,noreferrer"); else setStatus("No video to open.");
-      break;
-    }
-    case "q": quit(); break;
-    default: return false;
-  }
-  return true;
-}
-
-document.addEventListener("keydown", (event) => {
-  if (event.ctrlKey || event.metaKey || event.altKey) return;
-  if (!$("notebox").hidden) {
-    if (event.key === "Escape") { closeNote(); setStatus("Note cancelled."); event.preventDefault(); }
-    return;
-  }
-  if (press(event.key)) event.preventDefault();
-});
-
-document.addEventListener("click", (event) => {
-  const button = event.target.closest("button[data-key]");
-  if (button) { press(button.dataset.key); button.blur(); }
-});
-
-document.addEventListener("DOMContentLoaded", async () => {
-  $("notebox").addEventListener("submit", (event) => {
-    event.preventDefault();
-    const text = $("note").value;
-    closeNote();
-    send("note", text);
-  });
-  $("notecancel").addEventListener("click", () => { closeNote(); setStatus("Note cancelled."); });
-  let initial = null;
-  try { initial = JSON.parse($("initial-state").textContent); } catch (err) { initial = null; }
-  if (initial && initial.title) render(initial);
-  else {
-    const r = await call("/api/state");
-    if (!r.ok) { setStatus("The judge server refused this page: open the URL it printed.", true); return; }
-    render(r.data);
-  }
-  requestAnimationFrame(tick);
-});
