@@ -6,6 +6,7 @@ target (docs/statistics.md gives the figures of longer runs, bench/compare_sims.
 from __future__ import annotations
 
 from support.compare_sim import (
+    aggregate_coverage,
     board,
     bradley_terry_coverage,
     ladder_null,
@@ -87,3 +88,12 @@ def test_per_seed_and_per_step_intervals_cover_with_repeats():
     per_seed, per_step = rate_coverage(200, 5, mark_sd=2.0, seed=52)
     assert per_seed.value >= 0.93 - 3 * per_seed.se, per_seed
     assert per_step.value >= 0.93 - 3 * per_step.se, per_step
+
+
+def test_the_mean_over_tasks_covers_with_three_seeds():
+    """3 tasks x 3 seeds, seed log-odds sd 1.0: the stratified percentile bootstrap of the mean
+    covered 0.79 (200 runs); the mean's interval is Student t over the seeds now. The IQM keeps its
+    bootstrap, whose measured coverage the comparison prints (0.75-0.83 here)."""
+    mean, iqm = aggregate_coverage(150, 3, 1.0, reps=200, seed=73)
+    assert mean.value >= 0.93 - 3 * mean.se, mean
+    assert iqm.value < 0.9, iqm          # why the note with the measured coverage is printed

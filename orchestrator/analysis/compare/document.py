@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from orchestrator.analysis import stats
-from orchestrator.analysis.compare.model import Comparison, Ladder, Leaderboard, PairedAcross, Section
+from orchestrator.analysis.compare.model import Comparison, Ladder, Leaderboard, PairedAcross, Section, TaskScore
 from orchestrator.analysis.report.document import Block, Gap, Heading, Item, Line, Title, table
 from orchestrator.analysis.report.format import fmt_p, interval, k_of_n
 
@@ -48,16 +48,24 @@ def per_seed(s: Section) -> list[Block]:
             table(["method", "task", "seed", "step", "successes", "95% CI", "policies (campaign:label)"], rows)]
 
 
+def _t95(t: TaskScore) -> tuple[str, str]:
+    if t.t95 is None:
+        return "-", "-"
+    if t.t95.sd == 0:
+        return f"none: every seed scored {t.mean_over_seeds:.3f}, no spread to estimate", "0"
+    return f"[{t.t95.lo:.3f}, {t.t95.hi:.3f}]", f"{t.t95.sd:.3f}"
+
+
 def per_task(s: Section) -> list[Block]:
-    rows = [[m.method, t.task, str(len(t.seeds)), f"{t.mean_over_seeds:.3f}",
-             "-" if t.t95 is None else f"[{t.t95.lo:.3f}, {t.t95.hi:.3f}]",
-             "-" if t.t95 is None else f"{t.t95.sd:.3f}"] for m in s.methods for t in m.tasks]
-    return [Heading(f"Per method and task: mean over training seeds ({s.label}; Student t 95%)"),
+    rows = [[m.method, t.task, str(len(t.seeds)), f"{t.mean_over_seeds:.3f}", *_t95(t)] for m in s.methods
+            for t in m.tasks]
+    return [Heading(f"Per method and task: mean over training seeds ({s.label}; Student t 95%, clipped to [0, 1])"),
             table(["method", "task", "seeds", "mean", "t 95% CI", "sd over seeds"], rows)]
 
 
 def across_tasks(s: Section) -> list[Block]:
-    return [Heading(f"Across tasks ({s.label}; stratified bootstrap 95%, runs redrawn within each task)"),
+    return [Heading(f"Across tasks ({s.label}; mean: Student t over seeds, Welch-Satterthwaite; IQM: stratified "
+                    "bootstrap 95%, runs redrawn within each task)"),
             table(["method", "tasks", "runs", "mean", "IQM"],
                   [[m.method, str(len(m.tasks)), str(m.runs), _iv(m.mean), _iv(m.iqm)] for m in s.methods]),
             Gap(),

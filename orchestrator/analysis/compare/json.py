@@ -38,10 +38,12 @@ def _seed_key(seed: int | None) -> str:
 
 def _method(m: MethodScore) -> dict[str, Any]:
     return {
-        "mean": _ci(m.mean), "iqm": _ci(m.iqm), "runs": m.runs,
+        "mean": {**_ci(m.mean), "method": m.mean.method}, "iqm": {**_ci(m.iqm), "method": m.iqm.method},
+        "runs": m.runs, "unit": "training seed",
         "tasks": {t.task: {
             "mean_over_seeds": t.mean_over_seeds,
             "t95": None if t.t95 is None else [t.t95.lo, t.t95.hi],
+            "zero_spread": t.t95 is not None and t.t95.sd == 0,
             "sd": None if t.t95 is None else t.t95.sd,
             "seeds": {_seed_key(s.seed): {"successes": s.successes, "trials": s.trials,
                                           "wilson95": [s.wilson.lo, s.wilson.hi], "step": s.step,
