@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from orchestrator.rigs import guarded_motion
 from orchestrator.rigs.so101 import rest_move
 from orchestrator.rigs.twin.feetech import REG
 
@@ -103,7 +104,7 @@ def _sag_then_move(monkeypatch, stop_pose, targets) -> tuple[SimulatedArm, dict[
     arm = SimulatedArm(stop_pose)
     arm.sleep(3.0)   # torque off (the twin powers up limp): the arm sags
     arm.torque_on()
-    monkeypatch.setattr(rest_move, "time", SimulatedClock(arm))
+    monkeypatch.setattr(guarded_motion, "time", SimulatedClock(arm))
     rest = dict(zip(KEYS, map(float, REST), strict=True))
     for target in targets(rest, arm.read()):
         rest_move.move_to_rest(arm.read, arm.write, target, speed_deg_s=45.0, fps=30, settle_s=1.0,

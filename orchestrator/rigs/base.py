@@ -107,6 +107,29 @@ class Rig(ABC):
     def go_to_rest(self, check: Callable[[], None] | None = None) -> None:
         """Move to the rest pose; `check()` is called before each step and raises to stop."""
 
+    def move_along(self, path: Sequence[Action], path_fps: int, check: Callable[[], None] | None = None) -> None:
+        """The arm along `path` (one target per period of `path_fps`: the cube reset's motions),
+        guarded (`rigs/guarded_motion.py`): each goal the present position plus at most
+        `MAX_LEAD_DEG` toward the path, `check()` (the stop key) before every step, the servos
+        (`servo_problems`) read every `CHECK_EVERY_STEPS` steps from the first, `RestBlocked`
+        when a joint does not follow. The default drives `observe` and `act`; on a rig that is
+        not `realtime` each `act` is one period of its time (`StepClock`)."""
+        from orchestrator.rigs.device_fault import DeviceFault, RestBlocked
+        from orchestrator.rigs.guarded_motion import StepClock, follow_path
+
+        def read() -> dict[str, float]:
+            return {k: float(v) for k, v in self.observe(with_images=False).items() if k.endswith(".pos")}
+
+        def watch() -> None:
+            problems = self.servo_problems()
+            if problems:
+                raise DeviceFault("arm", self.kind or "arm", "; ".join(problems), "the servos named: support the arm")
+
+        clock = None if self.realtime else StepClock(path_fps)
+        follow_path(read, clock.stepping(self.act) if clock else self.act, path, path_fps=path_fps, fps=path_fps,
+                    settle_s=1.0, tolerance_deg=2.0, check=check or (lambda: None), watch=watch,
+                    blocked=lambda joints: RestBlocked(self.kind or "arm", joints, "stopped the motion"), clock=clock)
+
     @abstractmethod
     def prepare_layout(self, mark: Mark, cube: Cube, seed: int) -> None:
         """Put the cube on `mark` (simulation) or ask the operator to (hardware)."""

@@ -91,11 +91,26 @@ class DeviceFault(RuntimeFailure):
 
 
 class RestBlocked(DeviceFault):
-    """A move to rest stopped because a joint did not follow (`joints`): the arm holds there."""
+    """A guarded motion (the move to rest, a reset's motion) stopped because a joint did not follow
+    (`joints`): the arm holds there. `outcome` says which motion: "did not reach rest" by default."""
 
-    def __init__(self, device: str, joints: list[str]):
+    def __init__(self, device: str, joints: list[str], outcome: str = "did not reach rest"):
         self.joints = list(joints)
-        super().__init__("arm", device, f"did not reach rest: {', '.join(self.joints)} blocked", BLOCKED_CHECK)
+        super().__init__("arm", device, f"{outcome}: {', '.join(self.joints)} blocked", BLOCKED_CHECK)
+
+
+# what LeRobot / scservo_sdk say when a status packet was corrupted or never came
+LOST_PACKET_SIGNS = ("Incorrect status packet", "no status packet", "motor check failed")
+
+
+def lost_packet(exc: BaseException | None) -> bool:
+    """Whether `exc`, or one of its causes, is a status packet corrupted or never received."""
+    seen = 0
+    while exc is not None and seen < 10:
+        if any(sign in str(exc) for sign in LOST_PACKET_SIGNS):
+            return True
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return False
 
 
 MISSING_ID = re.compile(r"- (\d+) \(expected model")   # a line of LeRobot's "Missing motor IDs" list

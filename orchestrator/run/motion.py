@@ -1,8 +1,11 @@
-"""Every move the arm makes by itself (to rest), stoppable by the operator's stop key.
+"""Every move the arm makes by itself, stoppable by the operator's stop key.
 
-The runner moves the arm on its own at three moments: to rest after connecting, to rest after
-each trial, and to rest before torque goes off at the end of a session. `ArmMotion` makes each
-of them stoppable and is the one stop path (docs/design.md section 12):
+The runner moves the arm on its own to rest after connecting, to rest after each trial, to rest
+before torque goes off at the end of a session, and (with `reset: auto`) along the cube reset's
+scripted paths. Each is the one guarded motion (`rigs/guarded_motion.py`: goals at most 5 degrees
+ahead of the present position, a joint that does not follow stops it, the servos read every 5
+steps); `ArmMotion` announces it, keeps the stop key live, and is the one stop path (docs/design.md
+section 12):
 
 - before a move the operator is told the arm is about to move (`Operator.arm_moving`), and the
   stop key is live for its whole length (`Operator.check_stop`, called before every step);
@@ -18,7 +21,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 
@@ -104,28 +106,26 @@ class ArmMotion:
             return
 
     def follow(self, targets: Iterable[dict[str, float]], what: str, fps: int) -> None:
-        """A scripted motion of the arm by itself (the cube reset): announced to the operator
-        (`arm_moving`), the stop key read before every step, one target a control period on a
-        real arm (a simulated one steps its physics per target). Any way out goes through the
-        one stop path: the stop key holds the arm until the operator confirms, then raises
-        `StopRequested` if they end the session, or returns (the motion is not resumed: the
-        caller measures where the cube is); Ctrl-C and faults stop and raise."""
-        from orchestrator.run.control_loop import pace
-
+        """A scripted motion of the arm by itself (the cube reset: pick, carry, place, the squeeze
+        after an episode), announced to the operator (`arm_moving`) and guarded as the move to
+        rest is (`Rig.move_along`, `rigs/guarded_motion.py`): each goal the present position plus
+        at most 5 degrees toward the path (`fps` targets a second), the stop key read before every
+        step, the servos' alarms and torque every 5 steps and before the first, a joint that does
+        not follow for 0.3 s blocked. Any way out goes through the one stop path: the stop key or
+        a blocked joint holds the arm until the operator confirms, then raises `StopRequested` if
+        they end the session, or returns (the motion is not resumed: the caller measures where
+        the cube is); Ctrl-C and faults stop and raise."""
         if self.held:
             self._confirm(f"again ({what})")   # `what` names the motion: "... move it again (resetting the cube)"
             self.held = False
         self.operator.arm_moving(what)
-        period = 1.0 / fps
         try:
-            for target in targets:
-                started = time.perf_counter()
-                self.operator.check_stop()
-                self.rig.act(target)
-                if self.rig.realtime:
-                    pace(started, period, time.perf_counter())
-        except EmergencyStop:
+            self.rig.move_along(list(targets), fps, check=self.operator.check_stop)
+        except (EmergencyStop, RestBlocked) as stopped:
             self.stop()
+            if isinstance(stopped, RestBlocked):
+                self.operator.message(f"{stopped}; {stopped.hint}")
+                self.record("motion_blocked", f"{what}: {stopped}")
             self.operator.message(f"arm stopped while {what}: it holds until you confirm")
             self._confirm("on (the cube is measured again)")
             self.held = False

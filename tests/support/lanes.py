@@ -103,6 +103,8 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_remote_policy.py", ("lerobot", "subprocess")),
     ("test_rest_move.py", ()),
     ("test_rest_move_sag.py", ()),
+    ("test_guarded_motion.py", ("lerobot",)),   # LeRobot's stack on the twin's servos, simulated time
+    ("test_motion_paths.py", ()),
     ("test_report.py", ()),
     ("test_report_judge_flags.py", ()),
     ("test_report_wording.py", ()),

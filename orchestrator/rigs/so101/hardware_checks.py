@@ -267,13 +267,16 @@ def stop_key_refusal(no_console: bool, stdin: Any, allowed: Iterable[str] = ()) 
 
 
 def read_present_pose(rig: Any) -> dict[str, float]:
-    """The present joint positions read on a bare bus (nothing written; for doctor)."""
+    """The present joint positions read on a bare bus (nothing written; for doctor). A connect
+    whose handshake fails leaves LeRobot's port open: it is closed here too, so the next try
+    connects again (else it fails with DeviceAlreadyConnectedError, seen on the twin under load)."""
     bus = rig.robot.bus
-    bus.connect()
     try:
+        bus.connect()
         values = bus.sync_read("Present_Position", num_retry=rig._retries)
     finally:
-        bus.disconnect(disable_torque=False)
+        if bus.is_connected:
+            bus.disconnect(disable_torque=False)
     return {f"{m}.pos": float(v) for m, v in values.items()}
 
 

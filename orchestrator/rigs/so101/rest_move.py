@@ -38,59 +38,34 @@ kinematics of the SO-101 model, `sim/kinematics.py`), a lift of the gripper `LIF
 with its orientation kept, in `LIFT_STEPS` waypoints: nothing slides on the table, every
 contact opens. Then the stages.
 
-`check()` (the operator's stop key) runs before every step and `watch()` (servo alarms and
-torque, `servo_alarms.check_servos`) every `CHECK_EVERY_STEPS` steps; either raises to stop.
+The loop itself is the one guarded motion (`rigs/guarded_motion.py`, `RestAim`): `check()` (the
+operator's stop key) runs before every step and `watch()` (servo alarms and torque,
+`servo_alarms.check_servos`) every `CHECK_EVERY_STEPS` steps; either raises to stop.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
-MAX_LEAD_DEG = 5.0        # no goal further than this from the present position
-FOLLOW_DEG = 3.0          # a joint this far from its reference...
-PROGRESS_DEG = 1.0        # ...that moves less than this toward it...
-FOLLOW_S = 0.3            # ...for this long is blocked
-MAX_DT_S = 0.1            # a stalled loop (a slow read) does not advance the reference further
-UNWATCHED_S = 0.1         # a loop step longer than this (a stalled host or bus) is not watched time
-CHECK_EVERY_STEPS = 5
+from orchestrator.rigs.guarded_motion import (  # noqa: F401 - the move's rules, named where they are described
+    CHECK_EVERY_STEPS,
+    FOLLOW_DEG,
+    FOLLOW_S,
+    MAX_DT_S,
+    MAX_LEAD_DEG,
+    PROGRESS_DEG,
+    UNWATCHED_S,
+    Clock,
+    RestAim,
+    guarded_loop,
+)
+
 NEAR_TABLE_M = 0.01       # the arm's lowest point this close to the table (at rest: 22 mm): lift it...
 LIFT_M = 0.03             # ...off first, the gripper this far straight up...
 LIFT_STEPS = 3            # ...in this many waypoints (a short joint-space move per centimetre)
 LIFT_ERROR_M = 0.005      # a lift the arm cannot make this exactly (a joint limit) is left out
 
 Pose = dict[str, float]
-
-
-def _clip(x: float, bound: float) -> float:
-    return max(-bound, min(bound, x))
-
-
-class _Following:
-    """Per joint: where it was when it last made `PROGRESS_DEG` of progress toward its reference
-    (or was within `FOLLOW_DEG` of it), and when."""
-
-    def __init__(self, here: Pose, now: float):
-        self.mark = dict(here)
-        self.since = dict.fromkeys(here, now)
-
-    def unwatched(self, seconds: float) -> None:
-        """A loop step that took `seconds` (more than `UNWATCHED_S`): the arm was not watched, so
-        that time does not count as a joint not following."""
-        for k in self.since:
-            self.since[k] += seconds
-
-    def stuck(self, reference: Pose, here: Pose, now: float) -> list[str]:
-        out = []
-        for k, ref in reference.items():
-            error = ref - here[k]
-            progress = (here[k] - self.mark[k]) * (1.0 if error >= 0 else -1.0)
-            if abs(error) <= FOLLOW_DEG or progress >= PROGRESS_DEG:
-                self.mark[k], self.since[k] = here[k], now
-            elif now - self.since[k] >= FOLLOW_S:
-                out.append(k)
-        return out
-
 
 ORDER = (("shoulder_lift.pos",), None, ("gripper.pos",))   # None: every joint not named
 
@@ -144,48 +119,10 @@ def route(rest: Pose, here: Pose) -> list[Pose]:
     return lift + stages(rest, lift[-1] if lift else here)
 
 
-def move_to_rest(read: Callable[[], Pose], write: Callable[[Pose], None], rest: Pose, *,
+def move_to_rest(read: Callable[[], Pose], write: Callable[[Pose], object], rest: Pose, *,
                  speed_deg_s: float, fps: int, settle_s: float, tolerance_deg: float,
                  check: Callable[[], None], watch: Callable[[], None],
-                 blocked: Callable[[list[str]], BaseException]) -> None:
+                 blocked: Callable[[list[str]], BaseException], clock: Clock | None = None) -> None:
     """Move to `rest` (see the module docstring); raises `blocked(joints)` after holding."""
-    period = 1.0 / fps
-    here = read()
-    keys = [k for k in rest if k in here]
-    reference = {k: here[k] for k in keys}
-    last = time.perf_counter()
-    following = _Following({k: here[k] for k in keys}, last)
-    settle_until = None
-    n = 0
-    while True:
-        t0 = time.perf_counter()
-        check()
-        if n % CHECK_EVERY_STEPS == 0:   # from the first step: a move never starts on an alarm
-            watch()
-        step = speed_deg_s * min(t0 - last, MAX_DT_S)
-        if t0 - last > UNWATCHED_S:
-            following.unwatched(t0 - last)
-        last = t0
-        for k in keys:
-            moved = reference[k] + _clip(rest[k] - reference[k], step)
-            reference[k] = here[k] + _clip(moved - here[k], MAX_LEAD_DEG)
-        stuck = following.stuck(reference, here, t0)
-        if stuck:
-            write({k: here[k] for k in keys})
-            raise blocked([k.removesuffix(".pos") for k in stuck])
-        write(dict(reference))
-        time.sleep(max(0.0, period - (time.perf_counter() - t0)))
-        here = read()
-        n += 1
-        if any(abs(reference[k] - rest[k]) > 1e-9 for k in keys):
-            continue
-        if all(abs(here[k] - rest[k]) <= tolerance_deg for k in keys):
-            return
-        now = time.perf_counter()
-        settle_until = settle_until or now + settle_s
-        if now >= settle_until:
-            far = [k for k in keys if abs(here[k] - rest[k]) > MAX_LEAD_DEG]
-            if far:
-                write({k: here[k] for k in keys})
-                raise blocked([k.removesuffix(".pos") for k in far])
-            return
+    guarded_loop(read, write, RestAim(rest, speed_deg_s), fps=fps, settle_s=settle_s, tolerance_deg=tolerance_deg,
+                 check=check, watch=watch, blocked=blocked, clock=clock)

@@ -1,56 +1,52 @@
 """A real arm through LeRobot: the robot and its cameras built from the rig profile.
 
-`LeRobotRig(loaded_rig)` builds the robot with LeRobot's own config classes and factory
-(the configs: `rigs/so101/config.py`):
-`RobotConfig.get_choice_class(profile.robot.type)` (so101_follower by default, any registered
-LeRobot robot type or `lerobot_robot_*` plugin), filled with the profile's `port`, `id`,
+`LeRobotRig(loaded_rig)` builds the robot with LeRobot's own config classes and factory (the configs:
+`rigs/so101/config.py`): `RobotConfig.get_choice_class(profile.robot.type)` (so101_follower by default,
+any registered LeRobot robot type or `lerobot_robot_*` plugin), filled with the profile's `port`, `id`,
 `max_relative_target`, cameras and any other field of that config class written in the profile
-(`disable_torque_on_disconnect`, `calibration_dir`, `use_degrees`, ...), then
-`make_robot_from_config`. Cameras: `type: opencv` -> `OpenCVCameraConfig`, `type: video` -> the
-video-file camera (`rigs/so101/videocam.py`), both through LeRobot's camera registry.
+(`disable_torque_on_disconnect`, `calibration_dir`, `use_degrees`, ...), then `make_robot_from_config`.
+Cameras: `type: opencv` -> `OpenCVCameraConfig`, `type: video` -> the video-file camera
+(`rigs/so101/videocam.py`), both through LeRobot's camera registry.
 
 Safety on a real arm (docs/design.md section 12):
-- `connect()` never lets LeRobot ask for calibration on stdin, and checks the motors'
-  calibration on a bare bus connection (port opened, motors pinged and read, nothing written)
-  before LeRobot's `connect(calibrate=False)` runs `configure()`, which enables torque: an arm
-  holding another calibration is refused with torque never switched on.
-- The rest pose is the profile's `rest_pose`, else the pose captured at connect (as
-  lerobot-rollout's `initial_position`); `rest_pose_problems()` refuses a rest pose outside the
-  calibrated range (doctor; `hardware_checks.profile_refusals` also one near a limit).
+- `connect()` never lets LeRobot ask for calibration on stdin, and checks the motors' calibration on a
+  bare bus connection (port opened, motors pinged and read, nothing written) before LeRobot's
+  `connect(calibrate=False)` runs `configure()`, which enables torque: an arm holding another
+  calibration is refused with torque never switched on.
+- The rest pose is the profile's `rest_pose`, else the pose captured at connect (as lerobot-rollout's
+  `initial_position`); `rest_pose_problems()` refuses a rest pose outside the calibrated range
+  (doctor; `hardware_checks.profile_refusals` also one near a limit).
 - `act()` clips every target to the calibrated range minus `RANGE_MARGIN` (`range_clipped:<joint>`
-  events) and refuses a non-finite one as the policy's fault; LeRobot's `max_relative_target`
-  then clips it to the present pose (`target_clipped:<joint>`).
+  events) and refuses a non-finite one as the policy's fault; LeRobot's `max_relative_target` then
+  clips it to the present pose (`target_clipped:<joint>`).
 - `observe()` reads the servos' alarms and torque every `CHECK_EVERY_STEPS` steps
   (`servo_alarms.check_servos`): an alarm or a servo reset aborts the trial with that cause.
-- `go_to_rest(check)` is closed-loop (`rest_move.py`): goals bounded by the present pose, the
-  stop key (`check`) before each step, the servos read every few steps, `RestBlocked` when a
-  joint does not follow.
-- `safe_stop()` holds the present position, or releases torque (`torque.torque_off`) when the
-  profile says `on_stop: release`; it never moves the arm anywhere else and never raises.
-- `disconnect()` turns torque off whenever the bus is connected, even when a camera is dead or a
-  servo is in alarm (`torque.torque_off`: broadcast, per motor, read back; what is still on is
-  kept in `torque_problems`), then releases the cameras.
-- Joint reads use LeRobot's retries (`num_retry=config.num_read_retries`).
-
-Faults mid-episode (serial bus, camera) surface as `faults.DeviceFault` with a one-line cause
-and what to check.
-
-Imports LeRobot (and so torch) lazily: constructing the rig is the first import.
+- `go_to_rest(check)` and `move_along(path, fps, check)` (the cube reset's motions) are the one guarded
+  motion (`rigs/guarded_motion.py`): goals bounded by the present pose, the stop key (`check`) before
+  each step, the servos read every 5 steps, `RestBlocked` when a joint does not follow.
+- `safe_stop()` holds the present position, or releases torque (`torque.torque_off`) when the profile
+  says `on_stop: release`; it never moves the arm anywhere else and never raises.
+- `disconnect()` turns torque off whenever the bus is connected, even when a camera is dead or a servo
+  is in alarm (`torque.torque_off`: broadcast, per motor, read back; what is still on is kept in
+  `torque_problems`), then releases the cameras. Joint reads use LeRobot's retries.
+Faults mid-episode (serial bus, camera) surface as `faults.DeviceFault` with a one-line cause and what
+to check. Imports LeRobot (and so torch) lazily: constructing the rig is the first import.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from orchestrator.core.errors import BadInput
 from orchestrator.design.protocol import Cube, Mark
 from orchestrator.rigs.base import Action, Check, EmergencyStop, EpisodeFacts, Observation, Rig, register_rig
-from orchestrator.rigs.device_fault import DeviceFault, RestBlocked, device_fault_of, one_line
+from orchestrator.rigs.device_fault import DeviceFault, RestBlocked, device_fault_of, lost_packet, one_line
 from orchestrator.rigs.frame_age import frame_facts
+from orchestrator.rigs.guarded_motion import follow_path
 from orchestrator.rigs.profile import LoadedRig, RigProfile
 from orchestrator.rigs.so101.calibrated_range import action_limits, calibrated_range, rest_pose_ranges, within_range
 from orchestrator.rigs.so101.clamp_log import quiet_clamp_warnings
@@ -70,18 +66,8 @@ from orchestrator.rigs.so101.torque import close_robot, torque_enabled, torque_o
 logger = logging.getLogger(__name__)
 
 CONNECT_ATTEMPTS = 3
-# what LeRobot / scservo_sdk say when a status packet was corrupted or never came
-LOST_PACKET_SIGNS = ("Incorrect status packet", "no status packet", "motor check failed")
 RANGE_MARGIN = 2.0       # degrees (gripper: 0-100 units) kept clear of each calibrated limit
 STILL_SETTLE_S = 0.5     # > a USB camera's 50-150 ms exposure-to-array latency, and a hand leaving the view
-
-
-def _chain(exc: BaseException | None):
-    """An exception and its causes."""
-    seen = 0
-    while exc is not None and seen < 10:
-        yield exc
-        exc, seen = exc.__cause__ or exc.__context__, seen + 1
 
 
 @register_rig("lerobot")
@@ -243,8 +229,7 @@ class LeRobotRig(Rig):
             try:
                 return step()
             except DeviceFault as fault:
-                corrupted = any(any(sign in str(e) for sign in LOST_PACKET_SIGNS) for e in _chain(fault))
-                if not corrupted or attempt == CONNECT_ATTEMPTS - 1:
+                if not lost_packet(fault) or attempt == CONNECT_ATTEMPTS - 1:
                     raise
                 logger.warning("connect: %s; trying again", fault.cause)
 
@@ -338,24 +323,34 @@ class LeRobotRig(Rig):
         return dict(self.profile.rest_pose) or dict(self.connect_pose)
 
     def go_to_rest(self, check: Callable[[], None] | None = None) -> None:
-        """Closed-loop move to the rest pose (`rigs/so101/rest_move.py`): each goal is the present
-        position plus a bounded step, `check()` (the stop key) before every step, the servos'
-        alarms and torque read every few steps; a joint that does not follow stops the move with
-        the arm held (`RestBlocked`). After `on_stop: release` torque comes back first (goal :=
-        present, then torque on), so only call this once the operator has confirmed."""
+        """To the rest pose (`rest_move.route`: off the table, the shoulder up, the arm, the gripper),
+        guarded (`_guarded`); torque comes back first after a release: call it once confirmed."""
         rest = self.rest_target
-        if not rest or not self._connected:
-            return
+        if rest and self._connected:
+            self._guarded(check, "did not reach rest", lambda guard: [
+                move_to_rest(self._joint_positions, self._write_goal, target, speed_deg_s=self.rest_speed_deg_s,
+                             **guard) for target in route(rest, self._joint_positions())])
+
+    def move_along(self, path: Sequence[Action], path_fps: int, check: Callable[[], None] | None = None) -> None:
+        """The arm along `path` (the cube reset's pick, carry and place), guarded as the move to
+        rest is (`rigs/guarded_motion.py`, see `_guarded`)."""
+        if path and self._connected:
+            self._guarded(check, "stopped the motion", lambda guard: follow_path(
+                self._joint_positions, self._write_goal, path, path_fps=path_fps, **guard))
+
+    def _guarded(self, check: Callable[[], None] | None, outcome: str, moves: Callable[[dict], Any]) -> None:
+        """`check()` (the stop key), torque back where the arm is after a release, then `moves(guard)`
+        (`rigs/guarded_motion.py`: the servos read every 5 steps, `RestBlocked` with `outcome` when
+        a joint does not follow, the arm held). A bus failure becomes a `DeviceFault`."""
         check = check or (lambda: None)
+        guard = {"fps": self.rest_fps, "settle_s": self.settle_s, "tolerance_deg": self.rest_tolerance_deg,
+                 "check": check, "watch": lambda: check_servos(self.robot),
+                 "blocked": lambda joints: RestBlocked(self._arm_name(), joints, outcome)}
         try:
             check()
             if self._released:
                 self._resume_torque()
-            for target in route(rest, self._joint_positions()):   # off the table, shoulder up, arm, gripper
-                move_to_rest(self._joint_positions, self._write_goal, target, speed_deg_s=self.rest_speed_deg_s,
-                             fps=self.rest_fps, settle_s=self.settle_s, tolerance_deg=self.rest_tolerance_deg,
-                             check=check, watch=lambda: check_servos(self.robot),
-                             blocked=lambda joints: RestBlocked(self._arm_name(), joints))
+            moves(guard)
         except (EmergencyStop, RestBlocked):
             raise  # the operator's stop key, or a joint held back: the caller holds the arm
         except Exception as exc:  # noqa: BLE001
