@@ -258,6 +258,11 @@ class PromptOperator:
             raise StopRequested("session ended by the operator after stopping the reset")
         return "place" if answer.startswith("p") else "again"
 
+    def question(self, line: str) -> str | None:
+        self._controlling = False
+        self._restore()
+        return self._line(line)
+
     def arm_state(self, words: str) -> None:
         self.arm_words = words
 
