@@ -70,13 +70,12 @@ def what_moves(here: Mapping[str, float], rest: Mapping[str, float], cube_size_m
     return first + (", ".join(moves) or "nothing (the arm is at rest)")
 
 
-def first_motion_allowed(motion: ArmMotion, sessions: Sequence[Mapping[str, Any]], cube_size_m: float,
-                         record: Callable[[str, str], None], say: Callable[[str], None]) -> bool:
+def first_motion_allowed(motion: ArmMotion, sessions: Sequence[Mapping[str, Any]], say: Callable[[str], None]) -> bool:
     """Ask the operator before the session's first motion when `reasons_to_ask` finds a reason
-    (a real arm or the twin only: a simulated arm starts at rest in a fresh world). False: they
-    ended the session there, nothing moved."""
-    rig = motion.rig
-    if not rig.realtime:
+    (a real arm or the twin only: a simulated arm starts at rest in a fresh world; jaws at the
+    width of `motion.cube_size_m`). False: they ended the session there, nothing moved."""
+    rig, cube_size_m = motion.rig, motion.cube_size_m
+    if not rig.realtime or cube_size_m is None:
         return True
     observed = rig.observe(with_images=False)
     here = {k: float(observed[k]) for k in STATE_KEYS if k in observed}
@@ -91,5 +90,5 @@ def first_motion_allowed(motion: ArmMotion, sessions: Sequence[Mapping[str, Any]
     except StopRequested:
         say("stopped by the operator before the arm moved; run again to resume")
         return False
-    record("first_motion_allowed", f"the operator allowed the first motion: {'; '.join(reasons)}")
+    motion.record("first_motion_allowed", f"the operator allowed the first motion: {'; '.join(reasons)}")
     return True

@@ -281,16 +281,13 @@ def _run_sequential(opened: OpenedCampaign, pending: list[Trial], operator: Oper
     store, loaded = opened.store, opened.protocol
     cameras = opened.rig.profile.cameras
     rig = make_rig(opened.rig, loaded)
-    motion = ArmMotion(rig, operator, record=lambda kind, message: store.log_event(kind, message),
-                       cube_size_m=loaded.layout.cube.size_m)
+    motion = ArmMotion(rig, operator, record=store.log_event, cube_size_m=loaded.layout.cube.size_m)
     policies = {}
     progress = None
     try:
         labels = dict.fromkeys(t.policy for t in pending) if refill is None else loaded.protocol.policies
         _load_and_connect(rig, loaded, labels, policies)
-        if not first_motion_allowed(motion, store.sessions(), loaded.layout.cube.size_m, motion.record, say):
-            return
-        if not _rest_or_end(motion, say):
+        if not (first_motion_allowed(motion, store.sessions(), say) and _rest_or_end(motion, say)):
             return
         gate = StartGate(loaded, rig, store, operator, say)
         gate.begin_session()
@@ -320,8 +317,7 @@ def _run_sequential(opened: OpenedCampaign, pending: list[Trial], operator: Oper
                 _rerun_later(trial, stopped, tries, queue, operator)
             else:
                 progress.update(trial.mark_id)
-            put_down = None if stopped else put_down_held(reset, _next_mark(loaded, queue, context), operator, trial.slot)
-            if not _rest_or_end(motion, say, put_down):
+            if not _rest_or_end(motion, say, None if stopped else _put_down(reset, loaded, queue, context, operator, trial)):
                 return
     except (KeyboardInterrupt, Interrupted):
         motion.interrupted = True   # Ctrl-C / SIGTERM anywhere: a stop, never a move to rest
@@ -423,9 +419,12 @@ def _resets_allowed(reset: CubeReset, rig, operator: Operator, store, say: Calla
     return True
 
 
-def _next_mark(loaded, queue: list[Trial], context):
-    """The next trial's mark (the trial's own when the next is not known yet)."""
-    return episode_context(loaded, queue[0]).mark if queue else context.mark
+def _put_down(reset: CubeReset, loaded, queue: list[Trial], context, operator: Operator,
+              trial: Trial) -> Callable[[], object]:
+    """After a trial that ran to its end: a cube still in the jaws put down on the next trial's
+    mark (the trial's own when the next is not known yet; `reset_stop.put_down_held`)."""
+    mark = episode_context(loaded, queue[0]).mark if queue else context.mark
+    return put_down_held(reset, mark, operator, trial.slot)
 
 
 def _rest_or_end(motion: ArmMotion, say: Callable[[str], None], before: Callable[[], object] | None = None) -> bool:
