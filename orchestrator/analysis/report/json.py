@@ -157,6 +157,7 @@ def _aborts(section: AbortSection | None) -> dict[str, Any] | None:
         "per_policy": {r.policy: {"trials": r.trials, "trials_with_abort": r.trials_with_abort,
                                   "aborted_attempts_by_class": dict(r.by_class),
                                   "aborted_attempts_by_cause": {c: dict(causes) for c, causes in r.by_cause},
+                                  "operator_answers": {k: dict(answers) for k, answers in r.answers},
                                   "scored_failures": r.scored_failures, "excluded": r.excluded}
                        for r in section.rows},
         "rate_tests": [{"a": t.a, "b": t.b, "fisher_p": t.fisher_p, "holm_p": t.holm_p,
