@@ -263,6 +263,10 @@ def operator_class():
                 self.tap.phase.pop()
             self.tap.confirms.append(time.perf_counter())
 
+        def question(self, line):   # what an abort left to ask (a servo alarm's look): not known
+            self.messages.append(line)
+            return "?"
+
         def message(self, text):
             self.messages.append(text)
 
