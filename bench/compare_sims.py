@@ -12,7 +12,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from support.compare_sim import bradley_terry_coverage, paired_test, trend_null  # noqa: E402
+from support.compare_sim import (  # noqa: E402
+    aggregate_coverage,
+    board,
+    bradley_terry_coverage,
+    ladder_null,
+    method_null,
+    paired_test,
+    rate_coverage,
+    trend_null,
+)
 
 
 def show(name: str, rate) -> None:
@@ -33,6 +42,46 @@ def main() -> None:
     show("Bradley-Terry 95% basic bootstrap, 6 policies, 3 campaigns x 20 marks: covers", bradley_terry_coverage(500, seed=4))
     show("Bradley-Terry 95% basic bootstrap, 6 policies, 10 campaigns x 20 marks: covers",
          bradley_terry_coverage(200, campaigns=10, seed=5))
+    seeds()
+    ladders_and_board()
+    intervals()
+
+
+def seeds() -> None:
+    for seed_sd, seed in ((0.6, 101), (1.0, 102)):
+        better, differ, coverage = method_null(1000, seed_sd, seed=seed)
+        show(f"methods equal, seed log-odds sd {seed_sd}, 3 tasks x 10 marks x 3+3 seeds: 'better' (seed the unit)",
+             better)
+        show("  these checkpoints 'succeeded more often' (they do differ)", differ)
+        show("  Welch t 95% interval of the mean difference covers 0", coverage)
+    power, _, _ = method_null(500, 0.6, delta=1.5, seed=103)
+    show("methods +1.5 log-odds, seed sd 0.6: 'better' (power)", power)
+
+
+def ladders_and_board() -> None:
+    for steps, seed in ((2, 111), (3, 112)):
+        trend, last = ladder_null(2000, repeats=5, step_sd=1.5, steps=steps, seed=seed)
+        show(f"ladder of {steps} steps, no trend on average, per-mark step effects sd 1.5, 20 marks x 5 repeats: "
+             "'rises/falls'", trend)
+        show("  'still improves / is worse'", last)
+    equal, _, coverage = board(500, (0.0, 0.0, 0.0, 0.0), seed=121)
+    show("leaderboard, 4 equal policies, 20 marks: boards with a 'separated'", equal)
+    show("  head-to-head 95% interval covers", coverage)
+    for campaigns, seed in ((1, 122), (3, 123)):
+        _, leader, coverage = board(500, (3.0, 0.0, -0.3), campaigns=campaigns, seed=seed)
+        show(f"leaderboard, leader +3 log-odds, {campaigns} x 20 marks: leader separated from the runner-up", leader)
+        show("  head-to-head 95% interval covers", coverage)
+
+
+def intervals() -> None:
+    for repeats, mark_sd, seed in ((3, 1.2, 131), (5, 2.0, 132)):
+        per_seed, per_step = rate_coverage(1000, repeats, mark_sd=mark_sd, seed=seed)
+        show(f"per-seed clustered Wilson 95%, 20 marks x {repeats} repeats, mark sd {mark_sd}: covers", per_seed)
+        show("  per-step", per_step)
+    for n, sd, seed in ((3, 0.6, 141), (3, 1.0, 142), (5, 1.0, 143), (10, 1.0, 144)):
+        mean, iqm = aggregate_coverage(400, n, sd, reps=1000, seed=seed)
+        show(f"3 tasks x {n} seeds, seed sd {sd}: the mean's t interval (Welch-Satterthwaite) covers", mean)
+        show("  the IQM's stratified bootstrap covers", iqm)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,8 @@ cameras at 30 fps, 8 s episodes (H.264 written by PyAV, as the recorder writes t
 Prints:
 - time to first frame: from the start of navigation (`performance.timeOrigin`) to the page
   having every camera's first frame decoded (`ready`), and to the first frame presented by
-  the compositor while playing (the first `requestVideoFrameCallback` of every camera),
+  the compositor (the first `requestVideoFrameCallback` of every camera; an episode opens
+  paused on that frame),
   over fresh page loads; target < 500 ms;
 - key press to next episode ready: from the `s` key event to the next episode's every camera
   having its first frame (the page loaded it ahead while the judge watched the previous one),

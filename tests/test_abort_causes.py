@@ -28,8 +28,9 @@ from orchestrator.rigs.base import EmergencyStop
 from orchestrator.rigs.device_fault import DeviceFault, RestBlocked
 from orchestrator.rigs.so101.rig import LeRobotRig
 from orchestrator.rigs.so101.servo_alarms import ServoAlarm, ServoReset
-from orchestrator.run.bookkeeping import INTERRUPTED_BY_USER, abort_class
+from orchestrator.run.bookkeeping import INTERRUPTED_BY_USER, INTERRUPTED_UNANSWERED, abort_class
 from orchestrator.run.control_loop import _policy_action
+from orchestrator.run.operator_protocol import ESTOP_PENDING, UNANSWERED
 from orchestrator.store.abort_causes import CAUSES, abort_cause
 from orchestrator.store.sqlite import CampaignStore, new_episode_id
 from support.tiny import DATA, PROTOCOL, run_cli
@@ -78,6 +79,11 @@ PRODUCED = {
     "servo overload": (_recorded(_servo_fault(ServoAlarm("servo alarm: elbow_flex (id 3): overload"))), "overload"),
     "servo overcurrent": (_recorded(_servo_fault(ServoAlarm("servo alarm: wrist_flex (id 4): overcurrent"))),
                           "overcurrent"),
+    "overload, the hardware's": ((abort_class(_servo_fault(ServoAlarm("servo alarm: elbow_flex (id 3): overload")), "rig"),
+                                  "DeviceFault: arm /dev/ttyACM0: ServoAlarm: servo alarm: elbow_flex (id 3): overload"),
+                                 "overload"),
+    "overcurrent, the hardware's": (("rig", "DeviceFault: arm /dev/ttyACM0: ServoAlarm: servo alarm: wrist_flex (id 4): "
+                                            "overcurrent"), "overcurrent"),
     "voltage alarm": (_recorded(_servo_fault(ServoAlarm("servo alarm: gripper (id 6): supply voltage out of range"))),
                       "servo alarm"),
     "servo reset": (_recorded(_servo_fault(ServoReset("servo torque went off by itself: elbow_flex (id 3)"))),
@@ -92,6 +98,8 @@ PRODUCED = {
     "unknown rig error": (_recorded(ValueError("something else")), "other error"),
     "operator stop": (_recorded(EmergencyStop("unsafe motion: it swung", cause="unsafe")), "emergency stop"),
     "redo": (("operator_other", "redo requested by operator: cube slipped"), "redo"),
+    "stop, question unanswered": (_recorded(EmergencyStop(ESTOP_PENDING, cause=UNANSWERED)), "emergency stop"),
+    "real arm's episode interrupted": (("operator_unanswered", INTERRUPTED_UNANSWERED), "interrupt"),
     "Ctrl-C": (("interrupted", INTERRUPTED_BY_USER), "user interrupt"),
     "killed": (("interrupted", "interrupted: the process stopped during the episode"), "process stopped"),
     "station": (("interrupted", "interrupted: station arm2 stopped during the episode (its claim on the block "
@@ -111,18 +119,21 @@ def test_every_abort_the_tool_records_reads_as_its_cause(name):
     assert cause in CAUSES[cls]
 
 
+CHOSEN = ("operator_unsafe", "operator_misplaced", "operator_other")   # the operator's answer at the stop
+
+
 def test_the_cause_list_is_covered_and_documented():
-    """Every cause of `CAUSES` is made by some writer above (none is dead; the three operator
-    classes share theirs), and docs/design.md names each one."""
+    """Every cause of `CAUSES` is made by some writer above (none is dead; the three classes the
+    operator's answer picks share theirs), and docs/design.md names each one."""
     made = {(cls, cause) for (cls, _), cause in PRODUCED.values()}
     checked = 0
     for cls, causes in CAUSES.items():
-        if cls.startswith("operator_"):
-            assert set(causes) == {why for c, why in made if c.startswith("operator_")}, cls
+        if cls in CHOSEN:
+            assert set(causes) == {why for c, why in made if c in CHOSEN}, cls
         else:
             assert {(cls, why) for why in causes} <= made, cls
         checked += 1
-    assert checked == 7
+    assert checked == 8
     design = (Path(__file__).parents[1] / "docs" / "design.md").read_text()
     documented = [why for causes in CAUSES.values() for why in causes if f"`{why}`" in design]
     assert len(documented) == sum(len(c) for c in CAUSES.values()), set(documented) ^ {
@@ -230,6 +241,8 @@ def _downgrade_to_schema_3(db: Path) -> None:
     raw = sqlite3.connect(db)
     raw.execute("DROP TABLE chain")
     raw.execute("ALTER TABLE attempts DROP COLUMN abort_cause")
+    raw.execute("ALTER TABLE attempts DROP COLUMN operator_answer")   # schema 6
+    raw.execute("ALTER TABLE attempts DROP COLUMN answered_at")
     raw.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
     raw.execute("PRAGMA user_version = 3")
     raw.commit()

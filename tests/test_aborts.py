@@ -79,7 +79,7 @@ def test_a_policy_that_raises_is_counted_as_its_failure_and_the_report_says_so(t
     assert any("counts as B's failure" in w for w in doc["warnings"])
     assert main(["report", str(out), "--format", "text"]) == 0
     text = capsys.readouterr().out
-    assert "pre-registered: policy, operator_unsafe count as a failure of the policy that ran" in text
+    assert "pre-registered: policy, operator_unsafe, operator_unanswered count as a failure of the policy that ran" in text
     assert "policy: exception 1" in text.split("Aborted attempts")[1]
     assert doc["aborts"]["per_policy"]["B"]["aborted_attempts_by_cause"] == {"policy": {"exception": 1}}
 
@@ -100,7 +100,7 @@ def test_rerun_rule_and_the_old_behaviour_are_preregistrable(tmp_path, monkeypat
     assert report.comparisons[0].table.n == 2
     (why,) = [w for lay, _, w in report.unpaired if lay == FAILING_MARK]
     assert "re-run limit" in why and "2 aborts: policy" in why
-    assert any("reached the re-run limit (aborts.max_reruns = 1)" in w for w in report.warnings)
+    assert any("reached the re-run limit (aborts.max_reruns = 1, max_interruptions = 10)" in w for w in report.warnings)
 
 
 def test_a_usb_fault_is_rerun_and_the_trial_then_counts_normally(tmp_path, monkeypatch):
@@ -163,10 +163,10 @@ def test_a_servo_overload_under_the_policy_is_the_policy_s_a_voltage_alarm_the_r
 def test_operator_stop_cause_from_the_prompt_answer():
     answers = {"1 it swung at the camera": ("unsafe", "unsafe motion: it swung at the camera"),
                "2": ("misplaced", "cube misplaced"), "3 phone rang": ("other", "other: phone rang"),
-               "elbow": ("other", "elbow"), "": ("other", "")}
+               "elbow": ("other", "elbow"), "": ("unanswered", ""), "  ": ("unanswered", "")}
     for answer, expected in answers.items():
         assert stop_cause(answer) == expected
-    assert len(answers) == 5
+    assert len(answers) == 6
 
 
 def test_device_faults_survive_pickling():
@@ -276,7 +276,7 @@ def test_a_lerobot_policy_with_non_finite_actions_fails_its_trials_in_the_parall
     assert text.code == 0, text.err
     section = text.out.split("Aborted attempts\n")[1].split("\n\n")[0]
     (row,) = [ln for ln in section.splitlines() if ln.startswith("B ")]
-    assert row.endswith("policy: non-finite action 2"), row
+    assert row.split()[-5:] == ["policy:", "non-finite", "action", "2", "none"], row   # causes, then answers
 
 
 def test_the_plain_prompt_records_the_operator_s_reason_class():

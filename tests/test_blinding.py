@@ -123,6 +123,28 @@ def test_orders_are_independent_of_the_policy_sequence(campaign):
     assert len({tuple(judge_order(ids, j, "salt")) for j in judges}) > 250
 
 
+def test_the_go_to_list_holds_the_judges_own_numbers_and_labels_only(campaign, tmp_path):
+    """`j` lists the episodes by their number in this judge's own order (random per judge:
+    the test above) with this judge's own labels: not another judge's, not a policy, not an id."""
+    from orchestrator.judging.session import JudgeSession
+
+    directory = Path(shutil.copytree(campaign, tmp_path / "c"))
+    bob = JudgeSession(CampaignSource(directory, "bob"))
+    for verdict in ("success", "failure", "unsure"):
+        bob.label(verdict)
+    alice = JudgeSession(CampaignSource(directory, "alice"))
+    listed = alice.listing()
+    assert [n for n, _ in listed] == list(range(1, len(alice.order) + 1))
+    assert {label for _, label in listed} == {None}                 # bob's labels are not alice's
+    assert [label for _, label in bob.listing()][:3] == ["success", "failure", "unsure"]
+    text = alice.listing_text() + bob.listing_text()
+    assert set(text) <= set("0123456789:sfu- "), text               # numbers and labels, nothing else
+    for term in SECRET_TERMS:
+        assert term.lower() not in text.lower()
+    bob.source.close()
+    alice.source.close()
+
+
 @pytest.mark.subprocess
 def test_judge_package_cannot_reach_the_key():
     """Importing the judge app loads none of the modules that can read the key."""

@@ -66,7 +66,8 @@ def test_per_seed_counts_and_t_intervals_match_the_stores_and_scipy(suite):
                 checked += 1
             rates = [s.successes / s.trials for s in t.seeds]
             half = sps.t.ppf(0.975, len(rates) - 1) * np.std(rates, ddof=1) / np.sqrt(len(rates))
-            assert t.t95.lo == pytest.approx(np.mean(rates) - half) and t.t95.hi == pytest.approx(np.mean(rates) + half)
+            assert t.t95.lo == pytest.approx(max(0, np.mean(rates) - half))        # clipped to [0, 1]
+            assert t.t95.hi == pytest.approx(min(1, np.mean(rates) + half))
     assert checked == 12
 
 
@@ -180,7 +181,8 @@ def test_seeded(suite):
     again = build_comparison(inputs, reps=REPS, seed=3)
     other = build_comparison(inputs, reps=REPS, seed=4)
     assert to_dict(again) == to_dict(comparison)
-    assert to_dict(other)["methods"] != to_dict(comparison)["methods"]
+    keys = ("methods", "probability_of_improvement", "profiles", "leaderboard")
+    assert [to_dict(other)[k] for k in keys] != [to_dict(comparison)[k] for k in keys]
 
 
 # ------------------------------------------------------------------ refusals
@@ -304,3 +306,48 @@ def test_seed_numbers_pair_nothing(tmp_path):
     assert pairs.statement.startswith("X's seeds 0-2 vs Y's seed 0 on these layouts: no difference established")
     # one task, 3 seeds against 1: 4 label arrangements, nothing can reach 0.05, and a note says so
     assert p.seeds.arrangements == 4 and any("no arrangement of the method labels" in n for n in p.notes)
+
+
+def test_a_near_unbeaten_leader_is_separated_by_its_own_layouts(tmp_path):
+    """A succeeds on layouts 0-34 of 40, B on 0 and 35, C on none: A won 34 of its 35 discordant
+    layouts against B. The bootstrap interval of the rating difference reached below 0, so the
+    board called them "not separated"."""
+    rows = []
+    for layout in range(40):
+        rows += [f"t,A,A,,L{layout},{int(layout < 35)},0,", f"t,B,B,,L{layout},{int(layout in (0, 35))},0,",
+                 f"t,C,C,,L{layout},0,0,"]
+    comparison = build_comparison(read_inputs([], [_csv(tmp_path / "lead.csv", rows)]), reps=500)
+    board = comparison.main.leaderboard
+    top = board.neighbours[0]
+    assert (top.a, top.b, top.wins, top.losses, top.units) == ("A", "B", 34, 1, 35)
+    # one layout run a mark: the sign test; its mid-p by scipy's binomial law, Holm over 2 neighbours
+    mid = sps.binomtest(1, 35).pvalue - sps.binom.pmf(1, 35, 0.5)
+    assert top.mid_p == pytest.approx(mid) and top.holm_p <= 2 * mid
+    assert top.separated and top.lo > 0
+    assert any(n.startswith("A and B are separated: A won 34 of their 35 discordant layouts") for n in board.notes)
+    flagged = {r.name: (r.wins, r.losses) for r in board.rows if r.near_separation}
+    assert flagged == {"A": (34 + 35, 1), "C": (0, 35 + 2)}
+    assert any(n.startswith("C has 0 wins and 37 losses: its rating rests on the penalty") for n in board.notes)
+
+
+def test_t_intervals_over_seeds_stay_in_0_1_and_no_spread_is_said_in_words(tmp_path):
+    """Seeds scoring 0.75, 0.75, 0.75 printed "0.750 [0.750, 0.750]"; 0.95, 1, 0.85 ran past 1."""
+    rows = []
+    for layout in range(20):
+        for seed, cut in ((0, 15), (1, 15), (2, 15)):
+            rows.append(f"t1,X{seed},X,{seed},L{layout},{int(layout < cut)},0,")
+        for seed, cut in ((0, 19), (1, 20), (2, 17)):
+            rows.append(f"t2,X{seed},X,{seed},L{layout},{int(layout < cut)},0,")
+        rows += [f"t1,Y{s},Y,{s},L{layout},{int(layout < 5 + s)},0," for s in range(3)]
+        rows += [f"t2,Y{s},Y,{s},L{layout},{int(layout < 5 + s)},0," for s in range(3)]
+    comparison = build_comparison(read_inputs([], [_csv(tmp_path / "t.csv", rows)]), reps=500)
+    x = next(m for m in comparison.main.methods if m.method == "X")
+    flat, high = (next(t for t in x.tasks if t.task == name) for name in ("t1", "t2"))
+    assert flat.t95.sd == 0 and flat.t95.lo == flat.t95.hi == 0.75
+    scores = [0.95, 1.0, 0.85]
+    ci = sps.t.interval(0.95, 2, loc=np.mean(scores), scale=sps.sem(scores))
+    assert ci[1] > 1 and (high.t95.lo, high.t95.hi) == pytest.approx((ci[0], 1.0))
+    text = render(comparison, "text")
+    assert "none: every seed scored 0.750, no spread to estimate" in text and "[0.750, 0.750]" not in text
+    assert "the IQM's covered 0.75-0.78 with 3 seeds a task" in text
+    assert x.mean.method == "t-satterthwaite" and 0 <= x.mean.lo <= x.mean.hi <= 1

@@ -421,6 +421,7 @@ def test_tied_consensus_is_refused_without_force(judged_campaign, tmp_path, cli)
     assert len(result.err_lines) == 1
     assert "1 of 6 episodes have no definite label under consensus" in result.err
     assert "--force" in result.err
+    assert "(`--judge NAME`: alice, bob, physics)" in result.err             # the way out that works
     assert not root.exists() and siblings(root) == []
 
 

@@ -94,6 +94,8 @@ def _downgrade_to_schema_3(url: str) -> None:
     with psycopg.connect(url, autocommit=True) as owner:   # schema 3 had no evidence chain (schema 5)
         owner.execute("DROP TABLE chain")
         owner.execute("ALTER TABLE attempts DROP COLUMN abort_cause")
+        owner.execute("ALTER TABLE attempts DROP COLUMN operator_answer")   # schema 6
+        owner.execute("ALTER TABLE attempts DROP COLUMN answered_at")
         owner.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
         owner.execute(SCHEMA_3_INVALID_START)
 
@@ -127,3 +129,39 @@ def test_a_schema_3_server_store_is_upgraded_with_causes_and_a_new_invalid_start
         cls, cause = owner.execute("SELECT abort_class, abort_cause FROM attempts WHERE episode_id = %s",
                                    (victim,)).fetchone()
     assert (cls, cause) == ("invalid_start", "invalid start")
+
+
+def test_a_server_store_keeps_the_operator_s_answers_and_a_schema_5_one_is_upgraded(pg_cluster, tmp_path, capsys):
+    """As on SQLite (tests/test_abort_answers.py): an open question is listed, its answer kept
+    once, chained, shown in the report per policy; a judge's role cannot read it (the role has
+    no right on `attempts`: a planted canary); a server store of schema 5 gets the columns."""
+    url, videos = _campaign(pg_cluster, tmp_path)
+    with psycopg.connect(url, autocommit=True) as owner:     # schema 5 as it shipped: no answers
+        owner.execute("ALTER TABLE attempts DROP COLUMN operator_answer")
+        owner.execute("ALTER TABLE attempts DROP COLUMN answered_at")
+        owner.execute("UPDATE meta SET value = '5' WHERE key = 'schema_version'")
+    judge_url = _as_judge(pg_cluster, url, "answer_judge1")
+    from orchestrator.store.postgres import using_server
+
+    with using_server(url):
+        store = CampaignStore.open_for_run(videos)
+        try:
+            trial = next(t for t in store.trials() if t.state == "pending")
+            attempt = store.begin_attempt(trial.slot, new_episode_id())
+            store.abort_attempt(attempt, "emergency stop by operator", "operator_unanswered", "failure")
+            assert [q["id"] for q in store.questions()] == [attempt]
+            store.answer_abort(attempt, f"unsafe motion: {CANARY}")
+            store.answer_abort(attempt, "other: later")
+            assert store.questions() == []
+        finally:
+            store.close()
+    with psycopg.connect(url) as owner:                  # the positive control
+        assert owner.execute("SELECT operator_answer FROM attempts WHERE id = %s", (attempt,)).fetchone() == (
+            f"unsafe motion: {CANARY}",)
+    with psycopg.connect(judge_url, autocommit=True) as conn, pytest.raises(
+            psycopg.errors.InsufficientPrivilege, match="permission denied"):
+        conn.execute("SELECT operator_answer FROM attempts")
+    capsys.readouterr()
+    assert main(["report", str(videos), "--store", url]) == 0
+    out = capsys.readouterr().out
+    assert "operator_unanswered: emergency stop: unsafe motion 1" in out and CANARY not in out

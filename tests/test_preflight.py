@@ -90,6 +90,10 @@ def test_doctor_ready_measures_cameras_and_loads_the_policy(tmp_path, bench, cap
     assert len(fps) == 2 and all(25 <= f <= 35 for f in fps), out
     assert "ok    policy A: ./ckpt loads (act on cpu, cameras front, wrist, 6 actions)" in out
     assert " MB of weights; warm-up forward pass " in out
+    # the step time against the protocol's period (30 Hz: 33.3 ms), over two chunks of 4 (8 steps)
+    step = [line for line in out.splitlines() if "step time" in line]
+    assert len(step) == 1 and step[0].startswith("ok    policy A: ") and "over 8 steps" in step[0], out
+    assert "against the protocol's 33.3 ms period (30 Hz)" in step[0], step
     assert out.rstrip().endswith(f"checks passed for {rig}")
     assert not arm.goal_writes() and not arm.torque_writes()  # the present pose was read, nothing written
 
@@ -168,3 +172,64 @@ def test_the_present_pose_read_is_tried_three_times_before_the_check_fails(fails
     assert check.ok is ok and rig.reads == min(fails + 1, hardware_checks.PRESENT_POSE_TRIES)
     if not ok:
         assert "cannot read the arm's present pose" in check.detail and "3 tries" in check.detail
+
+
+def test_the_step_time_against_the_period_warns_a_policy_slower_than_it():
+    """`doctor` states the policy's step time against the protocol's period, and warns when a step
+    is slower (a tiny ACT on a loaded machine: worst steps of 383-421 ms at 30 Hz lost 2 of 3 steps)."""
+    from types import SimpleNamespace
+
+    from orchestrator.run.preflight import _step_time_check
+
+    asked = []
+
+    def policy(times_ms, chunk):
+        def step_times(n):
+            asked.append(n)
+            return [t / 1000 for t in times_ms]
+        return SimpleNamespace(config=SimpleNamespace(n_action_steps=chunk), step_times=step_times)
+
+    fast = _step_time_check("A", policy([30.0, 2.0, 2.0, 3.0], 4), 30)
+    assert fast.ok and fast.detail == ("step time 2 ms median, 30 ms worst over 4 steps, against the protocol's "
+                                     "33.3 ms period (30 Hz)")
+    slow = _step_time_check("B", policy([421.0, 3.0, 3.0, 383.0, 3.0], 100), 30)
+    assert slow.ok and slow.detail.startswith("warning: step time 3 ms median, 421 ms worst over 5 steps, against the "
+                                            "protocol's 33.3 ms period (30 Hz): slower than the period")
+    assert asked == [8, 32]   # two chunks of 4 (at least 8); two chunks of 100 capped at 32
+
+
+def test_a_failed_handshake_is_closed_so_the_next_try_connects_again():
+    """LeRobot's `connect` opens the port before its handshake; a handshake that fails left it
+    open, and every retry of the present-pose read then failed with DeviceAlreadyConnectedError
+    (doctor --twin under load: "cannot read the arm's present pose (... already connected; 3 tries)")."""
+    from types import SimpleNamespace
+
+    from orchestrator.rigs.so101.hardware_checks import read_present_pose
+
+    class Bus:
+        def __init__(self):
+            self.is_connected, self.connects, self.disconnects = False, 0, 0
+
+        def connect(self):
+            if self.is_connected:
+                raise RuntimeError("FeetechMotorsBus is already connected.")
+            self.is_connected = True   # the port opens, then the handshake runs
+            self.connects += 1
+            if self.connects == 1:
+                raise ConnectionError("motor check failed")
+
+        def sync_read(self, register, num_retry=0):
+            return {"shoulder_pan": 1.5}
+
+        def disconnect(self, disable_torque=True):
+            assert disable_torque is False
+            self.is_connected = False
+            self.disconnects += 1
+
+    bus = Bus()
+    rig = SimpleNamespace(robot=SimpleNamespace(bus=bus), _retries=0)
+    with pytest.raises(ConnectionError):
+        read_present_pose(rig)
+    assert not bus.is_connected and bus.disconnects == 1
+    assert read_present_pose(rig) == {"shoulder_pan.pos": 1.5}
+    assert (bus.connects, bus.disconnects, bus.is_connected) == (2, 2, False)

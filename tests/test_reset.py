@@ -247,6 +247,25 @@ def test_a_placement_that_never_lands_is_handed_over_after_max_tries(rig, tmp_pa
     assert said[-1] == f"reset: placement off by {data['offset_mm']:.0f} mm after {tries} tries; the cube is left to the operator"
 
 
+def test_only_the_sessions_first_pick_hovers_above_the_cube(rig, tmp_path, monkeypatch):
+    """The first pick of a session stays `HOVER_S` above the cube before it descends (where a
+    calibration error shows: tests/test_twin_model.py); every later try and later reset does not."""
+    from orchestrator.policies import pick_place as pp
+
+    hovers: list[float] = []
+    planned = pp.pick_and_place_path
+    monkeypatch.setattr(pp, "pick_and_place_path",
+                        lambda *args, hover_s=0.0, **kwargs: hovers.append(hover_s) or planned(*args, hover_s=hover_s,
+                                                                                               **kwargs))
+    operator = AutoOperator(say=lambda text: None)
+    reset, _, _ = _reset(rig, tmp_path, operator, Frozen(rig, operator))
+    rig.prepare_layout(MARKS["M01"], PROTOCOL.layout.cube, 0)
+    reset.place(Trial(), MARKS["M03"])         # every try misses (the arm is frozen): max_tries picks
+    reset.place(Trial(), MARKS["M03"])
+    assert len(hovers) == 2 * PROTOCOL.protocol.reset.max_tries >= 4, hovers
+    assert hovers == [pp.HOVER_S] + [0.0] * (len(hovers) - 1) and pp.HOVER_S >= 1.0
+
+
 def test_the_stop_key_during_a_reset_holds_the_arm_until_the_operator_confirms(rig, tmp_path, monkeypatch):
     operator = Stopping(at=40)
     motion = ArmMotion(rig, operator)

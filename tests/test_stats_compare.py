@@ -193,6 +193,50 @@ def test_trend_test_on_two_steps_is_mcnemar():
     assert checked == 4
 
 
+def _clustered_trend_by_enumeration(units):
+    """Two-sided exact and mid-p of sum_k U_k over every sign pattern of the units' centred
+    statistics U_k = sum over blocks of (score sum of successes - m_b mean score)."""
+    u = []
+    for unit in units:
+        total = 0.0
+        for block in unit:
+            m = sum(1 for _, y in block if y)
+            total += sum(s for s, y in block if y) - m * np.mean([s for s, _ in block])
+        u.append(total)
+    observed = abs(sum(u))
+    sums = [sum(e * x for e, x in zip(signs, u, strict=True)) for signs in itertools.product((1, -1), repeat=len(u))]
+    above = sum(1 for v in sums if v > observed + 1e-9) / len(sums)
+    at = sum(1 for v in sums if abs(v - observed) <= 1e-9) / len(sums)
+    return min(1.0, 2 * (above + at)), min(1.0, 2 * (above + at / 2))
+
+
+def test_the_trend_over_marks_equals_enumeration_of_sign_flips():
+    rng = np.random.default_rng(34)
+    checked = 0
+    for _ in range(40):
+        k = int(rng.integers(2, 5))
+        units = []
+        for _ in range(int(rng.integers(1, 9))):
+            unit = []
+            for _ in range(int(rng.integers(1, 4))):             # repeats of the mark
+                present = sorted(rng.choice(k, size=int(rng.integers(2, k + 1)), replace=False))
+                unit.append([(int(s), bool(rng.random() < 0.2 + 0.15 * s)) for s in present])
+            units.append(unit)
+        result = stats.clustered_trend_test(units)
+        exact, mid = _clustered_trend_by_enumeration(units)
+        assert result.exact_p == pytest.approx(exact, abs=1e-12)
+        assert result.mid_p == pytest.approx(mid, abs=1e-12)
+        checked += 1
+    assert checked == 40
+    # one layout run a mark, two steps: McNemar's exact test (scipy's binomial test), 6 to 1
+    units = [[[(0, False), (1, True)]]] * 6 + [[[(0, True), (1, False)]]] + [[[(0, True), (1, True)]]] * 3
+    assert stats.clustered_trend_test(units).exact_p == pytest.approx(sps.binomtest(6, 7).pvalue)
+    # five repeats of one mark all rising count once: 1 unit, exact p 1, mid-p 1/2 (the pooled test: 5 to 0)
+    one = stats.clustered_trend_test([[[(0, False), (1, True)]] * 5])
+    assert (one.exact_p, one.mid_p, one.units) == (1.0, 0.5, 1)
+    assert stats.trend_test([[(0, False), (1, True)]] * 5).mid_p == pytest.approx(0.5 ** 5)
+
+
 # ------------------------------------------------------------------ Bradley-Terry
 
 

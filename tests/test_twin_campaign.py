@@ -8,12 +8,16 @@ twin's simulated SO-101 over a pseudo-terminal; `--unattended` lets the twin pla
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
+import subprocess
+import sys
 
 import pytest
 
 from support.campaign_files import SHIPPED_TWIN_RIG, env, twin_rig, two_mark_protocol
 from support.cli import run_module
+from support.repo import REPO
 
 
 @pytest.fixture(scope="module")
@@ -62,12 +66,45 @@ def test_unattended_twin_campaign_scripted_vs_saved_act(twin_protocol, tmp_path)
     assert "2 episodes, 4 videos" in bundle.out
 
 
-def test_doctor_on_the_twin_with_the_same_protocol(twin_protocol):
-    result = run_module("doctor", "--rig", twin_protocol.parent / "so101_twin.yaml", "--twin", "--protocol", twin_protocol, env=env(), timeout=300)
-    assert result.code == 0, result.err[-3000:]
-    assert "policy B: ./act_b loads (act on cpu, cameras front, wrist, 6 actions)" in result.out
-    assert "calibration" in result.out and "ready:" in result.out
-    assert "cameras front, wrist" in result.out
+def readme_rehearsal_block() -> list[str]:
+    """The command lines of the README's twin rehearsal block (the one that uses what ships)."""
+    text = (REPO / "README.md").read_text()
+    start = text.index("Try it with what ships")
+    block = text[text.index("```bash\n", start) + len("```bash\n"):text.index("```\n", text.index("```bash\n", start) + 8)]
+    return [line.split("  #")[0].strip() for line in block.splitlines() if line.strip()]
+
+
+def test_the_readmes_rehearsal_block_runs_as_written_up_to_doctor(tmp_path):
+    """The README's twin rehearsal, in a folder holding only what a fresh clone ships: the first
+    line makes the tiny checkpoint (no download), `doctor --twin` on the shipped protocol and
+    profile passes and states B's step time against the period; the run lines name shipped
+    files and parse. Every line that needs LeRobot runs it with the extra."""
+    lines = readme_rehearsal_block()
+    assert len(lines) == 5, lines
+    assert all(line.startswith("uv run --extra lerobot ") for line in lines[:4]), lines
+    assert lines[4].startswith("uv run orchestrator report ")
+    for folder in ("protocols", "layouts", "hardware"):
+        shutil.copytree(REPO / folder, tmp_path / folder)
+    argv = [shlex.split(line.removeprefix("uv run --extra lerobot ").removeprefix("uv run ")) for line in lines]
+    assert argv[0][:3] == ["python", "-m", "orchestrator.policies.tiny_act"]
+    made = subprocess.run([sys.executable, *argv[0][1:]], cwd=tmp_path, env=env(), capture_output=True, text=True,
+                          timeout=300)
+    assert made.returncode == 0, made.stderr[-3000:]
+    assert "tiny random ACT saved in checkpoints/tiny_act (cameras front 320x240, wrist 320x240" in made.stdout
+    assert argv[1][0] == "orchestrator"
+    doctor = run_module(*argv[1][1:], cwd=tmp_path, env=env(), timeout=300)
+    assert doctor.code == 0, doctor.err[-3000:]
+    assert "policy B: ../checkpoints/tiny_act loads (act on cpu, cameras front, wrist, 6 actions)" in doctor.out
+    assert "calibration" in doctor.out and "ready:" in doctor.out
+    step = [line for line in doctor.out.splitlines() if "policy B:" in line and "step time" in line]
+    assert len(step) == 1 and "over 8 steps, against the protocol's 33.3 ms period (30 Hz)" in step[0], doctor.out
+    from orchestrator.cli import build_parser
+
+    parser = build_parser()
+    for run in argv[2:4]:
+        args = parser.parse_args(run[1:])
+        assert args.verb == "run" and args.twin and (tmp_path / args.protocol).is_file() and (tmp_path / args.rig).is_file()
+    assert [a.unattended for a in (parser.parse_args(argv[2][1:]), parser.parse_args(argv[3][1:]))] == [False, True]
 
 
 @pytest.mark.off_clock

@@ -38,6 +38,7 @@ def arm():
 
 EEPROM_AS_SHIPPED = {"Protection_Current": 500, "Overload_Torque": 80, "Protection_Time": 200,
                      "Protective_Torque": 20, "Max_Torque_Limit": 1000}
+UNLOADING_AS_SHIPPED = {"gripper": 12}   # the others: the factory's 44 (rigs/twin/arm.py)
 
 
 @pytest.fixture(autouse=True)
@@ -58,6 +59,8 @@ def _fresh(twin, bus, rig) -> None:
                 for motor in bus.motors:
                     for name, value in EEPROM_AS_SHIPPED.items():
                         bus.write(name, motor, value, normalize=False, num_retry=3)
+                    bus.write("Unloading_Condition", motor, UNLOADING_AS_SHIPPED.get(motor, 44), normalize=False,
+                              num_retry=3)
                 bus.write_calibration(bus.calibration)
             twin.request("inject", fault={"kind": "servo_reset"})
             rig.robot.configure()
@@ -183,24 +186,69 @@ def test_backlash_takes_time_to_cross_when_the_torque_reverses():
 
 # ------------------------------------------------------------------ overload protection
 
-def test_overload_protection_trips_after_protection_time_and_clears_when_the_load_goes(arm):
-    """Overload_Torque 10 % on the shoulder lift holding the raised arm (its load is above 10 %
-    of the stall torque): after Protection_Time (50 = 0.5 s) Status bit 5 is set and the output
-    is limited to Protective_Torque (20 %); LeRobot's single `read` then raises on the status
-    packet's error byte (its sync read does not look). Switching its torque off (the load goes)
-    clears it."""
-    twin, bus, rig = arm
+def _synced(bus, name: str, motor: str = "shoulder_lift") -> int:
+    """A register by LeRobot's sync read, which does not raise on a status packet's error bits
+    (its single `read` does). Retried as every read here is (`_raw`): a test process that loses
+    the CPU between scservo_sdk's poll and its timeout check fails a reply the twin sent on time
+    (seen once in a fresh-machine run); the error bit this reads is in every reply alike."""
+    return int(bus.sync_read(name, [motor], normalize=False, num_retry=3)[motor])
+
+
+def _status(bus, motor: str = "shoulder_lift") -> int:
+    return _synced(bus, "Status", motor)
+
+
+def _overload_soon(bus) -> int:
+    """Overload_Torque 10 % and Protection_Time 50 (0.5 s) on the shoulder lift holding the raised
+    arm (its load is above 10 % of the stall torque): its protection trips 0.5 s on."""
     goal = _raise_upper_arm(bus)
     with _torque_off(bus, "shoulder_lift"):
         _w(bus, "Overload_Torque", "shoulder_lift", 10)
         _w(bus, "Protection_Time", "shoulder_lift", 50)
     bus.sync_write("Goal_Position", {"shoulder_lift": goal}, normalize=False)
+    return goal
+
+
+def test_an_overload_unloads_the_servo_and_its_alarm_holds_until_the_arm_is_power_cycled(arm):
+    """Unloading_Condition 44 (the factory's; LeRobot does not write it): the shoulder lift's
+    protection trips, the servo unloads (Torque_Enable reads 0, the raised arm falls) and Status
+    bit 5 stays: LeRobot's torque-on write raises on it and is refused (Torque_Enable still 0),
+    and a second later, the load long gone, the bit is still there. The twin's `power_cycle` op
+    (the arm's power off and on) clears it; LeRobot's configure then switches torque on again."""
+    twin, bus, rig = arm
+    goal = _overload_soon(bus)
+    time.sleep(0.8)
+    tripped = (_status(bus), _synced(bus, "Torque_Enable"))
+    time.sleep(0.5)
+    fallen = goal - _synced(bus, "Present_Position")
+    with pytest.raises(RuntimeError, match="Overload"):
+        bus.write("Torque_Enable", "shoulder_lift", 1, normalize=False)
+    time.sleep(1.0)
+    refused = (_status(bus), _synced(bus, "Torque_Enable"))
+    state = twin.request("state")
+    twin.request("power_cycle")
+    cycled = (_status(bus), _raw(bus, "Torque_Enable", "shoulder_lift"))
+    rig.robot.configure()
+    on = _raw(bus, "Torque_Enable", "shoulder_lift")
+    assert tripped == (32, 0), tripped
+    assert abs(fallen) > 100, fallen                           # limp: the raised arm fell
+    assert refused == (32, 0), refused
+    assert state["overload_latched"] == [False, True, False, False, False, False], state
+    assert cycled == (0, 0) and on == 1, (cycled, on)
+
+
+def test_overload_protection_trips_after_protection_time_and_clears_when_the_load_goes(arm):
+    """The positive control, Unloading_Condition 12 (its overload bit clear): the protection
+    trips after Protection_Time but keeps torque on, Status bit 5 set and the output limited to
+    Protective_Torque (20 %); LeRobot's single `read` then raises on the status packet's error
+    byte (its sync read does not look). Switching its torque off (the load goes) clears it."""
+    twin, bus, rig = arm
+    with _torque_off(bus, "shoulder_lift"):
+        _w(bus, "Unloading_Condition", "shoulder_lift", 12)
+    goal = _overload_soon(bus)
 
     def status() -> int:
-        # retried as every read here is (`_raw`): a test process that loses the CPU between
-        # scservo_sdk's poll and its timeout check fails a reply the twin sent on time (seen once
-        # in a fresh-machine run); the error bit this reads is in every reply alike
-        return bus.sync_read("Status", ["shoulder_lift"], normalize=False, num_retry=3)["shoulder_lift"]
+        return _status(bus)
 
     time.sleep(0.25)
     early = status()
@@ -218,6 +266,33 @@ def test_overload_protection_trips_after_protection_time_and_clears_when_the_loa
     assert early == 0 and tripped == 32, (early, tripped)
     assert state["protected"][1] and abs(state["torque_nm"][1]) <= 0.2 * 2.94 + 1e-6, state
     assert cleared == 0, (cleared, after["torque_nm"][1], after["joints_deg"][1], goal)
+
+
+def test_a_hand_held_joint_shows_its_stall_in_the_twins_state(arm):
+    """The twin's `hold` op (a hand on the elbow) and a goal 20 degrees off through LeRobot's bus:
+    the twin's state shows the elbow at stall while it lasts (`stall_s`) and, once the hand lets
+    go and the goal comes back, one recorded stall of about that length at the stall torque
+    (`Twin.stalls`); no other joint stalls 0.3 s."""
+    twin, bus, rig = arm
+    here = _raw(bus, "Present_Position", "elbow_flex")
+    twin.request("hold", joints={"elbow_flex": None})
+    try:
+        _w(bus, "Goal_Position", "elbow_flex", here - round(20 * TICKS_PER_DEG))   # (+20 is past its limit)
+        deadline = time.monotonic() + 10.0
+        while (during := twin.request("state")["stall_s"])[2] < 0.5:
+            assert time.monotonic() < deadline, during
+            time.sleep(0.05)
+    finally:
+        twin.request("hold", joints={})
+    _w(bus, "Goal_Position", "elbow_flex", here)
+    deadline = time.monotonic() + 10.0
+    while not (stalls := twin.stalls(0.3)) or stalls[-1]["ongoing"]:
+        assert time.monotonic() < deadline, stalls
+        time.sleep(0.05)
+    assert [s["joint"] for s in stalls] == ["elbow_flex"], stalls
+    assert 0.5 <= stalls[0]["s"] < 2.0 and stalls[0]["load_pct"] > 95 and stalls[0]["servo"] == 3, stalls
+    assert abs(stalls[0]["t"] - time.time()) < 30                  # epoch seconds
+    assert max(during[:2] + during[3:]) < 0.3, during   # (the push's reaction may load the shoulder briefly)
 
 
 # ------------------------------------------------------------------ registers

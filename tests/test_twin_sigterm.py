@@ -4,7 +4,8 @@ The twin is started by the test (so it outlives the orchestrator and can be read
 `orchestrator run` drives it through LeRobot's real stack in a fresh process. During an episode
 the test sends SIGTERM, as a service manager or `kill` would, then reads the twin's registers:
 torque off on every servo, and not one more packet on the wire once the process is gone. The
-next `run` starts with the interrupted trial: nothing lost, nothing duplicated.
+stop may have been an emergency stop: it counts against the policy that ran (`operator_unanswered`,
+the default rule), and the next `run` asks why before anything is connected or moved.
 """
 
 from __future__ import annotations
@@ -35,13 +36,20 @@ def _start_run(protocol, rig, out, *extra) -> tuple[subprocess.Popen, queue.Queu
 _wait_for = wait_for_line
 
 
-def _console_episode(tmux: Tmux, protocol, rig, out) -> None:
+def _console_episode(tmux: Tmux, protocol, rig, out, twin=None, answer: str | None = None) -> None:
     """`orchestrator run` under the operator console in a 110x32 tmux terminal, the first trial
-    started with Enter, half a second into its episode. The pane prints EXIT=<code> when it ends."""
+    started with Enter, half a second into its episode. The pane prints EXIT=<code> when it ends.
+    With `answer`: the session first asks why the last stop was made; the twin's wire is quiet
+    while it asks (nothing connected, nothing moved), then `answer` is typed."""
     command = shlex.join([sys.executable, "-m", "orchestrator", "run", str(protocol), "--rig", str(rig),
                           "--out", str(out)])
     tmux.start("op", command, REPO, {k: v for k, v in env().items()
                                      if k in ("MUJOCO_GL", "HF_HUB_OFFLINE", "OMP_NUM_THREADS", "PATH")})
+    if answer is not None:
+        tmux.wait_for("op", "BEFORE ANYTHING MOVES", timeout=180)
+        _twin_is_safe_and_quiet(twin)
+        tmux("send-keys", "-t", "op", "-l", answer)
+        tmux("send-keys", "-t", "op", "Enter")
     for _ in range(3):
         # a resumed session starts where the arm sagged with torque off (on the table, on the cube):
         # its first move to rest may stop as "blocked" and hold; the operator confirms, it tries again
@@ -112,19 +120,21 @@ def test_sigterm_from_another_process_leaves_torque_off_and_the_wire_quiet_then_
         assert code == 130, err[-2000:]
         assert "Traceback" not in err
         assert err.strip().splitlines()[-1].startswith("orchestrator: interrupted: arm made safe")
+        assert "the next run asks why it was stopped" in err.strip().splitlines()[-1]
         _twin_is_safe_and_quiet(twin)
         with CampaignStore.open_readonly(out) as store:
             attempts = store.attempts()
             assert [a["status"] for a in attempts] == ["aborted"]
             assert store.sessions()[-1]["outcome"].startswith("interrupted")
-            interrupted = attempts[0]["slot"]
+            # SIGTERM may have been an emergency stop: counted against the policy (the default rule)
+            assert (attempts[0]["abort_class"], attempts[0]["settles"]) == ("operator_unanswered", "failure")
         # The operator takes the cube from under the sagged arm before resuming (else the first
         # move to rest can stop on it twice and offer hand-guiding, tests/test_twin_hand_guide.py).
         twin.request("place", mark={"id": "aside", "x": 0.75, "y": 0.6, "yaw_deg": 0.0})
 
-        # 2. the operator console resumes (same trial first), SIGTERM during its episode
+        # 2. the operator console resumes: it asks why first, then the next trial; SIGTERM during its episode
         try:
-            _console_episode(tmux, protocol, rig, out)
+            _console_episode(tmux, protocol, rig, out, twin, answer="1 it swung at the camera")
             with CampaignStore.open_readonly(out) as store:
                 (running,) = [s for s in store.sessions() if s["ended_at"] is None]
             os.kill(running["pid"], signal.SIGTERM)
@@ -135,7 +145,10 @@ def test_sigterm_from_another_process_leaves_torque_off_and_the_wire_quiet_then_
         assert "orchestrator: interrupted: arm made safe" in screen
         _twin_is_safe_and_quiet(twin)
     with CampaignStore.open_readonly(out) as store:
-        assert [(a["slot"], a["status"]) for a in store.attempts()] == [(interrupted, "aborted")] * 2
+        attempts = store.attempts()
+        assert [(a["status"], a["abort_class"]) for a in attempts] == [("aborted", "operator_unanswered")] * 2
+        assert [a["operator_answer"] for a in attempts] == ["unsafe motion: it swung at the camera", None]
+        assert len({a["slot"] for a in attempts}) == 2                      # the stopped trial is not re-run
         assert [s["outcome"][:11] for s in store.sessions()] == ["interrupted"] * 2
 
 
@@ -174,14 +187,25 @@ def test_closing_the_terminal_while_the_arm_is_held_ends_the_process_with_torque
             os.kill(pid, signal.SIGKILL)
         assert not alive, f"orchestrator run (pid {pid}) still alive {GRACE_S + 20:.0f} s after its terminal closed"
         _twin_is_safe_and_quiet(twin)
-        proc, lines = _start_run(protocol, rig, out)       # the next run is not refused as a second runner
+        # the next run is not refused as a second runner; it asks why the stop was made, first
+        proc, lines = start_run(protocol, rig, out, env=env(), enters=0)
         try:
+            try:
+                _wait_for(lines, "BEFORE ANYTHING MOVES", timeout_s=180)
+            except AssertionError:
+                proc.kill()
+                raise AssertionError(proc.stderr.read()[-3000:]) from None
+            proc.stdin.write("3 my terminal closed\n" + "\n" * 10)
+            proc.stdin.flush()
             _wait_for(lines, "EPISODE RUNNING", timeout_s=180)
         finally:
             proc.kill()
             proc.wait(timeout=30)
     with CampaignStore.open_readonly(out) as store:
-        assert [a["status"] for a in store.attempts()][:1] == ["aborted"]
+        first = store.attempts()[0]
+    assert (first["status"], first["abort_class"], first["abort_cause"]) == (
+        "aborted", "operator_unanswered", "emergency stop")           # the stop key, the question cut short
+    assert first["operator_answer"] == "other: my terminal closed"
 
 
 def _alive(pid: int) -> bool:

@@ -66,8 +66,9 @@ def test_what_lerobot_wrote_is_in_the_log_and_servo_reset_drops_torque_with_stat
     """LeRobot's bus on the twin with a wire log and a `servo_reset` of the gripper at step 5:
     the goals LeRobot sync-wrote are in the log, servo by servo; after the reset the gripper
     reads Torque_Enable 0 and Status 0 through LeRobot while the other five still hold; the
-    fault line is in the log; closing the twin writes the exit line with torque off (LeRobot's
-    disconnect turned it off) and the last goal each servo received."""
+    fault line is in the log; a hand on the elbow pushed 10 degrees is a `stall` line, the
+    `power_cycle` op a `power_cycle` line; closing the twin writes the exit line with torque off
+    (LeRobot's disconnect turned it off) and the last goal each servo received."""
     from orchestrator.rigs.factory import make_rig
     from orchestrator.rigs.profile import load_rig
     from orchestrator.rigs.twin.client import start_twin
@@ -92,6 +93,14 @@ def test_what_lerobot_wrote_is_in_the_log_and_servo_reset_drops_torque_with_stat
             assert torque == {**dict.fromkeys(bus.motors, 1), "gripper": 0}, torque
             assert status["gripper"] == 0
             assert twin.request("state")["torque"] == [True] * 5 + [False]
+            twin.request("hold", joints={"elbow_flex": None})
+            deadline = time.monotonic() + 10.0
+            while twin.request("state")["stall_s"][2] < 0.2:
+                rig.act({**target, "elbow_flex.pos": target["elbow_flex.pos"] - 15.0})   # 10 degrees on (the clamp)
+                assert time.monotonic() < deadline
+                time.sleep(1.0 / 30)
+            twin.request("hold", joints={})
+            twin.power_cycle()
         finally:
             rig.disconnect()
     finally:
@@ -108,6 +117,10 @@ def test_what_lerobot_wrote_is_in_the_log_and_servo_reset_drops_torque_with_stat
     assert any(l["dir"] == "out" and l["inst"] == "SYNC_READ" and l["addr"] == 65 for l in log.packets)
     end = log.exit
     assert end is not None and end["torque"] == [0] * 6, end
+    stalls = log.stalls(0.2)
+    assert [s["joint"] for s in stalls] == ["elbow_flex"] and stalls[0]["load_pct"] > 95, log.events()
+    assert [e["servo"] for e in log.events("power_cycle")] == [[1, 2, 3, 4, 5, 6]]
+    assert stalls[0]["t"] + stalls[0]["s"] <= log.events("power_cycle")[0]["t"] + 0.05   # it ended at the power cycle
     last = {servo: value for _, servo, value in goals}
     for servo in range(1, 6):
         # torque off: Goal_Position follows the present position (rule: arm.py's docstring)

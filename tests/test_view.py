@@ -16,7 +16,7 @@ import pytest
 from orchestrator.rigs.profile import STATE_KEYS
 from orchestrator.store.sqlite import CampaignStore
 from support.cli import run_module
-from support.export_campaign import STEPS, make_campaign
+from support.export_campaign import STEPS, label_all, make_campaign
 
 pytest.importorskip("rerun")
 
@@ -107,6 +107,36 @@ def test_view_refuses_while_blinded_unless_the_owner_says_unblinded(tmp_path):
             os.chown(db, owner, -1)
         assert other.code == 2 and "only the campaign's owner" in other.err and not out.exists(), other.err
     allowed = run_module("view", campaign, "--trial", "1", "--save", out, "--unblinded")   # positive control
+    assert allowed.code == 0 and out.is_file(), allowed.err
+
+
+def test_a_simulated_campaign_is_viewable_once_complete_whether_or_not_a_judge_has_started(tmp_path):
+    """One rule: without --judge a simulated campaign's labels are physics' (it was viewable
+    before any judge started and blinded once one had labelled an episode)."""
+    campaign = make_campaign(tmp_path / "sim")
+    with CampaignStore.open_for_labels(campaign) as store:
+        store.add_judgment(store.episodes()[0]["id"], "alice", "success")   # a judge has started
+    out = tmp_path / "x.rrd"
+    started = run_module("view", campaign, "--trial", "1", "--save", out)
+    assert started.code == 0 and out.is_file(), started.err
+    partial = make_campaign(tmp_path / "partial", run=4, abort_slot=None)    # the negative control
+    refused = run_module("view", partial, "--trial", "1", "--save", tmp_path / "y.rrd")
+    assert refused.code == 2 and "incomplete campaign: 4 of 6 trials done" in refused.err, refused.err
+    assert "`orchestrator run` resumes it" in refused.err
+
+
+def test_the_refusal_names_the_labels_that_would_decide_every_episode(tmp_path):
+    """Under the consensus one judge's unsure leaves an episode undecided; the refusal names
+    `--judge NAME` with the judges whose labels decide them all, and that works."""
+    campaign = make_campaign(tmp_path / "hw", simulated=False)
+    label_all(campaign, "alice")
+    with CampaignStore.open_for_labels(campaign) as store:
+        store.add_judgment(store.episodes()[0]["id"], "bob", "unsure")
+    out = tmp_path / "x.rrd"
+    refused = run_module("view", campaign, "--trial", "1", "--save", out)
+    assert refused.code == 2 and len(refused.err_lines) == 1, refused.err
+    assert "(`--judge NAME`: alice), or as its owner, pass --unblinded" in refused.err, refused.err
+    allowed = run_module("view", campaign, "--trial", "1", "--save", out, "--judge", "alice")
     assert allowed.code == 0 and out.is_file(), allowed.err
 
 

@@ -115,6 +115,7 @@ class TrialOutcome:
     disputed: bool = False            # the human judges disagree on it (no majority either way)
     abort_classes: tuple[str, ...] = ()   # the class of each aborted attempt, in order
     abort_causes: tuple[str, ...] = ()    # ... and its cause within the class (store.abort_causes)
+    abort_answers: tuple[str | None, ...] = ()   # ... and the operator's later answer (store.abort_answers)
     settled: str | None = None        # `failure` / `excluded`: an abort settled the trial (no episode)
 
     @property
@@ -173,6 +174,7 @@ class OutcomeSet:
     evidence: Any = None                          # store.chain.ChainStatus of a campaign (None: a CSV)
     start_records: tuple[Any, ...] = ()           # start_records.StartRecord per checked attempt
     interventions: dict[str, int] | None = None   # by cause (start_records; None: a CSV)
+    reset_mode: str = "operator"                  # the protocol's reset.mode (auto: the arm places the cube)
 
     # ---------------------------------------------------------------- views
 
@@ -375,6 +377,7 @@ def _trial_outcome(t: Any, rec: dict[str, Any] | None, aborts: list[dict[str, An
         aborted_attempts=len(aborts), timing=LoopTiming.from_dict(rec.get("timing")) if rec else None,
         disputed=disputed, abort_classes=tuple(a.get("abort_class") or "unclassified" for a in aborts),
         abort_causes=tuple(a.get("abort_cause") or UNRECORDED for a in aborts),
+        abort_answers=tuple(a.get("operator_answer") for a in aborts),
         settled=settled["settles"] if settled is not None and t.state == "done" else None)
 
 
@@ -426,4 +429,4 @@ def outcomes_from_store(store: CampaignStore, judge: str | None = None) -> Outco
         station_blocks=tuple(store.station_blocks()) if hasattr(store, "station_blocks") else (),
         abort_rules=protocol.aborts.model_dump(), disagreement=protocol.judging.disagreement,
         evidence=getattr(store, "evidence", None), start_records=start_records(events, attempts),
-        interventions=intervention_counts(events, attempts))
+        interventions=intervention_counts(events, attempts), reset_mode=protocol.reset.mode)

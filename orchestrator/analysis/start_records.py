@@ -158,11 +158,13 @@ def per_100_trials(total: int, trials: int) -> float | None:
     return round(100 * total / trials, 1) if trials else None
 
 
-def intervention_line(counts: dict[str, int], trials: int) -> str:
+def intervention_line(counts: dict[str, int], trials: int, interval: tuple[float, float] | None = None) -> str:
     """`41 interventions in 40 trials, 102.5 per 100 trials: placement 40, correction 1, ...` (the
-    console's line at the end of a session and the report's)."""
+    console's line at the end of a session and the report's); with `interval`, the rate's exact
+    Poisson 95 % interval per 100 trials (`stats.poisson_per_100`) follows the rate."""
     total = sum(counts.values())
     rate = per_100_trials(total, trials)
+    shown = "" if interval is None else f" (exact Poisson 95% CI {interval[0]:.1f} to {interval[1]:.1f})"
     return (f"{total} intervention{'s' if total != 1 else ''} in {trials} trials"
-            + ("" if rate is None else f", {rate:g} per 100 trials") + ": "
+            + ("" if rate is None else f", {rate:g} per 100 trials{shown}") + ": "
             + ", ".join(f"{cause} {n}" for cause, n in counts.items()))

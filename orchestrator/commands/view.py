@@ -5,7 +5,10 @@ the rig's telemetry, the success signal, the labels and the events, in the Rerun
 Viewing shows which policy ran, so it follows the export's unblinding rule (`plan.blinding_reasons`):
 refused while the campaign is blinded (incomplete, or episodes without a definite label, or fewer
 complete judges than pre-registered), unless the campaign's owner (the owner of its
-`campaign.db`, who can read the key anyway) passes `--unblinded`. Needs the rerun extra.
+`campaign.db`, who can read the key anyway) passes `--unblinded`; the refusal names the labels
+that would decide every episode (`--judge NAME`). Without `--judge`, a simulated campaign's
+labels are physics' (viewable once complete, whether or not a human judge has started), a real
+arm's the consensus of its judges. Needs the rerun extra.
 """
 
 from __future__ import annotations
@@ -48,12 +51,15 @@ def _owner_check(campaign: Path) -> None:
 
 
 def _check_blinding(campaign: Path, store, judge: str | None, unblinded: bool) -> None:
-    from orchestrator.export.plan import blinding_reasons
+    from orchestrator.export.plan import blinding_reasons, blinding_way_out
 
     reasons = blinding_reasons(store, judge)
     if reasons and not unblinded:
+        first = ("finish it first (`orchestrator run` resumes it)" if reasons[0].startswith("incomplete")
+                 else "judge it first")
         raise BadInput(f"{campaign}: the campaign is still blinded ({'; '.join(reasons)}); viewing shows which "
-                       "policy ran each episode: judge it first, or, as its owner, pass --unblinded")
+                       f"policy ran each episode: {first}, or {blinding_way_out(store, judge)}as its "
+                       "owner, pass --unblinded")
     if reasons:
         _owner_check(campaign)
 

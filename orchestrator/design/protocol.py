@@ -308,20 +308,32 @@ class Aborts(_Strict):
     ran (its cause is shown in the report, never to the judges); `rerun`: the trial is run again.
 
     Classes: `policy` (the policy raised, returned a non-finite action, or a servo overloaded
-    during its episode), `operator_unsafe` (the operator's stop: unsafe motion), `operator_misplaced`
-    (the operator's stop: cube not on its mark), `operator_other` (the operator's stop, any other
-    reason, and a redo), `rig` (USB, camera, servo reset, power, damaged files). Re-running
-    outcome-dependent aborts scores a policy only on its clean runs, which flatters the worse
-    one; hence the defaults. A trial aborted for a `rerun` class more than `max_reruns` times is
-    not run again: it is left out of the pairs and listed in the report (Ctrl-C and a killed
-    process are re-run without limit: they say nothing about the policy)."""
+    during its episode: see `overload`), `operator_unsafe` (the operator's stop: unsafe motion),
+    `operator_misplaced` (the operator's stop: cube not on its mark), `operator_other` (the
+    operator's stop, any other reason, and a redo), `operator_unanswered` (a stop whose reason
+    was never given: the stop key and then Ctrl-C, SIGTERM, SIGHUP or a closed console at the
+    question; or Ctrl-C, SIGTERM or SIGHUP during an episode of a real arm, which a person may
+    have meant as an emergency stop), `rig` (USB, camera, servo reset, power, damaged files).
+    Re-running outcome-dependent aborts scores a policy only on its clean runs, which flatters
+    the worse one; hence the defaults (an unanswered stop counts against the policy that ran, as
+    an unsafe one: its reason, asked later, never changes that). A trial aborted for a `rerun` class more than
+    `max_reruns` times is not run again: it is left out of the pairs and listed in the report.
+    Interruptions that say nothing about the policy (a simulated run's Ctrl-C, a killed
+    process, a station whose claim ran out) are re-run, at most `max_interruptions` times.
+
+    `overload`: whose fault a servo overload or overcurrent alarm in an episode is: `policy` (it
+    drove the arm into the table or the cube) or `rig` (the hardware). The operator's answer at
+    the alarm is recorded and shown in the report, and changes nothing."""
 
     policy: AbortAction = "failure"
     operator_unsafe: AbortAction = "failure"
     operator_misplaced: AbortAction = "rerun"
     operator_other: AbortAction = "rerun"
+    operator_unanswered: AbortAction = "failure"
     rig: AbortAction = "rerun"
     max_reruns: Annotated[int, Field(ge=0, le=100)] = 3
+    max_interruptions: Annotated[int, Field(ge=1, le=1000)] = 10
+    overload: Literal["policy", "rig"] = "policy"
 
 
 class Stations(_Strict):

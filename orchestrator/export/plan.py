@@ -14,6 +14,7 @@ from orchestrator.design.schedule import Trial
 from orchestrator.export.names import F_ACTION, F_FAILURE, F_IMAGE, F_MARK, F_POLICY, F_STATE, F_SUCCESS
 from orchestrator.rigs.profile import STATE_KEYS, RigProfile, parse_rig_text
 from orchestrator.store.episode_files import EpisodeFiles, damaged_files
+from orchestrator.store.records import AUTO_JUDGE
 from orchestrator.store.sqlite import PHYSICS_JUDGE, CampaignStore
 
 
@@ -140,7 +141,8 @@ def _refusals(store: CampaignStore, done: list[Trial], trials: list[Trial], labe
                 if not humans or labels.requested != PHYSICS_JUDGE else "")
         refuse(f"{directory}: {len(unlabelled)} of {len(done)} episodes have no definite label under "
                f"{labels.source} (unjudged, unsure or a tie); exporting reveals which policy ran: "
-               f"{hint}pass --force to export them with {F_SUCCESS} = -1",
+               f"{hint}{other_labels_hint(store, done, labels.requested)}pass --force to export them with "
+               f"{F_SUCCESS} = -1",
                f"{len(unlabelled)} of {len(done)} episodes without a definite label ({F_SUCCESS} = -1)")
     # a consensus of human judges: as many judges as the protocol pre-registered must have
     # labelled every episode before the export unblinds the campaign
@@ -155,6 +157,28 @@ def _refusals(store: CampaignStore, done: list[Trial], trials: list[Trial], labe
                    "CAMPAIGN --judge NAME`), or pass --force",
                    f"{len(complete_judges)} of the {judges_wanted} pre-registered judges judged every episode")
     return forced
+
+
+def decided_by(store: CampaignStore, done: list[Trial]) -> list[str]:
+    """The human judges, then physics, whose own labels decide every done episode (success or
+    failure): those `--judge NAME` can name to count their labels alone (not the advisory `auto`)."""
+    wanted = {t.episode_id for t in done}
+
+    def decided(judge: str) -> set[str]:
+        return {ep for ep, lab in store.latest_labels(judge).items() if lab.label in ("success", "failure")}
+
+    found = [j for j in store.judges() if j not in (AUTO_JUDGE, PHYSICS_JUDGE) and wanted <= decided(j)]
+    physics = decided(PHYSICS_JUDGE) | {e["id"] for e in store.episodes() if e.get("physics_success") is not None}
+    return found + ([PHYSICS_JUDGE] if wanted <= physics else [])
+
+
+def other_labels_hint(store: CampaignStore, done: list[Trial], requested: str) -> str:
+    """'or count X's labels (--judge X), ' when other labels than the requested ones decide every
+    done episode (the way out a refusal names beside judging and --force); '' otherwise."""
+    others = [j for j in decided_by(store, done) if j != requested]
+    if not others:
+        return ""
+    return f"count the labels of one that decides them all (`--judge NAME`: {', '.join(others)}), or "
 
 
 def _check_files(directory: Path, done: list[Trial], records: dict[str, dict[str, Any]],
@@ -259,14 +283,37 @@ def video_shape(path: Path) -> tuple[int, int]:
 
 
 
-def blinding_reasons(store: CampaignStore, judge: str | None = None) -> list[str]:
-    """Why showing which policy ran each episode would unblind the campaign now: the export's own
-    refusals (`_refusals`: an incomplete campaign, episodes without a definite label under
-    `judge`'s labels, fewer complete judges than the protocol pre-registered); empty when none."""
-
-    protocol = store.frozen_protocol()
+def _done_trials(store: CampaignStore) -> tuple[list[Trial], list[Trial]]:
+    """(every trial, the done ones with a recorded episode)."""
     trials = store.trials()
     recorded = {e["id"] for e in store.episodes()}
-    done = [t for t in trials if t.state == "done" and t.episode_id in recorded]
-    return _refusals(store, done, trials, campaign_labels(store, judge), protocol.protocol.judging.judges,
-                     force=True)
+    return trials, [t for t in trials if t.state == "done" and t.episode_id in recorded]
+
+
+def viewing_judge(store: CampaignStore, judge: str | None) -> str | None:
+    """Whose labels decide whether a campaign is blinded for viewing: `judge` if given; else, on a
+    simulated campaign, physics (it decides every episode, so a human judge starting or not
+    changes nothing: one rule); else the consensus (None)."""
+    if judge is None and store.campaign().get("simulated"):
+        return PHYSICS_JUDGE
+    return judge
+
+
+def blinding_reasons(store: CampaignStore, judge: str | None = None) -> list[str]:
+    """Why showing which policy ran each episode would unblind the campaign now: the export's own
+    refusals (`_refusals`: an incomplete campaign, episodes without a definite label under the
+    labels of `viewing_judge`, fewer complete judges than the protocol pre-registered); empty
+    when none."""
+
+    protocol = store.frozen_protocol()
+    trials, done = _done_trials(store)
+    return _refusals(store, done, trials, campaign_labels(store, viewing_judge(store, judge)),
+                     protocol.protocol.judging.judges, force=True)
+
+
+def blinding_way_out(store: CampaignStore, judge: str | None) -> str:
+    """The labels that would unblind the campaign for viewing now, as a refusal names them."""
+    trials, done = _done_trials(store)
+    if len(done) != len(trials) and not store.campaign().get("finished_at"):
+        return ""
+    return other_labels_hint(store, done, viewing_judge(store, judge) or CONSENSUS)

@@ -345,6 +345,7 @@ class LeRobotPolicy(Policy):
 
         still = {k: (np.zeros(v, dtype=np.uint8) if isinstance(v, tuple) else 0.0)
                  for k, v in obs_features.items()}
+        self._still = still
         start = time.perf_counter()
         try:
             self._step(still)
@@ -353,6 +354,22 @@ class LeRobotPolicy(Policy):
         finally:
             self.reset()
         return time.perf_counter() - start
+
+    def step_times(self, steps: int) -> list[float]:
+        """Seconds of each of `steps` rollout ticks (observation processing, inference when the
+        action queue is empty, post-processing) on the still observation of the warm-up, then a
+        reset: what `doctor` sets against the protocol's control period."""
+        import time
+
+        times = []
+        try:
+            for _ in range(steps):
+                start = time.perf_counter()
+                self._step(self._still)
+                times.append(time.perf_counter() - start)
+        finally:
+            self.reset()
+        return times
 
     # ------------------------------------------------------------ Policy protocol
     def reset(self, context: Any = None) -> None:

@@ -3,7 +3,9 @@ it to a mark (the autonomous reset between trials, `run/reset.py`).
 
 The key poses come from the scripted pick's inverse kinematics (`scripted.plan_pick`: above the
 cube with the gripper open, straight down, the grasp, straight up by `LIFT_M`), solved at the
-cube and again at the mark (moved by the cube's shift in the closing jaws, `place_aim`). The path: to above the cube, gripper opening; down; close; up;
+cube and again at the mark (moved by the cube's shift in the closing jaws, `place_aim`). The path: to above the cube, gripper opening; (on a session's
+first pick, `hover_s`: a stay above the cube, where a calibration error shows as jaws beside the
+cube before they descend, and the stop key can stop them); down; close; up;
 across at the lifted height to above the mark; down; open; up, clear of the cube. The jaws close
 across the pair of faces nearest the arm's plane at each end (`plan_pick`), so the cube lands
 turned to the mark's yaw modulo its 90-degree symmetry. Joint targets in rig units (degrees,
@@ -28,6 +30,10 @@ CLEARANCE_M = 0.005
 RELEASE_ABOVE_M = 0.003
 # Phase lengths, seconds (a step at 30 Hz is 33 ms: at most about 1.5 degrees a step on any joint)
 TO_ABOVE_S, DOWN_S, CLOSE_S, UP_S, ACROSS_S, OPEN_S, SETTLE_S = 1.5, 1.0, 0.8, 1.0, 2.0, 0.6, 0.5
+# A session's first pick stays this long above the cube before it descends (`run/reset.py`): on a
+# real arm a few degrees of calibration error at the shoulder put the jaws a centimetre beside the
+# cube, which the operator sees there, before the descent would press a jaw onto it.
+HOVER_S = 1.0
 # A cube still in the jaws after an episode is lifted straight up in this many IK waypoints,
 # each solved to within this error (m), before it is carried across.
 LIFT_STEPS, LIFT_ERROR_M = 3, 0.003
@@ -72,17 +78,19 @@ def place_aim(mark_xy_yaw: tuple[float, float, float], cube_size_m: float) -> tu
 
 def pick_and_place_path(start: np.ndarray, cube_xy_yaw: tuple[float, float, float],
                         mark_xy_yaw: tuple[float, float, float], cube_size_m: float, fps: int,
-                        correction_m: tuple[float, float] = (0.0, 0.0)) -> np.ndarray:
+                        correction_m: tuple[float, float] = (0.0, 0.0), hover_s: float = 0.0) -> np.ndarray:
     """(N, 6) joint targets from `start` (the 6 joints now) that pick the cube at
     (x, y, yaw degrees) and leave it at the mark's (x, y, yaw); see the module docstring.
     `correction_m` is added to where the cube is put down (the reset's next try: minus the
-    offset the camera measured after the last one)."""
+    offset the camera measured after the last one); `hover_s`: seconds held above the cube,
+    the jaws open, before the descent."""
     pick = plan_pick(cube_xy_yaw[0], cube_xy_yaw[1], cube_size_m, cube_xy_yaw[2], clearance_m=CLEARANCE_M)
     ax, ay = place_aim(mark_xy_yaw, cube_size_m)
     place = plan_pick(ax + correction_m[0], ay + correction_m[1], cube_size_m, mark_xy_yaw[2], clearance_m=CLEARANCE_M)
     opened = pick.open_pct
     above = np.append(pick.above[:5], opened)
     legs = [_ramp(np.asarray(start, float), above, TO_ABOVE_S, fps),
+            np.repeat(above[None, :], round(hover_s * fps), axis=0),
             _follow(pick.descent, opened, DOWN_S, fps)]
     grasp = np.append(pick.descent[-1][:5], opened)
     legs.append(_ramp(grasp, np.append(grasp[:5], CLOSED_PCT), CLOSE_S, fps))

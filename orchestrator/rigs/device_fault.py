@@ -19,10 +19,11 @@ ARM_CHECK = ("the arm's USB cable and power supply (12 V / 5 V), that no other p
              "(lerobot-teleoperate, a second orchestrator) holds the port, then `orchestrator doctor`")
 CAMERA_CHECK = ("the camera's USB cable and that no other program uses it "
                 "(`lerobot-find-cameras opencv` lists what is attached), then `orchestrator doctor`")
-ALARM_CHECK = ("what the arm pushes against (the table, the cube, a hand): free it, let a hot servo cool, "
-               "check the 12 V supply; the arm holds until you confirm")
+ALARM_CHECK = ("what the arm pushes against (the table, the cube, a hand): support the arm and free it, let a "
+               "hot servo cool, check the 12 V supply; then switch the arm's power off and on (a servo keeps "
+               "its alarm until then) and run again")
 RESET_CHECK = ("the servos' 12 V supply and the cables between the servos (a servo that resets lost power "
-               "for a moment); the arm holds until you confirm")
+               "for a moment; its torque is off): support the arm, then switch its power off and on and run again")
 SILENT_CHECK = ("the 3-pin cable into that servo from the one before it in the chain, and the 12 V supply; "
                 "a servo given another ID answers there instead (`lerobot-setup-motors`)")
 BLOCKED_CHECK = ("what holds the joint back (a hand, the cube, the table): free it; the arm holds where it "

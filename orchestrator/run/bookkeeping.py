@@ -16,46 +16,87 @@ from orchestrator.design.protocol import LoadedProtocol
 from orchestrator.design.schedule import Trial
 from orchestrator.policies.base import EpisodeContext
 from orchestrator.rigs.base import EmergencyStop
-from orchestrator.rigs.device_fault import DeviceFault
+from orchestrator.rigs.device_fault import ALARM_CHECK, RESET_CHECK, DeviceFault
 from orchestrator.run.campaign import OpenedCampaign
+from orchestrator.store.abort_answers import UNANSWERED_CLASS
 from orchestrator.store.sqlite import INTERRUPTED_CLASS, SETTLES_EXCLUDED, SETTLES_FAILURE, CampaignStore, EpisodeRecord
 
 # The recorded reason of an attempt a Ctrl-C or SIGTERM cut short (the runner and the parallel pool).
 INTERRUPTED_BY_USER = "interrupted by the user (Ctrl-C)"
+# ... of a real arm's episode (or the twin's), where a person may have meant it as an emergency stop
+INTERRUPTED_UNANSWERED = "interrupted during the episode (Ctrl-C, SIGTERM or SIGHUP): no reason given"
 OVERRUN_WARN_FRACTION = 0.05  # warn when more than 5 % of an episode's steps overran the period
 
 
 # Servo alarms that the policy's own commands cause (driving into the table, the cube, a joint
 # stop); the others (supply voltage, angle sensor, overheating) are the rig's.
 POLICY_ALARMS = ("overload", "overcurrent")
-SETTLED_SAY = {SETTLES_FAILURE: "counted as a failure of the policy that ran (the protocol's `aborts` rules)",
+SETTLED_SAY = {None: "it will be re-run",
+               SETTLES_FAILURE: "counted as a failure of the policy that ran (the protocol's `aborts` rules)",
                SETTLES_EXCLUDED: "its re-run limit (`aborts.max_reruns`) is reached: it is left out and "
                                  "listed in the report"}
-OPERATOR_CAUSES = {"unsafe": "operator_unsafe", "misplaced": "operator_misplaced", "other": "operator_other"}
+OPERATOR_CAUSES = {"unsafe": "operator_unsafe", "misplaced": "operator_misplaced", "other": "operator_other",
+                   "unanswered": UNANSWERED_CLASS}
 
 
-def abort_class(cause: BaseException) -> str:
+def abort_class(cause: BaseException, overload: str = "policy") -> str:
     """The class of an aborted attempt's cause (the protocol's `aborts` rules say what each
     class counts as): `interrupted` (Ctrl-C, SIGTERM), `operator_unsafe` / `operator_misplaced` /
-    `operator_other` (an emergency stop, by the reason the operator chose at the prompt, its
-    `cause`; a redo is `operator_other`), `policy` (a `DeviceFault` of kind `policy`: the policy
-    raised or returned a non-finite action; or a servo overload/overcurrent alarm during the
-    episode: the arm hit something under the policy's commands), `rig` (every other fault: USB,
-    camera, servo reset, power, or an error of unknown origin)."""
+    `operator_other` / `operator_unanswered` (an emergency stop, by the reason the operator
+    chose at the prompt, its `cause`, `unanswered` when the question got no answer; a redo is
+    `operator_other`), `policy` (a `DeviceFault` of kind `policy`: the policy raised or returned
+    a non-finite action), `overload` (the protocol's `aborts.overload`: `policy` or `rig`) for a
+    servo overload/overcurrent alarm during the episode (the arm may have hit something under
+    the policy's commands), `rig` (every other fault: USB, camera, servo reset, power, or an
+    error of unknown origin)."""
     if isinstance(cause, KeyboardInterrupt):
         return INTERRUPTED_CLASS
     if isinstance(cause, EmergencyStop):
         return OPERATOR_CAUSES.get(getattr(cause, "cause", None) or "other", "operator_other")
     if isinstance(cause, DeviceFault) and cause.kind == "policy":
         return "policy"
+    return overload if is_policy_alarm(cause) else "rig"
+
+
+def is_policy_alarm(cause: BaseException) -> bool:
+    """Whether `cause` is (or was raised from) a servo overload or overcurrent alarm."""
     chain: BaseException | None = cause
     while chain is not None:
         if type(chain).__name__ == "ServoAlarm" and any(a in str(chain) for a in POLICY_ALARMS):
-            return "policy"
+            return True
         chain = chain.__cause__ or chain.__context__
-    if isinstance(cause, DeviceFault) and any(a in cause.cause for a in POLICY_ALARMS) and "servo alarm" in cause.cause:
-        return "policy"
-    return "rig"
+    return (isinstance(cause, DeviceFault) and any(a in cause.cause for a in POLICY_ALARMS)
+            and "servo alarm" in cause.cause)
+
+
+def is_servo_fault(cause: BaseException) -> bool:
+    """Whether `cause` is a servo alarm or a servo reset (`DeviceFault.servo`): the arm cannot
+    move again until its power is cycled (an alarm stays set; a reset servo lost its torque)."""
+    return isinstance(cause, DeviceFault) and cause.check in (ALARM_CHECK, RESET_CHECK)
+
+
+def settle_interrupt(store: CampaignStore, attempt: int, trial: Trial, loaded: LoadedProtocol, summary: RunSummary,
+                     person_at_the_arm: bool) -> str | None:
+    """Record an episode a Ctrl-C, SIGTERM or SIGHUP cut short. With a person at the arm (a real
+    arm, the twin) it may have been an emergency stop whose reason nobody gave: class
+    `operator_unanswered`, settled by the protocol's rule for it (the next session asks why);
+    else (a simulation) class `interrupted`, re-run (within `aborts.max_interruptions`)."""
+    if person_at_the_arm:
+        return settle_abort(store, attempt, trial, INTERRUPTED_UNANSWERED, UNANSWERED_CLASS, loaded, summary)
+    store.abort_attempt(attempt, INTERRUPTED_BY_USER, INTERRUPTED_CLASS)
+    return None
+
+
+def leave_out_interrupted(store: CampaignStore, loaded: LoadedProtocol, say: Callable[[str], None]) -> None:
+    """The protocol's `aborts.max_interruptions`: a trial interrupted more often than that (a
+    simulated run's Ctrl-C, a killed process, a station whose claim ran out) is left out, its
+    last interruption settling it as `excluded` (listed in the report, as past `max_reruns`)."""
+    limit = loaded.protocol.aborts.max_interruptions
+    for trial in store.trials():
+        if trial.state == "aborted" and store.interruptions(trial.slot) > limit:
+            store.exclude_interrupted(trial.slot, limit)
+            say(f"trial {trial.slot + 1}: interrupted more than {limit} times (aborts.max_interruptions); "
+                "it is left out and listed in the report")
 
 
 def settle_abort(store: CampaignStore, attempt: int, trial: Trial, reason: str, cause_class: str,

@@ -72,10 +72,16 @@ def moving_banner(doing: str) -> str:
     return f"ARM {doing.upper()}: space or esc = STOP"
 
 
+UNANSWERED = "unanswered"   # the cause of a stop whose question got no answer (class operator_unanswered)
+
+
 def stop_cause(answer: str) -> tuple[str, str]:
     """(cause, reason text) from the operator's answer after a stop: a leading 1/2/3 picks the
-    cause (`unsafe`, `misplaced`, `other`), the rest is the note; anything else is `other`."""
+    cause (`unsafe`, `misplaced`, `other`), the rest is the note; an empty answer is no answer
+    (`unanswered`); anything else is `other`."""
     answer = answer.strip()
+    if not answer:
+        return UNANSWERED, ""
     head, _, rest = answer.partition(" ")
     if head in STOP_CAUSES:
         cause, words = STOP_CAUSES[head]
@@ -146,6 +152,12 @@ class Operator(Protocol):
         and before every question about it: every later banner that names the state says it."""
         ...
 
+    def question(self, line: str) -> str | None:
+        """Ask the operator `line` (a question an abort left: `run/abort_questions.py`) and block
+        for the typed answer ("" for none); None when nobody is at the arm to answer. Ctrl-C
+        raises KeyboardInterrupt; a closed console or stdin raises StopRequested."""
+        ...
+
     def start_refused(self, cue: TrialCue, line: str, still: Path) -> str:
         """The start-state check refused the trial (`line`: what is wrong; `still`: the camera's
         image with the mark and the cube drawn): "retry" once the cube is corrected, "override"
@@ -189,6 +201,10 @@ class AutoOperator:
         return None
 
     def approve(self, line: str) -> None:
+        return None
+
+    def question(self, line: str) -> str | None:
+        self._say(line)
         return None
 
     def arm_state(self, words: str) -> None:

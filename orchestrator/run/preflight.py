@@ -52,6 +52,7 @@ def check_policies(protocol: Any, rig_features: Any, robot_type: str | None = No
             continue
         from orchestrator.policies.checkpoint import parameter_bytes
         from orchestrator.policies.factory import lerobot_policy
+        from orchestrator.policies.lerobot import LeRobotPolicy
 
         try:
             policy = lerobot_policy(spec, protocol.path.parent, protocol.protocol.task, rig_features,
@@ -74,11 +75,30 @@ def check_policies(protocol: Any, rig_features: Any, robot_type: str | None = No
                             f"{', '.join(cams) or 'none'}, {len(policy.ordered_action_keys)} actions)"))
         checks.append(Check(f"policy {label}", True, f"{size / 1e6:.0f} MB of weights; warm-up forward pass "
                                                      f"{policy.warmup_s * 1000:.0f} ms"))
+        if type(policy) is LeRobotPolicy:   # synchronous; an engine's (RTC) ticks are its own
+            checks.append(_step_time_check(label, policy, protocol.protocol.episode.fps))
         prefix = f"policy checkpoint {spec.path}: "
         checks.extend(Check(f"policy {label}", True, "warning: " + w.removeprefix(prefix)) for w in policy.warnings)
         policy.close()
     checks.extend(_memory_checks(sizes))
     return checks
+
+
+def _step_time_check(label: str, policy: Any, fps: int) -> Check:
+    """The policy's measured step time against the protocol's control period: two of its action
+    chunks (8 to 32 steps) on a still observation. A step slower than the period overruns on the
+    arm and on the twin alike, and the steps it overruns are lost (the episode ends on time)."""
+    import statistics
+
+    chunk = int(getattr(policy.config, "n_action_steps", 1) or 1)
+    times = policy.step_times(min(max(2 * chunk, 8), 32))
+    period_ms, worst_ms = 1000 / fps, 1000 * max(times)
+    line = (f"step time {1000 * statistics.median(times):.0f} ms median, {worst_ms:.0f} ms worst over "
+            f"{len(times)} steps, against the protocol's {period_ms:.1f} ms period ({fps} Hz)")
+    if worst_ms > period_ms:
+        line = (f"warning: {line}: slower than the period, so on the arm (and the twin) its slow steps overrun "
+                "and the steps they overrun are lost; the report counts them")
+    return Check(f"policy {label}", True, line)
 
 
 def _server_check(label: str, spec: Any, protocol: Any, rig_features: Any) -> Check:

@@ -8,7 +8,8 @@ trials the arm puts the cube on the next trial's mark itself.
    or out of the arm's reach is handed to the operator at once, with that said;
 2. a scripted top-down grasp picks it and places it on the mark (`policies.pick_place`), every
    step through `ArmMotion.follow`: announced ("ARM RESETTING"), the stop key live, the one stop
-   path;
+   path; the session's first pick stays `pick_place.HOVER_S` above the cube before it descends
+   (a calibration error shows there as jaws beside the cube, on the twin and a real arm);
 3. the arm goes back to rest and the camera measures the placement against the start check's
    tolerance; a placement outside it is picked and placed again, up to `max_tries` placements,
    each put down where the last one from nearby missed by, the other way;
@@ -94,6 +95,7 @@ class CubeReset:
         self.placed_before = False   # the session's first trial starts from a cube placed by hand
         self.landing = LandingBias()
         self.from_hand: tuple[str, tuple[float, float]] | None = None   # (mark id, aim) of a cube put down from the jaws
+        self.hovered = False   # the session's first pick stayed above the cube (`pick_place.HOVER_S`)
 
     @property
     def arm_places(self) -> bool:
@@ -192,7 +194,7 @@ class CubeReset:
     def place(self, trial, mark) -> bool:
         """Put the cube on `mark` (see the module docstring); True when the last measurement
         passes the start check, False when the operator has to."""
-        from orchestrator.policies.pick_place import pick_and_place_path
+        from orchestrator.policies.pick_place import HOVER_S, pick_and_place_path
 
         put_down = self.from_hand is not None and self.from_hand[0] == mark.id
         if self._already_there(trial, mark):
@@ -212,7 +214,8 @@ class CubeReset:
             kind = "near" if math.hypot(where[0] - mark.x, where[1] - mark.y) < NEAR_M else "far"
             aimed = correction if kind == "near" and correction is not None else self.landing.correction(kind)
             path = pick_and_place_path(self._joints(), where, (mark.x, mark.y, mark.yaw_deg), self.layout.cube.size_m,
-                                       self.fps, aimed)
+                                       self.fps, aimed, hover_s=0.0 if self.hovered else HOVER_S)
+            self.hovered = True
             self._follow(path)
             self.motion.to_rest("to rest after the reset")
             result, _, _ = self.gate.measure(mark)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import signal
 import threading
 from collections.abc import Callable
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from functools import partial
 
 from orchestrator.core.disk import size_text, space_problem
@@ -26,8 +26,9 @@ from orchestrator.core.errors import BadInput, Interrupted, RuntimeFailure
 from orchestrator.core.progress import say_flushed, terminal_for
 from orchestrator.design.schedule import Trial
 from orchestrator.rigs.base import EmergencyStop
+from orchestrator.rigs.device_fault import DeviceFault
+from orchestrator.run.abort_questions import POWER_CYCLE, after_servo_alarm, ask_open_questions
 from orchestrator.run.bookkeeping import (
-    INTERRUPTED_BY_USER,
     NO_REFEREES,
     SETTLED_SAY,
     Progress,
@@ -37,18 +38,22 @@ from orchestrator.run.bookkeeping import (
     commit_episode,
     episode_context,
     episode_record,
+    is_policy_alarm,
+    is_servo_fault,
+    leave_out_interrupted,
     settle_abort,
+    settle_interrupt,
     stopped_early,
 )
 from orchestrator.run.campaign import OpenedCampaign
 from orchestrator.run.control_loop import run_episode
 from orchestrator.run.interrupts import deferred_interrupts
 from orchestrator.run.motion import ArmMotion
-from orchestrator.run.operator_protocol import AutoOperator, Operator, StopRequested, TrialCue
+from orchestrator.run.operator_protocol import UNANSWERED, AutoOperator, Operator, StopRequested, TrialCue
 from orchestrator.run.recording import EpisodeRecorder, check_disk, episode_bytes_estimate
 from orchestrator.run.reset import CubeReset
 from orchestrator.run.start_state import StartGate
-from orchestrator.store.sqlite import INTERRUPTED_CLASS, SETTLES_FAILURE, new_episode_id
+from orchestrator.store.sqlite import SETTLES_FAILURE, new_episode_id
 
 MAX_ATTEMPTS_PER_SESSION = 3
 
@@ -72,7 +77,10 @@ def run_session(store, label: str = ""):
     the console owns signals), and how the run ended (`ended`, `interrupted`, `failed: why`,
     followed by `label`) is recorded even when the store itself is what failed."""
     on_main_thread = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGTERM, _sigterm_as_interrupt) if on_main_thread else None
+    # SIGHUP (the operator's terminal or SSH session went away) is a SIGTERM: the arm made safe,
+    # the stop recorded; left at its default it would kill the process mid-episode
+    previous = {sig: signal.signal(sig, _sigterm_as_interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)
+                } if on_main_thread else {}
     # A process started with SIGINT ignored (a background job of a script, nohup, a test runner's
     # worker) inherits that, and Python then installs no KeyboardInterrupt handler: Ctrl-C or
     # `kill -INT` would be ignored while the arm moves. For a run an interrupt is a stop, always.
@@ -91,8 +99,8 @@ def run_session(store, label: str = ""):
         outcome = f"failed: {exc}"[:500]
         raise
     finally:
-        if on_main_thread:
-            signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         if ignored:
             signal.signal(signal.SIGINT, signal.SIG_IGN)
         try:
@@ -112,6 +120,7 @@ def run_campaign(opened: OpenedCampaign, operator: Operator | None = None, worke
     `referees` (the stopping rule, the automatic rater) come from the command that runs it."""
     store, loaded = opened.store, opened.protocol
     operator = operator or AutoOperator(say)
+    leave_out_interrupted(store, loaded, say)
     trials = store.trials()
     pending = [t for t in trials if t.state != "done"]
     summary = RunSummary(total=len(trials), done_total=len(trials) - len(pending))
@@ -131,6 +140,8 @@ def run_campaign(opened: OpenedCampaign, operator: Operator | None = None, worke
         say(f"warning: free disk space may not hold all {len(pending)} remaining episodes "
             f"(about {size_text(per_episode * len(pending))}); the run will stop cleanly before the disk fills")
     with run_session(store):
+        if not _questions_answered(store, operator, say):   # before anything is loaded, connected or moved
+            return summary
         # the start check and the reset run between the trials of one rig: one episode at a time
         if opened.rig.profile.simulated and workers > 1 and loaded.protocol.start_check.mode == "off":
             from orchestrator.run.parallel import run_parallel
@@ -181,22 +192,39 @@ def _attempt(opened: OpenedCampaign, motion: ArmMotion, policy, trial: Trial, co
         with deferred_interrupts():   # a second Ctrl-C waits until the arm is safe and the abort recorded
             motion.stop(interrupted=True)
             recorder.discard()
-            store.abort_attempt(attempt, INTERRUPTED_BY_USER, INTERRUPTED_CLASS)
-        raise Interrupted("interrupted: arm made safe, the running trial will be re-run; "
-                          "run the same command again to resume") from None
+            settled = settle_interrupt(store, attempt, trial, loaded, summary, person_at_the_arm=rig.realtime)
+        raise Interrupted(f"interrupted: arm made safe, the running trial: {SETTLED_SAY[settled]}"
+                          + ("; the next run asks why it was stopped" if rig.realtime else "")
+                          + "; run the same command again to resume") from None
     except EmergencyStop as stop:
         if not isinstance(stop, _Redo):
             motion.stop()  # hold (or release); nothing moves until the operator confirms
         recorder.discard()
-        if not isinstance(stop, _Redo):
-            operator.episode_ended(cue, stop.reason)  # the operator says why (into stop.reason, .cause)
-        if settled := settle_abort(store, attempt, trial, stop.reason, abort_class(stop), loaded, summary):
+        unanswered = None if isinstance(stop, _Redo) else _ask_why(operator, cue, stop)
+        settled = settle_abort(store, attempt, trial, stop.reason, abort_class(stop), loaded, summary)
+        if isinstance(unanswered, KeyboardInterrupt):
+            motion.interrupted = True
+            raise Interrupted(f"interrupted at the stop's question: the trial: {SETTLED_SAY[settled]}; the next "
+                              "run asks why it was stopped; run the same command again to resume") from None
+        if settled:
             operator.message(f"trial aborted ({stop.reason}): {SETTLED_SAY[settled]}")
             return None
         return stop.reason
     except Exception as exc:
         _fault_ended(exc, motion, recorder, attempt, trial, opened, summary, operator)
         return None
+
+
+def _ask_why(operator: Operator, cue: TrialCue, stop: EmergencyStop) -> BaseException | None:
+    """The operator says why they stopped (into `stop.reason`, `.cause`). A question cut short
+    (Ctrl-C, SIGTERM, SIGHUP, stdin or the console closed) leaves the stop unanswered (class
+    `operator_unanswered`, asked again at the next session); what cut it short is returned."""
+    try:
+        operator.episode_ended(cue, stop.reason)
+    except (KeyboardInterrupt, StopRequested) as exc:
+        stop.cause = UNANSWERED
+        return exc
+    return None
 
 
 def _fault_ended(exc: Exception, motion: ArmMotion, recorder: EpisodeRecorder, attempt: int, trial: Trial,
@@ -209,8 +237,10 @@ def _fault_ended(exc: Exception, motion: ArmMotion, recorder: EpisodeRecorder, a
         motion.stop()  # held (or released) until the operator confirms the move to rest
         recorder.discard()
         cause = f"{type(exc).__name__}: {exc}"
-        cause_class = abort_class(exc)
+        cause_class = abort_class(exc, opened.protocol.protocol.aborts.overload)
         settled = settle_abort(opened.store, attempt, trial, cause, cause_class, opened.protocol, summary)
+    if is_servo_fault(exc):   # the arm cannot move again this session: no "move it to rest"
+        _servo_fault_ended(exc, motion, attempt, trial, opened, settled, operator)
     if settled == SETTLES_FAILURE and cause_class == "policy":  # the rig is fine: go on
         operator.message(f"trial aborted: {cause}; {SETTLED_SAY[settled]}")
         return
@@ -221,6 +251,23 @@ def _fault_ended(exc: Exception, motion: ArmMotion, recorder: EpisodeRecorder, a
         f"trial {trial.slot + 1} (mark {trial.mark_id}) aborted: {cause}"
         + (f"; {hint}" if hint else "")
         + "; the arm was made safe and the campaign is resumable: fix the cause and run again") from exc
+
+
+def _servo_fault_ended(exc: Exception, motion: ArmMotion, attempt: int, trial: Trial, opened: OpenedCampaign,
+                       settled: str | None, operator: Operator) -> None:
+    """After a servo alarm or reset: the operator supports the arm and answers what happened
+    (`abort_questions.after_servo_alarm`), torque goes off where the arm is (the session ends
+    without a move: `motion.ended`), and the run ends saying to power-cycle the arm."""
+    motion.ended = True
+    try:
+        after_servo_alarm(opened.store, attempt, str(exc), is_policy_alarm(exc), operator)
+    except StopRequested:
+        pass
+    except KeyboardInterrupt:
+        motion.interrupted = True
+        raise
+    raise RuntimeFailure(f"trial {trial.slot + 1} (mark {trial.mark_id}) aborted: {type(exc).__name__}: {exc} "
+                         f"({SETTLED_SAY[settled]}); torque is off: {POWER_CYCLE}") from exc
 
 
 def _run_sequential(opened: OpenedCampaign, pending: list[Trial], operator: Operator,
@@ -283,6 +330,17 @@ def _run_sequential(opened: OpenedCampaign, pending: list[Trial], operator: Oper
             except Exception:
                 pass
         motion.leave()  # to rest (stoppable; not after an unconfirmed stop), then torque off
+
+
+def _questions_answered(store, operator: Operator, say: Callable[[str], None]) -> bool:
+    """The questions earlier aborts left (a stop's reason, an overload's look), asked before
+    the arm is connected; False: the operator ended the session instead (stdin or console closed)."""
+    try:
+        ask_open_questions(store, operator, say)
+    except StopRequested:
+        say("stopped by the operator before anything moved; run again to resume")
+        return False
+    return True
 
 
 def _load_and_connect(rig, loaded, labels, policies: dict) -> None:
@@ -368,7 +426,8 @@ def _put_down_held(reset: CubeReset, loaded, queue: list[Trial], context) -> Cal
 
 def _rest_or_end(motion: ArmMotion, say: Callable[[str], None], before: Callable[[], object] | None = None) -> bool:
     """Back to rest between trials (after `before`, the arm's own motion there: a held cube put
-    down); False when the operator ended the session instead."""
+    down); False when the operator ended the session instead. A servo alarm or reset on the way
+    ends the session with no other move offered (`abort_questions.after_servo_alarm`)."""
     try:
         if before is not None:
             before()
@@ -376,4 +435,10 @@ def _rest_or_end(motion: ArmMotion, say: Callable[[str], None], before: Callable
     except StopRequested:
         say("stopped by the operator; run again to resume")
         return False
+    except DeviceFault as fault:
+        if is_servo_fault(fault):
+            motion.ended = True   # the move to rest before torque goes off would move nothing
+            with suppress(StopRequested):
+                after_servo_alarm(None, None, str(fault), False, motion.operator)
+        raise
     return True

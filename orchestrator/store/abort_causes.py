@@ -18,7 +18,11 @@ Causes per class (`CAUSES`; docs/design.md, the report's aborts section):
   (anything the policy raised).
 - `operator_unsafe`, `operator_misplaced`, `operator_other`: `emergency stop`, `redo` (the
   operator asked to redo a finished episode).
-- `rig`: `arm bus` (the serial bus, USB, power), `servo alarm`, `servo reset`,
+- `operator_unanswered` (a stop whose reason was never given): `emergency stop` (the stop key,
+  then the question went unanswered: Ctrl-C, SIGTERM, SIGHUP, a closed console, an empty
+  answer), `interrupt` (Ctrl-C, SIGTERM or SIGHUP during an episode of a real arm).
+- `rig`: `arm bus` (the serial bus, USB, power), `overload` / `overcurrent` (a servo alarm
+  the protocol's `aborts.overload: rig` makes the hardware's), `servo alarm`, `servo reset`,
   `servo no reply`, `blocked` (a move to rest held back), `camera`, `recording` (a video could
   not be written), `policy server lost`, `damaged files` (an episode's files missing or damaged
   after a restart), `block taken over` (a station re-ran another's block), `other error`.
@@ -41,7 +45,8 @@ CAUSES: dict[str, tuple[str, ...]] = {
     "operator_unsafe": ("emergency stop", "redo"),
     "operator_misplaced": ("emergency stop", "redo"),
     "operator_other": ("emergency stop", "redo"),
-    "rig": ("arm bus", "servo alarm", "servo reset", "servo no reply", "blocked", "camera", "recording",
+    "operator_unanswered": ("emergency stop", "interrupt"),
+    "rig": ("arm bus", "overload", "overcurrent", "servo alarm", "servo reset", "servo no reply", "blocked", "camera", "recording",
             "policy server lost", "damaged files", "block taken over", "other error"),
     "interrupted": ("user interrupt", "process stopped", "station stopped", "other trial failed"),
     "invalid_start": ("invalid start",),
@@ -58,6 +63,8 @@ _RULES: tuple[tuple[tuple[str, ...], re.Pattern[str], str], ...] = tuple(
         (("interrupted",), r"^interrupted: the process stopped", "process stopped"),
         (("interrupted",), r"^interrupted: .*station", "station stopped"),
         (("interrupted",), r"^stopped: another trial failed", "other trial failed"),
+        (("operator_unanswered",), r"^interrupted\b", "interrupt"),
+        (("operator_unanswered",), r"", "emergency stop"),
         (("operator_unsafe", "operator_misplaced", "operator_other"), r"^redo requested", "redo"),
         (("operator_unsafe", "operator_misplaced", "operator_other"), r"", "emergency stop"),
         ((), r"\be-stop\b|^emergency stop", "emergency stop"),
@@ -67,6 +74,8 @@ _RULES: tuple[tuple[tuple[str, ...], re.Pattern[str], str], ...] = tuple(
         (("policy",), r"^DeviceFault: policy: ", "exception"),
         (("policy",), r"", "exception"),
         (("rig",), r"^RestBlocked: ", "blocked"),
+        (("rig",), r"ServoAlarm: .*overload", "overload"),        # the protocol's `aborts.overload: rig`
+        (("rig",), r"ServoAlarm: .*overcurrent", "overcurrent"),
         (("rig",), r"\bServoAlarm: ", "servo alarm"),
         (("rig",), r"\bServoReset: ", "servo reset"),
         (("rig",), _ARM + r"no reply from servo", "servo no reply"),

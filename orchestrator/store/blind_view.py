@@ -57,7 +57,7 @@ SEALED = {"trials": {"policy", "seed", "position", "unit", "repeat_index"},
           "campaign": {"name", "protocol_path", "protocol_text", "rig_path", "rig_text"},
           "episodes": {"physics_success", "max_lift_m", "time_to_success_s", "safety_events",
                        "timing"},
-          "attempts": {"reason", "abort_class", "abort_cause", "settles"},   # an abort's cause would unblind
+          "attempts": {"reason", "abort_class", "abort_cause", "settles", "operator_answer"},   # an abort's cause would unblind
           "events": None,
           "chain": None}   # a trial's row digest could be matched against guesses of its policy
 

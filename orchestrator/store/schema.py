@@ -113,7 +113,18 @@ CREATE TABLE chain (
     conn.execute("UPDATE meta SET value = '5' WHERE key = 'schema_version'")
 
 
-_STEPS: dict[int, Callable[[Connection], None]] = {2: _to_2, 3: _to_3, 4: _to_4, 5: _to_5}
+def _to_6(conn: Connection) -> None:
+    """Schema 6 keeps the operator's later answer about an abort (`abort_answers.py`): why a stop
+    whose reason went unanswered was made, or what a servo overload pushed against, given at a
+    prompt after the abort was recorded (`attempts.operator_answer`, `attempts.answered_at`).
+    An older store's aborts have none (NULL, which the evidence chain's row digests skip, so
+    the chain stays intact)."""
+    conn.execute("ALTER TABLE attempts ADD COLUMN operator_answer TEXT")
+    conn.execute("ALTER TABLE attempts ADD COLUMN answered_at REAL")
+    conn.execute("UPDATE meta SET value = '6' WHERE key = 'schema_version'")
+
+
+_STEPS: dict[int, Callable[[Connection], None]] = {2: _to_2, 3: _to_3, 4: _to_4, 5: _to_5, 6: _to_6}
 SCHEMA_VERSION = max(_STEPS)
 
 

@@ -32,6 +32,7 @@ from orchestrator.core.errors import BadInput, RuntimeFailure
 from orchestrator.design.protocol import LoadedProtocol, frozen_protocol_from
 from orchestrator.design.schedule import Trial
 from orchestrator.store import chain
+from orchestrator.store.abort_answers import AbortAnswers
 from orchestrator.store.abort_causes import abort_cause
 from orchestrator.store.judgments import JudgmentRows, inserted_id
 from orchestrator.store.new_campaign import write_new_campaign
@@ -89,7 +90,7 @@ class TrialGuard(Protocol):
     def __call__(self, conn: Any, slot: int) -> None: ...
 
 
-class CampaignStore(JudgmentRows):
+class CampaignStore(JudgmentRows, AbortAnswers):
     """Access to one campaign directory. Open with `create`, `open_for_run` (the runner, holding
     the run lock), `open_for_labels` (judging) or `open_readonly` (everything that only reads)."""
 

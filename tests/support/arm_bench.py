@@ -14,8 +14,9 @@ from fakes.rigs import camera_rate_as_configured, plug_in_arm, write_rig, write_
 FPS = 30
 
 
-def arm_bench(tmp_path, monkeypatch):
-    """(folder, fake arm, rig profile path, protocol path); LeRobot never asks on stdin."""
+def arm_bench(tmp_path, monkeypatch, protocol_extra: dict | None = None):
+    """(folder, fake arm, rig profile path, protocol path); LeRobot never asks on stdin.
+    `protocol_extra`: top-level protocol keys to add (an `aborts:` rule, say)."""
     from orchestrator.rigs.so101.rig import LeRobotRig
 
     monkeypatch.setattr(builtins, "input", lambda *a: pytest.fail("input() called"))
@@ -29,7 +30,7 @@ def arm_bench(tmp_path, monkeypatch):
     protocol.write_text(yaml.safe_dump({
         "name": "safety", "task": "Pick up the cube", "layout": "layout.yaml", "seed": 3,
         "policies": {"A": {"type": "scripted"}, "B": {"type": "scripted", "aim_noise_mm": 5}},
-        "episode": {"fps": 10, "duration_s": 0.5}}, sort_keys=False))
+        "episode": {"fps": 10, "duration_s": 0.5}, **(protocol_extra or {})}, sort_keys=False))
     return tmp_path, arm, rig, protocol
 
 

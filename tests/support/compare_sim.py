@@ -154,3 +154,123 @@ def method_null(runs: int, seed_sd: float, tasks: int = 3, marks: int = 10, seed
             intervals += 1
             covered += iv.lo <= 0.0 <= iv.hi
     return Rate(better / runs, runs), Rate(differ / runs, runs), Rate(covered / max(intervals, 1), max(intervals, 1))
+
+
+def ladder_null(runs: int, repeats: int, step_sd: float, steps: int = 2, marks: int = 20, campaigns: int = 1,
+                alpha: float = 0.05, seed: int = 0) -> tuple[Rate, Rate]:
+    """A ladder whose steps are equal on average but not on every mark: mark k's log-odds at step
+    j are base_k + e_kj, e_kj ~ N(0, step_sd) independent (each mark its own response to a step),
+    base_k ~ N(0.5, 1.5); `repeats` layout runs per mark share them. Run through `ladders` (the
+    code compare uses): (the trend statement says rises or falls, the last-step statement says
+    improves or worse)."""
+    from orchestrator.analysis.compare.ladders import ladders
+
+    rng = np.random.default_rng(seed)
+    trend = last = 0
+    for _ in range(runs):
+        trials = []
+        for c in range(campaigns):
+            p = expit(rng.normal(0.5, 1.5, size=(marks, 1)) + rng.normal(0, step_sd, size=(marks, steps)))
+            hits = rng.random((marks, steps, repeats)) < p[:, :, None]
+            trials += [Trial(campaign=f"c{c}", task="t", policy=f"X@{j}", identity=Identity("X", 0, 100 * (j + 1)),
+                             layout=f"M{m}", repeat=r, success=bool(hits[m, j, r]))
+                       for m in range(marks) for j in range(steps) for r in range(repeats)]
+        (ladder,) = ladders(trials, alpha)
+        trend += "no trend established" not in ladder.trend_statement
+        last += not ladder.statement.startswith("no evidence")
+    return Rate(trend / runs, runs), Rate(last / runs, runs)
+
+
+def board(runs: int, logits: tuple[float, ...], marks: int = 20, campaigns: int = 1, mark_sd: float = 1.0,
+          reps: int = 200, seed: int = 0) -> tuple[Rate, Rate, Rate]:
+    """Leaderboards of policies P0, P1, ... with log-odds `logits` on a mark of difficulty
+    N(0, mark_sd) (the Bradley-Terry model holds: theta_i = logits_i + c), every policy once on
+    every mark, run through `leaderboard`: (boards where some truly equal neighbours are called
+    separated, boards where P0 heads the board and is separated from the runner-up, coverage of
+    the head-to-head 95% interval of every neighbour pair that met)."""
+    from orchestrator.analysis.compare.leaderboard import leaderboard
+
+    rng = np.random.default_rng(seed)
+    truth = {f"P{i}": v for i, v in enumerate(logits)}
+    false_sep = found = covered = met = 0
+    for _ in range(runs):
+        trials = []
+        for c in range(campaigns):
+            base = rng.normal(0, mark_sd, size=marks)
+            for name, v in truth.items():
+                hits = rng.random(marks) < expit(base + v)
+                trials += [Trial(campaign=f"c{c}", task="t", policy=name, identity=Identity(name), layout=f"M{m}",
+                                 repeat=0, success=bool(hits[m])) for m in range(marks)]
+        result = leaderboard(trials, reps, rng)
+        wrong = False
+        for n in result.neighbours if result else ():
+            gap = truth[n.a] - truth[n.b]
+            wrong |= gap == 0 and n.separated
+            found += n.a == "P0" and n.separated
+            if n.wins + n.losses:
+                met += 1
+                covered += n.lo <= gap <= n.hi
+        false_sep += wrong
+    return Rate(false_sep / runs, runs), Rate(found / runs, runs), Rate(covered / max(met, 1), max(met, 1))
+
+
+def _mean_rate(mu: float, sd: float) -> float:
+    """E[expit(N(mu, sd^2))] by Gauss-Hermite quadrature (80 nodes)."""
+    x, w = np.polynomial.hermite_e.hermegauss(80)
+    return float(np.sum(w * expit(mu + sd * x)) / np.sum(w))
+
+
+def rate_coverage(runs: int, repeats: int, marks: int = 20, mu: float = 0.8, mark_sd: float = 1.2,
+                  seed: int = 0) -> tuple[Rate, Rate]:
+    """Coverage of the per-seed and per-step 95% intervals compare prints, for a checkpoint whose
+    rate on a mark is expit(mu + N(0, mark_sd)) and which runs every mark `repeats` times; the
+    truth is its rate over the marks' population, E[expit(mu + N(0, mark_sd))]."""
+    from orchestrator.analysis.compare.ladders import ladders
+    from orchestrator.analysis.compare.scores import method_scores, rng_for
+
+    rng = np.random.default_rng(seed)
+    truth = _mean_rate(mu, mark_sd)
+    per_seed = per_step = 0
+    for _ in range(runs):
+        p = expit(mu + rng.normal(0, mark_sd, size=marks))
+        trials = []
+        for step in (100, 200):
+            hits = rng.random((marks, repeats)) < p[:, None]
+            trials += [Trial(campaign="c", task="t", policy=f"X@{step}", identity=Identity("X", 0, step),
+                             layout=f"M{m}", repeat=r, success=bool(hits[m, r])) for m in range(marks)
+                       for r in range(repeats)]
+        (method,), _ = method_scores(trials, 10, rng_for(0))
+        iv = method.tasks[0].seeds[0].wilson
+        per_seed += iv.lo <= truth <= iv.hi
+        first = ladders(trials, 0.05)[0].steps[0].wilson
+        per_step += first.lo <= truth <= first.hi
+    return Rate(per_seed / runs, runs), Rate(per_step / runs, runs)
+
+
+def aggregate_coverage(runs: int, seeds: int, seed_sd: float, tasks: int = 3, reps: int = 1000,
+                       seed: int = 0) -> tuple[Rate, Rate]:
+    """Coverage of the across-task intervals compare prints for one method whose run on task t
+    scores expit(mu_t + N(0, seed_sd)) (mu_t evenly from -0.5 to 1.5; the score is the run's true
+    rate): (the mean's interval, the IQM's stratified bootstrap). Truths by quadrature (mean) and
+    by the trimmed mean of 400,000 draws of the runs' distribution (IQM)."""
+    from scipy import stats as sps
+
+    from orchestrator.analysis.compare.scores import method_scores, rng_for
+
+    rng = np.random.default_rng(seed)
+    mus = np.linspace(-0.5, 1.5, tasks)
+    true_mean = float(np.mean([_mean_rate(mu, seed_sd) for mu in mus]))
+    population = np.concatenate([expit(mu + rng.normal(0, seed_sd, 400_000)) for mu in mus])
+    true_iqm = float(sps.trim_mean(population, 0.25))
+    mean_in = iqm_in = 0
+    for _ in range(runs):
+        trials = []
+        for t, mu in enumerate(mus):
+            for s in range(seeds):
+                k = int(round(40 * expit(mu + rng.normal(0, seed_sd))))     # its rate, to 1/40
+                trials += [Trial(campaign=f"c{t}", task=f"t{t}", policy=f"X{s}", identity=Identity("X", s),
+                                 layout=f"M{m}", repeat=0, success=m < k) for m in range(40)]
+        (method,), _ = method_scores(trials, reps, rng_for(int(rng.integers(1 << 30))))
+        mean_in += method.mean.lo <= true_mean <= method.mean.hi
+        iqm_in += method.iqm.lo <= true_iqm <= method.iqm.hi
+    return Rate(mean_in / runs, runs), Rate(iqm_in / runs, runs)

@@ -40,10 +40,12 @@ FIXTURE_MARKERS: dict[str, tuple[str, ...]] = {
 }
 
 FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("test_abort_answers.py", ()),
     ("test_abort_causes.py", ()),
     ("test_aborts.py", ()),
     ("test_architecture.py", ()),
     ("test_arm_safety.py", ("lerobot",)),
+    ("test_stop_reasons.py", ("lerobot",)),
     ("test_auto_rater.py", ()),
     ("test_blinding.py", ()),
     ("test_bundle.py", ()),
@@ -110,7 +112,9 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_report_judge_flags.py", ()),
     ("test_report_wording.py", ()),
     ("test_report_html.py", ("browser", "subprocess")),
+    ("test_report_intervals.py", ()),
     ("test_report_one_decision.py", ()),
+    ("test_report_type1.py", ()),
     ("test_report_stations.py", ()),
     ("test_report_stats.py", ()),
     ("test_registries.py", ()),
@@ -149,6 +153,7 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_twin_campaign.py", ("twin", "lerobot", "subprocess")),
     ("test_twin_faults.py", ("twin", "lerobot", "subprocess")),
     ("test_twin_grasp.py", ("twin", "lerobot", "subprocess")),
+    ("test_twin_model.py", ()),   # the twin's servo model stepped in simulated time (no process)
     ("test_twin_hand_guide.py", ("twin", "lerobot", "subprocess")),
     ("test_twin_safety.py", ("twin", "lerobot", "subprocess")),
     ("test_twin_servo.py", ("twin", "lerobot", "subprocess")),

@@ -78,10 +78,7 @@ LATENCY_LIMIT_S = 0.100
 FAULT_TO_HOLD_S = 0.200
 FOLLOW_DEG, PROGRESS_DEG, FOLLOW_S = 3.0, 1.0, 0.3   # rigs/guarded_motion.py: a joint that does not follow...
 STALL_SLACK_S = 0.1          # ...is stopped within FOLLOW_S and a loop step or two (reads, the Status check)
-# The reset's path (policies/pick_place.py): to above the cube, down, close, up (the pick); across and
-# the swing let die (the carry); down, settle, open, up (the place). Seconds along the path.
-PICK_END_S = 1.5 + 1.0 + 0.8 + 1.0
-CARRY_END_S = PICK_END_S + 2.0 + 0.5
+
 HOLD_S = 0.2
 FPS, DURATION_S = 30, 1.0
 BASE_STOP_POLL = 20          # the operator's own stop, in the first episode
@@ -235,8 +232,9 @@ def _install(monkeypatch, tap: Tap, operator) -> None:
     def advance(self, here, dt):
         out = real_advance(self, here, dt)
         if tap.phase[-1] in RESET_PHASES:
+            pick_end, carry_end = reset_parts_s()
             along = self.cursor / self.fps
-            tap.phase[-1] = "reset_pick" if along < PICK_END_S else "reset_carry" if along < CARRY_END_S else "reset_place"
+            tap.phase[-1] = "reset_pick" if along < pick_end else "reset_carry" if along < carry_end else "reset_place"
         return out
 
     monkeypatch.setattr(guarded_motion.PathAim, "advance", advance)
@@ -290,6 +288,17 @@ def _install(monkeypatch, tap: Tap, operator) -> None:
 
     monkeypatch.setattr(FeetechMotorsBus, "sync_read", read)
     monkeypatch.setattr(FeetechMotorsBus, "sync_write", write)
+
+
+def reset_parts_s() -> tuple[float, float]:
+    """Where the reset's pick ends and its carry ends, in seconds along its path
+    (policies/pick_place.py): to above the cube, the hover (the session's first pick: the matrix's
+    reset campaign has one), down, close, up; across and the swing let die; then the place (down,
+    settle, open, up). A second try of the same session, which does not hover, is split 1 s late."""
+    from orchestrator.policies import pick_place as pp
+
+    pick = pp.TO_ABOVE_S + pp.HOVER_S + pp.DOWN_S + pp.CLOSE_S + pp.UP_S
+    return pick, pick + pp.ACROSS_S + pp.SETTLE_S
 
 
 # ------------------------------------------------------------------ the operator and the policy
@@ -354,6 +363,10 @@ def operator_class():
             finally:
                 self.tap.phase.pop()
             self.tap.confirms.append(time.perf_counter())
+
+        def question(self, line):   # what an abort left to ask (a servo alarm's look): not known
+            self.messages.append(line)
+            return "?"
 
         def message(self, text):
             self.messages.append(text)

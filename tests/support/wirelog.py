@@ -6,6 +6,8 @@
 - `torque_writes(after=t)`: Torque_Enable writes `(t, servo id, value)`;
 - `writes(addr, after=t)`: any register's writes;
 - `faults(kind=None)`: the fault lines;
+- `events(kind=None)`: the twin's own lines (`stall`, `overload_unload`, `power_cycle`);
+  `stalls(min_s=0)`: the stall lines at least `min_s` long (`rigs/twin/stalls.py`);
 - `exit`: the last line (`{"exit": true, "torque": [6], ...}`) or None when the twin did not
   write it; `wait_for_exit(path, timeout_s)` polls the file until it appears.
 """
@@ -53,6 +55,12 @@ class WireLog:
 
     def faults(self, kind: str | None = None) -> list[dict]:
         return [line for line in self.lines if "fault" in line and (kind is None or line["fault"] == kind)]
+
+    def events(self, kind: str | None = None) -> list[dict]:
+        return [line for line in self.lines if "event" in line and (kind is None or line["event"] == kind)]
+
+    def stalls(self, min_s: float = 0.0) -> list[dict]:
+        return [line for line in self.events("stall") if line["s"] >= min_s]
 
     @property
     def exit(self) -> dict | None:

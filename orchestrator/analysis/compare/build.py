@@ -31,7 +31,7 @@ def _section(label: str, trials: Sequence[Trial], reps: int, profile_reps: int, 
                    improvements=improvements(methods, reps, lambda *n: rng(label, *n)),
                    profiles=profiles(methods, profile_reps, lambda *n: rng(label, *n)),
                    paired=paired, ladders=ladders(trials, alpha),
-                   leaderboard=leaderboard(trials, board_reps, rng(label, "leaderboard")),
+                   leaderboard=leaderboard(trials, board_reps, rng(label, "leaderboard"), alpha),
                    notes=tuple(notes))
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from orchestrator.analysis import stats
-from orchestrator.analysis.compare.model import Comparison, Ladder, Leaderboard, PairedAcross, Section
+from orchestrator.analysis.compare.model import Comparison, Ladder, Leaderboard, PairedAcross, Section, TaskScore
 from orchestrator.analysis.report.document import Block, Gap, Heading, Item, Line, Title, table
 from orchestrator.analysis.report.format import fmt_p, interval, k_of_n
 
@@ -44,20 +44,28 @@ def per_seed(s: Section) -> list[Block]:
                 rows.append([m.method, t.task, "-" if seed.seed is None else str(seed.seed),
                              "-" if seed.step is None else str(seed.step), k_of_n(seed.successes, seed.trials),
                              interval(seed.wilson), ", ".join(seed.policies)])
-    return [Heading(f"Per method, task and training seed ({s.label}; Wilson 95%)"),
+    return [Heading(f"Per method, task and training seed ({s.label}; Wilson 95% clustered over (campaign, mark) units)"),
             table(["method", "task", "seed", "step", "successes", "95% CI", "policies (campaign:label)"], rows)]
 
 
+def _t95(t: TaskScore) -> tuple[str, str]:
+    if t.t95 is None:
+        return "-", "-"
+    if t.t95.sd == 0:
+        return f"none: every seed scored {t.mean_over_seeds:.3f}, no spread to estimate", "0"
+    return f"[{t.t95.lo:.3f}, {t.t95.hi:.3f}]", f"{t.t95.sd:.3f}"
+
+
 def per_task(s: Section) -> list[Block]:
-    rows = [[m.method, t.task, str(len(t.seeds)), f"{t.mean_over_seeds:.3f}",
-             "-" if t.t95 is None else f"[{t.t95.lo:.3f}, {t.t95.hi:.3f}]",
-             "-" if t.t95 is None else f"{t.t95.sd:.3f}"] for m in s.methods for t in m.tasks]
-    return [Heading(f"Per method and task: mean over training seeds ({s.label}; Student t 95%)"),
+    rows = [[m.method, t.task, str(len(t.seeds)), f"{t.mean_over_seeds:.3f}", *_t95(t)] for m in s.methods
+            for t in m.tasks]
+    return [Heading(f"Per method and task: mean over training seeds ({s.label}; Student t 95%, clipped to [0, 1])"),
             table(["method", "task", "seeds", "mean", "t 95% CI", "sd over seeds"], rows)]
 
 
 def across_tasks(s: Section) -> list[Block]:
-    return [Heading(f"Across tasks ({s.label}; stratified bootstrap 95%, runs redrawn within each task)"),
+    return [Heading(f"Across tasks ({s.label}; mean: Student t over seeds, Welch-Satterthwaite; IQM: stratified "
+                    "bootstrap 95%, runs redrawn within each task)"),
             table(["method", "tasks", "runs", "mean", "IQM"],
                   [[m.method, str(len(m.tasks)), str(m.runs), _iv(m.mean), _iv(m.iqm)] for m in s.methods]),
             Gap(),
@@ -133,7 +141,7 @@ def _ladder(lad: Ladder) -> list[Block]:
 def ladders(s: Section) -> list[Block]:
     if not s.ladders:
         return []
-    return [Heading(f"Checkpoint ladders ({s.label}; exact trend test, last step paired with the one before)"),
+    return [Heading(f"Checkpoint ladders ({s.label}; trend test over (campaign, mark) units, last step paired with the one before)"),
             *(b for lad in s.ladders for b in _ladder(lad))]
 
 
@@ -142,11 +150,14 @@ def board(s: Section) -> list[Block]:
     if b is None:
         return []
     return [Heading(f"Leaderboard ({s.label}; Bradley-Terry from paired comparisons, a discordant layout a win)"),
-            table(["rank", "checkpoint", "rating", "95% CI", "comparisons"],
-                  [[str(i + 1), r.name, f"{r.rating:+.2f}", f"[{r.lo:+.2f}, {r.hi:+.2f}]", str(r.comparisons)]
-                   for i, r in enumerate(b.rows)]),
+            table(["rank", "checkpoint", "rating", "95% CI", "won-lost"],
+                  [[str(i + 1), r.name, f"{r.rating:+.2f}",
+                    f"[{r.lo:+.2f}, {r.hi:+.2f}]" + (" (near separation)" if r.near_separation else ""),
+                    f"{r.wins}-{r.losses}"] for i, r in enumerate(b.rows)]),
             Gap(), Line("rating: log-odds of winning a discordant layout, mean 0; interval: basic bootstrap over marks "
-                        "within campaigns; comparisons: discordant layouts won or lost"),
+                        "within campaigns (not a 95% interval near separation: 2 or fewer wins or losses); won-lost: "
+                        "discordant layouts; neighbours are separated by a sign-flip test on their own discordant "
+                        "layouts over (campaign, mark) units, Holm-adjusted over the neighbours"),
             *(Item(n) for n in b.notes)]
 
 

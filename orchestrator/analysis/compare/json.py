@@ -38,10 +38,12 @@ def _seed_key(seed: int | None) -> str:
 
 def _method(m: MethodScore) -> dict[str, Any]:
     return {
-        "mean": _ci(m.mean), "iqm": _ci(m.iqm), "runs": m.runs,
+        "mean": {**_ci(m.mean), "method": m.mean.method}, "iqm": {**_ci(m.iqm), "method": m.iqm.method},
+        "runs": m.runs, "unit": "training seed",
         "tasks": {t.task: {
             "mean_over_seeds": t.mean_over_seeds,
             "t95": None if t.t95 is None else [t.t95.lo, t.t95.hi],
+            "zero_spread": t.t95 is not None and t.t95.sd == 0,
             "sd": None if t.t95 is None else t.t95.sd,
             "seeds": {_seed_key(s.seed): {"successes": s.successes, "trials": s.trials,
                                           "wilson95": [s.wilson.lo, s.wilson.hi], "step": s.step,
@@ -78,7 +80,7 @@ def _ladder(lad: Ladder) -> dict[str, Any]:
     return {"method": lad.method, "training_seed": lad.seed,
             "steps": [{"step": x.step, "successes": x.successes, "trials": x.trials,
                        "wilson95": [x.wilson.lo, x.wilson.hi]} for x in lad.steps],
-            "trend": {"exact_p": lad.trend.exact_p, "mid_p": lad.trend.mid_p, "statistic": lad.trend.statistic,
+            "trend": {"unit": "campaign, mark", "units": lad.trend.units, "exact_p": lad.trend.exact_p, "mid_p": lad.trend.mid_p, "statistic": lad.trend.statistic,
                       "expected": lad.trend.expected, "blocks": lad.trend.blocks, "statement": lad.trend_statement},
             "last": {"step": lad.last, "previous": lad.previous, "later_only": list(lad.later_only),
                      "earlier_only": list(lad.earlier_only), "exact_p": lad.last_exact_p, "mid_p": lad.last_mid_p,
@@ -97,7 +99,13 @@ def section_dict(s: Section) -> dict[str, Any]:
         "paired": [_paired(p) for p in s.paired],
         "ladders": [_ladder(lad) for lad in s.ladders],
         "leaderboard": [] if b is None else [{"name": r.name, "rating": r.rating, "ci95": [r.lo, r.hi],
-                                              "comparisons": r.comparisons} for r in b.rows],
+                                              "comparisons": r.comparisons, "wins": r.wins, "losses": r.losses,
+                                              "near_separation": r.near_separation} for r in b.rows],
+        "leaderboard_neighbours": [] if b is None else [
+            {"a": n.a, "b": n.b, "unit": "campaign, mark", "wins": n.wins, "losses": n.losses, "units": n.units,
+             "mid_p": n.mid_p, "holm_p": n.holm_p, "separated": n.separated,
+             "head_to_head_log_odds_ci95": [_num(n.lo), _num(n.hi)], "rating_difference": n.rating_difference}
+            for n in b.neighbours],
         "leaderboard_notes": [] if b is None else list(b.notes),
         "leaderboard_components": [] if b is None else [list(c) for c in b.components],
         "notes": list(s.notes),

@@ -1,9 +1,11 @@
 """Checkpoint ladders: the policies that are ordered checkpoints (`step:`) of one training run
 (one method and training seed), paired on the layout runs where several of them ran.
 
-- The trend over the steps: the exact conditional trend test (`stats.trend_test`), a block per
-  (campaign, layout, repeat) holding every step of the run that ran there with a known outcome,
-  each step scored by its rank on the ladder.
+- The trend over the steps: the trend test with the (campaign, mark) as the unit
+  (`stats.clustered_trend_test`): a block per (campaign, layout, repeat) holding every step of
+  the run that ran there with a known outcome, each step scored by its rank on the ladder, the
+  blocks of one mark summed and signs flipped per mark (the repeats of a mark share its own
+  response to the step, so they are not independent evidence of a trend).
 - Whether the last step still improves on the one before: the two paired on (campaign, layout,
   repeat), the (campaign, mark) the unit (`stats.clustered_p_values`, McNemar's exact and mid-p
   with one pair per mark), with the discordant layouts named.
@@ -43,6 +45,12 @@ def _last_step(outcome: dict[tuple, dict[int, bool]], last: int, previous: int, 
     return tuple(later), tuple(earlier), exact, mid
 
 
+def _step(step: int, per_mark: list[list[int]]) -> LadderStep:
+    """A step's k/n with the Wilson interval clustered over its (campaign, mark) units."""
+    return LadderStep(step, sum(k for k, _ in per_mark), sum(n for _, n in per_mark),
+                      stats.clustered_wilson([(k, n) for k, n in per_mark]))
+
+
 SHOWN = 12     # discordant layouts named in a statement (the JSON lists them all)
 
 
@@ -64,12 +72,13 @@ def _statement(last: int, previous: int, later: tuple[str, ...], earlier: tuple[
     return f"no evidence that step {last} still improves on step {previous}: {counts}."
 
 
-def _trend_statement(trend: stats.TrendResult, steps: int, alpha: float) -> str:
+def _trend_statement(trend: stats.TrendResult, steps: int, marks: int, alpha: float) -> str:
     direction = ("success rises with the step" if trend.statistic > trend.expected
                  else "success falls with the step")
     said = direction if trend.mid_p <= alpha else "no trend established"
-    return (f"trend over the {steps} steps: exact p {fmt_p(trend.exact_p)}, mid-p {fmt_p(trend.mid_p)} "
-            f"({trend.blocks} informative layout runs): {said}")
+    return (f"trend over the {steps} steps: sign-flip over {marks} (campaign, mark) units ({trend.units} with a "
+            f"trend either way, {trend.blocks} informative layout runs): exact p {fmt_p(trend.exact_p)}, mid-p "
+            f"{fmt_p(trend.mid_p)}: {said}")
 
 
 def ladders(trials: Sequence[Trial], alpha: float) -> tuple[Ladder, ...]:
@@ -85,22 +94,26 @@ def ladders(trials: Sequence[Trial], alpha: float) -> tuple[Ladder, ...]:
             continue
         rank = {s: i for i, s in enumerate(steps)}
         outcome: dict[tuple, dict[int, bool]] = defaultdict(dict)
-        counts: dict[int, list[int]] = {s: [0, 0] for s in steps}
+        counts: dict[int, dict[tuple[str, str], list[int]]] = {s: defaultdict(lambda: [0, 0]) for s in steps}
         for t in mine:
             if t.success is None:
                 continue
             outcome[(t.campaign, t.layout, t.repeat)][t.identity.step] = bool(t.success)  # type: ignore[index]
-            counts[t.identity.step][0] += bool(t.success)                                # type: ignore[index]
-            counts[t.identity.step][1] += 1                                               # type: ignore[index]
-        blocks = [[(rank[s], y) for s, y in steps_run.items()] for steps_run in outcome.values() if len(steps_run) > 1]
-        trend = stats.trend_test(blocks)
+            cell = counts[t.identity.step][(t.campaign, t.layout)]                        # type: ignore[index]
+            cell[0] += bool(t.success)
+            cell[1] += 1
+        units: dict[tuple[str, str], list[list[tuple[int, bool]]]] = defaultdict(list)
+        for (campaign, layout, _), steps_run in outcome.items():
+            if len(steps_run) > 1:
+                units[(campaign, layout)].append([(rank[s], y) for s, y in steps_run.items()])
+        trend = stats.clustered_trend_test(list(units.values()))
         last, previous = steps[-1], steps[-2]
         several = len({t.campaign for t in mine}) > 1
         later, earlier, exact, mid = _last_step(outcome, last, previous, several)
         out.append(Ladder(
             method=method, seed=seed,
-            steps=tuple(LadderStep(s, k, n, stats.wilson(k, n)) for s, (k, n) in counts.items()),
+            steps=tuple(_step(s, list(per_mark.values())) for s, per_mark in counts.items()),
             trend=trend, last=last, previous=previous, later_only=later, earlier_only=earlier,
             last_exact_p=exact, last_mid_p=mid, statement=_statement(last, previous, later, earlier, mid, alpha),
-            trend_statement=_trend_statement(trend, len(steps), alpha)))
+            trend_statement=_trend_statement(trend, len(steps), len(units), alpha)))
     return tuple(out)

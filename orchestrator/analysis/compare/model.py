@@ -131,13 +131,38 @@ class BoardRow:
     lo: float
     hi: float
     comparisons: int                    # discordant layouts it won or lost
+    wins: int = 0
+    losses: int = 0
+
+    @property
+    def near_separation(self) -> bool:
+        """Two or fewer losses or wins: the rating rests on the penalty, its bootstrap interval
+        undercovers (docs/statistics.md)."""
+        return min(self.wins, self.losses) <= 2
+
+
+@dataclass(frozen=True)
+class Neighbours:
+    """Two neighbours on the board, decided on their own discordant layouts (`leaderboard.py`)."""
+
+    a: str                              # the higher rated
+    b: str
+    rating_difference: float            # Bradley-Terry theta_a - theta_b (every comparison)
+    wins: int                           # discordant layouts a won against b
+    losses: int
+    units: int                          # (campaign, mark) units where they had a discordant layout
+    mid_p: float                        # sign-flip over those units
+    holm_p: float                       # adjusted over the neighbours
+    separated: bool
+    lo: float                           # head-to-head log-odds: logit of the clustered Wilson bounds
+    hi: float
 
 
 @dataclass(frozen=True)
 class Leaderboard:
     rows: tuple[BoardRow, ...]
     components: tuple[tuple[str, ...], ...]
-    neighbours: tuple[tuple[str, str, float, float, float, bool], ...]   # a, b, diff, lo, hi, separated
+    neighbours: tuple[Neighbours, ...]
     notes: tuple[str, ...]
 
 

@@ -1,4 +1,5 @@
-"""Per method and task: each training seed's k/n with its Wilson interval, the mean over seeds
+"""Per method and task: each training seed's k/n with its Wilson interval clustered over the
+(campaign, mark) units (`stats.clustered_wilson`: the repeats of a mark are not independent), the mean over seeds
 with its Student-t interval; across tasks: the mean and IQM (stratified bootstrap), the
 probability of improvement and the performance profiles (`stats.aggregate`, rliable's
 definitions).
@@ -25,6 +26,11 @@ TAUS = tuple(round(0.01 * i, 2) for i in range(101))
 
 Rng = Callable[..., np.random.Generator]
 
+FEW_SEEDS = 10
+# measured by aggregate_coverage in tests/support/compare_sim.py (3 tasks, seed log-odds sd 0.6 and 1.0,
+# 200 runs each; bench/compare_sims.py): the IQM's 95% stratified percentile bootstrap
+BOOTSTRAP_COVERAGE = "0.75-0.78 with 3 seeds a task, 0.90 with 5, 0.91-0.94 with 10"
+
 
 def rng_for(seed: int) -> Rng:
     """A generator for one named statistic: the same numbers whatever else is computed."""
@@ -48,19 +54,21 @@ def scored_identities(trials: Iterable[Trial]) -> dict[tuple[str, str, int | Non
 
 def _seed_scores(trials: Sequence[Trial]) -> dict[tuple[str, str], list[SeedScore]]:
     chosen = scored_identities(trials)
-    counts: dict[tuple[str, str, int | None], list[int]] = defaultdict(lambda: [0, 0])
+    marks: dict[tuple[str, str, int | None], dict[tuple[str, str], list[int]]] = defaultdict(dict)
     policies: dict[tuple[str, str, int | None], dict[str, None]] = defaultdict(dict)
     for t in trials:
         key = (t.task, t.identity.method, t.identity.seed)
         if t.identity != chosen[key] or t.success is None:
             continue
-        counts[key][0] += bool(t.success)
-        counts[key][1] += 1
+        cell = marks[key].setdefault((t.campaign, t.layout), [0, 0])
+        cell[0] += bool(t.success)
+        cell[1] += 1
         policies[key][f"{t.campaign}:{t.policy}"] = None
     out: dict[tuple[str, str], list[SeedScore]] = defaultdict(list)
-    for key in sorted(counts, key=lambda k: (k[0], k[1], -1 if k[2] is None else k[2])):
-        k, n = counts[key]
-        out[(key[0], key[1])].append(SeedScore(key[2], chosen[key].step, k, n, stats.wilson(k, n),
+    for key in sorted(marks, key=lambda k: (k[0], k[1], -1 if k[2] is None else k[2])):
+        per_mark = [(k, n) for k, n in marks[key].values()]
+        k, n = sum(c[0] for c in per_mark), sum(c[1] for c in per_mark)
+        out[(key[0], key[1])].append(SeedScore(key[2], chosen[key].step, k, n, stats.clustered_wilson(per_mark),
                                                tuple(policies[key])))
     return out
 
@@ -77,10 +85,14 @@ def method_scores(trials: Sequence[Trial], reps: int, rng: Rng) -> tuple[tuple[M
             if m != method:
                 continue
             rates = [s.rate for s in seeds]
-            t95 = stats.t_interval(rates) if len(rates) >= 2 else None
+            t95 = stats.rate_t_interval(rates) if len(rates) >= 2 else None
             tasks.append(TaskScore(task, tuple(seeds), float(np.mean(rates)), t95))
         mean, iqm = stats.mean_and_iqm_intervals([[s.rate for s in t.seeds] for t in tasks], reps=reps,
                                                  rng=rng("mean-iqm", method))
+        over_seeds = stats.satterthwaite_interval([(1 / len(tasks), np.array([s.rate for s in t.seeds]))
+                                                   for t in tasks])
+        if over_seeds is not None:      # the t interval over seeds; the bootstrap undercovers with few seeds
+            mean = stats.Interval(mean.estimate, over_seeds.lo, over_seeds.hi, "t-satterthwaite", mean.level)
         out.append(MethodScore(method, tuple(tasks), mean, iqm, sum(len(t.seeds) for t in tasks)))
     task_sets = {m.method: {t.task for t in m.tasks} for m in out}
     if len({frozenset(s) for s in task_sets.values()}) > 1:
@@ -92,6 +104,12 @@ def method_scores(trials: Sequence[Trial], reps: int, rng: Rng) -> tuple[tuple[M
     if single:
         notes.append(f"one training seed per task for {', '.join(single)}: no t-interval over seeds, and "
                      "the stratified bootstrap over runs has nothing to redraw (its interval is the point)")
+    few = sorted({len(t.seeds) for m in out for t in m.tasks if 1 < len(t.seeds) < FEW_SEEDS})
+    if few:
+        notes.append(f"fewer than {FEW_SEEDS} training seeds in a task ({', '.join(map(str, few))}): the stratified "
+                     "bootstrap intervals (IQM, probability of improvement, profiles) are narrower than 95%: the "
+                     "IQM's covered " + BOOTSTRAP_COVERAGE + " in simulation (docs/statistics.md); the mean's "
+                     "interval is Student t over seeds instead (Welch-Satterthwaite)")
     ordered = tuple(sorted(out, key=lambda m: (-m.mean.estimate, m.method)))
     return ordered, notes
 

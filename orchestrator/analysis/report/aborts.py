@@ -31,8 +31,10 @@ from typing import Any
 from orchestrator.analysis import stats
 from orchestrator.analysis.outcomes import UNRECORDED, OutcomeSet, TrialOutcome
 from orchestrator.analysis.report.format import p_eq
+from orchestrator.store.abort_answers import ALARM_CAUSES, UNANSWERED_CLASS
 
 NOT_A_CAUSE = "interrupted"
+NOT_ANSWERED = "not answered yet"
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,8 @@ class AbortRow:
     by_cause: tuple[tuple[str, tuple[tuple[str, int], ...]], ...]   # per class (as by_class): per cause
     scored_failures: int                         # trials an abort scored as this policy's failure
     excluded: int                                # trials left out at the re-run limit
+    # per abort that asks a person (`class: cause`, store.abort_answers): the answers' gist, counted
+    answers: tuple[tuple[str, tuple[tuple[str, int], ...]], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -77,7 +81,7 @@ def build_aborts(data: OutcomeSet) -> AbortSection | None:
             trials_with_abort=sum(1 for o in mine if any(c != NOT_A_CAUSE for c in o.abort_classes)),
             by_class=by_class, by_cause=_causes(mine, [c for c, _ in by_class]),
             scored_failures=sum(1 for o in mine if o.settled == "failure"),
-            excluded=sum(1 for o in mine if o.settled == "excluded")))
+            excluded=sum(1 for o in mine if o.settled == "excluded"), answers=_answers(mine)))
     pairs = list(combinations(rows, 2))
     raw = [stats.fisher_exact(x.trials_with_abort, x.trials, y.trials_with_abort, y.trials) for x, y in pairs]
     adjusted = stats.holm(raw) if raw else []
@@ -101,6 +105,27 @@ def _causes(mine: list[TrialOutcome], classes: list[str]) -> tuple[tuple[str, tu
                  for c in classes)
 
 
+def _answers(mine: list[TrialOutcome]) -> tuple[tuple[str, tuple[tuple[str, int], ...]], ...]:
+    """For the aborts that ask a person (a stop whose reason went unanswered, a servo overload or
+    overcurrent), `class: cause` with each answer's gist (its text before the note: `unsafe
+    motion`, `the hardware (supply, cable, servo)`) counted, `not answered yet` for none."""
+    counts: Counter[tuple[str, str]] = Counter()
+    for o in mine:
+        answers = o.abort_answers + (None,) * (len(o.abort_classes) - len(o.abort_answers))
+        for cls, cause, answer in zip(o.abort_classes, o.abort_causes, answers, strict=False):
+            if cls == UNANSWERED_CLASS or cause in ALARM_CAUSES:
+                counts[(f"{cls}: {cause}", answer.split(": ")[0] if answer else NOT_ANSWERED)] += 1
+    asked = sorted({k for k, _ in counts})
+    return tuple((k, tuple(sorted(((a, n) for (kk, a), n in counts.items() if kk == k), key=_most_first)))
+                 for k in asked)
+
+
+def describe_answers(row: AbortRow) -> str:
+    """`operator_unanswered: interrupt: unsafe motion 1, not answered yet 1` (per abort that asks
+    a person), or `none`."""
+    return "; ".join(f"{k}: " + ", ".join(f"{a} {n}" for a, n in answers) for k, answers in row.answers) or "none"
+
+
 def _warnings(rows: list[AbortRow], tests: tuple[AbortTest, ...], rules: dict[str, Any], alpha: float) -> list[str]:
     out = []
     by = {r.policy: r for r in rows}
@@ -118,9 +143,10 @@ def _warnings(rows: list[AbortRow], tests: tuple[AbortTest, ...], rules: dict[st
                        f"Holm-adjusted {p_eq(t.holm_p)}); " + _what_aborts_did(x, y, rules))
     limit = [r for r in rows if r.excluded]
     for r in limit:
+        limits = f"aborts.max_reruns = {rules.get('max_reruns')}" + (
+            f", max_interruptions = {rules['max_interruptions']}" if "max_interruptions" in rules else "")
         out.append(f"{r.excluded} trial{'s' if r.excluded != 1 else ''} of {r.policy} reached the re-run "
-                   f"limit (aborts.max_reruns = {rules.get('max_reruns')}) and {'are' if r.excluded != 1 else 'is'} "
-                   "left out (see 'Unpaired layouts')")
+                   f"limit ({limits}) and {'are' if r.excluded != 1 else 'is'} left out (see 'Unpaired layouts')")
     return out
 
 
@@ -145,8 +171,12 @@ def _what_aborts_did(x: AbortRow, y: AbortRow, rules: dict[str, Any]) -> str:
 def describe_rules(rules: dict[str, Any]) -> str:
     counted = [c for c, v in rules.items() if v == "failure"]
     rerun = [c for c, v in rules.items() if v == "rerun"]
-    return (f"pre-registered: {', '.join(counted) or 'none'} count as a failure of the policy that ran; "
+    text = (f"pre-registered: {', '.join(counted) or 'none'} count as a failure of the policy that ran; "
             f"{', '.join(rerun) or 'none'} are re-run (at most {rules.get('max_reruns')} times)")
+    if "overload" in rules:   # a protocol frozen before these rules has neither
+        text += (f"; a servo overload is class {rules['overload']}; interruptions are re-run at most "
+                 f"{rules.get('max_interruptions')} times")
+    return text
 
 
 def describe_causes(row: AbortRow) -> str:

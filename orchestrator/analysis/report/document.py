@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from orchestrator.analysis.report.aborts import describe_causes, describe_rules
+from orchestrator.analysis.report.aborts import describe_answers, describe_causes, describe_rules
 from orchestrator.analysis.report.format import fmt_p, interval, k_of_n, kappa_text, ms, p_eq, p_name, points
 from orchestrator.analysis.report.model import OVERRUN_WARN_FRACTION, Comparison, Report
 from orchestrator.analysis.report.raters import judge_flags, rater_lines
@@ -355,9 +355,9 @@ def aborted(r: Report) -> list[Block]:
     out: list[Block] = [
         Heading("Aborted attempts"), Line(describe_rules(section.rules)),
         table(["policy", "trials", "with an abort", "counted as failure", "left out",
-               "aborted attempts by class: cause"],
+               "aborted attempts by class: cause", "the operator's answers"],
               [[x.policy, str(x.trials), str(x.trials_with_abort), str(x.scored_failures), str(x.excluded),
-                describe_causes(x)] for x in section.rows])]
+                describe_causes(x), describe_answers(x)] for x in section.rows])]
     for t in section.tests:
         out.append(Item(f"abort rate {t.a} vs {t.b}: Fisher exact p {p_eq(t.fisher_p)}"
                         + (f", Holm-adjusted {p_eq(t.holm_p)}" if len(section.tests) > 1 else "")

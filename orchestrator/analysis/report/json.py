@@ -134,7 +134,8 @@ def _raters(rows: tuple[RaterAgreement, ...]) -> list[dict]:
     return [{"rater": r.rater, "reference": r.reference, "items": r.items, "unsure": r.unsure,
              "abstention_rate": num(r.unsure / (r.items + r.unsure)) if r.items + r.unsure else None,
              "table": dict(r.table), "agreement": num(r.agreement), "kappa": num(r.kappa),
-             "kappa_ci95": [num(r.kappa_ci95[0]), num(r.kappa_ci95[1])]} for r in rows]
+             "kappa_ci95": [num(r.kappa_ci95[0]), num(r.kappa_ci95[1])],
+             "kappa_ci_coverage": r.kappa_ci_coverage} for r in rows]
 
 
 def _stations(section: StationSection | None) -> dict | None:
@@ -156,6 +157,7 @@ def _aborts(section: AbortSection | None) -> dict[str, Any] | None:
         "per_policy": {r.policy: {"trials": r.trials, "trials_with_abort": r.trials_with_abort,
                                   "aborted_attempts_by_class": dict(r.by_class),
                                   "aborted_attempts_by_cause": {c: dict(causes) for c, causes in r.by_cause},
+                                  "operator_answers": {k: dict(answers) for k, answers in r.answers},
                                   "scored_failures": r.scored_failures, "excluded": r.excluded}
                        for r in section.rows},
         "rate_tests": [{"a": t.a, "b": t.b, "fisher_p": t.fisher_p, "holm_p": t.holm_p,
@@ -171,13 +173,15 @@ def _start_check(section: StartCheckSection | None) -> dict[str, Any] | None:
         "placement_error": {r.policy: {"checked": r.checked, "measured": r.measured,
                                        "offset_p50_mm": r.offset_p50_mm, "offset_p95_mm": r.offset_p95_mm,
                                        "yaw_p50_deg": r.yaw_p50_deg, "yaw_p95_deg": r.yaw_p95_deg,
-                                       "started_on_failed_check": r.started_failing, "overridden": r.overridden}
+                                       "started_on_failed_check": r.started_failing, "overridden": r.overridden,
+                                       "trials_started_on_failed_check": r.trials_started_failing}
                             for r in section.rows},
         "placement_tests": [{"a": t.a, "b": t.b, "mann_whitney_p": t.mann_whitney_p, "holm_p": t.holm_p,
                              "method": "Mann-Whitney U, two-sided, on the offset from the mark; Holm over pairs"}
                             for t in section.tests],
         "judges_agreement": {"attempts": section.judged, "table": section.table, "agreement": section.agreement,
                              "kappa": section.kappa, "kappa_ci95": list(section.kappa_ci95),
+                             "kappa_ci_coverage": section.kappa_ci_coverage,
                              "of": "the check refused vs a judge marked an invalid start"},
     }
 
@@ -186,7 +190,9 @@ def _interventions(section: InterventionSection | None) -> dict[str, Any] | None
     if section is None:
         return None
     return {"total": section.total, "per_100_trials": section.per_100_trials, "trials": section.trials,
-            "by_cause": dict(section.by_cause)}
+            "by_cause": dict(section.by_cause),
+            "per_100_trials_ci95": None if section.per_100_ci95 is None else list(section.per_100_ci95),
+            "per_100_trials_ci_method": "poisson-exact (Garwood 1936)"}
 
 
 def to_dict(r: Report) -> dict[str, Any]:

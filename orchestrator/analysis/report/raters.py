@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from orchestrator.analysis import stats
 from orchestrator.analysis.outcomes import OutcomeSet, consensus_label
 from orchestrator.analysis.report.format import kappa_text
+from orchestrator.analysis.stats.agreement import KAPPA_FEW_LABELS
 
 AUTO = "auto"
 FLAG_RATE = 0.05    # a judge disagreeing with a reference on this share of episodes or more is flagged
@@ -39,6 +40,7 @@ class RaterAgreement:
     agreement: float
     kappa: float
     kappa_ci95: tuple[float, float]
+    kappa_ci_coverage: float | None = None   # the interval's lowest measured coverage when below 0.93
 
 
 def _row(rater: str, reference: str, said: dict[str, str], truth: dict[str, bool]) -> RaterAgreement | None:
@@ -48,7 +50,8 @@ def _row(rater: str, reference: str, said: dict[str, str], truth: dict[str, bool
         return None
     result = stats.binary_agreement([said[ep] == "success" for ep in decided], [truth[ep] for ep in decided])
     return RaterAgreement(rater, reference, result["items"], len(common) - len(decided), result["table"],
-                          result["agreement"], result["kappa"], tuple(result["kappa_ci95"]))
+                          result["agreement"], result["kappa"], tuple(result["kappa_ci95"]),
+                          result["kappa_ci_coverage"])
 
 
 def rater_agreement(data: OutcomeSet) -> tuple[RaterAgreement, ...]:
@@ -112,6 +115,9 @@ def rater_lines(rows: tuple[RaterAgreement, ...], still: tuple[tuple[str, str, s
     for r in rows:
         t = r.table
         ci = "n/a" if r.kappa_ci95[0] != r.kappa_ci95[0] else f"{r.kappa_ci95[0]:.2f} to {r.kappa_ci95[1]:.2f}"
+        if r.kappa_ci_coverage is not None:
+            ci += (f"; with fewer than {KAPPA_FEW_LABELS} of one label its coverage was measured as low as "
+                   f"{r.kappa_ci_coverage:.2f}")
         out.append(f"{r.rater} vs {r.reference}: kappa {kappa_text(r.kappa)} (95% CI {ci}), agreement "
                    f"{100 * r.agreement:.0f}% on {r.items} episodes; said success/reference success "
                    f"{t['success_success']}, success/failure {t['success_failure']}, failure/success "

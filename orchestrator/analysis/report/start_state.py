@@ -21,7 +21,14 @@ back), as a 2x2 table, the share that agree and Cohen's kappa with its interval
 (`stats.binary_agreement`; kappa is undefined, null, when both are constant).
 
 Interventions (`analysis.start_records.INTERVENTION_CAUSES`): the total, by cause, and per 100
-trials done (100 * total / trials done).
+trials done (100 * total / trials done), with the exact Poisson 95 % interval of that rate
+(`stats.poisson_per_100`, Garwood 1936): 2 in 80 trials is 2.5 per 100, 0.3 to 9.0.
+
+Trials, not attempts: "N trials of C started on a failed start check" counts the trials (a trial
+re-run after an abort has several attempts, each checked), and gives the attempts beside it.
+With `reset: auto` the arm places each trial's cube after the previous episode, which may have
+been the other policy's: a placement difference between A and B can then come from where the
+other policy's episodes left the cube, not only from the placing; the warning says so.
 """
 
 from __future__ import annotations
@@ -37,6 +44,10 @@ from orchestrator.analysis.outcomes import OutcomeSet
 from orchestrator.analysis.report.format import p_eq
 from orchestrator.analysis.start_records import intervention_line, per_100_trials
 
+AUTO_RESET_NOTE = ("; with reset: auto the arm placed each trial's cube after the previous episode, which may "
+                   "have been the other policy's, so the difference can come from where the other policy's "
+                   "episodes left the cube, not only from the placing")
+
 
 @dataclass(frozen=True)
 class PlacementRow:
@@ -49,6 +60,7 @@ class PlacementRow:
     yaw_p95_deg: float | None
     started_failing: int           # attempts started on a failed check (advise, or an override)
     overridden: int
+    trials_started_failing: int = 0    # trials (distinct slots) with such an attempt
 
 
 @dataclass(frozen=True)
@@ -70,6 +82,7 @@ class StartCheckSection:
     kappa_ci95: tuple[float | None, float | None]
     alpha: float
     warnings: tuple[str, ...]
+    kappa_ci_coverage: float | None = None    # the kappa interval's lowest measured coverage when below 0.93
 
 
 @dataclass(frozen=True)
@@ -78,6 +91,7 @@ class InterventionSection:
     per_100_trials: float | None   # None: no trial done
     by_cause: tuple[tuple[str, int], ...]
     trials: int
+    per_100_ci95: tuple[float, float] | None = None   # exact Poisson (Garwood) interval of the rate
 
 
 def _quantile(values: list[float], q: float) -> float | None:
@@ -104,7 +118,8 @@ def build_start_check(data: OutcomeSet) -> StartCheckSection | None:
         rows.append(PlacementRow(
             policy=p, checked=len(mine), measured=len(off), offset_p50_mm=_quantile(off, 50),
             offset_p95_mm=_quantile(off, 95), yaw_p50_deg=_quantile(yaw, 50), yaw_p95_deg=_quantile(yaw, 95),
-            started_failing=sum(1 for r in mine if not r.passes), overridden=sum(1 for r in mine if r.overridden)))
+            started_failing=sum(1 for r in mine if not r.passes), overridden=sum(1 for r in mine if r.overridden),
+            trials_started_failing=len({r.slot for r in mine if not r.passes})))
     pairs = list(combinations(data.policies, 2))
     raw = [stats.mann_whitney(offsets[a], offsets[b]) for a, b in pairs]
     adjusted = stats.holm(raw) if raw else []
@@ -118,14 +133,18 @@ def build_start_check(data: OutcomeSet) -> StartCheckSection | None:
     low, high = agreement["kappa_ci95"]
     warnings = [f"placement error differs between {x.a} and {x.b} (Mann-Whitney p {p_eq(x.mann_whitney_p)}, "
                 f"Holm-adjusted {p_eq(x.holm_p)}): the cubes were placed differently for the two policies"
+                + (AUTO_RESET_NOTE if data.reset_mode == "auto" else "")
                 for x in tests if x.holm_p <= data.alpha]
     for r in rows:
         if r.started_failing:
-            warnings.append(f"{r.started_failing} trial{'s' if r.started_failing != 1 else ''} of {r.policy} "
-                            f"started on a failed start check ({r.overridden} by the operator's override)")
+            n = r.trials_started_failing
+            warnings.append(f"{n} trial{'s' if n != 1 else ''} of {r.policy} started on a failed start check "
+                            f"({r.started_failing} attempt{'s' if r.started_failing != 1 else ''}, "
+                            f"{r.overridden} by the operator's override)")
     return StartCheckSection(rows=tuple(rows), tests=tests, judged=len(seen), table=table,
                              agreement=_finite(agreement["agreement"]), kappa=_finite(agreement["kappa"]),
-                             kappa_ci95=(_finite(low), _finite(high)), alpha=data.alpha, warnings=tuple(warnings))
+                             kappa_ci95=(_finite(low), _finite(high)), alpha=data.alpha, warnings=tuple(warnings),
+                             kappa_ci_coverage=agreement["kappa_ci_coverage"])
 
 
 def build_interventions(data: OutcomeSet) -> InterventionSection | None:
@@ -134,9 +153,11 @@ def build_interventions(data: OutcomeSet) -> InterventionSection | None:
         return None
     done = sum(1 for o in data.outcomes if o.state == "done")
     total = sum(data.interventions.values())
+    iv = stats.poisson_per_100(total, done) if done else None
     return InterventionSection(total=total, per_100_trials=per_100_trials(total, done),
-                               by_cause=tuple(data.interventions.items()), trials=done)
+                               by_cause=tuple(data.interventions.items()), trials=done,
+                               per_100_ci95=None if iv is None else (iv.lo, iv.hi))
 
 
 def describe_interventions(section: InterventionSection) -> str:
-    return intervention_line(dict(section.by_cause), section.trials)
+    return intervention_line(dict(section.by_cause), section.trials, section.per_100_ci95)

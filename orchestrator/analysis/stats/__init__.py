@@ -112,17 +112,19 @@ from orchestrator.analysis.stats.power import (
                                                   layouts_needed,
                                                   paired_power,
 )
-from orchestrator.analysis.stats.proportion import Z95, wald, wilson, wilson_bounds, z_for_level
+from orchestrator.analysis.stats.proportion import Z95, poisson_per_100, wald, wilson, wilson_bounds, z_for_level
 from orchestrator.analysis.stats.seeds import (
                                                   SeedTest,
                                                   interquartile_mean,
+                                                  rate_t_interval,
+                                                  satterthwaite_interval,
                                                   seed_permutation_test,
                                                   stratified_bootstrap_ci,
                                                   t_interval,
                                                   t_interval_from_summary,
 )
 from orchestrator.analysis.stats.sequence import beta_binomial_bounds, beta_binomial_cs, difference_cs
-from orchestrator.analysis.stats.trend import TrendResult, trend_test
+from orchestrator.analysis.stats.trend import TrendResult, clustered_trend_test, trend_test
 from orchestrator.analysis.stats.types import (
                                                   ClusteredResult,
                                                   CochranQResult,
@@ -139,7 +141,7 @@ from orchestrator.analysis.stats.unpaired import fisher_exact, mann_whitney, new
 __all__ = [
     "Z95", "Interval", "PairedTable", "McNemarResult", "CochranQResult", "MeanInterval",
     "PowerResult", "PlanResult", "EValueResult", "z_for_level",
-    "wilson", "wald", "wilson_bounds",
+    "wilson", "wald", "wilson_bounds", "poisson_per_100",
     "paired_table", "mcnemar", "mcnemar_exact_p", "mcnemar_midp", "discordant_floor",
     "min_discordant_for_alpha", "newcombe_paired", "tango_paired",
     "bonett_price_paired", "fisher_exact", "mann_whitney", "newcombe_independent",
@@ -147,9 +149,9 @@ __all__ = [
     "layouts_needed", "cell_probabilities", "independent_groups_n", "fisher_power",
     "fisher_trials_needed",
     "evalue_discordant", "evalue_power", "evalue_layouts_needed", "rejection_by_discordant", "interquartile_mean", "stratified_bootstrap_ci", "binary_agreement", "cohen_kappa",
-    "fleiss_kappa", "plan", "SeedTest", "seed_permutation_test",
+    "fleiss_kappa", "plan", "SeedTest", "seed_permutation_test", "rate_t_interval", "satterthwaite_interval",
     "ClusteredResult", "clustered_wilson", "rate_design_effect", "clustered_mcnemar", "clustered_p_values", "clustered_difference",
     "improvement_interval", "iqm_of_runs", "mean_and_iqm_intervals", "mean_of_tasks", "probability_of_improvement",
-    "profile_intervals", "score_distribution", "cmh_test", "TrendResult", "trend_test",
+    "profile_intervals", "score_distribution", "cmh_test", "TrendResult", "trend_test", "clustered_trend_test",
     "design_effect", "mark_split", "signflip_tails", "newcombe_cells", "beta_binomial_cs", "beta_binomial_bounds", "difference_cs",
 ]

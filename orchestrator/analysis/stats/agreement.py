@@ -52,6 +52,12 @@ def fleiss_kappa(counts: np.ndarray | Sequence[Sequence[int]]) -> float:
     return float((p_bar - p_e) / (1 - p_e))
 
 
+# Below this many of the rarer label in either rater's labels the kappa interval under-covers;
+# its lowest coverage measured there (bench/interval_coverage.py --section kappa, docs/statistics.md)
+KAPPA_FEW_LABELS = 10
+KAPPA_FEW_COVERAGE = 0.80
+
+
 def binary_agreement(rater: Sequence[bool], reference: Sequence[bool]) -> dict:
     """Agreement of a binary rater with a reference on the same items: the 2x2 confusion
     table, the observed agreement p_o, Cohen's kappa, and a 95% interval for kappa.
@@ -60,9 +66,15 @@ def binary_agreement(rater: Sequence[bool], reference: Sequence[bool]) -> dict:
     through kappa = (p_o - p_e) / (1 - p_e), the chance agreement p_e = p1 q1 + (1-p1)(1-q1)
     held at its estimate from the two raters' success rates: it treats p_e as known, so it
     leaves out the sampling error of the marginal rates (it is not an interval conditional on
-    the marginals: p_o is not binomial given them). Its coverage is measured, not derived: by
-    seeded simulation at n = 20, 50, 200 and 1000 on tables with kappa 0.66-0.96 it covers
-    0.92-0.97 (tests/test_stats_kappa.py). Unlike the large-sample standard error of Fleiss,
+    the marginals: p_o is not binomial given them). Its coverage is measured, not derived
+    (`bench/interval_coverage.py`, docs/statistics.md): it depends on the rarer label. When
+    either rater gives fewer than `KAPPA_FEW_LABELS` of one label (a prevalence of 0.9 on 20
+    items leaves about 2 failures), the marginals are barely estimated and it covers as little as
+    `KAPPA_FEW_COVERAGE` (0.80 at n = 10, prevalence 0.95, kappa 0.85; 0.88 at n = 20, prevalence
+    0.9, kappa 0.85): the result then carries
+    `kappa_ci_coverage`, that lowest measured coverage, for the report to print beside the
+    interval; otherwise `kappa_ci_coverage` is None and the interval covers at least 0.93 on the
+    measured grid. Unlike the large-sample standard error of Fleiss,
     Cohen & Everitt (1969, Psychol Bull 72:323-327), it does not collapse to a point at perfect
     agreement (40 of 40 agreeing items still leave kappa's lower bound well below 1). Bounds are clipped to
     [-1, 1]; when p_e = 1 (both raters gave every item the same class) kappa and its interval
@@ -77,7 +89,7 @@ def binary_agreement(rater: Sequence[bool], reference: Sequence[bool]) -> dict:
     n = len(rater)
     if n == 0:
         return {"items": 0, "table": table, "agreement": float("nan"), "kappa": float("nan"),
-                "kappa_ci95": [float("nan"), float("nan")]}
+                "kappa_ci95": [float("nan"), float("nan")], "kappa_ci_coverage": None}
     agree = table["success_success"] + table["failure_failure"]
     p1 = (table["success_success"] + table["success_failure"]) / n
     q1 = (table["success_success"] + table["failure_success"]) / n
@@ -89,5 +101,8 @@ def binary_agreement(rater: Sequence[bool], reference: Sequence[bool]) -> dict:
         interval = wilson(agree, n)
         low, high = interval.lo, interval.hi
         ci = [max(-1.0, (low - pe) / (1 - pe)), min(1.0, (high - pe) / (1 - pe))]
+    fewest = min(table["success_success"] + table["success_failure"], table["failure_success"] + table["failure_failure"],
+                 table["success_success"] + table["failure_success"], table["success_failure"] + table["failure_failure"])
     return {"items": n, "table": table, "agreement": agree / n, "kappa": float(kappa),
-            "kappa_ci95": [float(ci[0]), float(ci[1])]}
+            "kappa_ci95": [float(ci[0]), float(ci[1])],
+            "kappa_ci_coverage": KAPPA_FEW_COVERAGE if fewest < KAPPA_FEW_LABELS and pe < 1.0 else None}

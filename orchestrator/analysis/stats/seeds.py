@@ -101,22 +101,39 @@ def _task_values(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return sum_x / nx - (pooled.sum() - sum_x) / ny
 
 
-def _welch(tasks: Sequence[tuple[np.ndarray, np.ndarray]], level: float) -> MeanInterval | None:
-    """mean over T tasks of the difference of means, variance sum_t (s_x^2/n_x + s_y^2/n_y) / T^2,
-    Satterthwaite's degrees of freedom (Welch 1947), the interval clipped to [-1, 1]."""
-    if any(x.size < 2 or y.size < 2 for x, y in tasks):
+def satterthwaite_interval(groups: Sequence[tuple[float, np.ndarray]], level: float = 0.95,
+                           bounds: tuple[float, float] = (0.0, 1.0)) -> MeanInterval | None:
+    """The estimate sum_g c_g mean(x_g) over independent groups of seed scores with the Student t
+    interval of Welch (1947) and Satterthwaite (1946): variance V = sum_g c_g^2 s_g^2 / n_g,
+    degrees of freedom V^2 / sum_g (c_g^2 s_g^2 / n_g)^2 / (n_g - 1), clipped to `bounds` (a rate
+    lies in [0, 1], a difference of rates in [-1, 1]). None when a group has fewer than 2 scores.
+    With no spread at all (V = 0) the interval is the point and `sd` is 0: say so in words."""
+    if not groups or any(x.size < 2 for _, x in groups):
         return None
-    parts = [(x.var(ddof=1) / x.size, x.size - 1) for x, _ in tasks] + [(y.var(ddof=1) / y.size, y.size - 1)
-                                                                           for _, y in tasks]
-    var = sum(v for v, _ in parts) / len(tasks) ** 2
-    mean = float(np.mean([x.mean() - y.mean() for x, y in tasks]))
+    parts = [(c * c * float(x.var(ddof=1)) / x.size, x.size - 1) for c, x in groups]
+    var = sum(v for v, _ in parts)
+    mean = float(sum(c * x.mean() for c, x in groups))
+    n = sum(x.size for _, x in groups)
     if var <= 0:
-        return MeanInterval(mean, 0.0, sum(x.size + y.size for x, y in tasks), mean, mean, float("nan"), level)
-    df = sum(v for v, _ in parts) ** 2 / sum(v * v / d for v, d in parts if v > 0)
+        return MeanInterval(mean, 0.0, n, mean, mean, float("nan"), level)
+    df = var ** 2 / sum(v * v / d for v, d in parts if v > 0)
     t_crit = float(stats.t.ppf(1 - (1 - level) / 2, df))
     half = t_crit * math.sqrt(var)
-    return MeanInterval(mean, math.sqrt(var), sum(x.size + y.size for x, y in tasks), max(-1.0, mean - half),
-                        min(1.0, mean + half), t_crit, level)
+    return MeanInterval(mean, math.sqrt(var), n, max(bounds[0], mean - half), min(bounds[1], mean + half), t_crit,
+                        level)
+
+
+def rate_t_interval(scores: Sequence[float], level: float = 0.95) -> MeanInterval:
+    """`t_interval` of seed scores that are rates, clipped to [0, 1] (sd 0: no spread, the point)."""
+    iv = t_interval(scores, level)
+    return MeanInterval(iv.mean, iv.sd, iv.n, max(0.0, iv.lo), min(1.0, iv.hi), iv.t_crit, level)
+
+
+def _welch(tasks: Sequence[tuple[np.ndarray, np.ndarray]], level: float) -> MeanInterval | None:
+    """mean over T tasks of the difference of means: `satterthwaite_interval` with c = +-1/T."""
+    share = 1 / len(tasks)
+    return satterthwaite_interval([(share, x) for x, _ in tasks] + [(-share, y) for _, y in tasks], level,
+                                  (-1.0, 1.0))
 
 
 def seed_permutation_test(x_tasks: Sequence[Sequence[float]], y_tasks: Sequence[Sequence[float]],

@@ -18,6 +18,7 @@ from orchestrator.core.errors import BadInput
 from orchestrator.rigs.base import Check
 from orchestrator.rigs.device_fault import one_line
 from orchestrator.rigs.profile import RigProfile
+from orchestrator.rigs.so101.servo_alarms import servo_alarms
 
 FPS_TOLERANCE = 0.9       # a camera must deliver >= 90 % of its configured fps
 CAMERA_SECONDS = 1.0      # how long each camera's frame rate is measured
@@ -189,6 +190,31 @@ def check_rest_pose(rig: Any) -> list[Check]:
     return [Check("rest pose", True, f"present {pose(present)}; rest ({source}) {pose(rest)}")]
 
 
+POWER_CYCLE_CHECK = ("a servo keeps its alarm until its power is cycled: support the arm, switch its power supply "
+                     "off and on, then run again")
+
+
+def check_servo_alarms(rig: Any) -> list[Check]:
+    """Every servo's Status, read before anything else of a run on a bare bus: the port opened
+    without LeRobot's handshake (an STS3215 in alarm answers its ping with the error bit, and
+    the handshake then reports a missing motor), nothing written. A servo still in alarm (an
+    overload stays until a power-cycle) is named; [] when none is, or when the read itself
+    fails (the rest pose's read then says what)."""
+    bus = getattr(rig.robot, "bus", None)
+    if bus is None or type(bus).__name__ != "FeetechMotorsBus" or getattr(rig, "_connected", False):
+        return []
+    try:
+        bus.connect(handshake=False)
+        try:
+            alarms = servo_alarms(rig.robot)
+        finally:
+            bus.disconnect(disable_torque=False)
+    except Exception:  # noqa: BLE001 - the rest pose's read, next, names the bus's failure
+        return []
+    return [Check("servo alarm", False, f"{'; '.join(alarms)}, read before anything moved: {POWER_CYCLE_CHECK}")
+            ] if alarms else []
+
+
 def rig_checks(rig: Any, camera_seconds: float | None = None) -> list[Check]:
     """Port, calibration, rest pose and cameras of a `LeRobotRig` (cameras measured for
     `camera_seconds`, default `CAMERA_SECONDS`)."""
@@ -197,7 +223,7 @@ def rig_checks(rig: Any, camera_seconds: float | None = None) -> list[Check]:
         checks.append(check_port(rig.port))
     checks.append(check_calibration(rig))
     if all(c.ok for c in checks) and rig.needs_calibration:
-        checks.extend(check_rest_pose(rig))
+        checks.extend(check_servo_alarms(rig) or check_rest_pose(rig))
     checks.extend(check_cameras(rig, CAMERA_SECONDS if camera_seconds is None else camera_seconds))
     return checks
 
@@ -267,13 +293,16 @@ def stop_key_refusal(no_console: bool, stdin: Any, allowed: Iterable[str] = ()) 
 
 
 def read_present_pose(rig: Any) -> dict[str, float]:
-    """The present joint positions read on a bare bus (nothing written; for doctor)."""
+    """The present joint positions read on a bare bus (nothing written; for doctor). A connect
+    whose handshake fails leaves LeRobot's port open: it is closed here too, so the next try
+    connects again (else it fails with DeviceAlreadyConnectedError, seen on the twin under load)."""
     bus = rig.robot.bus
-    bus.connect()
     try:
+        bus.connect()
         values = bus.sync_read("Present_Position", num_retry=rig._retries)
     finally:
-        bus.disconnect(disable_torque=False)
+        if bus.is_connected:
+            bus.disconnect(disable_torque=False)
     return {f"{m}.pos": float(v) for m, v in values.items()}
 
 

@@ -22,7 +22,24 @@ Registers honoured (each through `feetech.ServoChain`'s register file; the loop:
 - `Lock` (EEPROM addresses 0-39): written while Lock is 0 they are saved and survive a power-up;
   written while Lock is 1 they act at once but the power-up restores the saved values;
 - the supply (`supply_v` 12 or 7.4: the STS3215 version's stall torque; a sag scales torque by
-  volts / nominal, error bit 0 below `Min_Voltage_Limit` and the servo unloads).
+  volts / nominal, error bit 0 below `Min_Voltage_Limit` and the servo unloads);
+- `Unloading_Condition` (19): which protections unload the servo, one bit each as in Status
+  (Feetech's STS memory table: "the corresponding bit set to 1 enables the protection"; bit 0
+  voltage, 2 temperature, 3 current, 5 overload; the factory value is 44, bits 2, 3 and 5, and
+  LeRobot does not write it). Bit 5 set: when the overload protection trips (`sts3215.py`) the
+  servo unloads, torque off and the joint limp, and Status bit 5 stays set until the servo powers
+  up again (`power_cycle`, the `servo_reset` fault): a Torque_Enable 1 written meanwhile is
+  refused (it reads back 0), as an SO-101 whose servo tripped needs its power cycled (a gripper
+  flashing red that answers every packet with "Overload error" until then: the bug report
+  "Identify overloads gripper", open-edge-platform/physical-ai-studio on GitHub). Bit 5 clear: the protection limits the output to `Protective_Torque` instead,
+  until the load goes. Bit 2 set: an overheated servo unloads (clear: it only reports bit 2).
+  The twin's gripper ships with 12 (bit 5 clear), its arm joints with the factory's 44 (an
+  assumption: `docs/twin.md`);
+- a calibration error (`calibration_offset_deg`, the fault plan): the joint stands that many
+  degrees further than its encoder says (`set_calibration_error`).
+
+A stall (the servo at its torque limit, the joint not moving: `stalls.py`) is recorded with its
+start, length and load.
 
 The torque-enable rule (one rule, the rig's resume code relies on nothing else): while torque
 is off the servo drives nothing and `Goal_Position` reads the present position; switching
@@ -52,6 +69,7 @@ from orchestrator.rigs.twin.feetech import (
     from_sign_magnitude,
     sign_magnitude,
 )
+from orchestrator.rigs.twin.stalls import StallRecorder
 
 JOINTS = ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper")
 TICKS_PER_TURN = 4096
@@ -60,6 +78,8 @@ AMBIENT_C = 28.0
 THERMAL_TAU_S = 240.0               # cooling time constant
 HEAT_C_PER_S = 0.3                  # heating rate at stall torque (steady state: +72 C at stall)
 HALF_TURN = 2047                    # LeRobot's set_half_turn_homings: the calibration pose reads this
+UNLOAD_OVERHEAT, UNLOAD_OVERLOAD = ERR_OVERHEAT, ERR_OVERLOAD   # Unloading_Condition's bits are Status's
+GRIPPER_UNLOADING = 44 & ~UNLOAD_OVERLOAD   # the twin's gripper: its overload protection limits, not unloads
 EEPROM_END = 40                     # addresses below are EEPROM (saved while Lock is 0)
 LOOP_REGISTERS = {"p": "P_Coefficient", "d": "D_Coefficient", "goal_velocity": "Goal_Velocity",
                   "acceleration": "Acceleration", "torque_limit": "Torque_Limit",
@@ -98,7 +118,13 @@ class TwinArm:
         self.torque_on = np.zeros(6, dtype=bool)
         self.hand: dict[int, float] = {}   # joint index -> radians a person's hand holds it at (`hold`)
         self.temperature = np.full(6, AMBIENT_C)
+        self.cal_error = np.zeros(6)        # radians the joint stands beyond what its encoder reads
+        self.latched = np.zeros(6, dtype=bool)   # an overload unloaded the servo: until it powers up
+        self.t_s = 0.0                      # the twin's clock: physics steps (and skipped time), seconds
+        self.stalls = StallRecorder(JOINTS)
+        self.events: list[dict] = []        # overload unloads and power cycles, for the wire log
         stall = sts3215.stall_torque_nm(self.supply_v)
+        self.stall_nm = stall
         self.loops = [sts3215.ServoLoop(self.ticks_per_rad(i), stall) for i in range(6)]
         self.chain = ServoChain(range(1, 7), refresh=self._refresh, written=self._written)
         self._regs_cache: list[sts3215.Registers | None] = [None] * 6
@@ -110,6 +136,8 @@ class TwinArm:
             servo.put("Min_Position_Limit", c["range_min"])
             servo.put("Max_Position_Limit", c["range_max"])
             servo.put("Present_Voltage", round(self.supply_v * 10))
+            if name == "gripper":
+                servo.put("Unloading_Condition", GRIPPER_UNLOADING)
             self.loops[i].hold(float(q[i]))
         self.saved = [bytes(self.servo(i).regs[:EEPROM_END]) for i in range(6)]
         for i in range(6):
@@ -120,8 +148,10 @@ class TwinArm:
         return self.data.qpos[self.qadr].copy()
 
     def rad_to_ticks(self, i: int, q: float) -> float:
-        """Calibrated ticks (Present_Position with the calibration's Homing_Offset) at `q` rad."""
+        """Calibrated ticks (Present_Position with the calibration's Homing_Offset) at `q` rad
+        (minus the joint's calibration error: the encoder reads it that much short)."""
         c = self.cal[JOINTS[i]]
+        q = q - self.cal_error[i]
         if JOINTS[i] == "gripper":
             lo, hi = self.range[i]
             return c["range_min"] + (q - lo) / (hi - lo) * (c["range_max"] - c["range_min"])
@@ -131,8 +161,13 @@ class TwinArm:
         c = self.cal[JOINTS[i]]
         if JOINTS[i] == "gripper":
             lo, hi = self.range[i]
-            return lo + (ticks - c["range_min"]) / (c["range_max"] - c["range_min"]) * (hi - lo)
-        return math.radians((ticks - self._zero_ticks(c)) / TICKS_PER_DEG)
+            return lo + (ticks - c["range_min"]) / (c["range_max"] - c["range_min"]) * (hi - lo) + self.cal_error[i]
+        return math.radians((ticks - self._zero_ticks(c)) / TICKS_PER_DEG) + self.cal_error[i]
+
+    def set_calibration_error(self, i: int, degrees: float) -> None:
+        """Joint `i` stands `degrees` further than its encoder reads (and a goal of x degrees
+        takes it to x + `degrees`): a calibration that is off, or a horn that slipped a tooth."""
+        self.cal_error[i] = math.radians(float(degrees))
 
     def _zero_ticks(self, c: dict) -> float:
         """Calibrated ticks at the simulated joint's zero: the middle of the calibrated range (the
@@ -164,7 +199,9 @@ class TwinArm:
             end = min(addr + n, EEPROM_END)
             self.saved[i] = self.saved[i][:addr] + bytes(servo.regs[addr:end]) + self.saved[i][end:]
         if REG["Torque_Enable"][0] in touched:
-            if servo.get("Torque_Enable"):
+            if servo.get("Torque_Enable") and self.latched[i]:
+                servo.put("Torque_Enable", 0)       # refused until the servo powers up
+            elif servo.get("Torque_Enable"):
                 if not self.torque_on[i]:
                     self.torque_on[i] = True
                     self.loops[i].hold(float(self.data.qpos[self.qadr[i]]))   # the torque-enable rule
@@ -183,7 +220,7 @@ class TwinArm:
         return float(np.clip(self.ticks_to_rad(i, ticks + self._offset_shift(i)), *self.range[i]))
 
     def _torque_off(self, i: int) -> None:
-        if self.loops[i].protected:
+        if self.loops[i].protected and not self.latched[i]:
             self.servo(i).error &= ~ERR_OVERLOAD
         self.torque_on[i] = False
         self.loops[i].hold(float(self.data.qpos[self.qadr[i]]))
@@ -191,8 +228,8 @@ class TwinArm:
 
     def release(self, i: int) -> None:
         """The servo unloads (overheat, overload, brown-out): torque off, as its firmware does
-        (the overload protection's Status bit goes with the torque)."""
-        if self.loops[i].protected:
+        (the overload protection's Status bit goes with the torque, unless it is latched)."""
+        if self.loops[i].protected and not self.latched[i]:
             self.servo(i).error &= ~ERR_OVERLOAD
         self.servo(i).put("Torque_Enable", 0)
         self.torque_on[i] = False
@@ -208,12 +245,35 @@ class TwinArm:
         servo.regs[:EEPROM_END] = self.saved[i]
         self._regs_cache[i] = None
         servo.error = 0
+        self.latched[i] = False
         self.release(i)
         servo.put("Torque_Limit", servo.get("Max_Torque_Limit"))
         servo.put("Acceleration", 0)
         servo.put("Goal_Velocity", 0)
         servo.put("Lock", 1)
         self._refresh(i + 1)
+
+    def overload_unload(self, i: int, cause: str = "protection") -> None:
+        """Servo `i` unloads on an overload (its protection tripped with Unloading_Condition bit 5
+        set, or the `overload` fault): torque off, Status bit 5 latched until it powers up."""
+        self.latched[i] = True
+        self.servo(i).error |= ERR_OVERLOAD
+        self.release(i)
+        self.events.append({"event": "overload_unload", "joint": JOINTS[i], "servo": i + 1, "t_s": self.t_s,
+                            "cause": cause})
+
+    def power_cycle(self) -> None:
+        """The arm's power switched off and on (the twin's `power_cycle` control op): every servo
+        powers up (`power_up`): torque off, alarms and the overload latch forgotten."""
+        for i in range(6):
+            self.power_up(i)
+        self.events.append({"event": "power_cycle", "servo": list(range(1, 7)), "t_s": self.t_s})
+
+    def take_events(self) -> list[dict]:
+        """Overload unloads, power cycles and finished stalls since the last call (`t_s`: the
+        twin's clock; a stall as `stalls.Stall`)."""
+        events, self.events = self.events, []
+        return events + [{"stall": stall} for stall in self.stalls.take_fresh()]
 
     def hold(self, joints_deg: dict[str, float | None]) -> None:
         """A person's hand on the arm: each named joint is held at the given angle (degrees, the
@@ -270,7 +330,8 @@ class TwinArm:
             servo = self.servo(i)
             regs = {field: servo.get(name) for field, name in LOOP_REGISTERS.items()}
             regs["goal_velocity"] &= 0x7FFF
-            cached = self._regs_cache[i] = sts3215.Registers(**regs)
+            unload = bool(servo.get("Unloading_Condition") & UNLOAD_OVERLOAD)
+            cached = self._regs_cache[i] = sts3215.Registers(**regs, unload_on_overload=unload)
         return cached
 
     def step(self) -> None:
@@ -281,14 +342,19 @@ class TwinArm:
             if not self.torque_on[i]:
                 self.data.ctrl[self.act[i]] = 0.0
                 continue
-            loop = self.loops[i]
+            loop, regs = self.loops[i], self._loop_registers(i)
             was = loop.protected
-            self.data.ctrl[self.act[i]] = loop.step(self._loop_registers(i), float(q[i]), float(qdot[i]), self.dt,
-                                                    ratio)
-            if loop.protected != was:
+            self.data.ctrl[self.act[i]] = loop.step(regs, float(q[i]), float(qdot[i]), self.dt, ratio)
+            if loop.tripped and regs.unload_on_overload:
+                self.overload_unload(i)
+            elif loop.protected != was and not self.latched[i]:
                 servo = self.servo(i)
                 servo.error = servo.error | ERR_OVERLOAD if loop.protected else servo.error & ~ERR_OVERLOAD
         self.sim.step_physics(1)
+        self.t_s += self.dt
+        for i, loop in enumerate(self.loops):
+            stalled = self.stalls.at_stall(bool(self.torque_on[i]), loop.torque_nm, loop.cap_nm, float(qdot[i]))
+            self.stalls.update(i, stalled, self.t_s, loop.torque_nm, self.stall_nm)
         for i, q in self.hand.items():   # a hand holds these joints where it put them
             self.data.qpos[self.qadr[i]] = q
             self.data.qvel[self.dadr[i]] = 0.0
@@ -298,4 +364,5 @@ class TwinArm:
             limit = self.servo(i).get("Max_Temperature_Limit")
             if self.temperature[i] >= limit and not self.servo(i).error & ERR_OVERHEAT:
                 self.servo(i).error |= ERR_OVERHEAT
-                self.release(i)
+                if self.servo(i).get("Unloading_Condition") & UNLOAD_OVERHEAT:
+                    self.release(i)

@@ -86,6 +86,19 @@ class Twin:
             raise TwinError(f"twin: {answer.get('error')}")
         return answer
 
+    def stalls(self, min_s: float = 0.0) -> list[dict]:
+        """The stalls the twin recorded (`stalls.py`: a servo at its torque limit, its joint not
+        moving), those still going on last (`"ongoing": true`), each at least `min_s` long:
+        `{"t": start (epoch s), "joint", "servo", "s": seconds, "load_nm", "load_pct", "ongoing"}`.
+        "No joint at stall for more than 0.3 s without a stop" is `not twin.stalls(0.3)` (the
+        gripper closed on the cube stalls by design: leave it out where a grasp is expected)."""
+        return [stall for stall in self.request("state")["stalls"] if stall["s"] >= min_s]
+
+    def power_cycle(self) -> None:
+        """Switch the arm's power off and on: every servo restarts (torque off, alarms and an
+        overload latch cleared; `TwinArm.power_cycle`)."""
+        self.request("power_cycle")
+
     def close(self) -> None:
         if self.proc.poll() is None:
             try:

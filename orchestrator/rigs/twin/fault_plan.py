@@ -20,8 +20,15 @@ twin's `episode` (1-based count of episodes this twin process has run; default 1
 | `camera_slow`       | `camera`, `fps`, `at_step`      | the camera delivers `fps` frames a second      |
 | `servo_reset`       | `at_step`, `servo` (default all)| the servo restarts, as after a brown-out:      |
 |                     |                                 | Torque_Enable 0, Status 0, SRAM at power-up    |
+| `calibration_offset_deg` | `servo`, `deg`             | from the twin's start: the joint stands `deg`  |
+|                     |                                 | degrees further than its encoder reads (a     |
+|                     |                                 | calibration that is off; no `at_step`)         |
 
 Rates apply from `at_step` (default 0) of that episode on, drawn from `random.Random(seed)`.
+A `calibration_offset_deg` fault holds from the twin's start (`FaultPlan.from_start`); injected
+(the `inject` control op) it shifts the encoder then, as a horn that slipped a tooth would.
+On a real SO-101 a few degrees at the shoulder put the jaws about a centimetre off (3 degrees
+times the ~0.3 m from the shoulder_lift axis to the jaw tips: 1.6 cm).
 """
 
 from __future__ import annotations
@@ -34,9 +41,11 @@ KINDS = {
     "corrupt_status": {"rate"}, "drop_status": {"rate"}, "servo_silent": {"servo"},
     "overload": {"servo"}, "overheat": {"servo"}, "usb_unplug": set(),
     "camera_freeze": {"camera"}, "camera_disconnect": {"camera"}, "voltage_sag": {"volts"},
-    "servo_reset": set(), "camera_slow": {"camera", "fps"},
+    "servo_reset": set(), "camera_slow": {"camera", "fps"}, "calibration_offset_deg": {"servo", "deg"},
 }
 OPTIONAL = {"at_step", "episode"}
+FROM_START = ("calibration_offset_deg",)   # no step: there from the twin's start
+MAX_OFFSET_DEG = 30
 KIND_OPTIONAL = {"servo_reset": {"servo"}}
 SECTION_KEYS = ("faults", "seed", "wire_log", "supply_v", "adapter_latency_ms", "camera_latency_ms")
 SUPPLIES_V = (12, 7.4)
@@ -57,7 +66,8 @@ def fault_problems(faults: Any, cameras: tuple[str, ...] = (), where: str = "twi
             continue
         need = KINDS[fault["kind"]]
         missing = need - set(fault)
-        unknown = set(fault) - need - OPTIONAL - KIND_OPTIONAL.get(fault["kind"], set()) - {"kind"}
+        optional = set() if fault["kind"] in FROM_START else OPTIONAL
+        unknown = set(fault) - need - optional - KIND_OPTIONAL.get(fault["kind"], set()) - {"kind"}
         if missing:
             problems.append(f"{at} ({fault['kind']}): missing {', '.join(sorted(missing))}")
         if unknown:
@@ -73,6 +83,9 @@ def fault_problems(faults: Any, cameras: tuple[str, ...] = (), where: str = "twi
                 problems.append(f"{at}: {key} must be a whole number")
         if "fps" in fault and not (isinstance(fault["fps"], (int, float)) and 0 < fault["fps"] <= 120):
             problems.append(f"{at}: fps must be a frame rate above 0")
+        if "deg" in fault and not (isinstance(fault["deg"], (int, float)) and not isinstance(fault["deg"], bool)
+                                   and abs(fault["deg"]) <= MAX_OFFSET_DEG):
+            problems.append(f"{at}: deg must be a number of degrees between -{MAX_OFFSET_DEG} and {MAX_OFFSET_DEG}")
         if "volts" in fault and not (isinstance(fault["volts"], (int, float)) and 0 <= fault["volts"] <= 14):
             problems.append(f"{at}: volts must be between 0 and 14")
     return problems
@@ -132,12 +145,16 @@ class FaultPlan:
         """One-shot faults whose step has come (each returned once)."""
         out = []
         for n, fault in enumerate(self.faults):
-            if n in self.fired or fault["kind"] in ("corrupt_status", "drop_status"):
+            if n in self.fired or fault["kind"] in ("corrupt_status", "drop_status", *FROM_START):
                 continue
             if self._active(fault):
                 self.fired.add(n)
                 out.append({**fault, "servo_id": servo_id(fault.get("servo"))})
         return out
+
+    def from_start(self) -> list[dict]:
+        """The faults that hold from the twin's start (`FROM_START`: a calibration error)."""
+        return [fault for fault in self.faults if fault["kind"] in FROM_START]
 
     def status_fate(self) -> str:
         """What happens to the next status packet: `ok`, `corrupt` or `drop`."""

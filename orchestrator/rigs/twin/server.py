@@ -10,7 +10,13 @@ simulated rig's scene (`rigs.sim.SimRig`), and serves, on one thread:
 - control requests on stdin, one JSON object a line, answered on stdout: `place` (cube on a
   mark), `begin` (episode time zero), `end` (the physics success test and events), `state`,
   `inject` (one fault of `fault_plan.py`, applied before the next packet), `hold` (a person's
-  hand holds arm joints at given angles, `TwinArm.hold`; `{"joints": {}}` lets go), `quit`.
+  hand holds arm joints at given angles, `TwinArm.hold`; `{"joints": {}}` lets go),
+  `power_cycle` (the arm's power off and on: every servo restarts, an overload latch cleared,
+  `TwinArm.power_cycle`), `quit`. `state` answers, besides the joints and torques, each servo's
+  Status and overload latch, each joint's present stall (`stall_s`) and the recorded stalls
+  (`stalls`: `stalls.py`, times in epoch seconds).
+- the wire log's own lines besides the packets: each stall when it ends (and those still on when
+  the twin stops), each overload unload and power cycle (`{"t", "event", ...}`).
 A second process (`render.py`) renders every camera at its fps into shared frames
 (`frames.py`) from the joint positions this one shares after every physics step.
 
@@ -34,7 +40,7 @@ from pathlib import Path
 
 from orchestrator.rigs.twin.arm import JOINTS as ARM_JOINTS
 from orchestrator.rigs.twin.fault_plan import FaultPlan, fault_problems, servo_id
-from orchestrator.rigs.twin.feetech import ERR_OVERHEAT, ERR_OVERLOAD, INST_SYNC_WRITE, REG, split_packets, wire_time_s
+from orchestrator.rigs.twin.feetech import ERR_OVERHEAT, INST_SYNC_WRITE, REG, split_packets, wire_time_s
 from orchestrator.rigs.twin.shared_frames import DISCONNECTED, FROZEN, SceneState
 from orchestrator.rigs.twin.wire_log import WireLog
 
@@ -68,6 +74,8 @@ class TwinServer:
                            zero_at_homing=bool(config.get("user_calibration")))
         self.adapter_latency_s = float(config.get("adapter_latency_ms", ADAPTER_LATENCY_MS)) / 1000.0
         self.faults = FaultPlan(list(config.get("faults") or []), int(config.get("seed", 0)))
+        for fault in self.faults.from_start():     # a calibration error is there from power-up
+            self.arm.set_calibration_error(servo_id(fault["servo"]) - 1, float(fault["deg"]))
         self.lock = threading.Lock()
         self.stop = threading.Event()
         self.master, self.slave = os.openpty()
@@ -94,7 +102,7 @@ class TwinServer:
                    "render_priority": self.render_priority, "render_pid": self.renderer.pid,
                    "frames_dir": str(self.frames_dir), "calibration": self.arm.cal,
                    "user_calibration": bool(self.config.get("user_calibration"))})
-        self.t0 = time.monotonic()
+        self.t0, self.epoch0 = time.monotonic(), time.time()
         next_parent_check = self.t0 + PARENT_CHECK_S
         try:
             while not self.stop.is_set():
@@ -122,6 +130,7 @@ class TwinServer:
             skipped = behind - int(MAX_LAG_S / dt)
             self.lag_s += skipped * dt
             self.steps += skipped
+            self.arm.t_s += skipped * dt
             behind -= skipped
         if behind <= 0:
             return
@@ -129,7 +138,19 @@ class TwinServer:
             for _ in range(behind):
                 self.arm.step()
             self.state.write_qpos(self.sim.data.qpos)
+            self._log_events()
         self.steps += behind
+
+    def _log_events(self) -> None:
+        """The arm's overload unloads, power cycles and finished stalls into the wire log."""
+        events = self.arm.take_events()
+        if not self.wire_log:
+            return
+        for event in events:
+            if "stall" in event:
+                self.wire_log.line(event["stall"].line(self.epoch0))
+            else:
+                self.wire_log.line({"t": round(self.epoch0 + event.pop("t_s"), 6), **event})
 
     # ------------------------------------------------------------ the bus
     def _serve_bus(self) -> None:
@@ -191,8 +212,9 @@ class TwinServer:
                 if kind == "servo_silent":
                     self.arm.servo(sid - 1).mute = True
                 elif kind == "overload":
-                    self.arm.release(sid - 1)
-                    self.arm.servo(sid - 1).error |= ERR_OVERLOAD
+                    self.arm.overload_unload(sid - 1, cause="fault")
+                elif kind == "calibration_offset_deg":
+                    self.arm.set_calibration_error(sid - 1, float(fault["deg"]))
                 elif kind == "overheat":
                     i = sid - 1
                     self.arm.temperature[i] = float(self.arm.servo(i).get("Max_Temperature_Limit"))
@@ -271,7 +293,10 @@ class TwinServer:
                         "packets": self.packets, "cube": list(self.sim.cube_pose()),
                         "temperature": [float(t) for t in self.arm.temperature],
                         "torque_nm": [float(loop.torque_nm) for loop in self.arm.loops],
-                        "protected": [bool(loop.protected) for loop in self.arm.loops]}
+                        "protected": [bool(loop.protected) for loop in self.arm.loops],
+                        "status": [int(self.arm.servo(i).error) for i in range(6)],
+                        "overload_latched": [bool(b) for b in self.arm.latched],
+                        **self._stall_state()}
             if op == "hold":   # a hand on the arm (tests): {"joints": {name: degrees or null}}; {} lets go
                 joints = request.get("joints") or {}
                 unknown = [n for n in joints if n not in ARM_JOINTS or n == "gripper"]
@@ -279,10 +304,22 @@ class TwinServer:
                     return {"ok": False, "error": f"hold: no arm joint {unknown[0]!r}"}
                 self.arm.hold(joints)
                 return {"ok": True}
+            if op == "power_cycle":
+                self.arm.power_cycle()
+                self._log_events()
+                return {"ok": True}
             if op == "quit":
                 self.stop.set()
                 return {"ok": True}
         return {"ok": False, "error": f"unknown op {op!r}"}
+
+    def _stall_state(self) -> dict:
+        """`stall_s` (each joint's present stall, seconds) and `stalls` (every recorded stall, the
+        ones going on last, each as its wire-log line: `stalls.Stall.line`)."""
+        arm = self.arm
+        recorded = arm.stalls.finished + arm.stalls.ongoing(arm.t_s, arm.stall_nm)
+        return {"stall_s": [round(s, 4) for s in arm.stalls.seconds_now(arm.t_s)],
+                "stalls": [stall.line(self.epoch0) for stall in recorded]}
 
     # ------------------------------------------------------------ cameras
     def _start_renderer(self) -> subprocess.Popen:
@@ -301,6 +338,9 @@ class TwinServer:
     def _close(self) -> None:
         if self.wire_log:
             with self.lock:
+                self._log_events()
+                for stall in self.arm.stalls.ongoing(self.arm.t_s, self.arm.stall_nm):
+                    self.wire_log.line(stall.line(getattr(self, "epoch0", time.time())))
                 self.wire_log.exit(**self.arm.registers_now())
         if not self.unplugged:
             self._unplug()

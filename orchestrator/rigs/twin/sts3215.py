@@ -20,10 +20,13 @@ Per step, for an enabled servo (`step`):
    overload protection is on, and the supply voltage over the servo's nominal voltage.
 4. Overload protection: while the demand (clipped to Torque_Limit) exceeds `Overload_Torque`
    percent of the stall torque, a timer runs; after `Protection_Time` (10 ms a unit, 200 = 2 s)
-   the protection is on: output limited to `Protective_Torque` percent and Status bit 5 set.
-   Assumption (the memory table does not say how it clears): it clears, with Status bit 5, as
-   soon as the demand falls back below `Overload_Torque` (the load is gone: the goal moved, the
-   gripper opened) or torque is switched off; the timer restarts from zero then.
+   the protection trips (`tripped` turns True for the step it happens; `arm.py` decides what
+   follows from `Unloading_Condition`, below). With the overload bit of Unloading_Condition clear
+   (`Registers.unload_on_overload` False) the protection limits the output to `Protective_Torque`
+   percent, Status bit 5 set; assumption (the memory table does not say how that clears): it
+   clears, with the bit, as soon as the demand falls back below `Overload_Torque` or torque is
+   switched off; the timer restarts from zero then. With the bit set (the factory's 44) the
+   servo unloads instead: `arm.py` switches its torque off and latches bit 5 until a power-up.
 5. Backlash: the gear train has `BACKLASH_DEG` (1 degree) of play between the motor and the
    output shaft, where the encoder is. When the torque changes sign the motor side first
    crosses the play, transmitting nothing (`_through_play`).
@@ -64,6 +67,7 @@ class Registers:
     overload_torque: int = 80        # %
     protection_time: int = 200       # 10 ms
     protective_torque: int = 20      # %
+    unload_on_overload: bool = False  # Unloading_Condition bit 5 (overload): the servo unloads
 
 
 @dataclass
@@ -80,12 +84,14 @@ class ServoLoop:
     over_s: float = 0.0              # time the demand has been above Overload_Torque
     protected: bool = False
     torque_nm: float = 0.0           # the torque transmitted last step
+    cap_nm: float = 0.0              # the least of the output limits last step (N m)
+    tripped: bool = False            # the overload protection tripped on the last step
 
     def hold(self, q: float) -> None:
         """Goal and set point := the present position, at rest (torque switched on, or off)."""
         self.goal = self.setpoint = q
         self.setpoint_v = 0.0
-        self.over_s, self.protected, self.torque_nm = 0.0, False, 0.0
+        self.over_s, self.protected, self.torque_nm, self.tripped = 0.0, False, 0.0, False
 
     def _profile(self, regs: Registers, dt: float) -> None:
         vmax = (regs.goal_velocity or NO_LOAD_SPEED_DEG_S * 4095 / 360) / self.ticks_per_rad
@@ -112,16 +118,18 @@ class ServoLoop:
         scale = max(0.0, min(1.0, volts_ratio))
         limited = min(regs.torque_limit, 1000) / 1000.0 * self.stall_nm * scale
         output = max(-limited, min(limited, demand))
+        self.tripped = False
         if abs(output) > regs.overload_torque / 100.0 * self.stall_nm * scale:
             self.over_s += dt
-            if self.over_s >= regs.protection_time * PROTECTION_TIME_UNIT_S:
-                self.protected = True
+            if self.over_s >= regs.protection_time * PROTECTION_TIME_UNIT_S and not self.protected:
+                self.protected = self.tripped = True
         else:
             self.over_s, self.protected = 0.0, False
         cap = limited
         cap = min(cap, regs.protection_current * CURRENT_UNIT_A / STALL_CURRENT_A * self.stall_nm)
         if self.protected:
             cap = min(cap, regs.protective_torque / 100.0 * self.stall_nm * scale)
+        self.cap_nm = cap
         torque = max(-cap, min(cap, demand))
         self.torque_nm = self._through_play(torque, dt)
         return self.torque_nm

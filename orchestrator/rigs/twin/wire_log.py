@@ -14,6 +14,11 @@ another process can compare it with its own clock):
   PING or WRITE has `id` 254. A packet with a bad checksum is logged with `"bad": true` (an
   instruction the servos ignore, or a status packet corrupted by the `corrupt_status` fault).
 - a fault the twin injected: `{"t", "fault": kind, ...}` (`servo`: the servo ids it hit).
+- what the servos did by themselves: `{"t", "event": kind, ...}`: `stall` (`stalls.py`: a joint
+  at its torque limit that did not move; `t` is its start, `s` its length, `load_nm` and
+  `load_pct` its peak), `overload_unload` (a servo's overload protection switched its torque
+  off, `cause` "protection" or "fault"; Status bit 5 latched), `power_cycle` (the `power_cycle`
+  control op: every servo restarted).
 - the last line, written whenever the twin ends (normal end, SIGTERM, the orchestrator killed
   or closing the pipe): `{"t", "exit": true, "torque": [6], "goal": [6], "present": [6],
   "status": [6]}`: Torque_Enable, Goal_Position (raw register, sign bit included),
@@ -111,6 +116,10 @@ class WireLog:
 
     def fault(self, kind: str, **fields) -> None:
         self._write([{"t": time.time(), "fault": kind, **fields}])
+
+    def line(self, line: dict) -> None:
+        """One line of the twin's own (an `event` line), as it is."""
+        self._write([line])
 
     def exit(self, torque: list[int], goal: list[int], present: list[int], status: list[int]) -> None:
         self._write([{"t": time.time(), "exit": True, "torque": torque, "goal": goal, "present": present,

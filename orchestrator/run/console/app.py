@@ -239,6 +239,11 @@ class OperatorConsole(App):
         box.display = True
         box.focus()
 
+    def ask_question(self, line: str) -> None:
+        """A question an abort left (the operator types the answer, Enter sends it)."""
+        self.ask_reason("question")
+        self._banner(line, "estop")
+
     def add_message(self, text: str) -> None:
         self.query_one("#log", RichLog).write(Text(f"{time.strftime('%H:%M:%S')}  {text}"))
 
@@ -346,8 +351,13 @@ class OperatorConsole(App):
         kind = self._reason_kind
         self.state = "waiting"
         if kind == "estop":
-            self.add_message(f"emergency stop recorded: {text or '(no reason given)'}")
+            self.add_message(f"emergency stop recorded: {text or '(no reason given: asked again at the next session)'}")
             self.operator.decisions.put(("estop_reason", text))
+        elif kind == "question":
+            self.add_message(f"answer: {text or '(none)'}")
+            self.operator.decisions.put(("answer", text))
+            self._banner("Answer recorded")
+            return
         else:
             self.add_message(f"redo recorded: {text}")
             self.operator.decisions.put(("redo", text))

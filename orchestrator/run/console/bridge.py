@@ -18,7 +18,7 @@ from typing import Any
 from textual.app import App
 
 from orchestrator.rigs.base import EmergencyStop
-from orchestrator.run.operator_protocol import ESTOP_PENDING, StopRequested, TrialCue, stop_cause
+from orchestrator.run.operator_protocol import ESTOP_PENDING, UNANSWERED, StopRequested, TrialCue, stop_cause
 
 
 class LogToConsole(logging.Handler):
@@ -156,9 +156,9 @@ class ConsoleOperator:
             self.last_stop = stop
             self._call(self.app.ask_reason, "estop", cue)
             kind, text = self._wait("estop_reason")
-            if kind == "estop_reason":
-                stop.cause, text = stop_cause(text or "")
-            if kind == "estop_reason" and text:
+            # Ctrl-C, SIGTERM, SIGHUP or a closed console at the question: no reason was given
+            stop.cause, text = stop_cause(text or "") if kind == "estop_reason" else (UNANSWERED, "")
+            if text:
                 stop.reason = f"{ESTOP_PENDING}: {text}"
                 stop.args = (stop.reason,)
             self.estop.clear()
@@ -210,6 +210,21 @@ class ConsoleOperator:
             raise KeyboardInterrupt
         if kind != "confirm":
             raise StopRequested(ended)
+
+    def question(self, line: str) -> str | None:
+        """A question an abort left (`run/abort_questions.py`): `line` and a text box."""
+        if self.interrupted:
+            raise KeyboardInterrupt
+        if self.closed:
+            raise StopRequested("the operator console was closed")
+        self._drain()
+        self._call(self.app.ask_question, line)
+        kind, text = self._wait("answer")
+        if kind == "interrupt":
+            raise KeyboardInterrupt
+        if kind == "closed":
+            raise StopRequested("the operator console was closed")
+        return text or ""
 
     def approve(self, line: str) -> None:
         self._confirmed(self.app.ask_approval, line, "session ended by the operator before the arm moved by itself")

@@ -249,6 +249,11 @@ class PromptOperator:
         if self._line(f"{line}, q + Enter = end the session").lower().startswith("q"):
             raise StopRequested("session ended by the operator before the arm moved by itself")
 
+    def question(self, line: str) -> str | None:
+        self._controlling = False
+        self._restore()
+        return self._line(line)
+
     def arm_state(self, words: str) -> None:
         self.arm_words = words
 

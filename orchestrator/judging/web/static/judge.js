@@ -260,7 +260,7 @@ function load(episode, autoplay) {
   Promise.all(waits).then(() => requestAnimationFrame(() => {
     if (!ep || ep.id !== id) return;
     metrics.ready.push({ episode: id, wall: now() });
-    if (autoplay) play();
+    if (autoplay) play(); else seekAll(0);   // paused on the first frame, presented anew (rVFC)
     // the next episode loads once this one is on screen (so it does not compete with it)
     call("/api/upcoming").then((r) => { if (r.ok && r.data.episode && ep && ep.id === id) preload(r.data.episode); });
   }));

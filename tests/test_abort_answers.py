@@ -1,0 +1,151 @@
+"""The operator's later word on an abort (schema 6, `store/abort_answers.py`) and the limit on
+interruptions, on the tiny simulated campaign (in-process, seconds).
+
+An answer is kept beside its abort (chained, with an event), never changes how the abort
+counted, is shown in the report per policy, and a judge never reads it (a planted canary; the
+positive control: the report shows it). A store of schema 5 opens as schema 6 with its evidence
+chain intact. A trial interrupted more often than `aborts.max_interruptions` is left out; one
+interrupted exactly that often is re-run (the positive control)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from orchestrator.cli import main
+from orchestrator.run.abort_questions import alarm_answer, question_line, stop_answer
+from orchestrator.store.sqlite import CampaignStore, new_episode_id
+from support.tiny import DATA, PROTOCOL, run_cli
+
+CANARY = "canary-answer-3d81f0"
+UNANSWERED = "emergency stop by operator"
+OVERLOAD = "DeviceFault: arm /dev/ttyACM0: ServoAlarm: servo alarm: elbow_flex (id 3): overload"
+
+
+def _protocol(tmp_path: Path, extra: str = "") -> Path:
+    path = tmp_path / "protocol.yaml"
+    path.write_text(PROTOCOL.read_text().replace("layout: tiny_layout.yaml", f"layout: {DATA / 'tiny_layout.yaml'}")
+                    + extra)
+    return path
+
+
+@pytest.fixture
+def answered(tmp_path) -> tuple[Path, dict]:
+    """The tiny campaign, run to its end after two aborts planted on its first two trials: a stop
+    left unanswered (the policy's failure by default) and a servo overload (also), the first
+    answered with CANARY, the second left open. Returns the campaign and the two trials' policies."""
+    out = tmp_path / "c"
+    assert run_cli(out, "--workers", "1", "--stop-after", "0", protocol=_protocol(tmp_path)) == 0
+    with CampaignStore.open_for_run(out) as store:
+        first, second = store.trials()[:2]
+        ids = [store.begin_attempt(t.slot, new_episode_id()) for t in (first, second)]
+        store.abort_attempt(ids[0], UNANSWERED, "operator_unanswered", "failure")
+        store.abort_attempt(ids[1], OVERLOAD, "policy", "failure")
+        asked = store.questions()
+        assert [(q["id"], q["abort_class"], q["abort_cause"]) for q in asked] == [
+            (ids[0], "operator_unanswered", "emergency stop"), (ids[1], "policy", "overload")]
+        store.answer_abort(ids[0], f"unsafe motion: {CANARY}")
+        store.answer_abort(ids[0], "other: a second answer")          # the first answer stays
+        assert [q["id"] for q in store.questions()] == [ids[1]]
+    assert run_cli(out, "--workers", "1", protocol=_protocol(tmp_path)) == 0
+    return out, {"unanswered": first.policy, "overload": second.policy}
+
+
+def test_an_answer_is_kept_beside_its_abort_and_shown_per_policy_it_never_changes_how_it_counted(answered, capsys):
+    out, policy = answered
+    with CampaignStore.open_readonly(out) as store:
+        assert store.evidence.intact
+        rows = [a for a in store.attempts() if a["status"] == "aborted"]
+        events = [e["message"] for e in store.events() if e["kind"] == "abort_answered"]
+    assert [(a["settles"], a["operator_answer"]) for a in rows] == [("failure", f"unsafe motion: {CANARY}"),
+                                                                   ("failure", None)]
+    assert len(events) == 1 and CANARY in events[0]
+    capsys.readouterr()
+    assert main(["report", str(out), "--format", "json"]) == 0
+    per_policy = json.loads(capsys.readouterr().out)["aborts"]["per_policy"]
+    answers = {p: row["operator_answers"] for p, row in per_policy.items()}
+    expected = {policy["unanswered"]: {"operator_unanswered: emergency stop": {"unsafe motion": 1}}}
+    expected.setdefault(policy["overload"], {})["policy: overload"] = {"not answered yet": 1}
+    assert {p: a for p, a in answers.items() if a} == expected
+    assert sum(row["scored_failures"] for row in per_policy.values()) == 2
+    assert main(["report", str(out)]) == 0
+    assert "operator_unanswered: emergency stop: unsafe motion 1" in capsys.readouterr().out
+
+
+def test_a_judge_never_reads_an_answer_the_report_does(answered, tmp_path):
+    from orchestrator.judging.blinding import CampaignSource
+    from orchestrator.judging.bundle import write_bundle
+
+    out, _ = answered
+    source = CampaignSource(out, "ann")
+    try:
+        shown = source.episodes()
+        assert shown and CANARY not in repr(shown) and CANARY not in repr(source.info)
+        for query in ("SELECT operator_answer FROM attempts", "SELECT * FROM attempts"):
+            with pytest.raises(sqlite3.DatabaseError):
+                source.store.conn.execute(query).fetchall()
+    finally:
+        source.close()
+    bundle = write_bundle(out, tmp_path / "bundle").path
+    files = [p for p in bundle.rglob("*") if p.is_file()]
+    assert len(files) > 4 and not [p for p in files if CANARY.encode() in p.read_bytes()]
+    with CampaignStore.open_readonly(out) as store:   # the positive control
+        assert f"unsafe motion: {CANARY}" in [r[0] for r in store.conn.execute("SELECT operator_answer FROM attempts")]
+
+
+def test_a_schema_5_store_opens_as_schema_6_with_its_chain_intact(tmp_path):
+    out = tmp_path / "c"
+    assert run_cli(out, "--workers", "1", "--stop-after", "1", protocol=_protocol(tmp_path)) == 0
+    with CampaignStore.open_for_run(out) as store:
+        trial = next(t for t in store.trials() if t.state == "pending")
+        store.abort_attempt(store.begin_attempt(trial.slot, new_episode_id()), OVERLOAD, "policy", "failure")
+    raw = sqlite3.connect(out / "campaign.db")   # the store as schema 5 left it (its DDL had no such columns)
+    raw.execute("ALTER TABLE attempts DROP COLUMN operator_answer")
+    raw.execute("ALTER TABLE attempts DROP COLUMN answered_at")
+    raw.execute("UPDATE meta SET value = '5' WHERE key = 'schema_version'")
+    raw.execute("PRAGMA user_version = 5")
+    raw.commit()
+    raw.close()
+    with CampaignStore.open_for_run(out) as store:
+        assert store.conn.execute("PRAGMA user_version").fetchone()[0] == 6
+        (q,) = store.questions()
+        store.answer_abort(q["id"], "the hardware (supply, cable, servo)")
+        assert store.questions() == []
+    with CampaignStore.open_readonly(out) as store:   # refused if the chain did not verify
+        assert store.evidence.intact
+        assert [a["operator_answer"] for a in store.attempts() if a["status"] == "aborted"] == [
+            "the hardware (supply, cable, servo)"]
+
+
+def test_interruptions_past_the_pre_registered_limit_leave_the_trial_out(tmp_path):
+    protocol = _protocol(tmp_path, "aborts: {max_interruptions: 2}\n")
+    out = tmp_path / "c"
+    assert run_cli(out, "--workers", "1", "--stop-after", "0", protocol=protocol) == 0
+    with CampaignStore.open_for_run(out) as store:
+        past, at = store.trials()[:2]
+        for trial, times in ((past, 3), (at, 2)):
+            for _ in range(times):
+                store.abort_attempt(store.begin_attempt(trial.slot, new_episode_id()),
+                                    "interrupted by the user (Ctrl-C)", "interrupted")
+    assert run_cli(out, "--workers", "1", protocol=protocol) == 0
+    with CampaignStore.open_readonly(out) as store:
+        trials = {t.slot: t for t in store.trials()}
+        settles = [a["settles"] for a in store.attempts() if a["slot"] == past.slot]
+    assert trials[past.slot].state == "done" and trials[past.slot].episode_id is None
+    assert settles == [None, None, "excluded"]
+    assert trials[at.slot].state == "done" and trials[at.slot].episode_id   # the positive control: re-run
+
+
+def test_answers_read_as_at_the_stop_s_prompt_and_the_questions_name_no_policy():
+    assert stop_answer("1 it swung") == "unsafe motion: it swung" and stop_answer("  ") is None
+    assert alarm_answer("h the cable") == "the hardware (supply, cable, servo): the cable"
+    assert alarm_answer("?") == "not known" and alarm_answer("x") is None and alarm_answer("") is None
+    q = {"slot": 4, "mark_id": "M07", "ended_at": None, "abort_class": "operator_unanswered",
+         "abort_cause": "interrupt"}
+    line, _ = question_line(q)
+    assert line.startswith("BEFORE ANYTHING MOVES: trial 5 (mark M07)") and "policy" not in line
+    line, read = question_line({**q, "abort_class": "policy", "abort_cause": "overload"})
+    assert "servo overload" in line and read is alarm_answer
