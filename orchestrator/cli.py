@@ -13,6 +13,7 @@ import importlib
 import sqlite3
 import sys
 
+from orchestrator import __version__
 from orchestrator.core.errors import OrchestratorError
 from orchestrator.core.extras import missing_extra, verb_words
 
@@ -52,6 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="orchestrator",
                      description="Blinded, paired, interleaved A/B trials of robot policies on SO-101 arms.")
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    parser.add_argument("--version", action="version", version=f"orchestrator {__version__} (so101-ab-orchestrator)",
+                        help="print the version (as run sessions record it) and exit")
     sub = parser.add_subparsers(dest="verb", required=True, metavar="VERB", parser_class=_Parser)
     for verb, module_name in VERBS.items():
         module = importlib.import_module(f".commands.{module_name}", __package__)

@@ -87,13 +87,13 @@ sys.meta_path.insert(0, NotInstalled)
 from orchestrator.cli import main
 results = []
 for argv in json.loads(sys.argv[1]):
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+    err, out = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
         try:
             code = main(argv)
         except SystemExit as exc:
             code = exc.code
-    results.append({"argv": argv, "code": code, "err": err.getvalue()})
+    results.append({"argv": argv, "code": code, "err": err.getvalue(), "out": out.getvalue()})
 try:
     import lerobot  # noqa: F401
     control = "imported"
@@ -132,6 +132,8 @@ def test_every_verb_on_a_core_install_runs_or_names_the_extra(tmp_path):
         ("camera", "check", "--rig", twin_rig, "--twin", "--layout", "layouts/grid20.yaml"): (2, "lerobot"),
         ("report", "x", "--store", pg): (2, "postgres"),
         ("store", "init", pg, tiny, "--rig", sim, "--out", str(tmp_path / "pg")): (2, "postgres"),
+        ("--version",): (0, None),
+        ("layout", "print", "--help"): (0, None),
     }
     result = subprocess.run([sys.executable, "-c", CORE_INSTALL, json.dumps([list(a) for a in runs])],
                             cwd=REPO, env=_env(), capture_output=True, text=True, timeout=600)
@@ -147,7 +149,13 @@ def test_every_verb_on_a_core_install_runs_or_names_the_extra(tmp_path):
             lines = row["err"].strip().splitlines()
             assert len(lines) == 1, row
             assert f"needs the {extra} extra" in lines[0] and f"uv run --extra {extra} orchestrator" in lines[0], row
-    assert len(out["results"]) == len(runs) == 20
+    assert len(out["results"]) == len(runs) == 22
     from orchestrator.cli import VERBS
 
-    assert verbs_seen == set(VERBS) - {"twin"}   # every verb but the twin's foreground server
+    assert verbs_seen - {"--version"} == set(VERBS) - {"twin"}   # every verb but the twin's foreground server
+    import tomllib
+
+    version = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
+    assert out["results"][-2]["out"] == f"orchestrator {version} (so101-ab-orchestrator)\n"
+    help_text = out["results"][-1]["out"]
+    assert "Print at 100 % (actual size)" in " ".join(help_text.split()) and "%%" not in help_text

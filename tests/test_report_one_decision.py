@@ -122,6 +122,8 @@ def test_after_an_early_stop_the_headline_is_the_rule_and_fixed_n_figures_are_la
     labelled = [line for line in text.splitlines() if "Computed after an optional stop" in line]
     assert fixed == [] and len(labelled) >= 3 * 3 + 1      # McNemar, Holm, difference per pair; Q
     assert all(c["fixed_n_after_optional_stop"] for c in to_dict(r)["comparisons"])
+    (unit_line,) = [line for line in text.splitlines() if line.startswith("Unit of analysis")]
+    assert "test: the pre-registered e-value rule" in unit_line and "McNemar" not in unit_line
 
 
 def test_aborts_the_rules_score_as_failures_are_not_called_re_run():

@@ -71,8 +71,10 @@ def test_lerobot_rollout_drives_a_standalone_twin(tmp_path, saved_acts):
     twin, info = _start_twin(twin_rig(tmp_path), log_path)
     try:
         started = time.time()
+        # LeRobot's own console command, as on a real arm: it finds the `twin` camera type in the
+        # installed distribution lerobot_camera_so101_twin (no launcher)
         rollout = subprocess.run(
-            [sys.executable, "-m", "orchestrator.rigs.twin.lerobot_entry", "lerobot-rollout", *info["lerobot_args"],
+            [str(Path(sys.executable).parent / "lerobot-rollout"), *info["lerobot_args"],
              f"--policy.path={tmp_path / 'act'}", "--policy.device=cpu", "--strategy.type=base", "--duration=4",
              "--fps=15", "--play_sounds=false", "--task=pick up the cube"],
             cwd=tmp_path, env=env(), capture_output=True, text=True, timeout=400, preexec_fn=_ahead_of_the_other_worker)
@@ -93,3 +95,31 @@ def test_lerobot_rollout_drives_a_standalone_twin(tmp_path, saved_acts):
         final[servo] = (t, value)
     assert {servo: value for servo, (_, value) in final.items()} == dict.fromkeys(range(1, 7), 0), final
     assert min(t for t, _ in final.values()) >= last_goal     # torque went off after the last goal
+
+
+DISCOVERY = """
+import json, logging
+from lerobot.cameras.configs import CameraConfig
+before = "twin" in CameraConfig.get_known_choices()
+from lerobot.utils.import_utils import register_third_party_plugins
+register_third_party_plugins()
+config = CameraConfig.get_choice_class("twin")
+from lerobot.utils.import_utils import make_device_from_device_class
+print(json.dumps({"before": before, "after": "twin" in CameraConfig.get_known_choices(),
+                  "config": config.__module__ + "." + config.__name__}))
+"""
+
+
+@pytest.mark.off_clock
+def test_lerobots_plugin_discovery_finds_the_twin_camera_in_an_installed_distribution():
+    """The discovery LeRobot's commands run first (`register_third_party_plugins`) registers the
+    camera type `twin` from the installed distribution `lerobot_camera_so101_twin`; before it the
+    type is unknown (the control: nothing else registers it in a fresh interpreter)."""
+    from importlib.metadata import distribution
+
+    assert distribution("lerobot_camera_so101_twin").metadata["Name"] == "lerobot_camera_so101_twin"
+    result = subprocess.run([sys.executable, "-c", DISCOVERY], cwd=REPO, env=env(), capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    found = json.loads(result.stdout.strip().splitlines()[-1])
+    assert found == {"before": False, "after": True, "config": "orchestrator.rigs.twin.twincamera.TwinCameraConfig"}

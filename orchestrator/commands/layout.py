@@ -19,7 +19,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                     "bar and crop marks. Several pages (with overlap strips and registration "
                     "crosses) if the layout does not fit one sheet. SVG and PNG (300 dpi) output write one file "
                     "per page (FILE.svg, FILE-2.svg, ...); PDF output writes one multi-page file. Print "
-                    "at 100 %% (actual size) and check the scale bar with a ruler.")
+                    "at 100 % (actual size) and check the scale bar with a ruler.")
     printer.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                          help="show tracebacks on errors")
     printer.add_argument("layout", help="layout YAML file (e.g. layouts/grid20.yaml)")

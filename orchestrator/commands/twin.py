@@ -5,9 +5,9 @@ Starts the twin of a real-arm profile in the foreground and prints what LeRobot 
 to it: the serial port, the robot id, the calibration folder (the twin's calibration under the
 profile's id) and the camera settings; `lerobot_args` are the exact flags for LeRobot's
 commands (`--robot.type=so101_follower --robot.port=... --robot.id=... --robot.calibration_dir=...
---robot.cameras=...`). The cameras are of type `twin`, which LeRobot's commands know only when
-started through `python -m orchestrator.rigs.twin.lerobot_entry lerobot-rollout ...` (see that
-module for why). Runs until Ctrl-C or SIGTERM, then stops the twin as `run` does (its wire log
+--robot.cameras=...`). The cameras are of type `twin`, which LeRobot's commands find in the
+installed distribution `lerobot_camera_so101_twin` (packages/, installed with the `lerobot` extra),
+so `lerobot-rollout ARGS` runs as it is. Runs until Ctrl-C or SIGTERM, then stops the twin as `run` does (its wire log
 gets its exit line). With `--json` the first line on stdout is one JSON object with these keys.
 """
 
@@ -73,8 +73,8 @@ def _describe(info: dict) -> None:
     print(f"robot id {info['robot_id']}, calibration folder {info['calibration_dir']}")
     for name, cam in info["cameras"].items():
         print(f"camera {name}: {cam['width']}x{cam['height']} at {cam['fps']} fps, frames {cam['index_or_path']}")
-    print("LeRobot's commands with this twin (cameras of type twin need the launcher):")
-    print("  python -m orchestrator.rigs.twin.lerobot_entry lerobot-rollout " + " ".join(
+    print("LeRobot's commands with this twin, as on a real arm:")
+    print("  lerobot-rollout " + " ".join(
         f"'{a}'" if "{" in a else a for a in info["lerobot_args"]) + " --policy.path=CHECKPOINT --duration=20")
     print("  lerobot-calibrate " + " ".join(a for a in info["lerobot_args"] if not a.startswith("--robot.cameras")))
     print("Ctrl-C or SIGTERM stops the twin.", flush=True)

@@ -77,6 +77,7 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_language_policy.py", ("lerobot",)),
     ("test_lanes.py", ()),
     ("test_layout_print.py", ()),
+    ("test_first_hour.py", ()),
     ("test_start_check.py", ()),
     ("test_start_gate.py", ()),
     ("test_start_report.py", ()),

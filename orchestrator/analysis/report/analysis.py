@@ -62,8 +62,13 @@ def paired_analysis(data: OutcomeSet, a: str, b: str, evalue_rule: bool = False,
                           clustered.difference, sequence)
 
 
-def deciding_test_name(unit: str, primary: str) -> str:
-    """The deciding test, as the report header names it."""
+def deciding_test_name(unit: str, primary: str, evalue_rule: bool = False) -> str:
+    """The deciding test, as the report header names it: under the pre-registered e-value rule
+    the rule itself (every fixed-n test is then for reference only)."""
+    if evalue_rule:
+        units = "marks" if unit == "mark" else "layouts"
+        return (f"the pre-registered e-value rule (Beta-mixture e-value on the discordant {units} known for "
+                "both policies of each pair, threshold K/alpha); interval: its anytime-valid confidence sequence")
     which = "exact p" if primary == "mcnemar_exact" else "mid-p"
     if unit == "mark":
         return (f"clustered McNemar {which} (Durkalski et al. 2003 statistic, exact sign-flip over marks); "

@@ -301,7 +301,7 @@ def build_report(data: OutcomeSet) -> Report:
         judges=judge_section(data), unpaired=unpaired, warnings=tuple(warnings), headline=_headline(comparisons, None if evalue_rule else cochran),
         grid=_grid(data), timeline=_timeline(data), timing=timing, sessions=data.sessions,
         operator_is_judge=data.operator_is_judge, fps=data.fps, raters=rater_agreement(data),
-        arm_still=_arm_still(data), unit=unit, test=deciding_test_name(unit, primary),
+        arm_still=_arm_still(data), unit=unit, test=deciding_test_name(unit, primary, evalue_rule),
         notes=() if evalue_rule else _cochran_notes(comparisons, cochran, data.alpha), stations=station_section, aborts=abort_section,
         withheld=tuple(withheld), evidence=data.evidence, start_check=start_section,
         interventions=build_interventions(data), rig_kind=data.rig_kind)

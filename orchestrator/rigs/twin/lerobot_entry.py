@@ -5,12 +5,12 @@
 then runs LeRobot's console entry point of that name (`lerobot-rollout`, `lerobot-record`,
 `lerobot-calibrate`, ...) with ARGS, exactly as the `lerobot-...` executable would.
 
-Why a launcher: LeRobot's commands import third-party camera types only from installed
-distributions whose names start with `lerobot_camera_` (`register_third_party_plugins`, which
-imports the module of exactly that name). The twin's camera lives inside this project's one
-distribution, so `lerobot-rollout --robot.cameras='{front: {type: twin, ...}}'` on its own does not
-know the type; registering it that way would need a second, separately installed distribution.
-Commands without cameras (`lerobot-calibrate`, `lerobot-find-joint-limits`) run as they are.
+LeRobot's commands import third-party camera types only from installed distributions whose names
+start with `lerobot_camera_` (`register_third_party_plugins`, which imports the module of exactly
+that name). The project's `lerobot` extra installs one, `lerobot_camera_so101_twin` (packages/, a
+uv workspace member), so `lerobot-rollout ...` runs as it is; this launcher is for an install that
+lacks it (the orchestrator's wheel installed on its own). Commands without cameras
+(`lerobot-calibrate`, `lerobot-find-joint-limits`) run as they are either way.
 """
 
 from __future__ import annotations
