@@ -141,6 +141,23 @@ def test_go_to_n_relabels_with_the_old_label_kept_and_the_chain_verifies(session
     assert main(["verify", str(campaign)]) == 0, capsys.readouterr()
 
 
+def test_a_relabel_in_a_bundle_keeps_the_old_line_and_imports_the_new_label(campaign, tmp_path, capsys):
+    from orchestrator.cli import main
+    from orchestrator.judging.bundle import BundleSource
+
+    assert main(["bundle", str(campaign), "--out", str(tmp_path / "b")]) == 0
+    session = JudgeSession(BundleSource(tmp_path / "b", "carol"))
+    first = session.order[0].id
+    session.label("success")
+    session.goto("1")
+    session.label("failure")
+    session.source.close()
+    lines = (tmp_path / "b" / "labels" / "carol.jsonl").read_text()
+    assert '"success"' in lines and '"failure"' in lines                 # the old line stays in the file
+    assert main(["import-labels", str(campaign), str(tmp_path / "b")]) == 0
+    assert live_judgments(campaign, "carol") == [(first, "failure", None, None)]
+
+
 def test_progress_counts_only_the_episodes_still_to_judge():
     """A bundle keeps the `invalid_start` line of an episode the judge sent back; that episode left
     the judge's order and must not count as judged (the Textual judge showed "4 of 3")."""

@@ -363,3 +363,16 @@ def test_seed_permutation_test_by_monte_carlo_agrees_with_the_exact(monkeypatch)
     assert exact.exact and not drawn.exact and drawn.arrangements == seeds.MONTE_CARLO
     se = np.sqrt(exact.p * (1 - exact.p) / seeds.MONTE_CARLO)
     assert abs(drawn.p - exact.p) <= 4 * se + 1e-5, (drawn.p, exact.p)
+
+
+def test_head_to_head_is_clopper_pearson_with_the_mark_as_the_unit():
+    # one discordant layout a mark: scipy's exact (Clopper-Pearson) interval
+    for wins, total in ((34, 35), (5, 5), (0, 4), (7, 12)):
+        share, lo, hi = bradley_terry.head_to_head([(1, 1)] * wins + [(0, 1)] * (total - wins))
+        ci = sps.binomtest(wins, total).proportion_ci(0.95, method="exact")
+        assert (share, lo, hi) == pytest.approx((wins / total, ci.low, ci.high))
+    # ten wins on each of 2 marks, none on 2 others (10 layouts each): the marks decide, the
+    # interval is far wider than the 20-of-40 binomial one
+    _, lo, hi = bradley_terry.head_to_head([(10, 10), (10, 10), (0, 10), (0, 10)])
+    plain = sps.binomtest(20, 40).proportion_ci(0.95, method="exact")
+    assert lo < plain.low - 0.1 and hi > plain.high + 0.1

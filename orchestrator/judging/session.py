@@ -14,7 +14,8 @@ The rules:
 - `z` retracts this judge's last label and goes back to that episode;
 - `j` + N goes to episode N of this judge's order (or to an episode by its id), labelled or not:
   a label made there replaces the one it had (written, then the old one retracted: the old one
-  stays in the store and its evidence chain, with its time), and the queue goes on from there;
+  stays, with its time, in the campaign's store and evidence chain or in the bundle's labels
+  file), and the queue goes on from there;
 - `x` + reason: `JudgeSource.invalidate` (the trial is re-run, never counted), judged from the
   start alone: refused once the face reports that more than `queue.START_WINDOW_S` of the episode
   or its last frame was on screen, and for an episode this judge has labelled (a live label, or
@@ -237,8 +238,8 @@ class JudgeSession:
         self.go(episode)
         record = self.labels.get(episode.id)
         where = f"Episode {self.position(episode)} of {len(self.order)} ({episode.id})"
-        self.status = (f"{where}: labelled {record.label}; s, f or u relabels it (the old label is kept "
-                       "in the evidence chain)" if record else f"{where}: not labelled yet")
+        self.status = (f"{where}: labelled {record.label}; s, f or u relabels it (the old label is kept, "
+                       "marked retracted)" if record else f"{where}: not labelled yet")
 
     # ---------------------------------------------------------------- invalid start
 

@@ -13,10 +13,10 @@ parts are not comparable.
 Two neighbours on the board are *separated* when a test on their own discordant layouts says so:
 the cluster sign-flip over the (campaign, mark) units where they met (d_k: the higher one's wins
 minus its losses there; `stats.clustered_p_values`), mid-p Holm-adjusted over the neighbours, at
-most alpha. Their head-to-head interval is the clustered Wilson interval of the higher one's
-share of their discordant layouts (`stats.clustered_wilson`, the mark the unit) on the log-odds
-scale: under the model that share is sigma(theta_a - theta_b), and Wilson's interval holds near
-0 and 1, where the basic bootstrap of the ratings covered 0.71 (a leader that won 33 of 34 against
+most alpha. Their head-to-head interval is the Clopper-Pearson interval of the higher one's
+share of their discordant layouts on the effective counts over marks (`bradley_terry.head_to_head`)
+on the log-odds scale: under the model that share is sigma(theta_a - theta_b), and the interval
+holds near 0 and 1, where the basic bootstrap of the ratings covered 0.71 (a leader that won 33 of 34 against
 the runner-up was called "not separated", difference CI -0.10 to +4.80). A checkpoint with two or
 fewer wins or losses is flagged: its rating rests on the penalty and its bootstrap interval is
 not to be read as 95 %.
@@ -72,12 +72,11 @@ def _neighbours(units: np.ndarray, order: list[int], names: list[str], theta: np
         won, lost = units[:, i, j], units[:, j, i]
         met = [(int(w), int(w + v)) for w, v in zip(won, lost, strict=True) if w + v]
         _, mid = stats.clustered_p_values([w - (n - w) for w, n in met]) if met else (1.0, 1.0)
-        share = stats.clustered_wilson(met) if met else stats.Interval(float("nan"), 0.0, 1.0, "wilson", 0.95)
-        found.append((i, j, int(won.sum()), int(lost.sum()), len(met), mid, share))
+        found.append((i, j, int(won.sum()), int(lost.sum()), len(met), mid, bradley_terry.head_to_head(met)))
     adjusted = stats.holm([f[5] for f in found])
     return tuple(Neighbours(a=names[i], b=names[j], rating_difference=float(theta[i] - theta[j]), wins=w, losses=v,
                             units=k, mid_p=mid, holm_p=h, separated=h <= alpha and w != v,
-                            lo=_logit(share.lo), hi=_logit(share.hi))
+                            lo=_logit(share[1]), hi=_logit(share[2]))
                  for (i, j, w, v, k, mid, share), h in zip(found, adjusted, strict=True))
 
 
@@ -93,7 +92,7 @@ def neighbour_note(n: Neighbours, count: int) -> str:
     holm = f", Holm-adjusted over {count} neighbours {fmt_p(n.holm_p)}" if count > 1 else ""
     return (f"{n.a} and {n.b} are {said}: {n.a} won {n.wins} of their {n.wins + n.losses} discordant layouts "
             f"({n.units} (campaign, mark) units; sign-flip mid-p {fmt_p(n.mid_p)}{holm}); head-to-head log-odds "
-            f"95% CI {_signed(n.lo)} to {_signed(n.hi)} (clustered Wilson over marks); rating difference "
+            f"95% CI {_signed(n.lo)} to {_signed(n.hi)} (Clopper-Pearson over marks); rating difference "
             f"{n.rating_difference:+.2f}")
 
 

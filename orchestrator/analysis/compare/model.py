@@ -154,7 +154,7 @@ class Neighbours:
     mid_p: float                        # sign-flip over those units
     holm_p: float                       # adjusted over the neighbours
     separated: bool
-    lo: float                           # head-to-head log-odds: logit of the clustered Wilson bounds
+    lo: float                           # head-to-head log-odds: logit of the clustered Clopper-Pearson bounds
     hi: float
 
 

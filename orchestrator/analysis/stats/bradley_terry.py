@@ -25,7 +25,8 @@ estimate is biased away from 0 with few marks and the percentile interval repeat
 References: Bradley RA, Terry ME (1952). Rank analysis of incomplete block designs I.
 Biometrika 39:324-345. Zermelo E (1929). Die Berechnung der Turnier-Ergebnisse als ein
 Maximumproblem der Wahrscheinlichkeitsrechnung. Math Z 29:436-460. Ford LR (1957). Solution of
-a ranking problem from binary comparisons. Am Math Monthly 64:28-33. Davison AC, Hinkley DV
+a ranking problem from binary comparisons. Am Math Monthly 64:28-33. Clopper CJ, Pearson ES (1934).
+Biometrika 26:404-413. Rao JNK, Scott AJ (1992). Biometrics 48:577-585. Davison AC, Hinkley DV
 (1997). Bootstrap Methods and their Application. Cambridge University Press. Hunter DR (2004). MM
 algorithms for generalized Bradley-Terry models. Ann Stat 32:384-406. Maystre L (2015). choix.
 """
@@ -36,8 +37,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.stats import beta
 
 from orchestrator.analysis.stats.aggregate import chunks, resample_counts
+from orchestrator.analysis.stats.clustered_rate import rate_design_effect
 
 ALPHA = 0.01           # penalty: prior sd 1 / sqrt(2 alpha) ~ 7 log-odds, weak
 REPS = 2_000
@@ -140,3 +143,22 @@ def rate(unit_wins: np.ndarray, strata: Sequence[object], reps: int = REPS, leve
     replicates = np.concatenate(out)
     lo, hi = _basic(theta, replicates, level)
     return Ratings(theta, lo, hi, replicates, total.sum(axis=1) + total.sum(axis=0), level)
+
+
+def head_to_head(per_mark: Sequence[tuple[int, int]], level: float = 0.95) -> tuple[float, float, float]:
+    """(share, lo, hi): i's share of its discordant layouts against j, per mark (wins, discordant
+    layouts), with the Clopper-Pearson interval (Clopper & Pearson 1934) on the effective counts
+    W / deff of N / deff, deff the design effect of the share over marks (`clustered_rate`; Rao &
+    Scott 1992). Under the model the share is sigma(theta_i - theta_j), so logit(lo), logit(hi)
+    bound the difference. Clopper-Pearson, not Wilson: near separation (a share near 1 from a
+    dozen layouts) Wilson's interval covered 0.917 at 20 marks, below its label."""
+    marks = [(int(w), int(n)) for w, n in per_mark if n]
+    wins, total = sum(w for w, _ in marks), sum(n for _, n in marks)
+    if total == 0:
+        return float("nan"), 0.0, 1.0
+    deff = rate_design_effect(marks)
+    k, n = wins / deff, total / deff
+    tail = (1 - level) / 2
+    lo = 0.0 if wins == 0 else float(beta.ppf(tail, k, n - k + 1))
+    hi = 1.0 if wins == total else float(beta.ppf(1 - tail, k + 1, n - k))
+    return wins / total, lo, hi
