@@ -189,7 +189,12 @@ def test_evaluation_files_and_card(exported, sim_campaign):
     assert (f"McNemar mid-p {comparison['mcnemar']['mid_p']:.3f} (primary), "
             f"exact {comparison['mcnemar']['exact_p']:.3f};") in card
     assert campaign["protocol_sha256"] in card
-    assert f'LeRobotDataset("{REPO_ID}")' in card and "ab_trials.parquet" in card
+    # loaded from the exported folder with PyAV (no torchcodec tracebacks first), no Hub address for
+    # it; the Hub's lines only once pushed
+    assert f'LeRobotDataset("{REPO_ID}", root=root, video_backend="pyav")' in card
+    assert 'trials = pd.read_parquet(root / "meta" / "ab_trials.parquet")' in card
+    snippet = card[card.index("```python"):card.index("```", card.index("```python") + 3)]
+    assert "hf://" not in snippet and f'On the Hub (once pushed with `--push`): `LeRobotDataset("{REPO_ID}", ' in card
     assert "| `ab.policy` | policy label | 0 = A, 1 = B |" in card
     assert not (root / "images").exists()
     assert not [n for n in siblings(root) if n.startswith(".dataset.")]  # no temp dirs left

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 
+import pytest
+
 from orchestrator.cli import build_parser
 
 
@@ -27,3 +29,26 @@ def test_no_help_text_shows_an_argparse_escape():
     assert "100 % (actual size)" in " ".join(texts["orchestrator layout print"].split())
     planted = argparse.ArgumentParser(prog="x", description="Print at 100 %% (actual size)")
     assert [name for name, text in helps(planted, "x").items() if "%%" in text] == ["x"]
+
+
+@pytest.mark.subprocess   # the simulated runner's episode worker
+def test_an_incomplete_session_ends_with_the_command_that_resumes_it(tmp_path, capsys):
+    """`run` ending with the campaign incomplete said only "judge | report"; its `next:` line now
+    gives the command that resumes it, and that command, run as printed, completes the campaign."""
+    import shlex
+
+    from orchestrator.cli import main
+    from support.repo import REPO
+
+    protocol, rig = REPO / "tests" / "data" / "tiny_protocol.yaml", REPO / "tests" / "data" / "tiny_sim.yaml"
+    out = tmp_path / "camp"
+    assert main(["run", str(protocol), "--rig", str(rig), "--out", str(out), "--workers", "1", "--stop-after", "2"]) == 0
+    said = capsys.readouterr().out.strip().splitlines()
+    assert said[-2] == "2/6 trials done, 0 aborted this session; campaign incomplete (run again to resume)"
+    prefix = "next: resume it with: "
+    assert said[-1].startswith(prefix), said[-1]
+    argv = shlex.split(said[-1].removeprefix(prefix))
+    assert argv == ["orchestrator", "run", str(protocol), "--rig", str(rig), "--out", str(out)]
+    assert main(argv[1:]) == 0
+    said = capsys.readouterr().out.strip().splitlines()
+    assert said[-2].startswith("6/6 trials done") and said[-1].startswith(f"next: orchestrator judge {out} ")

@@ -68,7 +68,7 @@ def _leads(twin, since=0.0):
 
 @pytest.fixture
 def arm(tmp_path, monkeypatch):
-    rig, twin = twin_rig(tmp_path, monkeypatch)
+    rig, twin = twin_rig(tmp_path, monkeypatch, cube_xy=CUBE[:2])   # the cube where the path picks it
     yield rig, twin
     rig.disconnect()
 
@@ -104,6 +104,8 @@ def test_positive_control_the_same_path_without_a_hand_runs_to_its_end(arm):
     here = twin.degrees()
     assert max(abs(here[k] - v) for k, v in end.items()) < 3.0, (here, end)
     assert len(path) / FPS <= twin.now <= len(path) / FPS + 3.0   # the path's own pace, not slower
+    x, y, *_ = twin.sim.cube_pose()
+    assert abs(x - MARK[0]) < 0.015 and abs(y - MARK[1]) < 0.015, (x, y)   # picked, carried and put down
 
 
 def test_an_overload_during_a_reset_carry_is_read_within_5_steps_and_holds_the_arm(arm):

@@ -6,6 +6,7 @@ import json
 import random
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from orchestrator.analysis import stats
@@ -64,6 +65,9 @@ def test_scenario_2_not_established_and_needs_more(tmp_path):
     need = stats.layouts_needed(14 / 50, 6 / 50, 0.8, 0.05, "mcnemar_midp")
     assert c.more_layouts_needed == need - 50
     assert f"Need about {need - 50} more layouts" in c.verdict
+    # and how: the frozen protocol cannot take them; topping this campaign up would be optional stopping
+    assert (f"the protocol is frozen, so they are a new campaign: a layout of {need} marks (size it with "
+            "`orchestrator plan`), decided on its own") in c.verdict
     assert "pairing made little difference" in c.pairing_note   # Fisher 0.078 vs mid-p 0.078
 
 
@@ -370,3 +374,36 @@ def test_the_report_json_reads_back_and_another_schema_is_refused(tmp_path):
         assert "\n" not in str(err.value) and str(path) in str(err.value)
         refused += 1
     assert refused == 3
+
+
+def test_the_paired_table_plot_colours_each_cell_by_its_count(tmp_path, monkeypatch):
+    """The HTML's paired table was coloured by the cell's type (concordant pale, discordant dark)
+    whatever the counts; each cell's colour now follows its count. The oracle reads the figure's
+    pixels: the cell with more pairs is darker, a cell with none the palest."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    from orchestrator.analysis.report import plots
+
+    figures = []
+    monkeypatch.setattr(plots, "png", lambda fig: figures.append(fig) or "")
+    rows = ["layout,policy,success"] + [f"M{i},{p},{s}" for i, (a, b) in enumerate(
+        [(1, 1)] * 9 + [(1, 0)] * 3 + [(0, 0)] * 1) for p, s in (("A", a), ("B", b))]
+    (tmp_path / "o.csv").write_text("\n".join(rows) + "\n")
+    r = build_report(load_outcomes_csv(tmp_path / "o.csv"))
+    (c,) = r.comparisons
+    assert (c.table.both, c.table.a_only, c.table.b_only, c.table.neither) == (9, 3, 0, 1)
+    plots._paired_table(plt, c)
+    (fig,) = figures
+    fig.canvas.draw()
+    image = np.asarray(fig.canvas.buffer_rgba())[..., :3].astype(int)
+    ax = fig.axes[0]
+
+    def shade(row: int, col: int) -> int:   # brightness near a cell's corner, clear of its text
+        x, y = ax.transData.transform((col - 0.4, row - 0.4))
+        return int(image[image.shape[0] - int(y), int(x)].sum())
+
+    both, a_only, b_only, neither = shade(0, 0), shade(0, 1), shade(1, 0), shade(1, 1)
+    assert both < a_only < neither < b_only, (both, a_only, b_only, neither)   # 9 < 3 < 1 < 0 pairs

@@ -1,12 +1,16 @@
 """A fault at every point, sampled: a seeded handful of the matrix that
 bench/safety_matrix.py runs whole (events x phases x on_stop, one event at the N-th bus
-transaction of a short twin campaign; the invariants: tests/support/safety_matrix.py). A canary
-run (torque-off disabled) shows the checks can fail. One run has the tiny SmolVLA under LeRobot's
+transaction of a short twin campaign; the invariants: tests/support/safety_matrix.py), and two
+cases of the arm's own reset: a hand on the elbow during the pick, an overload on shoulder_lift
+during the carry. A canary run (torque-off disabled) and planted wire records (a joint pushed
+without a stop, a fault held late) show the checks can fail. One run has the tiny SmolVLA under LeRobot's
 RTC engine (tests/support/safety_matrix_rtc.py), with the two invariants of
 asynchronous inference on top; planted records and a run of a policy that only pauses LeRobot's
 engine show those checks can fail."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
@@ -28,9 +32,10 @@ def spans(tmp_path_factory):
 
 
 def test_a_run_without_an_event_passes_through_every_phase(spans):
-    """Every phase but the reset, which has a campaign of its own (`reset: auto`; its row runs in
-    bench/safety_matrix.py, and a stop during a reset on the twin is tests/test_twin_reset.py)."""
-    assert spans["reset"] == [] and all(spans[p] for p in sm.PHASES if p != "reset"), \
+    """Every phase but the reset's and the after_* ones, which have campaigns of their own (the
+    reset's two cases below; their rows run in bench/safety_matrix.py)."""
+    own = (*sm.RESET_PHASES, *sm.AFTER_PHASES)
+    assert all(spans[p] == [] for p in own) and all(spans[p] for p in sm.PHASES if p not in own), \
         {p: len(spans[p]) for p in sm.PHASES}
 
 
@@ -56,10 +61,62 @@ def test_the_checks_catch_torque_left_on(spans, tmp_path, monkeypatch):
     assert any(v.startswith("torque:") for v in outcome.violations), outcome.violations
 
 
+# (event, on_stop, phase, k: before the phase's k-th packet). In a reset run without an event on the
+# twin the pick was 764 packets (4.3 s), the carry 437, the place 578: the 450th of the pick is ~2.5 s
+# in, as the jaws close (the elbow held there cannot follow the lift); the 300th of the carry, under way.
+RESET_CASES = (("hand:elbow_flex", "hold", "reset_pick", 450), ("alarm:shoulder_lift", "release", "reset_carry", 300))
+
+
+@pytest.mark.parametrize("event,on_stop,phase,k", RESET_CASES)
+def test_a_hand_and_an_overload_during_the_arms_own_reset_keep_every_invariant(event, on_stop, phase, k, tmp_path,
+                                                                               monkeypatch):
+    case = sm.Case(event, on_stop, phase, 0, "sync", k)
+    tap, _, outcome = sm.run_case(case, tmp_path, monkeypatch)
+    assert tap.fired_phase == phase, outcome.note
+    assert outcome.violations == [], f"{case.name}: {outcome.violations}"
+    stop = next((st for st in tap.stops if st[0] >= tap.fired_at), None)
+    assert stop is not None, "the reset went on as if nothing happened"
+    if event.startswith("alarm:"):   # held (here released) within the limit, goals written meanwhile or not
+        hold, moved = sm._to_hold(tap)
+        assert hold is not None and hold - tap.fired_at <= sm.FAULT_TO_HOLD_S, (hold, tap.fired_at, len(moved))
+    else:
+        assert any("elbow_flex blocked" in m for m in tap.messages), tap.messages
+
+
+def test_the_checks_catch_a_joint_pushed_without_a_stop_and_a_fault_held_late():
+    """Planted wire records: the stall rule flags a joint 4 degrees from its goal that has not
+    moved for 0.5 s (not one that creeps toward it, not the gripper closing on the cube), and the
+    fault-to-hold check a hold 300 ms after an overload with goals written meanwhile."""
+    from orchestrator.rigs.twin.feetech import INST_SYNC_WRITE, INST_WRITE, REG
+
+    tap = sm.Tap()
+    tap.phase.append("reset_pick")
+    tap.present = {"elbow_flex": 10.0, "wrist_flex": 10.0, "gripper": 30.0}
+    for i in range(30):   # 0.6 s at 50 Hz
+        t = i * 0.02
+        tap.present["wrist_flex"] = 10.0 + 0.1 * i   # creeps toward its goal: 3 degrees in 0.6 s
+        for motor, goal in (("elbow_flex", 14.0), ("wrist_flex", 10.0 + 0.1 * i + 4.0), ("gripper", 25.0)):
+            tap.on_goal(motor, goal, t)
+    assert [line.split()[0] for line in tap.stalls] == ["elbow_flex"], tap.stalls
+    goal = bytes([0xFF, 0xFF, 0xFE, 9, INST_SYNC_WRITE, REG["Goal_Position"][0], 2, 1, 0, 8, 0])
+    hold = bytes([0xFF, 0xFF, 0xFE, 4, INST_WRITE, REG["Torque_Enable"][0], 0, 0])
+    tap.packets = [(10.0 + 0.02 * i, goal, "reset_carry") for i in range(15)] + [(10.3, hold, "stop")]
+    tap.fired_at, tap.fired_phase, tap.stops = 10.0, "reset_carry", [(10.29, 10.31)]
+    outcome = sm.Outcome(sm.Case("alarm:shoulder_lift", "release", "reset_carry", 0, "sync", 1))
+    sm.check(outcome, tap, type("Op", (), {"messages": []})(), {"torque": [False] * 6}, Path("/nonexistent"), None)
+    assert [v for v in outcome.violations if v.startswith("fault-to-hold")] == [
+        "fault-to-hold: 300 ms, 14 goals written first"], outcome.violations
+    assert any(v.startswith("stall: elbow_flex") for v in outcome.violations)
+
+
 def test_every_event_of_the_issue_is_in_the_matrix():
     needed = {"operator_stop", "ctrl_c", "sigterm", "policy_exception", "nan_action", "camera_failure",
-              "usb_unplug", "servo_reset", "corrupt_burst"} | {f"alarm:{j}" for j in sm.JOINTS}
-    assert set(sm.EVENTS) == needed and len(sm.PHASES) == 9 and "reset" in sm.PHASES
+              "usb_unplug", "servo_reset", "corrupt_burst"} | {f"alarm:{j}" for j in sm.JOINTS} | {
+              f"hand:{j}" for j in sm.JOINTS[:5]}
+    assert set(sm.EVENTS) == needed and len(sm.PHASES) == 14
+    assert {"reset_pick", "reset_carry", "reset_place", "after_sigterm", "after_sighup", "after_kill9"} <= set(sm.PHASES)
+    hands = {c.phase for c in sm.cases({p: [1, 2] for p in sm.PHASES}, 1, events=("hand:elbow_flex",))}
+    assert hands == set(sm.OWN_MOTIONS)   # a hand only while the arm moves by itself
 
 
 # Session scope, as `spans` above.

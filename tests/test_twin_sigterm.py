@@ -172,7 +172,7 @@ def test_closing_the_terminal_while_the_arm_is_held_ends_the_process_with_torque
         try:
             _console_episode(tmux, protocol, rig, out)
             tmux("send-keys", "-t", "op", "Space")          # stop: the arm holds, torque on
-            tmux.wait_for("op", "EMERGENCY STOP", timeout=30)  # it asks why: the prompt phase
+            tmux.wait_for("op", "Why?", timeout=30)          # it asks why: the prompt phase
             assert twin.request("state")["torque"] == [True] * 6
             with CampaignStore.open_readonly(out) as store:
                 (running,) = [s for s in store.sessions() if s["ended_at"] is None]

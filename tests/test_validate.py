@@ -323,3 +323,46 @@ def test_yaml_syntax_error_names_where_the_construct_opened_and_where_yaml_notic
     assert m and (int(m["line"]), int(m["col"])) == (3, opened.column + 1)
     assert f"at line {noticed.line + 1}, column {noticed.column + 1}" in m["message"]
     assert "while parsing a flow mapping that starts here" in m["message"]
+
+
+def test_validate_says_what_the_protocol_leaves_to_the_default_and_the_draw(cli, tmp_path):
+    """`ok` with no `success:` now names the default test it will freeze, and with `order:
+    balanced` on 19 marks how the draw splits who goes first (10/9: it cannot be even); the
+    shipped 20-mark demo splits 10/10."""
+    layout = tmp_path / "layout19.yaml"
+    layout.write_text("\n".join(line for line in (REPO / "layouts" / "grid20.yaml").read_text().splitlines()
+                                if "id: M20" not in line) + "\n")
+    text = (REPO / "protocols" / "sim_demo.yaml").read_text().replace("../layouts/grid20.yaml", str(layout))
+    assert "success:" in text
+    path = tmp_path / "p.yaml"
+    path.write_text("\n".join(line for line in text.splitlines() if not line.startswith("success:")) + "\n")
+    result = cli("validate", path)
+    assert result.code == 0 and result.err == "", result.err
+    lines = result.out.strip().splitlines()
+    assert len(lines) == 3 and ": ok: sim-demo: 2 policies (A, B), 19 marks x 1" in lines[0]
+    assert lines[1] == (f"{path}: success: none given, so the default: lift_and_hold (min_height_m 0.04, "
+                        "hold_s 1): cube bottom lifted >= 4 cm, both jaws on it, held >= 1 s")
+    assert lines[2].startswith(f"{path}: order balanced: first in its pairs of 19: A on ")
+    firsts = sorted(int(part.split(" on ")[1].split()[0].rstrip(",")) for part in lines[2].split(": ")[-1].split(", "))
+    assert firsts == [9, 10] and lines[2].endswith("(19 cannot be split evenly)")
+    shipped = cli("validate", REPO / "protocols" / "sim_demo.yaml").out.strip().splitlines()
+    assert len(shipped) == 2 and shipped[1].endswith("order balanced: first in its pairs of 20: A on 10, B on 10")
+
+
+def test_an_unknown_policy_type_is_named_in_our_words_with_the_known_ones(cli, tmp_path):
+    """A misspelt policy type gave pydantic's own words ("Input tag 'lerobt' found using 'type'
+    does not match any of the expected tags: ..."); now one located line names it, the nearest
+    known type and every known one (the protocol's POLICY_SPECS)."""
+    from orchestrator.design.protocol import POLICY_SPECS
+
+    text = (REPO / "protocols" / "sim_demo.yaml").read_text().replace("../layouts/grid20.yaml",
+                                                                     str(REPO / "layouts" / "grid20.yaml"))
+    path = tmp_path / "p.yaml"
+    path.write_text(text.replace("A: {type: scripted, aim_noise_mm: 3}", "A: {type: lerobt, path: x}"))
+    result = cli("validate", path)
+    assert result.code == 2 and len(result.err_lines) == 1, result.err
+    row = line_of(path.read_text(), "A: {type: lerobt")
+    known = ", ".join(POLICY_SPECS)
+    assert result.err_lines[0] == (f"{path}:{row}:3: policies.A: unknown type 'lerobt' (did you mean "
+                                   f"'lerobot'?); known: {known}")
+    assert "Input tag" not in result.err and "expected tags" not in result.err

@@ -106,9 +106,27 @@ def run(args: argparse.Namespace) -> int:
           f"session; campaign {state}")
     if summary.stopped_early:
         print(f"stopped early: {summary.stopped_early}")
-    print(f"next: orchestrator judge {directory} --judge YOUR_NAME   |   "
-          f"orchestrator report {directory}")
+    if summary.complete:
+        print(f"next: orchestrator judge {directory} --judge YOUR_NAME   |   "
+              f"orchestrator report {directory}")
+        return 0
+    print(f"next: resume it with: {resume_command(args, directory)}")
     return 0
+
+
+def resume_command(args: argparse.Namespace, directory) -> str:
+    """The command that resumes this campaign: the same protocol, rig and flags, its --out
+    (a --store URL is not repeated: it may hold a password)."""
+    import shlex
+
+    words = ["orchestrator", "run", str(args.protocol), "--rig", str(args.rig)]
+    words += [flag for flag, on in (("--twin", args.twin), ("--unattended", getattr(args, "unattended", False)),
+                                    ("--no-console", args.no_console)) if on]
+    if getattr(args, "store", None):
+        words += ["--store", "URL"]
+    if args.station:
+        words += ["--station", args.station]
+    return " ".join(shlex.quote(w) if w != "URL" else w for w in [*words, "--out", str(directory)])
 
 
 def interventions_so_far(store) -> str:

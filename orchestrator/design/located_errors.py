@@ -97,6 +97,12 @@ def format_validation_errors(error: ValidationError, smap: SourceMap, root: type
             msg = f"unknown key {dotted!r}" + (f" (did you mean {hint[0]!r}?)" if hint else "")
         elif err["type"] == "missing":
             msg = f"missing required key {dotted!r}"
+        elif err["type"] == "union_tag_invalid":   # a `type:` no class is registered under
+            ctx = err.get("ctx") or {}
+            given, known = str(ctx.get("tag", "")), str(ctx.get("expected_tags", "")).replace("'", "").split(", ")
+            hint = difflib.get_close_matches(given, known, n=1)
+            msg = (f"{dotted}: unknown {str(ctx.get('discriminator', 'type')).strip("'")} {given!r}"
+                   + (f" (did you mean {hint[0]!r}?)" if hint else "") + f"; known: {', '.join(known)}")
         else:
             text = err["msg"].removeprefix("Value error, ")
             msg = f"{dotted}: {text}"

@@ -166,7 +166,9 @@ def _contents(summary: dict[str, Any]) -> list[str]:
 
 
 def _how_to_load(plan: Any, summary: dict[str, Any]) -> list[str]:
-    """Loading with LeRobot and pandas."""
+    """Loading with LeRobot and pandas: from the exported folder (no Hub needed), then from the Hub
+    once pushed. `video_backend="pyav"`: LeRobot's default decoder (torchcodec) prints a long
+    traceback first where it cannot load, before falling back."""
     repo_id = summary["repo_id"]
     lines: list[str] = []
     add = lines.append
@@ -175,17 +177,21 @@ def _how_to_load(plan: Any, summary: dict[str, Any]) -> list[str]:
     add("```python")
     add("import pandas as pd")
     add("from lerobot.datasets.lerobot_dataset import LeRobotDataset")
+    add("from lerobot.utils.constants import HF_LEROBOT_HOME")
     add("")
-    add(f'dataset = LeRobotDataset("{repo_id}")')
-    add(f'trials = pd.read_parquet("hf://datasets/{repo_id}/meta/ab_trials.parquet")')
+    add(f'root = HF_LEROBOT_HOME / "{repo_id}"   # where the export writes by default (else its --root)')
+    add(f'dataset = LeRobotDataset("{repo_id}", root=root, video_backend="pyav")')
+    add('trials = pd.read_parquet(root / "meta" / "ab_trials.parquet")')
     add("")
     add("# e.g. only the successful rollouts of one policy, for fine-tuning")
     first = plan.policies[0]
     add(f'keep = trials[(trials.exported) & (trials.success == True) & (trials.policy == "{first}")]')
-    add(f'successes = LeRobotDataset("{repo_id}", episodes=keep.episode_index.tolist())')
+    add(f'successes = LeRobotDataset("{repo_id}", root=root, episodes=keep.episode_index.tolist(), '
+        'video_backend="pyav")')
     add("```")
     add("")
-    add("Or from a local copy: `LeRobotDataset(repo_id, root=PATH)`.")
+    add(f'On the Hub (once pushed with `--push`): `LeRobotDataset("{repo_id}", video_backend="pyav")` and '
+        f'`pd.read_parquet("hf://datasets/{repo_id}/meta/ab_trials.parquet")`.')
     return lines
 
 

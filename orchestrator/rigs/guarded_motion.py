@@ -4,7 +4,8 @@ The move to start and to rest (`rigs/so101/rest_move.py`), every motion of the c
 carry, place, the squeeze after an episode: `Rig.move_along`) and the move that resumes after a
 hand-guided step all run `guarded_loop`. Each control period (`fps`) it
 1. calls `check()` (the operator's stop key; it raises to stop);
-2. every `CHECK_EVERY_STEPS` steps, from the first (so a motion never starts on an alarm), calls
+2. every `CHECK_EVERY_STEPS` steps, from the first (so a motion never starts on an alarm), and
+   whenever `CHECK_EVERY_S` has passed since the last (steps slowed by a loaded host), calls
    `watch()` (the servos' Status and Torque_Enable, `servo_alarms.check_servos`; it raises);
 3. asks the motion's `Aim` for its reference (where the joints should be now) and commands, per
    joint, the present position plus at most `MAX_LEAD_DEG` toward it: no goal is ever further
@@ -50,7 +51,8 @@ PROGRESS_DEG = 1.0        # ...that moves less than this toward it...
 FOLLOW_S = 0.3            # ...for this long is blocked
 MAX_DT_S = 0.1            # a stalled loop (a slow read) does not advance the reference further
 UNWATCHED_S = 0.1         # a loop step longer than this (a stalled host or bus) is not watched time
-CHECK_EVERY_STEPS = 5     # Status and Torque_Enable read every this many steps, from the first
+CHECK_EVERY_STEPS = 5     # Status and Torque_Enable read every this many steps, from the first...
+CHECK_EVERY_S = 0.1       # ...and at least this often however long the steps take
 GRIPPER = "gripper.pos"
 CURSOR_HALVINGS = 8       # how finely a cursor held back by a joint finds how far it may go
 
@@ -215,18 +217,20 @@ def guarded_loop(read: Callable[[], Pose], write: Callable[[Pose], object], aim:
     last = clock.perf_counter()
     following = _Following({k: here[k] for k in keys}, last)
     settle_until = None
-    n = 0
+    n, watched = 0, float("-inf")
     while True:
         t0 = clock.perf_counter()
         check()
-        if n % CHECK_EVERY_STEPS == 0:   # from the first step: a motion never starts on an alarm
+        if n % CHECK_EVERY_STEPS == 0 or t0 - watched >= CHECK_EVERY_S:   # from the first step, too
             watch()
+            watched = t0
         if t0 - last > UNWATCHED_S:
             following.unwatched(t0 - last)
         reference = aim.advance(here, min(t0 - last, MAX_DT_S))
         last = t0
         goal = {k: here[k] + clip(reference[k] - here[k], MAX_LEAD_DEG) for k in keys}
-        stuck = following.stuck(goal, here, t0, aim.free(here))
+        # timed when decided, after the stop key and the servo reads (tens of ms on a loaded host)
+        stuck = following.stuck(goal, here, clock.perf_counter(), aim.free(here))
         if stuck:
             write({k: here[k] for k in keys})
             raise blocked(_names(stuck))

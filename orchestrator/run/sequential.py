@@ -260,6 +260,7 @@ def _servo_fault_ended(exc: Exception, motion: ArmMotion, attempt: int, trial: T
     (`abort_questions.after_servo_alarm`), torque goes off where the arm is (the session ends
     without a move: `motion.ended`), and the run ends saying to power-cycle the arm."""
     motion.ended = True
+    operator.message(f"trial aborted: {type(exc).__name__}: {exc}; {SETTLED_SAY[settled]}")
     try:
         after_servo_alarm(opened.store, attempt, str(exc), is_policy_alarm(exc), operator)
     except StopRequested:

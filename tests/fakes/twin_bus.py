@@ -31,7 +31,7 @@ import serial
 import yaml
 
 from orchestrator.rigs.twin.arm import JOINTS
-from orchestrator.rigs.twin.feetech import ERR_OVERLOAD, INST_SYNC_WRITE, INST_WRITE, REG, from_sign_magnitude
+from orchestrator.rigs.twin.feetech import INST_SYNC_WRITE, INST_WRITE, REG, from_sign_magnitude
 
 PACKET_S = 0.001          # an instruction packet and its reply: a USB adapter's round trip, ~1 ms
 STALL_FRACTION = 0.8      # pushing at >= 80 % of the servo's torque cap...
@@ -124,10 +124,9 @@ class InProcessTwin:
         self.events.append((self.now, f"hold:{joint}"))
 
     def overload(self, joint: str) -> None:
-        """The twin's `overload` fault on `joint`: the servo unloads, Status bit 5 set."""
-        i = JOINTS.index(joint)
-        self.arm.release(i)
-        self.arm.servo(i).error |= ERR_OVERLOAD
+        """The twin's `overload` fault on `joint` (`TwinArm.overload_unload`, as the twin's server
+        applies it): the servo unloads, Status bit 5 set."""
+        self.arm.overload_unload(JOINTS.index(joint), cause="fault")
         self.events.append((self.now, f"overload:{joint}"))
 
     def degrees(self) -> dict[str, float]:

@@ -71,6 +71,10 @@ def more_layouts(table: stats.PairedTable, alpha: float, primary: str, compariso
         return None, (f"{needed} layouts would already give {rule} {TARGET_POWER:.0%} power {at}, and this "
                       f"campaign has {n}: the true difference is probably smaller than observed"
                       f"{half_text} layouts in all{cap}")
+    how = "" if evalue_rule else (
+        f"; the protocol is frozen, so they are a new campaign: a layout of {needed} marks (size it with "
+        "`orchestrator plan`), decided on its own; adding trials to this campaign after seeing its result "
+        "is optional stopping, which only a pre-registered e-value rule (`stopping: {kind: evalue}`) allows")
     return needed - n, (f"need about {needed - n} more layouts: {needed} in all give {rule} "
                         f"{TARGET_POWER:.0%} power {at}{half_text} in all (the observed difference is "
-                        f"uncertain{rough}){cap}")
+                        f"uncertain{rough}){cap}{how}")

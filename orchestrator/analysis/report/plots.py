@@ -41,7 +41,9 @@ def _paired_table(plt: Any, c: Comparison) -> tuple[str, str]:
     t = c.table
     fig, ax = plt.subplots(figsize=(3.6, 3.0))
     m = [[t.both, t.a_only], [t.b_only, t.neither]]
-    ax.imshow([[0.2, 1.0], [1.0, 0.2]], cmap="Oranges", vmin=0, vmax=1.4)
+    # each cell coloured by its count (darker: more pairs); the cells' names say which
+    # are the discordant ones
+    ax.imshow(m, cmap="Oranges", vmin=0, vmax=max(1, t.both, t.a_only, t.b_only, t.neither) * 1.4)
     names = [["both", f"{c.a} only"], [f"{c.b} only", "neither"]]
     for i in range(2):
         for j in range(2):
