@@ -40,6 +40,8 @@ def test_a_move_blocked_twice_is_finished_by_lifting_the_arm_by_hand_with_torque
         proc, lines = start_run(protocol, rig, out, env=env(), enters=0)
         seen: list[str] = []
         try:
+            wait_for_line(lines, "not moved yet: the arm is 30 degrees from rest (elbow_flex)", 120, seen)
+            press_enter(proc)   # the first motion after connect: the arm is far from rest, it waits for a person
             wait_for_line(lines, "elbow_flex blocked", 60, seen)
             wait_for_line(lines, "ARM STOPPED", 120, seen)
             press_enter(proc)   # try again: still held
