@@ -629,6 +629,8 @@ def test_after_two_blocked_moves_the_operator_lifts_the_arm_by_hand_lets_go_and_
         real_confirm(what)
 
     def approve(line):
+        if HAND_GUIDE_NOW not in line and HAND_GUIDE_LET_GO not in line:
+            return   # the session's first motion (the fake arm starts far from rest): allowed
         seen["approvals"].append((line, arm.torque_enabled()))
         if len(seen["approvals"]) == 1:   # limp: the hand lifts the elbow to 80 degrees and holds it there
             elbow.move_by_hand(2047 + round(80 * 4095 / 360))
@@ -704,8 +706,11 @@ def test_an_alarm_that_refuses_torque_on_after_a_released_stop_is_named_not_the_
         campaign(protocol, rig_with(rig, on_stop="release"), tmp_path / "c", op)
     assert op.fault_at is not None and "USB" not in raised.value.line and "pushes against" in raised.value.line
     # before torque-on the goal is set where each joint lies; the refused torque-on moved nothing
+    # (the move to rest first reads where the arm is, `ArmMotion._open_at_the_table`: that read may
+    # meet the alarm's Status first, and then not even the goal := present goes out)
     held = arm.positions()
-    assert arm.goal_writes(since=op.fault_at) and all(v == held[i] for _, i, v in arm.goal_writes(since=op.fault_at))
+    writes = arm.goal_writes(since=op.fault_at)
+    assert all(v == held[i] for _, i, v in writes) and len(writes) in (0, len(arm.servos)), writes
     assert arm.torque_enabled() == {i: 0 for i in arm.servos}
 
 

@@ -8,7 +8,8 @@ Every way a goal can reach the arm is named here with the only places it may app
 - `_write_goal`: the adapter's guarded motions (`go_to_rest`, `move_along`, which hand it to the
   guarded loop), its hold (`safe_stop`: goal := present) and its torque-on (`_resume_torque`: the
   same);
-- `go_to_rest` and `move_along`: the runner's one stop path (`run/motion.py`, `ArmMotion`), the
+- `go_to_rest` and `move_along`: the runner's one stop path (`run/motion.py`, `ArmMotion`: the
+  move to rest, the reset's motions, the jaws opened at the table before a move to rest), the
   simulated rig's `place_cube` (which sets the arm at rest as it builds the scene) and the twin's start.
 A reference (a call, or the method handed on) anywhere else is a way around the guard. The
 positive controls plant such references and the check must name each."""
@@ -31,7 +32,7 @@ ALLOWED: dict[str, set[tuple[str, str]]] = {
                                                                     "_resume_torque")},
     "go_to_rest": {("orchestrator/run/motion.py", "to_rest"), ("orchestrator/rigs/sim.py", "place_cube"),
                    ("orchestrator/rigs/twin/server.py", "__init__")},
-    "move_along": {("orchestrator/run/motion.py", "follow")},
+    "move_along": {("orchestrator/run/motion.py", "follow"), ("orchestrator/run/motion.py", "_open_at_the_table")},
 }
 GOAL_WRITE = "Goal_Position"   # a `sync_write`/`write` whose first argument names it
 GOAL_WRITERS = {("orchestrator/rigs/so101/rig.py", "_write_goal")}

@@ -15,7 +15,7 @@ from orchestrator.design.protocol import Mark, load_protocol
 from orchestrator.rigs.base import EmergencyStop
 from orchestrator.rigs.factory import make_rig
 from orchestrator.rigs.profile import load_rig
-from orchestrator.run.motion import ArmMotion
+from orchestrator.run.motion import ArmMotion, MotionStopped
 from orchestrator.run.operator_protocol import AutoOperator
 from orchestrator.run.reset import RESETTING, CubeReset, LandingBias
 from orchestrator.run.start_state import StartGate
@@ -275,9 +275,10 @@ def test_the_stop_key_during_a_reset_holds_the_arm_until_the_operator_confirms(r
     reset, store, _ = _reset(rig, tmp_path, operator, motion)
     rig.prepare_layout(MARKS["M01"], PROTOCOL.layout.cube, 0)
     operator.steps, acts[:] = 0, []
-    reset.place(Trial(), MARKS["M13"])
-    assert stops and stops[0] == 39                     # held at once: no target after the key
-    assert operator.confirms[0] == "on (the cube is measured again)"
+    with pytest.raises(MotionStopped):                  # the caller asks what next (run/sequential.py)
+        reset.place(Trial(), MARKS["M13"])
+    assert stops and stops[0] == 39 and len(acts) == 39   # held at once: no target after the key
+    assert operator.confirms == [] and motion.held      # nothing goes on by itself: not even to rest
     assert "resetting the cube" in operator.moving and operator.moving[-1] is None
 
 
@@ -314,11 +315,13 @@ def test_the_stop_key_while_a_held_cube_is_put_down_holds_the_arm_until_the_oper
     monkeypatch.setattr(rig, "act", lambda action, real=rig.act: acts.append(action) or real(action))
     monkeypatch.setattr(rig, "safe_stop", lambda real=rig.safe_stop: stops.append(len(acts)) or real())
     operator.steps = 0
-    reset.put_down_held(MARKS["M11"])
-    assert stops and stops[0] == at - 1                  # held at once: no target after the key
-    assert operator.confirms[0] == "on (the cube is measured again)" and operator.moving[-1] is None
+    with pytest.raises(MotionStopped):
+        reset.put_down_held(MARKS["M11"])
+    assert stops and stops[0] == at - 1 and len(acts) == at - 1   # held at once: no target after the key
+    assert operator.confirms == [] and motion.held and operator.moving[-1] is None
     assert "resetting the cube" in operator.moving
     motion.to_rest()
+    assert operator.confirms == ["to rest"]             # the move to rest asks first
 
 
 def test_ctrl_c_while_a_held_cube_is_put_down_stops_the_arm_and_ends_the_session(rig, tmp_path, monkeypatch):

@@ -3,8 +3,9 @@
 arm's resets once for the session, places the first cube (the twin's simulated hand), and from
 then on the arm puts each cube on its mark itself, announced ("ARM RESETTING THE CUBE"). A stop
 pressed during a reset holds the arm: on the wire, torque stays on and no goal goes out until
-the operator confirms; then the reset measures the cube again and the campaign goes on, the
-arm carrying the cube from M01 to M02 for the third trial."""
+the operator confirms the move to rest; at rest the console asks "reset again (Enter), place it
+yourself (p), end (q)" and no goal goes out until the answer; Enter: the arm resets the cube
+again and the campaign goes on, the arm carrying the cube from M01 to M02 for the third trial."""
 
 from __future__ import annotations
 
@@ -60,7 +61,13 @@ def test_the_arm_resets_the_cube_on_the_twin_and_a_stop_during_the_reset_holds_i
         goals_before = [t for t, _, _ in log.goals() if t < stopped]
         late_goals = [t for t, _, _ in log.goals(after=stopped + 0.15) if t < held_until]
         torque_off = [(t, servo) for t, servo, value in log.torque_writes(after=stopped) if value == 0 and t < held_until]
-        tmux("send-keys", "-t", "op", "Enter")                        # confirm: the reset measures again
+        tmux("send-keys", "-t", "op", "Enter")                        # confirm: to rest
+        tmux.wait_for("op", "reset again (Enter), place it yourself (p), end (q)", timeout=60)
+        asked = time.time()
+        time.sleep(1.5)
+        answered = time.time()
+        idle_goals = [t for t, _, _ in WireLog.read(wire).goals(after=asked) if t < answered]
+        tmux("send-keys", "-t", "op", "Enter")                        # reset again
         for _ in range(2):                                            # trials 2 and 3, on the arm's cubes
             tmux.wait_for("op", "Episode finished", timeout=240)
             tmux("send-keys", "-t", "op", "Enter")
@@ -70,13 +77,14 @@ def test_the_arm_resets_the_cube_on_the_twin_and_a_stop_during_the_reset_holds_i
         tmux.kill()
     assert len(goals_before) > 100                # the reset was moving the arm when the stop came
     assert late_goals == [] and torque_off == [], (late_goals[:5], torque_off)   # held: torque on, no goal
+    assert idle_goals == [], idle_goals[:5]       # at rest, nothing moves until the operator says what next
     assert "EXIT=0" in screen and "Traceback" not in screen, screen
     with sqlite3.connect(out / "campaign.db") as db:
         kinds = [k for (k,) in db.execute("SELECT kind FROM events ORDER BY id")]
         resets = [json.loads(d) for (d,) in db.execute("SELECT data FROM events WHERE kind = 'cube_reset' ORDER BY id")]
         trials = db.execute("SELECT t.mark_id, a.status FROM attempts a JOIN trials t ON t.slot = a.slot "
                             "ORDER BY a.id").fetchall()
-    assert kinds.count("reset_approved") == 1, kinds
+    assert kinds.count("reset_approved") == 1 and kinds.count("reset_stopped") == 1, kinds
     # trials 1 and 2 on M01 (the stop fell in the second's reset), trial 3 on M02: all done, none
     # stopped by the stop that was answered during the reset
     assert trials == [("M01", "done"), ("M01", "done"), ("M02", "done")], trials

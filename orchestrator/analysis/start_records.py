@@ -22,8 +22,10 @@ Interventions (`INTERVENTION_CAUSES`), each one act of a person, counted once:
   of the arm's reach (`cube_lost` events); the person then fetches the cube and puts it on the
   mark, which the start check records as a correction of that slot: the first such correction
   after a `cube_lost` is that same act and is counted here only;
-- `stop`: the operator ended an episode (an emergency stop or a redo: `operator_*` aborts) or
-  the session (`operator_stop`).
+- `stop`: the operator ended an episode (an emergency stop or a redo: `operator_*` aborts),
+  stopped the arm's reset (`reset_stopped`: the arm then goes to rest and the operator says what
+  next; a cube they then place is that attempt's `placement` as well), or ended the session
+  (`operator_stop`).
 """
 
 from __future__ import annotations
@@ -125,7 +127,7 @@ def intervention_counts(events: Iterable[dict[str, Any]], attempts: Sequence[dic
     counts["correction"] = kinds["start_correction"] - _corrections_of_lost_cubes(events)
     counts["override"] = kinds["start_override"]
     counts["cube lost"] = kinds["cube_lost"]
-    counts["stop"] = kinds["operator_stop"] + sum(1 for a in attempts if a.get("abort_class") in OPERATOR_ABORTS)
+    counts["stop"] = kinds["operator_stop"] + kinds["reset_stopped"] + sum(1 for a in attempts if a.get("abort_class") in OPERATOR_ABORTS)
     return counts
 
 

@@ -182,6 +182,12 @@ class Rig(ABC):
         The default reads nothing and so reports nothing: a rig without servos."""
         return []
 
+    @property
+    def rest_target(self) -> Mapping[str, float]:
+        """The pose `go_to_rest` goes to (`<joint>.pos` -> value). Empty: not known here (the
+        simulation knows its own)."""
+        return {}
+
     def torque_enabled(self) -> Mapping[str, bool | None]:
         """Each servo's Torque_Enable as read now: True (on), False (off), None (no answer): what
         the operator is told of the arm after a stop (`run.operator_protocol.arm_words`); never

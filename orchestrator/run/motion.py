@@ -21,11 +21,14 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
+
+import numpy as np
 
 from orchestrator.rigs.base import EmergencyStop, Rig
 from orchestrator.rigs.device_fault import RestBlocked
+from orchestrator.rigs.profile import STATE_KEYS
 from orchestrator.rigs.so101.torque import torque_warning
 from orchestrator.run.interrupts import deferred_interrupts
 from orchestrator.run.operator_protocol import Operator, StopRequested, arm_words
@@ -42,14 +45,54 @@ HAND_GUIDE_NOW = ("lift the arm clear of the table and the cube, toward its rest
 HAND_GUIDE_LET_GO = "let go, then Enter = move to rest"   # after torque came back where the operator holds it
 
 
+JAWS_NEAR_TABLE_M = 0.05   # the arm's lowest point this close to the table while the jaws hold something:
+OPEN_FIRST_S = 0.5         # the jaws open there first, over this long, before any other joint moves
+OPEN_FIRST_FPS = 30
+
+
+def holds_something(here: Mapping[str, float], cube_size_m: float) -> bool:
+    """The jaws stand at a cube's width (neither shut nor open): something may be in them
+    (`sim.holding.cube_sized_gap`, the first half of the auto rater's *closed on the cube*)."""
+    from orchestrator.sim.holding import cube_sized_gap
+
+    gripper = STATE_KEYS[5]
+    return gripper in here and bool(cube_sized_gap(np.array([here[gripper]]), cube_size_m)[0])
+
+
+def held_at_the_table(here: Mapping[str, float], cube_size_m: float) -> bool:
+    """The jaws hold something (`holds_something`) with the arm's lowest point within
+    `JAWS_NEAR_TABLE_M` of the table (forward kinematics of the SO-101 model): a move to rest
+    that opens the jaws last would lift it and drop it on the way (on the twin: lifted to 14 cm,
+    fallen 7 cm away); opened first, the cube stays where it is."""
+    from orchestrator.sim.kinematics import arm_kinematics
+
+    if not holds_something(here, cube_size_m) or any(k not in here for k in STATE_KEYS):
+        return False
+    kinematics = arm_kinematics()
+    q = kinematics.units.from_rig(np.array([here[k] for k in STATE_KEYS], dtype=float))
+    return kinematics.lowest_point_m(q) <= JAWS_NEAR_TABLE_M
+
+
+class MotionStopped(Exception):
+    """The operator's stop key stopped a scripted motion of the arm by itself (`ArmMotion.follow`:
+    the cube reset): the arm holds (`held`) until the operator confirms the move to rest, then
+    says what next (`Operator.after_reset_stop`). `what` names the motion."""
+
+    def __init__(self, what: str):
+        super().__init__(f"stopped by the operator while {what}")
+        self.what = what
+
+
 class ArmMotion:
     """`held`: stopped, nothing moves until the operator confirms; `ended`: the operator ended
     the session at a confirmation prompt; `interrupted`: Ctrl-C or SIGTERM. After `ended` or
     `interrupted` the arm never moves again in this session: torque goes off where it is."""
 
-    def __init__(self, rig: Rig, operator: Operator, record: Callable[[str, str], None] | None = None):
+    def __init__(self, rig: Rig, operator: Operator, record: Callable[[str, str], None] | None = None,
+                 cube_size_m: float | None = None):
         self.rig = rig
         self.operator = operator
+        self.cube_size_m = cube_size_m   # the layout's cube: jaws at its width hold one (None: not looked for)
         self.record = record or (lambda kind, message: None)   # (kind, message) into the campaign's events
         self.held = False
         self.ended = False
@@ -80,6 +123,7 @@ class ArmMotion:
                 self.held = False
             self.operator.arm_moving(f"moving {what}")
             try:
+                self._open_at_the_table()
                 self.rig.go_to_rest(check=self.operator.check_stop)
             except EmergencyStop:
                 self.stop()
@@ -105,6 +149,24 @@ class ArmMotion:
                 self.operator.arm_moving(None)
             return
 
+    def _open_at_the_table(self) -> None:
+        """Before the move to rest: jaws that hold something at the table (`held_at_the_table`)
+        open first, where the arm is, every other joint held (`Rig.move_along`, guarded); the
+        move to rest then starts from open jaws."""
+        gripper = STATE_KEYS[5]
+        open_pct = self.rig.rest_target.get(gripper)
+        if self.cube_size_m is None or open_pct is None:
+            return
+        observed = self.rig.observe(with_images=False)
+        here = {k: float(observed[k]) for k in STATE_KEYS if k in observed}
+        if not held_at_the_table(here, self.cube_size_m):
+            return
+        steps = max(2, round(OPEN_FIRST_S * OPEN_FIRST_FPS))
+        path = [{**here, gripper: here[gripper] + (open_pct - here[gripper]) * i / steps} for i in range(1, steps + 1)]
+        self.record("jaws_opened_first", f"the jaws opened at the table before the move to rest (gripper "
+                                         f"{here[gripper]:.0f} -> {open_pct:.0f})")
+        self.rig.move_along(path, OPEN_FIRST_FPS, check=self.operator.check_stop)
+
     def follow(self, targets: Iterable[dict[str, float]], what: str, fps: int) -> None:
         """A scripted motion of the arm by itself (the cube reset: pick, carry, place, the squeeze
         after an episode), announced to the operator (`arm_moving`) and guarded as the move to
@@ -112,9 +174,9 @@ class ArmMotion:
         at most 5 degrees toward the path (`fps` targets a second), the stop key read before every
         step, the servos' alarms and torque every 5 steps and before the first, a joint that does
         not follow for 0.3 s blocked. Any way out goes through the one stop path: the stop key or
-        a blocked joint holds the arm until the operator confirms, then raises `StopRequested` if
-        they end the session, or returns (the motion is not resumed: the caller measures where
-        the cube is); Ctrl-C and faults stop and raise."""
+        a blocked joint holds the arm and raises `MotionStopped` (an operator stops a reset
+        because something is wrong: the caller asks what next, never resumes it); Ctrl-C and
+        faults stop and raise."""
         if self.held:
             self._confirm(f"again ({what})")   # `what` names the motion: "... move it again (resetting the cube)"
             self.held = False
@@ -127,8 +189,7 @@ class ArmMotion:
                 self.operator.message(f"{stopped}; {stopped.hint}")
                 self.record("motion_blocked", f"{what}: {stopped}")
             self.operator.message(f"arm stopped while {what}: it holds until you confirm")
-            self._confirm("on (the cube is measured again)")
-            self.held = False
+            raise MotionStopped(what) from None
         except KeyboardInterrupt:
             self.stop(interrupted=True)
             raise
@@ -137,6 +198,12 @@ class ArmMotion:
             raise
         finally:
             self.operator.arm_moving(None)
+
+    def ask_to_move(self, line: str) -> None:
+        """Wait until the operator allows what `line` says the arm will do (`Operator.approve`),
+        the arm's state told and the arm watched meanwhile; the operator ending the session there
+        sets `ended`: nothing moves again in this session."""
+        self._asked(self.operator.approve, line)
 
     def _confirm(self, what: str) -> None:
         """Wait for the operator's go-ahead to move `what`, watching the held arm meanwhile."""

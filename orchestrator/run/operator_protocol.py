@@ -64,6 +64,7 @@ def countdown_banner(seconds_left: int) -> str:
 
 
 COUNTDOWN_STOPPED = "COUNTDOWN STOPPED: the arm holds at rest. Enter = count down again"
+RESET_STOPPED = "RESET STOPPED, the arm at rest: reset again (Enter), place it yourself (p), end (q)"
 
 
 def moving_banner(doing: str) -> str:
@@ -147,6 +148,12 @@ class Operator(Protocol):
         instead."""
         ...
 
+    def after_reset_stop(self) -> str:
+        """After a stop during the arm's reset, once the arm is back at rest: "again" (Enter: the
+        arm resets the cube again) or "place" (p: the operator places it); raise `StopRequested`
+        (q) to end the session. Never a reset that goes on by itself after the stop."""
+        ...
+
     def arm_state(self, words: str) -> None:
         """The arm's state as its torque registers say now (`arm_words`), told after every stop
         and before every question about it: every later banner that names the state says it."""
@@ -202,6 +209,9 @@ class AutoOperator:
 
     def approve(self, line: str) -> None:
         return None
+
+    def after_reset_stop(self) -> str:
+        return "again"
 
     def question(self, line: str) -> str | None:
         self._say(line)

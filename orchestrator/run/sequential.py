@@ -19,7 +19,6 @@ import signal
 import threading
 from collections.abc import Callable
 from contextlib import contextmanager, suppress
-from functools import partial
 
 from orchestrator.core.disk import size_text, space_problem
 from orchestrator.core.errors import BadInput, Interrupted, RuntimeFailure
@@ -47,11 +46,13 @@ from orchestrator.run.bookkeeping import (
 )
 from orchestrator.run.campaign import OpenedCampaign
 from orchestrator.run.control_loop import run_episode
+from orchestrator.run.first_motion import first_motion_allowed
 from orchestrator.run.interrupts import deferred_interrupts
 from orchestrator.run.motion import ArmMotion
 from orchestrator.run.operator_protocol import UNANSWERED, AutoOperator, Operator, StopRequested, TrialCue
 from orchestrator.run.recording import EpisodeRecorder, check_disk, episode_bytes_estimate
 from orchestrator.run.reset import CubeReset
+from orchestrator.run.reset_stop import put_cube, put_down_held
 from orchestrator.run.start_state import StartGate
 from orchestrator.store.sqlite import SETTLES_FAILURE, new_episode_id
 
@@ -281,13 +282,13 @@ def _run_sequential(opened: OpenedCampaign, pending: list[Trial], operator: Oper
     store, loaded = opened.store, opened.protocol
     cameras = opened.rig.profile.cameras
     rig = make_rig(opened.rig, loaded)
-    motion = ArmMotion(rig, operator, record=lambda kind, message: store.log_event(kind, message))
+    motion = ArmMotion(rig, operator, record=store.log_event, cube_size_m=loaded.layout.cube.size_m)
     policies = {}
     progress = None
     try:
         labels = dict.fromkeys(t.policy for t in pending) if refill is None else loaded.protocol.policies
         _load_and_connect(rig, loaded, labels, policies)
-        if not _rest_or_end(motion, say):
+        if not (first_motion_allowed(motion, store.sessions(), say) and _rest_or_end(motion, say)):
             return
         gate = StartGate(loaded, rig, store, operator, say)
         gate.begin_session()
@@ -317,7 +318,7 @@ def _run_sequential(opened: OpenedCampaign, pending: list[Trial], operator: Oper
                 _rerun_later(trial, stopped, tries, queue, operator)
             else:
                 progress.update(trial.mark_id)
-            if not _rest_or_end(motion, say, None if stopped else _put_down_held(reset, loaded, queue, context)):
+            if not _rest_or_end(motion, say, None if stopped else _put_down(reset, loaded, queue, context, operator, trial)):
                 return
     except (KeyboardInterrupt, Interrupted):
         motion.interrupted = True   # Ctrl-C / SIGTERM anywhere: a stop, never a move to rest
@@ -377,17 +378,17 @@ def _set_up(trial: Trial, context, cue: TrialCue, operator: Operator, gate: Star
     countdown before the policy moves the arm (`Operator.countdown`) whenever something came
     after the cue's own countdown: the arm's reset, a refused start retried or overridden.
     False: the operator stopped the session here."""
-    arm_places = reset.arm_places
+    cued = not reset.arm_places
     try:
-        if arm_places:   # nobody is asked to place it (the session's approval covers the arm's move)
-            operator.message(f"trial {cue.index}: the arm puts the cube on {cue.mark.id}")
-        else:
+        if cued:
             operator.before_trial(cue)
+        else:   # nobody is asked to place it (the session's approval covers the arm's move)
+            operator.message(f"trial {cue.index}: the arm puts the cube on {cue.mark.id}")
     except StopRequested as stop:
         return _stopped(gate, trial, "stopped by the operator between trials", stop, say)
     try:
-        reset.put_cube(trial, context.mark)
-        if gate.check(trial, context.mark, cue) or arm_places:
+        cued = put_cube(trial, context.mark, cue, operator, reset) or cued
+        if gate.check(trial, context.mark, cue) or not cued:
             operator.countdown(cue)
     except StopRequested as stop:
         return _stopped(gate, trial, f"stopped: {stop}", stop, say)
@@ -419,10 +420,12 @@ def _resets_allowed(reset: CubeReset, rig, operator: Operator, store, say: Calla
     return True
 
 
-def _put_down_held(reset: CubeReset, loaded, queue: list[Trial], context) -> Callable[[], object]:
-    """After a trial that ran to its end: a cube still in the jaws goes straight to the next
-    trial's mark (the trial's own when the next is not known yet), before the move to rest."""
-    return partial(reset.put_down_held, episode_context(loaded, queue[0]).mark if queue else context.mark)
+def _put_down(reset: CubeReset, loaded, queue: list[Trial], context, operator: Operator,
+              trial: Trial) -> Callable[[], object]:
+    """After a trial that ran to its end: a cube still in the jaws put down on the next trial's
+    mark (the trial's own when the next is not known yet; `reset_stop.put_down_held`)."""
+    mark = episode_context(loaded, queue[0]).mark if queue else context.mark
+    return put_down_held(reset, mark, operator, trial.slot)
 
 
 def _rest_or_end(motion: ArmMotion, say: Callable[[str], None], before: Callable[[], object] | None = None) -> bool:

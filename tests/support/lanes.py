@@ -162,6 +162,7 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_twin_start_check.py", ("twin", "lerobot", "subprocess")),
     ("test_twin_reset.py", ("twin", "lerobot", "subprocess")),
     ("test_twin_standalone.py", ("twin", "lerobot", "subprocess")),
+    ("test_twin_unclean_start.py", ("twin", "lerobot", "subprocess")),
     ("test_twin_wire_log.py", ("twin", "lerobot", "subprocess")),
     ("test_view.py", ("subprocess",)),
     ("test_validate.py", ()),

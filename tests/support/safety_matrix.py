@@ -347,6 +347,10 @@ def operator_class():
         def approve(self, line):   # the session's approval of the arm's resets
             self._raise_pending_interrupt()
 
+        def after_reset_stop(self):   # after a stop in the reset, the arm at rest: reset again
+            self._raise_pending_interrupt()
+            return "again"
+
         def confirm_move(self, what):
             self._controlling = False
             self.tap.phase.append("hold")

@@ -49,6 +49,7 @@ from orchestrator.run.halfblock import HalfBlockImage
 from orchestrator.run.operator_protocol import (
     ARM_HELD,
     COUNTDOWN_STOPPED,
+    RESET_STOPPED,
     STOP_CAUSE_PROMPT,
     TrialCue,
     countdown_banner,
@@ -188,6 +189,11 @@ class OperatorConsole(App):
         self._banner(f"{self.arm_words}. Enter = move it {what}, q = end the session "
                      "(torque goes off: support the arm)", "estop")
 
+    def ask_after_reset_stop(self) -> None:
+        """After a stop during the arm's reset, the arm back at rest: what next."""
+        self.state = "reset_stopped"
+        self._banner(RESET_STOPPED, "estop")
+
     def ask_approval(self, line: str) -> None:
         """Before the arm does what `line` says (it ends with what Enter does): allow it or end."""
         self.state = "confirm"
@@ -251,7 +257,7 @@ class OperatorConsole(App):
     def action_enter(self) -> None:
         if self.state == "start_refused":
             self._answer_refusal("retry", "Checking the start again...")
-        elif self.state == "confirm":
+        elif self.state in ("confirm", "reset_stopped"):
             self.state = "waiting"
             self.operator.decisions.put(("confirm", None))
         elif self.state == "countdown_held":
@@ -301,6 +307,10 @@ class OperatorConsole(App):
             self.add_message("redo requested: asked after the episode")
 
     def action_pause(self) -> None:
+        if self.state == "reset_stopped":   # p: the operator places the cube
+            self.state = "waiting"
+            self.operator.decisions.put(("place", None))
+            return
         if self.state in ("place", "countdown"):
             self.paused = not self.paused
             self.state = "place"
@@ -331,7 +341,7 @@ class OperatorConsole(App):
     def action_stop_session(self) -> None:
         if self.state == "start_refused":
             self._answer_refusal("stop", "Session ended: resume later with the same `orchestrator run` command")
-        elif self.state == "confirm":
+        elif self.state in ("confirm", "reset_stopped"):
             self.state = "waiting"
             self._banner("Session ended with the arm stopped; torque goes off: support the arm")
             self.operator.decisions.put(("stop", None))

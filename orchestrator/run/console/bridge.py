@@ -229,6 +229,18 @@ class ConsoleOperator:
     def approve(self, line: str) -> None:
         self._confirmed(self.app.ask_approval, line, "session ended by the operator before the arm moved by itself")
 
+    def after_reset_stop(self) -> str:
+        if self.interrupted:
+            raise KeyboardInterrupt
+        self._drain()
+        self._call(self.app.ask_after_reset_stop)
+        kind, _ = self._wait("confirm", "place", "stop")
+        if kind == "interrupt":
+            raise KeyboardInterrupt
+        if kind in ("stop", "closed"):
+            raise StopRequested("session ended by the operator after stopping the reset")
+        return "again" if kind == "confirm" else "place"
+
     def arm_state(self, words: str) -> None:
         self._call(self.app.show_arm_state, words)
 

@@ -34,6 +34,7 @@ from orchestrator.run.operator_protocol import (
     ARM_HELD,
     COUNTDOWN_STOPPED,
     ESTOP_PENDING,
+    RESET_STOPPED,
     STOP_CAUSE_PROMPT,
     StopRequested,
     TrialCue,
@@ -248,6 +249,14 @@ class PromptOperator:
         self._restore()
         if self._line(f"{line}, q + Enter = end the session").lower().startswith("q"):
             raise StopRequested("session ended by the operator before the arm moved by itself")
+
+    def after_reset_stop(self) -> str:
+        self._controlling = False
+        self._restore()
+        answer = self._line(RESET_STOPPED.replace("(p)", "(p + Enter)").replace("(q)", "(q + Enter)")).lower()
+        if answer.startswith("q"):
+            raise StopRequested("session ended by the operator after stopping the reset")
+        return "place" if answer.startswith("p") else "again"
 
     def question(self, line: str) -> str | None:
         self._controlling = False

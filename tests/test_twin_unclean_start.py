@@ -1,0 +1,114 @@
+"""The next `run` after SIGTERM with the cube in the jaws, on the twin as an operator meets it:
+LeRobot's real driver stack, the operator console in a real terminal (tmux), the twin running
+on its own so the arm and the cube stay where the stop left them.
+
+SIGTERM lands while the scripted policy's jaws are closed on the cube at the table. The next
+`run` asks why the last stop was made before anything moves; then it shows the arm's state,
+why it waits ("the last session was interrupted", the jaws closed on something) and what will
+move, and not one Goal_Position write reaches the wire until the operator's Enter; then the
+jaws open where they are before any other joint moves, and the cube stays on the table (it was
+carried up and dropped: "Why" 2 and 9 of the safety issue)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import signal
+import sys
+import time
+
+import pytest
+import yaml
+
+from orchestrator.design.protocol import load_layout
+from orchestrator.rigs.profile import load_rig
+from orchestrator.store.sqlite import CampaignStore
+from support.campaign_files import env, twin_rig, two_mark_protocol
+from support.repo import REPO
+from support.tmux import Tmux
+from support.wirelog import WireLog
+
+GRIPPER_ID = 6
+MARKS = {m.id: m for m in load_layout(REPO / "layouts" / "grid20.yaml")[0].marks}
+
+
+def _in_the_jaws(state: dict) -> bool:
+    """The twin's jaws at the cube's width with the cube still on the table (not yet lifted)."""
+    import numpy as np
+
+    from orchestrator.sim.holding import cube_sized_gap
+
+    return bool(cube_sized_gap(np.array([state["joints_deg"][5]]), 0.03)[0]) and state["cube"][2] < 0.02
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_sigterm_with_the_cube_in_the_jaws_then_run_asks_first_and_opens_the_jaws_at_the_table(tmp_path):
+    from orchestrator.rigs.twin.client import start_twin
+
+    protocol = two_mark_protocol(tmp_path, "{type: scripted, aim_noise_mm: 3}", duration_s=8.0, fps=15)
+    out, wire = tmp_path / "campaign", tmp_path / "wire.jsonl"
+    variables = {k: v for k, v in env().items() if k in ("MUJOCO_GL", "HF_HUB_OFFLINE", "OMP_NUM_THREADS", "PATH")}
+    tmux = Tmux()
+    with start_twin(load_rig(twin_rig(tmp_path)), wire_log=wire) as twin:
+        rig = tmp_path / "attached.yaml"
+        rig.write_text(yaml.safe_dump(twin.rig.profile.model_dump(mode="json", exclude_none=True)))
+        command = shlex.join([sys.executable, "-m", "orchestrator", "run", str(protocol), "--rig", str(rig),
+                              "--out", str(out)])
+        try:
+            tmux.start("op", command, REPO, variables)
+            cue = tmux.wait_for("op", "press Enter", timeout=240)
+            mark = MARKS[re.search(r"Put the cube on mark (M\d\d)", cue).group(1)]
+            twin.request("place", mark={"id": mark.id, "x": mark.x, "y": mark.y, "yaw_deg": mark.yaw_deg})
+            tmux("send-keys", "-t", "op", "Enter")
+            tmux.wait_for("op", "EPISODE RUNNING", timeout=120)
+            deadline = time.monotonic() + 60
+            state, gripper = twin.request("state"), None
+            while not (_in_the_jaws(state) and gripper is not None and abs(state["joints_deg"][5] - gripper) < 0.3):
+                assert time.monotonic() < deadline, f"the jaws never closed on the cube at the table: {state}"
+                gripper = state["joints_deg"][5]   # closed on the cube: the jaws stopped at its width
+                time.sleep(0.03)
+                state = twin.request("state")
+            with CampaignStore.open_readonly(out) as store:
+                (running,) = [s for s in store.sessions() if s["ended_at"] is None]
+            os.kill(running["pid"], signal.SIGTERM)
+            tmux.wait_for("op", "EXIT=130", timeout=120)
+            stopped = twin.request("state")
+            tmux.kill()
+
+            tmux = Tmux()
+            started = time.time()
+            tmux.start("op", command, REPO, variables)
+            tmux.wait_for("op", "BEFORE ANYTHING MOVES", timeout=240)     # the stop's reason first
+            tmux("send-keys", "-t", "op", "-l", "3 terminated with the cube in the jaws")
+            tmux("send-keys", "-t", "op", "Enter")
+            screen = tmux.wait_for("op", "not moved yet", timeout=240)   # then where the arm is, what will move
+            time.sleep(1.5)                                            # the operator reads it
+            asked = time.time()
+            before_enter = WireLog.read(wire).goals(after=started)
+            at_rest_cube = twin.request("state")["cube"]
+            tmux("send-keys", "-t", "op", "Enter")
+            heights = []
+            deadline = time.monotonic() + 120
+            while "press Enter" not in (now := tmux.screen("op")):      # the move to rest, then the next cue
+                assert time.monotonic() < deadline and "EXIT=" not in now, now
+                heights.append(twin.request("state")["cube"][2])
+                time.sleep(0.05)
+        finally:
+            tmux.kill()
+        goals = WireLog.read(wire).goals(after=asked)
+    assert _in_the_jaws(stopped) or stopped["cube"][2] < 0.02, stopped
+    joined = " ".join(screen.split())
+    assert "the last session was interrupted" in joined and "first the jaws open" in joined, screen
+    assert before_enter == [], before_enter[:6]                 # not one goal before the operator's Enter
+    assert heights and max(heights) < at_rest_cube[2] + 0.01, (at_rest_cube, max(heights))   # never lifted
+    # the first goals after the Enter: the gripper opens, every other servo's goal where it was
+    first = [(i, v) for _, i, v in goals[:60]]
+    gripper = [v for i, v in first if i == GRIPPER_ID]
+    assert len(set(gripper)) > 2, first
+    others = {}
+    for i, v in first:
+        if i != GRIPPER_ID:
+            others.setdefault(i, []).append(v)
+    assert others and all(max(vs) - min(vs) <= 12 for vs in others.values()), others   # held (12 ticks ~ 1 degree)
