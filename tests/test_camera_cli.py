@@ -49,15 +49,24 @@ def test_a_placement_10_mm_off_exits_1_with_the_line_and_a_protocol_sets_the_tol
     assert refused.code == 1, refused.err
     lines = refused.out.splitlines()
     assert "the camera's movement and other objects are not checked" in lines[1]
-    assert re.match(r"cube (9|10|11) mm right( and [12] mm (forward|back))? of M10", lines[-2]), lines
+    assert re.match(r"cube (9|10|11) mm right( and [12] mm (forward|back))? of M10", lines[-3]), lines
     assert lines[-1] == "does not pass"
+    # pictures first: the still it measured is written, the mark drawn in green, the cube in red
+    still = tmp_path / "none" / "failed-check-front.png"
+    assert lines[-2] == f"the still it measured (the mark in green, the cube as measured in red): {still}"
+    import cv2
+
+    image = cv2.imread(str(still))   # BGR
+    green = (image[:, :, 1] > 180) & (image[:, :, 0] < 60) & (image[:, :, 2] < 60)
+    red = (image[:, :, 2] > 200) & (image[:, :, 1] < 40) & (image[:, :, 0] < 40)
+    assert image.shape[:2] == (240, 320) and green.sum() > 10 and red.sum() > 10
     loose = tmp_path / "loose.yaml"
     loose.write_text((REPO / "protocols" / "sim_demo.yaml").read_text().replace(
         "../layouts/grid20.yaml", str(GRID20)) + "start_check: {tolerance_mm: 15, tolerance_deg: 10, mode: enforce}\n")
     passed = run_module("camera", "check", "--rig", off, "--layout", GRID20, "--mark", "M10", "--json",
                         "--protocol", loose, "--reference", tmp_path / "none")
     assert passed.code == 0, passed.err
-    assert json.loads(passed.out)["tolerance_mm"] == 15.0
+    assert json.loads(passed.out)["tolerance_mm"] == 15.0 and "still" not in json.loads(passed.out)
 
 
 @pytest.mark.parametrize("argv, message", [

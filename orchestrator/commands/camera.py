@@ -9,8 +9,10 @@ stored as the session's reference (`--reference DIR`, default `camera-reference/
 the cube is measured against that mark (on the simulator and the twin the simulated hand places
 it first, with the profile's `placement` error) and checked against the tolerance (the
 protocol's `start_check`, `--protocol`; else 5 mm and 10 degrees), the camera against the stored
-reference (moved? something else on the sheet?). Exit 0 when the cube passes (or the reference
-was stored), 1 when it is off the mark, not found or the camera moved, 2 on bad input.
+reference (moved? something else on the sheet?). A check that fails writes the still it measured
+into the reference folder (`failed-check-<camera>.png`, the mark and the measured cube drawn on it)
+and prints its path. Exit 0 when the cube passes (or the reference was stored), 1 when it is off
+the mark, not found or the camera moved, 2 on bad input.
 """
 
 from __future__ import annotations
@@ -95,8 +97,9 @@ def _check(rig, camera: str, layout, mark, spec, reference_dir: Path) -> dict:
     except (TableNotFound, IntrinsicsUnknown) as exc:
         unseen = StartCheck.unmeasured(camera, mark.id if mark else None, tolerance_mm, tolerance_deg,
                                        f"camera {camera}: {exc}")
-        out = {**unseen.to_json(), "mark": mark.id if mark else None}
-        return {"json": out, "lines": [unseen.line], "passes": False}
+        still = _failed_still(reference_dir, camera, image)
+        out = {**unseen.to_json(), "mark": mark.id if mark else None, "still": str(still)}
+        return {"json": out, "lines": [unseen.line, f"the still it measured: {still}"], "passes": False}
     lines = [f"camera {camera}: {len(view.fiducials)} fiducials found (ids {', '.join(map(str, view.fiducials))}), "
              f"reprojection error {view.reprojection_px:.2f} px, {width}x{height}, intrinsics from "
              f"{view.intrinsics.source} (f = {view.intrinsics.f_px:.0f} px)"]
@@ -120,5 +123,26 @@ def _check(rig, camera: str, layout, mark, spec, reference_dir: Path) -> dict:
     if moved:
         out.update(passes=False, problem=moved)
     lines.append(moved or result.line)
+    if not out["passes"]:
+        from orchestrator.run.start_state import annotate
+
+        still = _failed_still(reference_dir, camera, annotate(image, view, mark, layout.cube.size_m, result))
+        out["still"] = str(still)
+        lines.append(f"the still it measured (the mark in green, the cube as measured in red): {still}")
     lines.append("passes" if out["passes"] else "does not pass")
     return {"json": out, "lines": lines, "passes": bool(out["passes"])}
+
+
+def _failed_still(reference_dir: Path, camera: str, image) -> Path:
+    """The still a failed check measured, written beside the session's reference (PNG, replaced by
+    the next failed check of that camera), so the failure can be seen, not only read."""
+    import cv2
+
+    from orchestrator.core.durable import write_atomic
+
+    reference_dir.mkdir(parents=True, exist_ok=True)
+    path = reference_dir / f"failed-check-{camera}.png"
+    ok, png = cv2.imencode(".png", cv2.cvtColor(image, cv2.COLOR_RGB2BGR))
+    if ok:
+        write_atomic(path, png.tobytes())
+    return path
