@@ -82,6 +82,9 @@ STALL_SLACK_S = 0.1          # ...is stopped within FOLLOW_S and a loop step or 
 HOLD_S = 0.2
 FPS, DURATION_S = 30, 1.0
 BASE_STOP_POLL = 20          # the operator's own stop, in the first episode
+# The first-motion question's words (run/first_motion.py): its Enter is the operator's first
+# confirmation of the next session; the session's approval of the resets is not one.
+FIRST_MOTION_QUESTION = "not moved yet"
 END_POLL = 12                # an after_* case: session 1 ends here, in its first episode
 EPISODE_LEAD_DEG = 10.0      # hardware/so101_twin.yaml max_relative_target
 MOVE_LEAD_DEG = 5.0          # rigs/guarded_motion.py MAX_LEAD_DEG: every motion outside an episode
@@ -344,8 +347,10 @@ def operator_class():
                 self.key = False
                 raise EmergencyStop("arm stopped by the operator during a move")
 
-        def approve(self, line):   # the session's approval of the arm's resets
+        def approve(self, line):   # the session's approval of the arm's resets, or of its first motion
             self._raise_pending_interrupt()
+            if FIRST_MOTION_QUESTION in line:   # the operator's Enter that allows the first motion
+                self.tap.confirms.append(time.perf_counter())
 
         def after_reset_stop(self):   # after a stop in the reset, the arm at rest: reset again
             self._raise_pending_interrupt()
