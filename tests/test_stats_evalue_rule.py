@@ -159,3 +159,11 @@ def test_never_zero_more_beside_not_established():
     one = more_layouts(stats.PairedTable(both=40, a_only=14, b_only=6, neither=0), 0.05, "mcnemar_midp", 1)[0]
     three = more_layouts(stats.PairedTable(both=40, a_only=14, b_only=6, neither=0), 0.05, "mcnemar_midp", 3)[0]
     assert three > one > 0
+
+
+def test_one_more_layout_is_said_in_the_singular():
+    # 13 layouts, 6 A-only: the mid-p test reaches 80 % power at 14 (found by a search over tables)
+    more, note = more_layouts(stats.PairedTable(both=7, a_only=6, b_only=0, neither=0), 0.05, "mcnemar_midp")
+    assert more == 1 and "need about 1 more layout:" in note, note
+    more, note = more_layouts(stats.PairedTable(both=40, a_only=14, b_only=6, neither=0), 0.05, "mcnemar_midp")
+    assert more is not None and more > 1 and f"need about {more} more layouts:" in note, note   # the control

@@ -75,6 +75,7 @@ def more_layouts(table: stats.PairedTable, alpha: float, primary: str, compariso
         f"; the protocol is frozen, so they are a new campaign: a layout of {needed} marks (size it with "
         "`orchestrator plan`), decided on its own; adding trials to this campaign after seeing its result "
         "is optional stopping, which only a pre-registered e-value rule (`stopping: {kind: evalue}`) allows")
-    return needed - n, (f"need about {needed - n} more layouts: {needed} in all give {rule} "
+    more = needed - n
+    return more, (f"need about {more} more layout{'' if more == 1 else 's'}: {needed} in all give {rule} "
                         f"{TARGET_POWER:.0%} power {at}{half_text} in all (the observed difference is "
                         f"uncertain{rough}){cap}{how}")
