@@ -30,6 +30,15 @@ def _events(campaign, kind):
         return [row[0] for row in db.execute("SELECT data FROM events WHERE kind = ? ORDER BY id", (kind,))]
 
 
+def garwood_per_100(k: int, trials: int) -> str:
+    """The console's interval after the rate: exact Poisson (Garwood 1936) from scipy's chi2 alone."""
+    from scipy.stats import chi2
+
+    lo = 0.0 if k == 0 else chi2.ppf(0.025, 2 * k) / 2
+    hi = chi2.ppf(0.975, 2 * k + 2) / 2
+    return f"(exact Poisson 95% CI {100 * lo / trials:.1f} to {100 * hi / trials:.1f})"
+
+
 def test_placements_near_their_marks_pass_and_every_check_is_recorded(tmp_path):
     protocol, rig = _files(tmp_path, "enforce", "{sigma_mm: 1.0, sigma_deg: 2, seed: 4}")
     out = tmp_path / "campaign"
@@ -40,8 +49,8 @@ def test_placements_near_their_marks_pass_and_every_check_is_recorded(tmp_path):
     assert len(checks) == 4 and all('"passes": true' in c for c in checks), checks
     assert len(list((out / "start_checks").glob("*.png"))) == 4
     assert (out / "camera-reference" / "reference.json").is_file()
-    assert "operator 4 interventions in 4 trials, 100 per 100 trials: placement 4, correction 0, override 0, " \
-           "cube lost 0, stop 0" in done.out, done.out
+    assert (f"operator 4 interventions in 4 trials, 100 per 100 trials {garwood_per_100(4, 4)}: placement 4, "
+            "correction 0, override 0, cube lost 0, stop 0") in done.out, done.out
     # the report's placement error per policy, against the stored measurements
     report = json.loads(run_module("report", out, "--format", "json", env=env()).out)
     with sqlite3.connect(out / "campaign.db") as db:
@@ -55,9 +64,13 @@ def test_placements_near_their_marks_pass_and_every_check_is_recorded(tmp_path):
         assert row["offset_p50_mm"] == round(float(np.median(offsets)), 2), (row, offsets)
         assert row["started_on_failed_check"] == 0
     assert [t["a"] + t["b"] for t in report["start_check"]["placement_tests"]] == ["AB"]
-    assert report["interventions"] == {"total": 4, "per_100_trials": 100.0, "trials": 4,
-                                       "by_cause": {"placement": 4, "correction": 0, "override": 0,
-                                                    "cube lost": 0, "stop": 0}}
+    interventions = dict(report["interventions"])
+    ci95 = interventions.pop("per_100_trials_ci95")
+    assert f"(exact Poisson 95% CI {ci95[0]:.1f} to {ci95[1]:.1f})" == garwood_per_100(4, 4), ci95
+    assert interventions == {"total": 4, "per_100_trials": 100.0, "trials": 4,
+                             "per_100_trials_ci_method": "poisson-exact (Garwood 1936)",
+                             "by_cause": {"placement": 4, "correction": 0, "override": 0,
+                                          "cube lost": 0, "stop": 0}}
     text = run_module("report", out, env=env()).out
     assert "Start states (the camera's start check)" in text and "Operator interventions" in text
 
@@ -89,7 +102,8 @@ def test_advise_runs_the_trials_and_shows_each_failure(tmp_path):
     rows = report["start_check"]["placement_error"].values()
     assert sum(r["started_on_failed_check"] for r in rows) == 2 and sum(r["overridden"] for r in rows) == 0
     assert all(9.0 < r["offset_p50_mm"] < 11.0 for r in rows if r["checked"]), rows
-    assert any("started on a failed start check (0 by the operator's override)" in w for w in report["warnings"])
+    assert any("started on a failed start check (" in w and "attempt" in w and "0 by the operator's override)" in w
+               for w in report["warnings"]), report["warnings"]
 
 
 def test_with_reset_auto_the_arm_places_every_cube_after_the_first(tmp_path):
@@ -105,8 +119,8 @@ def test_with_reset_auto_the_arm_places_every_cube_after_the_first(tmp_path):
     done = run_module("run", protocol, "--rig", SIM, "--out", out, env=env(), timeout=300)
     assert done.code == 0, done.err[-2000:]
     assert "4/4 trials done" in done.out
-    assert "operator 1 intervention in 4 trials, 25 per 100 trials: placement 1, correction 0, override 0, " \
-           "cube lost 0, stop 0" in done.out, done.out
+    assert (f"operator 1 intervention in 4 trials, 25 per 100 trials {garwood_per_100(1, 4)}: placement 1, "
+            "correction 0, override 0, cube lost 0, stop 0") in done.out, done.out
     resets = [json.loads(d) for d in _events(out, "cube_reset")]
     assert len(resets) == 3 and all(r["passes"] and r["offset_mm"] < 5.0 for r in resets), resets
     assert len(_events(out, "start_check")) == 4 and all('"passes": true' in c for c in _events(out, "start_check"))

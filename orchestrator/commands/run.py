@@ -130,12 +130,19 @@ def resume_command(args: argparse.Namespace, directory) -> str:
 
 
 def interventions_so_far(store) -> str:
-    """The campaign's operator interventions so far, as the report counts them."""
+    """The campaign's operator interventions so far, as the report counts them, the rate with its
+    exact Poisson 95 % interval (as the report gives it)."""
+    from orchestrator.analysis import stats
     from orchestrator.analysis.start_records import intervention_counts, intervention_line
 
     attempts = store.attempts()
     done = sum(1 for t in store.trials() if t.state == "done")
-    return "operator " + intervention_line(intervention_counts(store.events(), attempts), done)
+    counts = intervention_counts(store.events(), attempts)
+    interval = None
+    if done:
+        iv = stats.poisson_per_100(sum(counts.values()), done)
+        interval = (iv.lo, iv.hi)
+    return "operator " + intervention_line(counts, done, interval)
 
 
 def _run_with_operator(args: argparse.Namespace, rig, protocol: LoadedProtocol):
