@@ -135,6 +135,8 @@ def test_an_older_server_store_is_chained_from_its_migration(pg_cluster):
     url, videos = _campaign(pg_cluster)
     with psycopg.connect(url) as conn:   # the store as schema 4 left it: no chain
         conn.execute("DROP TABLE chain")
+        conn.execute("ALTER TABLE attempts DROP COLUMN operator_answer")   # schema 6's columns
+        conn.execute("ALTER TABLE attempts DROP COLUMN answered_at")
         conn.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
         rows = sum(conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
                    for t in ("campaign", "trials", "attempts", "episodes", "judgments", "events", "sessions"))

@@ -87,7 +87,7 @@ def test_a_stop_whose_question_a_signal_cuts_short_counts_and_is_asked_before_th
         tmp_path, monkeypatch, sig):
     tmp_path, arm, rig, protocol = arm_bench(tmp_path, monkeypatch)
     out = tmp_path / "c"
-    first = StopKeyAt(Script("\n", _signal(sig)))
+    first = StopKeyAt(Script("\n", "\n", _signal(sig)))   # the first motion allowed (the fake arm starts far from rest), the cue
     with pytest.raises(Interrupted, match="the next run asks why it was stopped"):
         campaign(protocol, rig, out, first)
     (attempt,), trials = _aborted(out)
