@@ -117,13 +117,17 @@ class ArmMotion:
         """Move to rest; after a stop, first wait for the operator's confirmation. Raises what
         `confirm_move` raises (StopRequested: the operator ends the session, arm held)."""
         blocked = 0
+        open_first = True   # until the jaws could not open where they are (a jaw on the table)
         while True:
             if self.held:
                 self._confirm(what)
                 self.held = False
             self.operator.arm_moving(f"moving {what}")
+            opening = open_first
             try:
-                self._open_at_the_table()
+                if opening:
+                    self._open_at_the_table()
+                opening = False
                 self.rig.go_to_rest(check=self.operator.check_stop)
             except EmergencyStop:
                 self.stop()
@@ -134,6 +138,10 @@ class ArmMotion:
                 blocked += 1
                 self.operator.message(f"{fault}; {fault.hint}")
                 self.record("rest_blocked", str(fault))   # kept: the console's log is gone with it
+                if opening:   # the jaws did not open where they are: once confirmed, the move to rest lifts first
+                    open_first = False
+                    self.operator.message("the jaws could not open where they are (a jaw against the table?): "
+                                          "after you confirm, the move to rest lifts the gripper first and opens it last")
                 if blocked >= MAX_BLOCKED_MOVES:
                     raise
                 if blocked == HAND_GUIDE_AFTER_BLOCKED and self.rig.hand_guidable:
