@@ -58,8 +58,12 @@ def test_sigterm_with_the_cube_in_the_jaws_then_run_asks_first_and_opens_the_jaw
                               "--out", str(out)])
         try:
             tmux.start("op", command, REPO, variables)
-            cue = tmux.wait_for("op", "press Enter", timeout=240)
-            mark = MARKS[re.search(r"Put the cube on mark (M\d\d)", cue).group(1)]
+            tmux.wait_for("op", "press Enter", timeout=240)
+            deadline = time.monotonic() + 30   # the cue's mark line may be painted after "press Enter"
+            while not (found := re.search(r"Put the cube on mark (M\d\d)", tmux.screen("op"))):
+                assert time.monotonic() < deadline, f"no mark in the cue:\n{tmux.screen('op')}"
+                time.sleep(0.1)
+            mark = MARKS[found.group(1)]
             twin.request("place", mark={"id": mark.id, "x": mark.x, "y": mark.y, "yaw_deg": mark.yaw_deg})
             tmux("send-keys", "-t", "op", "Enter")
             tmux.wait_for("op", "EPISODE RUNNING", timeout=120)
