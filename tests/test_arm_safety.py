@@ -876,6 +876,7 @@ def test_a_second_ctrl_c_inside_the_stop_is_deferred_until_the_abort_is_recorded
     ({"disable_torque_on_disconnect": False}, "--allow-torque-on-at-exit"),
     ({"rest_pose": dict(REST, **{"gripper.pos": 0.0})}, "--allow-rest-near-limit"),
     ({"rest_pose": dict(REST, **{"elbow_flex.pos": 179.8})}, "--allow-rest-near-limit"),
+    ({"max_relative_target": 1000}, "--allow-fast-max-relative-target"),
 ])
 def test_doctor_and_run_refuse_a_profile_that_voids_the_rules_with_its_flag_named(bench, capsys, setting, flag):
     from orchestrator.cli import main
@@ -891,7 +892,9 @@ def test_doctor_and_run_refuse_a_profile_that_voids_the_rules_with_its_flag_name
             data["robot"][key] = value
     bad = tmp_path / "bad.yaml"
     bad.write_text(yaml.safe_dump(data, sort_keys=False))
-    assert main(["doctor", "--rig", str(bad), "--out", str(tmp_path), "--camera-seconds", "0.2"]) == 2
+    # at the protocol's 10 fps (the bench's max_relative_target 5 is 50 degrees per second there)
+    assert main(["doctor", "--rig", str(bad), "--protocol", str(protocol), "--out", str(tmp_path),
+                 "--camera-seconds", "0.2"]) == 2
     err = capsys.readouterr().err
     (line,) = [ln for ln in err.splitlines() if flag in ln]
     assert str(bad) in line
@@ -901,7 +904,8 @@ def test_doctor_and_run_refuse_a_profile_that_voids_the_rules_with_its_flag_name
     assert len([ln for ln in err.splitlines() if flag in ln]) == 1 and "Traceback" not in err
     assert not arm.goal_writes() and not arm.torque_writes()   # refused before anything moved
     key = flag.removeprefix("--allow-").replace("-", "_")
-    assert main(["doctor", "--rig", str(bad), "--out", str(tmp_path), "--camera-seconds", "0.2", flag]) == 0, key
+    assert main(["doctor", "--rig", str(bad), "--protocol", str(protocol), "--out", str(tmp_path),
+                 "--camera-seconds", "0.2", flag]) == 0, key
     capsys.readouterr()
 
 

@@ -15,7 +15,7 @@ from orchestrator.policies.base import Policy
 from orchestrator.rigs.device_fault import DeviceFault
 from orchestrator.rigs.profile import STATE_KEYS
 from support import fake_arm
-from support.act import make_act_checkpoint
+from support.act import make_act_checkpoint, restat_checkpoint
 
 fake_rig = fake_arm.fake_rig   # the fixture (support/fake_arm.py)
 
@@ -282,33 +282,24 @@ def test_warm_up_runs_one_forward_pass_at_load_before_any_arm(checkpoint, tmp_pa
 
 def test_state_units_other_than_the_rigs_are_refused(tmp_path, fake_rig):
     """Item 14: a checkpoint whose state statistics were recorded in -100..100 units against a
-    rig in degrees, or the other way round, is refused (normalisation stats vs calibrated range)."""
-    import torch
-    from lerobot.policies.factory import make_pre_post_processors
-
+    rig in degrees, or the other way round, is refused (normalisation stats vs calibrated range),
+    by the check `doctor` and `run` apply to a loaded policy (`policies.arm_fit`)."""
+    from orchestrator.policies.arm_fit import units_refusal
     from orchestrator.policies.lerobot import LeRobotPolicy
 
     ckpt = make_act_checkpoint(tmp_path / "wide", CAMERAS)
-    from lerobot.configs.policies import PreTrainedConfig
-
-    cfg = PreTrainedConfig.from_pretrained(str(ckpt))
-    stats = {"observation.state": {"mean": torch.zeros(6), "std": torch.ones(6) * 40,
-                                   "min": torch.tensor([-170.0, -170, -170, -170, -170, 0]),
-                                   "max": torch.tensor([170.0, 170, 170, 170, 170, 100])},
-             "action": {"mean": torch.zeros(6), "std": torch.ones(6) * 40}}
-    for name in CAMERAS:
-        stats[f"observation.images.{name}"] = {"mean": torch.full((3, 1, 1), 0.5), "std": torch.full((3, 1, 1), 0.25)}
-    pre, post = make_pre_post_processors(cfg, dataset_stats=stats)
-    pre.save_pretrained(ckpt)
-    post.save_pretrained(ckpt)
-    assert LeRobotPolicy(spec(ckpt), tmp_path, "", fake_rig).config is not None  # degrees rig: fits
+    restat_checkpoint(ckpt, CAMERAS, observation_state={
+        "mean": [0.0] * 6, "std": [40.0] * 6, "min": [-170.0] * 5 + [0.0], "max": [170.0] * 5 + [100.0]},
+        action={"mean": [0.0] * 6, "std": [40.0] * 6})
+    policy = LeRobotPolicy(spec(ckpt), tmp_path, "", fake_rig)
+    assert units_refusal(policy.statistics(), fake_rig, policy.where) is None   # degrees rig: fits
     from orchestrator.rigs.profile import RigProfile
     from orchestrator.rigs.so101.rig import LeRobotRig
 
     profile = fake_rig.profile.model_dump()
     profile["robot"]["use_degrees"] = False  # the rig in -100..100
     range_rig = LeRobotRig(RigProfile.model_validate(profile))
-    with pytest.raises(BadInput) as err:
-        LeRobotPolicy(spec(ckpt), tmp_path, "", range_rig)
-    assert len(err.value.problems) == 5  # five joints; the gripper is 0-100 in both
-    assert "span [-170.0, 170.0] but the rig's calibrated range is [-100.0, 100.0] in -100..100" in err.value.problems[0]
+    line = units_refusal(LeRobotPolicy(spec(ckpt), tmp_path, "", range_rig).statistics(), range_rig, policy.where)
+    assert line is not None and line.count(" spans [-170.0, 170.0] against the calibrated [-100.0, 100.0]") == 5
+    assert "gripper.pos spans" not in line   # five joints; the gripper is 0-100 in both
+    assert "(-100..100; gripper 0-100)" in line and line.endswith("pass --allow-policy-units to run it anyway")

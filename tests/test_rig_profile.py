@@ -26,7 +26,7 @@ def test_so101_example_loads_with_lerobot_field_names():
     robot = rig.profile.robot
     assert not rig.profile.simulated
     assert (robot.type, robot.port, robot.id, robot.max_relative_target) == \
-        ("so101_follower", "/dev/ttyACM0", "lab_arm", 10.0)
+        ("so101_follower", "/dev/ttyACM0", "lab_arm", 3.0)
     front = rig.profile.cameras["front"]
     assert (front.type, front.index_or_path, front.width, front.height, front.fps) == ("opencv", 0, 640, 480, 30)
     # the same camera names and feature keys in simulation and on the arm
@@ -46,7 +46,7 @@ CASES = {
     "unknown-joint": (_edit("elbow_flex.pos: 90", "elbow.pos: 90"), "rest_pose:", "unknown joint 'elbow.pos'"),
     "joint-not-a-number": (_edit("wrist_roll.pos: 0", "wrist_roll.pos: left"), "rest_pose:", "rest_pose.wrist_roll.pos"),
     "robot-without-type": (_edit("type: so101_follower, ", ""), "robot:", "missing required key 'robot.type'"),
-    "robot-not-a-mapping": (_edit("robot: {type: so101_follower, port: /dev/ttyACM0, id: lab_arm, max_relative_target: 10.0, "
+    "robot-not-a-mapping": (_edit("robot: {type: so101_follower, port: /dev/ttyACM0, id: lab_arm, max_relative_target: 3.0, "
                                   "num_read_retries: 5}",
                                   "robot: so101_follower"), "robot:", "robot"),
     "cameras-list": (_edit("cameras:\n", "cameras: [front]\nold_cameras:\n"), "cameras:", "cameras"),

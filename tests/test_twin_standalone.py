@@ -40,6 +40,10 @@ def test_twin_json_line_names_what_lerobot_needs(tmp_path):
         calibration = json.loads((Path(info["calibration_dir"]) / "so101_twin.json").read_text())
         assert calibration["gripper"]["id"] == 6
         assert info["lerobot_args"][:2] == ["--robot.type=so101_follower", f"--robot.port={info['port']}"]
+        # every LeRobot field of the profile's robot: (the twin's port, id and calibration folder)
+        assert info["lerobot_args"][2:6] == [f"--robot.id={info['robot_id']}",
+                                             f"--robot.calibration_dir={info['calibration_dir']}",
+                                             "--robot.max_relative_target=3.0", "--robot.num_read_retries=5"]
         assert {c["type"] for c in info["cameras"].values()} == {"twin"}
     finally:
         proc.send_signal(signal.SIGTERM)
@@ -70,6 +74,7 @@ def test_lerobot_rollout_drives_a_standalone_twin(tmp_path, saved_acts):
     log_path = tmp_path / "wire.jsonl"
     twin, info = _start_twin(twin_rig(tmp_path), log_path)
     try:
+        calibration = json.loads((Path(info["calibration_dir"]) / "so101_twin.json").read_text())  # gone at the end
         started = time.time()
         # LeRobot's own console command, as on a real arm: it finds the `twin` camera type in the
         # installed distribution lerobot_camera_so101_twin (no launcher)
@@ -85,6 +90,7 @@ def test_lerobot_rollout_drives_a_standalone_twin(tmp_path, saved_acts):
     if rollout.returncode != 0:   # the whole of what LeRobot said (an assert's repr cuts the middle out)
         pytest.fail(f"lerobot-rollout exited {rollout.returncode}:\n{rollout.stderr[-6000:]}", pytrace=False)
     log = wait_for_exit(log_path)
+    _first_goals_within_max_relative_target(log, calibration, started)
     goals = [(t, servo) for t, servo, _ in log.goals(after=started) if t <= ended]
     assert {servo for _, servo in goals} == set(range(1, 7)), goals[:10]
     assert len(goals) >= 6 * 15, len(goals)                  # at least a second of the policy's steps
@@ -95,6 +101,28 @@ def test_lerobot_rollout_drives_a_standalone_twin(tmp_path, saved_acts):
         final[servo] = (t, value)
     assert {servo: value for servo, (_, value) in final.items()} == dict.fromkeys(range(1, 7), 0), final
     assert min(t for t, _ in final.values()) >= last_goal     # torque went off after the last goal
+
+
+MAX_RELATIVE_TARGET = 3.0   # hardware/so101_twin.yaml, which `twin_rig` copies
+
+
+def _first_goals_within_max_relative_target(log, calibration: dict, after: float) -> None:
+    """Each servo's first goal of the rollout lies within the profile's max_relative_target of the
+    position it last reported (LeRobot clips to it when the printed flags carry it): degrees for
+    the joints (4095 ticks a turn, LeRobot's normalisation), the gripper's 0-100 of its range."""
+    bounds = {}
+    for motor, cal in calibration.items():
+        per_unit = (cal["range_max"] - cal["range_min"]) / 100 if motor == "gripper" else 4095 / 360
+        bounds[cal["id"]] = MAX_RELATIVE_TARGET * per_unit + 1     # +1: rounding to a tick
+    presents = log.presents(after=after)
+    first = {}
+    for t, servo, goal in log.goals(after=after):
+        first.setdefault(servo, (t, goal))
+    assert set(first) == set(range(1, 7)), first
+    for servo, (t, goal) in first.items():
+        before = [value for tp, s, value in presents if s == servo and tp <= t]
+        assert before, f"servo {servo}: no position read before its first goal"
+        assert abs(goal - before[-1]) <= bounds[servo], (servo, goal, before[-1], bounds[servo])
 
 
 DISCOVERY = """

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -40,7 +41,12 @@ def add_safety_overrides(parser: argparse.ArgumentParser, *, stop_key: bool) -> 
     helps = {"max_relative_target": "accept a rig profile without robot.max_relative_target",
              "torque_at_exit": "accept robot.disable_torque_on_disconnect: false",
              "rest_near_limit": "accept a rest pose within 5 degrees of a calibrated limit (or the gripper closed)",
-             "stop_key": "run a real arm although stdin is not a terminal (no stop key)"}
+             "stop_key": "run a real arm although stdin is not a terminal (no stop key)",
+             "fast_max_relative_target": "accept a robot.max_relative_target that lets a joint go faster than "
+                                         "90 degrees per second at the protocol's fps",
+             "policy_units": "accept a checkpoint whose statistics are not in the rig's units",
+             "nan_warm_up": "accept a checkpoint whose warm-up action is not finite",
+             "first_action_far": "accept a checkpoint whose first action lies far from the episode's start pose"}
     for key, flag in OVERRIDES.items():
         if key != "stop_key" or stop_key:
             parser.add_argument(flag, action="append_const", const=key, dest="allow_unsafe", help=helps[key])
@@ -60,7 +66,7 @@ def refuse_unsafe(args: argparse.Namespace, rig, protocol: LoadedProtocol) -> No
     if rig.profile.simulated:
         return
     allowed = set(getattr(args, "allow_unsafe", None) or ())
-    lines = profile_refusals(LeRobotRig(rig), allowed)
+    lines = profile_refusals(LeRobotRig(rig), allowed, protocol.protocol.episode.fps)
     if not getattr(args, "twin", False):
         lines += stop_key_refusal(args.no_console, sys.stdin, allowed)
         lines += _reset_refusal(args, protocol, allowed)
@@ -100,6 +106,7 @@ def run(args: argparse.Namespace) -> int:
     protocol = load_protocol(args.protocol)
     with twin_session(args, loaded, protocol) as rig:
         refuse_unsafe(args, rig, protocol)
+        rig = dataclasses.replace(rig, allowed=frozenset(args.allow_unsafe or ()))
         directory, summary = _run_with_operator(args, rig, protocol)
     state = "complete" if summary.complete else "incomplete (run again to resume)"
     print(f"{summary.done_total}/{summary.total} trials done, {summary.aborted_now} aborted this "

@@ -4,8 +4,9 @@ standalone twin for LeRobot's own tools.
 Starts the twin of a real-arm profile in the foreground and prints what LeRobot needs to talk
 to it: the serial port, the robot id, the calibration folder (the twin's calibration under the
 profile's id) and the camera settings; `lerobot_args` are the exact flags for LeRobot's
-commands (`--robot.type=so101_follower --robot.port=... --robot.id=... --robot.calibration_dir=...
---robot.cameras=...`). The cameras are of type `twin`, which LeRobot's commands find in the
+commands: every field of the profile's `robot:` (`--robot.type=so101_follower --robot.port=...
+--robot.id=... --robot.calibration_dir=... --robot.max_relative_target=... --robot.num_read_retries=...`:
+LeRobot drives the twin within the profile's bounds, as it would the arm) and `--robot.cameras=...`. The cameras are of type `twin`, which LeRobot's commands find in the
 installed distribution `lerobot_camera_so101_twin` (packages/, installed with the `lerobot` extra),
 so `lerobot-rollout ARGS` runs as it is. Runs until Ctrl-C or SIGTERM, then stops the twin as `run` does (its wire log
 gets its exit line). With `--json` the first line on stdout is one JSON object with these keys.
@@ -31,10 +32,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the connection details as one JSON line first")
 
 
-def lerobot_args(info: dict) -> list[str]:
+def lerobot_args(info: dict, robot: dict) -> list[str]:
+    """LeRobot's flags for the twin: every field of the profile's `robot:` (its type, the twin's
+    port and calibration folder, `max_relative_target`, `num_read_retries`, ...), then the cameras."""
+    def flag(value) -> str:
+        if isinstance(value, bool):
+            return str(value).lower()
+        return json.dumps(value, separators=(",", ":")) if isinstance(value, (dict, list)) else str(value)
+
+    fields = {**{k: v for k, v in robot.items() if v is not None}, "port": info["port"], "id": info["robot_id"],
+              "calibration_dir": info["calibration_dir"]}
+    head = [f"--robot.{key}={flag(fields.pop(key))}" for key in ("type", "port", "id", "calibration_dir")]
     cameras = json.dumps(info["cameras"], separators=(",", ":"))
-    return ["--robot.type=so101_follower", f"--robot.port={info['port']}", f"--robot.id={info['robot_id']}",
-            f"--robot.calibration_dir={info['calibration_dir']}", f"--robot.cameras={cameras}"]
+    return [*head, *(f"--robot.{key}={flag(value)}" for key, value in fields.items()), f"--robot.cameras={cameras}"]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -52,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
             info = {"port": twin.port, "robot_id": profile.robot.id, "calibration_dir": str(twin.calibration_dir),
                     "cameras": {name: cam.model_dump(exclude_none=True, exclude={"pose"})
                                 for name, cam in profile.cameras.items()}}
-            info["lerobot_args"] = lerobot_args(info)
+            info["lerobot_args"] = lerobot_args(info, profile.robot.model_dump())
             if args.json:
                 print(json.dumps(info), flush=True)
             else:

@@ -11,9 +11,7 @@
   the rig lacks, a rig camera the policy does not use, and an image size other than the training
   size are warnings: whether the policy copes is then decided by the warm-up forward pass, which
   refuses the checkpoint if it fails (what lerobot-rollout would do at its first step).
-- `state_units_problems`: the checkpoint's normalisation statistics of `observation.state`
-  against the rig's calibrated range in the rig's units (degrees, or -100..100 with
-  `use_degrees: false`): statistics far outside it mean the data was recorded in other units.
+- the checkpoint's statistics, warm-up action and first action against the arm: `policies.arm_fit`.
 - `parameter_bytes`, `memory_problem`: what policies take on an accelerator (doctor).
 """
 
@@ -24,13 +22,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from orchestrator.core.errors import BadInput
-from orchestrator.rigs.base import Rig
 from orchestrator.rigs.device_fault import one_line
 
 logger = logging.getLogger(__name__)
-
-UNITS_MARGIN = 0.10  # statistics may exceed the calibrated span by 10 % before they are refused
-
 
 def resolve_device(requested: str | None, checkpoint_device: str | None, where: str) -> str:
     import torch
@@ -134,55 +128,6 @@ def feature_problems(cfg: Any, observation_features: Mapping[str, Any],
             problems.append(f"{where}: outputs {ft.shape[0]} action values ({key}) but the rig takes "
                             f"{len(action_keys)} ({', '.join(action_keys)})")
     return problems, warnings
-
-
-def state_stats(preprocessor: Any) -> dict[str, Any] | None:
-    """The normaliser's statistics of `observation.state` in a preprocessor pipeline, if any."""
-    for step in getattr(preprocessor, "steps", ()):
-        stats = getattr(step, "stats", None)
-        if isinstance(stats, Mapping) and "observation.state" in stats:
-            return {k: v for k, v in stats["observation.state"].items()}
-    return None
-
-
-def _span(stats: Mapping[str, Any], i: int) -> tuple[float, float] | None:
-    def val(name):
-        v = stats.get(name)
-        return None if v is None else float(v.reshape(-1)[i]) if hasattr(v, "reshape") else float(v[i])
-
-    lo, hi = val("min"), val("max")
-    if lo is not None and hi is not None:
-        return lo, hi
-    mean = val("mean")  # no min/max recorded: the mean alone must be inside the range
-    return (mean, mean) if mean is not None else None
-
-
-def state_units_problems(stats: Mapping[str, Any] | None, state_keys: list[str], rig: Rig | None,
-                         where: str) -> list[str]:
-    """Refuse a checkpoint whose state statistics lie far outside the rig's calibrated range
-    (recorded in other units: degrees against -100..100, or the other way round). Without a rig
-    (features only) there is no range to compare with."""
-    if not stats or rig is None:
-        return []
-    units = rig.joint_units
-    problems = []
-    for i, key in enumerate(state_keys):
-        try:
-            calibrated = rig.calibrated_range(key.removesuffix(".pos"))
-        except Exception:  # noqa: BLE001 - no calibration for this joint: nothing to compare
-            continue
-        if calibrated is None:
-            continue
-        lo, hi = sorted(calibrated)
-        span = _span(stats, i)
-        if span is None:
-            continue
-        margin = UNITS_MARGIN * (hi - lo)
-        if span[0] < lo - margin or span[1] > hi + margin:
-            problems.append(f"{where}: its state statistics for {key} span [{span[0]:.1f}, {span[1]:.1f}] but "
-                            f"the rig's calibrated range is [{lo:.1f}, {hi:.1f}] in {units}: the data was "
-                            "recorded in other units (robot use_degrees) or on another calibration")
-    return problems
 
 
 def parameter_bytes(policy: Any) -> int:

@@ -41,14 +41,9 @@ from typing import Any
 
 from orchestrator.core.errors import BadInput
 from orchestrator.design.protocol import LeRobotPolicySpec
+from orchestrator.policies.arm_fit import FEATURES, pipeline_stats
 from orchestrator.policies.base import Policy, register_policy
-from orchestrator.policies.checkpoint import (
-    apply_overrides,
-    feature_problems,
-    resolve_device,
-    state_stats,
-    state_units_problems,
-)
+from orchestrator.policies.checkpoint import apply_overrides, feature_problems, resolve_device
 from orchestrator.rigs.base import Action, Observation, Rig
 from orchestrator.rigs.device_fault import DeviceFault, one_line
 from orchestrator.rigs.profile import LoadedRig, RigProfile, profile_observation_features
@@ -269,10 +264,7 @@ class LeRobotPolicy(Policy):
             raise BadInput(backbone)
         with transformers_quiet():
             self._load(cfg, spec, device, backbone, obs_features, act_features)
-        units = state_units_problems(state_stats(self.preprocessor),
-                                     [k for k in obs_features if obs_features[k] is float], rig, where)
-        if units:
-            raise BadInput(units)
+        self.warmup_action: Action | None = None   # the warm-up's action (sync inference)
         self.warmup_s = self._warm_up(obs_features)
 
     def _load(self, cfg, spec, device, backbone, obs_features, act_features) -> None:
@@ -348,12 +340,29 @@ class LeRobotPolicy(Policy):
         self._still = still
         start = time.perf_counter()
         try:
-            self._step(still)
+            self.warmup_action = self._step(still)
         except Exception as exc:  # noqa: BLE001 - what lerobot-rollout would hit at its first step
             raise BadInput(f"{self.where}: fails on an observation shaped like the rig's: {one_line(exc)}") from None
         finally:
             self.reset()
         return time.perf_counter() - start
+
+    def statistics(self) -> dict[str, tuple[dict[str, Any] | None, list[str]]]:
+        """{`observation.state`, `action`: (the normaliser's statistics or None, the joint names
+        in the vector's order)}: the preprocessor's and the postprocessor's (`policies.arm_fit`)."""
+        out = {}
+        for feature, pipeline in zip(FEATURES, (self.preprocessor, self.postprocessor), strict=True):
+            names = list((self.dataset_features.get(feature) or {}).get("names") or [])
+            out[feature] = (pipeline_stats(pipeline, feature), names)
+        return out
+
+    def first_action(self, pose: Mapping[str, float]) -> Action | None:
+        """The action of the first step of an episode begun at `pose` (joint positions; black
+        images), then a reset (`policies.arm_fit`)."""
+        try:
+            return self._step({**self._still, **{k: float(v) for k, v in pose.items() if k in self._still}})
+        finally:
+            self.reset()
 
     def step_times(self, steps: int) -> list[float]:
         """Seconds of each of `steps` rollout ticks (observation processing, inference when the

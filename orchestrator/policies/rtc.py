@@ -249,6 +249,11 @@ class EnginePolicy(LeRobotPolicy):
             self.postprocessor.reset()
         return time.perf_counter() - start
 
+    def first_action(self, pose: Any) -> None:
+        """None: an engine's first action comes from its own thread (`policies.arm_fit` checks
+        an engine's statistics and warm-up only)."""
+        return None
+
     # ------------------------------------------------------------ Policy protocol
     def reset(self, context: Any = None) -> None:
         """A new engine for the episode (the previous one stopped), started and resumed."""

@@ -8,7 +8,8 @@ processor pipelines' `save_pretrained` into one folder), for the rig profile's c
 shapes) and the SO-101's six joints, with `pretrained_backbone_weights=None` so no ImageNet
 weights are fetched. Its weights are random: it moves the arm without purpose, which is what a
 rehearsal of the LeRobot path needs (loading, the warm-up pass, its step time against the
-protocol's period, the bus and the cameras), not a policy to compare. `protocols/twin_rehearsal.yaml`
+protocol's period, the bus and the cameras), not a policy to compare. Its statistics centre it on
+the profile's rest pose (`make_act_checkpoint`), so it moves the arm around where it rests. `protocols/twin_rehearsal.yaml`
 runs it as policy B on the twin.
 """
 
@@ -16,10 +17,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 STATE_DIM = 6
+# The rest pose of the shipped SO-101 profiles (hardware/so101_twin.yaml), in degrees (gripper 0-100).
+SO101_REST = (0.0, -94.0, 90.0, 50.0, 0.0, 30.0)
+SPREAD = 10.0   # the statistics' std, degrees: the random actions stay within a few tens of degrees
 DEFAULT_RIG = Path("hardware/so101_twin.yaml")
 
 
@@ -51,9 +56,14 @@ def save_with_processors(policy: Any, cfg: Any, stats: dict, cameras: Any, direc
 
 
 def make_act_checkpoint(directory: Path, cameras: dict[str, tuple[int, int]], *, state_dim: int = STATE_DIM,
-                        action_dim: int = STATE_DIM, chunk_size: int = 4, seed: int = 0) -> Path:
+                        action_dim: int = STATE_DIM, chunk_size: int = 4, seed: int = 0,
+                        center: Sequence[float] | None = None) -> Path:
     """Save a random ACT policy for `cameras` {name: (height, width)} into `directory`: one encoder
-    and one decoder layer of width 32, a chunk of `chunk_size` actions, all of them executed."""
+    and one decoder layer of width 32, a chunk of `chunk_size` actions, all of them executed. Its
+    state and action statistics are those of a recording around `center` (default `SO101_REST`,
+    six joints; zeros for other sizes) with std `SPREAD` degrees: its actions stay near the rest
+    pose, as a trained policy's first actions stay near the pose it starts from, and `doctor`'s
+    checks of a checkpoint against the arm (`policies.arm_fit`) pass it."""
     import torch
     from lerobot.policies.act.configuration_act import ACTConfig
     from lerobot.policies.act.modeling_act import ACTPolicy
@@ -67,8 +77,12 @@ def make_act_checkpoint(directory: Path, cameras: dict[str, tuple[int, int]], *,
         use_vae=False, device="cpu")
     torch.manual_seed(seed)
     policy = ACTPolicy(cfg)
-    stats = {"observation.state": {"mean": torch.zeros(state_dim), "std": torch.full((state_dim,), 40.0)},
-             "action": {"mean": torch.zeros(action_dim), "std": torch.full((action_dim,), 40.0)}}
+
+    def centred(dim: int) -> dict:
+        mean = list(center or SO101_REST) if dim == len(center or SO101_REST) else [0.0] * dim
+        return {"mean": torch.tensor(mean, dtype=torch.float32), "std": torch.full((dim,), SPREAD)}
+
+    stats = {"observation.state": centred(state_dim), "action": centred(action_dim)}
     return save_with_processors(policy, cfg, stats, cameras, directory)
 
 
@@ -78,6 +92,15 @@ def rig_cameras(rig_path: Path) -> dict[str, tuple[int, int]]:
 
     profile = load_rig(rig_path).profile
     return {name: (int(spec.height), int(spec.width)) for name, spec in profile.cameras.items()}
+
+
+def rig_rest(rig_path: Path) -> list[float] | None:
+    """The rig profile's rest pose, joint by joint, when it gives all six (else None)."""
+    from orchestrator.rigs.profile import load_rig
+
+    rest = dict(load_rig(rig_path).profile.rest_pose)
+    keys = ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper")
+    return [float(rest[f"{k}.pos"]) for k in keys] if all(f"{k}.pos" in rest for k in keys) else None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -95,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         cameras = rig_cameras(args.rig)
         if args.directory.exists() and any(args.directory.iterdir()):
             raise BadInput(f"{args.directory}: not empty; choose a new folder")
-        make_act_checkpoint(args.directory, cameras)
+        make_act_checkpoint(args.directory, cameras, center=rig_rest(args.rig))
     except OrchestratorError as exc:
         for line in str(exc).splitlines():
             print(f"tiny_act: {line}", file=sys.stderr)

@@ -98,13 +98,16 @@ class RigProfile(BaseModel):
 class LoadedRig:
     """A rig profile as loaded, and the device it is paired with: `kind` is the rig kind that
     `rigs.factory.make_rig` builds, stated when the pair is made (`load_rig`: the profile's
-    robot type; `rigs.twin.client.swap_sources`: `twin`, with the running twin in `twin`)."""
+    robot type; `rigs.twin.client.swap_sources`: `twin`, with the running twin in `twin`).
+    `allowed`: the safety overrides given for this session (the `--allow-*` flags of `run`,
+    keys of `rigs.so101.hardware_checks.OVERRIDES`), which the runner's checks at its start honour."""
 
     path: Path
     profile: RigProfile
     text: str
     kind: str = ""
     twin: Any = None        # the running twin (`rigs.twin.client.Twin`) when run with --twin
+    allowed: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         if not self.kind:

@@ -13,7 +13,9 @@ Checks, in order (all of them run; each problem is one line):
 - cameras: each camera opens and delivers frames at its configured fps (measured);
 - policies: each LeRobot checkpoint of the protocol loads, offline, and its input/output features
   match the rig (camera names, image shapes, state and action sizes), spelled out; warnings as
-  lerobot-rollout gives them; the weights of all policies together against the accelerator's
+  lerobot-rollout gives them; on a real arm, its statistics in the rig's units, a finite warm-up
+  action and a first action near the episode's start pose (`policy_refusals`, which `run`
+  applies at its start too); the weights of all policies together against the accelerator's
   free memory (they stay loaded for the whole campaign);
 - disk: free space where the campaign is written, against an estimate of what it will need.
 
@@ -31,18 +33,46 @@ from typing import Any
 
 from orchestrator.core import disk
 from orchestrator.core.errors import BadInput
-from orchestrator.rigs.base import Check
+from orchestrator.rigs.base import Check, Rig
 from orchestrator.rigs.device_fault import one_line
 from orchestrator.rigs.profile import LoadedRig
 from orchestrator.run.recording import episode_bytes_estimate
 
 
-def check_policies(protocol: Any, rig_features: Any, robot_type: str | None = None) -> list[Check]:
-    """Each LeRobot policy of the protocol loads and matches the rig; their weights fit together."""
+def episode_start_pose(rig: Any) -> tuple[dict[str, float] | None, str]:
+    """(the pose an episode starts from, where it comes from) on a real arm (or its twin), not
+    connected: the profile's rest pose, else the present pose read on the bare bus (nothing
+    written); (None, "") when it cannot be read (the rest pose's check says why)."""
+    rest = dict(rig.profile.rest_pose)
+    if rest:
+        return rest, "the profile's rest_pose"
+    from orchestrator.rigs.so101.hardware_checks import read_present_pose
+
+    try:
+        return read_present_pose(rig), "the present pose"
+    except Exception:  # noqa: BLE001 - the rest pose's check names the bus's failure
+        return None, ""
+
+
+def policy_refusals(policy: Any, rig: Any, allowed: Iterable[str] = (),
+                    start: tuple[dict[str, float] | None, str] | None = None) -> list[str]:
+    """A loaded LeRobot policy against the real arm it will drive (`policies.arm_fit`), the
+    same at `doctor` and at `run`'s start; `start` as `episode_start_pose(rig)` (read when None)."""
+    from orchestrator.policies.arm_fit import arm_fit_refusals
+
+    pose, source = start if start is not None else episode_start_pose(rig)
+    return arm_fit_refusals(policy, rig, pose, source, allowed)
+
+
+def check_policies(protocol: Any, rig_features: Any, robot_type: str | None = None,
+                   allowed: Iterable[str] = ()) -> list[Check]:
+    """Each LeRobot policy of the protocol loads and matches the rig; their weights fit together;
+    on a real arm (`rig_features` a rig), each is checked against it (`policy_refusals`)."""
     from orchestrator.design.protocol import LeRobotPolicySpec, deployment_label
 
     checks = []
     sizes: dict[str, dict[str, int]] = {}
+    start = None
     for label, spec in protocol.protocol.policies.items():
         if spec.type == "lerobot_server":
             checks.append(_server_check(label, spec, protocol, rig_features))
@@ -79,6 +109,10 @@ def check_policies(protocol: Any, rig_features: Any, robot_type: str | None = No
             checks.append(_step_time_check(label, policy, protocol.protocol.episode.fps))
         prefix = f"policy checkpoint {spec.path}: "
         checks.extend(Check(f"policy {label}", True, "warning: " + w.removeprefix(prefix)) for w in policy.warnings)
+        if isinstance(rig_features, Rig):
+            start = start or episode_start_pose(rig_features)
+            checks.extend(Check(f"policy {label} ({spec.path})", False, line.removeprefix(prefix))
+                          for line in policy_refusals(policy, rig_features, allowed, start))
         policy.close()
     checks.extend(_memory_checks(sizes))
     return checks
@@ -180,10 +214,11 @@ def run_preflight(loaded_rig: LoadedRig, protocol: Any = None, out_dir: Path | s
         add(rig.checks(camera_seconds))
         from orchestrator.rigs.so101.hardware_checks import profile_refusals
 
-        add(Check("safety", False, line) for line in profile_refusals(rig, allowed))
+        fps = protocol.protocol.episode.fps if protocol is not None else None
+        add(Check("safety", False, line) for line in profile_refusals(rig, allowed, fps))
         features, robot_type = rig, None
     if protocol is not None:
-        add(check_policies(protocol, features, robot_type))
+        add(check_policies(protocol, features, robot_type, allowed))
     add([check_disk(Path(out_dir or "recordings"), estimate_campaign_bytes(protocol, profile))])
     return checks
 

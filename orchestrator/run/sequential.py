@@ -287,7 +287,7 @@ def _run_sequential(opened: OpenedCampaign, pending: list[Trial], operator: Oper
     progress = None
     try:
         labels = dict.fromkeys(t.policy for t in pending) if refill is None else loaded.protocol.policies
-        _load_and_connect(rig, loaded, labels, policies)
+        _load_and_connect(rig, loaded, labels, policies, opened.rig.allowed)
         if not (first_motion_allowed(motion, store.sessions(), say) and _rest_or_end(motion, say)):
             return
         gate = StartGate(loaded, rig, store, operator, say)
@@ -345,16 +345,26 @@ def _questions_answered(store, operator: Operator, say: Callable[[str], None]) -
     return True
 
 
-def _load_and_connect(rig, loaded, labels, policies: dict) -> None:
+def _load_and_connect(rig, loaded, labels, policies: dict, allowed: frozenset[str] = frozenset()) -> None:
     """Policies first, hardware last (as LeRobot does): a checkpoint that does not match the rig
-    is refused before the arm's torque is ever enabled. `policies` is filled as each loads, so
-    the caller closes those already made whatever fails next."""
+    is refused before the arm's torque is ever enabled, and on a real arm (or its twin) each
+    LeRobot policy is checked against it as `doctor` checks it (`preflight.policy_refusals`,
+    overridden by the session's `allowed` flags). `policies` is filled as each loads, so the
+    caller closes those already made whatever fails next."""
     from orchestrator.policies.factory import make_policy
+    from orchestrator.policies.lerobot import LeRobotPolicy
 
     for label in labels:
         policies[label] = make_policy(label, loaded.protocol.policies[label], loaded, rig)
     if rig.realtime and (problems := rig.preflight()):
         raise BadInput(problems)
+    fitting = [p for p in policies.values() if isinstance(p, LeRobotPolicy)]
+    if rig.realtime and fitting:
+        from orchestrator.run.preflight import episode_start_pose, policy_refusals
+
+        start = episode_start_pose(rig)
+        if problems := [line for p in fitting for line in policy_refusals(p, rig, allowed, start)]:
+            raise BadInput(problems)
     rig.connect()
     if not rig.realtime and (problems := rig.preflight()):  # the simulator checks its scene
         raise BadInput(problems)

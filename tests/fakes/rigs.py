@@ -20,7 +20,7 @@ def write_videos(directory: Path, cameras: dict[str, tuple[int, int]] = CAMERAS,
 
 def write_rig(path: Path, port: str, calibration_dir: Path, videos: dict[str, Path], *,
               cameras: dict[str, tuple[int, int]] = CAMERAS, fps: int = 30, robot_id: str = "lab_arm",
-              max_relative_target: float | None = 10.0, camera_extra: dict | None = None) -> Path:
+              max_relative_target: float | None = 3.0, camera_extra: dict | None = None) -> Path:
     """Write a rig profile YAML (video paths relative to the profile, as a user would)."""
     path = Path(path)
     robot = {"type": "so101_follower", "port": port, "id": robot_id, "calibration_dir": str(calibration_dir)}

@@ -53,3 +53,33 @@ def save_acts_in_subprocess(checkpoints: dict[Path, dict[str, tuple[int, int]]])
                    check=True, capture_output=True, timeout=300)
     for directory in checkpoints:
         assert (Path(directory) / "config.json").is_file(), directory
+
+
+def restat_checkpoint(directory: Path, cameras: dict[str, tuple[int, int]], **features: dict[str, list[float]]) -> Path:
+    """Save the checkpoint in `directory` again with other normaliser statistics: `features`
+    maps `observation_state` / `action` to {mean, std, min, max: six values} (a checkpoint
+    recorded in other units, say), the images' statistics as `save_with_processors` gives them."""
+    import torch
+    from lerobot.configs.policies import PreTrainedConfig
+    from lerobot.policies.factory import make_pre_post_processors
+
+    cfg = PreTrainedConfig.from_pretrained(str(directory))
+    stats = {key.replace("_", ".", 1) if key.startswith("observation") else key:
+             {name: torch.tensor(values, dtype=torch.float32) for name, values in columns.items()}
+             for key, columns in features.items()}
+    for name in cameras:
+        stats[f"observation.images.{name}"] = {"mean": torch.full((3, 1, 1), 0.5), "std": torch.full((3, 1, 1), 0.25)}
+    pre, post = make_pre_post_processors(cfg, dataset_stats=stats)
+    pre.save_pretrained(directory)
+    post.save_pretrained(directory)
+    return directory
+
+
+def poison_checkpoint(directory: Path) -> Path:
+    """The checkpoint in `directory` with its action head's bias NaN: every action it gives is NaN."""
+    from safetensors.torch import load_file, save_file
+
+    weights = load_file(str(Path(directory) / "model.safetensors"))
+    weights["model.action_head.bias"] = weights["model.action_head.bias"] * float("nan")
+    save_file(weights, str(Path(directory) / "model.safetensors"), metadata={"format": "pt"})
+    return directory

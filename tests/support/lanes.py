@@ -44,6 +44,8 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_abort_causes.py", ()),
     ("test_aborts.py", ()),
     ("test_architecture.py", ()),
+    ("test_arm_fit.py", ()),
+    ("test_arm_fit_twin.py", ("twin", "lerobot", "subprocess")),
     ("test_arm_safety.py", ("lerobot",)),
     ("test_stop_reasons.py", ("lerobot",)),
     ("test_auto_rater.py", ()),

@@ -86,7 +86,7 @@ BASE_STOP_POLL = 20          # the operator's own stop, in the first episode
 # confirmation of the next session; the session's approval of the resets is not one.
 FIRST_MOTION_QUESTION = "not moved yet"
 END_POLL = 12                # an after_* case: session 1 ends here, in its first episode
-EPISODE_LEAD_DEG = 10.0      # hardware/so101_twin.yaml max_relative_target
+EPISODE_LEAD_DEG = 3.0       # hardware/so101_twin.yaml max_relative_target
 MOVE_LEAD_DEG = 5.0          # rigs/guarded_motion.py MAX_LEAD_DEG: every motion outside an episode
 
 

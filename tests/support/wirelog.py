@@ -4,6 +4,7 @@
 - `goals(after=t)`: Goal_Position writes the servos received after `t` (epoch seconds), as
   `(t, servo id, raw value)`, sync writes and single writes alike;
 - `torque_writes(after=t)`: Torque_Enable writes `(t, servo id, value)`;
+- `presents(after=t)`: the Present_Position values the servos reported `(t, servo id, raw value)`;
 - `writes(addr, after=t)`: any register's writes;
 - `faults(kind=None)`: the fault lines;
 - `events(kind=None)`: the twin's own lines (`stall`, `overload_unload`, `power_cycle`);
@@ -22,6 +23,7 @@ from orchestrator.rigs.twin.feetech import REG
 from orchestrator.rigs.twin.wire_log import read_wire_log
 
 GOAL_ADDR = REG["Goal_Position"][0]
+PRESENT_ADDR = REG["Present_Position"][0]
 TORQUE_ADDR = REG["Torque_Enable"][0]
 
 
@@ -49,6 +51,14 @@ class WireLog:
 
     def goals(self, after: float = float("-inf")) -> list[tuple[float, int, int]]:
         return [(t, i, v & 0xFFFF) for t, i, v in self.writes(GOAL_ADDR, after)]
+
+    def presents(self, after: float = float("-inf")) -> list[tuple[float, int, int]]:
+        """(t, id, raw value) of every Present_Position a servo reported: its status reply to a
+        read (or sync read) that starts at that register."""
+        return [(line["t"], line["id"], int.from_bytes(bytes(line["data"][:2]), "little") & 0x7FFF)
+                for line in self.packets
+                if (line["dir"] == "out" and line["inst"] in ("READ", "SYNC_READ") and line["addr"] == PRESENT_ADDR
+                    and line["t"] > after and len(line["data"]) >= 2 and not line.get("bad"))]
 
     def torque_writes(self, after: float = float("-inf")) -> list[tuple[float, int, int]]:
         return [(t, i, v & 0xFF) for t, i, v in self.writes(TORQUE_ADDR, after)]

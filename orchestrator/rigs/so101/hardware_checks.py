@@ -235,28 +235,83 @@ OVERRIDES = {
     "torque_at_exit": "--allow-torque-on-at-exit",
     "rest_near_limit": "--allow-rest-near-limit",
     "stop_key": "--allow-no-stop-key",
+    "fast_max_relative_target": "--allow-fast-max-relative-target",
+    "policy_units": "--allow-policy-units",
+    "nan_warm_up": "--allow-nan-warm-up",
+    "first_action_far": "--allow-far-first-action",
 }
+# The fastest a policy may drive a joint: max_relative_target (LeRobot's bound on a goal's distance
+# from the present position, per step) times the control rate. 90 degrees per second sweeps the
+# shoulder from folded to upright in about a second: slow enough for a person within reach to
+# move away, fast enough for pick and place (LeRobot's so101 examples move well below it).
+MAX_TARGET_SPEED_DEG_S = 90.0
+DEFAULT_FPS = 30          # the control rate assumed without a protocol (lerobot-rollout's default --fps)
+TICKS_PER_TURN = 4096     # an STS3215's resolution: -100..100 spans the calibrated ticks
 
 
-def profile_refusals(rig: Any, allowed: Iterable[str] = ()) -> list[str]:
+def profile_refusals(rig: Any, allowed: Iterable[str] = (), fps: int | None = None) -> list[str]:
     """One line per setting of a real-arm profile that voids the safety rules (each names the
     flag that accepts it): no `max_relative_target` (LeRobot's default: a policy's target goes
     out however far from the present pose), `disable_torque_on_disconnect: false` (the arm keeps
     torque after the program ends), a rest pose within `REST_LIMIT_MARGIN` of a calibrated limit
     (the joint rests against its end stop; the gripper closed squeezes the cube the operator
-    takes out). A rest pose outside the range is `rest_pose_problems` (refused without override)."""
+    takes out), a `max_relative_target` that lets a joint go faster than `MAX_TARGET_SPEED_DEG_S` at
+    `fps` (the protocol's; `DEFAULT_FPS` without one). A rest pose outside the range is
+    `rest_pose_problems` (refused without override)."""
     allowed = set(allowed)
     lines = []
+    fps = fps or DEFAULT_FPS
     if "max_relative_target" not in allowed and getattr(rig.config, "max_relative_target", None) is None:
         lines.append(f"{rig.name}: robot.max_relative_target is not set: a policy's target would go to the servos "
-                     "however far it is from the present pose; set it (e.g. max_relative_target: 10.0) or pass "
-                     f"{OVERRIDES['max_relative_target']}")
+                     "however far it is from the present pose; set it (e.g. max_relative_target: "
+                     f"{MAX_TARGET_SPEED_DEG_S / fps:.1f} at {fps} fps) or pass {OVERRIDES['max_relative_target']}")
+    if "fast_max_relative_target" not in allowed:
+        lines.extend(f"{rig.name}: {line}" for line in target_speed_refusal(rig, fps))
     if "torque_at_exit" not in allowed and getattr(rig.config, "disable_torque_on_disconnect", True) is False:
         lines.append(f"{rig.name}: robot.disable_torque_on_disconnect is false: the arm would keep torque after "
                      f"the program ends (a crash included); remove it or pass {OVERRIDES['torque_at_exit']}")
     if "rest_near_limit" not in allowed:
         lines.extend(f"{rig.name}: {line}; or pass {OVERRIDES['rest_near_limit']}" for line in rest_near_limits(rig))
     return lines
+
+
+def target_speeds(rig: Any, fps: int) -> dict[str, tuple[float, float]]:
+    """{joint: (max_relative_target, the degrees per second it allows at `fps`)} of the arm's
+    joints (the gripper's 0-100 is no angle); none without a max_relative_target. With
+    `use_degrees: false` a unit is the calibrated span over 200 (without a calibration, the
+    widest: a whole turn)."""
+    mrt = getattr(rig.config, "max_relative_target", None)
+    if mrt is None:
+        return {}
+    bus = getattr(rig.robot, "bus", None)
+    motors = list(getattr(bus, "motors", None) or ([] if isinstance(mrt, dict) else ["joint"]))
+    per = {m: float(v) for m, v in mrt.items()} if isinstance(mrt, dict) else dict.fromkeys(motors, float(mrt))
+    out = {}
+    for motor, value in per.items():
+        if motor == "gripper":
+            continue
+        degrees = 1.0
+        if rig.joint_units != "degrees":
+            cal = (getattr(bus, "calibration", None) or {}).get(motor)
+            ticks = abs(cal.range_max - cal.range_min) if cal is not None else TICKS_PER_TURN
+            degrees = ticks * 360 / TICKS_PER_TURN / 200
+        out[motor] = (value, value * degrees * fps)
+    return out
+
+
+def target_speed_refusal(rig: Any, fps: int) -> list[str]:
+    """One line when `max_relative_target` lets a joint go faster than `MAX_TARGET_SPEED_DEG_S`."""
+    speeds = target_speeds(rig, fps)
+    if not speeds:
+        return []
+    joint, (value, speed) = max(speeds.items(), key=lambda item: item[1][1])
+    if speed <= MAX_TARGET_SPEED_DEG_S + 1e-9:
+        return []
+    limit = value * MAX_TARGET_SPEED_DEG_S / speed
+    where = "" if joint == "joint" else f" {joint}"
+    return [f"robot.max_relative_target {value:g} lets a policy drive{where or ' a joint'} at up to {speed:.0f} degrees "
+            f"per second at {fps} fps, above the {MAX_TARGET_SPEED_DEG_S:g} allowed; set it to {limit:.1f} or less, "
+            f"or pass {OVERRIDES['fast_max_relative_target']}"]
 
 
 def rest_near_limits(rig: Any) -> list[str]:
