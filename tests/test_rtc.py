@@ -28,7 +28,10 @@ def test_tiny_vla_runs_sync_and_rtc_on_the_twin_from_fresh_processes(saved_vla, 
     protocol = one_mark_protocol(tmp_path, "{type: lerobot, path: ./vla}", RTC_B)
     rig = twin_rig(tmp_path)
     out = tmp_path / "campaign"
-    result = run_module("run", protocol, "--rig", rig, "--twin", "--unattended", "--out", out, env=env(), timeout=600)
+    # the tiny VLA's statistics (action mean 0, std 20; test_rtc_stop.py's canary needs them) make its first
+    # action the all-zero pose, far from the rest pose: accepted here, where only the plumbing is tested
+    result = run_module("run", protocol, "--rig", rig, "--twin", "--unattended", "--out", out,
+                        "--allow-far-first-action", env=env(), timeout=600)
     assert result.code == 0, result.err[-3000:]
     assert "2/2 trials done, 0 aborted" in result.out, result.out + result.err[-3000:]
     timing = {row["policy"]: row for row in stored_timing(out)}

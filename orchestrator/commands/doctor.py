@@ -3,8 +3,12 @@
 Checks the robot port, LeRobot's calibration file, every camera's frame rate, that each LeRobot
 policy of the protocol loads and matches the rig, and disk space (`orchestrator.run.preflight`);
 refuses the real-arm settings that void the safety rules, each with the flag that accepts it
-(`rigs.so101.hardware_checks.profile_refusals`: no max_relative_target, torque kept at exit, a rest
-pose within 5 degrees of a calibrated limit).
+(`rigs.so101.hardware_checks.profile_refusals`: no max_relative_target, one faster than 90 degrees
+per second at the protocol's fps, torque kept at exit, a rest pose within 5 degrees of a calibrated
+limit), and, on a real arm, each checkpoint whose statistics are not in the rig's units, whose
+warm-up action is not finite or whose first action lies far from the start pose
+(`policies.arm_fit`, which `run` applies at its start too). The list with every flag:
+docs/design.md, "What `doctor` checks".
 Prints one line per passed check; problems are one line each on stderr, exit 2. Nothing is
 started: the arm is not moved and devices opened to be checked are closed again.
 """
