@@ -61,7 +61,7 @@ def test_a_ladder_trend_keeps_its_level_when_each_mark_has_its_own_step_effects(
     two-step and 0.165 of three-step ladders (600 runs each; the test runs 400)."""
     checked = 0
     for steps, seed in ((2, 31), (3, 32)):
-        trend, last = ladder_null(400, repeats=5, step_sd=1.5, steps=steps, seed=seed)
+        trend, last, _ = ladder_null(400, repeats=5, step_sd=1.5, steps=steps, seed=seed)
         assert trend.value <= 0.05 + 3 * trend.se, (steps, trend)
         assert last.value <= 0.05 + 3 * last.se, (steps, last)
         checked += 1

@@ -163,16 +163,16 @@ def method_null(runs: int, seed_sd: float, tasks: int = 3, marks: int = 10, seed
 
 
 def ladder_null(runs: int, repeats: int, step_sd: float, steps: int = 2, marks: int = 20, campaigns: int = 1,
-                alpha: float = 0.05, seed: int = 0) -> tuple[Rate, Rate]:
+                alpha: float = 0.05, seed: int = 0) -> tuple[Rate, Rate, Rate]:
     """A ladder whose steps are equal on average but not on every mark: mark k's log-odds at step
     j are base_k + e_kj, e_kj ~ N(0, step_sd) independent (each mark its own response to a step),
     base_k ~ N(0.5, 1.5); `repeats` layout runs per mark share them. Run through `ladders` (the
     code compare uses): (the trend statement says rises or falls, the last-step statement says
-    improves or worse)."""
+    improves or worse, the last step's exact p is at most alpha)."""
     from orchestrator.analysis.compare.ladders import ladders
 
     rng = np.random.default_rng(seed)
-    trend = last = 0
+    trend = last = exact = 0
     for _ in range(runs):
         trials = []
         for c in range(campaigns):
@@ -184,7 +184,8 @@ def ladder_null(runs: int, repeats: int, step_sd: float, steps: int = 2, marks: 
         (ladder,) = ladders(trials, alpha)
         trend += "no trend established" not in ladder.trend_statement
         last += not ladder.statement.startswith("no evidence")
-    return Rate(trend / runs, runs), Rate(last / runs, runs)
+        exact += ladder.last_exact_p <= alpha
+    return Rate(trend / runs, runs), Rate(last / runs, runs), Rate(exact / runs, runs)
 
 
 def board(runs: int, logits: tuple[float, ...], marks: int = 20, campaigns: int = 1, mark_sd: float = 1.0,
