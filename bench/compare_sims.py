@@ -25,6 +25,7 @@ from support.compare_sim import (  # noqa: E402
     method_null,
     paired_test,
     rate_coverage,
+    seed_pairing_sim,
     trend_null,
 )
 
@@ -65,6 +66,12 @@ def seeds() -> None:
         show("  Welch t 95% interval of the mean difference covers 0", coverage)
     power, _, _ = method_null(500, 0.6, delta=1.5, seed=103)
     show("methods +1.5 log-odds, seed sd 0.6: 'better' (power)", power)
+    for delta, seed in ((0.0, 104), (0.8, 105)):
+        paired, unpaired = seed_pairing_sim(1000, 1.0, delta=delta, seed=seed)
+        what = "equal methods" if delta == 0 else f"X +{delta} log-odds"
+        show(f"seeds sharing a shift N(0, 1) by number (own sd 0.3), 3 tasks x 10 marks x 3 seed pairs, {what}: "
+             "'better', paired by seed (pre-registered)", paired)
+        show("  'better', seeds unpaired (the default)", unpaired)
 
 
 def ladders() -> None:

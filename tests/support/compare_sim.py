@@ -109,16 +109,19 @@ def bradley_terry_coverage(runs: int, reps: int = 300, rates: tuple[float, ...] 
 
 
 def seed_suite(rng: np.random.Generator, tasks: int, marks: int, seeds: tuple[int, int], repeats: int,
-               seed_sd: float, delta: float = 0.0, dominant: float = 0.0) -> list[Trial]:
+               seed_sd: float, delta: float = 0.0, dominant: float = 0.0, shared_sd: float = 0.0) -> list[Trial]:
     """Trials of methods X and Y on `tasks` campaigns (one a task) of `marks` marks x `repeats`.
     Every (method, task, seed) run is its own training: its log-odds move by N(0, seed_sd); X's
     runs have `delta` more log-odds on average. Each mark has its difficulty (N(0, 1.2)); with
-    `dominant` > 0 a third method D (one seed) runs too, `dominant` log-odds above the mark."""
+    `dominant` > 0 a third method D (one seed) runs too, `dominant` log-odds above the mark. With
+    `shared_sd` > 0 X's and Y's runs of one seed number share a shift N(0, shared_sd) (common random
+    numbers: what `analysis.seed_pairing: by_number` pre-registers)."""
     out = []
     for c in range(tasks):
         base = rng.normal(0.3 * c, 1.2, size=marks)
-        runs = [("X", s, delta + rng.normal(0, seed_sd)) for s in range(seeds[0])]
-        runs += [("Y", s, rng.normal(0, seed_sd)) for s in range(seeds[1])]
+        common = rng.normal(0, shared_sd, size=max(seeds)) if shared_sd else np.zeros(max(seeds))
+        runs = [("X", s, delta + common[s] + rng.normal(0, seed_sd)) for s in range(seeds[0])]
+        runs += [("Y", s, common[s] + rng.normal(0, seed_sd)) for s in range(seeds[1])]
         if dominant:
             runs.append(("D", 0, dominant))
         for method, s, shift in runs:
@@ -160,6 +163,22 @@ def method_null(runs: int, seed_sd: float, tasks: int = 3, marks: int = 10, seed
             intervals += 1
             covered += iv.lo <= 0.0 <= iv.hi
     return Rate(better / runs, runs), Rate(differ / runs, runs), Rate(covered / max(intervals, 1), max(intervals, 1))
+
+
+def seed_pairing_sim(runs: int, shared_sd: float, seed_sd: float = 0.3, delta: float = 0.0, tasks: int = 3,
+                     marks: int = 10, seeds: int = 3, alpha: float = 0.05, seed: int = 0) -> tuple[Rate, Rate]:
+    """Suites whose X and Y runs of one seed number share a shift N(0, shared_sd) (`seed_suite`),
+    through `paired_across`: (the seed-paired test says "better", the unpaired test says "better")."""
+    rng = np.random.default_rng(seed)
+    paired = unpaired = 0
+    for _ in range(runs):
+        trials = seed_suite(rng, tasks, marks, (seeds, seeds), 1, seed_sd, delta, shared_sd=shared_sd)
+        scores = _method_scores(trials)
+        (by_seed,) = paired_across(trials, scores, alpha, seed_paired=frozenset({"X", "Y"}))
+        (plain,) = paired_across(trials, scores, alpha)
+        paired += by_seed.significant
+        unpaired += plain.significant
+    return Rate(paired / runs, runs), Rate(unpaired / runs, runs)
 
 
 def ladder_null(runs: int, repeats: int, step_sd: float, steps: int = 2, marks: int = 20, campaigns: int = 1,
