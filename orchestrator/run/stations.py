@@ -171,7 +171,6 @@ def run_station(opened: OpenedCampaign, name: str, operator=None, say: Callable[
     says stop (one arm, trials in order); returns the runner's `RunSummary`."""
     import statistics
 
-    from orchestrator.run.abort_questions import of_station
     from orchestrator.run.bookkeeping import RunSummary
     from orchestrator.run.operator_protocol import AutoOperator
     from orchestrator.run.sequential import _questions_answered, _run_sequential, run_session, say_flushed
