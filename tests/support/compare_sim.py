@@ -300,3 +300,57 @@ def aggregate_coverage(runs: int, seeds: int, seed_sd: float, tasks: int = 3, re
         mean_in += method.mean.lo <= true_mean <= method.mean.hi
         iqm_in += method.iqm.lo <= true_iqm <= method.iqm.hi
     return Rate(mean_in / runs, runs), Rate(iqm_in / runs, runs)
+
+
+# ------------------------------------------------------------------ P(X > Y) and the profiles
+
+
+def _score_law(mu: float, sd: float, layouts: int) -> np.ndarray:
+    """P(score = j / layouts), j = 0..layouts, for a run whose score is round(layouts expit(z)),
+    z ~ N(mu, sd): the cells of z between logit((j - 1/2) / layouts) and logit((j + 1/2) / layouts)."""
+    from scipy.stats import norm
+
+    j = np.arange(layouts + 1)
+    lo = np.where(j == 0, -np.inf, logit(np.clip((j - 0.5) / layouts, 1e-300, 1)))
+    hi = np.where(j == layouts, np.inf, logit(np.clip((j + 0.5) / layouts, 0, 1 - 1e-16)))
+    return norm.cdf((hi - mu) / sd) - norm.cdf((lo - mu) / sd)
+
+
+def improvement_coverage(runs: int, seeds: int, seed_sd: float, delta: float = 0.0, tasks: int = 3,
+                         layouts: int = 40, reps: int = 1000, taus: tuple[float, ...] = (0.25, 0.5, 0.75, 0.9),
+                         seed: int = 0) -> tuple[Rate, tuple[Rate, ...]]:
+    """Coverage of the probability of improvement's and the performance profile's 95% intervals
+    as compare computes them (`scores.improvements`, `scores.profiles`) under seed-to-seed
+    variance: on task t (mu_t evenly from -0.5 to 1.5) a run of X scores round(40 expit(mu_t +
+    delta + N(0, seed_sd))) / 40, a run of Y the same without delta, `seeds` runs each. The
+    truths from the exact law of a score (`_score_law`): P(X > Y) + P(X = Y) / 2 averaged over
+    tasks, and X's P(score > tau) averaged over tasks. (P(X > Y), the profile at each tau)."""
+    from orchestrator.analysis.compare.model import MethodScore, SeedScore, TaskScore
+    from orchestrator.analysis.compare.scores import improvements, profiles, rng_for
+
+    rng = np.random.default_rng(seed)
+    mus = np.linspace(-0.5, 1.5, tasks)
+    grid = np.arange(layouts + 1) / layouts
+    laws_x = [_score_law(mu + delta, seed_sd, layouts) for mu in mus]
+    laws_y = [_score_law(mu, seed_sd, layouts) for mu in mus]
+    true_p = float(np.mean([np.sum(np.outer(px, py) * (np.sign(grid[:, None] - grid[None, :]) + 1) / 2)
+                            for px, py in zip(laws_x, laws_y, strict=True)]))
+    true_profile = [float(np.mean([px[grid > tau].sum() for px in laws_x])) for tau in taus]
+    unused = stats.Interval(float("nan"), 0.0, 1.0, "not computed")
+    p_in, profile_in = 0, np.zeros(len(taus))
+    for _ in range(runs):
+        methods = []
+        for method, shift in (("X", delta), ("Y", 0.0)):
+            per_task = []
+            for t, mu in enumerate(mus):
+                k = np.rint(layouts * expit(mu + shift + rng.normal(0, seed_sd, seeds))).astype(int)
+                per_task.append(TaskScore(f"t{t}", tuple(SeedScore(s, None, int(k[s]), layouts, unused, ())
+                                                          for s in range(seeds)), float(k.mean() / layouts), None))
+            methods.append(MethodScore(method, tuple(per_task), unused, unused, tasks * seeds))
+        draw = rng_for(int(rng.integers(1 << 30)))
+        (imp,) = improvements(methods, reps, draw)
+        p_in += imp.interval.lo <= true_p <= imp.interval.hi
+        profile = profiles(methods[:1], reps, draw)[0]
+        at = [profile.taus.index(tau) for tau in taus]
+        profile_in += [profile.lo[i] <= truth <= profile.hi[i] for i, truth in zip(at, true_profile, strict=True)]
+    return Rate(p_in / runs, runs), tuple(Rate(float(c) / runs, runs) for c in profile_in)
