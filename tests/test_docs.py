@@ -150,3 +150,34 @@ def test_the_readme_contents_match_its_sections_and_it_gives_the_ci_command():
     full = "uv run --all-extras pytest -n 2 --dist loadgroup -q"
     assert full in text and "uv run orchestrator demo" in text
     assert (REPO / ".ci" / "run").read_text().rstrip().splitlines()[-1] == full
+
+
+CURRENT = ["figure", "value", "command", "commit", "machine"]
+
+
+def current_figures(text: str) -> list[list[str]]:
+    """The rows of the first table of docs/benchmarks.md, if it is the table of current figures
+    (the columns of CURRENT) and comes before the history; else []."""
+    first = re.search(r"^\|.*\|\n\|[-| ]+\|\n((?:\|.*\|\n)+)", text, re.M)
+    history = text.find("\n## History\n")
+    if not first or history < first.start():
+        return []
+    header = [c.strip() for c in first.group(0).splitlines()[0].strip("|").split("|")]
+    rows = [[c.strip() for c in row.strip("|").split("|")] for row in first.group(1).splitlines()]
+    return rows if header == CURRENT else []
+
+
+def test_the_benchmarks_open_with_one_table_of_current_figures():
+    """docs/benchmarks.md opens with one table of today's figures (figure, value, command,
+    commit, machine), every cell filled and every command written out (or said to be unrecorded),
+    and the history below a heading of its own. A table with a column left out, or after the
+    history, is not it."""
+    text = (REPO / "docs" / "benchmarks.md").read_text()
+    rows = current_figures(text)
+    assert len(rows) >= 15   # count guard: the table was found and read
+    assert [row for row in rows if len(row) != len(CURRENT) or not all(row[:4])
+            or not ("`" in row[2] or row[2].startswith("not recorded"))] == []
+    assert {"the demo end to end", "the full suite", "the fast lane"} <= {r[0].split(" (")[0].split(",")[0] for r in rows}
+    table = "| figure | value | command | commit | machine |\n|---|---|---|---|---|\n| x | 1 | `c` | `abc1234` | C |\n"
+    assert current_figures(f"# B\n\n{table}\n## History\n") and not current_figures(f"# B\n\n## History\n\n{table}")
+    assert not current_figures("# B\n\n" + table.replace("| machine ", "").replace("|---|---|---|---|---|", "|---|---|---|---|") + "\n## History\n")
