@@ -152,6 +152,16 @@ def test_the_readme_contents_match_its_sections_and_it_gives_the_ci_command():
     assert (REPO / ".ci" / "run").read_text().rstrip().splitlines()[-1] == full
 
 
+
+def test_the_readme_is_a_guide_of_about_400_lines_at_most():
+    """The README is a guide (what it is, quick start, a campaign, each topic in brief); the
+    reference lives in docs/. A new feature adds a line or two to the README and its reference
+    to the docs/ file of its topic (README "Further documentation" lists them)."""
+    lines = (REPO / "README.md").read_text().splitlines()
+    assert len(lines) <= 420, f"README.md has {len(lines)} lines: move reference material to docs/"
+    listed = set(re.findall(r"\]\(docs/([\w-]+\.md)\)", (REPO / "README.md").read_text().split("## Further documentation")[1]))
+    assert listed == {p.name for p in (REPO / "docs").glob("*.md")}   # every docs/ file is reachable from the README
+
 CURRENT = ["figure", "value", "command", "commit", "machine"]
 
 
