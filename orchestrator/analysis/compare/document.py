@@ -25,8 +25,8 @@ def header(c: Comparison) -> list[Block]:
         Title("Comparison across campaigns"),
         Line(f"{len(c.campaigns)} campaign{'s' if len(c.campaigns) != 1 else ''}, {len(tasks)} task"
              f"{'s' if len(tasks) != 1 else ''} ({', '.join(tasks)}), {len(methods)} methods ({', '.join(methods)})"),
-        Line(f"Stratified bootstrap: {c.reps} resamples ({c.profile_reps} for the profiles, {c.board_reps} for the "
-             f"leaderboard), seed {c.seed}; alpha {c.alpha:g}"),
+        Line(f"Stratified bootstrap: {c.reps} resamples ({c.board_reps} for the leaderboard; the profiles' bands "
+             f"are Clopper-Pearson), seed {c.seed}; alpha {c.alpha:g}"),
         Gap(),
         table(["campaign", "task", "source", "protocol sha256", "labels", "trials known", "held out"],
               [[x.key, x.task, x.source, x.protocol_sha256[:12] or "-", x.label_source, f"{x.known} of {x.scheduled}",
@@ -76,7 +76,8 @@ def across_tasks(s: Section) -> list[Block]:
 def improvement(s: Section) -> list[Block]:
     if not s.improvements:
         return []
-    return [Heading(f"Probability of improvement ({s.label})"),
+    return [Heading(f"Probability of improvement ({s.label}; stratified bootstrap over seeds, widened by "
+                    "sqrt(n/(n-1)) for n seeds)"),
             table(["X", "Y", "tasks", "P(X > Y)", "95% CI"],
                   [[p.x, p.y, str(len(p.tasks)), f"{p.interval.estimate:.3f}", interval(p.interval)]
                    for p in s.improvements])]
@@ -92,7 +93,8 @@ def profiles(s: Section) -> list[Block]:
             i = p.taus.index(tau)
             cells.append(f"{p.values[i]:.2f} [{p.lo[i]:.2f}, {p.hi[i]:.2f}]")
         rows.append(cells)
-    return [Heading(f"Performance profiles ({s.label}): fraction of runs with success above tau"),
+    return [Heading(f"Performance profiles ({s.label}): fraction of runs with success above tau "
+                    "[Clopper-Pearson 95% over the runs]"),
             table(["method"] + [f"tau {t:g}" for t in PROFILE_TAUS], rows)]
 
 
