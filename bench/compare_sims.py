@@ -110,9 +110,10 @@ def intervals() -> None:
         show(f"per-seed clustered Wilson 95%, 20 marks x {repeats} repeats, mark sd {mark_sd}: covers", per_seed)
         show("  per-step", per_step)
     for n, sd, seed in ((3, 0.6, 141), (3, 1.0, 142), (5, 1.0, 143), (10, 1.0, 144)):
-        mean, iqm = aggregate_coverage(400, n, sd, reps=1000, seed=seed)
+        mean, iqm, task = aggregate_coverage(400, n, sd, reps=1000, seed=seed)
         show(f"3 tasks x {n} seeds, seed sd {sd}: the mean's t interval (Welch-Satterthwaite) covers", mean)
         show("  the IQM's stratified bootstrap covers", iqm)
+        show("  each task's Student t interval over seeds covers", task)
 
 
 def improvement() -> None:

@@ -385,5 +385,6 @@ def test_t_intervals_over_seeds_stay_in_0_1_and_no_spread_is_said_in_words(tmp_p
     assert ci[1] > 1 and (high.t95.lo, high.t95.hi) == pytest.approx((ci[0], 1.0))
     text = render(comparison, "text")
     assert "none: every seed scored 0.750, no spread to estimate" in text and "[0.750, 0.750]" not in text
+    assert "Student t 95%, clipped to [0, 1]; it covered 0.93-0.94 (0.926 at 3 seeds" in text   # measured
     assert "the IQM's stratified bootstrap interval is narrower than 95%: it covered 0.75-0.83 with 3 seeds a task" in text
     assert x.mean.method == "t-satterthwaite" and 0 <= x.mean.lo <= x.mean.hi <= 1
