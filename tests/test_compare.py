@@ -302,7 +302,7 @@ def test_ladder_statements_say_what_the_test_says(tmp_path):
 
 
 def test_a_two_step_ladder_with_repeats_says_the_same_in_its_trend_and_its_last_step(tmp_path):
-    """Issue 48 case 12: on one two-step ladder the trend line said "p < 0.0001: success rises
+    """On one two-step ladder the trend line said "p < 0.0001: success rises
     with the step" (20 layout runs counted as independent) while the last-step line said mid-p
     0.062. 10 marks x 5 repeats; on marks 0-3 only step 200 succeeds, on every repeat; elsewhere
     the two steps agree. Both lines test the 4 discordant marks: by enumeration of the 2^4 sign

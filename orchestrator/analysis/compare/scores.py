@@ -119,7 +119,7 @@ def rescaled(iv: stats.Interval, n: int) -> stats.Interval:
     """The percentile bootstrap interval widened about its estimate by sqrt(n / (n - 1)), n the
     fewest runs resampled in a task: the bootstrap resamples n runs as if their spread were the
     population's, which understates the variance by (n - 1) / n (Davison & Hinkley 1997, section
-    2.4; the rescale issue 48 names). Clipped to [0, 1]."""
+    2.4). Clipped to [0, 1]."""
     if n < 2:
         return iv
     f = (n / (n - 1)) ** 0.5
