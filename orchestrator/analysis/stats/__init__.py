@@ -112,10 +112,19 @@ from orchestrator.analysis.stats.power import (
                                                   layouts_needed,
                                                   paired_power,
 )
-from orchestrator.analysis.stats.proportion import Z95, poisson_per_100, wald, wilson, wilson_bounds, z_for_level
+from orchestrator.analysis.stats.proportion import (
+    Z95,
+    clopper_pearson,
+    poisson_per_100,
+    wald,
+    wilson,
+    wilson_bounds,
+    z_for_level,
+)
 from orchestrator.analysis.stats.seeds import (
                                                   SeedTest,
                                                   interquartile_mean,
+                                                  paired_seed_test,
                                                   rate_t_interval,
                                                   satterthwaite_interval,
                                                   seed_permutation_test,
@@ -141,7 +150,7 @@ from orchestrator.analysis.stats.unpaired import fisher_exact, mann_whitney, new
 __all__ = [
     "Z95", "Interval", "PairedTable", "McNemarResult", "CochranQResult", "MeanInterval",
     "PowerResult", "PlanResult", "EValueResult", "z_for_level",
-    "wilson", "wald", "wilson_bounds", "poisson_per_100",
+    "wilson", "wald", "wilson_bounds", "poisson_per_100", "clopper_pearson",
     "paired_table", "mcnemar", "mcnemar_exact_p", "mcnemar_midp", "discordant_floor",
     "min_discordant_for_alpha", "newcombe_paired", "tango_paired",
     "bonett_price_paired", "fisher_exact", "mann_whitney", "newcombe_independent",
@@ -149,7 +158,7 @@ __all__ = [
     "layouts_needed", "cell_probabilities", "independent_groups_n", "fisher_power",
     "fisher_trials_needed",
     "evalue_discordant", "evalue_power", "evalue_layouts_needed", "rejection_by_discordant", "interquartile_mean", "stratified_bootstrap_ci", "binary_agreement", "cohen_kappa",
-    "fleiss_kappa", "plan", "SeedTest", "seed_permutation_test", "rate_t_interval", "satterthwaite_interval",
+    "fleiss_kappa", "plan", "SeedTest", "seed_permutation_test", "paired_seed_test", "rate_t_interval", "satterthwaite_interval",
     "ClusteredResult", "clustered_wilson", "rate_design_effect", "clustered_mcnemar", "clustered_p_values", "clustered_difference",
     "improvement_interval", "iqm_of_runs", "mean_and_iqm_intervals", "mean_of_tasks", "probability_of_improvement",
     "profile_intervals", "score_distribution", "cmh_test", "TrendResult", "trend_test", "clustered_trend_test",
