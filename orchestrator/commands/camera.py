@@ -85,6 +85,7 @@ def _check(rig, camera: str, layout, mark, spec, reference_dir: Path) -> dict:
         StartCheck,
         camera_moved,
         check_start,
+        reference_problem,
     )
     from orchestrator.vision.table import TableNotFound, locate_table
 
@@ -104,6 +105,14 @@ def _check(rig, camera: str, layout, mark, spec, reference_dir: Path) -> dict:
              f"reprojection error {view.reprojection_px:.2f} px, {width}x{height}, intrinsics from "
              f"{view.intrinsics.source} (f = {view.intrinsics.f_px:.0f} px)"]
     if mark is None:
+        refused = reference_problem(image, view, layout, sheet_corners(), camera)
+        if refused is not None:
+            still = _failed_still(reference_dir, camera, image)
+            out = {"camera": camera, "fiducials": len(view.fiducials), "reprojection_px": round(view.reprojection_px, 3),
+                   "mark": None, "cube_found": None, "dx_mm": None, "dy_mm": None, "dyaw_deg": None, "passes": False,
+                   "tolerance_mm": None, "tolerance_deg": None, "problem": refused, "still": str(still)}
+            return {"json": out, "lines": [*lines, f"reference not stored: {refused}",
+                                           f"the still it measured: {still}", "does not pass"], "passes": False}
         path = write_reference(reference_dir, camera, view, image)
         lines.append(f"reference of the empty table stored: {path}")
         out = {"camera": camera, "fiducials": len(view.fiducials), "reprojection_px": round(view.reprojection_px, 3),
