@@ -347,11 +347,12 @@ def _close_session(progress: Progress | None, policies: dict, motion: ArmMotion,
             motion.rig.disconnect()
 
 
-def _questions_answered(store, operator: Operator, say: Callable[[str], None]) -> bool:
+def _questions_answered(store, operator: Operator, say: Callable[[str], None], asks=None) -> bool:
     """The questions earlier aborts left (a stop's reason, an overload's look), asked before
-    the arm is connected; False: the operator ended the session instead (stdin or console closed)."""
+    the arm is connected (with `asks`: those it accepts, a station's own); False: the operator
+    ended the session instead (stdin or console closed)."""
     try:
-        ask_open_questions(store, operator, say)
+        ask_open_questions(store, operator, say, asks)
     except StopRequested:
         say("stopped by the operator before anything moved; run again to resume")
         return False
