@@ -99,6 +99,7 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_pg_store.py", ("postgres",)),
     ("test_plan.py", ()),
     ("test_preflight.py", ("lerobot",)),
+    ("test_doctor_faults.py", ("twin", "lerobot", "subprocess")),
     ("test_progress.py", ()),
     ("test_protocol.py", ()),
     ("test_protocol_fuzz.py", ("slow",)),   # fuzzing: hundreds of mutated files (the full run, not the fast lane)
