@@ -202,9 +202,18 @@ class LeRobotPolicy(Policy):
     @staticmethod
     def runs_in_an_engine(spec: LeRobotPolicySpec) -> bool:
         """Whether `spec` is deployed through lerobot-rollout's engines (RTC, or interpolation):
-        `policies.rtc.EnginePolicy` runs it, not this class (`policies.factory` picks)."""
+        `policies.rtc.EnginePolicy` runs it, not this class (`deployed_class` picks)."""
         inference = getattr(spec, "inference", None)
         return getattr(inference, "type", "sync") == "rtc" or getattr(spec, "interpolation_multiplier", 1) > 1
+
+    @classmethod
+    def deployed_class(cls, spec: Any) -> type[LeRobotPolicy]:
+        """`policies.rtc.EnginePolicy` for a spec deployed through lerobot-rollout's engines."""
+        if cls is LeRobotPolicy and cls.runs_in_an_engine(spec):
+            from orchestrator.policies.rtc import EnginePolicy
+
+            return EnginePolicy
+        return cls
 
     # long-function: __init__: loads a checkpoint in LeRobot's own order (config, device, feature
     # check, weights, processors), each step refusing with one line that names it; left for
@@ -354,6 +363,11 @@ class LeRobotPolicy(Policy):
         finally:
             self.reset()
         return time.perf_counter() - start
+
+    @property
+    def action_chunk_steps(self) -> int:
+        """The actions one inference gives (LeRobot's `n_action_steps`; 1 for a config without)."""
+        return int(getattr(self.config, "n_action_steps", 1) or 1)
 
     def step_times(self, steps: int) -> list[float]:
         """Seconds of each of `steps` rollout ticks (observation processing, inference when the
