@@ -30,8 +30,7 @@ SERVER_INFO_SQL = "SELECT ref, success_test, failure_modes, marks, min_height_m 
 
 def blind_episode_rows(store: CampaignStore) -> list[tuple[str, int, float, Any, str]]:
     """(id, frames, duration_s, files, mark_id) of every recorded episode, through the view only."""
-    sql = SERVER_VIEW_SQL if store.on_server else VIEW_SQL
-    return [tuple(row) for row in store.conn.execute(sql)]  # type: ignore[misc]
+    return [tuple(row) for row in store.conn.execute(store.conn.backend.blind_episodes_sql)]  # type: ignore[misc]
 
 
 def campaign_texts(store: CampaignStore) -> tuple[str, str, str]:

@@ -149,6 +149,7 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_stats_sequence.py", ()),
     ("test_store.py", ()),
     ("test_store_sql.py", ()),
+    ("test_store_backend.py", ()),
     ("test_success.py", ()),
     ("test_twin.py", ("twin", "subprocess")),
     ("test_twin_camera.py", ("twin", "lerobot", "subprocess")),
