@@ -14,7 +14,6 @@ import re
 
 import pytest
 
-import orchestrator.policies
 from orchestrator.design.protocol import Cube, Mark
 from orchestrator.policies.base import EpisodeContext, Policy
 from orchestrator.rigs.base import EmergencyStop, EpisodeFacts
@@ -22,6 +21,7 @@ from orchestrator.rigs.profile import STATE_KEYS
 from orchestrator.run.control_loop import run_episode
 from orchestrator.run.recording import EpisodeRecorder
 from support.fake_rig import StillRig
+from support.repo import REPO
 
 FPS = 30
 CONTEXT = EpisodeContext(mark=Mark(id="M01", x=0.2, y=0.0), cube=Cube(), seed=0, fps=FPS, duration_s=0.2, task="")
@@ -30,7 +30,7 @@ QUEUED = 50   # actions an asynchronous policy holds ahead (more than an episode
 
 def policy_classes() -> set[type[Policy]]:
     """Every `Policy` subclass defined in `orchestrator/policies` (each of its modules imported)."""
-    for module in pkgutil.iter_modules(orchestrator.policies.__path__):
+    for module in pkgutil.iter_modules([str(REPO / "orchestrator" / "policies")]):
         importlib.import_module(f"orchestrator.policies.{module.name}")
     found, todo = set(), list(Policy.__subclasses__())
     while todo:
@@ -68,7 +68,7 @@ def test_the_defaults_hold_nothing_and_claim_nothing():
     assert policy.stop() is None and policy.inference_timing() is None
     assert policy.asynchronous is False and policy.needs_images is False
     assert tuple(policy.warnings) == () and policy.warmup_s == 0.0 and tuple(policy.ordered_action_keys) == ()
-    assert Scripted.deployed_class(object()) is Scripted
+    assert Scripted.runs_in_an_engine(object()) is False
 
 
 def test_every_policy_that_may_run_asynchronously_overrides_stop():
@@ -99,16 +99,17 @@ def test_positive_control_an_asynchronous_policy_whose_stop_has_another_name():
 
 def test_the_factory_deploys_an_engine_spec_with_the_engine_policy():
     from orchestrator.design.protocol import LeRobotPolicySpec
+    from orchestrator.policies.factory import _deployed
     from orchestrator.policies.lerobot import LeRobotPolicy
     from orchestrator.policies.rtc import EnginePolicy
 
     sync = LeRobotPolicySpec(type="lerobot", path="ckpt")
     rtc = LeRobotPolicySpec(type="lerobot", path="ckpt", inference={"type": "rtc"})
     interpolated = LeRobotPolicySpec(type="lerobot", path="ckpt", interpolation_multiplier=2)
-    assert LeRobotPolicy.deployed_class(sync) is LeRobotPolicy
-    assert LeRobotPolicy.deployed_class(rtc) is EnginePolicy
-    assert LeRobotPolicy.deployed_class(interpolated) is EnginePolicy
-    assert EnginePolicy.deployed_class(rtc) is EnginePolicy
+    assert [LeRobotPolicy.runs_in_an_engine(s) for s in (sync, rtc, interpolated)] == [False, True, True]
+    assert _deployed(LeRobotPolicy, sync) is LeRobotPolicy
+    assert _deployed(LeRobotPolicy, rtc) is EnginePolicy and _deployed(LeRobotPolicy, interpolated) is EnginePolicy
+    assert _deployed(Scripted, rtc) is Scripted        # the default: no engine
 
 
 class Queued(Scripted):

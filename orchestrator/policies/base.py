@@ -61,8 +61,8 @@ class Policy(ABC):
       action, so nothing computed before a stop is sent after it. Default: nothing is queued.
     - `inference_timing()`: an asynchronous policy's own figures for the episode just run (the
       report's control-loop section); None: nothing to add to the loop's own timing.
-    - `deployed_class(spec)`: the class that runs `spec` as it is deployed (a LeRobot policy
-      under lerobot-rollout's RTC or interpolating engine is `policies.rtc.EnginePolicy`).
+    - `runs_in_an_engine(spec)`: whether `spec` is deployed through lerobot-rollout's inference
+      engines (RTC, or interpolation), which `policies.rtc.EnginePolicy` runs (the factory picks).
     - `warnings`, `warmup_s`, `ordered_action_keys`: what preflight shows of a loaded policy:
       its load's warnings (as lerobot-rollout gives them), the seconds its warm-up took, the
       action keys it writes in order. Defaults: none, 0 s, none declared.
@@ -87,10 +87,10 @@ class Policy(ABC):
         `rig`: the rig or its profile, for what the policy must match)."""
         raise NotImplementedError(f"{cls.__name__} does not say how to build it from a protocol")
 
-    @classmethod
-    def deployed_class(cls, spec: Any) -> type[Policy]:
-        """The class that runs `spec` as it is deployed: this one, unless a subclass says otherwise."""
-        return cls
+    @staticmethod
+    def runs_in_an_engine(spec: Any) -> bool:
+        """Whether `spec` runs through lerobot-rollout's engines (`policies.rtc.EnginePolicy`)."""
+        return False
 
     @abstractmethod
     def reset(self, context: EpisodeContext) -> None: ...

@@ -4,8 +4,8 @@ The spec's `type` names a registered policy class (`policies.base.register_polic
 `scripted` -> `policies.scripted.ScriptedPickPolicy`, `lerobot` -> `policies.lerobot.LeRobotPolicy`
 (its module imports torch only when a checkpoint loads), `lerobot_server` ->
 `policies.lerobot_server.ServerPolicy` (LeRobot's policy server, over gRPC). Each class builds
-itself from the spec (`Policy.from_spec`), by the class the registered one deploys it with
-(`Policy.deployed_class`): a `lerobot` spec with `inference: {type: rtc}` or
+itself from the spec (`Policy.from_spec`); a spec the registered class says runs in an engine
+(`Policy.runs_in_an_engine`), a `lerobot` spec with `inference: {type: rtc}` or
 `interpolation_multiplier` > 1 is built by `policies.rtc.EnginePolicy` (lerobot-rollout's own
 inference engines), a `LeRobotPolicy` that is not registered apart.
 """
@@ -29,7 +29,7 @@ def make_policy(label: str, spec: Any, protocol: LoadedProtocol | None = None, r
         cls = policy_class(str(kind))
     except KeyError:
         raise BadInput(f"policy {label}: unknown policy type {kind!r}") from None
-    return cls.deployed_class(spec).from_spec(label, spec, protocol, rig)
+    return _deployed(cls, spec).from_spec(label, spec, protocol, rig)
 
 
 def lerobot_policy(spec: Any, protocol_dir: Any, task: str, features: Any, *, fps: float,
@@ -38,5 +38,19 @@ def lerobot_policy(spec: Any, protocol_dir: Any, task: str, features: Any, *, fp
     `policies.rtc.EnginePolicy` (RTC, or interpolation: lerobot-rollout's own engines)."""
     from orchestrator.policies.lerobot import LeRobotPolicy
 
-    return LeRobotPolicy.deployed_class(spec)(spec, protocol_dir, task, features, fps=fps, robot_type=robot_type)
+    cls = LeRobotPolicy
+    if LeRobotPolicy.runs_in_an_engine(spec):
+        from orchestrator.policies.rtc import EnginePolicy
 
+        cls = EnginePolicy
+    return cls(spec, protocol_dir, task, features, fps=fps, robot_type=robot_type)
+
+
+def _deployed(cls: type[Policy], spec: Any) -> type[Policy]:
+    """The class that runs `spec` as it is deployed: a LeRobot policy deployed through
+    lerobot-rollout's engines is an `EnginePolicy` (a `LeRobotPolicy`, not registered apart)."""
+    if cls.runs_in_an_engine(spec):
+        from orchestrator.policies.rtc import EnginePolicy
+
+        return EnginePolicy
+    return cls

@@ -200,20 +200,11 @@ class LeRobotPolicy(Policy):
         return cls(spec, protocol_dir, task, rig, fps=fps)
 
     @staticmethod
-    def runs_in_an_engine(spec: LeRobotPolicySpec) -> bool:
+    def runs_in_an_engine(spec: Any) -> bool:
         """Whether `spec` is deployed through lerobot-rollout's engines (RTC, or interpolation):
-        `policies.rtc.EnginePolicy` runs it, not this class (`deployed_class` picks)."""
+        `policies.rtc.EnginePolicy` runs it, not this class (`policies.factory` picks)."""
         inference = getattr(spec, "inference", None)
         return getattr(inference, "type", "sync") == "rtc" or getattr(spec, "interpolation_multiplier", 1) > 1
-
-    @classmethod
-    def deployed_class(cls, spec: Any) -> type[LeRobotPolicy]:
-        """`policies.rtc.EnginePolicy` for a spec deployed through lerobot-rollout's engines."""
-        if cls is LeRobotPolicy and cls.runs_in_an_engine(spec):
-            from orchestrator.policies.rtc import EnginePolicy
-
-            return EnginePolicy
-        return cls
 
     # long-function: __init__: loads a checkpoint in LeRobot's own order (config, device, feature
     # check, weights, processors), each step refusing with one line that names it; left for

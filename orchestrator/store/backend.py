@@ -36,6 +36,7 @@ from orchestrator.store import chain
 from orchestrator.store.blind_view import VIEW_SQL
 
 APPLICATION_ID = 0x50414231  # "PAB1": marks a SQLite file as ours (PRAGMA application_id)
+DB_NAME = "campaign.db"      # a campaign's SQLite file, in its directory
 
 
 class Backend(ABC):
@@ -112,8 +113,6 @@ class SqliteBackend(Backend):
         return conn.execute(sql, params).lastrowid
 
     def where(self, directory: Path) -> str:
-        from orchestrator.store.sqlite_file import DB_NAME
-
         return str(directory / DB_NAME)
 
     def set_schema_version(self, conn: Any, version: int) -> None:

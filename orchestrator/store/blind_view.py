@@ -12,12 +12,17 @@ is granted (`postgres_blind.py`, `postgres_roles.py`).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any, Protocol
 
 from orchestrator.core.errors import BadInput
 
-if TYPE_CHECKING:
-    from orchestrator.store.sqlite import CampaignStore
+
+class CampaignStore(Protocol):
+    """What these reads use of a store (`sqlite.CampaignStore`, which imports this module)."""
+
+    directory: Path
+    conn: Any
 
 # They must never name trials.policy, trials.seed, trials.position or trials.slot (a test
 # checks this text).

@@ -11,11 +11,10 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 
 from orchestrator.core.errors import BadInput
-from orchestrator.store.backend import APPLICATION_ID, SqliteConnection
+from orchestrator.store.backend import APPLICATION_ID, DB_NAME, SqliteConnection
 from orchestrator.store.schema import SCHEMA_VERSION, migrate
 
 __all__ = ["APPLICATION_ID", "DB_NAME", "LOCK_NAME", "acquire", "checked", "connect", "existing", "upgrade"]
-DB_NAME = "campaign.db"
 LOCK_NAME = "campaign.lock"
 
 
