@@ -177,3 +177,35 @@ def test_positive_control_a_planted_probe_of_a_policy_is_found(tmp_path):
         ("orchestrator/policies/factory.py", "hasattr(cls, ...)"),
         ("orchestrator/run/preflight.py", "getattr(p, ...)"),
         ("orchestrator/run/motion.py", "getattr(exc, ...)")}
+
+
+SPECIFIC = ("orchestrator.rigs.so101", "orchestrator.rigs.twin")
+
+
+def generic_imports_of_specific(root: Path) -> list[str]:
+    """`path:line: module` of every import, at any depth, of a specific rig's package
+    (`rigs/so101`, `rigs/twin`) by a generic module of `rigs/` (the factory and the extension
+    hooks name them as text, imported on first use)."""
+    found = []
+    for path in sorted((root / "orchestrator" / "rigs").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            modules = ([node.module or ""] if isinstance(node, ast.ImportFrom)
+                       else [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+            found += [f"{path.name}:{node.lineno}: {m}" for m in modules if m.startswith(SPECIFIC)]
+    return found
+
+
+def test_generic_rig_modules_import_no_specific_rig():
+    assert len(list((REPO / "orchestrator" / "rigs").glob("*.py"))) > 8
+    assert generic_imports_of_specific(REPO) == []
+
+
+def test_positive_control_a_generic_module_importing_the_so101_adapter_is_found(tmp_path):
+    shutil.copytree(REPO / "orchestrator" / "rigs", tmp_path / "orchestrator" / "rigs",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    fault = tmp_path / "orchestrator" / "rigs" / "device_fault.py"
+    fault.write_text(fault.read_text() + "\nfrom orchestrator.rigs.so101.servo_alarms import motor_names\n"
+                     "\ndef f():\n    import orchestrator.rigs.twin.rig\n")
+    assert generic_imports_of_specific(tmp_path) == [
+        f"device_fault.py:{len(fault.read_text().splitlines()) - 3}: orchestrator.rigs.so101.servo_alarms",
+        f"device_fault.py:{len(fault.read_text().splitlines())}: orchestrator.rigs.twin.rig"]

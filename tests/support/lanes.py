@@ -108,6 +108,7 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_rest_move_sag.py", ()),
     ("test_guarded_motion.py", ("lerobot",)),   # LeRobot's stack on the twin's servos, simulated time
     ("test_motion_paths.py", ()),
+    ("test_arm_motion.py", ()),
     ("test_guarded_loop.py", ()),
     ("test_report.py", ()),
     ("test_report_judge_flags.py", ()),
