@@ -18,6 +18,7 @@ import pytest
 from orchestrator.cli import main
 from orchestrator.run.abort_questions import alarm_answer, question_line, stop_answer
 from orchestrator.store.sqlite import CampaignStore, new_episode_id
+from support.blind_canary import assert_judges_never_read
 from support.tiny import DATA, PROTOCOL, run_cli
 
 CANARY = "canary-answer-3d81f0"
@@ -76,25 +77,9 @@ def test_an_answer_is_kept_beside_its_abort_and_shown_per_policy_it_never_change
 
 
 def test_a_judge_never_reads_an_answer_the_report_does(answered, tmp_path):
-    from orchestrator.judging.blinding import CampaignSource
-    from orchestrator.judging.bundle import write_bundle
-
     out, _ = answered
-    source = CampaignSource(out, "ann")
-    try:
-        shown = source.episodes()
-        assert shown and CANARY not in repr(shown) and CANARY not in repr(source.info)
-        for query in ("SELECT operator_answer FROM attempts", "SELECT * FROM attempts"):
-            with pytest.raises(sqlite3.DatabaseError):
-                source.store.conn.execute(query).fetchall()
-    finally:
-        source.close()
-    bundle = write_bundle(out, tmp_path / "bundle").path
-    files = [p for p in bundle.rglob("*") if p.is_file()]
-    assert len(files) > 4 and not [p for p in files if CANARY.encode() in p.read_bytes()]
-    with CampaignStore.open_readonly(out) as store:   # the positive control
-        assert f"unsafe motion: {CANARY}" in [r[0] for r in store.conn.execute("SELECT operator_answer FROM attempts")]
-
+    values = assert_judges_never_read(out, "operator_answer", CANARY, tmp_path / "bundle")
+    assert f"unsafe motion: {CANARY}" in values
 
 def test_a_schema_5_store_opens_as_schema_6_with_its_chain_intact(tmp_path):
     out = tmp_path / "c"

@@ -33,6 +33,7 @@ from orchestrator.run.control_loop import _policy_action
 from orchestrator.run.operator_protocol import ESTOP_PENDING, UNANSWERED
 from orchestrator.store.abort_causes import CAUSES, abort_cause
 from orchestrator.store.sqlite import CampaignStore, new_episode_id
+from support.blind_canary import assert_judges_never_read
 from support.tiny import DATA, PROTOCOL, run_cli
 
 NAN_MARK, RAISE_MARK = "M01", "M20"
@@ -289,22 +290,7 @@ def test_a_judge_never_sees_a_cause_a_report_does(canary_campaign, tmp_path, cap
     """A canary recorded as an abort's cause: the judge's sealed connection refuses the column,
     and neither the blinded episodes nor a bundle carry it; the positive control: the same
     column read unsealed, and the report, show it."""
-    from orchestrator.judging.blinding import CampaignSource
-    from orchestrator.judging.bundle import write_bundle
-
-    source = CampaignSource(canary_campaign, "ann")
-    try:
-        shown = source.episodes()
-        assert len(shown) == 4 and CANARY not in repr(shown) and CANARY not in repr(source.info)
-        for query in ("SELECT abort_cause FROM attempts", "SELECT * FROM attempts"):
-            with pytest.raises(sqlite3.DatabaseError):
-                source.store.conn.execute(query).fetchall()
-    finally:
-        source.close()
-    bundle = write_bundle(canary_campaign, tmp_path / "bundle").path
-    files = [p for p in bundle.rglob("*") if p.is_file()]
-    assert len(files) > 4 and not [p for p in files if CANARY.encode() in p.read_bytes()]
-    with CampaignStore.open_readonly(canary_campaign) as store:   # the positive control
-        assert CANARY in [r[0] for r in store.conn.execute("SELECT abort_cause FROM attempts")]
+    values = assert_judges_never_read(canary_campaign, "abort_cause", CANARY, tmp_path / "bundle", episodes=4)
+    assert CANARY in values
     assert main(["report", str(canary_campaign)]) == 0
     assert f"policy: {CANARY} 1, non-finite action 1" in capsys.readouterr().out

@@ -107,8 +107,8 @@ def test_damaged_campaign_db_is_named_not_crashed(small_campaign, small_report, 
     (exit 2), or reports under the very protocol and layout the campaign froze (their SHA-256 are
     checked against the stored texts). What SQLite cannot see is not claimed: it keeps no
     checksum of the values in its rows, so a byte changed inside a stored value (a session's
-    note, a label, a timing figure) can pass unnoticed (README "What the campaign store
-    guarantees"): a sweep of one space over every byte of such a store (61,440 offsets) had 3,233
+    note, a label, a timing figure) can pass unnoticed (docs/reliability.md "What the campaign
+    store guarantees"): a sweep of one space over every byte of such a store (61,440 offsets) had 3,233
     refused and 404 changing the report silently, 127 of them its verdict; none changed the
     frozen protocol's hash or name."""
     copy = tmp_path_factory.mktemp("dmg") / "c"

@@ -17,6 +17,7 @@ from orchestrator.analysis.outcomes import OutcomeSet, TrialOutcome
 from orchestrator.analysis.report import build_report, render_text, to_dict
 from orchestrator.analysis.report.aborts import build_aborts
 from orchestrator.analysis.stopping import stopping_decision
+from support.campaign_sim import Scenario, run
 
 EVALUE = {"kind": "evalue", "max_layouts": 60}
 
@@ -124,6 +125,28 @@ def test_after_an_early_stop_the_headline_is_the_rule_and_fixed_n_figures_are_la
     assert all(c["fixed_n_after_optional_stop"] for c in to_dict(r)["comparisons"])
     (unit_line,) = [line for line in text.splitlines() if line.startswith("Unit of analysis")]
     assert "test: the pre-registered e-value rule" in unit_line and "McNemar" not in unit_line
+
+
+def test_after_an_early_stop_the_headline_asks_for_no_more_layouts():
+    """Seeded three-policy campaigns under the e-value rule (tests/support/campaign_sim.py: A 0.9,
+    B 0.3, C 0.6, mark difficulty sd 1), stopped early on A vs B: the pairs the rule did not
+    establish read "Need about N more layouts" in the headline of the stopped campaign, which will
+    run no more. The headline now gives the rule and its decision only."""
+    scenario = Scenario({"A": 0.9, "B": 0.3, "C": 0.6}, marks=40, repeats=1, spread=1.0, evalue=True,
+                        max_layouts=40)
+    checked = 0
+    for seed in range(6):
+        data = run(scenario, seed)
+        if not (data.stop_reason or "").startswith("stopped early by the pre-registered e-value rule"):
+            continue
+        r = build_report(data)
+        open_pairs = [c for c in r.comparisons if not c.significant]
+        assert re.search(r"more layouts?\b", r.headline, re.IGNORECASE) is None, r.headline
+        for c in open_pairs:
+            assert f"{c.a} vs {c.b}: not established when the e-value rule stopped the campaign" in r.headline
+            assert c.more_layouts_needed is None and "stopped the campaign early" in c.more_layouts_note
+        checked += len(open_pairs)
+    assert checked >= 6, checked       # count guard: at least six open pairs in stopped campaigns
 
 
 def test_aborts_the_rules_score_as_failures_are_not_called_re_run():

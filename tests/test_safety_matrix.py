@@ -109,6 +109,27 @@ def test_the_checks_catch_a_joint_pushed_without_a_stop_and_a_fault_held_late():
     assert any(v.startswith("stall: elbow_flex") for v in outcome.violations)
 
 
+def test_the_twin_stall_check_flags_an_arm_joint_at_stall_outside_an_episode_with_no_stop():
+    """Planted lines of the twin's own stall record (epoch times; the tap's clock is 1000 s
+    behind): the check flags the elbow at stall 0.6 s in a reset pick with no stop, and lets
+    through a stall ended by a stop begun 0.2 s after it, a short one (0.3 s), the gripper's
+    squeeze, and one in an episode."""
+    packet = bytes(8)
+    tap = sm.Tap()
+    tap.packets = [(100.0, packet, "reset_pick"), (110.0, packet, "episode"), (120.0, packet, "move_to_rest")]
+    tap.stops = [(121.2, 121.25)]
+
+    def stall(joint, t, s):
+        return {"event": "stall", "joint": joint, "t": t + 1000.0, "s": s, "load_pct": 90.0}
+
+    lines = [stall("elbow_flex", 101.0, 0.6), stall("gripper", 102.0, 3.0), stall("wrist_flex", 103.0, 0.3),
+             stall("shoulder_lift", 111.0, 2.0), stall("shoulder_pan", 121.0, 0.5)]
+    found = sm.twin_stalls(lines, tap, perf_minus_epoch=-1000.0)
+    assert found == ["twin stall: elbow_flex at stall 0.60 s (90 % load), no stop (reset_pick)"], found
+    tap.stops = []   # positive control: without the stop the move to rest's stall is flagged too
+    assert len(sm.twin_stalls(lines, tap, perf_minus_epoch=-1000.0)) == 2
+
+
 def test_every_event_of_the_issue_is_in_the_matrix():
     needed = {"operator_stop", "ctrl_c", "sigterm", "policy_exception", "nan_action", "camera_failure",
               "usb_unplug", "servo_reset", "corrupt_burst"} | {f"alarm:{j}" for j in sm.JOINTS} | {

@@ -180,3 +180,57 @@ def test_a_station_runs_the_autonomous_reset(pg_cluster, tmp_path):
     expected = {"placement": 1, "cube lost": lost, "correction": corrected}
     assert causes == {k: n for k, n in expected.items() if n}, (interventions, resets)
     assert interventions["total"] == 1 + lost + corrected, interventions
+
+
+
+@pytest.mark.slow
+def test_a_station_asks_about_the_unanswered_stops_of_its_own_sessions_before_it_claims(pg_cluster, tmp_path):
+    """Station `first`'s operator stops an episode and leaves the reason unanswered (the console
+    closed). Station `second`'s next session is not asked about it (another arm's stop); `first`'s
+    next session is, before it claims a block, and the answer is recorded beside the abort."""
+    from orchestrator.rigs.base import EmergencyStop
+    from orchestrator.run.campaign import open_campaign
+    from orchestrator.run.operator_protocol import AutoOperator, StopRequested
+    from orchestrator.run.stations import run_station
+
+    class StopsAndLeaves(AutoOperator):
+        def poll(self, elapsed_s):
+            if elapsed_s > 0.2:
+                raise EmergencyStop("emergency stop by operator")
+
+        def episode_ended(self, cue, aborted_reason):
+            raise StopRequested("the console closed")
+
+    class Answers(AutoOperator):
+        def __init__(self):
+            super().__init__(say=lambda s: None)
+            self.asked: list[str] = []
+
+        def question(self, line):
+            self.asked.append(line)
+            return "1 it swung"
+
+    protocol, url = _protocol(tmp_path), pg_cluster.new_database()
+
+    def session(station, operator, stop_after):
+        opened = open_campaign(protocol, RIG, tmp_path / "videos", store_url=url, station=station)
+        try:
+            run_station(opened, station, operator=operator, say=lambda s: None, stop_after=stop_after)
+        except StopRequested:
+            pass
+        finally:
+            opened.store.close()
+
+    session("first", StopsAndLeaves(say=lambda s: None), 1)
+    with psycopg.connect(url) as conn:
+        ((attempt, answer),) = conn.execute("SELECT id, operator_answer FROM attempts"
+                                            " WHERE abort_class = 'operator_unanswered'").fetchall()
+    assert answer is None
+    second, first = Answers(), Answers()
+    session("second", second, 0)
+    assert second.asked == []
+    session("first", first, 0)
+    assert len(first.asked) == 1 and "no reason was given for the stop" in first.asked[0], first.asked
+    with psycopg.connect(url) as conn:
+        assert conn.execute("SELECT operator_answer FROM attempts WHERE id = %s", (attempt,)).fetchone() == (
+            "unsafe motion: it swung",)

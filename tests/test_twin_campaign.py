@@ -18,6 +18,7 @@ import pytest
 from support.campaign_files import SHIPPED_TWIN_RIG, env, twin_rig, two_mark_protocol
 from support.cli import run_module
 from support.repo import REPO
+from support.tmux import Tmux
 
 
 @pytest.fixture(scope="module")
@@ -74,11 +75,12 @@ def readme_rehearsal_block() -> list[str]:
     return [line.split("  #")[0].strip() for line in block.splitlines() if line.strip()]
 
 
-def test_the_readmes_rehearsal_block_runs_as_written_up_to_doctor(tmp_path):
+def test_the_readmes_rehearsal_block_runs_as_written_to_the_first_prompt(tmp_path):
     """The README's twin rehearsal, in a folder holding only what a fresh clone ships: the first
     line makes the tiny checkpoint (no download), `doctor --twin` on the shipped protocol and
     profile passes and states B's step time against the period; the run lines name shipped
-    files and parse. Every line that needs LeRobot runs it with the extra."""
+    files and parse; the interactive run line, in tmux, reaches its first prompt ("press Enter")
+    and `q` ends it. Every line that needs LeRobot runs it with the extra."""
     lines = readme_rehearsal_block()
     assert len(lines) == 5, lines
     assert all(line.startswith("uv run --extra lerobot ") for line in lines[:4]), lines
@@ -105,6 +107,18 @@ def test_the_readmes_rehearsal_block_runs_as_written_up_to_doctor(tmp_path):
         args = parser.parse_args(run[1:])
         assert args.verb == "run" and args.twin and (tmp_path / args.protocol).is_file() and (tmp_path / args.rig).is_file()
     assert [a.unattended for a in (parser.parse_args(argv[2][1:]), parser.parse_args(argv[3][1:]))] == [False, True]
+    # the interactive line, in a real terminal, reaches its first prompt with the arm still; q ends it
+    variables = {k: v for k, v in env().items() if k in ("MUJOCO_GL", "HF_HUB_OFFLINE", "OMP_NUM_THREADS", "PATH")}
+    tmux = Tmux()
+    try:
+        tmux.start("op", shlex.join([sys.executable, "-m", *argv[2]]), tmp_path, variables)
+        screen = tmux.wait_for("op", "press Enter", timeout=240)
+        assert "Put the cube on mark M" in screen and "Traceback" not in screen, screen
+        tmux("send-keys", "-t", "op", "q")
+        screen = tmux.wait_for("op", "EXIT=", timeout=120)
+        assert "Traceback" not in screen, screen
+    finally:
+        tmux.kill()
 
 
 @pytest.mark.off_clock

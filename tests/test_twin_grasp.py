@@ -51,6 +51,36 @@ def test_a_gripper_trip_while_squeezing_is_an_event_and_anything_else_aborts():
     assert watch.take_events() == []
 
 
+def test_a_gripper_trip_that_clears_as_the_jaws_arrive_is_no_alarm_one_that_persists_is():
+    """The race a loaded host widens: both Status reads show the gripper's protection while the
+    jaws still open toward their goal, then the goal and present reads find them arrived (no
+    longer squeezing) and the protection cleared. That is no alarm; the same reads with the
+    protection still set on the read after them is one (positive control)."""
+
+    class Clearing(FeetechMotorsBus):
+        def __init__(self, statuses):
+            super().__init__({}, goal=2300, present=2300)
+            self.statuses = list(statuses)
+            self.status_reads = 0
+
+        def sync_read(self, name, motors=None, normalize=True, num_retry=0):
+            if name == "Status":
+                self.status_reads += 1
+                self.values["Status"]["gripper"] = self.statuses.pop(0) if self.statuses else 0
+            return super().sync_read(name, motors, normalize, num_retry)
+
+    Clearing.__name__ = "FeetechMotorsBus"   # what servo_alarms checks
+
+    def robot(statuses):
+        return SimpleNamespace(bus=Clearing(statuses), config=SimpleNamespace(num_read_retries=0))
+
+    cleared = robot([32, 32, 0])
+    AlarmWatch().check(cleared, expect_torque=False)
+    assert cleared.bus.status_reads == 3
+    with pytest.raises(ServoAlarm, match=r"gripper \(id 6\): overload"):
+        AlarmWatch().check(robot([32, 32, 32]), expect_torque=False)
+
+
 def test_a_scripted_grasp_held_5_s_trips_the_gripper_protection_and_the_trial_goes_on(tmp_path):
     """The scripted pick on the twin, a 10 s episode: the gripper closes on the cube at 4.1-5.0 s
     and holds it to the end (5 s at full grip: LeRobot's Overload_Torque 25 %, Protection_Time

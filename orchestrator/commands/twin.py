@@ -27,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--twin-faults", metavar="FILE", type=Path, default=None,
                         help="wire faults to rehearse (YAML with faults: and seed:), instead of the profile's")
     parser.add_argument("--wire-log", metavar="FILE", type=Path, default=None,
-                        help="log every packet on the twin's bus to FILE (JSON lines; see the README)")
+                        help="log every packet on the twin's bus to FILE (JSON lines; see docs/twin.md)")
     parser.add_argument("--json", action="store_true", help="print the connection details as one JSON line first")
 
 

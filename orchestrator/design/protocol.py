@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from orchestrator.core.errors import BadInput
 from orchestrator.core.yamlsrc import load_yaml_mapping
+from orchestrator.design.analysis_spec import Analysis
 from orchestrator.design.identity import Identified as _Identified
 from orchestrator.design.identity import policy_identity
 from orchestrator.design.located_errors import format_validation_errors, load_validated, repeated_values
@@ -284,19 +285,6 @@ class Judging(_Strict):
     # for another judge, its layout is left out meanwhile), or `failure` (a disagreement counts
     # as a failure of the policy). Pre-registered: which layouts drop would depend on outcomes.
     disagreement: Literal["unsure", "failure"] = "unsure"
-
-
-class EValueStopping(_Strict):
-    """Anytime-valid stopping on discordant pairs, pre-registered (Ville's inequality)."""
-
-    kind: Literal["evalue"]
-    max_layouts: Annotated[int, Field(ge=1)]
-
-
-class Analysis(_Strict):
-    primary: Literal["mcnemar_midp", "mcnemar_exact"] = "mcnemar_midp"
-    alpha: Annotated[float, Field(gt=0, lt=1)] = 0.05
-    stopping: Literal["none"] | EValueStopping = "none"
 
 
 AbortAction = Literal["failure", "rerun"]

@@ -10,8 +10,10 @@ Two questions (`store/abort_answers.py` keeps the answers; neither names the pol
 
 `ask_open_questions` asks every open one at the start of a session (`run_campaign`), before
 the policies are loaded and the arm is connected (nothing moves, nothing is re-run before the
-operator has answered or ended the session). A station's session (`run --station`) does not
-ask: the store does not say on which arm an abort was. An empty answer asks again. The answer is recorded beside the abort and shown in the
+operator has answered or ended the session). A station's session (`run --station NAME`) asks
+only about the aborts of that station's own sessions (`of_station`: the session in which the
+attempt ended, labelled with its station when it ended), so each arm's operator answers for that
+arm; a plain `run` asks about every one. An empty answer asks again. The answer is recorded beside the abort and shown in the
 report; how the abort counts was settled by the protocol's rules when it was recorded.
 
 After a servo alarm or a servo reset the arm cannot be moved by this session (an STS3215 keeps
@@ -62,11 +64,25 @@ def question_line(q: dict[str, Any]) -> tuple[str, Callable[[str], str | None]]:
             "then a note)", alarm_answer)
 
 
-def ask_open_questions(store: Any, operator: Operator, say: Callable[[str], None]) -> int:
-    """Ask every open question of the campaign (oldest first) and record each answer; returns how
-    many were answered. Nobody to answer (`question` returns None): they stay open."""
+def of_station(sessions: list[dict[str, Any]], station: str) -> Callable[[dict[str, Any]], bool]:
+    """Whether an open question (`AbortAnswers.questions()`) is station `station`'s: its attempt
+    ended within a session whose recorded outcome ends with `(station NAME)` (`run_session`'s
+    label; a stop's question is asked only after a session that ended, so its end is recorded)."""
+    label = f"(station {station})"
+    spans = [(s["started_at"], s["ended_at"]) for s in sessions
+             if s.get("ended_at") is not None and (s.get("outcome") or "").endswith(label)]
+    return lambda q: q.get("ended_at") is not None and any(a <= q["ended_at"] <= b for a, b in spans)
+
+
+def ask_open_questions(store: Any, operator: Operator, say: Callable[[str], None],
+                       asks: Callable[[dict[str, Any]], bool] | None = None) -> int:
+    """Ask every open question of the campaign (oldest first; with `asks`, those it accepts)
+    and record each answer; returns how many were answered. Nobody to answer (`question`
+    returns None): they stay open."""
     answered = 0
     for q in store.questions():
+        if asks is not None and not asks(q):
+            continue
         line, read = question_line(q)
         while True:
             text = operator.question(line)

@@ -334,11 +334,12 @@ def _run_sequential(opened: OpenedCampaign, pending: list[Trial], operator: Oper
         motion.leave()  # to rest (stoppable; not after an unconfirmed stop), then torque off
 
 
-def _questions_answered(store, operator: Operator, say: Callable[[str], None]) -> bool:
+def _questions_answered(store, operator: Operator, say: Callable[[str], None], asks=None) -> bool:
     """The questions earlier aborts left (a stop's reason, an overload's look), asked before
-    the arm is connected; False: the operator ended the session instead (stdin or console closed)."""
+    the arm is connected (with `asks`: those it accepts, a station's own); False: the operator
+    ended the session instead (stdin or console closed)."""
     try:
-        ask_open_questions(store, operator, say)
+        ask_open_questions(store, operator, say, asks)
     except StopRequested:
         say("stopped by the operator before anything moved; run again to resume")
         return False

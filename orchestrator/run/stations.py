@@ -33,6 +33,7 @@ import time
 from collections.abc import Callable
 
 from orchestrator.design.schedule import Trial
+from orchestrator.run.abort_questions import of_station
 from orchestrator.run.bookkeeping import NO_REFEREES, Referees, stop_decision
 from orchestrator.run.campaign import OpenedCampaign
 from orchestrator.run.recording import remove_episode_files
@@ -172,9 +173,10 @@ def run_station(opened: OpenedCampaign, name: str, operator=None, say: Callable[
 
     from orchestrator.run.bookkeeping import RunSummary
     from orchestrator.run.operator_protocol import AutoOperator
-    from orchestrator.run.sequential import _run_sequential, run_session, say_flushed
+    from orchestrator.run.sequential import _questions_answered, _run_sequential, run_session, say_flushed
 
     say = say or say_flushed
+    operator = operator or AutoOperator(say)
     store = opened.store
     trials = store.trials()
     summary = RunSummary(total=len(trials), done_total=sum(t.state == "done" for t in trials))
@@ -183,10 +185,12 @@ def run_station(opened: OpenedCampaign, name: str, operator=None, say: Callable[
         summary.stopped_early = None if finished == "complete" else finished
         say("campaign is complete" + (f" ({finished})" if finished != "complete" else ""))
         return summary
+    if not _questions_answered(store, operator, say, of_station(store.sessions(), name)):
+        return summary
     station = Station(opened, name, say, referees or NO_REFEREES)
     with run_session(store, f" (station {name})"):
         try:
-            _run_sequential(opened, [], operator or AutoOperator(say), summary, say, stop_after,
+            _run_sequential(opened, [], operator, summary, say, stop_after,
                             refill=station.next_block, referees=station.referees)
         finally:
             with contextlib.suppress(Exception):

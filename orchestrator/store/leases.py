@@ -127,9 +127,12 @@ def running_attempts(store: CampaignStore, unit: int) -> list[tuple[int, str, in
 
 
 def done_episodes(store: CampaignStore, unit: int) -> list[str]:
-    """The episode ids of block `unit`'s finished trials."""
+    """The episode ids of block `unit`'s finished trials that have an episode (a trial settled by an
+    abort the protocol counts as the policy's failure, e.g. `operator_unanswered`, has none: its
+    outcome does not depend on the arm, and it stays counted)."""
     return [row[0] for row in store.conn.execute(
-        "SELECT episode_id FROM trials WHERE unit = ? AND state = 'done'", (unit,)).fetchall()]
+        "SELECT episode_id FROM trials WHERE unit = ? AND state = 'done' AND episode_id IS NOT NULL",
+        (unit,)).fetchall()]
 
 
 def trials_left(store: CampaignStore, unit: int) -> int:

@@ -109,16 +109,19 @@ def bradley_terry_coverage(runs: int, reps: int = 300, rates: tuple[float, ...] 
 
 
 def seed_suite(rng: np.random.Generator, tasks: int, marks: int, seeds: tuple[int, int], repeats: int,
-               seed_sd: float, delta: float = 0.0, dominant: float = 0.0) -> list[Trial]:
+               seed_sd: float, delta: float = 0.0, dominant: float = 0.0, shared_sd: float = 0.0) -> list[Trial]:
     """Trials of methods X and Y on `tasks` campaigns (one a task) of `marks` marks x `repeats`.
     Every (method, task, seed) run is its own training: its log-odds move by N(0, seed_sd); X's
     runs have `delta` more log-odds on average. Each mark has its difficulty (N(0, 1.2)); with
-    `dominant` > 0 a third method D (one seed) runs too, `dominant` log-odds above the mark."""
+    `dominant` > 0 a third method D (one seed) runs too, `dominant` log-odds above the mark. With
+    `shared_sd` > 0 X's and Y's runs of one seed number share a shift N(0, shared_sd) (common random
+    numbers: what `analysis.seed_pairing: by_number` pre-registers)."""
     out = []
     for c in range(tasks):
         base = rng.normal(0.3 * c, 1.2, size=marks)
-        runs = [("X", s, delta + rng.normal(0, seed_sd)) for s in range(seeds[0])]
-        runs += [("Y", s, rng.normal(0, seed_sd)) for s in range(seeds[1])]
+        common = rng.normal(0, shared_sd, size=max(seeds)) if shared_sd else np.zeros(max(seeds))
+        runs = [("X", s, delta + common[s] + rng.normal(0, seed_sd)) for s in range(seeds[0])]
+        runs += [("Y", s, common[s] + rng.normal(0, seed_sd)) for s in range(seeds[1])]
         if dominant:
             runs.append(("D", 0, dominant))
         for method, s, shift in runs:
@@ -162,17 +165,33 @@ def method_null(runs: int, seed_sd: float, tasks: int = 3, marks: int = 10, seed
     return Rate(better / runs, runs), Rate(differ / runs, runs), Rate(covered / max(intervals, 1), max(intervals, 1))
 
 
+def seed_pairing_sim(runs: int, shared_sd: float, seed_sd: float = 0.3, delta: float = 0.0, tasks: int = 3,
+                     marks: int = 10, seeds: int = 3, alpha: float = 0.05, seed: int = 0) -> tuple[Rate, Rate]:
+    """Suites whose X and Y runs of one seed number share a shift N(0, shared_sd) (`seed_suite`),
+    through `paired_across`: (the seed-paired test says "better", the unpaired test says "better")."""
+    rng = np.random.default_rng(seed)
+    paired = unpaired = 0
+    for _ in range(runs):
+        trials = seed_suite(rng, tasks, marks, (seeds, seeds), 1, seed_sd, delta, shared_sd=shared_sd)
+        scores = _method_scores(trials)
+        (by_seed,) = paired_across(trials, scores, alpha, seed_paired=frozenset({"X", "Y"}))
+        (plain,) = paired_across(trials, scores, alpha)
+        paired += by_seed.significant
+        unpaired += plain.significant
+    return Rate(paired / runs, runs), Rate(unpaired / runs, runs)
+
+
 def ladder_null(runs: int, repeats: int, step_sd: float, steps: int = 2, marks: int = 20, campaigns: int = 1,
-                alpha: float = 0.05, seed: int = 0) -> tuple[Rate, Rate]:
+                alpha: float = 0.05, seed: int = 0) -> tuple[Rate, Rate, Rate]:
     """A ladder whose steps are equal on average but not on every mark: mark k's log-odds at step
     j are base_k + e_kj, e_kj ~ N(0, step_sd) independent (each mark its own response to a step),
     base_k ~ N(0.5, 1.5); `repeats` layout runs per mark share them. Run through `ladders` (the
     code compare uses): (the trend statement says rises or falls, the last-step statement says
-    improves or worse)."""
+    improves or worse, the last step's exact p is at most alpha)."""
     from orchestrator.analysis.compare.ladders import ladders
 
     rng = np.random.default_rng(seed)
-    trend = last = 0
+    trend = last = exact = 0
     for _ in range(runs):
         trials = []
         for c in range(campaigns):
@@ -184,7 +203,8 @@ def ladder_null(runs: int, repeats: int, step_sd: float, steps: int = 2, marks: 
         (ladder,) = ladders(trials, alpha)
         trend += "no trend established" not in ladder.trend_statement
         last += not ladder.statement.startswith("no evidence")
-    return Rate(trend / runs, runs), Rate(last / runs, runs)
+        exact += ladder.last_exact_p <= alpha
+    return Rate(trend / runs, runs), Rate(last / runs, runs), Rate(exact / runs, runs)
 
 
 def board(runs: int, logits: tuple[float, ...], marks: int = 20, campaigns: int = 1, mark_sd: float = 1.0,
@@ -280,3 +300,57 @@ def aggregate_coverage(runs: int, seeds: int, seed_sd: float, tasks: int = 3, re
         mean_in += method.mean.lo <= true_mean <= method.mean.hi
         iqm_in += method.iqm.lo <= true_iqm <= method.iqm.hi
     return Rate(mean_in / runs, runs), Rate(iqm_in / runs, runs)
+
+
+# ------------------------------------------------------------------ P(X > Y) and the profiles
+
+
+def _score_law(mu: float, sd: float, layouts: int) -> np.ndarray:
+    """P(score = j / layouts), j = 0..layouts, for a run whose score is round(layouts expit(z)),
+    z ~ N(mu, sd): the cells of z between logit((j - 1/2) / layouts) and logit((j + 1/2) / layouts)."""
+    from scipy.stats import norm
+
+    j = np.arange(layouts + 1)
+    lo = np.where(j == 0, -np.inf, logit(np.clip((j - 0.5) / layouts, 1e-300, 1)))
+    hi = np.where(j == layouts, np.inf, logit(np.clip((j + 0.5) / layouts, 0, 1 - 1e-16)))
+    return norm.cdf((hi - mu) / sd) - norm.cdf((lo - mu) / sd)
+
+
+def improvement_coverage(runs: int, seeds: int, seed_sd: float, delta: float = 0.0, tasks: int = 3,
+                         layouts: int = 40, reps: int = 1000, taus: tuple[float, ...] = (0.25, 0.5, 0.75, 0.9),
+                         seed: int = 0) -> tuple[Rate, tuple[Rate, ...]]:
+    """Coverage of the probability of improvement's and the performance profile's 95% intervals
+    as compare computes them (`scores.improvements`, `scores.profiles`) under seed-to-seed
+    variance: on task t (mu_t evenly from -0.5 to 1.5) a run of X scores round(40 expit(mu_t +
+    delta + N(0, seed_sd))) / 40, a run of Y the same without delta, `seeds` runs each. The
+    truths from the exact law of a score (`_score_law`): P(X > Y) + P(X = Y) / 2 averaged over
+    tasks, and X's P(score > tau) averaged over tasks. (P(X > Y), the profile at each tau)."""
+    from orchestrator.analysis.compare.model import MethodScore, SeedScore, TaskScore
+    from orchestrator.analysis.compare.scores import improvements, profiles, rng_for
+
+    rng = np.random.default_rng(seed)
+    mus = np.linspace(-0.5, 1.5, tasks)
+    grid = np.arange(layouts + 1) / layouts
+    laws_x = [_score_law(mu + delta, seed_sd, layouts) for mu in mus]
+    laws_y = [_score_law(mu, seed_sd, layouts) for mu in mus]
+    true_p = float(np.mean([np.sum(np.outer(px, py) * (np.sign(grid[:, None] - grid[None, :]) + 1) / 2)
+                            for px, py in zip(laws_x, laws_y, strict=True)]))
+    true_profile = [float(np.mean([px[grid > tau].sum() for px in laws_x])) for tau in taus]
+    unused = stats.Interval(float("nan"), 0.0, 1.0, "not computed")
+    p_in, profile_in = 0, np.zeros(len(taus))
+    for _ in range(runs):
+        methods = []
+        for method, shift in (("X", delta), ("Y", 0.0)):
+            per_task = []
+            for t, mu in enumerate(mus):
+                k = np.rint(layouts * expit(mu + shift + rng.normal(0, seed_sd, seeds))).astype(int)
+                per_task.append(TaskScore(f"t{t}", tuple(SeedScore(s, None, int(k[s]), layouts, unused, ())
+                                                          for s in range(seeds)), float(k.mean() / layouts), None))
+            methods.append(MethodScore(method, tuple(per_task), unused, unused, tasks * seeds))
+        draw = rng_for(int(rng.integers(1 << 30)))
+        (imp,) = improvements(methods, reps, draw)
+        p_in += imp.interval.lo <= true_p <= imp.interval.hi
+        profile = profiles(methods[:1], reps, draw)[0]
+        at = [profile.taus.index(tau) for tau in taus]
+        profile_in += [profile.lo[i] <= truth <= profile.hi[i] for i, truth in zip(at, true_profile, strict=True)]
+    return Rate(p_in / runs, runs), tuple(Rate(float(c) / runs, runs) for c in profile_in)

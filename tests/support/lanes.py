@@ -143,6 +143,7 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_compare_html.py", ("browser", "subprocess")),
     ("test_compare_pg.py", ("postgres", "subprocess")),
     ("test_compare_sims.py", ()),
+    ("test_compare_seed_pairing.py", ()),      # its fresh-process test carries `subprocess` itself
     ("test_stats_clustered_rate.py", ()),
     ("test_stats_evalue_rule.py", ()),
     ("test_stats_homogeneity.py", ()),

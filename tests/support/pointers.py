@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 
@@ -31,6 +32,20 @@ def scanned(repo: Path) -> list[Path]:
     return files
 
 
+def _statements(tree: ast.AST) -> Iterator[ast.stmt]:
+    """Every statement of a module, nested ones included, without walking into expressions
+    (where no def, class, assignment or import can be): what `ast.walk` would find of them, in a
+    third of its time."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+            for child in getattr(node, field, ()):
+                if isinstance(child, ast.stmt):
+                    yield child
+                stack.append(child)
+
+
 @cache
 def _names(path: Path) -> frozenset[str]:
     """The names a module defines at its top level or in its classes (defs, classes, assignments,
@@ -40,7 +55,7 @@ def _names(path: Path) -> frozenset[str]:
     except SyntaxError:
         return frozenset()
     found: set[str] = set()
-    for node in ast.walk(tree):
+    for node in _statements(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             found.add(node.name)
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):

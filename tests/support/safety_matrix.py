@@ -36,6 +36,10 @@ stopped):
 - stall: outside an episode, no joint whose goal is 3 degrees or more from where it is and that
   has not moved 1 degree toward it for more than 0.3 s (the blocked rule) + 0.1 s with no stop
   (the gripper closing on the cube is a grasp); a hand's time to the hold is this rule;
+- twin stall: the same bound on the twin's own record (its wire log's `stall` lines,
+  `rigs/twin/stalls.py`: torque on, at least 95 % of the limit, the joint slower than 5 deg/s):
+  outside an episode no arm joint at stall for longer than 0.3 s + 0.1 s unless a stop began
+  within that time;
 - latency: stop key / Ctrl-C / SIGTERM to the hold (or release) write under 100 ms (a key
   pressed as a move ends, with no goal sent after it, is not a latency: the arm was still);
 - fault-to-hold: an alarm or a servo reset while the arm moves to the hold (or release) write
@@ -473,6 +477,7 @@ def run_case(case: Case | None, folder: Path, monkeypatch, on_stop: str = "hold"
     monkeypatch.setattr(factory, "make_policy", lambda *a, **k: policy_wrapper(real_make(*a, **k)))
     Flags.policy_exception = Flags.nan = False
     t_start = time.perf_counter()
+    perf_minus_epoch = t_start - time.time()   # the twin's stall lines are in epoch seconds
     outcome = Outcome(case) if case else None
     wire = folder / "wire.jsonl"
     with start_twin(load_rig(rig_path), wire_log=wire) as twin:
@@ -499,10 +504,12 @@ def run_case(case: Case | None, folder: Path, monkeypatch, on_stop: str = "hold"
         finally:
             restore()
         state = twin.request("state") if twin.proc.poll() is None else None
-    exit_line = wait_for_exit(wire).exit   # the twin's own record: its registers when it stopped
+    log = wait_for_exit(wire)
+    exit_line = log.exit   # the twin's own record: its registers when it stopped
     state = {**(state or {}), "torque": [bool(t) for t in exit_line["torque"]]}
     if outcome is not None:
         outcome.seconds = time.perf_counter() - t_start
+        outcome.violations.extend(twin_stalls(log.stalls(), tap, perf_minus_epoch))
         check(outcome, tap, op, state, folder / "campaign", error)
         if rtc:
             safety_matrix_rtc.check(outcome, tap, STOPS)
@@ -628,6 +635,26 @@ def check(outcome: Outcome, tap: Tap, op, state: dict | None, campaign: Path, er
         f", fired in {tap.fired_phase}" if tap.fired_phase != case.phase else "")
     if error is not None and tap.fired_at is None:   # the campaign ended some other way: say how
         outcome.note += ": " + " ".join(str(error).split())[:160]
+
+
+def twin_stalls(lines: list[dict], tap: Tap, perf_minus_epoch: float) -> list[str]:
+    """The stall invariant on the twin's own record: each `stall` line of an arm joint (the
+    gripper squeezing the cube is at stall by design) that began outside an episode and lasted
+    longer than `FOLLOW_S` + `STALL_SLACK_S` with no stop begun within that time of its start.
+    A stall's phase is the phase of the last packet before its start (`perf_minus_epoch` turns
+    its epoch time into the tap's clock)."""
+    bound = FOLLOW_S + STALL_SLACK_S
+    found = []
+    for line in lines:
+        if line["joint"] == "gripper" or line["s"] <= bound:
+            continue
+        start = line["t"] + perf_minus_epoch
+        phase = next((p for t, _, p in reversed(tap.packets) if t <= start), "between")
+        if phase == "episode" or any(start <= st[0] <= start + bound for st in tap.stops):
+            continue
+        found.append(f"twin stall: {line['joint']} at stall {line['s']:.2f} s ({line['load_pct']:.0f} % load), "
+                     f"no stop ({phase})")
+    return found[:3]
 
 
 def _to_hold(tap: Tap) -> tuple[float | None, list[float]]:

@@ -11,16 +11,16 @@ from orchestrator.analysis.compare.combine import Inputs
 from orchestrator.analysis.compare.ladders import ladders
 from orchestrator.analysis.compare.leaderboard import leaderboard
 from orchestrator.analysis.compare.model import SCHEMA, Comparison, Section
-from orchestrator.analysis.compare.paired import paired_across
+from orchestrator.analysis.compare.paired import paired_across, seed_paired_methods
 from orchestrator.analysis.compare.scores import Rng, improvements, method_scores, profiles, rng_for
 from orchestrator.analysis.compare.trials import Trial
 from orchestrator.analysis.stats import aggregate, bradley_terry
 
 
 def _section(label: str, trials: Sequence[Trial], reps: int, profile_reps: int, board_reps: int, alpha: float,
-             rng: Rng) -> Section:
+             rng: Rng, seed_paired: frozenset[str] = frozenset()) -> Section:
     methods, notes = method_scores(trials, reps, lambda *n: rng(label, *n))
-    paired = paired_across(trials, methods, alpha)
+    paired = paired_across(trials, methods, alpha, seed_paired=seed_paired)
     pairs = {(p.x, p.y) for p in paired if p.checkpoints is not None}
     unpaired = [f"{x.method} and {y.method}" for i, x in enumerate(methods) for y in methods[i + 1:]
                 if (x.method, y.method) not in pairs]
@@ -42,8 +42,10 @@ def build_comparison(inputs: Inputs, reps: int = aggregate.REPS, seed: int = 0, 
     held = [t for t in inputs.trials if t.held_out]
     rest = [t for t in inputs.trials if not t.held_out]
     notes = [f"{c.key}: {w}" for c in inputs.campaigns for w in c.warnings]
-    main = _section("in distribution" if held else "all strata", rest, reps, profile_reps, board_reps, alpha, rng)
-    held_out = (_section("held-out strata", held, reps, profile_reps, board_reps, alpha, rng)
+    by_seed = seed_paired_methods(inputs.campaigns)
+    main = _section("in distribution" if held else "all strata", rest, reps, profile_reps, board_reps, alpha, rng,
+                    by_seed)
+    held_out = (_section("held-out strata", held, reps, profile_reps, board_reps, alpha, rng, by_seed)
                 if any(t.success is not None for t in held) else None)
     return Comparison(schema=SCHEMA, campaigns=inputs.campaigns, main=main, held_out=held_out, reps=reps,
                       profile_reps=profile_reps, board_reps=board_reps, seed=seed, alpha=alpha, notes=tuple(notes))

@@ -112,11 +112,13 @@ def _checkpoint_lines(p: PairedAcross) -> list[Block]:
 
 def _paired(p: PairedAcross) -> list[Block]:
     s = p.seeds
-    rows = f"exact over {s.arrangements:,} label arrangements" if s.exact else (
-        f"{s.arrangements:,} random label arrangements")
-    return [Line(f"{p.x} vs {p.y}, methods (the training seed the unit): {s.seeds_x} and {s.seeds_y} (task, seed) "
-                 f"scores in {s.tasks} task{'s' if s.tasks != 1 else ''} ({', '.join(p.tasks)}); permutation p "
-                 f"{fmt_p(s.p)} ({rows}, stratified by task)"
+    what = "sign patterns" if s.paired else "label arrangements"
+    rows = f"exact over {s.arrangements:,} {what}" if s.exact else f"{s.arrangements:,} random {what}"
+    scores = (f"{s.seeds_x} (task, seed number) pairs, seeds paired by number (pre-registered)" if s.paired else
+              f"{s.seeds_x} and {s.seeds_y} (task, seed) scores, seeds unpaired")
+    return [Line(f"{p.x} vs {p.y}, methods (the training seed the unit): {scores} "
+                 f"in {s.tasks} task{'s' if s.tasks != 1 else ''} ({', '.join(p.tasks)}); "
+                 f"{'sign-flip' if s.paired else 'permutation'} p {fmt_p(s.p)} ({rows}, stratified by task)"
                  + (f"; Holm-adjusted {fmt_p(p.p)}" if p.p != s.p else "")),
             Line(f"Verdict: {p.verdict}"), *(Line(f"Note: {n}") for n in p.notes),
             *_checkpoint_lines(p), Gap()]

@@ -55,7 +55,9 @@ def _checkpoints(c: CheckpointPairs | None) -> dict[str, Any] | None:
     if c is None:
         return None
     t = c.table
-    return {"unit": "campaign, mark", "pairing": "every X checkpoint with every Y checkpoint on a layout run",
+    pairing = ("X seed s with Y seed s on a layout run (seed pairing pre-registered)" if c.by_seed else
+               "every X checkpoint with every Y checkpoint on a layout run")
+    return {"unit": "campaign, mark", "pairing": pairing,
             "mid_p": c.mid_p, "exact_p": c.exact_p, "holm_mid_p": c.holm_mid_p, "differ": c.differ,
             "statement": c.statement, "units": c.units, "discordant_units": c.discordant_units,
             "campaigns": c.campaigns,
@@ -67,12 +69,15 @@ def _checkpoints(c: CheckpointPairs | None) -> dict[str, Any] | None:
 def _paired(p: PairedAcross) -> dict[str, Any]:
     s = p.seeds
     iv = s.interval
-    return {"x": p.x, "y": p.y, "unit": "training seed", "test": "permutation of method labels over (task, seed) "
-            "scores, stratified by task", "p": p.p, "permutation_p": s.p, "p_floor": s.floor,
+    test = ("sign-flip over (task, seed number) pairs, stratified by task" if s.paired else
+            "permutation of method labels over (task, seed) scores, stratified by task")
+    return {"x": p.x, "y": p.y, "unit": "training seed", "test": test,
+            "seed_pairing": "by_number" if s.paired else "none", "p": p.p, "permutation_p": s.p, "p_floor": s.floor,
             "exact": s.exact, "arrangements": s.arrangements, "verdict": p.verdict, "significant": p.significant,
             "seeds_x": s.seeds_x, "seeds_y": s.seeds_y, "tasks": list(p.tasks),
             "mean_difference": {"estimate": _num(s.difference),
-                                "ci95": None if iv is None else [_num(iv.lo), _num(iv.hi)], "method": "welch-t"},
+                                "ci95": None if iv is None else [_num(iv.lo), _num(iv.hi)],
+                                "method": "paired-t" if s.paired else "welch-t"},
             "checkpoints": _checkpoints(p.checkpoints), "notes": list(p.notes)}
 
 
@@ -119,7 +124,7 @@ def to_dict(c: Comparison) -> dict[str, Any]:
         "campaigns": [{"key": x.key, "task": x.task, "source": x.source, "campaign_id": x.campaign_id or None,
                        "protocol": x.protocol_name or None, "protocol_sha256": x.protocol_sha256 or None,
                        "labels": x.label_source, "trials_known": x.known, "trials_scheduled": x.scheduled,
-                       "held_out_strata": list(x.held_out_strata),
+                       "held_out_strata": list(x.held_out_strata), "seed_pairing": x.seed_pairing,
                        "policies": {label: {"method": i.method, "training_seed": i.seed, "step": i.step}
                                     for label, i in x.policies}} for x in c.campaigns],
         "settings": {"bootstrap_reps": c.reps, "profile_reps": c.profile_reps, "leaderboard_reps": c.board_reps,

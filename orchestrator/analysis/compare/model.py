@@ -80,6 +80,7 @@ class CheckpointPairs:
     differ: bool                        # the adjusted mid-p <= alpha
     statement: str
     notes: tuple[str, ...]
+    by_seed: bool = False               # X seed s with Y seed s only (seed pairing pre-registered)
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,12 @@ the test is the clustered sign-flip (`stats.clustered_p_values`), Holm-adjusted 
 methods, and the interval Newcombe's with the design effect over the units
 (`stats.clustered_difference`); Cochran-Mantel-Haenszel over the units is a reference. It answers
 "did these trained checkpoints differ on these layouts", worded so.
+
+**Seeds paired by number, only when pre-registered**: with `analysis.seed_pairing: by_number` in
+the protocol of every campaign that ran X or Y (their runs of one seed number share its
+randomness), the method-level test is the sign-flip over the (task, seed number) pairs
+(`stats.paired_seed_test`, the paired t interval over them), seeds without a partner left out
+and named, and on a layout run X seed s meets Y seed s only. The text says which was used.
 """
 
 from __future__ import annotations
@@ -26,26 +32,29 @@ from collections.abc import Sequence
 from orchestrator.analysis import stats
 from orchestrator.analysis.compare.model import CheckpointPairs, MethodScore, PairedAcross
 from orchestrator.analysis.compare.scores import scored_identities
-from orchestrator.analysis.compare.trials import Trial
+from orchestrator.analysis.compare.trials import Campaign, Trial
 from orchestrator.analysis.report.format import fmt_p, points
 
 
-def unit_tables(trials: Sequence[Trial], x: str, y: str) -> dict[tuple[str, str], stats.PairedTable]:
+def unit_tables(trials: Sequence[Trial], x: str, y: str, by_seed: bool = False
+                ) -> dict[tuple[str, str], stats.PairedTable]:
     """{(campaign, mark): paired table of X (as A) against Y (as B)}: every scoring X checkpoint
-    with every scoring Y checkpoint on one layout run (campaign, layout, repeat)."""
+    with every scoring Y checkpoint on one layout run (campaign, layout, repeat); `by_seed` (seed
+    pairing pre-registered): X seed s with Y seed s only."""
     chosen = scored_identities(trials)
-    runs: dict[tuple[str, str, int], dict[str, list[bool]]] = defaultdict(lambda: {x: [], y: []})
+    runs: dict[tuple[str, str, int], dict[str, list[tuple[int | None, bool]]]] = defaultdict(lambda: {x: [], y: []})
     for t in trials:
         if t.success is None or t.identity.method not in (x, y):
             continue
         if chosen[(t.task, t.identity.method, t.identity.seed)] != t.identity:
             continue
-        runs[(t.campaign, t.layout, t.repeat)][t.identity.method].append(bool(t.success))
+        runs[(t.campaign, t.layout, t.repeat)][t.identity.method].append((t.identity.seed, bool(t.success)))
     cells: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0, 0, 0])
     for (campaign, layout, _), got in runs.items():
-        for sx in got[x]:
-            for sy in got[y]:
-                cells[(campaign, layout)][(not sx) * 2 + (not sy)] += 1
+        for seed_x, sx in got[x]:
+            for seed_y, sy in got[y]:
+                if not by_seed or seed_x == seed_y:
+                    cells[(campaign, layout)][(not sx) * 2 + (not sy)] += 1
     return {unit: stats.PairedTable(*c) for unit, c in sorted(cells.items())}
 
 
@@ -67,14 +76,21 @@ def _cmh_tables(tables: Sequence[stats.PairedTable]) -> list[list[list[int]]]:
 
 def _method_verdict(x: str, y: str, test: stats.SeedTest, p: float, adjusted: bool, significant: bool) -> str:
     across = f"{test.tasks} task{'s' if test.tasks != 1 else ''}"
-    what = (f"permutation of method labels over {test.seeds_x} and {test.seeds_y} (task, training seed) scores, "
-            f"stratified by task, p{' (Holm-adjusted)' if adjusted else ''} {fmt_p(p)}")
+    adjusted_p = f"p{' (Holm-adjusted)' if adjusted else ''} {fmt_p(p)}"
+    if test.paired:
+        what = (f"sign-flip over {test.seeds_x} (task, seed number) pairs, seeds paired by number as the protocols "
+                f"pre-register, stratified by task, {adjusted_p}")
+    else:
+        what = (f"permutation of method labels over {test.seeds_x} and {test.seeds_y} (task, training seed) "
+                f"scores, stratified by task, seeds unpaired, {adjusted_p}")
     iv = test.interval
     if iv is None:
-        ci = f"mean difference {x} - {y} {points(test.difference)[0]} points, no interval (a task with one seed)"
+        one = "a task with one seed pair" if test.paired else "a task with one seed"
+        ci = f"mean difference {x} - {y} {points(test.difference)[0]} points, no interval ({one})"
     else:
         est, lo, hi = points(test.difference, iv.lo, iv.hi)
-        ci = f"mean difference {x} - {y} {est} points, 95% CI {lo} to {hi} (Welch t over seeds)"
+        ci = (f"mean difference {x} - {y} {est} points, 95% CI {lo} to {hi} "
+              f"({'paired t over seed pairs' if test.paired else 'Welch t over seeds'})")
     if significant:
         better, worse = (x, y) if test.difference > 0 else (y, x)
         return f"{better} better than {worse} across {across} (the training seed the unit): {what}; {ci}."
@@ -84,7 +100,8 @@ def _method_verdict(x: str, y: str, test: stats.SeedTest, p: float, adjusted: bo
 def _method_notes(test: stats.SeedTest, significant: bool, alpha: float) -> list[str]:
     notes = []
     if test.floor > alpha:
-        notes.append(f"with {test.seeds_x} and {test.seeds_y} seeds in {test.tasks} task"
+        seeds = (f"{test.seeds_x} seed pairs" if test.paired else f"{test.seeds_x} and {test.seeds_y} seeds")
+        notes.append(f"with {seeds} in {test.tasks} task"
                      f"{'s' if test.tasks != 1 else ''} no arrangement of the method labels reaches p <= {alpha:g} "
                      f"(smallest possible p {fmt_p(test.floor)}): train more seeds to claim a method difference")
     iv = test.interval
@@ -98,7 +115,8 @@ def _method_notes(test: stats.SeedTest, significant: bool, alpha: float) -> list
 
 
 def _checkpoints(x: str, y: str, xs: str, ys: str, tables: dict[tuple[str, str], stats.PairedTable],
-                 holm_p: float, mid: float, exact: float, adjusted: bool, alpha: float) -> CheckpointPairs:
+                 holm_p: float, mid: float, exact: float, adjusted: bool, alpha: float,
+                 by_seed: bool = False) -> CheckpointPairs:
     units = list(tables.values())
     pooled = stats.PairedTable(*(sum(getattr(t, f) for t in units) for f in ("both", "a_only", "b_only", "neither")))
     difference = stats.clustered_difference(units)
@@ -106,7 +124,7 @@ def _checkpoints(x: str, y: str, xs: str, ys: str, tables: dict[tuple[str, str],
     discordant = sum(1 for t in units if t.a_only != t.b_only)
     differ = holm_p <= alpha and pooled.a_only != pooled.b_only
     est, lo, hi = points(difference.estimate, difference.lo, difference.hi)
-    who = f"{x}'s {xs} vs {y}'s {ys} on these layouts"
+    who = f"{x}'s {xs} vs {y}'s {ys} on these layouts" + (" (each seed against its own number)" if by_seed else "")
     what = (f"sign-flip mid-p{' (Holm-adjusted)' if adjusted else ''} {fmt_p(holm_p)} over {len(units)} "
             f"(campaign, mark) units; difference {est} points, 95% CI {lo} to {hi}")
     if differ:
@@ -122,33 +140,68 @@ def _checkpoints(x: str, y: str, xs: str, ys: str, tables: dict[tuple[str, str],
     return CheckpointPairs(
         campaigns=len({c for c, _ in tables}), table=pooled, units=len(units), discordant_units=discordant,
         exact_p=exact, mid_p=mid, holm_mid_p=holm_p, cmh_chi2=chi2, cmh_p=cmh_p, difference=difference,
-        differ=differ, statement=statement, notes=tuple(notes))
+        differ=differ, statement=statement, notes=tuple(notes), by_seed=by_seed)
 
 
 def _rates(m: MethodScore) -> dict[str, list[float]]:
     return {t.task: [s.rate for s in t.seeds] for t in m.tasks}
 
 
+def seed_paired_methods(campaigns: Sequence[Campaign]) -> frozenset[str]:
+    """The methods every campaign that ran them pre-registers `analysis.seed_pairing: by_number`
+    for; two methods' seeds are paired by number only when both are here."""
+    declared: set[str] = set()
+    undeclared: set[str] = set()
+    for c in campaigns:
+        (declared if c.seed_pairing == "by_number" else undeclared).update(i.method for _, i in c.policies)
+    return frozenset(declared - undeclared)
+
+
+def _seed_test(mx: MethodScore, my: MethodScore, shared: Sequence[str], paired: bool,
+               seed: int) -> tuple[stats.SeedTest, list[str]]:
+    """The method-level test: over seed pairs when the pairing is pre-registered and some seed
+    number has runs of both methods, else the permutation of labels over unpaired seeds."""
+    notes: list[str] = []
+    if paired:
+        xs = {t.task: {s.seed: s.rate for s in t.seeds if s.seed is not None} for t in mx.tasks}
+        ys = {t.task: {s.seed: s.rate for s in t.seeds if s.seed is not None} for t in my.tasks}
+        common = {t: sorted(set(xs[t]) & set(ys[t])) for t in shared}
+        if any(common.values()):
+            alone = [f"{m.method} seed {s} ({t})" for t in shared for m, mine, other in ((mx, xs, ys), (my, ys, xs))
+                     for s in sorted(set(mine[t]) - set(other[t]))]
+            if alone:
+                notes.append("seeds paired by number (pre-registered); without a partner of the same number, left "
+                             "out of the method-level test: " + ", ".join(alone))
+            return stats.paired_seed_test([[xs[t][s] - ys[t][s] for s in common[t]] for t in shared], rng=seed), notes
+        notes.append(f"the protocols pair seeds by number, but {mx.method} and {my.method} share no seed number: "
+                     "the seeds are compared unpaired")
+    xr, yr = _rates(mx), _rates(my)
+    return stats.seed_permutation_test([xr[t] for t in shared], [yr[t] for t in shared], rng=seed), notes
+
+
 def paired_across(trials: Sequence[Trial], methods: Sequence[MethodScore], alpha: float,
-                  seed: int = 0) -> tuple[PairedAcross, ...]:
+                  seed: int = 0, seed_paired: frozenset[str] = frozenset()) -> tuple[PairedAcross, ...]:
     """Every pair of methods (in the order of `methods`) that share a task: the method-level test
-    over seeds, and the checkpoint-level test where some campaign ran both on one layout run."""
+    over seeds, and the checkpoint-level test where some campaign ran both on one layout run.
+    Two methods' seeds are paired by number only when both are in `seed_paired`
+    (`seed_paired_methods`: pre-registered by every campaign that ran them)."""
     found = []
     for i, mx in enumerate(methods):
         for my in methods[i + 1:]:
-            xr, yr = _rates(mx), _rates(my)
-            shared = [task for task in xr if task in yr]
+            shared = [t.task for t in mx.tasks if t.task in {u.task for u in my.tasks}]
             if shared:
-                test = stats.seed_permutation_test([xr[t] for t in shared], [yr[t] for t in shared], rng=seed)
-                found.append((mx, my, tuple(shared), test, unit_tables(trials, mx.method, my.method)))
+                by_seed = {mx.method, my.method} <= seed_paired
+                test, notes = _seed_test(mx, my, shared, by_seed, seed)
+                found.append((mx, my, tuple(shared), test, unit_tables(trials, mx.method, my.method, test.paired),
+                              notes))
     if not found:
         return ()
-    method_p = stats.holm([test.p for *_, test, _ in found])
+    method_p = stats.holm([f[3].p for f in found])
     raw = {k: stats.clustered_p_values([t.a_only - t.b_only for t in f[4].values()]) for k, f in enumerate(found)
            if f[4]}
     checkpoint_p = dict(zip(raw, stats.holm([mid for _, mid in raw.values()]), strict=True))
     out = []
-    for k, ((mx, my, shared, test, tables), holm_p) in enumerate(zip(found, method_p, strict=True)):
+    for k, ((mx, my, shared, test, tables, notes), holm_p) in enumerate(zip(found, method_p, strict=True)):
         x, y = mx.method, my.method
         significant = holm_p <= alpha and test.difference != 0
         pairs = None
@@ -156,9 +209,9 @@ def paired_across(trials: Sequence[Trial], methods: Sequence[MethodScore], alpha
             xs = seed_words([s.seed for t in mx.tasks if t.task in shared for s in t.seeds])
             ys = seed_words([s.seed for t in my.tasks if t.task in shared for s in t.seeds])
             exact, mid = raw[k]
-            pairs = _checkpoints(x, y, xs, ys, tables, checkpoint_p[k], mid, exact, len(raw) > 1, alpha)
+            pairs = _checkpoints(x, y, xs, ys, tables, checkpoint_p[k], mid, exact, len(raw) > 1, alpha, test.paired)
         out.append(PairedAcross(
             x=x, y=y, tasks=shared, seeds=test, p=holm_p, significant=significant,
             verdict=_method_verdict(x, y, test, holm_p, len(found) > 1, significant),
-            checkpoints=pairs, notes=tuple(_method_notes(test, significant, alpha))))
+            checkpoints=pairs, notes=tuple(notes + _method_notes(test, significant, alpha))))
     return tuple(out)

@@ -65,6 +65,7 @@ class Campaign:
     scheduled: int = 0
     known: int = 0                        # trials of known outcome
     warnings: tuple[str, ...] = ()
+    seed_pairing: str = "none"            # the protocol's `analysis.seed_pairing` (a CSV: none)
 
 
 @dataclass(frozen=True)
@@ -118,7 +119,8 @@ def read_campaign(source: CampaignSource, taken: set[str]) -> tuple[Campaign, li
                         success_test=json.dumps(protocol.success.model_dump(), sort_keys=True),
                         policies=tuple(identities.items()), held_out_strata=held,
                         scheduled=data.scheduled_trials,
-                        known=sum(1 for t in trials if t.success is not None), warnings=data.warnings)
+                        known=sum(1 for t in trials if t.success is not None), warnings=data.warnings,
+                        seed_pairing=protocol.analysis.seed_pairing)
     return campaign, trials
 
 

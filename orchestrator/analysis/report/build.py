@@ -11,7 +11,13 @@ from orchestrator.analysis import stats
 from orchestrator.analysis.outcomes import OutcomeSet
 from orchestrator.analysis.report.aborts import build_aborts
 from orchestrator.analysis.report.analysis import PairedAnalysis, deciding_test_name, paired_analysis
-from orchestrator.analysis.report.decision import disagreement_note, other_pairs_note, rule_data, stop_note
+from orchestrator.analysis.report.decision import (
+    EARLY_STOP,
+    disagreement_note,
+    other_pairs_note,
+    rule_data,
+    stop_note,
+)
 from orchestrator.analysis.report.format import fmt_p, p_eq, p_name
 from orchestrator.analysis.report.judges import judge_section
 from orchestrator.analysis.report.model import (
@@ -150,7 +156,11 @@ def _compare(an: PairedAnalysis, a: str, b: str, data: OutcomeSet, holm_mid: flo
     share = stats.beta_binomial_cs(split[0], split[0] + split[1], level) if evalue_rule else None
     significant = n > 0 and (ev.reject if evalue_rule else holm_primary <= data.alpha)
     more, more_note = (None, "")
-    if not significant and an.unit == "layout":
+    stopped_early = evalue_rule and (data.stop_reason or "").startswith(EARLY_STOP)
+    if not significant and stopped_early:
+        more_note = ("the e-value rule stopped the campaign early: no more layouts are run for this pair "
+                     "(`orchestrator plan` sizes a new campaign)")
+    elif not significant and an.unit == "layout":
         more, more_note = more_layouts(table, data.alpha, primary, comparisons, evalue_rule,
                                        _max_layouts(data.stopping), (a, b))
     discordant_units = an.clustered.discordant_marks if an.clustered is not None else table.discordant
@@ -159,7 +169,7 @@ def _compare(an: PairedAnalysis, a: str, b: str, data: OutcomeSet, holm_mid: flo
                         difference=an.difference, sequence=an.sequence, evalue=ev, evalue_rule=evalue_rule,
                         significant=significant, share=share, comparisons=comparisons,
                         rule_units=rd.units if rd is not None else 0,
-                        rule_table=rd.table if rd is not None else None)
+                        rule_table=rd.table if rd is not None else None, stopped_early=stopped_early)
     return Comparison(
         a=a, b=b, table=table, mcnemar=an.mcnemar, difference=an.difference,
         tango=stats.tango_paired(table) if n else an.difference,

@@ -7,7 +7,8 @@ Rules:
   size exceeds alpha for some n, e.g. 0.077 at 16 all-discordant pairs);
 - when the test and the 95 % interval disagree, in either direction, a one-line note says so;
 - after optional stopping the verdict quotes the anytime-valid confidence sequence and says
-  that the fixed-n interval is not valid;
+  that the fixed-n interval is not valid; after an early stop a pair the rule did not establish
+  gets the rule's decision only (no "need about N more layouts": the campaign is over);
 - numbers are printed with enough digits that an interval's bounds differ from each other and
   from the estimate (`format.points`).
 """
@@ -45,6 +46,7 @@ class Evidence:
     comparisons: int = 1                 # K pairwise comparisons (Holm; the rule's level 1 - alpha/K)
     rule_units: int = 0                  # the units the rule counts (complete marks / layouts)
     rule_table: stats.PairedTable | None = None   # e-value rule: the pairs on the units it counts
+    stopped_early: bool = False          # the e-value rule stopped the campaign before its end
 
 
 def interval_text(iv: stats.Interval, anytime: bool = False) -> str:
@@ -113,6 +115,10 @@ def verdict_text(e: Evidence, more: int | None, more_note: str) -> str:
     if e.significant:
         better, worse = (a, b) if ahead else (b, a)
         return f"{better} better than {worse}: {label} {value}; {ci}."
+    if e.stopped_early:
+        # the campaign is over: the headline gives the rule and its decision only (no "more
+        # layouts": none will be run; `orchestrator plan` sizes a new campaign)
+        return f"{a} vs {b}: not established when the e-value rule stopped the campaign ({label} {value}; {ci})."
     units = "marks" if e.unit == "mark" else "layouts"
     text = f"{a} vs {b}: not established at this n ({label} {value}; {ci})."
     if e.discordant_units < stats.min_discordant_for_alpha(e.alpha, e.primary):

@@ -116,6 +116,7 @@ from orchestrator.analysis.stats.proportion import Z95, poisson_per_100, wald, w
 from orchestrator.analysis.stats.seeds import (
                                                   SeedTest,
                                                   interquartile_mean,
+                                                  paired_seed_test,
                                                   rate_t_interval,
                                                   satterthwaite_interval,
                                                   seed_permutation_test,
@@ -149,7 +150,7 @@ __all__ = [
     "layouts_needed", "cell_probabilities", "independent_groups_n", "fisher_power",
     "fisher_trials_needed",
     "evalue_discordant", "evalue_power", "evalue_layouts_needed", "rejection_by_discordant", "interquartile_mean", "stratified_bootstrap_ci", "binary_agreement", "cohen_kappa",
-    "fleiss_kappa", "plan", "SeedTest", "seed_permutation_test", "rate_t_interval", "satterthwaite_interval",
+    "fleiss_kappa", "plan", "SeedTest", "seed_permutation_test", "paired_seed_test", "rate_t_interval", "satterthwaite_interval",
     "ClusteredResult", "clustered_wilson", "rate_design_effect", "clustered_mcnemar", "clustered_p_values", "clustered_difference",
     "improvement_interval", "iqm_of_runs", "mean_and_iqm_intervals", "mean_of_tasks", "probability_of_improvement",
     "profile_intervals", "score_distribution", "cmh_test", "TrendResult", "trend_test", "clustered_trend_test",

@@ -90,6 +90,7 @@ class SeedTest:
     seeds_y: int
     tasks: int
     interval: MeanInterval | None      # Welch-Satterthwaite t over seeds (None: a task with one seed)
+    paired: bool = False       # `paired_seed_test`: X's seed s against Y's seed s (pre-registered)
 
 
 def _task_values(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -183,3 +184,41 @@ def seed_permutation_test(x_tasks: Sequence[Sequence[float]], y_tasks: Sequence[
     return SeedTest(difference=observed / len(pairs), p=min(1.0, p), floor=floor, arrangements=count, exact=exact,
                     seeds_x=sum(x.size for x, _ in pairs), seeds_y=sum(y.size for _, y in pairs), tasks=len(pairs),
                     interval=_welch(pairs, level))
+
+
+def paired_seed_test(d_tasks: Sequence[Sequence[float]], level: float = 0.95,
+                     rng: np.random.Generator | int | None = 0) -> SeedTest:
+    """The paired form of `seed_permutation_test`, for seeds the protocol pre-registers as paired
+    (`analysis.seed_pairing: by_number`: X's and Y's runs of one seed number share its randomness).
+    Task t holds the differences d_ts = x_ts - y_ts of its seed numbers that both methods have.
+    Statistic T = sum_t mean(d_t); H0: within each pair the two labels are exchangeable, so every
+    d_ts is symmetric about 0, independently: p = P(|T*| >= |t|) over the 2^n sign patterns of the
+    n pairs (Fisher 1935; Pitman 1937; exact when 2^n <= EXACT_LIMIT, else MONTE_CARLO seeded
+    draws, p = (1 + hits) / (1 + draws)). The interval is Student t for sum_t mean(d_t) / T with
+    Satterthwaite's degrees of freedom over the tasks' differences (none with one pair in a task)."""
+    tasks = [np.asarray(d, dtype=float) for d in d_tasks]
+    tasks = [d for d in tasks if d.size]
+    if not tasks:
+        raise ValueError("no seed number has runs of both methods")
+    observed = float(sum(d.mean() for d in tasks))
+    n = sum(d.size for d in tasks)
+    tol = 1e-9
+    if 2 ** n <= EXACT_LIMIT:
+        dist = np.zeros(1)
+        for d in tasks:
+            signs = np.array(np.meshgrid(*([[1.0, -1.0]] * d.size), indexing="ij")).reshape(d.size, -1).T
+            dist = np.add.outer(dist, signs @ d / d.size).ravel()
+        p = float(np.mean(np.abs(dist) >= abs(observed) - tol))
+        floor = float(np.mean(np.abs(dist) >= np.abs(dist).max() - tol))
+        exact, count = True, 2 ** n
+    else:
+        gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+        draws = np.zeros(MONTE_CARLO)
+        for d in tasks:
+            draws += np.where(gen.random((MONTE_CARLO, d.size)) < 0.5, 1.0, -1.0) @ d / d.size
+        p = float((1 + np.sum(np.abs(draws) >= abs(observed) - tol)) / (1 + MONTE_CARLO))
+        floor, exact, count = 1 / (1 + MONTE_CARLO), False, MONTE_CARLO
+    share = 1 / len(tasks)
+    return SeedTest(difference=observed / len(tasks), p=min(1.0, p), floor=floor, arrangements=count, exact=exact,
+                    seeds_x=n, seeds_y=n, tasks=len(tasks),
+                    interval=satterthwaite_interval([(share, d) for d in tasks], level, (-1.0, 1.0)), paired=True)

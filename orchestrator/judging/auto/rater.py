@@ -19,7 +19,7 @@ It sees what a judge cannot (the gripper's effort), and not what the physics tes
 contacts and the cube itself): a cube squeezed at an edge and slipping slowly reads as held,
 and the seat is an average. It is a second opinion: its agreement with physics (in
 simulation) and with the judges is measured in the report (`bench/auto_rater.py` for the
-figures in the README).
+figures in docs/benchmarks.md).
 """
 
 from __future__ import annotations

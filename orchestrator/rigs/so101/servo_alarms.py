@@ -77,12 +77,21 @@ def raise_on_alarm(robot: Any) -> bool:
     """Raise `ServoAlarm` when the servos report an alarm on two reads in a row (an alarm bit
     stays set on the servo; a byte of a late reply read as `Status` does not repeat). The one
     alarm let through is the gripper's own overload protection while it squeezes (`AlarmWatch`):
-    returns True when that is what was read, in an episode, a hold or a move alike."""
+    returns True when that is what was read, in an episode, a hold or a move alike. A gripper
+    overload read while the jaws no longer squeeze is an alarm only if a third read, after the
+    squeeze was read, still shows it (it persists; a protection that cleared as the jaws
+    arrived is not one)."""
     first = _settled_read(robot)
     if not first or _settled_read(robot) != first:
         return False
-    if first == [_gripper_overload(robot)] and _gripper_squeezing(robot):
-        return True
+    if first == [_gripper_overload(robot)]:
+        if _gripper_squeezing(robot):
+            return True
+        # The jaws stopped squeezing between the Status reads and now (an opening that just
+        # arrived; reads stretched by a loaded host): the protection clears once the load drops,
+        # so the alarm is the gripper's only if Status still says so now.
+        if _settled_read(robot) != first:
+            return False
     raise ServoAlarm("servo alarm: " + "; ".join(first))
 
 
