@@ -17,8 +17,9 @@ from orchestrator.rigs.profile import STATE_KEYS
 from orchestrator.store.sqlite import CampaignStore
 from support.cli import run_module
 from support.export_campaign import STEPS, label_all, make_campaign
+from support.requires import require_module
 
-pytest.importorskip("rerun")
+require_module("rerun")   # the `rerun` extra: a missing one fails with the install line, never skips
 
 
 def read_rrd(path: Path) -> tuple[Counter, set[str], list]:
