@@ -38,7 +38,7 @@ def lerobot_policy(spec: Any, protocol_dir: Any, task: str, features: Any, *, fp
     `policies.rtc.EnginePolicy` (RTC, or interpolation: lerobot-rollout's own engines)."""
     from orchestrator.policies.lerobot import LeRobotPolicy
 
-    cls = LeRobotPolicy
+    cls: type[LeRobotPolicy] = LeRobotPolicy
     if LeRobotPolicy.runs_in_an_engine(spec):
         from orchestrator.policies.rtc import EnginePolicy
 
