@@ -48,6 +48,7 @@ from orchestrator.store.records import (  # noqa: F401  (the store's vocabulary,
     Judgment,
     new_episode_id,
 )
+from orchestrator.store.run_sessions import SessionRows
 from orchestrator.store.schema import SCHEMA_VERSION, migrate
 from orchestrator.store.sqlite_file import (  # noqa: F401
     APPLICATION_ID,
@@ -90,7 +91,7 @@ class TrialGuard(Protocol):
     def __call__(self, conn: Any, slot: int) -> None: ...
 
 
-class CampaignStore(JudgmentRows, AbortAnswers):
+class CampaignStore(JudgmentRows, AbortAnswers, SessionRows):
     """Access to one campaign directory. Open with `create`, `open_for_run` (the runner, holding
     the run lock), `open_for_labels` (judging) or `open_readonly` (everything that only reads)."""
 
@@ -445,34 +446,6 @@ class CampaignStore(JudgmentRows, AbortAnswers):
             with chain.change(c, "campaign", chain.campaign_key(c)):
                 c.execute("UPDATE campaign SET finished_at=?, stop_reason=?", (time.time(), reason))
             _event(c, "finished", reason)
-
-    def begin_session(self) -> int:
-        """Record the start of an `orchestrator run` session; returns its id."""
-        import platform
-
-        from orchestrator import __version__
-
-        with self.transaction() as c:
-            session_id = insert_row(c, "INSERT INTO sessions (started_at, host, pid, tool_version)"
-                                               " VALUES (?,?,?,?)",
-                                               (time.time(), platform.node(), os.getpid(), __version__))
-            chain.append(c, "sessions", session_id)
-            return session_id
-
-    def end_session(self, session_id: int, outcome: str) -> None:
-        with self.transaction() as c, chain.change(c, "sessions", session_id):
-            c.execute("UPDATE sessions SET ended_at=?, outcome=? WHERE id=?", (time.time(), outcome, session_id))
-
-    def sessions(self) -> list[dict[str, Any]]:
-        """Run sessions; one with no `ended_at` was killed (SIGKILL, power loss)."""
-        return [dict(r) for r in self.conn.execute("SELECT * FROM sessions ORDER BY id")]
-
-    def station_blocks(self) -> list[dict[str, Any]]:
-        """Which station ran each layout block, and when (stations.py); [] for a single arm."""
-        if not self.conn.backend.has_table(self.conn, "blocks"):
-            return []
-        return [dict(r) for r in self.conn.execute(
-            "SELECT unit, station, state, claimed_at, finished_at FROM blocks ORDER BY unit")]
 
     def integrity_ok(self) -> bool:
         return not self.conn.backend.integrity_problems(self.conn)
