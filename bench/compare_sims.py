@@ -2,7 +2,7 @@
 prints figures): tests/support/compare_sim.py with more runs than the tests use.
 
 Run: uv run python bench/compare_sims.py [--section NAME] [--runs N]
-(sections: checkpoints, seeds, ladders, board, intervals, last-step; `--runs` scales the
+(sections: checkpoints, seeds, ladders, board, intervals, improvement, last-step; `--runs` scales the
 last-step grid only)
 """
 
@@ -21,6 +21,7 @@ from support.compare_sim import (  # noqa: E402
     aggregate_coverage,
     board,
     bradley_terry_coverage,
+    improvement_coverage,
     ladder_null,
     method_null,
     paired_test,
@@ -109,13 +110,25 @@ def intervals() -> None:
         show(f"per-seed clustered Wilson 95%, 20 marks x {repeats} repeats, mark sd {mark_sd}: covers", per_seed)
         show("  per-step", per_step)
     for n, sd, seed in ((3, 0.6, 141), (3, 1.0, 142), (5, 1.0, 143), (10, 1.0, 144)):
-        mean, iqm = aggregate_coverage(400, n, sd, reps=1000, seed=seed)
+        mean, iqm, task = aggregate_coverage(400, n, sd, reps=1000, seed=seed)
         show(f"3 tasks x {n} seeds, seed sd {sd}: the mean's t interval (Welch-Satterthwaite) covers", mean)
         show("  the IQM's stratified bootstrap covers", iqm)
+        show("  each task's Student t interval over seeds covers", task)
+
+
+def improvement() -> None:
+    """The probability of improvement's and the profiles' stratified bootstrap 95% intervals."""
+    for n, sd, delta, seed in ((3, 0.6, 0.0, 151), (3, 1.0, 0.0, 152), (3, 1.0, 0.5, 153), (5, 1.0, 0.0, 154),
+                               (10, 1.0, 0.0, 155), (10, 0.6, 0.5, 156)):
+        p, profile = improvement_coverage(400, n, sd, delta=delta, seed=seed)
+        where = f"3 tasks x {n} seeds, seed sd {sd}, X +{delta} log-odds"
+        show(f"P(X > Y) stratified bootstrap 95%, {where}: covers", p)
+        for tau, rate in zip((0.25, 0.5, 0.75, 0.9), profile, strict=True):
+            show(f"  profile at tau {tau}: covers", rate)
 
 
 SECTIONS = {"checkpoints": checkpoints, "seeds": seeds, "ladders": ladders, "board": board_sims,
-            "intervals": intervals}
+            "intervals": intervals, "improvement": improvement}
 
 
 def main() -> None:

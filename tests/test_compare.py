@@ -22,6 +22,8 @@ from orchestrator.analysis.compare import (
     render,
     to_dict,
 )
+from orchestrator.analysis.compare.scores import rng_for
+from orchestrator.analysis.stats.aggregate import improvement_interval
 from orchestrator.core.errors import BadInput
 from orchestrator.store.sqlite import CampaignStore
 from support.compare_campaigns import POLICIES, make_campaign, make_suite
@@ -85,7 +87,19 @@ def test_across_task_aggregates_follow_rliables_definitions(suite):
     by_hand = np.mean([np.mean([(a.rate > b.rate) + 0.5 * (a.rate == b.rate) for a in tx.seeds for b in ty.seeds])
                        for tx, ty in zip(x.tasks, y.tasks, strict=True)])
     assert poi.interval.estimate == pytest.approx(by_hand)
+    # the bootstrap's percentile interval widened about the estimate by sqrt(3/2) (3 seeds a task)
+    raw = improvement_interval([[s.rate for s in t.seeds] for t in x.tasks],
+                               [[s.rate for s in t.seeds] for t in y.tasks], reps=REPS,
+                               rng=rng_for(3)(comparison.main.label, "improvement", x.method, y.method))
+    widened = (max(0.0, by_hand - 1.5 ** 0.5 * (by_hand - raw.lo)), min(1.0, by_hand + 1.5 ** 0.5 * (raw.hi - by_hand)))
+    assert (poi.interval.lo, poi.interval.hi) == pytest.approx(widened)
     assert [p.method for p in comparison.main.profiles] == ["narrow", "wide"]
+    for p, m in zip(comparison.main.profiles, (x, y) if x.method == "narrow" else (y, x), strict=True):
+        runs = [s.rate for t in m.tasks for s in t.seeds]
+        k = sum(r > 0.5 for r in runs)
+        cp = sps.binomtest(k, len(runs)).proportion_ci(0.95, method="exact")      # scipy's Clopper-Pearson
+        i = p.taus.index(0.5)
+        assert (p.values[i], p.lo[i], p.hi[i]) == pytest.approx((k / len(runs), cp.low, cp.high))
 
 
 def test_the_checkpoint_pairs_are_every_x_with_every_y_on_a_layout_run(suite):
@@ -297,6 +311,27 @@ def test_ladder_statements_say_what_the_test_says(tmp_path):
     assert "no trend established" in same.trend_statement
 
 
+def test_a_two_step_ladder_with_repeats_says_the_same_in_its_trend_and_its_last_step(tmp_path):
+    """On one two-step ladder the trend line said "p < 0.0001: success rises
+    with the step" (20 layout runs counted as independent) while the last-step line said mid-p
+    0.062. 10 marks x 5 repeats; on marks 0-3 only step 200 succeeds, on every repeat; elsewhere
+    the two steps agree. Both lines test the 4 discordant marks: by enumeration of the 2^4 sign
+    patterns, exact 2/16, mid-p 1/16."""
+    rows = []
+    for m in range(10):
+        for r in range(5):
+            later, earlier = (True, False) if m < 4 else (r % 2 == 0, r % 2 == 0)
+            rows += [f"t,X@100,X,0,L{m},{int(earlier)},{r},100", f"t,X@200,X,0,L{m},{int(later)},{r},200"]
+    ladder = build_comparison(read_inputs([], [_csv(tmp_path / "l.csv", rows)]), reps=200).main.ladders[0]
+    sums = [sum(5 * s for s in signs) for signs in itertools.product((1, -1), repeat=4)]
+    upper = sum(1 for x in sums if x >= 20) / len(sums)
+    assert (2 * upper, upper) == (0.125, 0.0625)
+    assert ladder.trend.exact_p == pytest.approx(2 * upper) and ladder.trend.mid_p == pytest.approx(upper)
+    assert ladder.last_mid_p == pytest.approx(upper)
+    assert "no trend established" in ladder.trend_statement
+    assert ladder.statement.startswith("no evidence that step 200 still improves on step 100: 20 layouts")
+
+
 def test_seed_numbers_pair_nothing(tmp_path):
     """Y trained from seed 0 only; X's seed 0 is its weak run. Pairing by seed
     number made the verdict rest on X's seed 0 alone ("Y better than X ... mid-p < 0.0001" with
@@ -360,5 +395,6 @@ def test_t_intervals_over_seeds_stay_in_0_1_and_no_spread_is_said_in_words(tmp_p
     assert ci[1] > 1 and (high.t95.lo, high.t95.hi) == pytest.approx((ci[0], 1.0))
     text = render(comparison, "text")
     assert "none: every seed scored 0.750, no spread to estimate" in text and "[0.750, 0.750]" not in text
-    assert "the IQM's covered 0.75-0.83 with 3 seeds a task" in text
+    assert "Student t 95%, clipped to [0, 1]; it covered 0.93-0.94 (0.926 at 3 seeds" in text   # measured
+    assert "the IQM's stratified bootstrap interval is narrower than 95%: it covered 0.75-0.83 with 3 seeds a task" in text
     assert x.mean.method == "t-satterthwaite" and 0 <= x.mean.lo <= x.mean.hi <= 1

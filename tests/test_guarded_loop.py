@@ -62,3 +62,49 @@ def test_a_path_is_followed_at_its_own_pace_when_the_joints_keep_up():
     host = SlowHost(read_s=0.001)
     _follow(host)
     assert 1.95 <= host.now <= 2.1 and host.pose == dict.fromkeys(KEYS, 30.0)   # 60 rows at 30 Hz: 2 s
+
+
+class HeldOnASlowHost(SlowHost):
+    """Every read takes `read_s`; the elbow follows its goals until `held_at` (simulated
+    seconds), then a hand holds it."""
+
+    def __init__(self, read_s: float, held_at: float):
+        super().__init__(read_s)
+        self.held_at = held_at
+
+    def write(self, goal: dict[str, float]) -> None:
+        self.pose.update({k: v for k, v in goal.items() if k != "elbow_flex.pos" or self.now < self.held_at})
+        assert self.now < self.held_at + 5.0, "still pushing against the hand 5 s after it took hold"
+
+
+@pytest.mark.parametrize("read_s", [0.02, 0.15, 0.25])
+def test_a_held_joint_is_blocked_on_a_slow_host_within_follow_s_and_one_step(read_s):
+    """A hand holds the elbow 0.5 s into a path. Whatever each step takes (a loaded host: 20, 150,
+    250 ms), the motion stops within `FOLLOW_S` plus a step and a half of the moment the path is
+    `FOLLOW_DEG` past the held joint (a block waits one read after a stalled step, never more). Before, steps over 0.1 s were not counted:
+    at 150 and 250 ms a held joint was never blocked and the motion pushed on to its settle."""
+    host = HeldOnASlowHost(read_s, held_at=0.5)
+    with pytest.raises(RuntimeError) as stop:
+        _follow(host)
+    assert "elbow_flex" in str(stop.value)
+    behind = host.held_at + guarded_motion.FOLLOW_DEG / 15.0   # the path (15 deg/s) is 3 degrees past the hand
+    assert host.now - behind <= guarded_motion.FOLLOW_S + 2.5 * read_s + 0.04, host.now
+
+
+def test_one_stalled_step_in_which_nothing_moved_is_not_a_block():
+    """The other side of the rule: one 0.6 s step in which the joints did not move (the machine
+    and the twin starved together), then they follow again: no block (the decision waited for
+    the next read, which showed progress)."""
+
+    class OneStall(SlowHost):
+        reads = 0
+
+        def read(self):
+            self.reads += 1
+            if self.reads == 10:
+                self.now += 0.6
+            return super().read()
+
+    host = OneStall(0.005)
+    _follow(host)
+    assert host.reads > 10 and abs(host.pose["elbow_flex.pos"] - 30.0) < 1e-9

@@ -12,10 +12,12 @@ hand-guided step all run `guarded_loop`. Each control period (`fps`) it
    than that from where the joint is, so a joint held back (a hand, the cube, the table) never
    has a goal far ahead to snap to when it is freed;
 4. stops when a joint is **blocked**: more than `FOLLOW_DEG` from its goal and it moved less than
-   `PROGRESS_DEG` toward it for `FOLLOW_S`: the present pose is commanded (the arm holds) and
-   `blocked(joints)` is raised. A joint that moves, however slowly, is not blocked (slowness is
-   the servo's, a stop is the world's). A loop step longer than `UNWATCHED_S` (a stalled host or
-   bus) does not count toward `FOLLOW_S`;
+   `PROGRESS_DEG` toward it for `FOLLOW_S` of wall-clock time: the present pose is commanded (the
+   arm holds) and `blocked(joints)` is raised. A joint that moves, however slowly, is not blocked
+   (slowness is the servo's, a stop is the world's). After a loop step longer than `UNWATCHED_S`
+   (a stalled host or bus; its read may predate the motion it missed) the decision waits for the
+   next step's read, once: a joint held through a stall is blocked one step later, never later
+   (a host whose every step is slow decides every other step), so a stall's time always counts;
 5. reads the present positions again.
 When the aim has arrived, the motion ends once every joint is within `tolerance_deg` of the aim's
 last pose, or after `settle_s` (a joint still more than `MAX_LEAD_DEG` away is blocked).
@@ -50,7 +52,7 @@ FOLLOW_DEG = 3.0          # a joint this far from its goal...
 PROGRESS_DEG = 1.0        # ...that moves less than this toward it...
 FOLLOW_S = 0.3            # ...for this long is blocked
 MAX_DT_S = 0.1            # a stalled loop (a slow read) does not advance the reference further
-UNWATCHED_S = 0.1         # a loop step longer than this (a stalled host or bus) is not watched time
+UNWATCHED_S = 0.1         # after a loop step longer than this (a stalled host or bus) a block waits one read
 CHECK_EVERY_STEPS = 5     # Status and Torque_Enable read every this many steps, from the first...
 CHECK_EVERY_S = 0.1       # ...and at least this often however long the steps take
 GRIPPER = "gripper.pos"
@@ -183,12 +185,6 @@ class _Following:
         self.mark = dict(here)
         self.since = dict.fromkeys(here, now)
 
-    def unwatched(self, seconds: float) -> None:
-        """A loop step that took `seconds` (more than `UNWATCHED_S`): the arm was not watched, so
-        that time does not count as a joint not following."""
-        for k in self.since:
-            self.since[k] += seconds
-
     def stuck(self, goal: Pose, here: Pose, now: float, free: set[str] = frozenset()) -> list[str]:
         out = []
         for k, ref in goal.items():
@@ -217,21 +213,21 @@ def guarded_loop(read: Callable[[], Pose], write: Callable[[Pose], object], aim:
     last = clock.perf_counter()
     following = _Following({k: here[k] for k in keys}, last)
     settle_until = None
-    n, watched = 0, float("-inf")
+    n, watched, waited = 0, float("-inf"), False
     while True:
         t0 = clock.perf_counter()
         check()
         if n % CHECK_EVERY_STEPS == 0 or t0 - watched >= CHECK_EVERY_S:   # from the first step, too
             watch()
             watched = t0
-        if t0 - last > UNWATCHED_S:
-            following.unwatched(t0 - last)
+        waits = t0 - last > UNWATCHED_S and not waited   # a stalled step: decide on the next read
+        waited = waits
         reference = aim.advance(here, min(t0 - last, MAX_DT_S))
         last = t0
         goal = {k: here[k] + clip(reference[k] - here[k], MAX_LEAD_DEG) for k in keys}
         # timed when decided, after the stop key and the servo reads (tens of ms on a loaded host)
         stuck = following.stuck(goal, here, clock.perf_counter(), aim.free(here))
-        if stuck:
+        if stuck and not waits:
             write({k: here[k] for k in keys})
             raise blocked(_names(stuck))
         write(goal)

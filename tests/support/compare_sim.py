@@ -274,11 +274,12 @@ def rate_coverage(runs: int, repeats: int, marks: int = 20, mu: float = 0.8, mar
 
 
 def aggregate_coverage(runs: int, seeds: int, seed_sd: float, tasks: int = 3, reps: int = 1000,
-                       seed: int = 0) -> tuple[Rate, Rate]:
-    """Coverage of the across-task intervals compare prints for one method whose run on task t
+                       seed: int = 0) -> tuple[Rate, Rate, Rate]:
+    """Coverage of the intervals over seeds compare prints for one method whose run on task t
     scores expit(mu_t + N(0, seed_sd)) (mu_t evenly from -0.5 to 1.5; the score is the run's true
-    rate): (the mean's interval, the IQM's stratified bootstrap). Truths by quadrature (mean) and
-    by the trimmed mean of 400,000 draws of the runs' distribution (IQM)."""
+    rate, to 1/40): (the mean's interval across tasks, the IQM's stratified bootstrap, each task's
+    Student t interval of the mean over seeds, pooled over tasks). Truths by quadrature (means)
+    and by the trimmed mean of 400,000 draws of the runs' distribution (IQM)."""
     from scipy import stats as sps
 
     from orchestrator.analysis.compare.scores import method_scores, rng_for
@@ -288,7 +289,8 @@ def aggregate_coverage(runs: int, seeds: int, seed_sd: float, tasks: int = 3, re
     true_mean = float(np.mean([_mean_rate(mu, seed_sd) for mu in mus]))
     population = np.concatenate([expit(mu + rng.normal(0, seed_sd, 400_000)) for mu in mus])
     true_iqm = float(sps.trim_mean(population, 0.25))
-    mean_in = iqm_in = 0
+    true_task = [_mean_rate(mu, seed_sd) for mu in mus]
+    mean_in = iqm_in = task_in = 0
     for _ in range(runs):
         trials = []
         for t, mu in enumerate(mus):
@@ -299,7 +301,8 @@ def aggregate_coverage(runs: int, seeds: int, seed_sd: float, tasks: int = 3, re
         (method,), _ = method_scores(trials, reps, rng_for(int(rng.integers(1 << 30))))
         mean_in += method.mean.lo <= true_mean <= method.mean.hi
         iqm_in += method.iqm.lo <= true_iqm <= method.iqm.hi
-    return Rate(mean_in / runs, runs), Rate(iqm_in / runs, runs)
+        task_in += sum(t.t95 is not None and t.t95.lo <= true_task[int(t.task[1:])] <= t.t95.hi for t in method.tasks)
+    return Rate(mean_in / runs, runs), Rate(iqm_in / runs, runs), Rate(task_in / (runs * tasks), runs * tasks)
 
 
 # ------------------------------------------------------------------ P(X > Y) and the profiles

@@ -97,10 +97,10 @@ def section_dict(s: Section) -> dict[str, Any]:
     return {
         "label": s.label,
         "methods": {m.method: _method(m) for m in s.methods},
-        "probability_of_improvement": [{"x": p.x, "y": p.y, "tasks": list(p.tasks), **_ci(p.interval)}
-                                       for p in s.improvements],
+        "probability_of_improvement": [{"x": p.x, "y": p.y, "tasks": list(p.tasks), **_ci(p.interval),
+                                        "method": p.interval.method} for p in s.improvements],
         "profiles": {p.method: {"taus": list(p.taus), "fraction_above": list(p.values), "lo": list(p.lo),
-                                "hi": list(p.hi)} for p in s.profiles},
+                                "hi": list(p.hi), "method": "clopper-pearson"} for p in s.profiles},
         "paired": [_paired(p) for p in s.paired],
         "ladders": [_ladder(lad) for lad in s.ladders],
         "leaderboard": [] if b is None else [{"name": r.name, "rating": r.rating, "ci95": [r.lo, r.hi],

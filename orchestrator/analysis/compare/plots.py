@@ -20,7 +20,7 @@ def _profiles(plt: Any, s: Section) -> tuple[str, str]:
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1.02)
     ax.legend(fontsize=8)
-    return f"Performance profiles ({s.label}, 95% bootstrap bands)", png(fig)
+    return f"Performance profiles ({s.label}, Clopper-Pearson 95% bands over the runs)", png(fig)
 
 
 def _aggregates(plt: Any, s: Section) -> tuple[str, str]:

@@ -112,7 +112,15 @@ from orchestrator.analysis.stats.power import (
                                                   layouts_needed,
                                                   paired_power,
 )
-from orchestrator.analysis.stats.proportion import Z95, poisson_per_100, wald, wilson, wilson_bounds, z_for_level
+from orchestrator.analysis.stats.proportion import (
+    Z95,
+    clopper_pearson,
+    poisson_per_100,
+    wald,
+    wilson,
+    wilson_bounds,
+    z_for_level,
+)
 from orchestrator.analysis.stats.seeds import (
                                                   SeedTest,
                                                   interquartile_mean,
@@ -142,7 +150,7 @@ from orchestrator.analysis.stats.unpaired import fisher_exact, mann_whitney, new
 __all__ = [
     "Z95", "Interval", "PairedTable", "McNemarResult", "CochranQResult", "MeanInterval",
     "PowerResult", "PlanResult", "EValueResult", "z_for_level",
-    "wilson", "wald", "wilson_bounds", "poisson_per_100",
+    "wilson", "wald", "wilson_bounds", "poisson_per_100", "clopper_pearson",
     "paired_table", "mcnemar", "mcnemar_exact_p", "mcnemar_midp", "discordant_floor",
     "min_discordant_for_alpha", "newcombe_paired", "tango_paired",
     "bonett_price_paired", "fisher_exact", "mann_whitney", "newcombe_independent",

@@ -53,6 +53,22 @@ def wilson(k: int, n: int, level: float = 0.95, z: float | None = None) -> Inter
     return Interval(p, lo, hi, "wilson", level)
 
 
+def clopper_pearson(k: int, n: int, level: float = 0.95) -> Interval:
+    """The exact (Clopper & Pearson 1934) interval for k successes in n trials: the Beta(k, n - k + 1)
+    and Beta(k + 1, n - k) quantiles at (1 - level)/2 and (1 + level)/2; 0 at k = 0, 1 at k = n.
+    Coverage is at least `level` for a binomial count, and for a sum of independent Bernoullis of
+    unequal rates (a stratified count), whose tails are no heavier (Hoeffding 1956)."""
+    from scipy.stats import beta
+
+    _check_kn(k, n)
+    if n == 0:
+        return Interval(float("nan"), 0.0, 1.0, "clopper-pearson", level)
+    tail = (1 - level) / 2
+    lo = 0.0 if k == 0 else float(beta.ppf(tail, k, n - k + 1))
+    hi = 1.0 if k == n else float(beta.ppf(1 - tail, k + 1, n - k))
+    return Interval(k / n, lo, hi, "clopper-pearson", level)
+
+
 
 
 def wald(k: int, n: int, level: float = 0.95, z: float | None = None) -> Interval:

@@ -16,9 +16,10 @@ A joint is **blocked** when it is more than `FOLLOW_DEG` from its reference and 
 than `PROGRESS_DEG` toward it for `FOLLOW_S` (a hand, the cube or the table holds it): the move
 stops, the present pose is commanded (the arm holds where it is) and `RestBlocked` names the
 joints. A joint that moves, however slowly, is not blocked: slowness is the servo's, a stop is
-the world's. A loop step that took longer than `UNWATCHED_S` (the host or the bus stalled: a
-busy machine, a USB hiccup; the twin then answers late too) does not count toward `FOLLOW_S`:
-the joint was not watched then, and its goal stayed within `MAX_LEAD_DEG` of it all the while.
+the world's. After a loop step that took longer than `UNWATCHED_S` (the host or the bus stalled:
+a busy machine, a USB hiccup; the twin then answers late too) the decision waits for one more
+read; the stall's time still counts toward `FOLLOW_S` (a joint pushing against a hand pushes
+whether or not the host was watching), and its goal stayed within `MAX_LEAD_DEG` of it.
 When every reference has arrived, the move ends once every joint is within
 `tolerance_deg` of rest, or after `settle_s` (a joint still more than `MAX_LEAD_DEG` away is
 blocked). Units are LeRobot's (degrees; the gripper 0-100).
