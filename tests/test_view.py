@@ -19,7 +19,12 @@ from support.cli import run_module
 from support.export_campaign import STEPS, label_all, make_campaign
 from support.requires import require_module
 
-require_module("rerun")   # the `rerun` extra: a missing one fails with the install line, never skips
+
+@pytest.fixture(autouse=True)
+def rerun_installed():
+    """The `rerun` extra: missing, every test here fails with the install line (never skips);
+    checked when a test runs, so a core install still collects the file (tests/test_lanes.py)."""
+    require_module("rerun")
 
 
 def read_rrd(path: Path) -> tuple[Counter, set[str], list]:
