@@ -336,7 +336,8 @@ def test_doctor_shows_the_present_and_rest_pose_and_refuses_a_rest_pose_outside_
     checks = run_preflight(load_rig(rig_with(rig_path, rest_pose=None)), None, tmp_path, camera_seconds=0.3)
     assert "rest (captured at connect: the present pose)" in [c for c in checks if c.name == "rest pose"][0].detail
     bad = dict(REST, **{"wrist_flex.pos": 250.0})
-    checks = run_preflight(load_rig(rig_with(rig_path, rest_pose=bad)), None, tmp_path, camera_seconds=0.3)
+    checks = run_preflight(load_rig(rig_with(rig_path, rest_pose=bad)), None, tmp_path, camera_seconds=0.3,
+                           allowed=("fast_max_relative_target",))   # the bench's 5 per step is 150 deg/s at 30 fps
     (line,) = [c.line for c in checks if not c.ok]
     assert line.startswith("rest pose: rest_pose wrist_flex.pos: 250 is outside the calibrated range [-180.0, 180.0]")
 

@@ -82,7 +82,7 @@ def test_an_unreadable_calibration_file_is_one_line_on_the_arm_and_on_the_twin(t
     rig = tmp_path / "rig.yaml"
     rig.write_text(yaml.safe_dump({
         "robot": {"type": "so101_follower", "port": str(tmp_path / "ttyACM9"), "id": "lab_arm",
-                  "max_relative_target": 10.0, "calibration_dir": str(folder)},
+                  "max_relative_target": 3.0, "calibration_dir": str(folder)},
         "rest_pose": {"shoulder_pan.pos": 0, "shoulder_lift.pos": -94, "elbow_flex.pos": 90,
                       "wrist_flex.pos": 50, "wrist_roll.pos": 0, "gripper.pos": 30}}))
     want = ("calibration: calibration file unreadable: re-run lerobot-calibrate (lerobot-calibrate "
