@@ -72,6 +72,10 @@ def _rig_nan() -> None:
     LeRobotRig._within_range(rig, {"shoulder_pan.pos": float("inf")})
 
 
+# LeRobot's OpenCVCamera.async_read when the camera is open and sends nothing new
+FROZEN_TEXT = "Timed out waiting for frame from camera front OpenCVCamera(0) after 3000 ms. Read thread alive: True."
+
+
 # What each writer of an abort records, made by the code that makes it, and the cause it reads as.
 PRODUCED = {
     "control loop, NaN": (_recorded(_raised(lambda: _policy_action(_NanPolicy(), {}))), NON := "non-finite action"),
@@ -93,6 +97,7 @@ PRODUCED = {
     "USB": (_recorded(DeviceFault.arm("arm /dev/ttyACM0", OSError(5, "Input/output error"))), "arm bus"),
     "blocked": (_recorded(RestBlocked("arm /dev/ttyACM0", ["elbow_flex"])), "blocked"),
     "camera": (_recorded(DeviceFault.camera("front", TimeoutError("frame too old"))), "camera"),
+    "frozen camera": (_recorded(DeviceFault.camera("front", TimeoutError(FROZEN_TEXT))), "camera"),
     "no frame": (("rig", "RuntimeFailure: camera 'front' delivered no frame at step 3"), "camera"),
     "video writer": (("rig", "RuntimeFailure: video writer for camera 'front' failed: x"), "recording"),
     "policy server": (_recorded(lost("10.0.0.2:8080", "no reply for 5 s")), "policy server lost"),
@@ -294,3 +299,16 @@ def test_a_judge_never_sees_a_cause_a_report_does(canary_campaign, tmp_path, cap
     assert CANARY in values
     assert main(["report", str(canary_campaign)]) == 0
     assert f"policy: {CANARY} 1, non-finite action 1" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("text, age", [(FROZEN_TEXT, "3000"),
+                                       ("OpenCVCamera(0) latest frame is too old: 812.4 ms (max allowed: 500 ms).", "812")])
+def test_a_frozen_camera_is_one_line_naming_it_and_what_brings_it_back(text, age):
+    """Not LeRobot's raw "Timed out waiting for frame ... Read thread alive: True": what happened
+    and what to do, on one line; a camera whose read thread ended keeps its own words (control)."""
+    fault = DeviceFault.camera("front", TimeoutError(text))
+    assert fault.line == (f"camera front: no new frame for {age} ms though it is open (frozen); check the camera: "
+                          "unplug its USB cable and plug it in again (a camera that stops sending frames while open "
+                          "usually comes back so), or give it a USB port of its own; then run again")
+    dead = DeviceFault.camera("front", TimeoutError(text.replace("alive: True", "alive: False")))
+    assert ("frozen" in dead.line) is (age != "3000") and "\n" not in fault.line

@@ -58,6 +58,7 @@ def _fisher_power_brute(p1, p2, n, alpha=0.05):
     return total, 1 - pm1[keep1].sum() * pm2[keep2].sum()
 
 
+@pytest.mark.slow   # seconds of simulation or enumeration: the full run, not the fast lane
 @pytest.mark.parametrize("p2, n", [(0.6, 36), (0.7, 69)])
 def test_unpaired_column_is_exact_fisher_power(capsys, p2, n):
     # Fisher needs 36 and 69 trials per policy (the normal formula said 32 and 62)

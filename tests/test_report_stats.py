@@ -94,6 +94,7 @@ def test_one_pair_per_mark_is_the_layout_analysis():
         assert "Unit of analysis: the layout" in render(r, "text")
 
 
+@pytest.mark.slow   # seconds of simulation or enumeration: the full run, not the fast lane
 def test_simulated_repeats_campaigns_keep_the_false_positive_rate():
     """Through the whole report: 20 marks x 5 repeats, every mark with its own rates, policies
     equal on average. "better" in at most alpha + 2 SE of 200 campaigns (SE = sqrt(0.05 * 0.95
@@ -138,6 +139,7 @@ def test_issue_examples_of_test_and_interval_disagreeing(table, better):
     assert f"Note: {c.notes[0]}" in render(r, "text")
 
 
+@pytest.mark.slow   # seconds of simulation or enumeration: the full run, not the fast lane
 def test_disagreement_note_on_random_tables():
     """A note exactly when the oracles disagree: scipy's mid-p against the transcribed Newcombe."""
     rng = np.random.default_rng(33)
@@ -178,6 +180,7 @@ def _check_digits(shown, truth):
     assert len(set(shown)) == len({round(t, 9) for t in truth}), (shown, truth)
 
 
+@pytest.mark.slow   # seconds of simulation or enumeration: the full run, not the fast lane
 def test_digits_on_random_tables_are_distinct_and_faithful():
     rng = np.random.default_rng(12)
     for _ in range(30):

@@ -3,6 +3,7 @@ wording fix, each failing on the wording it replaces."""
 
 from __future__ import annotations
 
+import pytest
 from statsmodels.stats.multitest import multipletests
 
 from orchestrator.analysis import stats
@@ -73,6 +74,7 @@ def test_the_evalue_rule_s_level_is_stated_once_and_right_with_three_policies():
     assert c.share.lo > 0.5                          # the rule's interval agrees with its decision
 
 
+@pytest.mark.slow   # seconds of simulation or enumeration: the full run, not the fast lane
 def test_the_interval_after_an_early_stop_agrees_with_the_rule_on_every_table():
     """For every split of up to 16 discordant layouts: the verdict's interval excludes 50 %
     exactly when the e-value rule rejects (no "borderline" note ever)."""

@@ -105,6 +105,7 @@ def _tries_to(reset, rig, store, start, target):
     return store.of("cube_reset")[-1][3]
 
 
+@pytest.mark.slow   # five resets in the simulator, seconds: the full run, not the fast lane
 def test_the_session_learns_where_its_placements_land_and_aims_against_it(rig, tmp_path):
     # The control: a session that has learned nothing puts a cube moved 3 cm forward down beyond
     # the mark (the cube slides in the jaws: 3-5 mm forward in this simulation)

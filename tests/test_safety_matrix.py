@@ -1,8 +1,11 @@
 """A fault at every point, sampled: a seeded handful of the matrix that
 bench/safety_matrix.py runs whole (events x phases x on_stop, one event at the N-th bus
-transaction of a short twin campaign; the invariants: tests/support/safety_matrix.py), and two
-cases of the arm's own reset: a hand on the elbow during the pick, an overload on shoulder_lift
-during the carry. A canary run (torque-off disabled) and planted wire records (a joint pushed
+transaction of a short twin campaign; the invariants: tests/support/safety_matrix.py), and one
+case of the arm's own reset: an overload on shoulder_lift during the carry. (A hand on the elbow
+during the pick was a second case, 61 s of real time: its stop, its words, its goals' lead and
+its stall are asserted in simulated time by tests/test_guarded_motion.py, no goal while held and
+the resume by tests/test_twin_reset.py, torque off at exit after a reset's stop by the overload
+case here; the bench runs it with every other hand.) A canary run (torque-off disabled) and planted wire records (a joint pushed
 without a stop, a fault held late) show the checks can fail. One run has the tiny SmolVLA under LeRobot's
 RTC engine (tests/support/safety_matrix_rtc.py), with the two invariants of
 asynchronous inference on top; planted records and a run of a policy that only pauses LeRobot's
@@ -19,7 +22,9 @@ from support import safety_matrix_rtc as smr
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
-SAMPLE, SEED = 5, 22   # and one RTC run
+# Three of the seeded sample (its first three: `random.Random(SEED).sample` draws in order) and one
+# RTC run; every run is checked for every invariant, the bench runs the whole matrix.
+SAMPLE, SEED = 3, 22
 
 
 # Session scope: a worker that runs another module's tests between this one's would build a
@@ -62,25 +67,22 @@ def test_the_checks_catch_torque_left_on(spans, tmp_path, monkeypatch):
 
 
 # (event, on_stop, phase, k: before the phase's k-th packet). In a reset run without an event on the
-# twin the pick was 764 packets (4.3 s), the carry 437, the place 578: the 450th of the pick is ~2.5 s
-# in, as the jaws close (the elbow held there cannot follow the lift); the 300th of the carry, under way.
-RESET_CASES = (("hand:elbow_flex", "hold", "reset_pick", 450), ("alarm:shoulder_lift", "release", "reset_carry", 300))
+# twin the pick was 764 packets (4.3 s), the carry 437, the place 578: the 300th of the carry is
+# under way. (The hand's case, ("hand:elbow_flex", "hold", "reset_pick", 450): see the docstring.)
+RESET_CASES = (("alarm:shoulder_lift", "release", "reset_carry", 300),)
 
 
 @pytest.mark.parametrize("event,on_stop,phase,k", RESET_CASES)
-def test_a_hand_and_an_overload_during_the_arms_own_reset_keep_every_invariant(event, on_stop, phase, k, tmp_path,
-                                                                               monkeypatch):
+def test_an_overload_during_the_arms_own_reset_keeps_every_invariant(event, on_stop, phase, k, tmp_path,
+                                                                     monkeypatch):
     case = sm.Case(event, on_stop, phase, 0, "sync", k)
     tap, _, outcome = sm.run_case(case, tmp_path, monkeypatch)
     assert tap.fired_phase == phase, outcome.note
     assert outcome.violations == [], f"{case.name}: {outcome.violations}"
     stop = next((st for st in tap.stops if st[0] >= tap.fired_at), None)
     assert stop is not None, "the reset went on as if nothing happened"
-    if event.startswith("alarm:"):   # held (here released) within the limit, goals written meanwhile or not
-        hold, moved = sm._to_hold(tap)
-        assert hold is not None and hold - tap.fired_at <= sm.FAULT_TO_HOLD_S, (hold, tap.fired_at, len(moved))
-    else:
-        assert any("elbow_flex blocked" in m for m in tap.messages), tap.messages
+    hold, moved = sm._to_hold(tap)   # held (here released) within the limit, goals written meanwhile or not
+    assert hold is not None and hold - tap.fired_at <= sm.FAULT_TO_HOLD_S, (hold, tap.fired_at, len(moved))
 
 
 def test_the_checks_catch_a_joint_pushed_without_a_stop_and_a_fault_held_late():

@@ -150,3 +150,49 @@ def test_the_session_reference_reads_back_and_refuses_another_version(empty, tmp
     with pytest.raises(BadInput, match="no camera reference"):
         read_reference(tmp_path)
     assert refused == 2
+
+
+@pytest.mark.parametrize("moved_mm, turned_deg", [(1.2, 0.54), (1.23, 0.5004), (2.52, 0.1), (2.54, 0.7)])
+def test_a_moved_cameras_figures_show_the_breach_against_their_limits(moved_mm, turned_deg):
+    """"moved 1.2 mm and turned 0.5 degrees (limits 2.5 mm, 0.5 degrees)" read as within the
+    limits when the turn was 0.54: each figure printed is above its limit when the value is."""
+    from orchestrator.vision.start_check import CAMERA_MOVE_MM, CAMERA_TURN_DEG, moved_line
+
+    line = moved_line("front", moved_mm, turned_deg)
+    found = re.match(r"camera front moved ([\d.]+) mm and turned ([\d.]+) degrees since its reference "
+                     r"\(limits ([\d.]+) mm, ([\d.]+) degrees\)", line)
+    assert found, line
+    shown_mm, shown_deg, limit_mm, limit_deg = map(float, found.groups())
+    assert (limit_mm, limit_deg) == (CAMERA_MOVE_MM, CAMERA_TURN_DEG) == (2.5, 0.5)
+    assert (shown_mm > limit_mm) == (moved_mm > 2.5) and (shown_deg > limit_deg) == (turned_deg > 0.5), line
+    assert abs(shown_mm - moved_mm) < 0.05 and abs(shown_deg - turned_deg) < 0.05, line
+
+
+def test_a_reference_with_a_cube_in_view_or_a_fiducial_covered_is_refused(empty):
+    """The session's reference is the empty table with every fiducial seen; stored with a cube on a
+    mark, later checks call the cube "something besides the cube"; with the arm sagged over the
+    sheet (fiducials covered), "cannot tell whether it moved". The empty table is stored (control)."""
+    from orchestrator.design.fiducials import BOARD
+    from orchestrator.design.raster import sheet_corners
+    from orchestrator.vision.start_check import in_rest_shadow, reference_problem
+
+    image, view = empty
+    assert len(view.fiducials) == len(BOARD) == 6 and reference_problem(image, view, LAYOUT, sheet_corners()) is None
+    with_cube = render_front(Planted(cube=(M07.x, M07.y, 0.0)))
+    line = reference_problem(with_cube, locate_table(with_cube, front_intrinsics()), LAYOUT, sheet_corners())
+    assert line == ("a cube is in view of camera front (near M07): the reference is the empty table; take the cube "
+                    "off the sheet, then check again")
+    hidden = BOARD[3]
+    covered = render_front(Planted(cube=None, others=[(hidden.x, hidden.y, 0.6 * hidden.size_m)]))
+    covered_view = locate_table(covered, front_intrinsics())
+    assert sorted(covered_view.fiducials) == [f.id for f in BOARD if f.id != hidden.id]
+    assert reference_problem(covered, covered_view, LAYOUT, sheet_corners()) == (
+        f"camera front sees 4 of the template's 5 fiducials outside the arm's rest shadow (not {hidden.id}): the arm "
+        "(sagged over the sheet?), a hand or a cube covers them; the reference needs every one: put the arm at rest, "
+        "clear the sheet, then check again")
+    # the near row's middle marker, behind the arm at rest from the front camera, is not required
+    shadowed = BOARD[4]
+    assert [f.id for f in BOARD if in_rest_shadow(f, LAYOUT)] == [shadowed.id]
+    behind = render_front(Planted(cube=None, others=[(shadowed.x, shadowed.y, 0.6 * shadowed.size_m)]))
+    behind_view = locate_table(behind, front_intrinsics())
+    assert shadowed.id not in behind_view.fiducials and reference_problem(behind, behind_view, LAYOUT, sheet_corners()) is None

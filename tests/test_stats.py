@@ -253,6 +253,7 @@ def test_tango_matches_numeric_constrained_mle_and_mcnemar():
 # ------------------------------------------------------------------ oracles on random tables
 
 
+@pytest.mark.slow   # seconds of simulation or enumeration: the full run, not the fast lane
 def test_mcnemar_against_statsmodels_random_tables():
     rng = np.random.default_rng(1)
     tables = rng.integers(0, 60, size=(1500, 4))

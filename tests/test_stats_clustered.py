@@ -112,6 +112,7 @@ def _campaigns(rng, marks, repeats, delta, sd, count):
     return [[T(*(int(c[i, m]) for c in cells)) for m in range(marks)] for i in range(count)]
 
 
+@pytest.mark.slow   # seconds of simulation or enumeration: the full run, not the fast lane
 def test_repeats_campaign_keeps_false_positive_rate():
     """20 marks x 5 repeats, policies equal on average: the clustered mid-p and exact tests
     reject at most alpha = 0.05 of the time within 2 simulation SEs (SE = sqrt(0.05 * 0.95 /

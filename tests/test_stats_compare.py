@@ -97,6 +97,7 @@ def test_intervals_match_the_exact_bootstrap_distribution_ragged_tasks():
     assert not _inside(float(np.quantile(wrong, 0.975)), _bracket(exact, 0.975, reps))
 
 
+@pytest.mark.slow   # seconds of simulation or enumeration: the full run, not the fast lane
 def test_intervals_agree_with_rliable_within_monte_carlo_error():
     rng = np.random.default_rng(7)
     x, y = _scores(rng, 5, 3), _scores(rng, 5, 3)

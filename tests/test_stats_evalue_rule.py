@@ -78,6 +78,7 @@ def test_the_issue_s_plan_figures():
     assert stats.evalue_power(needed, 0.25, 0.05) >= 0.8 > stats.evalue_power(needed - 1, 0.25, 0.05)
 
 
+@pytest.mark.slow   # seconds of simulation or enumeration: the full run, not the fast lane
 @pytest.mark.parametrize("repeats, marks, max_layouts, spread, better", [
     (1, 40, 36, 0.0, {"A": 0.8, "B": 0.45}), (3, 16, 45, 1.0, {"A": 0.9, "B": 0.3})])
 def test_verdict_agrees_with_the_recorded_stop_in_every_campaign(repeats, marks, max_layouts, spread, better):

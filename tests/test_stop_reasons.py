@@ -15,7 +15,6 @@ LeRobot's SOFollower, FeetechMotorsBus and scservo_sdk above it.
 
 from __future__ import annotations
 
-import os
 import signal
 import time
 
@@ -69,10 +68,41 @@ class StopKeyAt(PromptOperator):
         super().poll(elapsed_s)
 
 
+class SignalLandedOutside(AssertionError):
+    """A signal this file sends to its own process arrived where the campaign had no handler."""
+
+
+@pytest.fixture(autouse=True)
+def signals_caught_by_the_test():
+    """These tests send SIGTERM and SIGHUP to their own process (the pytest worker). The campaign
+    installs its handlers over these while it runs (and restores them after); a signal that lands
+    outside them (a test whose question is asked at another moment than it thinks) fails that
+    test here instead of killing the worker, and every other test it was to run (seen once:
+    "worker 'gw1' crashed" at 76be480). SIGINT is left as Python sets it (KeyboardInterrupt): the
+    campaign keeps that handler, and the Ctrl-C tests rely on it."""
+    def outside(signum, frame):
+        raise SignalLandedOutside(f"{signal.Signals(signum).name} arrived where the campaign had no handler")
+
+    sigs = (signal.SIGTERM, signal.SIGHUP)
+    previous = {sig: signal.signal(sig, outside) for sig in sigs}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def test_a_signal_outside_the_campaign_fails_the_test_not_the_worker():
+    """The guard above, positive control: with no campaign running, the signal reaches it."""
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        with pytest.raises(SignalLandedOutside, match=signal.Signals(sig).name):
+            _signal(sig)()
+
+
 def _signal(sig):
     def send():
-        os.kill(os.getpid(), sig)   # "1 the arm swung" typed, not sent: the terminal goes, or a kill
-        time.sleep(5)               # the handler raises here
+        signal.raise_signal(sig)    # "1 the arm swung" typed, not sent: the terminal goes, or a kill
+        # Python runs the handler before the next bytecode: it raises out of raise_signal, or not at all
         raise AssertionError(f"signal {sig} did not interrupt the question")
     return send
 
@@ -123,14 +153,14 @@ def test_ctrl_c_as_an_emergency_stop_on_a_real_arm_counts_as_unanswered_in_a_sim
     from support.tiny import PROTOCOL, RIG
 
     tmp_path, arm, rig, protocol = arm_bench(tmp_path, monkeypatch)
-    ctrl_c = Failing(lambda: os.kill(os.getpid(), signal.SIGINT), at=3)
+    ctrl_c = Failing(lambda: signal.raise_signal(signal.SIGINT), at=3)
     with pytest.raises(Interrupted):
         campaign(protocol, rig, tmp_path / "arm", ctrl_c)
     (attempt,), _ = _aborted(tmp_path / "arm")
     assert (attempt["abort_class"], attempt["abort_cause"], attempt["settles"]) == \
         ("operator_unanswered", "interrupt", "failure")
     with pytest.raises(Interrupted):   # the positive control: nobody at a simulated arm
-        campaign(PROTOCOL, RIG, tmp_path / "sim", Failing(lambda: os.kill(os.getpid(), signal.SIGINT), at=3))
+        campaign(PROTOCOL, RIG, tmp_path / "sim", Failing(lambda: signal.raise_signal(signal.SIGINT), at=3))
     (attempt,), trials = _aborted(tmp_path / "sim")
     assert (attempt["abort_class"], attempt["abort_cause"], attempt["settles"]) == \
         ("interrupted", "user interrupt", None)

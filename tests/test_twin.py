@@ -15,6 +15,7 @@ import pytest
 from orchestrator.core.pids import process_running
 from orchestrator.rigs.twin import feetech
 from support.repo import REPO
+from support.twin_time import wait_physics
 
 SHIPPED_TWIN_RIG = REPO / "hardware" / "so101_twin.yaml"
 
@@ -71,18 +72,18 @@ def twin_rig():
         twin.close()
 
 
-def _move(rig, target: dict[str, float], seconds: float, fps: int = 30) -> None:
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
+def _move(twin, rig, target: dict[str, float], seconds: float, fps: int = 30) -> None:
+    """`rig.act(target)` once every 1/fps of the twin's physics, for `seconds` of it."""
+    for _ in range(round(seconds * fps)):
         rig.act(target)
-        time.sleep(1.0 / fps)
+        wait_physics(twin, 1.0 / fps)
 
 
 def test_lerobot_reads_calibrated_degrees_and_torque_off_lets_the_arm_sag(twin_rig):
     twin, rig = twin_rig
     assert twin.port.startswith("/dev/pts/") and rig.robot.bus.port == twin.port
     rig.connect()   # LeRobot's SOFollower: handshake, calibration check, configure, torque on
-    time.sleep(1.5)  # the arm, released at power-on, settles on its servos
+    wait_physics(twin, 1.5)  # the arm, released at power-on, settles on its servos
     before = twin.request("state")
     obs = rig.observe()
     state = twin.request("state")
@@ -95,11 +96,11 @@ def test_lerobot_reads_calibrated_degrees_and_torque_off_lets_the_arm_sag(twin_r
     # raise the upper arm to horizontal, hold, then torque off (LeRobot's disconnect)
     raised = {**{k: v for k, v in obs.items() if k.endswith(".pos")}, "shoulder_lift.pos": -20.0,
               "elbow_flex.pos": 0.0, "wrist_flex.pos": 0.0}
-    _move(rig, raised, 4.0)
+    _move(twin, rig, raised, 4.0)
     held = twin.request("state")["joints_deg"]
     assert abs(held[1] - -20.0) < 4 and abs(held[2]) < 4, held
     rig.robot.bus.disable_torque()
-    time.sleep(1.5)
+    wait_physics(twin, 1.5)
     sagged = twin.request("state")
     assert sagged["torque"] == [False] * 6
     # released, the raised arm falls forward onto the table under gravity (it held with torque on)

@@ -43,21 +43,33 @@ def test_read_latest_peeks_and_frames_arrive_latency_ms_after_exposure(cameras):
     twin, cams = cameras
     front = cams["front"]
     first = front.async_read(timeout_ms=1000)          # takes the new frame: the event is cleared
-    time.sleep(1.5 / front.fps)                         # a new frame arrives meanwhile
+    deadline = time.monotonic() + 5.0                   # a new frame arrives (33 ms at 30 fps)
+    while not front.new_frame_event.is_set():
+        assert time.monotonic() < deadline, "no new frame in 5 s"
+        time.sleep(0.005)
     peeked = front.read_latest()
     peeked_at = front.latest_timestamp
+    unconsumed = front.new_frame_event.is_set()
     again = front.read_latest()
     assert again is peeked                              # the same frame until a new one arrives
-    # Not consumed by read_latest: async_read returns that frame at once. Checked by what it
-    # returns, not by a wall-clock bound (4 ms failed on a loaded 2-core machine): had read_latest
-    # consumed it, a 5 ms wait for the next frame (33 ms away at 30 fps) would raise TimeoutError.
-    got = front.async_read(timeout_ms=5)
-    assert got is peeked or front.latest_timestamp > peeked_at   # that frame, or a newer one that came
+    # Not consumed by read_latest: the new-frame event a consuming read clears is still set. (This
+    # used to be a 5 ms async_read as the detector, which a frame arriving within those 5 ms
+    # passed whatever read_latest did: 5 of every 33 ms at 30 fps.) The positive control:
+    # async_read does consume it (the event is clear just after it) and returns that frame, or a
+    # newer one that came meanwhile.
+    got = front.async_read(timeout_ms=1000)
+    consumed = not front.new_frame_event.is_set()
+    assert unconsumed and consumed
+    assert got is peeked or front.latest_timestamp > peeked_at
     assert first is not peeked
     lags = []
     for _ in range(5):
         front.async_read(timeout_ms=1000)
         lags.append(front.latest_timestamp - front.latest_exposure)   # one clock: CLOCK_MONOTONIC
+    # The floor is the delay line's (a frame is held until exposure + latency). The bound above it,
+    # 60 ms, from the measured distribution of lag - 120 ms: 600 frames on the 2-core machine at
+    # load 17 (seven other engineers' tests), under nice 10: p50 0.2 ms, p99 20 ms, max 27 ms
+    # (the read thread's wake-up late under load); 60 ms is twice the worst seen.
     assert min(lags) >= 0.120 and max(lags) < 0.120 + 0.060, lags
 
 
@@ -89,21 +101,39 @@ def test_camera_slow_delivers_below_its_rate(cameras):
 
     assert rate(cams["front"]) > 20
     twin.request("inject", fault={"kind": "camera_slow", "camera": "front", "fps": 5})
-    time.sleep(0.3)
+    front, previous = cams["front"], cams["front"].latest_exposure
+    deadline = time.monotonic() + 5.0   # the frames rendered before the fault (the delay line's) go by
+    while True:
+        front.async_read(timeout_ms=1000)
+        if front.latest_exposure - previous > 1 / 10:   # a gap of the slowed rate's (0.2 s), not 30 fps's
+            break
+        previous = front.latest_exposure
+        assert time.monotonic() < deadline, "camera_slow did not slow the front camera"
     slow, other = rate(cams["front"]), rate(cams["wrist"])
     assert 3 <= slow <= 7, slow
     assert other > 20, other
 
 
 def _hog(seconds: float) -> list:
-    """One busy process per core and one more, at ordinary priority (the load of a CI runner
-    whose other worker runs a campaign)."""
+    """One busy process per core and one more, at the lowest priority (nice 19). The renderer
+    holds a real-time priority, which preempts any ordinary process whatever its nice value, so
+    for the renderer these are every core busy; the other pytest worker's tests (nice 0) keep
+    most of their CPU (at ordinary priority this hog took it from them for 6 s: the browser
+    tests' playback timing beside it)."""
     import os
     import subprocess
     import sys
 
-    loop = f"import time\nend = time.monotonic() + {seconds}\nwhile time.monotonic() < end: pass\n"
+    loop = f"import os, time\nos.nice(19)\nend = time.monotonic() + {seconds}\nwhile time.monotonic() < end: pass\n"
     return [subprocess.Popen([sys.executable, "-c", loop]) for _ in range((os.cpu_count() or 2) + 1)]
+
+
+def _cpu_s(pid: int) -> float:
+    """CPU seconds used so far by process `pid` (/proc/PID/stat utime + stime)."""
+    import os
+
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def test_the_camera_process_keeps_its_frame_rate_on_a_busy_machine():
@@ -133,12 +163,19 @@ def test_the_camera_process_keeps_its_frame_rate_on_a_busy_machine():
         assert len(cams) == 2
         for cam in cams.values():
             cam.connect()
-        hogs = _hog(6.0)
+        hogs = _hog(30.0)
         try:
-            time.sleep(1.0)
+            deadline = time.monotonic() + 10.0   # every hog busy: each has had 0.1 s of CPU
+            while min(_cpu_s(hog.pid) for hog in hogs) < 0.1:
+                assert time.monotonic() < deadline, "the hogs did not start"
+                time.sleep(0.05)
             before = {name: cam.frames_delivered for name, cam in cams.items()}
             start = time.monotonic()
-            time.sleep(3.0)
+            # the rate over 3 s worth of frames at the configured rate (90 at 30 fps), however
+            # long they take to come (a starved renderer: longer, and a lower rate)
+            while min(cam.frames_delivered - before[name] - 3 * specs[name].fps for name, cam in cams.items()) < 0:
+                assert time.monotonic() < start + 20.0, "the cameras delivered under a third of their rate"
+                time.sleep(0.05)
             rates = {name: (cam.frames_delivered - before[name]) / (time.monotonic() - start)
                      for name, cam in cams.items()}
         finally:

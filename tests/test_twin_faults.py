@@ -36,7 +36,7 @@ FAULTS = {
     "overload": ({"kind": "overload", "servo": "elbow_flex", "at_step": 3}, "elbow_flex (id 3): overload"),
     "overheat": ({"kind": "overheat", "servo": 4, "at_step": 3}, "wrist_flex (id 4): overheating"),
     "usb_unplug": ({"kind": "usb_unplug", "at_step": 3}, "arm /dev/pts/"),
-    "camera_freeze": ({"kind": "camera_freeze", "camera": "wrist", "at_step": 3}, "camera wrist: TimeoutError"),
+    "camera_freeze": ({"kind": "camera_freeze", "camera": "wrist", "at_step": 3}, "camera wrist: no new frame for"),
     "camera_disconnect": ({"kind": "camera_disconnect", "camera": "front", "at_step": 3},
                           "camera front: RuntimeError: TwinCamera(front) read thread is not running"),
     "voltage_sag": ({"kind": "voltage_sag", "volts": 3.5, "at_step": 3}, "supply voltage out of range"),

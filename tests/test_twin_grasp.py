@@ -12,6 +12,7 @@ import pytest
 
 from orchestrator.rigs.so101.servo_alarms import GRIPPER_TRIP_EVENT, AlarmWatch, ServoAlarm
 from support.repo import REPO
+from support.twin_time import wait_physics
 from support.wirelog import WireLog
 
 SHIPPED_TWIN_RIG = REPO / "hardware" / "so101_twin.yaml"
@@ -114,8 +115,8 @@ def test_a_scripted_grasp_held_5_s_trips_the_gripper_protection_and_the_trial_go
             for _ in range(15):                  # the policy opens the gripper: the load goes
                 rig.act({**{k: v for k, v in rig.observe(with_images=False).items() if k.endswith(".pos")},
                          "gripper.pos": 40.0})
-                time.sleep(1 / fps)
-            time.sleep(0.3)
+                wait_physics(twin, 1 / fps)
+            wait_physics(twin, 0.3)
             after_rest = rig.robot.bus.sync_read("Status", normalize=False, num_retry=3)
         finally:
             rig.disconnect()

@@ -22,6 +22,7 @@ from orchestrator.rigs.twin.wire_log import read_wire_log
 from orchestrator.store.sqlite import CampaignStore
 from support.campaign_files import env, twin_rig, two_mark_protocol
 from support.operator_run import press_enter, start_run, wait_for_line
+from support.twin_time import wait_physics
 
 
 def test_a_move_blocked_twice_is_finished_by_lifting_the_arm_by_hand_with_torque_off(tmp_path):
@@ -35,7 +36,7 @@ def test_a_move_blocked_twice_is_finished_by_lifting_the_arm_by_hand_with_torque
         rig.write_text(yaml.safe_dump(twin.rig.profile.model_dump(mode="json", exclude_none=True)))
         rest_elbow = twin.rig.profile.rest_pose["elbow_flex.pos"]
         twin.request("hold", joints={"elbow_flex": rest_elbow - 30.0})   # a hand holds the elbow, off rest
-        time.sleep(0.3)
+        wait_physics(twin, 0.3)                                          # the held elbow gets there
         elbow_start = twin.request("state")["joints_deg"][2]
         proc, lines = start_run(protocol, rig, out, env=env(), enters=0)
         seen: list[str] = []
@@ -53,7 +54,7 @@ def test_a_move_blocked_twice_is_finished_by_lifting_the_arm_by_hand_with_torque
             limp = twin.request("state")
             assert limp["torque"] == [False] * 6
             twin.request("hold", joints={"elbow_flex": rest_elbow - 10.0})   # lifted by hand, near rest
-            time.sleep(0.5)
+            wait_physics(twin, 0.5)
             lifted = twin.request("state")
             assert lifted["torque"] == [False] * 6 and abs(lifted["joints_deg"][2] - (rest_elbow - 10.0)) < 0.5
             t_confirm = time.time()
@@ -64,7 +65,7 @@ def test_a_move_blocked_twice_is_finished_by_lifting_the_arm_by_hand_with_torque
                 time.sleep(0.05)
             wait_for_line(lines, HAND_GUIDE_LET_GO, 120, seen)
             held_at = twin.request("state")["joints_deg"]
-            time.sleep(0.6)                                          # a person lets go
+            wait_physics(twin, 0.6)                                  # a person lets go
             twin.request("hold", joints={})                          # the hand lets go
             still = twin.request("state")["joints_deg"]
             assert max(abs(a - b) for a, b in zip(held_at, still, strict=True)) < 1.0, (held_at, still)

@@ -8,6 +8,7 @@ import pytest
 from orchestrator.cli import main
 from orchestrator.store.sqlite import CampaignStore
 from support.campaign_files import twin_rig, two_mark_protocol
+from support.twin_time import wait_physics
 
 
 @pytest.mark.slow
@@ -35,7 +36,6 @@ def test_torque_reads_zero_on_the_twin_after_a_stop_and_after_ctrl_c(tmp_path, w
     """Items 2-3 on the twin: after the stop key the arm is held and nothing moves while the
     operator decides (the twin's joints do not change); ending the session there, or Ctrl-C, leaves
     Torque_Enable 0 on every servo of the twin."""
-    import time
 
     from orchestrator.core.errors import Interrupted
     from orchestrator.rigs.profile import load_rig
@@ -50,9 +50,9 @@ def test_torque_reads_zero_on_the_twin_after_a_stop_and_after_ctrl_c(tmp_path, w
                 def confirm_move(self, what):
                     # held mid-motion, a servo settles onto its hold goal within ~0.1 s (up to
                     # ~0.8 degrees, measured); what must not happen is motion after that
-                    time.sleep(0.15)
+                    wait_physics(twin, 0.15)
                     self.before = twin.request("state")["joints_deg"]
-                    time.sleep(0.5)
+                    wait_physics(twin, 0.5)
                     self.after = twin.request("state")["joints_deg"]
                     super().confirm_move(what)
 

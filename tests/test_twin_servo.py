@@ -10,23 +10,35 @@ from __future__ import annotations
 
 import contextlib
 import time
+from pathlib import Path
 
 import pytest
 
 from orchestrator.rigs.twin import sts3215
 from support.repo import REPO
+from support.twin_time import wait_physics
 
 SHIPPED_TWIN_RIG = REPO / "hardware" / "so101_twin.yaml"
 TICKS_PER_DEG = 4095 / 360
 
 
+def servo_rig(folder) -> Path:
+    """hardware/so101_twin.yaml without its cameras: these tests read and write servo registers
+    only, and a twin without cameras starts no render process (its start and its CPU saved)."""
+    text = SHIPPED_TWIN_RIG.read_text()
+    start, end = text.index("cameras:\n"), text.index("# The rest pose")
+    path = Path(folder) / "so101_twin_servos.yaml"
+    path.write_text(text[:start] + "cameras: {}\n" + text[end:])
+    return path
+
+
 @pytest.fixture(scope="module")
-def arm():
+def arm(tmp_path_factory):
     from orchestrator.rigs.factory import make_rig
     from orchestrator.rigs.profile import load_rig
     from orchestrator.rigs.twin.client import start_twin
 
-    twin = start_twin(load_rig(SHIPPED_TWIN_RIG))
+    twin = start_twin(load_rig(servo_rig(tmp_path_factory.mktemp("servos"))))
     rig = make_rig(twin.rig)
     rig.connect()
     try:
@@ -92,12 +104,13 @@ def _w(bus, name: str, motor: str, value: int) -> None:
     bus.write(name, motor, value, normalize=False, num_retry=3)
 
 
-def _settle(bus, motor: str, seconds: float = 1.0) -> int:
-    time.sleep(seconds)
+def _settle(twin, bus, motor: str, seconds: float = 1.0) -> int:
+    """Present_Position after `seconds` of the twin's physics."""
+    wait_physics(twin, seconds)
     return _raw(bus, "Present_Position", motor)
 
 
-def _raise_upper_arm(bus) -> int:
+def _raise_upper_arm(twin, bus) -> int:
     """Shoulder lift to horizontal (the most gravity load), elbow straight: the goal in ticks."""
     here = {m: _raw(bus, "Present_Position", m) for m in ("shoulder_lift", "elbow_flex", "wrist_flex")}
     mid = {"shoulder_lift": (921 + 3201) // 2, "elbow_flex": (928 + 3136) // 2, "wrist_flex": (972 + 3138) // 2}
@@ -106,8 +119,8 @@ def _raise_upper_arm(bus) -> int:
     for k in range(1, 41):   # 2 s, as a policy would move it
         bus.sync_write("Goal_Position", {m: round(here[m] + (goal[m] - here[m]) * k / 40) for m in goal},
                        normalize=False)
-        time.sleep(0.05)
-    time.sleep(1.0)
+        wait_physics(twin, 0.05)
+    wait_physics(twin, 1.0)
     return goal["shoulder_lift"]
 
 
@@ -120,11 +133,11 @@ def test_stiffness_follows_p_coefficient(arm):
     P 64 sags an eighth of P 8."""
     twin, bus, rig = arm
     _w(bus, "P_Coefficient", "shoulder_lift", 8)
-    goal = _raise_upper_arm(bus)
+    goal = _raise_upper_arm(twin, bus)
     sag8 = goal - _raw(bus, "Present_Position", "shoulder_lift")
     load8 = twin.request("state")["torque_nm"][1]
     _w(bus, "P_Coefficient", "shoulder_lift", 64)
-    sag64 = goal - _settle(bus, "shoulder_lift")
+    sag64 = goal - _settle(twin, bus, "shoulder_lift")
     assert abs(load8) > 0.25, load8                        # it holds real weight
     assert abs(load8) / abs(sag8) == pytest.approx(sts3215.KP_NM_PER_TICK_AT_P16 / 2, rel=0.25), (load8, sag8)
     assert abs(sag64) <= abs(sag8) / 4, (sag8, sag64)
@@ -139,10 +152,10 @@ def test_acceleration_is_a_ramp(arm):
         start = _raw(bus, "Present_Position", "shoulder_pan")
         _w(bus, "Acceleration", "shoulder_pan", acc)
         _w(bus, "Goal_Position", "shoulder_pan", start + round(45 * TICKS_PER_DEG))
-        time.sleep(0.3)
+        wait_physics(twin, 0.3)
         moved[acc] = (_raw(bus, "Present_Position", "shoulder_pan") - start) / TICKS_PER_DEG
         _w(bus, "Goal_Position", "shoulder_pan", start)
-        time.sleep(2.5)
+        wait_physics(twin, 2.5)
     assert moved[254] > 30, moved
     assert moved[5] < 3, moved
 
@@ -151,14 +164,14 @@ def test_protection_current_limits_the_torque(arm):
     """Protection_Current 25 (0.16 A, 6 % of the 2.7 A stall current) on the shoulder lift:
     Present_Current never reads above 25 and the raised arm cannot hold itself up."""
     twin, bus, rig = arm
-    goal = _raise_upper_arm(bus)
+    goal = _raise_upper_arm(twin, bus)
     with _torque_off(bus, "shoulder_lift"):
         _w(bus, "Protection_Current", "shoulder_lift", 25)
     _w(bus, "Goal_Position", "shoulder_lift", goal)
     currents = []
     for _ in range(10):
         currents.append(_raw(bus, "Present_Current", "shoulder_lift"))
-        time.sleep(0.1)
+        wait_physics(twin, 0.1)
     sag = goal - _raw(bus, "Present_Position", "shoulder_lift")
     assert max(currents) <= 25 and max(currents) >= 20, currents
     assert abs(sag) > 100, sag
@@ -198,10 +211,10 @@ def _status(bus, motor: str = "shoulder_lift") -> int:
     return _synced(bus, "Status", motor)
 
 
-def _overload_soon(bus) -> int:
+def _overload_soon(twin, bus) -> int:
     """Overload_Torque 10 % and Protection_Time 50 (0.5 s) on the shoulder lift holding the raised
     arm (its load is above 10 % of the stall torque): its protection trips 0.5 s on."""
-    goal = _raise_upper_arm(bus)
+    goal = _raise_upper_arm(twin, bus)
     with _torque_off(bus, "shoulder_lift"):
         _w(bus, "Overload_Torque", "shoulder_lift", 10)
         _w(bus, "Protection_Time", "shoulder_lift", 50)
@@ -216,14 +229,14 @@ def test_an_overload_unloads_the_servo_and_its_alarm_holds_until_the_arm_is_powe
     and a second later, the load long gone, the bit is still there. The twin's `power_cycle` op
     (the arm's power off and on) clears it; LeRobot's configure then switches torque on again."""
     twin, bus, rig = arm
-    goal = _overload_soon(bus)
-    time.sleep(0.8)
+    goal = _overload_soon(twin, bus)
+    wait_physics(twin, 0.8)
     tripped = (_status(bus), _synced(bus, "Torque_Enable"))
-    time.sleep(0.5)
+    wait_physics(twin, 0.5)
     fallen = goal - _synced(bus, "Present_Position")
     with pytest.raises(RuntimeError, match="Overload"):
         bus.write("Torque_Enable", "shoulder_lift", 1, normalize=False)
-    time.sleep(1.0)
+    wait_physics(twin, 1.0)
     refused = (_status(bus), _synced(bus, "Torque_Enable"))
     state = twin.request("state")
     twin.request("power_cycle")
@@ -245,14 +258,14 @@ def test_overload_protection_trips_after_protection_time_and_clears_when_the_loa
     twin, bus, rig = arm
     with _torque_off(bus, "shoulder_lift"):
         _w(bus, "Unloading_Condition", "shoulder_lift", 12)
-    goal = _overload_soon(bus)
+    goal = _overload_soon(twin, bus)
 
     def status() -> int:
         return _status(bus)
 
-    time.sleep(0.25)
+    wait_physics(twin, 0.25)
     early = status()
-    time.sleep(0.6)
+    wait_physics(twin, 0.6)
     tripped = status()
     state = twin.request("state")
     with pytest.raises(RuntimeError, match="Overload"):
@@ -260,7 +273,7 @@ def test_overload_protection_trips_after_protection_time_and_clears_when_the_loa
     # the rig's move to rest would, rightly, refuse to start on an alarm: switch the servo's
     # torque off instead (a sync write: no status reply to raise on), which clears it too
     bus.sync_write("Torque_Enable", {"shoulder_lift": 0}, normalize=False)
-    time.sleep(0.5)
+    wait_physics(twin, 0.5)
     cleared = status()
     after = twin.request("state")
     assert early == 0 and tripped == 32, (early, tripped)
@@ -309,14 +322,14 @@ def test_torque_limit_is_loaded_from_max_torque_limit_at_power_up(arm):
     written = _raw(bus, "Torque_Limit", "gripper")
     twin.request("inject", fault={"kind": "servo_reset", "servo": "gripper"})
     after = _raw(bus, "Torque_Limit", "gripper")
-    goal = _raise_upper_arm(bus)
+    goal = _raise_upper_arm(twin, bus)
     _w(bus, "Torque_Limit", "shoulder_lift", 50)
-    sag = goal - _settle(bus, "shoulder_lift", 1.5)
+    sag = goal - _settle(twin, bus, "shoulder_lift", 1.5)
     assert written == before != 700 and after == 700, (before, written, after)
     assert abs(sag) > 200, sag
 
 
-def test_the_twin_powers_up_with_torque_limit_1000_and_lerobot_writes_500_to_eeprom():
+def test_the_twin_powers_up_with_torque_limit_1000_and_lerobot_writes_500_to_eeprom(tmp_path):
     """What a first session on a new arm does (the twin's EEPROM is a factory servo's plus the
     calibration): after LeRobot's connect the gripper's Max_Torque_Limit reads 500 and its
     Torque_Limit 1000: it grips at 100 % until the arm is power-cycled."""
@@ -324,7 +337,7 @@ def test_the_twin_powers_up_with_torque_limit_1000_and_lerobot_writes_500_to_eep
     from orchestrator.rigs.profile import load_rig
     from orchestrator.rigs.twin.client import start_twin
 
-    with start_twin(load_rig(SHIPPED_TWIN_RIG)) as twin:
+    with start_twin(load_rig(servo_rig(tmp_path))) as twin:
         rig = make_rig(twin.rig)
         rig.connect()
         try:
@@ -357,13 +370,13 @@ def test_goal_position_is_sign_magnitude_and_clamped_to_the_limits(arm):
     twin, bus, rig = arm
     low = _raw(bus, "Min_Position_Limit", "shoulder_pan")
     _w(bus, "Goal_Position", "shoulder_pan", -400)
-    at_min = _settle(bus, "shoulder_pan", 2.0)
+    at_min = _settle(twin, bus, "shoulder_pan", 2.0)
     here = _raw(bus, "Present_Position", "shoulder_pan")
     _w(bus, "Goal_Position", "shoulder_pan", 2047)
-    time.sleep(2.0)
+    wait_physics(twin, 2.0)
     _w(bus, "Max_Position_Limit", "shoulder_pan", 2047 + 100)          # Lock is 1 (torque on)
     _w(bus, "Goal_Position", "shoulder_pan", 3000)
-    at_max = _settle(bus, "shoulder_pan", 2.0)
+    at_max = _settle(twin, bus, "shoulder_pan", 2.0)
     twin.request("inject", fault={"kind": "servo_reset", "servo": "shoulder_pan"})
     unsaved = _raw(bus, "Max_Position_Limit", "shoulder_pan")
     with _torque_off(bus, "shoulder_pan"):                             # Lock 0
@@ -381,13 +394,13 @@ def test_torque_enable_holds_where_the_joint_is_not_the_last_goal(arm):
     """The torque-enable rule: torque off, the raised arm sags and Goal_Position reads the
     present position; torque on holds it there (it does not drive back to the old goal)."""
     twin, bus, rig = arm
-    goal = _raise_upper_arm(bus)
+    goal = _raise_upper_arm(twin, bus)
     _w(bus, "Torque_Enable", "shoulder_lift", 0)
-    time.sleep(0.4)
+    wait_physics(twin, 0.4)
     _w(bus, "Torque_Enable", "shoulder_lift", 1)
     sagged = _raw(bus, "Present_Position", "shoulder_lift")
     register = _raw(bus, "Goal_Position", "shoulder_lift")
-    held = _settle(bus, "shoulder_lift", 1.0)
+    held = _settle(twin, bus, "shoulder_lift", 1.0)
     assert abs(sagged - goal) > 100, (goal, sagged)        # it fell
     assert abs(register - sagged) <= 30, (register, sagged)
     assert abs(held - sagged) <= 40, (sagged, held)        # held there, not back at `goal`
@@ -403,15 +416,15 @@ def test_a_7v4_supply_has_35_percent_less_torque_and_the_adapter_latency_delays_
     from orchestrator.rigs.profile import load_rig
     from orchestrator.rigs.twin.client import start_twin
 
-    def sag_at_15_percent(bus) -> int:
-        goal = _raise_upper_arm(bus)
+    def sag_at_15_percent(twin, bus) -> int:
+        goal = _raise_upper_arm(twin, bus)
         _w(bus, "Torque_Limit", "shoulder_lift", 150)
-        return abs(goal - _settle(bus, "shoulder_lift", 1.5))
+        return abs(goal - _settle(twin, bus, "shoulder_lift", 1.5))
 
     twin12, bus12, _ = arm
-    sag12 = sag_at_15_percent(bus12)
+    sag12 = sag_at_15_percent(twin12, bus12)
     rig_file = tmp_path / "rig.yaml"
-    rig_file.write_text(SHIPPED_TWIN_RIG.read_text().replace(
+    rig_file.write_text(servo_rig(tmp_path).read_text().replace(
         "twin: {seed: 0, faults: []}", "twin: {seed: 0, faults: [], supply_v: 7.4, adapter_latency_ms: 5}"))
     with start_twin(load_rig(rig_file)) as twin:
         rig = make_rig(twin.rig)
@@ -431,7 +444,7 @@ def test_a_7v4_supply_has_35_percent_less_torque_and_the_adapter_latency_delays_
                 started = time.perf_counter()
                 _raw(bus, "Present_Position", "wrist_roll")
                 times.append(time.perf_counter() - started)
-            sag74 = sag_at_15_percent(bus)
+            sag74 = sag_at_15_percent(twin, bus)
         finally:
             rig.disconnect()
     assert volts == 74
@@ -456,7 +469,7 @@ def test_the_users_own_calibration_is_rehearsed(tmp_path):
     (tmp_path / "cal").mkdir()
     (tmp_path / "cal" / "my_arm.json").write_text(json.dumps(mine))
     rig_file = tmp_path / "rig.yaml"
-    rig_file.write_text(SHIPPED_TWIN_RIG.read_text().replace("id: so101_twin,", "id: my_arm, calibration_dir: cal,"))
+    rig_file.write_text(servo_rig(tmp_path).read_text().replace("id: so101_twin,", "id: my_arm, calibration_dir: cal,"))
     with start_twin(load_rig(rig_file)) as twin:
         assert twin.own_calibration
         assert json.loads((twin.calibration_dir / "my_arm.json").read_text()) == mine
@@ -466,7 +479,7 @@ def test_the_users_own_calibration_is_rehearsed(tmp_path):
             bus = rig.robot.bus
             for joint in ("shoulder_pan", "shoulder_lift"):
                 _w(bus, "Goal_Position", joint, 2047)
-            time.sleep(2.0)
+            wait_physics(twin, 2.0)
             degrees = rig.observe(with_images=False)
             sim = twin.request("state")["joints_deg"]
             offset = _raw(bus, "Homing_Offset", "shoulder_pan")

@@ -27,6 +27,7 @@ from support.campaign_files import env, twin_rig, two_mark_protocol
 from support.operator_run import start_run, wait_for_line
 from support.repo import REPO
 from support.tmux import Tmux
+from support.twin_time import wait_physics
 
 
 def _start_run(protocol, rig, out, *extra) -> tuple[subprocess.Popen, queue.Queue]:
@@ -36,7 +37,7 @@ def _start_run(protocol, rig, out, *extra) -> tuple[subprocess.Popen, queue.Queu
 _wait_for = wait_for_line
 
 
-def _console_episode(tmux: Tmux, protocol, rig, out, twin=None, answer: str | None = None) -> None:
+def _console_episode(tmux: Tmux, protocol, rig, out, twin, answer: str | None = None) -> None:
     """`orchestrator run` under the operator console in a 110x32 tmux terminal, the first trial
     started with Enter, half a second into its episode. The pane prints EXIT=<code> when it ends.
     With `answer`: the session first asks why the last stop was made; the twin's wire is quiet
@@ -62,7 +63,7 @@ def _console_episode(tmux: Tmux, protocol, rig, out, twin=None, answer: str | No
         raise AssertionError(f"the move to rest stopped three times:\n{screen}")
     tmux("send-keys", "-t", "op", "Enter")
     tmux.wait_for("op", "EPISODE RUNNING", timeout=60)
-    time.sleep(0.5)   # inside the episode: the policy is moving the arm
+    wait_physics(twin, 0.5)   # inside the episode: the policy is moving the arm
 
 
 def _wait_until_gone(tmux: Tmux, text: str, timeout: float) -> None:
@@ -85,10 +86,11 @@ def _wait_for_either(tmux: Tmux, first: str, second: str, timeout: float) -> str
 
 
 def _twin_is_safe_and_quiet(twin) -> None:
-    """Torque_Enable 0 on all six servos, and not one packet on the wire for half a second."""
+    """Torque_Enable 0 on all six servos, and not one packet on the wire for half a second of the
+    twin's time."""
     state = twin.request("state")
     assert state["torque"] == [False] * 6
-    time.sleep(0.5)
+    wait_physics(twin, 0.5)
     assert twin.request("state")["packets"] == state["packets"]
 
 
@@ -109,7 +111,7 @@ def test_sigterm_from_another_process_leaves_torque_off_and_the_wire_quiet_then_
         proc, lines = _start_run(protocol, rig, out)
         try:
             _wait_for(lines, "EPISODE RUNNING", timeout_s=180)
-            time.sleep(0.5)  # inside the episode: the policy is moving the arm
+            wait_physics(twin, 0.5)  # inside the episode: the policy is moving the arm
             assert twin.request("state")["torque"] == [True] * 6
             proc.send_signal(signal.SIGTERM)
             code = proc.wait(timeout=60)
@@ -170,7 +172,7 @@ def test_closing_the_terminal_while_the_arm_is_held_ends_the_process_with_torque
         rig.write_text(yaml.safe_dump(twin.rig.profile.model_dump(mode="json", exclude_none=True)))
         pid = None
         try:
-            _console_episode(tmux, protocol, rig, out)
+            _console_episode(tmux, protocol, rig, out, twin)
             tmux("send-keys", "-t", "op", "Space")          # stop: the arm holds, torque on
             tmux.wait_for("op", "Why?", timeout=30)          # it asks why: the prompt phase
             assert twin.request("state")["torque"] == [True] * 6

@@ -78,7 +78,7 @@ def _check(rig, camera: str, layout, mark, spec, reference_dir: Path) -> dict:
     from orchestrator.design.raster import sheet_corners
     from orchestrator.rigs.frames import camera_intrinsics
     from orchestrator.vision.camera_model import IntrinsicsUnknown
-    from orchestrator.vision.reference import read_reference, write_reference
+    from orchestrator.vision.reference import read_reference
     from orchestrator.vision.start_check import (
         DEFAULT_TOLERANCE_DEG,
         DEFAULT_TOLERANCE_MM,
@@ -104,12 +104,7 @@ def _check(rig, camera: str, layout, mark, spec, reference_dir: Path) -> dict:
              f"reprojection error {view.reprojection_px:.2f} px, {width}x{height}, intrinsics from "
              f"{view.intrinsics.source} (f = {view.intrinsics.f_px:.0f} px)"]
     if mark is None:
-        path = write_reference(reference_dir, camera, view, image)
-        lines.append(f"reference of the empty table stored: {path}")
-        out = {"camera": camera, "fiducials": len(view.fiducials), "reprojection_px": round(view.reprojection_px, 3),
-               "mark": None, "cube_found": None, "dx_mm": None, "dy_mm": None, "dyaw_deg": None, "passes": True,
-               "tolerance_mm": None, "tolerance_deg": None, "reference": str(path)}
-        return {"json": out, "lines": lines, "passes": True}
+        return _store_reference(image, view, layout, camera, reference_dir, lines)
     reference = None
     try:
         reference = read_reference(reference_dir)
@@ -131,6 +126,26 @@ def _check(rig, camera: str, layout, mark, spec, reference_dir: Path) -> dict:
         lines.append(f"the still it measured (the mark in green, the cube as measured in red): {still}")
     lines.append("passes" if out["passes"] else "does not pass")
     return {"json": out, "lines": lines, "passes": bool(out["passes"])}
+
+
+def _store_reference(image, view, layout, camera: str, reference_dir: Path, lines: list[str]) -> dict:
+    """The still as the session's reference of the empty table, unless a cube is on the sheet or a
+    fiducial is covered (`start_check.reference_problem`: then the still is written beside it)."""
+    from orchestrator.design.raster import sheet_corners
+    from orchestrator.vision.reference import write_reference
+    from orchestrator.vision.start_check import reference_problem
+
+    out = {"camera": camera, "fiducials": len(view.fiducials), "reprojection_px": round(view.reprojection_px, 3),
+           "mark": None, "cube_found": None, "dx_mm": None, "dy_mm": None, "dyaw_deg": None, "passes": True,
+           "tolerance_mm": None, "tolerance_deg": None}
+    refused = reference_problem(image, view, layout, sheet_corners(), camera)
+    if refused is not None:
+        still = _failed_still(reference_dir, camera, image)
+        return {"json": {**out, "passes": False, "problem": refused, "still": str(still)}, "passes": False,
+                "lines": [*lines, f"reference not stored: {refused}", f"the still it measured: {still}", "does not pass"]}
+    path = write_reference(reference_dir, camera, view, image)
+    return {"json": {**out, "reference": str(path)}, "passes": True,
+            "lines": [*lines, f"reference of the empty table stored: {path}"]}
 
 
 def _failed_still(reference_dir: Path, camera: str, image) -> Path:

@@ -14,6 +14,7 @@ from typing import Any
 
 from orchestrator.core.errors import RuntimeFailure
 from orchestrator.rigs.so101.servo_alarms import ServoAlarm, ServoReset, alarm_in_bus_error, motor_names
+from orchestrator.rigs.stall_watch import SDK_TIMEOUT_S
 
 ARM_CHECK = ("the arm's USB cable and power supply (12 V / 5 V), that no other program "
              "(lerobot-teleoperate, a second orchestrator) holds the port, then `orchestrator doctor`")
@@ -26,6 +27,14 @@ RESET_CHECK = ("the servos' 12 V supply and the cables between the servos (a ser
                "for a moment; its torque is off): support the arm, then switch its power off and on and run again")
 SILENT_CHECK = ("the 3-pin cable into that servo from the one before it in the chain, and the 12 V supply; "
                 "a servo given another ID answers there instead (`lerobot-setup-motors`)")
+LATE_CHECK = ("what else runs on this computer (a training job, a second orchestrator, a browser): close it or "
+              "lower its priority, then run again; the stall alone explains the failed read, not the arm or its cable")
+FROZEN_CHECK = ("the camera: unplug its USB cable and plug it in again (a camera that stops sending frames "
+                "while open usually comes back so), or give it a USB port of its own; then run again")
+# LeRobot's OpenCVCamera (and `threaded_camera.ThreadedCamera`) when no new frame came in time: `async_read`'s
+# timeout with the read thread alive, `read_latest`'s frame older than allowed
+FROZEN = re.compile(r"Timed out waiting for frame from camera .* after (\d+(?:\.\d+)?) ms\. Read thread alive: True"
+                    r"|latest frame is too old: (\d+(?:\.\d+)?) ms")
 BLOCKED_CHECK = ("what holds the joint back (a hand, the cube, the table): free it; the arm holds where it "
                  "is until you confirm")
 POLICY_CHECK = ("the checkpoint and its processors (re-run `orchestrator doctor --protocol ...`); "
@@ -83,7 +92,20 @@ class DeviceFault(RuntimeFailure):
         return cls("arm", device, f"no reply from servo {', '.join(servos)}", SILENT_CHECK)
 
     @classmethod
+    def late(cls, device: str, stall_s: float, what: str = "the read") -> DeviceFault:
+        """A read that failed while this process stood still longer than the servos' reply
+        timeout (`stall_watch.StallWatch`): the computer answered late, the arm did not."""
+        return cls("arm", device, f"this computer answered late (busy CPU): this process stood still "
+                                  f"{stall_s * 1000:.0f} ms during {what}, longer than the servos' "
+                                  f"{SDK_TIMEOUT_S * 1000:.0f} ms reply timeout", LATE_CHECK)
+
+    @classmethod
     def camera(cls, name: str, exc: BaseException) -> DeviceFault:
+        """A camera's failure; a frozen one (open, its read thread alive, no new frame) named so,
+        with what brings it back, instead of LeRobot's "Timed out waiting for frame ..."."""
+        frozen = frozen_camera(exc)
+        if frozen is not None:
+            return cls("camera", f"camera {name}", frozen, FROZEN_CHECK)
         return cls("camera", f"camera {name}", one_line(exc), CAMERA_CHECK)
 
     @classmethod
@@ -148,3 +170,24 @@ def device_fault_of(exc: BaseException, arm: str, robot: Any) -> DeviceFault:
     if suspects:
         return DeviceFault.camera(suspects[0], exc)
     return DeviceFault.arm(arm, exc)
+
+
+def late_fault(fault: DeviceFault, watch: Any, device: str, what: str = "the read") -> DeviceFault | None:
+    """`DeviceFault.late` for a fault of the bus (no reply, a corrupted or missing status packet,
+    servos missing from the handshake) that came while `watch` (a `stall_watch.StallWatch`) saw
+    this process stand still past the servos' reply timeout; None for any other fault (a servo's
+    alarm or reset is the servo's, a camera's is the camera's) or when the process kept up."""
+    stall_s = watch.late()
+    if stall_s is None or fault.kind != "arm" or not (lost_packet(fault) or fault.check == SILENT_CHECK):
+        return None
+    return DeviceFault.late(device, stall_s, what)
+
+
+def frozen_camera(exc: BaseException) -> str | None:
+    """"no new frame for N ms though it is open (frozen)" for a camera read that timed out while
+    the camera's read thread still ran (LeRobot's "Timed out waiting for frame ... Read thread
+    alive: True", or "latest frame is too old: N ms"); None for any other failure."""
+    found = FROZEN.search(str(exc))
+    if found is None:
+        return None
+    return f"no new frame for {float(found.group(1) or found.group(2)):.0f} ms though it is open (frozen)"

@@ -40,9 +40,11 @@ def grab_frame(rig: Any, camera: str) -> np.ndarray:
             cam.async_read(timeout_ms=READ_TIMEOUT_MS)
         frame = cam.async_read(timeout_ms=READ_TIMEOUT_MS)
     except Exception as exc:  # noqa: BLE001 - any device failure is the same one line
-        from orchestrator.rigs.device_fault import one_line
+        from orchestrator.rigs.device_fault import FROZEN_CHECK, frozen_camera, one_line
 
-        raise BadInput(f"camera {camera}: no frame ({one_line(exc)})") from None
+        frozen = frozen_camera(exc)
+        raise BadInput(f"camera {camera}: {frozen}; check {FROZEN_CHECK}" if frozen is not None
+                       else f"camera {camera}: no frame ({one_line(exc)})") from None
     finally:
         try:
             cam.disconnect()

@@ -285,9 +285,11 @@ def _run_sequential(opened: OpenedCampaign, pending: list[Trial], operator: Oper
     motion = ArmMotion(rig, operator, record=store.log_event, cube_size_m=loaded.layout.cube.size_m)
     policies = {}
     progress = None
+    connected = False
     try:
         labels = dict.fromkeys(t.policy for t in pending) if refill is None else loaded.protocol.policies
         _load_and_connect(rig, loaded, labels, policies)
+        connected = True
         if not (first_motion_allowed(motion, store.sessions(), say) and _rest_or_end(motion, say)):
             return
         gate = StartGate(loaded, rig, store, operator, say)
@@ -324,14 +326,25 @@ def _run_sequential(opened: OpenedCampaign, pending: list[Trial], operator: Oper
         motion.interrupted = True   # Ctrl-C / SIGTERM anywhere: a stop, never a move to rest
         raise
     finally:
-        if progress is not None:
-            progress.close()
-        for policy in policies.values():
-            try:
-                policy.close()
-            except Exception:
-                pass
+        _close_session(progress, policies, motion, connected)
+
+
+def _close_session(progress: Progress | None, policies: dict, motion: ArmMotion, connected: bool) -> None:
+    """The end of a session however it ends: the policies closed, then the arm to rest and torque
+    off (`ArmMotion.leave`); an arm that never connected (a refusal, a fault at connect) is only
+    closed, with nothing said about moving it."""
+    if progress is not None:
+        progress.close()
+    for policy in policies.values():
+        try:
+            policy.close()
+        except Exception:
+            pass
+    if connected:
         motion.leave()  # to rest (stoppable; not after an unconfirmed stop), then torque off
+    else:
+        with deferred_interrupts():
+            motion.rig.disconnect()
 
 
 def _questions_answered(store, operator: Operator, say: Callable[[str], None], asks=None) -> bool:

@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass
 import cv2
 import numpy as np
 
+from orchestrator.design.fiducials import BOARD, Fiducial
 from orchestrator.design.protocol import Layout, Mark
 from orchestrator.vision.cube import RED, CubeColour, cube_area_px, find_blobs, fit_cube, reduce_yaw
 from orchestrator.vision.table import MIN_FIDUCIALS, TableView, solve_pose
@@ -152,6 +153,43 @@ def check_start(image: np.ndarray, view: TableView, mark: Mark, layout: Layout, 
                       problem=problem, cubes=len(blobs), foreign_px=foreign)
 
 
+REST_SHADOW_HALF_WIDTH_M = 0.045   # the folded arm's half width about its plane at rest (y = 0)
+
+
+def in_rest_shadow(fiducial: Fiducial, layout: Layout) -> bool:
+    """Whether the arm at rest may hide `fiducial` from a camera facing the robot: a marker of the
+    row nearer the base than every mark, within `REST_SHADOW_HALF_WIDTH_M` of the arm's plane
+    (y = 0). The folded arm stands over the base there, and the simulator's and the twin's front
+    camera see the near row's middle marker behind it."""
+    return fiducial.x < min(m.x for m in layout.marks) and abs(fiducial.y) < REST_SHADOW_HALF_WIDTH_M
+
+
+def reference_problem(image: np.ndarray, view: TableView, layout: Layout, sheet: np.ndarray,
+                      camera: str = "front", colour: CubeColour = RED) -> str | None:
+    """Why `image` cannot be stored as the session's reference of the empty table, or None: a
+    fiducial of the template outside the arm's rest shadow (`in_rest_shadow`) not seen (covered:
+    by the arm sagged over the sheet, a hand, a cube), or a blob of the cube's colour and size on the sheet (`sheet`: its (4, 3) corners
+    in the layout frame). A reference with either makes every later check compare against it:
+    "something besides the cube is on the sheet", or a camera that "cannot tell whether it moved"."""
+    outside = [f.id for f in BOARD if not in_rest_shadow(f, layout)]
+    missing = sorted(set(outside) - set(view.fiducials))
+    if missing:
+        return (f"camera {camera} sees {len(set(outside) & set(view.fiducials))} of the template's {len(outside)} "
+                f"fiducials outside the arm's rest shadow (not {', '.join(map(str, missing))}): the arm (sagged over "
+                "the sheet?), a hand or a cube covers them; the reference needs every one: put the arm at rest, "
+                "clear the sheet, then check again")
+    x_lo, x_hi = float(sheet[:, 0].min()), float(sheet[:, 0].max())
+    y_lo, y_hi = float(sheet[:, 1].min()), float(sheet[:, 1].max())
+    centre = (sum(m.x for m in layout.marks) / len(layout.marks), sum(m.y for m in layout.marks) / len(layout.marks))
+    for blob in find_blobs(image, view, layout.cube.size_m, centre, colour):
+        fit = fit_cube(blob, view, layout.cube.size_m)
+        if x_lo <= fit.x <= x_hi and y_lo <= fit.y <= y_hi:
+            near = min(layout.marks, key=lambda m: math.hypot(fit.x - m.x, fit.y - m.y))
+            return (f"a cube is in view of camera {camera} (near {near.id}): the reference is the empty table; "
+                    "take the cube off the sheet, then check again")
+    return None
+
+
 def camera_moved(reference: TableView, now: TableView, camera: str = "front") -> str | None:
     """One line when the camera moved beyond `CAMERA_MOVE_MM` / `CAMERA_TURN_DEG` since the
     reference view; None when it is where it was."""
@@ -166,6 +204,23 @@ def camera_moved(reference: TableView, now: TableView, camera: str = "front") ->
     moved_mm, turned_deg = before.difference(after)
     if moved_mm <= CAMERA_MOVE_MM and turned_deg <= CAMERA_TURN_DEG:
         return None
-    return (f"camera {camera} moved {moved_mm:.1f} mm and turned {turned_deg:.1f} degrees since its "
-            f"reference (limits {CAMERA_MOVE_MM:g} mm, {CAMERA_TURN_DEG:g} degrees): put it back, or "
-            "check the camera again with `orchestrator camera check` and start a new session")
+    return moved_line(camera, moved_mm, turned_deg)
+
+
+def moved_line(camera: str, moved_mm: float, turned_deg: float) -> str:
+    """The refusal of a moved camera, each figure with the digits that show it against its limit
+    (`against_limit`: "turned 0.54 degrees (limits ..., 0.5 degrees)", never "turned 0.5")."""
+    return (f"camera {camera} moved {against_limit(moved_mm, CAMERA_MOVE_MM)} mm and turned "
+            f"{against_limit(turned_deg, CAMERA_TURN_DEG)} degrees since its reference (limits {CAMERA_MOVE_MM:g} mm, "
+            f"{CAMERA_TURN_DEG:g} degrees): put it back, or check the camera again with `orchestrator camera check` "
+            "and start a new session")
+
+
+def against_limit(value: float, limit: float, digits: int = 1, most: int = 4) -> str:
+    """`value` with `digits` decimals, more (up to `most`) while that would print a value above
+    `limit` as the limit or less: 0.54 against 0.5 is "0.54", 1.23 against 2.5 is "1.2"."""
+    text = f"{value:.{digits}f}"
+    while value > limit and float(text) <= limit and digits < most:
+        digits += 1
+        text = f"{value:.{digits}f}"
+    return text

@@ -45,6 +45,7 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_aborts.py", ()),
     ("test_architecture.py", ()),
     ("test_arm_safety.py", ("lerobot",)),
+    ("test_arm_pacing.py", ("lerobot",)),   # test_arm_safety's wall-clock intervals, in the real-time group
     ("test_stop_reasons.py", ("lerobot",)),
     ("test_auto_rater.py", ()),
     ("test_blinding.py", ()),
@@ -62,8 +63,8 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_export_kill.py", ("lerobot", "subprocess")),
     ("test_export_remux.py", ("lerobot",)),
     ("test_export_train.py", ("lerobot", "subprocess", "slow")),
-    ("test_fuzz_bundles.py", ()),
-    ("test_fuzz_inputs.py", ()),
+    ("test_fuzz_bundles.py", ("slow",)),   # fuzzing: hundreds of damaged bundles (the full run, not the fast lane)
+    ("test_fuzz_inputs.py", ("slow",)),   # fuzzing: damaged stores and CSVs (the full run, not the fast lane)
     ("test_judge_app.py", ()),
     ("test_judge_audit.py", ("subprocess",)),
     ("test_judge_keys.py", ()),
@@ -98,9 +99,10 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_pg_store.py", ("postgres",)),
     ("test_plan.py", ()),
     ("test_preflight.py", ("lerobot",)),
+    ("test_doctor_faults.py", ("twin", "lerobot", "subprocess")),
     ("test_progress.py", ()),
     ("test_protocol.py", ()),
-    ("test_protocol_fuzz.py", ()),
+    ("test_protocol_fuzz.py", ("slow",)),   # fuzzing: hundreds of mutated files (the full run, not the fast lane)
     ("test_reliability.py", ("subprocess",)),
     ("test_remux_probe.py", ()),
     ("test_remote_policy.py", ("lerobot", "subprocess")),
@@ -140,7 +142,7 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_compare_cli.py", ("subprocess",)),
     ("test_compare_html.py", ("browser", "subprocess")),
     ("test_compare_pg.py", ("postgres", "subprocess")),
-    ("test_compare_sims.py", ()),
+    ("test_compare_sims.py", ("slow",)),   # Monte-Carlo level and coverage: seconds each (the full run, not the fast lane)
     ("test_compare_seed_pairing.py", ()),      # its fresh-process test carries `subprocess` itself
     ("test_stats_clustered_rate.py", ()),
     ("test_stats_evalue_rule.py", ()),
@@ -181,7 +183,10 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 REALTIME_GROUP = "realtime"
 OFF_CLOCK = "off_clock"
 # (test_xdist_grouping.py runs test_rest_move.py in a nested pytest.)
-REALTIME_FILES = frozenset({"test_control_loop_time.py", "test_arm_safety.py", "test_rest_move.py",
+# (test_arm_safety.py is not: its assertions are on what the fake servos were written in which
+# order, not on intervals, and it waits more than it computes; its one test of intervals is
+# test_arm_pacing.py.)
+REALTIME_FILES = frozenset({"test_control_loop_time.py", "test_arm_pacing.py", "test_rest_move.py",
                             "test_operator_flow.py", "test_xdist_grouping.py"})
 
 

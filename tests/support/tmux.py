@@ -55,5 +55,16 @@ class Tmux:
             time.sleep(0.2)
         raise AssertionError(f"{text!r} did not appear on the screen:\n{screen}")
 
+    def wait_gone(self, name: str, text: str, timeout: float = 30.0) -> str:
+        """The screen once `text` is no longer on it (a banner answered), polled as `wait_for`."""
+        deadline = time.monotonic() + timeout
+        screen = ""
+        while time.monotonic() < deadline:
+            screen = self.screen(name)
+            if text not in screen:
+                return screen
+            time.sleep(0.2)
+        raise AssertionError(f"{text!r} stayed on the screen:\n{screen}")
+
     def kill(self) -> None:
         subprocess.run([self.program, "-L", self.socket, "kill-server"], capture_output=True, timeout=20)

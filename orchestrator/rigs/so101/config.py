@@ -16,6 +16,7 @@ from typing import Any
 from orchestrator.core.errors import BadInput
 from orchestrator.rigs.extensions import camera_config
 from orchestrator.rigs.profile import RigProfile
+from orchestrator.rigs.so101.hardware_checks import unreadable_calibration
 
 # Robot types whose config lives in a LeRobot module of another name.
 _ROBOT_MODULES = {
@@ -150,3 +151,20 @@ def build_robot_config(profile: RigProfile, base_dir: Path | None = None):
         return cls(**kwargs)
     except (TypeError, ValueError) as exc:
         raise BadInput(f"rig: cannot build LeRobot's {cls.__name__}: {str(exc).splitlines()[0]}") from None
+
+
+def make_robot(config: Any, profile: Any, name: str) -> Any:
+    """LeRobot's robot for `config` (`make_robot_from_config`, not connected). BadInput, one line,
+    for a calibration file LeRobot cannot parse (`hardware_checks.unreadable_calibration`) and
+    for fields its robot class refuses."""
+    from lerobot.robots import make_robot_from_config
+
+    try:
+        return make_robot_from_config(config)
+    except Exception as exc:  # noqa: BLE001 - a calibration file LeRobot cannot parse, or bad fields
+        unreadable = unreadable_calibration(exc, profile)
+        if unreadable is not None:
+            raise BadInput(f"{name}: calibration: {unreadable}") from None
+        if not isinstance(exc, (ImportError, ValueError, TypeError)):
+            raise
+        raise BadInput(f"{name}: cannot build the LeRobot robot: {str(exc).splitlines()[0]}") from None

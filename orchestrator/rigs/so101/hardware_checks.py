@@ -16,13 +16,15 @@ from typing import Any
 
 from orchestrator.core.errors import BadInput
 from orchestrator.rigs.base import Check
-from orchestrator.rigs.device_fault import one_line
+from orchestrator.rigs.device_fault import DeviceFault, lost_packet, one_line
 from orchestrator.rigs.profile import RigProfile
 from orchestrator.rigs.so101.servo_alarms import servo_alarms
+from orchestrator.rigs.stall_watch import StallWatch
 
 FPS_TOLERANCE = 0.9       # a camera must deliver >= 90 % of its configured fps
 CAMERA_SECONDS = 1.0      # how long each camera's frame rate is measured
 CONFIRM_SECONDS = 3.0     # ... and again, this long, when it is under FPS_TOLERANCE
+CAMERA_STALL_S = 0.1      # this process standing still longer spoils a low rate's measurement (10 % of 1 s)
 
 
 def calibrate_command(profile: RigProfile, calibration_dir: Path | None = None) -> str:
@@ -58,9 +60,36 @@ def check_port(port: str | None, ports: Iterable[str] | None = None) -> Check:
                                         "USB cable and power in, then find its port with `lerobot-find-port`")
 
 
+UNREADABLE = "calibration file unreadable: re-run lerobot-calibrate"
+
+
+def unreadable_calibration(exc: BaseException, profile: RigProfile) -> str | None:
+    """The one line for a robot LeRobot could not build because its calibration file does not
+    parse (`Robot._load_calibration` raised: a truncated or hand-edited JSON); None when `exc`
+    came from anywhere else."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_name != "_load_calibration":
+        tb = tb.tb_next
+    if tb is None:
+        return None
+    path = tb.tb_frame.f_locals.get("fpath")
+    cause = exc.__cause__ or exc.__context__   # draccus's ParsingError wraps the JSON error
+    return unreadable_line(path, cause if isinstance(cause, ValueError) else exc, profile)
+
+
+def unreadable_line(path: Any, exc: BaseException | str, profile: RigProfile) -> str:
+    cause = exc if isinstance(exc, str) else one_line(exc, 120)
+    return f"{UNREADABLE} ({calibrate_command(profile)}; {path}: {cause})"
+
+
 def check_calibration(rig: Any) -> Check:
-    """LeRobot's calibration file for the rig's robot type and id exists."""
-    if not rig.needs_calibration:
+    """LeRobot's calibration file for the rig's robot type and id exists (and parses: LeRobot
+    reads it as it builds the robot)."""
+    try:
+        needed = rig.needs_calibration
+    except BadInput as exc:
+        return Check("calibration", False, exc.problems[0].split(": calibration: ", 1)[-1])
+    if not needed:
         return Check("calibration", True, "not needed for this robot type")
     path = rig.calibration_path
     spec = rig.profile.robot
@@ -105,7 +134,10 @@ def _measure_counter(camera: Any, seconds: float) -> float:
 def check_cameras(rig: Any, seconds: float = 1.0) -> list[Check]:
     """Open each camera (or use the connected ones) and measure the frame rate it delivers."""
     checks = []
-    robot = rig.robot
+    try:
+        robot = rig.robot
+    except BadInput:   # an unreadable calibration file: the calibration check says so; the cameras still open
+        robot = None
     connected = bool(getattr(robot, "is_connected", False))
     if connected:
         cameras = dict(robot.cameras)
@@ -123,14 +155,15 @@ def check_cameras(rig: Any, seconds: float = 1.0) -> list[Check]:
         want = spec.fps if spec else cam.fps
         where = (f"{spec.type} {spec.index_or_path}" if spec and spec.type == "opencv"
                  else str(spec.index_or_path) if spec else "?")
-        opened_here = False
+        opened_here, fps = False, 0.0
         try:
-            if not cam.is_connected:
-                cam.connect()
-                opened_here = True
-            fps = measure_camera(cam, seconds)
-            if fps < FPS_TOLERANCE * (want or 0):   # a dip is not a slow camera: measure longer
-                fps = measure_camera(cam, max(CONFIRM_SECONDS, seconds))
+            with StallWatch() as watch:
+                if not cam.is_connected:
+                    cam.connect()
+                    opened_here = True
+                fps = measure_camera(cam, seconds)
+                if fps < FPS_TOLERANCE * (want or 0):   # a dip is not a slow camera: measure longer
+                    fps = measure_camera(cam, max(CONFIRM_SECONDS, seconds))
         except Exception as exc:  # noqa: BLE001
             checks.append(Check(f"camera {name}", False,
                                 f"{where} does not open or deliver frames ({one_line(exc)}); "
@@ -142,6 +175,11 @@ def check_cameras(rig: Any, seconds: float = 1.0) -> list[Check]:
                     cam.disconnect()
                 except Exception:  # noqa: BLE001
                     pass
+        if fps < FPS_TOLERANCE * want and (stall_s := watch.late(CAMERA_STALL_S)) is not None:
+            checks.append(Check(f"camera {name}", False, f"{where} not measured: this computer answered late (busy "
+                                                         f"CPU): this process stood still {stall_s * 1000:.0f} ms while "
+                                                         "it counted frames; close what else runs, then run again"))
+            continue
         size = f"{spec.width}x{spec.height}" if spec else ""
         if fps < FPS_TOLERANCE * want:
             checks.append(Check(f"camera {name}", False,
@@ -168,15 +206,19 @@ def check_rest_pose(rig: Any) -> list[Check]:
         return [Check("rest pose", False, line) for line in problems]
     if getattr(rig.robot, "bus", None) is None or getattr(rig, "_connected", False):
         return []
-    present, failure = None, None
+    present, failure, stall_s = None, None, None
     for attempt in range(PRESENT_POSE_TRIES):
         try:
-            present = read_present_pose(rig)
+            with StallWatch() as watch:
+                present = read_present_pose(rig)
             break
         except Exception as exc:  # noqa: BLE001
-            failure = exc
+            failure, stall_s = exc, watch.late() if lost_packet(exc) else None
             if attempt + 1 < PRESENT_POSE_TRIES:
                 time.sleep(PRESENT_POSE_RETRY_S)
+    if present is None and stall_s is not None:   # the last try failed while this process stood still
+        return [Check("rest pose", False, f"cannot read the arm's present pose ({PRESENT_POSE_TRIES} tries): "
+                                          f"{DeviceFault.late('the bus', stall_s).line}")]
     if present is None:
         return [Check("rest pose", False, f"cannot read the arm's present pose ({one_line(failure)}; "
                                           f"{PRESENT_POSE_TRIES} tries); check its power and USB cable")]
@@ -215,15 +257,28 @@ def check_servo_alarms(rig: Any) -> list[Check]:
             ] if alarms else []
 
 
+def check_motors_calibration(rig: Any) -> list[Check]:
+    """The motors' calibration against the file, compared on a bare bus as `run`'s connect
+    compares it before torque is ever enabled (`LeRobotRig._calibrated_on_bare_bus`: port opened,
+    motors pinged and read, nothing written): [] when they match or the robot has no motor bus."""
+    if getattr(rig, "_connected", False):
+        return []
+    try:
+        calibrated = rig._retrying(rig._calibrated_on_bare_bus)
+    except DeviceFault as fault:
+        return [Check("calibration", False, f"cannot read the motors' calibration: {fault.line}")]
+    return [Check("calibration", False, other_calibration_line(rig))] if calibrated is False else []
+
+
 def rig_checks(rig: Any, camera_seconds: float | None = None) -> list[Check]:
-    """Port, calibration, rest pose and cameras of a `LeRobotRig` (cameras measured for
-    `camera_seconds`, default `CAMERA_SECONDS`)."""
+    """Port, calibration (the file, then the motors' against it), rest pose and cameras of a
+    `LeRobotRig` (cameras measured for `camera_seconds`, default `CAMERA_SECONDS`)."""
     checks = []
     if "port" in {f for f in getattr(rig.config, "__dataclass_fields__", {})}:
         checks.append(check_port(rig.port))
     checks.append(check_calibration(rig))
     if all(c.ok for c in checks) and rig.needs_calibration:
-        checks.extend(check_servo_alarms(rig) or check_rest_pose(rig))
+        checks.extend(check_servo_alarms(rig) or check_motors_calibration(rig) or check_rest_pose(rig))
     checks.extend(check_cameras(rig, CAMERA_SECONDS if camera_seconds is None else camera_seconds))
     return checks
 
@@ -262,7 +317,11 @@ def profile_refusals(rig: Any, allowed: Iterable[str] = ()) -> list[str]:
 def rest_near_limits(rig: Any) -> list[str]:
     """The joints of the profile's rest pose within `REST_LIMIT_MARGIN` of a calibrated limit."""
     lines = []
-    for key, value, lo, hi in rig.rest_pose_ranges():
+    try:
+        ranges = rig.rest_pose_ranges()
+    except BadInput:   # an unreadable calibration file: the calibration check says so
+        return []
+    for key, value, lo, hi in ranges:
         if not lo <= value <= hi:
             continue   # outside the range: rest_pose_problems refuses it
         near = lo if value - lo < REST_LIMIT_MARGIN else hi if hi - value < REST_LIMIT_MARGIN else None
@@ -306,9 +365,22 @@ def read_present_pose(rig: Any) -> dict[str, float]:
     return {f"{m}.pos": float(v) for m, v in values.items()}
 
 
+# The robot types whose `calibrate()` is LeRobot's SO follower's: with a file for the id it asks
+# "Press ENTER to use provided calibration file ... or type 'c'", and ENTER writes the file to the motors.
+ENTER_WRITES_FILE = ("so101_follower", "so100_follower", "so_follower")
+
+
+def other_calibration_line(rig: Any) -> str:
+    """The refusal of an arm whose motors hold another calibration than the rig's file (`run`'s
+    connect and `doctor` alike). What `lerobot-calibrate` then asks is said only for the robot
+    types where it asks it (`ENTER_WRITES_FILE`); ENTER there would put this file on whatever arm
+    is on the port, so it is named as the step for this arm only."""
+    line = (f"the motors on {rig.port} hold another calibration than {rig.calibration_path} (another arm on "
+            f"this port, or calibrated elsewhere); check the port, then run {calibrate_command(rig.profile)}")
+    if rig.profile.robot.type in ENTER_WRITES_FILE:
+        line += " and type 'c' to calibrate this arm again (ENTER would write the file to the motors on the port)"
+    return line
+
+
 def other_calibration(rig: Any) -> BadInput:
-    """The refusal of an arm whose motors hold another calibration than the rig's file."""
-    return BadInput(f"{rig.name}: the motors on {rig.port} hold another calibration than "
-                    f"{rig.calibration_path} (another arm on this port, or calibrated elsewhere); "
-                    f"check the port, then run {calibrate_command(rig.profile)} "
-                    "(ENTER writes the file to the motors, 'c' recalibrates)")
+    return BadInput(f"{rig.name}: {other_calibration_line(rig)}")

@@ -44,13 +44,13 @@ from typing import Any
 from orchestrator.core.errors import BadInput
 from orchestrator.design.protocol import Cube, Mark
 from orchestrator.rigs.base import Action, Check, EmergencyStop, EpisodeFacts, Observation, Rig, register_rig
-from orchestrator.rigs.device_fault import DeviceFault, RestBlocked, device_fault_of, lost_packet, one_line
+from orchestrator.rigs.device_fault import DeviceFault, RestBlocked, device_fault_of, late_fault, lost_packet, one_line
 from orchestrator.rigs.frame_age import frame_facts
 from orchestrator.rigs.guarded_motion import follow_path
 from orchestrator.rigs.profile import LoadedRig, RigProfile
 from orchestrator.rigs.so101.calibrated_range import action_limits, calibrated_range, rest_pose_ranges, within_range
 from orchestrator.rigs.so101.clamp_log import quiet_clamp_warnings
-from orchestrator.rigs.so101.config import build_robot_config
+from orchestrator.rigs.so101.config import build_robot_config, make_robot
 from orchestrator.rigs.so101.hardware_checks import check_calibration, check_port, other_calibration, rig_checks
 from orchestrator.rigs.so101.rest_move import move_to_rest, route
 from orchestrator.rigs.so101.servo_alarms import (
@@ -62,6 +62,7 @@ from orchestrator.rigs.so101.servo_alarms import (
     torque_lost,
 )
 from orchestrator.rigs.so101.torque import close_robot, torque_enabled, torque_off
+from orchestrator.rigs.stall_watch import StallWatch
 
 logger = logging.getLogger(__name__)
 
@@ -119,12 +120,7 @@ class LeRobotRig(Rig):
     def robot(self):
         """The LeRobot `Robot` (built on first use, not connected)."""
         if self._robot is None:
-            from lerobot.robots import make_robot_from_config
-
-            try:
-                self._robot = make_robot_from_config(self.config)
-            except (ImportError, ValueError, TypeError) as exc:
-                raise BadInput(f"{self.name}: cannot build the LeRobot robot: {str(exc).splitlines()[0]}") from None
+            self._robot = make_robot(self.config, self.profile, self.name)
         return self._robot
 
     @property
@@ -224,13 +220,21 @@ class LeRobotRig(Rig):
         corrupted or not at all: LeRobot's calibration reads, configure() writes and the
         handshake's one ping per motor ("motor check failed ... Missing motor IDs") have no
         retries of their own, and Feetech servos do corrupt or drop packets now and then. Only
-        reads and configuration writes are repeated; nothing moves before connect ends."""
+        reads and configuration writes are repeated; nothing moves before connect ends. A step
+        that failed while this process stood still past the servos' reply timeout is the
+        computer's lateness (`device_fault.late_fault`), tried again, and named so if it stays."""
         for attempt in range(CONNECT_ATTEMPTS):
             try:
-                return step()
+                with StallWatch() as watch:
+                    return step()
             except DeviceFault as fault:
-                if not lost_packet(fault) or attempt == CONNECT_ATTEMPTS - 1:
+                late = late_fault(fault, watch, self._arm_name())
+                if late is not None:
+                    fault = late
+                elif not lost_packet(fault):
                     raise
+                if attempt == CONNECT_ATTEMPTS - 1:
+                    raise fault from None
                 logger.warning("connect: %s; trying again", fault.cause)
 
     def _calibrated_on_bare_bus(self) -> bool | None:

@@ -127,7 +127,10 @@ class Twin:
 
 def user_calibration(loaded: LoadedRig) -> dict | None:
     """The user's own LeRobot calibration file for the profile's `id` (in `robot.calibration_dir`,
-    else LeRobot's default folder for so_follower robots), when there is one with all six joints."""
+    else LeRobot's default folder for so_follower robots); None when there is none. A file that
+    is there but does not parse, or lacks a joint, is refused (BadInput): the rehearsal with the
+    twin's own calibration instead would hide the fault the session on the arm will hit."""
+    from orchestrator.rigs.so101.hardware_checks import unreadable_line
     from orchestrator.rigs.twin.arm import JOINTS
 
     robot = loaded.profile.robot
@@ -143,12 +146,21 @@ def user_calibration(loaded: LoadedRig) -> dict | None:
         except ImportError:
             return None
         folder = Path(HF_LEROBOT_CALIBRATION) / "robots" / "so_follower"
-    try:
-        data = json.loads((folder / f"{robot.id}.json").read_text())
-        keys = ("id", "homing_offset", "range_min", "range_max")
-        return data if all(isinstance(data[j][k], int) for j in JOINTS for k in keys) else None
-    except (OSError, ValueError, KeyError, TypeError):
+    path = folder / f"{robot.id}.json"
+    if not path.is_file():
         return None
+    keys = ("id", "homing_offset", "range_min", "range_max")
+    problem = f"not all of {', '.join(JOINTS)} with integer {', '.join(keys)}"
+    try:
+        data = json.loads(path.read_text())
+        if all(isinstance(data[j][k], int) for j in JOINTS for k in keys):
+            return data
+    except (OSError, ValueError) as exc:
+        problem = f"{type(exc).__name__}: {exc}"
+    except (KeyError, TypeError):
+        pass
+    raise BadInput(f"{loaded.path}: calibration: {unreadable_line(path, problem, loaded.profile)}; "
+                   "--twin refuses it rather than rehearse with the twin's own calibration")
 
 
 def swap_sources(loaded: LoadedRig, twin: Twin) -> LoadedRig:

@@ -97,9 +97,11 @@ class TwinServer:
     # ------------------------------------------------------------ main loop
     def serve(self) -> None:
         parent = int(self.config.get("parent_pid") or os.getppid())
-        self.renderer = self._start_renderer()
+        # A profile without cameras (the servo-only tests): no render process to start or to feed.
+        self.renderer = self._start_renderer() if self.config["cameras"] else None
         self._say({"ready": True, "port": self.port, "pid": os.getpid(), "priority": self.priority,
-                   "render_priority": self.render_priority, "render_pid": self.renderer.pid,
+                   "render_priority": self.render_priority if self.renderer else None,
+                   "render_pid": self.renderer.pid if self.renderer else None,
                    "frames_dir": str(self.frames_dir), "calibration": self.arm.cal,
                    "user_calibration": bool(self.config.get("user_calibration"))})
         self.t0, self.epoch0 = time.monotonic(), time.time()
