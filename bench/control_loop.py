@@ -124,12 +124,12 @@ class NoRecorder:
 def bench_orchestrator(rig, loaded, tmp: Path, fps: int, seconds: float, record: bool = True,
                        policy=None, name: str | None = None) -> dict:
     from orchestrator.design.protocol import Cube, Mark
-    from orchestrator.policies.base import EpisodeContext
+    from orchestrator.policies.base import EpisodeContext, Policy
     from orchestrator.run import control_loop as episode_mod
     from orchestrator.run.operator_protocol import AutoOperator
     from orchestrator.run.recording import EpisodeRecorder
 
-    class Hold:
+    class Hold(Policy):
         needs_images = True
 
         def reset(self, context):

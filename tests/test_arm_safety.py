@@ -677,7 +677,8 @@ def test_every_alarm_a_lerobot_write_fails_on_is_named_with_its_motor():
     failure stays the arm's (check the USB cable)."""
     from scservo_sdk import PacketHandler
 
-    from orchestrator.rigs.device_fault import ARM_CHECK, device_fault_of
+    from orchestrator.rigs.device_fault import ARM_CHECK
+    from orchestrator.rigs.so101.robot_faults import device_fault_of
     from orchestrator.rigs.so101.servo_alarms import ALARM_BITS
 
     class Bus:

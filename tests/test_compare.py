@@ -154,11 +154,21 @@ def test_ladder_and_leaderboard(suite):
     assert (ladder.method, ladder.seed, [s.step for s in ladder.steps]) == ("narrow", 0, [1000, 2000, 3000])
     assert (ladder.last, ladder.previous) == (3000, 2000)
     words = ladder.statement
-    if ladder.last_mid_p <= 0.05:
-        assert words.startswith("step 3000 still improves on step 2000" if len(ladder.later_only) > len(
-            ladder.earlier_only) else "step 3000 is worse than step 2000")
-    else:
-        assert words.startswith("no evidence that step 3000 still improves")
+    # the oracle: the cluster-level sign-flip mid-p over the marks' discordance (later - earlier),
+    # enumerated here over every sign pattern, not computed by the project's code
+    units: dict[str, int] = {}
+    for name, sign in [(n, 1) for n in ladder.later_only] + [(n, -1) for n in ladder.earlier_only]:
+        units[name.split("#")[0]] = units.get(name.split("#")[0], 0) + sign
+    d = [abs(x) for x in units.values() if x]
+    s = abs(sum(units.values()))
+    totals = [sum(x * sign for x, sign in zip(d, signs, strict=True))
+              for signs in itertools.product((1, -1), repeat=len(d))]
+    mid = 1.0 if s == 0 else min(1.0, 2 * (sum(t > s for t in totals) + sum(t == s for t in totals) / 2) / len(totals))
+    assert len(ladder.later_only) + len(ladder.earlier_only) >= 3 and len(d) >= 2   # a contest, not a tie of nothing
+    assert ladder.last_mid_p == pytest.approx(mid, abs=1e-12)
+    # this suite's data is one branch of the statement; which one is fixed, so a wrong branch fails
+    assert mid <= 0.05 and len(ladder.later_only) > len(ladder.earlier_only), mid
+    assert words.startswith("step 3000 still improves on step 2000"), words
     assert f"{len(ladder.later_only)} layouts only step 3000 succeeded" in words
     board = comparison.main.leaderboard
     assert len(board.rows) == len(POLICIES) and len(board.components) == 1

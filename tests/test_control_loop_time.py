@@ -15,7 +15,7 @@ import av
 import numpy as np
 
 from orchestrator.design.protocol import Cube, Mark
-from orchestrator.policies.base import EpisodeContext
+from orchestrator.policies.base import EpisodeContext, Policy
 from orchestrator.rigs.base import EpisodeFacts
 from orchestrator.rigs.profile import CameraSpec
 from orchestrator.run.control_loop import run_episode
@@ -42,7 +42,7 @@ class RealTimeRig(StillRig):
         return EpisodeFacts()
 
 
-class Policy:
+class SlowPolicy(Policy):
     needs_images = False
 
     def __init__(self, step_s: float):
@@ -55,6 +55,9 @@ class Policy:
         time.sleep(self.step_s)
         return {k: 0.0 for k in KEYS}
 
+    def close(self):
+        pass
+
 
 def _episode(tmp_path, step_s: float):
     context = EpisodeContext(mark=Mark(id="M1", x=0.2, y=0.0), cube=Cube(), seed=1, fps=FPS,
@@ -63,7 +66,7 @@ def _episode(tmp_path, step_s: float):
     recorder = EpisodeRecorder(tmp_path, episode_id, {"front": CameraSpec(type="sim", width=64, height=48, fps=10)},
                                FPS, round(FPS * DURATION_S), realtime=True)
     started = time.perf_counter()
-    _, timing = run_episode(RealTimeRig(), Policy(step_s), context, recorder)
+    _, timing = run_episode(RealTimeRig(), SlowPolicy(step_s), context, recorder)
     elapsed = time.perf_counter() - started
     recorded = recorder.finish()
     with np.load(tmp_path / recorded.files["timeseries"]) as z:

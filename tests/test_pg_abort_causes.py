@@ -115,7 +115,7 @@ def test_a_schema_3_server_store_is_upgraded_with_causes_and_a_new_invalid_start
         assert "abort_cause" not in body
     with using_server(url):
         store = CampaignStore.open_readonly(videos)
-        version = store.conn.execute("PRAGMA user_version").fetchone()[0]
+        version = store.conn.schema_version()
         aborted = sorted((a["reason"], a["abort_cause"]) for a in store.attempts() if a["status"] == "aborted")
         store.close()
     assert version >= 4

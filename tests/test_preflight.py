@@ -187,7 +187,7 @@ def test_the_step_time_against_the_period_warns_a_policy_slower_than_it():
         def step_times(n):
             asked.append(n)
             return [t / 1000 for t in times_ms]
-        return SimpleNamespace(config=SimpleNamespace(n_action_steps=chunk), step_times=step_times)
+        return SimpleNamespace(action_chunk_steps=chunk, step_times=step_times)
 
     fast = _step_time_check("A", policy([30.0, 2.0, 2.0, 3.0], 4), 30)
     assert fast.ok and fast.detail == ("step time 2 ms median, 30 ms worst over 4 steps, against the protocol's "

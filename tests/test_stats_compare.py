@@ -14,9 +14,12 @@ from scipy import stats as sps
 
 from orchestrator.analysis import stats
 from orchestrator.analysis.stats import aggregate, bradley_terry
+from support.requires import require_module
 
-rly = pytest.importorskip("rliable.library")
-rmetrics = pytest.importorskip("rliable.metrics")
+require_module("rliable.library")   # the dev oracles (pyproject dev group): missing fails with the install line
+require_module("choix")
+import rliable.library as rly  # noqa: E402
+import rliable.metrics as rmetrics  # noqa: E402
 
 
 def _scores(rng, runs, tasks, n=20):
@@ -242,7 +245,7 @@ def test_the_trend_over_marks_equals_enumeration_of_sign_flips():
 
 
 def test_bradley_terry_equals_choix_and_a_direct_maximisation():
-    choix = pytest.importorskip("choix")
+    import choix
     from scipy.optimize import minimize
 
     rng = np.random.default_rng(9)

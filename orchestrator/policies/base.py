@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,17 +40,57 @@ class EpisodeContext:
 
 
 class Policy(ABC):
-    """A policy the runner drives. `needs_images`: whether `select_action` reads camera images
-    (a simulator then renders every step)."""
+    """A policy the runner drives.
+
+    Besides the abstract methods, the runner (`run/control_loop.py`), the factory
+    (`policies/factory.py`) and preflight (`run/preflight.py`) use the members below, each with a
+    default that is right for a policy that computes every action on the control thread from the
+    observation it is given (the scripted pick), as LeRobot's `InferenceEngine` gives its optional
+    hooks (`pause`, `resume`, `notify_observation`) a no-op default so rollout strategies call them
+    unconditionally. Nothing is probed with `getattr`/`hasattr` (tests/test_policy_interface.py).
+
+    - `needs_images`: whether `select_action` reads camera images (a simulator then renders every
+      step).
+    - `asynchronous`: actions are computed on a thread or a server of the policy's own, in
+      wall-clock time, so the runner paces the loop even on a simulated rig. A policy that is
+      asynchronous must override `stop`: a class that says `asynchronous = True` and keeps the
+      default `stop` is refused when it is defined (`__init_subclass__`), and one whose
+      `asynchronous` is a property is held to it by the interface test.
+    - `stop()`: called on every way out of an episode (its end, the stop key, Ctrl-C, a fault),
+      before the arm is moved: stop the background work and drop every queued and in-flight
+      action, so nothing computed before a stop is sent after it. Default: nothing is queued.
+    - `inference_timing()`: an asynchronous policy's own figures for the episode just run (the
+      report's control-loop section); None: nothing to add to the loop's own timing.
+    - `runs_in_an_engine(spec)`: whether `spec` is deployed through lerobot-rollout's inference
+      engines (RTC, or interpolation), which `policies.rtc.EnginePolicy` runs (the factory picks).
+    - `warnings`, `warmup_s`, `ordered_action_keys`: what preflight shows of a loaded policy:
+      its load's warnings (as lerobot-rollout gives them), the seconds its warm-up took, the
+      action keys it writes in order. Defaults: none, 0 s, none declared.
+    """
 
     needs_images: bool = False
+    asynchronous: bool = False
     type_name: str = ""        # set by `register_policy`
+    warnings: Sequence[str] = ()
+    warmup_s: float = 0.0
+    ordered_action_keys: Sequence[str] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.asynchronous is True and cls.stop is Policy.stop:
+            raise TypeError(f"{cls.__name__} is asynchronous but keeps Policy.stop, which drops nothing: "
+                            "override stop() to drop its queued and in-flight actions")
 
     @classmethod
     def from_spec(cls, label: str, spec: Any, protocol: Any = None, rig: Any = None) -> Policy:
         """Build policy `label` from its validated protocol spec (`protocol`: the LoadedProtocol,
         `rig`: the rig or its profile, for what the policy must match)."""
         raise NotImplementedError(f"{cls.__name__} does not say how to build it from a protocol")
+
+    @staticmethod
+    def runs_in_an_engine(spec: Any) -> bool:
+        """Whether `spec` runs through lerobot-rollout's engines (`policies.rtc.EnginePolicy`)."""
+        return False
 
     @abstractmethod
     def reset(self, context: EpisodeContext) -> None: ...
@@ -59,6 +100,13 @@ class Policy(ABC):
 
     @abstractmethod
     def close(self) -> None: ...
+
+    def stop(self) -> None:  # noqa: B027 - the optional hook's default: nothing is queued
+        """Stop background inference and drop every queued and in-flight action."""
+
+    def inference_timing(self) -> dict[str, Any] | None:
+        """The policy's own inference figures for the episode just run, or None."""
+        return None
 
 
 POLICY_TYPES: Registry[Policy] = Registry("policy type", Policy, "type_name")

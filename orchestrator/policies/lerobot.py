@@ -200,7 +200,7 @@ class LeRobotPolicy(Policy):
         return cls(spec, protocol_dir, task, rig, fps=fps)
 
     @staticmethod
-    def runs_in_an_engine(spec: LeRobotPolicySpec) -> bool:
+    def runs_in_an_engine(spec: Any) -> bool:
         """Whether `spec` is deployed through lerobot-rollout's engines (RTC, or interpolation):
         `policies.rtc.EnginePolicy` runs it, not this class (`policies.factory` picks)."""
         inference = getattr(spec, "inference", None)
@@ -354,6 +354,11 @@ class LeRobotPolicy(Policy):
         finally:
             self.reset()
         return time.perf_counter() - start
+
+    @property
+    def action_chunk_steps(self) -> int:
+        """The actions one inference gives (LeRobot's `n_action_steps`; 1 for a config without)."""
+        return int(getattr(self.config, "n_action_steps", 1) or 1)
 
     def step_times(self, steps: int) -> list[float]:
         """Seconds of each of `steps` rollout ticks (observation processing, inference when the

@@ -285,8 +285,6 @@ class ServerPolicy(Policy):
             self._receiver.join(self.spec.timeout_s + 1.0)
             self._receiver = None
 
-    drop_pending = stop
-
     def inference_timing(self) -> dict[str, Any]:
         """Per chunk, `latency_*`: from the observation it answers to its arrival here (the round
         trip). Per step, `action_age_*`: from the observation an action was computed from to the

@@ -356,8 +356,6 @@ class EnginePolicy(LeRobotPolicy):
             self._stuck = thread
         logging.getLogger(QUEUE_LOGGER).removeFilter(self._mismatches)
 
-    drop_pending = stop
-
     def inference_timing(self) -> dict[str, Any]:
         """This episode's inference: mode, chunks computed, latency p50/p99/max (ms, preprocessing
         to queue merge), LeRobot's delay in steps (max), the steps that found no action ready and the

@@ -4,7 +4,8 @@ A `DeviceFault` is a `RuntimeFailure` (exit 1) that carries what failed (`device
 one line and what the operator should check. The runner catches it mid-episode, makes the arm
 safe, marks the trial aborted with `str(fault)` and keeps the campaign resumable.
 
-No policy label ever appears in a fault: the operator reads these messages.
+No policy label ever appears in a fault: the operator reads these messages. What a LeRobot
+robot's exception means as a fault is the SO-101 adapter's (`so101/robot_faults.py`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import re
 from typing import Any
 
 from orchestrator.core.errors import RuntimeFailure
-from orchestrator.rigs.so101.servo_alarms import ServoAlarm, ServoReset, alarm_in_bus_error, motor_names
 from orchestrator.rigs.stall_watch import SDK_TIMEOUT_S
 
 ARM_CHECK = ("the arm's USB cable and power supply (12 V / 5 V), that no other program "
@@ -39,6 +39,15 @@ BLOCKED_CHECK = ("what holds the joint back (a hand, the cube, the table): free 
                  "is until you confirm")
 POLICY_CHECK = ("the checkpoint and its processors (re-run `orchestrator doctor --protocol ...`); "
                 "the run log has the traceback")
+
+
+class ServoAlarm(RuntimeError):
+    """A servo reports an alarm (its message names the motor and the alarm): raised by a rig with
+    servos (the SO-101's are read in `so101/servo_alarms.py`)."""
+
+
+class ServoReset(RuntimeError):
+    """A servo's torque went off by itself (a reset, a brown-out); its message names the motor."""
 
 
 def one_line(exc: BaseException, limit: int = 240) -> str:
@@ -81,7 +90,7 @@ class DeviceFault(RuntimeFailure):
 
     @classmethod
     def servo(cls, device: str, exc: BaseException) -> DeviceFault:
-        """A servo alarm or reset (`servo_alarms.ServoAlarm` / `ServoReset`): kind `arm`, and
+        """A servo alarm or reset (`ServoAlarm` / `ServoReset`): kind `arm`, and
         what to check is the load and the power, not the USB cable."""
         check = RESET_CHECK if isinstance(exc, ServoReset) else ALARM_CHECK
         return cls("arm", device, one_line(exc), check)
@@ -134,42 +143,6 @@ def lost_packet(exc: BaseException | None) -> bool:
             return True
         exc, seen = exc.__cause__ or exc.__context__, seen + 1
     return False
-
-
-MISSING_ID = re.compile(r"- (\d+) \(expected model")   # a line of LeRobot's "Missing motor IDs" list
-
-
-def device_fault_of(exc: BaseException, arm: str, robot: Any) -> DeviceFault:
-    """What failed, from an exception a LeRobot robot raised: a servo alarm or reset (also one
-    that a LeRobot read or write failed on, `alarm_in_bus_error`), servos
-    that answer no ping (named from LeRobot's "Missing motor IDs" list), the camera the message
-    names (of several that print alike, the one that no longer reads; a timeout with no name:
-    the cameras), else the arm's bus."""
-    if isinstance(exc, DeviceFault):
-        return exc
-    if isinstance(exc, (ServoAlarm, ServoReset)):
-        return DeviceFault.servo(arm, exc)
-    alarm = alarm_in_bus_error(exc, robot)
-    if alarm is not None:
-        return DeviceFault.servo(arm, alarm)
-    text = str(exc)
-    if "Missing motor IDs" in text:
-        names = motor_names(robot)
-        ids = [int(i) for i in MISSING_ID.findall(text.split("Missing motor IDs", 1)[1].split("\n\n")[0])]
-        return DeviceFault.silent_servos(arm, [f"{i} ({names.get(i, '?')})" for i in ids])
-    cameras = getattr(robot, "cameras", {}) or {}
-    suspects = [name for name, cam in cameras.items() if str(cam) in text]
-    if not suspects and isinstance(exc, TimeoutError):
-        suspects = list(cameras)
-    if len(suspects) > 1:  # several cameras print alike: find the one that stopped
-        for name in suspects:
-            try:
-                cameras[name].read_latest()
-            except Exception:  # noqa: BLE001
-                return DeviceFault.camera(name, exc)
-    if suspects:
-        return DeviceFault.camera(suspects[0], exc)
-    return DeviceFault.arm(arm, exc)
 
 
 def late_fault(fault: DeviceFault, watch: Any, device: str, what: str = "the read") -> DeviceFault | None:

@@ -52,7 +52,7 @@ def abort_class(cause: BaseException, overload: str = "policy") -> str:
     if isinstance(cause, KeyboardInterrupt):
         return INTERRUPTED_CLASS
     if isinstance(cause, EmergencyStop):
-        return OPERATOR_CAUSES.get(getattr(cause, "cause", None) or "other", "operator_other")
+        return OPERATOR_CAUSES.get(cause.cause or "other", "operator_other")
     if isinstance(cause, DeviceFault) and cause.kind == "policy":
         return "policy"
     return overload if is_policy_alarm(cause) else "rig"

@@ -105,15 +105,13 @@ def run_episode(rig: Rig, policy: Policy, context: EpisodeContext, recorder: Epi
 
     Exceptions (device faults, policy errors, an operator's emergency stop) propagate to the
     caller, which aborts the attempt; the caller also owns `safe_stop`. On every way out, before
-    the caller moves the arm, a policy with a `stop()` (asynchronous inference) stops its
+    the caller moves the arm, the policy is stopped (`Policy.stop`): an asynchronous one stops its
     background work and drops every queued and in-flight action.
     """
     try:
         return _run_with_switch_interval(rig, policy, context, recorder, operator)
     finally:
-        stop = getattr(policy, "stop", None)
-        if stop is not None:
-            stop()
+        policy.stop()
 
 
 def _run_with_switch_interval(rig: Rig, policy: Policy, context: EpisodeContext, recorder: EpisodeRecorder,
@@ -159,7 +157,7 @@ def _episode_timing(periods: list[float], overrun_steps: list[tuple[int, float]]
         frame_age_p50_ms=float(np.percentile(ages, 50)) if ages else None,
         frame_age_p95_ms=float(np.percentile(ages, 95)) if ages else None,
         frame_repeat_fraction=repeats / len(ages) if ages else None,
-        inference=policy.inference_timing() if hasattr(policy, "inference_timing") else None)
+        inference=policy.inference_timing())
 
 
 def _run_steps(rig: Rig, policy: Policy, context: EpisodeContext, recorder: EpisodeRecorder,
@@ -167,7 +165,7 @@ def _run_steps(rig: Rig, policy: Policy, context: EpisodeContext, recorder: Epis
     steps = round(context.fps * context.duration_s)
     period = 1.0 / context.fps
     # An asynchronous policy computes in wall-clock time, so a simulated rig runs paced under it too.
-    paced = rig.realtime or getattr(policy, "asynchronous", False)
+    paced = rig.realtime or policy.asynchronous
     policy.reset(context)
     obs_t, pol_t, act_t, rec_t, periods = [], [], [], [], []
     overrun_steps: list[tuple[int, float]] = []

@@ -122,19 +122,17 @@ class ArmMotion:
             if self.held:
                 self._confirm(what)
                 self.held = False
-            self.operator.arm_moving(f"moving {what}")
             opening = open_first
             try:
-                if opening:
-                    self._open_at_the_table()
-                opening = False
-                self.rig.go_to_rest(check=self.operator.check_stop)
+                with self._moving(f"moving {what}"):
+                    if opening:
+                        self._open_at_the_table()
+                    opening = False
+                    self.rig.go_to_rest(check=self.operator.check_stop)
             except EmergencyStop:
-                self.stop()
                 self.operator.message(f"arm stopped on its way {what}: it holds until you confirm")
                 continue
             except RestBlocked as fault:
-                self.stop()
                 blocked += 1
                 self.operator.message(f"{fault}; {fault.hint}")
                 self.record("rest_blocked", str(fault))   # kept: the console's log is gone with it
@@ -147,15 +145,25 @@ class ArmMotion:
                 if blocked == HAND_GUIDE_AFTER_BLOCKED and self.rig.hand_guidable:
                     self._guide_by_hand()
                 continue
-            except KeyboardInterrupt:
-                self.stop(interrupted=True)
-                raise
-            except BaseException:
-                self.stop()
-                raise
-            finally:
-                self.operator.arm_moving(None)
             return
+
+    @contextmanager
+    def _moving(self, what: str) -> Iterator[None]:
+        """The one exception ladder of every motion the arm makes by itself: `what` announced
+        (`arm_moving`), and every way out of the motion through the one stop path (`stop`): the
+        stop key, a blocked joint, a fault and Ctrl-C (marked `interrupted`) alike; the exception
+        goes on to the caller, which words it; the announcement is cleared last."""
+        self.operator.arm_moving(what)
+        try:
+            yield
+        except KeyboardInterrupt:
+            self.stop(interrupted=True)
+            raise
+        except BaseException:
+            self.stop()
+            raise
+        finally:
+            self.operator.arm_moving(None)
 
     def _open_at_the_table(self) -> None:
         """Before the move to rest: jaws that hold something at the table (`held_at_the_table`)
@@ -188,24 +196,15 @@ class ArmMotion:
         if self.held:
             self._confirm(f"again ({what})")   # `what` names the motion: "... move it again (resetting the cube)"
             self.held = False
-        self.operator.arm_moving(what)
         try:
-            self.rig.move_along(list(targets), fps, check=self.operator.check_stop)
+            with self._moving(what):
+                self.rig.move_along(list(targets), fps, check=self.operator.check_stop)
         except (EmergencyStop, RestBlocked) as stopped:
-            self.stop()
             if isinstance(stopped, RestBlocked):
                 self.operator.message(f"{stopped}; {stopped.hint}")
                 self.record("motion_blocked", f"{what}: {stopped}")
             self.operator.message(f"arm stopped while {what}: it holds until you confirm")
             raise MotionStopped(what) from None
-        except KeyboardInterrupt:
-            self.stop(interrupted=True)
-            raise
-        except BaseException:
-            self.stop()
-            raise
-        finally:
-            self.operator.arm_moving(None)
 
     def ask_to_move(self, line: str) -> None:
         """Wait until the operator allows what `line` says the arm will do (`Operator.approve`),

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from orchestrator.core import disk
 from orchestrator.core.errors import BadInput
@@ -35,6 +35,9 @@ from orchestrator.rigs.base import Check
 from orchestrator.rigs.device_fault import one_line
 from orchestrator.rigs.profile import LoadedRig
 from orchestrator.run.recording import episode_bytes_estimate
+
+if TYPE_CHECKING:
+    from orchestrator.policies.lerobot import LeRobotPolicy
 
 
 def check_policies(protocol: Any, rig_features: Any, robot_type: str | None = None) -> list[Check]:
@@ -67,7 +70,7 @@ def check_policies(protocol: Any, rig_features: Any, robot_type: str | None = No
             continue
         cfg = policy.config
         mode = "" if deployment_label(spec) == "sync" else f", {deployment_label(spec)}"
-        cams = [k.removeprefix("observation.images.") for k in getattr(cfg, "image_features", {})]
+        cams = [k.removeprefix("observation.images.") for k in cfg.image_features]
         size = parameter_bytes(policy.policy)
         sizes.setdefault(str(policy.device), {})[label] = size
         checks.append(Check(f"policy {label}", True,
@@ -84,13 +87,13 @@ def check_policies(protocol: Any, rig_features: Any, robot_type: str | None = No
     return checks
 
 
-def _step_time_check(label: str, policy: Any, fps: int) -> Check:
+def _step_time_check(label: str, policy: LeRobotPolicy, fps: int) -> Check:
     """The policy's measured step time against the protocol's control period: two of its action
     chunks (8 to 32 steps) on a still observation. A step slower than the period overruns on the
     arm and on the twin alike, and the steps it overruns are lost (the episode ends on time)."""
     import statistics
 
-    chunk = int(getattr(policy.config, "n_action_steps", 1) or 1)
+    chunk = policy.action_chunk_steps
     times = policy.step_times(min(max(2 * chunk, 8), 32))
     period_ms, worst_ms = 1000 / fps, 1000 * max(times)
     line = (f"step time {1000 * statistics.median(times):.0f} ms median, {worst_ms:.0f} ms worst over "

@@ -23,6 +23,7 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from orchestrator.store import chain
+from orchestrator.store.judgments import insert_row
 from orchestrator.store.records import INTERRUPTED_CLASS, SETTLES_EXCLUDED
 
 UNANSWERED_CLASS = "operator_unanswered"
@@ -62,9 +63,9 @@ class AbortAnswers:
                 return
             with chain.change(c, "attempts", attempt_id):
                 c.execute("UPDATE attempts SET operator_answer=?, answered_at=? WHERE id=?", (answer, now, attempt_id))
-            cur = c.execute("INSERT INTO events (at, kind, slot, message) VALUES (?,?,?,?)",
+            new_id = insert_row(c, "INSERT INTO events (at, kind, slot, message) VALUES (?,?,?,?)",
                             (now, "abort_answered", row[0], f"attempt {attempt_id}: {answer}"))
-            chain.append(c, "events", cur.lastrowid)
+            chain.append(c, "events", new_id)
 
     def interruptions(self, slot: int) -> int:
         """How many times trial `slot` was interrupted (class `interrupted`) and sent back."""
@@ -87,7 +88,7 @@ class AbortAnswers:
                 c.execute("UPDATE attempts SET settles=? WHERE id=?", (SETTLES_EXCLUDED, row[0]))
             with chain.change(c, "trials", slot):
                 c.execute("UPDATE trials SET state='done', done_at=? WHERE slot=? AND state='aborted'", (now, slot))
-            cur = c.execute("INSERT INTO events (at, kind, slot, message) VALUES (?,?,?,?)",
+            new_id = insert_row(c, "INSERT INTO events (at, kind, slot, message) VALUES (?,?,?,?)",
                             (now, "aborted", slot, f"interrupted more than {limit} times (aborts.max_interruptions):"
                                                    f" left out ({SETTLES_EXCLUDED})"))
-            chain.append(c, "events", cur.lastrowid)
+            chain.append(c, "events", new_id)

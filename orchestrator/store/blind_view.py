@@ -12,12 +12,17 @@ is granted (`postgres_blind.py`, `postgres_roles.py`).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any, Protocol
 
 from orchestrator.core.errors import BadInput
 
-if TYPE_CHECKING:
-    from orchestrator.store.sqlite import CampaignStore
+
+class CampaignStore(Protocol):
+    """What these reads use of a store (`sqlite.CampaignStore`, which imports this module)."""
+
+    directory: Path
+    conn: Any
 
 # They must never name trials.policy, trials.seed, trials.position or trials.slot (a test
 # checks this text).
@@ -30,8 +35,7 @@ SERVER_INFO_SQL = "SELECT ref, success_test, failure_modes, marks, min_height_m 
 
 def blind_episode_rows(store: CampaignStore) -> list[tuple[str, int, float, Any, str]]:
     """(id, frames, duration_s, files, mark_id) of every recorded episode, through the view only."""
-    sql = SERVER_VIEW_SQL if store.on_server else VIEW_SQL
-    return [tuple(row) for row in store.conn.execute(sql)]  # type: ignore[misc]
+    return [tuple(row) for row in store.conn.execute(store.conn.backend.blind_episodes_sql)]  # type: ignore[misc]
 
 
 def campaign_texts(store: CampaignStore) -> tuple[str, str, str]:

@@ -17,6 +17,9 @@ out and still be checked: a redacted value is carried as its tag and digest (`re
 The entry digest hashes the UTF-8 of its six fields joined by 0x1F (`at` as the hex of its
 8 IEEE-754 bytes); the first `prev` is 64 zeros. PostgreSQL computes the same two digests in
 SQL (`postgres_chain.py`), so a judge's role never reads a row or an entry of the chain.
+Which of the two computes them is the store's backend's business (`backend.py`): this module's
+`append`, `guard`, `start_chain` and `verify` hand the work to the connection's backend, and
+the SQLite backend calls the computations here (`append_here`, `guard_here`, `verify_here`).
 
 The first entry is the chain's origin: table `chain`, key `created` (the store was made with
 the chain) or `migrated` (an older store: every row it held was chained by the migration, at
@@ -44,9 +47,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from orchestrator.core.errors import BadInput
+from orchestrator.store.tables import CHAINED
 
-CHAINED: dict[str, str] = {"campaign": "id", "trials": "slot", "attempts": "id", "episodes": "id",
-                           "judgments": "id", "events": "id", "sessions": "id"}
 ORIGIN_TABLE = "chain"
 GENESIS = "0" * 64
 DELETED = "deleted"
@@ -67,12 +69,6 @@ def _internal() -> Iterator[None]:
         yield
     finally:
         _HASHING.reset(token)
-
-
-def _on_server(conn) -> bool:
-    """A PostgreSQL store's connection (postgres.PgConnection), whose server keeps the chain:
-    its `chain_call`, `chain_install` and `chain_verify` run postgres_chain.py's functions."""
-    return getattr(conn, "dialect", "sqlite") == "postgresql"
 
 
 # ------------------------------------------------------------------ the two digests
@@ -163,10 +159,11 @@ def _insert_entry(conn, table: str, key: str, row_sha: str, at: float | None = N
 def append(conn, table: str, key: Any) -> None:
     """Inside the caller's transaction, after it wrote row `key` of `table`: chain the row's
     content now (or its removal). Nothing is appended when the row is as its latest entry."""
-    key = str(key)
-    if _on_server(conn):
-        conn.chain_call("chain_append", table, key)
-        return
+    conn.backend.chain_append(conn, table, str(key))
+
+
+def append_here(conn, table: str, key: str) -> None:
+    """`append`, computed in this process (the SQLite backend's)."""
     current, latest = _current(conn, table, key), _latest(conn, table, key)
     if current == latest or (latest is None and current == DELETED):
         return
@@ -175,10 +172,11 @@ def append(conn, table: str, key: Any) -> None:
 
 def guard(conn, table: str, key: Any) -> None:
     """Before a write changes row `key` of `table`: ChainBroken unless the row is as chained."""
-    key = str(key)
-    if _on_server(conn):
-        conn.chain_call("chain_guard", table, key)
-        return
+    conn.backend.chain_guard(conn, table, str(key))
+
+
+def guard_here(conn, table: str, key: str) -> None:
+    """`guard`, computed in this process (the SQLite backend's)."""
     current, latest = _current(conn, table, key), _latest(conn, table, key)
     if current != (latest or DELETED):
         raise _refuse(table, key)
@@ -202,8 +200,7 @@ def start_chain(conn) -> None:
     """Schema step 4, inside the caller's transaction, once it created the table `chain`: on a
     server the chain's functions, then the origin and, in an older store, every row it holds
     (the migration point)."""
-    if _on_server(conn):
-        conn.chain_install()   # postgres_chain.install_functions
+    conn.backend.chain_install(conn)   # on a server, postgres_chain.install_functions
     with _internal():
         migrated = conn.execute("SELECT count(*) FROM campaign /* chain */").fetchone()[0] > 0
         _insert_entry(conn, ORIGIN_TABLE, "migrated" if migrated else "created", origin_sha256())
@@ -313,16 +310,16 @@ def rows_of(conn, table: str) -> list[dict[str, Any]]:
 
 def verify(conn) -> ChainStatus:
     """Recompute the chain of the store on `conn` (on a server, the server does it)."""
-    if _on_server(conn):
-        return conn.chain_verify()   # postgres_chain.verify_on_server
+    return conn.backend.chain_verify(conn)
+
+
+def verify_here(conn, damage: list[str]) -> ChainStatus:
+    """`verify`, computed in this process from the entries and rows `conn` reads; `damage`:
+    what the database's own check of its pages and indexes found (empty: nothing)."""
     entries = entries_of(conn)
     rows = {t: [(str(r[k]), row_sha256(r)) for r in rows_of(conn, t)] for t, k in CHAINED.items()}
     status = status_of(entries, compare(entries, rows))
-    # The rows above are read partly through indexes (a value an index holds is read from the
-    # index): an index that no longer matches its table could hand the chain one row and a
-    # reader another. SQLite's full check compares every index with its table.
-    found = [r[0] for r in conn.execute("PRAGMA integrity_check")]
-    return status if found == ["ok"] else replace(status, damage="; ".join(found[:3]))
+    return replace(status, damage="; ".join(damage[:3])) if damage else status
 
 
 def refusal(where: str, status: ChainStatus) -> BadInput:

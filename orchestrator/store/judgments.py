@@ -13,11 +13,13 @@ from orchestrator.store import chain
 from orchestrator.store.records import LABELS, Judgment
 
 
-def inserted_id(cursor: Any) -> int:
-    """The id of the row an INSERT just wrote (`lastrowid`: on PostgreSQL, the `RETURNING id`)."""
-    if cursor.lastrowid is None:
+def insert_row(conn: Any, sql: str, params: tuple) -> int:
+    """Run `sql`, an INSERT of one row into a table whose `id` the store assigns
+    (`tables.IDENTITY`), and return that id (the backend's `inserted_id`)."""
+    new_id = conn.backend.inserted_id(conn, sql, params)
+    if new_id is None:
         raise RuntimeFailure("the store returned no id for a new row")
-    return int(cursor.lastrowid)
+    return int(new_id)
 
 
 class JudgmentRows:
@@ -56,16 +58,15 @@ class JudgmentRows:
         if label not in LABELS:
             raise BadInput(f"label must be one of {', '.join(LABELS)}, not {label!r}")
         with self.transaction() as c:
-            # (on a server a judge's role may read only the blinded view: pgroles.py)
-            table = "blind_episodes" if getattr(c, "dialect", "") == "postgresql" else "episodes"
+            table = c.backend.labelled_episodes   # a judge's role on a server reads the blinded view only
             if c.execute(f"SELECT 1 FROM {table} WHERE id=?", (episode_id,)).fetchone() is None:
                 raise BadInput(f"episode {episode_id} is not in this campaign")
-            cur = c.execute(
-                "INSERT INTO judgments (episode_id, judge, label, failure_mode, note, created_at, source)"
+            label_id = insert_row(
+                c,                 "INSERT INTO judgments (episode_id, judge, label, failure_mode, note, created_at, source)"
                 " VALUES (?,?,?,?,?,?,?)",
                 (episode_id, judge, label, failure_mode, note, created_at or time.time(), source))
-            chain.append(c, "judgments", cur.lastrowid)
-            return inserted_id(cur)
+            chain.append(c, "judgments", label_id)
+            return label_id
 
     def retract_judgment(self, judgment_id: int) -> None:
         """Undo a label: kept for the audit trail, no longer counted."""

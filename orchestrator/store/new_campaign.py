@@ -9,8 +9,8 @@ import time
 
 from orchestrator.design.schedule import Trial
 from orchestrator.store import chain
+from orchestrator.store.judgments import insert_row
 from orchestrator.store.schema import create_schema
-from orchestrator.store.sqlite_file import APPLICATION_ID
 
 
 def write_new_campaign(conn, *, name: str, protocol_path: str, protocol_text: str, protocol_sha256: str,
@@ -20,7 +20,7 @@ def write_new_campaign(conn, *, name: str, protocol_path: str, protocol_text: st
     PostgreSQL database)."""
     conn.execute("BEGIN")
     create_schema(conn)
-    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    conn.backend.mark_as_ours(conn)
     conn.execute("INSERT INTO meta VALUES ('tool', 'so101-ab-orchestrator')")
     campaign_id = secrets.token_hex(6)
     conn.execute(
@@ -35,7 +35,7 @@ def write_new_campaign(conn, *, name: str, protocol_path: str, protocol_text: st
         [(t.slot, t.unit, t.mark_id, t.repeat, t.position, t.policy, t.seed) for t in schedule])
     for t in schedule:
         chain.append(conn, "trials", t.slot)
-    cur = conn.execute("INSERT INTO events (at, kind, message) VALUES (?, 'created', ?)",
+    new_id = insert_row(conn, "INSERT INTO events (at, kind, message) VALUES (?, 'created', ?)",
                        (time.time(), f"campaign created with {len(schedule)} scheduled trials"))
-    chain.append(conn, "events", cur.lastrowid)
+    chain.append(conn, "events", new_id)
     conn.execute("COMMIT")

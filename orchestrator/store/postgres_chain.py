@@ -17,7 +17,8 @@ chain what they change by calling `chain_append`.
 
 from __future__ import annotations
 
-from orchestrator.store.chain import CHAINED, DELETED, GENESIS, ORIGIN_TABLE, ChainStatus, origin_sha256
+from orchestrator.store.chain import DELETED, GENESIS, ORIGIN_TABLE, ChainStatus, origin_sha256
+from orchestrator.store.tables import CHAINED
 
 CHAIN_LOCK = 0x50414234
 _TABLES = ", ".join(f"'{t}'" for t in CHAINED)

@@ -1,8 +1,8 @@
 """`orchestrator store migrate CAMPAIGN URL`: move a campaign from its SQLite file to PostgreSQL.
 
-The copy is one transaction on the server: the schema (the same DDL as a new store, through
-`pgstore.PgConnection`), then every row of every table with its ids, then each identity
-column moved past the largest copied id. Before it commits, the copy is checked: per table
+The copy is one transaction on the server: the schema (the same DDL as a new store, with the
+server backend's column types), then every row of every table `tables.py` describes, with its
+ids, then each identity column moved past the largest copied id. Before it commits, the copy is checked: per table
 the row count and a SHA-256 over the rows in key order (each value in a canonical text form)
 must equal the source's. The videos stay where they are: the campaign directory becomes the
 `--out` of later `--store` commands.
@@ -16,10 +16,9 @@ from pathlib import Path
 
 from orchestrator.core.errors import BadInput, RuntimeFailure
 from orchestrator.store import chain
+from orchestrator.store.tables import IDENTITY, KEYS
 
-# Every table of the schema with its key (rows are hashed in key order).
-TABLES = {"meta": "key", "campaign": "id", "trials": "slot", "attempts": "id", "episodes": "id",
-          "judgments": "id", "events": "id", "sessions": "id", "chain": "seq"}
+TABLES = KEYS   # every table with its key (rows are hashed in key order)
 
 
 @dataclass(frozen=True)
@@ -100,6 +99,6 @@ def _copy_table(source, target, table: str) -> None:
         marks = ",".join("?" for _ in columns)
         target.executemany(f"INSERT INTO {table} ({','.join(columns)}) VALUES ({marks})",
                            [tuple(r) for r in rows])
-    if table in ("attempts", "judgments", "events", "sessions"):
+    if table in IDENTITY:
         target.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'),"
                        f" COALESCE((SELECT max(id) FROM {table}), 0) + 1, false)")

@@ -9,16 +9,17 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.core.errors import BadInput
-from orchestrator.store.chain import CHAINED
+from orchestrator.store.backend import SqliteConnection
 from orchestrator.store.schema import create_schema
 from orchestrator.store.sqlite import CampaignStore
+from orchestrator.store.tables import CHAINED
 
 REDACTED = "(redacted)"   # the value of a column the copy carries as its digest only (chain.redacted)
 
 
 def replica_store(directory: Path, rows: dict[str, list[dict[str, Any]]]) -> CampaignStore:
     """A read-only in-memory store holding `rows` (table -> rows as column -> value)."""
-    conn = sqlite3.connect(":memory:", isolation_level=None)
+    conn = sqlite3.connect(":memory:", isolation_level=None, factory=SqliteConnection)
     conn.row_factory = sqlite3.Row
     try:
         conn.execute("BEGIN")

@@ -10,57 +10,64 @@ upgrades in place inside one transaction; the store runs it only while it holds 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from orchestrator.core.errors import BadInput
 from orchestrator.store.abort_causes import abort_cause
 from orchestrator.store.chain import start_chain
 
+if TYPE_CHECKING:
+    from orchestrator.store.backend import Backend
+
 SCHEMA_1 = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE campaign (
-    id TEXT PRIMARY KEY, name TEXT NOT NULL, created_at REAL NOT NULL,
+    id TEXT PRIMARY KEY, name TEXT NOT NULL, created_at {real} NOT NULL,
     protocol_path TEXT NOT NULL, protocol_text TEXT NOT NULL, protocol_sha256 TEXT NOT NULL,
     layout_text TEXT NOT NULL, layout_sha256 TEXT NOT NULL,
-    rig_path TEXT NOT NULL, rig_text TEXT NOT NULL, simulated INTEGER NOT NULL,
-    finished_at REAL, stop_reason TEXT
+    rig_path TEXT NOT NULL, rig_text TEXT NOT NULL, simulated {int} NOT NULL,
+    finished_at {real}, stop_reason TEXT
 );
 CREATE TABLE trials (
-    slot INTEGER PRIMARY KEY, unit INTEGER NOT NULL, mark_id TEXT NOT NULL,
-    repeat_index INTEGER NOT NULL, position INTEGER NOT NULL, policy TEXT NOT NULL,
-    seed INTEGER NOT NULL, state TEXT NOT NULL DEFAULT 'pending',
-    episode_id TEXT, attempts INTEGER NOT NULL DEFAULT 0, done_at REAL
+    slot {int} PRIMARY KEY, unit {int} NOT NULL, mark_id TEXT NOT NULL,
+    repeat_index {int} NOT NULL, position {int} NOT NULL, policy TEXT NOT NULL,
+    seed {int} NOT NULL, state TEXT NOT NULL DEFAULT 'pending',
+    episode_id TEXT, attempts {int} NOT NULL DEFAULT 0, done_at {real}
 );
 CREATE TABLE attempts (
-    id INTEGER PRIMARY KEY, slot INTEGER NOT NULL REFERENCES trials(slot),
-    episode_id TEXT NOT NULL UNIQUE, started_at REAL NOT NULL, ended_at REAL,
+    id {id}, slot {int} NOT NULL REFERENCES trials(slot),
+    episode_id TEXT NOT NULL UNIQUE, started_at {real} NOT NULL, ended_at {real},
     status TEXT NOT NULL, reason TEXT
 );
 CREATE TABLE episodes (
-    id TEXT PRIMARY KEY, slot INTEGER NOT NULL UNIQUE REFERENCES trials(slot),
-    attempt_id INTEGER NOT NULL REFERENCES attempts(id),
-    frames INTEGER NOT NULL, duration_s REAL NOT NULL, cameras TEXT NOT NULL,
-    physics_success INTEGER, max_lift_m REAL, time_to_success_s REAL,
+    id TEXT PRIMARY KEY, slot {int} NOT NULL UNIQUE REFERENCES trials(slot),
+    attempt_id {int} NOT NULL REFERENCES attempts(id),
+    frames {int} NOT NULL, duration_s {real} NOT NULL, cameras TEXT NOT NULL,
+    physics_success {int}, max_lift_m {real}, time_to_success_s {real},
     safety_events TEXT NOT NULL, timing TEXT NOT NULL, files TEXT NOT NULL,
-    digests TEXT NOT NULL, created_at REAL NOT NULL
+    digests TEXT NOT NULL, created_at {real} NOT NULL
 );
 CREATE TABLE judgments (
-    id INTEGER PRIMARY KEY, episode_id TEXT NOT NULL REFERENCES episodes(id),
+    id {id}, episode_id TEXT NOT NULL REFERENCES episodes(id),
     judge TEXT NOT NULL, label TEXT NOT NULL, failure_mode TEXT, note TEXT,
-    created_at REAL NOT NULL, retracted_at REAL, source TEXT NOT NULL DEFAULT 'local'
+    created_at {real} NOT NULL, retracted_at {real}, source TEXT NOT NULL DEFAULT 'local'
 );
 CREATE INDEX judgments_by_episode ON judgments(episode_id, judge);
 CREATE TABLE events (
-    id INTEGER PRIMARY KEY, at REAL NOT NULL, kind TEXT NOT NULL, slot INTEGER,
+    id {id}, at {real} NOT NULL, kind TEXT NOT NULL, slot {int},
     message TEXT NOT NULL, data TEXT
 );
 """
-"""Schema 1 exactly as it shipped (tests/fixtures/schema1/campaign.db was written by it)."""
+"""Schema 1 exactly as it shipped (tests/fixtures/schema1/campaign.db was written by it), its
+column types the backend's (`{id}`, `{int}`, `{real}`: `backend.Backend.column_types`; on SQLite
+`INTEGER PRIMARY KEY`, `INTEGER`, `REAL`, the text as it shipped)."""
 
 
 class Connection(Protocol):
-    """What the steps use of a connection: a `sqlite3.Connection`, or a `postgres.PgConnection`
-    (which runs the same SQL on PostgreSQL)."""
+    """What the steps use of a connection: a `backend.SqliteConnection`, or a
+    `postgres.PgConnection` (which runs the same SQL on PostgreSQL); each carries its backend."""
+
+    backend: Backend
 
     def execute(self, sql: str, /) -> Any: ...
 
@@ -70,11 +77,11 @@ class Connection(Protocol):
 def _to_2(conn: Connection) -> None:
     """Schema 2 adds the `sessions` table: one row per `orchestrator run` (how often a campaign
     was resumed, on which host, how each session ended)."""
-    conn.execute("""
+    conn.execute(conn.backend.ddl("""
 CREATE TABLE sessions (
-    id INTEGER PRIMARY KEY, started_at REAL NOT NULL, ended_at REAL, host TEXT NOT NULL,
-    pid INTEGER NOT NULL, tool_version TEXT NOT NULL, outcome TEXT
-)""")
+    id {id}, started_at {real} NOT NULL, ended_at {real}, host TEXT NOT NULL,
+    pid {int} NOT NULL, tool_version TEXT NOT NULL, outcome TEXT
+)"""))
     conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
 
 
@@ -103,11 +110,11 @@ def _to_4(conn: Connection) -> None:
 def _to_5(conn: Connection) -> None:
     """Schema 5 adds the evidence chain (`chain.py`): the table `chain` with its origin, and every
     row an older store holds chained as it is at the migration (the origin says `migrated`)."""
-    conn.execute("""
+    conn.execute(conn.backend.ddl("""
 CREATE TABLE chain (
-    seq INTEGER PRIMARY KEY, tbl TEXT NOT NULL, row_key TEXT NOT NULL, row_sha256 TEXT NOT NULL,
-    at REAL NOT NULL, digest TEXT NOT NULL
-)""")
+    seq {int} PRIMARY KEY, tbl TEXT NOT NULL, row_key TEXT NOT NULL, row_sha256 TEXT NOT NULL,
+    at {real} NOT NULL, digest TEXT NOT NULL
+)"""))
     conn.execute("CREATE INDEX chain_by_row ON chain (tbl, row_key, seq)")
     start_chain(conn)
     conn.execute("UPDATE meta SET value = '5' WHERE key = 'schema_version'")
@@ -120,7 +127,7 @@ def _to_6(conn: Connection) -> None:
     An older store's aborts have none (NULL, which the evidence chain's row digests skip, so
     the chain stays intact)."""
     conn.execute("ALTER TABLE attempts ADD COLUMN operator_answer TEXT")
-    conn.execute("ALTER TABLE attempts ADD COLUMN answered_at REAL")
+    conn.execute(conn.backend.ddl("ALTER TABLE attempts ADD COLUMN answered_at {real}"))
     conn.execute("UPDATE meta SET value = '6' WHERE key = 'schema_version'")
 
 
@@ -130,13 +137,13 @@ SCHEMA_VERSION = max(_STEPS)
 
 def create_schema(conn: Connection) -> None:
     """Inside the caller's transaction: schema 1, then every step up to SCHEMA_VERSION."""
-    for statement in SCHEMA_1.split(";"):
+    for statement in conn.backend.ddl(SCHEMA_1).split(";"):
         if statement.strip():
             conn.execute(statement)
     conn.execute("INSERT INTO meta VALUES ('schema_version', '1')")
     for version in range(2, SCHEMA_VERSION + 1):
         _STEPS[version](conn)
-    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    conn.backend.set_schema_version(conn, SCHEMA_VERSION)
 
 
 def migrate(conn: Connection, from_version: int) -> None:
@@ -144,11 +151,11 @@ def migrate(conn: Connection, from_version: int) -> None:
     the run lock)."""
     if from_version < 1:
         raise BadInput("campaign store has no schema version; it was not written by this tool")
-    conn.execute("BEGIN IMMEDIATE")
+    conn.execute(conn.backend.begin_write)
     try:
         for version in range(from_version + 1, SCHEMA_VERSION + 1):
             _STEPS[version](conn)
-        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        conn.backend.set_schema_version(conn, SCHEMA_VERSION)
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")

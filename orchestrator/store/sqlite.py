@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -34,7 +33,8 @@ from orchestrator.design.schedule import Trial
 from orchestrator.store import chain
 from orchestrator.store.abort_answers import AbortAnswers
 from orchestrator.store.abort_causes import abort_cause
-from orchestrator.store.judgments import JudgmentRows, inserted_id
+from orchestrator.store.backend import SqliteConnection
+from orchestrator.store.judgments import JudgmentRows, insert_row
 from orchestrator.store.new_campaign import write_new_campaign
 from orchestrator.store.records import (  # noqa: F401  (the store's vocabulary, read from here too)
     AUTO_JUDGE,
@@ -48,6 +48,7 @@ from orchestrator.store.records import (  # noqa: F401  (the store's vocabulary,
     Judgment,
     new_episode_id,
 )
+from orchestrator.store.run_sessions import SessionRows
 from orchestrator.store.schema import SCHEMA_VERSION, migrate
 from orchestrator.store.sqlite_file import (  # noqa: F401
     APPLICATION_ID,
@@ -76,9 +77,9 @@ def _server(purpose: str):
 def _event(c, kind: str, message: str, slot: int | None = None, data: str | None = None,
            at: float | None = None) -> None:
     """One row of the event log, chained, inside the caller's transaction."""
-    cur = c.execute("INSERT INTO events (at, kind, slot, message, data) VALUES (?,?,?,?,?)",
+    new_id = insert_row(c, "INSERT INTO events (at, kind, slot, message, data) VALUES (?,?,?,?,?)",
                     (time.time() if at is None else at, kind, slot, message, data))
-    chain.append(c, "events", cur.lastrowid)
+    chain.append(c, "events", new_id)
 
 
 class TrialGuard(Protocol):
@@ -90,11 +91,11 @@ class TrialGuard(Protocol):
     def __call__(self, conn: Any, slot: int) -> None: ...
 
 
-class CampaignStore(JudgmentRows, AbortAnswers):
+class CampaignStore(JudgmentRows, AbortAnswers, SessionRows):
     """Access to one campaign directory. Open with `create`, `open_for_run` (the runner, holding
     the run lock), `open_for_labels` (judging) or `open_readonly` (everything that only reads)."""
 
-    def __init__(self, directory: Path, conn: sqlite3.Connection, lock: FileLock | None,
+    def __init__(self, directory: Path, conn: SqliteConnection, lock: FileLock | None,
                  guard: TrialGuard | None = None):
         self.directory = Path(directory)
         self.conn = conn
@@ -182,7 +183,7 @@ class CampaignStore(JudgmentRows, AbortAnswers):
             # One snapshot, so that a run committing meanwhile cannot make the chain and its rows
             # disagree; a reader keeps it to its end (what it reads is what was verified), a
             # judge's session, which may last hours, lets it go (a long snapshot holds the WAL).
-            store.conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ" if server is not None else "BEGIN")
+            store.conn.execute(store.conn.backend.begin_snapshot)
             store.evidence = chain.verify(store.conn)
             if purpose != "read":
                 store.conn.execute("COMMIT")
@@ -196,8 +197,9 @@ class CampaignStore(JudgmentRows, AbortAnswers):
 
     @property
     def on_server(self) -> bool:
-        """Whether the store is a PostgreSQL server's (`postgres.py`) rather than a SQLite file."""
-        return getattr(self.conn, "dialect", "sqlite") == "postgresql"
+        """Whether the store is a PostgreSQL server's (`postgres.py`) rather than a SQLite file:
+        for the stages above the store, whose judges and operators have roles only on a server."""
+        return self.conn.backend.on_server
 
     def server_role(self) -> tuple[str, bool]:
         """On a server store: the role it connects as, and whether that role may read the key
@@ -209,9 +211,7 @@ class CampaignStore(JudgmentRows, AbortAnswers):
     @property
     def where(self) -> str:
         """The campaign store as the user knows it: its SQLite file, or the server's for a folder."""
-        if self.on_server:
-            return f"the server's campaign store for {self.directory}"
-        return str(self.directory / DB_NAME)
+        return self.conn.backend.where(self.directory)
 
     @classmethod
     def _open_unlocked(cls, directory: Path, readonly: bool) -> CampaignStore:
@@ -238,7 +238,7 @@ class CampaignStore(JudgmentRows, AbortAnswers):
         self.close()
 
     @contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
+    def transaction(self) -> Iterator[SqliteConnection]:
         """One atomic change: BEGIN IMMEDIATE ... COMMIT (ROLLBACK on any exception).
 
         A Ctrl-C (KeyboardInterrupt) can land between BEGIN and the `try`, or inside COMMIT,
@@ -247,7 +247,7 @@ class CampaignStore(JudgmentRows, AbortAnswers):
         within a transaction" (seen once in the Ctrl-C test)."""
         if self.conn.in_transaction:
             self.conn.execute("ROLLBACK")
-        self.conn.execute("BEGIN IMMEDIATE")
+        self.conn.execute(self.conn.backend.begin_write)
         try:
             yield self.conn
             self.conn.execute("COMMIT")
@@ -334,12 +334,12 @@ class CampaignStore(JudgmentRows, AbortAnswers):
             state = c.execute("SELECT state FROM trials WHERE slot=?", (slot,)).fetchone()
             if state is None or state[0] == "done":
                 raise RuntimeFailure(f"trial {slot} is {'missing' if state is None else 'already done'}")
-            cur = c.execute("INSERT INTO attempts (slot, episode_id, started_at, status)"
-                            " VALUES (?,?,?, 'running')", (slot, episode_id, time.time()))
-            chain.append(c, "attempts", cur.lastrowid)
+            attempt_id = insert_row(c, "INSERT INTO attempts (slot, episode_id, started_at, status)"
+                                               " VALUES (?,?,?, 'running')", (slot, episode_id, time.time()))
+            chain.append(c, "attempts", attempt_id)
             with chain.change(c, "trials", slot):
                 c.execute("UPDATE trials SET state='running', attempts=attempts+1 WHERE slot=?", (slot,))
-            return inserted_id(cur)
+            return attempt_id
 
     def finish_attempt(self, attempt_id: int, record: EpisodeRecord) -> None:
         """Commit a completed episode: attempt done, episode row, trial done, physics label."""
@@ -369,15 +369,15 @@ class CampaignStore(JudgmentRows, AbortAnswers):
                 c.execute("UPDATE trials SET state='done', episode_id=?, done_at=? WHERE slot=?",
                           (record.episode_id, now, slot))
             if record.physics_success is not None:
-                cur = c.execute("INSERT INTO judgments (episode_id, judge, label, created_at, source)"
+                new_id = insert_row(c, "INSERT INTO judgments (episode_id, judge, label, created_at, source)"
                                 " VALUES (?,?,?,?, 'physics')",
                                 (record.episode_id, PHYSICS_JUDGE,
                                  "success" if record.physics_success else "failure", now))
-                chain.append(c, "judgments", cur.lastrowid)
+                chain.append(c, "judgments", new_id)
             if record.auto is not None:
-                cur = c.execute("INSERT INTO judgments (episode_id, judge, label, note, created_at, source)"
+                new_id = insert_row(c, "INSERT INTO judgments (episode_id, judge, label, note, created_at, source)"
                                 " VALUES (?,?,?,?,?, 'auto')", (record.episode_id, AUTO_JUDGE, *record.auto, now))
-                chain.append(c, "judgments", cur.lastrowid)
+                chain.append(c, "judgments", new_id)
 
     def invalidate_episode(self, episode_id: str, reason: str, kind: str = "invalidated") -> int | None:
         """Undo a done trial whose files did not survive (power loss, disk fault), or whose start
@@ -390,20 +390,13 @@ class CampaignStore(JudgmentRows, AbortAnswers):
         judge's role can do it without reading the schedule)."""
         now = time.time()
         with self.transaction() as c:
-            if kind == "invalid_start" and getattr(c, "dialect", "") == "postgresql":
-                # a judge's role has no right on trials or episodes: the server does it (pgblind.py)
-                c.execute("SELECT invalid_start(?, ?)", (episode_id, reason))
-                return None
+            if kind == "invalid_start" and c.backend.invalid_start(c, episode_id, reason):
+                return None   # done by the server (a judge's role has no right on trials or episodes)
             row = c.execute("SELECT slot, attempt_id FROM episodes WHERE id=?", (episode_id,)).fetchone()
             if row is None:
                 raise RuntimeFailure(f"episode {episode_id} is not in this campaign")
             slot, attempt_id = row
-            if getattr(c, "dialect", "") == "postgresql":  # labels an operator may not see (pgroles.py)
-                c.execute("SELECT forget_episode_labels(?)", (episode_id,))
-            else:
-                for (label_id,) in c.execute("SELECT id FROM judgments WHERE episode_id=?", (episode_id,)).fetchall():
-                    with chain.change(c, "judgments", label_id):
-                        c.execute("DELETE FROM judgments WHERE id=?", (label_id,))
+            c.backend.forget_episode_labels(c, episode_id)
             with chain.change(c, "episodes", episode_id):
                 c.execute("DELETE FROM episodes WHERE id=?", (episode_id,))
             cls = "invalid_start" if kind == "invalid_start" else "rig"
@@ -454,35 +447,8 @@ class CampaignStore(JudgmentRows, AbortAnswers):
                 c.execute("UPDATE campaign SET finished_at=?, stop_reason=?", (time.time(), reason))
             _event(c, "finished", reason)
 
-    def begin_session(self) -> int:
-        """Record the start of an `orchestrator run` session; returns its id."""
-        import platform
-
-        from orchestrator import __version__
-
-        with self.transaction() as c:
-            cur = c.execute("INSERT INTO sessions (started_at, host, pid, tool_version) VALUES (?,?,?,?)",
-                            (time.time(), platform.node(), os.getpid(), __version__))
-            chain.append(c, "sessions", cur.lastrowid)
-            return inserted_id(cur)
-
-    def end_session(self, session_id: int, outcome: str) -> None:
-        with self.transaction() as c, chain.change(c, "sessions", session_id):
-            c.execute("UPDATE sessions SET ended_at=?, outcome=? WHERE id=?", (time.time(), outcome, session_id))
-
-    def sessions(self) -> list[dict[str, Any]]:
-        """Run sessions; one with no `ended_at` was killed (SIGKILL, power loss)."""
-        return [dict(r) for r in self.conn.execute("SELECT * FROM sessions ORDER BY id")]
-
-    def station_blocks(self) -> list[dict[str, Any]]:
-        """Which station ran each layout block, and when (stations.py); [] for a single arm."""
-        if not self.on_server or not self.conn.has_table("blocks"):  # type: ignore[attr-defined]  # a PgConnection's
-            return []
-        return [dict(r) for r in self.conn.execute(
-            "SELECT unit, station, state, claimed_at, finished_at FROM blocks ORDER BY unit")]
-
     def integrity_ok(self) -> bool:
-        return self.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        return not self.conn.backend.integrity_problems(self.conn)
 
     def chain_status(self) -> chain.ChainStatus:
         """The evidence chain's check: as the opener found it (`evidence`), else computed now."""

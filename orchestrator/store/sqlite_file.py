@@ -11,30 +11,31 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 
 from orchestrator.core.errors import BadInput
+from orchestrator.store.backend import APPLICATION_ID, DB_NAME, SqliteConnection
 from orchestrator.store.schema import SCHEMA_VERSION, migrate
 
-APPLICATION_ID = 0x50414231  # "PAB1": marks the file as ours (PRAGMA application_id)
-DB_NAME = "campaign.db"
+__all__ = ["APPLICATION_ID", "DB_NAME", "LOCK_NAME", "acquire", "checked", "connect", "existing", "upgrade"]
 LOCK_NAME = "campaign.lock"
 
 
-def connect(path: Path, readonly: bool = False) -> sqlite3.Connection:
+def connect(path: Path, readonly: bool = False) -> SqliteConnection:
     """A connection to the store: read-write (WAL, full sync, foreign keys) or truly read-only
     (`mode=ro`: SQLite refuses every write). A read-only connection to a store on read-only
     media, where SQLite cannot create the WAL index, falls back to `immutable=1` (nobody can
     write there either)."""
     if readonly:
         uri = Path(path).resolve().as_uri() + "?mode=ro"
-        conn = sqlite3.connect(uri, uri=True, timeout=30, isolation_level=None)
+        conn = sqlite3.connect(uri, uri=True, timeout=30, isolation_level=None, factory=SqliteConnection)
         try:
             conn.execute("PRAGMA schema_version").fetchone()
         except sqlite3.OperationalError:
             conn.close()
             if os.access(Path(path).parent, os.W_OK):
                 raise
-            conn = sqlite3.connect(uri + "&immutable=1", uri=True, timeout=30, isolation_level=None)
+            conn = sqlite3.connect(uri + "&immutable=1", uri=True, timeout=30, isolation_level=None,
+                                   factory=SqliteConnection)
     else:
-        conn = sqlite3.connect(path, timeout=30, isolation_level=None)
+        conn = sqlite3.connect(path, timeout=30, isolation_level=None, factory=SqliteConnection)
     conn.row_factory = sqlite3.Row
     conn.execute("PRAGMA busy_timeout = 30000")
     if not readonly:
@@ -79,7 +80,7 @@ def acquire(directory: Path) -> FileLock:
                        f"(lock {LOCK_NAME} is held); wait for it or stop it first") from None
     return lock
 
-def checked(db: Path, readonly: bool = False) -> tuple[sqlite3.Connection, int]:
+def checked(db: Path, readonly: bool = False) -> tuple[SqliteConnection, int]:
     """Connect and verify the file is an intact campaign store of a known schema; the
     connection and the store's schema version (never migrated here)."""
     try:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 
+from orchestrator.policies.base import Policy
 from orchestrator.rigs.base import EmergencyStop
 from orchestrator.rigs.profile import STATE_KEYS
 from orchestrator.run.operator_protocol import AutoOperator, StopRequested
@@ -26,7 +27,7 @@ def campaign(protocol, rig, out, operator=None):
         opened.store.close()
 
 
-class Hold:
+class Hold(Policy):
     """A policy that asks for the present pose (and stalls once, if told to)."""
 
     needs_images = False

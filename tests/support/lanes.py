@@ -110,6 +110,7 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_rest_move_sag.py", ()),
     ("test_guarded_motion.py", ("lerobot",)),   # LeRobot's stack on the twin's servos, simulated time
     ("test_motion_paths.py", ()),
+    ("test_arm_motion.py", ()),
     ("test_guarded_loop.py", ()),
     ("test_report.py", ()),
     ("test_report_judge_flags.py", ()),
@@ -123,6 +124,7 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_registries.py", ()),
     ("test_report_timing.py", ()),
     ("test_rig_interface.py", ()),
+    ("test_policy_interface.py", ()),
     ("test_rig_profile.py", ()),
     ("test_rtc.py", ("twin", "lerobot", "subprocess")),
     ("test_rtc_engine.py", ("lerobot", "subprocess")),
@@ -151,6 +153,7 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_stats_sequence.py", ()),
     ("test_store.py", ()),
     ("test_store_sql.py", ()),
+    ("test_store_backend.py", ()),
     ("test_success.py", ()),
     ("test_twin.py", ("twin", "subprocess")),
     ("test_twin_camera.py", ("twin", "lerobot", "subprocess")),

@@ -44,7 +44,7 @@ from typing import Any
 from orchestrator.core.errors import BadInput
 from orchestrator.design.protocol import Cube, Mark
 from orchestrator.rigs.base import Action, Check, EmergencyStop, EpisodeFacts, Observation, Rig, register_rig
-from orchestrator.rigs.device_fault import DeviceFault, RestBlocked, device_fault_of, late_fault, lost_packet, one_line
+from orchestrator.rigs.device_fault import DeviceFault, RestBlocked, late_fault, lost_packet, one_line
 from orchestrator.rigs.frame_age import frame_facts
 from orchestrator.rigs.guarded_motion import follow_path
 from orchestrator.rigs.profile import LoadedRig, RigProfile
@@ -53,6 +53,7 @@ from orchestrator.rigs.so101.clamp_log import quiet_clamp_warnings
 from orchestrator.rigs.so101.config import build_robot_config, make_robot
 from orchestrator.rigs.so101.hardware_checks import check_calibration, check_port, other_calibration, rig_checks
 from orchestrator.rigs.so101.rest_move import move_to_rest, route
+from orchestrator.rigs.so101.robot_faults import device_fault_of
 from orchestrator.rigs.so101.servo_alarms import (
     CHECK_EVERY_STEPS,
     AlarmWatch,

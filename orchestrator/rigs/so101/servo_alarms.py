@@ -4,7 +4,7 @@ LeRobot's `sync_read` of `Present_Position` drops the error byte of the status p
 STS3215 that has unloaded itself (overload, overheating, supply voltage out of range) would go
 limp mid-episode unnoticed. `servo_alarms(robot)` reads `Status` (address 65) of every motor of a
 Feetech bus and names the bits that are set (Feetech STS/SMS manual; scservo_sdk `ERRBIT_*`);
-`ServoAlarm` is the exception the rig raises so the trial is aborted with that cause.
+`ServoAlarm` (`device_fault.py`) is the exception the rig raises so the trial is aborted with that cause.
 LeRobot's single `read` and `write` do check the error byte, and raise a `RuntimeError` that
 ends with scservo_sdk's text for it; `alarm_in_bus_error` turns that back into the same
 `ServoAlarm`, with the motor named.
@@ -29,6 +29,8 @@ import re
 import time
 from typing import Any
 
+from orchestrator.rigs.device_fault import ServoAlarm, ServoReset  # the generic faults, raised here
+
 ALARM_BITS = {1: "supply voltage out of range", 2: "angle sensor error", 4: "overheating",
               8: "overcurrent", 32: "overload"}
 # scservo_sdk `getRxPacketError`: the text for each bit (it names the first set, in this order)
@@ -37,14 +39,6 @@ RX_PACKET_ERRORS = {"Input voltage": 1, "Angle sen": 2, "Overheat": 4, "OverEle"
 BUS_ERROR = re.compile(r"\bon id_=(\d+)\b.*\[RxPacketError\] (.+?) error!")
 CHECK_EVERY_STEPS = 5     # at 30 Hz: an alarm is seen within ~0.17 s
 SETTLE_S = 0.002          # a status packet takes < 0.1 ms at 1 Mbaud; the USB adapter ~1 ms
-
-
-class ServoAlarm(RuntimeError):
-    """A servo reports an alarm (its message names the motor and the alarm)."""
-
-
-class ServoReset(RuntimeError):
-    """A servo's torque went off by itself (a reset, a brown-out); its message names the motor."""
 
 
 def servo_alarms(robot: Any) -> list[str]:
