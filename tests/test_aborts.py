@@ -327,7 +327,7 @@ def test_a_trial_stopped_three_times_in_a_session_is_left_to_the_next_run_and_to
     monkeypatch.setattr(AutoOperator, "poll", poll)
     out, stopping = tmp_path / "c", True
     protocol = _protocol(tmp_path, "aborts: {max_reruns: 10}\n")
-    assert run_cli(out, "--workers", "1", protocol=protocol) == 0
+    assert run_cli(out, "--workers", "1", protocol=protocol) == 3     # trials left: stopped, resumable
     said = capsys.readouterr().out
     assert said.count("re-run later in this session") == 2 * (MAX_ATTEMPTS_PER_SESSION - 1)   # two trials on the mark
     assert said.count(f"by the next `orchestrator run` (aborted {MAX_ATTEMPTS_PER_SESSION} times in this one)") == 2

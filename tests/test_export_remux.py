@@ -226,3 +226,36 @@ def test_mixed_encoder_settings_are_re_encoded(tmp_path, hf_env):
     assert ("re-encoding the videos, as they cannot be joined by stream copy: camera front: 1 of 6 episodes, "
             "e.g. episode 5 (trial 6): the video is encoded differently from the first episode's (mixed settings)"
             in output), output
+
+
+def test_the_statistics_sample_is_lerobots():
+    """`recorded.sample_indices` and `recorded.downsampled` restate LeRobot's `sample_indices` and
+    `auto_downsample_height_width` (so the recordings are decoded before LeRobot is imported):
+    the same frames for every episode length up to 3,000 frames and the same pixels at 320x240,
+    240x320, 640x480 and 64x48."""
+    from lerobot.datasets.compute_stats import auto_downsample_height_width
+    from lerobot.datasets.compute_stats import sample_indices as lerobots
+
+    from orchestrator.export.recorded import downsampled, sample_indices
+
+    lengths = range(1, 3001)
+    assert [sample_indices(n) for n in lengths] == [lerobots(n) for n in lengths]
+    compared = 0
+    for height, width in ((240, 320), (320, 240), (480, 640), (48, 64)):
+        image = np.random.default_rng(height).integers(0, 256, (3, height, width), dtype=np.uint8)
+        assert np.array_equal(downsampled(image), auto_downsample_height_width(image))
+        compared += 1
+    assert compared == 4
+
+
+def test_the_check_decodes_each_frame_about_once():
+    """`video_check.batches`: every frame time in exactly one decoder call, and every call after the
+    first starts one frame after a keyframe (LeRobot's PyAV decoder then decodes one frame it does
+    not return, not a whole keyframe interval)."""
+    from orchestrator.export.video_check import BATCH, batches
+
+    for count, gop in ((180, 30), (181, 30), (1, 30), (900, 60), (95, 7), (10, 1)):
+        calls = list(batches(count, gop))
+        assert [i for start, end in calls for i in range(start, end)] == list(range(count))
+        assert all(start % gop == 1 or gop == 1 for start, _ in calls[1:]), calls
+        assert all(end - start <= max(BATCH, gop) + 1 for start, end in calls)

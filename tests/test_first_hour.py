@@ -52,3 +52,27 @@ def test_an_incomplete_session_ends_with_the_command_that_resumes_it(tmp_path, c
     assert main(argv[1:]) == 0
     said = capsys.readouterr().out.strip().splitlines()
     assert said[-2].startswith("6/6 trials done") and said[-1].startswith(f"next: orchestrator judge {out} ")
+
+
+@pytest.mark.parametrize("stop_after, station, code", [(None, None, 3), (2, None, 0), (None, "s1", 0), (3, None, 3)])
+def test_a_session_stopped_with_trials_left_exits_3(tmp_path, capsys, monkeypatch, stop_after, station, code):
+    """`run` ended 0 after the operator's q with the campaign incomplete; now 3 ("stopped, resumable",
+    docs/design.md) with the resume command on its `next:` line. A session that ran the trials
+    --stop-after asked for, or a station's (other stations may hold the blocks left), still ends 0.
+    The session itself is replaced: it stops after 2 of 6 trials."""
+    from orchestrator.cli import main
+    from orchestrator.commands import run as run_command
+    from orchestrator.run.bookkeeping import RunSummary
+    from support.repo import REPO
+
+    protocol, rig = REPO / "tests" / "data" / "tiny_protocol.yaml", REPO / "tests" / "data" / "tiny_sim.yaml"
+    out = tmp_path / "camp"
+    monkeypatch.setattr(run_command, "_run_with_operator",
+                        lambda args, rig, protocol: (out, RunSummary(done_now=2, total=6, done_total=2)))
+    argv = ["run", str(protocol), "--rig", str(rig), "--out", str(out)]
+    argv += ["--stop-after", str(stop_after)] if stop_after else []
+    argv += ["--store", "postgresql://x/y", "--station", station] if station else []
+    assert main(argv) == code
+    said = capsys.readouterr().out.strip().splitlines()
+    assert said[-2] == "2/6 trials done, 0 aborted this session; campaign incomplete (run again to resume)"
+    assert said[-1].startswith(f"next: resume it with: orchestrator run {protocol} --rig {rig} "), said[-1]

@@ -288,3 +288,28 @@ def test_campaign_with_repeats_is_analysed_by_mark(tmp_path):
     _, pooled_mid = mcnemar_p_oracle(12, 0)
     assert pooled_mid < 0.001
     assert "sign-flip mid-p 0.062 (primary), exact 0.125" in result.out
+
+
+def test_every_interval_of_the_difference_line_follows_one_digits_rule():
+    """The Tango and Bonett-Price bounds were printed together, so two of them within a point of
+    each other gave both intervals two decimals beside a Newcombe interval in whole points
+    ("95% CI +17 to +61 (Newcombe); Tango +22.58 to +68.29"); each interval now takes its decimals
+    from its own bounds and the estimate (docs/statistics.md, Digits). On each table the premise is
+    checked on the intervals' own numbers: a Tango bound and a Bonett-Price bound under a point
+    apart, every value of each interval (and 0) at least a point apart."""
+    import re
+
+    checked = 0
+    for b, c_ in ((4, 1), (4, 2), (4, 3), (5, 1)):
+        report = build_report(_outcomes(_table_blocks({(1, 1): 10, (1, 0): b, (0, 1): c_, (0, 0): 6})))
+        t, bp, d = report.comparisons[0].tango, report.comparisons[0].bonett_price, report.comparisons[0].difference
+        assert min(abs(t.lo - bp.lo), abs(t.hi - bp.hi)) < 0.01
+        for iv in (t, bp):
+            values = (d.estimate, iv.lo, iv.hi, 0.0)
+            assert all(abs(x - y) >= 0.01 for i, x in enumerate(values) for y in values[i + 1:])
+        line = next(x for x in render(report, "text").splitlines() if "Tango" in x)
+        shown = re.search(r"Tango (\S+) to (\S+), Bonett-Price (\S+) to (\S+)$", line).groups()
+        assert all("." not in x for x in shown), line
+        assert [int(x) for x in shown] == [round(100 * v) for v in (t.lo, t.hi, bp.lo, bp.hi)], line
+        checked += 1
+    assert checked == 4

@@ -117,6 +117,8 @@ def test_the_readmes_rehearsal_block_runs_as_written_to_the_first_prompt(tmp_pat
         tmux("send-keys", "-t", "op", "q")
         screen = tmux.wait_for("op", "EXIT=", timeout=120)
         assert "Traceback" not in screen, screen
+        # stopped with every trial left: exit 3 (resumable) and the command that resumes it
+        assert "EXIT=3" in screen and "next: resume it with: orchestrator run " in " ".join(screen.split()), screen
     finally:
         tmux.kill()
 

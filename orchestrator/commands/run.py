@@ -89,6 +89,12 @@ def _reset_refusal(args: argparse.Namespace, protocol: LoadedProtocol, allowed: 
     return []
 
 
+# The exit code of a session that ended with trials left to run and not at --stop-after's count (the
+# operator's q, a prompt answered with stop, trials left to the next run after repeated stops): the campaign is resumable with the command its `next:`
+# line prints. A station's session ends 0 when no block is left for it (other stations may hold them).
+EXIT_STOPPED = 3
+
+
 def default_workers() -> int:
     return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
 
@@ -118,7 +124,8 @@ def run(args: argparse.Namespace) -> int:
               f"orchestrator report {directory}")
         return 0
     print(f"next: resume it with: {resume_command(args, directory)}")
-    return 0
+    requested = args.stop_after is not None and summary.done_now >= args.stop_after
+    return 0 if requested or args.station is not None else EXIT_STOPPED
 
 
 def resume_command(args: argparse.Namespace, directory) -> str:

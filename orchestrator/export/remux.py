@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from orchestrator.export import frames
+from orchestrator.export.names import F_IMAGE
 from orchestrator.export.plan import EpisodePlan, ExportPlan
 
 
@@ -155,6 +156,11 @@ def plan_segments(plan: ExportPlan) -> tuple[dict[str, list[Segment]], list[str]
         if first:
             reasons.append(f"camera {camera}: {count} of {len(plan.episodes)} episodes, e.g. {first}")
     return segments, reasons
+
+
+def by_episode(plan: ExportPlan, segments: dict[str, list[Segment]]) -> list[dict[str, Segment]]:
+    """`plan_segments`' recordings per episode, in the plan's order: video key -> segment."""
+    return [{F_IMAGE.format(camera=c): segments[c][ep.index] for c in plan.cameras} for ep in plan.episodes]
 
 
 class LayoutMuxer:

@@ -4,8 +4,8 @@
 (`DatasetWriter._save_episode_video`) the recorded video is joined by stream copy
 (`remux.LayoutMuxer`) and its from/to timestamps are handed to LeRobot.
 
-`RecordedVideos` stands where LeRobot's `StreamingVideoEncoder` stands in its writer (the same
-methods): it encodes nothing, and hands LeRobot each camera's recorded video with its frame
+`recorded.RecordedVideos` stands where LeRobot's `StreamingVideoEncoder` stands in its writer (the
+same methods): it encodes nothing, and hands LeRobot each camera's recorded video with its frame
 statistics at the end of each episode. The statistics are the ones LeRobot computes for stored
 video frames (`compute_episode_stats`: `sample_indices` frames, `auto_downsample_height_width`,
 `get_feature_stats` per channel), on the recorded frames decoded; the same pass keeps a CRC-32
@@ -16,14 +16,14 @@ Imported only when a dataset is written (it imports LeRobot and torch)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from datasets import arrow_dataset
+from datasets.fingerprint import generate_random_fingerprint
 from lerobot.configs.video import RGBEncoderConfig
 from lerobot.datasets import dataset_writer
-from lerobot.datasets.compute_stats import auto_downsample_height_width, sample_indices
 from lerobot.datasets.dataset_metadata import LeRobotDatasetMetadata
 from lerobot.datasets.dataset_writer import DatasetWriter
 from lerobot.datasets.io_utils import write_info
@@ -33,98 +33,9 @@ from orchestrator.core.progress import ProgressBar
 from orchestrator.export import frames
 from orchestrator.export.names import F_ACTION, F_IMAGE, F_STATE
 from orchestrator.export.plan import EpisodePlan, ExportPlan
+from orchestrator.export.recorded import RecordedVideos
 from orchestrator.export.remux import LayoutMuxer, Segment
-from orchestrator.export.video_check import crc, recorded_frames
 from orchestrator.run.recording import CRF, GOP_S
-
-QUANTILES = (0.01, 0.10, 0.50, 0.90, 0.99)   # LeRobot's DEFAULT_QUANTILES, as q01 ... q99
-
-
-def channel_stats(images: np.ndarray) -> dict[str, np.ndarray]:
-    """Per-channel statistics of uint8 images (N, C, H, W), in 0-255, as LeRobot's streaming
-    encoder returns them: min, max, mean, std, count (images) and q01 ... q99. Exact, from each
-    channel's 256-bin histogram (LeRobot's `RunningQuantileStats` estimates the quantiles from
-    5000-bin histograms of float values: the two differ by well under one grey level); the
-    quantile of a channel's sorted values v at q is v[q (n - 1)], linearly interpolated (numpy's)."""
-    levels = np.arange(256, dtype=np.float64)
-    out: dict[str, list[float]] = {k: [] for k in ("min", "max", "mean", "std", *(f"q{round(q * 100):02d}" for q in QUANTILES))}
-    for channel in range(images.shape[1]):
-        hist = np.bincount(images[:, channel].ravel(), minlength=256).astype(np.float64)
-        n = hist.sum()
-        cum = np.cumsum(hist)
-        mean = float((hist * levels).sum() / n)
-        out["min"].append(float(np.flatnonzero(hist)[0]))
-        out["max"].append(float(np.flatnonzero(hist)[-1]))
-        out["mean"].append(mean)
-        out["std"].append(float(np.sqrt((hist * (levels - mean) ** 2).sum() / n)))
-        for q in QUANTILES:
-            pos = q * (n - 1)
-            low, high = np.searchsorted(cum, np.floor(pos), "right"), np.searchsorted(cum, np.ceil(pos), "right")
-            out[f"q{round(q * 100):02d}"].append(float(low + (high - low) * (pos - np.floor(pos))))
-    stats = {k: np.asarray(v) for k, v in out.items()}
-    stats["count"] = np.array([images.shape[0]])
-    return stats
-
-
-def frame_stats(path: Path, count: int, fps: int, decoder: str) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """(the statistics LeRobot keeps of an episode's video frames: `channel_stats` of the frames
-    `compute_episode_stats` samples (`sample_indices`), downsampled as it does
-    (`auto_downsample_height_width`); the CRC-32 of every frame, channels first as LeRobot's
-    decoder returns them)."""
-    wanted = set(sample_indices(count))
-    sampled: list[np.ndarray] = []
-    crcs = np.zeros(count, dtype=np.uint32)
-    for n, image in enumerate(recorded_frames(path, count, fps, decoder)):
-        if n >= count:
-            break
-        chw = np.ascontiguousarray(image.transpose(2, 0, 1))
-        crcs[n] = crc(chw)
-        if n in wanted:
-            sampled.append(auto_downsample_height_width(chw))
-    return channel_stats(np.stack(sampled)), crcs
-
-
-class RecordedVideos:
-    """In LeRobot's writer, instead of its streaming encoder: the recorded videos, not encoded.
-    Each episode's frame statistics are computed ahead on a thread pool (`submit`), while LeRobot
-    writes the episodes before it."""
-
-    def __init__(self, fps: int, decoder: str, pool: Any):
-        self.fps = fps
-        self.decoder = decoder
-        self.pool = pool
-        self.current: dict[str, Segment] = {}         # video key -> this episode's recording
-        self.index = -1
-        self.crcs: dict[tuple[int, str], np.ndarray] = {}
-        self._jobs: dict[tuple[int, str], Any] = {}
-
-    def submit(self, index: int, segments: dict[str, Segment]) -> None:
-        for key, segment in segments.items():
-            self._jobs[(index, key)] = self.pool.submit(frame_stats, segment.path, segment.frames, self.fps,
-                                                        self.decoder)
-
-    def next_episode(self, index: int, segments: dict[str, Segment]) -> None:
-        self.index, self.current = index, segments
-
-    def start_episode(self, video_keys: list[str], temp_dir: Path, depth_video_keys: list[str] | None = None) -> None:
-        pass
-
-    def feed_frame(self, video_key: str, image: np.ndarray) -> None:
-        pass
-
-    def finish_episode(self) -> dict[str, tuple[Path, dict | None]]:
-        out = {}
-        for key, segment in self.current.items():
-            stats, self.crcs[(self.index, key)] = self._jobs.pop((self.index, key)).result()
-            out[key] = (segment.path, stats)
-        return out
-
-    def cancel_episode(self) -> None:
-        pass
-
-    def close(self) -> None:
-        for job in self._jobs.values():
-            job.cancel()
 
 
 class RemuxWriter(DatasetWriter):
@@ -140,15 +51,41 @@ class RemuxWriter(DatasetWriter):
         # LeRobot's own moves (and deletes) its temporary file: here the recording stays untouched
         return {"episode_index": episode_index, **self._muxers[video_key].add(self._videos.current[video_key])}
 
+    def save_episode(self, episode_data: dict | None = None, parallel_encoding: bool = True) -> None:
+        # LeRobot's own, with its task lookup remembered for the episode: it looks every frame's
+        # task up in its pandas table (0.25 ms a frame, 1 s of CPU for the demo's 7,200 frames);
+        # the tasks are saved before the lookups, and a task's index never changes
+        lookup, known = self._meta.get_task_index, {}
+
+        def task_index(task: str) -> int | None:
+            if task not in known:
+                index = lookup(task)
+                if index is None:
+                    return None
+                known[task] = index
+            return known[task]
+
+        self._meta.get_task_index = task_index
+        try:
+            super().save_episode(episode_data, parallel_encoding)
+        finally:
+            del self._meta.get_task_index
+
     def _save_episode_data(self, episode_buffer: dict) -> dict:
         # LeRobot's own, without `embed_images`: a row-by-row `datasets.map` that embeds image
         # files, a no-op on a table that has no image column (videos are not in the table), and
-        # 40% of the demo's export time
+        # 40% of the demo's export time; and with a random fingerprint for the episode's
+        # `datasets.Dataset`, which LeRobot turns into an Arrow table and writes at once: its
+        # fingerprint names cache files only, and `datasets` computes it by pickling every row
+        # (2 s of CPU for the demo's 40 episodes, docs/benchmarks.md)
         embed, dataset_writer.embed_images = dataset_writer.embed_images, lambda dataset: dataset
+        fingerprint, arrow_dataset.generate_fingerprint = (arrow_dataset.generate_fingerprint,
+                                                           lambda dataset: generate_random_fingerprint())
         try:
             return super()._save_episode_data(episode_buffer)
         finally:
             dataset_writer.embed_images = embed
+            arrow_dataset.generate_fingerprint = fingerprint
 
     def flush_pending_videos(self) -> None:
         for muxer in self._muxers.values():
@@ -176,34 +113,31 @@ def _add_episode(writer: RemuxWriter, videos: RecordedVideos, plan: ExportPlan, 
     return len(rows)
 
 
-def write_remuxed(plan: ExportPlan, out: Path, segments: dict[str, list[Segment]], decoder: str,
+def write_remuxed(plan: ExportPlan, out: Path, episode_segments: list[dict[str, Segment]], videos: RecordedVideos,
                   say: Callable[[str], None], console: Any) -> dict[tuple[int, str], np.ndarray]:
-    """Write the dataset at `out`; return the recorded frames' CRC-32s for `video_check`."""
+    """Write the dataset at `out` with the recordings `episode_segments` (per episode, video key ->
+    its recording; `remux.by_episode`), whose frames `videos` decodes (every episode submitted);
+    return the recorded frames' CRC-32s for `video_check`."""
     meta = LeRobotDatasetMetadata.create(repo_id=plan.repo_id, fps=plan.fps, features=plan.features(),
                                          robot_type=plan.robot_type, root=out, use_videos=True)
-    keys = {camera: F_IMAGE.format(camera=camera) for camera in plan.cameras}
+
     def next_file(chunk: int, file: int) -> tuple[int, int]:
         return update_chunk_file_indices(chunk, file, meta.chunks_size)
 
+    keys = {camera: F_IMAGE.format(camera=camera) for camera in plan.cameras}
     muxers = {key: LayoutMuxer(out, key, meta.video_path, meta.video_files_size_in_mb, next_file)
               for key in keys.values()}
-    pool = ThreadPoolExecutor(2)
-    videos = RecordedVideos(plan.fps, decoder, pool)
     writer = RemuxWriter(meta, videos, muxers)
     # LeRobot checks each frame's image shape; the video itself comes from the recording
     blank = {key: np.zeros((*plan.camera_shapes[camera], 3), np.uint8) for camera, key in keys.items()}
-    episode_segments = [{keys[c]: segments[c][ep.index] for c in plan.cameras} for ep in plan.episodes]
     progress = ProgressBar(len(plan.episodes), 0, "episode", say, console)
     try:
-        for ep in plan.episodes:
-            videos.submit(ep.index, episode_segments[ep.index])
         for ep in plan.episodes:
             steps = _add_episode(writer, videos, plan, ep, episode_segments[ep.index], blank)
             progress.step(f"trial {ep.trial.slot + 1}, mark {ep.trial.mark_id}, {steps} frames (stream copy)")
     finally:
         progress.close()
         videos.close()
-        pool.shutdown(wait=True)
         writer.finalize()
     meta.update_video_info(video_encoder=recorded_encoder(plan.fps))
     write_info(meta.info, meta.root)

@@ -4,10 +4,12 @@ is written, never at module import."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, redirect_stderr
 from pathlib import Path
 from typing import Any
@@ -75,40 +77,84 @@ def write_dataset(plan: ExportPlan, out: Path, say: Callable[[str], None], conso
     re-encoded (create, add_frame per dataset frame, save_episode, finalize), and `say` tells why.
     Either way every frame time of every episode is then decoded with LeRobot's own decoder
     (`video_check`) before the caller publishes the dataset. Progress: a bar with ETA on
-    `console` (a terminal), else one line per episode through `say`."""
+    `console` (a terminal), else one line per episode through `say`.
+
+    The recordings to join are decoded (`recorded.frame_stats`) on two threads from the start,
+    while this thread imports LeRobot and torch (seconds: docs/benchmarks.md, Export), when the
+    decoder LeRobot will pick is known without importing it (PyAV: torchcodec is not installed)."""
+    from orchestrator.export.recorded import RecordedVideos
+    from orchestrator.export.remux import by_episode, plan_segments
+
+    segments, reasons = plan_segments(plan)
+    episode_segments = by_episode(plan, segments) if not reasons else []
+    pool = ThreadPoolExecutor(2)
+    videos: RecordedVideos | None = None
+    try:
+        if episode_segments and importlib.util.find_spec("torchcodec") is None:
+            videos = _decode_ahead(RecordedVideos(plan.fps, "pyav", pool), episode_segments)
+        with _native_stderr_captured():
+            from orchestrator.export import video_check
+
+            decoder = video_check.backend()
+            if episode_segments:
+                if videos is None or videos.decoder != decoder:
+                    if videos is not None:
+                        videos.close()
+                    videos = _decode_ahead(RecordedVideos(plan.fps, decoder, pool, video_check.decoded), episode_segments)
+                info = _joined(plan, out, episode_segments, videos, say, console, reasons)
+                if info is not None:
+                    return info
+            say("re-encoding the videos, as they cannot be joined by stream copy: " + "; ".join(reasons))
+            return _re_encoded(plan, out, decoder, say, console)
+    finally:
+        if videos is not None:
+            videos.close()
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _decode_ahead(videos: Any, episode_segments: list[dict[str, Any]]) -> Any:
+    for index, segments in enumerate(episode_segments):
+        videos.submit(index, segments)
+    return videos
+
+
+def _joined(plan: ExportPlan, out: Path, episode_segments: list[dict[str, Any]], videos: Any,
+            say: Callable[[str], None], console: Any, reasons: list[str]) -> dict[str, Any] | None:
+    """The dataset joined by stream copy and checked; None (and `reasons` says why, `out` removed)
+    when the joined videos fail the check."""
     import time
 
-    from orchestrator.export.remux import plan_segments
+    from orchestrator.export import video_check
+    from orchestrator.export.remux_writer import write_remuxed
 
-    with _native_stderr_captured():
-        from orchestrator.export import video_check
-        from orchestrator.export.remux_writer import write_remuxed
+    crcs = write_remuxed(plan, out, episode_segments, videos, say, console)
+    started = time.monotonic()
+    try:
+        checked = video_check.check_dataset(out, plan.repo_id, crcs, videos.decoder)
+    except video_check.VideoCheckFailed as exc:
+        reasons.append(f"the joined videos failed the check: {exc}")
+        shutil.rmtree(out, ignore_errors=True)
+        return None
+    say(f"videos joined by stream copy (nothing re-encoded); checked {checked} frame times with "
+        f"LeRobot's {videos.decoder} decoder (tolerance {video_check.TOLERANCE_S:g} s), each the recorded "
+        f"frame, in {time.monotonic() - started:.1f} s")
+    return info_of(out)
 
-        decoder = video_check.backend()
-        segments, reasons = plan_segments(plan)
-        if not reasons:
-            crcs = write_remuxed(plan, out, segments, decoder, say, console)
-            started = time.monotonic()
-            try:
-                checked = video_check.check_dataset(out, plan.repo_id, crcs, decoder)
-            except video_check.VideoCheckFailed as exc:
-                reasons = [f"the joined videos failed the check: {exc}"]
-                shutil.rmtree(out, ignore_errors=True)
-            else:
-                say(f"videos joined by stream copy (nothing re-encoded); checked {checked} frame times with "
-                    f"LeRobot's {decoder} decoder (tolerance {video_check.TOLERANCE_S:g} s), each the recorded "
-                    f"frame, in {time.monotonic() - started:.1f} s")
-                return info_of(out)
-        say("re-encoding the videos, as they cannot be joined by stream copy: " + "; ".join(reasons))
-        info = _write_episodes(plan, out, say, console)
-        started = time.monotonic()
-        try:
-            checked = video_check.check_dataset(out, plan.repo_id, None, decoder)
-        except video_check.VideoCheckFailed as exc:
-            raise RuntimeFailure(f"{plan.root}: the exported videos fail LeRobot's decoder: {exc}; "
-                                 "nothing was published") from None
-        say(f"checked {checked} frame times with LeRobot's {decoder} decoder in {time.monotonic() - started:.1f} s")
-        return info
+
+def _re_encoded(plan: ExportPlan, out: Path, decoder: str, say: Callable[[str], None], console: Any) -> dict[str, Any]:
+    import time
+
+    from orchestrator.export import video_check
+
+    info = _write_episodes(plan, out, say, console)
+    started = time.monotonic()
+    try:
+        checked = video_check.check_dataset(out, plan.repo_id, None, decoder)
+    except video_check.VideoCheckFailed as exc:
+        raise RuntimeFailure(f"{plan.root}: the exported videos fail LeRobot's decoder: {exc}; "
+                             "nothing was published") from None
+    say(f"checked {checked} frame times with LeRobot's {decoder} decoder in {time.monotonic() - started:.1f} s")
+    return info
 
 
 def _add_episode(dataset: Any, plan: ExportPlan, ep: EpisodePlan) -> int:

@@ -163,7 +163,8 @@ def comparison(c: Comparison, several: bool) -> list[Block]:
     out += _clustered(c)
     est, lo, hi = points(d.estimate, d.lo, d.hi)
     method = "Newcombe with the design effect over marks" if c.unit == "mark" else "Newcombe"
-    tango = points(c.tango.lo, c.tango.hi, c.bonett_price.lo, c.bonett_price.hi)
+    # one rule for every interval: its bounds in the decimals `points` gives them with the estimate
+    tango = points(d.estimate, c.tango.lo, c.tango.hi)[1:] + points(d.estimate, c.bonett_price.lo, c.bonett_price.hi)[1:]
     out.append(Line(_ref(c) + f"Difference {c.a} - {c.b}: {est} points, 95% CI {lo} to {hi} ({method}"
                     + (", fixed-n: not valid after optional stopping" if c.sequence is not None else "") + "); "
                     + ("pairs as if independent: " if c.unit == "mark" else "")
