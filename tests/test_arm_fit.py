@@ -134,7 +134,7 @@ def speed_rig(mrt, units="degrees", calibration=None):
 
 def test_max_relative_target_is_bounded_by_a_speed_at_the_protocols_fps():
     (line,) = target_speed_refusal(speed_rig(1000.0), 15)
-    assert line == ("robot.max_relative_target 1000 lets a policy drive shoulder_pan at up to 15000 degrees per "
+    assert line == ("robot.max_relative_target 1000 lets a policy drive a joint at up to 15000 degrees per "
                     "second at 15 fps, above the 90 allowed; set it to 6.0 or less, "
                     "or pass --allow-fast-max-relative-target")
     (line,) = target_speed_refusal(speed_rig(10.0), 30)     # the old shipped profile at 30 fps: 300 deg/s

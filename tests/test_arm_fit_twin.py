@@ -58,7 +58,7 @@ def test_doctor_on_the_twin_refuses_each_checkpoint_and_a_fast_profile_with_its_
     lines = result.err_lines
     assert len(lines) == 4, lines
     assert lines[0] == (f"orchestrator: safety: {rig}: robot.max_relative_target 1000 lets a policy drive "
-                        "shoulder_pan at up to 15000 degrees per second at 15 fps, above the 90 allowed; set it to "
+                        "a joint at up to 15000 degrees per second at 15 fps, above the 90 allowed; set it to "
                         "6.0 or less, or pass --allow-fast-max-relative-target")
     units, nan, far = lines[1:]
     assert units.startswith("orchestrator: policy A (") and ": its statistics are not in the rig's units (degrees; " \

@@ -338,7 +338,12 @@ def target_speeds(rig: Any, fps: int) -> dict[str, tuple[float, float]]:
     mrt = getattr(rig.config, "max_relative_target", None)
     if mrt is None:
         return {}
-    bus = getattr(rig.robot, "bus", None)
+    bus = None
+    if rig.joint_units != "degrees":   # the calibrated span converts a unit (the robot reads the file)
+        try:
+            bus = getattr(rig.robot, "bus", None)
+        except BadInput:   # an unreadable calibration file: its own check says so; the widest span
+            bus = None
     motors = list(getattr(bus, "motors", None) or ([] if isinstance(mrt, dict) else ["joint"]))
     per = {m: float(v) for m, v in mrt.items()} if isinstance(mrt, dict) else dict.fromkeys(motors, float(mrt))
     out = {}
