@@ -483,6 +483,25 @@ def test_push_with_consensus_labels_and_force(judged_campaign, tmp_path, cli, mo
     assert card == (root / "README.md").read_text()  # LeRobot's card = ours
     assert "### A vs B: paired over" in card and "Exported with `--force`" in card
 
+    # --push again on an export that is current: pushed as it is, nothing written again
+    from orchestrator.export import run as export_run
+
+    before = sorted((p.relative_to(root), p.stat().st_mtime_ns) for p in root.rglob("*") if p.is_file())
+    def written_again(*args, **kwargs):
+        raise RuntimeError("exported again")
+
+    monkeypatch.setattr(export_run, "write_dataset", written_again)
+    hub.calls.clear()
+    again = cli("export", judged_campaign, "--repo-id", REPO_ID, "--root", root, "--push", "--private", "--force")
+    assert again.code == 0, again.err
+    assert "is this campaign's export as it stands" in again.out and "pushed to https://huggingface.co" in again.out
+    assert "exported 6 episodes" not in again.out
+    assert [name for name, _ in hub.calls][:2] == ["create_repo", "upload_folder"]
+    assert sorted((p.relative_to(root), p.stat().st_mtime_ns) for p in root.rglob("*") if p.is_file()) == before
+    # positive control: other labels (one judge's) are another export, so it is written again
+    other = cli("export", judged_campaign, "--repo-id", REPO_ID, "--root", root, "--push", "--force", "--judge", "alice")
+    assert other.code == 1 and "exported again" in other.out + other.err, other.out + other.err
+
     # the token is never printed, logged, written, or passed by us
     assert TOKEN not in result.out + result.err + caplog.text
     for folder in (root, pushed, judged_campaign):

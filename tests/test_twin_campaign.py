@@ -12,6 +12,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -112,8 +113,13 @@ def test_the_readmes_rehearsal_block_runs_as_written_to_the_first_prompt(tmp_pat
     tmux = Tmux()
     try:
         tmux.start("op", shlex.join([sys.executable, "-m", *argv[2]]), tmp_path, variables)
-        screen = tmux.wait_for("op", "press Enter", timeout=240)
-        assert "Put the cube on mark M" in screen and "Traceback" not in screen, screen
+        deadline = time.monotonic() + 240
+        while not ("press Enter" in (screen := tmux.screen("op")) or "EXIT=" in screen):
+            assert time.monotonic() < deadline, f"no first prompt in 240 s:\n{screen}"
+            time.sleep(0.2)
+        assert "EXIT=" not in screen, screen   # the run ended before its first prompt
+        screen = tmux.wait_for("op", "Put the cube on mark M", timeout=30)   # the cue's panel, painted after
+        assert "Traceback" not in screen, screen
         tmux("send-keys", "-t", "op", "q")
         screen = tmux.wait_for("op", "EXIT=", timeout=120)
         assert "Traceback" not in screen, screen

@@ -149,3 +149,41 @@ def test_the_refusal_names_the_labels_that_would_decide_every_episode(tmp_path):
 def test_view_of_a_trial_that_does_not_exist_is_one_line(sim_campaign, tmp_path):
     result = run_module("view", sim_campaign, "--trial", "99", "--save", tmp_path / "x.rrd")
     assert result.code == 2 and len(result.err_lines) == 1 and "no recorded episode for trial 99" in result.err
+
+
+def test_the_layout_puts_a_marks_episodes_side_by_side_and_each_joints_series_in_one_plot(sim_campaign, tmp_path):
+    """The blueprint `view` sends: one tab per mark, holding that mark's two episodes side by side
+    (A beside B, in trial order), each with one plot per joint whose origin holds its state,
+    action and sent series (so they share one plot), and the saved recording carries it."""
+    import rerun.blueprint as rrb
+
+    from orchestrator.export.rerun_view import layout, select_episodes
+
+    store = CampaignStore.open_readonly(sim_campaign)
+    try:
+        views = select_episodes(store, None, None)
+    finally:
+        store.close()
+    tabs = layout(rrb, views).root_container.contents
+    marks = list(dict.fromkeys(v.trial.mark_id for v in sorted(views, key=lambda v: v.trial.slot)))
+    assert [tab.name for tab in tabs] == [f"mark {m}" for m in marks] and len(marks) == 3
+    checked = 0
+    for tab, mark in zip(tabs, marks, strict=True):
+        mine = sorted((v for v in views if v.trial.mark_id == mark), key=lambda v: v.trial.slot)
+        assert isinstance(tab, rrb.Horizontal) and {v.trial.policy for v in mine} == {"A", "B"}
+        assert [column.name for column in tab.contents] == [f"trial {v.trial.slot + 1}: {v.trial.policy}" for v in mine]
+        for column, view in zip(tab.contents, mine, strict=True):
+            joints = column.contents[1].contents
+            assert [str(plot.origin) for plot in joints] == [
+                f"/{view.prefix}/joints/{k.removesuffix('.pos')}" for k in STATE_KEYS]
+            checked += 1
+    assert checked == 6
+    out = tmp_path / "m01.rrd"
+    assert run_module("view", sim_campaign, "--mark", "M01", "--save", out).code == 0
+    from rerun.experimental import RrdReader
+
+    reader = RrdReader(out)
+    blueprints = reader.blueprints()
+    assert len(blueprints) == 1, blueprints   # the layout travels with the recording
+    paths = {chunk.entity_path for chunk in reader.stream(store=blueprints[0])}
+    assert sum("/container/" in p for p in paths) >= 4 and sum("/view/" in p for p in paths) >= 20, sorted(paths)

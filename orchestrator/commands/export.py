@@ -47,8 +47,9 @@ def run(args: argparse.Namespace) -> int:
     result = export_campaign(args.campaign, repo_id=args.repo_id, root=args.root, judge=args.judge,
                              include_aborted=args.include_aborted, force=args.force, push=args.push,
                              private=args.private, fps=args.fps, say=say_flushed)
-    print(f"exported {result.episodes} episodes ({result.frames} frames, cameras "
-          f"{', '.join(result.cameras)}) to {result.root} in {result.seconds:.1f} s")
+    if result.written:
+        print(f"exported {result.episodes} episodes ({result.frames} frames, cameras "
+              f"{', '.join(result.cameras)}) to {result.root} in {result.seconds:.1f} s")
     if result.pushed_to:
         print(f"pushed to {result.pushed_to}")
     print(f"load it: LeRobotDataset({args.repo_id!r}, root={str(result.root)!r})")

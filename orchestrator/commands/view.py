@@ -64,11 +64,12 @@ def _check_blinding(campaign: Path, store, judge: str | None, unblinded: bool) -
         _owner_check(campaign)
 
 
-def _sink(rec, save: Path | None) -> Path | None:
-    """Where the recording goes: a partial file beside FILE.rrd, or a spawned viewer."""
+def _sink(rec, save: Path | None, blueprint) -> Path | None:
+    """Where the recording goes (with its layout, `blueprint`): a partial file beside FILE.rrd,
+    or a spawned viewer."""
     if save is None:
         try:
-            rec.spawn()
+            rec.spawn(default_blueprint=blueprint)
         except Exception as exc:
             raise RuntimeFailure(f"cannot start the Rerun viewer ({type(exc).__name__}: {exc}); "
                                  "pass --save FILE.rrd and open it with `rerun FILE.rrd`") from None
@@ -78,7 +79,7 @@ def _sink(rec, save: Path | None) -> Path | None:
     if not save.parent.is_dir():
         raise BadInput(f"--save {save}: folder {save.parent} does not exist")
     partial = save.with_name(f".{save.name}.partial-{os.getpid()}")
-    rec.save(str(partial))
+    rec.save(str(partial), default_blueprint=blueprint)
     return partial
 
 
@@ -108,11 +109,12 @@ def run(args: argparse.Namespace) -> int:
     finally:
         store.close()
     import rerun as rr
+    import rerun.blueprint as rrb
 
-    from orchestrator.export.rerun_view import log_episode
+    from orchestrator.export.rerun_view import layout, log_episode
 
     rec = rr.RecordingStream("so101_ab_view", recording_id=f"{campaign.name}-view")
-    partial = _sink(rec, args.save)
+    partial = _sink(rec, args.save, layout(rrb, views))
     try:
         for view in views:
             log_episode(rr, rec, campaign, view, test, control_fps, cameras)

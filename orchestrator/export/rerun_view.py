@@ -23,6 +23,11 @@ frame times):
   when the band straddles the test), physics, every judge's current label, the measured lift;
 - `events`: the campaign's events of this trial and the episode's safety events, on the
   timeline `wall_time` (the events' own clock).
+
+The layout (`layout`, sent as the recording's blueprint): one tab per mark; in it the mark's
+episodes side by side in trial order (A beside B), each a column of its cameras, one plot per
+joint holding its state, action, sent and clipped series together, the success test's traces
+and the labels.
 """
 
 from __future__ import annotations
@@ -77,6 +82,29 @@ def select_episodes(store: CampaignStore, trial: int | None, mark: str | None) -
     return [EpisodeView(t, records[t.episode_id], EpisodeFiles.from_dict(records[t.episode_id]["files"]),
                         {j: latest[j][t.episode_id] for j in judges if t.episode_id in latest[j]},
                         [e for e in events if e.get("slot") == t.slot]) for t in chosen]
+
+
+def layout(rrb: Any, views: list[EpisodeView]) -> Any:
+    """The viewer's blueprint for `views` (see the module docstring)."""
+    by_mark: dict[str, list[EpisodeView]] = {}
+    for view in views:
+        by_mark.setdefault(view.trial.mark_id, []).append(view)
+    tabs = []
+    for mark, group in by_mark.items():
+        columns = []
+        for view in sorted(group, key=lambda v: v.trial.slot):
+            prefix = view.prefix
+            cameras = [rrb.Spatial2DView(origin=f"/{prefix}/cameras/{camera}", name=camera)
+                       for camera in view.files.videos]
+            joints = [rrb.TimeSeriesView(origin=f"/{prefix}/joints/{key.removesuffix('.pos')}",
+                                         name=key.removesuffix(".pos")) for key in STATE_KEYS]
+            columns.append(rrb.Vertical(
+                rrb.Horizontal(*cameras, name="cameras"), rrb.Grid(*joints, name="joints"),
+                rrb.TimeSeriesView(origin=f"/{prefix}/success", name="success test"),
+                rrb.TextDocumentView(origin=f"/{prefix}/labels", name="labels"),
+                name=f"trial {view.trial.slot + 1}: {view.trial.policy}"))
+        tabs.append(rrb.Horizontal(*columns, name=f"mark {mark}"))
+    return rrb.Blueprint(rrb.Tabs(*tabs), collapse_panels=True)
 
 
 def _log_video(rr: Any, rec: Any, entity: str, path: Path, frame_t: np.ndarray | None, fps: int) -> str:

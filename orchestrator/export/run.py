@@ -61,6 +61,7 @@ class ExportResult:
     seconds: float
     pushed_to: str | None = None
     forced: list[str] = field(default_factory=list)
+    written: bool = True          # False: an export already current at `root` was pushed as it was
 
 
 def _remove_stale_temps(root: Path) -> None:
@@ -138,6 +139,23 @@ def _write_all(prep: _Prepared, summary: dict[str, Any], out: Path,
     return info, card_kwargs
 
 
+def _current_export(root: Path, summary: dict[str, Any], evidence: dict[str, Any]) -> int | None:
+    """The frame count of the export at `root` when it is what this export would write: the same
+    evidence document (the store's chain as it stands) and the same evaluation summary (labels,
+    judges, options, files; its `exported_at` aside). None otherwise (or nothing readable there)."""
+    try:
+        written = json.loads((root / EVALUATION_FILE).read_text(encoding="utf-8"))
+        same_evidence = json.loads((root / EVIDENCE_FILE).read_text(encoding="utf-8")) == json.loads(
+            json.dumps(evidence))
+        info = json.loads((root / "meta" / "info.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    now = json.loads(json.dumps(summary))
+    written.pop("exported_at", None)
+    now.pop("exported_at", None)
+    return int(info.get("total_frames", 0)) if same_evidence and written == now else None
+
+
 def export_campaign(campaign_dir: Path, *, repo_id: str, root: Path | None = None, judge: str | None = None,
                     include_aborted: bool = False, force: bool = False, push: bool = False,
                     private: bool = False, fps: str = "recorded",
@@ -152,6 +170,14 @@ def export_campaign(campaign_dir: Path, *, repo_id: str, root: Path | None = Non
     summary = evaluation_summary(plan)  # refuses an altered store before anything is written
     summary["evidence"] = evidence_summary(prep.evidence)
     summary["files"]["evidence"] = EVIDENCE_FILE
+    if push and (current := _current_export(root, summary, prep.evidence)) is not None:
+        say(f"{root} is this campaign's export as it stands (same evidence, labels and options): "
+            "pushing it without exporting again")
+        result = ExportResult(root=root, episodes=len(plan.episodes), frames=current, cameras=plan.cameras,
+                              seconds=time.monotonic() - started, forced=plan.forced, written=False)
+        result.pushed_to = push_dataset(root, repo_id, private=private,
+                                        card_kwargs=card_arguments(plan, summary, prep.report_md))
+        return result
     check_export_space(plan)
     say(f"exporting {len(plan.episodes)} episodes of {campaign_dir} as {repo_id} to {root} "
         f"(labels: {plan.labels.source}; {plan.fps} fps"
