@@ -336,3 +336,54 @@ def test_a_trial_stopped_three_times_in_a_session_is_left_to_the_next_run_and_to
     assert run_cli(out, "--workers", "1", protocol=protocol) == 0
     with CampaignStore.open_readonly(out) as store:
         assert all(t.state == "done" and t.episode_id for t in store.trials())
+
+
+@pytest.mark.slow
+def test_a_simulation_worker_killed_mid_campaign_is_named_and_its_trials_rerun_on_new_workers(tmp_path, capsys):
+    """`run --workers 2`: a worker is SIGKILLed (as the out-of-memory killer does) while episodes
+    run. The session names the cause in one line, records the trials it was running as
+    interrupted with that cause, re-runs them on new workers, and completes: every trial done
+    exactly once. Before, the session ended with exit 1 on "BrokenProcessPool: A process in the
+    process pool was terminated abruptly"."""
+    import multiprocessing
+    import os
+    import signal
+    import sqlite3
+    import threading
+    import time
+
+    out = tmp_path / "c"
+    killed: list[int] = []
+
+    def kill_a_worker():
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not killed:
+            running = 0
+            if (out / "campaign.db").exists():
+                try:
+                    with sqlite3.connect(f"file:{out / 'campaign.db'}?mode=ro", uri=True) as conn:
+                        running = conn.execute("SELECT count(*) FROM attempts WHERE status = 'running'").fetchone()[0]
+                except sqlite3.Error:
+                    running = 0
+            children = multiprocessing.active_children()
+            if running and children:
+                time.sleep(0.5)   # into an episode
+                os.kill(children[0].pid, signal.SIGKILL)
+                killed.append(children[0].pid)
+            time.sleep(0.05)
+
+    killer = threading.Thread(target=kill_a_worker, daemon=True)
+    killer.start()
+    code = run_cli(out, "--workers", "2", protocol=_protocol(tmp_path))
+    killer.join(timeout=5)
+    said = capsys.readouterr().out
+    assert killed, "no worker was found to kill"
+    assert code == 0, said
+    assert "a simulation worker was ended by SIGKILL" in said and "will be re-run on new workers" in said, said
+    with CampaignStore.open_readonly(out) as store:
+        trials, attempts = store.trials(), store.attempts()
+    assert len(trials) == 6 and all(t.state == "done" for t in trials)
+    interrupted = [a for a in attempts if a["status"] == "aborted"]
+    assert interrupted and all("ended by SIGKILL" in (a["reason"] or "") for a in interrupted), interrupted
+    done = [a for a in attempts if a["status"] == "done"]
+    assert sorted(a["slot"] for a in done) == sorted(t.slot for t in trials)   # each exactly once

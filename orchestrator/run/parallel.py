@@ -5,6 +5,12 @@ campaign are independent given their stored trial seed, so they run in parallel.
 process keeps the store: it begins each attempt before handing the trial to a worker and
 commits (or aborts) it when the worker answers, one transaction each. Workers only write the
 episode's files, which stay invisible (temp names) until complete.
+
+A worker that dies (the kernel's out-of-memory killer, a crash in the renderer, a signal) breaks
+the pool: every trial it was running is recorded `interrupted` (re-run, within the protocol's
+`aborts.max_interruptions`), the cause is said in one line from the dead worker's exit code, and
+a new pool takes the queue, up to `MAX_POOL_RESTARTS` times a session; then the session stops
+with that line (resumable).
 """
 
 from __future__ import annotations
@@ -12,8 +18,10 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 
 from orchestrator.core.errors import Interrupted, RuntimeFailure
 from orchestrator.core.progress import terminal_for
@@ -35,6 +43,7 @@ from orchestrator.run.recording import check_disk, episode_bytes_estimate, remov
 from orchestrator.store.sqlite import INTERRUPTED_CLASS, SETTLES_FAILURE, new_episode_id
 
 _WORKER: dict = {}
+MAX_POOL_RESTARTS = 2   # a session replaces its dead workers this often, then stops (resumable)
 
 
 def _init_worker(protocol_path: str, protocol_text: str, layout_text: str, rig_path: str,
@@ -96,13 +105,19 @@ def run_parallel(opened: OpenedCampaign, pending: list[Trial], workers: int, sum
     progress = Progress(summary.total, summary.done_total, say, terminal_for(say))
     per_episode = episode_bytes_estimate(rig.profile.cameras, loaded.protocol.episode.duration_s)
     context = multiprocessing.get_context("spawn")
-    pool = ProcessPoolExecutor(
-        max_workers=workers, mp_context=context, initializer=_init_worker,
-        initargs=(str(loaded.path), loaded.text, loaded.layout_text, str(rig.path), rig.text,
-                  str(store.directory), referees.rate_episode))
+
+    def new_pool() -> ProcessPoolExecutor:
+        return ProcessPoolExecutor(
+            max_workers=workers, mp_context=context, initializer=_init_worker,
+            initargs=(str(loaded.path), loaded.text, loaded.layout_text, str(rig.path), rig.text,
+                      str(store.directory), referees.rate_episode))
+
+    pool = new_pool()
     in_flight: dict[Future, tuple[Trial, int, str]] = {}
     queue = list(pending)
     submitted = 0
+    restarts = 0
+    workers_seen: dict = {}   # pid -> the pool's worker process (the pool forgets a dead one)
     deferred: RuntimeFailure | None = None
     try:
         while queue or in_flight:
@@ -127,10 +142,21 @@ def run_parallel(opened: OpenedCampaign, pending: list[Trial], workers: int, sum
                 episode_id = new_episode_id()
                 attempt = store.begin_attempt(trial.slot, episode_id)
                 in_flight[pool.submit(_run_trial, trial, episode_id)] = (trial, attempt, episode_id)
+                workers_seen.update(getattr(pool, "_processes", {}) or {})   # their exit codes, should one die
                 submitted += 1
             if not in_flight:
                 break
             done, _ = wait(in_flight, return_when=FIRST_COMPLETED)
+            if any(isinstance(future.exception(), BrokenProcessPool) for future in done):
+                cause = _worker_death(list(workers_seen.values()))
+                lost = _requeue_broken(pool, in_flight, queue, opened, summary, progress, say, cause)
+                restarts += 1
+                if restarts > MAX_POOL_RESTARTS:
+                    raise RuntimeFailure(f"{cause}, {restarts} times this session; the campaign is resumable: "
+                                         "free memory (close other programs, or pass --workers 1) and run again")
+                say(f"{cause}; its {lost} running trial(s) will be re-run on new workers")
+                pool, workers_seen = new_pool(), {}
+                continue
             for future in done:
                 _collect(future, *in_flight.pop(future), opened, summary, progress, say)
     except KeyboardInterrupt:
@@ -168,6 +194,42 @@ def _collect(future: Future, trial: Trial, attempt: int, episode_id: str, opened
                              "the campaign is resumable: fix the cause and run again") from exc
     commit_episode(store, attempt, trial, record, loaded.protocol.episode.fps, summary)
     progress.update(trial.mark_id)
+
+
+def _worker_death(processes: list) -> str:
+    """One line naming how a worker of a broken pool ended, from its exit code: a signal (SIGKILL:
+    most often the kernel's out-of-memory killer, `dmesg` says), or a crash."""
+    deadline = time.monotonic() + 2.0   # the pool's manager thread may not have reaped it yet
+    while not (codes := [process.exitcode for process in processes if process.exitcode not in (None, 0)]):
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.02)
+    signals = [-code for code in codes if code < 0 and -code != signal.SIGTERM]
+    if signals:
+        name = signal.Signals(signals[0]).name
+        hint = (" (most often the kernel's out-of-memory killer: `dmesg | tail` says)"
+                if signals[0] == signal.SIGKILL else " (a crash in native code: the renderer or a library)"
+                if signals[0] in (signal.SIGSEGV, signal.SIGBUS, signal.SIGABRT) else "")
+        return f"a simulation worker was ended by {name}{hint}"
+    return f"a simulation worker ended unexpectedly (exit code {codes[0] if codes else 'unknown'})"
+
+
+def _requeue_broken(pool: ProcessPoolExecutor, in_flight: dict, queue: list[Trial], opened: OpenedCampaign,
+                    summary, progress: Progress, say: Callable[[str], None], cause: str) -> int:
+    """A broken pool: the episodes that finished are committed; every other trial in flight is
+    recorded `interrupted` with `cause` and goes back to the front of the queue (in order)."""
+    _kill_pool(pool)
+    lost: list[Trial] = []
+    for future, (trial, attempt, episode_id) in list(in_flight.items()):
+        if future.done() and not future.cancelled() and future.exception() is None:
+            _collect(future, trial, attempt, episode_id, opened, summary, progress, say)
+            continue
+        opened.store.abort_attempt(attempt, f"interrupted: {cause}", INTERRUPTED_CLASS)
+        remove_episode_files(opened.store.directory, episode_id)
+        lost.append(trial)
+    in_flight.clear()
+    queue[:0] = sorted(lost, key=lambda t: t.slot)
+    return len(lost)
 
 
 def _abort_in_flight(pool: ProcessPoolExecutor, in_flight: dict, store, reason: str) -> None:
