@@ -104,15 +104,7 @@ def run_parallel(opened: OpenedCampaign, pending: list[Trial], workers: int, sum
     store, loaded, rig = opened.store, opened.protocol, opened.rig
     progress = Progress(summary.total, summary.done_total, say, terminal_for(say))
     per_episode = episode_bytes_estimate(rig.profile.cameras, loaded.protocol.episode.duration_s)
-    context = multiprocessing.get_context("spawn")
-
-    def new_pool() -> ProcessPoolExecutor:
-        return ProcessPoolExecutor(
-            max_workers=workers, mp_context=context, initializer=_init_worker,
-            initargs=(str(loaded.path), loaded.text, loaded.layout_text, str(rig.path), rig.text,
-                      str(store.directory), referees.rate_episode))
-
-    pool = new_pool()
+    pool = _new_pool(opened, workers, referees)
     in_flight: dict[Future, tuple[Trial, int, str]] = {}
     queue = list(pending)
     submitted = 0
@@ -148,14 +140,9 @@ def run_parallel(opened: OpenedCampaign, pending: list[Trial], workers: int, sum
                 break
             done, _ = wait(in_flight, return_when=FIRST_COMPLETED)
             if any(isinstance(future.exception(), BrokenProcessPool) for future in done):
-                cause = _worker_death(list(workers_seen.values()))
-                lost = _requeue_broken(pool, in_flight, queue, opened, summary, progress, say, cause)
                 restarts += 1
-                if restarts > MAX_POOL_RESTARTS:
-                    raise RuntimeFailure(f"{cause}, {restarts} times this session; the campaign is resumable: "
-                                         "free memory (close other programs, or pass --workers 1) and run again")
-                say(f"{cause}; its {lost} running trial(s) will be re-run on new workers")
-                pool, workers_seen = new_pool(), {}
+                _replace_dead_workers(pool, workers_seen, restarts, in_flight, queue, opened, summary, progress, say)
+                pool, workers_seen = _new_pool(opened, workers, referees), {}
                 continue
             for future in done:
                 _collect(future, *in_flight.pop(future), opened, summary, progress, say)
@@ -194,6 +181,27 @@ def _collect(future: Future, trial: Trial, attempt: int, episode_id: str, opened
                              "the campaign is resumable: fix the cause and run again") from exc
     commit_episode(store, attempt, trial, record, loaded.protocol.episode.fps, summary)
     progress.update(trial.mark_id)
+
+
+def _new_pool(opened: OpenedCampaign, workers: int, referees: Referees) -> ProcessPoolExecutor:
+    loaded, rig = opened.protocol, opened.rig
+    return ProcessPoolExecutor(
+        max_workers=workers, mp_context=multiprocessing.get_context("spawn"), initializer=_init_worker,
+        initargs=(str(loaded.path), loaded.text, loaded.layout_text, str(rig.path), rig.text,
+                  str(opened.store.directory), referees.rate_episode))
+
+
+def _replace_dead_workers(pool: ProcessPoolExecutor, workers_seen: dict, restarts: int, in_flight: dict,
+                          queue: list[Trial], opened: OpenedCampaign, summary, progress: Progress,
+                          say: Callable[[str], None]) -> None:
+    """A worker died (the pool is broken): its trials back in the queue, the cause said; past
+    `MAX_POOL_RESTARTS` this session, `RuntimeFailure` with what to do (the caller starts a new pool)."""
+    cause = _worker_death(list(workers_seen.values()))
+    lost = _requeue_broken(pool, in_flight, queue, opened, summary, progress, say, cause)
+    if restarts > MAX_POOL_RESTARTS:
+        raise RuntimeFailure(f"{cause}, {restarts} times this session; the campaign is resumable: "
+                             "free memory (close other programs, or pass --workers 1) and run again")
+    say(f"{cause}; its {lost} running trial(s) will be re-run on new workers")
 
 
 def _worker_death(processes: list) -> str:
