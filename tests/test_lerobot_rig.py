@@ -65,14 +65,14 @@ def test_so_follower_runs_on_the_fake_bus(setup, caplog):
         for key, value in REST.items():
             assert here[key] == pytest.approx(value, abs=2.0), key
 
-        # max_relative_target (10) clips a 40-degree jump; act returns what was sent. LeRobot's
+        # max_relative_target (3: tests/fakes/rigs.py's default, 90 deg/s at 30 fps) clips a 40-degree jump; act returns what was sent. LeRobot's
         # own per-step clamping warning (which the fast move to rest above also triggers) stays
         # off the terminal (the rig records the clamp); the filter is only in place inside the rig.
         sent = rig.act({"shoulder_pan.pos": here["shoulder_pan.pos"] + 40.0})
         assert not [r for r in caplog.records if r.getMessage().startswith(CLAMP_MESSAGE)]
         logging.warning(CLAMP_MESSAGE + " (outside the rig)")
         assert [r for r in caplog.records if r.getMessage().startswith(CLAMP_MESSAGE)]
-        assert sent["shoulder_pan.pos"] == pytest.approx(here["shoulder_pan.pos"] + 10.0, abs=0.2)
+        assert sent["shoulder_pan.pos"] == pytest.approx(here["shoulder_pan.pos"] + 3.0, abs=0.2)
         facts = rig.end_episode()
         assert facts.physics_success is None
         assert facts.extra["clipped_steps"] == {"shoulder_pan.pos": 1}
