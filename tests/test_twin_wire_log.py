@@ -66,7 +66,7 @@ def test_what_lerobot_wrote_is_in_the_log_and_servo_reset_drops_torque_with_stat
     """LeRobot's bus on the twin with a wire log and a `servo_reset` of the gripper at step 5:
     the goals LeRobot sync-wrote are in the log, servo by servo; after the reset the gripper
     reads Torque_Enable 0 and Status 0 through LeRobot while the other five still hold; the
-    fault line is in the log; a hand on the elbow pushed 10 degrees is a `stall` line, the
+    fault line is in the log; a hand on the elbow pushed 15 degrees is a `stall` line, the
     `power_cycle` op a `power_cycle` line; closing the twin writes the exit line with torque off
     (LeRobot's disconnect turned it off) and the last goal each servo received."""
     from orchestrator.rigs.factory import make_rig
@@ -96,7 +96,9 @@ def test_what_lerobot_wrote_is_in_the_log_and_servo_reset_drops_torque_with_stat
             twin.request("hold", joints={"elbow_flex": None})
             deadline = time.monotonic() + 10.0
             while twin.request("state")["stall_s"][2] < 0.2:
-                rig.act({**target, "elbow_flex.pos": target["elbow_flex.pos"] - 15.0})   # 10 degrees on (the clamp)
+                # 15 degrees on, written on the bus (the profile's max_relative_target, 3, would
+                # clip rig.act to 3 degrees: too little error to push at the torque limit)
+                bus.write("Goal_Position", "elbow_flex", target["elbow_flex.pos"] - 15.0)
                 assert time.monotonic() < deadline
                 time.sleep(1.0 / 30)
             twin.request("hold", joints={})
