@@ -1,6 +1,6 @@
 """A campaign's first rows, in one transaction: the schema, the frozen protocol, layout and rig
-profile texts with their SHA-256, the seeded schedule and the 'created' event, each row chained
-(`chain.py`). The SQLite store and the PostgreSQL store write a new campaign through it."""
+profile texts with their SHA-256, the seeded schedule, the audit sample when the protocol
+pre-registers one (`audit.py`) and the 'created' event, each row chained (`chain.py`). The SQLite store and the PostgreSQL store write a new campaign through it."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import time
 
 from orchestrator.design.schedule import Trial
 from orchestrator.store import chain
+from orchestrator.store.audit import audit_fraction, write_audit
 from orchestrator.store.judgments import insert_row
 from orchestrator.store.schema import create_schema
 
@@ -35,6 +36,7 @@ def write_new_campaign(conn, *, name: str, protocol_path: str, protocol_text: st
         [(t.slot, t.unit, t.mark_id, t.repeat, t.position, t.policy, t.seed) for t in schedule])
     for t in schedule:
         chain.append(conn, "trials", t.slot)
+    write_audit(conn, audit_fraction(protocol_text), len(schedule))
     new_id = insert_row(conn, "INSERT INTO events (at, kind, message) VALUES (?, 'created', ?)",
                        (time.time(), f"campaign created with {len(schedule)} scheduled trials"))
     chain.append(conn, "events", new_id)

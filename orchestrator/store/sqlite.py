@@ -33,6 +33,7 @@ from orchestrator.design.schedule import Trial
 from orchestrator.store import chain
 from orchestrator.store.abort_answers import AbortAnswers
 from orchestrator.store.abort_causes import abort_cause
+from orchestrator.store.audit import AuditRows
 from orchestrator.store.backend import SqliteConnection
 from orchestrator.store.judgments import JudgmentRows, insert_row
 from orchestrator.store.new_campaign import write_new_campaign
@@ -91,7 +92,7 @@ class TrialGuard(Protocol):
     def __call__(self, conn: Any, slot: int) -> None: ...
 
 
-class CampaignStore(JudgmentRows, AbortAnswers, SessionRows):
+class CampaignStore(JudgmentRows, AbortAnswers, SessionRows, AuditRows):
     """Access to one campaign directory. Open with `create`, `open_for_run` (the runner, holding
     the run lock), `open_for_labels` (judging) or `open_readonly` (everything that only reads)."""
 
