@@ -97,7 +97,8 @@ def _audited_store(tmp_path, fraction: float) -> tuple[CampaignStore, int]:
     store = CampaignStore.create(tmp_path / "c", name="c", protocol_path=str(loaded.path), protocol_text=text,
                                  protocol_sha256=hashlib.sha256(text.encode()).hexdigest(),
                                  layout_text=loaded.layout_text, layout_sha256=loaded.layout_sha256,
-                                 rig_path="r.yaml", rig_text="{}", simulated=True, schedule=schedule)
+                                 rig_path="r.yaml", rig_text="{}", simulated=True, schedule=schedule,
+                                 audit=fraction)
     return store, len(schedule)
 
 

@@ -76,7 +76,7 @@ def _new(directory: Path) -> CampaignStore:
     assert text != loaded.text
     return CampaignStore.create(directory, name="c", protocol_path="p.yaml", protocol_text=text,
                                 protocol_sha256="0" * 64, layout_text=loaded.layout_text, layout_sha256="1" * 64,
-                                rig_path="r.yaml", rig_text="{}", simulated=True, schedule=_schedule())
+                                rig_path="r.yaml", rig_text="{}", simulated=True, schedule=_schedule(), audit=0.5)
 
 
 def _finish(store: CampaignStore, slot: int, success: bool = True) -> str:

@@ -1,9 +1,10 @@
 """The audit sample in a campaign store (table `audit`, schema 7; `design.audit` defines the draw).
 
-Written once, in the transaction that freezes the campaign (`new_campaign.py`): when the frozen
-protocol's `judging.audit` is above 0, the sample is drawn from the scheduled trials with a fresh
+Written once, in the transaction that freezes the campaign (`new_campaign.py`, given the frozen
+protocol's `judging.audit` by its caller, `run.campaign`): when it is above 0, the sample is drawn from the scheduled trials with a fresh
 random seed and stored one row per audited trial (slot, rank in draw order, seed, fraction,
-population), each row chained (`chain.py`). Nothing else writes the table.
+population), each row chained (`chain.py`). Nothing else writes the table; every read checks the
+rows against the protocol's fraction and against what their seed draws.
 
 Who may read it: the report's side (`CampaignStore.audit_sample`). A judge's SQLite connection is
 sealed against it (`blind_view.SEALED`); on a server neither the judges' nor the operators' roles
@@ -15,23 +16,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import yaml
-
 from orchestrator.core.errors import BadInput
 from orchestrator.design.audit import AuditSample, draw_audit, new_audit_seed
 from orchestrator.store import chain
 
 AUDIT_SQL = "SELECT slot, draw_rank, seed, fraction, population FROM audit ORDER BY draw_rank"
-
-
-def audit_fraction(protocol_text: str) -> float:
-    """The `judging.audit` of a protocol text (validated by `design.protocol.load_protocol` before a
-    campaign is frozen), 0 when it has none."""
-    try:
-        judging = (yaml.safe_load(protocol_text) or {}).get("judging") or {}
-        return float(judging.get("audit") or 0.0)
-    except (yaml.YAMLError, AttributeError, TypeError, ValueError):
-        return 0.0
 
 
 def write_audit(conn: Any, fraction: float, population: int, seed: int | None = None) -> AuditSample | None:
