@@ -73,40 +73,17 @@ def load_outcomes_csv(path: str | Path) -> OutcomeSet:
     hline = line_numbers[0]
     header = csv_header(path, rows[0], hline)
     problems: list[str] = []
-    col = {h: i for i, h in enumerate(header)}
     outcomes: list[TrialOutcome] = []
     seen: dict[tuple[str, int, str], int] = {}
     strata: dict[str, tuple[str, int]] = {}
     for row, line in zip(rows[1:], line_numbers[1:], strict=True):
         if not any(cell.strip() for cell in row):
             continue  # blank line
-        if len(row) != len(header):
-            problems.append(f"{path}:{line}: expected {len(header)} fields ({','.join(header)}), found {len(row)}")
-            continue
-        cell = {h: row[i].strip() for h, i in col.items()}
-        problem, success, repeat = _row_values(cell)
-        if problem:
-            problems.append(f"{path}:{line}: {problem}")
-            continue
-        key = (cell["layout"], repeat, cell["policy"])
-        if key in seen:
-            problems.append(f"{path}:{line}: duplicate row for layout {key[0]!r}, repeat {repeat}, "
-                            f"policy {key[2]!r} (first at line {seen[key]})")
-            continue
-        seen[key] = line
-        stratum = cell.get("stratum") or None
-        if stratum is not None:
-            prev = strata.get(cell["layout"])
-            if prev is not None and prev[0] != stratum:
-                problems.append(f"{path}:{line}: layout {cell['layout']!r} is in stratum {stratum!r} "
-                                f"here but {prev[0]!r} at line {prev[1]}")
-                continue
-            strata.setdefault(cell["layout"], (stratum, line))
-        outcomes.append(TrialOutcome(
-            layout=cell["layout"], repeat=repeat, policy=cell["policy"], success=success,
-            stratum=stratum, judge=cell.get("judge") or None,
-            failure_mode=(cell.get("failure_mode") or None) if not success else None,
-            line=line))
+        result = _row_outcome(path, line, row, header, seen, strata)
+        if isinstance(result, str):
+            problems.append(result)
+        else:
+            outcomes.append(result)
     if problems:
         raise BadInput(problems)
     if not outcomes:
@@ -121,6 +98,34 @@ def load_outcomes_csv(path: str | Path) -> OutcomeSet:
     label_source = "csv" + (f" (judge: {', '.join(judges)})" if judges else "")
     return OutcomeSet(outcomes=filled, policies=policies, source=str(path), label_source=label_source,
                       campaign_name=path.stem, scheduled_trials=len(filled))
+
+
+def _row_outcome(path: Path, line: int, row: list[str], header: list[str], seen: dict[tuple[str, int, str], int],
+                 strata: dict[str, tuple[str, int]]) -> TrialOutcome | str:
+    """One data row's outcome, or its problem (`path:line: message`). `seen` ((layout, repeat,
+    policy) -> line) and `strata` (layout -> (stratum, line)) hold the rows before it and take
+    this one's."""
+    if len(row) != len(header):
+        return f"{path}:{line}: expected {len(header)} fields ({','.join(header)}), found {len(row)}"
+    cell = {h: row[i].strip() for i, h in enumerate(header)}
+    problem, success, repeat = _row_values(cell)
+    if problem:
+        return f"{path}:{line}: {problem}"
+    key = (cell["layout"], repeat, cell["policy"])
+    if key in seen:
+        return (f"{path}:{line}: duplicate row for layout {key[0]!r}, repeat {repeat}, "
+                f"policy {key[2]!r} (first at line {seen[key]})")
+    seen[key] = line
+    stratum = cell.get("stratum") or None
+    if stratum is not None:
+        prev = strata.get(cell["layout"])
+        if prev is not None and prev[0] != stratum:
+            return (f"{path}:{line}: layout {cell['layout']!r} is in stratum {stratum!r} "
+                    f"here but {prev[0]!r} at line {prev[1]}")
+        strata.setdefault(cell["layout"], (stratum, line))
+    return TrialOutcome(layout=cell["layout"], repeat=repeat, policy=cell["policy"], success=success,
+                        stratum=stratum, judge=cell.get("judge") or None,
+                        failure_mode=(cell.get("failure_mode") or None) if not success else None, line=line)
 
 
 def _row_values(cell: dict[str, str]) -> tuple[str | None, bool, int]:

@@ -110,11 +110,50 @@ def tilted_jaws(rotation: np.ndarray, cube_size_m: float, z_grasp_m: float, drop
     return width, centre
 
 
+def _ik_ok(kin) -> bool:
+    """Whether the last IK solve reached its pose within the tolerances."""
+    return kin.last_position_error < IK_POS_TOL_M and kin.last_rotation_error < IK_ROT_TOL_RAD
+
+
+def _try_tilt(kin, ax: float, ay: float, jaw_yaw: float, radial: float, tilt_deg: float, cube_size_m: float,
+              lift_m: float, clearance_m: float | None, last: bool) -> tuple[bool, tuple]:
+    """The pick's poses at one tilt of the jaws: (all three reached, (IK error, tilt, rotation,
+    q_grasp, q_above, q_lift, z_grasp, z_above, z_lift, opening %, gripper, (x, y), centre)). The
+    lifted pose is the hardest to reach and is solved first; when it fails at a tilt that is not
+    the `last`, the others are not solved (its error stands for the tilt's)."""
+    rot = kin.grasp_rotation(jaw_yaw, math.radians(tilt_deg), radial)
+    drop = kin.tip_drop(rot)   # fixed jaw's lowest point below the grasp site
+    z_grasp = max(cube_size_m / 2.0, drop + TIP_CLEARANCE_M)
+    z_above = cube_size_m + drop + ABOVE_CLEARANCE_M
+    z_lift = z_grasp + lift_m
+    # Open the jaws for the cube as they see it (tilted_jaws), with the clearance a side,
+    # and put the middle of the opening where that span is centred: the grasp site moves
+    # by that and against the opening's own shift along the jaw axis.
+    width, centre = tilted_jaws(rot, cube_size_m, z_grasp, drop)
+    open_pct, shift = opening_for(width, clearance_m)
+    open_g = kin.units.from_rig(np.array([0, 0, 0, 0, 0, open_pct]))[5]
+    along = rot[:2, 0] / np.linalg.norm(rot[:2, 0])
+    centre_xy = (centre * float(along[0]), centre * float(along[1]))
+    x, y = ax + centre_xy[0] - shift * rot[0, 0], ay + centre_xy[1] - shift * rot[1, 0]
+    q_lift, e3 = kin.ik([x, y, z_lift], rot, gripper=open_g)
+    ok = _ik_ok(kin)
+    if not ok and not last:
+        return False, (e3, tilt_deg, rot, q_lift, q_lift, q_lift, z_grasp, z_above, z_lift, open_pct, open_g,
+                       (x, y), centre_xy)
+    q_grasp, e1 = kin.ik([x, y, z_grasp], rot, q_lift, gripper=open_g)
+    ok = ok and _ik_ok(kin)
+    q_above, e2 = kin.ik([x, y, z_above], rot, q_grasp, gripper=open_g)
+    ok = ok and _ik_ok(kin)
+    return ok, (max(e1, e2, e3), tilt_deg, rot, q_grasp, q_above, q_lift, z_grasp, z_above, z_lift, open_pct,
+                open_g, (x, y), centre_xy)
+
+
 def plan_pick(x: float, y: float, cube_size_m: float, cube_yaw_deg: float = 0.0,
               lift_m: float = LIFT_M, clearance_m: float | None = None) -> PickPlan:
     """Solve the pick's poses for an aim point (layout frame, metres) with the arm's IK; the
     jaws open by `opening_for` the cube's width as the (tilted) jaws see it, with `clearance_m`
-    a side, centred on that span (`tilted_jaws`)."""
+    a side, centred on that span (`tilted_jaws`): the first of `TILTS_DEG` whose poses all reach,
+    else the one with the least IK error."""
     from orchestrator.sim.kinematics import arm_kinematics
 
     kin = arm_kinematics()
@@ -124,40 +163,15 @@ def plan_pick(x: float, y: float, cube_size_m: float, cube_yaw_deg: float = 0.0,
     # the arm's plane (wrist roll near 0, where the arm reaches farthest).
     candidates = [math.radians(cube_yaw_deg) + k * math.pi / 2 for k in range(4)]
     jaw_yaw = min(candidates, key=lambda a: abs(_wrap(a - radial)))
-    best = None
+    best: tuple | None = None
     for tilt_deg in TILTS_DEG:
-        rot = kin.grasp_rotation(jaw_yaw, math.radians(tilt_deg), radial)
-        drop = kin.tip_drop(rot)   # fixed jaw's lowest point below the grasp site
-        z_grasp = max(cube_size_m / 2.0, drop + TIP_CLEARANCE_M)
-        z_above = cube_size_m + drop + ABOVE_CLEARANCE_M
-        z_lift = z_grasp + lift_m
-        # Open the jaws for the cube as they see it (tilted_jaws), with the clearance a side,
-        # and put the middle of the opening where that span is centred: the grasp site moves
-        # by that and against the opening's own shift along the jaw axis.
-        width, centre = tilted_jaws(rot, cube_size_m, z_grasp, drop)
-        open_pct, shift = opening_for(width, clearance_m)
-        open_g = kin.units.from_rig(np.array([0, 0, 0, 0, 0, open_pct]))[5]
-        along = rot[:2, 0] / np.linalg.norm(rot[:2, 0])
-        centre_xy = (centre * float(along[0]), centre * float(along[1]))
-        x, y = ax + centre_xy[0] - shift * rot[0, 0], ay + centre_xy[1] - shift * rot[1, 0]
-        # The lifted pose is the hardest to reach: try it first.
-        q_lift, e3 = kin.ik([x, y, z_lift], rot, gripper=open_g)
-        ok = kin.last_position_error < IK_POS_TOL_M and kin.last_rotation_error < IK_ROT_TOL_RAD
-        if not ok and tilt_deg != TILTS_DEG[-1]:
-            if best is None or e3 < best[0]:
-                best = (e3, tilt_deg, rot, q_lift, q_lift, q_lift, z_grasp, z_above, z_lift, open_pct, open_g,
-                        (x, y), centre_xy)
-            continue
-        q_grasp, e1 = kin.ik([x, y, z_grasp], rot, q_lift, gripper=open_g)
-        ok = ok and kin.last_position_error < IK_POS_TOL_M and kin.last_rotation_error < IK_ROT_TOL_RAD
-        q_above, e2 = kin.ik([x, y, z_above], rot, q_grasp, gripper=open_g)
-        ok = ok and kin.last_position_error < IK_POS_TOL_M and kin.last_rotation_error < IK_ROT_TOL_RAD
-        err = max(e1, e2, e3)
-        if ok or best is None or err < best[0]:
-            best = (err, tilt_deg, rot, q_grasp, q_above, q_lift, z_grasp, z_above, z_lift, open_pct, open_g,
-                    (x, y), centre_xy)
+        ok, candidate = _try_tilt(kin, ax, ay, jaw_yaw, radial, tilt_deg, cube_size_m, lift_m, clearance_m,
+                                  last=tilt_deg == TILTS_DEG[-1])
+        if ok or best is None or candidate[0] < best[0]:
+            best = candidate
         if ok:
             break
+    assert best is not None   # TILTS_DEG is not empty
     err, tilt_deg, rot, q_grasp, q_above, q_lift, z_grasp, z_above, z_lift, open_pct, open_g, (x, y), centre_xy = best
 
     def path(q_from, z_from, z_to, n=8):

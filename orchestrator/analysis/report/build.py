@@ -273,18 +273,7 @@ def build_report(data: OutcomeSet) -> Report:
                                                     for i, (an, (a, b)) in enumerate(zip(analyses, pairs, strict=True))),
                                         evalue_rule)
     unit = "mark" if any(c.unit == "mark" for c in comparisons) else "layout"
-    cochran = None
-    withheld: list[tuple[str, str]] = []
-    if len(data.policies) >= 3 and _has_repeats(data):
-        withheld.append(("cochran_q", "marks have repeats: Cochran's Q would count every (mark, repeat) as "
-                                      "an independent block; the pairwise tests over marks, Holm-adjusted, decide"))
-    elif len(data.policies) >= 3:
-        blocks = data.complete_blocks()
-        if blocks:
-            cochran = stats.cochran_q([[int(v) for v in vals] for _, vals in blocks])
-    if _has_repeats(data):
-        withheld.append(("drift_fisher_p", "marks have repeats: Fisher's test of the two halves would count a "
-                                           "mark's repeats as independent trials; the counts are shown"))
+    cochran, withheld = _cochran_and_withheld(data)
     unpaired = tuple((k[0], k[1], why) for k, why in data.unpaired())
     done = sum(1 for o in data.outcomes if o.state == "done")
     timing = policy_timing(data)
@@ -318,6 +307,24 @@ def build_report(data: OutcomeSet) -> Report:
         notes=() if evalue_rule else _cochran_notes(comparisons, cochran, data.alpha), stations=station_section, aborts=abort_section,
         withheld=tuple(withheld), evidence=data.evidence, start_check=start_section,
         interventions=build_interventions(data), rig_kind=data.rig_kind, corrected=corrected)
+
+
+def _cochran_and_withheld(data: OutcomeSet) -> tuple[stats.CochranQResult | None, list[tuple[str, str]]]:
+    """(Cochran's Q over the complete blocks, with 3 or more policies and no repeats, else None;
+    the statistics withheld, each with why)."""
+    cochran = None
+    withheld: list[tuple[str, str]] = []
+    if len(data.policies) >= 3 and _has_repeats(data):
+        withheld.append(("cochran_q", "marks have repeats: Cochran's Q would count every (mark, repeat) as "
+                                      "an independent block; the pairwise tests over marks, Holm-adjusted, decide"))
+    elif len(data.policies) >= 3:
+        blocks = data.complete_blocks()
+        if blocks:
+            cochran = stats.cochran_q([[int(v) for v in vals] for _, vals in blocks])
+    if _has_repeats(data):
+        withheld.append(("drift_fisher_p", "marks have repeats: Fisher's test of the two halves would count a "
+                                           "mark's repeats as independent trials; the counts are shown"))
+    return cochran, withheld
 
 
 def _corrected(data: OutcomeSet, comparisons: tuple[Comparison, ...],
