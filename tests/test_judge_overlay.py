@@ -12,7 +12,7 @@ import pytest
 
 from orchestrator.design.protocol import Cube, Mark
 from orchestrator.judging.blinding import CampaignSource
-from orchestrator.judging.overlay import GUIDE_RGB, CameraPose, guide_segment, zoom_box
+from orchestrator.judging.overlay import GUIDE_RGB, guide_segment, pixels, posed_camera, zoom_box
 from orchestrator.judging.tui.app import JudgeApp
 from orchestrator.judging.tui.player import Player
 from orchestrator.rigs.profile import load_rig
@@ -40,7 +40,7 @@ def test_the_pose_projects_where_mujoco_draws_the_cube():
     rig = SimRig(profile, fps=30)
     rig.connect()
     try:
-        pose = CameraPose.from_dict(rig.camera_poses()["front"])
+        camera = posed_camera(rig.camera_poses()["front"])
         assert set(rig.camera_poses()) == {"front"}            # the wrist camera moves: no pose
         cube = Cube(size_m=0.03)
         for x, y in ((0.22, -0.06), (0.30, 0.04)):
@@ -50,22 +50,44 @@ def test_the_pose_projects_where_mujoco_draws_the_cube():
                 rig._data.qpos[adr:adr + 3] = [x, y, z]
                 rig._mj.mj_forward(rig._model, rig._data)
                 found = red_centroid(rig.render("front"))
-                assert np.abs(found - pose.project([(x, y, z)])[0]).max() < 4.0, (x, y, z)
+                assert np.abs(found - pixels(camera, [(x, y, z)])[0]).max() < 4.0, (x, y, z)
     finally:
         rig.disconnect()
 
 
 def test_zoom_box_and_guide_geometry():
-    pose = CameraPose((0.46, -0.19, 0.10), (0.18, 0.0, 0.06), 55.0, 320, 240)
-    left, top, right, bottom = zoom_box(pose, 0.2, 0.0, 0.04)
+    camera = posed_camera({"position": (0.46, -0.19, 0.10), "target": (0.18, 0.0, 0.06), "fovy_deg": 55.0,
+                           "width": 320, "height": 240})
+    left, top, right, bottom = zoom_box(camera, 0.2, 0.0, 0.04)
     assert 0 <= left < right <= 320 and 0 <= top < bottom <= 240
     assert (right - left) / (bottom - top) == pytest.approx(320 / 240, rel=0.05)
-    mark = pose.project([(0.2, 0.0, 0.0)])[0]
+    mark = pixels(camera, [(0.2, 0.0, 0.0)])[0]
     assert left <= mark[0] <= right and top <= mark[1] <= bottom
-    seg = guide_segment(pose, 0.2, 0.0, 0.04)
-    table = pose.project([(0.2, 0.0, 0.0)])[0]
+    seg = guide_segment(camera, 0.2, 0.0, 0.04)
+    table = pixels(camera, [(0.2, 0.0, 0.0)])[0]
     assert seg[:, 1].mean() < table[1]                      # the guide is above the mark's spot
     assert abs(seg[0, 1] - seg[1, 1]) < abs(seg[0, 0] - seg[1, 0])   # and runs across the image
+    assert np.isnan(pixels(camera, [(0.8, -0.5, 0.1)])).all()         # behind the camera: no pixel
+
+
+def test_a_look_at_pose_is_the_pinhole_of_its_definition():
+    """`CameraPose.look_at` with `Intrinsics.from_fovy` against the pinhole written out (u = cx + f
+    x_c / z_c, v = cy - f y_c / z_c along the camera's right, up and forward axes), with no OpenCV."""
+    position, target, fovy, width, height = np.array([0.42, -0.12, 0.28]), np.array([0.21, 0.0, 0.0]), 55.0, 320, 240
+    camera = posed_camera({"position": position.tolist(), "target": target.tolist(), "fovy_deg": fovy,
+                           "width": width, "height": height})
+    forward = (target - position) / np.linalg.norm(target - position)
+    right = np.cross(forward, [0, 0, 1]) / np.linalg.norm(np.cross(forward, [0, 0, 1]))
+    up = np.cross(right, forward)
+    f = (height / 2) / np.tan(np.radians(fovy) / 2)
+    points = np.random.default_rng(3).uniform([0.1, -0.2, 0.0], [0.35, 0.2, 0.15], (50, 3))
+    rel = points - position
+    want = np.stack([(width - 1) / 2 + f * (rel @ right) / (rel @ forward),
+                     (height - 1) / 2 - f * (rel @ up) / (rel @ forward)], axis=1)
+    assert np.abs(pixels(camera, points) - want).max() < 1e-6
+    assert len(points) == 50
+    with pytest.raises(ValueError, match="straight up or down"):
+        posed_camera({"position": [0.2, 0.0, 0.5], "target": [0.2, 0.0, 0.0], "fovy_deg": 50, "width": 64, "height": 48})
 
 
 @pytest.fixture
@@ -145,9 +167,10 @@ def test_a_rig_profile_can_give_a_camera_pose(tmp_path):
     profile = load_rig(tmp_path / "rig.yaml").profile
     poses = profile_camera_poses(profile)
     assert set(poses) == {"front"}
-    pose = CameraPose.from_dict(poses["front"])
-    assert (pose.width, pose.height) == (profile.cameras["front"].width, profile.cameras["front"].height)
-    assert pose.project([(0.2, 0.0, 0.05)])[0] == pytest.approx([pose.width / 2, pose.height / 2])
+    camera = posed_camera(poses["front"])
+    size = camera[1]
+    assert (size.width, size.height) == (profile.cameras["front"].width, profile.cameras["front"].height)
+    assert pixels(camera, [(0.2, 0.0, 0.05)])[0] == pytest.approx(size.centre)       # the target: the centre
     (tmp_path / "bad.yaml").write_text(posed.replace("fovy_deg: 50", "fovy_deg: 0"))
     with pytest.raises(BadInput, match=r"bad.yaml:\d+:\d+: .*fovy_deg"):
         load_rig(tmp_path / "bad.yaml")

@@ -155,7 +155,7 @@ def _packets(path: Path) -> Iterator[tuple[float, bool, bytes]]:
     with av.open(str(path)) as container:
         stream = container.streams.video[0]
         for packet in container.demux(stream):
-            if packet.dts is not None:
+            if packet.dts is not None and packet.pts is not None and packet.time_base is not None:
                 yield float(packet.pts * packet.time_base), bool(packet.is_keyframe), bytes(packet)
 
 
@@ -163,7 +163,8 @@ def _codec_header(path: Path) -> bytes:
     import av
 
     with av.open(str(path)) as container:
-        return bytes(container.streams.video[0].codec_context.extradata or b"")
+        header = bytes(container.streams.video[0].codec_context.extradata or b"")
+    return header
 
 
 def _same_packets(video: EpisodeVideo, dataset: Iterator[tuple[float, bool, bytes]], recording: Path) -> None:

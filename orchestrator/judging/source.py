@@ -53,7 +53,7 @@ class BlindEpisode:
     frames: int
     arm_still: bool = False          # the recorded joints never moved (flagged to the judge)
     stills: dict[str, Path] = field(default_factory=dict)   # camera -> start-state still (JPEG)
-    camera_poses: dict[str, dict] = field(default_factory=dict)   # camera -> overlay.CameraPose fields
+    camera_poses: dict[str, dict] = field(default_factory=dict)   # camera -> its record (overlay.posed_camera)
 
     @property
     def cameras(self) -> list[str]:

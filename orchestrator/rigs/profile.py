@@ -45,7 +45,7 @@ class CameraSpec(BaseModel):
 
 
 def profile_camera_poses(profile: RigProfile) -> dict[str, dict]:
-    """The poses the profile gives, with each camera's image size (`judge.overlay.CameraPose`)."""
+    """The poses the profile gives, with each camera's image size (`judging.overlay.posed_camera`)."""
     return {name: {"position": list(c.pose.position), "target": list(c.pose.target),
                    "fovy_deg": c.pose.fovy_deg, "width": c.width, "height": c.height}
             for name, c in profile.cameras.items() if c.pose is not None}

@@ -358,7 +358,7 @@ class SimRig(Rig):
         return obs
 
     def camera_poses(self) -> dict[str, dict]:
-        """Pose of each fixed camera (`judge.overlay.CameraPose` fields): the front camera's
+        """Pose of each fixed camera (`judging.overlay.posed_camera`'s record): the front camera's
         look-at placement from `sim.scene`, at the profile's resolution. The wrist camera
         moves with the gripper and has none."""
         from orchestrator.rigs.profile import profile_camera_poses

@@ -15,6 +15,6 @@ FRONT_CAMERA_FOVY = 55.0
 
 
 def front_camera_pose(width: int, height: int) -> dict:
-    """The pose as a profile's camera `pose` with its image size (`judge.overlay.CameraPose`)."""
+    """The pose as a profile's camera `pose` with its image size (`judging.overlay.posed_camera`)."""
     return {"position": list(FRONT_CAMERA_POS), "target": list(FRONT_CAMERA_TARGET),
             "fovy_deg": FRONT_CAMERA_FOVY, "width": width, "height": height}

@@ -9,7 +9,10 @@ image of the absolute conic; with only the focal length unknown, one view determ
 `source` says which.
 
 The pose (`CameraPose`) maps layout-frame points to camera coordinates, as OpenCV's `rvec`,
-`tvec` (`cv2.solvePnP`); `difference` is how far a camera moved between two poses.
+`tvec` (`cv2.solvePnP`); `difference` is how far a camera moved between two poses. A camera
+placed by where it is and the point it looks at (MuJoCo's look-at cameras in `sim.scene`, a rig
+profile's camera `pose`, the rigs' `cameras.json`) is `CameraPose.look_at`; with
+`Intrinsics.from_fovy` it is what the judges' zoom and guide draw with (`judging.overlay`).
 """
 
 from __future__ import annotations
@@ -91,6 +94,26 @@ class CameraPose:
     def position(self) -> np.ndarray:
         """The camera centre in the layout frame (metres)."""
         return -self.rotation.T @ np.asarray(self.tvec, float)
+
+    @classmethod
+    def look_at(cls, position: tuple[float, float, float], target: tuple[float, float, float]) -> CameraPose:
+        """A camera at `position` looking at `target`, the image's up towards the world's +z (as
+        MuJoCo's look-at cameras): its rows are the camera's right, down and forward axes."""
+        centre = np.asarray(position, float)
+        forward = np.asarray(target, float) - centre
+        right = np.cross(forward, [0.0, 0.0, 1.0])
+        if not (np.linalg.norm(forward) > 1e-9 and np.linalg.norm(right) > 1e-9 * np.linalg.norm(forward)):
+            raise ValueError("a look-at camera must look at another point, not straight up or down")
+        forward /= np.linalg.norm(forward)
+        right /= np.linalg.norm(right)
+        rotation = np.stack([right, np.cross(forward, right), forward])
+        rvec = cv2.Rodrigues(rotation)[0].ravel()
+        tvec = -rotation @ centre
+        return cls((float(rvec[0]), float(rvec[1]), float(rvec[2])), (float(tvec[0]), float(tvec[1]), float(tvec[2])))
+
+    def depth(self, points: np.ndarray) -> np.ndarray:
+        """(N,) distance of each (N, 3) layout-frame point along the optical axis (<= 0: behind)."""
+        return (np.atleast_2d(np.asarray(points, float)) @ self.rotation.T + np.asarray(self.tvec, float))[:, 2]
 
     def project(self, points: np.ndarray, intrinsics: Intrinsics) -> np.ndarray:
         """(N, 2) pixels of (N, 3) layout-frame points."""

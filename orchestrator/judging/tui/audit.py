@@ -24,13 +24,13 @@ class AuditKeys:
         pose = episode.camera_poses.get(camera) if episode else None
         if not (self.zoom or self.guide) or not pose or episode.mark.x is None or episode.mark.y is None:
             return image
-        from orchestrator.judging.overlay import CameraPose, draw
+        from orchestrator.judging.overlay import draw, posed_camera
 
         try:
-            camera_pose = CameraPose.from_dict(pose)
-        except (KeyError, TypeError, ValueError):
+            camera = posed_camera(pose)
+        except (KeyError, TypeError, ValueError, ZeroDivisionError):
             return image
-        return draw(image, camera_pose, episode.mark.x, episode.mark.y, self.info.min_height_m,
+        return draw(image, camera, episode.mark.x, episode.mark.y, self.info.min_height_m,
                     zoom=self.zoom, guide=self.guide)
 
     def _overlay_status(self, what: str, on: bool) -> None:

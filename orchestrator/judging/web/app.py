@@ -69,19 +69,19 @@ def page_parts() -> tuple[str, bytes]:
 
 def overlay_geometry(pose: dict, episode: BlindEpisode, min_height_m: float) -> dict | None:
     """The guide's two points and the zoom box in the pose's pixels (None: nothing to draw)."""
-    from orchestrator.judging.overlay import CameraPose, guide_segment, zoom_box
+    from orchestrator.judging.overlay import guide_segment, posed_camera, zoom_box
 
     if episode.mark.x is None or episode.mark.y is None:
         return None
     try:
-        camera = CameraPose.from_dict(pose)
+        camera = posed_camera(pose)
         guide = guide_segment(camera, episode.mark.x, episode.mark.y, min_height_m)
         box = zoom_box(camera, episode.mark.x, episode.mark.y, min_height_m)
     except (KeyError, TypeError, ValueError, ZeroDivisionError):
         return None
     points = None if any(v != v for v in guide.ravel()) else [[round(float(u), 2), round(float(v), 2)]
                                                               for u, v in guide]
-    return {"width": camera.width, "height": camera.height, "guide": points, "zoom": list(box)}
+    return {"width": camera[1].width, "height": camera[1].height, "guide": points, "zoom": list(box)}
 
 
 class JudgeWeb:
