@@ -17,11 +17,11 @@ first use and kept for the rig's life. Visual cost knobs (never physics) come fr
 profile's `robot:` mapping, e.g. `robot: {type: sim_so101, mesh_cell_mm: 4, key_light: false}`
 (see `render_settings`).
 
-What an episode records (`end_episode()` -> `EpisodeFacts`): the physical success test
-(`success.LiftHoldTracker`, fed every physics step), the maximum lift of the cube's bottom,
+What an episode records (`end_episode()` -> `EpisodeFacts`) is watched every physics step by
+`sim_monitor.EpisodeMonitor`: the physical success test, the maximum lift of the cube's bottom,
 the time of success, and safety events: `table_collision` (a robot geom pressing on the table
-with more than `TABLE_FORCE_N`) and `joint_limit:<joint>` (an action target outside the joint
-range, clipped before it was sent).
+with more than `sim_monitor.TABLE_FORCE_N`) and `joint_limit:<joint>` (an action target outside
+the joint range, clipped before it was sent).
 
 Process pools: construct the rig inside the worker (`SimRig(profile, ...)` holds only plain
 data until `connect()`); a rig also pickles (the MuJoCo objects are dropped and rebuilt lazily).
@@ -40,11 +40,8 @@ from orchestrator.design.protocol import Cube, LoadedProtocol, Mark, Success
 from orchestrator.rigs.base import Action, EpisodeFacts, Observation, Rig, register_rig
 from orchestrator.rigs.placement import SimulatedHand
 from orchestrator.rigs.profile import STATE_KEYS, LoadedRig, RigProfile
-from orchestrator.sim.success import LiftHoldTracker
+from orchestrator.rigs.sim_monitor import EpisodeMonitor
 
-# A robot geom pushing on the table harder than this (normal force, N) is a table collision.
-# Light brushes of the jaw tips (a few tenths of a newton) are not.
-TABLE_FORCE_N = 1.0
 # A target outside the joint range by more than this (rig units) is a joint-limit event.
 JOINT_LIMIT_TOL = 0.01
 # A rest pose whose collision geometry goes deeper into the table than this is refused by
@@ -106,7 +103,7 @@ class SimRig(Rig):
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
-        for key in ("_model", "_data", "_renderers", "_tracker", "_ids", "_mj", "_atexit"):
+        for key in ("_model", "_data", "_renderers", "_watch", "_ids", "_mj", "_atexit"):
             state.pop(key, None)
         state["_connected"] = False
         return state
@@ -160,17 +157,13 @@ class SimRig(Rig):
             hi.append(min(lim[j][1], chi))
         self._lo, self._hi = np.array(lo), np.array(hi)
         self._ids = scene_ids(model)
-        # Geom sets for the per-step contact scan.
-        self._robot_set = frozenset(self._ids["robot_geoms"].tolist())
-        self._fixed_set = frozenset(self._ids["fixed_jaw"].tolist())
-        self._moving_set = frozenset(self._ids["moving_jaw"].tolist())
-        self._half = cube.size_m / 2.0
         self._target = np.zeros(6)
-        self._tracker = LiftHoldTracker(self.success.min_height_m, self.success.hold_s)
-        self._events: dict[str, int] = {}
-        self._table_steps = 0
-        self._steps = 0
-        self._first_table = None
+        self._new_record()
+
+    def _new_record(self) -> None:
+        """A new episode's record (`sim_monitor.EpisodeMonitor`), from this step on."""
+        assert self._cube is not None
+        self._watch = EpisodeMonitor(self._mj, self._model, self._ids, self._cube.size_m, self.success)
 
     def _close_renderers(self) -> None:
         for r in self._renderers.values():
@@ -268,11 +261,7 @@ class SimRig(Rig):
             mj.mj_step(m, d)
         d.time = 0.0
         self._mark, self._seed = mark, seed
-        self._tracker = LiftHoldTracker(self.success.min_height_m, self.success.hold_s)
-        self._events = {}
-        self._table_steps = 0
-        self._steps = 0
-        self._first_table = None
+        self._new_record()
 
     # ------------------------------------------------------------ the wire-level twin's hooks
 
@@ -320,11 +309,7 @@ class SimRig(Rig):
     def restart_episode_clock(self) -> None:
         """Time zero of an episode: simulation time 0, a fresh success test and event log."""
         self._data.time = 0.0
-        self._tracker = LiftHoldTracker(self.success.min_height_m, self.success.hold_s)
-        self._events = {}
-        self._table_steps = 0
-        self._steps = 0
-        self._first_table = None
+        self._new_record()
 
     def cube_pose(self) -> tuple[float, float, float, float]:
         """Measured cube pose: centre x, y, z (m) and yaw (degrees)."""
@@ -405,83 +390,23 @@ class SimRig(Rig):
         clipped = np.clip(target, self._lo, self._hi)
         over = np.abs(clipped - target) > JOINT_LIMIT_TOL
         for i in np.flatnonzero(over):
-            event = f"joint_limit:{JOINTS[i]}"
-            self._events[event] = self._events.get(event, 0) + 1
+            self._watch.count(f"joint_limit:{JOINTS[i]}")
         self._target = clipped
         self._data.ctrl[self._ids["act"]] = self.units.from_rig(clipped)
         for _ in range(self._substeps):
             self._mj.mj_step(self._model, self._data)
-            self._monitor()
-        self._steps += 1
+            self._watch.step(self._data)
+        self._watch.control_steps += 1
         return {k: float(v) for k, v in zip(STATE_KEYS, clipped, strict=True)}
-
-    def _monitor(self) -> None:
-        """Per physics step: feed the success test, watch for table collisions.
-
-        Plain Python over the few contacts of a step (cheaper than numpy on tiny arrays).
-        """
-        d, ids = self._data, self._ids
-        rot = d.xmat[ids["cube_body"]].tolist()
-        bottom = float(d.qpos[ids["cube_qpos"] + 2]) - self._half * (abs(rot[6]) + abs(rot[7]) + abs(rot[8]))
-        fixed = moving = False
-        ncon = d.ncon
-        if ncon:
-            cube, table = ids["cube_geom"], ids["table"]
-            fixed_set, moving_set, robot_set = self._fixed_set, self._moving_set, self._robot_set
-            hits = None
-            for i, (a, b) in enumerate(d.contact.geom[:ncon].tolist()):
-                if a == cube or b == cube:
-                    other = b if a == cube else a
-                    if other in fixed_set:
-                        fixed = True
-                    elif other in moving_set:
-                        moving = True
-                elif a == table or b == table:
-                    other = b if a == table else a
-                    if other in robot_set:
-                        hits = hits or []
-                        hits.append((i, other))
-            if hits:
-                self._table_contact(hits)
-        self._tracker.update(float(d.time), bottom, fixed, moving)
-
-    def _table_contact(self, hits: list[tuple[int, int]]) -> None:
-        m, d = self._model, self._data
-        force = np.zeros(6)
-        worst, worst_geom = 0.0, -1
-        for i, geom in hits:
-            self._mj.mj_contactForce(m, d, i, force)
-            if abs(float(force[0])) > worst:
-                worst, worst_geom = abs(float(force[0])), geom
-        if worst <= TABLE_FORCE_N:
-            return
-        self._table_steps += 1
-        if "table_collision" not in self._events:
-            self._first_table = {"t_s": round(float(d.time), 4), "force_n": round(worst, 2),
-                                 "geom": m.geom(worst_geom).name or f"geom{worst_geom}",
-                                 "body": m.body(m.geom_bodyid[worst_geom]).name}
-        self._events["table_collision"] = self._events.get("table_collision", 0) + 1
 
     def end_episode(self) -> EpisodeFacts:
         self._require()
-        tr = self._tracker
         x, y, z, yaw = self.cube_pose()
-        extra = {
-            "sim_time_s": float(self._data.time),
-            "control_steps": self._steps,
-            "physics_steps_per_control": self._substeps,
-            "physics_timestep_s": float(self._model.opt.timestep),
-            "longest_hold_s": tr.longest_hold_s,
-            "event_counts": dict(self._events),
-            "table_collision_s": self._table_steps * float(self._model.opt.timestep),
-            "first_table_collision": self._first_table,
+        return self._watch.facts(self._data, self._substeps, {
             "cube_final": {"x": x, "y": y, "z": z, "yaw_deg": yaw},
             "mark": self._mark.id if self._mark else None,
             "seed": self._seed,
-        }
-        return EpisodeFacts(physics_success=bool(tr.success), max_lift_m=float(tr.max_lift_m),
-                            time_to_success_s=tr.time_to_success_s,
-                            safety_events=sorted(self._events), extra=extra)
+        })
 
     def safe_stop(self) -> None:
         """Hold the current position (targets = present positions). Never raises."""
