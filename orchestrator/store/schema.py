@@ -131,7 +131,18 @@ def _to_6(conn: Connection) -> None:
     conn.execute("UPDATE meta SET value = '6' WHERE key = 'schema_version'")
 
 
-_STEPS: dict[int, Callable[[Connection], None]] = {2: _to_2, 3: _to_3, 4: _to_4, 5: _to_5, 6: _to_6}
+def _to_7(conn: Connection) -> None:
+    """Schema 7 keeps the progress ladder beside a label (`records.STAGES`):
+    `judgments.stage`, the furthest stage the judge saw (reached, grasped, lifted, held, or none),
+    and `judgments.stage_times`, the machine judges' (`auto`, `physics`) time of each stage
+    (JSON). An older store's labels have neither (NULL, which the evidence chain's row digests
+    skip, so the chain stays intact)."""
+    conn.execute("ALTER TABLE judgments ADD COLUMN stage TEXT")
+    conn.execute("ALTER TABLE judgments ADD COLUMN stage_times TEXT")
+    conn.execute("UPDATE meta SET value = '7' WHERE key = 'schema_version'")
+
+
+_STEPS: dict[int, Callable[[Connection], None]] = {2: _to_2, 3: _to_3, 4: _to_4, 5: _to_5, 6: _to_6, 7: _to_7}
 SCHEMA_VERSION = max(_STEPS)
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from orchestrator.analysis.report.aborts import describe_answers, describe_causes, describe_rules
 from orchestrator.analysis.report.format import fmt_p, interval, k_of_n, kappa_text, ms, p_eq, p_name, points
+from orchestrator.analysis.report.funnel import funnel_tables
 from orchestrator.analysis.report.model import OVERRUN_WARN_FRACTION, Comparison, Report
 from orchestrator.analysis.report.raters import judge_flags, rater_lines
 from orchestrator.analysis.report.start_state import describe_interventions
@@ -464,6 +465,16 @@ def rater_trust(r: Report) -> list[Block]:
             *(Item(line) for line in lines)]
 
 
+def progress_ladder(r: Report) -> list[Block]:
+    """The funnel per policy (`funnel.py`), said to be recorded only: no decision uses it."""
+    if r.funnel is None:
+        return []
+    out: list[Block] = [Heading("Progress ladder (recorded; no decision uses it)"), Line(r.funnel.note)]
+    for title, head, rows in funnel_tables(r.funnel):
+        out += [Line(title), table(head, rows)]
+    return out
+
+
 def unpaired(r: Report) -> list[Block]:
     if not r.unpaired:
         return []
@@ -473,7 +484,7 @@ def unpaired(r: Report) -> list[Block]:
 
 SECTIONS: tuple[Callable[[Report], list[Block]], ...] = (
     header, warnings, policies, comparisons, cochran, strata, failure_modes, safety_events, time_to_success,
-    timing, aborted, start_check, drift, stations, judges, rater_trust, unpaired)
+    timing, aborted, start_check, drift, stations, judges, rater_trust, progress_ladder, unpaired)
 
 
 def document(r: Report) -> list[Block]:
