@@ -49,6 +49,8 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_arm_safety.py", ("lerobot",)),
     ("test_arm_pacing.py", ("lerobot",)),   # test_arm_safety's wall-clock intervals, in the real-time group
     ("test_stop_reasons.py", ("lerobot",)),
+    ("test_audit_pg.py", ("postgres",)),
+    ("test_audit_sample.py", ()),
     ("test_auto_rater.py", ()),
     ("test_blinding.py", ()),
     ("test_bundle.py", ()),
@@ -149,6 +151,8 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_compare_sims.py", ("slow",)),   # Monte-Carlo level and coverage: seconds each (the full run, not the fast lane)
     ("test_compare_seed_pairing.py", ()),      # its fresh-process test carries `subprocess` itself
     ("test_stats_clustered_rate.py", ()),
+    ("test_stats_ppi.py", ()),
+    ("test_report_corrected.py", ()),
     ("test_stats_evalue_rule.py", ()),
     ("test_stats_homogeneity.py", ()),
     ("test_stats_kappa.py", ()),
