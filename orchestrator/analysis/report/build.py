@@ -318,8 +318,7 @@ def build_report(data: OutcomeSet) -> Report:
         arm_still=_arm_still(data), unit=unit, test=deciding_test_name(unit, primary, evalue_rule),
         notes=() if evalue_rule else _cochran_notes(comparisons, cochran, data.alpha), stations=station_section, aborts=abort_section,
         withheld=tuple(withheld), evidence=data.evidence, start_check=start_section,
-        interventions=build_interventions(data), rig_kind=data.rig_kind, corrected=corrected,
-        funnel=build_funnel(data))
+        interventions=build_interventions(data), rig_kind=data.rig_kind, corrected=corrected, funnel=build_funnel(data))
 
 
 def _corrected(data: OutcomeSet, comparisons: tuple[Comparison, ...],
