@@ -66,6 +66,7 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_episode_rules.py", ()),
     ("test_export_kill.py", ("lerobot", "subprocess")),
     ("test_export_remux.py", ("lerobot",)),
+    ("test_export_import.py", ("lerobot", "subprocess")),
     ("test_export_train.py", ("lerobot", "subprocess", "slow")),
     ("test_fuzz_bundles.py", ("slow",)),   # fuzzing: hundreds of damaged bundles (the full run, not the fast lane)
     ("test_fuzz_inputs.py", ("slow",)),   # fuzzing: damaged stores and CSVs (the full run, not the fast lane)
