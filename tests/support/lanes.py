@@ -162,6 +162,8 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_store.py", ()),
     ("test_store_sql.py", ()),
     ("test_store_backend.py", ()),
+    ("test_ladder.py", ()),
+    ("test_ladder_campaign.py", ()),   # its report test: a fresh process (marked subprocess)
     ("test_success.py", ()),
     ("test_twin.py", ("twin", "subprocess")),
     ("test_twin_camera.py", ("twin", "lerobot", "subprocess")),
