@@ -88,6 +88,7 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_start_gate.py", ()),
     ("test_start_report.py", ()),
     ("test_reset.py", ()),
+    ("test_reset_slip.py", ()),
     ("test_start_check_run.py", ("subprocess",)),
     ("test_fiducials.py", ()),
     ("test_camera_cli.py", ("subprocess",)),
