@@ -125,7 +125,7 @@ def test_sigterm_with_the_cube_in_the_jaws_then_run_asks_first_and_opens_the_jaw
             tmux("send-keys", "-t", "op", "-l", "3 terminated with the cube in the jaws")
             tmux("send-keys", "-t", "op", "Enter")
             screen = tmux.wait_for("op", "not moved yet", timeout=240)   # then where the arm is, what will move
-            time.sleep(1.5)                                            # the operator reads it
+            time.sleep(1.5)   # an observation window while the operator reads it: no goal may go out
             asked = time.time()
             before_enter = WireLog.read(wire).goals(after=started)
             at_rest_cube = twin.request("state")["cube"]
