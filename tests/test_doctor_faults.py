@@ -100,11 +100,11 @@ def test_an_unreadable_calibration_file_is_one_line_on_the_arm_and_on_the_twin(t
         "--twin refuses it rather than rehearse with the twin's own calibration"), line
 
 
-def _starve(proc, wire, stop_s=(0.1, 0.3), run_s: float = 0.02, deadline_s: float = 90.0, seed: int = 7) -> int:
+def _starve(proc, wire, stop_s=(0.1, 0.3), run_s: float = 0.02, deadline_s: float = 90.0) -> int:
     """Stop `proc` for 100-300 ms at a time (SIGSTOP, SIGCONT), `run_s` running between, from its
     first packet on the wire until it exits (at most `deadline_s`): a computer too busy to give
     it the CPU. Returns how many times it was stopped."""
-    rng, stops = random.Random(seed), 0
+    rng, stops = random.Random(7), 0
     deadline = time.monotonic() + deadline_s
     while proc.poll() is None and not (wire.is_file() and wire.stat().st_size):
         assert time.monotonic() < deadline, "doctor never talked to the twin"
@@ -118,31 +118,7 @@ def _starve(proc, wire, stop_s=(0.1, 0.3), run_s: float = 0.02, deadline_s: floa
     return stops
 
 
-def _starved_doctor(rig, wire, folder, seed: int) -> tuple[subprocess.CompletedProcess, int]:
-    """`doctor --twin` on `rig`, starved by `_starve` from its first packet on; its result and
-    how many times it was stopped."""
-    wire.unlink(missing_ok=True)
-    proc = subprocess.Popen([sys.executable, "-m", "orchestrator", "doctor", "--rig", str(rig), "--twin",
-                             "--twin-wire-log", str(wire), "--camera-seconds", "0.3", "--out", str(folder)],
-                            env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        stops = _starve(proc, wire, seed=seed)
-        out, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            os.kill(proc.pid, signal.SIGCONT)
-            proc.kill()
-    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err), stops
-
-
-# Starved doctors run, at most, until one fails. doctor tries its reads again (connect's
-# attempts, the present pose's 3 tries), so a starved doctor whose retry fell into a run window
-# passes, rightly (exit 0): seen once in a CI run at load about 2. The claim is on what a
-# starved doctor that fails says; a doctor that never fails when starved still fails the test.
-STARVED_RUNS = 3
-
-
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(300)
 def test_a_starved_doctor_says_this_computer_answered_late_not_the_cable(tmp_path):
     """The servos (the twin, at its own priority) answer on time while doctor's process is
     stopped for 100-300 ms at a time; the replies come 5 ms after each request (a slow USB
@@ -150,16 +126,25 @@ def test_a_starved_doctor_says_this_computer_answered_late_not_the_cable(tmp_pat
     rig = twin_rig(tmp_path)
     rig.write_text(rig.read_text().replace("twin: {seed: 0, faults: []}", "twin: {seed: 0, faults: [], adapter_latency_ms: 5}"))
     wire = tmp_path / "wire.jsonl"
-    passed = []
-    for run in range(STARVED_RUNS):
-        result, stops = _starved_doctor(rig, wire, tmp_path, seed=7 + run)
-        if result.returncode != 0:
-            break
-        passed.append((stops, result.stdout[-300:]))   # every retry got through: starve it again
-    out, err = result.stdout, result.stderr
+    proc = subprocess.Popen([sys.executable, "-m", "orchestrator", "doctor", "--rig", str(rig), "--twin",
+                             "--twin-wire-log", str(wire), "--camera-seconds", "0.3", "--out", str(tmp_path)],
+                            env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        stops = _starve(proc, wire)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGCONT)
+            proc.kill()
+    late = "this computer answered late (busy CPU): this process stood still"
     problems = [line for line in err.splitlines() if line.startswith("orchestrator: ")]
-    assert result.returncode == 2 and problems and stops >= 3, (result.returncode, stops, passed, out, err[-3000:])
-    assert all("this computer answered late (busy CPU): this process stood still" in line for line in problems), problems
-    assert not [line for line in problems if "cable" in line.split("; check ")[0]], problems
+    retries = [line for line in err.splitlines() if line.endswith("; trying again")]
+    assert stops >= 3 and retries, (proc.returncode, stops, out, err[-3000:])   # a read was starved
+    if proc.returncode == 0:   # one of the three tries fell between two stops (seen once in CI at load)
+        assert problems == [], problems
+    else:
+        assert proc.returncode == 2 and problems, (proc.returncode, stops, out, err[-3000:])
+    assert all(late in line for line in problems + retries), problems + retries
+    assert not [line for line in problems + retries if "cable" in line.split("; check ")[0]], problems + retries
     log = WireLog.read(wire)
     assert log.packets and log.goals() == [] and [w for w in log.torque_writes() if w[2]] == []

@@ -24,7 +24,7 @@ import yaml
 from orchestrator.design.protocol import load_layout
 from orchestrator.rigs.profile import load_rig
 from orchestrator.store.sqlite import CampaignStore
-from support.campaign_files import env, twin_rig, two_mark_protocol
+from support.campaign_files import env, sim_protocol_on_marks, twin_rig
 from support.repo import REPO
 from support.tmux import Tmux
 from support.wirelog import WireLog
@@ -43,9 +43,8 @@ def _in_the_jaws(state: dict) -> bool:
 
 
 # Trials the test gives the scripted pick to close its jaws on the cube at the table (the
-# protocol has 4). One miss in a CI run's test (the last one, at load about 2 beside the other
-# worker): the scripted pick is open loop, and a control loop that drops ticks under load can
-# close the jaws before they reach the cube. What the test asserts needs the cube in the jaws,
+# protocol has 4): a grasp that still slips under load (seen once in CI, before the aim noise
+# was taken out) costs a trial, not the run. What the test asserts needs the cube in the jaws,
 # not the first trial's.
 GRASP_TRIALS = 3
 
@@ -91,11 +90,15 @@ def _wait_for_the_jaws_on_the_cube(tmux, twin, timeout_s: float = 60.0) -> bool:
 def test_sigterm_with_the_cube_in_the_jaws_then_run_asks_first_and_opens_the_jaws_at_the_table(tmp_path):
     from orchestrator.rigs.twin.client import start_twin
 
-    protocol = two_mark_protocol(tmp_path, "{type: scripted, aim_noise_mm: 3}", duration_s=8.0, fps=15)
+    # No aim noise, and the profile's max_relative_target at doctor's bound for 15 fps (6: 90 deg/s):
+    # at 3 (45 deg/s here) and 3 mm of noise, a CI run at load pushed the cube askew and the
+    # grasp slipped, so the jaws never held it at the table (the state this test needs).
+    protocol = sim_protocol_on_marks(tmp_path, ("M01", "M02"), "{type: scripted}", policy_a="{type: scripted}",
+                                     duration_s=8.0, fps=15)
     out, wire = tmp_path / "campaign", tmp_path / "wire.jsonl"
     variables = {k: v for k, v in env().items() if k in ("MUJOCO_GL", "HF_HUB_OFFLINE", "OMP_NUM_THREADS", "PATH")}
     tmux = Tmux()
-    with start_twin(load_rig(twin_rig(tmp_path)), wire_log=wire) as twin:
+    with start_twin(load_rig(twin_rig(tmp_path, max_relative_target=6.0)), wire_log=wire) as twin:
         rig = tmp_path / "attached.yaml"
         rig.write_text(yaml.safe_dump(twin.rig.profile.model_dump(mode="json", exclude_none=True)))
         command = shlex.join([sys.executable, "-m", "orchestrator", "run", str(protocol), "--rig", str(rig),

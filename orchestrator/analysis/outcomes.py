@@ -175,6 +175,7 @@ class OutcomeSet:
     start_records: tuple[Any, ...] = ()           # start_records.StartRecord per checked attempt
     interventions: dict[str, int] | None = None   # by cause (start_records; None: a CSV)
     reset_mode: str = "operator"                  # the protocol's reset.mode (auto: the arm places the cube)
+    audit: Any = None                             # the store's audit sample (None: no audit, or a CSV)
 
     # ---------------------------------------------------------------- views
 

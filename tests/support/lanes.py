@@ -149,6 +149,8 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_compare_sims.py", ("slow",)),   # Monte-Carlo level and coverage: seconds each (the full run, not the fast lane)
     ("test_compare_seed_pairing.py", ()),      # its fresh-process test carries `subprocess` itself
     ("test_stats_clustered_rate.py", ()),
+    ("test_stats_ppi.py", ()),
+    ("test_report_corrected.py", ()),
     ("test_stats_evalue_rule.py", ()),
     ("test_stats_homogeneity.py", ()),
     ("test_stats_kappa.py", ()),

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from orchestrator.analysis.report.aborts import describe_answers, describe_causes, describe_rules
+from orchestrator.analysis.report.corrected import corrected_lines
 from orchestrator.analysis.report.format import fmt_p, interval, k_of_n, kappa_text, ms, p_eq, p_name, points
 from orchestrator.analysis.report.model import OVERRUN_WARN_FRACTION, Comparison, Report
 from orchestrator.analysis.report.raters import judge_flags, rater_lines
@@ -464,6 +465,14 @@ def rater_trust(r: Report) -> list[Block]:
             *(Item(line) for line in lines)]
 
 
+def corrected(r: Report) -> list[Block]:
+    """The rater's labels corrected by the audit (judging.audit): rates, differences, agreement."""
+    if r.corrected is None:
+        return []
+    how = "decides" if r.corrected.decides else "for reference: the pre-registered e-value rule decides"
+    return [Heading(f"Corrected by the audit ({how})"), *(Item(line) for line in corrected_lines(r.corrected))]
+
+
 def unpaired(r: Report) -> list[Block]:
     if not r.unpaired:
         return []
@@ -472,7 +481,7 @@ def unpaired(r: Report) -> list[Block]:
 
 
 SECTIONS: tuple[Callable[[Report], list[Block]], ...] = (
-    header, warnings, policies, comparisons, cochran, strata, failure_modes, safety_events, time_to_success,
+    header, warnings, policies, corrected, comparisons, cochran, strata, failure_modes, safety_events, time_to_success,
     timing, aborted, start_check, drift, stations, judges, rater_trust, unpaired)
 
 
