@@ -88,6 +88,7 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_start_gate.py", ()),
     ("test_start_report.py", ()),
     ("test_reset.py", ()),
+    ("test_reset_slip.py", ()),
     ("test_start_check_run.py", ("subprocess",)),
     ("test_fiducials.py", ()),
     ("test_camera_cli.py", ("subprocess",)),
@@ -162,6 +163,8 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_store.py", ()),
     ("test_store_sql.py", ()),
     ("test_store_backend.py", ()),
+    ("test_ladder.py", ()),
+    ("test_ladder_campaign.py", ()),   # its report test: a fresh process (marked subprocess)
     ("test_success.py", ()),
     ("test_twin.py", ("twin", "subprocess")),
     ("test_twin_camera.py", ("twin", "lerobot", "subprocess")),
