@@ -155,6 +155,7 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_stats_clustered_rate.py", ()),
     ("test_stats_ppi.py", ()),
     ("test_report_corrected.py", ()),
+    ("test_report_corrected_cli.py", ("subprocess",)),
     ("test_stats_evalue_rule.py", ()),
     ("test_stats_homogeneity.py", ()),
     ("test_stats_kappa.py", ()),
