@@ -1,6 +1,7 @@
 """What a simulated episode records, watched every physics step (`rigs.sim.SimRig`): the physical
-success test (`success.LiftHoldTracker`, fed the cube's bottom and which jaws touch it), the
-cube's maximum lift, and the safety events: `table_collision` (a robot geom pressing on the
+success test and its progress ladder (`success.LiftHoldTracker`, fed the cube's bottom, which
+jaws touch it, the grasp point and the cube's centre), the cube's maximum lift, and the safety
+events: `table_collision` (a robot geom pressing on the
 table with more than `TABLE_FORCE_N`; the first one's time, force and geom are kept) and
 `joint_limit:<joint>` (counted by the rig when it clips an action target).
 
@@ -32,7 +33,7 @@ class EpisodeMonitor:
         self._fixed_set = frozenset(ids["fixed_jaw"].tolist())
         self._moving_set = frozenset(ids["moving_jaw"].tolist())
         self._half = cube_size_m / 2.0
-        self.tracker = LiftHoldTracker(success.min_height_m, success.hold_s)
+        self.tracker = LiftHoldTracker(success.min_height_m, success.hold_s, cube_size_m)
         self.events: dict[str, int] = {}
         self.table_steps = 0
         self.control_steps = 0
@@ -69,7 +70,8 @@ class EpisodeMonitor:
                         hits.append((i, other))
             if hits:
                 self._table_contact(d, hits)
-        self.tracker.update(float(d.time), bottom, fixed, moving)
+        adr = ids["cube_qpos"]
+        self.tracker.update(float(d.time), bottom, fixed, moving, d.site_xpos[ids["grasp_site"]], d.qpos[adr:adr + 3])
 
     def _table_contact(self, d: Any, hits: list[tuple[int, int]]) -> None:
         m = self._model
@@ -93,7 +95,8 @@ class EpisodeMonitor:
         tr = self.tracker
         timestep = float(self._model.opt.timestep)
         return EpisodeFacts(physics_success=bool(tr.success), max_lift_m=float(tr.max_lift_m),
-                            time_to_success_s=tr.time_to_success_s, safety_events=sorted(self.events),
+                            time_to_success_s=tr.time_to_success_s, ladder=tr.ladder(),
+                            safety_events=sorted(self.events),
                             extra={"sim_time_s": float(data.time), "control_steps": self.control_steps,
                                    "physics_steps_per_control": substeps, "physics_timestep_s": timestep,
                                    "longest_hold_s": tr.longest_hold_s, "event_counts": dict(self.events),
