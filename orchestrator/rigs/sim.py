@@ -281,7 +281,7 @@ class SimRig(Rig):
         itself, as its servos' firmware)."""
         for _ in range(steps):
             self._mj.mj_step(self._model, self._data)
-            self._monitor()
+            self._watch.step(self._data)
 
     def place_cube(self, mark: Mark, cube: Cube) -> None:
         """Put the cube on `mark` at rest, leaving the arm where it is, and start a new episode's
