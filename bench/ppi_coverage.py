@@ -1,11 +1,13 @@
 """Coverage of the corrected intervals (`stats.ppi`: the rater's labels on every episode corrected
 by a random human audit, the mark as the unit) and the type-I error of the verdict they decide,
-by seeded simulation (tests/support/ppi_sim.py: per-mark difficulty shared by repeats and both
+by seeded simulation through the report's own path (`report.corrected`, the disagreement bound
+and its fallback to people's labels included; tests/support/ppi_sim.py: per-mark difficulty shared by repeats and both
 policies, a rater whose errors and abstentions fall on near-threshold episodes, an audit of
 exactly round(fraction N) trials). Per scenario, marks and audit fraction: the coverage of each
 rate's and the difference's 95 % interval, the share of campaigns the test calls "better"
 (under the null: the type-I error), the positive control (the rater's own labels, uncorrected,
-with the clustered Wilson interval), human labels per episode; then the lowest coverage and the
+with the clustered Wilson interval), the share of campaigns that fell back to people's labels
+only, people's labels per episode; then the lowest coverage and the
 largest type-I error over the grid, with their standard errors.
 
     uv run python bench/ppi_coverage.py [--runs 1000]
@@ -50,10 +52,11 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=1000)
     args = parser.parse_args()
     rows = grid(args.runs)
-    print(f"{'scenario':32} marks audit  rate A  rate B  diff  better  uncorr A  human/ep")
+    print(f"{'scenario':32} marks audit  rate A  rate B  diff  better  uncorr A  fallback  human/ep")
     for r in rows:
         print(f"{r['scenario']:32} {r['marks']:5d} {r['audit']:5.1f}  {r['rate_a']:.3f}   {r['rate_b']:.3f}  "
-              f"{r['difference']:.3f}  {r['reject']:.3f}   {r['uncorrected_a']:.3f}    {r['human_per_episode']:.2f}")
+              f"{r['difference']:.3f}  {r['reject']:.3f}   {r['uncorrected_a']:.3f}    {r['fallback']:.3f}     "
+              f"{r['human_per_episode']:.2f}")
     low = min((r[key], key, r) for r in rows for key in ("rate_a", "rate_b", "difference"))
     se = math.sqrt(low[0] * (1 - low[0]) / args.runs)
     print(f"lowest coverage {low[0]:.3f} (SE {se:.3f}): {low[1]} at {low[2]['scenario']}, {low[2]['marks']} marks, "

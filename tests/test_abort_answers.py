@@ -17,6 +17,7 @@ import pytest
 
 from orchestrator.cli import main
 from orchestrator.run.abort_questions import alarm_answer, of_station, question_line, stop_answer
+from orchestrator.store import chain
 from orchestrator.store.schema import SCHEMA_VERSION
 from orchestrator.store.sqlite import CampaignStore, new_episode_id
 from support.blind_canary import assert_judges_never_read
@@ -88,16 +89,22 @@ def test_a_schema_5_store_opens_as_schema_6_with_its_chain_intact(tmp_path):
     with CampaignStore.open_for_run(out) as store:
         trial = next(t for t in store.trials() if t.state == "pending")
         store.abort_attempt(store.begin_attempt(trial.slot, new_episode_id()), OVERLOAD, "policy", "failure")
+        with store.transaction() as c:   # schema 5 kept no progress ladder: its labels had none (schema 8)
+            for (label_id,) in c.execute("SELECT id FROM judgments").fetchall():
+                with chain.change(c, "judgments", label_id):
+                    c.execute("UPDATE judgments SET stage = NULL, stage_times = NULL WHERE id = ?", (label_id,))
     raw = sqlite3.connect(out / "campaign.db")   # the store as schema 5 left it (its DDL had no such columns)
     raw.execute("ALTER TABLE attempts DROP COLUMN operator_answer")
     raw.execute("ALTER TABLE attempts DROP COLUMN answered_at")
     raw.execute("DROP TABLE audit")   # schema 7
+    raw.execute("ALTER TABLE judgments DROP COLUMN stage")
+    raw.execute("ALTER TABLE judgments DROP COLUMN stage_times")
     raw.execute("UPDATE meta SET value = '5' WHERE key = 'schema_version'")
     raw.execute("PRAGMA user_version = 5")
     raw.commit()
     raw.close()
     with CampaignStore.open_for_run(out) as store:
-        assert store.conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION   # 6, then 7 on
+        assert store.conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION   # 6, then 7 and 8 on
         (q,) = store.questions()
         store.answer_abort(q["id"], "the hardware (supply, cable, servo)")
         assert store.questions() == []

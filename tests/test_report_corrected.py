@@ -72,3 +72,20 @@ def test_no_audit_no_corrected_section():
     report = build_report(replace(data, audit=None))
     assert report.corrected is None and json.loads(render(report, "json"))["corrected"] is None
     assert BASIS not in report.headline
+
+
+def test_episodes_waiting_for_people_are_left_out_and_counted():
+    """An unsure episode people have not labelled yet has no prediction: left out, counted; a
+    trial an aborts rule scored as a failure counts as a known failure (f = Y = failure)."""
+    from orchestrator.analysis.outcomes import TrialOutcome
+
+    _, data = _data(rater_noise=0.2, band=0.3)
+    unsure = next(o for o in data.outcomes if data.auto_labels[o.episode_id] == "unsure")
+    human = tuple(label for label in data.human_labels if label.episode_id != unsure.episode_id)
+    settled = TrialOutcome(layout="m0", repeat=9, policy="A", success=False, slot=10_000, settled="failure")
+    before = build_report(data).corrected
+    after = build_report(replace(data, human_labels=human, outcomes=data.outcomes + (settled,))).corrected
+    assert before is not None and after is not None and before.waiting == 0 and after.waiting == 1
+    rates = {p: iv for p, iv in after.rates}
+    assert rates["A"].items == dict(before.rates)["A"].items + (0 if unsure.policy == "A" else 1)
+    assert "1 unsure episode waits for people and is left out" in render(build_report(replace(data, human_labels=human)), "text")

@@ -135,5 +135,8 @@ def test_a_scripted_grasp_held_5_s_trips_the_gripper_protection_and_the_trial_go
     assert T_CLOSE[0] + 2.0 <= tripped[0] <= T_CLOSE[1] + 3.5, (tripped[0], gripper_status)
     assert all(value & 32 for t, value in gripper_status if t > tripped[0] + 0.1)  # held to the end
     assert facts.physics_success, facts
+    # the twin's physics sends its progress ladder with the facts: every stage, in order
+    times = [facts.ladder[stage] for stage in ("reached", "grasped", "lifted", "held")]
+    assert None not in times and times == sorted(times), facts.ladder
     assert GRIPPER_TRIP_EVENT in facts.safety_events, facts.safety_events
     assert after_rest == dict.fromkeys(MOTORS, 0)

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from orchestrator.analysis.ladders import progress_ladders
 from orchestrator.analysis.sessions import SessionCounts, session_counts
 from orchestrator.core.errors import BadInput
 from orchestrator.design.protocol import deployment_label
@@ -162,6 +163,7 @@ class OutcomeSet:
     deployments: dict[str, str] = field(default_factory=dict)   # policy -> how it runs (`deployment_label`)
     auto_labels: dict[str, str] = field(default_factory=dict)   # episode -> the `auto` rater's label
     arm_still: tuple[str, ...] = ()               # episodes in which the arm never moved
+    ladders: dict[str, dict[str, Any]] = field(default_factory=dict)   # analysis.ladders.progress_ladders
 
     @property
     def wall_clock(self) -> bool:
@@ -426,7 +428,7 @@ def outcomes_from_store(store: CampaignStore, judge: str | None = None) -> Outco
         sessions=session_counts(store.sessions()), operator_is_judge=protocol.judging.operator_is_judge,
         fps=protocol.episode.fps, deployments={k: deployment_label(v) for k, v in protocol.policies.items()},
         auto_labels={ep: j.label for ep, j in store.latest_labels(AUTO_JUDGE).items()},
-        arm_still=still_episodes(store.directory, episodes.values()),
+        arm_still=still_episodes(store.directory, episodes.values()), ladders=progress_ladders(store),
         station_blocks=tuple(store.station_blocks()) if hasattr(store, "station_blocks") else (),
         abort_rules=protocol.aborts.model_dump(), disagreement=protocol.judging.disagreement,
         evidence=getattr(store, "evidence", None), start_records=start_records(events, attempts),

@@ -146,7 +146,19 @@ CREATE TABLE audit (
     conn.execute("UPDATE meta SET value = '7' WHERE key = 'schema_version'")
 
 
-_STEPS: dict[int, Callable[[Connection], None]] = {2: _to_2, 3: _to_3, 4: _to_4, 5: _to_5, 6: _to_6, 7: _to_7}
+def _to_8(conn: Connection) -> None:
+    """Schema 8 keeps the progress ladder beside a label (`records.STAGES`):
+    `judgments.stage`, the furthest stage the judge saw (reached, grasped, lifted, held, or none),
+    and `judgments.stage_times`, the machine judges' (`auto`, `physics`) time of each stage
+    (JSON). An older store's labels have neither (NULL, which the evidence chain's row digests
+    skip, so the chain stays intact)."""
+    conn.execute("ALTER TABLE judgments ADD COLUMN stage TEXT")
+    conn.execute("ALTER TABLE judgments ADD COLUMN stage_times TEXT")
+    conn.execute("UPDATE meta SET value = '8' WHERE key = 'schema_version'")
+
+
+_STEPS: dict[int, Callable[[Connection], None]] = {2: _to_2, 3: _to_3, 4: _to_4, 5: _to_5, 6: _to_6, 7: _to_7,
+                                                   8: _to_8}
 SCHEMA_VERSION = max(_STEPS)
 
 

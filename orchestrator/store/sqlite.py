@@ -35,7 +35,7 @@ from orchestrator.store.abort_answers import AbortAnswers
 from orchestrator.store.abort_causes import abort_cause
 from orchestrator.store.audit import AuditRows
 from orchestrator.store.backend import SqliteConnection
-from orchestrator.store.judgments import JudgmentRows, insert_row
+from orchestrator.store.judgments import JudgmentRows, insert_row, machine_label
 from orchestrator.store.new_campaign import write_new_campaign
 from orchestrator.store.records import (  # noqa: F401  (the store's vocabulary, read from here too)
     AUTO_JUDGE,
@@ -344,7 +344,8 @@ class CampaignStore(JudgmentRows, AbortAnswers, SessionRows, AuditRows):
             return attempt_id
 
     def finish_attempt(self, attempt_id: int, record: EpisodeRecord) -> None:
-        """Commit a completed episode: attempt done, episode row, trial done, physics label."""
+        """Commit a completed episode: attempt done, episode row, trial done, the physics and `auto`
+        labels with their progress ladders."""
         now = time.time()
         with self.transaction() as c:
             slot = c.execute("SELECT slot FROM attempts WHERE id=? AND status='running'",
@@ -371,15 +372,10 @@ class CampaignStore(JudgmentRows, AbortAnswers, SessionRows, AuditRows):
                 c.execute("UPDATE trials SET state='done', episode_id=?, done_at=? WHERE slot=?",
                           (record.episode_id, now, slot))
             if record.physics_success is not None:
-                new_id = insert_row(c, "INSERT INTO judgments (episode_id, judge, label, created_at, source)"
-                                " VALUES (?,?,?,?, 'physics')",
-                                (record.episode_id, PHYSICS_JUDGE,
-                                 "success" if record.physics_success else "failure", now))
-                chain.append(c, "judgments", new_id)
+                machine_label(c, record.episode_id, PHYSICS_JUDGE, "success" if record.physics_success else "failure",
+                              None, now, record.physics_ladder)
             if record.auto is not None:
-                new_id = insert_row(c, "INSERT INTO judgments (episode_id, judge, label, note, created_at, source)"
-                                " VALUES (?,?,?,?,?, 'auto')", (record.episode_id, AUTO_JUDGE, *record.auto, now))
-                chain.append(c, "judgments", new_id)
+                machine_label(c, record.episode_id, AUTO_JUDGE, *record.auto, now, record.auto_ladder)
 
     def invalidate_episode(self, episode_id: str, reason: str, kind: str = "invalidated") -> int | None:
         """Undo a done trial whose files did not survive (power loss, disk fault), or whose start

@@ -68,6 +68,7 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_episode_rules.py", ()),
     ("test_export_kill.py", ("lerobot", "subprocess")),
     ("test_export_remux.py", ("lerobot",)),
+    ("test_export_import.py", ("lerobot", "subprocess")),
     ("test_export_train.py", ("lerobot", "subprocess", "slow")),
     ("test_fuzz_bundles.py", ("slow",)),   # fuzzing: hundreds of damaged bundles (the full run, not the fast lane)
     ("test_fuzz_inputs.py", ("slow",)),   # fuzzing: damaged stores and CSVs (the full run, not the fast lane)
@@ -162,6 +163,8 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_store.py", ()),
     ("test_store_sql.py", ()),
     ("test_store_backend.py", ()),
+    ("test_ladder.py", ()),
+    ("test_ladder_campaign.py", ()),   # its report test: a fresh process (marked subprocess)
     ("test_success.py", ()),
     ("test_twin.py", ("twin", "subprocess")),
     ("test_twin_camera.py", ("twin", "lerobot", "subprocess")),

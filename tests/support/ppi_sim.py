@@ -77,22 +77,6 @@ def simulate(sc: Scenario, rng: np.random.Generator) -> Replicate:
     return Replicate(s > 0, rater, audited.reshape(shape))
 
 
-def estimate(rep: Replicate, inclusion: float, lam: float = 1.0, pseudo: float = stats.ppi.PSEUDO_DISAGREEMENTS):
-    """(rate A, rate B, difference A - B) through `stats.ppi` (the project's code)."""
-    k, r = rep.truth.shape[1:]
-    marks = np.repeat(np.arange(k), r)
-    f, h = rep.prediction, rep.human()
-
-    def flat(x: np.ndarray, p: int) -> list:
-        return list(x[p].reshape(-1))
-
-    human = [[None if v != v else v for v in flat(h, p)] for p in (0, 1)]
-    rates = [stats.ppi_rate(marks, flat(f, p), human[p], flat(rep.audited, p), inclusion, lam=lam, pseudo=pseudo) for p in (0, 1)]
-    diff = stats.ppi_difference(marks, flat(f, 0), human[0], flat(rep.audited, 0),
-                                flat(f, 1), human[1], flat(rep.audited, 1), inclusion, lam=lam, pseudo=pseudo)
-    return rates[0], rates[1], diff
-
-
 def uncorrected_rate(rep: Replicate, policy: int = 0) -> stats.Interval:
     """The positive control: the rater's labels alone (people's only where it was unsure), with
     the clustered Wilson interval as if they were people's labels."""
@@ -100,23 +84,31 @@ def uncorrected_rate(rep: Replicate, policy: int = 0) -> stats.Interval:
     return stats.clustered_wilson([(int(row.sum()), len(row)) for row in f])
 
 
-def coverage(sc: Scenario, runs: int, seed: int, lam: float = 1.0) -> dict[str, float]:
-    """Coverage of each interval and the share of replicates whose difference test rejects at
-    ALPHA ("better"), plus the positive control's coverage, and the human labels per episode."""
+def coverage(sc: Scenario, runs: int, seed: int) -> dict[str, float]:
+    """Through the report's own path (`report.corrected.corrected_section` on the replicate as an
+    `OutcomeSet`, the disagreement bound and its fallback included): the coverage of each interval
+    and the share of replicates called "better" (under the null: the type-I error), plus the
+    positive control's coverage, the share that fell back to people's labels only, and people's
+    labels per episode."""
+    from orchestrator.analysis.report.corrected import corrected_section
+
     rng = np.random.default_rng(seed)
     ta, tb = true_rate(sc.logit_a, sc.mark_sd), true_rate(sc.logit_b, sc.mark_sd)
-    hits = {"rate_a": 0, "rate_b": 0, "difference": 0, "reject": 0, "uncorrected_a": 0}
+    hits = {"rate_a": 0, "rate_b": 0, "difference": 0, "reject": 0, "uncorrected_a": 0, "fallback": 0}
     labelled = 0.0
     for _ in range(runs):
         rep = simulate(sc, rng)
-        n = rep.truth.size
-        a, b, d = estimate(rep, round(sc.audit * n) / n, lam)
+        section = corrected_section(outcome_set(rep, sc.audit, ALPHA))
+        assert section is not None
+        (_, a), (_, b) = section.rates
+        pair = section.pairs[0]
         hits["rate_a"] += a.contains(ta)
         hits["rate_b"] += b.contains(tb)
-        hits["difference"] += d.contains(ta - tb)
-        hits["reject"] += d.p_value <= ALPHA
+        hits["difference"] += pair.difference.contains(ta - tb)
+        hits["reject"] += pair.significant
         hits["uncorrected_a"] += uncorrected_rate(rep).contains(ta)
-        labelled += float(np.mean((rep.rater < 0) | rep.audited))
+        hits["fallback"] += not section.counted
+        labelled += section.human_labelled / section.episodes
     out = {key: value / runs for key, value in hits.items()}
     out["human_per_episode"] = labelled / runs
     return out

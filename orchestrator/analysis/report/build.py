@@ -21,6 +21,7 @@ from orchestrator.analysis.report.decision import (
     stop_note,
 )
 from orchestrator.analysis.report.format import fmt_p, p_eq, p_name
+from orchestrator.analysis.report.funnel import build_funnel
 from orchestrator.analysis.report.judges import judge_section
 from orchestrator.analysis.report.model import (
     OVERRUN_WARN_FRACTION,
@@ -317,7 +318,7 @@ def build_report(data: OutcomeSet) -> Report:
         arm_still=_arm_still(data), unit=unit, test=deciding_test_name(unit, primary, evalue_rule),
         notes=() if evalue_rule else _cochran_notes(comparisons, cochran, data.alpha), stations=station_section, aborts=abort_section,
         withheld=tuple(withheld), evidence=data.evidence, start_check=start_section,
-        interventions=build_interventions(data), rig_kind=data.rig_kind, corrected=corrected)
+        interventions=build_interventions(data), rig_kind=data.rig_kind, corrected=corrected, funnel=build_funnel(data))
 
 
 def _corrected(data: OutcomeSet, comparisons: tuple[Comparison, ...],

@@ -220,7 +220,8 @@ def corrected_lines(section: CorrectedSection) -> list[str]:
                f"({s.human_labelled / s.episodes if s.episodes else 0:.2f} labels per episode by people): "
                f"{s.unsure} the rater was unsure of, and the audit of {s.audit_size} of {s.population} trials "
                f"drawn at freeze time ({s.audit_labelled} labelled)"
-               + (f"; {s.waiting} unsure episodes wait for people and are left out" if s.waiting else ""))
+               + (f"; {s.waiting} unsure episode{'s wait' if s.waiting != 1 else ' waits'} for people and "
+                  f"{'are' if s.waiting != 1 else 'is'} left out" if s.waiting else ""))
     return out
 
 

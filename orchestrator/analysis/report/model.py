@@ -243,3 +243,4 @@ class Report:
     interventions: Any = None   # report/start_state.InterventionSection (None: an outcomes CSV)
     rig_kind: str = ""          # store.records.campaign_rig_kind: simulated, twin, real_arm ("": a CSV)
     corrected: Any = None       # report/corrected.CorrectedSection (None: no audit)
+    funnel: Any = None          # report/funnel.FunnelSection: the progress ladder (None: none recorded)

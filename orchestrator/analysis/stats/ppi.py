@@ -113,7 +113,9 @@ class CorrectedInterval:
 
 def corrected_values(prediction: Sequence[float], human: Sequence[float | None], audited: Sequence[bool],
                      inclusion: float, lam: float = 1.0) -> np.ndarray:
-    """z_i = lam f_i + xi_i (Y_i - lam f_i) / pi (module docstring). An audited trial must have
+    """z_i = lam f_i + xi_i (Y_i - lam f_i) / pi: the prediction-powered rectifier (Angelopoulos
+    et al. 2023) with Horvitz-Thompson weights 1/pi (Zrnic & Candes 2024); lam as in PPI++
+    (Angelopoulos, Duchi & Zrnic 2023). An audited trial must have
     a human label (None is refused: an audit with missing labels is a smaller audit, whose
     inclusion probability is the caller's to state)."""
     if not 0 < inclusion <= 1:
@@ -157,7 +159,11 @@ def _ratio(totals: np.ndarray, counts: np.ndarray, inclusion: float, pseudo: flo
 def ppi_rate(marks: Sequence[Hashable], prediction: Sequence[float], human: Sequence[float | None],
              audited: Sequence[bool], inclusion: float, level: float = 0.95, lam: float = 1.0,
              pseudo: float = PSEUDO_DISAGREEMENTS) -> CorrectedInterval:
-    """One policy's corrected success rate over its trials (module docstring)."""
+    """One policy's corrected success rate over its trials: the ratio of per-mark totals of z
+    (Angelopoulos et al. 2023; Zrnic & Candes 2024), its variance across marks (Cochran 1977
+    section 6.3; Kalton 1979) plus the pseudo-disagreements' floor, Wilson's interval on the
+    effective sample size with t(K - 1) (Korn & Graubard 1998). `human[i]` is None where people did
+    not label trial i (it is then not audited)."""
     z = corrected_values(prediction, human, audited, inclusion, lam)
     if len(z) == 0:
         return CorrectedInterval(float("nan"), 0.0, 1.0, float("nan"), 0, 0, 0, level)
@@ -180,7 +186,9 @@ def ppi_difference(marks: Sequence[Hashable], prediction_a: Sequence[float], hum
                    audited_b: Sequence[bool], inclusion: float, level: float = 0.95,
                    lam: float = 1.0, pseudo: float = PSEUDO_DISAGREEMENTS) -> CorrectedInterval:
     """The corrected paired difference rate(A) - rate(B) over pairs (one entry per pair, its mark
-    in `marks`; module docstring)."""
+    in `marks`): per-mark totals of z_A - z_B (Angelopoulos et al. 2023; Zrnic & Candes 2024), the
+    ratio estimator's variance across marks (Cochran 1977; Kalton 1979) plus twice the floor, the
+    t(K - 1) interval and the two-sided t test of 0 (`p_value`)."""
     za = corrected_values(prediction_a, human_a, audited_a, inclusion, lam)
     zb = corrected_values(prediction_b, human_b, audited_b, inclusion, lam)
     if len(za) != len(zb) or len(marks) != len(za):
