@@ -50,6 +50,8 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_arm_pacing.py", ("lerobot",)),   # test_arm_safety's wall-clock intervals, in the real-time group
     ("test_stop_reasons.py", ("lerobot",)),
     ("test_auto_rater.py", ()),
+    ("test_camera_lift.py", ()),
+    ("test_two_senses.py", ()),
     ("test_blinding.py", ()),
     ("test_bundle.py", ()),
     ("test_clean_media.py", ()),
