@@ -34,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
+from orchestrator.judging.auto.two_senses import combine, longest_run
 from orchestrator.sim import fk
 from orchestrator.sim.holding import closed_on_cube
 from orchestrator.store.episode_files import read_series
@@ -90,18 +91,6 @@ def joint_bottoms(closed: np.ndarray, z: np.ndarray, seat_m: float) -> np.ndarra
     return out
 
 
-def longest_run(t: np.ndarray, inside: np.ndarray) -> float:
-    """Longest `t[last] - t[first]` over runs of consecutive True steps of `inside`."""
-    longest, start = 0.0, None
-    for k in range(len(t)):
-        if not inside[k]:
-            start = None
-            continue
-        start = t[k] if start is None else start
-        longest = max(longest, float(t[k] - start))
-    return longest
-
-
 def _holds(t: np.ndarray, closed: np.ndarray, z: np.ndarray, min_height_m: float,
            seat_m: float) -> tuple[float, float]:
     """(longest hold, highest cube bottom) with the cube sunk `seat_m` in the jaws."""
@@ -125,9 +114,10 @@ def rate(t: np.ndarray, state: np.ndarray, cube_size_m: float, min_height_m: flo
     closed = closed_on_cube(state[:, 5], cube_size_m, None if action is None else np.asarray(action, float)[:, 5])
     z = fk.grasp_point(state)[:, 2]
     if lift is not None:
-        from orchestrator.judging.auto.two_senses import combine
-
-        return combine(t, closed, z, lift, min_height_m, hold_s, arm_moved(state))
+        both = combine(t, closed, joint_bottoms(closed, z, SEAT_HIGH_M), joint_bottoms(closed, z, SEAT_LOW_M),
+                       lift, min_height_m, hold_s, HOLD_BAND_S, arm_moved(state))
+        return AutoVerdict(both.label == "success", both.hold_s, both.top_m, arm_moved(state), both.reason,
+                           both.label == "unsure", both.decided_by)
     verdict = _joints_verdict(t, closed, z, state, min_height_m, hold_s)
     if camera:
         return replace(verdict, reason=f"joints only ({camera}): {verdict.reason}", camera=camera)

@@ -26,21 +26,39 @@ when only their intersection decides.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from orchestrator.core.timeline import frame_shown_at
-from orchestrator.judging.auto.rater import (
-    HOLD_BAND_S,
-    SEAT_HIGH_M,
-    SEAT_LOW_M,
-    AutoVerdict,
-    joint_bottoms,
-    longest_run,
-)
 from orchestrator.vision.lift_track import LiftTrack
 
 _EPS = 1e-9
 CONFLICT_S = 0.1   # the senses must contradict each other this long (two frames at 15 fps) to disagree
+
+
+@dataclass(frozen=True)
+class Combined:
+    """Both senses' verdict: `label` ("success", "failure", "unsure"), the certain hold (s), the
+    highest bottom the camera measured while held (m), the reason line and `decided_by`."""
+
+    label: str
+    hold_s: float
+    top_m: float
+    reason: str
+    decided_by: str
+
+
+def longest_run(t: np.ndarray, inside: np.ndarray) -> float:
+    """Longest `t[last] - t[first]` over runs of consecutive True steps of `inside`."""
+    longest, start = 0.0, None
+    for k in range(len(t)):
+        if not inside[k]:
+            start = None
+            continue
+        start = t[k] if start is None else start
+        longest = max(longest, float(t[k] - start))
+    return longest
 
 
 def camera_bounds(t: np.ndarray, lift: LiftTrack) -> tuple[np.ndarray, np.ndarray]:
@@ -57,14 +75,14 @@ def camera_bounds(t: np.ndarray, lift: LiftTrack) -> tuple[np.ndarray, np.ndarra
 
 
 def _verdict(t: np.ndarray, low: np.ndarray, high: np.ndarray, min_height_m: float,
-             hold_s: float) -> tuple[str, float, float]:
+             hold_s: float, band_s: float) -> tuple[str, float, float]:
     """("success" | "failure" | "unsure", the certain hold, the possible hold) of the held
     height's interval (`low`, `high`; 0 when not held)."""
     sure = longest_run(t, low >= min_height_m - _EPS)
     maybe = longest_run(t, high >= min_height_m - _EPS)
-    if sure >= hold_s + HOLD_BAND_S - _EPS:
+    if sure >= hold_s + band_s - _EPS:
         return "success", sure, maybe
-    if maybe < hold_s - HOLD_BAND_S - _EPS:
+    if maybe < hold_s - band_s - _EPS:
         return "failure", sure, maybe
     return "unsure", sure, maybe
 
@@ -86,11 +104,11 @@ def _conflict(t: np.ndarray, closed: np.ndarray, a_low, a_high, b_low, b_high, h
 
 # long-function: combine: the two senses' intervals, their disagreement, the verdicts of each and
 # of both, and the reason line, read in the order of the module docstring.
-def combine(t: np.ndarray, closed: np.ndarray, z: np.ndarray, lift: LiftTrack, min_height_m: float,
-            hold_s: float, moved: bool) -> AutoVerdict:
+def combine(t: np.ndarray, closed: np.ndarray, j_low: np.ndarray, j_high: np.ndarray, lift: LiftTrack,
+            min_height_m: float, hold_s: float, band_s: float, moved: bool) -> Combined:
     """The verdict of both senses (module docstring): step times `t`, the joints' `closed` on
-    the cube and grasp-point height `z` per step, the camera's `lift`."""
-    j_low, j_high = joint_bottoms(closed, z, SEAT_HIGH_M), joint_bottoms(closed, z, SEAT_LOW_M)
+    the cube and their interval for the bottom's height (`j_low`, `j_high`, the seat's range:
+    `rater.joint_bottoms`) per step, the camera's `lift`, the hold's time band `band_s`."""
     c_low, c_high = camera_bounds(t, lift)
     c_low = np.where(closed, c_low, np.nan)
     c_high = np.where(closed, c_high, np.nan)
@@ -102,19 +120,19 @@ def combine(t: np.ndarray, closed: np.ndarray, z: np.ndarray, lift: LiftTrack, m
         reason = (f"unsure: the camera and the joints disagree at {t[first]:.2f} s: the camera sees the cube bottom at "
                   f"{c_low[first] * 100:.1f}-{c_high[first] * 100:.1f} cm, the joints put it at "
                   f"{j_low[first] * 100:.1f}-{j_high[first] * 100:.1f} cm (success height {min_height_m * 100:g} cm)")
-        return AutoVerdict(False, 0.0, top, moved, reason, True, "")
+        return Combined("unsure", 0.0, top, reason, "")
     low = np.where(closed, np.fmax(j_low, c_low), 0.0)
     high = np.where(closed, np.fmin(j_high, c_high), 0.0)
-    label, sure, maybe = _verdict(t, low, high, min_height_m, hold_s)
-    joints = _verdict(t, j_low, j_high, min_height_m, hold_s)[0]
+    label, sure, maybe = _verdict(t, low, high, min_height_m, hold_s, band_s)
+    joints = _verdict(t, j_low, j_high, min_height_m, hold_s, band_s)[0]
     camera = _verdict(t, np.where(closed, np.nan_to_num(c_low, nan=0.0), 0.0),
-                      np.where(closed, np.nan_to_num(c_high, nan=np.inf), 0.0), min_height_m, hold_s)[0]
+                      np.where(closed, np.nan_to_num(c_high, nan=np.inf), 0.0), min_height_m, hold_s, band_s)[0]
     measured = f"camera measured {int(seen.sum())} of {int(closed.sum())} held steps"
     if label == "unsure":
         reason = (f"unsure: held {sure:.2f}-{maybe:.2f} s with the cube bottom >= {min_height_m * 100:g} cm by the "
-                  f"camera and the joints together ({measured}; hold +-{HOLD_BAND_S:g} s): the band straddles "
+                  f"camera and the joints together ({measured}; hold +-{band_s:g} s): the band straddles "
                   f"{hold_s:g} s")
-        return AutoVerdict(False, sure, top, moved, reason, True, "")
+        return Combined("unsure", sure, top, reason, "")
     senses = [name for name, own in (("camera", camera), ("joints", joints)) if own == label]
     decided = " and ".join(senses) if senses else "camera with joints"
     if label == "success":
@@ -126,4 +144,4 @@ def combine(t: np.ndarray, closed: np.ndarray, z: np.ndarray, lift: LiftTrack, m
                   f"{measured}; highest {top * 100:.1f} cm by the camera)")
     if not moved and label == "failure":
         reason = f"the arm never moved ({decided})"
-    return AutoVerdict(label == "success", sure, top, moved, reason, False, decided)
+    return Combined(label, sure, top, reason, decided)
