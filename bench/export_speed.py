@@ -3,7 +3,7 @@
 
 Runs `orchestrator run` on the demo protocol (the first --marks marks of layouts/grid20.yaml, both
 policies, 12 s episodes, --repeats trials per mark and policy) and `orchestrator export` of the
-result, each as a fresh process, and prints: the campaign's wall time, the export's wall time,
+result, each as a fresh process, and prints: the load average, the campaign's wall time, the export's wall time,
 peak RSS and their ratio, how much of it is importing LeRobot and torch, and the export's own
 account of its check; the recorded video bytes (the campaign's MP4s) and the dataset's (its
 videos, and everything) and their ratio; then `orchestrator view` of one episode to an .rrd (time,
@@ -86,9 +86,10 @@ def main() -> int:
     # process would recompile torch and LeRobot (~50 s on a loaded 2-core machine) and the
     # figure would measure the compiler. Cache it, warm up once, and time the import separately.
     env.pop("PYTHONDONTWRITEBYTECODE", None)
-    imports = ("import orchestrator.export.writer, orchestrator.export.remux_writer, orchestrator.export.video_check, "
-               "lerobot.datasets.lerobot_dataset, lerobot.datasets.utils")
+    imports = ("import orchestrator.export.writer, orchestrator.export.lerobot_import as i; i.import_lerobot_datasets(); "
+               "import orchestrator.export.remux_writer, orchestrator.export.video_check")
     subprocess.run([sys.executable, "-c", imports], cwd=ROOT, env=env, check=True)
+    load_at_start = os.getloadavg()[0]
     started = time.perf_counter()
     subprocess.run([sys.executable, "-c", imports], cwd=ROOT, env=env, check=True)
     import_s = time.perf_counter() - started
@@ -101,6 +102,7 @@ def main() -> int:
         recorded = tree_bytes(campaign / "videos", ".mp4")
         videos, total = tree_bytes(root / "videos"), tree_bytes(root)
         episodes = 2 * args.marks * args.repeats
+        print(f"load average (1 min) {load_at_start:.2f} at the start, {os.getloadavg()[0]:.2f} after the export")
         print(f"campaign: {episodes} episodes in {run_s:.1f} s; export: {export_s:.1f} s, peak RSS {export_mb:.0f} MB "
               f"({export_s / run_s:.2f} of the campaign's wall time; target <= 0.20), of which "
               f"{import_s:.1f} s importing LeRobot and torch")

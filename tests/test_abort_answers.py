@@ -16,7 +16,9 @@ from pathlib import Path
 import pytest
 
 from orchestrator.cli import main
-from orchestrator.run.abort_questions import alarm_answer, question_line, stop_answer
+from orchestrator.run.abort_questions import alarm_answer, of_station, question_line, stop_answer
+from orchestrator.store import chain
+from orchestrator.store.schema import SCHEMA_VERSION
 from orchestrator.store.sqlite import CampaignStore, new_episode_id
 from support.blind_canary import assert_judges_never_read
 from support.tiny import DATA, PROTOCOL, run_cli
@@ -87,15 +89,22 @@ def test_a_schema_5_store_opens_as_schema_6_with_its_chain_intact(tmp_path):
     with CampaignStore.open_for_run(out) as store:
         trial = next(t for t in store.trials() if t.state == "pending")
         store.abort_attempt(store.begin_attempt(trial.slot, new_episode_id()), OVERLOAD, "policy", "failure")
+        with store.transaction() as c:   # schema 5 kept no progress ladder: its labels had none (schema 8)
+            for (label_id,) in c.execute("SELECT id FROM judgments").fetchall():
+                with chain.change(c, "judgments", label_id):
+                    c.execute("UPDATE judgments SET stage = NULL, stage_times = NULL WHERE id = ?", (label_id,))
     raw = sqlite3.connect(out / "campaign.db")   # the store as schema 5 left it (its DDL had no such columns)
     raw.execute("ALTER TABLE attempts DROP COLUMN operator_answer")
     raw.execute("ALTER TABLE attempts DROP COLUMN answered_at")
+    raw.execute("DROP TABLE audit")   # schema 7
+    raw.execute("ALTER TABLE judgments DROP COLUMN stage")
+    raw.execute("ALTER TABLE judgments DROP COLUMN stage_times")
     raw.execute("UPDATE meta SET value = '5' WHERE key = 'schema_version'")
     raw.execute("PRAGMA user_version = 5")
     raw.commit()
     raw.close()
     with CampaignStore.open_for_run(out) as store:
-        assert store.conn.execute("PRAGMA user_version").fetchone()[0] == 6
+        assert store.conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION   # 6, then 7 and 8 on
         (q,) = store.questions()
         store.answer_abort(q["id"], "the hardware (supply, cable, servo)")
         assert store.questions() == []
@@ -134,3 +143,23 @@ def test_answers_read_as_at_the_stop_s_prompt_and_the_questions_name_no_policy()
     assert line.startswith("BEFORE ANYTHING MOVES: trial 5 (mark M07)") and "policy" not in line
     line, read = question_line({**q, "abort_class": "policy", "abort_cause": "overload"})
     assert "servo overload" in line and read is alarm_answer
+
+
+def test_a_station_owns_the_aborts_of_its_ended_sessions_and_of_its_last_process_s_killed_one():
+    """Sessions as the store keeps them: `first` ended one (labelled), then was killed in
+    another (no end, no outcome: only its host and pid); `second` ended one, and a killed
+    session of another process is nobody's in particular (a plain `run` asks about it)."""
+    sessions = [
+        {"started_at": 10.0, "ended_at": 20.0, "outcome": "ended (station first)", "host": "a", "pid": 1},
+        {"started_at": 30.0, "ended_at": 40.0, "outcome": "interrupted (station second)", "host": "b", "pid": 2},
+        {"started_at": 50.0, "ended_at": None, "outcome": None, "host": "a", "pid": 3},     # first, killed
+        {"started_at": 55.0, "ended_at": None, "outcome": None, "host": "b", "pid": 4},     # another process
+    ]
+    at = {"first ended": 15.0, "second ended": 35.0, "first killed": 52.0, "between": 25.0}
+    first = of_station(sessions, "first", ("a", 3))
+    second = of_station(sessions, "second", ("b", 2))
+    owned = {name: [k for k, t in at.items() if asks({"ended_at": t})] for name, asks in
+             (("first", first), ("second", second), ("first, no process", of_station(sessions, "first")))}
+    assert owned == {"first": ["first ended", "first killed"], "second": ["second ended"],
+                     "first, no process": ["first ended"]}, owned
+    assert not first({"ended_at": None})

@@ -249,6 +249,9 @@ def _downgrade_to_schema_3(db: Path) -> None:
     raw.execute("ALTER TABLE attempts DROP COLUMN abort_cause")
     raw.execute("ALTER TABLE attempts DROP COLUMN operator_answer")   # schema 6
     raw.execute("ALTER TABLE attempts DROP COLUMN answered_at")
+    raw.execute("DROP TABLE audit")   # schema 7
+    raw.execute("ALTER TABLE judgments DROP COLUMN stage")   # schema 8
+    raw.execute("ALTER TABLE judgments DROP COLUMN stage_times")
     raw.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
     raw.execute("PRAGMA user_version = 3")
     raw.commit()

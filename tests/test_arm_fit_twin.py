@@ -49,8 +49,7 @@ def assert_nothing_moved(log_path) -> None:
 
 
 def test_doctor_on_the_twin_refuses_each_checkpoint_and_a_fast_profile_with_its_flag(tmp_path):
-    rig = twin_rig(tmp_path)
-    rig.write_text(rig.read_text().replace("max_relative_target: 3.0", "max_relative_target: 1000"))
+    rig = twin_rig(tmp_path, max_relative_target=1000)
     result = run_module("doctor", "--rig", rig, "--twin", "--protocol", protocol(tmp_path, checkpoints(tmp_path)),
                         "--twin-wire-log", tmp_path / "wire.jsonl", "--out", tmp_path, "--camera-seconds", "0.3",
                         env=env(), timeout=300)

@@ -74,6 +74,10 @@ def test_demo_in_a_fresh_process_reports_and_exits_with_the_reports_code(tmp_pat
     assert result.code == 0, result.err
     assert "Verdict:" in result.out and "Next:" in result.out
     assert "trial 6/6  mark" in result.out                 # progress lines (not a terminal)
+    # the progress funnel per policy, by the joints and by physics, said to decide nothing
+    funnel = result.out.split("Progress ladder (recorded; no decision uses it)")[1].split("Next:")[0]
+    assert "pre-registered later" in funnel and funnel.count("policy  episodes") == 2
+    assert funnel.count("3 on 3 marks") == 4                # 2 sources x 2 policies
     # pictures first: the last line is the path of the HTML report, written beside the campaign
     last = result.out.strip().splitlines()[-1]
     assert last.startswith("The report with its plots (open it in a browser): "), last
@@ -108,3 +112,10 @@ def test_the_demo_gives_what_the_readme_says_it_shows(tmp_path):
                 f"Verdict: A better than B: mid-p {mid_p}; difference +{diff} points, 95% CI +{lo} to +{hi}."]
     missing = [line for line in expected if line not in out]
     assert not missing and len(expected) == 5, missing
+    ladder = re.search(r"its progress ladder by physics, B reached the cube in (\d+)/20, grasped it in (\d+)/20 and "
+                       r"lifted and held it in (\d+)/20", text)
+    assert ladder, "the README's sentence on the demo's progress ladder has changed: update this test with it"
+    physics = out.split("By physics")[1].split(" B 20 on 20 marks ")[1].split(" the plots ")[0]
+    reached, grasped, held = ladder.groups()
+    assert physics.split(", ")[0].startswith(f"{reached}/20") and f" {grasped}/20 " in physics
+    assert physics.count(f" {held}/20 ") == 2, physics      # lifted and held

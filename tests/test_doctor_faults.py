@@ -136,9 +136,15 @@ def test_a_starved_doctor_says_this_computer_answered_late_not_the_cable(tmp_pat
         if proc.poll() is None:
             os.kill(proc.pid, signal.SIGCONT)
             proc.kill()
+    late = "this computer answered late (busy CPU): this process stood still"
     problems = [line for line in err.splitlines() if line.startswith("orchestrator: ")]
-    assert proc.returncode == 2 and problems and stops >= 3, (proc.returncode, stops, out, err[-3000:])
-    assert all("this computer answered late (busy CPU): this process stood still" in line for line in problems), problems
-    assert not [line for line in problems if "cable" in line.split("; check ")[0]], problems
+    retries = [line for line in err.splitlines() if line.endswith("; trying again")]
+    assert stops >= 3 and retries, (proc.returncode, stops, out, err[-3000:])   # a read was starved
+    if proc.returncode == 0:   # one of the three tries fell between two stops (seen once in CI at load)
+        assert problems == [], problems
+    else:
+        assert proc.returncode == 2 and problems, (proc.returncode, stops, out, err[-3000:])
+    assert all(late in line for line in problems + retries), problems + retries
+    assert not [line for line in problems + retries if "cable" in line.split("; check ")[0]], problems + retries
     log = WireLog.read(wire)
     assert log.packets and log.goals() == [] and [w for w in log.torque_writes() if w[2]] == []

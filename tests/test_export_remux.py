@@ -64,26 +64,18 @@ def test_every_frame_time_decodes_through_lerobot_to_the_recorded_frame(joined):
     from lerobot.datasets.video_utils import decode_video_frames
     from lerobot.utils.import_utils import get_safe_default_video_backend
 
-    from orchestrator.store.sqlite import CampaignStore
-
     campaign, root, output = joined
     assert "videos joined by stream copy (nothing re-encoded)" in output, output
     assert "re-encoding" not in output
-    store = CampaignStore.open_readonly(campaign)
-    try:
-        done = [t for t in store.trials() if t.state == "done"]
-        files = {e["id"]: json.loads(e["files"]) if isinstance(e["files"], str) else e["files"]
-                 for e in store.episodes()}
-    finally:
-        store.close()
+    recordings = recordings_of(campaign)
     dataset = LeRobotDataset(REPO_ID, root=root)
     meta = dataset.meta
     backend = get_safe_default_video_backend()
-    assert meta.total_episodes == len(done) == 6 and meta.fps == FPS
+    assert meta.total_episodes == len(recordings) // 2 == 6 and meta.fps == FPS
     layout = {(ep, key): str(meta.get_video_file_path(ep, key)) for ep in range(6) for key in meta.video_keys}
     assert len({f for (_, key), f in layout.items() if key.endswith("front")}) >= 2   # the size limit split
     compared = 0
-    for ep, trial in enumerate(done):
+    for ep in range(6):
         row = meta.episodes[ep]
         for camera in ("front", "wrist"):
             key = f"observation.images.{camera}"
@@ -92,7 +84,7 @@ def test_every_frame_time_decodes_through_lerobot_to_the_recorded_frame(joined):
             times = [start + k / FPS for k in range(STEPS)]
             decoded = decode_video_frames(root / layout[(ep, key)], times, dataset.tolerance_s, backend=backend,
                                           return_uint8=True)
-            recorded = recorded_frames(campaign / files[trial.episode_id][camera])
+            recorded = recorded_frames(recordings[(ep, key)])
             assert len(recorded) == len(decoded) == STEPS
             for k, frame in enumerate(decoded):
                 assert np.array_equal(frame.permute(1, 2, 0).numpy(), recorded[k]), (ep, camera, k)
@@ -148,49 +140,104 @@ def test_a_recording_that_cannot_be_joined_is_re_encoded_and_the_export_says_why
     assert "re-encoding the videos, as they cannot be joined by stream copy: camera wrist: 6 of 6 episodes" in output
     reason = output.split("re-encoding")[1].split("\n")[0]
     assert "the video runs at 5 fps, the dataset at 10 fps" in reason and "camera front" not in reason
-    assert "checked 120 frame times with LeRobot's" in output
+    assert "checked 120 frame times with LeRobot's" in output, output
     dataset = LeRobotDataset(REPO_ID, root=root)
     assert dataset.meta.total_episodes == 6 and len(dataset) == 6 * STEPS
 
 
-def test_the_check_catches_a_frame_time_off_by_half_a_frame_and_a_frame_not_the_recorded_one(joined, tmp_path):
-    """`video_check.check_dataset` on the joined export passes; with one episode's from_timestamp
-    moved by half a frame (LeRobot's decoder then finds no frame within its tolerance) or one
-    recorded frame's CRC changed, it fails, naming the episode."""
+def recordings_of(campaign: Path) -> dict[tuple[int, str], Path]:
+    """(dataset episode, video key) -> the recorded video joined there: the done trials in run order."""
+    from orchestrator.store.sqlite import CampaignStore
+
+    store = CampaignStore.open_readonly(campaign)
+    try:
+        done = [t for t in store.trials() if t.state == "done"]
+        files = {e["id"]: json.loads(e["files"]) if isinstance(e["files"], str) else e["files"]
+                 for e in store.episodes()}
+    finally:
+        store.close()
+    return {(ep, f"observation.images.{camera}"): campaign / files[trial.episode_id][camera]
+            for ep, trial in enumerate(done) for camera in ("front", "wrist")}
+
+
+def write_grey_video(path: Path, level_: int) -> Path:
+    """A recording-like H.264 file of STEPS flat frames at `level_`, 64x48 at FPS."""
+    import av
+
+    with av.open(str(path), mode="w") as container:
+        stream = container.add_stream("libx264", rate=FPS)
+        stream.width, stream.height, stream.pix_fmt = 64, 48, "yuv420p"
+        for k in range(STEPS):
+            frame = av.VideoFrame.from_ndarray(np.full((48, 64, 3), level_, np.uint8), format="rgb24")
+            frame.pts = k
+            container.mux(stream.encode(frame))
+        container.mux(stream.encode(None))
+    return path
+
+
+def test_the_check_catches_a_frame_time_off_by_half_a_frame_a_changed_byte_and_another_frame(joined, tmp_path):
+    """`video_check.check_joined` on the joined export passes; with one episode's from_timestamp
+    moved by half a frame (LeRobot's decoder would find no frame within its tolerance), one byte
+    of one coded frame changed, or a recording whose frames differ from what LeRobotDataset reads,
+    it fails, naming the episode (and the frame)."""
     import shutil
 
+    import av
     import pandas as pd
 
     from orchestrator.export import video_check
 
-    _, root, _ = joined
+    campaign, root, _ = joined
     copy = tmp_path / "dataset"
     shutil.copytree(root, copy)
+    recordings = recordings_of(campaign)
     decoder = video_check.backend()
-    assert video_check.check_dataset(copy, REPO_ID, None, decoder) == 6 * 2 * STEPS     # positive control
+    checked, read = video_check.check_joined(copy, REPO_ID, recordings, decoder)
+    assert checked == 6 * 2 * STEPS and read >= 4                                        # positive control
     meta_file = next((copy / "meta" / "episodes").rglob("*.parquet"))
     episodes = pd.read_parquet(meta_file)
     original = episodes.copy()
     column = "videos/observation.images.front/from_timestamp"
     episodes.loc[episodes["episode_index"] == 3, column] += 0.5 / FPS
     episodes.to_parquet(meta_file)
-    with pytest.raises(video_check.VideoCheckFailed, match=r"episode 3, observation.images.front: LeRobot's"):
-        video_check.check_dataset(copy, REPO_ID, None, decoder)
+    with pytest.raises(video_check.VideoCheckFailed, match=r"episode 3, observation.images.front: row 0 is at"):
+        video_check.check_joined(copy, REPO_ID, recordings, decoder)
     original.to_parquet(meta_file)
-    crcs = {}
-    from lerobot.datasets.dataset_metadata import LeRobotDatasetMetadata
 
-    meta = LeRobotDatasetMetadata(REPO_ID, root=copy)
-    for ep in range(6):
-        for key in meta.video_keys:
-            start = float(meta.episodes[ep][f"videos/{key}/from_timestamp"])
-            frames = video_check.decoded(copy / meta.get_video_file_path(ep, key),
-                                         [start + k / FPS for k in range(STEPS)], decoder)
-            crcs[(ep, key)] = np.array([video_check.crc(f) for f in frames], dtype=np.uint32)
-    assert video_check.check_dataset(copy, REPO_ID, crcs, decoder) == 6 * 2 * STEPS     # positive control
-    crcs[(4, "observation.images.wrist")][7] ^= 1
-    with pytest.raises(video_check.VideoCheckFailed, match="episode 4, observation.images.wrist: frame 7"):
-        video_check.check_dataset(copy, REPO_ID, crcs, decoder)
+    row = original[original["episode_index"] == 4].iloc[0]
+    key = "observation.images.wrist"
+    path = copy / "videos" / key / f"chunk-{int(row[f'videos/{key}/chunk_index']):03d}" / \
+        f"file-{int(row[f'videos/{key}/file_index']):03d}.mp4"
+    at = float(row[f"videos/{key}/from_timestamp"]) + 7 / FPS
+    with av.open(str(path)) as container:
+        packet = next(p for p in container.demux(video=0)
+                      if p.dts is not None and abs(float(p.pts * p.time_base) - at) < 1e-6)
+        offset = packet.pos + packet.size - 1                  # the last byte of its coded slice
+    data = bytearray(path.read_bytes())
+    data[offset] ^= 0x55
+    path.write_bytes(bytes(data))
+    with pytest.raises(video_check.VideoCheckFailed, match=r"episode 4, observation.images.wrist: frame 7 .*bytes"):
+        video_check.check_joined(copy, REPO_ID, recordings, decoder)
+    shutil.rmtree(copy)
+    shutil.copytree(root, copy)
+
+    fps, videos = video_check.episode_videos(copy)
+    other = {**recordings, (0, "observation.images.front"): write_grey_video(tmp_path / "other.mp4", 250)}
+    assert video_check.check_lerobot_load(copy, REPO_ID, fps, videos, recordings, decoder) == read   # control
+    with pytest.raises(video_check.VideoCheckFailed,
+                       match=r"episode 0, observation.images.front: LeRobotDataset's frame 0 is not the recorded"):
+        video_check.check_lerobot_load(copy, REPO_ID, fps, videos, other, decoder)
+
+
+def test_lerobot_reads_the_ends_of_each_video_file():
+    """The rows `check_joined` reads through LeRobotDataset: the first and last row of the first and
+    last episode in each file (here files of episodes {0, 1}, {2}, {3, 4, 5})."""
+    from orchestrator.export.video_check import EpisodeVideo, _rows_lerobot_reads
+
+    files = {0: "a", 1: "a", 2: "b", 3: "c", 4: "c", 5: "c"}
+    videos = [EpisodeVideo(ep, "k", Path(name), [0.0] * 10) for ep, name in files.items()]
+    assert _rows_lerobot_reads(videos) == [(0, 0), (0, 9), (1, 0), (1, 9), (2, 0), (2, 9),
+                                           (3, 0), (3, 9), (5, 0), (5, 9)]
 
 
 def test_mixed_encoder_settings_are_re_encoded(tmp_path, hf_env):

@@ -47,17 +47,17 @@ def drive(app: JudgeApp, size: tuple[int, int], body) -> None:
 
 def test_one_key_list_for_both_faces_and_each_key_has_an_action(campaign):
     actions = [k.action for k in KEYS]
-    assert len(actions) == len(set(actions)) == 21
+    assert len(actions) == len(set(actions)) == 22
     pressed = [name for k in KEYS for name in k.browser]
     assert len(pressed) == len(set(pressed))                      # no key does two things
     bound = {b.key: b.action for b in JudgeApp.BINDINGS}
-    assert len(bound) == sum(len(k.textual) for k in KEYS) == 29  # 1-9 are nine keys
+    assert len(bound) == sum(len(k.textual) for k in KEYS) == 30  # 1-9 are nine keys
     checked = 0
     for key in KEYS:
         for name in key.textual:
             assert bound[name] == f"judge('{key.action}', '{name}')"
             checked += 1
-    assert checked == 29
+    assert checked == 30
     # the terminal implements every action (the browser's: tests/test_judge_web.py)
     app = JudgeApp(CampaignSource(campaign, "kim"), renderer="halfcell")
     assert sorted(app.actions) == sorted(actions)

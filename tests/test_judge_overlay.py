@@ -96,23 +96,34 @@ def test_zoom_and_guide_keys_in_each_renderer(tiny, renderer):
     episode = app.session.order[0]
     assert set(episode.camera_poses) == {"front"}
 
+    def yellow(image: np.ndarray) -> np.ndarray:
+        return np.all(np.abs(image.astype(int) - GUIDE_RGB) < 60, axis=2)
+
     async def session():
         async with app.run_test(size=(110, 32)) as pilot:
             await pilot.pause(0.3)
             player = app.query_one(Player)
             plain = player.current_image().copy()
+            assert np.array_equal(plain, player.sources["front"].get(0))       # paused on the first frame
             await pilot.press("g")
             guided = player.current_image()
-            yellow = np.all(np.abs(guided.astype(int) - GUIDE_RGB) < 60, axis=2)
-            assert yellow.sum() > plain.shape[1] // 2                # a line across the frame
+            drawn = yellow(guided) & ~yellow(plain)                            # the guide's own pixels
+            assert drawn.sum() > plain.shape[1] // 2 and len(set(np.nonzero(drawn)[1])) > plain.shape[1] // 2
             assert "Success-height guide (4 cm" in screen_text(app)
+            assert "on (cameras: front)" in screen_text(app)
             await pilot.press("m")
             zoomed = player.current_image()
             assert zoomed.shape == plain.shape and not np.array_equal(zoomed, guided)
+            assert "Zoom on the mark on (cameras: front)" in screen_text(app)
             await pilot.press("c")                                   # the wrist camera: no pose
-            assert np.array_equal(player.current_image(), player.sources["wrist"].get(0))
-            await pilot.press("c", "m", "g")
-            assert "zoom" not in screen_text(app).lower() or "off" in screen_text(app)
+            wrist = player.sources["wrist"].get(0)
+            assert not np.array_equal(wrist, plain)                  # control: the cameras' frames differ
+            assert np.array_equal(player.current_image(), wrist)     # drawn as recorded, overlays on
+            await pilot.press("c", "m")                              # all side by side; zoom off
+            assert "Zoom on the mark off (cameras: front)" in screen_text(app)
+            await pilot.press("g", "c")                              # guide off; back to the front camera
+            assert player.view_name == "front"
+            assert np.array_equal(player.current_image(), plain)     # both overlays off: the plain frame
             await pilot.press("s")
             await pilot.pause(0.2)
             assert len({e for _, e, _ in app.shown_log}) == 2            # frames reached the widget

@@ -19,7 +19,7 @@ from orchestrator.judging.queue import START_ONLY, START_WINDOW_S
 from orchestrator.judging.session import INVALID_PROMPT, JudgeSession
 from support.judge_campaign import campaign_rows, live_judgments, make_campaign
 
-RULES = ("label", "mode", "note", "undo", "ask_invalid_start", "invalid_start")
+RULES = ("label", "mode", "note", "stage", "undo", "ask_invalid_start", "invalid_start")
 
 
 @pytest.fixture(scope="module")
@@ -92,6 +92,49 @@ def test_mode_and_note_go_with_one_live_label(session, campaign):
                                                (second, "unsure", None, None)]
     retracted = campaign_rows(campaign, "SELECT count(*) FROM judgments WHERE judge='sam' AND retracted_at IS NOT NULL")
     assert retracted == [(2,)]                                  # each replacement retracted the one before
+
+
+def test_the_stage_seen_goes_beside_the_label_and_says_nothing_of_the_episode(session, campaign):
+    """`l`: the furthest stage of the progress ladder the judge saw, stepped one press at a time,
+    beside the judge's one live label (before any label: saved with it). The machine judges'
+    ladders (planted: `held` on one episode, nothing on the other) never show: the first press is
+    `reached` on both, and the status differs only by the episode's id."""
+    from orchestrator.judging.source import LADDER_STAGES
+    from orchestrator.store.records import NO_STAGE, STAGES
+    from orchestrator.store.sqlite import CampaignStore
+
+    assert LADDER_STAGES == (NO_STAGE, *STAGES)                 # the judge's words are the store's
+    first, second = (e.id for e in session.order[:2])
+    with CampaignStore.open_for_labels(campaign) as store:
+        store.add_judgment(first, "auto", "success", source="auto", stage="held",
+                           stage_times={"reached": 1.0, "grasped": 2.0, "lifted": 3.0, "held": 4.0})
+        store.add_judgment(second, "auto", "failure", source="auto", stage=NO_STAGE,
+                           stage_times=dict.fromkeys(STAGES))
+    stages = lambda: campaign_rows(campaign, "SELECT episode_id, stage FROM judgments"  # noqa: E731
+                                   " WHERE judge = 'sam' AND retracted_at IS NULL ORDER BY id")
+    session.label("failure")
+    assert stages() == [(first, None)]                          # not recorded unless pressed
+    session.stage()                                             # `second` has no label: the one just made
+    said_first = session.status
+    session.stage()
+    session.mode(2)                                             # a failure mode keeps it
+    assert stages() == [(first, "grasped")] and session.status.startswith("Saved: failure mode")
+    session.label("success")
+    session.stage()
+    assert said_first.replace(first, "EP") == session.status.replace(second, "EP")   # reached, for each
+    for _ in range(4):                                          # then grasped, lifted, held, none
+        session.stage()
+    assert stages() == [(first, "grasped"), (second, NO_STAGE)]
+    later = JudgeSession(CampaignSource(campaign, "sam"))     # a new session: no label made in it yet
+    third = later.current_id
+    later.stage()                                               # kept for the current episode's label
+    assert later.pending_stages == {third: "reached"} and len(stages()) == 2
+    later.label("unsure")
+    assert stages()[-1] == (third, "reached")
+    later.source.close()
+    with CampaignStore.open_readonly(campaign) as store:
+        with pytest.raises(Exception, match="stage must be one of"):
+            store.add_judgment(first, "sam", "success", stage="flew")   # refused before any write
 
 
 def test_undo_goes_back_and_reaches_into_the_last_session(campaign):
@@ -306,6 +349,8 @@ def textual_face(directory: Path, decisions: list[tuple]) -> list[tuple]:
                     await pilot.press("n", *value, "enter")
                 elif rule == "undo":
                     await pilot.press("z")
+                elif rule == "stage":
+                    await pilot.press("l")
                 else:
                     await pilot.press("x", str(value))
             await pilot.pause()
@@ -376,14 +421,14 @@ def test_the_page_must_say_what_was_on_screen_to_send_an_episode_back(template, 
 
 
 def test_both_faces_make_the_same_session_calls_and_rows(template, tmp_path):
-    decisions = [("label", "unsure"), ("label", "failure"), ("mode", 2), ("note", "late grip"),
-                 ("label", "success"), ("undo", None), ("label", "success"), ("invalid_start", 3),
-                 ("label", "success"), ("label", "failure"), ("mode", 1)]
+    decisions = [("label", "unsure"), ("label", "failure"), ("mode", 2), ("note", "late grip"), ("stage", None),
+                 ("stage", None), ("label", "success"), ("undo", None), ("label", "success"), ("invalid_start", 3),
+                 ("stage", None), ("label", "success"), ("label", "failure"), ("mode", 1)]
     tui_dir = Path(shutil.copytree(template, tmp_path / "tui"))
     web_dir = Path(shutil.copytree(template, tmp_path / "web"))
     tui_calls = textual_face(tui_dir, decisions)
     web_calls = browser_face(web_dir, decisions)
-    expected = [("undo",) if rule == "undo" else (rule, value, 0.0, False) if rule == "invalid_start"
+    expected = [(rule,) if rule in ("undo", "stage") else (rule, value, 0.0, False) if rule == "invalid_start"
                 else (rule, value) for rule, value in decisions]
     # the Textual judge asks the session before it shows the reasons (`x`); the page asks itself
     asked = [c for c in tui_calls if c[0] == "ask_invalid_start"]
@@ -392,10 +437,14 @@ def test_both_faces_make_the_same_session_calls_and_rows(template, tmp_path):
     assert web_calls == expected
 
     def stored(directory: Path):
-        everything = campaign_rows(directory, "SELECT label, failure_mode, note, retracted_at IS NULL FROM judgments"
-                                     " WHERE judge = 'alice' ORDER BY id")
+        everything = campaign_rows(directory, "SELECT label, failure_mode, note, stage, retracted_at IS NULL"
+                                     " FROM judgments WHERE judge = 'alice' ORDER BY id")
         aborted = campaign_rows(directory, "SELECT reason FROM attempts WHERE status = 'aborted'")
         return everything, aborted
 
     assert stored(tui_dir) == stored(web_dir)
     assert len(stored(web_dir)[0]) > 4 and stored(web_dir)[1] == [("invalid start (judge alice): arm not at rest",)]
+    # `l` twice after the failure and its mode: reached, then grasped, beside that label; once on
+    # the unsure episode that came back: beside its label, kept when it is relabelled
+    stages = [row[3] for row in stored(web_dir)[0] if row[4]]
+    assert stages.count("grasped") == 1 and stages.count("reached") == 1, stored(web_dir)[0]

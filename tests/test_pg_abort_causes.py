@@ -96,6 +96,9 @@ def _downgrade_to_schema_3(url: str) -> None:
         owner.execute("ALTER TABLE attempts DROP COLUMN abort_cause")
         owner.execute("ALTER TABLE attempts DROP COLUMN operator_answer")   # schema 6
         owner.execute("ALTER TABLE attempts DROP COLUMN answered_at")
+        owner.execute("DROP TABLE audit")   # schema 7
+        owner.execute("ALTER TABLE judgments DROP COLUMN stage")   # schema 8
+        owner.execute("ALTER TABLE judgments DROP COLUMN stage_times")
         owner.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
         owner.execute(SCHEMA_3_INVALID_START)
 
@@ -139,6 +142,9 @@ def test_a_server_store_keeps_the_operator_s_answers_and_a_schema_5_one_is_upgra
     with psycopg.connect(url, autocommit=True) as owner:     # schema 5 as it shipped: no answers
         owner.execute("ALTER TABLE attempts DROP COLUMN operator_answer")
         owner.execute("ALTER TABLE attempts DROP COLUMN answered_at")
+        owner.execute("DROP TABLE audit")   # schema 7
+        owner.execute("ALTER TABLE judgments DROP COLUMN stage")   # schema 8
+        owner.execute("ALTER TABLE judgments DROP COLUMN stage_times")
         owner.execute("UPDATE meta SET value = '5' WHERE key = 'schema_version'")
     judge_url = _as_judge(pg_cluster, url, "answer_judge1")
     from orchestrator.store.postgres import using_server

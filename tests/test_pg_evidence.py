@@ -137,6 +137,9 @@ def test_an_older_server_store_is_chained_from_its_migration(pg_cluster):
         conn.execute("DROP TABLE chain")
         conn.execute("ALTER TABLE attempts DROP COLUMN operator_answer")   # schema 6's columns
         conn.execute("ALTER TABLE attempts DROP COLUMN answered_at")
+        conn.execute("DROP TABLE audit")   # schema 7
+        conn.execute("ALTER TABLE judgments DROP COLUMN stage")   # schema 8
+        conn.execute("ALTER TABLE judgments DROP COLUMN stage_times")
         conn.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
         rows = sum(conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
                    for t in ("campaign", "trials", "attempts", "episodes", "judgments", "events", "sessions"))

@@ -184,14 +184,18 @@ def test_a_station_runs_the_autonomous_reset(pg_cluster, tmp_path):
 
 
 @pytest.mark.slow
-def test_a_station_asks_about_the_unanswered_stops_of_its_own_sessions_before_it_claims(pg_cluster, tmp_path):
+@pytest.mark.parametrize("killed", [False, True], ids=["ended", "killed"])
+def test_a_station_asks_about_the_unanswered_stops_of_its_own_sessions_before_it_claims(pg_cluster, tmp_path,
+                                                                                         monkeypatch, killed):
     """Station `first`'s operator stops an episode and leaves the reason unanswered (the console
-    closed). Station `second`'s next session is not asked about it (another arm's stop); `first`'s
-    next session is, before it claims a block, and the answer is recorded beside the abort."""
+    closed; `killed`: then the process dies before its session's end is written, as a SIGKILL
+    leaves it). Station `second`'s next session is not asked about it (another arm's stop);
+    `first`'s next session is, before it claims a block, and the answer is recorded beside the abort."""
     from orchestrator.rigs.base import EmergencyStop
     from orchestrator.run.campaign import open_campaign
     from orchestrator.run.operator_protocol import AutoOperator, StopRequested
     from orchestrator.run.stations import run_station
+    from orchestrator.store.run_sessions import SessionRows
 
     class StopsAndLeaves(AutoOperator):
         def poll(self, elapsed_s):
@@ -221,7 +225,12 @@ def test_a_station_asks_about_the_unanswered_stops_of_its_own_sessions_before_it
         finally:
             opened.store.close()
 
-    session("first", StopsAndLeaves(say=lambda s: None), 1)
+    with monkeypatch.context() as patch:
+        if killed:
+            patch.setattr(SessionRows, "end_session", lambda *args: None)
+        session("first", StopsAndLeaves(say=lambda s: None), 1)
+    with psycopg.connect(url) as conn:
+        assert conn.execute("SELECT count(*) FROM sessions WHERE ended_at IS NULL").fetchone() == (int(killed),)
     with psycopg.connect(url) as conn:
         ((attempt, answer),) = conn.execute("SELECT id, operator_answer FROM attempts"
                                             " WHERE abort_class = 'operator_unanswered'").fetchall()

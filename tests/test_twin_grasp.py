@@ -11,11 +11,10 @@ from types import SimpleNamespace
 import pytest
 
 from orchestrator.rigs.so101.servo_alarms import GRIPPER_TRIP_EVENT, AlarmWatch, ServoAlarm
-from support.repo import REPO
+from support.campaign_files import SHIPPED_TWIN_RIG, with_max_relative_target
 from support.twin_time import wait_physics
 from support.wirelog import WireLog
 
-SHIPPED_TWIN_RIG = REPO / "hardware" / "so101_twin.yaml"
 MOTORS = ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper")
 
 
@@ -101,10 +100,8 @@ def test_a_scripted_grasp_held_5_s_trips_the_gripper_protection_and_the_trial_go
     # the squeeze this test is about is the gripper's goal far past the cube: the shipped profile's
     # max_relative_target (3, doctor's 90 deg/s at 30 fps) keeps the goal 3 of 0-100 past where the
     # jaws are, near the protection's threshold; 10 (150 deg/s at this test's 15 fps) squeezes fully
-    text = SHIPPED_TWIN_RIG.read_text()
-    assert text.count("max_relative_target: 3.0") == 1
     profile = tmp_path / "so101_twin.yaml"
-    profile.write_text(text.replace("max_relative_target: 3.0", "max_relative_target: 10.0"))
+    profile.write_text(with_max_relative_target(SHIPPED_TWIN_RIG.read_text(), 10.0))
     with start_twin(load_rig(profile), wire_log=log_path) as twin:
         rig = make_rig(twin.rig)
         rig.connect()
@@ -138,5 +135,8 @@ def test_a_scripted_grasp_held_5_s_trips_the_gripper_protection_and_the_trial_go
     assert T_CLOSE[0] + 2.0 <= tripped[0] <= T_CLOSE[1] + 3.5, (tripped[0], gripper_status)
     assert all(value & 32 for t, value in gripper_status if t > tripped[0] + 0.1)  # held to the end
     assert facts.physics_success, facts
+    # the twin's physics sends its progress ladder with the facts: every stage, in order
+    times = [facts.ladder[stage] for stage in ("reached", "grasped", "lifted", "held")]
+    assert None not in times and times == sorted(times), facts.ladder
     assert GRIPPER_TRIP_EVENT in facts.safety_events, facts.safety_events
     assert after_rest == dict.fromkeys(MOTORS, 0)

@@ -24,8 +24,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from orchestrator.analysis.ladders import progress_ladders
 from orchestrator.analysis.sessions import SessionCounts, session_counts
 from orchestrator.core.errors import BadInput
+from orchestrator.design.audit import AuditSample
 from orchestrator.design.protocol import deployment_label
 from orchestrator.rigs.profile import campaign_rig_kind
 from orchestrator.store.records import RIG_TWIN
@@ -162,6 +164,7 @@ class OutcomeSet:
     deployments: dict[str, str] = field(default_factory=dict)   # policy -> how it runs (`deployment_label`)
     auto_labels: dict[str, str] = field(default_factory=dict)   # episode -> the `auto` rater's label
     arm_still: tuple[str, ...] = ()               # episodes in which the arm never moved
+    ladders: dict[str, dict[str, Any]] = field(default_factory=dict)   # analysis.ladders.progress_ladders
 
     @property
     def wall_clock(self) -> bool:
@@ -175,6 +178,7 @@ class OutcomeSet:
     start_records: tuple[Any, ...] = ()           # start_records.StartRecord per checked attempt
     interventions: dict[str, int] | None = None   # by cause (start_records; None: a CSV)
     reset_mode: str = "operator"                  # the protocol's reset.mode (auto: the arm places the cube)
+    audit: AuditSample | None = None              # the store's audit sample (None: no audit, or a CSV)
 
     # ---------------------------------------------------------------- views
 
@@ -425,8 +429,9 @@ def outcomes_from_store(store: CampaignStore, judge: str | None = None) -> Outco
         sessions=session_counts(store.sessions()), operator_is_judge=protocol.judging.operator_is_judge,
         fps=protocol.episode.fps, deployments={k: deployment_label(v) for k, v in protocol.policies.items()},
         auto_labels={ep: j.label for ep, j in store.latest_labels(AUTO_JUDGE).items()},
-        arm_still=still_episodes(store.directory, episodes.values()),
+        arm_still=still_episodes(store.directory, episodes.values()), ladders=progress_ladders(store),
         station_blocks=tuple(store.station_blocks()) if hasattr(store, "station_blocks") else (),
         abort_rules=protocol.aborts.model_dump(), disagreement=protocol.judging.disagreement,
         evidence=getattr(store, "evidence", None), start_records=start_records(events, attempts),
-        interventions=intervention_counts(events, attempts), reset_mode=protocol.reset.mode)
+        interventions=intervention_counts(events, attempts), reset_mode=protocol.reset.mode,
+        audit=store.audit_sample())

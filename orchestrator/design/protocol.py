@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from orchestrator.core.errors import BadInput
 from orchestrator.core.yamlsrc import load_yaml_mapping
 from orchestrator.design.analysis_spec import Analysis
+from orchestrator.design.audit import audit_problem
 from orchestrator.design.identity import Identified as _Identified
 from orchestrator.design.identity import policy_identity
 from orchestrator.design.located_errors import format_validation_errors, load_validated, repeated_values
@@ -285,6 +286,14 @@ class Judging(_Strict):
     # for another judge, its layout is left out meanwhile), or `failure` (a disagreement counts
     # as a failure of the policy). Pre-registered: which layouts drop would depend on outcomes.
     disagreement: Literal["unsure", "failure"] = "unsure"
+    # The audit (design/audit.py): this fraction of the trials, drawn when frozen, goes to the judges whatever `auto` said.
+    audit: Annotated[float, Field(ge=0, le=1)] = 0.0
+
+    @model_validator(mode="after")
+    def _audit_needs_counted_auto(self) -> Judging:
+        if self.audit > 0 and (self.auto != "counted" or self.judges < 1):
+            raise ValueError(f"audit {self.audit:g} needs auto: counted and judges >= 1 (people check a counted rater)")
+        return self
 
 
 AbortAction = Literal["failure", "rerun"]
@@ -474,6 +483,9 @@ def load_protocol(path: str | Path) -> LoadedProtocol:
     if protocol.reset.mode == "auto" and protocol.start_check.mode != "enforce":
         problems.append(f"{smap.locate(('reset', 'mode'))}: reset mode auto needs start_check mode enforce "
                         f"(the camera finds the cube and checks where it landed), not {protocol.start_check.mode!r}")
+    trials = len(layout.marks) * protocol.trials_per_layout * len(protocol.policies)
+    if problem := audit_problem(protocol.judging.audit, trials):
+        problems.append(f"{smap.locate(('judging', 'audit'))}: {problem}")
     if protocol.judging.judges and len(set(protocol.judging.failure_modes)) != len(protocol.judging.failure_modes):
         problems.append(f"{smap.locate(('judging', 'failure_modes'))}: failure modes must be unique")
     for label, spec in protocol.policies.items():

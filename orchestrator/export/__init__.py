@@ -7,7 +7,7 @@ One LeRobot episode per completed trial, in run order, written through LeRobot's
   episode's `timeseries.npz` (one row per control step);
 - `observation.images.<camera>`: video features, the recorded H.264 joined by stream copy into
   LeRobot's video files when the recordings allow (`remux`, `remux_writer`; every frame time then
-  decoded with LeRobot's own decoder and compared with the recorded frame, `video_check`), else
+  found as the recorded frame's packet and the dataset loaded by `LeRobotDataset`, `video_check`), else
   decoded from the recorded MP4s (PyAV) and re-encoded, the export saying why. A camera recorded
   at a lower fps than the dataset's contributes, at each row, the latest frame taken at or before
   that step (its recorded frame times say when), so every row has an image and none is taken

@@ -1,18 +1,19 @@
-"""The recorded episode videos as an export by stream copy reads them: every frame decoded once,
-for its CRC-32 and for the statistics LeRobot keeps of an episode's video frames, and
-`RecordedVideos`, which hands them to LeRobot's writer in place of its streaming encoder.
+"""The recorded episode videos as an export by stream copy reads them: every frame decoded once
+(PyAV), for the statistics LeRobot keeps of an episode's video frames, and `RecordedVideos`,
+which hands them to LeRobot's writer in place of its streaming encoder.
 
-Nothing here imports LeRobot or torch (PyAV and numpy only; LeRobot's torchcodec decoder, where
-it is the one LeRobot picks, is handed in as `decode`): the decoding starts on a thread pool
+Nothing here imports LeRobot or torch (PyAV and numpy only): the decoding starts on a thread pool
 while the main thread imports LeRobot, which takes seconds (docs/benchmarks.md, Export). The
-two pieces of LeRobot's statistics this needs are restated here, `sample_indices` and
-`downsampled` (LeRobot's `compute_stats.sample_indices` and `auto_downsample_height_width`);
-tests/test_export_remux.py compares them with LeRobot's own."""
+statistics are of the frames as PyAV's `to_ndarray(rgb24)` gives them, which is what LeRobot's
+PyAV decoder returns (and what LeRobot's own writer computes its statistics on: the frames before
+they are encoded, here the recorded ones decoded). The two pieces of LeRobot's statistics this
+needs are restated here, `sample_indices` and `downsampled` (LeRobot's
+`compute_stats.sample_indices` and `auto_downsample_height_width`); tests/test_export_remux.py
+compares them with LeRobot's own. Whether the dataset gives back the recorded frames is
+`video_check.check_joined`'s: the same packets, byte for byte, at each row's time."""
 
 from __future__ import annotations
 
-import zlib
-from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, Future
 from pathlib import Path
 from typing import Any
@@ -20,10 +21,6 @@ from typing import Any
 import numpy as np
 
 QUANTILES = (0.01, 0.10, 0.50, 0.90, 0.99)   # LeRobot's DEFAULT_QUANTILES, as q01 ... q99
-
-
-def crc(image: np.ndarray) -> int:
-    return zlib.crc32(np.ascontiguousarray(image).data)
 
 
 def sample_indices(count: int) -> list[int]:
@@ -71,42 +68,22 @@ def channel_stats(images: np.ndarray) -> dict[str, np.ndarray]:
     return stats
 
 
-def recorded_frames(path: Path, count: int, fps: int, decoder: str,
-                    decode: Callable[[Path, list[float], str], Iterator[np.ndarray]] | None = None) -> Iterator[np.ndarray]:
-    """A recorded episode video's frames (HxWx3 uint8) as LeRobot's decoder gives them: PyAV's
-    `to_ndarray(rgb24)` in order (what LeRobot's PyAV decoder does), or with LeRobot's other
-    decoder `decode` (`video_check.decoded`, channels first) at k / fps."""
-    if decoder != "pyav":
-        if decode is None:
-            raise ValueError(f"the {decoder} decoder needs LeRobot's decode function")
-        for chw in decode(path, [k / fps for k in range(count)], decoder):
-            yield chw.transpose(1, 2, 0)
-        return
+def frame_stats(path: Path, count: int) -> dict[str, np.ndarray]:
+    """The statistics LeRobot keeps of an episode's video frames: `channel_stats` of the frames
+    `compute_episode_stats` samples (`sample_indices`) of the first `count`, channels first and
+    downsampled as it does (`downsampled`). Every frame is decoded (each needs the one before
+    it); only the sampled ones are converted to RGB."""
     import av
 
-    with av.open(str(path)) as container:
-        stream = container.streams.video[0]
-        for frame in container.decode(stream):
-            yield frame.to_ndarray(format="rgb24")
-
-
-def frame_stats(path: Path, count: int, fps: int, decoder: str,
-                decode: Callable[[Path, list[float], str], Iterator[np.ndarray]] | None = None
-                ) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """(the statistics LeRobot keeps of an episode's video frames: `channel_stats` of the frames
-    `compute_episode_stats` samples (`sample_indices`), downsampled as it does (`downsampled`);
-    the CRC-32 of every frame, channels first as LeRobot's decoder returns them)."""
     wanted = set(sample_indices(count))
     sampled: list[np.ndarray] = []
-    crcs = np.zeros(count, dtype=np.uint32)
-    for n, image in enumerate(recorded_frames(path, count, fps, decoder, decode)):
-        if n >= count:
-            break
-        chw = np.ascontiguousarray(image.transpose(2, 0, 1))
-        crcs[n] = crc(chw)
-        if n in wanted:
-            sampled.append(downsampled(chw))
-    return channel_stats(np.stack(sampled)), crcs
+    with av.open(str(path)) as container:
+        for n, frame in enumerate(container.decode(container.streams.video[0])):
+            if n >= count:
+                break
+            if n in wanted:
+                sampled.append(downsampled(frame.to_ndarray(format="rgb24").transpose(2, 0, 1)))
+    return channel_stats(np.stack(sampled))
 
 
 class RecordedVideos:
@@ -115,22 +92,15 @@ class RecordedVideos:
     thread pool (`submit`, which may run before LeRobot is imported), while LeRobot writes the
     episodes before it."""
 
-    def __init__(self, fps: int, decoder: str, pool: Executor,
-                 decode: Callable[[Path, list[float], str], Iterator[np.ndarray]] | None = None):
-        """`decode`: LeRobot's decoding for a `decoder` other than PyAV (`video_check.decoded`)."""
-        self.fps = fps
-        self.decoder = decoder
-        self.decode = decode
+    def __init__(self, pool: Executor):
         self.pool = pool
         self.current: dict[str, Any] = {}          # video key -> this episode's `remux.Segment`
         self.index = -1
-        self.crcs: dict[tuple[int, str], np.ndarray] = {}
         self._jobs: dict[tuple[int, str], Future] = {}
 
     def submit(self, index: int, segments: dict[str, Any]) -> None:
         for key, segment in segments.items():
-            self._jobs[(index, key)] = self.pool.submit(frame_stats, segment.path, segment.frames, self.fps,
-                                                        self.decoder, self.decode)
+            self._jobs[(index, key)] = self.pool.submit(frame_stats, segment.path, segment.frames)
 
     def next_episode(self, index: int, segments: dict[str, Any]) -> None:
         self.index, self.current = index, segments
@@ -144,8 +114,7 @@ class RecordedVideos:
     def finish_episode(self) -> dict[str, tuple[Path, dict | None]]:
         out = {}
         for key, segment in self.current.items():
-            stats, self.crcs[(self.index, key)] = self._jobs.pop((self.index, key)).result()
-            out[key] = (segment.path, stats)
+            out[key] = (segment.path, self._jobs.pop((self.index, key)).result())
         return out
 
     def cancel_episode(self) -> None:

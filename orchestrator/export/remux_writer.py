@@ -8,8 +8,8 @@
 same methods): it encodes nothing, and hands LeRobot each camera's recorded video with its frame
 statistics at the end of each episode. The statistics are the ones LeRobot computes for stored
 video frames (`compute_episode_stats`: `sample_indices` frames, `auto_downsample_height_width`,
-`get_feature_stats` per channel), on the recorded frames decoded; the same pass keeps a CRC-32
-of every frame, so `video_check` can tell the dataset gives back exactly the recorded frames.
+`get_feature_stats` per channel), on the recorded frames decoded. `video_check.check_joined` then
+tells the dataset gives back exactly the recorded frames.
 
 Imported only when a dataset is written (it imports LeRobot and torch)."""
 
@@ -114,10 +114,9 @@ def _add_episode(writer: RemuxWriter, videos: RecordedVideos, plan: ExportPlan, 
 
 
 def write_remuxed(plan: ExportPlan, out: Path, episode_segments: list[dict[str, Segment]], videos: RecordedVideos,
-                  say: Callable[[str], None], console: Any) -> dict[tuple[int, str], np.ndarray]:
+                  say: Callable[[str], None], console: Any) -> None:
     """Write the dataset at `out` with the recordings `episode_segments` (per episode, video key ->
-    its recording; `remux.by_episode`), whose frames `videos` decodes (every episode submitted);
-    return the recorded frames' CRC-32s for `video_check`."""
+    its recording; `remux.by_episode`), whose frames `videos` decodes (every episode submitted)."""
     meta = LeRobotDatasetMetadata.create(repo_id=plan.repo_id, fps=plan.fps, features=plan.features(),
                                          robot_type=plan.robot_type, root=out, use_videos=True)
 
@@ -141,4 +140,3 @@ def write_remuxed(plan: ExportPlan, out: Path, episode_segments: list[dict[str, 
         writer.finalize()
     meta.update_video_info(video_encoder=recorded_encoder(plan.fps))
     write_info(meta.info, meta.root)
-    return videos.crcs

@@ -1,13 +1,23 @@
-"""The check before an export is published: every frame time of every episode decoded from the
-dataset with LeRobot's own decoder, at LeRobot's tolerance.
+"""The check before an export is published: every frame time of every episode found in the
+dataset's videos at LeRobot's tolerance, and LeRobot's own `LeRobotDataset` loading it.
 
 For each episode and camera the frame times are LeRobot's own: `from_timestamp` (from the
-dataset's `meta/episodes`, as LeRobotDataset reads it) plus `frame_index / fps`. They are decoded
-with `lerobot.datasets.video_utils.decode_video_frames` through the backend LeRobot picks here
-(`get_safe_default_video_backend`: torchcodec where it loads, else PyAV) with the default
-`tolerance_s` of `LeRobotDataset` (1e-4 s); a frame further than that raises LeRobot's own
-`FrameTimestampError`, which is what a training run would hit. When the recorded frames' CRC-32s
-are given (an export by stream copy), each decoded frame must also be the recorded one.
+dataset's `meta/episodes`, as LeRobotDataset reads it) plus `frame_index / fps`, to be found within
+the default `tolerance_s` of `LeRobotDataset` (1e-4 s); further than that LeRobot raises its
+`FrameTimestampError`, which is what a training run would hit.
+
+- Re-encoded videos (`check_dataset`): every frame time decoded with
+  `lerobot.datasets.video_utils.decode_video_frames` through the backend LeRobot picks here
+  (`get_safe_default_video_backend`: torchcodec where it loads, else PyAV).
+- Videos joined by stream copy (`check_joined`): the packets are read, not decoded (PyAV's
+  demuxer): row k of an episode must be a packet at `from_timestamp + k / fps` (within the
+  tolerance), byte for byte the recording's k-th packet, the episode's first packet a keyframe
+  and the file's codec header (SPS/PPS) the recording's. The same coded bytes from the same IDR
+  frame with the same parameter sets decode to the same pixels (H.264 decoding is exact and an
+  IDR frame drops every earlier reference), so every row shows the recorded frame, without
+  decoding 14,400 frames through torch twice (docs/benchmarks.md, Export). Then `LeRobotDataset`
+  itself loads the dataset and decodes the first and last row of the first and last episode in
+  each video file, each equal to LeRobot's decoder reading the recording at that frame's time.
 
 Imported only when a dataset is written (it imports LeRobot and torch)."""
 
@@ -16,6 +26,7 @@ from __future__ import annotations
 import inspect
 import json
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -25,7 +36,6 @@ from lerobot.datasets.utils import EPISODES_DIR, INFO_PATH
 from lerobot.datasets.video_utils import FrameTimestampError, decode_video_frames
 from lerobot.utils.import_utils import get_safe_default_video_backend
 
-from orchestrator.export.recorded import crc
 from orchestrator.run.recording import GOP_S
 
 TOLERANCE_S = float(inspect.signature(LeRobotDataset.__init__).parameters["tolerance_s"].default)
@@ -67,17 +77,11 @@ def decoded(path: Path, times: list[float], decoder: str, gop: int = 1) -> Itera
             yield frame.contiguous().numpy()
 
 
-def _check_one(label: str, path: Path, times: list[float], want: np.ndarray | None, decoder: str,
-               gop: int) -> int:
-    """Decode `times` from `path`; each frame must be there (and be the recorded one)."""
-    if want is not None and len(want) != len(times):
-        raise VideoCheckFailed(f"{label}: {len(want)} recorded frames for {len(times)} rows")
+def _check_one(label: str, path: Path, times: list[float], decoder: str, gop: int) -> int:
+    """Decode `times` from `path`; each frame must be there."""
     checked = 0
     try:
-        for k, image in enumerate(decoded(path, times, decoder, gop)):
-            if want is not None and crc(image) != int(want[k]):
-                raise VideoCheckFailed(f"{label}: frame {k} (t = {times[k]:.4f} s in {path.name}) differs "
-                                       "from the recorded frame")
+        for _ in decoded(path, times, decoder, gop):
             checked += 1
     except FrameTimestampError as exc:
         raise VideoCheckFailed(f"{label}: LeRobot's {decoder} decoder: {str(exc).splitlines()[0]}") from None
@@ -86,43 +90,162 @@ def _check_one(label: str, path: Path, times: list[float], want: np.ndarray | No
     return checked
 
 
-def check_dataset(root: Path, repo_id: str, expected: dict[tuple[int, str], np.ndarray] | None,
-                  decoder: str, workers: int = 2) -> int:
-    """Decode every frame time of every episode; return how many were checked. `expected`:
-    (episode index, video key) -> the recorded frames' CRC-32s, or None (re-encoded videos).
-    Episodes are decoded on `workers` threads (the decoders release the GIL), torch on one
-    thread each (its own intra-op threads only contend with them)."""
-    from concurrent.futures import ThreadPoolExecutor
+@dataclass(frozen=True)
+class EpisodeVideo:
+    """One episode's rows in one camera's video file of the dataset."""
 
-    import torch
+    episode: int
+    key: str
+    path: Path                 # the dataset's video file
+    times: list[float]         # every row's frame time in it (LeRobot's)
 
+    @property
+    def label(self) -> str:
+        return f"episode {self.episode}, {self.key}"
+
+
+def episode_videos(root: Path) -> tuple[int, list[EpisodeVideo]]:
+    """(fps, every episode's rows in each camera's file), from `meta/info.json` and `meta/episodes`."""
     info = json.loads((Path(root) / INFO_PATH).read_text())
     fps = int(info["fps"])
     keys = [key for key, feature in info["features"].items() if feature.get("dtype") == "video"]
     columns = ["episode_index", "length", *(f"videos/{key}/{field}" for key in keys
                                             for field in ("from_timestamp", "chunk_index", "file_index"))]
     # the episodes' rows as LeRobot stores them (`meta/episodes/*.parquet`), read with pyarrow:
-    # `LeRobotDatasetMetadata` loads them through `datasets` with every statistic's column, 4 s of
-    # CPU for the demo's 40 episodes; the file path is its `get_video_file_path`'s format
+    # `LeRobotDatasetMetadata` loads them through `datasets` with every statistic's column; the
+    # file path is its `get_video_file_path`'s format
     rows = sorted(pq.read_table(Path(root) / EPISODES_DIR, columns=columns).to_pylist(),
                   key=lambda row: row["episode_index"])
     if [row["episode_index"] for row in rows] != list(range(int(info["total_episodes"]))):
         raise VideoCheckFailed(f"meta/episodes holds episodes {[row['episode_index'] for row in rows]}, "
                                f"info.json {info['total_episodes']}")
-    tasks = []
+    videos = []
     for row in rows:
-        ep = row["episode_index"]
         for key in keys:
             start = float(row[f"videos/{key}/from_timestamp"])
-            times = [start + k / fps for k in range(int(row["length"]))]
             path = info["video_path"].format(video_key=key, chunk_index=row[f"videos/{key}/chunk_index"],
                                              file_index=row[f"videos/{key}/file_index"])
-            tasks.append((f"episode {ep}, {key}", Path(root) / path, times,
-                          None if expected is None else expected[(ep, key)]))
+            videos.append(EpisodeVideo(row["episode_index"], key, Path(root) / path,
+                                       [start + k / fps for k in range(int(row["length"]))]))
+    return fps, videos
+
+
+def check_dataset(root: Path, decoder: str, workers: int = 2) -> int:
+    """Decode every frame time of every episode (re-encoded videos); return how many were checked.
+    Episodes are decoded on `workers` threads (the decoders release the GIL), torch on one
+    thread each (its own intra-op threads only contend with them)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import torch
+
+    fps, videos = episode_videos(root)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
         with ThreadPoolExecutor(max(1, workers)) as pool:
-            return sum(pool.map(lambda task: _check_one(*task, decoder, GOP_S * fps), tasks))
+            return sum(pool.map(lambda v: _check_one(v.label, v.path, v.times, decoder, GOP_S * fps), videos))
     finally:
         torch.set_num_threads(threads)
+
+
+def _packets(path: Path) -> Iterator[tuple[float, bool, bytes]]:
+    """Every packet of `path`'s video stream, in file order: (time s, keyframe, bytes); no decoding."""
+    import av
+
+    with av.open(str(path)) as container:
+        stream = container.streams.video[0]
+        for packet in container.demux(stream):
+            if packet.dts is not None:
+                yield float(packet.pts * packet.time_base), bool(packet.is_keyframe), bytes(packet)
+
+
+def _codec_header(path: Path) -> bytes:
+    import av
+
+    with av.open(str(path)) as container:
+        return bytes(container.streams.video[0].codec_context.extradata or b"")
+
+
+def _same_packets(video: EpisodeVideo, dataset: Iterator[tuple[float, bool, bytes]], recording: Path) -> None:
+    """The next `len(video.times)` packets of the dataset's file are `recording`'s, one a row, each at
+    its row's time; the first a keyframe."""
+    recorded = _packets(recording)
+    for k, t in enumerate(video.times):
+        got, want = next(dataset, None), next(recorded, None)
+        if got is None or want is None:
+            raise VideoCheckFailed(f"{video.label}: row {k} (t = {t:.4f} s): no packet in "
+                                   f"{video.path.name if got is None else recording.name}")
+        if abs(got[0] - t) > TOLERANCE_S:
+            raise VideoCheckFailed(f"{video.label}: row {k} is at t = {t:.4f} s in {video.path.name}, its frame at "
+                                   f"{got[0]:.4f} s (LeRobot's tolerance {TOLERANCE_S:g} s)")
+        if got[2] != want[2]:
+            raise VideoCheckFailed(f"{video.label}: frame {k} (t = {t:.4f} s in {video.path.name}) is not the "
+                                   f"recorded frame's bytes ({recording.name})")
+        if k == 0 and not got[1]:
+            raise VideoCheckFailed(f"{video.label}: its first frame is not a keyframe in {video.path.name}")
+    if next(recorded, None) is not None:
+        raise VideoCheckFailed(f"{video.label}: {recording.name} has more frames than the {len(video.times)} rows")
+
+
+def _check_packets(videos: list[EpisodeVideo], recordings: dict[tuple[int, str], Path]) -> int:
+    """Each dataset file read once, in order, against its episodes' recordings; the rows checked."""
+    files: dict[Path, list[EpisodeVideo]] = {}
+    for video in videos:
+        files.setdefault(video.path, []).append(video)
+    checked = 0
+    for path, in_file in files.items():
+        in_file.sort(key=lambda v: v.times[0] if v.times else 0.0)
+        header = _codec_header(path)
+        dataset = _packets(path)
+        for video in in_file:
+            recording = recordings[(video.episode, video.key)]
+            if _codec_header(recording) != header:
+                raise VideoCheckFailed(f"{video.label}: {path.name}'s codec header (SPS/PPS) is not {recording.name}'s")
+            _same_packets(video, dataset, recording)
+            checked += len(video.times)
+        if next(dataset, None) is not None:
+            raise VideoCheckFailed(f"{path.name}: frames after its last episode's")
+    return checked
+
+
+def _rows_lerobot_reads(videos: list[EpisodeVideo]) -> list[tuple[int, int]]:
+    """(episode, row) of the first and last row of the first and last episode in each video file."""
+    files: dict[Path, list[EpisodeVideo]] = {}
+    for video in videos:
+        files.setdefault(video.path, []).append(video)
+    return sorted({(v.episode, k) for in_file in files.values() for v in (in_file[0], in_file[-1])
+                   for k in (0, len(v.times) - 1) if v.times})
+
+
+def check_lerobot_load(root: Path, repo_id: str, fps: int, videos: list[EpisodeVideo],
+                       recordings: dict[tuple[int, str], Path], decoder: str) -> int:
+    """`LeRobotDataset` loads the dataset at `root`, and each row of `_rows_lerobot_reads` it gives has,
+    for every camera, the frame LeRobot's decoder reads from the recording at that frame's time
+    (exactly equal); return how many rows were read."""
+    import torch
+
+    dataset = LeRobotDataset(repo_id, root=root, video_backend=decoder)
+    rows = _rows_lerobot_reads(videos)
+    for episode, k in rows:
+        index = int(dataset.meta.episodes[episode]["dataset_from_index"]) + k
+        item = dataset[index]
+        if (int(item["episode_index"]), int(item["frame_index"])) != (episode, k):
+            raise VideoCheckFailed(f"LeRobotDataset's row {index} is episode {int(item['episode_index'])} "
+                                   f"frame {int(item['frame_index'])}, not episode {episode} frame {k}")
+        for key in dataset.meta.video_keys:
+            want = decode_video_frames(recordings[(episode, key)], [k / fps], TOLERANCE_S, backend=decoder)[0]
+            if not torch.equal(item[key], want):
+                raise VideoCheckFailed(f"episode {episode}, {key}: LeRobotDataset's frame {k} is not the "
+                                       f"recorded frame ({recordings[(episode, key)].name})")
+    return len(rows)
+
+
+def check_joined(root: Path, repo_id: str, recordings: dict[tuple[int, str], Path], decoder: str) -> tuple[int, int]:
+    """The check of an export by stream copy (the module docstring): `recordings` is (episode index,
+    video key) -> the recorded video joined there. Return (rows checked by their packets, rows
+    read through `LeRobotDataset`)."""
+    fps, videos = episode_videos(root)
+    missing = sorted({(v.episode, v.key) for v in videos} - set(recordings))
+    if missing:
+        raise VideoCheckFailed(f"episode {missing[0][0]}, {missing[0][1]}: no recording given")
+    return _check_packets(videos, recordings), check_lerobot_load(root, repo_id, fps, videos, recordings, decoder)

@@ -4,7 +4,6 @@ is written, never at module import."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
@@ -79,46 +78,37 @@ def write_dataset(plan: ExportPlan, out: Path, say: Callable[[str], None], conso
     (`video_check`) before the caller publishes the dataset. Progress: a bar with ETA on
     `console` (a terminal), else one line per episode through `say`.
 
-    The recordings to join are decoded (`recorded.frame_stats`) on two threads from the start,
-    while this thread imports LeRobot and torch (seconds: docs/benchmarks.md, Export), when the
-    decoder LeRobot will pick is known without importing it (PyAV: torchcodec is not installed)."""
+    The recordings to join are decoded (`recorded.frame_stats`, PyAV) on two threads from the
+    start, while this thread imports LeRobot and torch (seconds: docs/benchmarks.md, Export)."""
     from orchestrator.export.recorded import RecordedVideos
     from orchestrator.export.remux import by_episode, plan_segments
 
     segments, reasons = plan_segments(plan)
     episode_segments = by_episode(plan, segments) if not reasons else []
     pool = ThreadPoolExecutor(2)
-    videos: RecordedVideos | None = None
+    videos = RecordedVideos(pool)
     try:
-        if episode_segments and importlib.util.find_spec("torchcodec") is None:
-            videos = _decode_ahead(RecordedVideos(plan.fps, "pyav", pool), episode_segments)
+        for index, recorded in enumerate(episode_segments):
+            videos.submit(index, recorded)
         with _native_stderr_captured():
+            from orchestrator.export.lerobot_import import import_lerobot_datasets
+
+            import_lerobot_datasets()   # without transformers and diffusers, which export never uses
             from orchestrator.export import video_check
 
             decoder = video_check.backend()
             if episode_segments:
-                if videos is None or videos.decoder != decoder:
-                    if videos is not None:
-                        videos.close()
-                    videos = _decode_ahead(RecordedVideos(plan.fps, decoder, pool, video_check.decoded), episode_segments)
-                info = _joined(plan, out, episode_segments, videos, say, console, reasons)
+                info = _joined(plan, out, episode_segments, videos, decoder, say, console, reasons)
                 if info is not None:
                     return info
             say("re-encoding the videos, as they cannot be joined by stream copy: " + "; ".join(reasons))
             return _re_encoded(plan, out, decoder, say, console)
     finally:
-        if videos is not None:
-            videos.close()
+        videos.close()
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _decode_ahead(videos: Any, episode_segments: list[dict[str, Any]]) -> Any:
-    for index, segments in enumerate(episode_segments):
-        videos.submit(index, segments)
-    return videos
-
-
-def _joined(plan: ExportPlan, out: Path, episode_segments: list[dict[str, Any]], videos: Any,
+def _joined(plan: ExportPlan, out: Path, episode_segments: list[dict[str, Any]], videos: Any, decoder: str,
             say: Callable[[str], None], console: Any, reasons: list[str]) -> dict[str, Any] | None:
     """The dataset joined by stream copy and checked; None (and `reasons` says why, `out` removed)
     when the joined videos fail the check."""
@@ -127,17 +117,19 @@ def _joined(plan: ExportPlan, out: Path, episode_segments: list[dict[str, Any]],
     from orchestrator.export import video_check
     from orchestrator.export.remux_writer import write_remuxed
 
-    crcs = write_remuxed(plan, out, episode_segments, videos, say, console)
+    write_remuxed(plan, out, episode_segments, videos, say, console)
+    recordings = {(index, key): segment.path for index, recorded in enumerate(episode_segments)
+                  for key, segment in recorded.items()}
     started = time.monotonic()
     try:
-        checked = video_check.check_dataset(out, plan.repo_id, crcs, videos.decoder)
+        checked, read = video_check.check_joined(out, plan.repo_id, recordings, decoder)
     except video_check.VideoCheckFailed as exc:
         reasons.append(f"the joined videos failed the check: {exc}")
         shutil.rmtree(out, ignore_errors=True)
         return None
-    say(f"videos joined by stream copy (nothing re-encoded); checked {checked} frame times with "
-        f"LeRobot's {videos.decoder} decoder (tolerance {video_check.TOLERANCE_S:g} s), each the recorded "
-        f"frame, in {time.monotonic() - started:.1f} s")
+    say(f"videos joined by stream copy (nothing re-encoded); checked {checked} frame times, each the recorded "
+        f"frame's bytes within LeRobot's tolerance ({video_check.TOLERANCE_S:g} s), and {read} rows read by "
+        f"LeRobotDataset ({decoder}) equal to the recorded frames, in {time.monotonic() - started:.1f} s")
     return info_of(out)
 
 
@@ -149,7 +141,7 @@ def _re_encoded(plan: ExportPlan, out: Path, decoder: str, say: Callable[[str], 
     info = _write_episodes(plan, out, say, console)
     started = time.monotonic()
     try:
-        checked = video_check.check_dataset(out, plan.repo_id, None, decoder)
+        checked = video_check.check_dataset(out, decoder)
     except video_check.VideoCheckFailed as exc:
         raise RuntimeFailure(f"{plan.root}: the exported videos fail LeRobot's decoder: {exc}; "
                              "nothing was published") from None

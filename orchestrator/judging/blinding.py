@@ -122,15 +122,15 @@ class CampaignSource:
         return [by_id[i] for i in order]
 
     def history(self) -> list[LabelRecord]:
-        return [LabelRecord(str(j.id), j.episode_id, j.label, j.failure_mode, j.note, j.created_at)
+        return [LabelRecord(str(j.id), j.episode_id, j.label, j.failure_mode, j.note, j.created_at, j.stage)
                 for j in self.store.judgments(self.judge)]
 
     def add(self, episode_id: str, label: str, failure_mode: str | None = None,
-            note: str | None = None) -> LabelRecord:
+            note: str | None = None, stage: str | None = None) -> LabelRecord:
         label_id = self.store.add_judgment(episode_id, self.judge, label, failure_mode, note,
-                                           source="local")
+                                           source="local", stage=stage)
         j = [x for x in self.store.judgments(self.judge) if x.id == label_id][0]
-        return LabelRecord(str(j.id), j.episode_id, j.label, j.failure_mode, j.note, j.created_at)
+        return LabelRecord(str(j.id), j.episode_id, j.label, j.failure_mode, j.note, j.created_at, j.stage)
 
     def retract(self, label_id: str) -> None:
         self.store.retract_judgment(int(label_id))

@@ -40,6 +40,7 @@ from orchestrator.judging.clean_media import clean_copy
 from orchestrator.judging.manifest import MANIFEST, Manifest, ManifestEpisode, read_manifest
 from orchestrator.judging.source import (
     INVALID_START,
+    LADDER_STAGES,
     BlindEpisode,
     JudgingInfo,
     LabelRecord,
@@ -184,6 +185,8 @@ def _check_label_op(op: Any) -> None:
         for key in ("failure_mode", "note"):
             if op.get(key) is not None and not isinstance(op[key], str):
                 raise ValueError(f"{key} is not text")
+        if op.get("stage") is not None and op["stage"] not in LADDER_STAGES:
+            raise ValueError("stage is not a stage of the progress ladder")
         created = op.get("created_at", 0.0)
         if isinstance(created, bool) or not isinstance(created, (int, float)) or created != created:
             raise ValueError("created_at is not a number")
@@ -195,7 +198,7 @@ def _replay(ops: list[dict[str, Any]]) -> list[LabelRecord]:
     for op in ops:
         if op["op"] == "add":
             live[op["id"]] = LabelRecord(op["id"], op["episode_id"], op["label"], op.get("failure_mode"),
-                                         op.get("note"), float(op.get("created_at", 0.0)))
+                                         op.get("note"), float(op.get("created_at", 0.0)), op.get("stage"))
         else:
             live.pop(op["id"], None)
     return list(live.values())
@@ -256,16 +259,16 @@ class BundleSource:
         self._ops.append(op)
 
     def add(self, episode_id: str, label: str, failure_mode: str | None = None,
-            note: str | None = None) -> LabelRecord:
+            note: str | None = None, stage: str | None = None) -> LabelRecord:
         if episode_id not in self._ids:
             raise BadInput(f"episode {episode_id} is not in this bundle")
         if label not in (*LABELS, INVALID_START):
             raise BadInput(f"label must be one of {', '.join(LABELS)}, not {label!r}")
         op = {"op": "add", "id": "lb_" + secrets.token_hex(6), "episode_id": episode_id,
               "judge": self.judge, "label": label, "failure_mode": failure_mode, "note": note,
-              "created_at": time.time()}
+              "created_at": time.time(), **({"stage": stage} if stage is not None else {})}
         self._append(op)
-        return LabelRecord(op["id"], episode_id, label, failure_mode, note, op["created_at"])
+        return LabelRecord(op["id"], episode_id, label, failure_mode, note, op["created_at"], stage)
 
     def retract(self, label_id: str) -> None:
         self._append({"op": "retract", "id": label_id, "at": time.time()})
@@ -340,7 +343,8 @@ def import_labels(campaign: Path, bundle: Path) -> ImportSummary:
                         conflicts += 1
                     continue
                 store.add_judgment(record.episode_id, judge, record.label, record.failure_mode,
-                                   record.note, source=source, created_at=record.created_at or None)
+                                   record.note, source=source, created_at=record.created_at or None,
+                                   stage=record.stage)
                 imported += 1
         invalid = {e: why for e, why in invalid.items() if e in known}
         for episode_id, (judge, reason) in sorted(invalid.items()):

@@ -33,6 +33,8 @@ KEYS: tuple[Key, ...] = (
     Key("f", "failure", "failure", "label the episode a failure (then 1-9: its failure mode)", ("f",), ("f",)),
     Key("u", "unsure", "unsure", "label it unsure (it comes back after the unjudged ones)", ("u",), ("u",)),
     Key("1-9", "mode", "failure mode", "failure mode (the protocol's list) of the failure label just made", DIGITS, DIGITS),
+    Key("l", "stage", "stage seen", "the furthest stage you saw: reached, grasped, lifted, held, none",
+        ("l",), ("l",)),
     Key("n", "note", "note", "a note with the label (Enter saves, Esc cancels)", ("n",), ("n",)),
     Key("z", "undo", "undo", "undo your last label and go back to its episode", ("z",), ("z",)),
     Key("j", "goto", "go to N", "go to episode N of your order; s, f or u there relabels it", ("j",), ("j",)),

@@ -11,6 +11,10 @@ The rules:
   first (`JudgeSource.add`), then the previous one is retracted (`JudgeSource.retract`);
 - a failure mode (`1`-`9`) or a note applies to the current episode's label, else to the label
   made last in this session; a note typed before any label waits and is saved with it;
+- `l` steps the stage of the progress ladder the judge saw (none, reached, grasped, lifted, held,
+  then none again) of that same label, kept beside it (and, with no label yet, saved with the
+  current episode's label, like a note); the stages are the same words for every episode, so
+  the key shows nothing about the episode or its policy;
 - `z` retracts this judge's last label and goes back to that episode;
 - `j` + N goes to episode N of this judge's order (or to an episode by its id), labelled or not:
   a label made there replaces the one it had (written, then the old one retracted: the old one
@@ -34,7 +38,14 @@ here can read which policy ran an episode.
 from __future__ import annotations
 
 from orchestrator.judging.queue import START_ONLY, find_episode, judgeable, judging_progress, next_to_judge, start_only
-from orchestrator.judging.source import INVALID_START_REASONS, BlindEpisode, JudgeSource, LabelRecord, current_labels
+from orchestrator.judging.source import (
+    INVALID_START_REASONS,
+    LADDER_STAGES,
+    BlindEpisode,
+    JudgeSource,
+    LabelRecord,
+    current_labels,
+)
 
 INVALID_PROMPT = ("Invalid start (the trial is re-run, never counted) - why? "
                   + "  ".join(f"{i}: {r}" for i, r in enumerate(INVALID_START_REASONS, 1)) + "  (esc cancels)")
@@ -54,6 +65,7 @@ class JudgeSession:
         self.order: list[BlindEpisode] = self._judgeable(source.episodes())
         self.last: LabelRecord | None = None          # the label made last in this session
         self.pending_notes: dict[str, str] = {}
+        self.pending_stages: dict[str, str] = {}       # `l` before the episode's label
         self.labelled_here: set[str] = set()          # episodes labelled in this session (undone too)
         self.status = ""
         self.current_id: str | None = None
@@ -119,9 +131,9 @@ class JudgeSession:
             pass
 
     def _replace(self, old: LabelRecord | None, label: str, failure_mode: str | None,
-                 note: str | None, episode_id: str) -> LabelRecord:
+                 note: str | None, episode_id: str, stage: str | None = None) -> LabelRecord:
         """Write the new label, then retract the one it replaces (one live label per episode)."""
-        record = self.source.add(episode_id, label, failure_mode, note)
+        record = self.source.add(episode_id, label, failure_mode, note, stage)
         self.labelled_here.add(episode_id)
         if old is not None:
             self.source.retract(old.id)
@@ -137,11 +149,14 @@ class JudgeSession:
         old = self.labels.get(episode.id)
         note = self.pending_notes.pop(episode.id, None) or (old.note if old else None)
         mode = old.failure_mode if (old and label == "failure") else None
+        stage = self.pending_stages.pop(episode.id, None) or (old.stage if old else None)
         try:
-            self.last = self._replace(old, label, mode, note, episode.id)
+            self.last = self._replace(old, label, mode, note, episode.id, stage)
         except Exception as exc:
             if note and not (old and old.note == note):
                 self.pending_notes[episode.id] = note
+            if stage and not (old and old.stage == stage):
+                self.pending_stages[episode.id] = stage
             self._not_saved(exc)
             return
         hint = " - press 1-9 for the failure mode" if label == "failure" else ""
@@ -170,7 +185,8 @@ class JudgeSession:
             self.status = "Failure mode: label the episode a failure first (f), then press 1-9."
             return
         try:
-            self.last = self._replace(target, "failure", modes[number - 1], target.note, target.episode_id)
+            self.last = self._replace(target, "failure", modes[number - 1], target.note, target.episode_id,
+                                      target.stage)
         except Exception as exc:
             self._not_saved(exc)
             return
@@ -184,7 +200,8 @@ class JudgeSession:
         target = self.annotation_target()
         if target is not None:
             try:
-                self.last = self._replace(target, target.label, target.failure_mode, text, target.episode_id)
+                self.last = self._replace(target, target.label, target.failure_mode, text, target.episode_id,
+                                          target.stage)
             except Exception as exc:
                 self._not_saved(exc)
                 return
@@ -197,6 +214,27 @@ class JudgeSession:
             self.status = f"Note kept for {self.current_id}; it is saved with the label."
         else:
             self.status = "No episode to add a note to."
+
+    def stage(self) -> None:
+        """`l`: the next stage of the progress ladder (`LADDER_STAGES`, cycling) for the
+        annotation target; with no label yet, kept for the current episode until it is labelled."""
+        target = self.annotation_target()
+        if target is None and not self.current_id:
+            self.status = "No episode to record a stage for."
+            return
+        now = target.stage if target is not None else self.pending_stages.get(self.current_id or "")
+        stage = LADDER_STAGES[(LADDER_STAGES.index(now) + 1) % len(LADDER_STAGES) if now in LADDER_STAGES else 1]
+        if target is None:
+            self.pending_stages[self.current_id or ""] = stage
+            self.status = f"Stage seen: {stage} (l: next); it is saved with the label."
+            return
+        try:
+            self.last = self._replace(target, target.label, target.failure_mode, target.note, target.episode_id, stage)
+        except Exception as exc:
+            self._not_saved(exc)
+            return
+        where = "" if target.episode_id == self.current_id else " (the episode just labelled)"
+        self.status = f"Saved: stage seen {stage} for {target.episode_id}{where} (l: next)"
 
     def undo(self) -> None:
         """Retract this judge's last label (of any session) and go back to that episode."""

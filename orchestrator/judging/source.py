@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Protocol
 
 RESERVED_JUDGES = ("physics", "consensus", "auto")
+# The stages a judge can record with a label (`l` steps through them), as `store.records` has them.
+LADDER_STAGES = ("none", "reached", "grasped", "lifted", "held")
 # Why a judge may send a trial back for a re-run (start-state audit; `x` then 1-3 in the app).
 INVALID_START_REASONS = ("cube not on its mark", "cube knocked before the start", "arm not at rest")
 INVALID_START = "invalid_start"   # the label a bundle records for it (never an outcome)
@@ -81,6 +83,7 @@ class LabelRecord:
     failure_mode: str | None = None
     note: str | None = None
     created_at: float = 0.0
+    stage: str | None = None         # the furthest stage of the progress ladder the judge saw (`l`)
 
 
 class JudgeSource(Protocol):
@@ -100,8 +103,9 @@ class JudgeSource(Protocol):
         """This judge's labels that are not retracted, oldest first."""
 
     def add(self, episode_id: str, label: str, failure_mode: str | None = None,
-            note: str | None = None) -> LabelRecord:
-        """Record a label; returns it once it is durable."""
+            note: str | None = None, stage: str | None = None) -> LabelRecord:
+        """Record a label (with the stage of the progress ladder the judge saw, if given);
+        returns it once it is durable."""
 
     def retract(self, label_id: str) -> None:
         """Undo a label (kept for the audit trail, no longer counted)."""

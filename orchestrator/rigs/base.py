@@ -53,6 +53,7 @@ class EpisodeFacts:
     time_to_success_s: float | None = None
     safety_events: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
+    ladder: dict[str, float | None] | None = None   # physics' progress ladder (`sim.success`), simulation only
 
 
 @dataclass(frozen=True)

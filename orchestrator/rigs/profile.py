@@ -19,6 +19,7 @@ from orchestrator.design.joints import STATE_KEYS
 from orchestrator.design.located_errors import load_validated
 from orchestrator.rigs.extensions import section_check
 from orchestrator.rigs.placement import PlacementSpec
+from orchestrator.rigs.reset_slip import ResetSlip
 from orchestrator.store.records import RIG_REAL_ARM, RIG_SIMULATED, RIG_TWIN, SIMULATED_ROBOT_TYPE
 
 
@@ -80,6 +81,7 @@ class RigProfile(BaseModel):
     rest_pose: dict[str, float] = {}
     on_stop: Literal["hold", "release"] = "hold"
     placement: PlacementSpec | None = None   # simulator and twin only: the hand's error (rigs/placement.py)
+    reset_slip: ResetSlip | None = None   # where the arm's reset placements land, measured (rigs/reset_slip.py)
     twin: dict[str, Any] | None = None   # `--twin` only: {faults: [...], seed: N, wire_log: FILE} (rigs/twin/fault_plan.py)
 
     @property

@@ -166,7 +166,7 @@ class SimRig(Rig):
         self._moving_set = frozenset(self._ids["moving_jaw"].tolist())
         self._half = cube.size_m / 2.0
         self._target = np.zeros(6)
-        self._tracker = LiftHoldTracker(self.success.min_height_m, self.success.hold_s)
+        self._tracker = LiftHoldTracker(self.success.min_height_m, self.success.hold_s, 2 * self._half)
         self._events: dict[str, int] = {}
         self._table_steps = 0
         self._steps = 0
@@ -268,7 +268,7 @@ class SimRig(Rig):
             mj.mj_step(m, d)
         d.time = 0.0
         self._mark, self._seed = mark, seed
-        self._tracker = LiftHoldTracker(self.success.min_height_m, self.success.hold_s)
+        self._tracker = LiftHoldTracker(self.success.min_height_m, self.success.hold_s, 2 * self._half)
         self._events = {}
         self._table_steps = 0
         self._steps = 0
@@ -320,7 +320,7 @@ class SimRig(Rig):
     def restart_episode_clock(self) -> None:
         """Time zero of an episode: simulation time 0, a fresh success test and event log."""
         self._data.time = 0.0
-        self._tracker = LiftHoldTracker(self.success.min_height_m, self.success.hold_s)
+        self._tracker = LiftHoldTracker(self.success.min_height_m, self.success.hold_s, 2 * self._half)
         self._events = {}
         self._table_steps = 0
         self._steps = 0
@@ -443,7 +443,8 @@ class SimRig(Rig):
                         hits.append((i, other))
             if hits:
                 self._table_contact(hits)
-        self._tracker.update(float(d.time), bottom, fixed, moving)
+        adr = ids["cube_qpos"]
+        self._tracker.update(float(d.time), bottom, fixed, moving, d.site_xpos[ids["grasp_site"]], d.qpos[adr:adr + 3])
 
     def _table_contact(self, hits: list[tuple[int, int]]) -> None:
         m, d = self._model, self._data
@@ -480,7 +481,7 @@ class SimRig(Rig):
             "seed": self._seed,
         }
         return EpisodeFacts(physics_success=bool(tr.success), max_lift_m=float(tr.max_lift_m),
-                            time_to_success_s=tr.time_to_success_s,
+                            time_to_success_s=tr.time_to_success_s, ladder=tr.ladder(),
                             safety_events=sorted(self._events), extra=extra)
 
     def safe_stop(self) -> None:

@@ -12,8 +12,8 @@ Two questions (`store/abort_answers.py` keeps the answers; neither names the pol
 the policies are loaded and the arm is connected (nothing moves, nothing is re-run before the
 operator has answered or ended the session). A station's session (`run --station NAME`) asks
 only about the aborts of that station's own sessions (`of_station`: the session in which the
-attempt ended, labelled with its station when it ended), so each arm's operator answers for that
-arm; a plain `run` asks about every one. An empty answer asks again. The answer is recorded beside the abort and shown in the
+attempt ended, labelled with its station when it ended, or a killed session of the station's
+last process), so each arm's operator answers for that arm; a plain `run` asks about every one. An empty answer asks again. The answer is recorded beside the abort and shown in the
 report; how the abort counts was settled by the protocol's rules when it was recorded.
 
 After a servo alarm or a servo reset the arm cannot be moved by this session (an STS3215 keeps
@@ -64,13 +64,20 @@ def question_line(q: dict[str, Any]) -> tuple[str, Callable[[str], str | None]]:
             "then a note)", alarm_answer)
 
 
-def of_station(sessions: list[dict[str, Any]], station: str) -> Callable[[dict[str, Any]], bool]:
+def of_station(sessions: list[dict[str, Any]], station: str,
+               last_process: tuple[str, int] | None = None) -> Callable[[dict[str, Any]], bool]:
     """Whether an open question (`AbortAnswers.questions()`) is station `station`'s: its attempt
-    ended within a session whose recorded outcome ends with `(station NAME)` (`run_session`'s
-    label; a stop's question is asked only after a session that ended, so its end is recorded)."""
+    ended within a session of that station. A session that ended is the station's when its
+    recorded outcome ends with `(station NAME)` (`run_session`'s label). A session that never
+    ended (SIGKILL, power loss: no outcome recorded) is the station's when it ran in the
+    station's last registered process, `last_process` = (host, pid) (`leases.station_process`,
+    read before this session registers its own); it spans from its start on."""
     label = f"(station {station})"
     spans = [(s["started_at"], s["ended_at"]) for s in sessions
              if s.get("ended_at") is not None and (s.get("outcome") or "").endswith(label)]
+    if last_process is not None:
+        spans += [(s["started_at"], float("inf")) for s in sessions
+                  if s.get("ended_at") is None and (s.get("host"), s.get("pid")) == last_process]
     return lambda q: q.get("ended_at") is not None and any(a <= q["ended_at"] <= b for a, b in spans)
 
 

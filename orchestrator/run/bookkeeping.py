@@ -153,11 +153,12 @@ class Referees:
     (`commands/referees.py`), so that running a campaign imports neither the statistics nor the
     automatic rater. `stop_rule(store, protocol)` evaluates the pre-registered stopping rule on the
     outcomes so far and returns a reason to stop or None; `rate_episode(timeseries_path, cube_size_m,
-    success)` is the automatic rater's label of a recorded episode (stored as judge `auto`), or None.
+    success, mark)` is the automatic rater's (label, reason, progress ladder) of a recorded episode
+    (stored as judge `auto`), or None.
     Both must be module-level functions: the parallel runner sends `rate_episode` to its workers."""
 
     stop_rule: Callable[[CampaignStore, LoadedProtocol], str | None] | None = None
-    rate_episode: Callable[[Path, float, Any], Any] | None = None
+    rate_episode: Callable[[Path, float, Any, Any], Any] | None = None
 
 
 NO_REFEREES = Referees()
@@ -190,13 +191,16 @@ def episode_context(loaded: LoadedProtocol, trial: Trial) -> EpisodeContext:
 
 
 def episode_record(episode_id: str, context: EpisodeContext, cameras, recorded, facts, timing,
-                   success=None, rate_episode: Callable[[Path, float, Any], Any] | None = None) -> EpisodeRecord:
+                   success=None, rate_episode: Callable[[Path, float, Any, Any], Any] | None = None) -> EpisodeRecord:
     """What `finish_attempt` commits; with the protocol's `success` test and a `rate_episode`
-    referee, the automatic rater's label (from the recorded joints) goes in the same transaction."""
-    auto = None
+    referee, the automatic rater's label and progress ladder (from the recorded joints) go in the
+    same transaction, as does the simulator's ladder (`facts.ladder`)."""
+    auto, auto_ladder = None, None
     if (rate_episode is not None and success is not None and "timeseries" in recorded.files
             and recorded.root is not None):
-        auto = rate_episode(recorded.root / recorded.files["timeseries"], context.cube.size_m, success)
+        label, reason, auto_ladder = rate_episode(recorded.root / recorded.files["timeseries"], context.cube.size_m,
+                                                  success, context.mark)
+        auto = (label, reason)
     return EpisodeRecord(
         # frames: the planned count (what a judge's view shows: the same for every episode);
         # the steps that ran and those lost are in `timing`, which judges never see
@@ -205,7 +209,8 @@ def episode_record(episode_id: str, context: EpisodeContext, cameras, recorded, 
         physics_success=facts.physics_success,
         max_lift_m=facts.max_lift_m, time_to_success_s=facts.time_to_success_s,
         safety_events=tuple(facts.safety_events),
-        timing={**timing.as_dict(), "video_frames": recorded.video_frames}, auto=auto)
+        timing={**timing.as_dict(), "video_frames": recorded.video_frames}, auto=auto, auto_ladder=auto_ladder,
+        physics_ladder=facts.ladder)
 
 
 def commit_episode(store: CampaignStore, attempt: int, trial: Trial, record: EpisodeRecord, fps: int,

@@ -74,7 +74,8 @@ def _campaign_fields(loaded: LoadedProtocol, rig: LoadedRig) -> dict:
     return dict(name=loaded.protocol.name, protocol_path=str(loaded.path),
                 protocol_text=loaded.text, protocol_sha256=loaded.sha256, layout_text=loaded.layout_text,
                 layout_sha256=loaded.layout_sha256, rig_path=str(rig.path), rig_text=rig.text,
-                simulated=is_simulated(rig), schedule=draw_schedule(loaded.protocol, loaded.layout))
+                simulated=is_simulated(rig), schedule=draw_schedule(loaded.protocol, loaded.layout),
+                audit=loaded.protocol.judging.audit)
 
 
 def _open_on_server(loaded: LoadedProtocol, rig: LoadedRig, directory: Path | None, url: str,

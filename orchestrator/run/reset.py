@@ -17,12 +17,15 @@ trials the arm puts the cube on the next trial's mark itself.
    to the next trial's mark before the move to rest (`put_down_held`); the reset then measures
    it there and picks it only when it missed (not on the twin or a real arm, where it missed every
    time: `HELD_CARRY_ON_HARDWARE`);
-5. every measured placement teaches the session where its placements land (`LandingBias`):
-   in simulation the cube slides in the closing and lifted jaws, so a placement from across the
-   sheet landed 5 mm beyond the mark on average (2 mm sd) and one picked near the mark 3 mm
-   (docs/benchmarks.md), the same on every reset; each try aims against the session's median
-   miss of its kind (from far, from nearby, from the jaws), which a real arm's own slip and sag teach it the
-   same way.
+5. each try aims against where its placements land (`LandingBias`): in simulation the cube
+   turns and slides in the closing jaws and lags in them while carried, so a placement from
+   across the sheet landed 2.7 mm beyond the mark on average and up to 7 mm aside, by how far the
+   arm swung and how the cube stood (docs/benchmarks.md). The rig profile's measured model of
+   that slip (`reset_slip`, rigs/reset_slip.py) aims a session's first tries, so a short
+   campaign does not pay for learning; every measured placement then teaches the session its
+   own miss of the kind (from far, from nearby, from the jaws) beyond the model, the median of
+   its misses with the model counted as `PRIOR_WEIGHT` misses of none, which a real arm's own
+   slip and sag teach it the same way (without a model: the median of its misses alone).
 When it cannot, it says why in one line ("cube not found", "cube off the table", "placement off
 by 9 mm after 2 tries") and leaves the cube to the start check, whose refusal asks the operator
 (on the simulator: the simulated hand). Every reset is recorded (`cube_reset` events: tries,
@@ -43,6 +46,7 @@ import numpy as np
 
 from orchestrator.design.protocol import REACH_MAX_M, REACH_MIN_M
 from orchestrator.rigs.profile import STATE_KEYS
+from orchestrator.rigs.reset_slip import MODELLED_KINDS, ResetSlip
 from orchestrator.run.motion import ArmMotion
 from orchestrator.run.start_state import StartGate
 from orchestrator.sim.holding import closed_on_cube, cube_sized_gap
@@ -57,6 +61,7 @@ LEARN_MAX_M = 0.02
 # on the wire log: a success holds the cube at full grip for over a second, and the STS3215 gripper
 # then limits itself (overload protection, LeRobot's Overload_Torque) to a grip too weak to carry it.
 HELD_CARRY_ON_HARDWARE = False
+PRIOR_WEIGHT = 3   # the rig's slip model counts as this many of a session's misses (`LandingBias`)
 SQUEEZE_S = 0.3   # after an episode the jaws are commanded closed this long, then read: a cube in them?
 
 
@@ -64,21 +69,36 @@ class LandingBias:
     """Where a session's placements land against where they were aimed (the camera's measured
     offset minus the aim's correction), per kind of try: `far` (picked 2 cm or more from the
     mark), `near`, and `from hand` (a cube still in the jaws after an episode, held wherever the
-    policy gripped it). The correction of the next try of a kind is minus the median of its misses
-    so far (none yet: no correction); the median, so one odd landing moves it little."""
+    policy gripped it). `slip`: the rig's measured model of that miss (rigs/reset_slip.py), or
+    None. What the session learns is the miss beyond the model (`misses`); the correction of the
+    next try of a kind is minus the model's miss and minus the median of the session's misses of
+    the kind, the model counted as `PRIOR_WEIGHT` misses of none (a kind the model does not
+    cover, or no model: the session's median alone; none yet: no correction); the median, so one
+    odd landing moves it little."""
 
-    def __init__(self) -> None:
+    def __init__(self, slip: ResetSlip | None = None) -> None:
+        self.slip = slip
         self.misses: dict[str, list[tuple[float, float]]] = {"far": [], "near": [], "from hand": []}
 
-    def correction(self, kind: str) -> tuple[float, float]:
-        misses = self.misses[kind]
-        if not misses:
-            return (0.0, 0.0)
-        dx, dy = np.median(np.array(misses), axis=0)
-        return (-float(dx), -float(dy))
+    def _model(self, kind: str, pick, mark) -> tuple[tuple[float, float], int]:
+        """The model's miss for this try (m, layout frame) and how many misses of none it counts as."""
+        if self.slip is None or kind not in MODELLED_KINDS or pick is None or mark is None:
+            return (0.0, 0.0), 0
+        return self.slip.expected_m(kind, pick, mark), PRIOR_WEIGHT
 
-    def learn(self, kind: str, miss_m: tuple[float, float], aimed_m: tuple[float, float]) -> None:
-        raw = (miss_m[0] - aimed_m[0], miss_m[1] - aimed_m[1])
+    def correction(self, kind: str, pick: tuple[float, float, float] | None = None,
+                   mark: tuple[float, float] | None = None) -> tuple[float, float]:
+        """The aim's correction (m, layout frame) of a try of `kind` that picks the cube at `pick`
+        (x, y, yaw degrees) and puts it on `mark` (x, y)."""
+        (mx, my), weight = self._model(kind, pick, mark)
+        misses = self.misses[kind] + [(0.0, 0.0)] * weight
+        dx, dy = np.median(np.array(misses), axis=0) if misses else (0.0, 0.0)
+        return (-float(dx) - mx, -float(dy) - my)
+
+    def learn(self, kind: str, miss_m: tuple[float, float], aimed_m: tuple[float, float],
+              pick: tuple[float, float, float] | None = None, mark: tuple[float, float] | None = None) -> None:
+        (mx, my), _ = self._model(kind, pick, mark)
+        raw = (miss_m[0] - aimed_m[0] - mx, miss_m[1] - aimed_m[1] - my)
         if math.hypot(*raw) <= LEARN_MAX_M:
             self.misses[kind].append(raw)
 
@@ -93,7 +113,7 @@ class CubeReset:
         self.rig, self.gate, self.motion, self.store, self.say = rig, gate, motion, store, say
         self.on = self.spec.mode == "auto"
         self.placed_before = False   # the session's first trial starts from a cube placed by hand
-        self.landing = LandingBias()
+        self.landing = LandingBias(rig.profile.reset_slip)
         self.from_hand: tuple[str, tuple[float, float]] | None = None   # (mark id, aim) of a cube put down from the jaws
         self.hovered = False   # the session's first pick stayed above the cube (`pick_place.HOVER_S`)
 
@@ -212,7 +232,8 @@ class CubeReset:
                                          data={"mark": mark.id, "why": line})
                 break
             kind = "near" if math.hypot(where[0] - mark.x, where[1] - mark.y) < NEAR_M else "far"
-            aimed = correction if kind == "near" and correction is not None else self.landing.correction(kind)
+            aimed = (correction if kind == "near" and correction is not None
+                     else self.landing.correction(kind, where, (mark.x, mark.y)))
             path = pick_and_place_path(self._joints(), where, (mark.x, mark.y, mark.yaw_deg), self.layout.cube.size_m,
                                        self.fps, aimed, hover_s=0.0 if self.hovered else HOVER_S)
             self.hovered = True
@@ -222,7 +243,7 @@ class CubeReset:
             offset = math.hypot(result.dx_mm or 0.0, result.dy_mm or 0.0) if result.cube_found else None
             if result.cube_found:
                 miss = (result.dx_mm / 1000.0, result.dy_mm / 1000.0)
-                self.landing.learn(kind, miss, aimed)
+                self.landing.learn(kind, miss, aimed, where, (mark.x, mark.y))
                 # The next try from nearby puts it down that much the other way (a miss from far
                 # away says little about the next, short move: only the learned bias carries over).
                 if kind == "near":

@@ -185,7 +185,8 @@ def run_station(opened: OpenedCampaign, name: str, operator=None, say: Callable[
         summary.stopped_early = None if finished == "complete" else finished
         say("campaign is complete" + (f" ({finished})" if finished != "complete" else ""))
         return summary
-    if not _questions_answered(store, operator, say, of_station(store.sessions(), name)):
+    own = of_station(store.sessions(), name, leases.station_process(store, name))
+    if not _questions_answered(store, operator, say, own):
         return summary
     station = Station(opened, name, say, referees or NO_REFEREES)
     with run_session(store, f" (station {name})"):

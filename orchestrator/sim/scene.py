@@ -397,6 +397,7 @@ def scene_ids(model: Any) -> dict[str, Any]:
         "cube_geom": model.geom("cube").id,
         "cube_qpos": model.joint("cube").qposadr[0],
         "table": model.geom("table").id,
+        "grasp_site": model.site("grasp").id,
         "robot_geoms": geoms_of(lambda g: model.geom_bodyid[g] in robot_bodies and collides(g)),
         "fixed_jaw": geoms_of(lambda g: model.geom_bodyid[g] == gripper and collides(g)
                               and model.geom_priority[g] == 1),

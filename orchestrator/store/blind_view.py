@@ -63,6 +63,7 @@ SEALED = {"trials": {"policy", "seed", "position", "unit", "repeat_index"},
                        "timing"},
           "attempts": {"reason", "abort_class", "abort_cause", "settles", "operator_answer"},   # an abort's cause would unblind
           "events": None,
+          "audit": None,   # which trials are audited (store/audit.py): the queue's view reads it, a judge never
           "chain": None}   # a trial's row digest could be matched against guesses of its policy
 
 

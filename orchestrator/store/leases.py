@@ -65,6 +65,14 @@ def register_station(store: CampaignStore, name: str, *, host: str, pid: int, ri
         (name, host, pid, rig_path, rig_text, rig_sha256, calibration_sha256))
 
 
+def station_process(store: CampaignStore, name: str) -> tuple[str, int] | None:
+    """(host, pid) of station `name`'s last registered process; None before its first session."""
+    if not store.conn.backend.has_table(store.conn, "stations"):
+        return None
+    row = _server(store).raw.execute("SELECT host, pid FROM stations WHERE name = %s", (name,)).fetchone()
+    return None if row is None else (str(row[0]), int(row[1]))
+
+
 class Heartbeat:
     """A station's own connection to the server, for renewing its lease while the runner's
     connection is busy with a trial."""

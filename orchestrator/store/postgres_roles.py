@@ -133,8 +133,9 @@ def _grant(conn, group: str) -> None:
         "GRANT CONNECT ON DATABASE {db} TO {role}",
         "GRANT USAGE ON SCHEMA public TO {role}",
         "GRANT SELECT ON meta, blind_episodes, judging_info TO {role}",
-        "GRANT SELECT (id, episode_id, judge, label, failure_mode, note, created_at, retracted_at, source),"
-        " INSERT (episode_id, judge, label, failure_mode, note, created_at, source),"
+        "GRANT SELECT (id, episode_id, judge, label, failure_mode, note, created_at, retracted_at, source, stage,"
+        " stage_times), INSERT (episode_id, judge, label, failure_mode, note, created_at, source, stage,"
+        " stage_times),"
         " UPDATE (retracted_at) ON judgments TO {role}",
         "GRANT USAGE ON SEQUENCE judgments_id_seq TO {role}",
         "GRANT EXECUTE ON FUNCTION invalid_start(TEXT, TEXT) TO {role}",

@@ -11,6 +11,11 @@ from typing import Any
 
 TRIAL_STATES = ("pending", "running", "done", "aborted")
 LABELS = ("success", "failure", "unsure")
+# The progress ladder of an episode (`judging/auto/ladder.py` defines each stage):
+# the furthest stage reached is stored beside a label (`judgments.stage`, `NO_STAGE` when none was),
+# with each stage's time for the machine judges (`judgments.stage_times`, JSON: stage -> s or null).
+STAGES = ("reached", "grasped", "lifted", "held")
+NO_STAGE = "none"
 PHYSICS_JUDGE = "physics"
 AUTO_JUDGE = "auto"
 # How an aborted attempt settles its trial (attempts.settles; NULL: re-run), and the abort class
@@ -50,6 +55,8 @@ class EpisodeRecord:
     safety_events: tuple[str, ...] = ()
     timing: dict[str, Any] | None = None
     auto: tuple[str, str] | None = None   # the `auto` rater's (label, reason), judge AUTO_JUDGE
+    auto_ladder: dict[str, float | None] | None = None      # its progress ladder: stage -> time (s)
+    physics_ladder: dict[str, float | None] | None = None   # the simulator's (`sim.success`)
 
 
 @dataclass(frozen=True)
@@ -62,3 +69,11 @@ class Judgment:
     note: str | None
     created_at: float
     source: str
+    stage: str | None = None                            # the furthest stage of `STAGES` seen, or NO_STAGE
+    stage_times: dict[str, float | None] | None = None  # machine judges: when each stage was reached
+
+
+def furthest_stage(times: dict[str, float | None] | None) -> str:
+    """The furthest stage of a ladder (stage -> time or None), `NO_STAGE` when none was reached."""
+    reached = [s for s in STAGES if (times or {}).get(s) is not None]
+    return reached[-1] if reached else NO_STAGE

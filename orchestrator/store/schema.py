@@ -131,7 +131,34 @@ def _to_6(conn: Connection) -> None:
     conn.execute("UPDATE meta SET value = '6' WHERE key = 'schema_version'")
 
 
-_STEPS: dict[int, Callable[[Connection], None]] = {2: _to_2, 3: _to_3, 4: _to_4, 5: _to_5, 6: _to_6}
+def _to_7(conn: Connection) -> None:
+    """Schema 7 records the audit sample (`design.audit`, `store.audit`): table `audit`, one row per
+    audited trial (its slot, its rank in draw order, and the draw's seed, fraction and population),
+    written with the schedule when the protocol pre-registers `judging.audit`, chained. An older
+    store's protocol has no audit: the table stays empty. On a server the chain's functions are
+    refreshed to know the new table (CREATE OR REPLACE)."""
+    conn.execute(conn.backend.ddl("""
+CREATE TABLE audit (
+    slot {int} PRIMARY KEY REFERENCES trials(slot), draw_rank {int} NOT NULL UNIQUE,
+    seed TEXT NOT NULL, fraction {real} NOT NULL, population {int} NOT NULL
+)"""))
+    conn.backend.chain_install(conn)
+    conn.execute("UPDATE meta SET value = '7' WHERE key = 'schema_version'")
+
+
+def _to_8(conn: Connection) -> None:
+    """Schema 8 keeps the progress ladder beside a label (`records.STAGES`):
+    `judgments.stage`, the furthest stage the judge saw (reached, grasped, lifted, held, or none),
+    and `judgments.stage_times`, the machine judges' (`auto`, `physics`) time of each stage
+    (JSON). An older store's labels have neither (NULL, which the evidence chain's row digests
+    skip, so the chain stays intact)."""
+    conn.execute("ALTER TABLE judgments ADD COLUMN stage TEXT")
+    conn.execute("ALTER TABLE judgments ADD COLUMN stage_times TEXT")
+    conn.execute("UPDATE meta SET value = '8' WHERE key = 'schema_version'")
+
+
+_STEPS: dict[int, Callable[[Connection], None]] = {2: _to_2, 3: _to_3, 4: _to_4, 5: _to_5, 6: _to_6, 7: _to_7,
+                                                   8: _to_8}
 SCHEMA_VERSION = max(_STEPS)
 
 

@@ -33,8 +33,9 @@ from orchestrator.design.schedule import Trial
 from orchestrator.store import chain
 from orchestrator.store.abort_answers import AbortAnswers
 from orchestrator.store.abort_causes import abort_cause
+from orchestrator.store.audit import AuditRows
 from orchestrator.store.backend import SqliteConnection
-from orchestrator.store.judgments import JudgmentRows, insert_row
+from orchestrator.store.judgments import JudgmentRows, insert_row, machine_label
 from orchestrator.store.new_campaign import write_new_campaign
 from orchestrator.store.records import (  # noqa: F401  (the store's vocabulary, read from here too)
     AUTO_JUDGE,
@@ -91,7 +92,7 @@ class TrialGuard(Protocol):
     def __call__(self, conn: Any, slot: int) -> None: ...
 
 
-class CampaignStore(JudgmentRows, AbortAnswers, SessionRows):
+class CampaignStore(JudgmentRows, AbortAnswers, SessionRows, AuditRows):
     """Access to one campaign directory. Open with `create`, `open_for_run` (the runner, holding
     the run lock), `open_for_labels` (judging) or `open_readonly` (everything that only reads)."""
 
@@ -109,8 +110,9 @@ class CampaignStore(JudgmentRows, AbortAnswers, SessionRows):
     @classmethod
     def create(cls, directory: Path, *, name: str, protocol_path: str, protocol_text: str,
                protocol_sha256: str, layout_text: str, layout_sha256: str, rig_path: str,
-               rig_text: str, simulated: bool, schedule: list[Trial]) -> CampaignStore:
-        """Create a new campaign (directory, lock, schema, frozen protocol, schedule)."""
+               rig_text: str, simulated: bool, schedule: list[Trial], audit: float = 0.0) -> CampaignStore:
+        """Create a new campaign (directory, lock, schema, frozen protocol, schedule, and the audit
+        sample when `audit`, the protocol's `judging.audit`, is above 0)."""
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         lock = acquire(directory)
@@ -126,7 +128,7 @@ class CampaignStore(JudgmentRows, AbortAnswers, SessionRows):
             write_new_campaign(conn, name=name, protocol_path=protocol_path, protocol_text=protocol_text,
                                 protocol_sha256=protocol_sha256, layout_text=layout_text,
                                 layout_sha256=layout_sha256, rig_path=rig_path, rig_text=rig_text,
-                                simulated=simulated, schedule=schedule)
+                                simulated=simulated, schedule=schedule, audit=audit)
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             conn.close()
             for suffix in ("-wal", "-shm"):
@@ -342,7 +344,8 @@ class CampaignStore(JudgmentRows, AbortAnswers, SessionRows):
             return attempt_id
 
     def finish_attempt(self, attempt_id: int, record: EpisodeRecord) -> None:
-        """Commit a completed episode: attempt done, episode row, trial done, physics label."""
+        """Commit a completed episode: attempt done, episode row, trial done, the physics and `auto`
+        labels with their progress ladders."""
         now = time.time()
         with self.transaction() as c:
             slot = c.execute("SELECT slot FROM attempts WHERE id=? AND status='running'",
@@ -369,15 +372,10 @@ class CampaignStore(JudgmentRows, AbortAnswers, SessionRows):
                 c.execute("UPDATE trials SET state='done', episode_id=?, done_at=? WHERE slot=?",
                           (record.episode_id, now, slot))
             if record.physics_success is not None:
-                new_id = insert_row(c, "INSERT INTO judgments (episode_id, judge, label, created_at, source)"
-                                " VALUES (?,?,?,?, 'physics')",
-                                (record.episode_id, PHYSICS_JUDGE,
-                                 "success" if record.physics_success else "failure", now))
-                chain.append(c, "judgments", new_id)
+                machine_label(c, record.episode_id, PHYSICS_JUDGE, "success" if record.physics_success else "failure",
+                              None, now, record.physics_ladder)
             if record.auto is not None:
-                new_id = insert_row(c, "INSERT INTO judgments (episode_id, judge, label, note, created_at, source)"
-                                " VALUES (?,?,?,?,?, 'auto')", (record.episode_id, AUTO_JUDGE, *record.auto, now))
-                chain.append(c, "judgments", new_id)
+                machine_label(c, record.episode_id, AUTO_JUDGE, *record.auto, now, record.auto_ladder)
 
     def invalidate_episode(self, episode_id: str, reason: str, kind: str = "invalidated") -> int | None:
         """Undo a done trial whose files did not survive (power loss, disk fault), or whose start

@@ -29,6 +29,7 @@ TABLES: tuple[Table, ...] = (
     Table("judgments", "id", chained=True, identity=True),
     Table("events", "id", chained=True, identity=True),
     Table("sessions", "id", chained=True, identity=True),
+    Table("audit", "slot", chained=True),
     Table("chain", "seq"),
 )
 

@@ -45,16 +45,29 @@ def one_mark_protocol(folder: Path, policy_a: str, policy_b: str, *, duration_s:
     return sim_protocol_on_marks(folder, ("M01",), policy_b, policy_a=policy_a, duration_s=duration_s, fps=fps)
 
 
-def twin_rig(folder, fps: int = 15):
+SHIPPED_MAX_RELATIVE_TARGET = "max_relative_target: 3.0"   # hardware/so101_twin.yaml's (90 deg/s at 30 fps)
+_KEEP = object()
+
+
+def twin_rig(folder, fps: int = 15, *, max_relative_target: object = _KEEP):
     """hardware/so101_twin.yaml with small cameras at `fps`: the twin renders and a tiny ACT
     keep up on a busy 2-core machine while other tests run (the shipped 320x240 at 30 fps is
-    what bench/control_loop.py measures)."""
-    text = SHIPPED_TWIN_RIG.read_text()
+    what bench/control_loop.py measures). `max_relative_target`: a number, or None for no
+    clipping (the YAML's null); left out, the shipped profile's 3.0."""
+    text = with_max_relative_target(SHIPPED_TWIN_RIG.read_text(), max_relative_target)
     old = "width: 320, height: 240, fps: 30"
     assert text.count(old) == 2
     path = folder / "so101_twin.yaml"
     path.write_text(text.replace(old, f"width: {CAMERA[1]}, height: {CAMERA[0]}, fps: {fps}"))
     return path
+
+
+def with_max_relative_target(text: str, value: object = _KEEP) -> str:
+    """The shipped twin profile's text with its `max_relative_target` replaced (None: null)."""
+    if value is _KEEP:
+        return text
+    assert text.count(SHIPPED_MAX_RELATIVE_TARGET) == 1, "the shipped twin profile's max_relative_target moved"
+    return text.replace(SHIPPED_MAX_RELATIVE_TARGET, f"max_relative_target: {'null' if value is None else value}")
 
 
 def env() -> dict[str, str]:

@@ -49,6 +49,8 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_arm_safety.py", ("lerobot",)),
     ("test_arm_pacing.py", ("lerobot",)),   # test_arm_safety's wall-clock intervals, in the real-time group
     ("test_stop_reasons.py", ("lerobot",)),
+    ("test_audit_pg.py", ("postgres",)),
+    ("test_audit_sample.py", ()),
     ("test_auto_rater.py", ()),
     ("test_camera_lift.py", ()),
     ("test_two_senses.py", ()),
@@ -66,6 +68,7 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_episode_rules.py", ()),
     ("test_export_kill.py", ("lerobot", "subprocess")),
     ("test_export_remux.py", ("lerobot",)),
+    ("test_export_import.py", ("lerobot", "subprocess")),
     ("test_export_train.py", ("lerobot", "subprocess", "slow")),
     ("test_fuzz_bundles.py", ("slow",)),   # fuzzing: hundreds of damaged bundles (the full run, not the fast lane)
     ("test_fuzz_inputs.py", ("slow",)),   # fuzzing: damaged stores and CSVs (the full run, not the fast lane)
@@ -87,6 +90,7 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_start_gate.py", ()),
     ("test_start_report.py", ()),
     ("test_reset.py", ()),
+    ("test_reset_slip.py", ()),
     ("test_start_check_run.py", ("subprocess",)),
     ("test_fiducials.py", ()),
     ("test_camera_cli.py", ("subprocess",)),
@@ -151,6 +155,9 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_compare_sims.py", ("slow",)),   # Monte-Carlo level and coverage: seconds each (the full run, not the fast lane)
     ("test_compare_seed_pairing.py", ()),      # its fresh-process test carries `subprocess` itself
     ("test_stats_clustered_rate.py", ()),
+    ("test_stats_ppi.py", ()),
+    ("test_report_corrected.py", ()),
+    ("test_report_corrected_cli.py", ("subprocess",)),
     ("test_stats_evalue_rule.py", ()),
     ("test_stats_homogeneity.py", ()),
     ("test_stats_kappa.py", ()),
@@ -158,6 +165,8 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_store.py", ()),
     ("test_store_sql.py", ()),
     ("test_store_backend.py", ()),
+    ("test_ladder.py", ()),
+    ("test_ladder_campaign.py", ()),   # its report test: a fresh process (marked subprocess)
     ("test_success.py", ()),
     ("test_twin.py", ("twin", "subprocess")),
     ("test_twin_camera.py", ("twin", "lerobot", "subprocess")),

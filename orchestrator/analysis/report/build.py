@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 from itertools import combinations
 from typing import Any
 
@@ -11,6 +12,7 @@ from orchestrator.analysis import stats
 from orchestrator.analysis.outcomes import OutcomeSet
 from orchestrator.analysis.report.aborts import build_aborts
 from orchestrator.analysis.report.analysis import PairedAnalysis, deciding_test_name, paired_analysis
+from orchestrator.analysis.report.corrected import CorrectedSection, corrected_notes, corrected_section
 from orchestrator.analysis.report.decision import (
     EARLY_STOP,
     disagreement_note,
@@ -19,6 +21,7 @@ from orchestrator.analysis.report.decision import (
     stop_note,
 )
 from orchestrator.analysis.report.format import fmt_p, p_eq, p_name
+from orchestrator.analysis.report.funnel import build_funnel
 from orchestrator.analysis.report.judges import judge_section
 from orchestrator.analysis.report.model import (
     OVERRUN_WARN_FRACTION,
@@ -266,10 +269,10 @@ def build_report(data: OutcomeSet) -> Report:
     # p-values of the deciding test (clustered over marks when marks have repeats)
     holm_mid = stats.holm([an.mid_p for an in analyses])
     holm_exact = stats.holm([an.exact_p for an in analyses])
-    primary = data.primary
-    rule = RuleView.of(data.outcomes, data.policies) if evalue_rule else None
-    comparisons = tuple(_compare(an, a, b, data, holm_mid[i], holm_exact[i], len(pairs), rule)
-                        for i, (an, (a, b)) in enumerate(zip(analyses, pairs, strict=True)))
+    primary, rule = data.primary, (RuleView.of(data.outcomes, data.policies) if evalue_rule else None)
+    comparisons, corrected = _corrected(data, tuple(_compare(an, a, b, data, holm_mid[i], holm_exact[i], len(pairs), rule)
+                                                    for i, (an, (a, b)) in enumerate(zip(analyses, pairs, strict=True))),
+                                        evalue_rule)
     unit = "mark" if any(c.unit == "mark" for c in comparisons) else "layout"
     cochran = None
     withheld: list[tuple[str, str]] = []
@@ -308,13 +311,29 @@ def build_report(data: OutcomeSet) -> Report:
         stopping_rule=stopping_rule, primary=primary, alpha=data.alpha, trials_done=done,
         trials_scheduled=data.scheduled_trials, aborted_attempts=data.aborted_attempts, policies=policies,
         comparisons=comparisons, cochran=cochran, strata=_strata(data), drift=_drift(data),
-        judges=judge_section(data), unpaired=unpaired, warnings=tuple(warnings), headline=_headline(comparisons, None if evalue_rule else cochran),
+        judges=judge_section(data), unpaired=unpaired, warnings=tuple(warnings),
+        headline=_headline(comparisons, None if evalue_rule or corrected is not None else cochran),
         grid=_grid(data), timeline=_timeline(data), timing=timing, sessions=data.sessions,
         operator_is_judge=data.operator_is_judge, fps=data.fps, raters=rater_agreement(data),
         arm_still=_arm_still(data), unit=unit, test=deciding_test_name(unit, primary, evalue_rule),
         notes=() if evalue_rule else _cochran_notes(comparisons, cochran, data.alpha), stations=station_section, aborts=abort_section,
         withheld=tuple(withheld), evidence=data.evidence, start_check=start_section,
-        interventions=build_interventions(data), rig_kind=data.rig_kind)
+        interventions=build_interventions(data), rig_kind=data.rig_kind, corrected=corrected, funnel=build_funnel(data))
+
+
+def _corrected(data: OutcomeSet, comparisons: tuple[Comparison, ...],
+               evalue_rule: bool) -> tuple[tuple[Comparison, ...], CorrectedSection | None]:
+    """With an audit (and no e-value rule) the corrected difference decides each pair: its verdict,
+    and notes saying the McNemar figures are the uncorrected labels' (`report/corrected.py`).
+    Under the e-value rule the rule decides and the corrected figures are for reference."""
+    section = corrected_section(data)
+    if section is None:
+        return comparisons, None
+    if evalue_rule:
+        return comparisons, replace(section, decides=False)
+    by_pair = {(p.a, p.b): p for p in section.pairs}
+    return tuple(replace(c, verdict=by_pair[(c.a, c.b)].verdict, significant=by_pair[(c.a, c.b)].significant,
+                         notes=corrected_notes(section)) for c in comparisons), section
 
 
 def _arm_still(data: OutcomeSet) -> tuple[tuple[str, str, str], ...]:

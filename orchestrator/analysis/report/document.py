@@ -9,7 +9,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from orchestrator.analysis.report.aborts import describe_answers, describe_causes, describe_rules
+from orchestrator.analysis.report.corrected import corrected_lines
 from orchestrator.analysis.report.format import fmt_p, interval, k_of_n, kappa_text, ms, p_eq, p_name, points
+from orchestrator.analysis.report.funnel import funnel_tables
 from orchestrator.analysis.report.model import OVERRUN_WARN_FRACTION, Comparison, Report
 from orchestrator.analysis.report.raters import judge_flags, rater_lines
 from orchestrator.analysis.report.start_state import describe_interventions
@@ -464,6 +466,21 @@ def rater_trust(r: Report) -> list[Block]:
             *(Item(line) for line in lines)]
 
 
+def corrected(r: Report) -> list[Block]:
+    """The rater's labels corrected by the audit (judging.audit): rates, differences, agreement."""
+    if r.corrected is None:
+        return []
+    how = "decides" if r.corrected.decides else "for reference: the pre-registered e-value rule decides"
+    return [Heading(f"Corrected by the audit ({how})"), *(Item(line) for line in corrected_lines(r.corrected))]
+
+
+def progress_ladder(r: Report) -> list[Block]:
+    """The funnel per policy (`funnel.py`), said to be recorded only: no decision uses it."""
+    tables = funnel_tables(r.funnel) if r.funnel is not None else []
+    return [Heading("Progress ladder (recorded; no decision uses it)"), Line(r.funnel.note),
+            *(b for title, head, rows in tables for b in (Line(title), table(head, rows)))] if tables else []
+
+
 def unpaired(r: Report) -> list[Block]:
     if not r.unpaired:
         return []
@@ -472,8 +489,8 @@ def unpaired(r: Report) -> list[Block]:
 
 
 SECTIONS: tuple[Callable[[Report], list[Block]], ...] = (
-    header, warnings, policies, comparisons, cochran, strata, failure_modes, safety_events, time_to_success,
-    timing, aborted, start_check, drift, stations, judges, rater_trust, unpaired)
+    header, warnings, policies, corrected, comparisons, cochran, strata, failure_modes, safety_events, time_to_success,
+    timing, aborted, start_check, drift, stations, judges, rater_trust, progress_ladder, unpaired)
 
 
 def document(r: Report) -> list[Block]:

@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.analysis.report.aborts import AbortSection
+from orchestrator.analysis.report.corrected import corrected_json
+from orchestrator.analysis.report.funnel import funnel_json
 from orchestrator.analysis.report.model import SCHEMA, Comparison, JudgeSection, PolicySummary, PolicyTiming, Report
 from orchestrator.analysis.report.raters import RaterAgreement, judge_flags
 from orchestrator.analysis.report.start_state import InterventionSection, StartCheckSection
@@ -232,6 +234,8 @@ def to_dict(r: Report) -> dict[str, Any]:
     out["aborts"] = _aborts(r.aborts)
     out["start_check"] = _start_check(r.start_check)
     out["interventions"] = _interventions(r.interventions)
+    out["progress_ladder"] = funnel_json(r.funnel)
+    out["corrected"] = corrected_json(r.corrected)
     out["unpaired"] = [{"layout": l, "repeat": rp, "why": why} for l, rp, why in r.unpaired]
     out["warnings"] = list(r.warnings)
     out["notes"] = list(r.notes)

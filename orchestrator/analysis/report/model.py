@@ -242,3 +242,5 @@ class Report:
     start_check: Any = None     # report/start_state.StartCheckSection (None: starts not checked)
     interventions: Any = None   # report/start_state.InterventionSection (None: an outcomes CSV)
     rig_kind: str = ""          # store.records.campaign_rig_kind: simulated, twin, real_arm ("": a CSV)
+    corrected: Any = None       # report/corrected.CorrectedSection (None: no audit)
+    funnel: Any = None          # report/funnel.FunnelSection: the progress ladder (None: none recorded)

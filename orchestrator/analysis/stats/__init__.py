@@ -22,7 +22,7 @@ confidence sequences; `power` exact power and sample sizes; `planning` `orchestr
 `seeds` over training seeds and task suites (and the method-level permutation test, the seed the unit); `aggregate` rliable's across-task aggregates
 (mean, IQM, performance profiles, probability of improvement) with vectorised stratified
 bootstraps; `trend` the exact trend test over ordered checkpoints; `bradley_terry` ratings from
-paired wins; `mantel_haenszel` the CMH test; `agreement` judges' kappas.
+paired wins; `mantel_haenszel` the CMH test; `agreement` judges' kappas; `ppi` rates and the paired difference from an automatic rater corrected by a random human audit.
 
 References
 ----------
@@ -112,14 +112,15 @@ from orchestrator.analysis.stats.power import (
                                                   layouts_needed,
                                                   paired_power,
 )
+from orchestrator.analysis.stats.ppi import CorrectedInterval, corrected_values, ppi_difference, ppi_rate
 from orchestrator.analysis.stats.proportion import (
-    Z95,
-    clopper_pearson,
-    poisson_per_100,
-    wald,
-    wilson,
-    wilson_bounds,
-    z_for_level,
+                                                  Z95,
+                                                  clopper_pearson,
+                                                  poisson_per_100,
+                                                  wald,
+                                                  wilson,
+                                                  wilson_bounds,
+                                                  z_for_level,
 )
 from orchestrator.analysis.stats.seeds import (
                                                   SeedTest,
@@ -163,4 +164,5 @@ __all__ = [
     "improvement_interval", "iqm_of_runs", "mean_and_iqm_intervals", "mean_of_tasks", "probability_of_improvement",
     "profile_intervals", "score_distribution", "cmh_test", "TrendResult", "trend_test", "clustered_trend_test",
     "design_effect", "mark_split", "signflip_tails", "newcombe_cells", "beta_binomial_cs", "beta_binomial_bounds", "difference_cs",
+    "CorrectedInterval", "corrected_values", "ppi_rate", "ppi_difference",
 ]

@@ -1,21 +1,24 @@
 """The `auto` rater's labels in the campaign store (judge `auto`, source `auto`).
 
 The runner rates each episode as it is committed (`rate_recorded`, same transaction as the
-physics label); `rate_missing` rates the episodes of an existing campaign that have no `auto`
-label yet (`orchestrator judge CAMPAIGN --judge auto`). The label's note is the rater's one
+physics label), with its progress ladder (`ladder.py`) beside the label; `rate_missing` rates
+the episodes of an existing campaign that have no `auto` label (or no ladder) yet (`orchestrator judge CAMPAIGN --judge auto`). The label's note is the rater's one
 line of reasons. Whether `auto` counts in the consensus is the protocol's `judging.auto`
 (default `advisory`: never counted; `counted`: one more judge).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from orchestrator.core.errors import RuntimeFailure
 from orchestrator.design.judge_facts import facts_of
+from orchestrator.judging.auto.ladder import ladder_file
 from orchestrator.judging.auto.rater import AutoVerdict, arm_moved, rate_file
 from orchestrator.store.episode_files import EpisodeFiles, read_series
+from orchestrator.store.records import furthest_stage
 from orchestrator.store.sqlite import AUTO_JUDGE, CampaignStore
 
 
@@ -25,10 +28,14 @@ def verdict_label(verdict: AutoVerdict) -> tuple[str, str]:
     return ("success" if verdict.success else "failure"), verdict.reason
 
 
-def rate_recorded(series: Path, cube_size_m: float, success: Any) -> tuple[str, str]:
-    """(label, reason) for a just-recorded episode's time series under a `Success` test."""
-    return verdict_label(rate_file(Path(series), cube_size_m, float(success.min_height_m),
-                                   float(success.hold_s)))
+def rate_recorded(series: Path, cube_size_m: float, success: Any,
+                  mark: Any = None) -> tuple[str, str, dict[str, float | None] | None]:
+    """(label, reason, progress ladder) for a just-recorded episode's time series under a
+    `Success` test; the ladder (`ladder.py`) needs the trial's `mark` (x, y), else None."""
+    height, hold = float(success.min_height_m), float(success.hold_s)
+    label, reason = verdict_label(rate_file(Path(series), cube_size_m, height, hold))
+    steps = None if mark is None else ladder_file(Path(series), cube_size_m, height, hold, (mark.x, mark.y))
+    return label, reason, steps
 
 
 def campaign_test(store: CampaignStore) -> tuple[float, float, float]:
@@ -38,21 +45,37 @@ def campaign_test(store: CampaignStore) -> tuple[float, float, float]:
 
 
 def rate_missing(store: CampaignStore) -> tuple[int, int]:
-    """Rate every episode without a live `auto` label; returns (rated now, already rated)."""
+    """Rate every episode without a live `auto` label, or whose label has no progress ladder (a
+    campaign recorded before the ladder: it is rated again, the new label written and the old one
+    retracted); returns (rated now, already rated with a ladder)."""
     cube, height, hold = campaign_test(store)
-    have = set(store.latest_labels(AUTO_JUDGE))
+    layout = store.frozen_protocol().layout
+    marks = {t.episode_id: layout.mark(t.mark_id) for t in store.trials() if t.episode_id}
+    have = store.latest_labels(AUTO_JUDGE)
     rated = 0
     for episode in sorted(store.episodes(), key=lambda e: e["id"]):
         episode_id = episode["id"]
-        if episode_id in have:
+        old = have.get(episode_id)
+        if old is not None and old.stage_times is not None:
             continue
         series = EpisodeFiles.from_dict(episode["files"]).timeseries
         if not series or not (store.directory / series).is_file():
             continue
-        label, reason = verdict_label(rate_file(store.directory / series, cube, height, hold))
-        store.add_judgment(episode_id, AUTO_JUDGE, label, note=reason, source="auto")
+        label, reason, steps = rate_recorded(store.directory / series, cube, _Test(height, hold), marks[episode_id])
+        store.add_judgment(episode_id, AUTO_JUDGE, label, note=reason, source="auto",
+                           stage=furthest_stage(steps), stage_times=steps)
+        if old is not None:
+            store.retract_judgment(old.id)
         rated += 1
-    return rated, len(have)
+    return rated, sum(1 for j in have.values() if j.stage_times is not None)
+
+
+@dataclass(frozen=True)
+class _Test:
+    """The protocol's success test as `rate_recorded` reads it."""
+
+    min_height_m: float
+    hold_s: float
 
 
 def series_arm_moved(series: Path) -> bool | None:

@@ -2,7 +2,7 @@
 
 The keys are `judging.keys.KEYS` (docs/design.md section 11; the browser judge has the same
 list): `s` success, `f` failure, `u` unsure (asked again after the unjudged ones), `1`-`9`
-failure mode from the protocol's list, `n` note, `z` undo, `j` go to episode N of the judge's
+failure mode from the protocol's list, `l` the stage of the progress ladder seen, `n` note, `z` undo, `j` go to episode N of the judge's
 order (to look again or relabel it), `space` play/pause, `left`/`right` one frame, `[`/`]`
 slower/faster (true time: each frame at its own timestamp), `e` the end, `c` next camera, `a`
 first frame beside last (start-state audit), `m` zoom on the mark, `g` the success-height guide,
@@ -98,6 +98,7 @@ class JudgeApp(AuditKeys, App[int]):
             "failure": lambda key: self.action_label("failure"),
             "unsure": lambda key: self.action_label("unsure"),
             "mode": lambda key: self.action_mode(int(key)), "note": lambda key: self.action_note(),
+            "stage": lambda key: self.apply(self.session.stage),
             "undo": lambda key: self.action_undo(), "goto": lambda key: self.action_goto(),
             "play": lambda key: self.action_play(), "back": lambda key: self.action_step(-1),
             "forward": lambda key: self.action_step(1), "slower": lambda key: self.action_speed(-1),
@@ -225,13 +226,16 @@ class JudgeApp(AuditKeys, App[int]):
     def _label_text(self, episode_id: str) -> str:
         record = self.session.labels.get(episode_id)
         if record is None:
-            pending = self.session.pending_notes.get(episode_id)
-            return "Label: (none yet)" + (f"\nnote waiting: {pending}" if pending else "")
+            pending, stage = self.session.pending_notes.get(episode_id), self.session.pending_stages.get(episode_id)
+            return ("Label: (none yet)" + (f"\nnote waiting: {pending}" if pending else "")
+                    + (f"\nstage seen (saved with the label): {stage}" if stage else ""))
         text = f"Label: {record.label}"
         if record.label == "unsure":
             text += " (asked again: s, f or u)"
         if record.failure_mode:
             text += f"\nfailure mode: {record.failure_mode}"
+        if record.stage:
+            text += f"\nstage seen: {record.stage}"
         if record.note:
             text += f"\nnote: {record.note}"
         return text

@@ -7,7 +7,7 @@ judge drives too); this module turns requests into its calls.
                            session's state in it (one request before the videos)
     GET  /api/state        the session: task, progress, current episode, its label, a status line
     GET  /api/upcoming     the episode likely to come next (so the page loads it ahead)
-    POST /api/action       {"action": label|mode|note|undo|goto|invalid, "episode": id, "value": ...}
+    POST /api/action       {"action": label|mode|stage|note|undo|goto|invalid, "episode": id, "value": ...}
     POST /api/quit         stop the server (every label is already saved)
     GET  /media/{token}    a video (HTTP range requests, for seeking) or a start still
 
@@ -137,7 +137,8 @@ class JudgeWeb:
         record = self.session.labels.get(episode_id or "")
         if record is None:
             return None
-        return {"label": record.label, "failure_mode": record.failure_mode, "note": record.note}
+        return {"label": record.label, "failure_mode": record.failure_mode, "note": record.note,
+                "stage": record.stage}
 
     async def state_json(self) -> dict:
         session, info = self.session, self.session.info
@@ -160,6 +161,7 @@ class JudgeWeb:
             "progress": session.progress(), "status": session.status, "episode": episode,
             "label": self.label_json(session.current_id),
             "pending_note": session.pending_notes.get(session.current_id or ""),
+            "pending_stage": session.pending_stages.get(session.current_id or ""),
             "target": None if target is None else {"episode": target.episode_id, "label": target.label,
                                                    "note": target.note},
         }
@@ -197,6 +199,8 @@ class JudgeWeb:
             session.label(value)
         elif action == "mode" and isinstance(value, int):
             session.mode(value)
+        elif action == "stage":
+            session.stage()
         elif action == "note" and (value is None or isinstance(value, str)):
             session.note(value[:2000] if value else None)
         elif action == "undo":

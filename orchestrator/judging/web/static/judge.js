@@ -373,8 +373,12 @@ function render(s) {
     if (s.label) {
       label = `Label: ${s.label.label}` + (s.label.label === "unsure" ? " (asked again: s, f or u)" : "");
       if (s.label.failure_mode) label += `\nfailure mode: ${s.label.failure_mode}`;
+      if (s.label.stage) label += `\nstage seen: ${s.label.stage}`;
       if (s.label.note) label += `\nnote: ${s.label.note}`;
-    } else if (s.pending_note) label += `\nnote waiting: ${s.pending_note}`;
+    } else {
+      if (s.pending_note) label += `\nnote waiting: ${s.pending_note}`;
+      if (s.pending_stage) label += `\nstage seen (saved with the label): ${s.pending_stage}`;
+    }
     $("label").textContent = label;
   }
   setStatus(s.status);

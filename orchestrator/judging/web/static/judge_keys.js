@@ -14,6 +14,7 @@ const ACTIONS = {
   failure: () => send("label", "failure"),
   unsure: () => send("label", "unsure"),
   mode: (key) => send("mode", Number(key)),
+  stage: () => send("stage", null),
   note: () => openNote(),
   undo: () => send("undo", null),
   goto: () => openGoto(),

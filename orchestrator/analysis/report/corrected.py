@@ -1,0 +1,254 @@
+"""The corrected analysis of a campaign judged by the counted rater plus a random human audit
+(`judging: {auto: counted, audit: F}`): rates and paired differences from the rater's labels on
+every episode corrected by the audit's human labels (`stats.ppi`, the mark as the unit).
+
+Per done trial: its prediction f is the `auto` rater's label where it was sure, people's
+consensus (the human judges only; `judging.disagreement: failure` applied) where it was unsure;
+a trial an `aborts` rule scored as a failure has f = Y = failure; a trial whose f is not known yet
+(unsure, not yet labelled by people) is left out and counted. Audited trials are the store's
+audit sample (`AuditSample.trial_ids`, slots in decimal); their human label Y corrects f. The
+inclusion probability is (audited trials people have labelled) / N, N the sample's population:
+the judge queue hands audit episodes out in the sample's random draw order, so the labelled ones
+are a uniform random subset of the N trials; while the audit is incomplete the report says so.
+
+The rater is counted when it disagrees with people on at most `RATER_DISAGREEMENT_BOUND` of the
+audited episodes it labelled sure and people decided (fixed here, so pre-registered with the
+tool's version; documented in docs/statistics.md). Beyond it the report says the rater cannot
+be counted and falls back to people's labels only: every unsure episode, and the audit sample's
+sure ones weighted by 1/pi (`stats.ppi` with lam = 0, Horvitz-Thompson), nothing from the rater.
+
+The decision: per pair, the corrected difference's t test over marks (Holm over the pairs with 3+
+policies) at the protocol's alpha: "better" exactly when it rejects; the winner, difference and
+interval come from the same corrected estimate (one decision, one dataset).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from itertools import combinations
+from typing import Any
+
+from orchestrator.analysis import stats
+from orchestrator.analysis.outcomes import OutcomeSet, TrialOutcome, consensus_label
+from orchestrator.analysis.report.format import fmt_p, kappa_text, points
+from orchestrator.analysis.stats.agreement import KAPPA_FEW_LABELS
+
+AUTO = "auto"
+RATER_DISAGREEMENT_BOUND = 0.10
+# Below this audit fraction the corrected rates' intervals covered as little as
+# LOW_AUDIT_COVERAGE (0.886 at 40 marks, audit 0.1, a rater wrong on 12 % of its sure labels all
+# one way; bench/ppi_coverage.py, docs/statistics.md): the report prints it beside them
+LOW_AUDIT = 0.2
+LOW_AUDIT_COVERAGE = 0.88
+
+
+@dataclass(frozen=True)
+class CorrectedPair:
+    a: str
+    b: str
+    difference: stats.CorrectedInterval
+    p: float                          # Holm-adjusted with 3+ policies
+    significant: bool
+    verdict: str
+
+
+@dataclass(frozen=True)
+class CorrectedSection:
+    counted: bool                     # within the bound: the rater's labels, corrected, decide
+    rates: tuple[tuple[str, stats.CorrectedInterval], ...]
+    pairs: tuple[CorrectedPair, ...]
+    population: int                   # N, the trials the audit was drawn from
+    audit_size: int                   # k, as drawn
+    audit_labelled: int               # of those, done and labelled by people
+    inclusion: float                  # audit_labelled / N
+    audit_rated: int                  # audited episodes the rater labelled sure and people decided
+    disagreements: int                # of those, where they differ
+    agreement: dict[str, Any]         # stats.binary_agreement on those
+    episodes: int                     # done episodes
+    human_labelled: int               # of those, labelled by people (unsure + audit + any other)
+    unsure: int                       # episodes the rater was unsure of
+    waiting: int                      # done trials with no prediction yet (unsure, not yet labelled)
+    alpha: float
+    fraction: float = 0.0             # the protocol's judging.audit
+    decides: bool = True              # False under the e-value rule: the rule decides, these are for reference
+
+    @property
+    def basis(self) -> str:
+        if self.counted:
+            return ("the rater's labels on every episode corrected by the audit's human labels "
+                    "(prediction-powered inference, unit: marks)")
+        return ("people's labels only: the rater cannot be counted (it disagreed with people on "
+                f"{self.disagreements} of {self.audit_rated} audited episodes, above the pre-registered bound "
+                f"{100 * RATER_DISAGREEMENT_BOUND:g}%); the unsure episodes and the audit sample weighted by 1/pi, "
+                "unit: marks")
+
+
+def _human(data: OutcomeSet) -> dict[str, bool | None]:
+    """People's consensus per episode (the human judges only), None where it is unsure."""
+    votes: dict[str, list[str]] = {}
+    for label in data.human_labels:
+        if label.judge != AUTO:
+            votes.setdefault(label.episode_id, []).append(label.label)
+    out: dict[str, bool | None] = {}
+    for ep, labels in votes.items():
+        verdict = consensus_label(labels)
+        disputed = "success" in labels and "failure" in labels and verdict == "unsure"
+        out[ep] = False if disputed and data.disagreement == "failure" else (
+            None if verdict == "unsure" else verdict == "success")
+    return out
+
+
+@dataclass(frozen=True)
+class _Trial:
+    outcome: TrialOutcome
+    f: float
+    y: float | None
+    audited: bool
+
+
+def _trials(data: OutcomeSet, audit: Any, human: dict[str, bool | None]) -> tuple[list[_Trial], int]:
+    """(trials with a prediction, done trials still waiting for one)."""
+    out, waiting = [], 0
+    for o in data.outcomes:
+        if o.state != "done":
+            continue
+        if o.episode_id is None:
+            if o.settled == "failure":
+                out.append(_Trial(o, 0.0, 0.0, False))
+            continue
+        y = human.get(o.episode_id)
+        rater = data.auto_labels.get(o.episode_id, "unsure")
+        f = (rater == "success") if rater in ("success", "failure") else y
+        if f is None:
+            waiting += 1
+            continue
+        audited = str(o.slot) in audit.trial_ids and y is not None
+        out.append(_Trial(o, float(f), None if y is None else float(y), audited))
+    return out, waiting
+
+
+def _verdict(a: str, b: str, d: stats.CorrectedInterval, p: float, significant: bool, basis: str,
+             several: bool) -> str:
+    est, lo, hi = points(d.estimate, d.lo, d.hi)
+    test = f"{'Holm-adjusted ' if several else ''}t test over {d.marks} marks p {fmt_p(p)}"
+    figures = f"corrected difference {est} points, {100 * d.level:g}% CI {lo} to {hi}, {test}"
+    if significant:
+        better, worse = (a, b) if d.estimate > 0 else (b, a)
+        return f"{better} better than {worse}: {figures}; these rest on {basis}."
+    return f"{a} vs {b}: not established at this n ({figures}; on {basis})."
+
+
+def corrected_section(data: OutcomeSet) -> CorrectedSection | None:
+    """None unless the campaign has an audit sample (`OutcomeSet.audit`)."""
+    audit = data.audit
+    if audit is None or not audit.trial_ids:
+        return None
+    human = _human(data)
+    trials, waiting = _trials(data, audit, human)
+    labelled = sum(t.audited for t in trials)
+    rated = [t for t in trials if t.audited and data.auto_labels.get(t.outcome.episode_id or "") in ("success", "failure")]
+    agreement = stats.binary_agreement([t.f == 1 for t in rated], [t.y == 1 for t in rated])
+    disagreements = sum(t.f != t.y for t in rated)
+    counted = not rated or disagreements <= RATER_DISAGREEMENT_BOUND * len(rated)
+    lam, pi = (1.0 if counted else 0.0), max(labelled, 1) / audit.population
+    rates = []
+    for p in data.policies:
+        mine = [t for t in trials if t.outcome.policy == p]
+        rates.append((p, stats.ppi_rate([t.outcome.layout for t in mine], [t.f for t in mine], [t.y for t in mine],
+                                        [t.audited for t in mine], pi, lam=lam)))
+    by_key: dict[tuple[tuple[str, int], str], _Trial] = {(t.outcome.key, t.outcome.policy): t for t in trials}
+    raw = []
+    for a, b in combinations(data.policies, 2):
+        keys = sorted({k for k, p in by_key if p == a} & {k for k, p in by_key if p == b})
+        ta, tb = [by_key[(k, a)] for k in keys], [by_key[(k, b)] for k in keys]
+        raw.append((a, b, stats.ppi_difference([k[0] for k in keys], [t.f for t in ta], [t.y for t in ta],
+                                               [t.audited for t in ta], [t.f for t in tb], [t.y for t in tb],
+                                               [t.audited for t in tb], pi, lam=lam)))
+    adjusted = stats.holm([d.p_value for _, _, d in raw]) if raw else []
+    section = CorrectedSection(counted, tuple(rates), (), audit.population, len(audit.trial_ids), labelled, pi,
+                               len(rated), disagreements, agreement,
+                               episodes=sum(1 for o in data.outcomes if o.state == "done" and o.episode_id),
+                               human_labelled=sum(1 for o in data.outcomes if o.state == "done" and o.episode_id
+                                                  and o.episode_id in _labelled_by_people(data)),
+                               unsure=sum(1 for o in data.outcomes if o.state == "done" and o.episode_id
+                                          and data.auto_labels.get(o.episode_id, "unsure") not in ("success", "failure")),
+                               waiting=waiting, alpha=data.alpha, fraction=float(audit.fraction))
+    pairs = []
+    for (a, b, d), p in zip(raw, adjusted, strict=True):
+        significant = d.items > 0 and p <= data.alpha
+        pairs.append(CorrectedPair(a, b, d, p, significant, _verdict(a, b, d, p, significant, section.basis,
+                                                                     len(raw) > 1)))
+    return replace(section, pairs=tuple(pairs))
+
+
+def _labelled_by_people(data: OutcomeSet) -> set[str]:
+    return {label.episode_id for label in data.human_labels if label.judge != AUTO}
+
+
+def corrected_notes(section: CorrectedSection) -> tuple[str, ...]:
+    """Beside the verdict: what decided, and that the McNemar figures are the uncorrected labels'."""
+    notes = ["The verdict is the corrected analysis's (judging.audit): the McNemar figures and intervals "
+             "in the comparison below are on the labels as voted (the rater where it was sure, people "
+             "elsewhere), uncorrected, for reference only."]
+    if section.audit_labelled < section.audit_size:
+        notes.append(f"The audit is incomplete: people have labelled {section.audit_labelled} of its "
+                     f"{section.audit_size} trials; the corrected figures use those (a uniform random subset "
+                     f"in the queue's draw order), inclusion probability {section.inclusion:.3f}.")
+    return tuple(notes)
+
+
+def corrected_lines(section: CorrectedSection) -> list[str]:
+    """The section's lines (text, Markdown and HTML)."""
+    s = section
+    out = [f"Estimates rest on {s.basis}."]
+    low = (f"; with an audit below {LOW_AUDIT:g} this interval's coverage was measured as low as "
+           f"{LOW_AUDIT_COVERAGE:.2f}" if s.fraction < LOW_AUDIT else "")
+    for p, iv in s.rates:
+        out.append(f"{p}: corrected success rate {iv.estimate:.3f}, {100 * iv.level:g}% CI {iv.lo:.3f} to {iv.hi:.3f} "
+                   f"over {iv.marks} marks ({iv.items} trials, {iv.audited} audited){low}")
+    for c in s.pairs:
+        out.append(c.verdict)
+    ci = s.agreement["kappa_ci95"]
+    kappa_ci = "n/a" if ci[0] != ci[0] else f"{ci[0]:.2f} to {ci[1]:.2f}"
+    if s.agreement["kappa_ci_coverage"] is not None:
+        kappa_ci += (f"; with fewer than {KAPPA_FEW_LABELS} of one label its coverage was measured as low as "
+                     f"{s.agreement['kappa_ci_coverage']:.2f}")
+    out.append(f"The rater against people on the audit: kappa {kappa_text(s.agreement['kappa'])} (95% CI {kappa_ci}) "
+               f"on {s.audit_rated} audited episodes it labelled; disagreements {s.disagreements} "
+               f"(bound {100 * RATER_DISAGREEMENT_BOUND:g}%: {'within, the rater is counted' if s.counted else 'exceeded, people only'})")
+    out.append(f"People labelled {s.human_labelled} of {s.episodes} episodes "
+               f"({s.human_labelled / s.episodes if s.episodes else 0:.2f} labels per episode by people): "
+               f"{s.unsure} the rater was unsure of, and the audit of {s.audit_size} of {s.population} trials "
+               f"drawn at freeze time ({s.audit_labelled} labelled)"
+               + (f"; {s.waiting} unsure episode{'s wait' if s.waiting != 1 else ' waits'} for people and "
+                  f"{'are' if s.waiting != 1 else 'is'} left out" if s.waiting else ""))
+    return out
+
+
+def _interval_json(iv: stats.CorrectedInterval) -> dict[str, Any]:
+    return {"estimate": iv.estimate, "ci95": [iv.lo, iv.hi], "se": iv.se, "marks": iv.marks, "items": iv.items,
+            "audited": iv.audited, "unit": "mark", "method": "ppi-marks" if iv.method == "ppi-marks" else iv.method}
+
+
+def corrected_json(section: CorrectedSection | None) -> dict[str, Any] | None:
+    """The report JSON's `corrected` (None: no audit)."""
+    if section is None:
+        return None
+    s = section
+    kappa = s.agreement["kappa"]
+    ci = s.agreement["kappa_ci95"]
+    return {
+        "decides": s.decides, "rater_counted": s.counted, "basis": s.basis,
+        "disagreement_bound": RATER_DISAGREEMENT_BOUND, "estimator": "ppi" if s.counted else "human-only (ipw)",
+        "rates": {p: _interval_json(iv) for p, iv in s.rates},
+        "rates_ci_coverage": LOW_AUDIT_COVERAGE if s.fraction < LOW_AUDIT else None,
+        "comparisons": [{"a": c.a, "b": c.b, **_interval_json(c.difference), "p": c.p, "p_raw": c.difference.p_value,
+                         "test": "t over marks", "significant": c.significant, "verdict": c.verdict} for c in s.pairs],
+        "audit": {"fraction": s.fraction, "population": s.population, "size": s.audit_size, "labelled": s.audit_labelled,
+                  "inclusion_probability": s.inclusion, "rated": s.audit_rated, "disagreements": s.disagreements,
+                  "kappa": None if kappa != kappa else kappa,
+                  "kappa_ci95": None if ci[0] != ci[0] else list(ci), "table": s.agreement["table"]},
+        "episodes": s.episodes, "labelled_by_people": s.human_labelled, "rater_unsure": s.unsure,
+        "waiting_for_people": s.waiting,
+        "people_labels_per_episode": s.human_labelled / s.episodes if s.episodes else None,
+    }

@@ -1,0 +1,91 @@
+"""The report of a campaign with a pre-registered audit (`report/corrected.py`): the verdict rests
+on the rater's labels corrected by the audit, with the mark as the unit; the rater's agreement
+with people on the audit; people's labels per episode; the fallback to people's labels only when
+the rater disagrees beyond the bound."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import numpy as np
+
+from orchestrator.analysis.report import build_report, render
+from orchestrator.analysis.report.corrected import RATER_DISAGREEMENT_BOUND
+from support.ppi_sim import Scenario, outcome_set, simulate
+
+BASIS = "the rater's labels on every episode corrected by the audit's human labels"
+
+
+def _data(**scenario):
+    sc = Scenario(**{"marks": 30, "repeats": 2, "logit_a": 2.5, "logit_b": -0.5, "audit": 0.2, **scenario})
+    rep = simulate(sc, np.random.default_rng(3))
+    return rep, outcome_set(rep, sc.audit)
+
+
+def test_the_verdict_rests_on_the_corrected_labels_at_the_mark():
+    rep, data = _data(rater_noise=0.2, band=0.3)
+    report = build_report(data)
+    section = report.corrected
+    assert section is not None and section.counted and section.decides
+    (pair,) = section.pairs
+    assert report.headline == pair.verdict and report.headline.startswith("A better than B")
+    assert BASIS in report.headline and "unit: marks" in report.headline and "over 30 marks" in report.headline
+    # people labelled the unsure episodes and the audit only
+    labelled = int(np.sum((rep.rater < 0) | rep.audited))
+    assert section.human_labelled == labelled and section.episodes == rep.truth.size
+    assert section.audit_size == round(0.2 * rep.truth.size) == section.audit_labelled
+    text = render(report, "text")
+    assert f"People labelled {labelled} of {rep.truth.size} episodes" in text
+    assert "The rater against people on the audit: kappa" in text
+    doc = json.loads(render(report, "json"))["corrected"]
+    assert doc["rater_counted"] and doc["comparisons"][0]["significant"] and doc["rates"]["A"]["unit"] == "mark"
+    assert doc["people_labels_per_episode"] == labelled / rep.truth.size
+    assert "Corrected by the audit (decides)" in render(report, "md")
+    assert "this interval's coverage was measured" not in text and doc["rates_ci_coverage"] is None      # audit 0.2
+    assert "Corrected by the audit" in render(report, "html")
+
+
+def test_a_rater_beyond_the_bound_is_not_counted():
+    rep, data = _data(rater_bias=2.0, rater_noise=1.0)
+    section = build_report(data).corrected
+    assert section is not None and section.audit_rated > 0
+    assert section.disagreements > RATER_DISAGREEMENT_BOUND * section.audit_rated    # the planted rater
+    assert not section.counted
+    verdict = section.pairs[0].verdict
+    assert "people's labels only: the rater cannot be counted" in verdict and BASIS not in verdict
+    # positive control: the same campaign's labels with the rater made right are counted
+    good = replace(data, auto_labels={ep: lab if lab == "unsure" else ("success" if data.physics[ep] else "failure")
+                                      for ep, lab in data.auto_labels.items()})
+    fixed = build_report(good).corrected
+    assert fixed is not None and fixed.counted and fixed.disagreements == 0
+
+
+def test_a_small_audit_prints_the_rates_measured_coverage():
+    _, data = _data(audit=0.1)
+    text = render(build_report(data), "text")
+    assert text.count("with an audit below 0.2 this interval's coverage was measured as low as 0.88") == 2
+
+
+def test_no_audit_no_corrected_section():
+    _, data = _data()
+    report = build_report(replace(data, audit=None))
+    assert report.corrected is None and json.loads(render(report, "json"))["corrected"] is None
+    assert BASIS not in report.headline
+
+
+def test_episodes_waiting_for_people_are_left_out_and_counted():
+    """An unsure episode people have not labelled yet has no prediction: left out, counted; a
+    trial an aborts rule scored as a failure counts as a known failure (f = Y = failure)."""
+    from orchestrator.analysis.outcomes import TrialOutcome
+
+    _, data = _data(rater_noise=0.2, band=0.3)
+    unsure = next(o for o in data.outcomes if data.auto_labels[o.episode_id] == "unsure")
+    human = tuple(label for label in data.human_labels if label.episode_id != unsure.episode_id)
+    settled = TrialOutcome(layout="m0", repeat=9, policy="A", success=False, slot=10_000, settled="failure")
+    before = build_report(data).corrected
+    after = build_report(replace(data, human_labels=human, outcomes=data.outcomes + (settled,))).corrected
+    assert before is not None and after is not None and before.waiting == 0 and after.waiting == 1
+    rates = {p: iv for p, iv in after.rates}
+    assert rates["A"].items == dict(before.rates)["A"].items + (0 if unsure.policy == "A" else 1)
+    assert "1 unsure episode waits for people and is left out" in render(build_report(replace(data, human_labels=human)), "text")
