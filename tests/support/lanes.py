@@ -54,6 +54,8 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_audit_queue.py", ()),
     ("test_audit_sample.py", ()),
     ("test_auto_rater.py", ()),
+    ("test_camera_lift.py", ()),
+    ("test_two_senses.py", ()),
     ("test_blinding.py", ()),
     ("test_bundle.py", ()),
     ("test_clean_media.py", ()),
