@@ -89,3 +89,16 @@ def test_episodes_waiting_for_people_are_left_out_and_counted():
     rates = {p: iv for p, iv in after.rates}
     assert rates["A"].items == dict(before.rates)["A"].items + (0 if unsure.policy == "A" else 1)
     assert "1 unsure episode waits for people and is left out" in render(build_report(replace(data, human_labels=human)), "text")
+
+
+def test_one_mark_renders_in_every_format_with_no_standard_error():
+    """One mark leaves no spread across marks (the standard error is infinite): the JSON says
+    null, as it cannot hold infinity (a twin campaign of one mark raised in `report --format json`)."""
+    rep, data = _data(marks=1, repeats=2, audit=0.5)
+    report = build_report(data)
+    assert report.corrected is not None and report.corrected.rates   # a positive control: the section is there
+    doc = json.loads(render(report, "json"))["corrected"]
+    assert [doc["rates"][p]["se"] for p in ("A", "B")] == [None, None] and doc["comparisons"][0]["se"] is None
+    assert doc["rates"]["A"]["marks"] == 1
+    for fmt in ("text", "md", "html"):
+        assert "Corrected by the audit" in render(report, fmt)
