@@ -199,8 +199,8 @@ def corrected_notes(section: CorrectedSection) -> tuple[str, ...]:
              "elsewhere), uncorrected, for reference only."]
     if section.audit_labelled < section.audit_size:
         notes.append(f"The audit is incomplete: people have labelled {section.audit_labelled} of its "
-                     f"{section.audit_size} trials; the corrected figures use those (a uniform random subset "
-                     f"in the queue's draw order), inclusion probability {section.inclusion:.3f}.")
+                     f"{section.audit_size} trials; the corrected figures use those (a uniform random subset: "
+                     f"the queue hands them out in random order), inclusion probability {section.inclusion:.3f}.")
     return tuple(notes)
 
 
