@@ -147,6 +147,26 @@ def pg_cluster():
     cluster.stop()
 
 
+def built_once(tmp_path_factory, name: str, build) -> Path:
+    """A folder `name` that `build(folder)` fills once for the whole run: under pytest-xdist the
+    workers share the parent of their temporary folders, and the first worker to take the lock
+    builds while the other waits, then reuses it (each worker built the tiny checkpoints itself
+    before, a fresh interpreter importing LeRobot's policies each time). The tests read what is
+    built, or copy it beside their protocol; none writes into it."""
+    from filelock import FileLock
+
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent
+    folder, done = root / name, root / f"{name}.done"
+    with FileLock(str(root / f"{name}.lock")):
+        if not done.exists():
+            folder.mkdir(exist_ok=True)
+            build(folder)
+            done.touch()
+    return folder
+
+
 @pytest.fixture(scope="session")
 def saved_acts(tmp_path_factory) -> dict[str, Path]:
     """The tiny ACT checkpoints of the fresh-process tests (support/act.py `SAVED_ACT_CAMERAS`:
@@ -154,8 +174,8 @@ def saved_acts(tmp_path_factory) -> dict[str, Path]:
     interpreter; a test copies the one it needs beside its protocol."""
     from support.act import SAVED_ACT_CAMERAS, save_acts_in_subprocess
 
-    root = tmp_path_factory.mktemp("saved_acts")
-    save_acts_in_subprocess({root / name: cameras for name, cameras in SAVED_ACT_CAMERAS.items()})
+    root = built_once(tmp_path_factory, "saved_acts", lambda root: save_acts_in_subprocess(
+        {root / name: cameras for name, cameras in SAVED_ACT_CAMERAS.items()}))
     return {name: root / name for name in SAVED_ACT_CAMERAS}
 
 
@@ -165,7 +185,9 @@ def saved_vla(tmp_path_factory) -> Path:
     from support.act import TWIN_CAMERA
     from support.vla import save_vla_in_subprocess
 
-    return save_vla_in_subprocess(tmp_path_factory.mktemp("vla") / "vla", {"front": TWIN_CAMERA, "wrist": TWIN_CAMERA})
+    root = built_once(tmp_path_factory, "saved_vla", lambda root: save_vla_in_subprocess(
+        root / "vla", {"front": TWIN_CAMERA, "wrist": TWIN_CAMERA}))
+    return root / "vla"
 
 
 @pytest.fixture(scope="session")

@@ -367,7 +367,7 @@ def test_a_simulation_worker_killed_mid_campaign_is_named_and_its_trials_rerun_o
                     running = 0
             children = multiprocessing.active_children()
             if running and children:
-                time.sleep(0.5)   # into an episode
+                time.sleep(0.5)   # the stimulus: the kill lands 0.5 s into a running episode
                 os.kill(children[0].pid, signal.SIGKILL)
                 killed.append(children[0].pid)
             time.sleep(0.05)

@@ -21,6 +21,7 @@ from orchestrator.rigs.profile import STATE_KEYS, load_rig
 from orchestrator.run.operator_protocol import AutoOperator
 from support.arm_bench import FPS, arm_bench, rig_with
 from support.arm_doubles import Failing, Hold, StopOnce, Watching, campaign
+from support.waiting import wait_until
 
 
 @pytest.fixture
@@ -218,7 +219,7 @@ def test_rest_pose_defaults_to_the_pose_captured_at_connect(bench):
         at_connect = rig.observe(with_images=False)
         for _ in range(10):
             rig.act({k: at_connect[k] + 30 for k in STATE_KEYS})
-            time.sleep(0.02)
+            time.sleep(0.02)   # the stimulus: a 50 Hz loop's goals (the assertion is on positions)
         rig.go_to_rest()
         assert arm.positions() == {i: 1800 for i in arm.servos}
     finally:
@@ -267,15 +268,13 @@ def test_ctrl_c_under_the_terminal_prompt_waits_for_the_end_of_the_control_step(
     try:
         op.arm_moving("moving to rest")
         os.kill(os.getpid(), signal.SIGINT)  # lands "in the middle of a serial transaction"
-        time.sleep(0.01)
-        assert op.sigint_pending
+        wait_until(lambda: op.sigint_pending, 10, "the SIGINT handler did not run")
         with pytest.raises(KeyboardInterrupt):
             op.check_stop()  # raised between two steps
         op.arm_moving(None)
         # a second Ctrl-C, while the runner makes the arm safe, is not raised
         os.kill(os.getpid(), signal.SIGINT)
-        time.sleep(0.05)
-        assert op.sigint_pending
+        wait_until(lambda: op.sigint_pending, 10, "the second SIGINT's handler did not run")
         op.check_stop()
     finally:
         restore()
@@ -285,7 +284,7 @@ def test_ctrl_c_under_the_terminal_prompt_waits_for_the_end_of_the_control_step(
     try:
         with pytest.raises(KeyboardInterrupt):  # waiting for the operator: interrupts at once
             os.kill(os.getpid(), signal.SIGINT)
-            time.sleep(0.5)
+            wait_until(lambda: False, 10, "Ctrl-C while waiting for the operator did not interrupt")
     finally:
         restore()
 
@@ -314,7 +313,7 @@ def test_sigterm_under_the_terminal_prompt_waits_for_the_end_of_the_control_step
         with pytest.raises(KeyboardInterrupt), run_session(store):
             op.episode_started(None)
             os.kill(os.getpid(), signal.SIGTERM)  # lands "in the middle of a serial transaction"
-            time.sleep(0.01)
+            wait_until(lambda: op.sigint_pending, 10, "the SIGTERM handler did not run")
             pending_after_signal.append(op.sigint_pending)  # not raised there...
             op.poll(0.1)  # ...but here, between two steps
     finally:
@@ -501,7 +500,7 @@ def test_a_stop_during_a_long_inference_drops_that_inferences_action(bench):
         def select_action(self, obs):
             if self.calls == 3:
                 threading.Timer(0.3, lambda: (times.setdefault("key", time.perf_counter()), pressed.set())).start()
-                time.sleep(1.0)
+                time.sleep(1.0)   # the stimulus: a 1.0 s inference (the policy's work, not a wait)
             return {**super().select_action(obs), "shoulder_pan.pos": obs["shoulder_pan.pos"] + 4.0}
 
     context = EpisodeContext(mark=Mark(id="M01", x=0.16, y=0.0), cube=Cube(), seed=0, fps=FPS, duration_s=1.0, task="")
@@ -595,7 +594,7 @@ def test_after_two_blocked_moves_the_operator_lifts_the_arm_by_hand_lets_go_and_
         else:                             # torque on where the hand holds it; a person lets go in seconds
             seen["held_goals"] = arm.goal_writes(since=seen["lifted_at"][0])
             seen["positions"] = arm.positions()
-            time.sleep(0.3)
+            time.sleep(0.3)   # an observation window: any goal in it would be a move (none may come)
             seen["held_goals_later"] = arm.goal_writes(since=seen["lifted_at"][0])
             elbow.blocked = False
 
@@ -796,7 +795,7 @@ def test_a_second_ctrl_c_inside_the_stop_is_deferred_until_the_abort_is_recorded
         if not second:
             second.append(time.perf_counter())
             os.kill(os.getpid(), signal.SIGINT)   # the operator hits Ctrl-C again, mid-transaction
-            time.sleep(0.01)
+            time.sleep(0.01)   # the stimulus: the stop goes on with the handler run (not a wait)
         real_stop(self)
 
     monkeypatch.setattr(LeRobotRig, "safe_stop", stop_hit_by_a_second_ctrl_c)
@@ -811,7 +810,7 @@ def test_a_second_ctrl_c_inside_the_stop_is_deferred_until_the_abort_is_recorded
             polls.append(1)
             if len(polls) == 3:
                 os.kill(os.getpid(), signal.SIGINT)
-                time.sleep(0.01)
+                wait_until(lambda: op.sigint_pending, 10, "the SIGINT handler did not run")
             real_poll(elapsed_s)
 
         op.poll = poll

@@ -52,7 +52,7 @@ class SlowPolicy(Policy):
         pass
 
     def select_action(self, observation):
-        time.sleep(self.step_s)
+        time.sleep(self.step_s)   # the stimulus: the policy's step time (its work, not a wait)
         return {k: 0.0 for k in KEYS}
 
     def close(self):

@@ -214,7 +214,7 @@ def test_opens_paused_x_after_a_pause_every_key_listed_and_a_label_changed(campa
         started = time.monotonic()
         while time.monotonic() - started < 1.5:                     # a person takes in the start
             assert page.evaluate("() => [window.judgeClock.t, window.judgeClock.playing]") == [0, False]
-            time.sleep(0.1)
+            time.sleep(0.1)   # polled through the observation window: paused at every look
         assert "paused" in page.inner_text("#cursor") and "frame 1 /" in page.inner_text("#cursor")
         page.keyboard.press("x")
         assert page.is_visible("#invalid"), page.inner_text("#status")

@@ -169,7 +169,7 @@ def test_operator_console_session_on_the_fake_arm(hardware, monkeypatch):
                         box = app.query_one("#reason")
                         app.call_from_thread(app.on_input_submitted, SimpleNamespace(value="cube slipped", input=box))
                     elif app.state == "confirm":
-                        time.sleep(0.3)
+                        time.sleep(0.3)   # the stimulus: the operator confirms 0.3 s later
                         marks["confirm"] = time.perf_counter()
                         app.call_from_thread(app.action_enter)
                     elif app.state in ("place", "review"):

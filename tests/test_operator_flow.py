@@ -280,7 +280,7 @@ def test_after_an_unclean_end_nothing_moves_until_the_operator_allows_it(bench, 
             self.allowed_at = None
 
         def approve(self, line):
-            time.sleep(0.3)   # the operator walks to the arm
+            time.sleep(0.3)   # the stimulus: the operator walks to the arm (nothing may move meanwhile)
             self.asked.append((line, arm.goal_writes(since=started), arm.torque_enabled()))
             self.allowed_at = time.perf_counter()
 

@@ -113,7 +113,7 @@ def _label_until(directory: str, judge: str, stop_file: str) -> int:
         while not Path(stop_file).exists():
             store.add_judgment(episodes[made % len(episodes)], judge, "success" if made % 2 else "failure")
             made += 1
-            time.sleep(0.01)
+            time.sleep(0.01)   # pacing: a label every 10 ms until the test writes the stop file
     return made
 
 

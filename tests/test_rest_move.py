@@ -103,7 +103,7 @@ def test_the_reference_advances_with_measured_time_not_loop_counts(monkeypatch):
     slow_read = joints.read
 
     def read():
-        time.sleep(0.12)
+        time.sleep(0.12)   # the stimulus: a slow bus read (the bound below: measured, see its comment)
         return slow_read()
 
     joints.read = read
@@ -128,7 +128,7 @@ def test_a_stalled_host_is_not_a_blocked_joint_but_a_held_joint_still_is():
         def stalled_read(read=read, reads=reads, joints=joints, held_after_stall=held_after_stall):
             reads.append(None)
             if len(reads) == 5:
-                time.sleep(0.6)
+                time.sleep(0.6)   # the stimulus: the host stalls 0.6 s in one step
                 joints.last = time.perf_counter()   # no motion during the stall
                 if held_after_stall:
                     joints.speed["elbow_flex.pos"] = 0.0

@@ -53,18 +53,23 @@ def test_tiny_vla_runs_sync_and_rtc_on_the_twin_from_fresh_processes(saved_vla, 
 
 
 @pytest.mark.off_clock
-def test_a_policy_without_rtc_is_refused_with_lerobots_reason(saved_acts, tmp_path):
+def test_a_policy_without_rtc_is_refused_with_lerobots_reason(saved_acts, tmp_path, cli):
+    """`run` refuses it in a fresh process (the path a user takes); `validate` and `doctor`, the
+    same refusal from the same policy factory, in this process, where LeRobot's policies are
+    imported once (each fresh process imports them again: 7-10 s)."""
     shutil.copytree(saved_acts["sim"], tmp_path / "act")
     protocol = one_mark_protocol(tmp_path, "{type: scripted}",
                                  "{type: lerobot, path: ./act, inference: {type: rtc}}")
-    for argv in (("validate", protocol),
-                 ("run", protocol, "--rig", REPO / "hardware" / "sim.yaml", "--out", tmp_path / "c"),
-                 ("doctor", "--rig", REPO / "hardware" / "sim.yaml", "--protocol", protocol)):
-        result = run_module(*argv, env=env(), timeout=300)
-        assert result.code == 2, (argv[0], result.out, result.err)
+    results = {"run": run_module("run", protocol, "--rig", REPO / "hardware" / "sim.yaml", "--out", tmp_path / "c",
+                                 env=env(), timeout=300),
+               "validate": cli("validate", protocol),
+               "doctor": cli("doctor", "--rig", REPO / "hardware" / "sim.yaml", "--protocol", protocol)}
+    for verb, result in results.items():
+        assert result.code == 2, (verb, result.out, result.err)
         said = result.err + result.out
-        assert "RTC inference is not supported by policy type 'act'" in said, (argv[0], said)
+        assert "RTC inference is not supported by policy type 'act'" in said, (verb, said)
         assert "Traceback" not in said
+    assert len(results) == 3
     assert not (tmp_path / "c" / "episodes").exists() or not any((tmp_path / "c" / "episodes").iterdir())
 
 

@@ -40,7 +40,7 @@ def test_every_action_sent_is_the_next_one_lerobots_queue_gave_out(rtc_policy, t
     def select(self, obs):
         returned.append(real_select(self, obs))
         if len(returned) == 10:   # one stall of 3 periods: the loop must drop ticks, as under load
-            time.sleep(3 / FPS)
+            time.sleep(3 / FPS)   # the stimulus: a stall of 3 periods
         return returned[-1]
 
     monkeypatch.setattr(type(rtc_policy), "select_action", select)

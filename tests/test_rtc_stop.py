@@ -51,7 +51,7 @@ class Canary:
         self.calls += 1
         if self.armed and self.calls == CANARY_CALL:
             self.started.set()
-            time.sleep(CANARY_SLEEP_S)
+            time.sleep(CANARY_SLEEP_S)   # the stimulus: a long inference (the canary's)
             chunk = chunk * 0 + CANARY_DEG / 20.0   # the action statistics: mean 0, std 20
             self.finished_at = time.perf_counter()
         return chunk

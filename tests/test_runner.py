@@ -126,7 +126,7 @@ def test_ctrl_c_exits_130_aborts_the_trial_and_resume_completes(long_episodes, t
     # Ctrl-C inside trial 2: 0.3 s into a trial that takes 1.3 s of wall time on the idle machine
     # (measured; longer on a busy one). With 5 s episodes (0.25 s a trial) the whole campaign
     # could end before the signal came, and did once on a fresh machine.
-    time.sleep(0.3)
+    time.sleep(0.3)   # into trial 2: 1.3 s long idle (measured, above), longer when busy
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=120)
     assert process.returncode == 130, err

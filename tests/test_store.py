@@ -465,7 +465,7 @@ def test_transactions_survive_a_killed_writer(tmp_path):
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         assert child.stdout.readline().strip() == "ready", child.stderr.read()
         if kills < 4:
-            time.sleep(rng.uniform(0.0, 0.25))
+            time.sleep(rng.uniform(0.0, 0.25))   # the stimulus: a kill at a random (seeded) moment
             child.send_signal(signal.SIGKILL)
         out, err = child.communicate(timeout=300)
         if child.returncode == -signal.SIGKILL:

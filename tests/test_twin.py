@@ -110,7 +110,7 @@ def test_lerobot_reads_calibrated_degrees_and_torque_off_lets_the_arm_sag(twin_r
 def test_twin_and_its_camera_process_go_when_the_orchestrator_is_sigkilled(tmp_path):
     code = ("import sys, time, json; from orchestrator.rigs.profile import load_rig; "
             "from orchestrator.rigs.twin.client import start_twin; t = start_twin(load_rig(sys.argv[1])); "
-            "print(json.dumps([t.proc.pid, t.port, str(t.frames_dir)]), flush=True); time.sleep(600)")
+            "print(json.dumps([t.proc.pid, t.port, str(t.frames_dir)]), flush=True); time.sleep(600)")   # the child: alive until the test kills it
     proc = subprocess.Popen([sys.executable, "-c", code, str(SHIPPED_TWIN_RIG)], stdout=subprocess.PIPE,
                             text=True, env={**os.environ, "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl")})
     import json

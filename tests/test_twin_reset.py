@@ -20,16 +20,10 @@ import pytest
 from support.campaign_files import SHIPPED_TWIN_RIG, env, two_mark_protocol
 from support.repo import REPO
 from support.tmux import Tmux
+from support.waiting import wait_until
 from support.wirelog import WireLog
 
 STATUS = 65   # the STS3215's Status register (LeRobot's control table), read by every alarm check
-
-
-def _wait_until(condition, timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, f"{what} in {timeout_s} s"
-        time.sleep(0.05)
 
 
 def _goal_writes(wire, after: float) -> int:
@@ -72,12 +66,12 @@ def test_the_arm_resets_the_cube_on_the_twin_and_a_stop_during_the_reset_holds_i
         tmux.wait_for("op", "ARM MOVING TO REST: space", timeout=120)     # (a cube in the jaws would be
         tmux.wait_for("op", "ARM RESETTING THE CUBE: space", timeout=120)   # put down first) then the reset
         banner_at = time.time()
-        _wait_until(lambda: _goal_writes(wire, banner_at) >= 20, 60, "the reset wrote no 20 goals")   # 1.3 s
+        wait_until(lambda: _goal_writes(wire, banner_at) >= 20, 60, "the reset wrote no 20 goals")   # 1.3 s
         tmux("send-keys", "-t", "op", "Space")                         # at 15 Hz: into the reach for the cube
         stopped = time.time()
         tmux.wait_for("op", "ARM STOPPED (holding)", timeout=30)
         # held for 8 of the hold's own checks of the servos (run/motion.py HOLD_CHECK_S: 2 s)
-        _wait_until(lambda: _status_reads(wire, stopped + 0.15) >= 8, 60, "the hold read no 8 Status")
+        wait_until(lambda: _status_reads(wire, stopped + 0.15) >= 8, 60, "the hold read no 8 Status")
         held_until = time.time()
         log = WireLog.read(wire)
         goals_before = [t for t, _, _ in log.goals() if t < stopped]
@@ -89,7 +83,7 @@ def test_the_arm_resets_the_cube_on_the_twin_and_a_stop_during_the_reset_holds_i
         # An observation window, not a wait for something: nothing may move while the question waits,
         # and the process reads nothing on the bus then (measured: no Status read in 60 s), so the
         # window is the wall clock's. Under load it only watches less of the process's work.
-        time.sleep(1.5)
+        time.sleep(1.5)   # an observation window (see above), not a wait for a condition
         answered = time.time()
         idle_goals = [t for t, _, _ in WireLog.read(wire).goals(after=asked) if t < answered]
         tmux("send-keys", "-t", "op", "Enter")                        # reset again

@@ -42,6 +42,49 @@ def _in_the_jaws(state: dict) -> bool:
     return bool(cube_sized_gap(np.array([state["joints_deg"][5]]), 0.03)[0]) and state["cube"][2] < 0.02
 
 
+# Trials the test gives the scripted pick to close its jaws on the cube at the table (the
+# protocol has 4): a grasp that still slips under load (seen once in CI, before the aim noise
+# was taken out) costs a trial, not the run. What the test asserts needs the cube in the jaws,
+# not the first trial's.
+GRASP_TRIALS = 3
+
+
+def _place_the_cued_cube(tmux, twin) -> None:
+    """Put the twin's cube on the mark the console's banner names (the operator's hand): the
+    banner is painted whole with its mark, so a later trial never reads an earlier trial's."""
+    screen = tmux.wait_for("op", "step back, press Enter", timeout=240)
+    found = re.search(r"Place the cube on (M\d\d), step back, press Enter", screen)
+    assert found, screen
+    mark = MARKS[found.group(1)]
+    twin.request("place", mark={"id": mark.id, "x": mark.x, "y": mark.y, "yaw_deg": mark.yaw_deg})
+
+
+# The jaws are closed on the cube when the gripper stays within 0.3 degrees at the cube's width
+# for this long of the twin's own physics (`sim_s`): closing freely, it moves tens of degrees in
+# that time. Wall-clock polls 30 ms apart took a starved twin, whose physics stood still, for
+# jaws stopped by the cube (seen: SIGTERM sent before the jaws reached the cube).
+JAWS_STILL_SIM_S = 0.1
+
+
+def _wait_for_the_jaws_on_the_cube(tmux, twin, timeout_s: float = 60.0) -> bool:
+    """Poll the twin until its jaws stop at the cube's width with the cube on the table (True),
+    or the episode ends without that (False: the grasp missed; the console's review shows)."""
+    deadline = time.monotonic() + timeout_s
+    still_from, polls = None, 0   # (sim_s, gripper degrees) where the jaws were last seen moving
+    while True:
+        state = twin.request("state")
+        gripper = state["joints_deg"][5]
+        if still_from is None or abs(gripper - still_from[1]) >= 0.3:
+            still_from = (state["sim_s"], gripper)
+        elif _in_the_jaws(state) and state["sim_s"] - still_from[0] >= JAWS_STILL_SIM_S:
+            return True
+        assert time.monotonic() < deadline, f"the jaws never closed on the cube at the table: {state}"
+        polls += 1
+        if polls % 15 == 0 and "Episode finished" in tmux.screen("op"):   # every ~0.5 s: a tmux call costs
+            return False
+        time.sleep(0.03)
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_sigterm_with_the_cube_in_the_jaws_then_run_asks_first_and_opens_the_jaws_at_the_table(tmp_path):
@@ -62,22 +105,15 @@ def test_sigterm_with_the_cube_in_the_jaws_then_run_asks_first_and_opens_the_jaw
                               "--out", str(out)])
         try:
             tmux.start("op", command, REPO, variables)
-            tmux.wait_for("op", "press Enter", timeout=240)
-            deadline = time.monotonic() + 30   # the cue's mark line may be painted after "press Enter"
-            while not (found := re.search(r"Put the cube on mark (M\d\d)", tmux.screen("op"))):
-                assert time.monotonic() < deadline, f"no mark in the cue:\n{tmux.screen('op')}"
-                time.sleep(0.1)
-            mark = MARKS[found.group(1)]
-            twin.request("place", mark={"id": mark.id, "x": mark.x, "y": mark.y, "yaw_deg": mark.yaw_deg})
-            tmux("send-keys", "-t", "op", "Enter")
-            tmux.wait_for("op", "EPISODE RUNNING", timeout=120)
-            deadline = time.monotonic() + 60
-            state, gripper = twin.request("state"), None
-            while not (_in_the_jaws(state) and gripper is not None and abs(state["joints_deg"][5] - gripper) < 0.3):
-                assert time.monotonic() < deadline, f"the jaws never closed on the cube at the table: {state}"
-                gripper = state["joints_deg"][5]   # closed on the cube: the jaws stopped at its width
-                time.sleep(0.03)
-                state = twin.request("state")
+            for trial in range(1, GRASP_TRIALS + 1):   # a grasp missed under load: the next trial's
+                _place_the_cued_cube(tmux, twin)             # cube is placed and grasped instead
+                tmux("send-keys", "-t", "op", "Enter")
+                tmux.wait_for("op", "EPISODE RUNNING", timeout=120)
+                if _wait_for_the_jaws_on_the_cube(tmux, twin):
+                    break
+                assert trial < GRASP_TRIALS, f"{GRASP_TRIALS} scripted grasps in a row missed the cube"
+                tmux("send-keys", "-t", "op", "Enter")   # the review of the missed trial
+                tmux.wait_gone("op", "Episode finished", timeout=30)
             with CampaignStore.open_readonly(out) as store:
                 (running,) = [s for s in store.sessions() if s["ended_at"] is None]
             os.kill(running["pid"], signal.SIGTERM)
@@ -92,7 +128,7 @@ def test_sigterm_with_the_cube_in_the_jaws_then_run_asks_first_and_opens_the_jaw
             tmux("send-keys", "-t", "op", "-l", "3 terminated with the cube in the jaws")
             tmux("send-keys", "-t", "op", "Enter")
             screen = tmux.wait_for("op", "not moved yet", timeout=240)   # then where the arm is, what will move
-            time.sleep(1.5)                                            # the operator reads it
+            time.sleep(1.5)   # an observation window while the operator reads it: no goal may go out
             asked = time.time()
             before_enter = WireLog.read(wire).goals(after=started)
             at_rest_cube = twin.request("state")["cube"]

@@ -59,7 +59,7 @@ def test_wire_log_options_refuse_bad_input_in_one_line(tmp_path):
 def _goal_steps(rig, target: dict[str, float], steps: int, fps: int = 30) -> None:
     for _ in range(steps):
         rig.act(target)
-        time.sleep(1.0 / fps)
+        time.sleep(1.0 / fps)   # the stimulus: goals at the loop's rate
 
 
 def test_what_lerobot_wrote_is_in_the_log_and_servo_reset_drops_torque_with_status_zero(tmp_path):

@@ -27,6 +27,7 @@ from typing import Any
 from orchestrator.analysis.ladders import progress_ladders
 from orchestrator.analysis.sessions import SessionCounts, session_counts
 from orchestrator.core.errors import BadInput
+from orchestrator.design.audit import AuditSample
 from orchestrator.design.protocol import deployment_label
 from orchestrator.rigs.profile import campaign_rig_kind
 from orchestrator.store.records import RIG_TWIN
@@ -177,7 +178,7 @@ class OutcomeSet:
     start_records: tuple[Any, ...] = ()           # start_records.StartRecord per checked attempt
     interventions: dict[str, int] | None = None   # by cause (start_records; None: a CSV)
     reset_mode: str = "operator"                  # the protocol's reset.mode (auto: the arm places the cube)
-    audit: Any = None                             # the store's audit sample (None: no audit, or a CSV)
+    audit: AuditSample | None = None              # the store's audit sample (None: no audit, or a CSV)
 
     # ---------------------------------------------------------------- views
 
@@ -432,4 +433,5 @@ def outcomes_from_store(store: CampaignStore, judge: str | None = None) -> Outco
         station_blocks=tuple(store.station_blocks()) if hasattr(store, "station_blocks") else (),
         abort_rules=protocol.aborts.model_dump(), disagreement=protocol.judging.disagreement,
         evidence=getattr(store, "evidence", None), start_records=start_records(events, attempts),
-        interventions=intervention_counts(events, attempts), reset_mode=protocol.reset.mode)
+        interventions=intervention_counts(events, attempts), reset_mode=protocol.reset.mode,
+        audit=store.audit_sample())

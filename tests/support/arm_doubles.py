@@ -40,7 +40,7 @@ class Hold(Policy):
 
     def select_action(self, obs):
         if self.calls == self.stall_at:
-            time.sleep(self.stall_s)
+            time.sleep(self.stall_s)   # the stimulus: the policy stalls (its work, not a wait)
         self.calls += 1
         return {k: obs[k] + (1.0 if self.calls % 2 else -1.0) for k in STATE_KEYS}
 
@@ -76,7 +76,7 @@ class StopOnce(AutoOperator):
             raise EmergencyStop("stop during a move")
 
     def confirm_move(self, what):
-        time.sleep(self.wait_s)
+        time.sleep(self.wait_s)   # the stimulus: the operator takes wait_s to confirm (not a wait)
         if self.end_instead:
             raise StopRequested("ended")
         self.confirmed_at = time.perf_counter()

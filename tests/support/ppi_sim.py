@@ -10,7 +10,7 @@ P(success | mark) = sigmoid(beta_P + u_m)). The rater reads s' = s + rater_bias 
 N(0, rater_noise^2), says success when s' > band, failure when s' < -band and unsure in between:
 its errors and abstentions fall on near-threshold episodes, so on marks whose success rate is
 near 1/2 (errors correlated with difficulty); rater_bias > 0 makes it call failures successes.
-The audit: exactly k = round(audit N) of the N = 2 K repeats trials, drawn without replacement.
+The audit: exactly k = `design.audit.audit_size(audit, N)` of the N = 2 K repeats trials, drawn without replacement.
 The estimand of a policy's rate is E_u[sigmoid(beta_P + u)] (Gauss-Hermite quadrature), of the
 difference the two rates' difference: over the population of marks, not the K drawn.
 """
@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from orchestrator.analysis import stats
+from orchestrator.design.audit import audit_size
 
 ALPHA = 0.05
 
@@ -73,7 +74,7 @@ def simulate(sc: Scenario, rng: np.random.Generator) -> Replicate:
     rater = np.where(seen > sc.band, 1, np.where(seen < -sc.band, 0, -1))
     n = int(np.prod(shape))
     audited = np.zeros(n, dtype=bool)
-    audited[rng.choice(n, round(sc.audit * n), replace=False)] = True
+    audited[rng.choice(n, audit_size(sc.audit, n), replace=False)] = True
     return Replicate(s > 0, rater, audited.reshape(shape))
 
 

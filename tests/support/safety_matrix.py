@@ -371,7 +371,7 @@ def operator_class():
                 if self.tap.hand is not None and self.twin is not None:   # the operator frees the joint
                     self.twin.request("hold", joints={})
                     self.tap.hand = None
-                time.sleep(HOLD_S)
+                time.sleep(HOLD_S)   # the stimulus: the operator confirms after HOLD_S of hold
                 self._raise_pending_interrupt()
             finally:
                 self.tap.phase.pop()

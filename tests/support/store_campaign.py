@@ -49,3 +49,47 @@ def make_store_campaign(tmp_path: Path, judged: bool = True, protocol: Path | No
     finally:
         store.close()
     return directory
+
+
+def make_audited_campaign(tmp_path: Path, audit: float = 0.2, repeats: int = 2, wrong_every: int = 0) -> Path:
+    """A simulated campaign with `judging: {auto: counted, audit: F}` on the 20-mark layout
+    (`repeats` per mark): A succeeds on most marks, B on few; the `auto` rater labels every
+    episode (unsure on every fifth, wrong on every `wrong_every`-th it rates when given), and
+    judge `ann` labels, rightly, the unsure episodes and the store's audit sample only."""
+    import shutil
+
+    from support.repo import GRID20, sim_protocol_text
+
+    folder = tmp_path / "protocol"
+    folder.mkdir()
+    shutil.copy(GRID20, folder / "layout.yaml")
+    text = sim_protocol_text().replace("trials_per_layout: 1", f"trials_per_layout: {repeats}").replace(
+        "judging: {judges: 1,", f"judging: {{judges: 1, auto: counted, audit: {audit},")
+    (folder / "p.yaml").write_text(text)
+    loaded = load_protocol(folder / "p.yaml")
+    assert loaded.protocol.judging.audit == audit and loaded.protocol.trials_per_layout == repeats
+    schedule = draw_schedule(loaded.protocol, loaded.layout)
+    directory = tmp_path / "camp"
+    store = CampaignStore.create(
+        directory, name="camp", protocol_path=str(loaded.path), protocol_text=loaded.text,
+        protocol_sha256=loaded.sha256, layout_text=loaded.layout_text, layout_sha256=loaded.layout_sha256,
+        rig_path="hardware/sim.yaml", rig_text="robot: {type: sim_so101}\n", simulated=True, schedule=schedule,
+        audit=audit)
+    try:
+        sample = store.audit_sample()
+        assert sample is not None
+        for i, t in enumerate(schedule):
+            ep = new_episode_id()
+            att = store.begin_attempt(t.slot, ep)
+            mark = int(t.mark_id.lstrip("M"))
+            ok = (mark + t.repeat) % 7 != 0 if t.policy == "A" else (mark + t.repeat) % 3 == 0
+            store.finish_attempt(att, EpisodeRecord(episode_id=ep, frames=360, duration_s=12.0, cameras=["front"],
+                                                    files={}, physics_success=ok, max_lift_m=0.05 if ok else 0.0))
+            unsure = i % 5 == 4
+            said = ok != (wrong_every > 0 and i % wrong_every == 0)
+            store.add_judgment(ep, "auto", "unsure" if unsure else ("success" if said else "failure"))
+            if unsure or sample.includes(t.slot):
+                store.add_judgment(ep, "ann", "success" if ok else "failure", None if ok else "missed")
+    finally:
+        store.close()
+    return directory

@@ -8,8 +8,9 @@ a trial an `aborts` rule scored as a failure has f = Y = failure; a trial whose 
 (unsure, not yet labelled by people) is left out and counted. Audited trials are the store's
 audit sample (`AuditSample.trial_ids`, slots in decimal); their human label Y corrects f. The
 inclusion probability is (audited trials people have labelled) / N, N the sample's population:
-the judge queue hands audit episodes out in the sample's random draw order, so the labelled ones
-are a uniform random subset of the N trials; while the audit is incomplete the report says so.
+the judge queue hands audit episodes out in each judge's random order, never told which are
+audited (docs/judging.md "The audit"), so the labelled ones are a uniform random subset of the
+audit of their number, hence of the N trials; while the audit is incomplete the report says so.
 
 The rater is counted when it disagrees with people on at most `RATER_DISAGREEMENT_BOUND` of the
 audited episodes it labelled sure and people decided (fixed here, so pre-registered with the
