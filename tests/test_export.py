@@ -226,6 +226,15 @@ def _relabel(d: Path) -> None:
     table.to_parquet(d / "meta" / "ab_trials.parquet", index=False)
 
 
+def _stage(d: Path) -> None:
+    import pandas as pd
+
+    table = pd.read_parquet(d / "meta" / "ab_trials.parquet")
+    table["stage.physics"] = table["stage.physics"].astype(object)
+    table.loc[1, "stage.physics"] = "held" if table.loc[1, "stage.physics"] != "held" else "none"
+    table.to_parquet(d / "meta" / "ab_trials.parquet", index=False)
+
+
 def _drop_row(d: Path) -> None:
     import pandas as pd
 
@@ -273,6 +282,7 @@ def test_the_dataset_carries_the_chain_head_and_verifies(exported, sim_campaign,
 @pytest.mark.parametrize("edit, named", [
     (_flip_success, "ab_trials.parquet: row 0 (trial slot 0): success is"),
     (_relabel, "ab_trials.parquet: row 1 (trial slot 1): label.physics is"),
+    (_stage, "ab_trials.parquet: row 1 (trial slot 1): stage.physics is"),
     (_drop_row, "has an outcome in the chained rows and no row here"),
     (_flip_with_its_label, "ab_evidence.json: episodes id"),
     (_new_head_in_card, "README.md: does not name the chain head"),
@@ -688,6 +698,7 @@ def test_without_lerobot_installed(sim_campaign, tmp_path, cli, monkeypatch):
 def test_real_simulated_campaign_exports(tmp_path, cli, hf_env):
     """End to end on the real simulated rig: `orchestrator run` (MuJoCo, scripted policies,
     the recorder) on a 2-mark, 10 fps x 1 s copy of the demo protocol, then `export`."""
+    import pandas as pd
     import yaml
 
     from support.repo import GRID20, sim_protocol_text
@@ -715,6 +726,13 @@ def test_real_simulated_campaign_exports(tmp_path, cli, hf_env):
         rows = data["episode_index"] == index
         assert set(data["ab.policy"][rows]) == {["A", "B"].index(trial.policy)}
         assert set(data["ab.success"][rows]) == {episodes[trial.episode_id]["physics_success"]}
+    # each label's stage of the progress ladder, beside it (the runner stored physics' and auto's)
+    table = pd.read_parquet(root / "meta" / "ab_trials.parquet")
+    with CampaignStore.open_readonly(campaign) as store:
+        for judge in ("physics", "auto"):
+            stored = {e: j.stage for e, j in store.latest_labels(judge).items()}
+            assert list(table[f"stage.{judge}"]) == [stored[t.episode_id] for t in trials] and None not in stored.values()
+    assert cli("verify", root).code == 0
     rig = yaml.safe_load((REPO / "hardware" / "sim.yaml").read_text())
     item = dataset[len(dataset) - 1]
     for camera, spec in rig["cameras"].items():

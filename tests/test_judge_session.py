@@ -194,11 +194,14 @@ def test_a_relabel_in_a_bundle_keeps_the_old_line_and_imports_the_new_label(camp
     session.label("success")
     session.goto("1")
     session.label("failure")
+    session.stage()                                                     # the stage seen goes in the file too
     session.source.close()
     lines = (tmp_path / "b" / "labels" / "carol.jsonl").read_text()
     assert '"success"' in lines and '"failure"' in lines                 # the old line stays in the file
     assert main(["import-labels", str(campaign), str(tmp_path / "b")]) == 0
     assert live_judgments(campaign, "carol") == [(first, "failure", None, None)]
+    assert campaign_rows(campaign, "SELECT stage FROM judgments WHERE judge = 'carol' AND retracted_at IS NULL") \
+        == [("reached",)]
 
 
 def test_progress_counts_only_the_episodes_still_to_judge():

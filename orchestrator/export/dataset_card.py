@@ -151,7 +151,8 @@ def _contents(summary: dict[str, Any]) -> list[str]:
     add("")
     add("- `meta/ab_trials.parquet`: one row per exported episode (`episode_index`): trial slot, mark, stratum, "
         "repeat, order position, policy, seed, attempts, the label used (`success`, `failure_mode`), "
-        "every judge's label (`label.<judge>`, `failure_mode.<judge>`), physics (`physics_success`, "
+        "every judge's label (`label.<judge>`, `failure_mode.<judge>`, `stage.<judge>`: the furthest stage of the "
+        "progress ladder, recorded only), physics (`physics_success`, "
         "`max_lift_m`, `time_to_success_s`), safety events and control-loop timing (`timing.*`); "
         "a trial the protocol's `aborts` rules settled without an episode is a row with `exported = false` "
         "and `status` `scored_failure` (counted as its policy's failure, `label_source` \"aborts rule\") or "

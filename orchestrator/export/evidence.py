@@ -12,7 +12,8 @@ check. Events and run sessions are in the chain as digests only. A dataset is ve
 2. every carried row has the digest its latest entry records, and no live row is left out;
 3. the carried rows, read by the report's own code (`outcomes_from_store` on a store rebuilt in
    memory), give exactly the rows of `meta/ab_trials.parquet`: which trials, their policy and
-   place, the outcome and failure mode under the exported label source, and every judge's label.
+   place, the outcome and failure mode under the exported label source, and every judge's label
+   (with its stage of the progress ladder).
 """
 
 from __future__ import annotations
@@ -131,6 +132,7 @@ def _expected(store: CampaignStore, judge: str | None) -> tuple[dict[int, dict[s
                 lab = latest[j].get(o.episode_id)
                 row[f"label.{j}"] = lab.label if lab else None
                 row[f"failure_mode.{j}"] = lab.failure_mode if lab else None
+                row[f"stage.{j}"] = lab.stage if lab else None
         elif o.settled in SETTLED:
             row["status"] = SETTLED[o.settled]
         else:
@@ -171,7 +173,7 @@ def verify_dataset(root: Path) -> str:
         if want is None or slot in seen:
             raise BadInput(f"{table}: row {index} (slot {slot}) is not a trial with an outcome in the chained rows")
         seen.add(slot)
-        columns = [c for c in cells if c in want or c.startswith(("label.", "failure_mode."))]
+        columns = [c for c in cells if c in want or c.startswith(("label.", "failure_mode.", "stage."))]
         for column in columns:
             if _plain(cells[column]) != want.get(column):
                 raise BadInput(f"{table}: row {index} (trial slot {slot}): {column} is {_plain(cells[column])!r}, "

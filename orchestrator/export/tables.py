@@ -69,6 +69,7 @@ def _episode_row(plan: ExportPlan, ep: EpisodePlan, aborted: int,
         lab = latest.get(t.episode_id)
         row[f"label.{judge}"] = lab.label if lab else None
         row[f"failure_mode.{judge}"] = lab.failure_mode if lab else None
+        row[f"stage.{judge}"] = lab.stage if lab else None      # the progress ladder's furthest stage
     return row
 
 
