@@ -94,6 +94,19 @@ def test_episodes_waiting_for_people_are_left_out_and_counted():
     assert "1 unsure episode waits for people and is left out" in render(build_report(replace(data, human_labels=human)), "text")
 
 
+def test_one_mark_renders_in_every_format_with_no_standard_error():
+    """One mark leaves no spread across marks (the standard error is infinite): the JSON says
+    null, as it cannot hold infinity (a twin campaign of one mark raised in `report --format json`)."""
+    rep, data = _data(marks=1, repeats=2, audit=0.5)
+    report = build_report(data)
+    assert report.corrected is not None and report.corrected.rates   # a positive control: the section is there
+    doc = json.loads(render(report, "json"))["corrected"]
+    assert [doc["rates"][p]["se"] for p in ("A", "B")] == [None, None] and doc["comparisons"][0]["se"] is None
+    assert doc["rates"]["A"]["marks"] == 1
+    for fmt in ("text", "md", "html"):
+        assert "Corrected by the audit" in render(report, fmt)
+
+
 def test_three_policies_are_decided_with_holm_over_the_pairs():
     """C copies B's trials (its own slots and episodes, the same labels): B vs C is 0 with no
     spread; A vs B's p is Holm-adjusted over the three pairs and the verdict says so."""

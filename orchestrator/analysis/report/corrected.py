@@ -25,6 +25,7 @@ interval come from the same corrected estimate (one decision, one dataset).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from itertools import combinations
 from typing import Any
@@ -234,7 +235,9 @@ def corrected_lines(section: CorrectedSection) -> list[str]:
 
 
 def _interval_json(iv: stats.CorrectedInterval) -> dict[str, Any]:
-    return {"estimate": iv.estimate, "ci95": [iv.lo, iv.hi], "se": iv.se, "marks": iv.marks, "items": iv.items,
+    # one mark: no spread across marks to estimate (se inf); JSON has no infinity
+    return {"estimate": iv.estimate, "ci95": [iv.lo, iv.hi], "se": iv.se if math.isfinite(iv.se) else None,
+            "marks": iv.marks, "items": iv.items,
             "audited": iv.audited, "unit": "mark", "method": "ppi-marks" if iv.method == "ppi-marks" else iv.method}
 
 
