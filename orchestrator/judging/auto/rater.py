@@ -1,4 +1,8 @@
-"""The `auto` rater: the protocol's lift-and-hold test applied to the recorded joints.
+"""The `auto` rater: the protocol's lift-and-hold test applied to the recorded joints and, where
+the episode has a usable front video, to the camera's measured lift (`two_senses`: both senses
+combined, the verdict names the one that decided; without a video the joints alone, saying so).
+
+The joints' sense, alone:
 
 Definition (for every recorded control step, from `episodes/<id>/timeseries.npz`):
 - *closed on the cube*: the gripper squeezes something the size of the cube
@@ -15,23 +19,26 @@ Definition (for every recorded control step, from `episodes/<id>/timeseries.npz`
   reach `hold_s + HOLD_BAND_S`, failure the hold at the shallowest seat to stay below
   `hold_s - HOLD_BAND_S`; between the two the rater abstains (label `unsure`).
 
-It sees what a judge cannot (the gripper's effort), and not what the physics test sees (jaw
-contacts and the cube itself): a cube squeezed at an edge and slipping slowly reads as held,
-and the seat is an average. It is a second opinion: its agreement with physics (in
+The joints see what a judge cannot (the gripper's effort), and not what the physics test sees
+(jaw contacts and the cube itself): a cube squeezed at an edge and slipping slowly reads as held,
+and the seat is an average. The front camera sees the cube (`vision.lift`): it catches the slip
+and measures the seat, and says nothing where the jaws hide the cube. It is a second opinion: its agreement with physics (in
 simulation) and with the judges is measured in the report (`bench/auto_rater.py` for the
 figures in docs/benchmarks.md).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
+from orchestrator.judging.auto.two_senses import combine, longest_run
 from orchestrator.sim import fk
 from orchestrator.sim.holding import closed_on_cube
 from orchestrator.store.episode_files import read_series
+from orchestrator.vision.lift_track import LiftTrack
 
 # How far a squeezed cube sinks in the jaws when lifted: the median, over the 31 successful
 # episodes of the demo campaign (protocols/sim_demo.yaml), of the grasp point's rise minus
@@ -57,6 +64,8 @@ class AutoVerdict:
     arm_moved: bool              # False: the arm stayed where it started (see `arm_moved`)
     reason: str                  # one line: why (for notes and the report)
     unsure: bool = False         # the error band straddles the success test: left to the judges
+    decided_by: str = "joints"   # "camera", "joints", "camera and joints", "camera with joints"; "" when unsure
+    camera: str = ""             # why the camera did not take part ("" when it did)
 
 
 def arm_moved(state: np.ndarray, tolerance_deg: float = 2.0) -> bool:
@@ -68,38 +77,55 @@ def arm_moved(state: np.ndarray, tolerance_deg: float = 2.0) -> bool:
     return bool(np.nanmax(np.abs(state - state[0])) > tolerance_deg)
 
 
-def _holds(t: np.ndarray, closed: np.ndarray, z: np.ndarray, min_height_m: float,
-           seat_m: float) -> tuple[float, float]:
-    """(longest hold, highest cube bottom) with the cube sunk `seat_m` in the jaws."""
-    longest, start, z0, top = 0.0, None, 0.0, 0.0
-    for k in range(len(t)):
+def joint_bottoms(closed: np.ndarray, z: np.ndarray, seat_m: float) -> np.ndarray:
+    """Per step, the cube bottom's height the joints give with the cube sunk `seat_m` in the
+    jaws: how far the grasp point rose since the squeeze began, less the seat (0 when not
+    closed on the cube, never below 0)."""
+    out, z0 = np.zeros(len(z)), 0.0
+    for k in range(len(z)):
         if not closed[k]:
-            start = None
             continue
         if k == 0 or not closed[k - 1]:
             z0 = z[k]                      # the squeeze begins with the cube on the table
-        bottom = max(0.0, z[k] - z0 - seat_m)
-        top = max(top, bottom)
-        if bottom >= min_height_m - _EPS:
-            start = t[k] if start is None else start
-            longest = max(longest, t[k] - start)
-        else:
-            start = None
-    return float(longest), float(top)
+        out[k] = max(0.0, z[k] - z0 - seat_m)
+    return out
+
+
+def _holds(t: np.ndarray, closed: np.ndarray, z: np.ndarray, min_height_m: float,
+           seat_m: float) -> tuple[float, float]:
+    """(longest hold, highest cube bottom) with the cube sunk `seat_m` in the jaws."""
+    bottom = joint_bottoms(closed, z, seat_m)
+    return longest_run(t, bottom >= min_height_m - _EPS), float(bottom.max(initial=0.0))
 
 
 def rate(t: np.ndarray, state: np.ndarray, cube_size_m: float, min_height_m: float,
-         hold_s: float, action: np.ndarray | None = None) -> AutoVerdict:
+         hold_s: float, action: np.ndarray | None = None, lift: LiftTrack | None = None,
+         camera: str = "") -> AutoVerdict:
     """Apply the lift-and-hold test to a joint trajectory: step times (s), measured joints
     (N, 6) and commanded joints (N, 6), rig units. Without commands the squeeze test is
     left out (a gripper at the cube's width counts as closed on it). `unsure` when the error
-    band (module docstring) straddles the success height or the hold time."""
+    band (module docstring) straddles the success height or the hold time. With the front
+    camera's `lift` track both senses are combined (`two_senses.combine`); without it, `camera`
+    says why (the reason line then starts "joints only")."""
     t = np.asarray(t, dtype=float)
     state = np.asarray(state, dtype=float)
     if len(t) == 0:
-        return AutoVerdict(False, 0.0, 0.0, False, "no recorded steps")
+        return AutoVerdict(False, 0.0, 0.0, False, "no recorded steps", camera=camera)
     closed = closed_on_cube(state[:, 5], cube_size_m, None if action is None else np.asarray(action, float)[:, 5])
     z = fk.grasp_point(state)[:, 2]
+    if lift is not None:
+        both = combine(t, closed, joint_bottoms(closed, z, SEAT_HIGH_M), joint_bottoms(closed, z, SEAT_LOW_M),
+                       lift, min_height_m, hold_s, HOLD_BAND_S, arm_moved(state))
+        return AutoVerdict(both.label == "success", both.hold_s, both.top_m, arm_moved(state), both.reason,
+                           both.label == "unsure", both.decided_by)
+    verdict = _joints_verdict(t, closed, z, state, min_height_m, hold_s)
+    if camera:
+        return replace(verdict, reason=f"joints only ({camera}): {verdict.reason}", camera=camera)
+    return verdict
+
+
+def _joints_verdict(t: np.ndarray, closed: np.ndarray, z: np.ndarray, state: np.ndarray, min_height_m: float,
+                    hold_s: float) -> AutoVerdict:
     longest, max_bottom = _holds(t, closed, z, min_height_m, SEAT_M)
     best, top = _holds(t, closed, z, min_height_m, SEAT_LOW_M)      # the cube sank least
     worst, low = _holds(t, closed, z, min_height_m, SEAT_HIGH_M)    # ... most
@@ -120,7 +146,7 @@ def rate(t: np.ndarray, state: np.ndarray, cube_size_m: float, min_height_m: flo
         reason = f"closed on it, lifted to {max_bottom * 100:.1f} cm only"
     else:
         reason = f"held high enough for {longest:.2f} s only"
-    return AutoVerdict(success, float(longest), max_bottom, moved, reason, unsure)
+    return AutoVerdict(success, float(longest), max_bottom, moved, reason, unsure, "" if unsure else "joints")
 
 
 def trace(t: np.ndarray, state: np.ndarray, cube_size_m: float, min_height_m: float,
@@ -134,16 +160,10 @@ def trace(t: np.ndarray, state: np.ndarray, cube_size_m: float, min_height_m: fl
     commanded = None if action is None or not len(t) else np.asarray(action, float)[:, 5]
     closed = closed_on_cube(measured, cube_size_m, commanded)
     z = fk.grasp_point(state)[:, 2] if len(t) else np.zeros(0)
-    bottom, hold = np.zeros(len(t)), np.zeros(len(t))
-    start, z0 = None, 0.0
+    bottom, hold = joint_bottoms(closed, z, SEAT_M), np.zeros(len(t))
+    start = None
     for k in range(len(t)):
-        if not closed[k]:
-            start = None
-            continue
-        if k == 0 or not closed[k - 1]:
-            z0 = z[k]
-        bottom[k] = max(0.0, z[k] - z0 - SEAT_M)
-        if bottom[k] >= min_height_m - _EPS:
+        if closed[k] and bottom[k] >= min_height_m - _EPS:
             start = t[k] if start is None else start
             hold[k] = t[k] - start
         else:
@@ -151,7 +171,17 @@ def trace(t: np.ndarray, state: np.ndarray, cube_size_m: float, min_height_m: fl
     return {"closed": closed.astype(float), "bottom_m": bottom, "hold_s": hold}
 
 
-def rate_file(series: Path, cube_size_m: float, min_height_m: float, hold_s: float) -> AutoVerdict:
-    """`rate` on an episode's `timeseries.npz` (read by `episode_files.read_series`)."""
+def rate_file(series: Path, cube_size_m: float, min_height_m: float, hold_s: float,
+              camera: bool = True) -> AutoVerdict:
+    """`rate` on an episode's `timeseries.npz` (read by `episode_files.read_series`) and, with
+    `camera`, its front video beside it (`camera.recorded_front`, measured by
+    `camera.front_lift`); without a usable video the joints alone, saying so."""
     data = read_series(series)
-    return rate(data["t"], data["state"], cube_size_m, min_height_m, hold_s, data.get("action"))
+    lift, why = None, "camera not used"
+    if camera:
+        from orchestrator.judging.auto.camera import front_lift, recorded_front
+
+        video, poses = recorded_front(Path(series))
+        lift, why = front_lift(video, poses, data, cube_size_m)
+    return rate(data["t"], data["state"], cube_size_m, min_height_m, hold_s, data.get("action"), lift,
+                camera=why)

@@ -1,0 +1,147 @@
+"""One rater, two senses: the front camera's lift (`vision.lift_track.LiftTrack`) and the joints'
+grasp (`rater`), combined into one verdict that says which sense decided (`combine`).
+
+Definitions, per recorded control step while the jaws are closed on the cube (the joints'
+`closed_on_cube`; the success test needs the cube held, and only the joints see the grip):
+- the joints' interval for the cube bottom's height: the grasp point's rise since the squeeze
+  began less the seat, the seat anywhere in `SEAT_LOW_M`-`SEAT_HIGH_M` (`rater`);
+- the camera's: its measured bottom +- its band, at the frames before and after the step (the
+  union of the two: the cube may have moved anywhere between two frames); none when either frame
+  was not measured (occluded, out of view: the camera then says nothing, it never guesses);
+- the two *disagree* when, for at least `CONFLICT_S`, one sense's whole interval is at or above
+  the success height and the other's is below it (the cube slipped in the jaws: the joints say
+  high, the camera sees it drop; or the seat is outside its assumed range). The verdict is then
+  `unsure`, naming both;
+- otherwise the cube bottom is within both intervals: the combined interval is their
+  intersection. As with the joints alone, success needs the hold with the combined interval's
+  lower end at or above the height to reach `hold_s + HOLD_BAND_S`, failure its upper end's hold
+  to stay below `hold_s - HOLD_BAND_S`; between the two, `unsure`.
+Not closed on the cube counts as not held (height 0) for every sense.
+
+Which sense decided: each sense's own verdict is computed as well (the camera's with the joints'
+grip, and with no upper limit where it saw nothing); `decided_by` names the senses whose own
+verdict is the combined one ("camera", "joints", "camera and joints"), or "camera with joints"
+when only their intersection decides.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from orchestrator.core.timeline import frame_shown_at
+from orchestrator.vision.lift_track import LiftTrack
+
+_EPS = 1e-9
+CONFLICT_S = 0.1   # the senses must contradict each other this long (two frames at 15 fps) to disagree
+
+
+@dataclass(frozen=True)
+class Combined:
+    """Both senses' verdict: `label` ("success", "failure", "unsure"), the certain hold (s), the
+    highest bottom the camera measured while held (m), the reason line and `decided_by`."""
+
+    label: str
+    hold_s: float
+    top_m: float
+    reason: str
+    decided_by: str
+
+
+def longest_run(t: np.ndarray, inside: np.ndarray) -> float:
+    """Longest `t[last] - t[first]` over runs of consecutive True steps of `inside`."""
+    longest, start = 0.0, None
+    for k in range(len(t)):
+        if not inside[k]:
+            start = None
+            continue
+        start = t[k] if start is None else start
+        longest = max(longest, float(t[k] - start))
+    return longest
+
+
+def camera_bounds(t: np.ndarray, lift: LiftTrack) -> tuple[np.ndarray, np.ndarray]:
+    """(low, high) of the camera's interval at each step time `t` (NaN: not measured), the
+    union of the frames before and after the step."""
+    if not len(lift.times_s):
+        nan = np.full(len(t), np.nan)
+        return nan, nan.copy()
+    before = np.asarray(frame_shown_at(lift.times_s, t), int)
+    after = np.minimum(before + 1, len(lift.times_s) - 1)
+    after = np.where(np.asarray(lift.times_s)[before] >= t - 1e-9, before, after)
+    low, high = lift.low_m, lift.high_m
+    return np.minimum(low[before], low[after]), np.maximum(high[before], high[after])
+
+
+def _verdict(t: np.ndarray, low: np.ndarray, high: np.ndarray, min_height_m: float,
+             hold_s: float, band_s: float) -> tuple[str, float, float]:
+    """("success" | "failure" | "unsure", the certain hold, the possible hold) of the held
+    height's interval (`low`, `high`; 0 when not held)."""
+    sure = longest_run(t, low >= min_height_m - _EPS)
+    maybe = longest_run(t, high >= min_height_m - _EPS)
+    if sure >= hold_s + band_s - _EPS:
+        return "success", sure, maybe
+    if maybe < hold_s - band_s - _EPS:
+        return "failure", sure, maybe
+    return "unsure", sure, maybe
+
+
+def _conflict(t: np.ndarray, closed: np.ndarray, a_low, a_high, b_low, b_high, height: float) -> int | None:
+    """The first step of a contradiction lasting `CONFLICT_S` (see the module docstring), or None."""
+    with np.errstate(invalid="ignore"):
+        split = closed & (((a_low >= height) & (b_high < height)) | ((a_high < height) & (b_low >= height)))
+    start = None
+    for k in range(len(t)):
+        if not split[k]:
+            start = None
+            continue
+        start = k if start is None else start
+        if t[k] - t[start] >= CONFLICT_S - _EPS:
+            return start
+    return None
+
+
+# long-function: combine: the two senses' intervals, their disagreement, the verdicts of each and
+# of both, and the reason line, read in the order of the module docstring.
+def combine(t: np.ndarray, closed: np.ndarray, j_low: np.ndarray, j_high: np.ndarray, lift: LiftTrack,
+            min_height_m: float, hold_s: float, band_s: float, moved: bool) -> Combined:
+    """The verdict of both senses (module docstring): step times `t`, the joints' `closed` on
+    the cube and their interval for the bottom's height (`j_low`, `j_high`, the seat's range:
+    `rater.joint_bottoms`) per step, the camera's `lift`, the hold's time band `band_s`."""
+    c_low, c_high = camera_bounds(t, lift)
+    c_low = np.where(closed, c_low, np.nan)
+    c_high = np.where(closed, c_high, np.nan)
+    height = min_height_m - _EPS
+    first = _conflict(t, closed, j_low, j_high, c_low, c_high, height)
+    seen = closed & ~np.isnan(c_low)
+    top = float(np.nanmax(np.where(seen, np.asarray(c_low + c_high) / 2, np.nan), initial=0.0)) if seen.any() else 0.0
+    if first is not None:
+        reason = (f"unsure: the camera and the joints disagree at {t[first]:.2f} s: the camera sees the cube bottom at "
+                  f"{c_low[first] * 100:.1f}-{c_high[first] * 100:.1f} cm, the joints put it at "
+                  f"{j_low[first] * 100:.1f}-{j_high[first] * 100:.1f} cm (success height {min_height_m * 100:g} cm)")
+        return Combined("unsure", 0.0, top, reason, "")
+    low = np.where(closed, np.fmax(j_low, c_low), 0.0)
+    high = np.where(closed, np.fmin(j_high, c_high), 0.0)
+    label, sure, maybe = _verdict(t, low, high, min_height_m, hold_s, band_s)
+    joints = _verdict(t, j_low, j_high, min_height_m, hold_s, band_s)[0]
+    camera = _verdict(t, np.where(closed, np.nan_to_num(c_low, nan=0.0), 0.0),
+                      np.where(closed, np.nan_to_num(c_high, nan=np.inf), 0.0), min_height_m, hold_s, band_s)[0]
+    measured = f"camera measured {int(seen.sum())} of {int(closed.sum())} held steps"
+    if label == "unsure":
+        reason = (f"unsure: held {sure:.2f}-{maybe:.2f} s with the cube bottom >= {min_height_m * 100:g} cm by the "
+                  f"camera and the joints together ({measured}; hold +-{band_s:g} s): the band straddles "
+                  f"{hold_s:g} s")
+        return Combined("unsure", sure, top, reason, "")
+    senses = [name for name, own in (("camera", camera), ("joints", joints)) if own == label]
+    decided = " and ".join(senses) if senses else "camera with joints"
+    if label == "success":
+        reason = f"held {sure:.2f} s with the cube bottom >= {min_height_m * 100:g} cm ({decided}; {measured})"
+    elif not closed.any():
+        reason = f"the gripper never closed on a cube-sized object ({decided})"
+    else:
+        reason = (f"held at most {maybe:.2f} s with the cube bottom >= {min_height_m * 100:g} cm ({decided}; "
+                  f"{measured}; highest {top * 100:.1f} cm by the camera)")
+    if not moved and label == "failure":
+        reason = f"the arm never moved ({decided})"
+    return Combined(label, sure, top, reason, decided)

@@ -1,0 +1,151 @@
+"""One rater, two senses (`judging.auto.two_senses`): planted lifts around the success height
+where the camera and the joints agree, where only one of them can tell, and where they disagree
+both ways; an occluded cube (the camera says nothing and the joints decide or nobody does); a cube
+slipping out of the jaws' edge (the camera sees it drop while the joints say held: never a
+success); and the fallback to the joints alone when there is no front video."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.optimize import least_squares
+
+from orchestrator.judging.auto.rater import SEAT_HIGH_M, SEAT_LOW_M, rate, rate_file
+from orchestrator.sim import fk
+from orchestrator.vision.lift_track import LiftTrack
+
+CUBE, HEIGHT, HOLD = 0.03, 0.04, 1.0
+HOLDING = float(np.interp(CUBE * 0.95, fk.GAP_M, fk.GAP_PCT))
+T = np.arange(150) / 30.0                     # 5 s at 30 Hz
+SPOT = np.array([0.2, 0.0, CUBE / 2])
+
+
+def pose_at(target: np.ndarray) -> np.ndarray:
+    solved = least_squares(lambda q: fk.grasp_point(np.append(q, 0.0)[None])[0] - target,
+                           np.array([0.0, 20.0, 20.0, 60.0, 0.0]), xtol=1e-12)
+    assert np.linalg.norm(solved.fun) < 1e-4
+    return solved.x
+
+
+GRASP = pose_at(SPOT)
+
+
+def joints(rise_m: float, held_steps: int) -> tuple[np.ndarray, np.ndarray]:
+    """Squeeze from step 10, the grasp point `rise_m` up from step 30 for `held_steps`, then the
+    gripper opens (the command first)."""
+    lifted = pose_at(SPOT + [0.0, 0.0, rise_m])
+    state = np.tile(np.append(GRASP, HOLDING), (len(T), 1))
+    state[30:30 + held_steps, :5] = lifted
+    action = state.copy()
+    action[10:30 + held_steps, 5] = 0.0
+    state[30 + held_steps:, 5] = action[30 + held_steps:, 5] = 60.0   # open
+    return state, action
+
+
+def track(bottom_of_t, band: float = 0.001, hidden=()) -> LiftTrack:
+    """A camera track at 15 fps with the planted bottom (metres, a function of time)."""
+    times = np.arange(0, T[-1] + 1e-9, 1 / 15)
+    bottom = np.array([bottom_of_t(t) for t in times], float)
+    for k in hidden:
+        bottom[k] = np.nan
+    bands = np.where(np.isnan(bottom), np.nan, band)
+    return LiftTrack(times, bottom, bands, ~np.isnan(bottom),
+                     tuple("occluded: 3 of 200 px" if np.isnan(b) else "" for b in bottom))
+
+
+def lifted_between(start_s: float, end_s: float, bottom_m: float):
+    return lambda t: bottom_m if start_s - 1e-9 <= t < end_s - 1e-9 else 0.0
+
+
+def label(verdict) -> str:
+    return "unsure" if verdict.unsure else ("success" if verdict.success else "failure")
+
+
+MID_SEAT = (SEAT_LOW_M + SEAT_HIGH_M) / 2
+
+
+def test_both_senses_agree_and_say_so():
+    state, action = joints(HEIGHT + SEAT_HIGH_M + 0.008, 60)               # joints: high, 2 s
+    high = rate(T, state, CUBE, HEIGHT, HOLD, action, track(lifted_between(1.0, 3.0, 0.05)))
+    assert label(high) == "success" and high.decided_by == "camera and joints"
+    assert "camera and joints" in high.reason
+    state, action = joints(HEIGHT + SEAT_LOW_M - 0.008, 60)                # joints: low
+    low = rate(T, state, CUBE, HEIGHT, HOLD, action, track(lifted_between(1.0, 3.0, 0.033)))
+    assert label(low) == "failure" and low.decided_by == "camera and joints"
+
+
+def test_the_camera_decides_where_the_joints_band_straddles():
+    state, action = joints(HEIGHT + MID_SEAT, 60)                          # the seat band straddles 4 cm
+    alone = rate(T, state, CUBE, HEIGHT, HOLD, action)
+    assert label(alone) == "unsure"                                        # today's rater abstains
+    above = rate(T, state, CUBE, HEIGHT, HOLD, action, track(lifted_between(1.0, 3.0, 0.0425)))
+    below = rate(T, state, CUBE, HEIGHT, HOLD, action, track(lifted_between(1.0, 3.0, 0.0375)))
+    assert (label(above), above.decided_by) == ("success", "camera")
+    assert (label(below), below.decided_by) == ("failure", "camera")
+    assert "(camera;" in above.reason and "(camera;" in below.reason
+
+
+def test_disagreement_either_way_is_unsure_and_names_both():
+    state, action = joints(HEIGHT + SEAT_HIGH_M + 0.008, 60)               # joints: certainly high
+    camera_low = rate(T, state, CUBE, HEIGHT, HOLD, action, track(lifted_between(1.0, 3.0, 0.030)))
+    state2, action2 = joints(HEIGHT + SEAT_LOW_M - 0.008, 60)              # joints: certainly low
+    camera_high = rate(T, state2, CUBE, HEIGHT, HOLD, action2, track(lifted_between(1.0, 3.0, 0.050)))
+    for verdict in (camera_low, camera_high):
+        assert label(verdict) == "unsure" and verdict.decided_by == ""
+        assert "the camera and the joints disagree" in verdict.reason
+    assert "camera sees the cube bottom at 2.9-3.1 cm" in camera_low.reason
+    assert "camera sees the cube bottom at 4.9-5.1 cm" in camera_high.reason
+
+
+def test_an_occluded_cube_leaves_the_joints_to_decide_or_nobody():
+    always = range(75)                                                     # every frame
+    state, action = joints(HEIGHT + SEAT_HIGH_M + 0.008, 60)
+    hidden = rate(T, state, CUBE, HEIGHT, HOLD, action, track(lifted_between(1.0, 3.0, 0.05), hidden=always))
+    assert label(hidden) == "success" and hidden.decided_by == "joints"    # the camera saw nothing
+    assert "camera measured 0 of" in hidden.reason
+    state, action = joints(HEIGHT + MID_SEAT, 60)
+    unsure = rate(T, state, CUBE, HEIGHT, HOLD, action, track(lifted_between(1.0, 3.0, 0.0425), hidden=always))
+    assert label(unsure) == "unsure"                                       # nothing invented
+    seen = rate(T, state, CUBE, HEIGHT, HOLD, action, track(lifted_between(1.0, 3.0, 0.0425)))
+    assert label(seen) == "success"                                        # positive control: in view
+
+
+def test_a_cube_slipping_from_the_jaws_edge_is_never_a_success():
+    state, action = joints(HEIGHT + SEAT_HIGH_M + 0.008, 60)               # the joints: held high 2 s
+
+    def slipping(t: float) -> float:
+        if t < 1.05 or t > 2.95:
+            return 0.0
+        return max(0.0, 0.05 - 0.04 * (t - 1.3)) if t > 1.3 else 0.05      # slides down from 1.3 s
+
+    joints_alone = rate(T, state, CUBE, HEIGHT, HOLD, action)
+    assert label(joints_alone) == "success"                                # what the joints alone say
+    verdict = rate(T, state, CUBE, HEIGHT, HOLD, action, track(slipping))
+    assert not verdict.success and label(verdict) == "unsure"
+    assert "disagree" in verdict.reason
+    held = rate(T, state, CUBE, HEIGHT, HOLD, action, track(lifted_between(1.0, 3.0, 0.05)))
+    assert label(held) == "success"                                        # positive control: no slip
+
+
+def test_no_front_video_falls_back_to_the_joints_and_says_so(tmp_path):
+    state, action = joints(HEIGHT + SEAT_HIGH_M + 0.008, 60)
+    series = tmp_path / "episodes" / "ep_1" / "timeseries.npz"
+    series.parent.mkdir(parents=True)
+    np.savez(series, t=T, state=state, action=action)
+    verdict = rate_file(series, CUBE, HEIGHT, HOLD)
+    assert label(verdict) == "success" and verdict.decided_by == "joints"
+    assert verdict.reason.startswith("joints only (no front video): held")
+    assert verdict.camera == "no front video"
+    bad = tmp_path / "videos" / "ep_1" / "front.mp4"
+    bad.parent.mkdir(parents=True)
+    bad.write_bytes(b"not a video")
+    damaged = rate_file(series, CUBE, HEIGHT, HOLD)
+    assert damaged.reason.startswith("joints only (the front video cannot be decoded")
+
+
+@pytest.mark.parametrize("rise", [HEIGHT + MID_SEAT, HEIGHT + SEAT_HIGH_M + 0.008])
+def test_the_joints_alone_verdict_is_unchanged_without_a_camera(rise):
+    state, action = joints(rise, 60)
+    verdict = rate(T, state, CUBE, HEIGHT, HOLD, action)
+    assert verdict.camera == "" and not verdict.reason.startswith("joints only")
+    assert verdict.decided_by == ("" if verdict.unsure else "joints")
