@@ -23,7 +23,7 @@ def audited(pg_cluster, tmp_path_factory):
         sample = store.audit_sample()
     finally:
         store.close()
-    for kind, name in (("add-judge", "alice"), ("add-operator", "olga")):
+    for kind, name in (("add-judge", "audit_alice"), ("add-operator", "audit_olga")):
         made = run_module("store", kind, url, name)
         assert made.code == 0, made.err
     return url, videos, sample
@@ -45,7 +45,7 @@ def test_the_server_store_freezes_the_sample_and_gives_it_back(audited, pg_clust
         assert reader.evidence.intact and reader.audit_sample() == sample
 
 
-@pytest.mark.parametrize("role", ["alice", "olga"])
+@pytest.mark.parametrize("role", ["audit_alice", "audit_olga"])   # roles are the whole cluster's: names of their own
 def test_the_server_refuses_the_audit_to_judges_and_operators(audited, pg_cluster, role):
     url, _, sample = audited
     with _as(pg_cluster, url, role) as conn:

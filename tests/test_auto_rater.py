@@ -115,8 +115,10 @@ def test_auto_is_advisory_unless_counted(tiny, tmp_path):
     shutil.copytree(tiny, copy)
     with CampaignStore.open_for_labels(copy) as store:
         physics = {e: j.label for e, j in store.latest_labels("physics").items()}
-        human = sorted(physics)[0]
+        human, abstained = sorted(physics)[:2]
         store.add_judgment(human, "alice", "failure" if physics[human] == "success" else "success")
+        store.add_judgment(abstained, "auto", "unsure", note="planted: the rater abstains", source="auto")
+        store.add_judgment(abstained, "alice", physics[abstained])
     with CampaignStore.open_readonly(copy) as store:
         advisory = outcomes_from_store(store)
     assert "alice" in advisory.label_source and "auto" not in advisory.label_source
@@ -133,6 +135,10 @@ def test_auto_is_advisory_unless_counted(tiny, tmp_path):
     assert "auto" in counted.label_source and "alice" in counted.label_source
     # one against one on alice's episode: a tie is unsure, so no outcome
     assert [o.success for o in counted.outcomes if o.episode_id == human] == [None]
+    assert counted.label_source.startswith("consensus of 1 human judge (alice) and the auto rater")
+    # where the rater abstains (`unsure`), it casts no vote: alice's label decides (the audit's
+    # queue sends exactly those episodes to people); before, her label against the abstention was a tie
+    assert [o.success for o in counted.outcomes if o.episode_id == abstained] == [physics[abstained] == "success"]
 
 
 def test_contested_first_orders_without_showing_auto(tiny, tmp_path):

@@ -48,7 +48,7 @@ class FakeRunner(threading.Thread):
                 try:
                     for k in range(self.episode_steps[i]):
                         self.op.poll(k / 30)
-                        time.sleep(0.005)
+                        time.sleep(0.005)   # pacing: the fake episode loop's step (bounded by its count)
                 except EmergencyStop as stop:
                     aborted = stop
                 redo = self.op.episode_ended(cue, "emergency stop" if aborted else None)
@@ -227,7 +227,7 @@ def test_ctrl_c_interrupts_the_session(layout):
                 app.operator.episode_started(cue)
                 for k in range(1000):
                     app.operator.poll(k / 30)
-                    time.sleep(0.005)
+                    time.sleep(0.005)   # pacing: the fake episode loop's step (bounded by its count)
             except KeyboardInterrupt:
                 log.append("interrupted")
             try:
@@ -288,7 +288,7 @@ def test_estop_without_episode_ended_never_jams_the_next_cue(layout):
             try:
                 for k in range(2000):
                     app.operator.poll(k / 30)
-                    time.sleep(0.005)
+                    time.sleep(0.005)   # pacing: the fake episode loop's step (bounded by its count)
             except EmergencyStop as stop:
                 log.append(stop.reason)
             app.operator.before_trial(cue)  # no episode_ended in between
@@ -325,7 +325,7 @@ def test_an_interrupt_during_a_move_stops_it_and_the_stop_key_stays_live(layout,
             try:
                 for _ in range(300):
                     app.operator.check_stop()
-                    time.sleep(0.01)
+                    time.sleep(0.01)   # pacing: the fake move's step (300 steps: its deadline)
                 raised.append("move ran to its end")
             except BaseException as exc:  # noqa: BLE001
                 raised.append(type(exc).__name__)
@@ -334,7 +334,7 @@ def test_an_interrupt_during_a_move_stops_it_and_the_stop_key_stays_live(layout,
                 if app.operator.move_stop.is_set():
                     stops.append("stop key seen")
                     return
-                time.sleep(0.01)
+                time.sleep(0.01)   # polled, 300 times at most
 
         async with app.run_test(size=(120, 40)) as pilot:
             thread = threading.Thread(target=mover, daemon=True)
@@ -503,7 +503,7 @@ def test_the_reset_is_allowed_once_and_announced_and_q_at_the_approval_ends_the_
                 except EmergencyStop:
                     log.append("stopped")
                     break
-                time.sleep(0.01)
+                time.sleep(0.01)   # pacing: the fake move's step until the stop (the test's timeout ends it)
             app.operator.arm_moving(None)
 
         async with app.run_test(size=(120, 40)) as pilot:

@@ -84,7 +84,7 @@ def _finish(store: CampaignStore, slot: int, success: bool = True) -> str:
     attempt = store.begin_attempt(slot, episode_id)
     store.finish_attempt(attempt, EpisodeRecord(
         episode_id=episode_id, frames=5, duration_s=1.0, cameras=["front"], files={"front": "v.mp4"},
-        digests={"v.mp4": (10, "e" * 64)}, physics_success=success, auto=("success", "lifted")))
+        digests={"v.mp4": (10, "e" * 64)}, physics_success=success, auto=("unsure", "band straddles")))   # unsure: every episode in the judges' queue
     return episode_id
 
 

@@ -87,7 +87,7 @@ def test_keys_fit_a_person_in_a_real_terminal(tmp_path):
         while time.monotonic() - started < 1.5:                   # a person looks at the start: it stays
             screen = tmux.screen("k80")
             assert "t = 0.00 s" in screen and "paused" in screen, screen
-            time.sleep(0.2)
+            time.sleep(0.2)   # polled through the observation window
         tmux("send-keys", "-t", "k80", "x")
         tmux.wait_for("k80", "- why? 1: cube not on its")          # the reasons: x accepted
         tmux("send-keys", "-t", "k80", "Escape")

@@ -177,7 +177,7 @@ def test_operator_console_session_on_the_fake_arm(hardware, monkeypatch):
                         app.call_from_thread(app.action_enter)
                 except RuntimeError:
                     return
-                time.sleep(0.02)
+                time.sleep(0.02)   # the operator thread's poll, until the app closes
 
         threading.Thread(target=operator_at_the_arm, daemon=True).start()
         opened = open_campaign(protocol, rig, tmp_path / "campaign")  # SQLite: opened on this thread

@@ -143,7 +143,7 @@ def test_report_and_two_judges_work_while_run_writes(tmp_path, capsys):
                 assert main(["report", str(out), "--format", "json"]) == 0
                 assert '"schema": "orchestrator.report/1"' in capsys.readouterr().out
                 reports_during_run += mid_run
-                time.sleep(0.2)
+                time.sleep(0.2)   # pacing: a report every 0.2 s while the run goes on
             at_end = _label_counts(out)
             _, err = process.communicate(timeout=300)
             assert process.returncode == 0, err

@@ -131,14 +131,18 @@ def test_losing_the_server_mid_episode_aborts_the_trial_and_the_campaign_stays_r
     assert time.time() - killed_at < 30   # timeout_s 3: the loss is noticed within seconds
 
 
-def test_doctor_loads_the_served_policy_and_refuses_an_unreachable_server_in_one_line(server, saved_acts, tmp_path):
+def test_doctor_loads_the_served_policy_and_refuses_an_unreachable_server_in_one_line(server, saved_acts, tmp_path,
+                                                                                     cli):
+    """The served policy loads in a fresh `doctor` (the path a user takes); the unreachable
+    server's refusal, the same doctor's check, in this process (a fresh one imports LeRobot's
+    policies again: 7-10 s)."""
     protocol = served_protocol(tmp_path, saved_acts["sim"], server.address)
     result = run_module("doctor", "--rig", SIM_RIG, "--protocol", protocol, env=env(), timeout=300)
     assert result.code == 0, result.out + result.err
     assert f"policy B: {tmp_path / 'act'} served by {server.address} (act on cpu; loaded in" in result.out
     closed = free_port()
     protocol.write_text(protocol.read_text().replace(server.address, f"127.0.0.1:{closed}"))
-    result = run_module("doctor", "--rig", SIM_RIG, "--protocol", protocol, env=env(), timeout=300)
+    result = cli("doctor", "--rig", SIM_RIG, "--protocol", protocol)
     assert result.code == 2, result.out + result.err
     bad = [line for line in result.out.splitlines() + result.err_lines if f"127.0.0.1:{closed}" in line]
     assert len(bad) == 1 and "UNAVAILABLE" in bad[0], result.out + result.err

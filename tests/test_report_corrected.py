@@ -42,7 +42,8 @@ def test_the_verdict_rests_on_the_corrected_labels_at_the_mark():
     assert doc["rater_counted"] and doc["comparisons"][0]["significant"] and doc["rates"]["A"]["unit"] == "mark"
     assert doc["people_labels_per_episode"] == labelled / rep.truth.size
     assert "Corrected by the audit (decides)" in render(report, "md")
-    assert "this interval's coverage was measured" not in text and doc["rates_ci_coverage"] is None      # audit 0.2
+    assert text.count("with an audit below 0.3 this interval's coverage was measured as low as 0.92") == 2
+    assert doc["rates_ci_coverage"] == 0.92
     assert "Corrected by the audit" in render(report, "html")
 
 
@@ -64,7 +65,9 @@ def test_a_rater_beyond_the_bound_is_not_counted():
 def test_a_small_audit_prints_the_rates_measured_coverage():
     _, data = _data(audit=0.1)
     text = render(build_report(data), "text")
-    assert text.count("with an audit below 0.2 this interval's coverage was measured as low as 0.88") == 2
+    assert text.count("with an audit below 0.2 this interval's coverage was measured as low as 0.86") == 2
+    _, plenty = _data(audit=0.3)
+    assert "this interval's coverage was measured" not in render(build_report(plenty), "text")
 
 
 def test_no_audit_no_corrected_section():
@@ -89,3 +92,42 @@ def test_episodes_waiting_for_people_are_left_out_and_counted():
     rates = {p: iv for p, iv in after.rates}
     assert rates["A"].items == dict(before.rates)["A"].items + (0 if unsure.policy == "A" else 1)
     assert "1 unsure episode waits for people and is left out" in render(build_report(replace(data, human_labels=human)), "text")
+
+
+def test_one_mark_renders_in_every_format_with_no_standard_error():
+    """One mark leaves no spread across marks (the standard error is infinite): the JSON says
+    null, as it cannot hold infinity (a twin campaign of one mark raised in `report --format json`)."""
+    rep, data = _data(marks=1, repeats=2, audit=0.5)
+    report = build_report(data)
+    assert report.corrected is not None and report.corrected.rates   # a positive control: the section is there
+    doc = json.loads(render(report, "json"))["corrected"]
+    assert [doc["rates"][p]["se"] for p in ("A", "B")] == [None, None] and doc["comparisons"][0]["se"] is None
+    assert doc["rates"]["A"]["marks"] == 1
+    for fmt in ("text", "md", "html"):
+        assert "Corrected by the audit" in render(report, fmt)
+
+
+def test_three_policies_are_decided_with_holm_over_the_pairs():
+    """C copies B's trials (its own slots and episodes, the same labels): B vs C is 0 with no
+    spread; A vs B's p is Holm-adjusted over the three pairs and the verdict says so."""
+    from orchestrator.analysis.outcomes import JudgeLabel
+
+    _, data = _data(rater_noise=0.2, band=0.3)
+    offset = len(data.outcomes)
+    copies = tuple(replace(o, policy="C", slot=o.slot + offset, episode_id=f"c{o.episode_id}")
+                   for o in data.outcomes if o.policy == "B")
+    b_eps = {o.episode_id for o in data.outcomes if o.policy == "B"}
+    labels = tuple(JudgeLabel(f"c{lab.episode_id}", lab.judge, lab.label) for lab in data.human_labels
+                   if lab.episode_id in b_eps)
+    b_slots = {str(o.slot) for o in data.outcomes if o.policy == "B"}
+    audit = replace(data.audit, trial_ids=data.audit.trial_ids | {str(int(t) + offset) for t in data.audit.trial_ids
+                                                                   if t in b_slots},
+                    population=offset + len(copies))
+    three = replace(data, outcomes=data.outcomes + copies, policies=("A", "B", "C"),
+                    human_labels=data.human_labels + labels, audit=audit,
+                    auto_labels={**data.auto_labels, **{f"c{ep}": data.auto_labels[ep] for ep in b_eps}})
+    section = build_report(three).corrected
+    assert section is not None and [(p.a, p.b) for p in section.pairs] == [("A", "B"), ("A", "C"), ("B", "C")]
+    ab, _, bc = section.pairs
+    assert ab.p >= ab.difference.p_value and ab.significant and "Holm-adjusted t test over 30 marks" in ab.verdict
+    assert bc.difference.estimate == 0 and not bc.significant and bc.verdict.startswith("B vs C: not established")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import shlex
 import shutil
+import sqlite3
 import subprocess
 import sys
 import time
@@ -32,6 +33,10 @@ def twin_protocol(tmp_path_factory, saved_acts):
     # of 8 s: the scripted pick needs ~7 s to lift and hold through the real stack
     layout = folder / "layout2.yaml"
     layout.write_text("\n".join(l for l in layout.read_text().splitlines() if "id: M02" not in l) + "\n")
+    # the rater counted with a pre-registered audit of one trial in two (issue 51's queue on the twin)
+    judging = "judging: {judges: 1, "
+    assert protocol.read_text().count(judging) == 1
+    protocol.write_text(protocol.read_text().replace(judging, "judging: {judges: 1, auto: counted, audit: 0.5, "))
     return protocol
 
 
@@ -63,9 +68,20 @@ def test_unattended_twin_campaign_scripted_vs_saved_act(twin_protocol, tmp_path)
     text = run_module("report", out, env=env())
     assert "camera frame age p50" in text.out, text.out
     # judging works unchanged: a blinded bundle of the twin campaign
+    # ...of only the episodes the rater was unsure of and the audited one (the store read with sqlite3)
+    with sqlite3.connect(out / "campaign.db") as conn:
+        slots = dict(conn.execute("SELECT id, slot FROM episodes").fetchall())
+        audited = {slot for (slot,) in conn.execute("SELECT slot FROM audit")}
+        sure = {e for (e,) in conn.execute("SELECT episode_id FROM judgments WHERE judge = 'auto' AND retracted_at"
+                                            " IS NULL AND label IN ('success', 'failure')")}
+    conn.close()
+    queue = {e for e, slot in slots.items() if slot in audited or e not in sure}
+    assert len(slots) == 2 and len(audited) == 1 and 1 <= len(queue) <= 2, (slots, audited, sure)   # count guard
     bundle = run_module("bundle", out, "--out", tmp_path / "bundle", env=env())
     assert bundle.code == 0, bundle.err
-    assert "2 episodes, 4 videos" in bundle.out
+    assert f"{len(queue)} episode{'s' if len(queue) > 1 else ''}, {2 * len(queue)} videos" in bundle.out, bundle.out
+    manifest = json.loads((tmp_path / "bundle" / "manifest.json").read_text())
+    assert {e["id"] for e in manifest["episodes"]} == queue
 
 
 def readme_rehearsal_block() -> list[str]:

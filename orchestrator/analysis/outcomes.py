@@ -305,8 +305,12 @@ def _choose_labels(store: CampaignStore, judge: str | None, auto_counted: bool, 
     requested = judge or CONSENSUS
     if requested == CONSENSUS:
         if voters:
-            mode, source = CONSENSUS, (f"consensus of {len(voters)} human judge{'s' if len(voters) > 1 else ''} "
-                                       f"({', '.join(voters)})")
+            people = [v for v in voters if v != AUTO_JUDGE]
+            source = (f"consensus of {len(people)} human judge{'s' if len(people) != 1 else ''} "
+                      f"({', '.join(people) or 'none has judged yet'})")
+            if AUTO_JUDGE in voters:
+                source += " and the auto rater (judging.auto: counted; abstains where unsure)"
+            mode = CONSENSUS
         elif simulated:
             mode, source = "physics", "physics (simulated campaign, no human judge yet)"
         else:
@@ -327,11 +331,19 @@ def _choose_labels(store: CampaignStore, judge: str | None, auto_counted: bool, 
     return _Labels(mode, source, requested, voters, latest, physics)
 
 
+def _votes(labels: _Labels, episode_id: str) -> list[Judgment]:
+    """The consensus's votes on one episode: each voter's latest label. The `auto` rater's
+    `unsure` is no vote: it abstains and leaves the episode to people (judging/auto/rater.py),
+    whereas a person's `unsure` is a judgement and counts in the total (`consensus_label`)."""
+    return [labels.latest[h][episode_id] for h in labels.voters if episode_id in labels.latest[h]
+            and not (h == AUTO_JUDGE and labels.latest[h][episode_id].label == "unsure")]
+
+
 def _disputed(labels: _Labels, episode_id: str) -> bool:
     """The consensus's judges labelled it both success and failure, with no majority."""
     if labels.mode != CONSENSUS:
         return False
-    votes = [labels.latest[h][episode_id].label for h in labels.voters if episode_id in labels.latest[h]]
+    votes = [v.label for v in _votes(labels, episode_id)]
     return "success" in votes and "failure" in votes and consensus_label(votes) == "unsure"
 
 
@@ -345,7 +357,7 @@ def _label_of(labels: _Labels, episode_id: str) -> tuple[bool | None, str | None
             return None, None, labels.requested
         success = lab.label == "success"
         return success, (lab.failure_mode if not success else None), labels.requested
-    votes = [labels.latest[h][episode_id] for h in labels.voters if episode_id in labels.latest[h]]
+    votes = _votes(labels, episode_id)
     verdict = consensus_label([v.label for v in votes])
     if verdict == "unsure":
         return None, None, CONSENSUS

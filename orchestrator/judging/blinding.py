@@ -9,6 +9,10 @@ From the frozen protocol text only the success test and the failure-mode list ar
 protocol text itself (which names policies and checkpoint paths) and the campaign name (chosen
 by the researcher, may name them too) are never passed on.
 
+Which episodes: the judges' queue (`blind_view.VIEW_SQL`): every recorded episode, or, with an
+audit (`judging.audit`, docs/judging.md "The audit"), the audited ones and those `auto` was
+unsure of, through the same statement and with the same fields, so nothing here can tell them apart.
+
 Each judge sees the episodes in their own random order: episodes are sorted by
 SHA-256(salt | judge | episode id), the salt being the random campaign id (or a bundle's
 random id). The order is stable across sessions (resume continues in the same order),
@@ -31,9 +35,10 @@ from typing import Any
 
 import yaml
 
+from orchestrator.core.errors import BadInput
 from orchestrator.design.judge_facts import judge_facts
 from orchestrator.judging.source import BlindEpisode, JudgingInfo, LabelRecord, Mark
-from orchestrator.store.blind_view import blind_episode_rows, campaign_texts, seal, server_judging_info
+from orchestrator.store.blind_view import blind_episode_rows, campaign_texts, has_audit, seal, server_judging_info
 from orchestrator.store.episode_files import EpisodeFiles
 from orchestrator.store.sqlite import CampaignStore
 
@@ -111,6 +116,10 @@ class CampaignSource:
         self.judge = judge
         self.contested_first = contested_first
         self.info, self._marks = judging_info(self.store)
+        if contested_first and not self.store.on_server and has_audit(self.store):
+            self.store.close()
+            raise BadInput(f"{directory}: --contested-first would put the episodes the rater was unsure of "
+                           "before the audit's and so tell them apart; this campaign has an audit (judging.audit)")
         seal(self.store)
 
     def episodes(self) -> list[BlindEpisode]:

@@ -3,7 +3,8 @@
 
 The key -- which policy ran which episode -- lives only in `trials` (`policy`, and
 `seed`/`position`/`slot`, from which the schedule and so the policy could be reconstructed).
-The view is two statements that select none of those columns: per episode the opaque id, the
+The view is two statements that select none of those columns: per episode of the judges' queue
+(`QUEUE_WHERE`: with an audit, the audited and the unsure episodes only) the opaque id, the
 frame count, the duration, the files and the layout mark (`VIEW_SQL`), and the campaign's random
 id with its frozen texts (`INFO_SQL`, read before the seal; only the success test and the failure
 modes are passed on). On a PostgreSQL store the same view is the server's objects a judge's role
@@ -12,6 +13,7 @@ is granted (`postgres_blind.py`, `postgres_roles.py`).
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -26,16 +28,43 @@ class CampaignStore(Protocol):
 
 # They must never name trials.policy, trials.seed, trials.position or trials.slot (a test
 # checks this text).
+#
+# The judges' queue (docs/judging.md "The audit"): with an audit sample in the store (table
+# `audit`, store/audit.py; a protocol with `judging.audit` above 0 always draws one), an episode is
+# in the view when its trial is audited or when the `auto` rater has no live sure label for it
+# (unsure, or not rated); without one, every episode is. The view gives nothing that says which of
+# the two let an episode in: the same columns, and episode ids drawn alike for every trial.
+QUEUE_WHERE = (" WHERE NOT EXISTS (SELECT 1 FROM audit)"
+               " OR EXISTS (SELECT 1 FROM audit a WHERE a.slot = e.slot)"
+               " OR NOT EXISTS (SELECT 1 FROM judgments j WHERE j.episode_id = e.id AND j.judge = 'auto'"
+               " AND j.retracted_at IS NULL AND j.label IN ('success', 'failure'))")
 VIEW_SQL = ("SELECT e.id, e.frames, e.duration_s, e.files, t.mark_id"
-            " FROM episodes e JOIN trials t ON t.slot = e.slot")
+            " FROM episodes e JOIN trials t ON t.slot = e.slot" + QUEUE_WHERE)
 INFO_SQL = "SELECT id, protocol_text, layout_text FROM campaign"
 SERVER_VIEW_SQL = "SELECT id, frames, duration_s, files, mark_id FROM blind_episodes"
 SERVER_INFO_SQL = "SELECT ref, success_test, failure_modes, marks, min_height_m FROM judging_info"
 
 
+# True while the view's one statement is prepared: a judge's sealed SQLite connection (`seal`) lets
+# it read `audit` then (as a server's view reads it with its owner's rights); only ids leave.
+_QUEUE_READ: ContextVar[bool] = ContextVar("queue_read", default=False)
+
+
 def blind_episode_rows(store: CampaignStore) -> list[tuple[str, int, float, Any, str]]:
-    """(id, frames, duration_s, files, mark_id) of every recorded episode, through the view only."""
-    return [tuple(row) for row in store.conn.execute(store.conn.backend.blind_episodes_sql)]  # type: ignore[misc]
+    """(id, frames, duration_s, files, mark_id) of every episode in the judges' queue (every
+    recorded episode when the campaign has no audit), through the view only."""
+    token = _QUEUE_READ.set(True)
+    try:
+        cursor = store.conn.execute(store.conn.backend.blind_episodes_sql)
+    finally:
+        _QUEUE_READ.reset(token)
+    return [tuple(row) for row in cursor]  # type: ignore[misc]
+
+
+def has_audit(store: CampaignStore) -> bool:
+    """Whether the campaign has an audit sample (read before the seal; a server's judge role may
+    not read it)."""
+    return store.conn.execute("SELECT count(*) FROM audit").fetchone()[0] > 0
 
 
 def campaign_texts(store: CampaignStore) -> tuple[str, str, str]:
@@ -78,6 +107,8 @@ def seal(store: CampaignStore) -> None:
     from orchestrator.store.chain import hashing
 
     def authorizer(action, table, column, *_):
+        if action == sqlite3.SQLITE_READ and table == "audit" and _QUEUE_READ.get():
+            return sqlite3.SQLITE_OK   # the queue's statement (`blind_episode_rows`), which returns no flag
         if action == sqlite3.SQLITE_READ and table in SEALED and not hashing():
             columns = SEALED[table]
             if columns is None or column in columns:

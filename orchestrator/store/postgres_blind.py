@@ -1,7 +1,8 @@
 """The server objects a PostgreSQL campaign store carries for blinding (pgroles.py grants them).
 
 - `blind_episodes`, a view of the opaque episode id, frame count, duration, video paths and
-  layout mark of every recorded episode (a view reads its tables with its owner's rights);
+  layout mark of every episode of the judges' queue (`blind_view.VIEW_SQL`: with an audit, the
+  audited and the unsure ones; a view reads its tables, `audit` too, with its owner's rights);
 - `judging_info`, one row: the campaign's random id (the judges' ordering salt), the success
   test in words, the failure modes and the marks, from the frozen protocol
   (`design.judge_facts`; the protocol text itself names policies and is not granted);
@@ -19,6 +20,7 @@ import json
 
 from orchestrator.design.judge_facts import facts_of
 from orchestrator.design.protocol import Judging, frozen_protocol_from
+from orchestrator.store.blind_view import VIEW_SQL
 
 
 def install_blind_objects(conn) -> None:
@@ -27,10 +29,7 @@ def install_blind_objects(conn) -> None:
         "SELECT id, protocol_text, layout_text FROM campaign").fetchone()
     frozen = frozen_protocol_from("campaign store", protocol_text, layout_text)
     facts = facts_of(frozen)
-    conn.raw.execute(
-        "CREATE OR REPLACE VIEW blind_episodes WITH (security_barrier) AS"
-        " SELECT e.id, e.frames, e.duration_s, e.files, t.mark_id"
-        " FROM episodes e JOIN trials t ON t.slot = e.slot")
+    conn.raw.execute("CREATE OR REPLACE VIEW blind_episodes WITH (security_barrier) AS " + VIEW_SQL)   # the queue
     conn.raw.execute("CREATE TABLE IF NOT EXISTS judging_info (ref TEXT NOT NULL, success_test TEXT NOT NULL,"
                      " failure_modes TEXT NOT NULL, marks TEXT NOT NULL)")
     # the success height for the judges' guides (a table made before it gets the column here)
@@ -47,7 +46,8 @@ def _install_judging_complete(conn, judging: Judging) -> None:
     """`judging_rules` (the protocol's pre-registration) and `judging_complete()`, a
     security-definer function (it reads every label with the owner's rights): true unless the
     protocol hides labels from the operator and judging has not ended, i.e. the campaign has
-    not finished (complete or stopped) or some episode has fewer than `judges` human labels
+    not finished (complete or stopped) or some episode of the judges' queue (`blind_episodes`: every
+    episode, or with an audit the audited and unsure ones) has fewer than `judges` human labels
     (physics and auto are not judges; unsure does not count)."""
     hide, judges = bool(judging.hide_labels_from_operator), int(judging.judges)
     conn.raw.execute("CREATE TABLE IF NOT EXISTS judging_rules (hide BOOLEAN NOT NULL, judges BIGINT NOT NULL)")
@@ -59,7 +59,7 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = public AS $$
   SELECT NOT (SELECT hide FROM judging_rules)
       OR ((SELECT stop_reason FROM campaign) IS NOT NULL
           AND NOT EXISTS (
-            SELECT 1 FROM episodes e
+            SELECT 1 FROM blind_episodes e
             WHERE (SELECT count(DISTINCT j.judge) FROM judgments j
                    WHERE j.episode_id = e.id AND j.retracted_at IS NULL AND j.label <> 'unsure'
                      AND j.judge NOT IN ('physics', 'auto')) < (SELECT judges FROM judging_rules)))

@@ -13,12 +13,13 @@ TINY_JUDGING = "judging: {judges: 1, failure_modes: [missed, pushed, dropped, co
 
 def audited_protocol(folder: Path, fraction: float, *, base: Path = PROTOCOL, policies: str | None = None,
                      repeats: int | None = None) -> Path:
-    """`base` with `judging: {judges: 1, auto: counted, audit: fraction, ...}` (and, given, its
+    """`base` with `judging: {judges: 1, auto: counted, audit: fraction, ...}` (0: unchanged; and, given, its
     `policies:` block replaced by `policies` and `trials_per_layout` by `repeats`), written to
     `folder/protocol.yaml` beside a copy of its layout file."""
     text = base.read_text()
     assert TINY_JUDGING in text, base
-    text = text.replace(TINY_JUDGING, TINY_JUDGING.replace("{judges: 1,", f"{{judges: 1, auto: counted, audit: {fraction},"))
+    if fraction:   # 0: the judging line as it is (no audit)
+        text = text.replace(TINY_JUDGING, TINY_JUDGING.replace("{judges: 1,", f"{{judges: 1, auto: counted, audit: {fraction},"))
     if policies is not None:
         start = text.index("policies:\n")
         end = text.index("trials_per_layout:")

@@ -49,7 +49,9 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_arm_safety.py", ("lerobot",)),
     ("test_arm_pacing.py", ("lerobot",)),   # test_arm_safety's wall-clock intervals, in the real-time group
     ("test_stop_reasons.py", ("lerobot",)),
+    ("test_audit_campaign.py", ("subprocess",)),
     ("test_audit_pg.py", ("postgres",)),
+    ("test_audit_queue.py", ()),
     ("test_audit_sample.py", ()),
     ("test_auto_rater.py", ()),
     ("test_camera_lift.py", ()),

@@ -8,8 +8,9 @@ a trial an `aborts` rule scored as a failure has f = Y = failure; a trial whose 
 (unsure, not yet labelled by people) is left out and counted. Audited trials are the store's
 audit sample (`AuditSample.trial_ids`, slots in decimal); their human label Y corrects f. The
 inclusion probability is (audited trials people have labelled) / N, N the sample's population:
-the judge queue hands audit episodes out in the sample's random draw order, so the labelled ones
-are a uniform random subset of the N trials; while the audit is incomplete the report says so.
+the judge queue hands audit episodes out in each judge's random order, never told which are
+audited (docs/judging.md "The audit"), so the labelled ones are a uniform random subset of the
+audit of their number, hence of the N trials; while the audit is incomplete the report says so.
 
 The rater is counted when it disagrees with people on at most `RATER_DISAGREEMENT_BOUND` of the
 audited episodes it labelled sure and people decided (fixed here, so pre-registered with the
@@ -24,6 +25,7 @@ interval come from the same corrected estimate (one decision, one dataset).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from itertools import combinations
 from typing import Any
@@ -35,11 +37,17 @@ from orchestrator.analysis.stats.agreement import KAPPA_FEW_LABELS
 
 AUTO = "auto"
 RATER_DISAGREEMENT_BOUND = 0.10
-# Below this audit fraction the corrected rates' intervals covered as little as
-# LOW_AUDIT_COVERAGE (0.886 at 40 marks, audit 0.1, a rater wrong on 12 % of its sure labels all
-# one way; bench/ppi_coverage.py, docs/statistics.md): the report prints it beside them
-LOW_AUDIT = 0.2
-LOW_AUDIT_COVERAGE = 0.88
+# (audit fraction below, the lowest coverage the corrected rates' intervals had there through the
+# report's own path, bound and fallback included: bench/ppi_coverage.py, docs/statistics.md):
+# 0.866 at 40 marks, audit 0.1, 0.922 at 20 marks, audit 0.2 (a rater wrong on 12 % of its sure
+# labels all one way); at 0.3 and above every point covered 0.93 or more. Printed beside them.
+LOW_AUDIT_COVERAGE = ((0.2, 0.86), (0.3, 0.92))
+
+
+def rates_coverage(fraction: float) -> tuple[float, float] | None:
+    """(the audit fraction it is below, the measured coverage) to print beside the corrected
+    rates, or None when they cover at least 0.93 at this audit fraction."""
+    return next(((below, c) for below, c in LOW_AUDIT_COVERAGE if fraction < below), None)
 
 
 @dataclass(frozen=True)
@@ -192,8 +200,8 @@ def corrected_notes(section: CorrectedSection) -> tuple[str, ...]:
              "elsewhere), uncorrected, for reference only."]
     if section.audit_labelled < section.audit_size:
         notes.append(f"The audit is incomplete: people have labelled {section.audit_labelled} of its "
-                     f"{section.audit_size} trials; the corrected figures use those (a uniform random subset "
-                     f"in the queue's draw order), inclusion probability {section.inclusion:.3f}.")
+                     f"{section.audit_size} trials; the corrected figures use those (a uniform random subset: "
+                     f"the queue hands them out in random order), inclusion probability {section.inclusion:.3f}.")
     return tuple(notes)
 
 
@@ -201,8 +209,9 @@ def corrected_lines(section: CorrectedSection) -> list[str]:
     """The section's lines (text, Markdown and HTML)."""
     s = section
     out = [f"Estimates rest on {s.basis}."]
-    low = (f"; with an audit below {LOW_AUDIT:g} this interval's coverage was measured as low as "
-           f"{LOW_AUDIT_COVERAGE:.2f}" if s.fraction < LOW_AUDIT else "")
+    measured = rates_coverage(s.fraction)
+    low = (f"; with an audit below {measured[0]:g} this interval's coverage was measured as low as "
+           f"{measured[1]:.2f}" if measured is not None else "")
     for p, iv in s.rates:
         out.append(f"{p}: corrected success rate {iv.estimate:.3f}, {100 * iv.level:g}% CI {iv.lo:.3f} to {iv.hi:.3f} "
                    f"over {iv.marks} marks ({iv.items} trials, {iv.audited} audited){low}")
@@ -226,7 +235,9 @@ def corrected_lines(section: CorrectedSection) -> list[str]:
 
 
 def _interval_json(iv: stats.CorrectedInterval) -> dict[str, Any]:
-    return {"estimate": iv.estimate, "ci95": [iv.lo, iv.hi], "se": iv.se, "marks": iv.marks, "items": iv.items,
+    # one mark: no spread across marks to estimate (se inf); JSON has no infinity
+    return {"estimate": iv.estimate, "ci95": [iv.lo, iv.hi], "se": iv.se if math.isfinite(iv.se) else None,
+            "marks": iv.marks, "items": iv.items,
             "audited": iv.audited, "unit": "mark", "method": "ppi-marks" if iv.method == "ppi-marks" else iv.method}
 
 
@@ -241,7 +252,7 @@ def corrected_json(section: CorrectedSection | None) -> dict[str, Any] | None:
         "decides": s.decides, "rater_counted": s.counted, "basis": s.basis,
         "disagreement_bound": RATER_DISAGREEMENT_BOUND, "estimator": "ppi" if s.counted else "human-only (ipw)",
         "rates": {p: _interval_json(iv) for p, iv in s.rates},
-        "rates_ci_coverage": LOW_AUDIT_COVERAGE if s.fraction < LOW_AUDIT else None,
+        "rates_ci_coverage": (rates_coverage(s.fraction) or (None, None))[1],
         "comparisons": [{"a": c.a, "b": c.b, **_interval_json(c.difference), "p": c.p, "p_raw": c.difference.p_value,
                          "test": "t over marks", "significant": c.significant, "verdict": c.verdict} for c in s.pairs],
         "audit": {"fraction": s.fraction, "population": s.population, "size": s.audit_size, "labelled": s.audit_labelled,
