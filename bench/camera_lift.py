@@ -12,7 +12,8 @@ Truth per frame: the cube bottom's height from the simulator's cube pose (the ph
 definition); the hold: the physics test's longest hold. Printed per resolution: the frames the
 camera measured while the jaws were closed on the cube, the bottom-height error p50/p95 (absolute),
 the band's coverage (truth within bottom +- band), the band's p50, and the hold-time error
-(|the camera's longest run at or above the success height - physics'|) p50/p95.
+(|the camera's longest run at or above the success height - physics'|) p50/p95; and the seat
+the rater's joints assume (the grasp point's rise less the true bottom, `rater.SEAT_LOW_M`-`SEAT_HIGH_M`).
 
     MUJOCO_GL=egl uv run python bench/camera_lift.py [--episodes 24] [--sizes 320x240,640x480] [--seed 1]
 """
@@ -103,7 +104,21 @@ def episode(index: int, size: tuple[int, int], rng: np.random.Generator, jitter:
     joints = Joints(np.array(t), np.array(state), np.array(action))
     track = measure_lift(decoded, np.array(frame_t), view, layout.cube.size_m, joints)
     return {"track": track, "truth": np.array(truth), "hold": facts.extra["longest_hold_s"],
-            "success": facts.physics_success, "max_lift": facts.max_lift_m}
+            "success": facts.physics_success, "max_lift": facts.max_lift_m, "seat": seats(joints, frame_t, truth)}
+
+
+def seats(joints, frame_t: list[float], truth: list[float]) -> list[float]:
+    """How far the cube sank in the jaws (the rater's seat): the grasp point's rise since the
+    squeeze began less the cube bottom's true height, at the frames held with the bottom at
+    least 3 cm up (near the success height)."""
+    from orchestrator.judging.auto.rater import joint_bottoms
+    from orchestrator.sim import fk
+    from orchestrator.sim.holding import closed_on_cube
+
+    closed = closed_on_cube(joints.state[:, 5], 0.03, joints.action[:, 5])
+    rise = joint_bottoms(closed, fk.grasp_point(joints.state)[:, 2], 0.0)
+    index = np.searchsorted(joints.t, np.asarray(frame_t) - 1e-9)
+    return [float(rise[i] - b) for i, b in zip(index, truth, strict=True) if closed[i] and b >= 0.03]
 
 
 def camera_hold(track, height: float) -> float:
@@ -127,7 +142,7 @@ def main() -> None:
     for text in args.sizes.split(","):
         size = tuple(int(v) for v in text.split("x"))
         rng = np.random.default_rng(args.seed)
-        errors, bands, covered, holds, held, measured = [], [], [], [], 0, 0
+        errors, bands, covered, holds, held, measured, seat = [], [], [], [], 0, 0, []
         for index in range(args.episodes):
             result = episode(index, size, rng, not args.no_jitter)
             track, truth = result["track"], result["truth"]
@@ -140,6 +155,7 @@ def main() -> None:
             bands.extend(track.band_m[ok])
             covered.extend(error <= track.band_m[ok])
             holds.append(abs(camera_hold(track, 0.04) - result["hold"]))
+            seat.extend(result["seat"])
             print(f"{text} episode {index}: physics {'success' if result['success'] else 'failure'}, lift "
                   f"{result['max_lift'] * 1000:.1f} mm, hold {result['hold']:.2f} s; camera {int(ok.sum())} of "
                   f"{int(closed.sum())} held frames, error p95 {np.percentile(error, 95) * 1000 if len(error) else np.nan:.2f} mm, "
@@ -149,7 +165,10 @@ def main() -> None:
               f"({100 * measured / max(held, 1):.0f} %); bottom error p50 {np.percentile(errors_mm, 50):.2f} mm, "
               f"p95 {np.percentile(errors_mm, 95):.2f} mm, max {errors_mm.max():.2f} mm; band p50 "
               f"{1000 * np.median(bands):.2f} mm, covers {100 * np.mean(covered):.1f} % of frames; hold error p50 "
-              f"{np.percentile(holds, 50):.3f} s, p95 {np.percentile(holds, 95):.3f} s", flush=True)
+              f"{np.percentile(holds, 50):.3f} s, p95 {np.percentile(holds, 95):.3f} s; the seat (grasp point's rise - "
+              f"true bottom, held >= 3 cm up) min {1000 * min(seat):.1f}, p5 {1000 * np.percentile(seat, 5):.1f}, "
+              f"p50 {1000 * np.percentile(seat, 50):.1f}, p95 {1000 * np.percentile(seat, 95):.1f}, max "
+              f"{1000 * max(seat):.1f} mm", flush=True)
 
 
 if __name__ == "__main__":

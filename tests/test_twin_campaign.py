@@ -33,7 +33,7 @@ def twin_protocol(tmp_path_factory, saved_acts):
     # of 8 s: the scripted pick needs ~7 s to lift and hold through the real stack
     layout = folder / "layout2.yaml"
     layout.write_text("\n".join(l for l in layout.read_text().splitlines() if "id: M02" not in l) + "\n")
-    # the rater counted with a pre-registered audit of one trial in two (issue 51's queue on the twin)
+    # the rater counted with a pre-registered audit of one trial in two (the audit's queue on the twin)
     judging = "judging: {judges: 1, "
     assert protocol.read_text().count(judging) == 1
     protocol.write_text(protocol.read_text().replace(judging, "judging: {judges: 1, auto: counted, audit: 0.5, "))
