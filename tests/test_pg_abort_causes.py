@@ -11,6 +11,7 @@ import pytest
 from orchestrator.cli import main
 from orchestrator.store.abort_causes import abort_cause
 from orchestrator.store.sqlite import CampaignStore, EpisodeRecord, new_episode_id
+from support.pg_campaign import drop_the_audit
 from support.tiny import PROTOCOL, RIG
 
 CANARY = "canary-pg-cause-51e0b2"
@@ -96,7 +97,7 @@ def _downgrade_to_schema_3(url: str) -> None:
         owner.execute("ALTER TABLE attempts DROP COLUMN abort_cause")
         owner.execute("ALTER TABLE attempts DROP COLUMN operator_answer")   # schema 6
         owner.execute("ALTER TABLE attempts DROP COLUMN answered_at")
-        owner.execute("DROP TABLE audit")   # schema 7
+        drop_the_audit(owner)   # schema 7
         owner.execute("ALTER TABLE judgments DROP COLUMN stage")   # schema 8
         owner.execute("ALTER TABLE judgments DROP COLUMN stage_times")
         owner.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
@@ -142,7 +143,7 @@ def test_a_server_store_keeps_the_operator_s_answers_and_a_schema_5_one_is_upgra
     with psycopg.connect(url, autocommit=True) as owner:     # schema 5 as it shipped: no answers
         owner.execute("ALTER TABLE attempts DROP COLUMN operator_answer")
         owner.execute("ALTER TABLE attempts DROP COLUMN answered_at")
-        owner.execute("DROP TABLE audit")   # schema 7
+        drop_the_audit(owner)   # schema 7
         owner.execute("ALTER TABLE judgments DROP COLUMN stage")   # schema 8
         owner.execute("ALTER TABLE judgments DROP COLUMN stage_times")
         owner.execute("UPDATE meta SET value = '5' WHERE key = 'schema_version'")

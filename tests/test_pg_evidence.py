@@ -16,7 +16,7 @@ import psycopg
 import pytest
 
 from support.cli import run_module
-from support.pg_campaign import campaign_on_server
+from support.pg_campaign import campaign_on_server, drop_the_audit
 from support.postgres import pg_bin
 
 JUDGE = "evidence_judge"   # roles are cluster-wide: a name of this file's own
@@ -137,7 +137,7 @@ def test_an_older_server_store_is_chained_from_its_migration(pg_cluster):
         conn.execute("DROP TABLE chain")
         conn.execute("ALTER TABLE attempts DROP COLUMN operator_answer")   # schema 6's columns
         conn.execute("ALTER TABLE attempts DROP COLUMN answered_at")
-        conn.execute("DROP TABLE audit")   # schema 7
+        drop_the_audit(conn)   # schema 7
         conn.execute("ALTER TABLE judgments DROP COLUMN stage")   # schema 8
         conn.execute("ALTER TABLE judgments DROP COLUMN stage_times")
         conn.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")

@@ -23,7 +23,7 @@ def run(args: argparse.Namespace) -> int:
     from orchestrator.judging.bundle import write_bundle
 
     summary = write_bundle(Path(args.campaign), Path(args.out))
-    print(f"{summary.path}: judge bundle {summary.bundle_id}: {summary.episodes} episodes, "
+    print(f"{summary.path}: judge bundle {summary.bundle_id}: {summary.episodes} episode{'s' if summary.episodes != 1 else ''}, "
           f"{summary.files} videos, {summary.bytes / 1e6:.1f} MB; judge with "
           f"`orchestrator judge {summary.path} --judge NAME`")
     return 0
