@@ -67,7 +67,7 @@ class LiftTrack:
         low, high = self.low_m, self.high_m
         sure = np.where(np.isnan(low), False, low >= height_m - _EPS)
         maybe = np.where(np.isnan(high), True, high >= height_m - _EPS)
-        return _longest(times, sure, widen=False), _longest(times, maybe, widen=True)
+        return longest_run(times, sure), longest_run(times, maybe, widen=True)
 
     def summary(self) -> str:
         """One line: how many frames were measured, and the highest bottom seen."""
@@ -79,8 +79,10 @@ class LiftTrack:
                 f"{self.bottom_m[top] * 100:.1f} +- {self.band_m[top] * 100:.1f} cm at {self.times_s[top]:.2f} s")
 
 
-def _longest(times: np.ndarray, inside: np.ndarray, widen: bool) -> float:
-    """Longest duration of a run of `inside` frames (see `LiftTrack.longest_above`)."""
+def longest_run(times: np.ndarray, inside: np.ndarray, widen: bool = False) -> float:
+    """Longest duration of a run of consecutive `inside` samples, timed from its first sample to
+    its last; `widen`: from the sample before it to the sample after it (see
+    `LiftTrack.longest_above`)."""
     best, k, n = 0.0, 0, len(times)
     while k < n:
         if not inside[k]:

@@ -34,11 +34,11 @@ from pathlib import Path
 
 import numpy as np
 
-from orchestrator.judging.auto.two_senses import combine, longest_run
+from orchestrator.judging.auto.two_senses import combine
 from orchestrator.sim import fk
 from orchestrator.sim.holding import closed_on_cube
 from orchestrator.store.episode_files import read_series
-from orchestrator.vision.lift_track import LiftTrack
+from orchestrator.vision.lift_track import LiftTrack, longest_run
 
 # How far a squeezed cube sinks in the jaws when lifted: the median, over the 31 successful
 # episodes of the demo campaign (protocols/sim_demo.yaml), of the grasp point's rise minus

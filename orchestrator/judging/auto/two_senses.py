@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from orchestrator.core.timeline import frame_shown_at
-from orchestrator.vision.lift_track import LiftTrack
+from orchestrator.vision.lift_track import LiftTrack, longest_run
 
 _EPS = 1e-9
 CONFLICT_S = 0.1   # the senses must contradict each other this long (two frames at 15 fps) to disagree
@@ -47,18 +47,6 @@ class Combined:
     top_m: float
     reason: str
     decided_by: str
-
-
-def longest_run(t: np.ndarray, inside: np.ndarray) -> float:
-    """Longest `t[last] - t[first]` over runs of consecutive True steps of `inside`."""
-    longest, start = 0.0, None
-    for k in range(len(t)):
-        if not inside[k]:
-            start = None
-            continue
-        start = t[k] if start is None else start
-        longest = max(longest, float(t[k] - start))
-    return longest
 
 
 def camera_bounds(t: np.ndarray, lift: LiftTrack) -> tuple[np.ndarray, np.ndarray]:
