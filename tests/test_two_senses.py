@@ -149,3 +149,52 @@ def test_the_joints_alone_verdict_is_unchanged_without_a_camera(rise):
     verdict = rate(T, state, CUBE, HEIGHT, HOLD, action)
     assert verdict.camera == "" and not verdict.reason.startswith("joints only")
     assert verdict.decided_by == ("" if verdict.unsure else "joints")
+
+
+def noisy(start_s: float, end_s: float, bottom_m: float, noise_m: float):
+    """A lift the camera sees with per-frame noise +noise, 0, -noise in turn (median: the truth)."""
+    def at(t: float) -> float:
+        if not start_s - 1e-9 <= t < end_s - 1e-9:
+            return 0.0
+        return bottom_m + noise_m * (1 - round(t * 15) % 3)
+    return at
+
+
+def test_the_seat_pooled_over_the_hold_decides_lifts_near_the_height_both_ways():
+    """Lifts SEAT_BAND_M + 0.5 mm above and below the success height, with a seat the joints'
+    band cannot place (their interval straddles 4 cm) and a camera whose every frame straddles it
+    too (noise 3 mm, band 1 mm wider than noise + margin): the pooled seat (the median over the hold's 30 frames) decides
+    both ways; with fewer than MIN_FRAMES frames seen the rater abstains (positive control: the
+    same lifts), and the two senses alone abstain on the same data."""
+    from orchestrator.judging.auto.seat import MIN_FRAMES, SEAT_BAND_M
+
+    margin = SEAT_BAND_M + 0.0005
+    assert SEAT_LOW_M + 0.0002 < SEAT_HIGH_M - margin                       # the joints straddle below
+    cases = {"success": (HEIGHT + margin, SEAT_LOW_M + 0.0002), "failure": (HEIGHT - margin, SEAT_HIGH_M - 0.0002)}
+    for expected, (bottom, seat) in cases.items():
+        state, action = joints(bottom + seat, 60)                            # held 2 s, from 1 s
+        assert label(rate(T, state, CUBE, HEIGHT, HOLD, action)) == "unsure"  # the joints alone
+        seen = track(noisy(1.0, 3.0, bottom, 0.003), band=0.003 + margin + 0.001)
+        verdict = rate(T, state, CUBE, HEIGHT, HOLD, action, seen)
+        assert label(verdict) == expected, (expected, verdict.reason)
+        assert verdict.decided_by == "camera with joints" and "seat pooled over the hold" in verdict.reason
+        lifted = [k for k in range(len(seen.times_s)) if 1.0 - 1e-9 <= seen.times_s[k] < 3.0 - 1e-9]
+        few = track(noisy(1.0, 3.0, bottom, 0.003), band=0.003 + margin + 0.001, hidden=lifted[MIN_FRAMES - 1:])
+        assert label(rate(T, state, CUBE, HEIGHT, HOLD, action, few)) == "unsure", expected
+    assert len(cases) == 2
+
+
+def test_the_hold_band_is_one_sided_with_the_camera_too():
+    """The true hold ends after the command to open, never before: a hold of exactly hold_s (31
+    steps at 30 Hz) is a success, one a step short is unsure, one HOLD_LATE_S + a step short a
+    failure; with the camera and the joints both sure of the height."""
+    from orchestrator.judging.auto.rater import HOLD_LATE_S
+
+    high = HEIGHT + SEAT_HIGH_M + 0.008
+    steps = {31: "success", 30: "unsure", 31 - round(HOLD_LATE_S * 30) - 1: "failure"}
+    for held, expected in steps.items():
+        state, action = joints(high, held)
+        seen = track(lifted_between(1.0, 1.0 + held / 30, high - MID_SEAT))
+        verdict = rate(T, state, CUBE, HEIGHT, HOLD, action, seen)
+        assert label(verdict) == expected, (held, verdict.reason)
+    assert len(steps) == 3
