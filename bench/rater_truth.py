@@ -8,9 +8,9 @@ give neither), measures each episode's front video once (`judging.auto.camera.fr
 - per campaign: the joints alone and both senses, how many episodes each left unsure, how many it
   labelled wrong against physics, and Cohen's kappa against physics on the episodes it rated;
   with `--episodes`, one line per episode (physics' lift and hold, both labels, the reason);
-- with `--calibrate`: the figures the rater's bands are set from (`judging.auto.seat.SEAT_BAND_M`,
+- with `--calibrate`: the figures the rater's bands are set from (`judging.auto.seat.BELOW_M`, `ABOVE_M`,
   `rater.HOLD_EARLY_S`, `rater.HOLD_LATE_S`): the pooled seat's highest bottom less physics' (its
-  largest |error| is the band), and physics' longest hold less the certain and the possible hold
+  range is the band), and physics' longest hold less the certain and the possible hold
   of both senses and of the joints alone (the certain hold must never be longer than the truth;
   the possible hold is at most `HOLD_LATE_S` shorter). Run it on a calibration campaign, never on
   the one whose figures are reported.
@@ -70,7 +70,7 @@ def label(verdict) -> str:
 def rate_episode(row: dict, test: tuple[float, float, float], cache: Path | None) -> dict:
     """Both labels of one episode and the quantities its calibration reads."""
     from orchestrator.judging.auto.rater import HOLD_BANDS, SEAT_HIGH_M, SEAT_LOW_M, grip, joint_bottoms, rate
-    from orchestrator.judging.auto.seat import SEAT_BAND_M, pooled_bounds
+    from orchestrator.judging.auto.seat import pooled_bounds
     from orchestrator.judging.auto.two_senses import combine
     from orchestrator.store.episode_files import read_series
     from orchestrator.vision.lift_track import longest_run
@@ -87,10 +87,10 @@ def rate_episode(row: dict, test: tuple[float, float, float], cache: Path | None
            "joints_sure": longest_run(t, j_low >= height - 1e-9), "joints_maybe": longest_run(t, j_high >= height - 1e-9),
            "pooled_top": None, "both_sure": None, "both_maybe": None, "bands": HOLD_BANDS}
     if lift is not None:
-        low, _, _ = pooled_bounds(t, closed, z, lift.times_s, lift.bottom_m, band_m=0.0)
+        low, _, _ = pooled_bounds(t, closed, z, lift.times_s, lift.bottom_m, band_m=(0.0, 0.0))
         if not np.isnan(low[closed]).all():
             out["pooled_top"] = float(np.nanmax(low[closed]))
-        pooled = pooled_bounds(t, closed, z, lift.times_s, lift.bottom_m, band_m=SEAT_BAND_M)[:2]
+        pooled = pooled_bounds(t, closed, z, lift.times_s, lift.bottom_m)[:2]
         combined = combine(t, closed, j_low, j_high, lift, height, hold, (0.0, 0.0), True, pooled)
         if not combined.reason.startswith("unsure: the camera and the joints disagree"):
             out["both_sure"], out["both_maybe"] = combined.hold_s, combined.possible_s

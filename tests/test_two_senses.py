@@ -161,16 +161,17 @@ def noisy(start_s: float, end_s: float, bottom_m: float, noise_m: float):
 
 
 def test_the_seat_pooled_over_the_hold_decides_lifts_near_the_height_both_ways():
-    """Lifts SEAT_BAND_M + 0.5 mm above and below the success height, with a seat the joints'
+    """Lifts 0.5 mm beyond the pooled band (BELOW_M above, ABOVE_M below the success height), with a seat the joints'
     band cannot place (their interval straddles 4 cm) and a camera whose every frame straddles it
     too (noise 3 mm, band 1 mm wider than noise + margin): the pooled seat (the median over the hold's 30 frames) decides
     both ways; with fewer than MIN_FRAMES frames seen the rater abstains (positive control: the
     same lifts), and the two senses alone abstain on the same data."""
-    from orchestrator.judging.auto.seat import MIN_FRAMES, SEAT_BAND_M
+    from orchestrator.judging.auto.seat import ABOVE_M, BELOW_M, MIN_FRAMES
 
-    margin = SEAT_BAND_M + 0.0005
+    margin = max(BELOW_M, ABOVE_M) + 0.0005
     assert SEAT_LOW_M + 0.0002 < SEAT_HIGH_M - margin                       # the joints straddle below
-    cases = {"success": (HEIGHT + margin, SEAT_LOW_M + 0.0002), "failure": (HEIGHT - margin, SEAT_HIGH_M - 0.0002)}
+    cases = {"success": (HEIGHT + BELOW_M + 0.0005, SEAT_LOW_M + 0.0002),
+             "failure": (HEIGHT - ABOVE_M - 0.0005, SEAT_HIGH_M - 0.0002)}
     for expected, (bottom, seat) in cases.items():
         state, action = joints(bottom + seat, 60)                            # held 2 s, from 1 s
         assert label(rate(T, state, CUBE, HEIGHT, HOLD, action)) == "unsure"  # the joints alone

@@ -10,7 +10,7 @@ Definitions, per recorded control step while the jaws are closed on the cube (th
   was not measured (occluded, out of view: the camera then says nothing, it never guesses);
 - the pooled interval (`seat.pooled_bounds`, where the camera measured enough frames of the
   squeeze): the rise less the seat measured over the whole hold (the median of rise - the
-  camera's bottom), +- `seat.SEAT_BAND_M`: every frame of the hold counts, not only the worst;
+  camera's bottom), from `seat.BELOW_M` under to `seat.ABOVE_M` over it: every frame of the hold counts, not only the worst;
 - the senses *disagree* when, for at least `CONFLICT_S`, one sense's whole interval is at or above
   the success height and another's is below it (the cube slipped in the jaws: the joints say
   high, the camera sees it drop; or the seat is outside its assumed range). The verdict is then
