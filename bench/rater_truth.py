@@ -10,7 +10,7 @@ give neither), measures each episode's front video once (`judging.auto.camera.fr
   with `--episodes`, one line per episode (physics' lift and hold, both labels, the reason);
 - with `--calibrate`: the figures the rater's bands are set from (`judging.auto.seat.BELOW_M`, `ABOVE_M`,
   `rater.HOLD_EARLY_S`, `rater.HOLD_LATE_S`): the pooled seat's highest bottom less physics' (its
-  range is the band), and physics' longest hold less the certain and the possible hold
+  range over the squeezes not set aside is the band; how many were set aside), and physics' longest hold less the certain and the possible hold
   of both senses and of the joints alone (the certain hold must never be longer than the truth;
   the possible hold is at most `HOLD_LATE_S` shorter). Run it on a calibration campaign, never on
   the one whose figures are reported.
@@ -70,7 +70,7 @@ def label(verdict) -> str:
 def rate_episode(row: dict, test: tuple[float, float, float], cache: Path | None) -> dict:
     """Both labels of one episode and the quantities its calibration reads."""
     from orchestrator.judging.auto.rater import HOLD_BANDS, SEAT_HIGH_M, SEAT_LOW_M, grip, joint_bottoms, rate
-    from orchestrator.judging.auto.seat import pooled_bounds
+    from orchestrator.judging.auto.seat import Pooled, pooled_bounds, set_aside
     from orchestrator.judging.auto.two_senses import combine
     from orchestrator.store.episode_files import read_series
     from orchestrator.vision.lift_track import longest_run
@@ -85,14 +85,17 @@ def rate_episode(row: dict, test: tuple[float, float, float], cache: Path | None
     j_low, j_high = joint_bottoms(closed, z, SEAT_HIGH_M), joint_bottoms(closed, z, SEAT_LOW_M)
     out = {"joints": label(joints), "both": label(both), "reason": both.reason, "decided_by": both.decided_by,
            "joints_sure": longest_run(t, j_low >= height - 1e-9), "joints_maybe": longest_run(t, j_high >= height - 1e-9),
-           "pooled_top": None, "both_sure": None, "both_maybe": None, "bands": HOLD_BANDS}
+           "pooled_top": None, "aside": False, "both_sure": None, "both_maybe": None, "bands": HOLD_BANDS}
     if lift is not None:
-        low, _, _ = pooled_bounds(t, closed, z, lift.times_s, lift.bottom_m, band_m=(0.0, 0.0))
-        if not np.isnan(low[closed]).all():
-            out["pooled_top"] = float(np.nanmax(low[closed]))
-        pooled = pooled_bounds(t, closed, z, lift.times_s, lift.bottom_m)[:2]
-        combined = combine(t, closed, j_low, j_high, lift, height, hold, (0.0, 0.0), True, pooled)
-        if not combined.reason.startswith("unsure: the camera and the joints disagree"):
+        low, _, seat = pooled_bounds(t, closed, z, lift.times_s, lift.bottom_m, band_m=(0.0, 0.0))
+        kept = closed & ~set_aside(seat, SEAT_LOW_M, SEAT_HIGH_M)
+        out["aside"] = bool((closed & ~kept).any())
+        if not np.isnan(low[kept]).all():
+            out["pooled_top"] = float(np.nanmax(low[kept]))
+        low, high, seat = pooled_bounds(t, closed, z, lift.times_s, lift.bottom_m)
+        combined = combine(t, closed, j_low, j_high, lift, height, hold, (0.0, 0.0), True,
+                           Pooled(low, high, seat, set_aside(seat, SEAT_LOW_M, SEAT_HIGH_M), seat > SEAT_HIGH_M))
+        if not combined.reason.startswith("unsure: the camera and the joints disagree") and not out["aside"]:
             out["both_sure"], out["both_maybe"] = combined.hold_s, combined.possible_s
     return out
 
@@ -126,8 +129,10 @@ def calibration(name: str, rows: list[dict], rated: list[dict]) -> None:
     truths = [(r["truth"], x) for r, x in zip(rows, rated, strict=True) if r["truth"] is not None]
     print(f"{name}: {len(truths)} of {len(rows)} episodes with physics' truth stored", flush=True)
     errors = [1000 * (x["pooled_top"] - lift) for (lift, _), x in truths if x["pooled_top"] is not None]
+    aside = sum(x["aside"] for _, x in truths)
     if errors:
-        print(f"{name}: pooled seat: highest bottom - physics' on {len(errors)} episodes: min {min(errors):.2f}, "
+        print(f"{name}: pooled seat set aside (outside the joints' range) on {aside} episodes; on the other "
+              f"{len(errors)}, its highest bottom - physics': min {min(errors):.2f}, "
               f"p5 {np.percentile(errors, 5):.2f}, p50 {np.percentile(errors, 50):.2f}, p95 "
               f"{np.percentile(errors, 95):.2f}, max {max(errors):.2f} mm; largest |error| "
               f"{max(abs(e) for e in errors):.2f} mm", flush=True)

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from orchestrator.judging.auto.seat import pooled_bounds
+from orchestrator.judging.auto.seat import Pooled, pooled_bounds, set_aside
 from orchestrator.judging.auto.two_senses import combine
 from orchestrator.sim import fk
 from orchestrator.sim.holding import closed_on_cube
@@ -60,10 +60,12 @@ SEAT_M = 0.0043
 SEAT_LOW_M = 0.0030
 SEAT_HIGH_M = 0.0070
 # Measured against the simulator's longest hold on a calibration campaign (docs/benchmarks.md, "the
-# automatic rater"): the physics hold less the certain hold was never negative; the physics hold
-# less the possible hold was at most HOLD_LATE_S.
+# automatic rater"; 80 episodes of protocols/sim_near.yaml with another seed): the physics hold less
+# the joints' certain hold was +0.105 s at least (never negative: HOLD_EARLY_S 0 is the physical
+# bound, no credit taken for the lag); the physics hold less the possible hold at most +0.100 s
+# (HOLD_LATE_S: that with 0.05 s to spare).
 HOLD_EARLY_S = 0.0
-HOLD_LATE_S = 0.10
+HOLD_LATE_S = 0.15
 HOLD_BANDS = (HOLD_EARLY_S, HOLD_LATE_S)
 _EPS = 1e-9
 
@@ -133,9 +135,10 @@ def rate(t: np.ndarray, state: np.ndarray, cube_size_m: float, min_height_m: flo
         return AutoVerdict(False, 0.0, 0.0, False, "no recorded steps", camera=camera)
     closed, z = grip(state, cube_size_m, action)
     if lift is not None:
+        low, high, seat = pooled_bounds(t, closed, z, lift.times_s, lift.bottom_m)
         both = combine(t, closed, joint_bottoms(closed, z, SEAT_HIGH_M), joint_bottoms(closed, z, SEAT_LOW_M),
                        lift, min_height_m, hold_s, HOLD_BANDS, arm_moved(state),
-                       pooled_bounds(t, closed, z, lift.times_s, lift.bottom_m)[:2])
+                       Pooled(low, high, seat, set_aside(seat, SEAT_LOW_M, SEAT_HIGH_M), seat > SEAT_HIGH_M))
         return AutoVerdict(both.label == "success", both.hold_s, both.top_m, arm_moved(state), both.reason,
                            both.label == "unsure", both.decided_by)
     verdict = _joints_verdict(t, closed, z, state, min_height_m, hold_s)

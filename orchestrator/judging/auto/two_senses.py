@@ -11,6 +11,10 @@ Definitions, per recorded control step while the jaws are closed on the cube (th
 - the pooled interval (`seat.pooled_bounds`, where the camera measured enough frames of the
   squeeze): the rise less the seat measured over the whole hold (the median of rise - the
   camera's bottom), from `seat.BELOW_M` under to `seat.ABOVE_M` over it: every frame of the hold counts, not only the worst;
+- a pooled seat outside the joints' seat range (`seat.set_aside`: the camera sees the whole hold
+  shifted, or the cube really sits outside it, slipping) is not used, and the label is then the
+  joints' own sure verdict, unless it is a success while the camera sees the cube lower than the
+  joints allow (a slip looks like that) and does not itself say success: then `unsure`, saying so;
 - the senses *disagree* when, for at least `CONFLICT_S`, one sense's whole interval is at or above
   the success height and another's is below it (the cube slipped in the jaws: the joints say
   high, the camera sees it drop; or the seat is outside its assumed range). The verdict is then
@@ -34,6 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from orchestrator.core.timeline import frame_shown_at
+from orchestrator.judging.auto.seat import Pooled
 from orchestrator.vision.lift_track import LiftTrack, longest_run
 
 _EPS = 1e-9
@@ -116,17 +121,19 @@ def _disagree(t: np.ndarray, k: int, senses: dict[str, tuple[np.ndarray, np.ndar
 # and the reason line, read in the order of the module docstring.
 def combine(t: np.ndarray, closed: np.ndarray, j_low: np.ndarray, j_high: np.ndarray, lift: LiftTrack,
             min_height_m: float, hold_s: float, bands: tuple[float, float], moved: bool,
-            pooled: tuple[np.ndarray, np.ndarray] | None = None) -> Combined:
+            pooled: Pooled | None = None) -> Combined:
     """The verdict of both senses (module docstring): step times `t`, the joints' `closed` on
     the cube and their interval for the bottom's height (`j_low`, `j_high`, the seat's range:
     `rater.joint_bottoms`) per step, the camera's `lift`, the hold's bands (`_verdict`), and the
-    bottom with the seat pooled over the hold (`seat.pooled_bounds`; NaN where there is none)."""
+    bottom with the seat pooled over the hold (`seat.Pooled`; where its seat is set aside it is not
+    used, and a label needs the camera's and the joints' own verdicts to agree)."""
+    aside = np.zeros(len(t), bool) if pooled is None else closed & pooled.aside
     c_low, c_high = camera_bounds(t, lift)
     c_low = np.where(closed, c_low, np.nan)
     c_high = np.where(closed, c_high, np.nan)
     senses = {"joints": (j_low, j_high), "camera": (c_low, c_high)}
     if pooled is not None:
-        senses["pooled"] = (np.where(closed, pooled[0], np.nan), np.where(closed, pooled[1], np.nan))
+        senses["pooled"] = (np.where(closed & ~aside, pooled.low, np.nan), np.where(closed & ~aside, pooled.high, np.nan))
     low = np.where(closed, np.fmax.reduce([lo for lo, _ in senses.values()]), 0.0)
     high = np.where(closed, np.fmin.reduce([hi for _, hi in senses.values()]), 0.0)
     first = _conflict(t, closed, low, high, min_height_m - _EPS)
@@ -139,8 +146,17 @@ def combine(t: np.ndarray, closed: np.ndarray, j_low: np.ndarray, j_high: np.nda
     camera = _verdict(t, np.where(closed, np.nan_to_num(c_low, nan=0.0), 0.0),
                       np.where(closed, np.nan_to_num(c_high, nan=np.inf), 0.0), min_height_m, hold_s, bands)[0]
     measured = f"camera measured {int(seen.sum())} of {int(closed.sum())} held steps"
-    if pooled is not None and not np.isnan(pooled[0][closed]).all():
+    if pooled is not None and not np.isnan(senses["pooled"][0][closed]).all():
         measured += ", seat pooled over the hold"
+    if aside.any():
+        deep = bool((aside & pooled.deep).any()) if pooled is not None else True
+        if joints == "unsure" or (joints == "success" and deep and camera != "success"):
+            seat = float(np.nanmedian(np.where(aside, pooled.seat, np.nan))) if pooled is not None else float("nan")
+            reason = (f"unsure: the camera and the joints disagree: the seat the camera measured over the hold, "
+                      f"{seat * 1000:.1f} mm, is outside the joints' range, and alone the camera says {camera}, "
+                      f"the joints {joints} ({measured})")
+            return Combined("unsure", sure, top, reason, "", maybe)
+        label = joints                        # the joints' own verdict, which a shifted camera cannot overturn
     if label == "unsure":
         reason = (f"unsure: held {sure:.2f}-{maybe:.2f} s with the cube bottom >= {min_height_m * 100:g} cm by the "
                   f"camera and the joints together ({measured}; the true hold {bands[0]:g} s shorter to {bands[1]:g} s "
