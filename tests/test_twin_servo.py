@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.rigs.twin import sts3215
+from support.campaign_files import without_cameras
 from support.repo import REPO
 from support.twin_time import wait_physics
 
@@ -29,10 +30,8 @@ TICKS_PER_DEG = 4095 / 360
 def servo_rig(folder) -> Path:
     """hardware/so101_twin.yaml without its cameras: these tests read and write servo registers
     only, and a twin without cameras starts no render process (its start and its CPU saved)."""
-    text = SHIPPED_TWIN_RIG.read_text()
-    start, end = text.index("cameras:\n"), text.index("# The rest pose")
     path = Path(folder) / "so101_twin_servos.yaml"
-    path.write_text(text[:start] + "cameras: {}\n" + text[end:])
+    path.write_text(without_cameras(SHIPPED_TWIN_RIG.read_text()))
     return path
 
 
