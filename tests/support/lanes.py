@@ -134,6 +134,7 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_registries.py", ()),
     ("test_report_timing.py", ()),
     ("test_rig_interface.py", ()),
+    ("test_test_sleeps.py", ()),
     ("test_policy_interface.py", ()),
     ("test_rig_profile.py", ()),
     ("test_rtc.py", ("twin", "lerobot", "subprocess")),
