@@ -75,6 +75,7 @@ def test_doctor_and_run_refuse_another_arms_calibration_and_doctor_names_an_alar
     assert log.goals() == [] and [w for w in log.torque_writes() if w[2]] == []   # ...nothing moved or stiffened
 
 
+@pytest.mark.off_clock
 def test_an_unreadable_calibration_file_is_one_line_on_the_arm_and_on_the_twin(tmp_path):
     folder = tmp_path / "cal"
     folder.mkdir()

@@ -62,6 +62,16 @@ def twin_rig(folder, fps: int = 15, *, max_relative_target: object = _KEEP):
     return path
 
 
+def servo_rig(folder) -> Path:
+    """hardware/so101_twin.yaml without its cameras: for tests that read and write servo registers
+    only; a twin without cameras starts no render process (its start and its CPU saved)."""
+    text = SHIPPED_TWIN_RIG.read_text()
+    start, end = text.index("cameras:\n"), text.index("# The rest pose")
+    path = Path(folder) / "so101_twin_servos.yaml"
+    path.write_text(text[:start] + "cameras: {}\n" + text[end:])
+    return path
+
+
 def with_max_relative_target(text: str, value: object = _KEEP) -> str:
     """The shipped twin profile's text with its `max_relative_target` replaced (None: null)."""
     if value is _KEEP:
