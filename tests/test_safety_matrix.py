@@ -164,7 +164,10 @@ def test_an_rtc_campaign_keeps_every_invariant_and_joins_lerobots_thread(spans, 
     acts = tap.rtc.acts
     before = [t for t, origin in acts if origin is not None and t < first_end]
     after = [t for t, origin in acts if origin is not None and t > first_end]
-    assert len(before) >= 3 and len(after) >= 5, (len(before), len(after))   # the stale check had acts to look up
+    # The count guard of the stale check: it had acts of a computed chunk to look up on both sides of the
+    # first stop. One each is what the check needs; how many more depends on how fast the machine
+    # computes the chunks (the engine's thread runs on the wall clock), so no more is asked.
+    assert before and after, (len(before), len(after))
     assert smr.rtc_threads() == []
 
 

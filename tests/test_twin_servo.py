@@ -14,26 +14,16 @@ from __future__ import annotations
 
 import contextlib
 import time
-from pathlib import Path
 
 import pytest
 
 from orchestrator.rigs.twin import sts3215
+from support.campaign_files import servo_rig
 from support.repo import REPO
 from support.twin_time import wait_physics
 
 SHIPPED_TWIN_RIG = REPO / "hardware" / "so101_twin.yaml"
 TICKS_PER_DEG = 4095 / 360
-
-
-def servo_rig(folder) -> Path:
-    """hardware/so101_twin.yaml without its cameras: these tests read and write servo registers
-    only, and a twin without cameras starts no render process (its start and its CPU saved)."""
-    text = SHIPPED_TWIN_RIG.read_text()
-    start, end = text.index("cameras:\n"), text.index("# The rest pose")
-    path = Path(folder) / "so101_twin_servos.yaml"
-    path.write_text(text[:start] + "cameras: {}\n" + text[end:])
-    return path
 
 
 def _stepped_arm(folder, monkeypatch, supply_v: float = 12.0):
