@@ -131,3 +131,37 @@ def test_three_policies_are_decided_with_holm_over_the_pairs():
     ab, _, bc = section.pairs
     assert ab.p >= ab.difference.p_value and ab.significant and "Holm-adjusted t test over 30 marks" in ab.verdict
     assert bc.difference.estimate == 0 and not bc.significant and bc.verdict.startswith("B vs C: not established")
+
+
+def _without_audit_labels(data, keep: int):
+    """`data` with people's labels removed from all but `keep` of the audited episodes."""
+    audited = sorted((o for o in data.outcomes if str(o.slot) in data.audit.trial_ids), key=lambda o: o.slot)
+    dropped = {o.episode_id for o in audited[keep:]}
+    return replace(data, human_labels=tuple(lab for lab in data.human_labels if lab.episode_id not in dropped))
+
+
+def test_an_unlabelled_audit_states_no_inclusion_probability_in_any_format():
+    """0 of the audit's 2 trials labelled: the report says so and states no inclusion probability
+    (no labelled episode has one; it printed 0.125 = 1/8), no corrected difference is established
+    and the rates' intervals span the rater's unknown error. Positive control: with 1 of 2
+    labelled it states the probability, audited rater's labels over the rater's labels."""
+    _, data = _data(marks=4, repeats=1, audit=0.25, rater_noise=0.2, band=0.3)
+    assert data.audit.population == 8 and len(data.audit.trial_ids) == 2
+    report = build_report(_without_audit_labels(data, 0))
+    s = report.corrected
+    assert s is not None and s.audit_labelled == 0 and s.inclusion is None and s.rater_sure > 0
+    assert not s.pairs[0].significant and "not established" in s.pairs[0].verdict
+    outputs = {fmt: render(report, fmt) for fmt in ("text", "md", "html", "json")}
+    for fmt, out in outputs.items():
+        assert "people have labelled 0 of its 2 trials" in out, fmt
+        assert "inclusion probability" not in out, fmt
+        assert "its errors are unmeasured" in out, fmt
+    doc = json.loads(outputs["json"])["corrected"]
+    assert doc["audit"]["labelled"] == 0 and doc["audit"]["inclusion_probability"] is None
+    assert doc["comparisons"][0]["estimate"] is None and doc["comparisons"][0]["ci95"] == [-1.0, 1.0]
+    one = build_report(_without_audit_labels(data, 1)).corrected
+    assert one is not None and one.audit_labelled == 1
+    if one.audit_rated:                      # the labelled one is among the rater's labels
+        assert one.inclusion == one.audit_rated / one.rater_sure
+        for fmt in ("text", "md", "html", "json"):
+            assert f"inclusion probability {one.inclusion:.3f}" in render(build_report(_without_audit_labels(data, 1)), fmt)
