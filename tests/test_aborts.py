@@ -84,6 +84,7 @@ def test_a_policy_that_raises_is_counted_as_its_failure_and_the_report_says_so(t
     assert doc["aborts"]["per_policy"]["B"]["aborted_attempts_by_cause"] == {"policy": {"exception": 1}}
 
 
+@pytest.mark.slow   # a tiny simulated campaign or two, over a second of CPU: the full run; the fast lane keeps this file's other campaigns
 def test_rerun_rule_and_the_old_behaviour_are_preregistrable(tmp_path, monkeypatch):
     """With `aborts: {policy: rerun, max_reruns: 1}` the same failing trial is re-run once, then
     left out and listed, never retried forever."""
@@ -303,6 +304,7 @@ def test_the_plain_prompt_records_the_operator_s_reason_class():
     assert operator._stop.reason == f"{ESTOP_PENDING}: phone rang"
 
 
+@pytest.mark.slow   # a tiny simulated campaign or two, over a second of CPU: the full run; the fast lane keeps this file's other campaigns
 def test_a_trial_stopped_three_times_in_a_session_is_left_to_the_next_run_and_told_so(tmp_path, monkeypatch,
                                                                                       capsys):
     """Within one session a trial is re-queued after an abort up to MAX_ATTEMPTS_PER_SESSION times;

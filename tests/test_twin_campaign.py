@@ -11,7 +11,6 @@ import json
 import shlex
 import shutil
 import sqlite3
-import subprocess
 import sys
 import time
 
@@ -92,9 +91,11 @@ def readme_rehearsal_block() -> list[str]:
     return [line.split("  #")[0].strip() for line in block.splitlines() if line.strip()]
 
 
-def test_the_readmes_rehearsal_block_runs_as_written_to_the_first_prompt(tmp_path):
+def test_the_readmes_rehearsal_block_runs_as_written_to_the_first_prompt(tmp_path, monkeypatch, capsys):
     """The README's twin rehearsal, in a folder holding only what a fresh clone ships: the first
-    line makes the tiny checkpoint (no download), `doctor --twin` on the shipped protocol and
+    line makes the tiny checkpoint (no download; its module's `main` in this process, in that
+    folder: a fresh interpreter would import torch and LeRobot's policies again, 7-10 s, for
+    nothing the line's own code does not do here), `doctor --twin` on the shipped protocol and
     profile passes and states B's step time against the period; the run lines name shipped
     files and parse; the interactive run line, in tmux, reaches its first prompt ("press Enter")
     and `q` ends it. Every line that needs LeRobot runs it with the extra."""
@@ -106,10 +107,16 @@ def test_the_readmes_rehearsal_block_runs_as_written_to_the_first_prompt(tmp_pat
         shutil.copytree(REPO / folder, tmp_path / folder)
     argv = [shlex.split(line.removeprefix("uv run --extra lerobot ").removeprefix("uv run ")) for line in lines]
     assert argv[0][:3] == ["python", "-m", "orchestrator.policies.tiny_act"]
-    made = subprocess.run([sys.executable, *argv[0][1:]], cwd=tmp_path, env=env(), capture_output=True, text=True,
-                          timeout=300)
-    assert made.returncode == 0, made.stderr[-3000:]
-    assert "tiny random ACT saved in checkpoints/tiny_act (cameras front 320x240, wrist 320x240" in made.stdout
+    from orchestrator.policies import tiny_act
+
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    code = tiny_act.main(argv[0][3:])
+    made = capsys.readouterr()
+    monkeypatch.undo()
+    assert code == 0, made.err[-3000:]
+    assert "tiny random ACT saved in checkpoints/tiny_act (cameras front 320x240, wrist 320x240" in made.out
+    assert (tmp_path / "checkpoints" / "tiny_act" / "config.json").is_file()
     assert argv[1][0] == "orchestrator"
     doctor = run_module(*argv[1][1:], cwd=tmp_path, env=env(), timeout=300)
     assert doctor.code == 0, doctor.err[-3000:]
