@@ -41,13 +41,15 @@ def twin_protocol(tmp_path_factory, saved_acts):
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)
-def test_unattended_twin_campaign_scripted_vs_saved_act(twin_protocol, tmp_path):
+def test_unattended_twin_campaign_scripted_vs_saved_act(twin_protocol, tmp_path, cli):
     out = tmp_path / "campaign"
     result = run_module("run", twin_protocol, "--rig", twin_protocol.parent / "so101_twin.yaml", "--twin", "--unattended", "--out", out,
                         env=env(), timeout=900)
     assert result.code == 0, result.err[-3000:]
     assert "2/2 trials done, 0 aborted" in result.out, result.out + result.err[-3000:]
-    report = run_module("report", out, "--format", "json", env=env())
+    # the run in a fresh process; what reads its store (report, bundle) in this one: their fresh-process
+    # paths are tested on every rig by their own files (3 x ~2 s of interpreter and imports saved)
+    report = cli("report", out, "--format", "json")
     assert report.code == 0, report.err
     data = json.loads(report.out)
     assert data["campaign"]["complete"] is True and data["campaign"]["trials"] == 2
@@ -64,7 +66,7 @@ def test_unattended_twin_campaign_scripted_vs_saved_act(twin_protocol, tmp_path)
         loop = data["timing"][label]
         assert 0 <= loop["frame_age_p50_ms"] <= loop["frame_age_p95_ms"] < 500, loop
         assert 0 <= loop["frame_repeat_fraction"] < 1, loop
-    text = run_module("report", out, env=env())
+    text = cli("report", out)
     assert "camera frame age p50" in text.out, text.out
     # judging works unchanged: a blinded bundle of the twin campaign
     # ...of only the episodes the rater was unsure of and the audited one (the store read with sqlite3)
@@ -76,7 +78,7 @@ def test_unattended_twin_campaign_scripted_vs_saved_act(twin_protocol, tmp_path)
     conn.close()
     queue = {e for e, slot in slots.items() if slot in audited or e not in sure}
     assert len(slots) == 2 and len(audited) == 1 and 1 <= len(queue) <= 2, (slots, audited, sure)   # count guard
-    bundle = run_module("bundle", out, "--out", tmp_path / "bundle", env=env())
+    bundle = cli("bundle", out, "--out", tmp_path / "bundle")
     assert bundle.code == 0, bundle.err
     assert f"{len(queue)} episode{'s' if len(queue) > 1 else ''}, {2 * len(queue)} videos" in bundle.out, bundle.out
     manifest = json.loads((tmp_path / "bundle" / "manifest.json").read_text())
