@@ -234,7 +234,8 @@ def test_a_cube_held_tilted_after_an_episode_is_put_down_without_pressing_it_int
 def test_the_release_height_follows_how_the_cube_sits_in_the_jaws():
     """Geometry alone: a cube picked and put down with the gripper equally tilted is let go
     `RELEASE_ABOVE_M` above the place's grasp height (as before); picked 20 degrees tilted and
-    put down upright, 10 mm or more higher (its corner hangs lower), plus the turned margin."""
+    put down upright (a place that cannot tilt as the pick did), 10 mm or more higher (its
+    corner hangs lower), plus the turned margin; put down tilted as picked, as before."""
     from orchestrator.policies import pick_place as pp
     from orchestrator.policies.scripted import plan_pick
 
@@ -247,6 +248,13 @@ def test_the_release_height_follows_how_the_cube_sits_in_the_jaws():
     assert same == pytest.approx(pp.RELEASE_ABOVE_M, abs=0.0005)
     turned = pp.release_height_m(place, pp.Seat.of_pick(far, (0.31, 0.0), size))
     assert turned >= pp.RELEASE_ABOVE_M + 0.010 + pp.TURNED_MARGIN_M
+    # The reset's place tilts the gripper as the pick did (`tilted_as`) where it reaches: the
+    # cube then stands flat in the jaws over the mark and is let go as a matched pick is.
+    aim = pp.place_aim((m07.x, m07.y, 0.0), size, far.tilt_deg)
+    tilted = plan_pick(*aim, size, 0.0, clearance_m=pp.CLEARANCE_M, tilts=pp.tilted_as(far.tilt_deg))
+    assert tilted.tilt_deg == far.tilt_deg
+    assert pp.release_height_m(tilted, pp.Seat.of_pick(far, (0.31, 0.0), size)) == pytest.approx(pp.RELEASE_ABOVE_M,
+                                                                                                  abs=0.001)
 
 
 def _lift_in_the_jaws(rig, mark):

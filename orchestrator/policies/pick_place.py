@@ -7,9 +7,12 @@ cube and again at the mark (moved by the cube's shift in the closing jaws, `plac
 first pick, `hover_s`: a stay above the cube, where a calibration error shows as jaws beside the
 cube before they descend, and the stop key can stop them); down; close; up;
 across at the lifted height to above the mark; down until the cube's lowest corner is
-`RELEASE_ABOVE_M` above the table (where it sits in the jaws, `Seat`: a cube picked with the
-gripper tilted and put down with it upright, or the other way round, stands turned in the jaws,
-its corner lower than the place's own grasp would hold it); open; up, clear of the cube. The jaws close
+`RELEASE_ABOVE_M` above the table (where it sits in the jaws, `Seat`); open; up, clear of the
+cube. The place tilts the gripper as it was when the jaws closed on the cube (`tilted_as`: near
+the edge of reach the pick tilts it 15-25 degrees), so the cube stands flat over the mark; where
+the arm cannot tilt so there, the cube hangs turned in the jaws, a corner up to 13 mm lower than
+the place's own grasp would hold it, and is let go that much higher (before the seat it was
+pressed into the table and the guarded motion stopped the arm). The jaws close
 across the pair of faces nearest the arm's plane at each end (`plan_pick`), so the cube lands
 turned to the mark's yaw modulo its 90-degree symmetry. Joint targets in rig units (degrees,
 gripper 0-100), one per control step at `fps`, each phase eased in and out (`smoothstep`).
@@ -24,6 +27,7 @@ import numpy as np
 from orchestrator.policies.scripted import (
     CLOSED_PCT,
     LIFT_M,
+    TILTS_DEG,
     TIP_CLEARANCE_M,
     along_path,
     opening_for,
@@ -82,13 +86,28 @@ def in_hand_offset_m(cube_size_m: float) -> float:
     return (gap - cube_size_m) / 2.0
 
 
-def place_aim(mark_xy_yaw: tuple[float, float, float], cube_size_m: float) -> tuple[float, float]:
+def tilted_as(tilt_deg: float) -> tuple[float, ...]:
+    """The place's tilts to try (`plan_pick`'s `tilts`): the gripper tilted as it was when the jaws
+    closed on the cube first, so that the cube stands on the table as it stood when gripped (flat),
+    then the others as `plan_pick` tries them."""
+    return (float(tilt_deg), *(t for t in TILTS_DEG if t != tilt_deg))
+
+
+def held_tilt_deg(joints: np.ndarray) -> float:
+    """The gripper's tilt from straight down at `joints` (rig units), to the nearest of `TILTS_DEG`."""
+    kin = arm_kinematics()
+    _, rotation = kin.fk(kin.units.from_rig(np.append(np.asarray(joints, float)[:5], CLOSED_PCT)))
+    tilt = math.degrees(math.acos(max(-1.0, min(1.0, float(rotation[2, 2])))))
+    return float(min(TILTS_DEG, key=lambda t: abs(t - tilt)))
+
+
+def place_aim(mark_xy_yaw: tuple[float, float, float], cube_size_m: float, tilt_deg: float = 0.0) -> tuple[float, float]:
     """Where to aim the place's plan so that the cube the jaws hold against the fixed jaw lands
     on the mark: the mark moved by `in_hand_offset_m` along the jaw axis, away from the fixed
     jaw, and back by where a tilted plan puts the opening's middle (`PickPlan.centre_xy_m`;
     the axis and the tilt as the place's plan at the mark chooses them)."""
     x, y, yaw = mark_xy_yaw
-    plan = plan_pick(x, y, cube_size_m, yaw, clearance_m=CLEARANCE_M)
+    plan = plan_pick(x, y, cube_size_m, yaw, clearance_m=CLEARANCE_M, tilts=tilted_as(tilt_deg))
     jaw = math.radians(plan.jaw_yaw_deg)
     off = in_hand_offset_m(cube_size_m)
     return (x + off * math.cos(jaw) - plan.centre_xy_m[0], y + off * math.sin(jaw) - plan.centre_xy_m[1])
@@ -152,8 +171,9 @@ def pick_and_place_path(start: np.ndarray, cube_xy_yaw: tuple[float, float, floa
     offset the camera measured after the last one); `hover_s`: seconds held above the cube,
     the jaws open, before the descent."""
     pick = plan_pick(cube_xy_yaw[0], cube_xy_yaw[1], cube_size_m, cube_xy_yaw[2], clearance_m=CLEARANCE_M)
-    ax, ay = place_aim(mark_xy_yaw, cube_size_m)
-    place = plan_pick(ax + correction_m[0], ay + correction_m[1], cube_size_m, mark_xy_yaw[2], clearance_m=CLEARANCE_M)
+    ax, ay = place_aim(mark_xy_yaw, cube_size_m, pick.tilt_deg)
+    place = plan_pick(ax + correction_m[0], ay + correction_m[1], cube_size_m, mark_xy_yaw[2], clearance_m=CLEARANCE_M,
+                      tilts=tilted_as(pick.tilt_deg))
     opened = pick.open_pct
     above = np.append(pick.above[:5], opened)
     legs = [_ramp(np.asarray(start, float), above, TO_ABOVE_S, fps),
@@ -213,9 +233,10 @@ def place_held_path(start: np.ndarray, mark_xy_yaw: tuple[float, float, float], 
     never sweeps the table), then `pick_and_place_path`'s place. None when that lift is out of
     the arm's reach (the cube then goes to rest with the arm, as without a reset)."""
     kin = arm_kinematics()
-    ax, ay = place_aim(mark_xy_yaw, cube_size_m)
+    tilt = held_tilt_deg(start)
+    ax, ay = place_aim(mark_xy_yaw, cube_size_m, tilt)
     place = plan_pick(ax + correction_m[0], ay + correction_m[1], cube_size_m, mark_xy_yaw[2],
-                      clearance_m=CLEARANCE_M)
+                      clearance_m=CLEARANCE_M, tilts=tilted_as(tilt))
     here = np.append(np.asarray(start, float)[:5], CLOSED_PCT)
     q = kin.units.from_rig(here)
     rise = float(kin.fk(kin.units.from_rig(np.append(place.lift[-1][:5], CLOSED_PCT)))[0][2] - kin.fk(q)[0][2])
