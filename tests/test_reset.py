@@ -172,23 +172,26 @@ def test_a_cube_at_the_edge_of_reach_is_picked_not_pushed_out_of_reach(rig, tmp_
 
 
 def _old_release(monkeypatch):
-    """The release before the seat (the positive control): the cube as the place's own grasp
-    would hold it, its bottom `RELEASE_ABOVE_M` above the table whatever the pick's tilt."""
+    """The put-down before the seat (the positive control): the place's first tilt that reaches
+    (upright near the base) whatever the pick's, and the cube let go as the place's own grasp
+    would hold it, its bottom `RELEASE_ABOVE_M` above the table."""
     from orchestrator.policies import pick_place as pp
+    from orchestrator.policies.scripted import TILTS_DEG
 
     monkeypatch.setattr(pp, "release_height_m", lambda place, seat: pp.RELEASE_ABOVE_M)
+    monkeypatch.setattr(pp, "tilted_as", lambda tilt_deg: TILTS_DEG)
 
 
 @pytest.mark.slow   # four resets in the simulator, seconds: the full run, not the fast lane
 def test_a_cube_beyond_the_marks_reach_picked_tilted_is_let_go_above_the_table_not_pressed_into_it(
         rig, tmp_path, monkeypatch):
     """A cube an episode pushed 0.31 m out, past the marks' 0.30 m (the reset picks to
-    `PICK_REACH_MAX_M`): the pick tilts the gripper 20 degrees, the place on M07 holds it
-    upright, so the cube stands turned in the jaws with its corner 10 mm lower than the place's
-    own grasp would hold it; the put-down lets it go above the table (`pick_place.Seat`) and the
-    reset places it without a stop. The positive control: let go where the place's own grasp
-    would (the code before) the cube is pressed into the table and the guarded motion stops the
-    arm (an intervention)."""
+    `PICK_REACH_MAX_M`): the pick tilts the gripper 20 degrees, and so does the place on M07
+    (`pick_place.tilted_as`), the cube let go from where it sits in the jaws (`Seat`): the
+    reset places it without a stop. The positive control: the place upright, the cube then
+    turned in the jaws with its corner 10 mm lower than the place's own grasp would hold it and
+    let go where that grasp would (the code before): pressed into the table, the guarded motion
+    stops the arm (an intervention)."""
     from orchestrator.run.reset import PICK_REACH_MAX_M
 
     assert 0.31 <= PICK_REACH_MAX_M
@@ -210,11 +213,11 @@ def test_a_cube_beyond_the_marks_reach_picked_tilted_is_let_go_above_the_table_n
 def test_a_cube_held_tilted_after_an_episode_is_put_down_without_pressing_it_into_the_table(
         rig, tmp_path, monkeypatch):
     """A cube gripped 0.31 m out (the gripper tilted 20 degrees) and still in the jaws after the
-    episode, put down on M02 with the gripper upright: let go above the table as the seat of
-    such a grip says, it lands flat near the mark. The positive control: let go where the
-    place's own grasp would (the code before), the guarded motion stops the put-down (the cube
-    pressed into the table: an intervention; in a short campaign the retries that followed
-    such a stop knocked the cube out of reach)."""
+    episode, put down on M02 with the gripper tilted as it holds the cube and let go as the seat
+    of such a grip says: it lands flat near the mark. The positive control: put down upright
+    and let go where the place's own grasp would (the code before), the guarded motion stops
+    the put-down (the cube pressed into the table: an intervention; in a short campaign the
+    retries that followed such a stop knocked the cube out of reach)."""
     gripped = Mark(id="far", x=0.31, y=0.0, yaw_deg=0.0)
     reset, _, _ = _reset(rig, tmp_path)
     _lift_in_the_jaws(rig, gripped)
