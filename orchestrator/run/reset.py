@@ -59,7 +59,7 @@ RESETTING = "resetting the cube"
 # The reset picks a cube up to this far from the arm's base, beyond the marks' 0.30 m
 # (`protocol.REACH_MAX_M`, which leaves a policy room around its mark): an episode pushes a cube
 # on a mark 0.29 m out 10-15 mm further, and the pick's plan reaches 0.34 m with the gripper
-# tilted 25 degrees. Measured (docs/benchmarks.md, "Resets without learning time"): 18 cubes
+# tilted 25 degrees. Measured (docs/benchmarks.md, "Resets that need no learning time"): 18 cubes
 # 0.305-0.33 m out, each picked and put on M07 in 1-2 tries.
 PICK_REACH_MAX_M = 0.32
 NEAR_M = 0.02   # a pick this close to the mark is a correction of the last placement
