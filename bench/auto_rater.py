@@ -10,12 +10,13 @@ prints the report's `rater_agreement` row for auto vs physics: how often auto ab
 it rated, and the confusion table.
 
     uv run python bench/auto_rater.py [--workers 2] [--rig hardware/sim.yaml] [--keep DIR] [--campaign DIR ...]
-    uv run python bench/auto_rater.py --senses --campaign DIR ...     # the two senses against the joints alone
+    uv run python bench/auto_rater.py --senses --campaign DIR ... [--cache DIR]   # the two senses against the joints alone
 
 `--senses` rates every episode twice, with the joints alone and with both senses (the front
 video measured by `vision.lift`: needs the 320x240 cameras of hardware/sim.yaml), and prints per
-campaign how often each abstained, how often each was wrong against physics, and which sense
-decided: the figures behind the rater's seat and bands (docs/benchmarks.md).
+campaign how often each abstained, how often each was wrong against physics, kappa against physics
+on the episodes each rated, and which sense decided (`bench/rater_truth.py`, which also checks the
+rules against physics' truth per episode and prints the figures the bands are set from).
 
 (`--rig tests/data/tiny_sim.yaml` runs the same episodes with 64x48 cameras: `auto` reads the
 joints only, so its figures are the same, in a fraction of the time.)
@@ -48,31 +49,13 @@ def agreement(campaign: Path) -> dict:
     return rows[0]
 
 
-def senses(campaign: Path) -> None:
-    """The joints alone against both senses on every episode of `campaign` (see the docstring)."""
-    from orchestrator.judging.auto.labels import campaign_test
-    from orchestrator.judging.auto.rater import rate_file
-    from orchestrator.store.episode_files import EpisodeFiles
-    from orchestrator.store.sqlite import CampaignStore
+def senses(campaign: Path, cache: Path | None) -> None:
+    """The joints alone against both senses on every episode of `campaign` (`bench/rater_truth.py`)."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    from rater_truth import episodes, rate_episode, summary
 
-    with CampaignStore.open_readonly(campaign) as store:
-        cube, height, hold = campaign_test(store)
-        episodes = [(e["physics_success"], EpisodeFiles.from_dict(e["files"]).timeseries) for e in store.episodes()]
-    counts: dict[str, dict[str, int]] = {"joints": {}, "both": {}}
-    deciders: dict[str, int] = {}
-    for physics, series in episodes:
-        truth = "success" if physics else "failure"
-        for name, camera in (("joints", False), ("both", True)):
-            verdict = rate_file(campaign / series, cube, height, hold, camera=camera)
-            label = "unsure" if verdict.unsure else ("success" if verdict.success else "failure")
-            outcome = "unsure" if label == "unsure" else ("right" if label == truth else "wrong")
-            counts[name][outcome] = counts[name].get(outcome, 0) + 1
-            if camera and not verdict.unsure:
-                deciders[verdict.decided_by] = deciders.get(verdict.decided_by, 0) + 1
-    for name, tally in counts.items():
-        print(f"{campaign.name}: {name}: {tally.get('unsure', 0)} of {len(episodes)} unsure, "
-              f"{tally.get('wrong', 0)} wrong, {tally.get('right', 0)} right", flush=True)
-    print(f"{campaign.name}: decided by {deciders}", flush=True)
+    test, rows = episodes(campaign)
+    summary(campaign.name, rows, [rate_episode(row, test, cache / campaign.name if cache else None) for row in rows])
 
 
 def main() -> None:
@@ -82,10 +65,11 @@ def main() -> None:
     parser.add_argument("--keep", type=Path, help="write the campaigns here (default: a temporary folder)")
     parser.add_argument("--campaign", type=Path, nargs="*", help="rate existing campaigns instead")
     parser.add_argument("--senses", action="store_true", help="the two senses against the joints alone")
+    parser.add_argument("--cache", type=Path, help="with --senses: keep each episode's camera track here")
     args = parser.parse_args()
     if args.senses:
         for campaign in args.campaign or []:
-            senses(campaign)
+            senses(campaign, args.cache)
         return
     with tempfile.TemporaryDirectory() as tmp:
         campaigns = args.campaign or []

@@ -114,6 +114,7 @@ def test_a_schema_5_store_opens_as_schema_6_with_its_chain_intact(tmp_path):
             "the hardware (supply, cable, servo)"]
 
 
+@pytest.mark.slow   # a tiny simulated campaign or two, over a second of CPU: the full run; the fast lane keeps this file's other campaigns
 def test_interruptions_past_the_pre_registered_limit_leave_the_trial_out(tmp_path):
     protocol = _protocol(tmp_path, "aborts: {max_interruptions: 2}\n")
     out = tmp_path / "c"

@@ -84,6 +84,7 @@ def test_a_policy_that_raises_is_counted_as_its_failure_and_the_report_says_so(t
     assert doc["aborts"]["per_policy"]["B"]["aborted_attempts_by_cause"] == {"policy": {"exception": 1}}
 
 
+@pytest.mark.slow   # a tiny simulated campaign or two, over a second of CPU: the full run; the fast lane keeps this file's other campaigns
 def test_rerun_rule_and_the_old_behaviour_are_preregistrable(tmp_path, monkeypatch):
     """With `aborts: {policy: rerun, max_reruns: 1}` the same failing trial is re-run once, then
     left out and listed, never retried forever."""
@@ -232,12 +233,14 @@ def test_judges_never_see_the_cause(tmp_path, monkeypatch):
 
 @pytest.mark.lerobot
 @pytest.mark.subprocess
-def test_a_lerobot_policy_with_non_finite_actions_fails_its_trials_in_the_parallel_runner(tmp_path, saved_acts):
+def test_a_lerobot_policy_with_non_finite_actions_fails_its_trials_in_the_parallel_runner(tmp_path, saved_acts,
+                                                                                         capsys):
     """A real LeRobot ACT checkpoint whose weights were poisoned with NaN, run by `orchestrator run
     --workers 2` in a fresh process (the parallel runner: the fault crosses from a worker): every
     one of its trials ends in a non-finite action, classed `policy` and counted as its failure; A's
     trials run; the campaign completes and the report, text and JSON, says so with the cause
-    (`policy: non-finite action 2`), not only the class."""
+    (`policy: non-finite action 2`), not only the class (the report in this process: `run` is the
+    fresh one, `report`'s command line is run fresh by tests/test_report.py)."""
     import shutil
 
     import torch
@@ -266,15 +269,15 @@ def test_a_lerobot_policy_with_non_finite_actions_fails_its_trials_in_the_parall
     assert all(t.episode_id for t in trials if t.policy == "A")
     assert sorted((a["abort_class"], a["settles"]) for a in aborted) == [("policy", "failure")] * 2
     assert sorted(a["abort_cause"] for a in aborted) == ["non-finite action"] * 2
-    report = run_module("report", out, "--format", "json")
-    doc = json.loads(report.out)
+    capsys.readouterr()
+    assert main(["report", str(out), "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
     assert doc["aborts"]["per_policy"]["B"]["scored_failures"] == 2
     assert doc["policies"]["B"]["successes"] == 0 and doc["policies"]["B"]["trials"] == 2
     assert doc["aborts"]["per_policy"]["B"]["aborted_attempts_by_cause"] == {"policy": {"non-finite action": 2}}
     assert doc["aborts"]["per_policy"]["A"]["aborted_attempts_by_cause"] == {}
-    text = run_module("report", out)          # the cause, not only the class
-    assert text.code == 0, text.err
-    section = text.out.split("Aborted attempts\n")[1].split("\n\n")[0]
+    assert main(["report", str(out)]) == 0          # the cause, not only the class
+    section = capsys.readouterr().out.split("Aborted attempts\n")[1].split("\n\n")[0]
     (row,) = [ln for ln in section.splitlines() if ln.startswith("B ")]
     assert row.split()[-5:] == ["policy:", "non-finite", "action", "2", "none"], row   # causes, then answers
 
@@ -303,6 +306,7 @@ def test_the_plain_prompt_records_the_operator_s_reason_class():
     assert operator._stop.reason == f"{ESTOP_PENDING}: phone rang"
 
 
+@pytest.mark.slow   # a tiny simulated campaign or two, over a second of CPU: the full run; the fast lane keeps this file's other campaigns
 def test_a_trial_stopped_three_times_in_a_session_is_left_to_the_next_run_and_told_so(tmp_path, monkeypatch,
                                                                                       capsys):
     """Within one session a trial is re-queued after an abort up to MAX_ATTEMPTS_PER_SESSION times;

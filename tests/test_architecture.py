@@ -10,6 +10,7 @@ import ast
 import re
 from pathlib import Path
 
+from support import sources
 from support.repo import REPO
 
 PACKAGE = REPO / "orchestrator"
@@ -31,7 +32,7 @@ def imports_of(name: str, path: Path, known: dict[str, Path]) -> set[str]:
     """The package modules `name` imports (anywhere in the file)."""
     package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
     found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in sources.walk(path):
         if isinstance(node, ast.ImportFrom):
             base = ".".join(package[:len(package) - node.level + 1] + ([node.module] if node.module else [])) \
                 if node.level else (node.module or "")
@@ -93,7 +94,7 @@ def unnoted_long_functions(text: str, limit: int = MAX_FUNCTION_LINES) -> list[t
     the same name."""
     source = text.splitlines()
     out = []
-    for node in ast.walk(ast.parse(text)):
+    for node in sources.nodes(text):
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         length = node.end_lineno - node.lineno + 1
@@ -127,10 +128,14 @@ def test_no_function_over_60_lines_without_its_own_note():
 NOTED_EDGES: set[tuple[str, str]] = set()
 
 
-def test_no_import_cycle():
+def package_graph() -> dict[str, set[str]]:
+    """Each module of the package -> the package modules it imports (`imports_of`)."""
     known = modules()
-    graph = {name: {d for d in imports_of(name, path, known) if (name, d) not in NOTED_EDGES}
-             for name, path in known.items()}
+    return {name: imports_of(name, path, known) for name, path in known.items()}
+
+
+def test_no_import_cycle():
+    graph = {name: {d for d in deps if (name, d) not in NOTED_EDGES} for name, deps in package_graph().items()}
     assert cycles(graph) == []
 
 
@@ -155,8 +160,7 @@ def upward_imports(graph: dict[str, set[str]]) -> list[str]:
 
 
 def test_imports_only_downward_through_the_stages():
-    known = modules()
-    graph = {name: imports_of(name, path, known) for name, path in known.items()}
+    graph = package_graph()
     assert sum(len(d) for d in graph.values()) > 200     # the graph was read (not vacuously empty)
     assert upward_imports(graph) == []
 
@@ -164,8 +168,7 @@ def test_imports_only_downward_through_the_stages():
 def test_the_rigs_outside_the_twin_never_import_it():
     """The twin builds on the simulated rig and the SO-101 adapter; they reach it only through the
     hooks of `rigs/extensions.py` (imported by name), never by an import."""
-    known = modules()
-    graph = {name: imports_of(name, path, known) for name, path in known.items()}
+    graph = package_graph()
     twin = "orchestrator.rigs.twin"
     inside = [name for name in graph if name.startswith(twin)]
     assert len(inside) > 10 and any(d.startswith("orchestrator.rigs.so101") for n in inside for d in graph[n])

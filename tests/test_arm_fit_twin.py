@@ -1,8 +1,9 @@
 """`doctor` and `run` on the twin refuse what would drive the arm dangerously, one line each with
 the flag that accepts it, before anything moves (the twin's wire log: no goal written, torque
 never on): a tiny ACT whose statistics are in radians, one whose actions are NaN, one whose first
-action lies far from the rest pose, and `max_relative_target: 1000`. Two processes in all (one
-`doctor`, one `run`); the refusals' wording and order are test_arm_fit.py's."""
+action lies far from the rest pose, and `max_relative_target: 1000`. `doctor` in a fresh process,
+`run` in this one (the checkpoints were made here: LeRobot's policies are imported already; a
+fresh process pays 7-10 s for them); the refusals' wording and order are test_arm_fit.py's."""
 
 from __future__ import annotations
 
@@ -72,12 +73,11 @@ def test_doctor_on_the_twin_refuses_each_checkpoint_and_a_fast_profile_with_its_
     assert_nothing_moved(tmp_path / "wire.jsonl")
 
 
-def test_run_on_the_twin_refuses_a_checkpoint_in_radians_before_the_arm_connects(tmp_path):
+def test_run_on_the_twin_refuses_a_checkpoint_in_radians_before_the_arm_connects(tmp_path, cli):
     ckpt = restat_checkpoint(make_act_checkpoint(tmp_path / "radians", CAMERAS), CAMERAS,
                              observation_state=RADIANS, action=RADIANS)
-    result = run_module("run", protocol(tmp_path, {"A": str(ckpt)}), "--rig", twin_rig(tmp_path), "--twin",
-                        "--unattended", "--out", tmp_path / "c", "--twin-wire-log", tmp_path / "wire.jsonl",
-                        env=env(), timeout=300)
+    result = cli("run", protocol(tmp_path, {"A": str(ckpt)}), "--rig", twin_rig(tmp_path), "--twin",
+                 "--unattended", "--out", tmp_path / "c", "--twin-wire-log", tmp_path / "wire.jsonl")
     assert result.code == 2 and "Traceback" not in result.err, result.err[-3000:]
     (line,) = [ln for ln in result.err_lines if "pass --allow" in ln]
     assert line.startswith(f"orchestrator: policy checkpoint {ckpt}: its statistics are not in the rig's units"), line

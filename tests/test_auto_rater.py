@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import math
 import os
 import sqlite3
 import subprocess
@@ -292,11 +293,13 @@ def test_contested_first_on_a_bundle_is_refused_in_a_fresh_process(tiny, tmp_pat
 
 
 def test_auto_abstains_where_its_error_band_straddles_the_test(kinematics):
-    """The rater's own error band: the seat range SEAT_LOW_M-SEAT_HIGH_M and HOLD_BAND_S. A lift
-    that ends inside the band of the success height, or a hold within HOLD_BAND_S of hold_s, is
-    `unsure` (and labelled so); outside the band the verdict stands."""
+    """The rater's own error band: the seat range SEAT_LOW_M-SEAT_HIGH_M and the hold's one-sided
+    band (the true hold is never shorter than the certain one, HOLD_EARLY_S = 0, and at most
+    HOLD_LATE_S longer: the jaws open after the command). A lift that ends inside the band of the
+    success height, or a hold from hold_s - HOLD_LATE_S up to just under hold_s, is `unsure` (and
+    labelled so); outside the band the verdict stands. Holds are (steps - 1) / 30 s."""
     from orchestrator.judging.auto.labels import verdict_label
-    from orchestrator.judging.auto.rater import HOLD_BAND_S, SEAT_HIGH_M, SEAT_LOW_M, SEAT_M
+    from orchestrator.judging.auto.rater import HOLD_EARLY_S, HOLD_LATE_S, SEAT_HIGH_M, SEAT_LOW_M, SEAT_M
 
     cube = 0.03
     holding = float(np.interp(cube * 0.95, fk.GAP_M, fk.GAP_PCT))
@@ -316,13 +319,16 @@ def test_auto_abstains_where_its_error_band_straddles_the_test(kinematics):
         "inside the seat band, held long": (run(mid_seat, 60), "unsure"),
         "above the deepest seat, held long": (run(SEAT_HIGH_M + 0.002, 60), "success"),
         "below the shallowest seat": (run(SEAT_LOW_M - 0.002, 60), "failure"),
-        "held exactly hold_s": (run(SEAT_HIGH_M + 0.002, 31), "unsure"),
-        f"held hold_s - {HOLD_BAND_S:g} s - a step": (run(SEAT_HIGH_M + 0.002, 27), "failure"),
-        f"held hold_s + {HOLD_BAND_S:g} s + a step": (run(SEAT_HIGH_M + 0.002, 35), "success"),
+        "held exactly hold_s": (run(SEAT_HIGH_M + 0.002, 31), "success"),
+        "held hold_s - a step": (run(SEAT_HIGH_M + 0.002, 30), "unsure"),
+        "held hold_s + a step": (run(SEAT_HIGH_M + 0.002, 32), "success"),
     }
+    shortest = math.ceil((1.0 - HOLD_LATE_S) * 30 - 1e-9) + 1      # the fewest steps whose hold + HOLD_LATE_S >= 1 s
+    cases[f"held just hold_s - {HOLD_LATE_S:g} s"] = (run(SEAT_HIGH_M + 0.002, shortest), "unsure")
+    cases[f"held hold_s - {HOLD_LATE_S:g} s - under a step"] = (run(SEAT_HIGH_M + 0.002, shortest - 1), "failure")
     for name, (verdict, expected) in cases.items():
         assert verdict_label(verdict)[0] == expected, (name, verdict)
-    assert len(cases) == 6
+    assert len(cases) == 8 and HOLD_EARLY_S == 0.0 and 0.1 <= HOLD_LATE_S <= 0.2
     assert "unsure" in cases["inside the seat band, held long"][0].reason
     # the old point estimate decided the band's cases (the seat of the demo, 4.3 mm)
     assert SEAT_LOW_M < SEAT_M < SEAT_HIGH_M and cases["inside the seat band, held long"][0].success is False

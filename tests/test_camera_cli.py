@@ -86,17 +86,18 @@ def test_a_bad_placement_section_is_located(tmp_path):
 
 
 @pytest.mark.twin
-def test_on_the_twin_a_cube_10_mm_off_is_refused_and_one_on_its_mark_passes(tmp_path):
+def test_on_the_twin_a_cube_10_mm_off_is_refused_and_one_on_its_mark_passes(tmp_path, cli):
+    """In this process (the sim's checks above are the fresh-process path of `camera check`):
+    its three twin starts without three more interpreters importing LeRobot's cameras."""
     reference = tmp_path / "ref"
-    stored = run_module("camera", "check", "--rig", TWIN, "--twin", "--layout", GRID20, "--reference", reference,
-                        timeout=180)
+    stored = cli("camera", "check", "--rig", TWIN, "--twin", "--layout", GRID20, "--reference", reference)
     assert stored.code == 0, stored.err
-    on = run_module("camera", "check", "--rig", TWIN, "--twin", "--layout", GRID20, "--mark", "M07", "--json",
-                    "--reference", reference, timeout=180)
+    on = cli("camera", "check", "--rig", TWIN, "--twin", "--layout", GRID20, "--mark", "M07", "--json",
+             "--reference", reference)
     assert on.code == 0 and json.loads(on.out)["passes"] is True, (on.out, on.err)
     off = _profile(tmp_path, TWIN, "{offset_mm: [10, 0]}")
-    refused = run_module("camera", "check", "--rig", off, "--twin", "--layout", GRID20, "--mark", "M07", "--json",
-                         "--reference", reference, timeout=180)
+    refused = cli("camera", "check", "--rig", off, "--twin", "--layout", GRID20, "--mark", "M07", "--json",
+                  "--reference", reference)
     data = json.loads(refused.out)
     assert refused.code == 1 and data["passes"] is False and 8.5 < data["dx_mm"] < 11.5, (refused.out, refused.err)
     assert data["problem"].startswith("cube ") and "forward of M07" in data["problem"]

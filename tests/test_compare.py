@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 import numpy as np
@@ -155,15 +155,23 @@ def test_ladder_and_leaderboard(suite):
     assert (ladder.last, ladder.previous) == (3000, 2000)
     words = ladder.statement
     # the oracle: the cluster-level sign-flip mid-p over the marks' discordance (later - earlier),
-    # enumerated here over every sign pattern, not computed by the project's code
+    # over every sign pattern, not computed by the project's code: the 2^n patterns' totals counted
+    # by adding one unit at a time (how many patterns give each total), not listed one by one
     units: dict[str, int] = {}
     for name, sign in [(n, 1) for n in ladder.later_only] + [(n, -1) for n in ladder.earlier_only]:
         units[name.split("#")[0]] = units.get(name.split("#")[0], 0) + sign
     d = [abs(x) for x in units.values() if x]
     s = abs(sum(units.values()))
-    totals = [sum(x * sign for x, sign in zip(d, signs, strict=True))
-              for signs in itertools.product((1, -1), repeat=len(d))]
-    mid = 1.0 if s == 0 else min(1.0, 2 * (sum(t > s for t in totals) + sum(t == s for t in totals) / 2) / len(totals))
+    patterns: Counter[int] = Counter({0: 1})
+    for x in d:
+        step: Counter[int] = Counter()
+        for t, n in patterns.items():
+            step[t + x] += n
+            step[t - x] += n
+        patterns = step
+    assert sum(patterns.values()) == 2 ** len(d)
+    above, at = sum(n for t, n in patterns.items() if t > s), patterns[s]
+    mid = 1.0 if s == 0 else min(1.0, 2 * (above + at / 2) / 2 ** len(d))
     assert len(ladder.later_only) + len(ladder.earlier_only) >= 3 and len(d) >= 2   # a contest, not a tie of nothing
     assert ladder.last_mid_p == pytest.approx(mid, abs=1e-12)
     # this suite's data is one branch of the statement; which one is fixed, so a wrong branch fails

@@ -513,11 +513,11 @@ def test_the_reset_is_allowed_once_and_announced_and_q_at_the_approval_ends_the_
             screens.append(screen_text(app))
             await pilot.press(key)
             if key == "enter":
-                await wait_for(pilot, lambda: "moving" in log)
-                await pilot.pause(0.1)
+                await wait_for(pilot, lambda: "moving" in log and "ARM RESETTING" in screen_text(app))
                 screens.append(screen_text(app))
                 await pilot.press("space")
-            await wait_for(pilot, lambda: log[-1] in ("stopped",) or isinstance(log[-1], tuple))
+            # (the runner thread may not have written anything yet when the key lands)
+            await wait_for(pilot, lambda: bool(log) and (log[-1] == "stopped" or isinstance(log[-1], tuple)))
         thread.join(2)
         return log, screens
 

@@ -78,7 +78,10 @@ def test_videos_play_in_true_time_from_the_recorded_timestamps(campaign):
         for t in media:                                             # ... at their recorded times
             assert min(abs(t - r) for r in VFR_TIMES) < 2e-3, (t, VFR_TIMES)
         rate = slope([(f["wall"] / 1000, f["media"]) for f in frames])
-        assert 0.9 < rate < 1.1, rate                               # media time runs at wall time
+        # media time runs at wall time (the speed keys' x0.5 and x2 stay outside the bound). Measured
+        # at f2b6624, 10 runs at load 18-21 (nice 10): 0.895, 0.962, 0.983, 0.985, 0.987, 0.988,
+        # 0.991, 0.991, 0.995, 1.018; the bound was (0.9, 1.1), and the 0.895 run failed it
+        assert 0.8 < rate < 1.25, rate
         before = max((f for f in frames if f["media"] < 0.85), key=lambda f: f["media"])
         after = min((f for f in frames if f["media"] > 1.15), key=lambda f: f["media"])
         gap = (after["wall"] - before["wall"]) / 1000               # the camera's 0.4 s stall, shown as such
@@ -112,7 +115,9 @@ def test_videos_play_in_true_time_from_the_recorded_timestamps(campaign):
         page.keyboard.press(" ")                                    # from the end: again from 0, at x2
         started = time.monotonic()
         wait(page, f"window.judgeMetrics.ended.length > {ended}")
-        assert 0.8 < time.monotonic() - started < 1.6               # 2 s of episode at x2
+        # 2 s of episode at x2 (x1 would take 2 s). Measured at f2b6624 (the 10 runs above, the 9 that
+        # got here): 1.029-1.178 s, median 1.066 s
+        assert 0.8 < time.monotonic() - started < 1.6
         assert errors == []
         code, out, err = judge.stop()
     assert code == 0 and "judge alice: 0 of 4 episodes judged; every label is saved" in out, err

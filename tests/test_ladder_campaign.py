@@ -66,6 +66,30 @@ def test_both_ladders_are_stored_beside_their_labels_across_a_resume(resumed):
         any(r[4] == "none" for r in rows)                                    # ... and one that fell short
 
 
+def test_the_physics_label_carries_the_simulators_truth(resumed):
+    """Every physics label's note gives the simulator's highest cube bottom (the episode row's
+    max_lift_m, to the note's 0.01 mm) and its longest hold, so the `auto` rater's rules are
+    checked against the truth per episode (bench/auto_rater.py): the hold reaches the protocol's
+    1 s exactly on the physics successes. Parsed here by the test's own pattern, and read back by
+    `records.physics_truth` the same."""
+    import re
+
+    from orchestrator.store.records import physics_truth
+
+    with sqlite3.connect(resumed / "campaign.db") as db:
+        rows = db.execute("SELECT j.note, e.max_lift_m, e.physics_success FROM judgments j JOIN episodes e"
+                          " ON e.id = j.episode_id WHERE j.judge = 'physics' AND j.retracted_at IS NULL").fetchall()
+    assert len(rows) == 6                                        # count guard
+    for note, lift, success in rows:
+        found = re.fullmatch(r"physics: cube bottom up to ([0-9.]+) mm; longest hold ([0-9.]+) s", note or "")
+        assert found, note
+        assert float(found[1]) == pytest.approx(1000 * lift, abs=0.006)
+        assert (float(found[2]) >= 1.0 - 1e-9) == bool(success), note
+        assert physics_truth(note) == pytest.approx((float(found[1]) / 1000, float(found[2])))
+    assert {bool(r[2]) for r in rows} == {True, False}          # positive controls: a hold of 1 s and a shorter one
+    assert physics_truth(None) is None and physics_truth("held 1.2 s") is None
+
+
 def test_judge_auto_gives_an_older_campaign_its_ladder(resumed, tmp_path, capsys):
     """An older campaign's `auto` labels have no ladder (planted: NULL, re-chained as the tool
     writes); `orchestrator judge CAMPAIGN --judge auto` rates those episodes again, the new

@@ -159,6 +159,7 @@ def test_a_fresh_sessions_first_resets_land_within_the_tolerance_by_the_rigs_sli
     assert tries >= 2
 
 
+@pytest.mark.slow   # a reset in the simulator, about a second of CPU: the full run; the fast lane keeps the first test's reset
 def test_a_cube_at_the_edge_of_reach_is_picked_not_pushed_out_of_reach(rig, tmp_path):
     """A cube 0.299 m out (where an earlier try of a reset to M20 left it, 8 mm beyond the mark):
     the tilted pick lifts it and puts it on the mark. The jaws once came down on its face and
@@ -186,6 +187,7 @@ def _lift_in_the_jaws(rig, mark):
     assert rig.cube_pose()[2] > PROTOCOL.layout.cube.size_m / 2 + 0.02      # lifted
 
 
+@pytest.mark.slow   # a reset in the simulator, about a second of CPU: the full run; the fast lane keeps the first test's reset
 def test_a_cube_still_in_the_jaws_is_put_straight_on_the_next_mark(rig, tmp_path):
     reset, store, _ = _reset(rig, tmp_path)
     _lift_in_the_jaws(rig, MARKS["M06"])
@@ -271,6 +273,7 @@ class Frozen(ArmMotion):
         return None
 
 
+@pytest.mark.slow   # a reset in the simulator, about a second of CPU: the full run; the fast lane keeps the first test's reset
 def test_a_placement_that_never_lands_is_handed_over_after_max_tries(rig, tmp_path):
     operator = AutoOperator(say=lambda text: None)
     motion = Frozen(rig, operator)
@@ -284,6 +287,7 @@ def test_a_placement_that_never_lands_is_handed_over_after_max_tries(rig, tmp_pa
     assert said[-1] == f"reset: placement off by {data['offset_mm']:.0f} mm after {tries} tries; the cube is left to the operator"
 
 
+@pytest.mark.slow   # a reset in the simulator, about a second of CPU: the full run; the fast lane keeps the first test's reset
 def test_only_the_sessions_first_pick_hovers_above_the_cube(rig, tmp_path, monkeypatch):
     """The first pick of a session stays `HOVER_S` above the cube before it descends (where a
     calibration error shows: tests/test_twin_model.py); every later try and later reset does not."""

@@ -1,18 +1,22 @@
-"""The closed-loop move to rest (rigs/so101/rest_move.py) on simulated joints, in measured time.
+"""The closed-loop move to rest (rigs/so101/rest_move.py) on simulated joints, on a simulated clock.
 
 A joint is modelled as a servo that moves toward its goal at a limited speed (a soft position
 loop under gravity is slow, not stuck), optionally held (speed 0: a hand, the cube, the table)
 or stalled for a while (a servo's acceleration ramp, a machine that fell behind). What the move
 wrote is kept, so the rules are checked on the goals themselves: no goal more than MAX_LEAD_DEG
 from the joint, a slow joint reaches rest, a held joint is named "blocked" with the arm held.
+
+The move and the joints share one simulated clock (`SimClock`, passed as `move_to_rest`'s
+`clock`: the loop's sleeps advance it, and so does a slow read or a stalled host): every time
+here is exact, whatever the machine's load (on the wall clock, a loaded machine's late sleeps
+moved these times by up to 0.3 s, so the bounds had to be guessed wide).
 """
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
+from orchestrator.rigs.guarded_motion import FOLLOW_DEG
 from orchestrator.rigs.so101.rest_move import FOLLOW_S, MAX_LEAD_DEG, move_to_rest
 
 REST = {"shoulder_lift.pos": -94.0, "elbow_flex.pos": 90.0}
@@ -25,19 +29,33 @@ class Blocked(Exception):
         self.joints = joints
 
 
+class SimClock:
+    """`time` for the move (`perf_counter`, `sleep`): simulated seconds, advanced only by sleeps."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def perf_counter(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += max(0.0, seconds)
+
+
 class Joints:
-    """Joints that move toward their goals at `speed[k]` degrees per second of wall clock."""
+    """Joints that move toward their goals at `speed[k]` degrees per second of `clock`'s time."""
 
     def __init__(self, speed: dict[str, float], stall: tuple[float, float] | None = None):
+        self.clock = SimClock()
         self.present = dict(START)
         self.goal = dict(START)
         self.speed = speed
         self.stall = stall          # (from, to) seconds after the start: nothing moves
-        self.t0 = self.last = time.perf_counter()
+        self.t0 = self.last = self.clock.perf_counter()
         self.writes: list[tuple[dict[str, float], dict[str, float]]] = []   # (present, goal)
 
     def read(self) -> dict[str, float]:
-        now = time.perf_counter()
+        now = self.clock.perf_counter()
         dt, self.last = now - self.last, now
         stalled = self.stall and self.stall[0] <= now - self.t0 < self.stall[1]
         for k in self.present:
@@ -53,7 +71,7 @@ class Joints:
 
 def _move(joints: Joints, speed_deg_s: float = 45.0) -> None:
     move_to_rest(joints.read, joints.write, REST, speed_deg_s=speed_deg_s, fps=50, settle_s=1.0,
-                 tolerance_deg=2.0, check=lambda: None, watch=lambda: None, blocked=Blocked)
+                 tolerance_deg=2.0, check=lambda: None, watch=lambda: None, blocked=Blocked, clock=joints.clock)
 
 
 def _leads(joints: Joints) -> list[float]:
@@ -74,12 +92,13 @@ def test_a_joint_slower_than_the_reference_is_not_blocked_and_reaches_rest():
 
 def test_a_held_joint_is_blocked_within_a_second_with_every_goal_near_where_it_is():
     joints = Joints({"shoulder_lift.pos": 200.0, "elbow_flex.pos": 0.0})
-    t0 = time.perf_counter()
     with pytest.raises(Blocked) as stopped:
         _move(joints)
-    took = time.perf_counter() - t0
+    took = joints.clock.perf_counter()
     assert stopped.value.joints == ["elbow_flex"]
-    assert FOLLOW_S <= took < FOLLOW_S + 0.7, took
+    # held from the start: the reference (45 degrees/s) leads it by FOLLOW_DEG after FOLLOW_DEG / 45 s,
+    # and FOLLOW_S later with no progress it is blocked, at that loop step (50 Hz): 0.36 s here
+    assert FOLLOW_S <= took <= FOLLOW_DEG / 45.0 + FOLLOW_S + 1 / 50, took
     assert max(_leads(joints)) <= MAX_LEAD_DEG + 1e-9
     last_present, last_goal = joints.writes[-1]
     assert last_goal == last_present   # the move ends holding where the arm is
@@ -103,19 +122,18 @@ def test_the_reference_advances_with_measured_time_not_loop_counts(monkeypatch):
     slow_read = joints.read
 
     def read():
-        time.sleep(0.12)   # the stimulus: a slow bus read (the bound below: measured, see its comment)
+        joints.clock.sleep(0.12)   # the stimulus: a slow bus read, 0.12 s of the clock
         return slow_read()
 
     joints.read = read
-    t0 = time.perf_counter()
     _move(joints, speed_deg_s=45.0)
-    took = time.perf_counter() - t0
+    took = joints.clock.perf_counter()
     travel = max(abs(REST[k] - START[k]) for k in REST)   # 25 degrees of elbow
-    # The old rule needed travel / 0.9 loops of at least 0.12 s: 3.3 s. The rule in measured time
-    # needs about 0.9 s here; 2.0 s leaves room for the longer sleeps of a loaded machine (1.2 s
-    # was seen at load 8 on 2 cores) and still fails the old rule.
+    # The old rule needed travel / 0.9 loops of 0.12 s: 3.3 s. The rule in measured time needs
+    # the reference's travel time (25 / 45 = 0.56 s) in 0.12 s loop steps, then the settle:
+    # 1.1 s on this clock (exact), under half the old rule's.
     old_rule_s = travel / 0.9 * 0.12
-    assert took < 2.0 < old_rule_s, took
+    assert travel / 45.0 <= took < old_rule_s / 2, took
 
 
 def test_a_stalled_host_is_not_a_blocked_joint_but_a_held_joint_still_is():
@@ -128,8 +146,8 @@ def test_a_stalled_host_is_not_a_blocked_joint_but_a_held_joint_still_is():
         def stalled_read(read=read, reads=reads, joints=joints, held_after_stall=held_after_stall):
             reads.append(None)
             if len(reads) == 5:
-                time.sleep(0.6)   # the stimulus: the host stalls 0.6 s in one step
-                joints.last = time.perf_counter()   # no motion during the stall
+                joints.clock.sleep(0.6)   # the stimulus: the host stalls 0.6 s in one step
+                joints.last = joints.clock.perf_counter()   # no motion during the stall
                 if held_after_stall:
                     joints.speed["elbow_flex.pos"] = 0.0
             return read()

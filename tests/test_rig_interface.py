@@ -22,6 +22,7 @@ import pytest
 from orchestrator.rigs.base import EpisodeFacts, Rig
 from orchestrator.rigs.factory import RIG_MODULES, make_rig, rig_class
 from orchestrator.rigs.profile import load_rig, profile_observation_features
+from support import sources
 from support.fake_rig import StillRig
 from support.repo import REPO
 
@@ -70,7 +71,7 @@ def runner_probes(root: Path) -> list[str]:
     for top in RUNNER:
         for path in sorted((root / top).rglob("*.py")) if (root / top).is_dir() else [root / top]:
             name = str(path.relative_to(root))
-            for node in ast.walk(ast.parse(path.read_text())):
+            for node in sources.walk(path):
                 if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
                         and node.func.id in ("getattr", "hasattr") and node.args):
                     obj = ast.unparse(node.args[0])
@@ -188,7 +189,7 @@ def generic_imports_of_specific(root: Path) -> list[str]:
     hooks name them as text, imported on first use)."""
     found = []
     for path in sorted((root / "orchestrator" / "rigs").glob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in sources.walk(path):
             modules = ([node.module or ""] if isinstance(node, ast.ImportFrom)
                        else [a.name for a in node.names] if isinstance(node, ast.Import) else [])
             found += [f"{path.name}:{node.lineno}: {m}" for m in modules if m.startswith(SPECIFIC)]

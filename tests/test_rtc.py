@@ -23,7 +23,7 @@ RTC_B = "{type: lerobot, path: ./vla, inference: {type: rtc, rtc: {execution_hor
 
 
 @pytest.mark.timeout(600)
-def test_tiny_vla_runs_sync_and_rtc_on_the_twin_from_fresh_processes(saved_vla, tmp_path):
+def test_tiny_vla_runs_sync_and_rtc_on_the_twin_from_fresh_processes(saved_vla, tmp_path, cli):
     shutil.copytree(saved_vla, tmp_path / "vla")
     protocol = one_mark_protocol(tmp_path, "{type: lerobot, path: ./vla}", RTC_B)
     rig = twin_rig(tmp_path)
@@ -42,12 +42,13 @@ def test_tiny_vla_runs_sync_and_rtc_on_the_twin_from_fresh_processes(saved_vla, 
     assert 0 < rtc["latency_p50_ms"] <= rtc["latency_p99_ms"] <= rtc["latency_max_ms"], rtc
     assert rtc["starved_steps"] < timing["B"]["steps"] / 2, rtc
     assert "Indexes diff" not in result.err and rtc["delay_mismatches"] >= 0   # counted, off the terminal
-    report = run_module("report", out, "--format", "json", env=env())
+    # the reports in this process (they read the store; their fresh-process path is test_evidence_cli's)
+    report = cli("report", out, "--format", "json")
     assert report.code == 0, report.err
     data = json.loads(report.out)
     assert data["policies"]["A"]["deployment"] == "sync"
     assert data["policies"]["B"]["deployment"] == "rtc (horizon 5)"
-    text = run_module("report", out, env=env())
+    text = cli("report", out)
     assert "deployment: A: sync, B: rtc (horizon 5)" in text.out, text.out
     assert "inference latency per chunk (RTC thread or policy server, median over the episodes): B p50" in text.out
 

@@ -94,49 +94,62 @@ def paused_not_stopped(base):
     return PausedNotStopped
 
 
-def two_episodes(policy_class, checkpoint, tmp_path):
-    """A stopped RTC episode and the next one on the twin, with the twin's wire log; (the log, the
-    canary's raw goal per arm servo, the canary, the operator, RTC threads alive after the stop)."""
+@pytest.fixture(scope="module")
+def twin(tmp_path_factory):
+    """One twin for the module's two runs (a twin's start, its render process's included, is
+    seconds on a busy machine), with its wire log; each run reads the log from its own start on."""
+    from orchestrator.rigs.profile import load_rig
+    from orchestrator.rigs.twin.client import start_twin
+
+    folder = tmp_path_factory.mktemp("rtc_twin")
+    # no max_relative_target clipping: actions reach the bus as computed
+    rig_path = twin_rig(folder, fps=FPS, max_relative_target=None)
+    log_path = folder / "wire.jsonl"
+    with start_twin(load_rig(rig_path), wire_log=log_path) as running:
+        yield running, log_path
+
+
+def two_episodes(policy_class, checkpoint, tmp_path, twin):
+    """A stopped RTC episode and the next one on the twin (`twin`: the module's twin and its wire
+    log); (the wire log of this run, the canary's raw goal per arm servo, the canary, the operator,
+    RTC threads alive after the stop)."""
     from orchestrator.design.protocol import Cube, LeRobotPolicySpec, Mark
     from orchestrator.policies.base import EpisodeContext
     from orchestrator.rigs.factory import make_rig
-    from orchestrator.rigs.profile import load_rig
-    from orchestrator.rigs.twin.client import start_twin
     from orchestrator.run.control_loop import run_episode
     from orchestrator.run.recording import EpisodeRecorder
     from support.wirelog import WireLog
 
-    # no max_relative_target clipping: actions reach the bus as computed
-    rig_path = twin_rig(tmp_path, fps=FPS, max_relative_target=None)
+    running, log_path = twin
     spec = LeRobotPolicySpec(type="lerobot", path=str(checkpoint),
                              inference={"type": "rtc", "rtc": {"execution_horizon": 5}, "queue_threshold": 4})
-    log_path = tmp_path / "wire.jsonl"
-    with start_twin(load_rig(rig_path), wire_log=log_path) as twin:
-        rig = make_rig(twin.rig)
-        policy = policy_class(spec, tmp_path, "pick", rig, fps=FPS)
-        canary = Canary(policy.policy)
-        policy.policy.predict_action_chunk = canary
-        operator = StopDuringCanary(canary)
-        rig.connect()
-        try:
-            bus = rig.robot.bus
-            arm = [bus.motors[k.removesuffix(".pos")].id for k in STATE_KEYS if not k.startswith("gripper")]
-            canary_raw = bus._unnormalize(dict.fromkeys(arm, CANARY_DEG))
-            context = EpisodeContext(mark=Mark(id="M01", x=0.16, y=0.0), cube=Cube(), seed=0, fps=FPS,
-                                     duration_s=3.0, task="pick")
-            recorder = EpisodeRecorder(tmp_path / "c", "ep1", {}, FPS, round(FPS * 3.0), realtime=True)
-            with pytest.raises(EmergencyStop):
-                run_episode(rig, policy, context, recorder, operator)
-            recorder.discard()
-            alive = rtc_threads()
-            canary.armed = False
-            recorder = EpisodeRecorder(tmp_path / "c", "ep2", {}, FPS, FPS, realtime=True)
-            run_episode(rig, policy, EpisodeContext(**{**context.__dict__, "duration_s": 1.0}), recorder)
-            recorder.discard()
-        finally:
-            policy.close()
-            rig.disconnect()
-    return WireLog.read(log_path), canary_raw, canary, operator, alive
+    started = time.time()
+    rig = make_rig(running.rig)
+    policy = policy_class(spec, tmp_path, "pick", rig, fps=FPS)
+    canary = Canary(policy.policy)
+    policy.policy.predict_action_chunk = canary
+    operator = StopDuringCanary(canary)
+    rig.connect()
+    try:
+        bus = rig.robot.bus
+        arm = [bus.motors[k.removesuffix(".pos")].id for k in STATE_KEYS if not k.startswith("gripper")]
+        canary_raw = bus._unnormalize(dict.fromkeys(arm, CANARY_DEG))
+        context = EpisodeContext(mark=Mark(id="M01", x=0.16, y=0.0), cube=Cube(), seed=0, fps=FPS,
+                                 duration_s=3.0, task="pick")
+        recorder = EpisodeRecorder(tmp_path / "c", "ep1", {}, FPS, round(FPS * 3.0), realtime=True)
+        with pytest.raises(EmergencyStop):
+            run_episode(rig, policy, context, recorder, operator)
+        recorder.discard()
+        alive = rtc_threads()
+        canary.armed = False
+        recorder = EpisodeRecorder(tmp_path / "c", "ep2", {}, FPS, FPS, realtime=True)
+        run_episode(rig, policy, EpisodeContext(**{**context.__dict__, "duration_s": 1.0}), recorder)
+        recorder.discard()
+    finally:
+        policy.close()
+        rig.disconnect()   # its torque-off writes are read back: every packet before them is logged
+    log = WireLog.read(log_path)
+    return WireLog([line for line in log.lines if line.get("t", started) >= started]), canary_raw, canary, operator, alive
 
 
 def canary_packets(log, canary_raw: dict[int, int]) -> list[float]:
@@ -150,10 +163,10 @@ def canary_packets(log, canary_raw: dict[int, int]) -> list[float]:
 
 
 @pytest.mark.timeout(300)
-def test_a_stop_during_rtc_inference_sends_nothing_computed_before_it(saved_vla, tmp_path):
+def test_a_stop_during_rtc_inference_sends_nothing_computed_before_it(saved_vla, tmp_path, twin):
     from orchestrator.policies.rtc import EnginePolicy
 
-    log, canary_raw, canary, operator, alive = two_episodes(EnginePolicy, saved_vla, tmp_path)
+    log, canary_raw, canary, operator, alive = two_episodes(EnginePolicy, saved_vla, tmp_path, twin)
     assert operator.stopped_at is not None and canary.finished_at is not None
     assert canary.finished_at > operator.stopped_at          # the canary was in flight at the stop
     assert alive == []                                       # the thread was joined before the arm moved
@@ -165,10 +178,10 @@ def test_a_stop_during_rtc_inference_sends_nothing_computed_before_it(saved_vla,
 
 
 @pytest.mark.timeout(300)
-def test_positive_control_a_paused_engine_lets_the_in_flight_canary_through(saved_vla, tmp_path):
+def test_positive_control_a_paused_engine_lets_the_in_flight_canary_through(saved_vla, tmp_path, twin):
     from orchestrator.policies.rtc import EnginePolicy
 
-    log, canary_raw, canary, operator, _ = two_episodes(paused_not_stopped(EnginePolicy), saved_vla, tmp_path)
+    log, canary_raw, canary, operator, _ = two_episodes(paused_not_stopped(EnginePolicy), saved_vla, tmp_path, twin)
     assert canary.finished_at > operator.stopped_at
     leaked = canary_packets(log, canary_raw)
     assert leaked and min(leaked) > operator.stopped_epoch, leaked

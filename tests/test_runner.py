@@ -6,11 +6,12 @@ two 64x48 cameras at 5 fps, so a whole campaign runs in seconds.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import av
@@ -19,8 +20,10 @@ import pytest
 
 from orchestrator.cli import main
 from orchestrator.run.recording import PARTIAL
+from orchestrator.store.backend import DB_NAME
 from orchestrator.store.sqlite import CampaignStore
 from support.tiny import DATA, PROTOCOL, RIG, ROOT, run_cli  # noqa: E402
+from support.waiting import wait_until
 
 sys.path.insert(0, str(ROOT / "bench"))
 from kill_anywhere import check_invariants, kill_loop, outcomes  # noqa: E402
@@ -109,6 +112,18 @@ def long_episodes(tmp_path_factory) -> tuple[Path, Path]:
     return protocol, folder / "reference"
 
 
+def running_attempts(campaign: Path) -> int:
+    """Attempts the campaign's store holds as running, read straight from its SQLite file (0
+    before the file exists)."""
+    if not (campaign / DB_NAME).exists():
+        return 0
+    with contextlib.closing(sqlite3.connect(f"file:{campaign / DB_NAME}?mode=ro", uri=True, timeout=10)) as db:
+        try:
+            return db.execute("SELECT count(*) FROM attempts WHERE status = 'running'").fetchone()[0]
+        except sqlite3.OperationalError:   # the schema not yet created
+            return 0
+
+
 @pytest.mark.subprocess
 def test_ctrl_c_exits_130_aborts_the_trial_and_resume_completes(long_episodes, tmp_path):
     protocol, reference = long_episodes
@@ -121,12 +136,12 @@ def test_ctrl_c_exits_130_aborts_the_trial_and_resume_completes(long_episodes, t
          "--workers", "1"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     for line in process.stdout:
-        if line.startswith("trial 1/6"):   # printed when trial 1 is done: trial 2 starts now
+        if line.startswith("trial 1/6"):   # printed when trial 1 is done: trial 2 starts next
             break
-    # Ctrl-C inside trial 2: 0.3 s into a trial that takes 1.3 s of wall time on the idle machine
-    # (measured; longer on a busy one). With 5 s episodes (0.25 s a trial) the whole campaign
-    # could end before the signal came, and did once on a fresh machine.
-    time.sleep(0.3)   # into trial 2: 1.3 s long idle (measured, above), longer when busy
+    # Ctrl-C inside trial 2: once the store holds trial 2's attempt as running (a trial takes 1.3 s
+    # of wall time on the idle machine, longer on a busy one; with 5 s episodes, 0.25 s a trial,
+    # the whole campaign could end before the signal came, and did once on a fresh machine)
+    wait_until(lambda: running_attempts(out) == 1, 120, "trial 2 running")
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=120)
     assert process.returncode == 130, err

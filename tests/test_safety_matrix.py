@@ -85,6 +85,7 @@ def test_an_overload_during_the_arms_own_reset_keeps_every_invariant(event, on_s
     assert hold is not None and hold - tap.fired_at <= sm.FAULT_TO_HOLD_S, (hold, tap.fired_at, len(moved))
 
 
+@pytest.mark.off_clock
 def test_the_checks_catch_a_joint_pushed_without_a_stop_and_a_fault_held_late():
     """Planted wire records: the stall rule flags a joint 4 degrees from its goal that has not
     moved for 0.5 s (not one that creeps toward it, not the gripper closing on the cube), and the
@@ -111,6 +112,7 @@ def test_the_checks_catch_a_joint_pushed_without_a_stop_and_a_fault_held_late():
     assert any(v.startswith("stall: elbow_flex") for v in outcome.violations)
 
 
+@pytest.mark.off_clock
 def test_the_twin_stall_check_flags_an_arm_joint_at_stall_outside_an_episode_with_no_stop():
     """Planted lines of the twin's own stall record (epoch times; the tap's clock is 1000 s
     behind): the check flags the elbow at stall 0.6 s in a reset pick with no stop, and lets
@@ -132,6 +134,7 @@ def test_the_twin_stall_check_flags_an_arm_joint_at_stall_outside_an_episode_wit
     assert len(sm.twin_stalls(lines, tap, perf_minus_epoch=-1000.0)) == 2
 
 
+@pytest.mark.off_clock
 def test_every_event_of_the_issue_is_in_the_matrix():
     needed = {"operator_stop", "ctrl_c", "sigterm", "policy_exception", "nan_action", "camera_failure",
               "usb_unplug", "servo_reset", "corrupt_burst"} | {f"alarm:{j}" for j in sm.JOINTS} | {
@@ -161,10 +164,14 @@ def test_an_rtc_campaign_keeps_every_invariant_and_joins_lerobots_thread(spans, 
     acts = tap.rtc.acts
     before = [t for t, origin in acts if origin is not None and t < first_end]
     after = [t for t, origin in acts if origin is not None and t > first_end]
-    assert len(before) >= 3 and len(after) >= 5, (len(before), len(after))   # the stale check had acts to look up
+    # The count guard of the stale check: it had acts of a computed chunk to look up on both sides of the
+    # first stop. One each is what the check needs; how many more depends on how fast the machine
+    # computes the chunks (the engine's thread runs on the wall clock), so no more is asked.
+    assert before and after, (len(before), len(after))
     assert smr.rtc_threads() == []
 
 
+@pytest.mark.off_clock
 def test_the_rtc_checks_catch_a_stale_action_and_a_thread_left_running():
     import threading
 

@@ -70,6 +70,7 @@ def test_a_cube_10_mm_off_and_turned_is_refused_with_what_is_wrong(empty):
     assert off.problem.endswith("(tolerance 5 mm, 10 degrees)")
 
 
+@pytest.mark.slow   # several rendered scenes, over half a second of CPU: the full run; the fast lane keeps the pass and the wrong mark
 def test_a_cube_turned_beyond_the_tolerance_is_refused_and_yaw_is_modulo_90(empty):
     _, view = empty
     turned = _check(Planted(cube=(M07.x, M07.y, 25.0)), view)
@@ -85,6 +86,7 @@ def test_a_cube_on_the_wrong_mark_is_named(empty):
     assert wrong.problem.startswith("cube on M11, not on M07"), wrong.problem
 
 
+@pytest.mark.slow   # several rendered scenes, over half a second of CPU: the full run; the fast lane keeps the pass and the wrong mark
 def test_two_cubes_and_no_cube_are_refused(empty):
     _, view = empty
     two = _check(Planted(cube=(M07.x, M07.y, 0.0), extra_cubes=[(MARKS["M01"].x, MARKS["M01"].y, 0.0)]), view)
@@ -95,6 +97,7 @@ def test_two_cubes_and_no_cube_are_refused(empty):
     assert not touching.passes and "does not look like one cube" in touching.problem, touching
 
 
+@pytest.mark.slow   # several rendered scenes, over half a second of CPU: the full run; the fast lane keeps the pass and the wrong mark
 def test_something_else_on_the_sheet_is_refused_against_the_reference(empty):
     image, view = empty
     clutter = Planted(cube=(M07.x, M07.y, 0.0), others=[(MARKS["M17"].x, MARKS["M17"].y, 0.012)])
@@ -168,6 +171,7 @@ def test_a_moved_cameras_figures_show_the_breach_against_their_limits(moved_mm, 
     assert abs(shown_mm - moved_mm) < 0.05 and abs(shown_deg - turned_deg) < 0.05, line
 
 
+@pytest.mark.slow   # several rendered scenes, over half a second of CPU: the full run; the fast lane keeps the pass and the wrong mark
 def test_a_reference_with_a_cube_in_view_or_a_fiducial_covered_is_refused(empty):
     """The session's reference is the empty table with every fiducial seen; stored with a cube on a
     mark, later checks call the cube "something besides the cube"; with the arm sagged over the

@@ -123,6 +123,7 @@ def test_advise_shows_the_failure_and_the_trial_starts(tmp_path):
     assert said and re.match(r"start check \(advise\): cube (9|10|11) mm forward of M07", said[0]), said
 
 
+@pytest.mark.slow   # simulated trials with rendered start checks, about a second of CPU: the full run; the fast lane keeps the passing check and the refusal's two answers
 def test_enforce_asks_the_operator_and_an_override_is_recorded(tmp_path):
     operator = Asking(["retry", "override"])
     gate, rig, store = _gate(tmp_path, "enforce", operator, OFF)
@@ -133,6 +134,7 @@ def test_enforce_asks_the_operator_and_an_override_is_recorded(tmp_path):
     assert store.kinds().count("start_correction") == 1 and store.kinds()[-1] == "start_override"
 
 
+@pytest.mark.slow   # simulated trials with rendered start checks, about a second of CPU: the full run; the fast lane keeps the passing check and the refusal's two answers
 def test_a_corrected_cube_passes_on_the_next_check(tmp_path):
     operator = Asking(["retry"])
     gate, rig, store = _gate(tmp_path, "enforce", operator, OFF)
@@ -148,6 +150,7 @@ def test_the_operator_can_end_the_session_at_a_refusal(tmp_path):
         gate.check(Trial(), M07, CUE)
 
 
+@pytest.mark.slow   # simulated trials with rendered start checks, about a second of CPU: the full run; the fast lane keeps the passing check and the refusal's two answers
 def test_an_unattended_session_gives_up_after_its_tries_and_says_why(tmp_path):
     gate, rig, store = _gate(tmp_path, "enforce", AutoOperator(say=lambda t: None), OFF)
     with pytest.raises(RuntimeFailure, match=rf"^start check failed {AUTO_START_TRIES} times at M07: cube (9|10|11) mm forward"):
@@ -155,6 +158,7 @@ def test_an_unattended_session_gives_up_after_its_tries_and_says_why(tmp_path):
     assert store.kinds().count("start_check") == AUTO_START_TRIES
 
 
+@pytest.mark.slow   # simulated trials with rendered start checks, about a second of CPU: the full run; the fast lane keeps the passing check and the refusal's two answers
 def test_a_camera_moved_between_trials_ends_the_session(tmp_path):
     gate, rig, store = _gate(tmp_path, "enforce", Asking([]), (M07.x, M07.y, 0.0))
     gate.check(Trial(), M07, CUE)

@@ -21,6 +21,7 @@ from orchestrator.store.postgres import server_sql
 from orchestrator.store.postgres_backend import POSTGRES
 from orchestrator.store.schema import SCHEMA_1, create_schema
 from orchestrator.store.tables import CHAINED, IDENTITY, KEYS
+from support import sources
 from support.repo import REPO
 
 SCHEMA1_FIXTURE = REPO / "tests" / "fixtures" / "schema1" / "campaign.db"
@@ -42,7 +43,7 @@ def dialect_branches(root: Path) -> list[str]:
         if in_store and path.name in SEAM:
             continue
         name = str(path.relative_to(root))
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in sources.walk(path):
             what = None
             if isinstance(node, ast.Attribute) and node.attr == "dialect":
                 what = ".dialect"

@@ -9,6 +9,7 @@ import ast
 import re
 from pathlib import Path
 
+from support import sources
 from support.repo import REPO
 
 PACKAGE = REPO / "orchestrator"
@@ -18,10 +19,10 @@ SQL = re.compile(r"\bSELECT\s+(?:[\w*(]|DISTINCT\b)|\bINSERT\s+INTO\b|\bUPDATE\s
                  r"|\b(?:CREATE|ALTER|DROP)\s+(?:OR\s+REPLACE\s+)?(?:TABLE|VIEW|INDEX|FUNCTION)\b")
 
 
-def _docstrings(tree: ast.AST) -> set[int]:
-    """ids of the docstring nodes (prose, which may quote SQL to explain it)."""
+def _docstrings(text: str) -> set[int]:
+    """ids of the docstring nodes of `text`'s (shared) tree (prose, which may quote SQL to explain it)."""
     out = set()
-    for node in ast.walk(tree):
+    for node in sources.nodes(text):
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
             first = node.body[0]
             if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
@@ -31,10 +32,10 @@ def _docstrings(tree: ast.AST) -> set[int]:
 
 def sql_strings(path: Path) -> list[str]:
     """`file:line: text` of each string literal (f-string parts too) in `path` that holds a statement."""
-    tree = ast.parse(path.read_text())
-    prose = _docstrings(tree)
+    text = path.read_text()
+    prose = _docstrings(text)
     return [f"{path.relative_to(REPO) if path.is_relative_to(REPO) else path}:{node.lineno}: {node.value[:60]!r}"
-            for node in ast.walk(tree)
+            for node in sources.nodes(text)
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in prose
             and SQL.search(node.value)]
 
@@ -42,7 +43,7 @@ def sql_strings(path: Path) -> list[str]:
 def database_reaches(path: Path) -> list[str]:
     """`file:line: name` of each `.conn` attribute or `dialect` name in `path`'s code."""
     out = []
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in sources.walk(path):
         name = node.attr if isinstance(node, ast.Attribute) else None
         if isinstance(node, ast.Constant) and node.value == "dialect":
             name = "dialect"      # getattr(conn, "dialect", ...)

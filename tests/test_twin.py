@@ -14,6 +14,7 @@ import pytest
 
 from orchestrator.core.pids import process_running
 from orchestrator.rigs.twin import feetech
+from support.campaign_files import servo_rig
 from support.repo import REPO
 from support.twin_time import wait_physics
 
@@ -129,14 +130,15 @@ def test_twin_and_its_camera_process_go_when_the_orchestrator_is_sigkilled(tmp_p
     assert not os.path.exists(frames)
 
 
-def test_the_next_twin_removes_the_folders_a_killed_twin_left():
+def test_the_next_twin_removes_the_folders_a_killed_twin_left(tmp_path):
     """A twin killed outright (SIGKILL) cannot remove its frame files in /dev/shm nor its
     calibration folder; the next start of a twin does (their owner pid is no longer running),
-    and leaves a running twin's folders alone."""
+    and leaves a running twin's folders alone. (Twins without cameras: the folders are the
+    client's, made with or without a render process; three twin starts without one.)"""
     from orchestrator.rigs.profile import load_rig
     from orchestrator.rigs.twin.client import start_twin
 
-    loaded = load_rig(SHIPPED_TWIN_RIG)
+    loaded = load_rig(servo_rig(tmp_path))
     with start_twin(loaded) as running:
         killed = start_twin(loaded)
         left = [killed.frames_dir, killed.home]

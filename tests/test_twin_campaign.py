@@ -11,7 +11,6 @@ import json
 import shlex
 import shutil
 import sqlite3
-import subprocess
 import sys
 import time
 
@@ -42,13 +41,15 @@ def twin_protocol(tmp_path_factory, saved_acts):
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)
-def test_unattended_twin_campaign_scripted_vs_saved_act(twin_protocol, tmp_path):
+def test_unattended_twin_campaign_scripted_vs_saved_act(twin_protocol, tmp_path, cli):
     out = tmp_path / "campaign"
     result = run_module("run", twin_protocol, "--rig", twin_protocol.parent / "so101_twin.yaml", "--twin", "--unattended", "--out", out,
                         env=env(), timeout=900)
     assert result.code == 0, result.err[-3000:]
     assert "2/2 trials done, 0 aborted" in result.out, result.out + result.err[-3000:]
-    report = run_module("report", out, "--format", "json", env=env())
+    # the run in a fresh process; what reads its store (report, bundle) in this one: their fresh-process
+    # paths are tested on every rig by their own files (3 x ~2 s of interpreter and imports saved)
+    report = cli("report", out, "--format", "json")
     assert report.code == 0, report.err
     data = json.loads(report.out)
     assert data["campaign"]["complete"] is True and data["campaign"]["trials"] == 2
@@ -65,7 +66,7 @@ def test_unattended_twin_campaign_scripted_vs_saved_act(twin_protocol, tmp_path)
         loop = data["timing"][label]
         assert 0 <= loop["frame_age_p50_ms"] <= loop["frame_age_p95_ms"] < 500, loop
         assert 0 <= loop["frame_repeat_fraction"] < 1, loop
-    text = run_module("report", out, env=env())
+    text = cli("report", out)
     assert "camera frame age p50" in text.out, text.out
     # judging works unchanged: a blinded bundle of the twin campaign
     # ...of only the episodes the rater was unsure of and the audited one (the store read with sqlite3)
@@ -77,7 +78,7 @@ def test_unattended_twin_campaign_scripted_vs_saved_act(twin_protocol, tmp_path)
     conn.close()
     queue = {e for e, slot in slots.items() if slot in audited or e not in sure}
     assert len(slots) == 2 and len(audited) == 1 and 1 <= len(queue) <= 2, (slots, audited, sure)   # count guard
-    bundle = run_module("bundle", out, "--out", tmp_path / "bundle", env=env())
+    bundle = cli("bundle", out, "--out", tmp_path / "bundle")
     assert bundle.code == 0, bundle.err
     assert f"{len(queue)} episode{'s' if len(queue) > 1 else ''}, {2 * len(queue)} videos" in bundle.out, bundle.out
     manifest = json.loads((tmp_path / "bundle" / "manifest.json").read_text())
@@ -92,9 +93,11 @@ def readme_rehearsal_block() -> list[str]:
     return [line.split("  #")[0].strip() for line in block.splitlines() if line.strip()]
 
 
-def test_the_readmes_rehearsal_block_runs_as_written_to_the_first_prompt(tmp_path):
+def test_the_readmes_rehearsal_block_runs_as_written_to_the_first_prompt(tmp_path, monkeypatch, capsys):
     """The README's twin rehearsal, in a folder holding only what a fresh clone ships: the first
-    line makes the tiny checkpoint (no download), `doctor --twin` on the shipped protocol and
+    line makes the tiny checkpoint (no download; its module's `main` in this process, in that
+    folder: a fresh interpreter would import torch and LeRobot's policies again, 7-10 s, for
+    nothing the line's own code does not do here), `doctor --twin` on the shipped protocol and
     profile passes and states B's step time against the period; the run lines name shipped
     files and parse; the interactive run line, in tmux, reaches its first prompt ("press Enter")
     and `q` ends it. Every line that needs LeRobot runs it with the extra."""
@@ -106,10 +109,16 @@ def test_the_readmes_rehearsal_block_runs_as_written_to_the_first_prompt(tmp_pat
         shutil.copytree(REPO / folder, tmp_path / folder)
     argv = [shlex.split(line.removeprefix("uv run --extra lerobot ").removeprefix("uv run ")) for line in lines]
     assert argv[0][:3] == ["python", "-m", "orchestrator.policies.tiny_act"]
-    made = subprocess.run([sys.executable, *argv[0][1:]], cwd=tmp_path, env=env(), capture_output=True, text=True,
-                          timeout=300)
-    assert made.returncode == 0, made.stderr[-3000:]
-    assert "tiny random ACT saved in checkpoints/tiny_act (cameras front 320x240, wrist 320x240" in made.stdout
+    from orchestrator.policies import tiny_act
+
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    code = tiny_act.main(argv[0][3:])
+    made = capsys.readouterr()
+    monkeypatch.undo()
+    assert code == 0, made.err[-3000:]
+    assert "tiny random ACT saved in checkpoints/tiny_act (cameras front 320x240, wrist 320x240" in made.out
+    assert (tmp_path / "checkpoints" / "tiny_act" / "config.json").is_file()
     assert argv[1][0] == "orchestrator"
     doctor = run_module(*argv[1][1:], cwd=tmp_path, env=env(), timeout=300)
     assert doctor.code == 0, doctor.err[-3000:]

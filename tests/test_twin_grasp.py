@@ -35,6 +35,7 @@ def _robot(status, goal=2018, present=2300):
     return SimpleNamespace(bus=FeetechMotorsBus(status, goal, present), config=SimpleNamespace(num_read_retries=0))
 
 
+@pytest.mark.off_clock
 def test_a_gripper_trip_while_squeezing_is_an_event_and_anything_else_aborts():
     watch = AlarmWatch()
     squeezing = _robot({"gripper": 32}, goal=2018, present=2300)   # held 282 ticks open by the cube
@@ -51,6 +52,7 @@ def test_a_gripper_trip_while_squeezing_is_an_event_and_anything_else_aborts():
     assert watch.take_events() == []
 
 
+@pytest.mark.off_clock
 def test_a_gripper_trip_that_clears_as_the_jaws_arrive_is_no_alarm_one_that_persists_is():
     """The race a loaded host widens: both Status reads show the gripper's protection while the
     jaws still open toward their goal, then the goal and present reads find them arrived (no

@@ -71,7 +71,8 @@ def test_torque_reads_zero_on_the_twin_after_a_stop_and_after_ctrl_c(tmp_path, w
 @pytest.mark.slow
 def test_after_a_two_second_stall_on_the_twin_actions_are_half_a_period_apart_or_more(tmp_path, monkeypatch):
     """Item 1 on the twin: the times at which LeRobot's bus wrote Goal_Position to the twin's
-    pseudo-terminal, after a 2 s policy stall: never closer than half a period."""
+    pseudo-terminal, after a 2 s policy stall: not caught up (any 5 intervals at least half of 5
+    periods)."""
     import time
 
     import numpy as np
@@ -119,7 +120,12 @@ def test_after_a_two_second_stall_on_the_twin_actions_are_half_a_period_apart_or
             rig.disconnect()
     after = [t for t in writes if t > stall_start["t"]]
     assert len(after) >= 6, after          # the steps left in the episode's duration, none made up
-    assert np.diff(after).min() >= 0.5 / fps, np.diff(after).min()
+    # Caught up, the slots the stall took would go out back to back (a few ms apart). Checked on
+    # spans of 5 intervals, as tests/test_arm_pacing.py does: a write the machine's load delays
+    # shortens the next interval (lerobot-rollout's `max(0, period - dt)`: one fell to 30 ms of
+    # 67 at load 25), but 5 intervals of a paced loop take at least half of 5 periods.
+    spans = np.asarray(after[5:]) - np.asarray(after[:-5])
+    assert spans.min() >= 5 * (1 / fps) / 2, f"5 intervals after the stall in {spans.min() * 1000:.1f} ms"
 
 
 @pytest.mark.slow
@@ -142,10 +148,12 @@ def test_an_overload_on_one_servo_ends_with_all_six_torques_off_the_alarm_named_
         with pytest.raises(RuntimeFailure, match=rf"{servo} \(id \d\): overload") as err:
             campaign(protocol, twin.rig, tmp_path / "c", op)
         state = twin.request("state")
+        # the operator switches the arm off and on (the alarm holds until then) and resumes: the
+        # campaign goes on to completion (the fault was the twin's first episode's only)
+        twin.power_cycle()
+        summary, attempts = campaign(protocol, twin.rig, tmp_path / "c", Watching(wait_s=0.0))
     assert state["torque"] == [False] * 6
     assert "USB" not in str(err.value)
     assert any("overload" in m and m.startswith("trial aborted") for m in op.messages), op.messages
-    with start_twin(load_rig(rig)) as twin:   # the campaign resumes, without the fault, to completion
-        summary, attempts = campaign(protocol, twin.rig, tmp_path / "c", Watching(wait_s=0.0))
     assert summary.complete
     assert attempts[0]["status"] == "aborted" and f"{servo} (id" in attempts[0]["reason"]

@@ -1,20 +1,24 @@
 """The twin's STS3215s as their memory table describes them: each register
-behaviour read or written through LeRobot's `FeetechMotorsBus` against a running twin (the
-same process tree as `--twin`: LeRobot's SOFollower, scservo_sdk, the pseudo-terminal).
+behaviour read or written through LeRobot's `FeetechMotorsBus` (LeRobot's SOFollower and
+scservo_sdk, unchanged).
 
-One twin serves the module's tests; each test leaves the servos as LeRobot's `configure()`
-left them (`_fresh`: every servo restarted by a `servo_reset`, then LeRobot configures and
-enables torque again)."""
+The servos' behaviour is checked on the twin's own servos and scene in this process, on a
+simulated clock (`tests/fakes/twin_bus.py`: the same `TwinArm` answers the same packets as the
+twin's process does, and a wait steps its physics), so what a servo did in a span does not depend
+on the machine's load: each such test has a fresh arm as LeRobot's connect leaves it, and carries
+`off_clock` (it starts nothing on the wall clock). What only the twin's process does (its start
+with the profile's calibration and EEPROM, its adapter latency on the pseudo-terminal) runs on a
+started twin."""
 
 from __future__ import annotations
 
 import contextlib
 import time
-from pathlib import Path
 
 import pytest
 
 from orchestrator.rigs.twin import sts3215
+from support.campaign_files import servo_rig
 from support.repo import REPO
 from support.twin_time import wait_physics
 
@@ -22,64 +26,22 @@ SHIPPED_TWIN_RIG = REPO / "hardware" / "so101_twin.yaml"
 TICKS_PER_DEG = 4095 / 360
 
 
-def servo_rig(folder) -> Path:
-    """hardware/so101_twin.yaml without its cameras: these tests read and write servo registers
-    only, and a twin without cameras starts no render process (its start and its CPU saved)."""
-    text = SHIPPED_TWIN_RIG.read_text()
-    start, end = text.index("cameras:\n"), text.index("# The rest pose")
-    path = Path(folder) / "so101_twin_servos.yaml"
-    path.write_text(text[:start] + "cameras: {}\n" + text[end:])
-    return path
+def _stepped_arm(folder, monkeypatch, supply_v: float = 12.0):
+    """(twin, bus, rig): LeRobot's stack connected to the twin's servos in this process
+    (`fakes.twin_bus.InProcessTwin`; `twin.advance(s)` runs `s` of its physics)."""
+    from fakes.twin_bus import twin_rig
+
+    rig, twin = twin_rig(folder, monkeypatch, supply_v=supply_v)
+    return twin, rig.robot.bus, rig
 
 
-@pytest.fixture(scope="module")
-def arm(tmp_path_factory):
-    from orchestrator.rigs.factory import make_rig
-    from orchestrator.rigs.profile import load_rig
-    from orchestrator.rigs.twin.client import start_twin
-
-    twin = start_twin(load_rig(servo_rig(tmp_path_factory.mktemp("servos"))))
-    rig = make_rig(twin.rig)
-    rig.connect()
+@pytest.fixture
+def arm(tmp_path, monkeypatch):
+    twin, bus, rig = _stepped_arm(tmp_path, monkeypatch)
     try:
-        yield twin, rig.robot.bus, rig
+        yield twin, bus, rig
     finally:
         rig.disconnect()
-        twin.close()
-
-
-EEPROM_AS_SHIPPED = {"Protection_Current": 500, "Overload_Torque": 80, "Protection_Time": 200,
-                     "Protective_Torque": 20, "Max_Torque_Limit": 1000}
-UNLOADING_AS_SHIPPED = {"gripper": 12}   # the others: the factory's 44 (rigs/twin/arm.py)
-
-
-@pytest.fixture(autouse=True)
-def fresh(request):
-    """After each test that used the arm, even a failed one: the servos as LeRobot left them."""
-    yield
-    if "arm" in request.fixturenames:
-        _fresh(*request.getfixturevalue("arm"))
-
-
-def _fresh(twin, bus, rig) -> None:
-    """Every servo as after LeRobot's connect on a new arm: EEPROM restored (Lock 0), restarted
-    (`servo_reset`: Torque_Limit 1000 again, alarms cleared), then LeRobot's configure."""
-    for attempt in range(3):
-        try:
-            twin.request("inject", fault={"kind": "servo_reset"})
-            with _torque_off(bus):
-                for motor in bus.motors:
-                    for name, value in EEPROM_AS_SHIPPED.items():
-                        bus.write(name, motor, value, normalize=False, num_retry=3)
-                    bus.write("Unloading_Condition", motor, UNLOADING_AS_SHIPPED.get(motor, 44), normalize=False,
-                              num_retry=3)
-                bus.write_calibration(bus.calibration)
-            twin.request("inject", fault={"kind": "servo_reset"})
-            rig.robot.configure()
-            return
-        except ConnectionError:   # a reply missed on a loaded machine (LeRobot does not retry writes)
-            if attempt == 2:
-                raise
 
 
 def _raw(bus, name: str, motor: str) -> int:
@@ -88,8 +50,7 @@ def _raw(bus, name: str, motor: str) -> int:
 
 @contextlib.contextmanager
 def _torque_off(bus, motor: str | None = None):
-    """LeRobot's `bus.torque_disabled()` (Torque_Enable 0 and Lock 0, then 1 and 1) with retries:
-    LeRobot writes each register once, and a reply missed on a loaded machine fails the test."""
+    """LeRobot's `bus.torque_disabled()` (Torque_Enable 0 and Lock 0, then 1 and 1)."""
     motors = [motor] if motor else list(bus.motors)
     for m in motors:
         _w(bus, "Torque_Enable", m, 0)
@@ -106,7 +67,7 @@ def _w(bus, name: str, motor: str, value: int) -> None:
 
 def _settle(twin, bus, motor: str, seconds: float = 1.0) -> int:
     """Present_Position after `seconds` of the twin's physics."""
-    wait_physics(twin, seconds)
+    twin.advance(seconds)
     return _raw(bus, "Present_Position", motor)
 
 
@@ -119,13 +80,14 @@ def _raise_upper_arm(twin, bus) -> int:
     for k in range(1, 41):   # 2 s, as a policy would move it
         bus.sync_write("Goal_Position", {m: round(here[m] + (goal[m] - here[m]) * k / 40) for m in goal},
                        normalize=False)
-        wait_physics(twin, 0.05)
-    wait_physics(twin, 1.0)
+        twin.advance(0.05)
+    twin.advance(1.0)
     return goal["shoulder_lift"]
 
 
 # ------------------------------------------------------------------ position loop
 
+@pytest.mark.off_clock
 def test_stiffness_follows_p_coefficient(arm):
     """The upper arm held horizontal sags under its own weight by load / stiffness: at
     P_Coefficient 8 the stiffness is half of P 16's 0.0588 N m a tick (a real STS3215: 20-30
@@ -135,7 +97,7 @@ def test_stiffness_follows_p_coefficient(arm):
     _w(bus, "P_Coefficient", "shoulder_lift", 8)
     goal = _raise_upper_arm(twin, bus)
     sag8 = goal - _raw(bus, "Present_Position", "shoulder_lift")
-    load8 = twin.request("state")["torque_nm"][1]
+    load8 = twin.arm.loops[1].torque_nm
     _w(bus, "P_Coefficient", "shoulder_lift", 64)
     sag64 = goal - _settle(twin, bus, "shoulder_lift")
     assert abs(load8) > 0.25, load8                        # it holds real weight
@@ -143,6 +105,7 @@ def test_stiffness_follows_p_coefficient(arm):
     assert abs(sag64) <= abs(sag8) / 4, (sag8, sag64)
 
 
+@pytest.mark.off_clock
 def test_acceleration_is_a_ramp(arm):
     """Acceleration 254 (LeRobot's: 25,400 ticks/s^2) reaches 45 degrees of pan in ~0.3 s;
     Acceleration 5 (500 ticks/s^2) has moved under 3 degrees after 0.3 s."""
@@ -152,14 +115,15 @@ def test_acceleration_is_a_ramp(arm):
         start = _raw(bus, "Present_Position", "shoulder_pan")
         _w(bus, "Acceleration", "shoulder_pan", acc)
         _w(bus, "Goal_Position", "shoulder_pan", start + round(45 * TICKS_PER_DEG))
-        wait_physics(twin, 0.3)
+        twin.advance(0.3)
         moved[acc] = (_raw(bus, "Present_Position", "shoulder_pan") - start) / TICKS_PER_DEG
         _w(bus, "Goal_Position", "shoulder_pan", start)
-        wait_physics(twin, 2.5)
+        twin.advance(2.5)
     assert moved[254] > 30, moved
     assert moved[5] < 3, moved
 
 
+@pytest.mark.off_clock
 def test_protection_current_limits_the_torque(arm):
     """Protection_Current 25 (0.16 A, 6 % of the 2.7 A stall current) on the shoulder lift:
     Present_Current never reads above 25 and the raised arm cannot hold itself up."""
@@ -171,12 +135,13 @@ def test_protection_current_limits_the_torque(arm):
     currents = []
     for _ in range(10):
         currents.append(_raw(bus, "Present_Current", "shoulder_lift"))
-        wait_physics(twin, 0.1)
+        twin.advance(0.1)
     sag = goal - _raw(bus, "Present_Position", "shoulder_lift")
     assert max(currents) <= 25 and max(currents) >= 20, currents
     assert abs(sag) > 100, sag
 
 
+@pytest.mark.off_clock
 def test_backlash_takes_time_to_cross_when_the_torque_reverses():
     """The loop alone (no LeRobot: the play is inside the servo): after a torque reversal
     nothing reaches the output until the motor side has crossed the 1 degree of play,
@@ -222,6 +187,7 @@ def _overload_soon(twin, bus) -> int:
     return goal
 
 
+@pytest.mark.off_clock
 def test_an_overload_unloads_the_servo_and_its_alarm_holds_until_the_arm_is_power_cycled(arm):
     """Unloading_Condition 44 (the factory's; LeRobot does not write it): the shoulder lift's
     protection trips, the servo unloads (Torque_Enable reads 0, the raised arm falls) and Status
@@ -230,26 +196,27 @@ def test_an_overload_unloads_the_servo_and_its_alarm_holds_until_the_arm_is_powe
     (the arm's power off and on) clears it; LeRobot's configure then switches torque on again."""
     twin, bus, rig = arm
     goal = _overload_soon(twin, bus)
-    wait_physics(twin, 0.8)
+    twin.advance(0.8)
     tripped = (_status(bus), _synced(bus, "Torque_Enable"))
-    wait_physics(twin, 0.5)
+    twin.advance(0.5)
     fallen = goal - _synced(bus, "Present_Position")
     with pytest.raises(RuntimeError, match="Overload"):
         bus.write("Torque_Enable", "shoulder_lift", 1, normalize=False)
-    wait_physics(twin, 1.0)
+    twin.advance(1.0)
     refused = (_status(bus), _synced(bus, "Torque_Enable"))
-    state = twin.request("state")
-    twin.request("power_cycle")
+    latched = [bool(b) for b in twin.arm.latched]
+    twin.arm.power_cycle()                                    # the twin's `power_cycle` op
     cycled = (_status(bus), _raw(bus, "Torque_Enable", "shoulder_lift"))
     rig.robot.configure()
     on = _raw(bus, "Torque_Enable", "shoulder_lift")
     assert tripped == (32, 0), tripped
     assert abs(fallen) > 100, fallen                           # limp: the raised arm fell
     assert refused == (32, 0), refused
-    assert state["overload_latched"] == [False, True, False, False, False, False], state
+    assert latched == [False, True, False, False, False, False], latched
     assert cycled == (0, 0) and on == 1, (cycled, on)
 
 
+@pytest.mark.off_clock
 def test_overload_protection_trips_after_protection_time_and_clears_when_the_load_goes(arm):
     """The positive control, Unloading_Condition 12 (its overload bit clear): the protection
     trips after Protection_Time but keeps torque on, Status bit 5 set and the output limited to
@@ -263,53 +230,68 @@ def test_overload_protection_trips_after_protection_time_and_clears_when_the_loa
     def status() -> int:
         return _status(bus)
 
-    wait_physics(twin, 0.25)
+    twin.advance(0.25)
     early = status()
-    wait_physics(twin, 0.6)
+    twin.advance(0.6)
     tripped = status()
-    state = twin.request("state")
+    protected, torque_nm = twin.arm.loops[1].protected, twin.arm.loops[1].torque_nm
     with pytest.raises(RuntimeError, match="Overload"):
         bus.read("Status", "shoulder_lift", normalize=False, num_retry=3)
     # the rig's move to rest would, rightly, refuse to start on an alarm: switch the servo's
     # torque off instead (a sync write: no status reply to raise on), which clears it too
     bus.sync_write("Torque_Enable", {"shoulder_lift": 0}, normalize=False)
-    wait_physics(twin, 0.5)
+    twin.advance(0.5)
     cleared = status()
-    after = twin.request("state")
     assert early == 0 and tripped == 32, (early, tripped)
-    assert state["protected"][1] and abs(state["torque_nm"][1]) <= 0.2 * 2.94 + 1e-6, state
-    assert cleared == 0, (cleared, after["torque_nm"][1], after["joints_deg"][1], goal)
+    assert protected and abs(torque_nm) <= 0.2 * 2.94 + 1e-6, (protected, torque_nm)
+    assert cleared == 0, (cleared, twin.arm.loops[1].torque_nm, goal)
 
 
+@pytest.mark.off_clock
 def test_a_hand_held_joint_shows_its_stall_in_the_twins_state(arm):
     """The twin's `hold` op (a hand on the elbow) and a goal 20 degrees off through LeRobot's bus:
     the twin's state shows the elbow at stall while it lasts (`stall_s`) and, once the hand lets
-    go and the goal comes back, one recorded stall of about that length at the stall torque
-    (`Twin.stalls`); no other joint stalls 0.3 s."""
+    go and the goal comes back, one recorded stall of about that length at the stall torque,
+    begun while the hand held it (`Twin.stalls`: the twin's state answers these, server.py);
+    no other joint stalls 0.3 s. (That a stall's time is epoch seconds in the wire log:
+    tests/test_twin_wire_log.py.)"""
     twin, bus, rig = arm
+    tw = twin.arm
     here = _raw(bus, "Present_Position", "elbow_flex")
-    twin.request("hold", joints={"elbow_flex": None})
+    tw.hold({"elbow_flex": None})                          # the twin's `hold` op
+    held_at = tw.t_s
     try:
         _w(bus, "Goal_Position", "elbow_flex", here - round(20 * TICKS_PER_DEG))   # (+20 is past its limit)
-        deadline = time.monotonic() + 10.0
-        while (during := twin.request("state")["stall_s"])[2] < 0.5:
-            assert time.monotonic() < deadline, during
-            time.sleep(0.05)
+        for _ in range(200):                               # at most 10 s of the twin's physics
+            if (during := tw.stalls.seconds_now(tw.t_s))[2] >= 0.5:
+                break
+            twin.advance(0.05)
+        assert during[2] >= 0.5, during
     finally:
-        twin.request("hold", joints={})
+        tw.hold({})
+    let_go_at = tw.t_s
     _w(bus, "Goal_Position", "elbow_flex", here)
-    deadline = time.monotonic() + 10.0
-    while not (stalls := twin.stalls(0.3)) or stalls[-1]["ongoing"]:
-        assert time.monotonic() < deadline, stalls
-        time.sleep(0.05)
+    for _ in range(200):
+        if (stalls := _stalls(twin, 0.3)) and not stalls[-1]["ongoing"]:
+            break
+        twin.advance(0.05)
     assert [s["joint"] for s in stalls] == ["elbow_flex"], stalls
     assert 0.5 <= stalls[0]["s"] < 2.0 and stalls[0]["load_pct"] > 95 and stalls[0]["servo"] == 3, stalls
-    assert abs(stalls[0]["t"] - time.time()) < 30                  # epoch seconds
+    assert held_at <= stalls[0]["t"] < let_go_at, (held_at, stalls[0], let_go_at)   # the twin's clock here
     assert max(during[:2] + during[3:]) < 0.3, during   # (the push's reaction may load the shoulder briefly)
+
+
+def _stalls(twin, min_s: float) -> list[dict]:
+    """The twin's `state` answer's `stalls` (server.py `_stall_state`, `Twin.stalls`), each at
+    least `min_s` long; `t` in the twin's clock (seconds)."""
+    tw = twin.arm
+    recorded = tw.stalls.finished + tw.stalls.ongoing(tw.t_s, tw.stall_nm)
+    return [stall.line(0.0) for stall in recorded if stall.seconds >= min_s]
 
 
 # ------------------------------------------------------------------ registers
 
+@pytest.mark.off_clock
 def test_torque_limit_is_loaded_from_max_torque_limit_at_power_up(arm):
     """Max_Torque_Limit is EEPROM: a write (LeRobot's configure writes 500 on the gripper, with
     Lock 0 so it is saved) leaves the active Torque_Limit as it was loaded at power-up, until
@@ -320,7 +302,7 @@ def test_torque_limit_is_loaded_from_max_torque_limit_at_power_up(arm):
     with _torque_off(bus, "gripper"):
         _w(bus, "Max_Torque_Limit", "gripper", 700)
     written = _raw(bus, "Torque_Limit", "gripper")
-    twin.request("inject", fault={"kind": "servo_reset", "servo": "gripper"})
+    twin.arm.power_up(5)                                  # the `servo_reset` fault on the gripper
     after = _raw(bus, "Torque_Limit", "gripper")
     goal = _raise_upper_arm(twin, bus)
     _w(bus, "Torque_Limit", "shoulder_lift", 50)
@@ -329,25 +311,7 @@ def test_torque_limit_is_loaded_from_max_torque_limit_at_power_up(arm):
     assert abs(sag) > 200, sag
 
 
-def test_the_twin_powers_up_with_torque_limit_1000_and_lerobot_writes_500_to_eeprom(tmp_path):
-    """What a first session on a new arm does (the twin's EEPROM is a factory servo's plus the
-    calibration): after LeRobot's connect the gripper's Max_Torque_Limit reads 500 and its
-    Torque_Limit 1000: it grips at 100 % until the arm is power-cycled."""
-    from orchestrator.rigs.factory import make_rig
-    from orchestrator.rigs.profile import load_rig
-    from orchestrator.rigs.twin.client import start_twin
-
-    with start_twin(load_rig(servo_rig(tmp_path))) as twin:
-        rig = make_rig(twin.rig)
-        rig.connect()
-        try:
-            bus = rig.robot.bus
-            limits = (_raw(bus, "Max_Torque_Limit", "gripper"), _raw(bus, "Torque_Limit", "gripper"))
-        finally:
-            rig.disconnect()
-    assert limits == (500, 1000)
-
-
+@pytest.mark.off_clock
 def test_homing_offset_shifts_present_position(arm):
     """Present_Position = raw - Homing_Offset: +500 on Homing_Offset reads 500 ticks less."""
     twin, bus, rig = arm
@@ -363,6 +327,7 @@ def test_homing_offset_shifts_present_position(arm):
     assert abs(back - before) <= 2
 
 
+@pytest.mark.off_clock
 def test_goal_position_is_sign_magnitude_and_clamped_to_the_limits(arm):
     """A goal of -400 ticks (LeRobot encodes the sign in bit 15) ends at Min_Position_Limit,
     not at +400; a Max_Position_Limit written with Lock 1 acts but is lost at power-up, one
@@ -373,15 +338,15 @@ def test_goal_position_is_sign_magnitude_and_clamped_to_the_limits(arm):
     at_min = _settle(twin, bus, "shoulder_pan", 2.0)
     here = _raw(bus, "Present_Position", "shoulder_pan")
     _w(bus, "Goal_Position", "shoulder_pan", 2047)
-    wait_physics(twin, 2.0)
+    twin.advance(2.0)
     _w(bus, "Max_Position_Limit", "shoulder_pan", 2047 + 100)          # Lock is 1 (torque on)
     _w(bus, "Goal_Position", "shoulder_pan", 3000)
     at_max = _settle(twin, bus, "shoulder_pan", 2.0)
-    twin.request("inject", fault={"kind": "servo_reset", "servo": "shoulder_pan"})
+    twin.arm.power_up(0)                                  # the `servo_reset` fault on shoulder_pan
     unsaved = _raw(bus, "Max_Position_Limit", "shoulder_pan")
     with _torque_off(bus, "shoulder_pan"):                             # Lock 0
         _w(bus, "Max_Position_Limit", "shoulder_pan", 3000)
-    twin.request("inject", fault={"kind": "servo_reset", "servo": "shoulder_pan"})
+    twin.arm.power_up(0)                                  # the `servo_reset` fault on shoulder_pan
     saved = _raw(bus, "Max_Position_Limit", "shoulder_pan")
     with _torque_off(bus, "shoulder_pan"):
         _w(bus, "Max_Position_Limit", "shoulder_pan", 3297)
@@ -390,13 +355,14 @@ def test_goal_position_is_sign_magnitude_and_clamped_to_the_limits(arm):
     assert unsaved == 3297 and saved == 3000
 
 
+@pytest.mark.off_clock
 def test_torque_enable_holds_where_the_joint_is_not_the_last_goal(arm):
     """The torque-enable rule: torque off, the raised arm sags and Goal_Position reads the
     present position; torque on holds it there (it does not drive back to the old goal)."""
     twin, bus, rig = arm
     goal = _raise_upper_arm(twin, bus)
     _w(bus, "Torque_Enable", "shoulder_lift", 0)
-    wait_physics(twin, 0.4)
+    twin.advance(0.4)
     _w(bus, "Torque_Enable", "shoulder_lift", 1)
     sagged = _raw(bus, "Present_Position", "shoulder_lift")
     register = _raw(bus, "Goal_Position", "shoulder_lift")
@@ -406,15 +372,10 @@ def test_torque_enable_holds_where_the_joint_is_not_the_last_goal(arm):
     assert abs(held - sagged) <= 40, (sagged, held)        # held there, not back at `goal`
 
 
-def test_a_7v4_supply_has_35_percent_less_torque_and_the_adapter_latency_delays_replies(arm, tmp_path):
+@pytest.mark.off_clock
+def test_a_7v4_supply_has_35_percent_less_torque(arm, tmp_path, monkeypatch):
     """Torque_Limit 150 (15 % of stall) holds the raised upper arm on a 12 V twin (0.44 N m) but
-    not on a 7.4 V one (0.29 N m: the 7.4 V STS3215's 1.91 N m stall); `adapter_latency_ms: 5`
-    adds 5 ms to every reply; Present_Voltage reads 74."""
-    import statistics
-
-    from orchestrator.rigs.factory import make_rig
-    from orchestrator.rigs.profile import load_rig
-    from orchestrator.rigs.twin.client import start_twin
+    not on a 7.4 V one (0.29 N m: the 7.4 V STS3215's 1.91 N m stall); Present_Voltage reads 74."""
 
     def sag_at_15_percent(twin, bus) -> int:
         goal = _raise_upper_arm(twin, bus)
@@ -423,9 +384,30 @@ def test_a_7v4_supply_has_35_percent_less_torque_and_the_adapter_latency_delays_
 
     twin12, bus12, _ = arm
     sag12 = sag_at_15_percent(twin12, bus12)
-    rig_file = tmp_path / "rig.yaml"
-    rig_file.write_text(servo_rig(tmp_path).read_text().replace(
-        "twin: {seed: 0, faults: []}", "twin: {seed: 0, faults: [], supply_v: 7.4, adapter_latency_ms: 5}"))
+    (tmp_path / "v74").mkdir()
+    twin74, bus74, rig74 = _stepped_arm(tmp_path / "v74", monkeypatch, supply_v=7.4)
+    try:
+        volts = _raw(bus74, "Present_Voltage", "gripper")
+        sag74 = sag_at_15_percent(twin74, bus74)
+    finally:
+        rig74.disconnect()
+    assert volts == 74
+    assert sag12 < 30 and sag74 > 150, (sag12, sag74)
+
+
+@pytest.fixture(scope="module")
+def new_arm(tmp_path_factory):
+    """A started twin (its process, its pseudo-terminal, the profile's EEPROM and calibration) with
+    a slow USB adapter (`adapter_latency_ms: 5`), LeRobot connected to it as a first session on a
+    new arm: (twin, bus). Nothing the tests using it do writes a register."""
+    from orchestrator.rigs.factory import make_rig
+    from orchestrator.rigs.profile import load_rig
+    from orchestrator.rigs.twin.client import start_twin
+
+    folder = tmp_path_factory.mktemp("new_arm")
+    rig_file = folder / "rig.yaml"
+    rig_file.write_text(servo_rig(folder).read_text().replace(
+        "twin: {seed: 0, faults: []}", "twin: {seed: 0, faults: [], adapter_latency_ms: 5}"))
     with start_twin(load_rig(rig_file)) as twin:
         rig = make_rig(twin.rig)
         for attempt in range(3):   # LeRobot's handshake reads each servo once: a loaded machine misses one
@@ -437,19 +419,31 @@ def test_a_7v4_supply_has_35_percent_less_torque_and_the_adapter_latency_delays_
                 if attempt == 2:
                     raise
         try:
-            bus = rig.robot.bus
-            volts = _raw(bus, "Present_Voltage", "gripper")
-            times = []
-            for _ in range(20):
-                started = time.perf_counter()
-                _raw(bus, "Present_Position", "wrist_roll")
-                times.append(time.perf_counter() - started)
-            sag74 = sag_at_15_percent(twin, bus)
+            yield twin, rig.robot.bus
         finally:
             rig.disconnect()
-    assert volts == 74
+
+
+def test_the_twin_powers_up_with_torque_limit_1000_and_lerobot_writes_500_to_eeprom(new_arm):
+    """What a first session on a new arm does (the twin's EEPROM is a factory servo's plus the
+    calibration): after LeRobot's connect the gripper's Max_Torque_Limit reads 500 and its
+    Torque_Limit 1000: it grips at 100 % until the arm is power-cycled."""
+    _, bus = new_arm
+    assert (_raw(bus, "Max_Torque_Limit", "gripper"), _raw(bus, "Torque_Limit", "gripper")) == (500, 1000)
+
+
+def test_the_adapter_latency_delays_every_reply(new_arm):
+    """`adapter_latency_ms: 5` adds 5 ms to every reply on the twin's pseudo-terminal: the median
+    read through LeRobot takes at least that (a floor: a loaded machine only lengthens it)."""
+    import statistics
+
+    _, bus = new_arm
+    times = []
+    for _ in range(20):
+        started = time.perf_counter()
+        _raw(bus, "Present_Position", "wrist_roll")
+        times.append(time.perf_counter() - started)
     assert statistics.median(times) >= 0.005, times
-    assert sag12 < 30 and sag74 > 150, (sag12, sag74)
 
 
 def test_the_users_own_calibration_is_rehearsed(tmp_path):
@@ -492,6 +486,7 @@ def test_the_users_own_calibration_is_rehearsed(tmp_path):
     assert degrees["shoulder_lift.pos"] == pytest.approx(sim[1] + (2047 - 2061) * 360 / 4095, abs=0.5)
 
 
+@pytest.mark.off_clock
 def test_the_register_table_is_lerobots_for_every_register_the_twin_serves():
     """The twin's STS/SMS control table (and with it the byte-level fake's addresses) is a copy
     of LeRobot's `STS_SMS_SERIES_CONTROL_TABLE`: every register the twin names has LeRobot's

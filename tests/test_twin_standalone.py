@@ -1,7 +1,8 @@
 """`orchestrator twin`: a standalone twin that LeRobot's own tools drive.
 Separate processes: the twin command, then LeRobot's `lerobot-rollout` entry point (base
 strategy, sync inference, a tiny ACT saved by another process) with the flags the twin printed;
-the wire log then shows what the bus saw."""
+the wire log then shows what the bus saw. One twin serves the module: what it printed, what the
+rollout did on it, and how SIGTERM stopped it."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -32,27 +34,6 @@ def _start_twin(rig, log_path) -> tuple[subprocess.Popen, dict]:
     return proc, json.loads(line)
 
 
-def test_twin_json_line_names_what_lerobot_needs(tmp_path):
-    proc, info = _start_twin(twin_rig(tmp_path), tmp_path / "wire.jsonl")
-    try:
-        assert set(info) == {"port", "robot_id", "calibration_dir", "cameras", "lerobot_args"}
-        assert info["port"].startswith("/dev/pts/") and info["robot_id"] == "so101_twin"
-        calibration = json.loads((Path(info["calibration_dir"]) / "so101_twin.json").read_text())
-        assert calibration["gripper"]["id"] == 6
-        assert info["lerobot_args"][:2] == ["--robot.type=so101_follower", f"--robot.port={info['port']}"]
-        # every LeRobot field of the profile's robot: (the twin's port, id and calibration folder)
-        assert info["lerobot_args"][2:6] == [f"--robot.id={info['robot_id']}",
-                                             f"--robot.calibration_dir={info['calibration_dir']}",
-                                             "--robot.max_relative_target=3.0", "--robot.num_read_retries=5"]
-        assert {c["type"] for c in info["cameras"].values()} == {"twin"}
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=30)
-    assert proc.returncode == 0, err[-2000:]
-    assert "twin stopped" in out and "Traceback" not in err
-    assert wait_for_exit(tmp_path / "wire.jsonl").exit["torque"] == [0] * 6
-
-
 def _ahead_of_the_other_worker() -> None:
     """LeRobot's process at nice -10 where allowed (root, CAP_SYS_NICE), as an arm's host runs
     with the machine to itself. scservo_sdk's `rxPacket` polls the port and, when a poll finds
@@ -67,12 +48,29 @@ def _ahead_of_the_other_worker() -> None:
         pass
 
 
-@pytest.mark.slow
-@pytest.mark.timeout(600)
-def test_lerobot_rollout_drives_a_standalone_twin(tmp_path, saved_acts):
-    shutil.copytree(saved_acts["twin"], tmp_path / "act")
-    log_path = tmp_path / "wire.jsonl"
-    twin, info = _start_twin(twin_rig(tmp_path), log_path)
+@dataclass
+class Standalone:
+    """One standalone twin (`orchestrator twin --json`) that `lerobot-rollout` drove, then SIGTERM."""
+
+    info: dict                 # its first line
+    calibration: dict          # the calibration file it named, read while it ran
+    rollout: subprocess.CompletedProcess
+    started: float             # epoch s, just before the rollout started
+    ended: float
+    code: int                  # the twin's exit code, its output and errors
+    out: str
+    err: str
+    wire: Path
+
+
+# One twin for the module's two tests (each a twin start and LeRobot's imports, 5-10 s, saved):
+# what it printed, and what LeRobot's own rollout did on it.
+@pytest.fixture(scope="module")
+def standalone(tmp_path_factory, saved_acts) -> Standalone:
+    folder = tmp_path_factory.mktemp("standalone")
+    shutil.copytree(saved_acts["twin"], folder / "act")
+    log_path = folder / "wire.jsonl"
+    twin, info = _start_twin(twin_rig(folder), log_path)
     try:
         calibration = json.loads((Path(info["calibration_dir"]) / "so101_twin.json").read_text())  # gone at the end
         started = time.time()
@@ -80,17 +78,43 @@ def test_lerobot_rollout_drives_a_standalone_twin(tmp_path, saved_acts):
         # installed distribution lerobot_camera_so101_twin (no launcher)
         rollout = subprocess.run(
             [str(Path(sys.executable).parent / "lerobot-rollout"), *info["lerobot_args"],
-             f"--policy.path={tmp_path / 'act'}", "--policy.device=cpu", "--strategy.type=base", "--duration=4",
+             f"--policy.path={folder / 'act'}", "--policy.device=cpu", "--strategy.type=base", "--duration=4",
              "--fps=15", "--play_sounds=false", "--task=pick up the cube"],
-            cwd=tmp_path, env=env(), capture_output=True, text=True, timeout=400, preexec_fn=_ahead_of_the_other_worker)
+            cwd=folder, env=env(), capture_output=True, text=True, timeout=400, preexec_fn=_ahead_of_the_other_worker)
         ended = time.time()
     finally:
         twin.send_signal(signal.SIGTERM)
-        twin.communicate(timeout=30)
+        out, err = twin.communicate(timeout=30)
+    return Standalone(info, calibration, rollout, started, ended, twin.returncode, out, err, log_path)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)   # the module's twin and rollout are built for the first of its tests
+def test_twin_json_line_names_what_lerobot_needs(standalone):
+    info = standalone.info
+    assert set(info) == {"port", "robot_id", "calibration_dir", "cameras", "lerobot_args"}
+    assert info["port"].startswith("/dev/pts/") and info["robot_id"] == "so101_twin"
+    assert standalone.calibration["gripper"]["id"] == 6
+    assert info["lerobot_args"][:2] == ["--robot.type=so101_follower", f"--robot.port={info['port']}"]
+    # every LeRobot field of the profile's robot: (the twin's port, id and calibration folder)
+    assert info["lerobot_args"][2:6] == [f"--robot.id={info['robot_id']}",
+                                         f"--robot.calibration_dir={info['calibration_dir']}",
+                                         "--robot.max_relative_target=3.0", "--robot.num_read_retries=5"]
+    assert {c["type"] for c in info["cameras"].values()} == {"twin"}
+    # SIGTERM stops it cleanly, its wire log closed with every torque off
+    assert standalone.code == 0, standalone.err[-2000:]
+    assert "twin stopped" in standalone.out and "Traceback" not in standalone.err
+    assert wait_for_exit(standalone.wire).exit["torque"] == [0] * 6
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_lerobot_rollout_drives_a_standalone_twin(standalone):
+    rollout, started, ended = standalone.rollout, standalone.started, standalone.ended
     if rollout.returncode != 0:   # the whole of what LeRobot said (an assert's repr cuts the middle out)
         pytest.fail(f"lerobot-rollout exited {rollout.returncode}:\n{rollout.stderr[-6000:]}", pytrace=False)
-    log = wait_for_exit(log_path)
-    _first_goals_within_max_relative_target(log, calibration, started)
+    log = wait_for_exit(standalone.wire)
+    _first_goals_within_max_relative_target(log, standalone.calibration, started)
     goals = [(t, servo) for t, servo, _ in log.goals(after=started) if t <= ended]
     assert {servo for _, servo in goals} == set(range(1, 7)), goals[:10]
     assert len(goals) >= 6 * 15, len(goals)                  # at least a second of the policy's steps

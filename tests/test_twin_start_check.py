@@ -1,7 +1,8 @@
-"""The start-state check on the twin through LeRobot's stack (`run --twin --unattended`, fresh
-processes): a cube the twin's simulated hand puts 10 mm off its mark is refused before the
-trial starts (no torque on, no episode), the still shows the mark and the cube; with the
-hand on the mark the trial runs."""
+"""The start-state check on the twin through LeRobot's stack (`run --twin --unattended`, in this
+process: LeRobot is imported once, the twin is its own process; `run --twin` in a fresh process
+is test_twin_campaign.py's): a cube the twin's simulated hand puts 10 mm off its mark is refused
+before the trial starts (no torque on, no episode), the still shows the mark and the cube; with
+the hand on the mark the trial runs."""
 
 from __future__ import annotations
 
@@ -10,8 +11,7 @@ import sqlite3
 import cv2
 import pytest
 
-from support.campaign_files import SHIPPED_TWIN_RIG, env, two_mark_protocol
-from support.cli import run_module
+from support.campaign_files import SHIPPED_TWIN_RIG, two_mark_protocol
 
 
 def _files(tmp_path, placement: str | None):
@@ -24,10 +24,10 @@ def _files(tmp_path, placement: str | None):
 
 
 @pytest.mark.timeout(600)
-def test_a_cube_10_mm_off_on_the_twin_is_refused_before_the_trial_and_on_its_mark_it_runs(tmp_path):
+def test_a_cube_10_mm_off_on_the_twin_is_refused_before_the_trial_and_on_its_mark_it_runs(tmp_path, cli):
     protocol, off = _files(tmp_path, "{offset_mm: [10, 0]}")
     out = tmp_path / "refused"
-    done = run_module("run", protocol, "--rig", off, "--twin", "--unattended", "--out", out, env=env(), timeout=300)
+    done = cli("run", protocol, "--rig", off, "--twin", "--unattended", "--out", out)
     assert done.code == 1, (done.out[-2000:], done.err[-2000:])
     assert "START CHECK FAILED at M0" in done.out + done.err
     assert done.err.strip().splitlines()[-1].startswith("orchestrator: start check failed 3 times at M0")
@@ -40,7 +40,6 @@ def test_a_cube_10_mm_off_on_the_twin_is_refused_before_the_trial_and_on_its_mar
     red = (still[:, :, 2] > 200) & (still[:, :, 1] < 40) & (still[:, :, 0] < 40)
     assert green.sum() > 10 and red.sum() > 10   # the mark's outline and the measured cube's
     _, on = _files(tmp_path, None)
-    ran = run_module("run", protocol, "--rig", on, "--twin", "--unattended", "--out", tmp_path / "ran",
-                     "--stop-after", "1", env=env(), timeout=300)
+    ran = cli("run", protocol, "--rig", on, "--twin", "--unattended", "--out", tmp_path / "ran", "--stop-after", "1")
     assert ran.code == 0, ran.err[-2000:]
     assert "1/4 trials done" in ran.out, ran.out

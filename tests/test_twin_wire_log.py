@@ -20,6 +20,7 @@ KEYS = {"t", "dir", "id", "inst", "addr", "len", "data", "error"}
 
 # ------------------------------------------------------------------ lines (no process)
 
+@pytest.mark.off_clock
 def test_a_sync_write_is_one_line_per_servo_and_a_status_packet_names_its_instruction():
     sync = feetech.instruction_packet(0xFE, feetech.INST_SYNC_WRITE, [42, 2, 1, 0x10, 0x01, 3, 0x20, 0x82])
     lines = instruction_lines(sync, 5.0)
@@ -38,6 +39,7 @@ def test_a_sync_write_is_one_line_per_servo_and_a_status_packet_names_its_instru
     assert status_lines(corrupt, read, 2.0)[0]["bad"] is True
 
 
+@pytest.mark.off_clock
 def test_wire_log_options_refuse_bad_input_in_one_line(tmp_path):
     from support.cli import run_module
 

@@ -78,8 +78,8 @@ def test_the_camera_decides_where_the_joints_band_straddles():
     state, action = joints(HEIGHT + MID_SEAT, 60)                          # the seat band straddles 4 cm
     alone = rate(T, state, CUBE, HEIGHT, HOLD, action)
     assert label(alone) == "unsure"                                        # today's rater abstains
-    above = rate(T, state, CUBE, HEIGHT, HOLD, action, track(lifted_between(1.0, 3.0, 0.0425)))
-    below = rate(T, state, CUBE, HEIGHT, HOLD, action, track(lifted_between(1.0, 3.0, 0.0375)))
+    above = rate(T, state, CUBE, HEIGHT, HOLD, action, track(lifted_between(1.0, 3.0, 0.0415)))   # seat 3.5 mm
+    below = rate(T, state, CUBE, HEIGHT, HOLD, action, track(lifted_between(1.0, 3.0, 0.0385)))   # seat 6.5 mm
     assert (label(above), above.decided_by) == ("success", "camera")
     assert (label(below), below.decided_by) == ("failure", "camera")
     assert "(camera;" in above.reason and "(camera;" in below.reason
@@ -104,9 +104,9 @@ def test_an_occluded_cube_leaves_the_joints_to_decide_or_nobody():
     assert label(hidden) == "success" and hidden.decided_by == "joints"    # the camera saw nothing
     assert "camera measured 0 of" in hidden.reason
     state, action = joints(HEIGHT + MID_SEAT, 60)
-    unsure = rate(T, state, CUBE, HEIGHT, HOLD, action, track(lifted_between(1.0, 3.0, 0.0425), hidden=always))
+    unsure = rate(T, state, CUBE, HEIGHT, HOLD, action, track(lifted_between(1.0, 3.0, 0.0415), hidden=always))
     assert label(unsure) == "unsure"                                       # nothing invented
-    seen = rate(T, state, CUBE, HEIGHT, HOLD, action, track(lifted_between(1.0, 3.0, 0.0425)))
+    seen = rate(T, state, CUBE, HEIGHT, HOLD, action, track(lifted_between(1.0, 3.0, 0.0415)))
     assert label(seen) == "success"                                        # positive control: in view
 
 
@@ -149,3 +149,81 @@ def test_the_joints_alone_verdict_is_unchanged_without_a_camera(rise):
     verdict = rate(T, state, CUBE, HEIGHT, HOLD, action)
     assert verdict.camera == "" and not verdict.reason.startswith("joints only")
     assert verdict.decided_by == ("" if verdict.unsure else "joints")
+
+
+def noisy(start_s: float, end_s: float, bottom_m: float, noise_m: float):
+    """A lift the camera sees with per-frame noise +noise, 0, -noise in turn (median: the truth)."""
+    def at(t: float) -> float:
+        if not start_s - 1e-9 <= t < end_s - 1e-9:
+            return 0.0
+        return bottom_m + noise_m * (1 - round(t * 15) % 3)
+    return at
+
+
+def test_the_seat_pooled_over_the_hold_decides_lifts_near_the_height_both_ways():
+    """Lifts 0.5 mm beyond the pooled band (BELOW_M above, ABOVE_M below the success height), with a seat the joints'
+    band cannot place (their interval straddles 4 cm) and a camera whose every frame straddles it
+    too (noise 3 mm, band 1 mm wider than noise + margin): the pooled seat (the median over the hold's 30 frames) decides
+    both ways; with fewer than MIN_FRAMES frames seen the rater abstains (positive control: the
+    same lifts), and the two senses alone abstain on the same data."""
+    from orchestrator.judging.auto.seat import ABOVE_M, BELOW_M, MIN_FRAMES
+
+    margin = max(BELOW_M, ABOVE_M) + 0.0005
+    assert SEAT_LOW_M + 0.0002 < SEAT_HIGH_M - margin                       # the joints straddle below
+    cases = {"success": (HEIGHT + BELOW_M + 0.0005, SEAT_LOW_M + 0.0002),
+             "failure": (HEIGHT - ABOVE_M - 0.0005, SEAT_HIGH_M - 0.0002)}
+    for expected, (bottom, seat) in cases.items():
+        state, action = joints(bottom + seat, 60)                            # held 2 s, from 1 s
+        assert label(rate(T, state, CUBE, HEIGHT, HOLD, action)) == "unsure"  # the joints alone
+        seen = track(noisy(1.0, 3.0, bottom, 0.003), band=0.003 + margin + 0.001)
+        verdict = rate(T, state, CUBE, HEIGHT, HOLD, action, seen)
+        assert label(verdict) == expected, (expected, verdict.reason)
+        assert verdict.decided_by == "camera with joints" and "seat pooled over the hold" in verdict.reason
+        lifted = [k for k in range(len(seen.times_s)) if 1.0 - 1e-9 <= seen.times_s[k] < 3.0 - 1e-9]
+        few = track(noisy(1.0, 3.0, bottom, 0.003), band=0.003 + margin + 0.001, hidden=lifted[MIN_FRAMES - 1:])
+        assert label(rate(T, state, CUBE, HEIGHT, HOLD, action, few)) == "unsure", expected
+    assert len(cases) == 2
+
+
+def test_the_hold_band_is_one_sided_with_the_camera_too():
+    """The true hold ends after the command to open, never before: a hold of exactly hold_s (31
+    steps at 30 Hz) is a success, one a step short is unsure, one more than HOLD_LATE_S short a
+    failure; with the camera and the joints both sure of the height."""
+    from orchestrator.judging.auto.rater import HOLD_LATE_S
+
+    high = HEIGHT + SEAT_HIGH_M + 0.008
+    steps = {31: "success", 30: "unsure", 31 - round(HOLD_LATE_S * 30) - 1: "failure"}
+    for held, expected in steps.items():
+        state, action = joints(high, held)
+        seen = track(lifted_between(1.0, 1.0 + held / 30, high - MID_SEAT))
+        verdict = rate(T, state, CUBE, HEIGHT, HOLD, action, seen)
+        assert label(verdict) == expected, (held, verdict.reason)
+    assert len(steps) == 3
+
+
+def test_a_camera_shifted_for_the_whole_hold_is_not_believed():
+    """A camera that sees the whole hold shifted (its pooled seat outside the joints' 3-7 mm: on
+    the calibration campaign, a cube turned in the jaws) is not used for the height: a lift
+    ABOVE_M + 0.5 mm under the success height that the shifted camera puts 2.5 mm over it (seat
+    1 mm) is `unsure`, not the success the camera's frames alone would give (as before the check);
+    the same lift seen where it is (seat 5 mm) is a failure (positive control); and where the camera's and the
+    joints' own verdicts agree (held 0.5 s only, the camera shifted) the label stands."""
+    from orchestrator.judging.auto.seat import ABOVE_M
+
+    bottom, seat = HEIGHT - ABOVE_M - 0.0005, 0.005
+    state, action = joints(bottom + seat, 60)
+    assert label(rate(T, state, CUBE, HEIGHT, HOLD, action)) == "unsure"               # the joints straddle
+    shifted = track(lifted_between(1.0, 3.0, bottom + seat - 0.001), band=0.001)     # seat 1 mm
+    verdict = rate(T, state, CUBE, HEIGHT, HOLD, action, shifted)
+    assert label(verdict) == "unsure", verdict.reason
+    assert "the seat the camera measured over the hold, 1.0 mm, is outside the joints' range" in verdict.reason
+    assert "alone the camera says success, the joints unsure" in verdict.reason
+    true = rate(T, state, CUBE, HEIGHT, HOLD, action, track(lifted_between(1.0, 3.0, bottom), band=0.001))
+    assert label(true) == "failure", true.reason                                      # positive control
+    state, action = joints(HEIGHT + SEAT_HIGH_M + 0.008, 15)                           # held 0.5 s
+    short = rate(T, state, CUBE, HEIGHT, HOLD, action,
+                 track(lifted_between(1.0, 1.5, HEIGHT + SEAT_HIGH_M + 0.007), band=0.001))   # seat 1 mm
+    assert label(short) == "failure" and short.decided_by == "camera and joints", short.reason
+    state, action = joints(0.035 + 0.005, 60)                                          # bottom 3.5 cm, seat 5 mm
+    high = rate(T, state, CUBE, HEIGHT, HOLD, action, track(lifted_between(1.0, 3.0, 0.0395), band=0.001))
+    assert label(high) == "failure" and high.decided_by == "joints", high.reason        # a slip never looks high

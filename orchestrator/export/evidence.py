@@ -120,11 +120,12 @@ def _expected(store: CampaignStore, judge: str | None) -> tuple[dict[int, dict[s
     episodes = {e["id"]: e for e in store.episodes()}
     out: dict[int, dict[str, Any]] = {}
     for o in data.outcomes:
+        assert o.slot is not None   # a store's outcomes carry their slot (a CSV's may not)
         t = trials[o.slot]
         row = {"policy": t.policy, "mark_id": t.mark_id, "repeat": t.repeat, "position": t.position,
                "unit": t.unit, "seed": t.seed, "attempts": t.attempts, "success": o.success,
                "failure_mode": o.failure_mode}
-        if o.state == "done" and o.episode_id in episodes:
+        if o.state == "done" and o.episode_id is not None and o.episode_id in episodes:
             physics = episodes[o.episode_id].get("physics_success")
             row.update({"status": "done", "episode_id": o.episode_id,
                         "physics_success": None if physics is None else bool(physics)})

@@ -7,7 +7,7 @@ when), so every step has an image and none is taken from the future."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +19,7 @@ from orchestrator.export.plan import EpisodePlan, ExportPlan
 from orchestrator.store.episode_files import read_series
 
 
-def _decoded(path: Path) -> Iterator[np.ndarray]:
+def _decoded(path: Path) -> Generator[np.ndarray]:
     """RGB frames of the first video stream, in order."""
     import av
 
@@ -41,7 +41,7 @@ def frame_indices(step_t: np.ndarray, frame_t: np.ndarray | None, n_video: int |
     return np.floor(np.arange(steps) * n / max(steps, 1)).astype(int)
 
 
-def held_frames(path: Path, indices: np.ndarray, shape: tuple[int, int], where: str) -> Iterator[np.ndarray]:
+def held_frames(path: Path, indices: np.ndarray, shape: tuple[int, int], where: str) -> Generator[np.ndarray]:
     """Yield one image per control step, advancing through the decoded video as `indices` asks
     (holding the last frame if the video is shorter than its recorded frame times say)."""
     frames = _decoded(path)
@@ -66,6 +66,8 @@ def held_frames(path: Path, indices: np.ndarray, shape: tuple[int, int], where: 
 
 def episode_series(plan: ExportPlan, ep: EpisodePlan) -> dict[str, np.ndarray]:
     """The episode's time series (`episode_files.read_series`), state and action as float32."""
+    if ep.files.timeseries is None:   # the plan refuses such an episode (`plan._check_files`)
+        raise RuntimeFailure(f"{plan.campaign_dir}: episode {ep.trial.episode_id} lists no time series")
     path = plan.campaign_dir / ep.files.timeseries
     data = read_series(path)
     for name in ("state", "action"):

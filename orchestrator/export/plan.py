@@ -135,7 +135,7 @@ def _refusals(store: CampaignStore, done: list[Trial], trials: list[Trial], labe
                "resume it with `orchestrator run`, or pass --force to export the done trials",
                f"incomplete campaign: {len(done)} of {len(trials)} trials done")
     humans = [j for j in store.judges() if j != PHYSICS_JUDGE]
-    unlabelled = [t for t in done if labels.by_episode.get(t.episode_id, (None, None))[0] is None]
+    unlabelled = [t for t in done if labels.by_episode.get(episode_of(t), (None, None))[0] is None]
     if unlabelled:
         hint = ("judge them blind first (`orchestrator judge CAMPAIGN --judge NAME`), or "
                 if not humans or labels.requested != PHYSICS_JUDGE else "")
@@ -186,7 +186,7 @@ def _check_files(directory: Path, done: list[Trial], records: dict[str, dict[str
     """Every file present and intact (the recorder's digests); the common camera list."""
     cameras: list[str] | None = None
     for t in done:
-        record, episode = records[t.episode_id], files[t.episode_id]
+        record, episode = records[episode_of(t)], files[episode_of(t)]
         if cameras is None:
             cameras = list(record["cameras"])
         elif list(record["cameras"]) != cameras:
@@ -201,7 +201,7 @@ def _check_files(directory: Path, done: list[Trial], records: dict[str, dict[str
         if digests:
             bad = damaged_files(directory, digests)
         else:
-            bad = [relative for relative in needed.values() if not (directory / relative).is_file()]
+            bad = [relative for relative in needed.values() if relative is not None and not (directory / relative).is_file()]
         if bad:
             raise RuntimeFailure(f"{directory}: episode {t.episode_id} (trial {t.slot + 1}): "
                                  f"{', '.join(bad)} missing or damaged; cannot export it")
@@ -254,12 +254,12 @@ def plan_export(store: CampaignStore, *, repo_id: str, root: Path, judge: str | 
     if not done:
         raise BadInput(f"{directory}: no completed episode to export yet (run the campaign first)")
     forced = _refusals(store, done, trials, labels, protocol.protocol.judging.judges, force)
-    files = {t.episode_id: EpisodeFiles.from_dict(records[t.episode_id]["files"]) for t in done}
+    files = {episode_of(t): EpisodeFiles.from_dict(records[episode_of(t)]["files"]) for t in done}
     cameras = _check_files(directory, done, records, files)
-    shapes = {camera: video_shape(directory / files[done[0].episode_id].videos[camera]) for camera in cameras}
-    episodes = [EpisodePlan(index=i, trial=t, record=records[t.episode_id], files=files[t.episode_id],
-                            success=labels.by_episode.get(t.episode_id, (None, None))[0],
-                            failure_mode=labels.by_episode.get(t.episode_id, (None, None))[1])
+    shapes = {camera: video_shape(directory / files[episode_of(done[0])].videos[camera]) for camera in cameras}
+    episodes = [EpisodePlan(index=i, trial=t, record=records[episode_of(t)], files=files[episode_of(t)],
+                            success=labels.by_episode.get(episode_of(t), (None, None))[0],
+                            failure_mode=labels.by_episode.get(episode_of(t), (None, None))[1])
                 for i, t in enumerate(done)]
     return ExportPlan(campaign_dir=directory, repo_id=repo_id, root=root, campaign=campaign,
                       protocol=protocol, rig=rig, labels=labels, episodes=episodes, cameras=cameras,
@@ -271,15 +271,22 @@ def plan_export(store: CampaignStore, *, repo_id: str, root: Path, judge: str | 
                       stride=export_stride(int(protocol.protocol.episode.fps), rig, cameras, fps))
 
 
+def episode_of(trial: Trial) -> str:
+    """A done trial's episode id (a trial is done only with its episode recorded)."""
+    assert trial.episode_id is not None, f"trial {trial.slot + 1} is done without an episode"
+    return trial.episode_id
+
+
 def video_shape(path: Path) -> tuple[int, int]:
     import av
 
     try:
         with av.open(str(path)) as container:
             stream = container.streams.video[0]
-            return int(stream.codec_context.height), int(stream.codec_context.width)
+            shape = int(stream.codec_context.height), int(stream.codec_context.width)
     except (OSError, IndexError, av.error.FFmpegError) as exc:
         raise RuntimeFailure(f"{path}: cannot read the video: {exc}") from None
+    return shape
 
 
 

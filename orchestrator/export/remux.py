@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from orchestrator.core.errors import RuntimeFailure
 from orchestrator.export import frames
 from orchestrator.export.names import F_IMAGE
 from orchestrator.export.plan import EpisodePlan, ExportPlan
@@ -94,6 +95,8 @@ def probe(path: Path, fps: int) -> Segment:
         stream = container.streams.video[0]
         codec = stream.codec_context
         time_base = stream.time_base
+        if time_base is None:   # PyAV types it optional; a recorded MP4's video stream has one
+            raise RuntimeFailure(f"{path}: the video stream has no time base")
         extradata = bytes(codec.extradata or b"")
         encode = (codec.name, codec.profile, codec.width, codec.height, codec.pix_fmt, time_base, extradata)
         per_frame = 1 / (Fraction(fps) * time_base)
@@ -115,6 +118,7 @@ def probe(path: Path, fps: int) -> Segment:
             n += 1
     if problem is None and n == 0:
         problem = "has no frame"
+    assert time_base is not None   # refused above (mypy reads PyAV's `with` as one that may swallow the raise)
     return Segment(path, encode, time_base, n, tick, path.stat().st_size, problem)
 
 
@@ -209,8 +213,9 @@ class LayoutMuxer:
             for packet in source.demux(stream):
                 if packet.dts is None:
                     continue
-                packet.pts += start
                 packet.dts += start
+                if packet.pts is not None:
+                    packet.pts += start
                 packet.stream = self._stream
                 self._container.mux(packet)
         self._offset = start + segment.ticks

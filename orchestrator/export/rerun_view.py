@@ -178,6 +178,8 @@ def log_episode(rr: Any, rec: Any, campaign_dir: Path, view: EpisodeView, test: 
                 control_fps: int, camera_fps: dict[str, int]) -> dict[str, str]:
     """Log one episode under its prefix; camera -> how it was logged (video or frames)."""
     prefix = view.prefix
+    if view.files.timeseries is None:
+        raise BadInput(f"{campaign_dir}: trial {view.trial.slot + 1} lists no time series; nothing to view")
     data = read_series(campaign_dir / view.files.timeseries)
     t = np.asarray(data["t"], dtype=float)
     how = {}

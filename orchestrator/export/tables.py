@@ -66,7 +66,7 @@ def _episode_row(plan: ExportPlan, ep: EpisodePlan, aborted: int,
                 if isinstance(v, (int, float)) and not isinstance(v, bool):
                     row[f"timing.{key}.{sub}"] = float(v)
     for judge, latest in judge_labels.items():
-        lab = latest.get(t.episode_id)
+        lab = latest.get(t.episode_id) if t.episode_id is not None else None
         row[f"label.{judge}"] = lab.label if lab else None
         row[f"failure_mode.{judge}"] = lab.failure_mode if lab else None
         row[f"stage.{judge}"] = lab.stage if lab else None      # the progress ladder's furthest stage

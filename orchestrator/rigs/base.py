@@ -54,6 +54,7 @@ class EpisodeFacts:
     safety_events: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
     ladder: dict[str, float | None] | None = None   # physics' progress ladder (`sim.success`), simulation only
+    longest_hold_s: float | None = None   # physics' longest hold (`sim.success.LiftHoldTracker`), simulation only
 
 
 @dataclass(frozen=True)

@@ -95,8 +95,9 @@ class SimRig(Rig):
     # ------------------------------------------------------------ plumbing
 
     def _reset_runtime(self) -> None:
-        self._model = None
-        self._data = None
+        # MuJoCo's model and data (mujoco ships no type stubs: Any), None until `_build`
+        self._model: Any = None
+        self._data: Any = None
         self._renderers: dict[tuple[int, int], Any] = {}
         self._cube: Cube | None = None
         self._connected = False
@@ -157,7 +158,7 @@ class SimRig(Rig):
             hi.append(min(lim[j][1], chi))
         self._lo, self._hi = np.array(lo), np.array(hi)
         self._ids = scene_ids(model)
-        self._target = np.zeros(6)
+        self._target: np.ndarray = np.zeros(6)
         self._new_record()
 
     def _new_record(self) -> None:

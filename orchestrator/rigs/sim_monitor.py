@@ -96,6 +96,7 @@ class EpisodeMonitor:
         timestep = float(self._model.opt.timestep)
         return EpisodeFacts(physics_success=bool(tr.success), max_lift_m=float(tr.max_lift_m),
                             time_to_success_s=tr.time_to_success_s, ladder=tr.ladder(),
+                            longest_hold_s=float(tr.longest_hold_s),
                             safety_events=sorted(self.events),
                             extra={"sim_time_s": float(data.time), "control_steps": self.control_steps,
                                    "physics_steps_per_control": substeps, "physics_timestep_s": timestep,

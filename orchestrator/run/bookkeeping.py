@@ -207,7 +207,7 @@ def episode_record(episode_id: str, context: EpisodeContext, cameras, recorded, 
         episode_id=episode_id, frames=round(context.fps * context.duration_s), duration_s=context.duration_s,
         cameras=list(cameras), files=recorded.files, digests=recorded.digests,
         physics_success=facts.physics_success,
-        max_lift_m=facts.max_lift_m, time_to_success_s=facts.time_to_success_s,
+        max_lift_m=facts.max_lift_m, time_to_success_s=facts.time_to_success_s, longest_hold_s=facts.longest_hold_s,
         safety_events=tuple(facts.safety_events),
         timing={**timing.as_dict(), "video_frames": recorded.video_frames}, auto=auto, auto_ladder=auto_ladder,
         physics_ladder=facts.ladder)

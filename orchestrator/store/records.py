@@ -57,6 +57,30 @@ class EpisodeRecord:
     auto: tuple[str, str] | None = None   # the `auto` rater's (label, reason), judge AUTO_JUDGE
     auto_ladder: dict[str, float | None] | None = None      # its progress ladder: stage -> time (s)
     physics_ladder: dict[str, float | None] | None = None   # the simulator's (`sim.success`)
+    longest_hold_s: float | None = None   # the simulator's longest hold (`sim.success`): in the physics label's note
+
+
+# The physics label's note: the simulator's truth behind its label (`sim.success.LiftHoldTracker`: the cube
+# bottom's highest point, and the longest time it stayed at the success height with both jaws on it), so a
+# rule of the `auto` rater is checked against the truth per episode (bench/auto_rater.py). Written by
+# `physics_note`, read back by `physics_truth`.
+_PHYSICS_NOTE = "physics: cube bottom up to {lift:.2f} mm; longest hold {hold:.3f} s"
+
+
+def physics_note(max_lift_m: float | None, longest_hold_s: float | None) -> str | None:
+    """The physics label's note (None without the simulator's longest hold: older rigs, hardware)."""
+    if max_lift_m is None or longest_hold_s is None:
+        return None
+    return _PHYSICS_NOTE.format(lift=1000.0 * max_lift_m, hold=longest_hold_s)
+
+
+def physics_truth(note: str | None) -> tuple[float, float] | None:
+    """(highest cube bottom, m; longest hold, s) from a physics label's note, None when it has none."""
+    prefix, middle = "physics: cube bottom up to ", " mm; longest hold "
+    if not note or not note.startswith(prefix) or middle not in note or not note.endswith(" s"):
+        return None
+    lift, hold = note[len(prefix):-2].split(middle)
+    return float(lift) / 1000.0, float(hold)
 
 
 @dataclass(frozen=True)

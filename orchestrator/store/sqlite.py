@@ -48,6 +48,7 @@ from orchestrator.store.records import (  # noqa: F401  (the store's vocabulary,
     EpisodeRecord,
     Judgment,
     new_episode_id,
+    physics_note,
 )
 from orchestrator.store.run_sessions import SessionRows
 from orchestrator.store.schema import SCHEMA_VERSION, migrate
@@ -373,7 +374,7 @@ class CampaignStore(JudgmentRows, AbortAnswers, SessionRows, AuditRows):
                           (record.episode_id, now, slot))
             if record.physics_success is not None:
                 machine_label(c, record.episode_id, PHYSICS_JUDGE, "success" if record.physics_success else "failure",
-                              None, now, record.physics_ladder)
+                              physics_note(record.max_lift_m, record.longest_hold_s), now, record.physics_ladder)
             if record.auto is not None:
                 machine_label(c, record.episode_id, AUTO_JUDGE, *record.auto, now, record.auto_ladder)
 

@@ -61,9 +61,11 @@ class SimClock:
 
 class InProcessTwin:
     """See the module docstring. `pose` (LeRobot units, STATE_KEYS order) is where the arm
-    starts; the cube starts at `cube_xy` (m)."""
+    starts; the cube starts at `cube_xy` (m); `supply_v` is the servos' supply (12 or 7.4 V: the
+    STS3215 version's stall torque, `TwinArm`'s, as the twin profile's `supply_v`)."""
 
-    def __init__(self, port: str, pose: list[float] | None = None, cube_xy: tuple[float, float] = (0.30, 0.22)):
+    def __init__(self, port: str, pose: list[float] | None = None, cube_xy: tuple[float, float] = (0.30, 0.22),
+                 supply_v: float = 12.0):
         from orchestrator.design.protocol import Cube, Mark
         from orchestrator.rigs.profile import RigProfile
         from orchestrator.rigs.sim import SimRig
@@ -74,7 +76,7 @@ class InProcessTwin:
                                                      "rest_pose": TWIN_REST}), fps=30)
         self.sim.place_cube(Mark(id="cube", x=cube_xy[0], y=cube_xy[1]), Cube())
         self.sim._set_arm(np.array(pose if pose is not None else list(TWIN_REST.values()), dtype=float))
-        self.arm = TwinArm(self.sim)
+        self.arm = TwinArm(self.sim, supply_v=supply_v)
         self.now, self._debt = 0.0, 0.0
         self.packets: list[tuple[float, bytes]] = []
         self.goals: list[tuple[float, dict[int, int], dict[int, int]]] = []

@@ -62,6 +62,21 @@ def twin_rig(folder, fps: int = 15, *, max_relative_target: object = _KEEP):
     return path
 
 
+def without_cameras(text: str) -> str:
+    """A twin profile's text with `cameras: {}`: a twin without cameras starts no render process
+    (its start and its CPU saved) and doctor checks no frame rate, for tests of the bus alone."""
+    start, end = text.index("cameras:\n"), text.index("# The rest pose")
+    return text[:start] + "cameras: {}\n" + text[end:]
+
+
+def servo_rig(folder) -> Path:
+    """hardware/so101_twin.yaml without its cameras (`without_cameras`): for tests that read and
+    write servo registers only."""
+    path = Path(folder) / "so101_twin_servos.yaml"
+    path.write_text(without_cameras(SHIPPED_TWIN_RIG.read_text()))
+    return path
+
+
 def with_max_relative_target(text: str, value: object = _KEEP) -> str:
     """The shipped twin profile's text with its `max_relative_target` replaced (None: null)."""
     if value is _KEEP:

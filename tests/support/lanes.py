@@ -134,6 +134,7 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_registries.py", ()),
     ("test_report_timing.py", ()),
     ("test_rig_interface.py", ()),
+    ("test_test_sleeps.py", ()),
     ("test_policy_interface.py", ()),
     ("test_rig_profile.py", ()),
     ("test_rtc.py", ("twin", "lerobot", "subprocess")),
@@ -200,12 +201,14 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 # `@pytest.mark.off_clock` and leaves the group, so it does not lengthen the one worker's queue.
 REALTIME_GROUP = "realtime"
 OFF_CLOCK = "off_clock"
-# (test_xdist_grouping.py runs test_rest_move.py in a nested pytest.)
-# (test_arm_safety.py is not: its assertions are on what the fake servos were written in which
-# order, not on intervals, and it waits more than it computes; its one test of intervals is
+# (test_rest_move.py runs on a simulated clock, in about a second: it stays in the group as the
+# real-time sample that test_xdist_grouping.py schedules in a nested pytest, which itself runs
+# nothing on the wall clock and is not in the group.)
+# (test_arm_safety.py and test_operator_flow.py are not: their assertions are on what the fake
+# servos were written in which order and the words shown beside the registers, not on
+# intervals, and they wait more than they compute; their one test of intervals is
 # test_arm_pacing.py.)
-REALTIME_FILES = frozenset({"test_control_loop_time.py", "test_arm_pacing.py", "test_rest_move.py",
-                            "test_operator_flow.py", "test_xdist_grouping.py"})
+REALTIME_FILES = frozenset({"test_control_loop_time.py", "test_arm_pacing.py", "test_rest_move.py"})
 
 
 def xdist_group_of(name: str, markers: tuple[str, ...], off_clock: bool = False) -> str | None:

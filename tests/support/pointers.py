@@ -9,6 +9,8 @@ from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 
+from support import sources
+
 STAGES = ("core", "design", "store", "sim", "rigs", "policies", "run", "judging", "analysis", "export",
           "commands")
 TOP = ("orchestrator", "tests", "bench", "docs", "hardware", "protocols", "layouts", ".ci")
@@ -51,7 +53,7 @@ def _names(path: Path) -> frozenset[str]:
     """The names a module defines at its top level or in its classes (defs, classes, assignments,
     imports)."""
     try:
-        tree = ast.parse(path.read_text())
+        tree = sources.tree(path.read_text())
     except SyntaxError:
         return frozenset()
     found: set[str] = set()

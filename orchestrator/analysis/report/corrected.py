@@ -7,10 +7,13 @@ consensus (the human judges only; `judging.disagreement: failure` applied) where
 a trial an `aborts` rule scored as a failure has f = Y = failure; a trial whose f is not known yet
 (unsure, not yet labelled by people) is left out and counted. Audited trials are the store's
 audit sample (`AuditSample.trial_ids`, slots in decimal); their human label Y corrects f. The
-inclusion probability is (audited trials people have labelled) / N, N the sample's population:
-the judge queue hands audit episodes out in each judge's random order, never told which are
-audited (docs/judging.md "The audit"), so the labelled ones are a uniform random subset of the
-audit of their number, hence of the N trials; while the audit is incomplete the report says so.
+inclusion probability is (audited trials the rater labelled sure that people have labelled) /
+(trials the rater labelled sure): the audit is a uniform random subset of the N trials drawn
+before any outcome, and the judge queue hands audit episodes out in each judge's random order,
+never told which are audited (docs/judging.md "The audit"), so the labelled ones among the
+rater's are a uniform random subset of the rater's of their number (only there does Y - f need
+correcting: elsewhere f is people's label). While the audit is incomplete the report says so;
+with none of the rater's labelled it states no inclusion probability and no corrected difference.
 
 The rater is counted when it disagrees with people on at most `RATER_DISAGREEMENT_BOUND` of the
 audited episodes it labelled sure and people decided (fixed here, so pre-registered with the
@@ -37,19 +40,6 @@ from orchestrator.analysis.stats.agreement import KAPPA_FEW_LABELS
 
 AUTO = "auto"
 RATER_DISAGREEMENT_BOUND = 0.10
-# (audit fraction below, the lowest coverage the corrected rates' intervals had there through the
-# report's own path, bound and fallback included: bench/ppi_coverage.py, docs/statistics.md):
-# 0.866 at 40 marks, audit 0.1, 0.922 at 20 marks, audit 0.2 (a rater wrong on 12 % of its sure
-# labels all one way); at 0.3 and above every point covered 0.93 or more. Printed beside them.
-LOW_AUDIT_COVERAGE = ((0.2, 0.86), (0.3, 0.92))
-
-
-def rates_coverage(fraction: float) -> tuple[float, float] | None:
-    """(the audit fraction it is below, the measured coverage) to print beside the corrected
-    rates, or None when they cover at least 0.93 at this audit fraction."""
-    return next(((below, c) for below, c in LOW_AUDIT_COVERAGE if fraction < below), None)
-
-
 @dataclass(frozen=True)
 class CorrectedPair:
     a: str
@@ -68,7 +58,7 @@ class CorrectedSection:
     population: int                   # N, the trials the audit was drawn from
     audit_size: int                   # k, as drawn
     audit_labelled: int               # of those, done and labelled by people
-    inclusion: float                  # audit_labelled / N
+    inclusion: float | None           # audit_rated / rater_sure: P(one of the rater's labels is audited and labelled); None: none is
     audit_rated: int                  # audited episodes the rater labelled sure and people decided
     disagreements: int                # of those, where they differ
     agreement: dict[str, Any]         # stats.binary_agreement on those
@@ -79,6 +69,7 @@ class CorrectedSection:
     alpha: float
     fraction: float = 0.0             # the protocol's judging.audit
     decides: bool = True              # False under the e-value rule: the rule decides, these are for reference
+    rater_sure: int = 0               # trials with a prediction the rater labelled sure (the audit corrects these)
 
     @property
     def basis(self) -> str:
@@ -112,6 +103,12 @@ class _Trial:
     f: float
     y: float | None
     audited: bool
+    sure: bool = True                 # the rater labelled it (False: people's consensus, or a settled failure)
+
+    def prediction(self, counted: bool) -> float:
+        """f when the rater is counted; else people's labels only: f where people decided
+        (unsure, settled) and 0 where the rater was sure, so the audit's Y - 0 corrects it."""
+        return self.f if counted or not self.sure else 0.0
 
 
 def _trials(data: OutcomeSet, audit: Any, human: dict[str, bool | None]) -> tuple[list[_Trial], int]:
@@ -122,7 +119,7 @@ def _trials(data: OutcomeSet, audit: Any, human: dict[str, bool | None]) -> tupl
             continue
         if o.episode_id is None:
             if o.settled == "failure":
-                out.append(_Trial(o, 0.0, 0.0, False))
+                out.append(_Trial(o, 0.0, 0.0, False, sure=False))
             continue
         y = human.get(o.episode_id)
         rater = data.auto_labels.get(o.episode_id, "unsure")
@@ -131,12 +128,27 @@ def _trials(data: OutcomeSet, audit: Any, human: dict[str, bool | None]) -> tupl
             waiting += 1
             continue
         audited = str(o.slot) in audit.trial_ids and y is not None
-        out.append(_Trial(o, float(f), None if y is None else float(y), audited))
+        out.append(_Trial(o, float(f), None if y is None else float(y), audited, rater in ("success", "failure")))
     return out, waiting
+
+
+def _difference(marks: list[str], ta: list[_Trial], tb: list[_Trial], counted: bool,
+                inclusion: float | None) -> stats.CorrectedInterval:
+    """The corrected paired difference (`stats.ppi_difference`); with no audited episode of the
+    rater's labelled yet (`inclusion` None) its errors are unmeasured: [-1, 1], p 1."""
+    if inclusion is None:
+        return stats.CorrectedInterval(float("nan"), -1.0, 1.0, float("nan"), len(set(marks)), len(marks), 0,
+                                       p_value=1.0)
+    return stats.ppi_difference(marks, [t.prediction(counted) for t in ta], [t.y for t in ta],
+                                [t.audited for t in ta], [t.prediction(counted) for t in tb],
+                                [t.y for t in tb], [t.audited for t in tb], inclusion)
 
 
 def _verdict(a: str, b: str, d: stats.CorrectedInterval, p: float, significant: bool, basis: str,
              several: bool) -> str:
+    if not math.isfinite(d.estimate):
+        return (f"{a} vs {b}: not established: no audited episode the rater labelled has people's label yet, "
+                f"so its errors are unmeasured (on {basis}).")
     est, lo, hi = points(d.estimate, d.lo, d.hi)
     test = f"{'Holm-adjusted ' if several else ''}t test over {d.marks} marks p {fmt_p(p)}"
     figures = f"corrected difference {est} points, {100 * d.level:g}% CI {lo} to {hi}, {test}"
@@ -158,20 +170,19 @@ def corrected_section(data: OutcomeSet) -> CorrectedSection | None:
     agreement = stats.binary_agreement([t.f == 1 for t in rated], [t.y == 1 for t in rated])
     disagreements = sum(t.f != t.y for t in rated)
     counted = not rated or disagreements <= RATER_DISAGREEMENT_BOUND * len(rated)
-    lam, pi = (1.0 if counted else 0.0), max(labelled, 1) / audit.population
+    sure = sum(t.sure for t in trials)
+    pi = len(rated) / sure if rated else None     # rated: the audited trials among the `sure`
     rates = []
     for p in data.policies:
         mine = [t for t in trials if t.outcome.policy == p]
-        rates.append((p, stats.ppi_rate([t.outcome.layout for t in mine], [t.f for t in mine], [t.y for t in mine],
-                                        [t.audited for t in mine], pi, lam=lam)))
+        rates.append((p, stats.ppi_rate([t.outcome.layout for t in mine], [t.prediction(counted) for t in mine],
+                                        [t.y for t in mine], [t.audited for t in mine], [not t.sure for t in mine])))
     by_key: dict[tuple[tuple[str, int], str], _Trial] = {(t.outcome.key, t.outcome.policy): t for t in trials}
     raw = []
     for a, b in combinations(data.policies, 2):
         keys = sorted({k for k, p in by_key if p == a} & {k for k, p in by_key if p == b})
         ta, tb = [by_key[(k, a)] for k in keys], [by_key[(k, b)] for k in keys]
-        raw.append((a, b, stats.ppi_difference([k[0] for k in keys], [t.f for t in ta], [t.y for t in ta],
-                                               [t.audited for t in ta], [t.f for t in tb], [t.y for t in tb],
-                                               [t.audited for t in tb], pi, lam=lam)))
+        raw.append((a, b, _difference([k[0] for k in keys], ta, tb, counted, pi)))
     adjusted = stats.holm([d.p_value for _, _, d in raw]) if raw else []
     section = CorrectedSection(counted, tuple(rates), (), audit.population, len(audit.trial_ids), labelled, pi,
                                len(rated), disagreements, agreement,
@@ -180,7 +191,7 @@ def corrected_section(data: OutcomeSet) -> CorrectedSection | None:
                                                   and o.episode_id in _labelled_by_people(data)),
                                unsure=sum(1 for o in data.outcomes if o.state == "done" and o.episode_id
                                           and data.auto_labels.get(o.episode_id, "unsure") not in ("success", "failure")),
-                               waiting=waiting, alpha=data.alpha, fraction=float(audit.fraction))
+                               waiting=waiting, alpha=data.alpha, fraction=float(audit.fraction), rater_sure=sure)
     pairs = []
     for (a, b, d), p in zip(raw, adjusted, strict=True):
         significant = d.items > 0 and p <= data.alpha
@@ -198,10 +209,16 @@ def corrected_notes(section: CorrectedSection) -> tuple[str, ...]:
     notes = ["The verdict is the corrected analysis's (judging.audit): the McNemar figures and intervals "
              "in the comparison below are on the labels as voted (the rater where it was sure, people "
              "elsewhere), uncorrected, for reference only."]
-    if section.audit_labelled < section.audit_size:
-        notes.append(f"The audit is incomplete: people have labelled {section.audit_labelled} of its "
-                     f"{section.audit_size} trials; the corrected figures use those (a uniform random subset: "
-                     f"the queue hands them out in random order), inclusion probability {section.inclusion:.3f}.")
+    s = section
+    if s.audit_labelled < s.audit_size:
+        notes.append(f"The audit is incomplete: people have labelled {s.audit_labelled} of its {s.audit_size} trials; "
+                     "the corrected figures use those (a uniform random subset: the queue hands them out in random "
+                     "order)" + (f", {s.audit_rated} of the {s.rater_sure} episodes the rater labelled (inclusion "
+                                 f"probability {s.inclusion:.3f})." if s.inclusion is not None else "."))
+    if s.inclusion is None and s.rater_sure:
+        notes.append(f"No audited episode the rater labelled has people's label yet (0 of its {s.rater_sure}): its "
+                     "errors are unmeasured, so no corrected difference is established and each corrected rate's "
+                     "interval spans every error the rater could have.")
     return tuple(notes)
 
 
@@ -209,12 +226,9 @@ def corrected_lines(section: CorrectedSection) -> list[str]:
     """The section's lines (text, Markdown and HTML)."""
     s = section
     out = [f"Estimates rest on {s.basis}."]
-    measured = rates_coverage(s.fraction)
-    low = (f"; with an audit below {measured[0]:g} this interval's coverage was measured as low as "
-           f"{measured[1]:.2f}" if measured is not None else "")
     for p, iv in s.rates:
         out.append(f"{p}: corrected success rate {iv.estimate:.3f}, {100 * iv.level:g}% CI {iv.lo:.3f} to {iv.hi:.3f} "
-                   f"over {iv.marks} marks ({iv.items} trials, {iv.audited} audited){low}")
+                   f"over {iv.marks} marks ({iv.items} trials, {iv.audited} audited)")
     for c in s.pairs:
         out.append(c.verdict)
     ci = s.agreement["kappa_ci95"]
@@ -236,9 +250,9 @@ def corrected_lines(section: CorrectedSection) -> list[str]:
 
 def _interval_json(iv: stats.CorrectedInterval) -> dict[str, Any]:
     # one mark: no spread across marks to estimate (se inf); JSON has no infinity
-    return {"estimate": iv.estimate, "ci95": [iv.lo, iv.hi], "se": iv.se if math.isfinite(iv.se) else None,
+    return {"estimate": iv.estimate if math.isfinite(iv.estimate) else None, "ci95": [iv.lo, iv.hi], "se": iv.se if math.isfinite(iv.se) else None,
             "marks": iv.marks, "items": iv.items,
-            "audited": iv.audited, "unit": "mark", "method": "ppi-marks" if iv.method == "ppi-marks" else iv.method}
+            "audited": iv.audited, "unit": "mark", "method": iv.method}
 
 
 def corrected_json(section: CorrectedSection | None) -> dict[str, Any] | None:
@@ -252,7 +266,8 @@ def corrected_json(section: CorrectedSection | None) -> dict[str, Any] | None:
         "decides": s.decides, "rater_counted": s.counted, "basis": s.basis,
         "disagreement_bound": RATER_DISAGREEMENT_BOUND, "estimator": "ppi" if s.counted else "human-only (ipw)",
         "rates": {p: _interval_json(iv) for p, iv in s.rates},
-        "rates_ci_coverage": (rates_coverage(s.fraction) or (None, None))[1],
+        # null: the rates' intervals covered 0.93 or more at every measured point (docs/statistics.md)
+        "rates_ci_coverage": None,
         "comparisons": [{"a": c.a, "b": c.b, **_interval_json(c.difference), "p": c.p, "p_raw": c.difference.p_value,
                          "test": "t over marks", "significant": c.significant, "verdict": c.verdict} for c in s.pairs],
         "audit": {"fraction": s.fraction, "population": s.population, "size": s.audit_size, "labelled": s.audit_labelled,

@@ -44,13 +44,14 @@ from typing import Any
 from orchestrator.core.errors import BadInput
 from orchestrator.design.protocol import Cube, Mark
 from orchestrator.rigs.base import Action, Check, EmergencyStop, EpisodeFacts, Observation, Rig, register_rig
-from orchestrator.rigs.device_fault import DeviceFault, RestBlocked, late_fault, lost_packet, one_line
+from orchestrator.rigs.device_fault import DeviceFault, RestBlocked, one_line
 from orchestrator.rigs.frame_age import frame_facts
 from orchestrator.rigs.guarded_motion import follow_path
 from orchestrator.rigs.profile import LoadedRig, RigProfile
 from orchestrator.rigs.so101.calibrated_range import action_limits, calibrated_range, rest_pose_ranges, within_range
 from orchestrator.rigs.so101.clamp_log import quiet_clamp_warnings
 from orchestrator.rigs.so101.config import build_robot_config, make_robot
+from orchestrator.rigs.so101.connection import calibrated_on_bare_bus, retrying
 from orchestrator.rigs.so101.hardware_checks import check_calibration, check_port, other_calibration, rig_checks
 from orchestrator.rigs.so101.rest_move import move_to_rest, route
 from orchestrator.rigs.so101.robot_faults import device_fault_of
@@ -63,11 +64,9 @@ from orchestrator.rigs.so101.servo_alarms import (
     torque_lost,
 )
 from orchestrator.rigs.so101.torque import close_robot, torque_enabled, torque_off
-from orchestrator.rigs.stall_watch import StallWatch
 
 logger = logging.getLogger(__name__)
 
-CONNECT_ATTEMPTS = 3
 RANGE_MARGIN = 2.0       # degrees (gripper: 0-100 units) kept clear of each calibrated limit
 STILL_SETTLE_S = 0.5     # > a USB camera's 50-150 ms exposure-to-array latency, and a hand leaving the view
 
@@ -217,39 +216,14 @@ class LeRobotRig(Rig):
             raise self._fault(exc) from exc
 
     def _retrying(self, step: Callable[[], Any]) -> Any:
-        """Run a connect step again (up to `CONNECT_ATTEMPTS`) when a status packet came back
-        corrupted or not at all: LeRobot's calibration reads, configure() writes and the
-        handshake's one ping per motor ("motor check failed ... Missing motor IDs") have no
-        retries of their own, and Feetech servos do corrupt or drop packets now and then. Only
-        reads and configuration writes are repeated; nothing moves before connect ends. A step
-        that failed while this process stood still past the servos' reply timeout is the
-        computer's lateness (`device_fault.late_fault`), tried again, and named so if it stays."""
-        for attempt in range(CONNECT_ATTEMPTS):
-            try:
-                with StallWatch() as watch:
-                    return step()
-            except DeviceFault as fault:
-                late = late_fault(fault, watch, self._arm_name())
-                if late is not None:
-                    fault = late
-                elif not lost_packet(fault):
-                    raise
-                if attempt == CONNECT_ATTEMPTS - 1:
-                    raise fault from None
-                logger.warning("connect: %s; trying again", fault.cause)
+        """`step()`, tried again when a status packet was lost (`connection.retrying`)."""
+        return retrying(step, self._arm_name())
 
     def _calibrated_on_bare_bus(self) -> bool | None:
-        """Open the motor bus alone, compare the motors' calibration with the file, close it
-        again without touching torque. None when the robot has no motor bus."""
-        bus = getattr(self.robot, "bus", None)
-        if bus is None or not hasattr(type(bus), "is_calibrated"):
-            return None
+        """The motors' calibration against the file, on a bare bus (`connection.calibrated_on_bare_bus`);
+        None when the robot has no motor bus."""
         try:
-            bus.connect()
-            try:
-                return bool(bus.is_calibrated)
-            finally:
-                bus.disconnect(disable_torque=False)
+            return calibrated_on_bare_bus(self.robot)
         except Exception as exc:  # noqa: BLE001
             self._disconnect_quietly()
             raise self._fault(exc) from exc

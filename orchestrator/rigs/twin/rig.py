@@ -54,5 +54,5 @@ class TwinRig(LeRobotRig):
         events = sorted(set(facts.safety_events) | set(physics["safety_events"]))
         return EpisodeFacts(physics_success=physics["physics_success"], max_lift_m=physics["max_lift_m"],
                             time_to_success_s=physics["time_to_success_s"], safety_events=events,
-                            ladder=physics.get("ladder"),
+                            ladder=physics.get("ladder"), longest_hold_s=physics.get("longest_hold_s"),
                             extra={**facts.extra, "twin": physics["extra"]})

@@ -287,7 +287,7 @@ class TwinServer:
                 facts = self.sim.end_episode()
                 return {"ok": True, "physics_success": facts.physics_success, "max_lift_m": facts.max_lift_m,
                         "time_to_success_s": facts.time_to_success_s, "safety_events": facts.safety_events,
-                        "ladder": facts.ladder,
+                        "ladder": facts.ladder, "longest_hold_s": facts.longest_hold_s,
                         "extra": {**facts.extra, "twin_lag_s": round(self.lag_s, 4)}}
             if op == "state":
                 return {"ok": True, "joints_deg": [float(v) for v in self.sim.joint_positions()],

@@ -1,0 +1,172 @@
+"""The `auto` rater against the simulator's truth per episode, and the calibration of its bands.
+
+Reads a campaign recorded on the simulated rig with the physics label's note (the simulator's
+highest cube bottom and longest hold: `store.records.physics_truth`; campaigns recorded before it
+give neither), measures each episode's front video once (`judging.auto.camera.front_lift`; with
+`--cache DIR` the tracks are kept there, so a rule is re-checked in seconds), and prints:
+
+- per campaign: the joints alone and both senses, how many episodes each left unsure, how many it
+  labelled wrong against physics, and Cohen's kappa against physics on the episodes it rated;
+  with `--episodes`, one line per episode (physics' lift and hold, both labels, the reason);
+- with `--calibrate`: the figures the rater's bands are set from (`judging.auto.seat.BELOW_M`, `ABOVE_M`,
+  `rater.HOLD_EARLY_S`, `rater.HOLD_LATE_S`): the pooled seat's highest bottom less physics' (its
+  range over the squeezes not set aside is the band; how many were set aside), and physics' longest hold less the certain and the possible hold
+  of both senses and of the joints alone (the certain hold must never be longer than the truth;
+  the possible hold is at most `HOLD_LATE_S` shorter). Run it on a calibration campaign, never on
+  the one whose figures are reported.
+
+    uv run python bench/rater_truth.py --campaign DIR [DIR ...] [--cache DIR] [--episodes] [--calibrate]
+"""
+
+from __future__ import annotations
+
+import argparse
+import pickle
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def episodes(campaign: Path) -> tuple[tuple[float, float, float], list[dict]]:
+    """(cube, height, hold) of the campaign's test and, per episode: id, physics' label and truth
+    (highest bottom m, longest hold s; None when not stored), the time series' path."""
+    from orchestrator.judging.auto.labels import campaign_test
+    from orchestrator.store.episode_files import EpisodeFiles
+    from orchestrator.store.records import PHYSICS_JUDGE, physics_truth
+    from orchestrator.store.sqlite import CampaignStore
+
+    with CampaignStore.open_readonly(campaign) as store:
+        test = campaign_test(store)
+        notes = {e: j.note for e, j in store.latest_labels(PHYSICS_JUDGE).items()}
+        rows = [{"id": e["id"], "physics": bool(e["physics_success"]), "truth": physics_truth(notes.get(e["id"])),
+                 "series": campaign / EpisodeFiles.from_dict(e["files"]).timeseries} for e in store.episodes()]
+    return test, rows
+
+
+def camera_track(row: dict, cube: float, cache: Path | None):
+    """(the front camera's LiftTrack or None, why not), measured once per episode with `cache`."""
+    from orchestrator.judging.auto.camera import front_lift, recorded_front
+    from orchestrator.store.episode_files import read_series
+
+    kept = cache / f"{row['id']}.pickle" if cache else None
+    if kept is not None and kept.is_file():
+        return pickle.loads(kept.read_bytes())
+    video, poses = recorded_front(row["series"])
+    result = front_lift(video, poses, read_series(row["series"]), cube)
+    if kept is not None:
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        kept.write_bytes(pickle.dumps(result))
+    return result
+
+
+def label(verdict) -> str:
+    return "unsure" if verdict.unsure else ("success" if verdict.success else "failure")
+
+
+def rate_episode(row: dict, test: tuple[float, float, float], cache: Path | None) -> dict:
+    """Both labels of one episode and the quantities its calibration reads."""
+    from orchestrator.judging.auto.rater import HOLD_BANDS, SEAT_HIGH_M, SEAT_LOW_M, grip, joint_bottoms, rate
+    from orchestrator.judging.auto.seat import Pooled, pooled_bounds, set_aside
+    from orchestrator.judging.auto.two_senses import combine
+    from orchestrator.store.episode_files import read_series
+    from orchestrator.vision.lift_track import longest_run
+
+    cube, height, hold = test
+    data = read_series(row["series"])
+    t, state, action = data["t"], data["state"], data.get("action")
+    lift, why = camera_track(row, cube, cache)
+    joints = rate(t, state, cube, height, hold, action)
+    both = rate(t, state, cube, height, hold, action, lift, camera=why)
+    closed, z = grip(state, cube, action)
+    j_low, j_high = joint_bottoms(closed, z, SEAT_HIGH_M), joint_bottoms(closed, z, SEAT_LOW_M)
+    out = {"joints": label(joints), "both": label(both), "reason": both.reason, "decided_by": both.decided_by,
+           "joints_sure": longest_run(t, j_low >= height - 1e-9), "joints_maybe": longest_run(t, j_high >= height - 1e-9),
+           "pooled_top": None, "aside": False, "both_sure": None, "both_maybe": None, "bands": HOLD_BANDS}
+    if lift is not None:
+        low, _, seat = pooled_bounds(t, closed, z, lift.times_s, lift.bottom_m, band_m=(0.0, 0.0))
+        kept = closed & ~set_aside(seat, SEAT_LOW_M, SEAT_HIGH_M)
+        out["aside"] = bool((closed & ~kept).any())
+        if not np.isnan(low[kept]).all():
+            out["pooled_top"] = float(np.nanmax(low[kept]))
+        low, high, seat = pooled_bounds(t, closed, z, lift.times_s, lift.bottom_m)
+        combined = combine(t, closed, j_low, j_high, lift, height, hold, (0.0, 0.0), True,
+                           Pooled(low, high, seat, set_aside(seat, SEAT_LOW_M, SEAT_HIGH_M), seat > SEAT_HIGH_M))
+        if not combined.reason.startswith("unsure: the camera and the joints disagree") and not out["aside"]:
+            out["both_sure"], out["both_maybe"] = combined.hold_s, combined.possible_s
+    return out
+
+
+def kappa(pairs: list[tuple[str, str]]) -> str:
+    from orchestrator.analysis.stats.agreement import cohen_kappa
+
+    if not pairs or len({a for a, _ in pairs} | {b for _, b in pairs}) < 2:
+        return "undefined (one class)"
+    return f"{cohen_kappa([a for a, _ in pairs], [b for _, b in pairs]):.3f}"
+
+
+def summary(name: str, rows: list[dict], rated: list[dict]) -> None:
+    for sense in ("joints", "both"):
+        truth = ["success" if r["physics"] else "failure" for r in rows]
+        labels = [x[sense] for x in rated]
+        unsure = sum(lab == "unsure" for lab in labels)
+        pairs = [(lab, tru) for lab, tru in zip(labels, truth, strict=True) if lab != "unsure"]
+        wrong = sum(a != b for a, b in pairs)
+        print(f"{name}: {sense}: {unsure} of {len(rows)} unsure ({100 * unsure / max(len(rows), 1):.0f} %), "
+              f"{wrong} wrong, {len(pairs) - wrong} right; kappa against physics on the rated {kappa(pairs)}", flush=True)
+    deciders: dict[str, int] = {}
+    for x in rated:
+        if x["both"] != "unsure":
+            deciders[x["decided_by"]] = deciders.get(x["decided_by"], 0) + 1
+    print(f"{name}: decided by {deciders}", flush=True)
+
+
+def calibration(name: str, rows: list[dict], rated: list[dict]) -> None:
+    """The figures the bands are set from (module docstring)."""
+    truths = [(r["truth"], x) for r, x in zip(rows, rated, strict=True) if r["truth"] is not None]
+    print(f"{name}: {len(truths)} of {len(rows)} episodes with physics' truth stored", flush=True)
+    errors = [1000 * (x["pooled_top"] - lift) for (lift, _), x in truths if x["pooled_top"] is not None]
+    aside = sum(x["aside"] for _, x in truths)
+    if errors:
+        print(f"{name}: pooled seat set aside (outside the joints' range) on {aside} episodes; on the other "
+              f"{len(errors)}, its highest bottom - physics': min {min(errors):.2f}, "
+              f"p5 {np.percentile(errors, 5):.2f}, p50 {np.percentile(errors, 50):.2f}, p95 "
+              f"{np.percentile(errors, 95):.2f}, max {max(errors):.2f} mm; largest |error| "
+              f"{max(abs(e) for e in errors):.2f} mm", flush=True)
+    for sense in ("joints", "both"):
+        held = [(hold, x) for (_, hold), x in truths if x[f"{sense}_sure"] is not None and hold > 0.2]
+        if not held:
+            continue
+        early = [hold - x[f"{sense}_sure"] for hold, x in held if x[f"{sense}_sure"] > 0]
+        late = [hold - x[f"{sense}_maybe"] for hold, x in held]
+        print(f"{name}: {sense}: physics' hold - the certain hold on {len(early)} episodes held: min "
+              f"{min(early, default=np.nan):+.3f}, p50 {np.median(early) if early else np.nan:+.3f} s; physics' hold - "
+              f"the possible hold on {len(late)}: p50 {np.median(late):+.3f}, max {max(late):+.3f} s", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--campaign", type=Path, nargs="+", required=True)
+    parser.add_argument("--cache", type=Path, help="keep each episode's camera track here")
+    parser.add_argument("--episodes", action="store_true", help="one line per episode")
+    parser.add_argument("--calibrate", action="store_true", help="the figures the bands are set from")
+    args = parser.parse_args()
+    for campaign in args.campaign:
+        test, rows = episodes(campaign)
+        cache = args.cache / campaign.name if args.cache else None
+        rated = [rate_episode(row, test, cache) for row in rows]
+        if args.episodes:
+            for row, x in zip(rows, rated, strict=True):
+                lift, hold = row["truth"] or (np.nan, np.nan)
+                print(f"{row['id']}: physics {'success' if row['physics'] else 'failure'} (bottom {1000 * lift:.1f} mm, "
+                      f"hold {hold:.3f} s); joints {x['joints']}, both {x['both']}: {x['reason']}", flush=True)
+        summary(campaign.name, rows, rated)
+        if args.calibrate:
+            calibration(campaign.name, rows, rated)
+
+
+if __name__ == "__main__":
+    main()
