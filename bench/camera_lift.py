@@ -173,8 +173,10 @@ def seats(joints, frame_t: list[float], truth: list[float]) -> list[float]:
 
 
 def camera_hold(track, height: float) -> float:
-    """The camera's own hold: the longest run of measured frames at or above `height`."""
-    above = np.where(np.isnan(track.bottom_m), False, track.bottom_m >= height)
+    """The camera's own hold: the longest run of measured frames at or above `height` (within
+    1e-9 m, as the rater compares: the measured heights are steps of 0.5 mm, and one on the height
+    must not fall either side of it by the last bit of its sum)."""
+    above = np.where(np.isnan(track.bottom_m), False, track.bottom_m >= height - 1e-9)   # the rater's tolerance
     best, start = 0.0, None
     for k, inside in enumerate(above):
         start = (track.times_s[k] if start is None else start) if inside else None
