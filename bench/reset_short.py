@@ -1,15 +1,18 @@
 """The autonomous reset on short campaigns, and the measurement of where its placements land.
 
-    MUJOCO_GL=egl uv run python bench/reset_short.py [--seeds 8] [--trials 8] [--max-tries 3] [--no-slip-model]
+    MUJOCO_GL=egl uv run python bench/reset_short.py [--seeds 8] [--first-seed 0] [--trials 8] [--max-tries 3] [--no-slip-model]
     MUJOCO_GL=egl uv run python bench/reset_short.py --calibrate 120 [--seed 11]
 
 Short campaigns: `--seeds` copies of the demo with the reset (protocols/sim_demo_reset.yaml),
 each stopped after `--trials` trials, in process on the simulated SO-101 (hardware/sim.yaml),
-copy i with the schedule seed 20261129 + i and a simulated hand that places the session's first
-cube imperfectly (`placement: {sigma_mm: 2, sigma_deg: 3, seed: i}`). Prints the reset's
+copy i (from `--first-seed`) with the schedule seed 20261129 + i and a simulated hand that places
+the session's first cube imperfectly (`placement: {sigma_mm: 2, sigma_deg: 3, seed: i}`). Prints the reset's
 interventions per 100 trials (the acts of a person a reset caused: a reset handed over, which
 the start check then asks a person to put right, a lost cube or a stopped reset; the first
-cube, placed by the hand, is not the reset's), every intervention by cause, the share of resets
+cube, placed by the hand, is not the reset's), the report's interventions by cause, the reset's
+by what caused them (`causes_of`: a cube lost out of reach, off the table or not found, a reset
+stopped by the guarded motion or the stop key in the put-down from the jaws or in a pick and
+place, a placement that missed after its tries), one line each, the share of resets
 placed within the tolerance by their first put-down (over all resets and over each session's
 first three), placements per reset, and the placement error when the episode starts against the
 simulator's ground truth. `--no-slip-model`: the same without the profile's `reset_slip` (the
@@ -41,6 +44,25 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 FIRST_RESETS = 3
+PHASES: list[str] = []   # the phase of each stopped reset, in order (`watch_phases`)
+
+
+def watch_phases() -> None:
+    """Record in `PHASES` which of the reset's phases each stop (`MotionStopped`) came from."""
+    from orchestrator.run.motion import MotionStopped
+    from orchestrator.run.reset import CubeReset
+
+    def watched(method, phase):
+        def call(self, *args, **kwargs):
+            try:
+                return method(self, *args, **kwargs)
+            except MotionStopped:
+                PHASES.append(phase)
+                raise
+        return call
+
+    CubeReset.put_down_held = watched(CubeReset.put_down_held, "put-down from the jaws")
+    CubeReset.place = watched(CubeReset.place, "pick and place")
 
 
 def rig_text(hand_seed: int, slip_model: bool) -> str:
@@ -55,6 +77,31 @@ def rig_text(hand_seed: int, slip_model: bool) -> str:
     return "".join(lines) + f"placement: {{sigma_mm: 2, sigma_deg: 3, seed: {hand_seed}}}\n"
 
 
+def causes_of(events: list[dict], phases: list[str]) -> list[tuple[str, str]]:
+    """(cause, detail) per reset intervention, in the order they happened, naming its cause: a cube the
+    reset could not take (lost: out of reach, off the table, not found), a reset stopped (the
+    guarded motion blocked, or the stop key) and in which phase (`phases`, in the order of the
+    `reset_stopped` events: the put-down from the jaws after an episode, or a pick-and-place
+    try), or a placement that missed after its tries."""
+    out, stops, blocked = [], iter(phases), None
+    for e in events:
+        data = json.loads(e["data"]) if e.get("data") else {}
+        if e["kind"] == "motion_blocked":
+            blocked = e["message"].split(": ", 1)[-1]
+        elif e["kind"] == "reset_stopped":
+            phase = next(stops, "unknown phase")
+            out.append((f"stopped ({'blocked' if blocked else 'the stop key'}) in the {phase}",
+                        f"before {data.get('mark')}: {blocked or 'the stop key'}"))
+            blocked = None
+        elif e["kind"] == "cube_reset" and not data.get("passes"):
+            why = data.get("why") or ""
+            kind = ("lost: out of reach" if "reach" in why else "lost: off the table" if "off the table" in why
+                    else "lost: not found" if "not found" in why or "cubes in view" in why or "camera" in why
+                    else "missed placement")
+            out.append((kind, f"before {data.get('mark')}: {why}"))
+    return out
+
+
 def run_short(folder: Path, i: int, trials: int, max_tries: int, slip_model: bool, truth: list[float]) -> dict:
     from orchestrator.analysis.start_records import intervention_counts
     from orchestrator.run.campaign import open_campaign
@@ -66,14 +113,16 @@ def run_short(folder: Path, i: int, trials: int, max_tries: int, slip_model: boo
     (folder / "protocol.yaml").write_text(text)
     (folder / "rig.yaml").write_text(rig_text(i, slip_model))
     opened = open_campaign(folder / "protocol.yaml", folder / "rig.yaml", folder / "campaign")
-    started, before = time.monotonic(), len(truth)
+    started, before, phases_before = time.monotonic(), len(truth), len(PHASES)
     try:
         summary = run_campaign(opened, workers=1, say=lambda line: None, stop_after=trials)
         events, attempts = opened.store.events(), opened.store.attempts()
     finally:
         opened.store.close()
     resets = [json.loads(e["data"]) for e in events if e["kind"] == "cube_reset"]
+    causes = causes_of(sorted(events, key=lambda e: float(e["at"])), PHASES[phases_before:])
     return {"trials": summary.done_total, "interventions": intervention_counts(events, attempts), "resets": resets,
+            "causes": causes,
             "stopped": sum(1 for e in events if e["kind"] == "reset_stopped"), "truth": truth[before:],
             "wall_s": time.monotonic() - started}
 
@@ -90,9 +139,10 @@ def short_campaigns(args) -> None:
         return original(self, mark, seed)
 
     SimRig.start_here = start_here
+    watch_phases()
     runs = []
     with tempfile.TemporaryDirectory() as tmp:
-        for i in range(args.seeds):
+        for i in range(args.first_seed, args.first_seed + args.seeds):
             folder = Path(tmp) / f"c{i}"
             folder.mkdir()
             runs.append(run_short(folder, i, args.trials, args.max_tries, not args.no_slip_model, truth))
@@ -106,12 +156,20 @@ def short_campaigns(args) -> None:
             causes[cause] = causes.get(cause, 0) + n
     once = lambda xs: sum(1 for x in xs if x["passes"] and x["tries"] <= 1)  # noqa: E731
     tries = [x["tries"] for x in resets]
-    print(f"{'without' if args.no_slip_model else 'with'} the profile's slip model: {len(runs)} campaigns x "
+    print(f"{'without' if args.no_slip_model else 'with'} the profile's slip model: {len(runs)} campaigns (seeds from {args.first_seed}) x "
           f"{args.trials} trials = {trials} trials, {len(resets)} resets (max_tries {args.max_tries}), "
           f"{sum(r['wall_s'] for r in runs):.0f} s wall")
     print(f"reset interventions: {by_reset} = {100 * by_reset / trials:.1f} per 100 trials "
           f"(per campaign: {', '.join(str(sum(1 for x in r['resets'] if not x['passes']) + r['stopped']) for r in runs)}); "
           "all interventions by cause: " + ", ".join(f"{c} {n}" for c, n in causes.items()))
+    kinds: dict[str, int] = {}
+    for r in runs:
+        for kind, _ in r["causes"]:
+            kinds[kind] = kinds.get(kind, 0) + 1
+    print("reset interventions by cause: " + (", ".join(f"{k} {n}" for k, n in sorted(kinds.items())) or "none"))
+    for i, r in enumerate(runs, start=args.first_seed):
+        for kind, detail in r["causes"]:
+            print(f"  campaign {i}: {kind} {detail}")
     print(f"placed within the tolerance by the first put-down: {once(resets)} of {len(resets)} resets; "
           f"of each session's first {FIRST_RESETS}: {once(firsts)} of {len(firsts)}")
     print("placements per reset: " + ", ".join(f"{k}: {tries.count(k)}" for k in sorted(set(tries)))
@@ -221,6 +279,7 @@ def fit(rows, skipped: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, default=8)
+    parser.add_argument("--first-seed", type=int, default=0, help="copy i's seeds from here (another seed set)")
     parser.add_argument("--trials", type=int, default=8)
     parser.add_argument("--max-tries", type=int, default=3)
     parser.add_argument("--no-slip-model", action="store_true", help="without the rig profile's reset_slip")

@@ -172,6 +172,95 @@ def test_a_cube_at_the_edge_of_reach_is_picked_not_pushed_out_of_reach(rig, tmp_
     assert not store.of("cube_lost") and store.of("cube_reset")[-1][3]["tries"] <= 2
 
 
+def _old_release(monkeypatch):
+    """The put-down before the seat (the positive control): the place's first tilt that reaches
+    (upright near the base) whatever the pick's, and the cube let go as the place's own grasp
+    would hold it, its bottom `RELEASE_ABOVE_M` above the table."""
+    from orchestrator.policies import pick_place as pp
+    from orchestrator.policies.scripted import TILTS_DEG
+
+    monkeypatch.setattr(pp, "release_height_m", lambda place, seat: pp.RELEASE_ABOVE_M)
+    monkeypatch.setattr(pp, "tilted_as", lambda tilt_deg: TILTS_DEG)
+
+
+@pytest.mark.slow   # four resets in the simulator, seconds: the full run, not the fast lane
+def test_a_cube_beyond_the_marks_reach_picked_tilted_is_let_go_above_the_table_not_pressed_into_it(
+        rig, tmp_path, monkeypatch):
+    """A cube an episode pushed 0.31 m out, past the marks' 0.30 m (the reset picks to
+    `PICK_REACH_MAX_M`): the pick tilts the gripper 20 degrees, and so does the place on M07
+    (`pick_place.tilted_as`), the cube let go from where it sits in the jaws (`Seat`): the
+    reset places it without a stop. The positive control: the place upright, the cube then
+    turned in the jaws with its corner 10 mm lower than the place's own grasp would hold it and
+    let go where that grasp would (the code before): pressed into the table, the guarded motion
+    stops the arm (an intervention)."""
+    from orchestrator.run.reset import PICK_REACH_MAX_M
+
+    assert 0.31 <= PICK_REACH_MAX_M
+    reset, store, said = _reset(rig, tmp_path)
+    _place_cube(rig, 0.31, 0.0)
+    assert reset.place(Trial(), MARKS["M07"]), said
+    x, y, _, _ = rig.cube_pose()                     # the simulator's ground truth
+    assert math.hypot(x - MARKS["M07"].x, y - MARKS["M07"].y) * 1000 <= PROTOCOL.protocol.start_check.tolerance_mm
+    assert store.of("cube_reset")[-1][3]["passes"] and not store.of("cube_lost")
+    _old_release(monkeypatch)
+    reset, store, _ = _reset(rig, tmp_path)
+    _place_cube(rig, 0.31, 0.0)
+    with pytest.raises(MotionStopped):
+        reset.place(Trial(), MARKS["M07"])
+    assert reset.motion.held
+
+
+@pytest.mark.slow   # two put-downs in the simulator, seconds: the full run, not the fast lane
+def test_a_cube_held_tilted_after_an_episode_is_put_down_without_pressing_it_into_the_table(
+        rig, tmp_path, monkeypatch):
+    """A cube gripped 0.31 m out (the gripper tilted 20 degrees) and still in the jaws after the
+    episode, put down on M02 with the gripper tilted as it holds the cube and let go as the seat
+    of such a grip says: it lands flat near the mark. The positive control: put down upright
+    and let go where the place's own grasp would (the code before), the guarded motion stops
+    the put-down (the cube pressed into the table: an intervention; in a short campaign the
+    retries that followed such a stop knocked the cube out of reach)."""
+    gripped = Mark(id="far", x=0.31, y=0.0, yaw_deg=0.0)
+    reset, _, _ = _reset(rig, tmp_path)
+    _lift_in_the_jaws(rig, gripped)
+    assert reset.put_down_held(MARKS["M02"]) and not reset.motion.held
+    reset.motion.to_rest()
+    x, y, z, _ = rig.cube_pose()
+    assert math.hypot(x - MARKS["M02"].x, y - MARKS["M02"].y) * 1000 <= 10
+    assert abs(z - PROTOCOL.layout.cube.size_m / 2) < 0.0005      # flat on the table, not on an edge
+    _old_release(monkeypatch)
+    reset, _, _ = _reset(rig, tmp_path)
+    _lift_in_the_jaws(rig, gripped)
+    with pytest.raises(MotionStopped):
+        reset.put_down_held(MARKS["M02"])
+    assert reset.motion.held
+
+
+def test_the_release_height_follows_how_the_cube_sits_in_the_jaws():
+    """Geometry alone: a cube picked and put down with the gripper equally tilted is let go
+    `RELEASE_ABOVE_M` above the place's grasp height (as before); picked 20 degrees tilted and
+    put down upright (a place that cannot tilt as the pick did), 10 mm or more higher (its
+    corner hangs lower), plus the turned margin; put down tilted as picked, as before."""
+    from orchestrator.policies import pick_place as pp
+    from orchestrator.policies.scripted import plan_pick
+
+    size = PROTOCOL.layout.cube.size_m
+    m07 = MARKS["M07"]
+    place = plan_pick(*pp.place_aim((m07.x, m07.y, 0.0), size), size, 0.0, clearance_m=pp.CLEARANCE_M)
+    near, far = (plan_pick(x, y, size, 0.0, clearance_m=pp.CLEARANCE_M) for x, y in ((0.2, 0.0), (0.31, 0.0)))
+    assert place.tilt_deg == near.tilt_deg == 0.0 and far.tilt_deg >= 15.0
+    same = pp.release_height_m(place, pp.Seat.of_pick(near, (0.2, 0.0), size))
+    assert same == pytest.approx(pp.RELEASE_ABOVE_M, abs=0.0005)
+    turned = pp.release_height_m(place, pp.Seat.of_pick(far, (0.31, 0.0), size))
+    assert turned >= pp.RELEASE_ABOVE_M + 0.010 + pp.TURNED_MARGIN_M
+    # The reset's place tilts the gripper as the pick did (`tilted_as`) where it reaches: the
+    # cube then stands flat in the jaws over the mark and is let go as a matched pick is.
+    aim = pp.place_aim((m07.x, m07.y, 0.0), size, far.tilt_deg)
+    tilted = plan_pick(*aim, size, 0.0, clearance_m=pp.CLEARANCE_M, tilts=pp.tilted_as(far.tilt_deg))
+    assert tilted.tilt_deg == far.tilt_deg
+    assert pp.release_height_m(tilted, pp.Seat.of_pick(far, (0.31, 0.0), size)) == pytest.approx(pp.RELEASE_ABOVE_M,
+                                                                                                  abs=0.001)
+
+
 def _lift_in_the_jaws(rig, mark):
     """The scripted grasp's pick (the reset's first legs) of the cube on `mark`: it ends lifted in the jaws."""
     from orchestrator.policies import pick_place as pp
@@ -247,6 +336,7 @@ def test_the_learned_bias_is_the_median_miss_of_its_kind_and_ignores_a_dropped_c
     ((0.75, 0.60), "cube not found"),                       # beyond the camera's view
     ((0.20, 0.28), "cube off the table"),                   # in view, past the layout's table (y_max 0.25)
     ((0.06, 0.0), "cube out of the arm's reach"),           # by the base
+    ((0.335, 0.0), "cube out of the arm's reach"),          # beyond even the reset's pick (PICK_REACH_MAX_M)
 ])
 def test_a_cube_the_arm_cannot_pick_is_handed_over_with_why(rig, tmp_path, where, line):
     reset, store, said = _reset(rig, tmp_path)

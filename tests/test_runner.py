@@ -12,6 +12,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import av
@@ -112,16 +113,18 @@ def long_episodes(tmp_path_factory) -> tuple[Path, Path]:
     return protocol, folder / "reference"
 
 
-def running_attempts(campaign: Path) -> int:
-    """Attempts the campaign's store holds as running, read straight from its SQLite file (0
-    before the file exists)."""
+def running_since(campaign: Path) -> float | None:
+    """How long ago (s, by the store's `started_at` wall-clock times) the attempt the campaign's
+    store holds as running started, read straight from its SQLite file; None when none is running
+    (or the file or its schema does not exist yet)."""
     if not (campaign / DB_NAME).exists():
-        return 0
+        return None
     with contextlib.closing(sqlite3.connect(f"file:{campaign / DB_NAME}?mode=ro", uri=True, timeout=10)) as db:
         try:
-            return db.execute("SELECT count(*) FROM attempts WHERE status = 'running'").fetchone()[0]
+            started = db.execute("SELECT max(started_at) FROM attempts WHERE status = 'running'").fetchone()[0]
         except sqlite3.OperationalError:   # the schema not yet created
-            return 0
+            return None
+    return None if started is None else time.time() - started
 
 
 @pytest.mark.subprocess
@@ -138,10 +141,13 @@ def test_ctrl_c_exits_130_aborts_the_trial_and_resume_completes(long_episodes, t
     for line in process.stdout:
         if line.startswith("trial 1/6"):   # printed when trial 1 is done: trial 2 starts next
             break
-    # Ctrl-C inside trial 2: once the store holds trial 2's attempt as running (a trial takes 1.3 s
-    # of wall time on the idle machine, longer on a busy one; with 5 s episodes, 0.25 s a trial,
-    # the whole campaign could end before the signal came, and did once on a fresh machine)
-    wait_until(lambda: running_attempts(out) == 1, 120, "trial 2 running")
+    # Ctrl-C inside a trial: once the store holds an attempt as running that started less than
+    # 0.3 s ago (a trial takes 1.3 s of wall time on the idle machine, longer on a busy one; with
+    # 5 s episodes, 0.25 s a trial, the whole campaign could end before the signal came, and did
+    # once on a fresh machine; a signal sent late in a trial could land between two trials, when
+    # no attempt is running)
+    wait_until(lambda: (age := running_since(out)) is not None and age < 0.3, 120, "a trial just started",
+               poll_s=0.02)
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=120)
     assert process.returncode == 130, err

@@ -140,5 +140,7 @@ def test_a_scripted_grasp_held_5_s_trips_the_gripper_protection_and_the_trial_go
     # the twin's physics sends its progress ladder with the facts: every stage, in order
     times = [facts.ladder[stage] for stage in ("reached", "grasped", "lifted", "held")]
     assert None not in times and times == sorted(times), facts.ladder
+    # ... and its longest hold (the physics label's note): a success is a hold of the default test's 1 s at least
+    assert facts.longest_hold_s is not None and facts.longest_hold_s >= 1.0 - 1e-9, facts
     assert GRIPPER_TRIP_EVENT in facts.safety_events, facts.safety_events
     assert after_rest == dict.fromkeys(MOTORS, 0)

@@ -149,10 +149,11 @@ def _try_tilt(kin, ax: float, ay: float, jaw_yaw: float, radial: float, tilt_deg
 
 
 def plan_pick(x: float, y: float, cube_size_m: float, cube_yaw_deg: float = 0.0,
-              lift_m: float = LIFT_M, clearance_m: float | None = None) -> PickPlan:
+              lift_m: float = LIFT_M, clearance_m: float | None = None,
+              tilts: tuple[float, ...] = TILTS_DEG) -> PickPlan:
     """Solve the pick's poses for an aim point (layout frame, metres) with the arm's IK; the
     jaws open by `opening_for` the cube's width as the (tilted) jaws see it, with `clearance_m`
-    a side, centred on that span (`tilted_jaws`): the first of `TILTS_DEG` whose poses all reach,
+    a side, centred on that span (`tilted_jaws`): the first of `tilts` whose poses all reach,
     else the one with the least IK error."""
     from orchestrator.sim.kinematics import arm_kinematics
 
@@ -164,9 +165,9 @@ def plan_pick(x: float, y: float, cube_size_m: float, cube_yaw_deg: float = 0.0,
     candidates = [math.radians(cube_yaw_deg) + k * math.pi / 2 for k in range(4)]
     jaw_yaw = min(candidates, key=lambda a: abs(_wrap(a - radial)))
     best: tuple | None = None
-    for tilt_deg in TILTS_DEG:
+    for tilt_deg in tilts:
         ok, candidate = _try_tilt(kin, ax, ay, jaw_yaw, radial, tilt_deg, cube_size_m, lift_m, clearance_m,
-                                  last=tilt_deg == TILTS_DEG[-1])
+                                  last=tilt_deg == tilts[-1])
         if ok or best is None or candidate[0] < best[0]:
             best = candidate
         if ok:
