@@ -13,9 +13,16 @@ definition); the hold: the physics test's longest hold. Printed per resolution: 
 camera measured while the jaws were closed on the cube, the bottom-height error p50/p95 (absolute),
 the band's coverage (truth within bottom +- band), the band's p50, and the hold-time error
 (|the camera's longest run at or above the success height - physics'|) p50/p95; and the seat
-the rater's joints assume (the grasp point's rise less the true bottom, `rater.SEAT_LOW_M`-`SEAT_HIGH_M`).
+the rater's joints assume (the grasp point's rise less the true bottom, `rater.SEAT_LOW_M`-`SEAT_HIGH_M`);
+and the CPU seconds `measure_lift` took per episode.
+
+`--frames DIR` keeps each rendered episode (its H.264 video, joints and truth) and reads it back
+on the next run with the same seed, so a change to the measurement is compared on the same frames
+without rendering again; `--dump FILE` writes every held frame (episode, time, bottom, band,
+truth) for a calibration.
 
     MUJOCO_GL=egl uv run python bench/camera_lift.py [--episodes 24] [--sizes 320x240,640x480] [--seed 1]
+        [--frames DIR] [--dump FILE]
 """
 
 from __future__ import annotations
@@ -31,8 +38,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
-def encode_decode(frames: list[np.ndarray], fps: int) -> list[np.ndarray]:
-    """The frames through the recorder's H.264 encode and back (PyAV)."""
+def encode(frames: list[np.ndarray], fps: int) -> bytes:
+    """The frames through the recorder's H.264 encode (PyAV): the mp4's bytes."""
     import av
 
     from orchestrator.run.recording import video_encoding
@@ -48,22 +55,35 @@ def encode_decode(frames: list[np.ndarray], fps: int) -> list[np.ndarray]:
                 container.mux(packet)
         for packet in stream.encode():
             container.mux(packet)
-    buffer.seek(0)
-    with av.open(buffer) as container:
+    return buffer.getvalue()
+
+
+def decode(video: bytes) -> list[np.ndarray]:
+    """An mp4's frames, RGB (PyAV)."""
+    import av
+
+    with av.open(io.BytesIO(video)) as container:
         return [frame.to_ndarray(format="rgb24") for frame in container.decode(video=0)]
 
 
-def episode(index: int, size: tuple[int, int], rng: np.random.Generator, jitter: bool) -> dict:
-    """One rendered pick: the camera's track, the truth per frame, physics' hold."""
+def plan(index: int, rng: np.random.Generator, jitter: bool, marks: int) -> dict:
+    """One pick's random draws, in the order the bench has always drawn them (so a seed gives the
+    same episodes whether they are rendered now or read from `--frames`)."""
+    light = (float(rng.uniform(0.75, 1.25)), float(rng.uniform(0.75, 1.25))) if jitter else (1.0, 1.0)
+    mark = int(rng.integers(marks))
+    release = float(rng.uniform(6.8, 7.6)) if index % 2 else None
+    lift = float(rng.uniform(0.036, 0.050))
+    return {"light": light, "mark": mark, "release": release, "lift": lift, "seed": int(rng.integers(1 << 30))}
+
+
+def render(drawn: dict, size: tuple[int, int]) -> dict:
+    """One rendered pick (`plan`'s draws): the front video as the recorder encodes it, the frame
+    times, the joints, the truth per frame and physics' hold."""
     from orchestrator.design.protocol import load_protocol
     from orchestrator.policies.base import EpisodeContext
     from orchestrator.policies.scripted import ScriptedPickPolicy
     from orchestrator.rigs.profile import CameraSpec, load_rig
     from orchestrator.rigs.sim import SimRig
-    from orchestrator.sim.front_camera import FRONT_CAMERA_FOVY
-    from orchestrator.vision.camera_model import Intrinsics
-    from orchestrator.vision.lift import Joints, measure_lift
-    from orchestrator.vision.table import locate_table
 
     loaded = load_protocol(ROOT / "protocols" / "sim_near.yaml")
     profile = load_rig(ROOT / "hardware" / "sim.yaml").profile
@@ -72,17 +92,15 @@ def episode(index: int, size: tuple[int, int], rng: np.random.Generator, jitter:
                                                                           fps=15)}})
     rig = SimRig(profile, fps=30, success=loaded.protocol.success)
     rig.connect()
-    if jitter:   # the bench reaches into the compiled model: the scene has no lighting knob per episode
-        light = rig._model.vis.headlight
-        light.ambient[:] = np.asarray(light.ambient) * rng.uniform(0.75, 1.25)
-        light.diffuse[:] = np.asarray(light.diffuse) * rng.uniform(0.75, 1.25)
+    # the bench reaches into the compiled model: the scene has no lighting knob per episode
+    light = rig._model.vis.headlight
+    light.ambient[:] = np.asarray(light.ambient) * drawn["light"][0]
+    light.diffuse[:] = np.asarray(light.diffuse) * drawn["light"][1]
     layout = loaded.layout
-    mark = layout.marks[int(rng.integers(len(layout.marks)))]
-    release = float(rng.uniform(6.8, 7.6)) if index % 2 else None
-    policy = ScriptedPickPolicy(aim_noise_mm=4.0, lift_m=float(rng.uniform(0.036, 0.050)), release_s=release)
-    seed = int(rng.integers(1 << 30))
-    rig.prepare_layout(mark, layout.cube, seed)
-    policy.reset(EpisodeContext(mark=mark, cube=layout.cube, seed=seed, fps=30, duration_s=12.0, task=""))
+    mark = layout.marks[drawn["mark"]]
+    policy = ScriptedPickPolicy(aim_noise_mm=4.0, lift_m=drawn["lift"], release_s=drawn["release"])
+    rig.prepare_layout(mark, layout.cube, drawn["seed"])
+    policy.reset(EpisodeContext(mark=mark, cube=layout.cube, seed=drawn["seed"], fps=30, duration_s=12.0, task=""))
     t, state, action, frames, frame_t, truth = [], [], [], [], [], []
     for step in range(360):
         observation = rig.observe(with_images=False)
@@ -99,12 +117,45 @@ def episode(index: int, size: tuple[int, int], rng: np.random.Generator, jitter:
         rig.act(command)
     facts = rig.end_episode()
     rig.disconnect()
-    decoded = encode_decode(frames, 15)
+    return {"video": np.frombuffer(encode(frames, 15), np.uint8), "frame_t": np.array(frame_t), "t": np.array(t),
+            "state": np.array(state), "action": np.array(action), "truth": np.array(truth),
+            "hold": facts.extra["longest_hold_s"], "success": facts.physics_success, "max_lift": facts.max_lift_m,
+            "cube": layout.cube.size_m}
+
+
+def rendered(index: int, size: tuple[int, int], drawn: dict, cache: Path | None, tag: str) -> dict:
+    """`render`, or its copy in the `--frames` folder (written there the first time)."""
+    path = None if cache is None else cache / f"{size[0]}x{size[1]}-{tag}-{index:03d}.npz"
+    if path is not None and path.is_file():
+        with np.load(path) as stored:
+            return {key: stored[key] for key in stored.files}
+    result = render(drawn, size)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        np.savez(path, **result)
+    return result
+
+
+def episode(result: dict) -> dict:
+    """The camera's track of a rendered pick (located in its first decoded frame, as the rater
+    does), with the CPU seconds `measure_lift` took, the truth and the seat."""
+    import time
+
+    from orchestrator.sim.front_camera import FRONT_CAMERA_FOVY
+    from orchestrator.vision.camera_model import Intrinsics
+    from orchestrator.vision.lift import Joints, measure_lift
+    from orchestrator.vision.table import locate_table
+
+    decoded = decode(result["video"].tobytes())
+    height, width = decoded[0].shape[:2]
     view = locate_table(decoded[0], Intrinsics.from_fovy(FRONT_CAMERA_FOVY, width, height))
-    joints = Joints(np.array(t), np.array(state), np.array(action))
-    track = measure_lift(decoded, np.array(frame_t), view, layout.cube.size_m, joints)
-    return {"track": track, "truth": np.array(truth), "hold": facts.extra["longest_hold_s"],
-            "success": facts.physics_success, "max_lift": facts.max_lift_m, "seat": seats(joints, frame_t, truth)}
+    joints = Joints(result["t"], result["state"], result["action"])
+    started = time.process_time()
+    track = measure_lift(decoded, result["frame_t"], view, float(result["cube"]), joints)
+    cpu = time.process_time() - started
+    return {"track": track, "truth": result["truth"], "hold": float(result["hold"]),
+            "success": bool(result["success"]), "max_lift": float(result["max_lift"]), "cpu": cpu,
+            "seat": seats(joints, list(result["frame_t"]), list(result["truth"]))}
 
 
 def seats(joints, frame_t: list[float], truth: list[float]) -> list[float]:
@@ -122,8 +173,10 @@ def seats(joints, frame_t: list[float], truth: list[float]) -> list[float]:
 
 
 def camera_hold(track, height: float) -> float:
-    """The camera's own hold: the longest run of measured frames at or above `height`."""
-    above = np.where(np.isnan(track.bottom_m), False, track.bottom_m >= height)
+    """The camera's own hold: the longest run of measured frames at or above `height` (within
+    1e-9 m, as the rater compares: the measured heights are steps of 0.5 mm, and one on the height
+    must not fall either side of it by the last bit of its sum)."""
+    above = np.where(np.isnan(track.bottom_m), False, track.bottom_m >= height - 1e-9)   # the rater's tolerance
     best, start = 0.0, None
     for k, inside in enumerate(above):
         start = (track.times_s[k] if start is None else start) if inside else None
@@ -138,14 +191,23 @@ def main() -> None:
     parser.add_argument("--sizes", default="320x240,640x480")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--no-jitter", action="store_true")
+    parser.add_argument("--frames", type=Path, help="keep the rendered episodes here and read them back next time")
+    parser.add_argument("--dump", type=Path, help="write every held frame (episode, time, bottom, band, truth) here (.npz)")
     args = parser.parse_args()
+    from orchestrator.design.protocol import load_protocol
+
+    marks = len(load_protocol(ROOT / "protocols" / "sim_near.yaml").layout.marks)
+    tag = f"seed{args.seed}" + ("-nojitter" if args.no_jitter else "")
     for text in args.sizes.split(","):
         size = tuple(int(v) for v in text.split("x"))
         rng = np.random.default_rng(args.seed)
-        errors, bands, covered, holds, held, measured, seat = [], [], [], [], 0, 0, []
+        errors, bands, covered, holds, held, measured, seat, cpu = [], [], [], [], 0, 0, [], []
+        rows: dict[str, list] = {"episode": [], "t": [], "bottom": [], "band": [], "truth": []}
         for index in range(args.episodes):
-            result = episode(index, size, rng, not args.no_jitter)
+            drawn = plan(index, rng, not args.no_jitter, marks)
+            result = episode(rendered(index, size, drawn, args.frames, tag))
             track, truth = result["track"], result["truth"]
+            cpu.append(result["cpu"])
             closed = np.array([not r.startswith("not in the jaws") for r in track.reasons])
             held += int(closed.sum())
             ok = track.visible
@@ -156,10 +218,14 @@ def main() -> None:
             covered.extend(error <= track.band_m[ok])
             holds.append(abs(camera_hold(track, 0.04) - result["hold"]))
             seat.extend(result["seat"])
+            for key, values in (("episode", np.full(int(closed.sum()), index)), ("t", track.times_s[closed]),
+                                ("bottom", track.bottom_m[closed]), ("band", track.band_m[closed]),
+                                ("truth", truth[closed])):
+                rows[key].extend(values)
             print(f"{text} episode {index}: physics {'success' if result['success'] else 'failure'}, lift "
                   f"{result['max_lift'] * 1000:.1f} mm, hold {result['hold']:.2f} s; camera {int(ok.sum())} of "
                   f"{int(closed.sum())} held frames, error p95 {np.percentile(error, 95) * 1000 if len(error) else np.nan:.2f} mm, "
-                  f"hold {camera_hold(track, 0.04):.2f} s", flush=True)
+                  f"hold {camera_hold(track, 0.04):.2f} s; {result['cpu']:.2f} s of CPU", flush=True)
         errors_mm = 1000 * np.array(errors)
         print(f"{text}: {args.episodes} episodes, measured {measured} of {held} frames with the jaws closed "
               f"({100 * measured / max(held, 1):.0f} %); bottom error p50 {np.percentile(errors_mm, 50):.2f} mm, "
@@ -168,7 +234,10 @@ def main() -> None:
               f"{np.percentile(holds, 50):.3f} s, p95 {np.percentile(holds, 95):.3f} s; the seat (grasp point's rise - "
               f"true bottom, held >= 3 cm up) min {1000 * min(seat):.1f}, p5 {1000 * np.percentile(seat, 5):.1f}, "
               f"p50 {1000 * np.percentile(seat, 50):.1f}, p95 {1000 * np.percentile(seat, 95):.1f}, max "
-              f"{1000 * max(seat):.1f} mm", flush=True)
+              f"{1000 * max(seat):.1f} mm; measure_lift's CPU per episode p50 {np.median(cpu):.2f} s, "
+              f"mean {np.mean(cpu):.2f} s", flush=True)
+        if args.dump:
+            np.savez(args.dump.with_name(f"{args.dump.stem}-{text}.npz"), **{k: np.asarray(v) for k, v in rows.items()})
 
 
 if __name__ == "__main__":

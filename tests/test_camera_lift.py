@@ -14,8 +14,9 @@ import pytest
 from scipy.optimize import least_squares
 
 from orchestrator.sim import fk
-from orchestrator.vision.camera_model import CameraPose, Intrinsics
-from orchestrator.vision.lift import Joints, measure_lift
+from orchestrator.vision.camera_model import CameraPose, Intrinsics, Pinhole
+from orchestrator.vision.cube import coverage, hull_box
+from orchestrator.vision.lift import COST_SLACK_PX, Joints, measure_lift, search_heights
 from orchestrator.vision.lift_track import LiftTrack
 from orchestrator.vision.table import TableView
 
@@ -166,3 +167,76 @@ def test_longest_above_counts_frames_and_widens_by_the_gaps():
     assert LiftTrack.unmeasured(t, "no video").longest_above(0.04) == (0.0, pytest.approx(0.7))
     with pytest.raises(ValueError):
         LiftTrack(t, bottom[:3], band, ~np.isnan(bottom), ("",) * 8)
+
+
+def test_the_fits_projection_is_the_pinhole():
+    points = np.array([[0.2, 0.0, 0.0], [0.25, 0.05, 0.04], [0.15, -0.05, 0.1]])
+    camera = Pinhole.of(view().pose, view().intrinsics)
+    assert np.allclose(camera.project(points), pinhole(points), atol=1e-9)
+    # any leading shape: a stack of candidate cubes at once
+    assert np.allclose(camera.project(np.stack([points, points + 0.01])),
+                       np.stack([pinhole(points), pinhole(points + 0.01)]), atol=1e-9)
+
+
+def test_a_silhouette_drawn_in_its_own_box_is_the_one_drawn_in_the_whole_region():
+    pixels = pinhole(cube_corners(TABLE_SPOT + [0.0, 0.0, 0.02], np.eye(3))) + [0.3, 0.7]
+    region = (0, 0, WIDTH, HEIGHT)
+    whole = coverage(pixels, region)
+    assert 300 < whole.sum() < 2000                              # a cube's worth of pixels
+    box = hull_box(pixels, region)
+    assert box is not None and box[2] * box[3] < whole.size / 20
+    x0, y0, w, h = box
+    inside = np.zeros_like(whole)
+    inside[y0:y0 + h, x0:x0 + w] = coverage(pixels, box)
+    assert np.array_equal(inside, whole)
+    # positive control: a box that cuts the hull's first full column loses coverage
+    assert coverage(pixels, (x0 + 3, y0, w - 3, h)).sum() < whole.sum() - 1
+    # clipped to a region the hull only partly meets; None when they do not meet
+    half = (0, 0, int(pixels[:, 0].mean()), HEIGHT)
+    cut = hull_box(pixels, half)
+    assert cut is not None and cut[0] + cut[2] == half[2]
+    assert hull_box(pixels, (0, 0, 20, 20)) is None
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_coarse_to_fine_search_finds_the_exhaustive_grids_best_and_run(seed):
+    """A cost that falls as the silhouette nears the cube (a basin as wide as a cube) with pixel
+    noise: the search must return what trying every step of the old grid would."""
+    rng = np.random.default_rng(seed)
+    last, truth = 400, rng.uniform(10, 390)
+    noise = rng.uniform(0, 1.2, last + 1)
+    cost = np.minimum(np.abs(np.arange(last + 1) - truth), 60.0) * 0.6 + noise
+    tried: list[float] = []
+
+    def costs(steps: np.ndarray) -> np.ndarray:
+        tried.extend(steps)
+        return cost[steps.astype(int)]
+
+    best, lo, hi = search_heights(costs, last)
+    coarse = np.arange(0, last + 1, 8)
+    centre = int(coarse[np.argmin(cost[coarse])])
+    window = np.arange(max(centre - 12, 0), min(centre + 12, last) + 1)
+    k = int(window[np.argmin(cost[window])])
+    good = cost <= cost[k] + COST_SLACK_PX
+    first, end = k, k
+    while first - 1 >= window[0] and good[first - 1]:
+        first -= 1
+    while end + 1 <= window[-1] and good[end + 1]:
+        end += 1
+    assert (best, lo, hi) == (k, first, end)
+    assert abs(best - truth) <= 4
+    assert len(set(tried)) < 60                     # the old grids tried 51 + 25
+
+
+def test_frames_the_jaws_are_not_closed_on_are_never_read():
+    frames, joints, _ = episode([0.040, 0.045])
+    # a second open frame before the squeeze: no fit reads it, so it may be None
+    longer = Joints(np.arange(len(frames) + 1) / 15.0, np.vstack([joints.state[:1], joints.state]),
+                    np.vstack([joints.action[:1], joints.action]))
+    whole = measure_lift([frames[0], *frames], longer.t, view(), CUBE, longer)
+    assert not whole.visible[:2].any() and whole.visible[2:].all(), whole.reasons
+    lazy = measure_lift([frames[0], None, *frames[1:]], longer.t, view(), CUBE, longer)
+    assert np.array_equal(lazy.bottom_m, whole.bottom_m, equal_nan=True)
+    assert np.array_equal(lazy.band_m, whole.band_m, equal_nan=True)
+    with pytest.raises(ValueError, match="frame 3"):    # positive control: a frame the jaws are closed on is read
+        measure_lift([frames[0], None, frames[1], None, *frames[3:]], longer.t, view(), CUBE, longer)

@@ -141,3 +141,24 @@ class CameraPose:
     @classmethod
     def from_dict(cls, data: dict) -> CameraPose:
         return cls(tuple(map(float, data["rvec"])), tuple(map(float, data["tvec"])))  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class Pinhole:
+    """A located camera's projection precomputed for many calls (the fits' inner loops):
+    `project` gives the pixels `CameraPose.project` gives (the same pinhole, no distortion), for
+    points of any leading shape, in numpy without OpenCV's per-call set-up."""
+
+    rotation: np.ndarray
+    translation: np.ndarray
+    f_px: float
+    centre: tuple[float, float]
+
+    @classmethod
+    def of(cls, pose: CameraPose, intrinsics: Intrinsics) -> Pinhole:
+        return cls(pose.rotation, np.asarray(pose.tvec, float), intrinsics.f_px, intrinsics.centre)
+
+    def project(self, points: np.ndarray) -> np.ndarray:
+        """(..., 2) pixels of (..., 3) layout-frame points."""
+        camera = np.asarray(points, float) @ self.rotation.T + self.translation
+        return self.f_px * camera[..., :2] / camera[..., 2:3] + np.asarray(self.centre)

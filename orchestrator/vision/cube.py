@@ -21,6 +21,7 @@ import cv2
 import numpy as np
 from scipy.optimize import minimize
 
+from orchestrator.vision.camera_model import Pinhole
 from orchestrator.vision.table import TableView
 
 MIN_BLOB_FRACTION = 0.3
@@ -76,26 +77,77 @@ def _corners(size_m: float) -> np.ndarray:
     return np.array([(a, b, c) for a in (-h, h) for b in (-h, h) for c in (0.0, size_m)])
 
 
+def fixed_point(pixels: np.ndarray) -> np.ndarray:
+    """Pixels (..., 2) in the drawing's fixed point: supersampled pixels (pixel k is supersampled
+    pixels SUPERSAMPLE*k .. SUPERSAMPLE*k + SUPERSAMPLE-1, INTER_AREA's blocks, centred at
+    SUPERSAMPLE*k + (SUPERSAMPLE-1)/2) in sixteenths (OpenCV's `shift=4`)."""
+    return np.round(np.asarray(pixels, float) * (SUPERSAMPLE * 16) + (SUPERSAMPLE - 1) * 8).astype(np.int32)
+
+
+def draw(fixed: np.ndarray, box: tuple[int, int, int, int]) -> np.ndarray:
+    """(h, w) uint8 coverage (255: covered) of the convex hull of the `fixed_point` pixels in the
+    image region `box` (x0, y0, w, h)."""
+    x0, y0, w, h = box
+    hull = cv2.convexHull(fixed - np.array([x0 * SUPERSAMPLE * 16, y0 * SUPERSAMPLE * 16], np.int32))
+    big = np.zeros((h * SUPERSAMPLE, w * SUPERSAMPLE), np.uint8)
+    cv2.fillConvexPoly(big, hull, 255, lineType=cv2.LINE_8, shift=4)
+    return cv2.resize(big, (w, h), interpolation=cv2.INTER_AREA)
+
+
+def coverage(pixels: np.ndarray, box: tuple[int, int, int, int]) -> np.ndarray:
+    """(h, w) sub-pixel coverage in [0, 1] of the convex hull of `pixels` (image coordinates) in
+    the image region `box` (x0, y0, w, h): the silhouette's drawing (module docstring)."""
+    return draw(fixed_point(pixels), box).astype(float) / 255.0
+
+
+def hull_boxes(pixels: np.ndarray, within: tuple[int, int, int, int]) -> list[tuple[int, int, int, int] | None]:
+    """For each set of pixels (M, N, 2), the region (x0, y0, w, h) outside which their hull covers
+    nothing, clipped to the region `within` (None: they do not meet). The coverage drawn in it
+    equals the coverage drawn in `within`, cut to it: the fits draw only there."""
+    wx, wy, ww, wh = within
+    pixels = np.asarray(pixels, float)
+    low, high = pixels.min(axis=1), pixels.max(axis=1)
+    boxes: list[tuple[int, int, int, int] | None] = []
+    for (lx, ly), (hx, hy) in zip(low.tolist(), high.tolist(), strict=True):
+        if not all(math.isfinite(v) for v in (lx, ly, hx, hy)):
+            boxes.append(within)
+            continue
+        x0, y0 = max(math.floor(lx) - 1, wx), max(math.floor(ly) - 1, wy)
+        x1, y1 = min(math.ceil(hx) + 2, wx + ww), min(math.ceil(hy) + 2, wy + wh)
+        boxes.append(None if x1 <= x0 or y1 <= y0 else (x0, y0, x1 - x0, y1 - y0))
+    return boxes
+
+
+def hull_box(pixels: np.ndarray, within: tuple[int, int, int, int]) -> tuple[int, int, int, int] | None:
+    """`hull_boxes` of one set of pixels (N, 2)."""
+    return hull_boxes(np.asarray(pixels, float)[None], within)[0]
+
+
+def _standing(camera: Pinhole, size_m: float, x: float, y: float, yaw_deg: float) -> np.ndarray:
+    """The 8 corners' pixels of a cube standing at (x, y, yaw)."""
+    c, s = math.cos(math.radians(yaw_deg)), math.sin(math.radians(yaw_deg))
+    rotation = np.array([[c, s, 0.0], [-s, c, 0.0], [0.0, 0.0, 1.0]])
+    return camera.project(_corners(size_m) @ rotation + [x, y, 0.0])
+
+
 def silhouette(view: TableView, size_m: float, x: float, y: float, yaw_deg: float,
                shape: tuple[int, int]) -> np.ndarray:
     """(H, W) coverage in [0, 1] of a cube standing at (x, y, yaw) as `view`'s camera sees it."""
-    c, s = math.cos(math.radians(yaw_deg)), math.sin(math.radians(yaw_deg))
-    rotation = np.array([[c, s, 0.0], [-s, c, 0.0], [0.0, 0.0, 1.0]])
-    points = _corners(size_m) @ rotation + [x, y, 0.0]
-    pixels = view.pose.project(points, view.intrinsics)
     height, width = shape
-    # Pixel k of the image is supersampled pixels SUPERSAMPLE*k .. SUPERSAMPLE*k + SUPERSAMPLE-1
-    # (INTER_AREA's blocks), whose centre is at SUPERSAMPLE*k + (SUPERSAMPLE-1)/2.
-    fine = pixels * SUPERSAMPLE + (SUPERSAMPLE - 1) / 2.0
-    hull = cv2.convexHull(np.round(fine * 16).astype(np.int32))
-    big = np.zeros((height * SUPERSAMPLE, width * SUPERSAMPLE), np.uint8)
-    cv2.fillConvexPoly(big, hull, 255, lineType=cv2.LINE_8, shift=4)
-    return cv2.resize(big, (width, height), interpolation=cv2.INTER_AREA).astype(float) / 255.0
+    out = np.zeros((height, width))
+    pixels = _standing(Pinhole.of(view.pose, view.intrinsics), size_m, x, y, yaw_deg)
+    box = hull_box(pixels, (0, 0, width, height))
+    if box is not None:
+        x0, y0, w, h = box
+        out[y0:y0 + h, x0:x0 + w] = coverage(pixels, box)
+    return out
 
 
 def cube_area_px(view: TableView, size_m: float, x: float, y: float, shape: tuple[int, int]) -> float:
     """Pixels a cube at (x, y) covers (at yaw 0): the scale for blob sizes."""
-    return float(silhouette(view, size_m, x, y, 0.0, shape).sum())
+    pixels = _standing(Pinhole.of(view.pose, view.intrinsics), size_m, x, y, 0.0)
+    box = hull_box(pixels, (0, 0, shape[1], shape[0]))
+    return 0.0 if box is None else float(coverage(pixels, box).sum())
 
 
 def find_blobs(image: np.ndarray, view: TableView, size_m: float, at: tuple[float, float],
@@ -122,8 +174,18 @@ def fit_cube(blob: np.ndarray, view: TableView, size_m: float) -> CubeFit:
     centroid = (moments["m10"] / moments["m00"], moments["m01"] / moments["m00"])
     x0, y0 = view.pose.ray_to_plane(centroid, size_m / 2.0, view.intrinsics)[:2]
 
+    total, image = float(target.sum()), (0, 0, target.shape[1], target.shape[0])
+    camera = Pinhole.of(view.pose, view.intrinsics)
+
     def cost(p: np.ndarray) -> float:
-        return float(np.abs(silhouette(view, size_m, p[0], p[1], p[2], target.shape) - target).sum())
+        """|silhouette - blob| summed over the image: inside the silhouette's box, plus the blob outside it."""
+        pixels = _standing(camera, size_m, p[0], p[1], p[2])
+        box = hull_box(pixels, image)
+        if box is None:
+            return total
+        bx, by, w, h = box
+        inside = target[by:by + h, bx:bx + w]
+        return float(np.abs(coverage(pixels, box) - inside).sum() + total - inside.sum())
 
     yaw0 = min(YAW_GRID_DEG, key=lambda a: cost(np.array([x0, y0, a])))
     step = size_m / 10.0

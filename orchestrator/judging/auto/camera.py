@@ -31,11 +31,15 @@ def recorded_front(series: Path) -> tuple[Path, Path]:
     return folder / f"{CAMERA}.mp4", folder / "cameras.json"
 
 
-def _frames(video: Path) -> list[np.ndarray]:
+def _frames(video: Path, needed: np.ndarray) -> list[np.ndarray | None]:
+    """Every frame of `video`, converted to RGB only where `needed` and the first (None elsewhere:
+    the measurement never reads a frame the jaws are not closed on, and converting is most of the
+    decoding's cost)."""
     import av  # PyAV
 
     with av.open(str(video)) as container:
-        return [frame.to_ndarray(format="rgb24") for frame in container.decode(video=0)]
+        return [frame.to_ndarray(format="rgb24") if k == 0 or (k < len(needed) and needed[k]) else None
+                for k, frame in enumerate(container.decode(video=0))]
 
 
 def _fovy(poses: Path | None) -> float | None:
@@ -54,11 +58,14 @@ def front_lift(video: Path | None, poses: Path | None, series: dict[str, np.ndar
     template not seen, the cube too small in the image, never measured)."""
     if video is None or not Path(video).is_file():
         return None, "no front video"
+    times = np.asarray(series.get(f"frame_t.{CAMERA}", ()), float)
+    joints = Joints(series["t"], series["state"], series.get("action"))
+    needed = joints.at(times, cube_size_m)[2] if len(times) and len(joints.t) else np.zeros(len(times), bool)
     try:
-        frames = _frames(Path(video))
+        frames = _frames(Path(video), needed)
     except Exception as exc:  # noqa: BLE001 - any decoding failure is the same "unreadable"
         return None, f"the front video cannot be decoded ({type(exc).__name__})"
-    if not frames:
+    if not frames or frames[0] is None:
         return None, "the front video has no frames"
     height, width = frames[0].shape[:2]
     fovy = _fovy(poses)
@@ -67,10 +74,8 @@ def front_lift(video: Path | None, poses: Path | None, series: dict[str, np.ndar
         view = locate_table(frames[0], intrinsics)
     except (TableNotFound, IntrinsicsUnknown) as exc:
         return None, f"the front camera cannot be located in the first frame ({exc})"
-    times = np.asarray(series.get(f"frame_t.{CAMERA}", ()), float)
     if len(times) != len(frames):
         return None, f"the time series has {len(times)} front frame times for the video's {len(frames)} frames"
-    joints = Joints(series["t"], series["state"], series.get("action"))
     track = measure_lift(frames, times, view, cube_size_m, joints)
     if not track.visible.any():
         return None, track.reasons[0] if track.reasons else "no frame measured"
