@@ -134,3 +134,29 @@ def test_goals_more_than_the_lead_ahead_would_be_seen():
     twin.goals = [(1.0, {3: 2000 + round(10 * TICKS_PER_DEG)}, {3: 2000})]
     ((_, joint, lead),) = twin.goal_leads_deg()
     assert joint == "elbow_flex" and lead == pytest.approx(10.0, abs=0.05)
+
+
+def test_a_late_status_reply_is_not_told_as_every_servo_losing_its_torque(tmp_path, monkeypatch):
+    """The hold watcher (`LeRobotRig.servo_problems`) reads Status, then Torque_Enable. A Status
+    read that timed out on a loaded machine and was retried leaves the late reply (six 1-byte
+    packets, 0) in the buffer; taken as the Torque_Enable answer it said "torque off by itself (a
+    reset or a brown-out)" for all six while every register read 1. Simulated time: the twin
+    answers the first Status read twice, as the late reply and the retry's."""
+    from orchestrator.rigs.twin.feetech import INST_SYNC_READ, REG
+
+    rig, twin = twin_rig(tmp_path, monkeypatch)
+    answer, doubled = twin.arm.chain.handle, []
+
+    def late_reply(packet: bytes) -> bytes:
+        reply = answer(packet)
+        if packet[4] == INST_SYNC_READ and packet[5] == REG["Status"][0] and not doubled:
+            doubled.append(reply)
+            return reply + reply
+        return reply
+
+    monkeypatch.setattr(twin.arm.chain, "handle", late_reply)
+    assert twin.arm.registers_now()["torque"] == [1] * 6        # the servos' own registers: all on
+    assert rig.servo_problems() == [] and doubled               # the late reply was there, and not told
+    twin.arm.release(2)                                          # a real reset of the elbow: still told
+    assert rig.servo_problems() == ["elbow_flex (id 3): torque off by itself (a reset or a brown-out)"]
+    rig.disconnect()

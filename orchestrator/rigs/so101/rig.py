@@ -58,6 +58,7 @@ from orchestrator.rigs.so101.robot_faults import device_fault_of
 from orchestrator.rigs.so101.servo_alarms import (
     CHECK_EVERY_STEPS,
     AlarmWatch,
+    agreed_read,
     check_servos,
     drop_stale_replies,
     servo_alarms,
@@ -336,15 +337,16 @@ class LeRobotRig(Rig):
             raise self._fault(exc) from exc
 
     def servo_problems(self) -> list[str]:
-        """One read of the servos' alarms, and of their torque unless released (the hold
-        watcher of `run/motion.py`); never raises."""
+        """The servos' alarms, and their torque unless released, each as two settled reads agree
+        (`servo_alarms.agreed_read`: a late reply taken for the answer is not reported as the
+        servos' state); the hold watcher of `run/motion.py`; never raises."""
         if self._robot is None or not self._connected:
             return []
         try:
-            drop_stale_replies(self.robot)
-            lines = servo_alarms(self.robot)
+            lines = agreed_read(self.robot, servo_alarms)
             if not self._released and self.profile.on_stop != "release":
-                lines += [f"{m}: torque off by itself (a reset or a brown-out)" for m in torque_lost(self.robot)]
+                lost = agreed_read(self.robot, torque_lost)
+                lines += [f"{m}: torque off by itself (a reset or a brown-out)" for m in lost]
             return lines
         except Exception as exc:  # noqa: BLE001 - a read that fails is itself what to tell
             return [f"the servos do not answer ({one_line(exc)})"]

@@ -164,6 +164,15 @@ def _gripper_squeezing(robot: Any) -> bool:
     return abs(int(goal) - int(present)) > SQUEEZE_TICKS
 
 
+def agreed_read(robot: Any, read=servo_alarms) -> list[str]:
+    """What two settled reads (`_settled_read`) in a row both say; [] when they differ. A late
+    reply left in the buffer between two reads of one transaction (the `Status` reply to a read
+    that timed out and was retried, then taken as the `Torque_Enable` answer: 0 on every servo,
+    "torque off by itself" on all six) does not repeat; a servo's alarm or its lost torque does."""
+    first = _settled_read(robot, read)
+    return first if first and _settled_read(robot, read) == first else []
+
+
 def _settled_read(robot: Any, read=servo_alarms) -> list[str]:
     drop_stale_replies(robot)
     time.sleep(SETTLE_S)          # a reply still on the wire lands, and is dropped
