@@ -1,8 +1,9 @@
 """The operator's way out of a move to rest that stays blocked, on the twin through LeRobot's
 real stack (`orchestrator run --no-console` in a fresh process, the operator's Enter on stdin).
 
-A hand holds the elbow (`hold`, the twin's hand on the arm), so the session's first move to rest
-is blocked; the operator confirms a retry, blocked again; the runner then offers torque off. The
+A hand holds the forearm (`hold`, the twin's hand on the arm: the elbow 30 degrees off rest, the
+wrist at rest), so the session's first move to rest is blocked; the operator confirms a retry,
+blocked again; the runner then offers torque off. The
 test reads the twin's registers: every servo limp while the "operator" lifts the elbow by hand
 toward rest; at the last confirmation torque comes back where the hand holds the arm, with the
 goal at the present position (the wire log), and nothing moves while the hand still holds it:
@@ -35,7 +36,13 @@ def test_a_move_blocked_twice_is_finished_by_lifting_the_arm_by_hand_with_torque
         rig = tmp_path / "attached.yaml"
         rig.write_text(yaml.safe_dump(twin.rig.profile.model_dump(mode="json", exclude_none=True)))
         rest_elbow = twin.rig.profile.rest_pose["elbow_flex.pos"]
-        twin.request("hold", joints={"elbow_flex": rest_elbow - 30.0})   # a hand holds the elbow, off rest
+        # A hand holds the forearm: the elbow off rest, the wrist where it is (at rest). The fresh
+        # twin's servos power up limp (torque off) and stay so until the run connects, tens of
+        # seconds after this at load 17-30: a wrist left free under gravity with the elbow held
+        # at 60 sags from 50 to its stop at 90 in 10-20 s of physics, and the first question then
+        # rightly named "wrist_flex 40 degrees from rest". Held, the pose at connect does not
+        # depend on how long the run takes to start.
+        twin.request("hold", joints={"elbow_flex": rest_elbow - 30.0, "wrist_flex": None})
         wait_physics(twin, 0.3)                                          # the held elbow gets there
         elbow_start = twin.request("state")["joints_deg"][2]
         proc, lines = start_run(protocol, rig, out, env=env(), enters=0)
