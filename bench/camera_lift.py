@@ -19,7 +19,8 @@ and the CPU seconds `measure_lift` took per episode.
 `--frames DIR` keeps each rendered episode (its H.264 video, joints and truth) and reads it back
 on the next run with the same seed, so a change to the measurement is compared on the same frames
 without rendering again; `--dump FILE` writes every held frame (episode, time, bottom, band,
-truth) for a calibration.
+truth) for a calibration. The last line is that calibration: the band floor (`lift.BAND_FLOOR_M`)
+that would put the truth within the band on 95 % of the frames, and the coverage of a few floors.
 
     MUJOCO_GL=egl uv run python bench/camera_lift.py [--episodes 24] [--sizes 320x240,640x480] [--seed 1]
         [--frames DIR] [--dump FILE]
@@ -195,13 +196,14 @@ def main() -> None:
     parser.add_argument("--dump", type=Path, help="write every held frame (episode, time, bottom, band, truth) here (.npz)")
     args = parser.parse_args()
     from orchestrator.design.protocol import load_protocol
+    from orchestrator.vision.lift import BAND_FLOOR_M
 
     marks = len(load_protocol(ROOT / "protocols" / "sim_near.yaml").layout.marks)
     tag = f"seed{args.seed}" + ("-nojitter" if args.no_jitter else "")
     for text in args.sizes.split(","):
         size = tuple(int(v) for v in text.split("x"))
         rng = np.random.default_rng(args.seed)
-        errors, bands, covered, holds, held, measured, seat, cpu = [], [], [], [], 0, 0, [], []
+        errors, bands, covered, holds, held, measured, seat, cpu, short = [], [], [], [], 0, 0, [], [], []
         rows: dict[str, list] = {"episode": [], "t": [], "bottom": [], "band": [], "truth": []}
         for index in range(args.episodes):
             drawn = plan(index, rng, not args.no_jitter, marks)
@@ -216,6 +218,7 @@ def main() -> None:
             errors.extend(error)
             bands.extend(track.band_m[ok])
             covered.extend(error <= track.band_m[ok])
+            short.extend(error - (track.band_m[ok] - BAND_FLOOR_M))   # what the fit's own interval leaves out
             holds.append(abs(camera_hold(track, 0.04) - result["hold"]))
             seat.extend(result["seat"])
             for key, values in (("episode", np.full(int(closed.sum()), index)), ("t", track.times_s[closed]),
@@ -236,6 +239,11 @@ def main() -> None:
               f"p50 {1000 * np.percentile(seat, 50):.1f}, p95 {1000 * np.percentile(seat, 95):.1f}, max "
               f"{1000 * max(seat):.1f} mm; measure_lift's CPU per episode p50 {np.median(cpu):.2f} s, "
               f"mean {np.mean(cpu):.2f} s", flush=True)
+        need = max(0.0, float(np.percentile(short, 95)))
+        print(f"{text}: the band floor covering 95 % of these frames (the p95 of the error less the fit's own "
+              f"half-interval): {1000 * need:.2f} mm (lift.BAND_FLOOR_M is {1000 * BAND_FLOOR_M:g} mm); "
+              + ", ".join(f"floor {f:g} mm covers {100 * np.mean(np.array(short) <= f / 1000 + 1e-12):.1f} %"
+                          for f in (1.5, 2.0, 2.5, 3.0, 3.5)), flush=True)
         if args.dump:
             np.savez(args.dump.with_name(f"{args.dump.stem}-{text}.npz"), **{k: np.asarray(v) for k, v in rows.items()})
 

@@ -16,7 +16,7 @@ from scipy.optimize import least_squares
 from orchestrator.sim import fk
 from orchestrator.vision.camera_model import CameraPose, Intrinsics, Pinhole
 from orchestrator.vision.cube import coverage, hull_box
-from orchestrator.vision.lift import COST_SLACK_PX, Joints, measure_lift, search_heights
+from orchestrator.vision.lift import BAND_FLOOR_M, COST_SLACK_PX, Joints, measure_lift, search_heights
 from orchestrator.vision.lift_track import LiftTrack
 from orchestrator.vision.table import TableView
 
@@ -125,7 +125,8 @@ def test_planted_heights_are_measured_within_their_band():
     assert track.visible[1:].all(), track.reasons
     error = np.abs(track.bottom_m[1:] - truth[1:])
     assert len(error) == 6 and (error <= track.band_m[1:]).all(), (error, track.band_m)
-    assert error.max() < 0.0015 and track.band_m[1:].max() < 0.004
+    # the fit's own interval (the band less its calibrated floor) is narrow on clean frames
+    assert error.max() < 0.0015 and (track.band_m[1:] - BAND_FLOOR_M).max() < 0.0025
 
 
 def test_an_occluded_cube_is_not_measured_and_not_guessed():

@@ -20,8 +20,8 @@ _EPS = 1e-9
 class LiftTrack:
     """Per video frame `k`: `times_s[k]` the episode time it was taken, `bottom_m[k]` the cube
     bottom's height above the table (metres; NaN when not measured), `band_m[k]` its error band
-    (the truth was within `bottom_m +- band_m` on 85 % of the simulator's frames at 320x240,
-    docs/benchmarks.md; NaN when not measured), `visible[k]` whether it was measured, and `reasons[k]` why not
+    (calibrated so that the truth is within `bottom_m +- band_m` on 95 % of the simulator's frames
+    at 320x240: 96 % and 100 % on two sets of episodes, docs/benchmarks.md; NaN when not measured), `visible[k]` whether it was measured, and `reasons[k]` why not
     ("" when measured: "occluded: 12 of 160 px of the cube's colour", ...)."""
 
     times_s: np.ndarray
