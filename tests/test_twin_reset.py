@@ -91,7 +91,18 @@ def test_the_arm_resets_the_cube_on_the_twin_and_a_stop_during_the_reset_holds_i
             tmux.wait_for("op", "Episode finished", timeout=240)
             tmux("send-keys", "-t", "op", "Enter")
             tmux.wait_gone("op", "Episode finished", timeout=30)      # the review's banner goes
-        screen = tmux.wait_for("op", "EXIT=", timeout=120)
+        # The last trial's move to rest may find the jaws against the table or the cube (a 2 s
+        # episode can end mid-grasp; seen once in a fresh-clone run: "did not reach rest: gripper
+        # blocked"): the run then holds and asks, as it must, and the operator confirms (the move
+        # lifts first). The assertions of this test are on the reset's stop and the question before.
+        deadline, confirmed = time.monotonic() + 240, 0
+        while "EXIT=" not in (screen := tmux.screen("op")):
+            assert time.monotonic() < deadline, f"'EXIT=' did not appear on the screen:\n{screen}"
+            if "ARM STOPPED (holding). Enter = move it to rest" in screen and confirmed < 2:
+                tmux("send-keys", "-t", "op", "Enter")
+                confirmed += 1
+                tmux.wait_gone("op", "ARM STOPPED (holding). Enter = move it to rest", timeout=60)
+            time.sleep(0.2)
     finally:
         tmux.kill()
     assert len(goals_before) > 100                # the reset was moving the arm when the stop came
