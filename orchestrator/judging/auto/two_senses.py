@@ -148,10 +148,10 @@ def combine(t: np.ndarray, closed: np.ndarray, j_low: np.ndarray, j_high: np.nda
     measured = f"camera measured {int(seen.sum())} of {int(closed.sum())} held steps"
     if pooled is not None and not np.isnan(senses["pooled"][0][closed]).all():
         measured += ", seat pooled over the hold"
-    if aside.any():
-        deep = bool((aside & pooled.deep).any()) if pooled is not None else True
+    if pooled is not None and aside.any():   # (aside is all False without a pooled seat)
+        deep = bool((aside & pooled.deep).any())
         if joints == "unsure" or (joints == "success" and deep and camera != "success"):
-            seat = float(np.nanmedian(np.where(aside, pooled.seat, np.nan))) if pooled is not None else float("nan")
+            seat = float(np.nanmedian(np.where(aside, pooled.seat, np.nan)))
             reason = (f"unsure: the camera and the joints disagree: the seat the camera measured over the hold, "
                       f"{seat * 1000:.1f} mm, is outside the joints' range, and alone the camera says {camera}, "
                       f"the joints {joints} ({measured})")
@@ -162,8 +162,8 @@ def combine(t: np.ndarray, closed: np.ndarray, j_low: np.ndarray, j_high: np.nda
                   f"camera and the joints together ({measured}; the true hold {bands[0]:g} s shorter to {bands[1]:g} s "
                   f"longer): the band straddles {hold_s:g} s")
         return Combined("unsure", sure, top, reason, "", maybe)
-    senses = [name for name, own in (("camera", camera), ("joints", joints)) if own == label]
-    decided = " and ".join(senses) if senses else "camera with joints"
+    agreeing = [name for name, own in (("camera", camera), ("joints", joints)) if own == label]
+    decided = " and ".join(agreeing) if agreeing else "camera with joints"
     if label == "success":
         reason = f"held {sure:.2f} s with the cube bottom >= {min_height_m * 100:g} cm ({decided}; {measured})"
     elif not closed.any():
