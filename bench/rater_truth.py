@@ -83,7 +83,8 @@ def label(verdict) -> str:
     return "unsure" if verdict.unsure else ("success" if verdict.success else "failure")
 
 
-def rate_episode(row: dict, test: tuple[float, float, float], cache: Path | None, use_wrist: bool = False) -> dict:
+def rate_episode(row: dict, test: tuple[float, float, float], cache: Path | None, use_wrist: bool = False,
+                 calibrate: bool = False) -> dict:
     """Both labels of one episode and the quantities its calibration reads."""
     from orchestrator.judging.auto.rater import HOLD_BANDS, SEAT_HIGH_M, SEAT_LOW_M, grip, joint_bottoms, rate
     from orchestrator.judging.auto.seat import Pooled, pooled_bounds, set_aside
@@ -95,9 +96,10 @@ def rate_episode(row: dict, test: tuple[float, float, float], cache: Path | None
     data = read_series(row["series"])
     t, state, action = data["t"], data["state"], data.get("action")
     lift, why = camera_track(row, cube, cache)
-    wrist = wrist_of(row, cube, cache) if use_wrist and lift is not None else None
     joints = rate(t, state, cube, height, hold, action)
     both = rate(t, state, cube, height, hold, action, lift, camera=why)
+    wanted = use_wrist and lift is not None and (both.unsure or calibrate)
+    wrist = wrist_of(row, cube, cache) if wanted else None
     if wrist is not None and both.unsure:   # as `rater.rate_file` does on a simulated episode
         both = rate(t, state, cube, height, hold, action, lift, camera=why, wrist=wrist)
     closed, z = grip(state, cube, action)
@@ -190,7 +192,7 @@ def main() -> None:
     for campaign in args.campaign:
         test, rows = episodes(campaign)
         cache = args.cache / campaign.name if args.cache else None
-        rated = [rate_episode(row, test, cache, args.wrist) for row in rows]
+        rated = [rate_episode(row, test, cache, args.wrist, args.calibrate) for row in rows]
         if args.episodes:
             for row, x in zip(rows, rated, strict=True):
                 lift, hold = row["truth"] or (np.nan, np.nan)

@@ -107,8 +107,11 @@ def measured(result: dict) -> dict:
 
 
 def figures(values: list[float]) -> str:
-    a = 1000 * np.abs(np.asarray(values, float))
-    return f"p50 {np.percentile(a, 50):.2f}, p95 {np.percentile(a, 95):.2f}, max {a.max():.2f} mm" if len(a) else "none"
+    """|error| p50, p95, max and the signed range (measured - true), mm."""
+    signed = 1000 * np.asarray(values, float)
+    a = np.abs(signed)
+    return (f"p50 {np.percentile(a, 50):.2f}, p95 {np.percentile(a, 95):.2f}, max {a.max():.2f} mm (measured - true "
+            f"{signed.min():+.2f} to {signed.max():+.2f})") if len(a) else "none"
 
 
 def main() -> None:

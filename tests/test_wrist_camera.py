@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from orchestrator.judging.auto.rater import rate
+from orchestrator.judging.auto.rater import SEAT_HIGH_M, SEAT_LOW_M, rate
 from orchestrator.sim import fk
 from orchestrator.vision.camera_model import Intrinsics
 from orchestrator.vision.wrist_cube import WristTrack, bottom_height, fit_in_jaws, start_pose
@@ -131,9 +131,10 @@ def test_the_wrist_cameras_seat_settles_lifts_the_front_camera_cannot_both_ways(
     from test_two_senses import HEIGHT, HOLD, T, joints, label, lifted_between, track
 
     frames = np.arange(0, T[-1] + 1e-9, 1 / 15)
-    cases = {"success": HEIGHT + wrist_sense.BELOW_M + 0.0005, "failure": HEIGHT - wrist_sense.ABOVE_M - 0.0005}
-    for expected, bottom in cases.items():
-        state, action = joints(bottom + 0.005, 60)                        # seat 5 mm, held 2 s from 1 s
+    cases = {"success": (HEIGHT + wrist_sense.BELOW_M + 0.0005, SEAT_LOW_M + 0.0005),   # the joints straddle
+             "failure": (HEIGHT - wrist_sense.ABOVE_M - 0.0005, SEAT_HIGH_M - 0.0005)}
+    for expected, (bottom, seat) in cases.items():
+        state, action = joints(bottom + seat, 60)                         # held 2 s from 1 s
         front = track(lifted_between(1.0, 3.0, HEIGHT), band=0.004)        # the front camera at the height
         assert label(rate(T, state, C, HEIGHT, HOLD, action, front)) == "unsure"
         wrist = wrist_track(lambda t, b=bottom: b if 1.2 <= t < 2.8 else np.nan, frames)

@@ -15,6 +15,9 @@ Definitions, per recorded control step while the jaws are closed on the cube (th
   shifted, or the cube really sits outside it, slipping) is not used, and the label is then the
   joints' own sure verdict, unless it is a success while the camera sees the cube lower than the
   joints allow (a slip looks like that) and does not itself say success: then `unsure`, saying so;
+- the wrist camera's interval (`wrist_sense.wrist_bounds`: the rise less the seat it measured in the
+  frames around the step; only where the rater measured the wrist video), one more interval in the
+  intersection, and the joints' narrowed by it where the pooled seat is set aside;
 - the senses *disagree* when, for at least `CONFLICT_S`, one sense's whole interval is at or above
   the success height and another's is below it (the cube slipped in the jaws: the joints say
   high, the camera sees it drop; or the seat is outside its assumed range). The verdict is then

@@ -22,7 +22,13 @@ import numpy as np
 from orchestrator.judging.auto.seat import squeezes
 from orchestrator.vision.wrist_cube import WristTrack
 
-BELOW_M = 0.0010   # the true bottom at most this far below the wrist camera's
+# On the calibration campaign (80 episodes of protocols/sim_near.yaml, seed 77120401; 79 with a
+# measured frame) the wrist camera's highest bottom less physics' was -0.17 to +1.16 mm (p5 +0.06,
+# p50 +0.33, p95 +0.66); per frame held at least 2 cm up, on `bench/wrist_lift.py`'s 26 episodes
+# (seeds 1 and 2), measured - true was -0.44 to +2.25 mm (p95 of |error| 0.50 mm; one episode
+# +1.4 to +2.25 mm). Each end: the larger, plus at least 0.25 mm, rounded up to 0.5 mm
+# (docs/benchmarks.md).
+BELOW_M = 0.0025   # the true bottom at most this far below the wrist camera's
 ABOVE_M = 0.0010   # ... and at most this far above it
 
 
