@@ -245,6 +245,42 @@ def test_a_servo_whose_reply_comes_after_the_timeout_is_not_silent_and_an_unplug
     assert arm.packets > 0 and arm.writes == []   # asked on the bus, pings and reads only: nothing written
 
 
+def test_a_late_reply_left_in_the_buffer_does_not_make_a_squeezing_gripper_an_alarm(bench, monkeypatch):
+    """Seen on the twin on a loaded host: the gripper squeezing the cube in a reset's carry, its
+    overload protection tripped (let through while it squeezes), and the Goal_Position read
+    retried after its reply came late: the second copy of that reply, left in the buffer, was
+    taken as the Present_Position answer (present == goal: "no longer squeezing"), and the
+    campaign ended on "servo alarm: gripper (id 6): overload". Here the late copy is put in the
+    fake's buffer after the goal read, as the retried read leaves it."""
+    from orchestrator.rigs.so101.rig import LeRobotRig
+    from orchestrator.rigs.so101.servo_alarms import raise_on_alarm
+
+    _, arm, rig_path, _ = bench
+    rig = LeRobotRig(load_rig(rig_path))
+    rig.connect()
+    try:
+        gripper = arm.servos[6]
+        gripper.blocked = True                               # the cube holds the jaws where they are
+        gripper._put(feetech.ADDR_GOAL, 2, gripper.position - 200)   # and the goal is 200 ticks past them
+        gripper.error = gripper.regs[feetech.ADDR_STATUS] = 32       # the protection tripped
+        bus = rig.robot.bus
+        read, late = bus.sync_read, []
+
+        def goal_read_with_a_late_copy(name, *args, **kwargs):
+            values = read(name, *args, **kwargs)
+            if name == "Goal_Position" and list(values) == ["gripper"]:
+                late.append(feetech.status_packet(6, list(int(values["gripper"]).to_bytes(2, "little")), 32))
+                arm._put_out(late[-1])
+            return values
+
+        monkeypatch.setattr(bus, "sync_read", goal_read_with_a_late_copy)
+        assert raise_on_alarm(rig.robot) is True   # squeezing: let through, no ServoAlarm
+        assert late   # the late copy was planted (the positive control of the stimulus)
+    finally:
+        gripper.error = gripper.regs[feetech.ADDR_STATUS] = 0
+        rig.disconnect()
+
+
 # ------------------------------------------------------------------ item 5: the rest pose
 def test_rest_pose_defaults_to_the_pose_captured_at_connect(bench):
     from orchestrator.rigs.so101.rig import LeRobotRig
