@@ -101,3 +101,13 @@ def test_planted_holds_both_sides_of_the_test(with_camera):
         if with_camera and expected != "unsure":     # the camera measured the hold and agrees
             assert "camera measured" in verdict.reason and verdict.decided_by, verdict
     assert len(cases) == 6 and 28 / 30 + HOLD_LATE_S >= HOLD           # the unsure ones are inside the band
+
+
+def test_the_trace_reads_the_same_hold():
+    """`rater.trace` (what `orchestrator view` and the progress ladder read) counts the command's
+    step while the jaws are still shut, as `rate` does; not once they moved (the control)."""
+    from orchestrator.judging.auto.rater import trace
+
+    shut, moved = (trace(T, state, CUBE, HEIGHT, action) for state, action in (joints(30, False), joints(30, True)))
+    assert shut["closed"][LIFT_STEP + 30] == 1.0 and moved["closed"][LIFT_STEP + 30] == 0.0
+    assert shut["hold_s"].max() == pytest.approx(1.0) and moved["hold_s"].max() == pytest.approx(29 / 30)

@@ -179,13 +179,13 @@ def _joints_verdict(t: np.ndarray, closed: np.ndarray, z: np.ndarray, state: np.
 def trace(t: np.ndarray, state: np.ndarray, cube_size_m: float, min_height_m: float,
           action: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """What `rate` decides on, per step (for `orchestrator view`): `closed` (1 when closed on a
-    cube-sized object), `bottom_m` (the cube bottom's height above the table while closed, seat
+    cube-sized object, until the jaws open: `grip`), `bottom_m` (the cube bottom's height above the table while closed, seat
     `SEAT_M`; 0 otherwise) and `hold_s` (how long it has been closed and high enough; 0 when not)."""
     t = np.asarray(t, dtype=float)
     state = np.asarray(state, dtype=float)
     measured = state[:, 5] if len(t) else np.zeros(0)
     commanded = None if action is None or not len(t) else np.asarray(action, float)[:, 5]
-    closed = closed_on_cube(measured, cube_size_m, commanded)
+    closed = until_jaws_open(closed_on_cube(measured, cube_size_m, commanded), measured)
     z = fk.grasp_point(state)[:, 2] if len(t) else np.zeros(0)
     bottom, hold = joint_bottoms(closed, z, SEAT_M), np.zeros(len(t))
     start = None
