@@ -134,7 +134,9 @@ def test_an_overload_on_one_servo_ends_with_all_six_torques_off_the_alarm_named_
     """An alarm on one servo, on the twin, as a review reproduced it: `{kind: overload, servo:
     shoulder_lift, at_step: 3}` ended with torque [off, off, on, on, on, on] (LeRobot's per-motor
     disable_torque stops at the servo whose replies carry the error bit) and "check the USB cable".
-    bench/safety_matrix.py runs the alarm on each of the six servos in every phase."""
+    bench/safety_matrix.py runs the alarm on each of the six servos in every phase. The resume
+    after the power cycle is the same code whichever servo tripped: it runs once, after the
+    shoulder's alarm (the gripper's run ends at the alarm: 8-10 s of four more trials saved)."""
     from orchestrator.core.errors import RuntimeFailure
     from orchestrator.rigs.profile import load_rig
     from orchestrator.rigs.twin.client import start_twin
@@ -148,12 +150,15 @@ def test_an_overload_on_one_servo_ends_with_all_six_torques_off_the_alarm_named_
         with pytest.raises(RuntimeFailure, match=rf"{servo} \(id \d\): overload") as err:
             campaign(protocol, twin.rig, tmp_path / "c", op)
         state = twin.request("state")
-        # the operator switches the arm off and on (the alarm holds until then) and resumes: the
-        # campaign goes on to completion (the fault was the twin's first episode's only)
-        twin.power_cycle()
-        summary, attempts = campaign(protocol, twin.rig, tmp_path / "c", Watching(wait_s=0.0))
+        if servo == "shoulder_lift":
+            # the operator switches the arm off and on (the alarm holds until then) and resumes: the
+            # campaign goes on to completion (the fault was the twin's first episode's only)
+            twin.power_cycle()
+            summary, attempts = campaign(protocol, twin.rig, tmp_path / "c", Watching(wait_s=0.0))
+            assert summary.complete
     assert state["torque"] == [False] * 6
     assert "USB" not in str(err.value)
     assert any("overload" in m and m.startswith("trial aborted") for m in op.messages), op.messages
-    assert summary.complete
-    assert attempts[0]["status"] == "aborted" and f"{servo} (id" in attempts[0]["reason"]
+    with CampaignStore.open_readonly(tmp_path / "c") as store:
+        first = store.attempts()[0]
+    assert first["status"] == "aborted" and f"{servo} (id" in first["reason"], first

@@ -8,6 +8,12 @@ left open is wider), and the commanded gripper is at least `SQUEEZE_PCT` rig uni
 than the measured one (the servo pushes against something; a gripper that merely stopped at the
 cube's width without touching it reaches its command). Without a command the squeeze is not
 tested.
+
+A squeeze's hold lasts until the jaws actually open (`until_jaws_open`), not until the command
+to open them: the steps right after a squeeze whose measured gripper still reads where it read at
+the squeeze's last step (within `STILL_PCT`) still hold the cube, since the jaws have not moved off
+it. The reading of a step comes before that step's command (the control loop observes, then
+acts), so the step whose command opens the jaws is always one of them; a slower servo adds more.
 """
 
 from __future__ import annotations
@@ -19,6 +25,13 @@ from orchestrator.sim import fk
 GAP_LOW = 0.6    # x cube size: below this the jaws have (nearly) shut past where a cube would be
 GAP_HIGH = 1.15  # x cube size: above this the gripper is open wider than the cube
 SQUEEZE_PCT = 2.0   # commanded this much (rig units) more closed than measured: squeezing
+# The jaws have not moved while the measured gripper stays within this many rig units of its reading
+# at the squeeze's last step. Measured on the calibration campaign (80 episodes of protocols/sim_near.yaml,
+# seed 77120401; `bench/rater_truth.py --calibrate`, docs/benchmarks.md "the automatic rater"): on all
+# 39 squeezes that ended before the episode, the reading at the step that commanded the jaws open was
+# within 3e-7 of it, and the next reading had opened by 2.94 or more. A reading's noise beyond it only
+# ends the credited steps sooner (it never lengthens a hold).
+STILL_PCT = 0.1
 
 
 def cube_sized_gap(measured_pct: np.ndarray, cube_size_m: float) -> np.ndarray:
@@ -37,3 +50,19 @@ def closed_on_cube(measured_pct: np.ndarray, cube_size_m: float, commanded_pct: 
     if commanded_pct is not None and measured.size:
         closed &= np.asarray(commanded_pct, dtype=float) < measured - SQUEEZE_PCT
     return closed
+
+
+def until_jaws_open(closed: np.ndarray, measured_pct: np.ndarray) -> np.ndarray:
+    """`closed` (per step, the jaws squeeze the cube: `closed_on_cube`), extended past the last
+    step of each squeeze over the steps that follow it whose measured gripper stays within
+    `STILL_PCT` of its reading at that last step (the jaws still where they squeezed the cube: the
+    module docstring); rig units."""
+    closed = np.asarray(closed, dtype=bool)
+    measured = np.asarray(measured_pct, dtype=float)
+    held, last = closed.copy(), 0
+    for k in range(1, len(closed)):
+        if closed[k - 1]:
+            last = k - 1
+        if held[k - 1] and not closed[k]:
+            held[k] = abs(measured[k] - measured[last]) <= STILL_PCT
+    return held
