@@ -105,8 +105,8 @@ def rate_episode(row: dict, test: tuple[float, float, float], cache: Path | None
 
 def release_readings(state: np.ndarray, action: np.ndarray | None, cube: float) -> list[tuple[float, float]]:
     """Per squeeze (`holding.closed_on_cube`) followed by two steps: the measured gripper at each of
-    them less its reading at the squeeze's last step (rig units; `holding.until_jaws_open` reads
-    the first as the jaws still on the cube when it is within `STILL_PCT`)."""
+    them less its reading at the squeeze's last step (rig units; `holding.squeezed_when_read` counts
+    the first as squeezed when it is within `STILL_PCT`)."""
     from orchestrator.judging.auto.seat import squeezes
     from orchestrator.sim.holding import closed_on_cube
 
@@ -128,7 +128,7 @@ def _crossing(times: np.ndarray, values: np.ndarray, level: float) -> float | No
 def hold_start(t: np.ndarray, state: np.ndarray, action: np.ndarray | None, cube: float, height: float,
                lift) -> dict | None:
     """For the longest squeeze, when it ends with the jaws read still shut at the command's step
-    (`holding.until_jaws_open`): that step's time (physics' hold ends within the next step), when
+    (`holding.squeezed_when_read`): that step's time (physics' hold ends within the next step), when
     the grasp point's rise less the deepest and the shallowest seat first reaches `height`, and the
     camera's bottom crossing it upwards, interpolated between its frames (sub-frame timing)."""
     from orchestrator.judging.auto.rater import SEAT_HIGH_M, SEAT_LOW_M, grip

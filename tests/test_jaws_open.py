@@ -1,9 +1,9 @@
-"""A hold lasts until the jaws actually open (`sim.holding.until_jaws_open`), read from the gripper's
-measured position, not until the command to open them: planted gripper readings (the squeeze's end
-by the command, by the jaws shutting on nothing, a reading's noise), and planted holds both sides of
-the 1 s test through the `auto` rater, with the joints alone and with the camera, each with a
-positive control where the jaws had already moved (the command's step then ends the hold, as
-before)."""
+"""A hold lasts to the step read before the command that ends it (`sim.holding.squeezed_when_read`):
+the control loop observes, then acts, so that step's gripper reading was taken while the squeeze
+was still commanded. Planted gripper readings (the squeeze ended by the command to open, by the
+jaws shutting on nothing, by a loosened command that leaves the jaws still), and planted holds both
+sides of the 1 s test through the `auto` rater, with the joints alone and with the camera, each with
+a positive control where the jaws had already moved (the hold then ends a step earlier, as before)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 from orchestrator.judging.auto.rater import HOLD_LATE_S, SEAT_HIGH_M, rate
 from orchestrator.sim import fk
-from orchestrator.sim.holding import STILL_PCT, until_jaws_open
+from orchestrator.sim.holding import STILL_PCT, squeezed_when_read
 from orchestrator.vision.lift_track import LiftTrack
 from support.poses import pose_at
 
@@ -27,20 +27,23 @@ GRASP = pose_at(SPOT)
 HIGH = pose_at(SPOT + [0.0, 0.0, HEIGHT + SEAT_HIGH_M + 0.005])    # high enough at the deepest seat
 
 
-def test_the_jaws_hold_until_their_reading_moves():
+def test_the_step_read_under_the_squeeze_holds_and_no_later_one():
     """Oracle: the expected arrays written out by hand."""
     closed = np.array([0, 1, 1, 1, 0, 0, 0, 1, 1, 0, 0], bool)
-    squeeze, moved = 18.0, 18.0 + 3.0
-    reading = np.array([40, 20, squeeze, squeeze, squeeze, squeeze + STILL_PCT / 2, moved,
+    squeeze = 18.0
+    reading = np.array([40, 20, squeeze, squeeze, squeeze + STILL_PCT / 2, squeeze, squeeze + 3.0,
                         squeeze, squeeze, squeeze - 3.0, squeeze], float)
-    expected = np.array([0, 1, 1, 1, 1, 1, 0, 1, 1, 0, 0], bool)
-    # the first squeeze: the command's step and a noisy reading within STILL_PCT still hold; the
-    # jaws moved at step 6. The second: the jaws shut past the squeeze at step 9 (the cube gone),
-    # and a later reading back at the squeeze's never revives a hold that ended.
-    assert until_jaws_open(closed, reading).tolist() == expected.tolist()
-    assert until_jaws_open(closed, np.full(len(closed), squeeze)).tolist() == [0] + [1] * 10
-    assert not until_jaws_open(np.zeros(5, bool), np.full(5, squeeze)).any()   # no squeeze, no hold
-    assert until_jaws_open(np.zeros(0, bool), np.zeros(0)).shape == (0,)
+    expected = np.array([0, 1, 1, 1, 1, 0, 0, 1, 1, 0, 0], bool)
+    # the first squeeze: the step after it, its reading within STILL_PCT of the squeeze's, holds;
+    # the next, as still, does not (its reading came under the new command). The second: the jaws
+    # shut past the squeeze at step 9 (the cube gone), and a later reading back at the squeeze's
+    # never revives a hold.
+    assert squeezed_when_read(closed, reading).tolist() == expected.tolist()
+    loosened = squeezed_when_read(closed, np.full(len(closed), squeeze))      # the jaws never move
+    assert loosened.tolist() == [0, 1, 1, 1, 1, 0, 0, 1, 1, 1, 0]
+    assert not squeezed_when_read(np.zeros(5, bool), np.full(5, squeeze)).any()   # no squeeze, no hold
+    assert squeezed_when_read(np.ones(3, bool), np.zeros(3)).all()                 # squeezed to the end
+    assert squeezed_when_read(np.zeros(0, bool), np.zeros(0)).shape == (0,)
     assert 0.0 < STILL_PCT < 2.94                  # under the smallest first opening step measured
 
 
@@ -101,3 +104,33 @@ def test_planted_holds_both_sides_of_the_test(with_camera):
         if with_camera and expected != "unsure":     # the camera measured the hold and agrees
             assert "camera measured" in verdict.reason and verdict.decided_by, verdict
     assert len(cases) == 6 and 28 / 30 + HOLD_LATE_S >= HOLD           # the unsure ones are inside the band
+
+
+def test_the_trace_reads_the_same_hold():
+    """`rater.trace` (what `orchestrator view` and the progress ladder read) counts the command's
+    step while the jaws are still shut, as `rate` does; not once they moved (the control)."""
+    from orchestrator.judging.auto.rater import trace
+
+    shut, moved = (trace(T, state, CUBE, HEIGHT, action) for state, action in (joints(30, False), joints(30, True)))
+    assert shut["closed"][LIFT_STEP + 30] == 1.0 and moved["closed"][LIFT_STEP + 30] == 0.0
+    assert shut["hold_s"].max() == pytest.approx(1.0) and moved["hold_s"].max() == pytest.approx(29 / 30)
+
+
+def test_a_loosened_command_ends_the_hold_however_still_the_jaws():
+    """20 squeezed steps high, then the command loosened to the jaws' own reading (no squeeze, no
+    opening) with the arm up for 2 s more: the jaws stand still, the cube may slide out. One step
+    is credited (0.667 s: a failure), never the 2 s of still jaws (a success); the control squeezes
+    on through them (a success)."""
+    state, action = joints(20, False)
+    command = LIFT_STEP + 20
+    state[command:command + 60, :5] = HIGH
+    state[command:command + 60, 5] = HOLDING
+    loosened = action.copy()
+    loosened[command:command + 60, 5] = HOLDING                                # equal to the reading
+    squeezing = action.copy()
+    squeezing[command:command + 60, 5] = 0.0
+    verdicts = {name: rate(T, state, CUBE, HEIGHT, HOLD, act) for name, act in
+                (("loosened", loosened), ("squeezing", squeezing))}
+    assert label(verdicts["loosened"]) == "failure", verdicts
+    assert verdicts["loosened"].longest_hold_s == pytest.approx(20 / 30)
+    assert label(verdicts["squeezing"]) == "success", verdicts

@@ -9,11 +9,11 @@ than the measured one (the servo pushes against something; a gripper that merely
 cube's width without touching it reaches its command). Without a command the squeeze is not
 tested.
 
-A squeeze's hold lasts until the jaws actually open (`until_jaws_open`), not until the command
-to open them: the steps right after a squeeze whose measured gripper still reads where it read at
-the squeeze's last step (within `STILL_PCT`) still hold the cube, since the jaws have not moved off
-it. The reading of a step comes before that step's command (the control loop observes, then
-acts), so the step whose command opens the jaws is always one of them; a slower servo adds more.
+A squeeze's hold lasts to the step after its last one when that step's reading still shows the
+jaws where they squeezed (`squeezed_when_read`): the control loop observes, then acts, so that
+reading was taken while the squeeze's last command was still in force, before the command that
+ended it (to open the jaws, or to loosen them). No later step is credited: from then on the jaws
+may stand still without squeezing (a loosened command) while the cube slides out.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ SQUEEZE_PCT = 2.0   # commanded this much (rig units) more closed than measured:
 # seed 77120401; `bench/rater_truth.py --calibrate`, docs/benchmarks.md "the automatic rater"): on all
 # 39 squeezes that ended before the episode, the reading at the step that commanded the jaws open was
 # within 3e-7 of it, and the next reading had opened by 2.94 or more. A reading's noise beyond it only
-# ends the credited steps sooner (it never lengthens a hold).
+# leaves the step uncredited (it never lengthens a hold).
 STILL_PCT = 0.1
 
 
@@ -52,17 +52,14 @@ def closed_on_cube(measured_pct: np.ndarray, cube_size_m: float, commanded_pct: 
     return closed
 
 
-def until_jaws_open(closed: np.ndarray, measured_pct: np.ndarray) -> np.ndarray:
-    """`closed` (per step, the jaws squeeze the cube: `closed_on_cube`), extended past the last
-    step of each squeeze over the steps that follow it whose measured gripper stays within
-    `STILL_PCT` of its reading at that last step (the jaws still where they squeezed the cube: the
+def squeezed_when_read(closed: np.ndarray, measured_pct: np.ndarray) -> np.ndarray:
+    """`closed` (per step, the jaws squeeze the cube: `closed_on_cube`) and, after each squeeze, the
+    one step that follows its last when its measured gripper is within `STILL_PCT` of the reading
+    at that last step: read while the squeeze's last command was in force, the jaws unmoved (the
     module docstring); rig units."""
     closed = np.asarray(closed, dtype=bool)
     measured = np.asarray(measured_pct, dtype=float)
-    held, last = closed.copy(), 0
-    for k in range(1, len(closed)):
-        if closed[k - 1]:
-            last = k - 1
-        if held[k - 1] and not closed[k]:
-            held[k] = abs(measured[k] - measured[last]) <= STILL_PCT
+    held = closed.copy()
+    ended = np.flatnonzero(closed[:-1] & ~closed[1:]) if len(closed) else np.zeros(0, int)
+    held[ended + 1] = np.abs(measured[ended + 1] - measured[ended]) <= STILL_PCT
     return held
