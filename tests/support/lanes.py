@@ -69,6 +69,7 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_export.py", ("lerobot",)),
     ("test_docs.py", ()),
     ("test_episode_rules.py", ()),
+    ("test_export_helpers.py", ("lerobot", "subprocess")),
     ("test_export_kill.py", ("lerobot", "subprocess")),
     ("test_export_remux.py", ("lerobot",)),
     ("test_export_import.py", ("lerobot", "subprocess")),
