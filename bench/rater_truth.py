@@ -9,7 +9,9 @@ give neither), measures each episode's front video once (`judging.auto.camera.fr
   labelled wrong against physics, and Cohen's kappa against physics on the episodes it rated;
   with `--episodes`, one line per episode (physics' lift and hold, both labels, the reason);
 - with `--calibrate`: the figures the rater's bands are set from (`judging.auto.seat.BELOW_M`, `ABOVE_M`,
-  `rater.HOLD_EARLY_S`, `rater.HOLD_LATE_S`): the pooled seat's highest bottom less physics' (its
+  `rater.HOLD_EARLY_S`, `rater.HOLD_LATE_S`, `sim.holding.STILL_PCT`: the gripper's readings after
+  each squeeze; the hold's start by the joints' seat range and by the camera's crossing of the
+  height interpolated between frames, against physics'): the pooled seat's highest bottom less physics' (its
   range over the squeezes not set aside is the band; how many were set aside), and physics' longest hold less the certain and the possible hold
   of both senses and of the joints alone (the certain hold must never be longer than the truth;
   the possible hold is at most `HOLD_LATE_S` shorter). Run it on a calibration campaign, never on
@@ -104,7 +106,8 @@ def rate_episode(row: dict, test: tuple[float, float, float], cache: Path | None
         both = rate(t, state, cube, height, hold, action, lift, camera=why, wrist=wrist)
     closed, z = grip(state, cube, action)
     j_low, j_high = joint_bottoms(closed, z, SEAT_HIGH_M), joint_bottoms(closed, z, SEAT_LOW_M)
-    out = {"joints": label(joints), "both": label(both), "reason": both.reason, "decided_by": both.decided_by,
+    out = {"release": release_readings(state, action, cube), "start": hold_start(t, state, action, cube, height, lift),
+           "joints": label(joints), "both": label(both), "reason": both.reason, "decided_by": both.decided_by,
            "joints_sure": longest_run(t, j_low >= height - 1e-9), "joints_maybe": longest_run(t, j_high >= height - 1e-9),
            "pooled_top": None, "aside": False, "both_sure": None, "both_maybe": None, "bands": HOLD_BANDS,
            "wrist_top": None}
@@ -126,6 +129,84 @@ def rate_episode(row: dict, test: tuple[float, float, float], cache: Path | None
         if not combined.reason.startswith("unsure: the camera and the joints disagree") and not out["aside"]:
             out["both_sure"], out["both_maybe"] = combined.hold_s, combined.possible_s
     return out
+
+
+def release_readings(state: np.ndarray, action: np.ndarray | None, cube: float) -> list[tuple[float, float]]:
+    """Per squeeze (`holding.closed_on_cube`) followed by two steps: the measured gripper at each of
+    them less its reading at the squeeze's last step (rig units; `holding.squeezed_when_read` counts
+    the first as squeezed when it is within `STILL_PCT`)."""
+    from orchestrator.judging.auto.seat import squeezes
+    from orchestrator.sim.holding import closed_on_cube
+
+    measured = np.asarray(state, float)[:, 5]
+    closed = closed_on_cube(measured, cube, None if action is None else np.asarray(action, float)[:, 5])
+    return [(float(measured[last + 1] - measured[last]), float(measured[last + 2] - measured[last]))
+            for _, last in squeezes(closed) if last + 2 < len(measured)]
+
+
+def _crossing(times: np.ndarray, values: np.ndarray, level: float) -> float | None:
+    """The first upward crossing of `level` between two consecutive samples (neither NaN), interpolated."""
+    for k in range(1, len(values)):
+        a, b = values[k - 1], values[k]
+        if not (np.isnan(a) or np.isnan(b)) and a < level <= b:
+            return float(times[k - 1] + (level - a) / (b - a) * (times[k] - times[k - 1]))
+    return None
+
+
+def hold_start(t: np.ndarray, state: np.ndarray, action: np.ndarray | None, cube: float, height: float,
+               lift) -> dict | None:
+    """For the longest squeeze, when it ends with the jaws read still shut at the command's step
+    (`holding.squeezed_when_read`): that step's time (physics' hold ends within the next step), when
+    the grasp point's rise less the deepest and the shallowest seat first reaches `height`, and the
+    camera's bottom crossing it upwards, interpolated between its frames (sub-frame timing)."""
+    from orchestrator.judging.auto.rater import SEAT_HIGH_M, SEAT_LOW_M, grip
+    from orchestrator.judging.auto.seat import squeezes
+    from orchestrator.sim.holding import closed_on_cube
+
+    held, z = grip(state, cube, action)
+    runs = squeezes(held)
+    if action is None or not runs:
+        return None
+    first, last = max(runs, key=lambda run: run[1] - run[0])
+    if closed_on_cube(np.asarray(state, float)[last:last + 1, 5], cube, np.asarray(action, float)[last:last + 1, 5])[0]:
+        return None                                   # not ended by the command with the jaws still shut
+    rise = z[first:last + 1] - z[first]
+    out = {"end": float(t[last]), "camera": None}
+    for name, seat in (("deepest", SEAT_HIGH_M), ("shallowest", SEAT_LOW_M)):
+        up = np.flatnonzero(rise - seat >= height - 1e-9)
+        out[name] = float(t[first + up[0]]) if up.size else None
+    if lift is not None:
+        inside = (lift.times_s >= t[first]) & (lift.times_s <= t[last])
+        out["camera"] = _crossing(lift.times_s[inside], lift.bottom_m[inside], height)
+    return out
+
+
+def start_figures(name: str, truths: list) -> None:
+    """The hold's start by the joints' seat range and by the camera's sub-frame crossing, less
+    physics' start (its end, taken mid-way through the step after the command's, less its hold)."""
+    rows = [(hold, x["start"]) for (_, hold), x in truths if x["start"] is not None and 0.2 < hold < 3.0]
+    for key in ("deepest", "shallowest", "camera"):
+        errors = [1000 * (s[key] - (s["end"] + 1 / 60 - hold)) for hold, s in rows if s[key] is not None]
+        if errors:
+            print(f"{name}: the hold's start by {key if key == 'camera' else 'the ' + key + ' seat'} - physics' "
+                  f"(+-17 ms), {len(errors)} holds ended by the command: min {min(errors):+.0f}, p5 "
+                  f"{np.percentile(errors, 5):+.0f}, p50 {np.median(errors):+.0f}, p95 {np.percentile(errors, 95):+.0f}, "
+                  f"max {max(errors):+.0f} ms", flush=True)
+
+
+def release_figures(name: str, rated: list[dict]) -> None:
+    """The figures `holding.STILL_PCT` is set from: the gripper's reading at the step after a
+    squeeze (the one that commanded the jaws open) and at the next."""
+    from orchestrator.sim.holding import STILL_PCT
+
+    after = [pair for x in rated for pair in x["release"]]
+    still = [(a, b) for a, b in after if abs(a) <= STILL_PCT]
+    shut = sum(a < -STILL_PCT for a, _ in after)
+    if still:
+        print(f"{name}: the gripper after {len(after)} squeezes: still within {STILL_PCT:g} of the squeeze's "
+              f"reading at the next step on {len(still)} (at most {max(abs(a) for a, _ in still):.2g} off), opened "
+              f"by {min(b for _, b in still):.2f} or more at the step after; shut further on {shut}, opened at "
+              f"once on {len(after) - len(still) - shut}", flush=True)
 
 
 def kappa(pairs: list[tuple[str, str]]) -> str:
@@ -154,8 +235,10 @@ def summary(name: str, rows: list[dict], rated: list[dict]) -> None:
 
 def calibration(name: str, rows: list[dict], rated: list[dict]) -> None:
     """The figures the bands are set from (module docstring)."""
+    release_figures(name, rated)
     truths = [(r["truth"], x) for r, x in zip(rows, rated, strict=True) if r["truth"] is not None]
     print(f"{name}: {len(truths)} of {len(rows)} episodes with physics' truth stored", flush=True)
+    start_figures(name, truths)
     errors = [1000 * (x["pooled_top"] - lift) for (lift, _), x in truths if x["pooled_top"] is not None]
     aside = sum(x["aside"] for _, x in truths)
     if errors:

@@ -17,7 +17,7 @@ import pytest
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 sys.dont_write_bytecode = False
 
-from support import lanes
+from support import lanes, pilot_idle
 from support.cli import CliResult, run_module  # noqa: F401  (re-exported for older imports)
 from support.repo import GRID20, LOCATED, REPO, SIM_PROTOCOL, line_of, sim_protocol_text  # noqa: F401
 from support.requires import require_module
@@ -35,6 +35,7 @@ def pytest_sessionstart(session):
 def pytest_configure(config):
     """Make `--dist loadgroup` group the real-time tests under pytest 9.2 (`lanes.XdistGroupIds`)."""
     config.pluginmanager.register(lanes.XdistGroupIds(), "xdist-group-ids")
+    pilot_idle.shorten_idle_wait()
 
 
 def pytest_ignore_collect(collection_path, config):
@@ -200,6 +201,25 @@ def tiny_reference(tmp_path_factory) -> Path:
     done = run_module("run", PROTOCOL, "--rig", RIG, "--out", local, "--workers", "1", timeout=400)
     assert done.code == 0, done.err
     return local
+
+
+@pytest.fixture(scope="session")
+def tiny_resumed(tmp_path_factory) -> tuple[Path, Path]:
+    """The tiny protocol run in this process in two sessions, one episode at a time: 2 trials,
+    stopped, then resumed to its end (`resumed`); `first` is a copy taken between the sessions.
+    Built once for the run (`built_once`: about a second of CPU, and test_report_timing.py and
+    test_ladder_campaign.py each ran the same campaign); the tests read both, or copy them."""
+    import shutil
+
+    from support.tiny import run_cli
+
+    def build(folder: Path) -> None:
+        assert run_cli(folder / "camp", "--workers", "1", "--stop-after", "2") == 0
+        shutil.copytree(folder / "camp", folder / "first")
+        assert run_cli(folder / "camp", "--workers", "1") == 0
+
+    folder = built_once(tmp_path_factory, "tiny_resumed", build)
+    return folder / "camp", folder / "first"
 
 
 @pytest.fixture(scope="module")

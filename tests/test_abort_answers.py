@@ -35,11 +35,13 @@ def _protocol(tmp_path: Path, extra: str = "") -> Path:
     return path
 
 
-@pytest.fixture
-def answered(tmp_path) -> tuple[Path, dict]:
+@pytest.fixture(scope="module")
+def answered(tmp_path_factory) -> tuple[Path, dict]:
     """The tiny campaign, run to its end after two aborts planted on its first two trials: a stop
     left unanswered (the policy's failure by default) and a servo overload (also), the first
-    answered with CANARY, the second left open. Returns the campaign and the two trials' policies."""
+    answered with CANARY, the second left open. Returns the campaign and the two trials' policies.
+    Built once for the file (two campaign runs, about a second of CPU): its tests only read it."""
+    tmp_path = tmp_path_factory.mktemp("answered")
     out = tmp_path / "c"
     assert run_cli(out, "--workers", "1", "--stop-after", "0", protocol=_protocol(tmp_path)) == 0
     with CampaignStore.open_for_run(out) as store:

@@ -1,17 +1,22 @@
 """`doctor` and `run` on the twin refuse what would drive the arm dangerously, one line each with
 the flag that accepts it, before anything moves (the twin's wire log: no goal written, torque
 never on): a tiny ACT whose statistics are in radians, one whose actions are NaN, one whose first
-action lies far from the rest pose, and `max_relative_target: 1000`. `doctor` in a fresh process,
-`run` in this one (the checkpoints were made here: LeRobot's policies are imported already; a
-fresh process pays 7-10 s for them); the refusals' wording and order are test_arm_fit.py's."""
+action lies far from the rest pose, and `max_relative_target: 1000`. Both in this process
+(LeRobot's policies imported once: a fresh process pays 7-10 s for them; `doctor --twin` refusing
+in a fresh process is test_doctor_faults.py's, a fresh `doctor` loading an ACT
+test_lerobot_cli_fresh.py's); the checkpoints are copies of the session's saved tiny ACT for the
+twin's cameras, re-statted or poisoned (a new random ACT is 45 MB of weights built and saved:
+seconds each); the refusals' wording and order are test_arm_fit.py's."""
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import yaml
 
-from support.act import TWIN_CAMERA, make_act_checkpoint, poison_checkpoint, restat_checkpoint
-from support.campaign_files import env, twin_rig
-from support.cli import run_module
+from support.act import TWIN_CAMERA, poison_checkpoint, restat_checkpoint
+from support.campaign_files import twin_rig
 from support.repo import REPO
 from support.wirelog import wait_for_exit
 
@@ -21,12 +26,17 @@ RADIANS = {"mean": [0.0] * 6, "std": [0.5] * 6, "min": [-1.6] * 6, "max": [1.6] 
 ZERO_CENTRED = {"mean": [0.0] * 6, "std": [40.0] * 6}
 
 
-def checkpoints(folder) -> dict[str, str]:
+def copy_of(saved_act: Path, folder: Path) -> Path:
+    """A copy of the session's saved tiny ACT for `CAMERAS` (conftest `saved_acts["twin"]`)."""
+    return Path(shutil.copytree(saved_act, folder))
+
+
+def checkpoints(folder, saved_act: Path) -> dict[str, str]:
     """label -> checkpoint folder: A in radians, B whose actions are NaN, C far from the rest pose."""
-    radians = restat_checkpoint(make_act_checkpoint(folder / "radians", CAMERAS), CAMERAS,
+    radians = restat_checkpoint(copy_of(saved_act, folder / "radians"), CAMERAS,
                                 observation_state=RADIANS, action=RADIANS)
-    nan = poison_checkpoint(make_act_checkpoint(folder / "nan", CAMERAS))
-    far = restat_checkpoint(make_act_checkpoint(folder / "far", CAMERAS), CAMERAS,
+    nan = poison_checkpoint(copy_of(saved_act, folder / "nan"))
+    far = restat_checkpoint(copy_of(saved_act, folder / "far"), CAMERAS,
                             observation_state=ZERO_CENTRED, action=ZERO_CENTRED)
     return {"A": str(radians), "B": str(nan), "C": str(far)}
 
@@ -49,11 +59,10 @@ def assert_nothing_moved(log_path) -> None:
     assert log.exit["torque"] == [0] * 6
 
 
-def test_doctor_on_the_twin_refuses_each_checkpoint_and_a_fast_profile_with_its_flag(tmp_path):
+def test_doctor_on_the_twin_refuses_each_checkpoint_and_a_fast_profile_with_its_flag(tmp_path, cli, saved_acts):
     rig = twin_rig(tmp_path, max_relative_target=1000)
-    result = run_module("doctor", "--rig", rig, "--twin", "--protocol", protocol(tmp_path, checkpoints(tmp_path)),
-                        "--twin-wire-log", tmp_path / "wire.jsonl", "--out", tmp_path, "--camera-seconds", "0.3",
-                        env=env(), timeout=300)
+    result = cli("doctor", "--rig", rig, "--twin", "--protocol", protocol(tmp_path, checkpoints(tmp_path, saved_acts["twin"])),
+                 "--twin-wire-log", tmp_path / "wire.jsonl", "--out", tmp_path, "--camera-seconds", "0.3")
     assert result.code == 2 and "Traceback" not in result.err, result.err[-3000:]
     lines = result.err_lines
     assert len(lines) == 4, lines
@@ -73,8 +82,8 @@ def test_doctor_on_the_twin_refuses_each_checkpoint_and_a_fast_profile_with_its_
     assert_nothing_moved(tmp_path / "wire.jsonl")
 
 
-def test_run_on_the_twin_refuses_a_checkpoint_in_radians_before_the_arm_connects(tmp_path, cli):
-    ckpt = restat_checkpoint(make_act_checkpoint(tmp_path / "radians", CAMERAS), CAMERAS,
+def test_run_on_the_twin_refuses_a_checkpoint_in_radians_before_the_arm_connects(tmp_path, cli, saved_acts):
+    ckpt = restat_checkpoint(copy_of(saved_acts["twin"], tmp_path / "radians"), CAMERAS,
                              observation_state=RADIANS, action=RADIANS)
     result = cli("run", protocol(tmp_path, {"A": str(ckpt)}), "--rig", twin_rig(tmp_path), "--twin",
                  "--unattended", "--out", tmp_path / "c", "--twin-wire-log", tmp_path / "wire.jsonl")

@@ -16,18 +16,15 @@ from orchestrator.cli import main
 from orchestrator.store import chain
 from orchestrator.store.sqlite import CampaignStore
 from support.cli import run_module
-from support.tiny import run_cli
 
 STAGES = ("reached", "grasped", "lifted", "held")   # the oracle's own copy of the ladder's words
 
 
 @pytest.fixture(scope="module")
-def resumed(tmp_path_factory) -> Path:
-    """The tiny campaign run 2 episodes, stopped, then resumed to its end (one episode at a time)."""
-    out = tmp_path_factory.mktemp("ladder") / "c"
-    assert run_cli(out, "--workers", "1", "--stop-after", "2") == 0
-    assert run_cli(out, "--workers", "1") == 0
-    return out
+def resumed(tiny_resumed) -> Path:
+    """The tiny campaign run 2 episodes, stopped, then resumed to its end (one episode at a time:
+    `tiny_resumed`, shared with test_report_timing.py)."""
+    return tiny_resumed[0]
 
 
 def _rows(campaign: Path) -> list[tuple]:

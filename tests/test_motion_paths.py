@@ -32,7 +32,7 @@ ALLOWED: dict[str, set[tuple[str, str]]] = {
     "_write_goal": {("orchestrator/rigs/so101/rig.py", f) for f in ("go_to_rest", "move_along", "safe_stop",
                                                                     "_resume_torque")},
     "go_to_rest": {("orchestrator/run/motion.py", "to_rest"), ("orchestrator/rigs/sim.py", "place_cube"),
-                   ("orchestrator/rigs/twin/server.py", "__init__")},
+                   ("orchestrator/rigs/twin/server.py", "_power_on")},
     "move_along": {("orchestrator/run/motion.py", "follow"), ("orchestrator/run/motion.py", "_open_at_the_table")},
 }
 GOAL_WRITE = "Goal_Position"   # a `sync_write`/`write` whose first argument names it

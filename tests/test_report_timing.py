@@ -36,15 +36,11 @@ def report(directory: Path, capsys, fmt: str = "json"):
 
 
 @pytest.fixture(scope="module")
-def campaign(tmp_path_factory):
-    """The tiny simulated campaign, run in two sessions (2 trials, then the rest); the JSON
-    report after each session."""
-    out = tmp_path_factory.mktemp("timing") / "camp"
-    assert run_cli(out, "--stop-after", "2") == 0
-    first = _json_report(out)
-    assert run_cli(out) == 0
-    second = _json_report(out)
-    return out, first, second
+def campaign(tiny_resumed):
+    """The tiny simulated campaign, run in two sessions (2 trials, then the rest: `tiny_resumed`,
+    shared with test_ladder_campaign.py); the JSON report after each session."""
+    out, first = tiny_resumed
+    return out, _json_report(first), _json_report(out)
 
 
 def _json_report(directory: Path) -> dict:

@@ -160,3 +160,27 @@ def test_a_stalled_host_is_not_a_blocked_joint_but_a_held_joint_still_is():
             _move(joints)
             assert abs(joints.present["elbow_flex.pos"] - 90.0) <= 2.0
         assert len(reads) > 5
+
+
+def test_servo_reads_that_starve_the_loop_before_a_joint_was_asked_to_move_are_not_a_block():
+    """Seen on the twin (an unattended campaign beside other engineers' suites, and test_twin_reset
+    in a fresh-clone run): the move to rest's last stage, the gripper's, stopped with "gripper
+    blocked" though nothing held it. Its wire log: the gripper was last at its goal at t, the servo
+    reads of the next step took 0.32 s (a starved host), the first goal that asked it to open went
+    out at t + 0.32 and the present position was read 1 ms later (unmoved, as any servo is 1 ms
+    after a goal), the next step's servo reads took 0.15 s more, and the loop called it blocked:
+    FOLLOW_S had been counted from t, before the joint was asked to move, and judged on a read that
+    came before it could have. Here: joints that follow at once, and the first three servo reads
+    taking 0.1, 0.32 and 0.15 s (the wire log's), on the simulated clock."""
+    joints = Joints({"shoulder_lift.pos": 200.0, "elbow_flex.pos": 200.0})
+    joints.present = joints.goal = dict(REST)   # at rest but for one joint, as at the gripper's stage
+    joints.present["elbow_flex.pos"] = joints.goal["elbow_flex.pos"] = 80.0
+    slow = [0.1, 0.32, 0.15]   # each watch's time on the clock (the servo reads: the wire log's), then none
+
+    def watch():
+        joints.clock.sleep(slow.pop(0) if slow else 0.0)
+        joints.last = joints.clock.perf_counter()   # nothing moves while the host is starved: no goal went out
+
+    move_to_rest(joints.read, joints.write, REST, speed_deg_s=45.0, fps=50, settle_s=1.0, tolerance_deg=2.0,
+                 check=lambda: None, watch=watch, blocked=Blocked, clock=joints.clock)
+    assert slow == [] and abs(joints.present["elbow_flex.pos"] - 90.0) <= 2.0

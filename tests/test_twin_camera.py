@@ -191,10 +191,12 @@ def test_the_camera_process_keeps_its_frame_rate_on_a_busy_machine():
 
 
 def test_the_preflight_refuses_a_slow_camera_but_not_a_dip():
-    """The frame-rate check on the twin's cameras through LeRobot: both pass as they are; the
-    wrist camera slowed to a third of its rate fails, named, with what to do; the front camera
+    """The frame-rate check on the twin's cameras through LeRobot: the wrist camera slowed to a
+    third of its rate fails, named, with what to do, while the front one passes; the front camera
     (measured first) slow for its first 0.6 s only passes (the check measures again, for
-    `CONFIRM_SECONDS`, before it fails)."""
+    `CONFIRM_SECONDS`, before it fails), and so does the wrist one at its rate again (the
+    positive control of the first: a check of both as they are, before, added 2 s and nothing
+    these two do not show)."""
     import threading
 
     from orchestrator.rigs.factory import make_rig
@@ -209,7 +211,6 @@ def test_the_preflight_refuses_a_slow_camera_but_not_a_dip():
         def slow(camera, rate):
             twin.request("inject", fault={"kind": "camera_slow", "camera": camera, "fps": rate})
 
-        plain = hardware_checks.check_cameras(rig)
         slow("wrist", fps["wrist"] / 3)
         slowed = hardware_checks.check_cameras(rig)
         slow("wrist", fps["wrist"])
@@ -217,7 +218,6 @@ def test_the_preflight_refuses_a_slow_camera_but_not_a_dip():
         threading.Timer(0.6, slow, args=("front", fps["front"])).start()
         dipped = hardware_checks.check_cameras(rig)
     assert list(fps) == ["front", "wrist"]
-    assert [(c.name, c.ok) for c in plain] == [("camera front", True), ("camera wrist", True)], plain
     assert [(c.name, c.ok) for c in slowed] == [("camera front", True), ("camera wrist", False)], slowed
     assert f"fps, configured {fps['wrist']} fps" in slowed[1].detail
     assert "lower the resolution" in slowed[1].detail

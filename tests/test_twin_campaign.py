@@ -1,8 +1,11 @@
-"""Campaigns on the rehearsal twin, through the CLI in fresh processes.
+"""Campaigns on the rehearsal twin, through the CLI.
 
 A tiny ACT checkpoint saved by another process is policy B, the scripted pick is A; the real
 LeRobot stack (SOFollower, FeetechMotorsBus, scservo_sdk, the `twin` camera type) drives the
 twin's simulated SO-101 over a pseudo-terminal; `--unattended` lets the twin place the cube.
+The unattended campaign runs in this process (LeRobot's policies imported once; a fresh
+interpreter pays 7-10 s for them: 49 -> 34 s measured at load 10); the README's lines in fresh
+processes (its interactive `run` in a real terminal), as test_rtc.py's campaign.
 """
 
 from __future__ import annotations
@@ -43,12 +46,12 @@ def twin_protocol(tmp_path_factory, saved_acts):
 @pytest.mark.timeout(900)
 def test_unattended_twin_campaign_scripted_vs_saved_act(twin_protocol, tmp_path, cli):
     out = tmp_path / "campaign"
-    result = run_module("run", twin_protocol, "--rig", twin_protocol.parent / "so101_twin.yaml", "--twin", "--unattended", "--out", out,
-                        env=env(), timeout=900)
+    result = cli("run", twin_protocol, "--rig", twin_protocol.parent / "so101_twin.yaml", "--twin", "--unattended",
+                 "--out", out)
     assert result.code == 0, result.err[-3000:]
     assert "2/2 trials done, 0 aborted" in result.out, result.out + result.err[-3000:]
-    # the run in a fresh process; what reads its store (report, bundle) in this one: their fresh-process
-    # paths are tested on every rig by their own files (3 x ~2 s of interpreter and imports saved)
+    # what reads its store (report, bundle) in this process too: their fresh-process paths are
+    # tested on every rig by their own files
     report = cli("report", out, "--format", "json")
     assert report.code == 0, report.err
     data = json.loads(report.out)
@@ -98,7 +101,7 @@ def test_the_readmes_rehearsal_block_runs_as_written_to_the_first_prompt(tmp_pat
     line makes the tiny checkpoint (no download; its module's `main` in this process, in that
     folder: a fresh interpreter would import torch and LeRobot's policies again, 7-10 s, for
     nothing the line's own code does not do here), `doctor --twin` on the shipped protocol and
-    profile passes and states B's step time against the period; the run lines name shipped
+    profile passes (a fresh process: in this one it measured no faster) and states B's step time against the period; the run lines name shipped
     files and parse; the interactive run line, in tmux, reaches its first prompt ("press Enter")
     and `q` ends it. Every line that needs LeRobot runs it with the extra."""
     lines = readme_rehearsal_block()

@@ -2,11 +2,14 @@
 with its cause recorded, leaves the arm safe, and `run` (without the fault) resumes the campaign
 to completion. In-process CLI runs (LeRobot imported once); the twin is its own process.
 
-The faults take turns on one campaign (a twin process is started per `run`, so each fault gets a
-fresh twin): fault 1's run aborts trial 1, fault 2's run resumes the campaign and aborts trial 1
-again, and so on; then `run` without faults resumes it to completion. Each fault has its own test
-of what its run did; one test checks the resume after all of them. (Each fault used to get its own
-campaign and its own resume: 9 x 19 s; the resume is the same for every fault.)"""
+The faults take turns on one campaign and one twin process: fault 1's run aborts trial 1, fault
+2's run resumes the campaign and aborts trial 1 again, and so on; then `run` without faults
+resumes it to completion on a fresh twin. The fault runs borrow one running twin
+(tests/support/shared_twin.py: each run's start of a twin restarts it as a new one with that
+run's faults and wire log), so nine twin starts are one; usb_unplug, which takes the twin's port
+away, goes last. Each fault has its own test of what its run did; one test checks the resume
+after all of them. (Each fault used to get its own campaign and its own resume: 9 x 19 s; then
+its own twin process: 68 s for the chain.)"""
 
 from __future__ import annotations
 
@@ -22,25 +25,33 @@ import pytest
 import yaml
 
 from orchestrator.cli import main
+from orchestrator.design.protocol import load_protocol
+from orchestrator.rigs.profile import load_rig
+from orchestrator.rigs.twin.client import start_twin
 from orchestrator.store.sqlite import CampaignStore
-from support.campaign_files import twin_rig, two_mark_protocol
+from support.campaign_files import twin_rig, two_mark_protocol, without_cameras
 from support.cli import CliResult
+from support.shared_twin import lend
 from support.wirelog import wait_for_exit
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
 
+# The order the faults take turns in: usb_unplug last (the twin's port is gone after it).
 FAULTS = {
     "corrupt_status": ({"kind": "corrupt_status", "rate": 1.0, "at_step": 3}, "Incorrect status packet"),
     "drop_status": ({"kind": "drop_status", "rate": 1.0, "at_step": 3}, "There is no status packet"),
     "servo_silent": ({"kind": "servo_silent", "servo": "elbow_flex", "at_step": 3}, "There is no status packet"),
     "overload": ({"kind": "overload", "servo": "elbow_flex", "at_step": 3}, "elbow_flex (id 3): overload"),
     "overheat": ({"kind": "overheat", "servo": 4, "at_step": 3}, "wrist_flex (id 4): overheating"),
-    "usb_unplug": ({"kind": "usb_unplug", "at_step": 3}, "arm /dev/pts/"),
+    "voltage_sag": ({"kind": "voltage_sag", "volts": 3.5, "at_step": 3}, "supply voltage out of range"),
     "camera_freeze": ({"kind": "camera_freeze", "camera": "wrist", "at_step": 3}, "camera wrist: no new frame for"),
     "camera_disconnect": ({"kind": "camera_disconnect", "camera": "front", "at_step": 3},
                           "camera front: RuntimeError: TwinCamera(front) read thread is not running"),
-    "voltage_sag": ({"kind": "voltage_sag", "volts": 3.5, "at_step": 3}, "supply voltage out of range"),
+    "usb_unplug": ({"kind": "usb_unplug", "at_step": 3}, "arm /dev/pts/"),
 }
+# The faults whose runs use the profile's cameras; the others' runs a copy without cameras (their
+# aborts, causes and torques are the bus's: no camera to open, no 2 s frame-rate check per run).
+CAMERA_FAULTS = ("camera_freeze", "camera_disconnect")
 
 # The cause each fault's abort is recorded with (store/abort_causes.py), within its class.
 CAUSE_OF = {"corrupt_status": "arm bus", "drop_status": "arm bus", "servo_silent": "arm bus", "overload": "overload",
@@ -75,13 +86,14 @@ class FaultRun:
     before: list[dict]          # the campaign's attempts before this fault's run
     after: list[dict]           # and after it
     done: int                   # trials done after it
-    torque_at_exit: list[int] | None = None   # the twin's Torque_Enable registers when it stopped
+    torque_at_exit: list[int] | None = None   # the twin's Torque_Enable registers when the run stopped it
 
 
 @dataclass
 class Chain:
     runs: dict[str, FaultRun] = field(default_factory=dict)
     campaign: Path | None = None
+    loans: int = 0              # the fault runs that borrowed the shared twin
     resumed: CliResult | None = None
     report: CliResult | None = None
 
@@ -102,6 +114,8 @@ def chain(tmp_path_factory) -> Chain:
     # corruption is where the shipped retries are shown to keep trials alive).
     assert rig.read_text().count("num_read_retries: 5") == 1
     rig.write_text(rig.read_text().replace("num_read_retries: 5", "num_read_retries: 2"))
+    bus_rig = folder / "so101_twin_bus.yaml"
+    bus_rig.write_text(without_cameras(rig.read_text()))
     protocol = two_mark_protocol(folder, "{type: scripted, aim_noise_mm: 3}", duration_s=1.0, fps=30)
     # An overload under the policy's commands is the policy's abort class, by default its failure
     # (tests/test_aborts.py); here every fault is re-run, so all nine take turns on one trial.
@@ -110,21 +124,24 @@ def chain(tmp_path_factory) -> Chain:
     layout.write_text("\n".join(l for l in layout.read_text().splitlines() if "id: M02" not in l) + "\n")
     chain = Chain(campaign=folder / "campaign")
 
-    def args() -> list:
-        return ["run", protocol, "--rig", rig, "--twin", "--unattended", "--out", chain.campaign]
+    def args(profile: Path) -> list:
+        return ["run", protocol, "--rig", profile, "--twin", "--unattended", "--out", chain.campaign]
 
-    for name, (fault, _) in FAULTS.items():
-        faults_file = folder / f"faults_{name}.yaml"
-        faults_file.write_text(yaml.safe_dump({"seed": 3, "faults": [fault]}))
-        before, _ = read_store(chain.campaign)
-        wire = folder / f"wire_{name}.jsonl"
-        result = run_cli(*args(), "--twin-faults", faults_file, "--twin-wire-log", wire)
-        after, done = read_store(chain.campaign)
-        exit_line = wait_for_exit(wire).exit
-        chain.runs[name] = FaultRun(result, before, after, done, list(exit_line["torque"]))
-        if result.code != 1 or done:   # this one did not abort: the next fault gets a new campaign
-            chain.campaign = folder / f"campaign_after_{name}"
-    chain.resumed = run_cli(*args())
+    with start_twin(load_rig(rig), load_protocol(protocol)) as twin, lend(twin) as loans:
+        for name, (fault, _) in FAULTS.items():
+            faults_file = folder / f"faults_{name}.yaml"
+            faults_file.write_text(yaml.safe_dump({"seed": 3, "faults": [fault]}))
+            before, _ = read_store(chain.campaign)
+            wire = folder / f"wire_{name}.jsonl"
+            result = run_cli(*args(rig if name in CAMERA_FAULTS else bus_rig),
+                             "--twin-faults", faults_file, "--twin-wire-log", wire)
+            after, done = read_store(chain.campaign)
+            exit_line = wait_for_exit(wire).exit
+            chain.runs[name] = FaultRun(result, before, after, done, list(exit_line["torque"]))
+            if result.code != 1 or done:   # this one did not abort: the next fault gets a new campaign
+                chain.campaign = folder / f"campaign_after_{name}"
+        chain.loans = len(loans)
+    chain.resumed = run_cli(*args(rig))   # a fresh twin, as `run --twin` starts it
     chain.report = run_cli("report", chain.campaign, "--format", "json")
     return chain
 
@@ -165,13 +182,15 @@ def test_every_fault_ends_with_all_six_torques_off_or_the_operator_told(name, ch
 
 
 def test_run_resumes_to_completion_after_the_faults(chain):
+    assert chain.loans == len(FAULTS)   # every fault's run borrowed the one twin (the control of the restarts)
     assert chain.resumed.code == 0, chain.resumed.err[-2000:]
     assert "2/2 trials done" in chain.resumed.out, chain.resumed.out
     assert chain.report.code == 0, chain.report.err[-2000:]
     report = json.loads(chain.report.out)
     assert report["campaign"]["complete"] is True
     aborted = [name for name, run in chain.runs.items() if run.result.code == 1]
-    assert report["campaign"]["aborted"] == len(aborted) == len(FAULTS), (report["campaign"], aborted)
+    stored = [(a["status"], (a["reason"] or "")[:80]) for a in read_store(chain.campaign)[0]]
+    assert report["campaign"]["aborted"] == len(aborted) == len(FAULTS), (report["campaign"], aborted, stored)
     attempts, done = read_store(chain.campaign)
     assert done == 2
     assert [a["status"] for a in attempts] == ["aborted"] * len(FAULTS) + ["done", "done"], attempts

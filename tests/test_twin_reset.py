@@ -91,18 +91,12 @@ def test_the_arm_resets_the_cube_on_the_twin_and_a_stop_during_the_reset_holds_i
             tmux.wait_for("op", "Episode finished", timeout=240)
             tmux("send-keys", "-t", "op", "Enter")
             tmux.wait_gone("op", "Episode finished", timeout=30)      # the review's banner goes
-        # The last trial's move to rest may find the jaws against the table or the cube (a 2 s
-        # episode can end mid-grasp; seen once in a fresh-clone run: "did not reach rest: gripper
-        # blocked"): the run then holds and asks, as it must, and the operator confirms (the move
-        # lifts first). The assertions of this test are on the reset's stop and the question before.
-        deadline, confirmed = time.monotonic() + 240, 0
-        while "EXIT=" not in (screen := tmux.screen("op")):
-            assert time.monotonic() < deadline, f"'EXIT=' did not appear on the screen:\n{screen}"
-            if "ARM STOPPED (holding). Enter = move it to rest" in screen and confirmed < 2:
-                tmux("send-keys", "-t", "op", "Enter")
-                confirmed += 1
-                tmux.wait_gone("op", "ARM STOPPED (holding). Enter = move it to rest", timeout=60)
-            time.sleep(0.2)
+        # The last trial's move to rest once stopped here on "did not reach rest: gripper blocked"
+        # (a fresh-clone run at load 2-4): not the jaws against the table or the cube, but the
+        # guarded motion counting a starved host's servo reads before the gripper's first goal
+        # against it (fixed: tests/test_rest_move.py reproduces it on a simulated clock). Nothing
+        # may hold the arm here now: the run ends on its own, no rest_blocked event (below).
+        screen = tmux.wait_for("op", "EXIT=", timeout=120)
     finally:
         tmux.kill()
     assert len(goals_before) > 100                # the reset was moving the arm when the stop came
@@ -115,6 +109,7 @@ def test_the_arm_resets_the_cube_on_the_twin_and_a_stop_during_the_reset_holds_i
         trials = db.execute("SELECT t.mark_id, a.status FROM attempts a JOIN trials t ON t.slot = a.slot "
                             "ORDER BY a.id").fetchall()
     assert kinds.count("reset_approved") == 1 and kinds.count("reset_stopped") == 1, kinds
+    assert "rest_blocked" not in kinds and "motion_blocked" not in kinds, kinds   # no joint called blocked
     # trials 1 and 2 on M01 (the stop fell in the second's reset), trial 3 on M02: all done, none
     # stopped by the stop that was answered during the reset
     assert trials == [("M01", "done"), ("M01", "done"), ("M02", "done")], trials

@@ -24,12 +24,20 @@ import yaml
 from orchestrator.design.protocol import load_layout
 from orchestrator.rigs.profile import load_rig
 from orchestrator.store.sqlite import CampaignStore
-from support.campaign_files import env, sim_protocol_on_marks, twin_rig
+from support.campaign_files import env, sim_protocol_on_marks, twin_rig, without_cameras
 from support.repo import REPO
 from support.tmux import Tmux
 from support.wirelog import WireLog
 
 GRIPPER_ID = 6
+
+
+def _without_cameras(rig):
+    """The profile at `rig` without its cameras (`without_cameras`): what is asserted here is the
+    bus's and the console's words; a twin without cameras starts no render process and a run
+    counts no camera's frames (2 s a run)."""
+    rig.write_text(without_cameras(rig.read_text()))
+    return rig
 MARKS = {m.id: m for m in load_layout(REPO / "layouts" / "grid20.yaml")[0].marks}
 
 
@@ -98,7 +106,7 @@ def test_sigterm_with_the_cube_in_the_jaws_then_run_asks_first_and_opens_the_jaw
     out, wire = tmp_path / "campaign", tmp_path / "wire.jsonl"
     variables = {k: v for k, v in env().items() if k in ("MUJOCO_GL", "HF_HUB_OFFLINE", "OMP_NUM_THREADS", "PATH")}
     tmux = Tmux()
-    with start_twin(load_rig(twin_rig(tmp_path, max_relative_target=6.0)), wire_log=wire) as twin:
+    with start_twin(load_rig(_without_cameras(twin_rig(tmp_path, max_relative_target=6.0))), wire_log=wire) as twin:
         rig = tmp_path / "attached.yaml"
         rig.write_text(yaml.safe_dump(twin.rig.profile.model_dump(mode="json", exclude_none=True)))
         command = shlex.join([sys.executable, "-m", "orchestrator", "run", str(protocol), "--rig", str(rig),

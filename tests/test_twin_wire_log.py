@@ -136,13 +136,15 @@ def test_what_lerobot_wrote_is_in_the_log_and_servo_reset_drops_torque_with_stat
 def test_the_exit_line_is_written_after_the_orchestrator_is_sigkilled(tmp_path):
     """`orchestrator run --twin --twin-wire-log FILE` SIGKILLed during an episode: nobody turned
     torque off (a SIGKILL cannot be caught), and the twin, seeing its pipe close, writes the
-    exit line: torque on, each servo's Goal_Position the last goal the log shows it received."""
-    from support.campaign_files import env, twin_rig, two_mark_protocol
+    exit line: torque on, each servo's Goal_Position the last goal the log shows it received.
+    The twin has no cameras (what is asserted is the bus's; without them no render process and
+    no camera preflight: 2 s of frame counting, and their CPU, saved)."""
+    from support.campaign_files import env, servo_rig, two_mark_protocol
     from support.operator_run import start_run, wait_for_line
 
     protocol = two_mark_protocol(tmp_path, "{type: scripted, aim_noise_mm: 3}", duration_s=4.0, fps=15)
     log_path = tmp_path / "logs" / "wire.jsonl"
-    proc, lines = start_run(protocol, twin_rig(tmp_path), tmp_path / "campaign", "--twin", "--unattended",
+    proc, lines = start_run(protocol, servo_rig(tmp_path), tmp_path / "campaign", "--twin", "--unattended",
                             "--twin-wire-log", log_path, env=env())
     try:
         wait_for_line(lines, "trial 1/", timeout_s=240)

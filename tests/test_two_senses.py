@@ -8,23 +8,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from scipy.optimize import least_squares
 
 from orchestrator.judging.auto.rater import SEAT_HIGH_M, SEAT_LOW_M, rate, rate_file
 from orchestrator.sim import fk
 from orchestrator.vision.lift_track import LiftTrack
+from support.poses import pose_at
 
 CUBE, HEIGHT, HOLD = 0.03, 0.04, 1.0
 HOLDING = float(np.interp(CUBE * 0.95, fk.GAP_M, fk.GAP_PCT))
 T = np.arange(150) / 30.0                     # 5 s at 30 Hz
 SPOT = np.array([0.2, 0.0, CUBE / 2])
-
-
-def pose_at(target: np.ndarray) -> np.ndarray:
-    solved = least_squares(lambda q: fk.grasp_point(np.append(q, 0.0)[None])[0] - target,
-                           np.array([0.0, 20.0, 20.0, 60.0, 0.0]), xtol=1e-12)
-    assert np.linalg.norm(solved.fun) < 1e-4
-    return solved.x
 
 
 GRASP = pose_at(SPOT)

@@ -2,8 +2,9 @@
 (PyAV), for the statistics LeRobot keeps of an episode's video frames, and `RecordedVideos`,
 which hands them to LeRobot's writer in place of its streaming encoder.
 
-Nothing here imports LeRobot or torch (PyAV and numpy only): the decoding starts on a thread pool
-while the main thread imports LeRobot, which takes seconds (docs/benchmarks.md, Export). The
+Nothing here imports LeRobot or torch (PyAV and numpy only): the recordings are read on the
+export's helpers (`Recordings`, `workers`) while the main thread imports LeRobot, which takes
+seconds (docs/benchmarks.md, Export). The
 statistics are of the frames as PyAV's `to_ndarray(rgb24)` gives them, which is what LeRobot's
 PyAV decoder returns (and what LeRobot's own writer computes its statistics on: the frames before
 they are encoded, here the recorded ones decoded). The two pieces of LeRobot's statistics this
@@ -42,65 +43,106 @@ def downsampled(image: np.ndarray, target: int = 150, threshold: int = 300) -> n
     return image[:, ::factor, ::factor]
 
 
-def channel_stats(images: np.ndarray) -> dict[str, np.ndarray]:
-    """Per-channel statistics of uint8 images (N, C, H, W), in 0-255, as LeRobot's streaming
-    encoder returns them: min, max, mean, std, count (images) and q01 ... q99. Exact, from each
-    channel's 256-bin histogram (LeRobot's `RunningQuantileStats` estimates the quantiles from
-    5000-bin histograms of float values: the two differ by well under one grey level); the
-    quantile of a channel's sorted values v at q is v[q (n - 1)], linearly interpolated (numpy's)."""
+def histogram_stats(hist: np.ndarray, images: int) -> dict[str, np.ndarray]:
+    """Per-channel statistics from each channel's 256-bin histogram `hist` (C, 256) of `images`
+    uint8 images, in 0-255, as LeRobot's streaming encoder returns them: min, max, mean, std,
+    count (images) and q01 ... q99. Exact (LeRobot's `RunningQuantileStats` estimates the
+    quantiles from 5000-bin histograms of float values: the two differ by well under one grey
+    level); the quantile of a channel's sorted values v at q is v[q (n - 1)], linearly
+    interpolated (numpy's)."""
     levels = np.arange(256, dtype=np.float64)
     out: dict[str, list[float]] = {k: [] for k in ("min", "max", "mean", "std", *(f"q{round(q * 100):02d}" for q in QUANTILES))}
-    for channel in range(images.shape[1]):
-        hist = np.bincount(images[:, channel].ravel(), minlength=256).astype(np.float64)
-        n = hist.sum()
-        cum = np.cumsum(hist)
-        mean = float((hist * levels).sum() / n)
-        out["min"].append(float(np.flatnonzero(hist)[0]))
-        out["max"].append(float(np.flatnonzero(hist)[-1]))
+    for counts in hist:
+        counts = counts.astype(np.float64)
+        n = counts.sum()
+        cum = np.cumsum(counts)
+        mean = float((counts * levels).sum() / n)
+        out["min"].append(float(np.flatnonzero(counts)[0]))
+        out["max"].append(float(np.flatnonzero(counts)[-1]))
         out["mean"].append(mean)
-        out["std"].append(float(np.sqrt((hist * (levels - mean) ** 2).sum() / n)))
+        out["std"].append(float(np.sqrt((counts * (levels - mean) ** 2).sum() / n)))
         for q in QUANTILES:
             pos = q * (n - 1)
             low, high = np.searchsorted(cum, np.floor(pos), "right"), np.searchsorted(cum, np.ceil(pos), "right")
             out[f"q{round(q * 100):02d}"].append(float(low + (high - low) * (pos - np.floor(pos))))
     stats = {k: np.asarray(v) for k, v in out.items()}
-    stats["count"] = np.array([images.shape[0]])
+    stats["count"] = np.array([images])
     return stats
 
 
-def frame_stats(path: Path, count: int) -> dict[str, np.ndarray]:
-    """The statistics LeRobot keeps of an episode's video frames: `channel_stats` of the frames
-    `compute_episode_stats` samples (`sample_indices`) of the first `count`, channels first and
-    downsampled as it does (`downsampled`). Every frame is decoded (each needs the one before
-    it); only the sampled ones are converted to RGB."""
+def frame_count(path: Path) -> int:
+    """The frames of `path`'s video stream: its packets with a decoding time (`remux.probe`'s count)."""
     import av
 
+    with av.open(str(path)) as container:
+        count = sum(1 for packet in container.demux(container.streams.video[0]) if packet.dts is not None)
+    return count
+
+
+def frame_stats(path: Path, count: int | None = None) -> dict[str, np.ndarray]:
+    """The statistics LeRobot keeps of an episode's video frames: `histogram_stats` of the frames
+    `compute_episode_stats` samples (`sample_indices`) of the first `count` (default: every
+    frame, `frame_count`), channels first and downsampled as it does (`downsampled`). Every
+    frame is decoded (each needs the one before it); only the sampled ones are converted to RGB,
+    and each one's channel histograms added up as it comes (the counts of the sampled frames
+    stacked, without stacking them: about 10 ms a video less, docs/benchmarks.md, Export)."""
+    import av
+
+    count = frame_count(path) if count is None else count
     wanted = set(sample_indices(count))
-    sampled: list[np.ndarray] = []
+    hist: np.ndarray | None = None
+    sampled = 0
     with av.open(str(path)) as container:
         for n, frame in enumerate(container.decode(container.streams.video[0])):
             if n >= count:
                 break
             if n in wanted:
-                sampled.append(downsampled(frame.to_ndarray(format="rgb24").transpose(2, 0, 1)))
-    return channel_stats(np.stack(sampled))
+                image = downsampled(frame.to_ndarray(format="rgb24").transpose(2, 0, 1))
+                counts = np.stack([np.bincount(channel.ravel(), minlength=256) for channel in image])
+                hist = counts if hist is None else hist + counts
+                sampled += 1
+    if hist is None:
+        raise ValueError(f"{path}: no frame decoded")
+    return histogram_stats(hist, sampled)
+
+
+class Recordings:
+    """Every recording of an export read on the helpers (`workers.helpers`), in the plan's episode
+    order: first each one's packets (`remux.probe`: whether it can be joined), then each one
+    decoded for its frame statistics (`frame_stats`), while the main thread imports LeRobot and
+    then writes the episodes before it. Results by the recording's path."""
+
+    def __init__(self, pool: Executor, plan: Any):
+        from orchestrator.export.remux import probe
+
+        self.pool = pool
+        paths = [plan.campaign_dir / ep.files.videos[camera] for ep in plan.episodes for camera in plan.cameras]
+        self._probes: dict[Path, Future] = {path: pool.submit(probe, path, plan.fps) for path in paths}
+        self._stats: dict[Path, Future] = {path: pool.submit(frame_stats, path) for path in paths}
+
+    def segment(self, path: Path) -> Any:
+        """The recording's `remux.Segment`."""
+        return self._probes[path].result()
+
+    def stats(self, path: Path) -> dict[str, np.ndarray]:
+        """The recording's `frame_stats`."""
+        return self._stats[path].result()
+
+    def close(self) -> None:
+        """Drop the jobs not started (the helpers finish the ones they run)."""
+        for job in (*self._probes.values(), *self._stats.values()):
+            job.cancel()
 
 
 class RecordedVideos:
     """In LeRobot's writer, instead of its streaming encoder (`StreamingVideoEncoder`'s methods):
-    the recorded videos, not encoded. Each episode's frame statistics are computed ahead on a
-    thread pool (`submit`, which may run before LeRobot is imported), while LeRobot writes the
-    episodes before it."""
+    the recorded videos, not encoded, each episode's with its frame statistics (`Recordings`,
+    computed ahead while LeRobot writes the episodes before it)."""
 
-    def __init__(self, pool: Executor):
-        self.pool = pool
+    def __init__(self, recordings: Recordings):
+        self.recordings = recordings
         self.current: dict[str, Any] = {}          # video key -> this episode's `remux.Segment`
         self.index = -1
-        self._jobs: dict[tuple[int, str], Future] = {}
-
-    def submit(self, index: int, segments: dict[str, Any]) -> None:
-        for key, segment in segments.items():
-            self._jobs[(index, key)] = self.pool.submit(frame_stats, segment.path, segment.frames)
 
     def next_episode(self, index: int, segments: dict[str, Any]) -> None:
         self.index, self.current = index, segments
@@ -112,14 +154,10 @@ class RecordedVideos:
         pass
 
     def finish_episode(self) -> dict[str, tuple[Path, dict | None]]:
-        out = {}
-        for key, segment in self.current.items():
-            out[key] = (segment.path, self._jobs.pop((self.index, key)).result())
-        return out
+        return {key: (segment.path, self.recordings.stats(segment.path)) for key, segment in self.current.items()}
 
     def cancel_episode(self) -> None:
         pass
 
     def close(self) -> None:
-        for job in self._jobs.values():
-            job.cancel()
+        pass

@@ -138,16 +138,19 @@ def _row_problem(plan: ExportPlan, ep: EpisodePlan, camera: str, segment: Segmen
     return None
 
 
-def plan_segments(plan: ExportPlan) -> tuple[dict[str, list[Segment]], list[str]]:
+def plan_segments(plan: ExportPlan, probed: Callable[[Path], Segment] | None = None
+                  ) -> tuple[dict[str, list[Segment]], list[str]]:
     """Every episode's segment per camera, and why the videos cannot be joined by stream copy
-    (empty when they can): per camera, how many episodes cannot, and the first one's reason."""
+    (empty when they can): per camera, how many episodes cannot, and the first one's reason.
+    `probed(path)`: the recording's `probe` (default: probed here)."""
     segments: dict[str, list[Segment]] = {camera: [] for camera in plan.cameras}
     reasons: list[str] = []
     for camera in plan.cameras:
         first: str | None = None
         count = 0
         for ep in plan.episodes:
-            segment = probe(plan.campaign_dir / ep.files.videos[camera], plan.fps)
+            path = plan.campaign_dir / ep.files.videos[camera]
+            segment = probed(path) if probed is not None else probe(path, plan.fps)
             segments[camera].append(segment)
             problem = segment.problem
             if problem is None and segment.encode != segments[camera][0].encode:

@@ -23,17 +23,17 @@ import numpy as np
 from datasets import arrow_dataset
 from datasets.fingerprint import generate_random_fingerprint
 from lerobot.configs.video import RGBEncoderConfig
-from lerobot.datasets import dataset_writer
+from lerobot.datasets import dataset_metadata, dataset_writer
 from lerobot.datasets.dataset_metadata import LeRobotDatasetMetadata
 from lerobot.datasets.dataset_writer import DatasetWriter
-from lerobot.datasets.io_utils import write_info
+from lerobot.datasets.io_utils import write_info, write_stats
 from lerobot.datasets.utils import update_chunk_file_indices
 
 from orchestrator.core.progress import ProgressBar
 from orchestrator.export import frames
 from orchestrator.export.names import F_ACTION, F_IMAGE, F_STATE
 from orchestrator.export.plan import EpisodePlan, ExportPlan
-from orchestrator.export.recorded import RecordedVideos
+from orchestrator.export.recorded import RecordedVideos, Recordings
 from orchestrator.export.remux import LayoutMuxer, Segment
 from orchestrator.run.recording import CRF, GOP_S
 
@@ -54,7 +54,10 @@ class RemuxWriter(DatasetWriter):
     def save_episode(self, episode_data: dict | None = None, parallel_encoding: bool = True) -> None:
         # LeRobot's own, with its task lookup remembered for the episode: it looks every frame's
         # task up in its pandas table (0.25 ms a frame, 1 s of CPU for the demo's 7,200 frames);
-        # the tasks are saved before the lookups, and a task's index never changes
+        # the tasks are saved before the lookups, and a task's index never changes. And without
+        # rewriting `info.json` and `stats.json` after every episode (the whole statistics as
+        # indented JSON each time): `write_remuxed` writes both once, after the last episode,
+        # with what the last episode's save would have written
         lookup, known = self._meta.get_task_index, {}
 
         def task_index(task: str) -> int | None:
@@ -66,10 +69,13 @@ class RemuxWriter(DatasetWriter):
             return known[task]
 
         self._meta.get_task_index = task_index
+        info, stats = dataset_metadata.write_info, dataset_metadata.write_stats
+        dataset_metadata.write_info = dataset_metadata.write_stats = lambda *args, **kwargs: None
         try:
             super().save_episode(episode_data, parallel_encoding)
         finally:
             del self._meta.get_task_index
+            dataset_metadata.write_info, dataset_metadata.write_stats = info, stats
 
     def _save_episode_data(self, episode_buffer: dict) -> dict:
         # LeRobot's own, without `embed_images`: a row-by-row `datasets.map` that embeds image
@@ -113,10 +119,11 @@ def _add_episode(writer: RemuxWriter, videos: RecordedVideos, plan: ExportPlan, 
     return len(rows)
 
 
-def write_remuxed(plan: ExportPlan, out: Path, episode_segments: list[dict[str, Segment]], videos: RecordedVideos,
+def write_remuxed(plan: ExportPlan, out: Path, episode_segments: list[dict[str, Segment]], recordings: Recordings,
                   say: Callable[[str], None], console: Any) -> None:
     """Write the dataset at `out` with the recordings `episode_segments` (per episode, video key ->
-    its recording; `remux.by_episode`), whose frames `videos` decodes (every episode submitted)."""
+    its recording; `remux.by_episode`), whose frame statistics `recordings` computes."""
+    videos = RecordedVideos(recordings)
     meta = LeRobotDatasetMetadata.create(repo_id=plan.repo_id, fps=plan.fps, features=plan.features(),
                                          robot_type=plan.robot_type, root=out, use_videos=True)
 
@@ -140,3 +147,4 @@ def write_remuxed(plan: ExportPlan, out: Path, episode_segments: list[dict[str, 
         writer.finalize()
     meta.update_video_info(video_encoder=recorded_encoder(plan.fps))
     write_info(meta.info, meta.root)
+    write_stats(meta.stats, meta.root)

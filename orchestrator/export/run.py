@@ -11,10 +11,12 @@ import secrets
 import shutil
 import time
 from collections.abc import Callable
+from concurrent.futures import BrokenExecutor, Executor, Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from orchestrator.analysis.outcomes import outcomes_from_store
 from orchestrator.core.durable import swap_directory
 from orchestrator.core.errors import BadInput, RuntimeFailure
 from orchestrator.core.pids import process_running
@@ -40,14 +42,16 @@ from orchestrator.export.names import (
     TRIALS_FILE,
 )
 from orchestrator.export.plan import ExportPlan, plan_export
+from orchestrator.export.recorded import Recordings
 from orchestrator.export.tables import (
     card_arguments,
     evaluation_summary,
     render_full_card,
-    report_json,
+    report_of,
     trial_rows,
     write_table,
 )
+from orchestrator.export.workers import HELPER_DIED, helpers
 from orchestrator.export.writer import write_dataset
 from orchestrator.store.sqlite import CampaignStore
 
@@ -90,15 +94,24 @@ def _cleanup(tmp: Path, created: list[Path]) -> None:
 @dataclass
 class _Prepared:
     plan: ExportPlan
-    report: dict[str, Any]
-    report_md: str
+    report_job: Future                 # (report JSON, its Markdown): `tables.report_of` on a helper
     judge_labels: dict[str, dict[str, Any]]
     evidence: dict[str, Any]           # meta/ab_evidence.json: the chain and the rows it covers
+    recordings: Recordings             # the recordings' packets and frame statistics, on the helpers
+
+    @property
+    def report(self) -> dict[str, Any]:
+        return self.report_job.result()[0]
+
+    @property
+    def report_md(self) -> str:
+        return self.report_job.result()[1]
 
 
 def _prepare(campaign_dir: Path, repo_id: str, root: Path | None, judge: str | None, include_aborted: bool,
-             force: bool, push: bool, fps: str, say: Callable[[str], None]) -> _Prepared:
-    """Every check and everything read from the store, before anything is written."""
+             force: bool, push: bool, fps: str, say: Callable[[str], None], helpers: Executor) -> _Prepared:
+    """Every check and everything read from the store, before anything is written; the report's
+    statistics and the recordings' reading handed to the `helpers`."""
     check_repo_id(repo_id)
     if not campaign_dir.is_dir():
         raise BadInput(f"{campaign_dir}: not a campaign directory (no such directory)")
@@ -115,9 +128,10 @@ def _prepare(campaign_dir: Path, repo_id: str, root: Path | None, judge: str | N
                            include_aborted=include_aborted, force=force, fps=fps)
         for line in plan.forced:
             say(f"warning (--force): {line}")
-        report, report_md = report_json(store, judge)
-        return _Prepared(plan, report, report_md, {j: store.latest_labels(j) for j in plan.judges},
-                         evidence_document(store))
+        recordings = Recordings(helpers, plan)
+        report_job = helpers.submit(report_of, outcomes_from_store(store, judge), store.directory.name)
+        return _Prepared(plan, report_job, {j: store.latest_labels(j) for j in plan.judges},
+                         evidence_document(store), recordings)
     finally:
         store.close()
 
@@ -126,7 +140,7 @@ def _write_all(prep: _Prepared, summary: dict[str, Any], out: Path,
                say: Callable[[str], None]) -> tuple[dict[str, Any], dict[str, Any]]:
     """The dataset and the evaluation files into `out`; (LeRobot's info, the card arguments)."""
     plan = prep.plan
-    info = write_dataset(plan, out, say, terminal_for(say))
+    info = write_dataset(plan, out, say, terminal_for(say), prep.recordings)
     write_table(trial_rows(plan, prep.judge_labels), out / TRIALS_FILE)
     (out / PROTOCOL_FILE).write_text(plan.campaign["protocol_text"], encoding="utf-8")
     (out / LAYOUT_FILE).write_text(plan.campaign["layout_text"], encoding="utf-8")
@@ -161,10 +175,23 @@ def export_campaign(campaign_dir: Path, *, repo_id: str, root: Path | None = Non
                     private: bool = False, fps: str = "recorded",
                     say: Callable[[str], None] = print) -> ExportResult:
     """Export the campaign at `campaign_dir` (see the package docstring). Raises `BadInput` for
-    refusals (nothing written) and `RuntimeFailure` for faults (nothing left half-written)."""
+    refusals (nothing written) and `RuntimeFailure` for faults (nothing left half-written).
+    The recordings and the report's statistics are read on helper processes (`workers`)."""
     started = time.monotonic()
-    campaign_dir = Path(campaign_dir)
-    prep = _prepare(campaign_dir, repo_id, root, judge, include_aborted, force, push, fps, say)
+    pool = helpers()
+    try:
+        return _export(Path(campaign_dir), repo_id, root, judge, include_aborted, force, push, private, fps,
+                       say, pool, started)
+    except BrokenExecutor:
+        raise RuntimeFailure(f"{campaign_dir}: {HELPER_DIED}") from None
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _export(campaign_dir: Path, repo_id: str, root: Path | None, judge: str | None, include_aborted: bool,
+            force: bool, push: bool, private: bool, fps: str, say: Callable[[str], None], pool: Executor,
+            started: float) -> ExportResult:
+    prep = _prepare(campaign_dir, repo_id, root, judge, include_aborted, force, push, fps, say, pool)
     plan = prep.plan
     root = plan.root
     summary = evaluation_summary(plan)  # refuses an altered store before anything is written
@@ -173,6 +200,7 @@ def export_campaign(campaign_dir: Path, *, repo_id: str, root: Path | None = Non
     if push and (current := _current_export(root, summary, prep.evidence)) is not None:
         say(f"{root} is this campaign's export as it stands (same evidence, labels and options): "
             "pushing it without exporting again")
+        prep.recordings.close()
         result = ExportResult(root=root, episodes=len(plan.episodes), frames=current, cameras=plan.cameras,
                               seconds=time.monotonic() - started, forced=plan.forced, written=False)
         result.pushed_to = push_dataset(root, repo_id, private=private,

@@ -11,7 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from orchestrator.analysis.outcomes import ABORT_RULE, outcomes_from_store
+from orchestrator.analysis.outcomes import ABORT_RULE, OutcomeSet, outcomes_from_store
 from orchestrator.design.schedule import Trial
 from orchestrator.export.names import (
     CARD_FILE,
@@ -179,11 +179,16 @@ def evaluation_summary(plan: ExportPlan) -> dict[str, Any]:
 def report_json(store: CampaignStore, judge: str | None) -> tuple[dict[str, Any], str]:
     """The campaign's report JSON (`orchestrator.report/1`, the same numbers `orchestrator report
     --format json` prints) and its Markdown, for the card."""
+    return report_of(outcomes_from_store(store, judge), store.directory.name)
+
+
+def report_of(data: OutcomeSet, campaign_name: str) -> tuple[dict[str, Any], str]:
+    """`report_json` of the outcomes `data` read from the store of the campaign folder
+    `campaign_name` (a published dataset names the campaign, not where it sat on this machine):
+    the statistics only, no store, so an export's helper process computes it (`workers`)."""
     from orchestrator.analysis.report import build_report, render_markdown, to_dict
 
-    data = outcomes_from_store(store, judge)
-    # a published dataset names the campaign, not where it sat on this machine
-    report = build_report(replace(data, source=store.directory.name))
+    report = build_report(replace(data, source=campaign_name))
     return json.loads(json.dumps(to_dict(report), allow_nan=False)), render_markdown(report)
 
 

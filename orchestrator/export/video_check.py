@@ -12,7 +12,8 @@ the default `tolerance_s` of `LeRobotDataset` (1e-4 s); further than that LeRobo
 - Videos joined by stream copy (`check_joined`): the packets are read, not decoded (PyAV's
   demuxer): row k of an episode must be a packet at `from_timestamp + k / fps` (within the
   tolerance), byte for byte the recording's k-th packet, the episode's first packet a keyframe
-  and the file's codec header (SPS/PPS) the recording's. The same coded bytes from the same IDR
+  and the file's codec header (SPS/PPS) the recording's (`packets`, each file on one of the
+  export's helpers). The same coded bytes from the same IDR
   frame with the same parameter sets decode to the same pixels (H.264 decoding is exact and an
   IDR frame drops every earlier reference), so every row shows the recorded frame, without
   decoding 14,400 frames through torch twice (docs/benchmarks.md, Export). Then `LeRobotDataset`
@@ -26,7 +27,7 @@ from __future__ import annotations
 import inspect
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
+from concurrent.futures import Executor
 from pathlib import Path
 
 import numpy as np
@@ -36,14 +37,11 @@ from lerobot.datasets.utils import EPISODES_DIR, INFO_PATH
 from lerobot.datasets.video_utils import FrameTimestampError, decode_video_frames
 from lerobot.utils.import_utils import get_safe_default_video_backend
 
+from orchestrator.export.packets import EpisodeVideo, VideoCheckFailed, by_file, check_file
 from orchestrator.run.recording import GOP_S
 
 TOLERANCE_S = float(inspect.signature(LeRobotDataset.__init__).parameters["tolerance_s"].default)
 BATCH = 90   # about this many frame times per decoder call (measured fastest for LeRobot's PyAV decoder here)
-
-
-class VideoCheckFailed(Exception):
-    """The dataset's videos do not give back every frame; the message says where and why."""
 
 
 def backend() -> str:
@@ -90,20 +88,6 @@ def _check_one(label: str, path: Path, times: list[float], decoder: str, gop: in
     return checked
 
 
-@dataclass(frozen=True)
-class EpisodeVideo:
-    """One episode's rows in one camera's video file of the dataset."""
-
-    episode: int
-    key: str
-    path: Path                 # the dataset's video file
-    times: list[float]         # every row's frame time in it (LeRobot's)
-
-    @property
-    def label(self) -> str:
-        return f"episode {self.episode}, {self.key}"
-
-
 def episode_videos(root: Path) -> tuple[int, list[EpisodeVideo]]:
     """(fps, every episode's rows in each camera's file), from `meta/info.json` and `meta/episodes`."""
     info = json.loads((Path(root) / INFO_PATH).read_text())
@@ -148,67 +132,6 @@ def check_dataset(root: Path, decoder: str, workers: int = 2) -> int:
         torch.set_num_threads(threads)
 
 
-def _packets(path: Path) -> Iterator[tuple[float, bool, bytes]]:
-    """Every packet of `path`'s video stream, in file order: (time s, keyframe, bytes); no decoding."""
-    import av
-
-    with av.open(str(path)) as container:
-        stream = container.streams.video[0]
-        for packet in container.demux(stream):
-            if packet.dts is not None and packet.pts is not None and packet.time_base is not None:
-                yield float(packet.pts * packet.time_base), bool(packet.is_keyframe), bytes(packet)
-
-
-def _codec_header(path: Path) -> bytes:
-    import av
-
-    with av.open(str(path)) as container:
-        header = bytes(container.streams.video[0].codec_context.extradata or b"")
-    return header
-
-
-def _same_packets(video: EpisodeVideo, dataset: Iterator[tuple[float, bool, bytes]], recording: Path) -> None:
-    """The next `len(video.times)` packets of the dataset's file are `recording`'s, one a row, each at
-    its row's time; the first a keyframe."""
-    recorded = _packets(recording)
-    for k, t in enumerate(video.times):
-        got, want = next(dataset, None), next(recorded, None)
-        if got is None or want is None:
-            raise VideoCheckFailed(f"{video.label}: row {k} (t = {t:.4f} s): no packet in "
-                                   f"{video.path.name if got is None else recording.name}")
-        if abs(got[0] - t) > TOLERANCE_S:
-            raise VideoCheckFailed(f"{video.label}: row {k} is at t = {t:.4f} s in {video.path.name}, its frame at "
-                                   f"{got[0]:.4f} s (LeRobot's tolerance {TOLERANCE_S:g} s)")
-        if got[2] != want[2]:
-            raise VideoCheckFailed(f"{video.label}: frame {k} (t = {t:.4f} s in {video.path.name}) is not the "
-                                   f"recorded frame's bytes ({recording.name})")
-        if k == 0 and not got[1]:
-            raise VideoCheckFailed(f"{video.label}: its first frame is not a keyframe in {video.path.name}")
-    if next(recorded, None) is not None:
-        raise VideoCheckFailed(f"{video.label}: {recording.name} has more frames than the {len(video.times)} rows")
-
-
-def _check_packets(videos: list[EpisodeVideo], recordings: dict[tuple[int, str], Path]) -> int:
-    """Each dataset file read once, in order, against its episodes' recordings; the rows checked."""
-    files: dict[Path, list[EpisodeVideo]] = {}
-    for video in videos:
-        files.setdefault(video.path, []).append(video)
-    checked = 0
-    for path, in_file in files.items():
-        in_file.sort(key=lambda v: v.times[0] if v.times else 0.0)
-        header = _codec_header(path)
-        dataset = _packets(path)
-        for video in in_file:
-            recording = recordings[(video.episode, video.key)]
-            if _codec_header(recording) != header:
-                raise VideoCheckFailed(f"{video.label}: {path.name}'s codec header (SPS/PPS) is not {recording.name}'s")
-            _same_packets(video, dataset, recording)
-            checked += len(video.times)
-        if next(dataset, None) is not None:
-            raise VideoCheckFailed(f"{path.name}: frames after its last episode's")
-    return checked
-
-
 def _rows_lerobot_reads(videos: list[EpisodeVideo]) -> list[tuple[int, int]]:
     """(episode, row) of the first and last row of the first and last episode in each video file."""
     files: dict[Path, list[EpisodeVideo]] = {}
@@ -241,12 +164,24 @@ def check_lerobot_load(root: Path, repo_id: str, fps: int, videos: list[EpisodeV
     return len(rows)
 
 
-def check_joined(root: Path, repo_id: str, recordings: dict[tuple[int, str], Path], decoder: str) -> tuple[int, int]:
+def check_joined(root: Path, repo_id: str, recordings: dict[tuple[int, str], Path], decoder: str,
+                 helpers: Executor | None = None) -> tuple[int, int]:
     """The check of an export by stream copy (the module docstring): `recordings` is (episode index,
     video key) -> the recorded video joined there. Return (rows checked by their packets, rows
-    read through `LeRobotDataset`)."""
+    read through `LeRobotDataset`). Each video file's packets are checked on `helpers` (the
+    export's, `workers`; None: here) while `LeRobotDataset` loads the dataset here."""
     fps, videos = episode_videos(root)
     missing = sorted({(v.episode, v.key) for v in videos} - set(recordings))
     if missing:
         raise VideoCheckFailed(f"episode {missing[0][0]}, {missing[0][1]}: no recording given")
-    return _check_packets(videos, recordings), check_lerobot_load(root, repo_id, fps, videos, recordings, decoder)
+    files = by_file(videos)
+    if helpers is None:
+        checked = sum(check_file(path, in_file, recordings, TOLERANCE_S) for path, in_file in files.items())
+        return checked, check_lerobot_load(root, repo_id, fps, videos, recordings, decoder)
+    jobs = [helpers.submit(check_file, path, in_file, recordings, TOLERANCE_S) for path, in_file in files.items()]
+    try:
+        read = check_lerobot_load(root, repo_id, fps, videos, recordings, decoder)
+        return sum(job.result() for job in jobs), read
+    finally:
+        for job in jobs:
+            job.cancel()

@@ -68,7 +68,8 @@ def rgb_encoder(fps: int) -> Any:
     return RGBEncoderConfig(vcodec="h264", pix_fmt="yuv420p", g=max(2 * int(fps), 1), crf=23, preset="veryfast")
 
 
-def write_dataset(plan: ExportPlan, out: Path, say: Callable[[str], None], console: Any = None) -> dict[str, Any]:
+def write_dataset(plan: ExportPlan, out: Path, say: Callable[[str], None], console: Any = None,
+                  recordings: Any = None) -> dict[str, Any]:
     """The dataset at `out`, through LeRobot's own writer; LeRobot's `info.json` back.
 
     The recorded videos are joined by stream copy when they can be (`remux.plan_segments`,
@@ -78,37 +79,39 @@ def write_dataset(plan: ExportPlan, out: Path, say: Callable[[str], None], conso
     (`video_check`) before the caller publishes the dataset. Progress: a bar with ETA on
     `console` (a terminal), else one line per episode through `say`.
 
-    The recordings to join are decoded (`recorded.frame_stats`, PyAV) on two threads from the
-    start, while this thread imports LeRobot and torch (seconds: docs/benchmarks.md, Export)."""
-    from orchestrator.export.recorded import RecordedVideos
-    from orchestrator.export.remux import by_episode, plan_segments
+    `recordings`: the plan's `recorded.Recordings`, read on the export's helpers since before
+    LeRobot and torch are imported here (seconds: docs/benchmarks.md, Export); None: read here,
+    on two threads."""
+    from orchestrator.export.recorded import Recordings
 
-    segments, reasons = plan_segments(plan)
-    episode_segments = by_episode(plan, segments) if not reasons else []
-    pool = ThreadPoolExecutor(2)
-    videos = RecordedVideos(pool)
+    pool = None
+    if recordings is None:
+        pool = ThreadPoolExecutor(2)
+        recordings = Recordings(pool, plan)
     try:
-        for index, recorded in enumerate(episode_segments):
-            videos.submit(index, recorded)
         with _native_stderr_captured():
             from orchestrator.export.lerobot_import import import_lerobot_datasets
 
             import_lerobot_datasets()   # without transformers and diffusers, which export never uses
             from orchestrator.export import video_check
+            from orchestrator.export.remux import by_episode, plan_segments
 
             decoder = video_check.backend()
-            if episode_segments:
-                info = _joined(plan, out, episode_segments, videos, decoder, say, console, reasons)
+            segments, reasons = plan_segments(plan, recordings.segment)
+            if not reasons:
+                info = _joined(plan, out, by_episode(plan, segments), recordings, decoder, say, console, reasons)
                 if info is not None:
                     return info
+            recordings.close()
             say("re-encoding the videos, as they cannot be joined by stream copy: " + "; ".join(reasons))
             return _re_encoded(plan, out, decoder, say, console)
     finally:
-        videos.close()
-        pool.shutdown(wait=True, cancel_futures=True)
+        recordings.close()
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _joined(plan: ExportPlan, out: Path, episode_segments: list[dict[str, Any]], videos: Any, decoder: str,
+def _joined(plan: ExportPlan, out: Path, episode_segments: list[dict[str, Any]], recordings: Any, decoder: str,
             say: Callable[[str], None], console: Any, reasons: list[str]) -> dict[str, Any] | None:
     """The dataset joined by stream copy and checked; None (and `reasons` says why, `out` removed)
     when the joined videos fail the check."""
@@ -117,12 +120,12 @@ def _joined(plan: ExportPlan, out: Path, episode_segments: list[dict[str, Any]],
     from orchestrator.export import video_check
     from orchestrator.export.remux_writer import write_remuxed
 
-    write_remuxed(plan, out, episode_segments, videos, say, console)
-    recordings = {(index, key): segment.path for index, recorded in enumerate(episode_segments)
-                  for key, segment in recorded.items()}
+    write_remuxed(plan, out, episode_segments, recordings, say, console)
+    joined = {(index, key): segment.path for index, recorded in enumerate(episode_segments)
+              for key, segment in recorded.items()}
     started = time.monotonic()
     try:
-        checked, read = video_check.check_joined(out, plan.repo_id, recordings, decoder)
+        checked, read = video_check.check_joined(out, plan.repo_id, joined, decoder, recordings.pool)
     except video_check.VideoCheckFailed as exc:
         reasons.append(f"the joined videos failed the check: {exc}")
         shutil.rmtree(out, ignore_errors=True)

@@ -11,9 +11,11 @@ hand-guided step all run `guarded_loop`. Each control period (`fps`) it
    joint, the present position plus at most `MAX_LEAD_DEG` toward it: no goal is ever further
    than that from where the joint is, so a joint held back (a hand, the cube, the table) never
    has a goal far ahead to snap to when it is freed;
-4. stops when a joint is **blocked**: more than `FOLLOW_DEG` from its goal and it moved less than
-   `PROGRESS_DEG` toward it for `FOLLOW_S` of wall-clock time: the present pose is commanded (the
-   arm holds) and `blocked(joints)` is raised. A joint that moves, however slowly, is not blocked
+4. stops when a joint is **blocked**: more than `FOLLOW_DEG` from the goal last written and it
+   moved less than `PROGRESS_DEG` toward it for `FOLLOW_S` of wall-clock time, from the first such
+   goal's write to a read after it (`_Following`: a host starved before a goal went out, or
+   between a read and the decision on it, is no time the joint had to move): the present pose is
+   commanded (the arm holds) and `blocked(joints)` is raised. A joint that moves, however slowly, is not blocked
    (slowness is the servo's, a stop is the world's). After a loop step longer than `UNWATCHED_S`
    (a stalled host or bus; its read may predate the motion it missed) the decision waits for the
    next step's read, once: a joint held through a stall is blocked one step later, never later
@@ -178,21 +180,34 @@ class PathAim:
 
 
 class _Following:
-    """Per joint: where it was when it last made `PROGRESS_DEG` of progress toward its goal (or
-    was within `FOLLOW_DEG` of it), and when."""
+    """Per joint, whether it follows the goal last written (`wrote`), as each read after it shows
+    (`stuck`, given when the read was taken). A joint's time not following counts from the first
+    goal written after it was last seen following (within `FOLLOW_DEG` of its goal, or
+    `PROGRESS_DEG` nearer it) to the read: the host stalled before that goal went out, or between
+    a read and the decision on it, is no time the joint had to move (on the twin, a gripper was
+    called blocked 1 ms after the first goal that asked it to open, 0.32 s of starved servo reads
+    before that goal counted against it)."""
 
-    def __init__(self, here: Pose, now: float):
+    def __init__(self, here: Pose):
         self.mark = dict(here)
-        self.since = dict.fromkeys(here, now)
+        self.goal: Pose | None = None
+        self.asked: dict[str, float | None] = dict.fromkeys(here)   # None: following, the clock not started
 
-    def stuck(self, goal: Pose, here: Pose, now: float, free: set[str] = frozenset()) -> list[str]:
-        out = []
-        for k, ref in goal.items():
+    def wrote(self, goal: Pose, now: float) -> None:
+        self.goal = dict(goal)
+        for k, asked in self.asked.items():
+            if asked is None:
+                self.asked[k] = now
+
+    def stuck(self, here: Pose, seen: float, free: set[str] = frozenset()) -> list[str]:
+        out: list[str] = []
+        for k, ref in (self.goal or {}).items():
             error = ref - here[k]
             progress = (here[k] - self.mark[k]) * (1.0 if error >= 0 else -1.0)
-            if k in free or abs(error) <= FOLLOW_DEG or progress >= PROGRESS_DEG:
-                self.mark[k], self.since[k] = here[k], now
-            elif now - self.since[k] >= FOLLOW_S:
+            asked = self.asked[k]
+            if k in free or abs(error) <= FOLLOW_DEG or progress >= PROGRESS_DEG or asked is None:
+                self.mark[k], self.asked[k] = here[k], None
+            elif seen - asked >= FOLLOW_S:
                 out.append(k)
         return out
 
@@ -209,9 +224,9 @@ def guarded_loop(read: Callable[[], Pose], write: Callable[[Pose], object], aim:
     clock = clock or time
     period = 1.0 / fps
     here = read()
+    seen = last = clock.perf_counter()   # `seen`: when `here` was read
     keys = [k for k in aim.keys if k in here]
-    last = clock.perf_counter()
-    following = _Following({k: here[k] for k in keys}, last)
+    following = _Following({k: here[k] for k in keys})
     settle_until = None
     n, watched, waited = 0, float("-inf"), False
     while True:
@@ -225,14 +240,15 @@ def guarded_loop(read: Callable[[], Pose], write: Callable[[Pose], object], aim:
         reference = aim.advance(here, min(t0 - last, MAX_DT_S))
         last = t0
         goal = {k: here[k] + clip(reference[k] - here[k], MAX_LEAD_DEG) for k in keys}
-        # timed when decided, after the stop key and the servo reads (tens of ms on a loaded host)
-        stuck = following.stuck(goal, here, clock.perf_counter(), aim.free(here))
+        stuck = following.stuck(here, seen, aim.free(here))   # on the goal last written, as `here` shows it
         if stuck and not waits:
             write({k: here[k] for k in keys})
             raise blocked(_names(stuck))
         write(goal)
+        following.wrote(goal, clock.perf_counter())
         clock.sleep(max(0.0, period - (clock.perf_counter() - t0)))
         here = read()
+        seen = clock.perf_counter()
         n += 1
         if not aim.arrived():
             continue

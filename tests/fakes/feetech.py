@@ -130,6 +130,7 @@ class FakeFeetechArm:
         self.muted = False
         self._fail_countdown: int | None = None
         self._drop = 0
+        self._late: dict[int, float] = {}
         self.corrupt_rate = 0.0
         self.corrupted = 0
         self._rng = random.Random(0)
@@ -176,6 +177,15 @@ class FakeFeetechArm:
 
     def drop(self, packets: int) -> None:
         self._drop = packets
+
+    def answer_late(self, servo_id: int, after_s: float) -> None:
+        """Servo `servo_id`'s replies reach the port `after_s` after the request (past
+        scservo_sdk's ~34 ms timeout: a reply the process was too late to read)."""
+        self._late[servo_id] = after_s
+
+    def _put_out(self, reply: bytes) -> None:
+        with self._lock:
+            self._out += reply
 
     def positions(self) -> dict[int, int]:
         return {i: s.position for i, s in self.servos.items()}
@@ -238,8 +248,11 @@ class FakeFeetechArm:
                 reply[-1] ^= 0x5A  # a bad checksum: the SDK reports COMM_RX_CORRUPT
                 reply = bytes(reply)
                 self.corrupted += 1
-            with self._lock:
-                self._out += reply
+            late_s = self._late.get(packet[2]) if reply and len(packet) > 2 else None
+            if late_s:
+                threading.Timer(late_s, self._put_out, (reply,)).start()
+            else:
+                self._put_out(reply)
         return len(packet)
 
     def flush(self) -> None:

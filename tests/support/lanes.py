@@ -57,6 +57,7 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_camera_lift.py", ()),
     ("test_two_senses.py", ()),
     ("test_wrist_camera.py", ()),
+    ("test_jaws_open.py", ()),
     ("test_blinding.py", ()),
     ("test_bundle.py", ()),
     ("test_clean_media.py", ()),
@@ -69,6 +70,7 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_export.py", ("lerobot",)),
     ("test_docs.py", ()),
     ("test_episode_rules.py", ()),
+    ("test_export_helpers.py", ("lerobot", "subprocess")),
     ("test_export_kill.py", ("lerobot", "subprocess")),
     ("test_export_remux.py", ("lerobot",)),
     ("test_export_import.py", ("lerobot", "subprocess")),
@@ -178,6 +180,7 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_twin_faults.py", ("twin", "lerobot", "subprocess")),
     ("test_twin_grasp.py", ("twin", "lerobot", "subprocess")),
     ("test_twin_model.py", ()),   # the twin's servo model stepped in simulated time (no process)
+    ("test_twin_restart.py", ()),   # the twin server's `restart` op in this process (no process, no camera)
     ("test_twin_hand_guide.py", ("twin", "lerobot", "subprocess")),
     ("test_twin_safety.py", ("twin", "lerobot", "subprocess")),
     ("test_twin_servo.py", ("twin", "lerobot", "subprocess")),

@@ -7,7 +7,8 @@ The joints' sense, alone:
 Definition (for every recorded control step, from `episodes/<id>/timeseries.npz`):
 - *closed on the cube*: the gripper squeezes something the size of the cube
   (`sim.holding.closed_on_cube`: the jaw tips' gap near the cube's size, the command more
-  closed than the measured gripper);
+  closed than the measured gripper), and the step after a squeeze whose reading, taken while the
+  squeeze was still commanded, shows the jaws unmoved (`sim.holding.squeezed_when_read`);
 - *high enough*: the cube's bottom is at least `min_height_m` above the table. A squeeze
   starts with the cube on the table, so the bottom's height is how far the grasp point
   (`fk.grasp_point`) has risen since the squeeze began, less `SEAT_M` (a cube sinks a few mm
@@ -39,7 +40,7 @@ from orchestrator.judging.auto.seat import Pooled, pooled_bounds, set_aside
 from orchestrator.judging.auto.two_senses import combine
 from orchestrator.judging.auto.wrist_sense import wrist_bounds
 from orchestrator.sim import fk
-from orchestrator.sim.holding import closed_on_cube
+from orchestrator.sim.holding import closed_on_cube, squeezed_when_read
 from orchestrator.store.episode_files import read_series
 from orchestrator.vision.lift_track import LiftTrack, longest_run
 from orchestrator.vision.wrist_cube import WristTrack
@@ -50,10 +51,10 @@ from orchestrator.vision.wrist_cube import WristTrack
 SEAT_M = 0.0043
 # The error band. The seat varies: 3.0-6.0 mm over the demo's successes, up to 7 mm on lifts near
 # the success height where the cube slips in a weaker grasp (protocols/sim_near.yaml). The hold's
-# ends are uncertain one way each: the command to open ends the squeeze at once, the jaws leave
-# the cube up to ~3 control periods later at 30 Hz, so the true hold is longer than the joints'
-# (HOLD_LATE_S); it is never shorter than the certain hold, whose samples are all inside it
-# (HOLD_EARLY_S). A verdict is given only when it holds at both ends of the seat range and the
+# ends are uncertain one way each: the squeeze counts to the step read before the command that ends
+# it (`grip`: `holding.squeezed_when_read`), the jaws leave the cube a little later, so the true hold is
+# longer than the joints' (HOLD_LATE_S); it is never shorter than the certain hold, whose samples
+# are all inside it (HOLD_EARLY_S). A verdict is given only when it holds at both ends of the seat range and the
 # hold's band; otherwise the rater says `unsure` and the episode goes to the human judges first.
 # Checked against the simulator's truth per frame by `MUJOCO_GL=egl uv run python bench/camera_lift.py
 # --episodes 10 --sizes 320x240 --seed 2` (near-threshold lifts, 759 held frames, 2026-12-07): the
@@ -63,9 +64,10 @@ SEAT_LOW_M = 0.0030
 SEAT_HIGH_M = 0.0070
 # Measured against the simulator's longest hold on a calibration campaign (docs/benchmarks.md, "the
 # automatic rater"; 80 episodes of protocols/sim_near.yaml with another seed): the physics hold less
-# the joints' certain hold was +0.105 s at least (never negative: HOLD_EARLY_S 0 is the physical
-# bound, no credit taken for the lag); the physics hold less the possible hold at most +0.100 s
-# (HOLD_LATE_S: that with 0.05 s to spare).
+# the joints' certain hold was +0.072 s at least with the squeeze counted to the step read before the
+# command to open (+0.105 s to the step before; never negative: HOLD_EARLY_S 0 is the physical bound, no credit taken
+# for the rest of the opening); the physics hold less the possible hold at most +0.067 s (+0.100 s
+# before; HOLD_LATE_S kept at 0.15 s).
 HOLD_EARLY_S = 0.0
 HOLD_LATE_S = 0.15
 HOLD_BANDS = (HOLD_EARLY_S, HOLD_LATE_S)
@@ -116,10 +118,12 @@ def _holds(t: np.ndarray, closed: np.ndarray, z: np.ndarray, min_height_m: float
 
 def grip(state: np.ndarray, cube_size_m: float, action: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
     """(closed on the cube, the grasp point's height in m) per step of measured joints `state` (N, 6)
-    and commanded `action` (None: the squeeze test left out), as `rate` reads them."""
+    and commanded `action` (None: the squeeze test left out), as `rate` reads them: closed with the
+    step after a squeeze whose reading, taken before the command that ended it, shows the jaws
+    unmoved (`holding.squeezed_when_read`)."""
     state = np.asarray(state, dtype=float)
     closed = closed_on_cube(state[:, 5], cube_size_m, None if action is None else np.asarray(action, float)[:, 5])
-    return closed, fk.grasp_point(state)[:, 2]
+    return squeezed_when_read(closed, state[:, 5]), fk.grasp_point(state)[:, 2]
 
 
 def rate(t: np.ndarray, state: np.ndarray, cube_size_m: float, min_height_m: float,
@@ -179,13 +183,13 @@ def _joints_verdict(t: np.ndarray, closed: np.ndarray, z: np.ndarray, state: np.
 def trace(t: np.ndarray, state: np.ndarray, cube_size_m: float, min_height_m: float,
           action: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """What `rate` decides on, per step (for `orchestrator view`): `closed` (1 when closed on a
-    cube-sized object), `bottom_m` (the cube bottom's height above the table while closed, seat
+    cube-sized object, as `grip` reads it), `bottom_m` (the cube bottom's height above the table while closed, seat
     `SEAT_M`; 0 otherwise) and `hold_s` (how long it has been closed and high enough; 0 when not)."""
     t = np.asarray(t, dtype=float)
     state = np.asarray(state, dtype=float)
     measured = state[:, 5] if len(t) else np.zeros(0)
     commanded = None if action is None or not len(t) else np.asarray(action, float)[:, 5]
-    closed = closed_on_cube(measured, cube_size_m, commanded)
+    closed = squeezed_when_read(closed_on_cube(measured, cube_size_m, commanded), measured)
     z = fk.grasp_point(state)[:, 2] if len(t) else np.zeros(0)
     bottom, hold = joint_bottoms(closed, z, SEAT_M), np.zeros(len(t))
     start = None

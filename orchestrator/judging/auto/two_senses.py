@@ -2,7 +2,8 @@
 grasp (`rater`), combined into one verdict that says which sense decided (`combine`).
 
 Definitions, per recorded control step while the jaws are closed on the cube (the joints'
-`closed_on_cube`; the success test needs the cube held, and only the joints see the grip):
+`closed_on_cube`, and the step read before the command that ends a squeeze: `rater.grip`; the success test
+needs the cube held, and only the joints see the grip):
 - the joints' interval for the cube bottom's height: the grasp point's rise since the squeeze
   began less the seat, the seat anywhere in `SEAT_LOW_M`-`SEAT_HIGH_M` (`rater`);
 - the camera's: its measured bottom +- its band, at the frames before and after the step (the

@@ -51,7 +51,7 @@ from orchestrator.rigs.profile import LoadedRig, RigProfile
 from orchestrator.rigs.so101.calibrated_range import action_limits, calibrated_range, rest_pose_ranges, within_range
 from orchestrator.rigs.so101.clamp_log import quiet_clamp_warnings
 from orchestrator.rigs.so101.config import build_robot_config, make_robot
-from orchestrator.rigs.so101.connection import calibrated_on_bare_bus, retrying
+from orchestrator.rigs.so101.connection import calibrated_on_bare_bus, retrying, silent_servos
 from orchestrator.rigs.so101.hardware_checks import check_calibration, check_port, other_calibration, rig_checks
 from orchestrator.rigs.so101.rest_move import move_to_rest, route
 from orchestrator.rigs.so101.robot_faults import device_fault_of
@@ -217,8 +217,9 @@ class LeRobotRig(Rig):
             raise self._fault(exc) from exc
 
     def _retrying(self, step: Callable[[], Any]) -> Any:
-        """`step()`, tried again when a status packet was lost (`connection.retrying`)."""
-        return retrying(step, self._arm_name())
+        """`step()`, tried again when a status packet was lost (`connection.retrying`; servos that
+        answer no ping of their own named even when this process stood still meanwhile)."""
+        return retrying(step, self._arm_name(), silent=lambda: silent_servos(self.robot))
 
     def _calibrated_on_bare_bus(self) -> bool | None:
         """The motors' calibration against the file, on a bare bus (`connection.calibrated_on_bare_bus`);

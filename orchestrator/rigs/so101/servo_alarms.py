@@ -157,9 +157,15 @@ def _gripper_overload(robot: Any) -> str | None:
 
 
 def _gripper_squeezing(robot: Any) -> bool:
-    """Sync reads: LeRobot's single `read` raises on the overload bit its status packet carries."""
+    """Sync reads: LeRobot's single `read` raises on the overload bit its status packet carries.
+    Stale bytes are dropped before each (a retried Goal_Position read whose first reply came
+    late leaves a second copy that the Present_Position read took for its answer: present ==
+    goal, "not squeezing", and a gripper squeezing the cube aborted a twin campaign as a servo
+    alarm on a loaded host)."""
     bus, retries = robot.bus, getattr(robot.config, "num_read_retries", 0)
+    drop_stale_replies(robot)
     goal = bus.sync_read("Goal_Position", ["gripper"], normalize=False, num_retry=retries)["gripper"]
+    drop_stale_replies(robot)
     present = bus.sync_read("Present_Position", ["gripper"], normalize=False, num_retry=retries)["gripper"]
     return abs(int(goal) - int(present)) > SQUEEZE_TICKS
 

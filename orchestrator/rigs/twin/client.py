@@ -99,6 +99,16 @@ class Twin:
         overload latch cleared; `TwinArm.power_cycle`)."""
         self.request("power_cycle")
 
+    def restart(self, faults: dict | None = None, wire_log: str | Path | None = None) -> None:
+        """This twin as if it had stopped and a new one had started on the same port and camera
+        files (the server's `restart` op): a new arm at rest, the cube parked, `faults` (a
+        `twin:` section or `--twin-faults` file's `{faults: [...], seed: N}`) from now on; the
+        wire log gets its exit line and `wire_log` is the next one. Several runs can then share
+        one twin process (tests/support/shared_twin.py). TwinError once the USB cable is pulled."""
+        section = faults or {}
+        self.request("restart", faults=section.get("faults") or [], seed=int(section.get("seed", 0)),
+                     wire_log=str(Path(wire_log).absolute()) if wire_log is not None else None)
+
     def close(self) -> None:
         if self.proc.poll() is None:
             try:

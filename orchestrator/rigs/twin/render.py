@@ -81,9 +81,9 @@ def main(argv: list[str]) -> int:
             fps = state.camera_fps(names.index(name)) or cams[name]["fps"]   # camera_slow: lower
             due[name] = max(due[name] + 1.0 / fps, time.monotonic() - 0.5)
             fault = state.camera_state(names.index(name))
+            if writers[name].state != fault:   # a fault, or live again after the twin's `restart`
+                writers[name].set_state(fault)
             if fault != LIVE:
-                if writers[name].state != fault:
-                    writers[name].set_state(fault)
                 continue
             if state.read_qpos(data.qpos):
                 mujoco.mj_forward(model, data)

@@ -12,7 +12,8 @@ simulated rig's scene (`rigs.sim.SimRig`), and serves, on one thread:
   `inject` (one fault of `fault_plan.py`, applied before the next packet), `hold` (a person's
   hand holds arm joints at given angles, `TwinArm.hold`; `{"joints": {}}` lets go),
   `power_cycle` (the arm's power off and on: every servo restarts, an overload latch cleared,
-  `TwinArm.power_cycle`), `quit`. `state` answers, besides the joints and torques, each servo's
+  `TwinArm.power_cycle`), `restart` (this twin as a new one on the same port and cameras, with
+  the request's faults and wire log: several runs on one twin process), `quit`. `state` answers, besides the joints and torques, each servo's
   Status and overload latch, each joint's present stall (`stall_s`) and the recorded stalls
   (`stalls`: `stalls.py`, times in epoch seconds).
 - the wire log's own lines besides the packets: each stall when it ends (and those still on when
@@ -41,7 +42,7 @@ from pathlib import Path
 from orchestrator.rigs.twin.arm import JOINTS as ARM_JOINTS
 from orchestrator.rigs.twin.fault_plan import FaultPlan, fault_problems, servo_id
 from orchestrator.rigs.twin.feetech import ERR_OVERHEAT, INST_SYNC_WRITE, REG, split_packets, wire_time_s
-from orchestrator.rigs.twin.shared_frames import DISCONNECTED, FROZEN, SceneState
+from orchestrator.rigs.twin.shared_frames import DISCONNECTED, FROZEN, LIVE, SceneState
 from orchestrator.rigs.twin.wire_log import WireLog
 
 MAX_LAG_S = 0.1
@@ -54,28 +55,11 @@ SERVO_WIDE = ("servo_reset", "voltage_sag")   # faults that hit every servo unle
 
 class TwinServer:
     def __init__(self, config: dict):
-        from orchestrator.design.protocol import Cube, Mark, Success
-        from orchestrator.rigs.profile import RigProfile
-        from orchestrator.rigs.sim import SimRig
-        from orchestrator.rigs.twin.arm import TwinArm
-
         self.config = config
         self.frames_dir = Path(config["frames_dir"])
         cams = config["cameras"]
-        profile = RigProfile.model_validate({
-            "robot": {"type": "sim_so101"}, "rest_pose": config.get("rest_pose") or {},
-            "cameras": {n: {"type": "sim", "width": c["render_width"], "height": c["render_height"],
-                            "fps": c["fps"]} for n, c in cams.items()}})
-        self.sim = SimRig(profile, fps=int(config.get("fps", 30)), success=Success(**config.get("success", {})))
-        self.cube = Cube(**config.get("cube", {}))
-        self.sim.place_cube(Mark(**PARKED_CUBE), self.cube)
-        self.sim.go_to_rest()
-        self.arm = TwinArm(self.sim, config.get("user_calibration"), supply_v=float(config.get("supply_v", 12.0)),
-                           zero_at_homing=bool(config.get("user_calibration")))
+        self._power_on(list(config.get("faults") or []), int(config.get("seed", 0)))
         self.adapter_latency_s = float(config.get("adapter_latency_ms", ADAPTER_LATENCY_MS)) / 1000.0
-        self.faults = FaultPlan(list(config.get("faults") or []), int(config.get("seed", 0)))
-        for fault in self.faults.from_start():     # a calibration error is there from power-up
-            self.arm.set_calibration_error(servo_id(fault["servo"]) - 1, float(fault["deg"]))
         self.lock = threading.Lock()
         self.stop = threading.Event()
         self.master, self.slave = os.openpty()
@@ -93,6 +77,53 @@ class TwinServer:
         self._rx = bytearray()
         self._ctrl = bytearray()
         self.wire_log = WireLog(config["wire_log"]) if config.get("wire_log") else None
+
+    def _power_on(self, faults: list[dict], seed: int) -> None:
+        """The scene, the arm and the fault plan as at the twin's start: the arm at its rest pose
+        on new servos (EEPROM as shipped, the calibration of the config), the cube parked."""
+        from orchestrator.design.protocol import Cube, Mark, Success
+        from orchestrator.rigs.profile import RigProfile
+        from orchestrator.rigs.sim import SimRig
+        from orchestrator.rigs.twin.arm import TwinArm
+
+        config = self.config
+        profile = RigProfile.model_validate({
+            "robot": {"type": "sim_so101"}, "rest_pose": config.get("rest_pose") or {},
+            "cameras": {n: {"type": "sim", "width": c["render_width"], "height": c["render_height"],
+                            "fps": c["fps"]} for n, c in config["cameras"].items()}})
+        self.sim = SimRig(profile, fps=int(config.get("fps", 30)), success=Success(**config.get("success", {})))
+        self.cube = Cube(**config.get("cube", {}))
+        self.sim.place_cube(Mark(**PARKED_CUBE), self.cube)
+        self.sim.go_to_rest()
+        self.arm = TwinArm(self.sim, config.get("user_calibration"), supply_v=float(config.get("supply_v", 12.0)),
+                           zero_at_homing=bool(config.get("user_calibration")))
+        self.faults = FaultPlan(faults, seed)
+        for fault in self.faults.from_start():     # a calibration error is there from power-up
+            self.arm.set_calibration_error(servo_id(fault["servo"]) - 1, float(fault["deg"]))
+
+    def _restart(self, request: dict) -> dict:
+        """The `restart` op: this twin as if it had stopped and a new one had started on the same
+        port and camera files (a new arm, scene and fault plan: `faults`, `seed`; the clock, the
+        counters and the cameras' fault states from zero). The wire log gets its exit line, as
+        when the twin stops, and `wire_log` (a path, or None) is the next one. Refused once the
+        USB cable is pulled (`usb_unplug`: the port is gone)."""
+        if self.unplugged:
+            return {"ok": False, "error": "restart: the USB cable is unplugged (usb_unplug); start a new twin"}
+        faults = list(request.get("faults") or [])
+        problems = fault_problems(faults, tuple(self.camera_names))
+        if problems:
+            return {"ok": False, "error": f"restart: {problems[0]}"}
+        self._close_wire_log()
+        self._power_on(faults, int(request.get("seed", 0)))
+        self.wire_log = WireLog(request["wire_log"]) if request.get("wire_log") else None
+        for i in range(len(self.camera_names)):
+            self.state.set_camera_state(i, LIVE)
+            self.state.set_camera_fps(i, 0.0)
+        self.state.write_qpos(self.sim.data.qpos)
+        self._rx.clear()
+        self.t0, self.epoch0 = time.monotonic(), time.time()
+        self.steps, self.packets, self.lag_s = 0, 0, 0.0
+        return {"ok": True}
 
     # ------------------------------------------------------------ main loop
     def serve(self) -> None:
@@ -311,6 +342,8 @@ class TwinServer:
                 self.arm.power_cycle()
                 self._log_events()
                 return {"ok": True}
+            if op == "restart":
+                return self._restart(request)
             if op == "quit":
                 self.stop.set()
                 return {"ok": True}
@@ -338,13 +371,17 @@ class TwinServer:
         self.render_priority = ready[1].strip() if len(ready) > 1 else "normal"
         return proc
 
-    def _close(self) -> None:
+    def _close_wire_log(self) -> None:
+        """The stalls still going on and the exit line (the registers now) into the wire log, which closes."""
         if self.wire_log:
-            with self.lock:
-                self._log_events()
-                for stall in self.arm.stalls.ongoing(self.arm.t_s, self.arm.stall_nm):
-                    self.wire_log.line(stall.line(getattr(self, "epoch0", time.time())))
-                self.wire_log.exit(**self.arm.registers_now())
+            self._log_events()
+            for stall in self.arm.stalls.ongoing(self.arm.t_s, self.arm.stall_nm):
+                self.wire_log.line(stall.line(getattr(self, "epoch0", time.time())))
+            self.wire_log.exit(**self.arm.registers_now())
+
+    def _close(self) -> None:
+        with self.lock:
+            self._close_wire_log()
         if not self.unplugged:
             self._unplug()
         renderer = getattr(self, "renderer", None)
