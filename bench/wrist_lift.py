@@ -1,7 +1,7 @@
 """The wrist camera's measurement of the cube in the jaws (`vision.wrist_cube.measure_in_jaws`)
 against the simulator's truth.
 
-The same scripted picks as `bench/camera_lift.py` (its `plan`: grid20's marks, aim noise 4 mm,
+The same scripted picks as `bench/camera_lift.py` (its `plan` and `render`: grid20's marks, aim noise 4 mm,
 grasp-point lifts of 36-50 mm, half released at 6.8-7.6 s, the headlight's ambient and diffuse
 light jittered +-25 % per episode), rendered by the wrist camera at 15 fps at the size asked (the
 shipped 320x240 of hardware/sim.yaml), through the recorder's H.264 encode and back. Every frame
@@ -27,52 +27,6 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
-
-
-def render(drawn: dict, size: tuple[int, int]) -> dict:
-    """One pick (`camera_lift.plan`'s draws) seen by the wrist camera: the video as the recorder
-    encodes it, the frame times, the joints, the cube's pose per frame, physics' figures."""
-    from camera_lift import encode
-
-    from orchestrator.design.protocol import load_protocol
-    from orchestrator.policies.base import EpisodeContext
-    from orchestrator.policies.scripted import ScriptedPickPolicy
-    from orchestrator.rigs.profile import CameraSpec, load_rig
-    from orchestrator.rigs.sim import SimRig
-
-    loaded = load_protocol(ROOT / "protocols" / "sim_near.yaml")
-    profile = load_rig(ROOT / "hardware" / "sim.yaml").profile
-    profile = profile.model_copy(update={"cameras": {"wrist": CameraSpec(type="sim", width=size[0], height=size[1],
-                                                                          fps=15)}})
-    rig = SimRig(profile, fps=30, success=loaded.protocol.success)
-    rig.connect()
-    light = rig._model.vis.headlight   # the bench reaches into the compiled model: no lighting knob per episode
-    light.ambient[:] = np.asarray(light.ambient) * drawn["light"][0]
-    light.diffuse[:] = np.asarray(light.diffuse) * drawn["light"][1]
-    layout = loaded.layout
-    mark = layout.marks[drawn["mark"]]
-    policy = ScriptedPickPolicy(aim_noise_mm=4.0, lift_m=drawn["lift"], release_s=drawn["release"])
-    rig.prepare_layout(mark, layout.cube, drawn["seed"])
-    policy.reset(EpisodeContext(mark=mark, cube=layout.cube, seed=drawn["seed"], fps=30, duration_s=12.0, task=""))
-    t, state, action, frames, frame_t, pos, mat = [], [], [], [], [], [], []
-    body = rig._ids["cube_body"]
-    for step in range(360):
-        observation = rig.observe(with_images=False)
-        if step % 2 == 0:
-            frames.append(rig.render("wrist"))
-            frame_t.append(step / 30.0)
-            pos.append(rig._data.xpos[body].copy())
-            mat.append(rig._data.xmat[body].copy().reshape(3, 3))
-        command = policy.select_action(observation)
-        t.append(step / 30.0)
-        state.append([observation[k] for k in command])
-        action.append(list(command.values()))
-        rig.act(command)
-    facts = rig.end_episode()
-    rig.disconnect()
-    return {"video": np.frombuffer(encode(frames, 15), np.uint8), "frame_t": np.array(frame_t), "t": np.array(t),
-            "state": np.array(state), "action": np.array(action), "cube_pos": np.array(pos), "cube_mat": np.array(mat),
-            "hold": facts.extra["longest_hold_s"], "max_lift": facts.max_lift_m, "cube": layout.cube.size_m}
 
 
 def measured(result: dict) -> dict:
@@ -115,7 +69,7 @@ def figures(values: list[float]) -> str:
 
 
 def main() -> None:
-    from camera_lift import plan
+    from camera_lift import plan, render
 
     from orchestrator.design.protocol import load_protocol
 
@@ -136,7 +90,7 @@ def main() -> None:
             with np.load(path) as stored:
                 result = {key: stored[key] for key in stored.files}
         else:
-            result = render(drawn, size)
+            result = render(drawn, size, camera="wrist")
             if path is not None:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 np.savez(path, **result)
