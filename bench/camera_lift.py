@@ -77,9 +77,10 @@ def plan(index: int, rng: np.random.Generator, jitter: bool, marks: int) -> dict
     return {"light": light, "mark": mark, "release": release, "lift": lift, "seed": int(rng.integers(1 << 30))}
 
 
-def render(drawn: dict, size: tuple[int, int]) -> dict:
-    """One rendered pick (`plan`'s draws): the front video as the recorder encodes it, the frame
-    times, the joints, the truth per frame and physics' hold."""
+def render(drawn: dict, size: tuple[int, int], camera: str = "front") -> dict:
+    """One rendered pick (`plan`'s draws): the `camera`'s video as the recorder encodes it, the frame
+    times, the joints, the truth per frame (the bottom; the cube's centre and rotation) and physics'
+    hold."""
     from orchestrator.design.protocol import load_protocol
     from orchestrator.policies.base import EpisodeContext
     from orchestrator.policies.scripted import ScriptedPickPolicy
@@ -89,7 +90,7 @@ def render(drawn: dict, size: tuple[int, int]) -> dict:
     loaded = load_protocol(ROOT / "protocols" / "sim_near.yaml")
     profile = load_rig(ROOT / "hardware" / "sim.yaml").profile
     width, height = size
-    profile = profile.model_copy(update={"cameras": {"front": CameraSpec(type="sim", width=width, height=height,
+    profile = profile.model_copy(update={"cameras": {camera: CameraSpec(type="sim", width=width, height=height,
                                                                           fps=15)}})
     rig = SimRig(profile, fps=30, success=loaded.protocol.success)
     rig.connect()
@@ -102,15 +103,17 @@ def render(drawn: dict, size: tuple[int, int]) -> dict:
     policy = ScriptedPickPolicy(aim_noise_mm=4.0, lift_m=drawn["lift"], release_s=drawn["release"])
     rig.prepare_layout(mark, layout.cube, drawn["seed"])
     policy.reset(EpisodeContext(mark=mark, cube=layout.cube, seed=drawn["seed"], fps=30, duration_s=12.0, task=""))
-    t, state, action, frames, frame_t, truth = [], [], [], [], [], []
+    t, state, action, frames, frame_t, truth, centres, rotations = [], [], [], [], [], [], [], []
     for step in range(360):
         observation = rig.observe(with_images=False)
         if step % 2 == 0:
-            frames.append(rig.render("front"))
+            frames.append(rig.render(camera))
             frame_t.append(step / 30.0)
             _, _, z, _ = rig.cube_pose()
             rot = rig._data.xmat[rig._ids["cube_body"]]
             truth.append(z - layout.cube.size_m / 2.0 * (abs(rot[6]) + abs(rot[7]) + abs(rot[8])))
+            centres.append(rig._data.xpos[rig._ids["cube_body"]].copy())
+            rotations.append(np.asarray(rot, float).reshape(3, 3).copy())
         command = policy.select_action(observation)
         t.append(step / 30.0)
         state.append([observation[k] for k in command])
@@ -120,6 +123,7 @@ def render(drawn: dict, size: tuple[int, int]) -> dict:
     rig.disconnect()
     return {"video": np.frombuffer(encode(frames, 15), np.uint8), "frame_t": np.array(frame_t), "t": np.array(t),
             "state": np.array(state), "action": np.array(action), "truth": np.array(truth),
+            "cube_pos": np.array(centres), "cube_mat": np.array(rotations),
             "hold": facts.extra["longest_hold_s"], "success": facts.physics_success, "max_lift": facts.max_lift_m,
             "cube": layout.cube.size_m}
 

@@ -6,7 +6,8 @@ policies, 12 s episodes, --repeats trials per mark and policy) and `orchestrator
 result, each as a fresh process, and prints: the load average, the campaign's wall time, the export's wall time,
 peak RSS and their ratio, how much of it is importing LeRobot and torch, and the export's own
 account of its check; the recorded video bytes (the campaign's MP4s) and the dataset's (its
-videos, and everything) and their ratio; then `orchestrator view` of one episode to an .rrd (time,
+videos, and everything) and their ratio; the CPU seconds of the campaign and the export (robust
+to a shared machine's load, unlike the wall times); then `orchestrator view` of one episode to an .rrd (time,
 size); with --load-all, LeRobotDataset reading every frame of every episode (time, errors).
 Targets: export <= 0.2x the campaign's wall time; dataset videos <= 1.05x the
 recorded video bytes.
@@ -34,8 +35,9 @@ def tree_bytes(root: Path, suffix: str = "") -> int:
     return sum(p.stat().st_size for p in root.rglob(f"*{suffix}") if p.is_file())
 
 
-def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float, str]:
-    """(wall s, the process's own peak RSS in MB, its stdout) of `orchestrator ARGV`, a fresh process."""
+def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float, str, float]:
+    """(wall s, the process's own peak RSS in MB, its stdout, its CPU s: user + system, with the
+    child processes it waited for) of `orchestrator ARGV`, a fresh process."""
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         started = time.perf_counter()
         proc = subprocess.Popen([sys.executable, "-m", "orchestrator", *argv], cwd=ROOT, env=env,
@@ -47,7 +49,7 @@ def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float, str]:
         err.seek(0)
         if proc.returncode != 0:
             sys.exit(f"orchestrator {argv[0]} failed ({proc.returncode}): {err.read().strip()[-2000:]}")
-        return wall, usage.ru_maxrss / 1024, out.read()
+        return wall, usage.ru_maxrss / 1024, out.read(), usage.ru_utime + usage.ru_stime
 
 
 def load_all(root: Path, env: dict[str, str]) -> str:
@@ -95,10 +97,10 @@ def main() -> int:
     import_s = time.perf_counter() - started
     try:
         campaign, root = work / "campaign", work / "dataset"
-        run_s, _, _ = timed(["run", str(campaign_files(work, args.marks, args.repeats)),
-                             "--rig", str(ROOT / "hardware" / "sim.yaml"), "--out", str(campaign)], env)
-        export_s, export_mb, out = timed(["export", str(campaign), "--repo-id", "local/export-speed",
-                                          "--root", str(root), *args.export_args], env)
+        run_s, _, _, run_cpu = timed(["run", str(campaign_files(work, args.marks, args.repeats)),
+                                      "--rig", str(ROOT / "hardware" / "sim.yaml"), "--out", str(campaign)], env)
+        export_s, export_mb, out, export_cpu = timed(["export", str(campaign), "--repo-id", "local/export-speed",
+                                                      "--root", str(root), *args.export_args], env)
         recorded = tree_bytes(campaign / "videos", ".mp4")
         videos, total = tree_bytes(root / "videos"), tree_bytes(root)
         episodes = 2 * args.marks * args.repeats
@@ -106,12 +108,13 @@ def main() -> int:
         print(f"campaign: {episodes} episodes in {run_s:.1f} s; export: {export_s:.1f} s, peak RSS {export_mb:.0f} MB "
               f"({export_s / run_s:.2f} of the campaign's wall time; target <= 0.20), of which "
               f"{import_s:.1f} s importing LeRobot and torch")
+        print(f"CPU (user + system, with the helper processes): campaign {run_cpu:.1f} s, export {export_cpu:.1f} s")
         for line in out.splitlines():
             if line.startswith(("videos joined", "re-encoding", "checked")):
                 print(f"  export: {line}")
         print(f"recorded video {recorded / 1e6:.1f} MB; dataset videos {videos / 1e6:.1f} MB "
               f"({videos / recorded:.3f}x; target <= 1.05x), all files {total / 1e6:.1f} MB")
-        view_s, _, _ = timed(["view", str(campaign), "--trial", "1", "--save", str(work / "trial1.rrd")], env)
+        view_s, _, _, _ = timed(["view", str(campaign), "--trial", "1", "--save", str(work / "trial1.rrd")], env)
         print(f"view of one episode: {view_s:.1f} s to a saved .rrd of {(work / 'trial1.rrd').stat().st_size / 1e6:.2f} MB")
         if args.load_all:
             print(load_all(root, env))

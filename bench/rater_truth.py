@@ -65,11 +65,28 @@ def camera_track(row: dict, cube: float, cache: Path | None):
     return result
 
 
+def wrist_of(row: dict, cube: float, cache: Path | None):
+    """The wrist camera's WristTrack or None, measured once per episode with `cache` (the
+    simulated rig's mount taken as recorded: campaigns recorded before the rig wrote it)."""
+    from orchestrator.judging.auto.wrist import recorded_wrist, wrist_track
+    from orchestrator.store.episode_files import read_series
+
+    kept = cache / f"{row['id']}.wrist.pickle" if cache else None
+    if kept is not None and kept.is_file():
+        return pickle.loads(kept.read_bytes())
+    result = wrist_track(recorded_wrist(row["series"]), read_series(row["series"]), cube)[0]
+    if kept is not None:
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        kept.write_bytes(pickle.dumps(result))
+    return result
+
+
 def label(verdict) -> str:
     return "unsure" if verdict.unsure else ("success" if verdict.success else "failure")
 
 
-def rate_episode(row: dict, test: tuple[float, float, float], cache: Path | None) -> dict:
+def rate_episode(row: dict, test: tuple[float, float, float], cache: Path | None, use_wrist: bool = False,
+                 calibrate: bool = False) -> dict:
     """Both labels of one episode and the quantities its calibration reads."""
     from orchestrator.judging.auto.rater import HOLD_BANDS, SEAT_HIGH_M, SEAT_LOW_M, grip, joint_bottoms, rate
     from orchestrator.judging.auto.seat import Pooled, pooled_bounds, set_aside
@@ -83,12 +100,23 @@ def rate_episode(row: dict, test: tuple[float, float, float], cache: Path | None
     lift, why = camera_track(row, cube, cache)
     joints = rate(t, state, cube, height, hold, action)
     both = rate(t, state, cube, height, hold, action, lift, camera=why)
+    wanted = use_wrist and lift is not None and (both.unsure or calibrate)
+    wrist = wrist_of(row, cube, cache) if wanted else None
+    if wrist is not None and both.unsure:   # as `rater.rate_file` does on a simulated episode
+        both = rate(t, state, cube, height, hold, action, lift, camera=why, wrist=wrist)
     closed, z = grip(state, cube, action)
     j_low, j_high = joint_bottoms(closed, z, SEAT_HIGH_M), joint_bottoms(closed, z, SEAT_LOW_M)
     out = {"release": release_readings(state, action, cube), "start": hold_start(t, state, action, cube, height, lift),
            "joints": label(joints), "both": label(both), "reason": both.reason, "decided_by": both.decided_by,
            "joints_sure": longest_run(t, j_low >= height - 1e-9), "joints_maybe": longest_run(t, j_high >= height - 1e-9),
-           "pooled_top": None, "aside": False, "both_sure": None, "both_maybe": None, "bands": HOLD_BANDS}
+           "pooled_top": None, "aside": False, "both_sure": None, "both_maybe": None, "bands": HOLD_BANDS,
+           "wrist_top": None}
+    if wrist is not None:
+        from orchestrator.judging.auto.wrist_sense import wrist_bounds
+
+        w_low = wrist_bounds(t, closed, z, wrist, band_m=(0.0, 0.0))[0]
+        if not np.isnan(w_low[closed]).all():
+            out["wrist_top"] = float(np.nanmax(w_low[closed]))
     if lift is not None:
         low, _, seat = pooled_bounds(t, closed, z, lift.times_s, lift.bottom_m, band_m=(0.0, 0.0))
         kept = closed & ~set_aside(seat, SEAT_LOW_M, SEAT_HIGH_M)
@@ -219,6 +247,11 @@ def calibration(name: str, rows: list[dict], rated: list[dict]) -> None:
               f"p5 {np.percentile(errors, 5):.2f}, p50 {np.percentile(errors, 50):.2f}, p95 "
               f"{np.percentile(errors, 95):.2f}, max {max(errors):.2f} mm; largest |error| "
               f"{max(abs(e) for e in errors):.2f} mm", flush=True)
+    wrist = [1000 * (x["wrist_top"] - lift) for (lift, _), x in truths if x["wrist_top"] is not None]
+    if wrist:
+        print(f"{name}: the wrist camera (its seat per frame) on {len(wrist)} episodes: its highest bottom - physics': min "
+              f"{min(wrist):.2f}, p5 {np.percentile(wrist, 5):.2f}, p50 {np.percentile(wrist, 50):.2f}, p95 "
+              f"{np.percentile(wrist, 95):.2f}, max {max(wrist):.2f} mm", flush=True)
     for sense in ("joints", "both"):
         held = [(hold, x) for (_, hold), x in truths if x[f"{sense}_sure"] is not None and hold > 0.2]
         if not held:
@@ -236,11 +269,13 @@ def main() -> None:
     parser.add_argument("--cache", type=Path, help="keep each episode's camera track here")
     parser.add_argument("--episodes", action="store_true", help="one line per episode")
     parser.add_argument("--calibrate", action="store_true", help="the figures the bands are set from")
+    parser.add_argument("--wrist", action="store_true",
+                        help="measure the wrist video too, taking the simulated rig's wrist mount")
     args = parser.parse_args()
     for campaign in args.campaign:
         test, rows = episodes(campaign)
         cache = args.cache / campaign.name if args.cache else None
-        rated = [rate_episode(row, test, cache) for row in rows]
+        rated = [rate_episode(row, test, cache, args.wrist, args.calibrate) for row in rows]
         if args.episodes:
             for row, x in zip(rows, rated, strict=True):
                 lift, hold = row["truth"] or (np.nan, np.nan)

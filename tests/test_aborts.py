@@ -55,11 +55,23 @@ def _protocol(tmp_path: Path, extra: str = "") -> Path:
     return path
 
 
-def test_a_policy_that_raises_is_counted_as_its_failure_and_the_report_says_so(tmp_path, monkeypatch, capsys):
-    _raise_on(monkeypatch, FAILING_MARK, 25.0)
-    out = tmp_path / "c"
-    assert run_cli(out, "--workers", "1", protocol=_protocol(tmp_path)) == 0   # the session goes on
-    assert "counted as a failure of the policy that ran" in capsys.readouterr().out
+@pytest.fixture(scope="module")
+def raised(tmp_path_factory) -> tuple[Path, str]:
+    """The tiny campaign where B raises on FAILING_MARK from its 3rd step, run to its end, and
+    what the run printed. Built once for the file (about a second of CPU): its tests only read it."""
+    import contextlib
+    import io
+
+    tmp_path, printed = tmp_path_factory.mktemp("raised"), io.StringIO()
+    with pytest.MonkeyPatch.context() as monkeypatch, contextlib.redirect_stdout(printed):
+        _raise_on(monkeypatch, FAILING_MARK, 25.0)
+        assert run_cli(tmp_path / "c", "--workers", "1", protocol=_protocol(tmp_path)) == 0   # the session goes on
+    return tmp_path / "c", printed.getvalue()
+
+
+def test_a_policy_that_raises_is_counted_as_its_failure_and_the_report_says_so(raised, capsys):
+    out, printed = raised
+    assert "counted as a failure of the policy that ran" in printed
     with CampaignStore.open_readonly(out) as store:
         trials = store.trials()
         assert all(t.state == "done" for t in trials) and store.campaign()["stop_reason"] == "complete"
@@ -206,7 +218,7 @@ def test_abort_rate_test_against_scipy():
     assert len(warned) == 1 and "between A and B: 0/20 vs 9/20" in warned[0]   # not A-C, not B-C
 
 
-def test_judges_never_see_the_cause(tmp_path, monkeypatch):
+def test_judges_never_see_the_cause(raised):
     """A judge's queue holds episodes only (a trial scored by an abort has none), and the judge's
     sealed connection refuses the abort's class, rule and reason (read before sealing: the
     positive control)."""
@@ -214,9 +226,7 @@ def test_judges_never_see_the_cause(tmp_path, monkeypatch):
 
     from orchestrator.judging.blinding import CampaignSource
 
-    _raise_on(monkeypatch, FAILING_MARK, 25.0)
-    out = tmp_path / "c"
-    assert run_cli(out, "--workers", "1", protocol=_protocol(tmp_path)) == 0
+    out, _ = raised
     source = CampaignSource(out, "ann")
     try:
         shown = source.episodes()

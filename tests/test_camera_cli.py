@@ -88,7 +88,18 @@ def test_a_bad_placement_section_is_located(tmp_path):
 @pytest.mark.twin
 def test_on_the_twin_a_cube_10_mm_off_is_refused_and_one_on_its_mark_passes(tmp_path, cli):
     """In this process (the sim's checks above are the fresh-process path of `camera check`):
-    its three twin starts without three more interpreters importing LeRobot's cameras."""
+    its three checks without three more interpreters importing LeRobot's cameras, on one twin
+    process that each borrows (support/shared_twin.py; the placement error is the orchestrator's hand)."""
+    from orchestrator.rigs.profile import load_rig
+    from orchestrator.rigs.twin.client import start_twin
+    from support.shared_twin import lend
+
+    with start_twin(load_rig(TWIN)) as twin, lend(twin) as loans:
+        _three_checks_on_the_twin(tmp_path, cli)
+    assert len(loans) == 3   # each check borrowed it
+
+
+def _three_checks_on_the_twin(tmp_path, cli) -> None:
     reference = tmp_path / "ref"
     stored = cli("camera", "check", "--rig", TWIN, "--twin", "--layout", GRID20, "--reference", reference)
     assert stored.code == 0, stored.err

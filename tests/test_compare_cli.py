@@ -103,15 +103,18 @@ def _sim_protocol(folder, task: str) -> Path:
 def test_three_campaigns_run_on_the_simulator_then_compared_from_a_fresh_process(tmp_path):
     """The Done-when case with the simulator itself: three tasks (the tiny protocol under three
     names), two methods of three training seeds, each campaign run by `orchestrator run` on the
-    simulated rig (MuJoCo, scripted picks), then `orchestrator compare` on the three stores."""
+    simulated rig (MuJoCo, scripted picks), then `orchestrator compare` on the three stores from a
+    fresh process. The runs are the command in this process (`run` of the tiny protocol from a
+    fresh process is the `tiny_reference` fixture's, tests/conftest.py): three interpreters' start
+    and imports less (51 s -> 37 s at load 9)."""
+    from orchestrator.cli import main
     from support.tiny import RIG
 
     stores = []
     for task in ("pick-a", "pick-b", "pick-c"):
         protocol = _sim_protocol(tmp_path / task, task)
         out = tmp_path / task / "campaign"
-        run = run_module("run", protocol, "--rig", RIG, "--out", out, timeout=600)
-        assert run.code == 0, run.err[-2000:]
+        assert main(["run", str(protocol), "--rig", str(RIG), "--out", str(out)]) == 0
         stores.append(out)
     result = run_module("compare", *stores, "--format", "json", "--reps", "2000")
     assert result.code == 0, result.err

@@ -1,5 +1,5 @@
-"""The export's helpers (`orchestrator/export/workers.py`): forked processes in a fresh process, at a
-lower priority, gone when the export's process is killed; the frame statistics they compute are
+"""The export's helpers (`orchestrator/export/workers.py`): forked processes in a fresh process,
+gone when the export's process is killed; the frame statistics they compute are
 LeRobot's sample of the frames, with numpy's own statistics; a helper that dies fails the export
 in one line, nothing published."""
 
@@ -77,10 +77,6 @@ time.sleep(600)
 """
 
 
-def niceness(pid: int) -> int:
-    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[16])
-
-
 def alive(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
@@ -91,11 +87,10 @@ def alive(pid: int) -> bool:
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc (Linux)")
 def test_helpers_are_lower_priority_processes_that_end_with_the_export(tmp_path):
-    """In a fresh process the helpers are forked processes (a job runs in one of them, not in the
-    export's process) at `NICE` below it, computing what the export's process would; SIGKILL the
-    export's process and every helper is gone within seconds."""
+    """In a fresh process the helpers are forked processes, one per core but the main thread's (at
+    most two); a job runs in one of them, not in the export's process, and computes what the
+    export's process would; SIGKILL the export's process and every helper is gone within seconds."""
     from orchestrator.export.recorded import frame_stats
-    from orchestrator.export.workers import NICE
 
     video = write_noise_video(tmp_path / "noise.mp4", 30)
     process = subprocess.Popen([sys.executable, "-c", HELPERS, str(video)], cwd=ROOT, stdout=subprocess.PIPE,
@@ -104,9 +99,8 @@ def test_helpers_are_lower_priority_processes_that_end_with_the_export(tmp_path)
         line = process.stdout.readline()
         assert line, process.stderr.read()[-2000:] if process.poll() is not None else "no output"
         out = json.loads(line)
-        assert out["forks"] is True and len(out["pids"]) == 2
+        assert out["forks"] is True and len(out["pids"]) == max(1, min(2, os.cpu_count() - 1))
         assert out["job_pid"] in out["pids"] and process.pid not in out["pids"]
-        assert all(niceness(pid) == niceness(process.pid) + NICE for pid in out["pids"])
         here = frame_stats(video)
         assert out["count"] == int(here["count"][0]) and out["mean"] == here["mean"].tolist()
         assert all(alive(pid) for pid in out["pids"])                           # control: there before the kill

@@ -2,7 +2,8 @@
 process: LeRobot is imported once, the twin is its own process; `run --twin` in a fresh process
 is test_twin_campaign.py's): a cube the twin's simulated hand puts 10 mm off its mark is refused
 before the trial starts (no torque on, no episode), the still shows the mark and the cube; with
-the hand on the mark the trial runs."""
+the hand on the mark the trial runs. Both runs borrow one twin process (tests/support/shared_twin.py:
+the hand's placement error is the orchestrator's, the twin the same for both)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,11 @@ import sqlite3
 import cv2
 import pytest
 
+from orchestrator.design.protocol import load_protocol
+from orchestrator.rigs.profile import load_rig
+from orchestrator.rigs.twin.client import start_twin
 from support.campaign_files import SHIPPED_TWIN_RIG, two_mark_protocol
+from support.shared_twin import lend
 
 
 def _files(tmp_path, placement: str | None):
@@ -26,6 +31,13 @@ def _files(tmp_path, placement: str | None):
 @pytest.mark.timeout(600)
 def test_a_cube_10_mm_off_on_the_twin_is_refused_before_the_trial_and_on_its_mark_it_runs(tmp_path, cli):
     protocol, off = _files(tmp_path, "{offset_mm: [10, 0]}")
+    _, on = _files(tmp_path, None)
+    with start_twin(load_rig(on), load_protocol(protocol)) as twin, lend(twin) as loans:
+        _refused_then_run(tmp_path, protocol, off, on, cli)
+    assert len(loans) == 2   # both runs borrowed it
+
+
+def _refused_then_run(tmp_path, protocol, off, on, cli) -> None:
     out = tmp_path / "refused"
     done = cli("run", protocol, "--rig", off, "--twin", "--unattended", "--out", out)
     assert done.code == 1, (done.out[-2000:], done.err[-2000:])
@@ -39,7 +51,6 @@ def test_a_cube_10_mm_off_on_the_twin_is_refused_before_the_trial_and_on_its_mar
     green = (still[:, :, 1] > 180) & (still[:, :, 0] < 60) & (still[:, :, 2] < 60)
     red = (still[:, :, 2] > 200) & (still[:, :, 1] < 40) & (still[:, :, 0] < 40)
     assert green.sum() > 10 and red.sum() > 10   # the mark's outline and the measured cube's
-    _, on = _files(tmp_path, None)
     ran = cli("run", protocol, "--rig", on, "--twin", "--unattended", "--out", tmp_path / "ran", "--stop-after", "1")
     assert ran.code == 0, ran.err[-2000:]
     assert "1/4 trials done" in ran.out, ran.out

@@ -10,8 +10,9 @@ is not available, or the process already runs other Python threads (a fork would
 may hold), the helpers are two threads instead: the same jobs, the same results.
 
 The main thread's work is the export's critical path (the import, then the episodes in order),
-so a helper process runs at a lower priority (`NICE`): on two cores the main thread keeps one
-and the helpers share the other. A helper process ignores Ctrl-C (the export decides) and ends by itself within
+so it keeps a core: there is one helper process per other core, at most two (`WORKERS`: one on
+a two-core machine; helpers at a lower priority instead starved behind other programs on a
+loaded machine). A helper process ignores Ctrl-C (the export decides) and ends by itself within
 `WATCH_S` when the export's process is gone (SIGKILL, SIGTERM), so no helper outlives it. A helper
 that dies makes the export fail with one line (`HELPER_DIED`), nothing published."""
 
@@ -24,9 +25,10 @@ import threading
 import time
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 
-WORKERS = 2
+# helper processes: one core for the main thread, the others (at most two) for the helpers
+WORKERS = max(1, min(2, (os.cpu_count() or 2) - 1))
+THREADS = 2       # helper threads where processes cannot be forked (decoding releases the GIL)
 WATCH_S = 0.2     # how often a helper process checks that the export's process is still there
-NICE = 5          # the helpers yield to the main thread, whose import and writing are the export's critical path
 
 
 def _watch_parent(parent: int) -> None:
@@ -37,7 +39,6 @@ def _watch_parent(parent: int) -> None:
 
 def _helper_start(parent: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)      # Ctrl-C is the export's to handle
-    os.nice(NICE)
     threading.Thread(target=_watch_parent, args=(parent,), daemon=True, name="watch-export").start()
 
 
@@ -46,11 +47,12 @@ def forks() -> bool:
     return "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
 
 
-def helpers(workers: int = WORKERS) -> Executor:
-    """`workers` helper processes, forked now (see the module docstring); threads where `forks()` is False."""
+def helpers() -> Executor:
+    """`WORKERS` helper processes, forked now (see the module docstring); `THREADS` threads where
+    `forks()` is False."""
     if not forks():
-        return ThreadPoolExecutor(workers, thread_name_prefix="export-helper")
-    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),
+        return ThreadPoolExecutor(THREADS, thread_name_prefix="export-helper")
+    pool = ProcessPoolExecutor(WORKERS, mp_context=multiprocessing.get_context("fork"),
                                initializer=_helper_start, initargs=(os.getpid(),))
     pool.submit(int).result()        # fork every helper now, while nothing else runs in this process
     return pool

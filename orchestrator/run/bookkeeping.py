@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from orchestrator.core.progress import ProgressBar
@@ -153,12 +152,12 @@ class Referees:
     (`commands/referees.py`), so that running a campaign imports neither the statistics nor the
     automatic rater. `stop_rule(store, protocol)` evaluates the pre-registered stopping rule on the
     outcomes so far and returns a reason to stop or None; `rate_episode(timeseries_path, cube_size_m,
-    success, mark)` is the automatic rater's (label, reason, progress ladder) of a recorded episode
+    success, mark, simulated=...)` is the automatic rater's (label, reason, progress ladder) of a recorded episode
     (stored as judge `auto`), or None.
     Both must be module-level functions: the parallel runner sends `rate_episode` to its workers."""
 
     stop_rule: Callable[[CampaignStore, LoadedProtocol], str | None] | None = None
-    rate_episode: Callable[[Path, float, Any, Any], Any] | None = None
+    rate_episode: Callable[..., Any] | None = None
 
 
 NO_REFEREES = Referees()
@@ -191,15 +190,17 @@ def episode_context(loaded: LoadedProtocol, trial: Trial) -> EpisodeContext:
 
 
 def episode_record(episode_id: str, context: EpisodeContext, cameras, recorded, facts, timing,
-                   success=None, rate_episode: Callable[[Path, float, Any, Any], Any] | None = None) -> EpisodeRecord:
+                   success=None, rate_episode: Callable[..., Any] | None = None) -> EpisodeRecord:
     """What `finish_attempt` commits; with the protocol's `success` test and a `rate_episode`
     referee, the automatic rater's label and progress ladder (from the recorded joints) go in the
-    same transaction, as does the simulator's ladder (`facts.ladder`)."""
+    same transaction, as does the simulator's ladder (`facts.ladder`). The referee is told whether
+    the episode ran in the simulated scene (physics judged it), whose wrist camera it can measure."""
     auto, auto_ladder = None, None
     if (rate_episode is not None and success is not None and "timeseries" in recorded.files
             and recorded.root is not None):
         label, reason, auto_ladder = rate_episode(recorded.root / recorded.files["timeseries"], context.cube.size_m,
-                                                  success, context.mark)
+                                                  success, context.mark,
+                                                  simulated=facts.physics_success is not None)
         auto = (label, reason)
     return EpisodeRecord(
         # frames: the planned count (what a judge's view shows: the same for every episode);

@@ -28,6 +28,13 @@ CHAIN = (
     ("gripper", (0.0, -0.0611, 0.0181), (0.0172091, -0.0172091, 0.7068973, 0.7068973)),  # wrist_roll
 )
 GRASP_SITE = (0.019, 0.0, -0.083)   # in the gripper body
+# The wrist camera (the Menagerie model's `wrist_cam`, `sim.scene`'s `wrist`): in the gripper body
+# (its `camera_mount` child sits at the gripper's origin), at WRIST_CAMERA_POS, turned by
+# WRIST_CAMERA_TILT_RAD about the body's x axis (the model's euler="-0.57 0 0"), vertical field of
+# view WRIST_CAMERA_FOVY_DEG. A real arm's wrist camera needs its own mounting and intrinsics.
+WRIST_CAMERA_POS = (0.0, 0.055, -0.045)
+WRIST_CAMERA_TILT_RAD = -0.57
+WRIST_CAMERA_FOVY_DEG = 48.5
 
 # Gap between the inner faces of the two jaw tips (m) at gripper openings 0, 10, ..., 100
 # (rig units), from the model's jaw geometry (`sim.kinematics.ArmKinematics.jaw_opening`).
@@ -68,6 +75,24 @@ def grasp_pose(joints_deg: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         pos = pos + rot @ _POS[k]
         rot = rot @ _ROT[k] @ _rz(q[:, k - 1])
     return pos + rot @ np.asarray(GRASP_SITE), rot
+
+
+def gripper_to_wrist_camera() -> tuple[np.ndarray, np.ndarray]:
+    """(position (3,), rotation (3, 3)) of the wrist camera in the gripper body, the rotation's
+    columns the camera's axes in OpenCV's convention (x right, y down, z along the optical axis;
+    a MuJoCo camera looks along its own -z with y up)."""
+    c, s = np.cos(WRIST_CAMERA_TILT_RAD), np.sin(WRIST_CAMERA_TILT_RAD)
+    tilt = np.array([[1.0, 0.0, 0.0], [0.0, c, -s], [0.0, s, c]])
+    return np.asarray(WRIST_CAMERA_POS, float), tilt @ np.diag([1.0, -1.0, -1.0])
+
+
+def wrist_camera_pose(joints_deg: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The wrist camera's centres (N, 3) and camera-to-layout rotations (N, 3, 3; OpenCV axes as
+    `gripper_to_wrist_camera`) for joint angles (N, >=5) in degrees."""
+    point, rot = grasp_pose(joints_deg)
+    origin = point - rot @ np.asarray(GRASP_SITE)
+    at, turn = gripper_to_wrist_camera()
+    return origin + rot @ at, rot @ turn
 
 
 def grasp_point(joints_deg: np.ndarray) -> np.ndarray:

@@ -56,6 +56,7 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_auto_rater.py", ()),
     ("test_camera_lift.py", ()),
     ("test_two_senses.py", ()),
+    ("test_wrist_camera.py", ()),
     ("test_jaws_open.py", ()),
     ("test_blinding.py", ()),
     ("test_bundle.py", ()),

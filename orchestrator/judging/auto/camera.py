@@ -31,7 +31,7 @@ def recorded_front(series: Path) -> tuple[Path, Path]:
     return folder / f"{CAMERA}.mp4", folder / "cameras.json"
 
 
-def _frames(video: Path, needed: np.ndarray) -> list[np.ndarray | None]:
+def decoded_frames(video: Path, needed: np.ndarray) -> list[np.ndarray | None]:
     """Every frame of `video`, converted to RGB only where `needed` and the first (None elsewhere:
     the measurement never reads a frame the jaws are not closed on, and converting is most of the
     decoding's cost)."""
@@ -62,7 +62,7 @@ def front_lift(video: Path | None, poses: Path | None, series: dict[str, np.ndar
     joints = Joints(series["t"], series["state"], series.get("action"))
     needed = joints.at(times, cube_size_m)[2] if len(times) and len(joints.t) else np.zeros(len(times), bool)
     try:
-        frames = _frames(Path(video), needed)
+        frames = decoded_frames(Path(video), needed)
     except Exception as exc:  # noqa: BLE001 - any decoding failure is the same "unreadable"
         return None, f"the front video cannot be decoded ({type(exc).__name__})"
     if not frames or frames[0] is None:

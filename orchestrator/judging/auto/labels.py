@@ -28,12 +28,14 @@ def verdict_label(verdict: AutoVerdict) -> tuple[str, str]:
     return ("success" if verdict.success else "failure"), verdict.reason
 
 
-def rate_recorded(series: Path, cube_size_m: float, success: Any,
-                  mark: Any = None) -> tuple[str, str, dict[str, float | None] | None]:
+def rate_recorded(series: Path, cube_size_m: float, success: Any, mark: Any = None,
+                  simulated: bool = False) -> tuple[str, str, dict[str, float | None] | None]:
     """(label, reason, progress ladder) for a just-recorded episode's time series under a
-    `Success` test; the ladder (`ladder.py`) needs the trial's `mark` (x, y), else None."""
+    `Success` test; the ladder (`ladder.py`) needs the trial's `mark` (x, y), else None;
+    `simulated`: recorded in the simulated scene, whose wrist camera the rater can measure
+    (`rater.rate_file`)."""
     height, hold = float(success.min_height_m), float(success.hold_s)
-    label, reason = verdict_label(rate_file(Path(series), cube_size_m, height, hold))
+    label, reason = verdict_label(rate_file(Path(series), cube_size_m, height, hold, simulated=simulated))
     steps = None if mark is None else ladder_file(Path(series), cube_size_m, height, hold, (mark.x, mark.y))
     return label, reason, steps
 
@@ -61,7 +63,8 @@ def rate_missing(store: CampaignStore) -> tuple[int, int]:
         series = EpisodeFiles.from_dict(episode["files"]).timeseries
         if not series or not (store.directory / series).is_file():
             continue
-        label, reason, steps = rate_recorded(store.directory / series, cube, _Test(height, hold), marks[episode_id])
+        label, reason, steps = rate_recorded(store.directory / series, cube, _Test(height, hold), marks[episode_id],
+                                             simulated=episode["physics_success"] is not None)
         store.add_judgment(episode_id, AUTO_JUDGE, label, note=reason, source="auto",
                            stage=furthest_stage(steps), stage_times=steps)
         if old is not None:

@@ -38,10 +38,12 @@ import numpy as np
 
 from orchestrator.judging.auto.seat import Pooled, pooled_bounds, set_aside
 from orchestrator.judging.auto.two_senses import combine
+from orchestrator.judging.auto.wrist_sense import wrist_bounds
 from orchestrator.sim import fk
 from orchestrator.sim.holding import closed_on_cube, squeezed_when_read
 from orchestrator.store.episode_files import read_series
 from orchestrator.vision.lift_track import LiftTrack, longest_run
+from orchestrator.vision.wrist_cube import WristTrack
 
 # How far a squeezed cube sinks in the jaws when lifted: the median, over the 31 successful
 # episodes of the demo campaign (protocols/sim_demo.yaml), of the grasp point's rise minus
@@ -126,12 +128,13 @@ def grip(state: np.ndarray, cube_size_m: float, action: np.ndarray | None) -> tu
 
 def rate(t: np.ndarray, state: np.ndarray, cube_size_m: float, min_height_m: float,
          hold_s: float, action: np.ndarray | None = None, lift: LiftTrack | None = None,
-         camera: str = "") -> AutoVerdict:
+         camera: str = "", wrist: WristTrack | None = None) -> AutoVerdict:
     """Apply the lift-and-hold test to a joint trajectory: step times (s), measured joints
     (N, 6) and commanded joints (N, 6), rig units. Without commands the squeeze test is
     left out (a gripper at the cube's width counts as closed on it). `unsure` when the error
     band (module docstring) straddles the success height or the hold time. With the front
-    camera's `lift` track both senses are combined (`two_senses.combine`); without it, `camera`
+    camera's `lift` track both senses are combined (`two_senses.combine`), with the wrist camera's
+    seat where there is a `wrist` track (`wrist_sense.wrist_bounds`); without it, `camera`
     says why (the reason line then starts "joints only")."""
     t = np.asarray(t, dtype=float)
     state = np.asarray(state, dtype=float)
@@ -142,7 +145,8 @@ def rate(t: np.ndarray, state: np.ndarray, cube_size_m: float, min_height_m: flo
         low, high, seat = pooled_bounds(t, closed, z, lift.times_s, lift.bottom_m)
         both = combine(t, closed, joint_bottoms(closed, z, SEAT_HIGH_M), joint_bottoms(closed, z, SEAT_LOW_M),
                        lift, min_height_m, hold_s, HOLD_BANDS, arm_moved(state),
-                       Pooled(low, high, seat, set_aside(seat, SEAT_LOW_M, SEAT_HIGH_M), seat > SEAT_HIGH_M))
+                       Pooled(low, high, seat, set_aside(seat, SEAT_LOW_M, SEAT_HIGH_M), seat > SEAT_HIGH_M),
+                       None if wrist is None else wrist_bounds(t, closed, z, wrist))
         return AutoVerdict(both.label == "success", both.hold_s, both.top_m, arm_moved(state), both.reason,
                            both.label == "unsure", both.decided_by)
     verdict = _joints_verdict(t, closed, z, state, min_height_m, hold_s)
@@ -199,16 +203,24 @@ def trace(t: np.ndarray, state: np.ndarray, cube_size_m: float, min_height_m: fl
 
 
 def rate_file(series: Path, cube_size_m: float, min_height_m: float, hold_s: float,
-              camera: bool = True) -> AutoVerdict:
+              camera: bool = True, simulated: bool = False) -> AutoVerdict:
     """`rate` on an episode's `timeseries.npz` (read by `episode_files.read_series`) and, with
     `camera`, its front video beside it (`camera.recorded_front`, measured by
-    `camera.front_lift`); without a usable video the joints alone, saying so."""
+    `camera.front_lift`); without a usable video the joints alone, saying so. An episode recorded
+    in the simulated scene (`simulated`: its wrist camera is the model's, `wrist`) that both leave
+    unsure is rated again with its wrist video (`wrist.wrist_track`)."""
     data = read_series(series)
     lift, why = None, "camera not used"
     if camera:
         from orchestrator.judging.auto.camera import front_lift, recorded_front
+        from orchestrator.judging.auto.wrist import recorded_wrist, wrist_track
 
         video, poses = recorded_front(Path(series))
         lift, why = front_lift(video, poses, data, cube_size_m)
-    return rate(data["t"], data["state"], cube_size_m, min_height_m, hold_s, data.get("action"), lift,
-                camera=why)
+    verdict = rate(data["t"], data["state"], cube_size_m, min_height_m, hold_s, data.get("action"), lift, camera=why)
+    if camera and simulated and lift is not None and verdict.unsure:
+        wrist = wrist_track(recorded_wrist(Path(series)), data, cube_size_m)[0]
+        if wrist is not None:
+            verdict = rate(data["t"], data["state"], cube_size_m, min_height_m, hold_s, data.get("action"), lift,
+                           camera=why, wrist=wrist)
+    return verdict

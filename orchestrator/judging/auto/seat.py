@@ -100,17 +100,19 @@ class Pooled:
 
 
 def pooled_bounds(t: np.ndarray, closed: np.ndarray, z: np.ndarray, frame_t: np.ndarray, bottom: np.ndarray,
-                  band_m: tuple[float, float] = (BELOW_M, ABOVE_M)) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                  band_m: tuple[float, float] = (BELOW_M, ABOVE_M),
+                  min_frames: int = MIN_FRAMES) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(low, high, seat) per step: the pooled bottom's interval and the seat it used (NaN outside a
     squeeze with a pooled seat; module docstring). `z`: the grasp point's height per step (m),
-    `frame_t`, `bottom`: the camera's frame times and measured bottoms; `band_m`: (below, above)."""
+    `frame_t`, `bottom`: the camera's frame times and measured bottoms; `band_m`: (below, above);
+    `min_frames`: the samples a squeeze needs (`MIN_FRAMES` for the front camera)."""
     t = np.asarray(t, float)
     low, high, seat = (np.full(len(t), np.nan) for _ in range(3))
     for first, last in squeezes(closed):
         rise = np.full(len(t), -np.inf)
         rise[first:last + 1] = z[first:last + 1] - z[first]
         samples = seat_samples(t, rise, first, last, frame_t, bottom)
-        if len(samples) < MIN_FRAMES:
+        if len(samples) < min_frames:
             continue
         at = float(np.median(samples))
         pooled = np.maximum(rise[first:last + 1] - at, 0.0)

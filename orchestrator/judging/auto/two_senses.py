@@ -16,6 +16,9 @@ needs the cube held, and only the joints see the grip):
   shifted, or the cube really sits outside it, slipping) is not used, and the label is then the
   joints' own sure verdict, unless it is a success while the camera sees the cube lower than the
   joints allow (a slip looks like that) and does not itself say success: then `unsure`, saying so;
+- the wrist camera's interval (`wrist_sense.wrist_bounds`: the rise less the seat it measured in the
+  frames around the step; only where the rater measured the wrist video), one more interval in the
+  intersection, and the joints' narrowed by it where the pooled seat is set aside;
 - the senses *disagree* when, for at least `CONFLICT_S`, one sense's whole interval is at or above
   the success height and another's is below it (the cube slipped in the jaws: the joints say
   high, the camera sees it drop; or the seat is outside its assumed range). The verdict is then
@@ -113,6 +116,8 @@ def _disagree(t: np.ndarray, k: int, senses: dict[str, tuple[np.ndarray, np.ndar
     pooled = senses.get("pooled")
     over = "" if pooled is None or np.isnan(pooled[0][k]) else \
         f", with the seat the camera measured over the hold {_interval(*pooled, k)}"
+    wrist = senses.get("wrist")
+    over += "" if wrist is None or np.isnan(wrist[0][k]) else f", the wrist camera {_interval(*wrist, k)}"
     return (f"unsure: the camera and the joints disagree at {t[k]:.2f} s: the camera sees the cube bottom at "
             f"{_interval(*senses['camera'], k)}, the joints put it at {_interval(*senses['joints'], k)}{over} "
             f"(success height {min_height_m * 100:g} cm)")
@@ -122,12 +127,15 @@ def _disagree(t: np.ndarray, k: int, senses: dict[str, tuple[np.ndarray, np.ndar
 # and the reason line, read in the order of the module docstring.
 def combine(t: np.ndarray, closed: np.ndarray, j_low: np.ndarray, j_high: np.ndarray, lift: LiftTrack,
             min_height_m: float, hold_s: float, bands: tuple[float, float], moved: bool,
-            pooled: Pooled | None = None) -> Combined:
+            pooled: Pooled | None = None, wrist: tuple[np.ndarray, np.ndarray] | None = None) -> Combined:
     """The verdict of both senses (module docstring): step times `t`, the joints' `closed` on
     the cube and their interval for the bottom's height (`j_low`, `j_high`, the seat's range:
     `rater.joint_bottoms`) per step, the camera's `lift`, the hold's bands (`_verdict`), and the
     bottom with the seat pooled over the hold (`seat.Pooled`; where its seat is set aside it is not
-    used, and a label needs the camera's and the joints' own verdicts to agree)."""
+    used, and a label needs the camera's and the joints' own verdicts to agree); `wrist`: the
+    bottom with the seat the wrist camera measured over the hold (`wrist_sense`; NaN where none),
+    one more interval in the intersection, and the joints' narrowed by it where the front camera's
+    seat is set aside."""
     aside = np.zeros(len(t), bool) if pooled is None else closed & pooled.aside
     c_low, c_high = camera_bounds(t, lift)
     c_low = np.where(closed, c_low, np.nan)
@@ -135,6 +143,8 @@ def combine(t: np.ndarray, closed: np.ndarray, j_low: np.ndarray, j_high: np.nda
     senses = {"joints": (j_low, j_high), "camera": (c_low, c_high)}
     if pooled is not None:
         senses["pooled"] = (np.where(closed & ~aside, pooled.low, np.nan), np.where(closed & ~aside, pooled.high, np.nan))
+    if wrist is not None:
+        senses["wrist"] = (np.where(closed, wrist[0], np.nan), np.where(closed, wrist[1], np.nan))
     low = np.where(closed, np.fmax.reduce([lo for lo, _ in senses.values()]), 0.0)
     high = np.where(closed, np.fmin.reduce([hi for _, hi in senses.values()]), 0.0)
     first = _conflict(t, closed, low, high, min_height_m - _EPS)
@@ -144,11 +154,16 @@ def combine(t: np.ndarray, closed: np.ndarray, j_low: np.ndarray, j_high: np.nda
         return Combined("unsure", 0.0, top, _disagree(t, first, senses, min_height_m), "")
     label, sure, maybe = _verdict(t, low, high, min_height_m, hold_s, bands)
     joints = _verdict(t, j_low, j_high, min_height_m, hold_s, bands)[0]
+    if wrist is not None:   # the joints' interval narrowed by the wrist camera's seat
+        joints = _verdict(t, np.fmax(j_low, senses["wrist"][0]), np.fmin(j_high, senses["wrist"][1]),
+                          min_height_m, hold_s, bands)[0]
     camera = _verdict(t, np.where(closed, np.nan_to_num(c_low, nan=0.0), 0.0),
                       np.where(closed, np.nan_to_num(c_high, nan=np.inf), 0.0), min_height_m, hold_s, bands)[0]
     measured = f"camera measured {int(seen.sum())} of {int(closed.sum())} held steps"
     if pooled is not None and not np.isnan(senses["pooled"][0][closed]).all():
         measured += ", seat pooled over the hold"
+    if wrist is not None and not np.isnan(senses["wrist"][0][closed]).all():
+        measured += ", the wrist camera's seat"
     if pooled is not None and aside.any():   # (aside is all False without a pooled seat)
         deep = bool((aside & pooled.deep).any())
         if joints == "unsure" or (joints == "success" and deep and camera != "success"):
@@ -163,7 +178,9 @@ def combine(t: np.ndarray, closed: np.ndarray, j_low: np.ndarray, j_high: np.nda
                   f"camera and the joints together ({measured}; the true hold {bands[0]:g} s shorter to {bands[1]:g} s "
                   f"longer): the band straddles {hold_s:g} s")
         return Combined("unsure", sure, top, reason, "", maybe)
-    agreeing = [name for name, own in (("camera", camera), ("joints", joints)) if own == label]
+    by_joints = "joints with the wrist camera" if wrist is not None and not np.isnan(senses["wrist"][0][closed]).all() \
+        else "joints"
+    agreeing = [name for name, own in (("camera", camera), (by_joints, joints)) if own == label]
     decided = " and ".join(agreeing) if agreeing else "camera with joints"
     if label == "success":
         reason = f"held {sure:.2f} s with the cube bottom >= {min_height_m * 100:g} cm ({decided}; {measured})"

@@ -1,0 +1,73 @@
+"""The `auto` rater's wrist sense: an episode's recorded wrist video measured by
+`vision.wrist_cube.measure_in_jaws` on a sample of its held frames, or why it could not be
+(`wrist_track`).
+
+Which frames. It fits the frames taken while the jaws are closed on the cube with the grasp point
+risen at least `seat.MIN_RISE_M` since the squeeze began (where the success height can be
+reached; each fit costs some 15-30 ms of CPU, so the rater measures the wrist video only for the
+episodes the front camera and the joints leave unsure: `rater.rate_file`). The video's frame times
+are the time series' `frame_t.wrist` (the recorder's); a frame belongs to the last step at or
+before it. The camera's mount and field of view are the simulated SO-101's (`sim.fk`): the rater
+reads the wrist video only of episodes recorded in the simulated scene (the simulated rig and the
+twin, whose wrist camera is that model's); a real arm's wrist camera needs its own mount and
+intrinsics, which no rig profile gives yet.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from orchestrator.judging.auto.camera import decoded_frames
+from orchestrator.judging.auto.seat import MIN_RISE_M, squeezes
+from orchestrator.sim import fk
+from orchestrator.sim.holding import closed_on_cube
+from orchestrator.vision.wrist_cube import WristTrack, measure_in_jaws
+
+CAMERA = "wrist"
+
+
+def recorded_wrist(series: Path) -> Path:
+    """The wrist video of the episode whose time series is `series` (`run/recording.py`'s layout)."""
+    series = Path(series)
+    return series.parent.parent.parent / "videos" / series.parent.name / f"{CAMERA}.mp4"
+
+
+def sample(t: np.ndarray, closed: np.ndarray, z: np.ndarray, frame_t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(each frame's step, closed at each frame, the frames to fit) for steps `t` with `closed`
+    on the cube and the grasp point's height `z` (module docstring)."""
+    steps = np.clip(np.searchsorted(t, np.asarray(frame_t, float) + 1e-9, side="right") - 1, 0, len(t) - 1)
+    at_frame = np.asarray(closed, bool)[steps]
+    wanted = np.zeros(len(steps), bool)
+    for first, last in squeezes(closed):
+        risen = np.flatnonzero((steps >= first) & (steps <= last) & (z[steps] - z[first] >= MIN_RISE_M - 1e-12))
+        wanted[risen] = True
+    return steps, at_frame, wanted & at_frame
+
+
+def wrist_track(video: Path | None, series: dict[str, np.ndarray], cube_size_m: float) -> tuple[WristTrack | None, str]:
+    """(the wrist camera's track, "") or (None, why there is none: no video, unreadable, no frame
+    held high enough, none measured)."""
+    if video is None or not Path(video).is_file():
+        return None, "no wrist video"
+    times = np.asarray(series.get(f"frame_t.{CAMERA}", ()), float)
+    t, state = np.asarray(series["t"], float), np.asarray(series["state"], float)
+    if not len(times) or not len(t):
+        return None, "no wrist frame times"
+    action = series.get("action")
+    closed = closed_on_cube(state[:, 5], cube_size_m, None if action is None else np.asarray(action, float)[:, 5])
+    steps, at_frame, wanted = sample(t, closed, fk.grasp_point(state)[:, 2], times)
+    if not wanted.any():
+        return None, "no wrist frame with the cube held high enough"
+    try:
+        frames = decoded_frames(Path(video), wanted)
+    except Exception as exc:  # noqa: BLE001 - any decoding failure is the same "unreadable"
+        return None, f"the wrist video cannot be decoded ({type(exc).__name__})"
+    if len(frames) != len(times):
+        return None, f"the time series has {len(times)} wrist frame times for the video's {len(frames)} frames"
+    track = measure_in_jaws(frames, times, state[steps], at_frame, cube_size_m, wanted)
+    if not track.visible.any():
+        return None, next((r for r in track.reasons if r.startswith(("occluded", "0", "1", "2", "3", "4", "5", "6", "7", "8", "9"))),
+                          "no wrist frame measured")
+    return track, ""

@@ -1,0 +1,215 @@
+"""The wrist camera measures the cube in the jaws: its pose relative to the gripper in every frame
+of a squeeze, hence its bottom's height above the table with the gripper's pose from the joints
+(`measure_in_jaws` -> `WristTrack`).
+
+Why the wrist camera. It rides on the gripper, so a held cube is near and large in its image (at
+the simulator's 320x240 and the Menagerie mount, about 140 px across at some 6 cm: a pixel is
+under half a millimetre), and it looks at the cube from where the jaws hold it, so the cube's
+place in the jaws (how far it sank: the rater's *seat*; and any slip during the hold) is measured
+directly, with no prior from another camera. What it sees during a hold: the cube's top face and
+the side face towards the camera, that side face's bottom edge against the table behind it; the
+jaws hide the image's lower corners (`bench/wrist_lift.py`, docs/benchmarks.md).
+
+The camera. Its pose in the gripper body is the model's mount (`sim.fk.gripper_to_wrist_camera`)
+and its intrinsics the model's field of view (`sim.fk.WRIST_CAMERA_FOVY_DEG`, square pixels,
+principal point at the centre). The fit is done in the gripper's frame, so it needs no joint at
+all; only the bottom's height in the layout frame uses the gripper's pose from the joints
+(`sim.fk.grasp_pose`). On a real arm the mount and the intrinsics are the rig's to give (they are
+not measured by the camera check yet).
+
+The fit. The cube (a box of the layout's size) has six degrees of freedom in the gripper frame: its
+centre and a rotation. Its silhouette (the convex hull of its projected corners, `cube.coverage`)
+is matched to the frame by Nelder-Mead (SciPy) on a cost that counts the cube-coloured pixels the
+silhouette leaves out plus the unsaturated pixels it covers (`BACKGROUND_SATURATION`: the printed
+sheet and the table behind the cube; something saturated and not of the cube's colour, the jaws,
+costs nothing: occlusion by the jaws is the normal case). It starts at the squeeze's first frame
+from the cube centred at the grasp point, its faces along the jaws, and each later frame from the
+previous fit. Computed on the image halved (`SCALE`), where the cube is still some 70 px across.
+
+Not measured (NaN, with the reason): fewer than `VISIBLE_FRACTION` of the fitted silhouette (or
+than `MIN_VISIBLE_PX` pixels) shows the cube's colour, or the fit leaves more than
+`UNEXPLAINED_FRACTION` of the cube-coloured pixels out (the cube is not where the jaws hold it).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+from scipy.optimize import minimize
+
+from orchestrator.sim import fk
+from orchestrator.vision.camera_model import Intrinsics
+from orchestrator.vision.cube import RED, CubeColour, coverage, hull_box
+
+BACKGROUND_SATURATION = 70  # HSV saturation (0-255) below which a pixel is the sheet or the table
+SCALE = 0.5                 # the fit's image is the frame resized by this
+VISIBLE_FRACTION = 0.3      # of the silhouette's area in the image: fewer cube-coloured pixels, not measured
+UNEXPLAINED_FRACTION = 0.2  # of the cube-coloured pixels: more outside the fit, not measured
+MIN_VISIBLE_PX = 200.0      # cube-coloured pixels under the fit (at SCALE; a held cube shows ~4000): fewer, not measured
+# The cube's turn in the jaws away from its pose at the squeeze's first frame, about the gripper's x
+# and z axes, costs this many pixels per squared degree: the jaws hide the silhouette's lower
+# corners, and without it a cube turned 20 degrees into them fitted as well (5 mm low on 4 of 16
+# episodes of `bench/wrist_lift.py`); with it (and none about y) 0.98 mm at most.
+PRIOR_PX_PER_DEG2 = 2.0
+XATOL = 5e-5                # Nelder-Mead's step tolerance (m and rad)
+
+
+@dataclass(frozen=True)
+class WristTrack:
+    """Per frame of the wrist video: `times_s`, the cube's centre in the gripper frame
+    (`centre_g`, (K, 3) m) and its rotation there (`rotation_g`, (K, 3, 3)), the cube bottom's
+    height above the table (`bottom_m`: its lowest corner, with the gripper's pose from the
+    joints), NaN where not measured, and `reasons` ("" when measured)."""
+
+    times_s: np.ndarray
+    centre_g: np.ndarray
+    rotation_g: np.ndarray
+    bottom_m: np.ndarray
+    reasons: tuple[str, ...]
+
+    @property
+    def visible(self) -> np.ndarray:
+        return ~np.isnan(self.bottom_m)
+
+
+def _corners(size_m: float) -> np.ndarray:
+    h = size_m / 2.0
+    return np.array([(a, b, c) for a in (-h, h) for b in (-h, h) for c in (-h, h)])
+
+
+def _turn_cost(rotation: np.ndarray, prior: np.ndarray) -> float:
+    """The prior's cost of the cube turned from `prior` to `rotation` (gripper frame) about the
+    gripper's x and z axes (`PRIOR_PX_PER_DEG2`); a turn about its y axis, nearly the camera's line
+    of sight (the cube wedged between the hinged jaw and the fixed one: up to 11 degrees in the
+    simulator), turns the silhouette in the image and costs nothing."""
+    turn = np.degrees(cv2.Rodrigues(rotation @ prior.T)[0].ravel())
+    return PRIOR_PX_PER_DEG2 * float(turn[0] ** 2 + turn[2] ** 2)
+
+
+def _about_x(angle: float) -> np.ndarray:
+    c, s = math.cos(angle), math.sin(angle)
+    return np.array([[1.0, 0.0, 0.0], [0.0, c, -s], [0.0, s, c]])
+
+
+class _WristImage:
+    """One frame's masks at the fit's scale and the projection of gripper-frame points."""
+
+    def __init__(self, image: np.ndarray, intrinsics: Intrinsics, colour: CubeColour) -> None:
+        small = cv2.resize(image, None, fx=SCALE, fy=SCALE, interpolation=cv2.INTER_AREA)
+        self.red = colour.mask(small).astype(float)
+        saturation = cv2.cvtColor(small, cv2.COLOR_RGB2HSV)[..., 1]
+        self.weight = (saturation < BACKGROUND_SATURATION).astype(float) * (1.0 - self.red) - self.red
+        self.total = float(self.red.sum())
+        self.box = (0, 0, small.shape[1], small.shape[0])
+        self.f = intrinsics.f_px * SCALE
+        self.c = np.array([(small.shape[1] - 1) / 2.0, (small.shape[0] - 1) / 2.0])
+        self.at, self.turn = fk.gripper_to_wrist_camera()
+
+    def project(self, points_g: np.ndarray) -> np.ndarray:
+        camera = (np.asarray(points_g, float) - self.at) @ self.turn
+        return self.f * camera[:, :2] / np.maximum(camera[:, 2:3], 1e-4) + self.c
+
+    def cost(self, pixels: np.ndarray) -> float:
+        box = hull_box(pixels, self.box)
+        if box is None:
+            return self.total
+        x, y, w, h = box
+        return self.total + float((self.weight[y:y + h, x:x + w] * coverage(pixels, box)).sum())
+
+    def seen(self, pixels: np.ndarray) -> tuple[float, float]:
+        """(cube-coloured pixels under the silhouette, the silhouette's area in the image)."""
+        box = hull_box(pixels, self.box)
+        if box is None:
+            return 0.0, 0.0
+        x, y, w, h = box
+        cover = coverage(pixels, box)
+        return float((self.red[y:y + h, x:x + w] * cover).sum()), float(cover.sum())
+
+
+def fit_in_jaws(image: np.ndarray, intrinsics: Intrinsics, size_m: float, centre_g: np.ndarray,
+                rotation_g: np.ndarray, colour: CubeColour = RED,
+                prior: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, str]:
+    """(centre, rotation in the gripper frame, why not measured or "") of the cube in one wrist
+    frame, fitted from (`centre_g`, `rotation_g`) (module docstring)."""
+    frame = _WristImage(image, intrinsics, colour)
+    local = _corners(size_m)
+
+    def pose(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return centre_g + p[:3], cv2.Rodrigues(np.asarray(p[3:], float).reshape(3, 1))[0] @ rotation_g
+
+    def cost(p: np.ndarray) -> float:
+        centre, rotation = pose(p)
+        return frame.cost(frame.project(centre + local @ rotation.T)) + (0.0 if prior is None else _turn_cost(rotation, prior))
+
+    step, turn = 0.002, 0.05
+    simplex = np.vstack([np.zeros(6), np.diag([step, step, step, turn, turn, turn])])
+    result = minimize(cost, np.zeros(6), method="Nelder-Mead",
+                      options={"xatol": XATOL, "fatol": 0.2, "initial_simplex": simplex, "maxiter": 600})
+    centre, rotation = pose(result.x)
+    inside, area = frame.seen(frame.project(centre + local @ rotation.T))
+    if inside < max(VISIBLE_FRACTION * area, MIN_VISIBLE_PX):
+        return centre, rotation, f"occluded: {inside:.0f} of {area:.0f} px of the cube's colour in the wrist camera"
+    if frame.total - inside > UNEXPLAINED_FRACTION * frame.total:
+        return centre, rotation, (f"{frame.total - inside:.0f} px of the cube's colour outside the fitted cube in "
+                                  "the wrist camera: not where the jaws hold it")
+    return centre, rotation, ""
+
+
+def start_pose(rotation: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The fit's start at a squeeze's first frame: the cube centred at the grasp point, standing
+    flat on the table with its faces along the gripper's x axis (the jaws' closing direction),
+    in the gripper frame of the gripper's `rotation` (layout frame)."""
+    up = rotation.T @ np.array([0.0, 0.0, 1.0])
+    return np.asarray(fk.GRASP_SITE, float), _about_x(math.atan2(-up[1], up[2]))
+
+
+def bottom_height(point: np.ndarray, rotation: np.ndarray, centre_g: np.ndarray, rotation_g: np.ndarray,
+                  size_m: float) -> float:
+    """The lowest corner's height (m, layout frame) of a cube at (`centre_g`, `rotation_g`) in a
+    gripper whose grasp point is at `point` with `rotation` (`sim.fk.grasp_pose`)."""
+    origin = point - rotation @ np.asarray(fk.GRASP_SITE, float)
+    corners = (centre_g + _corners(size_m) @ rotation_g.T) @ rotation.T + origin
+    return float(corners[:, 2].min())
+
+
+def measure_in_jaws(frames: Iterable[np.ndarray | None], times_s: np.ndarray, joints_deg: np.ndarray,
+                    closed: np.ndarray, size_m: float, wanted: np.ndarray | None = None,
+                    colour: CubeColour = RED) -> WristTrack:
+    """The cube in the jaws in each wrist frame taken while `closed` and `wanted` (per frame,
+    default every closed frame; the joints `joints_deg` (K, >=5) at each frame), each fitted from
+    the previous fit of its squeeze or from `start_pose` at the squeeze's first frame (module
+    docstring); the other frames may be None."""
+    times = np.asarray(times_s, float)
+    n = len(times)
+    centres, rotations = np.full((n, 3), np.nan), np.full((n, 3, 3), np.nan)
+    bottoms = np.full(n, np.nan)
+    reasons = ["not in the jaws (the gripper is not closed on it): not measured"] * n
+    wanted = np.ones(n, bool) if wanted is None else np.asarray(wanted, bool)
+    points, grippers = fk.grasp_pose(np.asarray(joints_deg, float)) if n else (np.zeros((0, 3)), np.zeros((0, 3, 3)))
+    start: tuple[np.ndarray, np.ndarray] | None = None
+    prior = None
+    for k, image in enumerate(frames):
+        if k >= n:
+            break
+        if not closed[k]:
+            start = None
+            continue
+        if start is None:
+            start = start_pose(grippers[k])
+            prior = start[1]
+        if not wanted[k]:
+            reasons[k] = "not fitted (the wrist camera fits a sample of the held frames)"
+            continue
+        if image is None:
+            raise ValueError(f"wrist frame {k} is None, but it is to be fitted: it must be read")
+        intrinsics = Intrinsics.from_fovy(fk.WRIST_CAMERA_FOVY_DEG, image.shape[1], image.shape[0], "the model's")
+        centre, rotation, reasons[k] = fit_in_jaws(np.asarray(image), intrinsics, size_m, *start, colour, prior)
+        centres[k], rotations[k] = centre, rotation
+        if not reasons[k]:
+            start = (centre, rotation)
+            bottoms[k] = bottom_height(points[k], grippers[k], centre, rotation, size_m)
+    return WristTrack(times, centres, rotations, bottoms, tuple(reasons))
