@@ -86,7 +86,7 @@ def alive(pid: int) -> bool:
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc (Linux)")
-def test_helpers_are_lower_priority_processes_that_end_with_the_export(tmp_path):
+def test_helpers_are_forked_processes_that_end_with_the_export(tmp_path):
     """In a fresh process the helpers are forked processes, one per core but the main thread's (at
     most two); a job runs in one of them, not in the export's process, and computes what the
     export's process would; SIGKILL the export's process and every helper is gone within seconds."""

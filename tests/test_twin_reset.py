@@ -70,7 +70,7 @@ def test_the_arm_resets_the_cube_on_the_twin_and_a_stop_during_the_reset_holds_i
         tmux("send-keys", "-t", "op", "Space")                         # at 15 Hz: into the reach for the cube
         stopped = time.time()
         tmux.wait_for("op", "ARM STOPPED (holding)", timeout=30)
-        # held for 8 of the hold's own checks of the servos (run/motion.py HOLD_CHECK_S: 2 s)
+        # held for 8 of the hold's own checks of the servos (run/motion.py HOLD_CHECK_S 0.25 s: 2 s)
         wait_until(lambda: _status_reads(wire, stopped + 0.15) >= 8, 60, "the hold read no 8 Status")
         held_until = time.time()
         log = WireLog.read(wire)
