@@ -138,3 +138,24 @@ def test_a_dead_helper_fails_the_export_in_one_line_and_publishes_nothing(tmp_pa
     assert code == 1 and len(err) == 1, err
     assert "a helper process of the export died" in err[0] and "nothing was published" in err[0]
     assert not root.exists() and not [p for p in tmp_path.iterdir() if p.name.startswith(".dataset")]
+
+
+AFTER_TORCH = """
+import json
+from orchestrator.export.workers import forks
+before = forks()
+import torch
+torch.ones(64, 64) @ torch.ones(64, 64)       # torch's thread pool started
+print(json.dumps({"before": before, "after": forks()}))
+"""
+
+
+def test_a_process_that_imported_torch_makes_its_helpers_threads_not_forks():
+    """An export inside a process that already imported torch (a test's process, beside a policy;
+    seen in the suite as Python's 'multi-threaded, use of fork() may lead to deadlocks' warning)
+    does not fork its helpers; control: the same fresh process forks before torch is imported."""
+    out = subprocess.run([sys.executable, "-c", AFTER_TORCH], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    got = json.loads(out.stdout)
+    assert got["before"] is True                      # control: a fresh process forks
+    assert got["after"] is False

@@ -6,8 +6,10 @@ On two cores, threads would not do: the main thread's import holds Python's lock
 all the time, and the statistics' numpy work needs it too. So the helpers are processes, forked
 at the start of the export, before the campaign store is opened and before LeRobot, torch or
 any decoder thread exists (a forked child starts at once: nothing to import again). Where fork
-is not available, or the process already runs other Python threads (a fork would copy locks they
-may hold), the helpers are two threads instead: the same jobs, the same results.
+is not available, or the process already runs other Python threads or has imported torch (a fork
+would copy locks they may hold: torch's thread pools are not safe to fork, and Python 3.12+ warns
+of the deadlock; an export called inside a process that already ran a policy, as a test's does),
+the helpers are two threads instead: the same jobs, the same results.
 
 The main thread's work is the export's critical path (the import, then the episodes in order),
 so it keeps a core: there is one helper process per other core, at most two (`WORKERS`: one on
@@ -21,6 +23,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+import sys
 import threading
 import time
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
@@ -43,8 +46,10 @@ def _helper_start(parent: int) -> None:
 
 
 def forks() -> bool:
-    """Whether `helpers` forks processes here: fork exists and this process runs one Python thread."""
-    return "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
+    """Whether `helpers` forks processes here: fork exists, this process runs one Python thread,
+    and it has not imported torch (whose thread pools a fork would copy mid-lock)."""
+    return ("fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
+            and "torch" not in sys.modules)
 
 
 def helpers() -> Executor:
