@@ -310,9 +310,13 @@ class LeRobotRig(Rig):
         guarded (`_guarded`); torque comes back first after a release: call it once confirmed."""
         rest = self.rest_target
         if rest and self._connected:
-            self._guarded(check, "did not reach rest", lambda guard: [
-                move_to_rest(self._joint_positions, self._write_goal, target, speed_deg_s=self.rest_speed_deg_s,
-                             **guard) for target in route(rest, self._joint_positions())])
+            read, write = self._joint_positions, self._write_goal
+
+            def moves(guard: dict) -> None:
+                for target in route(rest, read()):
+                    move_to_rest(read, write, target, speed_deg_s=self.rest_speed_deg_s, **guard)
+
+            self._guarded(check, "did not reach rest", moves)
 
     def move_along(self, path: Sequence[Action], path_fps: int, check: Callable[[], None] | None = None) -> None:
         """The arm along `path` (the cube reset's pick, carry and place), guarded as the move to
