@@ -78,3 +78,30 @@ def test_a_single_read_skips_a_late_reply_of_another_length_too(tmp_path, monkey
         rig.disconnect()
     assert planted
     assert abs(elbow - now) <= 2, (elbow, now)
+
+
+def test_a_ping_behind_a_late_ping_reply_reads_the_model_number(tmp_path, monkeypatch):
+    """scservo_sdk's `ping` reads the model number (2 bytes at address 3) after the ping's status
+    packet. A late empty reply of an earlier ping in front of the read's answer was taken for it:
+    `IndexError: list index out of range` (rigs/so101/robot_faults.stale_reply_servo), a connect
+    or a `run` that ended with exit 1 before its first trial. Now the read skips it."""
+    from orchestrator.rigs.twin.feetech import INST_PING
+
+    rig, twin = twin_rig(tmp_path, monkeypatch)
+    answer, planted = twin.arm.chain.handle, []
+
+    def late_ping_first(packet: bytes) -> bytes:
+        reply = answer(packet)
+        if not planted and packet[4] == INST_READ and packet[5] == 3:     # the model number's read
+            planted.append(answer(instruction_packet(3, INST_PING)))
+            return planted[0] + reply
+        return reply
+
+    try:
+        monkeypatch.setattr(twin.arm.chain, "handle", late_ping_first)
+        bus = rig.robot.bus
+        model, result, _ = bus.packet_handler.ping(bus.port_handler, 3)
+    finally:
+        rig.disconnect()
+    assert len(planted) == 1 and len(planted[0]) == 6                     # an empty status packet went first
+    assert (model, result) == (777, 0), (model, result)                   # the STS3215's model number
