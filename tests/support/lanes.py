@@ -121,6 +121,8 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_remote_policy.py", ("lerobot", "subprocess")),
     ("test_rest_move.py", ()),
     ("test_rest_move_sag.py", ()),
+    ("test_rest_clearance.py", ()),   # MuJoCo and the twin's servo model, simulated time
+    ("test_reply_lengths.py", ("lerobot",)),   # LeRobot's stack on the twin's servos in this process, simulated time
     ("test_guarded_motion.py", ("lerobot",)),   # LeRobot's stack on the twin's servos, simulated time
     ("test_motion_paths.py", ()),
     ("test_arm_motion.py", ()),

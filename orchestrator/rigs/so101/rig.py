@@ -53,6 +53,7 @@ from orchestrator.rigs.so101.clamp_log import quiet_clamp_warnings
 from orchestrator.rigs.so101.config import build_robot_config, make_robot
 from orchestrator.rigs.so101.connection import calibrated_on_bare_bus, retrying, silent_servos
 from orchestrator.rigs.so101.hardware_checks import check_calibration, check_port, other_calibration, rig_checks
+from orchestrator.rigs.so101.reply_lengths import check_reply_lengths
 from orchestrator.rigs.so101.rest_move import move_to_rest, route
 from orchestrator.rigs.so101.robot_faults import device_fault_of
 from orchestrator.rigs.so101.servo_alarms import (
@@ -122,6 +123,7 @@ class LeRobotRig(Rig):
         """The LeRobot `Robot` (built on first use, not connected)."""
         if self._robot is None:
             self._robot = make_robot(self.config, self.profile, self.name)
+            check_reply_lengths(self._robot)   # a read takes only an answer of its own length
         return self._robot
 
     @property
