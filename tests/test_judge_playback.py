@@ -118,7 +118,7 @@ class PlayerApp(App):
         player = self.query_one(Player)
         player.on_shown = lambda episode, frame: self.shown.append(
             (time.perf_counter(), player.position,
-             tuple(s.index_at(player.position) for s in player.visible)))
+             tuple(s.index_at(player.position) for s in player.shown_sources)))
         player.load("ep", self.sources, self.duration_s, play=self.play)
 
 
@@ -199,3 +199,16 @@ def test_a_bundle_keeps_every_frame_timestamp(tmp_path):
     write_timed_video(tmp_path / "src.mp4", times)
     clean_copy(tmp_path / "src.mp4", tmp_path / "copy.mp4")
     assert decoded(tmp_path / "copy.mp4").times == pytest.approx(times, abs=1e-3)
+
+
+@async_test
+async def test_a_player_with_no_camera_on_screen_is_still_a_visible_focusable_widget():
+    """Textual reads a widget's `visible` (focus, the widget under the mouse); the player once
+    overrode it with its list of on-screen cameras, so a player with none (no episode loaded
+    yet) was neither focusable nor under the mouse. Its own list is `shown_sources`."""
+    app = PlayerApp({}, 0.0)
+    app.on_mount = lambda: None   # no episode: nothing on screen
+    async with app.run_test():
+        player = app.query_one(Player)
+        assert player.shown_sources == []
+        assert player.visible is True and player.focusable

@@ -46,7 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def open_source(target: Path, judge: str, contested_first: bool = False):
     """The `JudgeSource` for a campaign directory or a bundle folder."""
-    from orchestrator.judging.source import check_judge_name
+    from orchestrator.judging.source import JudgeSource, check_judge_name
 
     problem = check_judge_name(judge)
     if problem:
@@ -54,6 +54,7 @@ def open_source(target: Path, judge: str, contested_first: bool = False):
     target = Path(target)
     from orchestrator.store.postgres import server_url
 
+    source: JudgeSource
     if (target / DB_NAME).is_file() or server_url() is not None:
         from orchestrator.judging.blinding import CampaignSource
 

@@ -36,6 +36,7 @@ def run(args: argparse.Namespace) -> int:
     store = CampaignStore.open_readonly(target)   # refuses a broken chain, naming the first row
     try:
         status = store.evidence
+        assert status is not None   # open_readonly verified the chain
         where = store.where
     finally:
         store.close()

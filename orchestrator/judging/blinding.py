@@ -86,7 +86,7 @@ def blinded_episodes(store: CampaignStore, marks: dict[str, Mark]) -> list[Blind
         videos = {camera: (store.directory / rel).resolve() for camera, rel in files.videos.items()}
         stills = {camera: (store.directory / rel).resolve() for camera, rel in files.stills.items()}
         series = files.timeseries
-        still = bool(series) and series_arm_moved(store.directory / series) is False
+        still = bool(series and series_arm_moved(store.directory / series) is False)
         poses = _read_poses(store.directory / files.camera_poses) if files.camera_poses else {}
         episodes.append(BlindEpisode(id=episode_id, videos=videos,
                                      mark=marks.get(mark_id, Mark(mark_id)),
@@ -162,7 +162,7 @@ def contested(store: CampaignStore, judge: str) -> set[str]:
     for j in store.judgments():
         labels.setdefault(j.judge, {})[j.episode_id] = j.label
     auto = labels.pop("auto", {})
-    out = set()
+    out: set[str] = set()
     for name, theirs in labels.items():
         if name in ("physics", judge):
             continue

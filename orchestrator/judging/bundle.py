@@ -264,11 +264,12 @@ class BundleSource:
             raise BadInput(f"episode {episode_id} is not in this bundle")
         if label not in (*LABELS, INVALID_START):
             raise BadInput(f"label must be one of {', '.join(LABELS)}, not {label!r}")
-        op = {"op": "add", "id": "lb_" + secrets.token_hex(6), "episode_id": episode_id,
+        label_id, created_at = "lb_" + secrets.token_hex(6), time.time()
+        op = {"op": "add", "id": label_id, "episode_id": episode_id,
               "judge": self.judge, "label": label, "failure_mode": failure_mode, "note": note,
-              "created_at": time.time(), **({"stage": stage} if stage is not None else {})}
+              "created_at": created_at, **({"stage": stage} if stage is not None else {})}
         self._append(op)
-        return LabelRecord(op["id"], episode_id, label, failure_mode, note, op["created_at"], stage)
+        return LabelRecord(label_id, episode_id, label, failure_mode, note, created_at, stage)
 
     def retract(self, label_id: str) -> None:
         self._append({"op": "retract", "id": label_id, "at": time.time()})

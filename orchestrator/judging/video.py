@@ -105,6 +105,8 @@ class VideoFrames:
         if self._last is not None and self._last[0] == index:
             return self._last[1]
         bgr = cv2.imdecode(np.frombuffer(frames[index], np.uint8), cv2.IMREAD_COLOR)
+        if bgr is None:   # a frame that does not decode: none to show (was: cv2.error from cvtColor)
+            return None
         rgb = cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
         self._last = (index, rgb)
         return rgb

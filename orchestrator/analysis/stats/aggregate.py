@@ -39,7 +39,7 @@ REPS = 50_000
 PROFILE_REPS = 2_000
 _CHUNK = 10_000          # replicates drawn at once (bounded memory, same numbers at any size)
 
-Tasks = Sequence[Sequence[float]]
+Tasks = Sequence[Sequence[float] | np.ndarray]   # each task's runs' scores
 
 
 def _tasks(tasks: Tasks) -> list[np.ndarray]:
@@ -65,7 +65,7 @@ def iqm_of_runs(tasks: Tasks) -> float:
     return float(pooled[g:pooled.size - g].mean())
 
 
-def score_distribution(tasks: Tasks, taus: Sequence[float]) -> np.ndarray:
+def score_distribution(tasks: Tasks, taus: Sequence[float] | np.ndarray) -> np.ndarray:
     """Fraction of the pooled runs with a score above each tau (the performance profile)."""
     pooled = np.concatenate(_tasks(tasks))
     return (pooled[:, None] > np.asarray(taus, dtype=float)[None, :]).mean(axis=0)

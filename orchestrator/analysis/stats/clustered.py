@@ -73,7 +73,7 @@ def signflip_tails(weights: Sequence[int], s_obs: int) -> tuple[float, float]:
     prod_k (1 + x^{w_k}) / 2."""
     w = [int(x) for x in weights if x]
     total = sum(w)
-    dist = np.zeros(total + 1)
+    dist: np.ndarray = np.zeros(total + 1)
     dist[0] = 1.0
     for wk in w:
         shifted = np.zeros_like(dist)
@@ -130,9 +130,9 @@ def clustered_difference(tables: Sequence[PairedTable], level: float = 0.95) -> 
     if all(t.n == 1 for t in marks):
         return newcombe_paired(pooled, level)
     deff = design_effect(marks)
-    cells = [x / deff for x in (pooled.both, pooled.a_only, pooled.b_only, pooled.neither)]
+    a, b, c, d = (x / deff for x in (pooled.both, pooled.a_only, pooled.b_only, pooled.neither))
     crit = float(stats.t.ppf(1 - (1 - level) / 2, len(marks) - 1)) if len(marks) > 1 else z_for_level(level)
-    diff, lo, hi = newcombe_cells(*cells, crit)
+    diff, lo, hi = newcombe_cells(a, b, c, d, crit)
     return Interval(diff, lo, hi, "newcombe-clustered", level)
 
 

@@ -69,7 +69,7 @@ def clustered_wilson(per_mark: Sequence[tuple[int, int]], level: float = 0.95) -
     if min(y, n - y) < max(m for _, m in marks):     # too few of one outcome to estimate deff
         deff = max(deff, n / len(marks))
     crit = float(stats.t.ppf(1 - (1 - level) / 2, len(marks) - 1)) if len(marks) > 1 else z_for_level(level)
-    lo, hi = wilson_bounds(y / deff, n / deff, crit)
-    lo = 0.0 if y == 0 else float(lo)
-    hi = 1.0 if y == n else float(hi)
+    lows, highs = wilson_bounds(y / deff, n / deff, crit)
+    lo = 0.0 if y == 0 else float(lows)
+    hi = 1.0 if y == n else float(highs)
     return Interval(y / n, lo, hi, "wilson-clustered", level)

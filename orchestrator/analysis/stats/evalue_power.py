@@ -64,7 +64,7 @@ class _FirstPassage:
         if not 0 < alpha < 1:
             raise ValueError(f"alpha must be in (0, 1), not {alpha}")
         self.theta, self.alpha, self.prior_a = float(theta), float(alpha), float(prior_a)
-        self.alive = np.zeros(2)
+        self.alive: np.ndarray = np.zeros(2)
         self.alive[0] = 1.0              # P(b A-wins so far and not yet rejected), b = 0..m
         self.lo, self.hi = 0, 0          # the band holding that mass (empty once hi < lo)
         self.absorbed = 0.0

@@ -206,8 +206,9 @@ def ppi_rate(marks: Sequence[Hashable], prediction: Sequence[float], human: Sequ
     sample = xi & ~exact
     yy, ff = y[sample] == 1, f[sample] == 1
     if sample.any():
-        cells = (np.sum(yy & ff), np.sum(yy & ~ff), np.sum(~yy & ff), np.sum(~yy & ~ff))
-        rectifier = tuple(share * v for v in newcombe_cells(*(float(c) for c in cells), z_for_level(level)))
+        d, lo_d, hi_d = newcombe_cells(float(np.sum(yy & ff)), float(np.sum(yy & ~ff)), float(np.sum(~yy & ff)),
+                                       float(np.sum(~yy & ~ff)), z_for_level(level))
+        rectifier = (share * d, share * lo_d, share * hi_d)
     else:
         rectifier = (0.0, -share, share)
     est, lo, hi = _mover_sum([(base.estimate, base.lo, base.hi), rectifier])

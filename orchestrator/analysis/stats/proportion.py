@@ -88,9 +88,9 @@ def wald(k: int, n: int, level: float = 0.95, z: float | None = None) -> Interva
 
 
 
-def wilson_bounds(k: np.ndarray, n: int, z: float = Z95) -> tuple[np.ndarray, np.ndarray]:
+def wilson_bounds(k: np.ndarray | float, n: float, z: float = Z95) -> tuple[np.ndarray, np.ndarray]:
     """`wilson` vectorised over k (same formula, same clipping): arrays of lower and upper bounds."""
-    k = np.asarray(k, dtype=float)
+    k = np.asarray(k, dtype=float)   # n may be real too (effective counts, `stats.clustered`)
     p = k / n
     den = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / den

@@ -79,10 +79,10 @@ def trend_test(blocks: Sequence[Sequence[tuple[int, bool]]]) -> TrendResult:
         for _ in range(count):
             dist = np.convolve(dist, step)
     for block in blocks:
-        scores = [int(s) for s, _ in block]
+        ranks = [int(s) for s, _ in block]
         m = sum(1 for _, y in block if y)
-        if m == len(scores):
-            offset += sum(scores)
+        if m == len(ranks):
+            offset += sum(ranks)
     t = observed - offset
     values = np.arange(dist.size)
     at = float(dist[values == t].sum()) if 0 <= t < dist.size else 0.0

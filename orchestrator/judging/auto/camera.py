@@ -38,8 +38,9 @@ def decoded_frames(video: Path, needed: np.ndarray) -> list[np.ndarray | None]:
     import av  # PyAV
 
     with av.open(str(video)) as container:
-        return [frame.to_ndarray(format="rgb24") if k == 0 or (k < len(needed) and needed[k]) else None
-                for k, frame in enumerate(container.decode(video=0))]
+        frames = [frame.to_ndarray(format="rgb24") if k == 0 or (k < len(needed) and needed[k]) else None
+                  for k, frame in enumerate(container.decode(video=0))]
+    return frames
 
 
 def _fovy(poses: Path | None) -> float | None:

@@ -96,7 +96,7 @@ class Player(Vertical):
         return views[self.view % len(views)] if views else "-"
 
     @property
-    def visible(self) -> list[VideoFrames]:
+    def shown_sources(self) -> list[VideoFrames]:
         """The sources of the cameras on screen (the first is the one the cursor counts)."""
         name = self.view_name
         if name == "tiled":
@@ -116,17 +116,17 @@ class Player(Vertical):
     @property
     def frame_index(self) -> int:
         """The frame on screen of the first visible camera."""
-        visible = self.visible
+        visible = self.shown_sources
         return visible[0].index_at(self.position) if visible else 0
 
     @property
     def frame_count(self) -> int:
-        visible = self.visible
+        visible = self.shown_sources
         return visible[0].decoded if visible else 0
 
     def frame_time(self) -> float | None:
         """Timestamp of the frame on screen of the first visible camera."""
-        visible = self.visible
+        visible = self.shown_sources
         if not visible or not visible[0].decoded:
             return None
         return visible[0].timestamps()[self.frame_index]
@@ -145,10 +145,10 @@ class Player(Vertical):
     def step(self, delta: int) -> None:
         """To the next (+1) or previous (-1) frame of the cameras on screen."""
         self.playing = False
-        times = sorted({t for s in self.visible for t in s.timestamps()})
+        times = sorted({t for s in self.shown_sources for t in s.timestamps()})
         if not times:
             return
-        shown = max(s.timestamps()[s.index_at(self.position)] for s in self.visible if s.decoded)
+        shown = max(s.timestamps()[s.index_at(self.position)] for s in self.shown_sources if s.decoded)
         if delta > 0:
             later = [t for t in times if t > self.position + 1e-6]
             target = later[0] if later else self.position
@@ -245,25 +245,25 @@ class Player(Vertical):
 
     def current_image(self) -> np.ndarray | None:
         if self.audit:   # first frame beside last, of the first visible camera
-            visible = self.visible
+            visible = self.shown_sources
             if not visible or not visible[0].decoded:
                 return None
             source, name = visible[0], self.view_name if self.view_name != "tiled" else self.cameras[0]
             images = [self._image(name, source, 0), self._image(name, source, source.decoded - 1)]
             still = self._still(name, images[0])
             return tile([i for i in [still, *images] if i is not None])
-        images = [self._image(n, s, s.index_at(self.position)) for n, s in self.sources.items()
-                  if s in self.visible]
-        images = [i for i in images if i is not None]
-        if not images:
+        found = [self._image(n, s, s.index_at(self.position)) for n, s in self.sources.items()
+                 if s in self.shown_sources]
+        frames = [i for i in found if i is not None]
+        if not frames:
             return None
-        return tile(images) if len(images) > 1 else images[0]
+        return tile(frames) if len(frames) > 1 else frames[0]
 
     def show(self) -> None:
         from PIL import Image as PILImage
 
         image = self.current_image()
-        indices = tuple(s.index_at(self.position) for s in self.visible)
+        indices = tuple(s.index_at(self.position) for s in self.shown_sources)
         key = (self.episode_key, indices, self.audit, 0 if image is None else 1)
         if key != self._shown:
             self._shown = key
@@ -271,7 +271,8 @@ class Player(Vertical):
             if isinstance(widget, HalfBlockImage):
                 widget.image = image
             else:
-                widget.image = None if image is None else PILImage.fromarray(image)
+                picture: Any = widget   # textual-image's widget, its class chosen at run time (image_widget_class)
+                picture.image = None if image is None else PILImage.fromarray(image)
             if image is not None and self.on_shown is not None:
                 episode, frame = self.episode_key, self.frame_index
                 self.call_after_refresh(self.on_shown, episode, frame)

@@ -225,7 +225,7 @@ class JudgeWeb:
     async def media_file(self, request: Request) -> Response:
         found = self.media.lookup(request.path_params["token"])
         episode = self.session.episode(found[0]) if found else None
-        if episode is None:
+        if episode is None or found is None:
             return Response("not found\n", 404, media_type="text/plain")
         _, camera, kind = found
         prepared = await run_in_threadpool(self.media.get, episode)
