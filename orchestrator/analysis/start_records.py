@@ -105,7 +105,8 @@ def _attempt_windows(attempts: Sequence[dict[str, Any]]) -> list[tuple[dict[str,
     """(attempt, slot, after, started) in the order the attempts started: what the store recorded
     of a slot before an attempt lies in (after, started], `after` being when the slot's previous
     attempt started (-inf for its first)."""
-    out, previous_start = [], {}
+    out: list[tuple[dict[str, Any], int, float, float]] = []
+    previous_start: dict[int, float] = {}
     for a in sorted(attempts, key=lambda a: (float(a["started_at"]), int(a["id"]))):
         slot, started = int(a["slot"]), float(a["started_at"])
         out.append((a, slot, previous_start.get(slot, float("-inf")), started))

@@ -188,11 +188,11 @@ def paired_across(trials: Sequence[Trial], methods: Sequence[MethodScore], alpha
     found = []
     for i, mx in enumerate(methods):
         for my in methods[i + 1:]:
-            shared = [t.task for t in mx.tasks if t.task in {u.task for u in my.tasks}]
-            if shared:
+            common = [t.task for t in mx.tasks if t.task in {u.task for u in my.tasks}]
+            if common:
                 by_seed = {mx.method, my.method} <= seed_paired
-                test, notes = _seed_test(mx, my, shared, by_seed, seed)
-                found.append((mx, my, tuple(shared), test, unit_tables(trials, mx.method, my.method, test.paired),
+                test, notes = _seed_test(mx, my, common, by_seed, seed)
+                found.append((mx, my, tuple(common), test, unit_tables(trials, mx.method, my.method, test.paired),
                               notes))
     if not found:
         return ()

@@ -57,7 +57,7 @@ def _rate_interval(judged: list, repeats: bool) -> stats.Interval:
         per.setdefault(o.layout, [0, 0])
         per[o.layout][0] += bool(o.success)
         per[o.layout][1] += 1
-    return stats.clustered_wilson([tuple(v) for v in per.values()])
+    return stats.clustered_wilson([(v[0], v[1]) for v in per.values()])
 
 
 def _policy_summary(label: str, data: OutcomeSet) -> PolicySummary:

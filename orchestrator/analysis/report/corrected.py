@@ -193,10 +193,10 @@ def corrected_section(data: OutcomeSet) -> CorrectedSection | None:
                                           and data.auto_labels.get(o.episode_id, "unsure") not in ("success", "failure")),
                                waiting=waiting, alpha=data.alpha, fraction=float(audit.fraction), rater_sure=sure)
     pairs = []
-    for (a, b, d), p in zip(raw, adjusted, strict=True):
-        significant = d.items > 0 and p <= data.alpha
-        pairs.append(CorrectedPair(a, b, d, p, significant, _verdict(a, b, d, p, significant, section.basis,
-                                                                     len(raw) > 1)))
+    for (a, b, d), p_holm in zip(raw, adjusted, strict=True):
+        significant = d.items > 0 and p_holm <= data.alpha
+        pairs.append(CorrectedPair(a, b, d, p_holm, significant, _verdict(a, b, d, p_holm, significant, section.basis,
+                                                                          len(raw) > 1)))
     return replace(section, pairs=tuple(pairs))
 
 

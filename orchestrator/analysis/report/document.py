@@ -127,16 +127,18 @@ def _unit_line(r: Report) -> str:
 def warnings(r: Report) -> list[Block]:
     if not r.warnings:
         return []
-    return [Heading("Warnings"), *(Item(w) for w in r.warnings)]
+    blocks: list[Block] = [Heading("Warnings"), *(Item(w) for w in r.warnings)]
+    return blocks
 
 
 def policies(r: Report) -> list[Block]:
     clustered = any(p.interval.method == "wilson-clustered" for p in r.policies)
-    return [Heading("Success per policy (Wilson 95%" + (", clustered over marks: repeats on one mark are not "
-                                                       "independent" if clustered else "") + ")"),
+    blocks: list[Block] = [Heading("Success per policy (Wilson 95%" + (", clustered over marks: repeats on one "
+                                                                      "mark are not independent" if clustered else "") + ")"),
             table(["policy", "successes", "95% CI", "unjudged", "aborted attempts"],
                   [[p.label, k_of_n(p.successes, p.trials), interval(p.interval), str(p.unjudged),
-                    str(p.aborted_attempts)] for p in r.policies])] + _deployments(r)
+                    str(p.aborted_attempts)] for p in r.policies])]
+    return blocks + _deployments(r)
 
 
 def _deployments(r: Report) -> list[Block]:

@@ -71,7 +71,7 @@ def points(*values: float) -> list[str]:
 
 def _merged(pts: list[float], digits: int) -> bool:
     """True if two values more than 1e-9 apart round to the same text at `digits` decimals."""
-    shown = {}
+    shown: dict[float, float] = {}
     for x in pts:
         key = round(x, digits)
         if key in shown and abs(shown[key] - x) > 1e-9:

@@ -72,7 +72,7 @@ def _row(source: str, policy: str, ladders: dict, data: OutcomeSet) -> FunnelRow
             if hit and when and when.get(stage) is not None:
                 times.append(float(when[stage]))
         reached = sum(c[0] for c in per_mark.values())
-        stages.append(StageRate(stage, reached, len(mine), clustered_wilson([tuple(c) for c in per_mark.values()]),
+        stages.append(StageRate(stage, reached, len(mine), clustered_wilson([(c[0], c[1]) for c in per_mark.values()]),
                                 statistics.median(times) if times else None))
     return FunnelRow(source, policy, len(mine), len({o.layout for o in mine}), tuple(stages))
 

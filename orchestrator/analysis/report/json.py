@@ -70,7 +70,7 @@ def _comparison(c: Comparison) -> dict[str, Any]:
         "clustered": _clustered(c),
         "confidence_sequence": None if c.sequence is None and c.share is None else {
             "difference": None if c.sequence is None else [c.sequence.lo, c.sequence.hi],
-            "level": (c.sequence or c.share).level,
+            "level": c.sequence.level if c.sequence is not None else c.share.level if c.share is not None else None,
             "method": "beta-binomial mixture (Howard et al. 2021)",
             # the rule's own interval: A's share of the discordant units it counts; excludes 0.5
             # exactly when the e-value rule rejects

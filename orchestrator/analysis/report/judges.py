@@ -23,8 +23,8 @@ def judge_section(data: OutcomeSet) -> JudgeSection | None:
     if not judges:
         return None
     by_ep: dict[str, dict[str, str]] = {}
-    for j in data.human_labels:
-        by_ep.setdefault(j.episode_id, {})[j.judge] = j.label
+    for lab in data.human_labels:
+        by_ep.setdefault(lab.episode_id, {})[lab.judge] = lab.label
     where = {o.episode_id: o for o in data.outcomes if o.episode_id}
     kappas = []
     for j1, j2 in combinations(judges, 2):
@@ -41,7 +41,11 @@ def judge_section(data: OutcomeSet) -> JudgeSection | None:
         if rows:
             fleiss, fleiss_items = stats.fleiss_kappa(rows), len(rows)
     disagreements = []
-    for ep, v in sorted(by_ep.items(), key=lambda kv: (where[kv[0]].slot if kv[0] in where and where[kv[0]].slot is not None else 0)):
+    def slot_of(item: tuple[str, dict[str, str]]) -> int:
+        o = where.get(item[0])
+        return o.slot if o is not None and o.slot is not None else 0
+
+    for ep, v in sorted(by_ep.items(), key=slot_of):
         if len(v) >= 2 and len(set(v.values())) > 1:
             o = where.get(ep)
             disagreements.append(Disagreement(ep, o.layout if o else "?", o.repeat if o else 0,

@@ -26,8 +26,8 @@ def png(fig: Any) -> str:
 def _intervals(plt: Any, r: Report) -> tuple[str, str]:
     fig, ax = plt.subplots(figsize=(6, 0.6 + 0.5 * len(r.policies)))
     for i, p in enumerate(r.policies):
-        if p.trials:
-            ax.errorbar([p.rate], [i], xerr=[[p.rate - p.interval.lo], [p.interval.hi - p.rate]], fmt="o",
+        if (rate := p.rate) is not None:   # None: no trial
+            ax.errorbar([rate], [i], xerr=[[rate - p.interval.lo], [p.interval.hi - rate]], fmt="o",
                         capsize=4, color="C0")
             ax.text(p.interval.hi + 0.01, i, f"{p.successes}/{p.trials}", va="center", fontsize=8)
     ax.set_yticks(range(len(r.policies)), [p.label for p in r.policies])
@@ -57,8 +57,11 @@ def _paired_table(plt: Any, c: Comparison) -> tuple[str, str]:
 def _grid_at_positions(ax: Any, r: Report, colours: dict[str, str]) -> None:
     """One circle per layout run at its mark; repeats of a mark are stacked just above it."""
     placed: dict[tuple, int] = {}
-    xs, ys, cs, labels = [], [], [], {}
+    xs, ys, cs = [], [], []
+    labels: dict[tuple[float, float], tuple[float, float, str]] = {}
     for lab, x, y, _s, cat in r.grid:
+        if x is None or y is None:   # the caller draws this only when every run has its position
+            continue
         base = (round(x, 4), round(y, 4))
         shift = placed.get(base, 0)
         placed[base] = shift + 1

@@ -72,7 +72,7 @@ def build_stations(data: OutcomeSet) -> StationSection | None:
     rows = tuple(
         StationRow(station=s, blocks=blocks[s], pairs=sum(cells[s]), both=cells[s][0], a_only=cells[s][1],
                    b_only=cells[s][2], neither=cells[s][3],
-                   successes=tuple((p, *judged[s][p]) for p in data.policies),
+                   successes=tuple((p, judged[s][p][0], judged[s][p][1]) for p in data.policies),
                    median_block_s=statistics.median(times[s]) if times[s] else None)
         for s in sorted(set(station_of.values())))
     homogeneity = discordance_homogeneity({r.station: (r.a_only, r.b_only) for r in rows})

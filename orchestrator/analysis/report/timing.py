@@ -73,11 +73,12 @@ def lost_step_warnings(timing: tuple[PolicyTiming, ...], alpha: float) -> list[s
     pairs = list(combinations(rows, 2))
     if not any(t.episodes_lost for t in rows) or not pairs:
         return []
-    raw = [stats.fisher_exact(x.episodes_lost, x.with_timing, y.episodes_lost, y.with_timing) for x, y in pairs]
+    lost = {t.label: t.episodes_lost or 0 for t in rows}   # paced rows: never None
+    raw = [stats.fisher_exact(lost[x.label], x.with_timing, lost[y.label], y.with_timing) for x, y in pairs]
     out = []
     for (x, y), p in zip(pairs, stats.holm(raw), strict=True):
         if p <= alpha:
-            out.append(f"episodes lost control steps more often with {x.label if x.episodes_lost / x.with_timing > y.episodes_lost / y.with_timing else y.label}: "
+            out.append(f"episodes lost control steps more often with {x.label if lost[x.label] / x.with_timing > lost[y.label] / y.with_timing else y.label}: "
                        f"{x.label} {x.episodes_lost}/{x.with_timing}, {y.label} {y.episodes_lost}/{y.with_timing} "
                        f"episodes (Fisher exact p {p_eq(p)}, Holm): every episode lasts the protocol's duration, so "
                        "the slower policy acted fewer times in it")
