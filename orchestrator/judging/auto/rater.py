@@ -219,7 +219,7 @@ def rate_file(series: Path, cube_size_m: float, min_height_m: float, hold_s: flo
         lift, why = front_lift(video, poses, data, cube_size_m)
     verdict = rate(data["t"], data["state"], cube_size_m, min_height_m, hold_s, data.get("action"), lift, camera=why)
     if camera and simulated and lift is not None and verdict.unsure:
-        wrist = wrist_track(recorded_wrist(Path(series)), data, cube_size_m)[0]
+        wrist = wrist_track(recorded_wrist(Path(series)), data, cube_size_m, min_height_m)[0]
         if wrist is not None:
             verdict = rate(data["t"], data["state"], cube_size_m, min_height_m, hold_s, data.get("action"), lift,
                            camera=why, wrist=wrist)
