@@ -208,7 +208,7 @@ def test_the_wrist_camera_fits_only_where_the_height_is_in_question():
 
 
 def test_well_seated_fits_settle_lifts_inside_the_old_band_and_wedged_ones_do_not():
-    """Lifts 2.0 mm over and 0.8 mm under the success height (inside the old 2.5 mm under / 1.0 mm
+    """Lifts 2.2 mm over and 0.9 mm under the success height (inside the old 2.5 mm under / 1.0 mm
     over band: `unsure` there, the positive control) seen by a well-seated wrist fit: labelled as
     the truth; the same frames fitted turned 9 degrees about the gripper's y axis (wedged): not
     measured, so `unsure`, never a label from them."""
@@ -216,7 +216,7 @@ def test_well_seated_fits_settle_lifts_inside_the_old_band_and_wedged_ones_do_no
     from test_two_senses import HEIGHT, HOLD, T, joints, label, lifted_between, track
 
     frames = np.arange(0, T[-1] + 1e-9, 1 / 15)
-    cases = {"success": (HEIGHT + 0.0020, SEAT_LOW_M + 0.0005), "failure": (HEIGHT - 0.0008, SEAT_HIGH_M - 0.0005)}
+    cases = {"success": (HEIGHT + 0.0022, SEAT_LOW_M + 0.0005), "failure": (HEIGHT - 0.0009, SEAT_HIGH_M - 0.0005)}
     for expected, (bottom, seat) in cases.items():
         state, action = joints(bottom + seat, 60)
         front = track(lifted_between(1.0, 3.0, HEIGHT), band=0.004)
