@@ -70,13 +70,15 @@ def wrist_of(row: dict, cube: float, cache: Path | None, height: float | None = 
     """The wrist camera's WristTrack or None, measured once per episode with `cache` (the
     simulated rig's mount taken as recorded: campaigns recorded before the rig wrote it): every
     held frame, or with `height` those the rater fits (where the height is in question)."""
-    from orchestrator.judging.auto.wrist import recorded_wrist, wrist_track
+    from orchestrator.judging.auto.rater import SEAT_HIGH_M, SEAT_LOW_M
+    from orchestrator.judging.auto.wrist import in_question, recorded_wrist, wrist_track
     from orchestrator.store.episode_files import read_series
 
     kept = cache / f"{row['id']}.{'wrist' if height is None else 'wrist-asked'}.pickle" if cache else None
     if kept is not None and kept.is_file():
         return pickle.loads(kept.read_bytes())
-    result = wrist_track(recorded_wrist(row["series"]), read_series(row["series"]), cube, height)[0]
+    rise = None if height is None else in_question(height, (SEAT_LOW_M, SEAT_HIGH_M))
+    result = wrist_track(recorded_wrist(row["series"]), read_series(row["series"]), cube, rise)[0]
     if kept is not None:
         kept.parent.mkdir(parents=True, exist_ok=True)
         kept.write_bytes(pickle.dumps(result))

@@ -190,14 +190,14 @@ def test_the_wrist_camera_fits_only_where_the_height_is_in_question():
     `QUESTION_M` of it, and one frame either side (the oracle below lists them from the rise
     alone); the held frames at the top are not fitted. Without the height (the old sampling, the
     positive control) every frame risen 2 cm is."""
-    from orchestrator.judging.auto.wrist import QUESTION_M, sample
+    from orchestrator.judging.auto.wrist import QUESTION_M, in_question, sample
 
     t = np.arange(0, 4.0, 1 / 30)
     rise = np.clip(t - 0.5, 0, 1) * 0.07
     closed = t >= 0.5
     frame_t = np.arange(0, 4.0, 1 / 15)
     every = sample(t, closed, rise, frame_t)[2]
-    asked = sample(t, closed, rise, frame_t, 0.040)[2]
+    asked = sample(t, closed, rise, frame_t, in_question(0.040, (SEAT_LOW_M, SEAT_HIGH_M)))[2]
     frame_rise = rise[np.searchsorted(t, frame_t + 1e-9, side="right") - 1]
     in_question = (frame_rise - SEAT_HIGH_M - QUESTION_M <= 0.040) & (0.040 <= frame_rise - SEAT_LOW_M + QUESTION_M)
     expected = set(np.flatnonzero(in_question & closed[::2]))

@@ -43,13 +43,18 @@ def recorded_wrist(series: Path) -> Path:
     return series.parent.parent.parent / "videos" / series.parent.name / f"{CAMERA}.mp4"
 
 
-def sample(t: np.ndarray, closed: np.ndarray, z: np.ndarray, frame_t: np.ndarray,
-           height_m: float | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(each frame's step, closed at each frame, the frames to fit) for steps `t` with `closed`
-    on the cube and the grasp point's height `z`; with `height_m`, only where it is in question
-    (module docstring)."""
-    from orchestrator.judging.auto.rater import SEAT_HIGH_M, SEAT_LOW_M
+def in_question(height_m: float, seat_m: tuple[float, float]) -> tuple[float, float]:
+    """The grasp point's rise (m, low, high) at which the success height `height_m` is in question
+    for a seat known to lie in `seat_m` (low, high; `rater.SEAT_LOW_M`, `SEAT_HIGH_M`): the joints'
+    bottom (the rise less the seat) within `QUESTION_M` of the height."""
+    return height_m + seat_m[0] - QUESTION_M, height_m + seat_m[1] + QUESTION_M
 
+
+def sample(t: np.ndarray, closed: np.ndarray, z: np.ndarray, frame_t: np.ndarray,
+           rise_m: tuple[float, float] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(each frame's step, closed at each frame, the frames to fit) for steps `t` with `closed`
+    on the cube and the grasp point's height `z`; with `rise_m` (`in_question`), only the frames
+    whose rise is in it and one either side (module docstring)."""
     steps = np.clip(np.searchsorted(t, np.asarray(frame_t, float) + 1e-9, side="right") - 1, 0, len(t) - 1)
     at_frame = np.asarray(closed, bool)[steps]
     wanted = np.zeros(len(steps), bool)
@@ -57,8 +62,8 @@ def sample(t: np.ndarray, closed: np.ndarray, z: np.ndarray, frame_t: np.ndarray
         inside = np.flatnonzero((steps >= first) & (steps <= last) & at_frame)
         rise = z[steps[inside]] - z[first]
         keep = rise >= MIN_RISE_M - 1e-12
-        if height_m is not None:
-            keep &= (rise - SEAT_HIGH_M - QUESTION_M <= height_m) & (height_m <= rise - SEAT_LOW_M + QUESTION_M)
+        if rise_m is not None:
+            keep &= (rise >= rise_m[0]) & (rise <= rise_m[1])
             near = keep.copy()                                             # one frame more on each side
             near[1:] |= keep[:-1]
             near[:-1] |= keep[1:]
@@ -68,10 +73,10 @@ def sample(t: np.ndarray, closed: np.ndarray, z: np.ndarray, frame_t: np.ndarray
 
 
 def wrist_track(video: Path | None, series: dict[str, np.ndarray], cube_size_m: float,
-                height_m: float | None = None) -> tuple[WristTrack | None, str]:
+                rise_m: tuple[float, float] | None = None) -> tuple[WristTrack | None, str]:
     """(the wrist camera's track, "") or (None, why there is none: no video, unreadable, no frame
-    held high enough, none measured); with the success height `height_m`, fitted only where it is
-    in question (`sample`)."""
+    held high enough, none measured); with `rise_m` (`in_question`), fitted only where the height
+    is in question (`sample`)."""
     if video is None or not Path(video).is_file():
         return None, "no wrist video"
     times = np.asarray(series.get(f"frame_t.{CAMERA}", ()), float)
@@ -80,9 +85,9 @@ def wrist_track(video: Path | None, series: dict[str, np.ndarray], cube_size_m: 
         return None, "no wrist frame times"
     action = series.get("action")
     closed = closed_on_cube(state[:, 5], cube_size_m, None if action is None else np.asarray(action, float)[:, 5])
-    steps, at_frame, wanted = sample(t, closed, fk.grasp_point(state)[:, 2], times, height_m)
+    steps, at_frame, wanted = sample(t, closed, fk.grasp_point(state)[:, 2], times, rise_m)
     if not wanted.any():
-        return None, "no wrist frame with the cube held high enough" + ("" if height_m is None else " and its height in question")
+        return None, "no wrist frame with the cube held high enough" + ("" if rise_m is None else " and its height in question")
     try:
         frames = decoded_frames(Path(video), wanted)
     except Exception as exc:  # noqa: BLE001 - any decoding failure is the same "unreadable"
