@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.analysis.compare import read_comparison
-from support.cli import run_module
+from support.cli import run_main, run_module
 from support.compare_campaigns import make_campaign, make_suite
 
 SECTIONS = ("Per method, task and training seed", "Per method and task: mean over training seeds", "Across tasks",
@@ -24,11 +24,14 @@ def campaigns(tmp_path_factory):
     return make_suite(tmp_path_factory.mktemp("cli"))
 
 
-def test_every_format_from_a_fresh_process(campaigns, tmp_path):
+def test_every_format_the_text_from_a_fresh_process(campaigns, tmp_path, capsys):
+    """The text from a fresh `orchestrator` process; the other formats from `main` in this
+    process (the same command, without a fresh interpreter's imports, 1-3 s each)."""
     outputs = {}
     for fmt in ("text", "md", "json", "html"):
         out = tmp_path / f"c.{fmt}"
-        result = run_module("compare", *campaigns, "--format", fmt, "--out", out, "--reps", "2000")
+        argv = ("compare", *campaigns, "--format", fmt, "--out", out, "--reps", "2000")
+        result = run_module(*argv) if fmt == "text" else run_main(capsys, *argv)
         assert result.code == 0, result.err
         assert result.err_lines == [f"comparison written to {out}"]
         outputs[fmt] = out.read_text()
@@ -64,7 +67,9 @@ def test_suite_file_names_the_tasks_and_csv_joins(campaigns, tmp_path):
     assert result.err_lines[0].startswith(f"{bad}:2:") and "did you mean 'task'" in result.err_lines[0]
 
 
-def test_refusals_are_one_line_exit_2(campaigns, tmp_path):
+def test_refusals_are_one_line_exit_2(campaigns, tmp_path, capsys):
+    """The first refusal from a fresh `orchestrator` process, the others from `main` in this one
+    (the same exit code and stderr, without a fresh interpreter's imports for each)."""
     other = make_campaign(tmp_path, "sim_demo", edit=("min_height_m: 0.04", "min_height_m: 0.06"))
     cases = [
         (("compare", campaigns[0], other), "task 'sim-demo' has two success tests"),
@@ -73,12 +78,12 @@ def test_refusals_are_one_line_exit_2(campaigns, tmp_path):
         (("compare", tmp_path / "nowhere"), "no campaign here"),
         (("compare",), "nothing to compare"),
     ]
-    for argv, needle in cases:
-        result = run_module(*argv)
+    for n, (argv, needle) in enumerate(cases):
+        result = run_module(*argv) if n == 0 else run_main(capsys, *argv)
         assert result.code == 2, (argv, result.err)
         assert len(result.err_lines) == 1 and needle in result.err_lines[0], (argv, result.err)
         assert "Traceback" not in result.err
-    assert run_module("compare", campaigns[0], "--reps", "500").code == 0       # positive control
+    assert run_main(capsys, "compare", campaigns[0], "--reps", "500").code == 0       # positive control
 
 
 def _sim_protocol(folder, task: str) -> Path:

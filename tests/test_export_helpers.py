@@ -159,3 +159,26 @@ def test_a_process_that_imported_torch_makes_its_helpers_threads_not_forks():
     got = json.loads(out.stdout)
     assert got["before"] is True                      # control: a fresh process forks
     assert got["after"] is False
+
+
+AT_EXIT = """
+import atexit, gc, sys
+atexit.register(lambda: print("frozen", gc.get_freeze_count(), flush=True))   # runs after the verb's handlers
+from orchestrator.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize("verb, frozen", [("export", True), ("report", False)])
+def test_the_export_process_freezes_its_objects_as_it_exits(tmp_path, verb, frozen):
+    """`orchestrator export` has Python freeze its objects (`gc.freeze`) when the process exits, so
+    the last garbage collections do not walk what LeRobot and torch made at import (1.3 s of CPU
+    measured, docs/benchmarks.md, Export), even when it refuses (here: no such campaign, exit 2);
+    control: another verb's process leaves them to the collections."""
+    argv = [verb, str(tmp_path / "no-campaign")] + (["--repo-id", "user/name"] if verb == "export" else [])
+    out = subprocess.run([sys.executable, "-c", AT_EXIT, *argv], cwd=ROOT, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 2, out.stderr[-2000:]
+    assert "no-campaign" in out.stderr                # the refusal, one line
+    count = int(out.stdout.split("frozen ")[1])
+    assert (count > 0) is frozen, out.stdout

@@ -228,6 +228,27 @@ def test_the_check_catches_a_frame_time_off_by_half_a_frame_a_changed_byte_and_a
                        match=r"episode 0, observation.images.front: LeRobotDataset's frame 0 is not the recorded"):
         video_check.check_lerobot_load(copy, REPO_ID, fps, videos, other, decoder)
 
+    # the recorded frames decoded by PyAV on a helper (`packets.recorded_frames`), as check_joined
+    # hands them over with LeRobot's PyAV decoder: equal to LeRobotDataset's rows; one grey level
+    # off in one pixel of one of them fails, naming the episode and frame
+    from concurrent.futures import Future, ThreadPoolExecutor
+
+    from orchestrator.export.packets import recorded_frames
+
+    front = "observation.images.front"
+    with ThreadPoolExecutor(1) as pool:
+        ends = {(v.episode, v.key): pool.submit(recorded_frames, recordings[(v.episode, v.key)], [0, len(v.times) - 1])
+                for v in videos}
+        assert video_check.check_lerobot_load(copy, REPO_ID, fps, videos, recordings, "pyav", ends) == read
+    off = {k: frame.copy() for k, frame in ends[(0, front)].result().items()}
+    assert sorted(off) == [0, STEPS - 1]
+    off[STEPS - 1][5, 7, 1] ^= 1
+    changed: Future = Future()
+    changed.set_result(off)
+    with pytest.raises(video_check.VideoCheckFailed,
+                       match=rf"episode 0, {front}: LeRobotDataset's frame {STEPS - 1} is not the recorded"):
+        video_check.check_lerobot_load(copy, REPO_ID, fps, videos, recordings, "pyav", {**ends, (0, front): changed})
+
 
 def test_lerobot_reads_the_ends_of_each_video_file():
     """The rows `check_joined` reads through LeRobotDataset: the first and last row of the first and

@@ -207,7 +207,8 @@ def test_the_real_time_tests_share_one_xdist_group(request):
     grouped = [name for name, markers in lanes.FILE_MARKERS if lanes.xdist_group_of(name, markers)]
     twins = [name for name, markers in lanes.FILE_MARKERS if "twin" in markers]
     assert len(twins) >= 10 and set(twins) <= set(grouped)
-    assert lanes.REALTIME_FILES <= set(grouped)
+    assert lanes.REALTIME_FILES <= set(grouped) and lanes.GROUP_SAMPLE in grouped
+    assert lanes.xdist_group_of("test_rest_move.py", ()) is None   # a simulated clock: out of the group
     assert lanes.xdist_group_of("test_stats.py", ()) is None
     assert lanes.xdist_group_of("test_rtc.py", ("twin",), off_clock=True) is None
     # the conftest hook applied it: this pure test carries no group, a twin test would

@@ -12,7 +12,7 @@ import sqlite3
 import pytest
 
 from orchestrator.store.schema import SCHEMA_VERSION
-from support.cli import run_module
+from support.cli import run_main, run_module
 from support.tiny import PROTOCOL, RIG
 
 
@@ -103,13 +103,14 @@ def test_store_migrate_copies_and_verifies(on_server, pg_cluster, tmp_path):
         f"orchestrator: {url.replace('operator@', 'operator@')}: database is not empty; migrate into a new database"]
 
 
-def test_store_errors_are_one_line(on_server, pg_cluster, tmp_path):
+def test_store_errors_are_one_line(on_server, pg_cluster, tmp_path, capsys):
+    """The first refusal from a fresh `orchestrator` process, the others from `main` in this one."""
     _, videos, _ = on_server
     wrong = run_module("report", videos, "--store", "mysql://x/y")
     assert wrong.code == 2 and len(wrong.err_lines) == 1 and "expected a PostgreSQL URL" in wrong.err
-    nowhere = run_module("report", videos, "--store", pg_cluster.url("no_such_db"))
+    nowhere = run_main(capsys, "report", videos, "--store", pg_cluster.url("no_such_db"))
     assert nowhere.code == 2 and len(nowhere.err_lines) == 1 and "cannot connect" in nowhere.err
-    empty = run_module("report", videos, "--store", pg_cluster.new_database())
+    empty = run_main(capsys, "report", videos, "--store", pg_cluster.new_database())
     assert empty.code == 2 and len(empty.err_lines) == 1 and "no campaign in this database" in empty.err
-    no_out = run_module("run", PROTOCOL, "--rig", RIG, "--store", pg_cluster.new_database())
+    no_out = run_main(capsys, "run", PROTOCOL, "--rig", RIG, "--store", pg_cluster.new_database())
     assert no_out.code == 2 and "--store needs --out" in no_out.err

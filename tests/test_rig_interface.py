@@ -41,7 +41,6 @@ RUNNER = ("orchestrator/run", "orchestrator/policies/factory.py")
 NOT_A_RIG_OR_A_POLICY = {
     ("orchestrator/run/bookkeeping.py", "rules"): "the protocol's `aborts` rules, read by an abort class's name",
     ("orchestrator/run/sequential.py", "exc"): "any exception that aborted a trial; a BadInput's carries a hint",
-    ("orchestrator/run/console/prompt.py", "layout"): "a LoadedProtocol or its Layout (the marks shown)",
     ("orchestrator/run/parallel.py", "pool"): "the standard library's process pool: its workers, to kill them",
     ("orchestrator/policies/factory.py", "spec"): "a protocol's policy spec, or a bare type name",
 }

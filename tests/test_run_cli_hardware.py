@@ -7,6 +7,8 @@ from __future__ import annotations
 import io
 
 from orchestrator.cli import main
+from orchestrator.run.console.prompt import PromptOperator
+from orchestrator.run.operator_protocol import countdown_banner
 from orchestrator.store.sqlite import CampaignStore
 from support import fake_arm
 
@@ -16,6 +18,9 @@ hardware = fake_arm.hardware   # the fixture (support/fake_arm.py)
 def test_run_verb_on_the_fake_arm_with_terminal_prompts(hardware, monkeypatch, capsys):
     tmp_path, protocol, rig, arms, _ = hardware
     monkeypatch.setattr("sys.stdin", io.StringIO("\n" * 10))
+    # the countdown before each episode counts from 1 s here, not the shipped 3 s (its seconds are
+    # the wall clock's; tests/test_console.py times it): 8 s of waiting fewer, the banner still said
+    monkeypatch.setitem(PromptOperator.__init__.__kwdefaults__, "countdown_s", 1.0)
     out = tmp_path / "campaign"
     # stdin is a StringIO: no stop key (refused on a real arm without the flag)
     code = main(["run", str(protocol), "--rig", str(rig), "--out", str(out), "--no-console", "--allow-no-stop-key"])
@@ -36,6 +41,7 @@ def test_run_verb_on_the_fake_arm_with_terminal_prompts(hardware, monkeypatch, c
         assert [s["outcome"] for s in store.sessions()] == ["ended"]
         episodes = store.episodes()
     assert "4/4 trials done" in captured.out
+    assert captured.out.count(countdown_banner(1)) == 4   # before every policy episode
     # a still of the start state per camera, before each episode, that the judge gets
     import cv2
 

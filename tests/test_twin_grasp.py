@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 
 from orchestrator.rigs.so101.servo_alarms import GRIPPER_TRIP_EVENT, AlarmWatch, ServoAlarm
-from support.campaign_files import SHIPPED_TWIN_RIG, with_max_relative_target, without_cameras
+from support.campaign_files import SHIPPED_TWIN_RIG, TWIN_GRASP_MARK_XY, with_max_relative_target, without_cameras
 from support.twin_time import wait_physics
 from support.wirelog import WireLog
 
@@ -110,8 +110,11 @@ def test_a_scripted_grasp_held_5_s_trips_the_gripper_protection_and_the_trial_go
         rig = make_rig(twin.rig)
         rig.connect()
         try:
-            context = EpisodeContext(mark=Mark(id="M01", x=0.16, y=0.0), cube=Cube(), seed=0, fps=fps,
-                                     duration_s=10.0, task="")
+            # the cube clear of the gripper at rest, however far the arm sagged before torque came on
+            # (tests/test_rest_clearance.py: at (0.16, 0) it started inside the gripper, was thrown out
+            # on a loaded machine, and the jaws landed on it)
+            mark = Mark(id="M01", x=TWIN_GRASP_MARK_XY[0], y=TWIN_GRASP_MARK_XY[1])
+            context = EpisodeContext(mark=mark, cube=Cube(), seed=0, fps=fps, duration_s=10.0, task="")
             recorder = EpisodeRecorder(tmp_path / "c", "ep", {}, fps, fps, realtime=True)
             rig.prepare_layout(context.mark, context.cube, 0)
             policy = ScriptedPickPolicy(aim_noise_mm=0)

@@ -1,8 +1,8 @@
 """The CI command's scheduling: under `pytest -n 2 --dist loadgroup` the real-time tests run on
 one worker, one after another (tests/support/lanes.py, `REALTIME_GROUP` and `XdistGroupIds`).
 
-A nested pytest runs one real-time file and one pure file on two workers and its `-v` lines are
-read: every real-time test reports the group suffix and the same worker, and a test of a
+A nested pytest runs the group's sample (tests/test_xdist_sample.py, in the group by name, tests of
+milliseconds) and one pure file on two workers and its `-v` lines are read: every real-time test reports the group suffix and the same worker, and a test of a
 real-time file marked `off_clock` carries none. The positive control
 runs the same with the `XdistGroupIds` plugin blocked (`-p no:xdist-group-ids`): no test carries
 the suffix, which is what pytest 9.2 with pytest-xdist 3.8 did before the plugin."""
@@ -16,7 +16,8 @@ import sys
 from support.repo import REPO
 
 OFF_CLOCK = "tests/test_rtc.py::test_rtc_settings_for_a_sync_policy_are_refused_at_validate"
-FILES = ("tests/test_rest_move.py", "tests/test_validate.py", OFF_CLOCK)
+SAMPLE = "tests/test_xdist_sample.py"
+FILES = (SAMPLE, "tests/test_validate.py", OFF_CLOCK)
 LINE = re.compile(r"^\[(gw\d+)\] \[\s*\d+%\] PASSED (\S+)")
 
 
@@ -31,7 +32,7 @@ def _scheduled(*extra: str) -> list[tuple[str, str]]:
 
 def test_the_real_time_tests_run_on_one_worker_under_loadgroup():
     ran = _scheduled()
-    realtime = [(worker, node) for worker, node in ran if node.startswith("tests/test_rest_move.py")]
+    realtime = [(worker, node) for worker, node in ran if node.startswith(SAMPLE)]
     pure = [(worker, node) for worker, node in ran if node.startswith("tests/test_validate.py")]
     assert len(realtime) >= 5 and len(pure) >= 20
     assert all(node.endswith("@realtime") for _, node in realtime)

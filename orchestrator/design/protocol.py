@@ -12,7 +12,7 @@ import hashlib
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -227,12 +227,12 @@ class LeRobotServerPolicySpec(_Identified):
     timeout_s: Annotated[float, Field(gt=0)] = 5.0
 
 
-# The policy types, listed once: the protocol's `type:` names and their specs. Each name has a
+# The policy types, listed once: the union of their specs, told apart by `type:`. Each name has a
 # registered Policy class (`policies.base.register_policy`; tests/test_registries.py checks).
-POLICY_SPECS: dict[str, type[BaseModel]] = {"scripted": ScriptedPolicySpec, "lerobot": LeRobotPolicySpec,
-                                            "lerobot_server": LeRobotServerPolicySpec}
-# `Union[...]`, not `|`: the union of the classes in POLICY_SPECS, built from it
-PolicySpec = Annotated[Union[tuple(POLICY_SPECS.values())], Field(discriminator="type")]  # noqa: UP007
+PolicySpec = Annotated[ScriptedPolicySpec | LeRobotPolicySpec | LeRobotServerPolicySpec, Field(discriminator="type")]
+# The protocol's `type:` names and their specs, read from the union (each spec's `Literal` type)
+POLICY_SPECS: dict[str, type[BaseModel]] = {
+    get_args(spec.model_fields["type"].annotation)[0]: spec for spec in get_args(get_args(PolicySpec)[0])}
 
 
 def deployment_label(spec: object) -> str:
@@ -242,7 +242,7 @@ def deployment_label(spec: object) -> str:
         return f"server {spec.address}"
     if not isinstance(spec, LeRobotPolicySpec):
         return "scripted"
-    label = spec.inference.type
+    label: str = spec.inference.type
     if label == "rtc":
         label += f" (horizon {spec.inference.rtc.execution_horizon})"
     if spec.use_torch_compile:

@@ -55,8 +55,8 @@ def rasterize(groups: list[Group], origin_uv: tuple[float, float], size_px: tupl
         for shape in group.shapes:
             if shape.kind == "text":
                 continue
-            pts = np.array([[(u - u0) * scale, (v - v0) * scale] for u, v in shape.points], np.int64)
-            pts = pts.astype(np.int32).reshape(-1, 1, 2)
+            fixed = np.array([[(u - u0) * scale, (v - v0) * scale] for u, v in shape.points], np.int64)
+            pts = fixed.astype(np.int32).reshape(-1, 1, 2)
             if shape.kind == "polygon" and shape.fill and shape.fill != "none":
                 cv2.fillPoly(image, [pts], _colour(shape.fill), lineType=cv2.LINE_AA, shift=_SHIFT)
             if shape.stroke != "none" and shape.width > 0:

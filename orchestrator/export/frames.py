@@ -66,18 +66,40 @@ def held_frames(path: Path, indices: np.ndarray, shape: tuple[int, int], where: 
 
 def episode_series(plan: ExportPlan, ep: EpisodePlan) -> dict[str, np.ndarray]:
     """The episode's time series (`episode_files.read_series`), state and action as float32."""
+    return read_episode(*episode_files_of(plan, ep))
+
+
+def episode_files_of(plan: ExportPlan, ep: EpisodePlan) -> tuple[Path, int]:
+    """(the episode's series file, the control steps it ran: `steps_ran`)."""
     if ep.files.timeseries is None:   # the plan refuses such an episode (`plan._check_files`)
         raise RuntimeFailure(f"{plan.campaign_dir}: episode {ep.trial.episode_id} lists no time series")
-    path = plan.campaign_dir / ep.files.timeseries
+    return plan.campaign_dir / ep.files.timeseries, steps_ran(ep)
+
+
+def steps_ran(ep: EpisodePlan) -> int:
+    """The control steps the episode ran (`timing.steps`); fewer than the planned `frames` when a
+    real rig lost steps."""
+    timing = ep.record.get("timing")
+    ran = timing.get("steps") if isinstance(timing, dict) else None
+    return int(ran if ran is not None else ep.record["frames"])
+
+
+def read_episode(path: Path, steps: int) -> dict[str, np.ndarray]:
+    """`episode_series` of the series file `path` of an episode that ran `steps` control steps."""
     data = read_series(path)
     for name in ("state", "action"):
         data[name] = data[name].astype(np.float32)
-    steps = len(data["t"])
-    # the steps that ran (timing.steps); fewer than the planned `frames` when a real rig lost steps
-    ran = (ep.record.get("timing") or {}).get("steps") if isinstance(ep.record.get("timing"), dict) else None
-    if steps != int(ran if ran is not None else ep.record["frames"]):
-        raise RuntimeFailure(f"{path}: {steps} control steps recorded, the store says {ep.record['frames']}")
+    if len(data["t"]) != steps:
+        raise RuntimeFailure(f"{path}: {len(data['t'])} control steps recorded, the store says {steps}")
     return data
+
+
+def episode_rows(path: Path, steps: int, cameras: list[str]) -> dict[str, np.ndarray]:
+    """What an export by stream copy reads of one episode's series file `path` (`read_episode`):
+    its times, state, action and each camera's recorded frame times (`frame_t.<camera>`, where
+    recorded). Read once, on one of the export's helpers (`recorded.Recordings`)."""
+    data = read_episode(path, steps)
+    return {k: v for k, v in data.items() if k in ("t", "state", "action", *(f"frame_t.{c}" for c in cameras))}
 
 
 def episode_columns(plan: ExportPlan, ep: EpisodePlan) -> dict[str, np.ndarray]:

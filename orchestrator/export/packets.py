@@ -12,6 +12,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 
 class VideoCheckFailed(Exception):
     """The dataset's videos do not give back every frame; the message says where and why."""
@@ -72,6 +74,22 @@ def _same_packets(video: EpisodeVideo, dataset: Iterator[tuple[float, bool, byte
             raise VideoCheckFailed(f"{video.label}: its first frame is not a keyframe in {video.path.name}")
     if next(recorded, None) is not None:
         raise VideoCheckFailed(f"{video.label}: {recording.name} has more frames than the {len(video.times)} rows")
+
+
+def recorded_frames(path: Path, indices: list[int]) -> dict[int, np.ndarray]:
+    """The frames `indices` (in decoding order, from 0) of the recording `path`, as LeRobot's PyAV
+    decoder converts a frame (`to_ndarray(format="rgb24")`, height x width x 3, uint8): for
+    `video_check.check_lerobot_load`, decoded on one of the export's helpers."""
+    import av
+
+    wanted, out = set(indices), {}
+    with av.open(str(path)) as container:
+        for n, frame in enumerate(container.decode(container.streams.video[0])):
+            if n in wanted:
+                out[n] = frame.to_ndarray(format="rgb24")
+            if len(out) == len(wanted):
+                break
+    return out
 
 
 def by_file(videos: list[EpisodeVideo]) -> dict[Path, list[EpisodeVideo]]:

@@ -25,16 +25,17 @@ class Labels:
     requested: str                     # what the user asked for (a name, physics, consensus)
     source: str                        # human-readable: whose labels these are
     by_episode: dict[str, tuple[bool | None, str | None]]
+    outcomes: Any = field(default=None, compare=False, repr=False)   # the `OutcomeSet` they were read from
 
 
 def campaign_labels(store: CampaignStore, judge: str | None) -> Labels:
     """The chosen labels, the same ones `orchestrator report` counts: read through
     `orchestrator.analysis.outcomes.outcomes_from_store` (the report's own reading of the store), so the
-    export and the report can never disagree."""
+    export and the report can never disagree; `outcomes` keeps that reading for the export's report."""
     data = outcomes_from_store(store, judge)
     by_episode = {o.episode_id: (o.success, o.failure_mode) for o in data.outcomes
                   if o.episode_id and o.state == "done"}
-    return Labels(requested=judge or CONSENSUS, source=data.label_source, by_episode=by_episode)
+    return Labels(requested=judge or CONSENSUS, source=data.label_source, by_episode=by_episode, outcomes=data)
 
 
 @dataclass

@@ -108,21 +108,30 @@ def frame_stats(path: Path, count: int | None = None) -> dict[str, np.ndarray]:
 
 class Recordings:
     """Every recording of an export read on the helpers (`workers.helpers`), in the plan's episode
-    order: first each one's packets (`remux.probe`: whether it can be joined), then each one
-    decoded for its frame statistics (`frame_stats`), while the main thread imports LeRobot and
-    then writes the episodes before it. Results by the recording's path."""
+    order: first each one's packets (`remux.probe`: whether it can be joined), then each episode's
+    series (`frames.episode_rows`: the rows' times, state and action, read once), then each
+    recording decoded for its frame statistics (`frame_stats`), while the main thread imports
+    LeRobot and then writes the episodes before it. Results by the recording's path, series by
+    the episode."""
 
     def __init__(self, pool: Executor, plan: Any):
+        from orchestrator.export.frames import episode_files_of, episode_rows
         from orchestrator.export.remux import probe
 
         self.pool = pool
         paths = [plan.campaign_dir / ep.files.videos[camera] for ep in plan.episodes for camera in plan.cameras]
         self._probes: dict[Path, Future] = {path: pool.submit(probe, path, plan.fps) for path in paths}
+        self._rows: dict[int, Future] = {ep.index: pool.submit(episode_rows, *episode_files_of(plan, ep), plan.cameras)
+                                         for ep in plan.episodes}
         self._stats: dict[Path, Future] = {path: pool.submit(frame_stats, path) for path in paths}
 
     def segment(self, path: Path) -> Any:
         """The recording's `remux.Segment`."""
         return self._probes[path].result()
+
+    def rows(self, ep: Any) -> dict[str, np.ndarray]:
+        """The episode's series as the export reads it (`frames.episode_rows`)."""
+        return self._rows[ep.index].result()
 
     def stats(self, path: Path) -> dict[str, np.ndarray]:
         """The recording's `frame_stats`."""
@@ -130,7 +139,7 @@ class Recordings:
 
     def close(self) -> None:
         """Drop the jobs not started (the helpers finish the ones they run)."""
-        for job in (*self._probes.values(), *self._stats.values()):
+        for job in (*self._probes.values(), *self._rows.values(), *self._stats.values()):
             job.cancel()
 
 

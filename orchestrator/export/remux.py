@@ -122,9 +122,9 @@ def probe(path: Path, fps: int) -> Segment:
     return Segment(path, encode, time_base, n, tick, path.stat().st_size, problem)
 
 
-def _row_problem(plan: ExportPlan, ep: EpisodePlan, camera: str, segment: Segment) -> str | None:
-    """Why the dataset's rows of `ep` would not be `camera`'s frames one for one."""
-    series = frames.episode_series(plan, ep)
+def _row_problem(plan: ExportPlan, series: dict[str, np.ndarray], camera: str, segment: Segment) -> str | None:
+    """Why the dataset's rows of an episode (its `series`, `frames.episode_rows`) would not be
+    `camera`'s frames one for one."""
     step_t = series["t"][::plan.stride]
     frame_t = series.get(f"frame_t.{camera}")
     if frame_t is None:
@@ -138,13 +138,15 @@ def _row_problem(plan: ExportPlan, ep: EpisodePlan, camera: str, segment: Segmen
     return None
 
 
-def plan_segments(plan: ExportPlan, probed: Callable[[Path], Segment] | None = None
-                  ) -> tuple[dict[str, list[Segment]], list[str]]:
+def plan_segments(plan: ExportPlan, probed: Callable[[Path], Segment] | None = None,
+                  rows: Callable[[EpisodePlan], Any] | None = None) -> tuple[dict[str, list[Segment]], list[str]]:
     """Every episode's segment per camera, and why the videos cannot be joined by stream copy
     (empty when they can): per camera, how many episodes cannot, and the first one's reason.
-    `probed(path)`: the recording's `probe` (default: probed here)."""
+    `probed(path)`: the recording's `probe`, `rows(ep)`: the episode's `frames.episode_rows`
+    (default: both read here)."""
     segments: dict[str, list[Segment]] = {camera: [] for camera in plan.cameras}
     reasons: list[str] = []
+    series: dict[int, dict[str, np.ndarray]] = {}
     for camera in plan.cameras:
         first: str | None = None
         count = 0
@@ -156,7 +158,9 @@ def plan_segments(plan: ExportPlan, probed: Callable[[Path], Segment] | None = N
             if problem is None and segment.encode != segments[camera][0].encode:
                 problem = "is encoded differently from the first episode's (mixed settings)"
             if problem is None:
-                problem = _row_problem(plan, ep, camera, segment)
+                if ep.index not in series:
+                    series[ep.index] = rows(ep) if rows is not None else frames.episode_series(plan, ep)
+                problem = _row_problem(plan, series[ep.index], camera, segment)
             if problem:
                 count += 1
                 first = first or f"episode {ep.index} (trial {ep.trial.slot + 1}): the video {problem}"

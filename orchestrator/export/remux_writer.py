@@ -107,7 +107,7 @@ def recorded_encoder(fps: int) -> RGBEncoderConfig:
 
 def _add_episode(writer: RemuxWriter, videos: RecordedVideos, plan: ExportPlan, ep: EpisodePlan,
                  segments: dict[str, Segment], blank: dict[str, np.ndarray]) -> int:
-    series = frames.episode_series(plan, ep)
+    series = videos.recordings.rows(ep)
     rows = range(0, len(series["t"]), plan.stride)
     videos.next_episode(ep.index, segments)
     columns = frames.episode_columns(plan, ep)

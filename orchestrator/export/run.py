@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from orchestrator.analysis.outcomes import outcomes_from_store
 from orchestrator.core.durable import swap_directory
 from orchestrator.core.errors import BadInput, RuntimeFailure
 from orchestrator.core.pids import process_running
@@ -129,7 +128,7 @@ def _prepare(campaign_dir: Path, repo_id: str, root: Path | None, judge: str | N
         for line in plan.forced:
             say(f"warning (--force): {line}")
         recordings = Recordings(helpers, plan)
-        report_job = helpers.submit(report_of, outcomes_from_store(store, judge), store.directory.name)
+        report_job = helpers.submit(report_of, plan.labels.outcomes, store.directory.name)   # the plan's reading
         return _Prepared(plan, report_job, {j: store.latest_labels(j) for j in plan.judges},
                          evidence_document(store), recordings)
     finally:

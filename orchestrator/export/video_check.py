@@ -27,7 +27,7 @@ from __future__ import annotations
 import inspect
 import json
 from collections.abc import Iterator
-from concurrent.futures import Executor
+from concurrent.futures import Executor, Future
 from pathlib import Path
 
 import numpy as np
@@ -37,7 +37,7 @@ from lerobot.datasets.utils import EPISODES_DIR, INFO_PATH
 from lerobot.datasets.video_utils import FrameTimestampError, decode_video_frames
 from lerobot.utils.import_utils import get_safe_default_video_backend
 
-from orchestrator.export.packets import EpisodeVideo, VideoCheckFailed, by_file, check_file
+from orchestrator.export.packets import EpisodeVideo, VideoCheckFailed, by_file, check_file, recorded_frames
 from orchestrator.run.recording import GOP_S
 
 TOLERANCE_S = float(inspect.signature(LeRobotDataset.__init__).parameters["tolerance_s"].default)
@@ -142,10 +142,14 @@ def _rows_lerobot_reads(videos: list[EpisodeVideo]) -> list[tuple[int, int]]:
 
 
 def check_lerobot_load(root: Path, repo_id: str, fps: int, videos: list[EpisodeVideo],
-                       recordings: dict[tuple[int, str], Path], decoder: str) -> int:
+                       recordings: dict[tuple[int, str], Path], decoder: str,
+                       recorded: dict[tuple[int, str], Future] | None = None) -> int:
     """`LeRobotDataset` loads the dataset at `root`, and each row of `_rows_lerobot_reads` it gives has,
     for every camera, the frame LeRobot's decoder reads from the recording at that frame's time
-    (exactly equal); return how many rows were read."""
+    (exactly equal); return how many rows were read. `recorded`: with LeRobot's PyAV decoder,
+    (episode, video key) -> `packets.recorded_frames` of the recording at those rows, decoded on
+    a helper (frame k is at k / fps: the packet check holds each recording to that), converted
+    as LeRobot's PyAV decoder converts a frame (float32 in [0, 1], channels first)."""
     import torch
 
     dataset = LeRobotDataset(repo_id, root=root, video_backend=decoder)
@@ -157,8 +161,13 @@ def check_lerobot_load(root: Path, repo_id: str, fps: int, videos: list[EpisodeV
             raise VideoCheckFailed(f"LeRobotDataset's row {index} is episode {int(item['episode_index'])} "
                                    f"frame {int(item['frame_index'])}, not episode {episode} frame {k}")
         for key in dataset.meta.video_keys:
-            want = decode_video_frames(recordings[(episode, key)], [k / fps], TOLERANCE_S, backend=decoder)[0]
-            if not torch.equal(item[key], want):
+            if recorded is not None:
+                frame = recorded[(episode, key)].result().get(k)
+                want = (torch.from_numpy(frame).permute(2, 0, 1).type(torch.float32) / 255
+                        if frame is not None else None)
+            else:
+                want = decode_video_frames(recordings[(episode, key)], [k / fps], TOLERANCE_S, backend=decoder)[0]
+            if want is None or not torch.equal(item[key], want):
                 raise VideoCheckFailed(f"episode {episode}, {key}: LeRobotDataset's frame {k} is not the "
                                        f"recorded frame ({recordings[(episode, key)].name})")
     return len(rows)
@@ -168,7 +177,8 @@ def check_joined(root: Path, repo_id: str, recordings: dict[tuple[int, str], Pat
                  helpers: Executor | None = None) -> tuple[int, int]:
     """The check of an export by stream copy (the module docstring): `recordings` is (episode index,
     video key) -> the recorded video joined there. Return (rows checked by their packets, rows
-    read through `LeRobotDataset`). Each video file's packets are checked on `helpers` (the
+    read through `LeRobotDataset`). Each video file's packets, and with LeRobot's PyAV decoder
+    the recorded frames `LeRobotDataset`'s rows are compared with, are read on `helpers` (the
     export's, `workers`; None: here) while `LeRobotDataset` loads the dataset here."""
     fps, videos = episode_videos(root)
     missing = sorted({(v.episode, v.key) for v in videos} - set(recordings))
@@ -179,9 +189,18 @@ def check_joined(root: Path, repo_id: str, recordings: dict[tuple[int, str], Pat
         checked = sum(check_file(path, in_file, recordings, TOLERANCE_S) for path, in_file in files.items())
         return checked, check_lerobot_load(root, repo_id, fps, videos, recordings, decoder)
     jobs = [helpers.submit(check_file, path, in_file, recordings, TOLERANCE_S) for path, in_file in files.items()]
+    recorded = None
+    if decoder == "pyav":
+        rows: dict[int, list[int]] = {}
+        for episode, k in _rows_lerobot_reads(videos):
+            rows.setdefault(episode, []).append(k)
+        recorded = {(v.episode, v.key): helpers.submit(recorded_frames, recordings[(v.episode, v.key)],
+                                                       rows[v.episode])
+                    for v in videos if v.episode in rows}
     try:
-        read = check_lerobot_load(root, repo_id, fps, videos, recordings, decoder)
+        read = check_lerobot_load(root, repo_id, fps, videos, recordings, decoder, recorded)
         return sum(job.result() for job in jobs), read
     finally:
-        for job in jobs:
+        pending: list[Future] = [*jobs, *(recorded.values() if recorded is not None else ())]
+        for job in pending:
             job.cancel()

@@ -97,7 +97,7 @@ def write_dataset(plan: ExportPlan, out: Path, say: Callable[[str], None], conso
             from orchestrator.export.remux import by_episode, plan_segments
 
             decoder = video_check.backend()
-            segments, reasons = plan_segments(plan, recordings.segment)
+            segments, reasons = plan_segments(plan, recordings.segment, recordings.rows)
             if not reasons:
                 info = _joined(plan, out, by_episode(plan, segments), recordings, decoder, say, console, reasons)
                 if info is not None:

@@ -142,7 +142,8 @@ def first_action_refusal(action: Mapping[str, float] | None, start: Mapping[str,
                          units: str, where: str) -> str | None:
     """One line naming the joint whose first action lies farthest beyond its bound from `start`."""
     worst = None
-    for key, value in (action or {}).items():
+    action = action or {}
+    for key, value in action.items():
         if key not in start:
             continue
         bound = FIRST_GRIPPER_BOUND if key == GRIPPER else FIRST_ACTION_BOUND

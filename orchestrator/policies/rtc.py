@@ -371,7 +371,7 @@ class EnginePolicy(LeRobotPolicy):
                                "starved_steps": self.starved_steps}
         if self.rtc and getattr(self, "_mismatches", None) is not None:
             out["delay_mismatches"] = self._mismatches.count
-        if lat:
+        if timer is not None and lat:
             out |= {"latency_p50_ms": round(float(np.percentile(lat, 50)) * 1000, 3),
                     "latency_p99_ms": round(float(np.percentile(lat, 99)) * 1000, 3),
                     "latency_max_ms": round(max(lat) * 1000, 3),

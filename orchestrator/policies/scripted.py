@@ -254,7 +254,7 @@ class ScriptedPickPolicy(Policy):
         self._k = 0
 
     def select_action(self, observation: Observation) -> Action:
-        if self._table is None:
+        if self._table is None or self.plan is None:
             raise RuntimeError("ScriptedPickPolicy.select_action before reset")
         k = min(self._k, len(self._table) - 1)
         self._k += 1

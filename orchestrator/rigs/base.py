@@ -154,9 +154,11 @@ class Rig(ABC):
     @abstractmethod
     def disconnect(self) -> None: ...
 
-    # Guiding the arm by hand: the way out of a move to rest that the world blocks (the arm lies
-    # on the table or the cube after a sag). A rig with servos that can go limp says so.
-    hand_guidable: bool = False
+    @property
+    def hand_guidable(self) -> bool:
+        """Guiding the arm by hand: the way out of a move to rest that the world blocks (the arm
+        lies on the table or the cube after a sag). A rig with servos that can go limp says so."""
+        return False
 
     def release_torque(self) -> list[str]:
         """Torque off on every joint, so the operator can move the arm by hand; the next

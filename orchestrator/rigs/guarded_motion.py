@@ -44,7 +44,7 @@ default); a simulated rig passes a `StepClock` whose time advances one period pe
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Sequence, Set
 from typing import Protocol
 
 Pose = dict[str, float]
@@ -199,7 +199,7 @@ class _Following:
             if asked is None:
                 self.asked[k] = now
 
-    def stuck(self, here: Pose, seen: float, free: set[str] = frozenset()) -> list[str]:
+    def stuck(self, here: Pose, seen: float, free: Set[str] = frozenset()) -> list[str]:
         out: list[str] = []
         for k, ref in (self.goal or {}).items():
             error = ref - here[k]

@@ -129,6 +129,7 @@ def _resume(store: CampaignStore, loaded: LoadedProtocol, rig: LoadedRig, direct
             if bad:
                 slot = store.invalidate_episode(
                     episode["id"], f"recorded files missing or damaged after a restart: {', '.join(bad)}")
+                assert slot is not None   # None only for an invalid start that the server undid
                 remove_episode_files(directory, episode["id"])
                 recovered.append((slot, episode["id"]))
         keep = {e["id"] for e in store.episodes()}

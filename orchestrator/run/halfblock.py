@@ -95,7 +95,7 @@ class HalfBlockImage(Widget):
         scale = min(width / w, 2 * height / h)
         cols = max(1, min(width, int(w * scale)))
         rows = max(1, min(height, int(h * scale / 2)))
-        small = cv2.resize(image, (cols, rows * 2), interpolation=cv2.INTER_AREA) & 0xFC
+        small = np.asarray(cv2.resize(image, (cols, rows * 2), interpolation=cv2.INTER_AREA), np.uint8) & 0xFC
         packed = (small[..., 0].astype(np.int32) << 16) | (small[..., 1].astype(np.int32) << 8) | small[..., 2]
         top, bottom = packed[0::2].tolist(), packed[1::2].tolist()
         pad = (width - cols) // 2

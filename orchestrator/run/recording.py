@@ -34,6 +34,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -118,7 +119,8 @@ class _VideoWriter(threading.Thread):
             stream.codec_context.time_base = time_base
             stream.width, stream.height = self.spec.width, self.spec.height
             stream.pix_fmt = "yuv420p"
-            stream.options = video_encoding(self.fps, self.preset)
+            options: dict[str, object] = dict(video_encoding(self.fps, self.preset))
+            stream.options = options
             while True:
                 item = self.frames.get()
                 if item is None:
@@ -303,13 +305,15 @@ class EpisodeRecorder:
             counts[name] = writer.count
         series = self.series_dir / "timeseries.npz"
         partial = self.series_dir / ("timeseries" + PARTIAL + ".npz")
+        # Any: the arrays go in by keyword, beside np.savez's own `allow_pickle: bool`
+        per_camera: dict[str, Any] = {
+            **{f"frame_t.{k}": np.asarray(v) for k, v in self._frame_t.items()},
+            **{f"frame_age_ms.{k}": np.asarray(v) for k, v in self._frame_age.items()},
+            **{f"frame_repeat.{k}": np.asarray(v) for k, v in self._frame_repeat.items()}}
         with open(partial, "wb") as handle:
             np.savez(handle, t=np.asarray(self._t), state=np.asarray(self._state),
                      action=np.asarray(self._action), sent_action=np.asarray(self._sent),
-                     keys=np.asarray(STATE_KEYS),
-                     **{f"frame_t.{k}": np.asarray(v) for k, v in self._frame_t.items()},
-                     **{f"frame_age_ms.{k}": np.asarray(v) for k, v in self._frame_age.items()},
-                     **{f"frame_repeat.{k}": np.asarray(v) for k, v in self._frame_repeat.items()})
+                     keys=np.asarray(STATE_KEYS), **per_camera)
         publish(partial, series)
         poses_file = None
         if self.camera_poses:

@@ -190,13 +190,14 @@ class CubeReset:
         if mark_id != mark.id:
             return False
         result, _, _ = self.gate.measure(mark)
-        if result.cube_found:
-            self.landing.learn("from hand", (result.dx_mm / 1000.0, result.dy_mm / 1000.0), aimed)
-        if not result.passes:
+        offset = result.offset_mm   # None: no cube found
+        if offset is not None:
+            self.landing.learn("from hand", (offset[0] / 1000.0, offset[1] / 1000.0), aimed)
+        if not result.passes or offset is None:   # a check passes only with the cube found
             return False
         self.store.log_event("cube_reset", f"reset to {mark.id}: put down from the jaws after the episode",
                              slot=trial.slot, data={"mark": mark.id, "tries": 0, "seconds": 0.0, "passes": True,
-                                                    "offset_mm": math.hypot(result.dx_mm, result.dy_mm),
+                                                    "offset_mm": math.hypot(*offset),
                                                     "why": None, "from_hand": True,
                                                     "aim_correction_mm": [round(1000 * c, 2) for c in aimed]})
         return True
@@ -236,7 +237,7 @@ class CubeReset:
         for tries in range(1, self.spec.max_tries + 1):
             where, line = self.find()
             if where is None:
-                if line.startswith("cube"):   # not found, off the table, out of reach: a lost cube
+                if line is not None and line.startswith("cube"):   # not found, off the table, out of reach: a lost cube
                     self.store.log_event("cube_lost", f"reset before {mark.id}: {line}", slot=trial.slot,
                                          data={"mark": mark.id, "why": line})
                 break
@@ -249,9 +250,10 @@ class CubeReset:
             self._follow(path)
             self.motion.to_rest("to rest after the reset")
             result, _, _ = self.gate.measure(mark)
-            offset = math.hypot(result.dx_mm or 0.0, result.dy_mm or 0.0) if result.cube_found else None
-            if result.cube_found:
-                miss = (result.dx_mm / 1000.0, result.dy_mm / 1000.0)
+            found = result.offset_mm   # None: no cube found
+            offset = math.hypot(*found) if found is not None else None
+            if found is not None:
+                miss = (found[0] / 1000.0, found[1] / 1000.0)
                 self.landing.learn(kind, miss, aimed, where, (mark.x, mark.y))
                 # The next try from nearby puts it down that much the other way (a miss from far
                 # away says little about the next, short move: only the learned bias carries over).

@@ -24,6 +24,7 @@ from orchestrator.core.disk import size_text, space_problem
 from orchestrator.core.errors import BadInput, Interrupted, RuntimeFailure
 from orchestrator.core.progress import say_flushed, terminal_for
 from orchestrator.design.schedule import Trial
+from orchestrator.policies.base import Policy
 from orchestrator.rigs.base import EmergencyStop
 from orchestrator.rigs.device_fault import DeviceFault
 from orchestrator.run.abort_questions import POWER_CYCLE, after_servo_alarm, ask_open_questions
@@ -283,7 +284,7 @@ def _run_sequential(opened: OpenedCampaign, pending: list[Trial], operator: Oper
     cameras = opened.rig.profile.cameras
     rig = make_rig(opened.rig, loaded)
     motion = ArmMotion(rig, operator, record=store.log_event, cube_size_m=loaded.layout.cube.size_m)
-    policies = {}
+    policies: dict[str, Policy] = {}
     progress = None
     connected = False
     try:

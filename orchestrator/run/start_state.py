@@ -59,9 +59,9 @@ def annotate(image: np.ndarray, view: TableView | None, mark, size_m: float, res
             return view.pose.project(np.array(corners), view.intrinsics).astype(np.int32)
 
         cv2.polylines(out, [square(mark.x, mark.y, mark.yaw_deg)], True, (0, 200, 0), 1, cv2.LINE_AA)
-        if result.dx_mm is not None:
-            cv2.polylines(out, [square(mark.x + result.dx_mm / 1000, mark.y + result.dy_mm / 1000,
-                                       mark.yaw_deg + result.dyaw_deg)], True, (0, 0, 255), 1, cv2.LINE_AA)
+        if (offset := result.offset_mm) is not None:
+            cv2.polylines(out, [square(mark.x + offset[0] / 1000, mark.y + offset[1] / 1000,
+                                       mark.yaw_deg + (result.dyaw_deg or 0.0))], True, (0, 0, 255), 1, cv2.LINE_AA)
     return cv2.cvtColor(out, cv2.COLOR_BGR2RGB)
 
 

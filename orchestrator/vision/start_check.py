@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import cv2
 import numpy as np
@@ -77,6 +78,13 @@ class StartCheck:
                    problem=problem)
 
     @property
+    def offset_mm(self) -> tuple[float, float] | None:
+        """(dx_mm, dy_mm) from the mark's centre when a cube was found, else None."""
+        if self.dx_mm is None or self.dy_mm is None:
+            return None
+        return self.dx_mm, self.dy_mm
+
+    @property
     def line(self) -> str:
         """What the console says: the problem, or that the cube is on its mark."""
         if self.problem:
@@ -113,7 +121,7 @@ def _foreign_pixels(image: np.ndarray, reference: np.ndarray, view: TableView, s
     cv2.fillConvexPoly(region, view.pose.project(sheet, view.intrinsics).astype(np.int32), 1)
     keep_out = np.zeros(changed.shape, np.uint8)
     for blob in cube_masks:
-        keep_out |= cv2.dilate(blob, np.ones((7, 7), np.uint8))
+        keep_out |= np.asarray(cv2.dilate(blob, np.ones((7, 7), np.uint8)), np.uint8)
     return int((changed & (region > 0) & (keep_out == 0)).sum())
 
 
@@ -123,7 +131,7 @@ def check_start(image: np.ndarray, view: TableView, mark: Mark, layout: Layout, 
                 reference: np.ndarray | None = None, sheet: np.ndarray | None = None) -> StartCheck:
     """The start state in `image` against `mark` (see the module docstring)."""
     size = layout.cube.size_m
-    base = dict(camera=camera, fiducials=len(view.fiducials), reprojection_px=view.reprojection_px,
+    base: dict[str, Any] = dict(camera=camera, fiducials=len(view.fiducials), reprojection_px=view.reprojection_px,
                 mark=mark.id, tolerance_mm=tolerance_mm, tolerance_deg=tolerance_deg)
     blobs = find_blobs(image, view, size, (mark.x, mark.y), colour)
     if not blobs:

@@ -13,10 +13,12 @@ the wrong scale or a wrong focal length shows there.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import cv2
 import numpy as np
+from numpy.typing import ArrayLike
 
 from orchestrator.design.fiducials import BOARD, DICTIONARY, Fiducial
 from orchestrator.vision.camera_model import CameraPose, Intrinsics
@@ -61,7 +63,7 @@ def find_fiducials(image: np.ndarray, board: tuple[Fiducial, ...] = BOARD) -> di
     return found
 
 
-def solve_pose(corners_px: dict[int, np.ndarray], intrinsics: Intrinsics, ids: tuple[int, ...],
+def solve_pose(corners_px: Mapping[int, ArrayLike], intrinsics: Intrinsics, ids: tuple[int, ...],
                board: tuple[Fiducial, ...] = BOARD) -> CameraPose:
     """The camera pose from the corners of the fiducials `ids` (`cv2.solvePnP`, refined by
     Levenberg-Marquardt)."""

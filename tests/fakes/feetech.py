@@ -131,6 +131,7 @@ class FakeFeetechArm:
         self._fail_countdown: int | None = None
         self._drop = 0
         self._late: dict[int, float] = {}
+        self._stale: set[int] = set()
         self.corrupt_rate = 0.0
         self.corrupted = 0
         self._rng = random.Random(0)
@@ -182,6 +183,12 @@ class FakeFeetechArm:
         """Servo `servo_id`'s replies reach the port `after_s` after the request (past
         scservo_sdk's ~34 ms timeout: a reply the process was too late to read)."""
         self._late[servo_id] = after_s
+
+    def stale_ping_reply(self, servo_id: int) -> None:
+        """Servo `servo_id`'s next reply to a ping comes right after the reply to an earlier ping
+        (an empty status packet the SDK gave up on, as under load): the SDK takes the stale one as
+        the ping's reply and the ping's own as the reply to its model-number read."""
+        self._stale.add(servo_id)
 
     def _put_out(self, reply: bytes) -> None:
         with self._lock:
@@ -248,6 +255,9 @@ class FakeFeetechArm:
                 reply[-1] ^= 0x5A  # a bad checksum: the SDK reports COMM_RX_CORRUPT
                 reply = bytes(reply)
                 self.corrupted += 1
+            if reply and len(packet) > 4 and packet[4] == INST_PING and packet[2] in self._stale:
+                self._stale.discard(packet[2])
+                reply = self._status(packet[2], []) + reply
             late_s = self._late.get(packet[2]) if reply and len(packet) > 2 else None
             if late_s:
                 threading.Timer(late_s, self._put_out, (reply,)).start()

@@ -12,6 +12,12 @@ import yaml
 from fakes.rigs import camera_rate_as_configured, plug_in_arm, write_rig, write_videos
 
 FPS = 30
+# The moves to rest (and the cube reset's) step at this rate here instead of the shipped 50 Hz: the
+# fake servos follow a goal at 20000 ticks/s (1760 deg/s), and what these tests assert is what the
+# bus was told and in which order, not the pace; each move still runs the whole guarded loop (the
+# stop key every step, the servos' Status and torque every `CHECK_EVERY_STEPS` steps and at least
+# every `CHECK_EVERY_S`, a joint blocked after `FOLLOW_S` of wall-clock time).
+REST_FPS = 250
 
 
 def arm_bench(tmp_path, monkeypatch, protocol_extra: dict | None = None):
@@ -21,6 +27,7 @@ def arm_bench(tmp_path, monkeypatch, protocol_extra: dict | None = None):
 
     monkeypatch.setattr(builtins, "input", lambda *a: pytest.fail("input() called"))
     monkeypatch.setitem(LeRobotRig.__init__.__kwdefaults__, "rest_speed_deg_s", 600.0)
+    monkeypatch.setitem(LeRobotRig.__init__.__kwdefaults__, "rest_fps", REST_FPS)
     camera_rate_as_configured(monkeypatch)
     arm, port, cal = plug_in_arm(tmp_path, monkeypatch)
     rig = write_rig(tmp_path / "rig.yaml", port, cal, write_videos(tmp_path), fps=FPS, max_relative_target=5.0)

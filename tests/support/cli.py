@@ -31,6 +31,18 @@ def run_module(*argv: str | os.PathLike, cwd: Path | None = None, env: dict | No
     return CliResult(proc.returncode, proc.stdout, proc.stderr)
 
 
+def run_main(capsys, *argv: str | os.PathLike) -> CliResult:
+    """`orchestrator ARGV` in this process (`orchestrator.cli.main`, its output taken with pytest's
+    `capsys`): the same exit code and lines as `run_module`, without a fresh interpreter's imports.
+    For the cases beside one that `run_module` runs fresh."""
+    from orchestrator.cli import main
+
+    capsys.readouterr()
+    code = main([str(a) for a in argv])
+    captured = capsys.readouterr()
+    return CliResult(code, captured.out, captured.err)
+
+
 def unprivileged() -> tuple[str, ...]:
     """A command prefix that runs a program without root's power to write anywhere: nothing for
     a normal user; for root, a user namespace in which root is mapped to uid 1000 with no

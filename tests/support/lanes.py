@@ -121,6 +121,8 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_remote_policy.py", ("lerobot", "subprocess")),
     ("test_rest_move.py", ()),
     ("test_rest_move_sag.py", ()),
+    ("test_rest_clearance.py", ()),   # MuJoCo and the twin's servo model, simulated time
+    ("test_reply_lengths.py", ("lerobot",)),   # LeRobot's stack on the twin's servos in this process, simulated time
     ("test_guarded_motion.py", ("lerobot",)),   # LeRobot's stack on the twin's servos, simulated time
     ("test_motion_paths.py", ()),
     ("test_arm_motion.py", ()),
@@ -193,6 +195,7 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_view.py", ("subprocess",)),
     ("test_validate.py", ()),
     ("test_xdist_grouping.py", ("subprocess",)),
+    ("test_xdist_sample.py", ()),   # the group's scheduling sample (GROUP_SAMPLE below), milliseconds
 )
 
 
@@ -205,14 +208,16 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 # `@pytest.mark.off_clock` and leaves the group, so it does not lengthen the one worker's queue.
 REALTIME_GROUP = "realtime"
 OFF_CLOCK = "off_clock"
-# (test_rest_move.py runs on a simulated clock, in about a second: it stays in the group as the
-# real-time sample that test_xdist_grouping.py schedules in a nested pytest, which itself runs
-# nothing on the wall clock and is not in the group.)
+# (test_rest_move.py and test_rest_move_sag.py are not: they run on a simulated clock.)
 # (test_arm_safety.py and test_operator_flow.py are not: their assertions are on what the fake
 # servos were written in which order and the words shown beside the registers, not on
 # intervals, and they wait more than they compute; their one test of intervals is
 # test_arm_pacing.py.)
-REALTIME_FILES = frozenset({"test_control_loop_time.py", "test_arm_pacing.py", "test_rest_move.py"})
+REALTIME_FILES = frozenset({"test_control_loop_time.py", "test_arm_pacing.py"})
+# The sample that test_xdist_grouping.py schedules in a nested pytest (itself out of the group):
+# in the group by name, not a real-time test, so the check runs in milliseconds and REALTIME_FILES
+# holds only wall-clock tests.
+GROUP_SAMPLE = "test_xdist_sample.py"
 
 
 def xdist_group_of(name: str, markers: tuple[str, ...], off_clock: bool = False) -> str | None:
@@ -220,7 +225,7 @@ def xdist_group_of(name: str, markers: tuple[str, ...], off_clock: bool = False)
     `off_clock` mark): `REALTIME_GROUP` or None."""
     if off_clock:
         return None
-    return REALTIME_GROUP if "twin" in markers or name in REALTIME_FILES else None
+    return REALTIME_GROUP if "twin" in markers or name in REALTIME_FILES or name == GROUP_SAMPLE else None
 
 
 class XdistGroupIds:

@@ -54,8 +54,11 @@ def make_store_campaign(tmp_path: Path, judged: bool = True, protocol: Path | No
 def make_audited_campaign(tmp_path: Path, audit: float = 0.2, repeats: int = 2, wrong_every: int = 0) -> Path:
     """A simulated campaign with `judging: {auto: counted, audit: F}` on the 20-mark layout
     (`repeats` per mark): A succeeds on most marks, B on few; the `auto` rater labels every
-    episode (unsure on every fifth, wrong on every `wrong_every`-th it rates when given), and
-    judge `ann` labels, rightly, the unsure episodes and the store's audit sample only."""
+    episode (unsure on every fifth; given `wrong_every`, wrong on every `wrong_every`-th episode
+    and on every `wrong_every`-th audited one it rates, so that the audit, a fresh random sample,
+    always sees the rater's errors: counted by position alone, an audit of 16 held at most one of
+    them about 4 % of the time), and judge `ann` labels, rightly, the unsure episodes and the
+    store's audit sample only."""
     import shutil
 
     from support.repo import GRID20, sim_protocol_text
@@ -78,6 +81,7 @@ def make_audited_campaign(tmp_path: Path, audit: float = 0.2, repeats: int = 2, 
     try:
         sample = store.audit_sample()
         assert sample is not None
+        audited_rated = 0
         for i, t in enumerate(schedule):
             ep = new_episode_id()
             att = store.begin_attempt(t.slot, ep)
@@ -86,9 +90,15 @@ def make_audited_campaign(tmp_path: Path, audit: float = 0.2, repeats: int = 2, 
             store.finish_attempt(att, EpisodeRecord(episode_id=ep, frames=360, duration_s=12.0, cameras=["front"],
                                                     files={}, physics_success=ok, max_lift_m=0.05 if ok else 0.0))
             unsure = i % 5 == 4
-            said = ok != (wrong_every > 0 and i % wrong_every == 0)
+            audited = sample.includes(t.slot)
+            if wrong_every and audited and not unsure:
+                wrong = audited_rated % wrong_every == 0
+                audited_rated += 1
+            else:
+                wrong = wrong_every > 0 and i % wrong_every == 0
+            said = ok != wrong
             store.add_judgment(ep, "auto", "unsure" if unsure else ("success" if said else "failure"))
-            if unsure or sample.includes(t.slot):
+            if unsure or audited:
                 store.add_judgment(ep, "ann", "success" if ok else "failure", None if ok else "missed")
     finally:
         store.close()

@@ -88,7 +88,7 @@ def camera_configs(profile: RigProfile, base_dir: Path) -> dict[str, Any]:
     problems = []
     for name, cam in profile.cameras.items():
         extra = {k: v for k, v in (cam.model_extra or {}).items() if k not in _OWN_CAMERA_FIELDS}
-        common = dict(fps=cam.fps, width=cam.width, height=cam.height)
+        common: dict[str, Any] = dict(fps=cam.fps, width=cam.width, height=cam.height)
         try:
             if cam.type == "opencv":
                 if cam.index_or_path is None or cam.index_or_path == "":
@@ -96,7 +96,7 @@ def camera_configs(profile: RigProfile, base_dir: Path) -> dict[str, Any]:
                                     "such as 0, or a device path such as /dev/video0; list them with "
                                     "`lerobot-find-cameras opencv`)")
                     continue
-                where = cam.index_or_path
+                where: int | str | Path = cam.index_or_path
                 if isinstance(where, str) and where.isdigit():
                     where = int(where)
                 elif isinstance(where, str):

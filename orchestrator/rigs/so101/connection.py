@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from orchestrator.rigs.device_fault import SILENT_CHECK, DeviceFault, late_fault, lost_packet
+from orchestrator.rigs.so101.robot_faults import stale_reply_servo
 from orchestrator.rigs.stall_watch import StallWatch
 
 logger = logging.getLogger(__name__)
@@ -109,7 +110,12 @@ def _answers(bus: Any, servo_id: int, grace_s: float) -> bool:
 
     port = bus.port_handler
     port.readPort(port.getBytesAvailable())   # stale bytes of an earlier request
-    _, comm, _ = bus.packet_handler.ping(port, servo_id)
+    try:
+        _, comm, _ = bus.packet_handler.ping(port, servo_id)
+    except IndexError as exc:
+        if stale_reply_servo(exc) != servo_id:
+            raise
+        return True   # the SDK read a late reply of this servo's as its ping's: it answers
     if comm == COMM_SUCCESS:
         return True
     came, deadline = b"", time.monotonic() + grace_s

@@ -206,7 +206,8 @@ def check_rest_pose(rig: Any) -> list[Check]:
         return [Check("rest pose", False, line) for line in problems]
     if getattr(rig.robot, "bus", None) is None or getattr(rig, "_connected", False):
         return []
-    present, failure, stall_s = None, None, None
+    present, stall_s = None, None
+    failure: Exception | None = None
     for attempt in range(PRESENT_POSE_TRIES):
         try:
             with StallWatch() as watch:
@@ -220,6 +221,7 @@ def check_rest_pose(rig: Any) -> list[Check]:
         return [Check("rest pose", False, f"cannot read the arm's present pose ({PRESENT_POSE_TRIES} tries): "
                                           f"{DeviceFault.late('the bus', stall_s).line}")]
     if present is None:
+        assert failure is not None   # every try raised
         return [Check("rest pose", False, f"cannot read the arm's present pose ({one_line(failure)}; "
                                           f"{PRESENT_POSE_TRIES} tries); check its power and USB cable")]
     rest = dict(rig.profile.rest_pose)

@@ -53,6 +53,7 @@ from orchestrator.rigs.so101.clamp_log import quiet_clamp_warnings
 from orchestrator.rigs.so101.config import build_robot_config, make_robot
 from orchestrator.rigs.so101.connection import calibrated_on_bare_bus, retrying, silent_servos
 from orchestrator.rigs.so101.hardware_checks import check_calibration, check_port, other_calibration, rig_checks
+from orchestrator.rigs.so101.reply_lengths import check_reply_lengths
 from orchestrator.rigs.so101.rest_move import move_to_rest, route
 from orchestrator.rigs.so101.robot_faults import device_fault_of
 from orchestrator.rigs.so101.servo_alarms import (
@@ -122,6 +123,7 @@ class LeRobotRig(Rig):
         """The LeRobot `Robot` (built on first use, not connected)."""
         if self._robot is None:
             self._robot = make_robot(self.config, self.profile, self.name)
+            check_reply_lengths(self._robot)   # a read takes only an answer of its own length
         return self._robot
 
     @property
@@ -308,9 +310,13 @@ class LeRobotRig(Rig):
         guarded (`_guarded`); torque comes back first after a release: call it once confirmed."""
         rest = self.rest_target
         if rest and self._connected:
-            self._guarded(check, "did not reach rest", lambda guard: [
-                move_to_rest(self._joint_positions, self._write_goal, target, speed_deg_s=self.rest_speed_deg_s,
-                             **guard) for target in route(rest, self._joint_positions())])
+            read, write = self._joint_positions, self._write_goal
+
+            def moves(guard: dict) -> None:
+                for target in route(rest, read()):
+                    move_to_rest(read, write, target, speed_deg_s=self.rest_speed_deg_s, **guard)
+
+            self._guarded(check, "did not reach rest", moves)
 
     def move_along(self, path: Sequence[Action], path_fps: int, check: Callable[[], None] | None = None) -> None:
         """The arm along `path` (the cube reset's pick, carry and place), guarded as the move to

@@ -173,8 +173,9 @@ class ThreadedCamera(Camera):
     def async_read(self, timeout_ms: float = 200) -> np.ndarray:
         self._running()
         if not self.new_frame_event.wait(timeout=timeout_ms / 1000.0):
+            thread = self.thread   # None once a disconnect on another thread has stopped it
             raise TimeoutError(f"Timed out waiting for frame from camera {self} after {timeout_ms} ms. "
-                               f"Read thread alive: {self.thread.is_alive()}.")
+                               f"Read thread alive: {thread is not None and thread.is_alive()}.")
         with self.frame_lock:
             frame = self.latest_frame
             self.new_frame_event.clear()

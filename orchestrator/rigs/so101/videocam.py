@@ -109,6 +109,8 @@ class VideoCam(ThreadedCamera):
         """The next frame of the file when it is due at the configured fps; none while frozen
         (`freeze()`, `stop_after_frames`, the end of a file that does not loop)."""
         stop = self.stop_event
+        if stop is None:   # disconnected before this read thread got here
+            raise DeviceNotConnectedError(f"{self} is stopping")
         while True:
             limit = self.config.stop_after_frames
             if self._frozen.is_set() or (limit is not None and self.frames_delivered >= limit):

@@ -58,6 +58,8 @@ class Twin:
 
     def __init__(self, proc: subprocess.Popen, home: Path, ready: dict, loaded: LoadedRig):
         self.proc = proc
+        assert proc.stdin is not None and proc.stdout is not None   # started with stdin=PIPE, stdout=PIPE
+        self._stdin, self._stdout = proc.stdin, proc.stdout
         self.home = home
         self.port = ready["port"]
         self.frames_dir = Path(ready["frames_dir"])
@@ -74,9 +76,9 @@ class Twin:
         """One control request; raises TwinError when the twin is gone."""
         with self._lock:
             try:
-                self.proc.stdin.write(json.dumps({"op": op, **fields}) + "\n")
-                self.proc.stdin.flush()
-                line = self.proc.stdout.readline()
+                self._stdin.write(json.dumps({"op": op, **fields}) + "\n")
+                self._stdin.flush()
+                line = self._stdout.readline()
             except (OSError, ValueError) as exc:
                 raise TwinError(f"the twin process stopped ({exc})") from None
         if not line:
@@ -112,7 +114,7 @@ class Twin:
     def close(self) -> None:
         if self.proc.poll() is None:
             try:
-                self.proc.stdin.close()
+                self._stdin.close()
             except OSError:
                 pass
             try:
@@ -120,7 +122,7 @@ class Twin:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        for stream in (self.proc.stdout,):
+        for stream in (self._stdout,):
             try:
                 stream.close()
             except OSError:
@@ -227,9 +229,10 @@ def twin_config(loaded: LoadedRig, protocol=None, faults: dict | None = None,
     mine = user_calibration(loaded)
     if mine is not None:
         config["user_calibration"] = mine
+    twin = loaded.profile.twin or {}
     for key in ("supply_v", "adapter_latency_ms"):
-        if (loaded.profile.twin or {}).get(key) is not None:
-            config[key] = float(loaded.profile.twin[key])
+        if twin.get(key) is not None:
+            config[key] = float(twin[key])
     log = wire_log_path(loaded, wire_log)
     if log is not None:
         config["wire_log"] = str(log)
@@ -289,7 +292,9 @@ def remove_dead_twins_files() -> None:
 
 def _first_line(proc: subprocess.Popen) -> str:
     result: list[str] = []
-    reader = threading.Thread(target=lambda: result.append(proc.stdout.readline()), daemon=True)
+    stdout = proc.stdout
+    assert stdout is not None   # stdout=PIPE
+    reader = threading.Thread(target=lambda: result.append(stdout.readline()), daemon=True)
     reader.start()
     reader.join(START_TIMEOUT_S)
     if reader.is_alive():

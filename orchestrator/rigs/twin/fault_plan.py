@@ -121,6 +121,15 @@ def servo_id(value: Any) -> int | None:
     return None
 
 
+def servo_index(value: Any) -> int:
+    """The 0-based index of a fault's servo (`servo_id` - 1); ValueError for one `fault_problems`
+    would have refused."""
+    sid = servo_id(value)
+    if sid is None:
+        raise ValueError(f"not a servo: {value!r} (1-6 or one of {', '.join(SERVO_NAMES)})")
+    return sid - 1
+
+
 @dataclass
 class FaultPlan:
     """The faults of one twin process, consulted by the server as the episode runs."""

@@ -16,7 +16,7 @@ a 1 Mbaud 8N1 link (10 bits a byte).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 INST_PING, INST_READ, INST_WRITE, INST_SYNC_READ, INST_SYNC_WRITE = 1, 2, 3, 0x82, 0x83
 BROADCAST_ID = 0xFE
@@ -61,12 +61,12 @@ def checksum(body: Iterable[int]) -> int:
     return (~sum(body)) & 0xFF
 
 
-def status_packet(servo_id: int, params: list[int] | bytes, error: int = 0) -> bytes:
+def status_packet(servo_id: int, params: Sequence[int], error: int = 0) -> bytes:
     body = [servo_id, len(params) + 2, error, *params]
     return bytes([0xFF, 0xFF, *body, checksum(body)])
 
 
-def instruction_packet(servo_id: int, inst: int, params: list[int] | bytes = ()) -> bytes:
+def instruction_packet(servo_id: int, inst: int, params: Sequence[int] = ()) -> bytes:
     body = [servo_id, len(params) + 2, inst, *params]
     return bytes([0xFF, 0xFF, *body, checksum(body)])
 
@@ -78,7 +78,7 @@ def wire_time_s(n_bytes: int) -> float:
 
 def split_packets(buffer: bytearray) -> list[bytes]:
     """Take every complete packet off the front of `buffer` (garbage before a header is dropped)."""
-    packets = []
+    packets: list[bytes] = []
     while True:
         start = buffer.find(b"\xff\xff")
         if start < 0:
@@ -140,7 +140,7 @@ class ServoChain:
         self.refresh = refresh
         self.written = written
 
-    def _reply(self, servo_id: int, params: list[int] | bytes = ()) -> bytes:
+    def _reply(self, servo_id: int, params: Sequence[int] = ()) -> bytes:
         servo = self.servos.get(servo_id)
         if servo is None or servo.mute:
             return b""

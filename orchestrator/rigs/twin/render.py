@@ -70,7 +70,7 @@ def main(argv: list[str]) -> int:
     due = {n: time.monotonic() for n in names}
     try:
         while True:
-            name = min(due, key=due.get)
+            name = min(due, key=lambda n: due[n])
             wait = max(0.0, due[name] - time.monotonic())
             if select.select([0], [], [], wait)[0] and not os.read(0, 4096):
                 break

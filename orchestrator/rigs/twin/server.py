@@ -38,9 +38,10 @@ import threading
 import time
 import tty
 from pathlib import Path
+from typing import Any
 
 from orchestrator.rigs.twin.arm import JOINTS as ARM_JOINTS
-from orchestrator.rigs.twin.fault_plan import FaultPlan, fault_problems, servo_id
+from orchestrator.rigs.twin.fault_plan import FaultPlan, fault_problems, servo_id, servo_index
 from orchestrator.rigs.twin.feetech import ERR_OVERHEAT, INST_SYNC_WRITE, REG, split_packets, wire_time_s
 from orchestrator.rigs.twin.shared_frames import DISCONNECTED, FROZEN, LIVE, SceneState
 from orchestrator.rigs.twin.wire_log import WireLog
@@ -48,8 +49,9 @@ from orchestrator.rigs.twin.wire_log import WireLog
 MAX_LAG_S = 0.1
 PARENT_CHECK_S = 0.5
 REALTIME_PRIORITY = 10
-PARKED_CUBE = {"id": "parked", "x": 0.30, "y": 0.22, "yaw_deg": 0.0}
+PARKED_CUBE: dict[str, Any] = {"id": "parked", "x": 0.30, "y": 0.22, "yaw_deg": 0.0}
 ADAPTER_LATENCY_MS = 0.0   # extra reply delay of the USB-serial adapter (`twin: {adapter_latency_ms: N}`)
+ONE_SERVO = ("servo_silent", "overload", "calibration_offset_deg", "overheat")   # faults that need `servo`
 SERVO_WIDE = ("servo_reset", "voltage_sag")   # faults that hit every servo unless one is named
 
 
@@ -99,7 +101,7 @@ class TwinServer:
                            zero_at_homing=bool(config.get("user_calibration")))
         self.faults = FaultPlan(faults, seed)
         for fault in self.faults.from_start():     # a calibration error is there from power-up
-            self.arm.set_calibration_error(servo_id(fault["servo"]) - 1, float(fault["deg"]))
+            self.arm.set_calibration_error(servo_index(fault["servo"]), float(fault["deg"]))
 
     def _restart(self, request: dict) -> dict:
         """The `restart` op: this twin as if it had stopped and a new one had started on the same
@@ -242,17 +244,8 @@ class TwinServer:
                 self.wire_log.fault(kind, **hit, **{k: v for k, v in fault.items()
                                                     if k not in ("kind", "servo", "servo_id")})
             with self.lock:
-                if kind == "servo_silent":
-                    self.arm.servo(sid - 1).mute = True
-                elif kind == "overload":
-                    self.arm.overload_unload(sid - 1, cause="fault")
-                elif kind == "calibration_offset_deg":
-                    self.arm.set_calibration_error(sid - 1, float(fault["deg"]))
-                elif kind == "overheat":
-                    i = sid - 1
-                    self.arm.temperature[i] = float(self.arm.servo(i).get("Max_Temperature_Limit"))
-                    self.arm.release(i)
-                    self.arm.servo(i).error |= ERR_OVERHEAT
+                if kind in ONE_SERVO:
+                    self._servo_fault(kind, servo_index(fault["servo"]), fault)
                 elif kind == "servo_reset":
                     for i in ([sid - 1] if sid else range(6)):
                         self.arm.power_up(i)
@@ -265,6 +258,19 @@ class TwinServer:
                 elif kind in ("camera_freeze", "camera_disconnect") and fault["camera"] in self.camera_names:
                     self.state.set_camera_state(self.camera_names.index(fault["camera"]),
                                                 FROZEN if kind == "camera_freeze" else DISCONNECTED)
+
+    def _servo_fault(self, kind: str, i: int, fault: dict) -> None:
+        """A fault of one servo (`ONE_SERVO`), the `i`th (0-based)."""
+        if kind == "servo_silent":
+            self.arm.servo(i).mute = True
+        elif kind == "overload":
+            self.arm.overload_unload(i, cause="fault")
+        elif kind == "calibration_offset_deg":
+            self.arm.set_calibration_error(i, float(fault["deg"]))
+        elif kind == "overheat":
+            self.arm.temperature[i] = float(self.arm.servo(i).get("Max_Temperature_Limit"))
+            self.arm.release(i)
+            self.arm.servo(i).error |= ERR_OVERHEAT
 
     def _unplug(self) -> None:
         self.unplugged = True
@@ -364,6 +370,7 @@ class TwinServer:
                   "cube": self.cube.model_dump()}
         proc = subprocess.Popen([sys.executable, "-m", "orchestrator.rigs.twin.render", json.dumps(config)],
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, close_fds=True)
+        assert proc.stdout is not None   # stdout=PIPE
         ready = proc.stdout.readline().split(maxsplit=1)
         if not ready or ready[0] != "ready":
             proc.wait()

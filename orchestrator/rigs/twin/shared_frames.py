@@ -51,7 +51,7 @@ class FrameWriter(_Mapped):
             f.truncate(size)
         self._fd = os.open(self.path, os.O_RDWR)
         self._map = mmap.mmap(self._fd, size)
-        self._frame = np.ndarray((self.height, self.width, 3), np.uint8, self._map, HEADER_BYTES)
+        self._frame: np.ndarray = np.ndarray((self.height, self.width, 3), np.uint8, self._map, HEADER_BYTES)
         self.seq = 0
         self.state = LIVE
         self._header(0.0)
@@ -85,7 +85,7 @@ class FrameReader(_Mapped):
         if magic != MAGIC:
             self.close()
             raise ConnectionError(f"{self.path} is not a twin camera")
-        self._frame = np.ndarray((self.height, self.width, 3), np.uint8, self._map, HEADER_BYTES)
+        self._frame: np.ndarray = np.ndarray((self.height, self.width, 3), np.uint8, self._map, HEADER_BYTES)
 
     def header(self) -> tuple[int, int, float]:
         _, state, _, _, seq, stamp = HEADER.unpack(self._map[:HEADER.size])
@@ -128,9 +128,9 @@ class SceneState(_Mapped):
         if create:
             self._map[:STATE.size] = STATE.pack(b"TWNS", nq, cameras, 0, 0.0)
         _, self.nq, self.cameras, _, _ = STATE.unpack(self._map[:STATE.size])
-        self._states = np.ndarray((self.cameras,), np.uint32, self._map, HEADER_BYTES)
-        self._qpos = np.ndarray((self.nq,), np.float64, self._map, HEADER_BYTES + 4 * self.cameras)
-        self._fps = np.ndarray((self.cameras,), np.float64, self._map, HEADER_BYTES + 4 * self.cameras + 8 * self.nq)
+        self._states: np.ndarray = np.ndarray((self.cameras,), np.uint32, self._map, HEADER_BYTES)
+        self._qpos: np.ndarray = np.ndarray((self.nq,), np.float64, self._map, HEADER_BYTES + 4 * self.cameras)
+        self._fps: np.ndarray = np.ndarray((self.cameras,), np.float64, self._map, HEADER_BYTES + 4 * self.cameras + 8 * self.nq)
         self.seq = STATE.unpack(self._map[:STATE.size])[3]
 
     def _put_seq(self, seq: int) -> None:

@@ -98,13 +98,16 @@ class TwinCamera(ThreadedCamera):
         device keeps only its newest frame). ConnectionError: the device is gone; TimeoutError:
         no frame within READ_TIMEOUT_S."""
         deadline = time.monotonic() + READ_TIMEOUT_S
-        while not self.stop_event.is_set():
-            state, seq, _ = self._reader.header()
+        stop, reader = self.stop_event, self._reader
+        if stop is None or reader is None:   # disconnected before this read thread got here
+            raise DeviceNotConnectedError(f"{self} is stopping")
+        while not stop.is_set():
+            state, seq, _ = reader.header()
             if state == DISCONNECTED:
                 self._pending.clear()
                 raise ConnectionError(f"{self}: camera disconnected (device gone)")
             if seq and seq % 2 == 0 and seq != self._last_seq:
-                got, stamp, frame, _ = self._reader.latest()
+                got, stamp, frame, _ = reader.latest()
                 if frame is not None:
                     self._last_seq = got
                     self._pending.append((stamp, frame))

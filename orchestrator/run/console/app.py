@@ -442,13 +442,13 @@ def run_with_console[T](protocol: Any, session: Callable[[ConsoleOperator], T], 
     (the runner makes the arm safe and raises `Interrupted`, exit 130)."""
     import signal
 
-    holder: dict[str, OperatorConsole] = {}
+    holder: dict[str, ConsoleOperator] = {}   # the session's bridge, once the console runs
     kwargs.setdefault("subtitle", protocol.protocol.task)
 
     def on_signal(signum, frame):  # noqa: ARG001
-        app = holder.get("app")
-        if app is not None:
-            app.operator.interrupt()
+        op = holder.get("operator")
+        if op is not None:
+            op.interrupt()
 
     previous = {}
     for sig in (signal.SIGTERM, signal.SIGHUP):
@@ -458,7 +458,7 @@ def run_with_console[T](protocol: Any, session: Callable[[ConsoleOperator], T], 
             pass
     try:
         def session_with_app(op: ConsoleOperator) -> T:
-            holder["app"] = op.app
+            holder["operator"] = op
             return session(op)
 
         return run_console(protocol.layout, session_with_app, headless=headless, **kwargs)

@@ -25,9 +25,9 @@ import select
 import sys
 import time
 from collections.abc import Callable
-from typing import TextIO
+from typing import Any, TextIO
 
-from orchestrator.design.protocol import Layout
+from orchestrator.design.protocol import Layout, LoadedProtocol
 from orchestrator.rigs.base import EmergencyStop
 from orchestrator.run.console.layout_view import describe_mark, render_layout
 from orchestrator.run.operator_protocol import (
@@ -45,14 +45,15 @@ from orchestrator.run.operator_protocol import (
 
 
 class PromptOperator:
-    def __init__(self, layout: Layout | None = None, *, countdown_s: float = 3.0,
+    def __init__(self, layout: Layout | LoadedProtocol | None = None, *, countdown_s: float = 3.0,
                  stdin: TextIO | None = None, out: Callable[[str], None] | None = None):
-        self.layout = layout.layout if hasattr(layout, "layout") else layout  # LoadedProtocol or Layout
+        self.layout = layout.layout if isinstance(layout, LoadedProtocol) else layout
         self.countdown_s = countdown_s
         self.stdin = stdin or sys.stdin
         self.say = out or (lambda text: print(text, flush=True))
         self._tty = False
-        self._saved = None
+        self._tty_fd = -1   # the terminal put in cbreak mode (`_cbreak`), while `_tty`
+        self._saved: list[Any] | None = None
         self._stop: EmergencyStop | None = None
         self._redo = False
         self._warned = False
@@ -69,7 +70,11 @@ class PromptOperator:
         import signal
 
         previous = signal.signal(signal.SIGINT, self._on_sigint)
-        return lambda: signal.signal(signal.SIGINT, previous)
+
+        def restore() -> None:
+            signal.signal(signal.SIGINT, previous)
+
+        return restore
 
     def _on_sigint(self, signum, frame) -> None:  # noqa: ARG002
         if self._controlling or self.interrupting:
@@ -110,13 +115,13 @@ class PromptOperator:
 
         self._saved = termios.tcgetattr(fd)
         tty.setcbreak(fd)
-        self._tty = True
+        self._tty, self._tty_fd = True, fd
 
     def _restore(self) -> None:
         if self._tty and self._saved is not None:
             import termios
 
-            termios.tcsetattr(self._fd(), termios.TCSADRAIN, self._saved)
+            termios.tcsetattr(self._tty_fd, termios.TCSADRAIN, self._saved)
         self._tty, self._saved = False, None
 
     def _line(self, prompt: str) -> str:
@@ -155,7 +160,7 @@ class PromptOperator:
                 self.say(countdown_banner(left))
                 end = time.monotonic() + 1.0
                 while (wait := end - time.monotonic()) > 0:
-                    fd = self._fd() if self._tty else None
+                    fd = self._tty_fd if self._tty else None
                     if fd is None:
                         time.sleep(wait)
                     elif select.select([fd], [], [], wait)[0] and os.read(fd, 1) in (b" ", b"\x1b"):
@@ -189,7 +194,7 @@ class PromptOperator:
             sys.stdout.flush()
         if not self._tty:
             return
-        fd = self._fd()
+        fd = self._tty_fd
         while select.select([fd], [], [], 0)[0]:
             key = os.read(fd, 1)
             if key in (b" ", b"\x1b"):
@@ -236,7 +241,7 @@ class PromptOperator:
     def check_stop(self) -> None:
         self._raise_pending_interrupt()
         if self._tty:
-            fd = self._fd()
+            fd = self._tty_fd
             while select.select([fd], [], [], 0)[0]:
                 if os.read(fd, 1) in (b" ", b"\x1b"):
                     self._move_stop = True
