@@ -172,14 +172,16 @@ def fit_in_jaws(image: np.ndarray, intrinsics: Intrinsics, size_m: float, centre
         return frame.cost(frame.project(centre + local @ rotation.T)) + (0.0 if prior is None else _turn_cost(rotation, prior))
 
     step, turn = 0.002, 0.05
-    best = None
+    best_x: np.ndarray = np.zeros(6)
+    best_cost = math.inf
     for start_deg in starts_deg:
         x0 = np.array([0.0, 0.0, 0.0, 0.0, math.radians(start_deg), 0.0])
         simplex = x0 + np.vstack([np.zeros(6), np.diag([step, step, step, turn, turn, turn])])
         result = minimize(cost, x0, method="Nelder-Mead",
                           options={"xatol": XATOL, "fatol": 0.2, "initial_simplex": simplex, "maxiter": 600})
-        best = result if best is None or result.fun < best.fun else best
-    centre, rotation = pose(best.x)
+        if float(result.fun) < best_cost:
+            best_x, best_cost = np.asarray(result.x, float), float(result.fun)
+    centre, rotation = pose(best_x)
     pixels = frame.project(centre + local @ rotation.T)
     inside, area = frame.seen(pixels)
     mismatch = frame.cost(pixels) / max(frame.total, 1.0)
