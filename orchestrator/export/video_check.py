@@ -188,15 +188,15 @@ def check_joined(root: Path, repo_id: str, recordings: dict[tuple[int, str], Pat
     if helpers is None:
         checked = sum(check_file(path, in_file, recordings, TOLERANCE_S) for path, in_file in files.items())
         return checked, check_lerobot_load(root, repo_id, fps, videos, recordings, decoder)
-    jobs = [helpers.submit(check_file, path, in_file, recordings, TOLERANCE_S) for path, in_file in files.items()]
     recorded = None
-    if decoder == "pyav":
+    if decoder == "pyav":   # first: the main thread needs them once LeRobotDataset has loaded
         rows: dict[int, list[int]] = {}
         for episode, k in _rows_lerobot_reads(videos):
             rows.setdefault(episode, []).append(k)
         recorded = {(v.episode, v.key): helpers.submit(recorded_frames, recordings[(v.episode, v.key)],
                                                        rows[v.episode])
                     for v in videos if v.episode in rows}
+    jobs = [helpers.submit(check_file, path, in_file, recordings, TOLERANCE_S) for path, in_file in files.items()]
     try:
         read = check_lerobot_load(root, repo_id, fps, videos, recordings, decoder, recorded)
         return sum(job.result() for job in jobs), read
