@@ -4,9 +4,11 @@ campaign ran.
 Rates every episode of each campaign with `rater.rate_file` (the joints and the front camera, as
 the runner does on the commit path), timed by the process's CPU clock, and compares each label
 and reason line with the campaign's stored `auto` label (written by the code that recorded it):
-a change to the rater's speed must leave them as they were.
+a change to the rater's speed must leave them as they were. With `--wrist` the episodes are rated
+as the runner rates a simulated campaign's (`simulated`: the wrist video is read for the episodes
+the front camera and the joints leave unsure).
 
-    uv run python bench/rater_cpu.py CAMPAIGN [CAMPAIGN ...]
+    uv run python bench/rater_cpu.py [--wrist] CAMPAIGN [CAMPAIGN ...]
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
-def campaign_cpu(campaign: Path) -> None:
+def campaign_cpu(campaign: Path, wrist: bool = False) -> None:
     """Print the differing labels, then one line: CPU per episode, labels against physics."""
     from orchestrator.judging.auto.labels import campaign_test, verdict_label
     from orchestrator.judging.auto.rater import rate_file
@@ -35,7 +37,7 @@ def campaign_cpu(campaign: Path) -> None:
     cpu, same_label, same_reason, tally = [], 0, 0, {"unsure": 0, "right": 0, "wrong": 0}
     for episode_id, physics, series in episodes:
         started = time.process_time()
-        label, reason = verdict_label(rate_file(campaign / series, cube, height, hold))
+        label, reason = verdict_label(rate_file(campaign / series, cube, height, hold, simulated=wrist))
         cpu.append(time.process_time() - started)
         tally["unsure" if label == "unsure" else ("right" if (label == "success") == bool(physics) else "wrong")] += 1
         old = stored.get(episode_id)
@@ -52,8 +54,10 @@ def campaign_cpu(campaign: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("campaign", type=Path, nargs="+")
-    for campaign in parser.parse_args().campaign:
-        campaign_cpu(campaign)
+    parser.add_argument("--wrist", action="store_true", help="read the wrist video as on a simulated campaign")
+    args = parser.parse_args()
+    for campaign in args.campaign:
+        campaign_cpu(campaign, args.wrist)
 
 
 if __name__ == "__main__":

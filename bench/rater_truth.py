@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import pickle
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -65,16 +66,19 @@ def camera_track(row: dict, cube: float, cache: Path | None):
     return result
 
 
-def wrist_of(row: dict, cube: float, cache: Path | None):
+def wrist_of(row: dict, cube: float, cache: Path | None, height: float | None = None):
     """The wrist camera's WristTrack or None, measured once per episode with `cache` (the
-    simulated rig's mount taken as recorded: campaigns recorded before the rig wrote it)."""
-    from orchestrator.judging.auto.wrist import recorded_wrist, wrist_track
+    simulated rig's mount taken as recorded: campaigns recorded before the rig wrote it): every
+    held frame, or with `height` those the rater fits (where the height is in question)."""
+    from orchestrator.judging.auto.rater import SEAT_HIGH_M, SEAT_LOW_M
+    from orchestrator.judging.auto.wrist import in_question, recorded_wrist, wrist_track
     from orchestrator.store.episode_files import read_series
 
-    kept = cache / f"{row['id']}.wrist.pickle" if cache else None
+    kept = cache / f"{row['id']}.{'wrist' if height is None else 'wrist-asked'}.pickle" if cache else None
     if kept is not None and kept.is_file():
         return pickle.loads(kept.read_bytes())
-    result = wrist_track(recorded_wrist(row["series"]), read_series(row["series"]), cube)[0]
+    rise = None if height is None else in_question(height, (SEAT_LOW_M, SEAT_HIGH_M))
+    result = wrist_track(recorded_wrist(row["series"]), read_series(row["series"]), cube, rise)[0]
     if kept is not None:
         kept.parent.mkdir(parents=True, exist_ok=True)
         kept.write_bytes(pickle.dumps(result))
@@ -100,21 +104,24 @@ def rate_episode(row: dict, test: tuple[float, float, float], cache: Path | None
     lift, why = camera_track(row, cube, cache)
     joints = rate(t, state, cube, height, hold, action)
     both = rate(t, state, cube, height, hold, action, lift, camera=why)
-    wanted = use_wrist and lift is not None and (both.unsure or calibrate)
-    wrist = wrist_of(row, cube, cache) if wanted else None
-    if wrist is not None and both.unsure:   # as `rater.rate_file` does on a simulated episode
-        both = rate(t, state, cube, height, hold, action, lift, camera=why, wrist=wrist)
+    wrist = wrist_of(row, cube, cache) if use_wrist and lift is not None and calibrate else None
+    if use_wrist and lift is not None and both.unsure:   # as `rater.rate_file` does on a simulated episode
+        asked = wrist_of(row, cube, cache, height)
+        if asked is not None:
+            both = rate(t, state, cube, height, hold, action, lift, camera=why, wrist=asked)
     closed, z = grip(state, cube, action)
     j_low, j_high = joint_bottoms(closed, z, SEAT_HIGH_M), joint_bottoms(closed, z, SEAT_LOW_M)
     out = {"release": release_readings(state, action, cube), "start": hold_start(t, state, action, cube, height, lift),
            "joints": label(joints), "both": label(both), "reason": both.reason, "decided_by": both.decided_by,
            "joints_sure": longest_run(t, j_low >= height - 1e-9), "joints_maybe": longest_run(t, j_high >= height - 1e-9),
            "pooled_top": None, "aside": False, "both_sure": None, "both_maybe": None, "bands": HOLD_BANDS,
-           "wrist_top": None}
+           "wrist_top": None, "wedged": False}
     if wrist is not None:
-        from orchestrator.judging.auto.wrist_sense import wrist_bounds
+        from orchestrator.judging.auto.wrist_sense import wedged, wrist_bounds
 
-        w_low = wrist_bounds(t, closed, z, wrist, band_m=(0.0, 0.0))[0]
+        out["wedged"] = bool((wedged(wrist) & wrist.visible).any())
+        every = replace(wrist, turn_deg=np.where(np.isnan(wrist.turn_deg), np.nan, 0.0))   # wedged frames too
+        w_low = wrist_bounds(t, closed, z, every if out["wedged"] else wrist, band_m=(0.0, 0.0))[0]
         if not np.isnan(w_low[closed]).all():
             out["wrist_top"] = float(np.nanmax(w_low[closed]))
     if lift is not None:
@@ -247,11 +254,12 @@ def calibration(name: str, rows: list[dict], rated: list[dict]) -> None:
               f"p5 {np.percentile(errors, 5):.2f}, p50 {np.percentile(errors, 50):.2f}, p95 "
               f"{np.percentile(errors, 95):.2f}, max {max(errors):.2f} mm; largest |error| "
               f"{max(abs(e) for e in errors):.2f} mm", flush=True)
-    wrist = [1000 * (x["wrist_top"] - lift) for (lift, _), x in truths if x["wrist_top"] is not None]
-    if wrist:
-        print(f"{name}: the wrist camera (its seat per frame) on {len(wrist)} episodes: its highest bottom - physics': min "
-              f"{min(wrist):.2f}, p5 {np.percentile(wrist, 5):.2f}, p50 {np.percentile(wrist, 50):.2f}, p95 "
-              f"{np.percentile(wrist, 95):.2f}, max {max(wrist):.2f} mm", flush=True)
+    for kind, flag in (("well seated (no frame wedged)", False), ("with a wedged frame (its every frame)", True)):
+        wrist = [1000 * (x["wrist_top"] - lift) for (lift, _), x in truths if x["wrist_top"] is not None and x["wedged"] == flag]
+        if wrist:
+            print(f"{name}: the wrist camera (its seat per frame), {kind}, on {len(wrist)} episodes: its highest bottom - "
+                  f"physics': min {min(wrist):.2f}, p5 {np.percentile(wrist, 5):.2f}, p50 {np.percentile(wrist, 50):.2f}, "
+                  f"p95 {np.percentile(wrist, 95):.2f}, max {max(wrist):.2f} mm", flush=True)
     for sense in ("joints", "both"):
         held = [(hold, x) for (_, hold), x in truths if x[f"{sense}_sure"] is not None and hold > 0.2]
         if not held:

@@ -18,6 +18,7 @@ CPU seconds per fitted frame. `--frames DIR` keeps the rendered episodes and rea
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
@@ -27,6 +28,23 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
+
+
+def _symmetries() -> list[np.ndarray]:
+    """The cube's 24 rotations onto itself (signed permutation matrices of determinant +1)."""
+    from itertools import permutations, product
+
+    out = []
+    for perm in permutations(range(3)):
+        for signs in product((1.0, -1.0), repeat=3):
+            g = np.zeros((3, 3))
+            g[range(3), perm] = signs
+            if np.linalg.det(g) > 0:
+                out.append(g)
+    return out
+
+
+CUBE_SYMMETRIES = _symmetries()
 
 
 def measured(result: dict) -> dict:
@@ -55,7 +73,23 @@ def measured(result: dict) -> dict:
         first = int(np.flatnonzero(up)[0])
         slip[up] = track.centre_g[up, 2] - track.centre_g[first, 2]
         true_slip[up] = true_centre[up, 2] - true_centre[first, 2]
+    true_turn = np.full((len(truth), 3), np.nan)    # the true cube's turn since the squeeze's first frame
+    if closed.any():
+        import cv2
+
+        from orchestrator.vision.wrist_cube import start_pose
+
+        first = int(np.flatnonzero(closed)[0])
+        prior = start_pose(rotations[first])[1]
+        in_g = np.einsum("kji,kjl->kil", rotations, mat)    # the cube's rotation in the gripper frame
+        for k in np.flatnonzero(closed):                    # the cube's turn from the prior's, up to its symmetries
+            turns = [cv2.Rodrigues(in_g[k] @ g @ prior.T)[0].ravel() for g in CUBE_SYMMETRIES]
+            true_turn[k] = np.degrees(min(turns, key=np.linalg.norm))
+    n = int(up.sum())
     return {"bottom": (track.bottom_m - truth)[up], "slip": (slip - true_slip)[up], "frames": int(closed.sum()),
+            "dump": [{"t": float(result["frame_t"][k]), "error_mm": 1000 * float(track.bottom_m[k] - truth[k]),
+                      "mismatch": float(track.mismatch[k]), "turn_deg": [float(v) for v in track.turn_deg[k]],
+                      "true_turn_deg": [float(v) for v in true_turn[k]]} for k in np.flatnonzero(up)][:n],
             "measured": int(track.visible.sum()), "cpu": cpu, "lift": float(result["max_lift"]),
             "hold": float(result["hold"]), "max_slip": float(np.nanmax(np.abs(true_slip), initial=0.0))}
 
@@ -78,6 +112,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--size", default="320x240")
     parser.add_argument("--frames", type=Path, help="keep the rendered episodes here and read them back next time")
+    parser.add_argument("--dump", type=Path, help="write each frame held >= 2 cm up (error, the fit's mismatch and turn) "
+                                                  "here, one JSON line per episode")
     args = parser.parse_args()
     size = (int(args.size.split("x")[0]), int(args.size.split("x")[1]))
     marks = len(load_protocol(ROOT / "protocols" / "sim_near.yaml").layout.marks)
@@ -95,6 +131,9 @@ def main() -> None:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 np.savez(path, **result)
         out = measured(result)
+        if args.dump is not None:
+            with args.dump.open("a") as dump:
+                dump.write(json.dumps({"seed": args.seed, "episode": index, "lift": out["lift"], "frames": out["dump"]}) + "\n")
         bottoms.extend(out["bottom"])
         slips.extend(out["slip"])
         cpu, fitted = cpu + out["cpu"], fitted + out["frames"]

@@ -21,7 +21,7 @@ import pytest
 from orchestrator.rigs.base import EmergencyStop
 from orchestrator.rigs.profile import STATE_KEYS
 from support import rtc_doubles
-from support.campaign_files import twin_rig
+from support.campaign_files import TWIN_GRASP_MARK_XY, twin_rig
 from support.rtc_doubles import FPS, FakeRig
 
 rtc_policy = rtc_doubles.rtc_policy   # the fixture (support/rtc_doubles.py)
@@ -134,7 +134,7 @@ def two_episodes(policy_class, checkpoint, tmp_path, twin):
         bus = rig.robot.bus
         arm = [bus.motors[k.removesuffix(".pos")].id for k in STATE_KEYS if not k.startswith("gripper")]
         canary_raw = bus._unnormalize(dict.fromkeys(arm, CANARY_DEG))
-        context = EpisodeContext(mark=Mark(id="M01", x=0.16, y=0.0), cube=Cube(), seed=0, fps=FPS,
+        context = EpisodeContext(mark=Mark(id="M01", x=TWIN_GRASP_MARK_XY[0], y=TWIN_GRASP_MARK_XY[1]), cube=Cube(), seed=0, fps=FPS,
                                  duration_s=3.0, task="pick")
         recorder = EpisodeRecorder(tmp_path / "c", "ep1", {}, FPS, round(FPS * 3.0), realtime=True)
         with pytest.raises(EmergencyStop):
@@ -200,7 +200,7 @@ def test_the_rtc_thread_is_joined_on_every_way_out(rtc_policy, tmp_path, way_out
     fail = {"end": None, "emergency_stop": EmergencyStop(), "ctrl-c": KeyboardInterrupt(),
             "device_fault": DeviceFault.policy(RuntimeError("bus gone"))}[way_out]
     rig = FakeRig(fail)
-    context = EpisodeContext(mark=Mark(id="M01", x=0.16, y=0.0), cube=Cube(), seed=0, fps=FPS, duration_s=1.0, task="")
+    context = EpisodeContext(mark=Mark(id="M01", x=TWIN_GRASP_MARK_XY[0], y=TWIN_GRASP_MARK_XY[1]), cube=Cube(), seed=0, fps=FPS, duration_s=1.0, task="")
     recorder = EpisodeRecorder(tmp_path / "c", "ep", {}, FPS, FPS, realtime=True)
     seen = []
     rtc_policy.select_action = (lambda real: lambda obs: (seen.append(len(rtc_threads())), real(obs))[1])(

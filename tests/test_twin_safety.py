@@ -7,7 +7,7 @@ import pytest
 
 from orchestrator.cli import main
 from orchestrator.store.sqlite import CampaignStore
-from support.campaign_files import servo_rig, twin_rig, two_mark_protocol
+from support.campaign_files import TWIN_GRASP_MARK_XY, servo_rig, twin_rig, two_mark_protocol
 from support.twin_time import wait_physics
 
 
@@ -113,7 +113,7 @@ def test_after_a_two_second_stall_on_the_twin_actions_are_half_a_period_apart_or
     rig = make_rig(twin.rig)
     rig.connect()
     try:
-        context = EpisodeContext(mark=Mark(id="M01", x=0.16, y=0.0), cube=Cube(), seed=0, fps=fps,
+        context = EpisodeContext(mark=Mark(id="M01", x=TWIN_GRASP_MARK_XY[0], y=TWIN_GRASP_MARK_XY[1]), cube=Cube(), seed=0, fps=fps,
                                  duration_s=3.0, task="")   # the episode ends on time: ~0.8 s after the stall
         recorder = EpisodeRecorder(tmp_path / "c", "ep", {}, fps, fps, realtime=True)
         stall_start = {}

@@ -13,7 +13,7 @@ import pytest
 from orchestrator.judging.auto.rater import SEAT_HIGH_M, SEAT_LOW_M, rate
 from orchestrator.sim import fk
 from orchestrator.vision.camera_model import Intrinsics
-from orchestrator.vision.wrist_cube import WristTrack, bottom_height, fit_in_jaws, start_pose
+from orchestrator.vision.wrist_cube import WristTrack, bottom_height, fit_in_jaws, measure_in_jaws, start_pose
 
 CUBE = 0.03
 
@@ -59,15 +59,17 @@ def grasp_pose_down(kinematics, height_m: float) -> np.ndarray:
     return np.degrees(q)
 
 
-def render_held(scene, degrees: np.ndarray, sunk_m: float, tilt_deg: float, away: bool = False):
+def render_held(scene, degrees: np.ndarray, sunk_m: float, tilt_deg: float, away: bool = False,
+                twist_deg: float = 0.0):
     """A 320x240 wrist frame MuJoCo renders with the cube `sunk_m` below the grasp point along the
-    gripper, turned `tilt_deg` about the gripper's y axis (or out of view on the table), and the
-    cube bottom's true height (its lowest corner)."""
+    gripper, turned `tilt_deg` about the gripper's y axis and then `twist_deg` about its z axis (or
+    out of view on the table), and the cube bottom's true height (its lowest corner)."""
     mujoco, model, data = scene
     set_arm(scene, degrees, gripper_rad=0.25)
     point, rotation = fk.grasp_pose(degrees[None])
-    a = np.radians(tilt_deg)
-    turn = rotation[0] @ np.array([[np.cos(a), 0, np.sin(a)], [0, 1, 0], [-np.sin(a), 0, np.cos(a)]])
+    a, b = np.radians(tilt_deg), np.radians(twist_deg)
+    turn = (rotation[0] @ np.array([[np.cos(a), 0, np.sin(a)], [0, 1, 0], [-np.sin(a), 0, np.cos(a)]])
+            @ np.array([[np.cos(b), -np.sin(b), 0], [np.sin(b), np.cos(b), 0], [0, 0, 1]]))
     centre = point[0] - rotation[0] @ np.array([0.0, 0.0, sunk_m])
     if away:
         centre, turn = np.array([0.2, 0.5, CUBE / 2]), np.eye(3)
@@ -97,7 +99,7 @@ def test_the_cube_bottom_is_fitted_in_frames_mujoco_renders(scene):
     for sunk, tilt in ((0.002, 0.0), (0.006, 0.0), (0.004, 3.0)):
         image, point, rotation, truth = render_held(scene, degrees, sunk, tilt)
         centre, rotation_g = start_pose(rotation)
-        fitted, turned, why = fit_in_jaws(image, intrinsics, CUBE, centre, rotation_g, prior=rotation_g)
+        fitted, turned, why = fit_in_jaws(image, intrinsics, CUBE, centre, rotation_g, prior=rotation_g)[:3]
         assert why == ""
         measured[sunk] = (bottom_height(point, rotation, fitted, turned, CUBE), truth)
         assert abs(measured[sunk][0] - truth) < 0.001, (sunk, tilt, measured[sunk])
@@ -111,12 +113,14 @@ def test_the_cube_bottom_is_fitted_in_frames_mujoco_renders(scene):
 
 # ---------------------------------------------------------------- the rater's rule, planted lifts
 
-def wrist_track(bottom_of_t, times: np.ndarray) -> WristTrack:
-    """A wrist track with the planted bottom at `times` (NaN: not fitted)."""
+def wrist_track(bottom_of_t, times: np.ndarray, turn_y_deg: float = 0.0) -> WristTrack:
+    """A wrist track with the planted bottom at `times` (NaN: not fitted), each fit turned
+    `turn_y_deg` about the gripper's y axis."""
     bottom = np.array([bottom_of_t(t) for t in times], float)
     nan3 = np.full((len(times), 3), np.nan)
+    turns = np.where(np.isnan(bottom)[:, None], np.nan, np.array([0.0, turn_y_deg, 0.0]))
     return WristTrack(times, nan3, np.full((len(times), 3, 3), np.nan), bottom,
-                      tuple("" if b == b else "not fitted" for b in bottom))
+                      tuple("" if b == b else "not fitted" for b in bottom), np.zeros(len(times)), turns)
 
 
 def test_the_wrist_cameras_seat_settles_lifts_the_front_camera_cannot_both_ways():
@@ -146,4 +150,78 @@ def test_the_wrist_cameras_seat_settles_lifts_the_front_camera_cannot_both_ways(
     low = wrist_track(lambda t: HEIGHT - 0.0015 if 1.2 <= t < 2.8 else np.nan, frames)
     verdict = rate(T, state, C, HEIGHT, HOLD, action, front, wrist=low)
     assert label(verdict) == "unsure" and "the wrist camera" in verdict.reason, verdict.reason
+    assert len(cases) == 2
+
+
+def test_a_wedged_cube_is_found_from_three_starts_and_not_measured(scene):
+    """A cube wedged in the jaws, turned 10 degrees about the gripper's y axis and 1 about its z
+    axis, 4 mm deep, in a frame MuJoCo renders: fitted from the jaws' pose alone (the old fit, the
+    positive control) it lands at a small turn and more than 2.5 mm high (outside even the old
+    band); a squeeze's first fit (`measure_in_jaws`, three starts) finds the turn and the bottom
+    within 1 mm, and the rater's sense flags the frame wedged and does not use it (`wrist_bounds`
+    NaN), while the same frame planted well seated is used."""
+    from orchestrator.judging.auto import wrist_sense
+    from orchestrator.sim.kinematics import arm_kinematics
+
+    degrees = grasp_pose_down(arm_kinematics(), 0.06)
+    image, point, rotation, truth = render_held(scene, degrees, 0.004, 10.0, twist_deg=-1.0)
+    intrinsics = Intrinsics.from_fovy(fk.WRIST_CAMERA_FOVY_DEG, 320, 240)
+    centre, rotation_g = start_pose(rotation)
+    old = fit_in_jaws(image, intrinsics, CUBE, centre, rotation_g, prior=rotation_g, starts_deg=(0.0,))
+    assert bottom_height(point, rotation, old.centre, old.rotation, CUBE) - truth > 0.0025
+    assert abs(old.turn_deg[1]) < wrist_sense.WEDGED_TURN_DEG
+    track = measure_in_jaws([image], np.array([0.0]), degrees[None], np.array([True]), CUBE)
+    assert track.reasons == ("",)
+    assert abs(track.bottom_m[0] - truth) < 0.001, (track.bottom_m[0], truth)
+    assert abs(track.turn_deg[0, 1] - 10.0) < 2.0
+    assert wrist_sense.wedged(track).tolist() == [True]
+    t, closed, z = np.array([0.0, 0.1]), np.array([True, True]), np.array([point[2], point[2]])
+    two = WristTrack(np.array([0.0, 0.1]), np.repeat(track.centre_g, 2, 0), np.repeat(track.rotation_g, 2, 0),
+                     np.repeat(track.bottom_m, 2), ("", ""), np.repeat(track.mismatch, 2), np.repeat(track.turn_deg, 2, 0))
+    assert np.isnan(wrist_sense.wrist_bounds(t, closed, z, two)[0]).all()
+    seated = WristTrack(two.times_s, two.centre_g, two.rotation_g, two.bottom_m, two.reasons, two.mismatch,
+                        np.zeros((2, 3)))
+    assert not np.isnan(wrist_sense.wrist_bounds(t, closed, z, seated)[0]).any()
+
+
+def test_the_wrist_camera_fits_only_where_the_height_is_in_question():
+    """A squeeze whose grasp point rises 0-70 mm and stays there: with the success height given,
+    the frames fitted are those whose joints' bottom (the rise less the 3-7 mm seat) comes within
+    `QUESTION_M` of it, and one frame either side (the oracle below lists them from the rise
+    alone); the held frames at the top are not fitted. Without the height (the old sampling, the
+    positive control) every frame risen 2 cm is."""
+    from orchestrator.judging.auto.wrist import QUESTION_M, in_question, sample
+
+    t = np.arange(0, 4.0, 1 / 30)
+    rise = np.clip(t - 0.5, 0, 1) * 0.07
+    closed = t >= 0.5
+    frame_t = np.arange(0, 4.0, 1 / 15)
+    every = sample(t, closed, rise, frame_t)[2]
+    asked = sample(t, closed, rise, frame_t, in_question(0.040, (SEAT_LOW_M, SEAT_HIGH_M)))[2]
+    frame_rise = rise[np.searchsorted(t, frame_t + 1e-9, side="right") - 1]
+    in_question = (frame_rise - SEAT_HIGH_M - QUESTION_M <= 0.040) & (0.040 <= frame_rise - SEAT_LOW_M + QUESTION_M)
+    expected = set(np.flatnonzero(in_question & closed[::2]))
+    expected |= {k - 1 for k in expected} | {k + 1 for k in expected}
+    assert set(np.flatnonzero(asked)) == expected
+    assert 4 <= len(expected) < 16 and every.sum() >= 45
+    assert not asked[frame_rise >= 0.0699].any() and every[frame_rise >= 0.0699].all()
+
+
+def test_well_seated_fits_settle_lifts_inside_the_old_band_and_wedged_ones_do_not():
+    """Lifts 2.2 mm over and 0.9 mm under the success height (inside the old 2.5 mm under / 1.0 mm
+    over band: `unsure` there, the positive control) seen by a well-seated wrist fit: labelled as
+    the truth; the same frames fitted turned 9 degrees about the gripper's y axis (wedged): not
+    measured, so `unsure`, never a label from them."""
+    from test_two_senses import CUBE as C
+    from test_two_senses import HEIGHT, HOLD, T, joints, label, lifted_between, track
+
+    frames = np.arange(0, T[-1] + 1e-9, 1 / 15)
+    cases = {"success": (HEIGHT + 0.0022, SEAT_LOW_M + 0.0005), "failure": (HEIGHT - 0.0009, SEAT_HIGH_M - 0.0005)}
+    for expected, (bottom, seat) in cases.items():
+        state, action = joints(bottom + seat, 60)
+        front = track(lifted_between(1.0, 3.0, HEIGHT), band=0.004)
+        for turn, want in ((0.0, expected), (9.0, "unsure")):
+            wrist = wrist_track(lambda t, b=bottom: b if 1.2 <= t < 2.8 else np.nan, frames, turn_y_deg=turn)
+            verdict = rate(T, state, C, HEIGHT, HOLD, action, front, wrist=wrist)
+            assert label(verdict) == want, (expected, turn, verdict.reason)
     assert len(cases) == 2

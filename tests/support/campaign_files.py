@@ -11,8 +11,9 @@ from support.act import TWIN_CAMERA
 from support.repo import GRID20, REPO, SIM_PROTOCOL
 
 SHIPPED_TWIN_RIG = REPO / "hardware" / "so101_twin.yaml"
-# Where test_twin_grasp's cube goes: clear of the gripper at the twin's rest pose however far the
-# arm sagged before torque came on (tests/test_rest_clearance.py; (0.16, 0) is inside it at rest).
+# Where a twin test's cube goes (test_twin_grasp, test_twin_safety, test_rtc_stop): clear of the
+# gripper at the twin's rest pose however far the arm sagged before torque came on
+# (tests/test_rest_clearance.py; (0.16, 0) is inside it at rest).
 TWIN_GRASP_MARK_XY = (0.19, 0.0)
 CAMERA = TWIN_CAMERA   # (height, width) of the test profile's cameras and the ACT's inputs
 

@@ -213,13 +213,14 @@ def rate_file(series: Path, cube_size_m: float, min_height_m: float, hold_s: flo
     lift, why = None, "camera not used"
     if camera:
         from orchestrator.judging.auto.camera import front_lift, recorded_front
-        from orchestrator.judging.auto.wrist import recorded_wrist, wrist_track
+        from orchestrator.judging.auto.wrist import in_question, recorded_wrist, wrist_track
 
         video, poses = recorded_front(Path(series))
         lift, why = front_lift(video, poses, data, cube_size_m)
     verdict = rate(data["t"], data["state"], cube_size_m, min_height_m, hold_s, data.get("action"), lift, camera=why)
     if camera and simulated and lift is not None and verdict.unsure:
-        wrist = wrist_track(recorded_wrist(Path(series)), data, cube_size_m)[0]
+        rise = in_question(min_height_m, (SEAT_LOW_M, SEAT_HIGH_M))
+        wrist = wrist_track(recorded_wrist(Path(series)), data, cube_size_m, rise)[0]
         if wrist is not None:
             verdict = rate(data["t"], data["state"], cube_size_m, min_height_m, hold_s, data.get("action"), lift,
                            camera=why, wrist=wrist)
