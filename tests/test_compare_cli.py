@@ -48,7 +48,7 @@ def test_every_format_the_text_from_a_fresh_process(campaigns, tmp_path, capsys)
     assert outputs["html"].count("data:image/png;base64,") == 5 + 4 + (1 if doc["held_out"]["ladders"] else 0)
 
 
-def test_suite_file_names_the_tasks_and_csv_joins(campaigns, tmp_path):
+def test_suite_file_names_the_tasks_and_csv_joins(campaigns, tmp_path, capsys):
     csv = tmp_path / "other.csv"
     rows = [f"lab-task,X{s},narrow,{s},L{i},{int(i % 4 != 0)},0," for s in range(3) for i in range(8)]
     rows += [f"lab-task,Y{s},wide,{s},L{i},{int(i % 2 == 0)},0," for s in range(3) for i in range(8)]
@@ -62,7 +62,7 @@ def test_suite_file_names_the_tasks_and_csv_joins(campaigns, tmp_path):
     assert sorted(doc["methods"]["narrow"]["tasks"]) == ["lab-task", "task-0", "task-1", "task-2"]
     bad = tmp_path / "bad.yaml"
     bad.write_text("campaigns:\n  - {path: x, tsk: y}\n")
-    result = run_module("compare", bad)
+    result = run_main(capsys, "compare", bad)   # the refusal in this process (test_refusals_* runs one fresh)
     assert result.code == 2 and len(result.err_lines) == 1
     assert result.err_lines[0].startswith(f"{bad}:2:") and "did you mean 'task'" in result.err_lines[0]
 
