@@ -147,7 +147,7 @@ def test_the_readme_contents_match_its_sections_and_it_gives_the_ci_command():
     assert len(contents) >= 10
     assert [c for c in contents if c not in headings] == []
     assert {"safety", "judging", "rehearsal-on-the-twin"} <= headings
-    full = "uv run --all-extras pytest -n 2 --dist loadgroup -q"
+    full = "uv run --all-extras pytest -n 3 --dist loadgroup -q"
     assert full in text and "uv run orchestrator demo" in text
     assert (REPO / ".ci" / "run").read_text().rstrip().splitlines()[-1] == full
 

@@ -200,8 +200,8 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 
 
 # The real-time tests: a twin stepped to the wall clock, stop-to-hold latencies, real-time episode
-# loops. They carry one xdist group, so that `pytest -n 2 --dist loadgroup` (the CI command) runs
-# them one after another on one worker, while the other worker takes the rest of the suite (this
+# loops. They carry one xdist group, so that `pytest -n 3 --dist loadgroup` (the CI command) runs
+# them one after another on one worker, while the other workers take the rest of the suite (this
 # needs `XdistGroupIds` below under pytest 9.2). Every file with the `twin` marker is in the
 # group, and these besides:
 # A test of such a file that starts no twin and no real-time loop (a refusal, a validate) carries
