@@ -51,14 +51,16 @@ def test_faults_mid_episode_abort_the_trial_and_the_campaign_resumes(hardware, m
     from lerobot.policies.act.modeling_act import ACTPolicy
 
     from orchestrator.policies.lerobot import LeRobotPolicy
+    from orchestrator.rigs.so101.rig import LeRobotRig
     from orchestrator.rigs.so101.videocam import VideoCam
 
     tmp_path, protocol, rig, arms, plug_in = hardware
     out = tmp_path / "campaign"
     select = LeRobotPolicy.select_action
 
-    # 1. the serial bus dies in the middle of the second trial (10 steps per episode)
-    monkeypatch.setattr(LeRobotPolicy, "select_action", after_calls(select, 14, arms[-1].unplug))
+    # 1. the serial bus dies in the middle of an episode (the first's 4th step of 10: an episode
+    # ends on the wall clock and a loaded machine loses steps, so a later call might never come)
+    monkeypatch.setattr(LeRobotPolicy, "select_action", after_calls(select, 4, arms[-1].unplug))
     with pytest.raises(RuntimeFailure) as err:
         run(protocol, rig, out)
     message = str(err.value)
@@ -75,14 +77,24 @@ def test_faults_mid_episode_abort_the_trial_and_the_campaign_resumes(hardware, m
         cams.append(self)
 
     monkeypatch.setattr(VideoCam, "__init__", init)
-    monkeypatch.setattr(LeRobotPolicy, "select_action", after_calls(
-        select, 3, lambda: [c.freeze() for c in cams if c.path.name == "wrist.mp4"]))
-    # the freeze is found by the episode's next read (an abort: "aborted: DeviceFault: camera wrist:
-    # ...") or, when LeRobot's read timeout outlasts the episode's last steps (a loaded CI run:
-    # 1856 ms), by the move after it ("arm left where it is: camera wrist: ..."): either way one line
+    # as the episode's loop ends: a step takes a frame up to 500 ms old (LeRobot's `read_latest`),
+    # so a camera that stops in the last half second fails no read of the episode; the check after
+    # the loop (`frame_age.stale_at_end`) aborts the trial (was: the trial counted, its wrist video
+    # ending on a still picture, the freeze found only by a later read; seen at load ~3)
+    monkeypatch.setattr(LeRobotPolicy, "select_action", select)
+    real_end = LeRobotRig.end_episode
+
+    def end_frozen(self):
+        for camera in cams:
+            if camera.path.name == "wrist.mp4":
+                camera.freeze()
+        return real_end(self)
+
+    monkeypatch.setattr(LeRobotRig, "end_episode", end_frozen)
     with pytest.raises(RuntimeFailure, match=r"camera wrist: no new frame for \d+ ms though it is open \(frozen\)"):
         run(protocol, rig, out)
     monkeypatch.setattr(VideoCam, "__init__", real_init)
+    monkeypatch.setattr(LeRobotRig, "end_episode", real_end)
 
     # 3. the policy raises inside LeRobot's ACT, once: by the pre-registered default (aborts: policy:
     # failure) that trial is scored as its policy's failure and the session goes on to the end
@@ -104,6 +116,10 @@ def test_faults_mid_episode_abort_the_trial_and_the_campaign_resumes(hardware, m
     aborted = [a for a in attempts if a["status"] == "aborted"]
     assert len(aborted) == 3 and len(attempts) == 6
     reasons = [a["reason"] for a in aborted]
+    # the second session's first episode is the one whose camera stopped at its end: it is the
+    # abort (was: it counted as done and the episode after it aborted)
+    ordered = sorted(attempts, key=lambda a: a["id"])
+    assert ordered[ordered.index(aborted[0]) + 1] is aborted[1], [(a["id"], a["status"]) for a in ordered]
     assert reasons[0].startswith("DeviceFault: arm ") and "camera wrist" in reasons[1]
     assert "policy: RuntimeError: NaN in the action head" in reasons[2]
     assert [a["abort_class"] for a in aborted] == ["rig", "rig", "policy"]

@@ -49,6 +49,7 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_arm_safety.py", ("lerobot",)),
     ("test_arm_pacing.py", ("lerobot",)),   # test_arm_safety's wall-clock intervals, in the real-time group
     ("test_stop_reasons.py", ("lerobot",)),
+    ("test_stale_at_end.py", ()),   # a camera that stops in the episode's last half second
     ("test_audit_campaign.py", ("subprocess",)),
     ("test_audit_pg.py", ("postgres",)),
     ("test_audit_queue.py", ()),

@@ -45,7 +45,7 @@ from orchestrator.core.errors import BadInput
 from orchestrator.design.protocol import Cube, Mark
 from orchestrator.rigs.base import Action, Check, EmergencyStop, EpisodeFacts, Observation, Rig, register_rig
 from orchestrator.rigs.device_fault import DeviceFault, RestBlocked, one_line
-from orchestrator.rigs.frame_age import frame_facts
+from orchestrator.rigs.frame_age import frame_facts, stale_at_end
 from orchestrator.rigs.guarded_motion import follow_path
 from orchestrator.rigs.profile import LoadedRig, RigProfile
 from orchestrator.rigs.so101.calibrated_range import action_limits, calibrated_range, rest_pose_ranges, within_range
@@ -289,7 +289,9 @@ class LeRobotRig(Rig):
         """No physics on hardware; `max_relative_target` clipping is a safety event per joint
         (`target_clipped:<joint>`), and so is a target outside the calibrated range
         (`range_clipped:<joint>`), with the numbers of clipped steps in `extra`; so is the
-        gripper's overload protection tripping while it grips (`servo_alarms.AlarmWatch`)."""
+        gripper's overload protection tripping while it grips (`servo_alarms.AlarmWatch`).
+        A camera that sends no new frame in the half second after the loop (`frame_age.stale_at_end`)
+        fails the episode as a frozen camera: its video would end on a still picture."""
         events = [f"target_clipped:{key.removesuffix('.pos')}" for key in self._clipped]
         events += [f"range_clipped:{key.removesuffix('.pos')}" for key in self._range_clipped]
         events += self._alarms.take_events()
@@ -298,6 +300,10 @@ class LeRobotRig(Rig):
                                     "range_clipped_steps": dict(self._range_clipped),
                                     "max_relative_target": self.profile.robot.max_relative_target})
         self._clipped, self._range_clipped, self._steps = {}, {}, 0
+        stale = stale_at_end(getattr(self.robot, "cameras", {}) or {})
+        if stale is not None:
+            name, age_ms = stale
+            raise DeviceFault.camera(name, TimeoutError(f"latest frame is too old: {age_ms:.0f} ms"))
         return facts
 
     @property
