@@ -11,6 +11,7 @@ no rig can measure it without a clock in view.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -47,8 +48,6 @@ def stale_at_end(cameras: Mapping[str, Any], wait_s: float = LIVE_AT_END_S) -> t
     in the episode's last half second ends it without a read error, and its video holds a frozen
     picture over the very end a judge labels (the cube held, or dropped). Read-only: it polls the
     read thread's `latest_timestamp` (`time.perf_counter()`), nothing is consumed."""
-    import time
-
     now = time.perf_counter
     seen = {name: cam.latest_timestamp for name, cam in cameras.items()
             if isinstance(getattr(cam, "latest_timestamp", None), float)}

@@ -290,8 +290,8 @@ class LeRobotRig(Rig):
         (`target_clipped:<joint>`), and so is a target outside the calibrated range
         (`range_clipped:<joint>`), with the numbers of clipped steps in `extra`; so is the
         gripper's overload protection tripping while it grips (`servo_alarms.AlarmWatch`).
-        A camera that sends no new frame in the half second after the loop (`frame_age.stale_at_end`)
-        fails the episode as a frozen camera: its video would end on a still picture."""
+        A camera that sends fewer than two new frames in the half second after the loop
+        (`frame_age.stale_at_end`) fails the episode as a frozen camera: its video would end on a still picture."""
         events = [f"target_clipped:{key.removesuffix('.pos')}" for key in self._clipped]
         events += [f"range_clipped:{key.removesuffix('.pos')}" for key in self._range_clipped]
         events += self._alarms.take_events()
