@@ -72,7 +72,8 @@ class WristTrack:
     (`centre_g`, (K, 3) m) and its rotation there (`rotation_g`, (K, 3, 3)), the cube bottom's
     height above the table (`bottom_m`: its lowest corner, with the gripper's pose from the
     joints), NaN where not measured, and `reasons` ("" when measured); per fitted frame (NaN where
-    none) the fit's `mismatch` (`Fit.mismatch`) and its `turn_deg` ((K, 3), `Fit.turn_deg`)."""
+    none) the fit's `mismatch` (`Fit.mismatch`) and its `turn_deg` ((K, 3), `Fit.turn_deg`); the
+    fitted frames' size `frame_px` (width, height; None when none was fitted or not known)."""
 
     times_s: np.ndarray
     centre_g: np.ndarray
@@ -81,6 +82,7 @@ class WristTrack:
     reasons: tuple[str, ...]
     mismatch: np.ndarray | None = None
     turn_deg: np.ndarray | None = None
+    frame_px: tuple[int, int] | None = None
 
     @property
     def visible(self) -> np.ndarray:
@@ -230,6 +232,7 @@ def measure_in_jaws(frames: Iterable[np.ndarray | None], times_s: np.ndarray, jo
     points, grippers = fk.grasp_pose(np.asarray(joints_deg, float)) if n else (np.zeros((0, 3)), np.zeros((0, 3, 3)))
     start: tuple[np.ndarray, np.ndarray] | None = None
     prior, fresh = None, False
+    frame_px: tuple[int, int] | None = None
     for k, image in enumerate(frames):
         if k >= n:
             break
@@ -244,6 +247,7 @@ def measure_in_jaws(frames: Iterable[np.ndarray | None], times_s: np.ndarray, jo
             continue
         if image is None:
             raise ValueError(f"wrist frame {k} is None, but it is to be fitted: it must be read")
+        frame_px = (int(image.shape[1]), int(image.shape[0]))
         intrinsics = Intrinsics.from_fovy(fk.WRIST_CAMERA_FOVY_DEG, image.shape[1], image.shape[0], "the model's")
         fit = fit_in_jaws(np.asarray(image), intrinsics, size_m, *start, colour, prior,
                           FIRST_STARTS_DEG if fresh else (0.0,))
@@ -252,4 +256,4 @@ def measure_in_jaws(frames: Iterable[np.ndarray | None], times_s: np.ndarray, jo
         if not reasons[k]:
             start, fresh = (centre, rotation), False
             bottoms[k] = bottom_height(points[k], grippers[k], centre, rotation, size_m)
-    return WristTrack(times, centres, rotations, bottoms, tuple(reasons), mismatch, turns)
+    return WristTrack(times, centres, rotations, bottoms, tuple(reasons), mismatch, turns, frame_px)

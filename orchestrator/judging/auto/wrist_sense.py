@@ -46,6 +46,16 @@ WEDGED_TURN_DEG = 8.0
 # every fit, set by the wedged one).
 BELOW_M = 0.0020   # the true bottom at most this far below a well-seated fit's
 ABOVE_M = 0.00075  # ... and at most this far above it
+# The band of well-seated fits on frames of a size measured apart (width, height): 640x480, the
+# real arm's wrist camera (hardware/so101.example.yaml) and the simulated rig's since `w640`,
+# FIGURES. Any other size carries `BELOW_M`-`ABOVE_M`.
+BANDS_M: dict[tuple[int, int], tuple[float, float]] = {(640, 480): (0.0010, 0.00075)}
+
+
+def band(wrist: WristTrack) -> tuple[float, float]:
+    """(below, above) of `wrist`'s well-seated fits: `BANDS_M` at its frames' size, else
+    (`BELOW_M`, `ABOVE_M`), the band measured on the smaller 320x240 frames (module docstring)."""
+    return BANDS_M.get(wrist.frame_px or (0, 0), (BELOW_M, ABOVE_M))
 
 
 def wedged(wrist: WristTrack) -> np.ndarray:
@@ -61,8 +71,8 @@ def wrist_bounds(t: np.ndarray, closed: np.ndarray, z: np.ndarray, wrist: WristT
                  band_m: tuple[float, float] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(low, high) per step of the cube bottom by the wrist camera from its well-seated frames
     (NaN where none; module docstring); `z`: the grasp point's height per step (m); `band_m`:
-    (below, above), default (`BELOW_M`, `ABOVE_M`)."""
-    below, above = (BELOW_M, ABOVE_M) if band_m is None else band_m
+    (below, above), default `band(wrist)`."""
+    below, above = band(wrist) if band_m is None else band_m
     t = np.asarray(t, float)
     low, high = np.full(len(t), np.nan), np.full(len(t), np.nan)
     frame_t = np.asarray(wrist.times_s, float)
