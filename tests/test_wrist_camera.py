@@ -60,8 +60,8 @@ def grasp_pose_down(kinematics, height_m: float) -> np.ndarray:
 
 
 def render_held(scene, degrees: np.ndarray, sunk_m: float, tilt_deg: float, away: bool = False,
-                twist_deg: float = 0.0):
-    """A 320x240 wrist frame MuJoCo renders with the cube `sunk_m` below the grasp point along the
+                twist_deg: float = 0.0, size: tuple[int, int] = (320, 240)):
+    """A wrist frame (`size`, default 320x240) MuJoCo renders with the cube `sunk_m` below the grasp point along the
     gripper, turned `tilt_deg` about the gripper's y axis and then `twist_deg` about its z axis (or
     out of view on the table), and the cube bottom's true height (its lowest corner)."""
     mujoco, model, data = scene
@@ -78,7 +78,7 @@ def render_held(scene, degrees: np.ndarray, sunk_m: float, tilt_deg: float, away
     adr = model.joint("cube").qposadr[0]
     data.qpos[adr:adr + 3], data.qpos[adr + 3:adr + 7] = centre, quat
     mujoco.mj_forward(model, data)
-    with mujoco.Renderer(model, height=240, width=320) as renderer:
+    with mujoco.Renderer(model, height=size[1], width=size[0]) as renderer:
         renderer.update_scene(data, camera="wrist")
         image = renderer.render().copy()
     truth = float(data.xpos[model.body("cube").id][2]
@@ -113,14 +113,15 @@ def test_the_cube_bottom_is_fitted_in_frames_mujoco_renders(scene):
 
 # ---------------------------------------------------------------- the rater's rule, planted lifts
 
-def wrist_track(bottom_of_t, times: np.ndarray, turn_y_deg: float = 0.0) -> WristTrack:
+def wrist_track(bottom_of_t, times: np.ndarray, turn_y_deg: float = 0.0,
+                frame_px: tuple[int, int] | None = None) -> WristTrack:
     """A wrist track with the planted bottom at `times` (NaN: not fitted), each fit turned
-    `turn_y_deg` about the gripper's y axis."""
+    `turn_y_deg` about the gripper's y axis, fitted on frames of `frame_px` (None: not known)."""
     bottom = np.array([bottom_of_t(t) for t in times], float)
     nan3 = np.full((len(times), 3), np.nan)
     turns = np.where(np.isnan(bottom)[:, None], np.nan, np.array([0.0, turn_y_deg, 0.0]))
     return WristTrack(times, nan3, np.full((len(times), 3, 3), np.nan), bottom,
-                      tuple("" if b == b else "not fitted" for b in bottom), np.zeros(len(times)), turns)
+                      tuple("" if b == b else "not fitted" for b in bottom), np.zeros(len(times)), turns, frame_px)
 
 
 def test_the_wrist_cameras_seat_settles_lifts_the_front_camera_cannot_both_ways():
@@ -225,3 +226,45 @@ def test_well_seated_fits_settle_lifts_inside_the_old_band_and_wedged_ones_do_no
             verdict = rate(T, state, C, HEIGHT, HOLD, action, front, wrist=wrist)
             assert label(verdict) == want, (expected, turn, verdict.reason)
     assert len(cases) == 2
+
+
+def test_the_narrow_band_holds_only_for_the_frame_size_it_was_measured_at():
+    """A lift 0.25 mm over the 640x480 band's lower end (inside the 320x240 band, `BELOW_M`: the
+    old constant), whose front camera and joints straddle the success height: a well-seated wrist
+    track fitted on 640x480 frames labels it a success; the same track from 320x240 frames, or of
+    an unknown size, is `unsure` (the positive control: the old band, and a narrow band never lent
+    to frames it was not measured on). A lift 0.25 mm inside the 640x480 band is `unsure` at every
+    size (the band is applied, not dropped)."""
+    from orchestrator.judging.auto import wrist_sense
+    from test_two_senses import CUBE as C
+    from test_two_senses import HEIGHT, HOLD, T, joints, label, lifted_between, track
+
+    below, above = wrist_sense.BANDS_M[(640, 480)]
+    assert below + 0.0005 < wrist_sense.BELOW_M and above <= wrist_sense.ABOVE_M
+    frames = np.arange(0, T[-1] + 1e-9, 1 / 15)
+    cases = {HEIGHT + below + 0.00025: {(640, 480): "success", (320, 240): "unsure", None: "unsure"},
+             HEIGHT + below - 0.00025: {(640, 480): "unsure", (320, 240): "unsure", None: "unsure"}}
+    checked = 0
+    for bottom, wanted in cases.items():
+        state, action = joints(bottom + SEAT_LOW_M + 0.0005, 60)        # the joints straddle the height
+        front = track(lifted_between(1.0, 3.0, HEIGHT), band=0.004)      # so does the front camera
+        for size, want in wanted.items():
+            wrist = wrist_track(lambda t, b=bottom: b if 1.2 <= t < 2.8 else np.nan, frames, frame_px=size)
+            verdict = rate(T, state, C, HEIGHT, HOLD, action, front, wrist=wrist)
+            assert label(verdict) == want, (bottom, size, verdict.reason)
+            checked += 1
+    assert checked == 6
+
+
+def test_measure_in_jaws_says_the_frame_size_and_fits_640x480_within_its_band(scene):
+    """A cube 4 mm deep and turned 3 degrees in a 640x480 frame MuJoCo renders: `measure_in_jaws`
+    records the size it fitted and the bottom within the 640x480 band of the renderer's truth."""
+    from orchestrator.judging.auto import wrist_sense
+    from orchestrator.sim.kinematics import arm_kinematics
+
+    degrees = grasp_pose_down(arm_kinematics(), 0.06)
+    image, _, _, truth = render_held(scene, degrees, 0.004, 3.0, size=(640, 480))
+    track = measure_in_jaws([image], np.array([0.0]), degrees[None], np.array([True]), CUBE)
+    assert track.frame_px == (640, 480) and track.reasons == ("",)
+    below, above = wrist_sense.BANDS_M[(640, 480)]
+    assert -above < track.bottom_m[0] - truth < below, (track.bottom_m[0], truth)

@@ -3,8 +3,8 @@ of a squeeze, hence its bottom's height above the table with the gripper's pose 
 (`measure_in_jaws` -> `WristTrack`).
 
 Why the wrist camera. It rides on the gripper, so a held cube is near and large in its image (at
-the simulator's 320x240 and the Menagerie mount, about 140 px across at some 6 cm: a pixel is
-under half a millimetre), and it looks at the cube from where the jaws hold it, so the cube's
+320x240 and the Menagerie mount, about 140 px across at some 6 cm: a pixel is under half a
+millimetre; at 640x480, the real arm's and the simulated rig's size, twice that), and it looks at the cube from where the jaws hold it, so the cube's
 place in the jaws (how far it sank: the rater's *seat*; and any slip during the hold) is measured
 directly, with no prior from another camera. What it sees during a hold: the cube's top face and
 the side face towards the camera, that side face's bottom edge against the table behind it; the
@@ -27,7 +27,10 @@ from the cube centred at the grasp point, its faces along the jaws, and from tha
 either way about the gripper's y axis (`FIRST_STARTS_DEG`; the best of the three is kept); each
 later frame from the previous fit. Each fit reports its mismatch and its turn from the jaws' pose
 (`Fit`): the rater does not use a fit turned far about y, a cube wedged in the jaws
-(`judging.auto.wrist_sense`). Computed on the image halved (`SCALE`), where the cube is still some 70 px across.
+(`judging.auto.wrist_sense`). Computed on the image halved (`SCALE`), where the cube is still some
+70 px across at 320x240 (140 px at 640x480: the fit's error per frame shrinks about threefold, its
+CPU doubles; fitted on 640x480 frames quartered instead, the error is between the two:
+docs/benchmarks.md).
 
 Not measured (NaN, with the reason): fewer than `VISIBLE_FRACTION` of the fitted silhouette (or
 than `MIN_VISIBLE_PX` pixels) shows the cube's colour, or the fit leaves more than
