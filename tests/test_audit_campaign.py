@@ -26,7 +26,7 @@ NEAR = "  A: {type: scripted, aim_noise_mm: 2, lift_m: 0.045}\n  B: {type: scrip
 def campaign(tmp_path_factory):
     folder = tmp_path_factory.mktemp("audited")
     protocol = audited_protocol(folder / "protocol", 0.2, policies=NEAR, repeats=2)   # 12 trials, 2 audited
-    run = run_module("run", protocol, "--rig", RIG, "--out", folder / "out", timeout=600)
+    run = run_module("run", protocol, "--rig", RIG, "--out", folder / "out", "--workers", "1", timeout=600)   # no pool
     assert run.code == 0 and "12/12 trials done" in run.out, run.err
     return folder / "out"
 

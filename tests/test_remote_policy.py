@@ -22,6 +22,10 @@ from support.stored_timing import stored_timing
 
 SIM_RIG = REPO / "hardware" / "sim.yaml"
 
+# One worker takes the whole file under `--dist loadgroup`, so the module's policy server (a fresh
+# process that imports LeRobot's policies: seconds of CPU) starts once, not once per worker.
+pytestmark = pytest.mark.xdist_group("remote_policy")
+
 
 def free_port() -> int:
     with socket.socket() as s:
