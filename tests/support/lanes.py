@@ -58,6 +58,8 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_camera_lift.py", ()),
     ("test_two_senses.py", ()),
     ("test_wrist_camera.py", ()),
+    ("test_wrist_calibration.py", ()),
+    ("test_calibrate_wrist_cli.py", ("subprocess",)),
     ("test_jaws_open.py", ()),
     ("test_blinding.py", ()),
     ("test_bundle.py", ()),
