@@ -59,10 +59,13 @@ def test_every_refusal_is_one_line_and_exit_2(tmp_path):
         (("--rig", sim_profile(tmp_path), "--camera", "elbow"), "no camera 'elbow'"),
         (("--rig", sim_profile(tmp_path), "--intrinsics-from", bad), "bad.yaml:3"),
     ]
+    tiny = sim_profile(tmp_path)       # a wrist camera too coarse to find a fiducial: no view counts
+    tiny.write_text(tiny.read_text().replace("wrist: {type: sim, width: 320, height: 240", "wrist: {type: sim, width: 64, height: 48"))
+    cases.append((("--rig", tiny, "--views", "6"), "0 of 6 views show at least 2 of the sheet's fiducials"))
     for argv, words in cases:
         result = run_module("camera", "calibrate-wrist", *argv)
         assert result.code == 2, (argv, result.out, result.err)
         assert len(result.err_lines) == 1 and words in result.err, (argv, result.err)
         assert "Traceback" not in result.err
     assert not (tmp_path / "wrist_geometry.yaml").exists()
-    assert len(cases) == 4
+    assert len(cases) == 5

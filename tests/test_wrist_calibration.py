@@ -231,3 +231,39 @@ def test_a_guided_arm_is_released_only_after_the_go_ahead_and_never_moved(monkey
     assert arm.calls[:2] == ["enter", "torque off"]
     assert arm.calls[2:] == ["enter", "frame"] * 6 + ["enter"]
     assert np.stack([v.joints_deg for v in taken]) == pytest.approx(np.stack([v.joints_deg for v in views[:6]]))
+
+
+def test_a_real_arms_episode_reads_the_wrist_video_only_with_a_recorded_geometry(tmp_path, monkeypatch):
+    """`rate_file` on an episode the front camera and the joints leave unsure: a real arm's episode
+    (`simulated=False`) is measured in the wrist video with the geometry its cameras.json recorded;
+    without one it is not read at all (the positive control of that "never reads": the simulated
+    scene's episode is read, with the model's geometry)."""
+    import json
+
+    from orchestrator.judging.auto import camera as camera_sense
+    from orchestrator.judging.auto import wrist as wrist_sense
+    from orchestrator.judging.auto.rater import rate_file
+    from test_two_senses import CUBE as C
+    from test_two_senses import HEIGHT, HOLD, T, joints, label, lifted_between, track
+
+    state, action = joints(HEIGHT + 0.005, 60)
+    series = tmp_path / "episodes" / "ep_1" / "timeseries.npz"
+    series.parent.mkdir(parents=True)
+    np.savez(series, t=T, state=state, action=action)
+    folder = tmp_path / "videos" / "ep_1"
+    folder.mkdir(parents=True)
+    (folder / "front.mp4").write_bytes(b"")
+    lift = track(lifted_between(1.0, 3.0, HEIGHT + 0.0005), band=0.003)
+    monkeypatch.setattr(camera_sense, "front_lift", lambda *a, **k: (lift, ""))
+    asked: list = []
+    monkeypatch.setattr(wrist_sense, "wrist_track", lambda *a: asked.append(a[-1]) or (None, "none measured"))
+    assert label(rate_file(series, C, HEIGHT, HOLD)) == "unsure"
+    assert asked == []                                                       # a real arm, no geometry
+    rate_file(series, C, HEIGHT, HOLD, simulated=True)
+    assert asked == [None]                                                   # the model's
+    measured = model_geometry(320, 240)
+    (folder / "cameras.json").write_text(json.dumps({"wrist": {"geometry": measured.to_spec(), "width": 320,
+                                                               "height": 240}}))
+    rate_file(series, C, HEIGHT, HOLD)
+    assert len(asked) == 2 and asked[1] is not None
+    assert asked[1].position == pytest.approx(measured.position, abs=1e-6)

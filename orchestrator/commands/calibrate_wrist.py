@@ -65,10 +65,10 @@ def run(args: argparse.Namespace) -> int:
         raise BadInput(f"--views {args.views}: at least {MIN_VIEWS} are needed")
     given = load_geometry(args.intrinsics_from) if args.intrinsics_from else None
     rig = make_rig(loaded)
-    if not (rig.posed_by_a_scripted_hand or rig.hand_guidable):
-        raise BadInput(f"{args.rig}: this rig's arm cannot be guided by hand (its torque cannot be released)")
     rig.connect()
     try:
+        if not (rig.posed_by_a_scripted_hand or rig.hand_guidable):   # known once connected (its bus)
+            raise BadInput(f"{args.rig}: this rig's arm cannot be guided by hand (its torque cannot be released)")
         views = _scripted_views(rig, args) if rig.posed_by_a_scripted_hand else _guided_views(rig, args)
     finally:
         rig.disconnect()
@@ -120,8 +120,10 @@ def _guided_views(rig, args: argparse.Namespace) -> list:
 
 
 def _asker() -> Callable[[str], None]:
+    """The operator's prompt: the line, then Enter read from the terminal."""
     def ask(text: str) -> None:
-        input(f"{text} ")
+        print(text, flush=True)
+        input()
     return ask
 
 

@@ -187,6 +187,7 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_twin_model.py", ()),   # the twin's servo model stepped in simulated time (no process)
     ("test_twin_restart.py", ()),   # the twin server's `restart` op in this process (no process, no camera)
     ("test_twin_hand_guide.py", ("twin", "lerobot", "subprocess")),
+    ("test_twin_calibrate_wrist.py", ("twin", "lerobot", "subprocess")),
     ("test_twin_safety.py", ("twin", "lerobot", "subprocess")),
     ("test_twin_servo.py", ("twin", "lerobot", "subprocess")),
     ("test_twin_sigterm.py", ("twin", "lerobot", "subprocess")),
