@@ -32,6 +32,7 @@ import argparse
 import io
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -50,7 +51,8 @@ def encode(frames: list[np.ndarray], fps: int) -> bytes:
         stream = container.add_stream("libx264", rate=fps)
         stream.height, stream.width = frames[0].shape[:2]
         stream.pix_fmt = "yuv420p"
-        stream.options = video_encoding(fps, "veryfast")
+        options: dict[str, object] = dict(video_encoding(fps, "veryfast"))
+        stream.options = options
         for image in frames:
             for packet in stream.encode(av.VideoFrame.from_ndarray(image, format="rgb24")):
                 container.mux(packet)
@@ -63,8 +65,9 @@ def decode(video: bytes) -> list[np.ndarray]:
     """An mp4's frames, RGB (PyAV)."""
     import av
 
-    with av.open(io.BytesIO(video)) as container:
-        return [frame.to_ndarray(format="rgb24") for frame in container.decode(video=0)]
+    with av.open(io.BytesIO(video), mode="r") as container:
+        frames = [frame.to_ndarray(format="rgb24") for frame in container.decode(video=0)]
+    return frames
 
 
 def plan(index: int, rng: np.random.Generator, jitter: bool, marks: int) -> dict:
@@ -205,7 +208,8 @@ def main() -> None:
     marks = len(load_protocol(ROOT / "protocols" / "sim_near.yaml").layout.marks)
     tag = f"seed{args.seed}" + ("-nojitter" if args.no_jitter else "")
     for text in args.sizes.split(","):
-        size = tuple(int(v) for v in text.split("x"))
+        width, height = (int(v) for v in text.split("x"))
+        size = (width, height)
         rng = np.random.default_rng(args.seed)
         errors, bands, covered, holds, held, measured, seat, cpu, short = [], [], [], [], 0, 0, [], [], []
         rows: dict[str, list] = {"episode": [], "t": [], "bottom": [], "band": [], "truth": []}
@@ -249,7 +253,8 @@ def main() -> None:
               + ", ".join(f"floor {f:g} mm covers {100 * np.mean(np.array(short) <= f / 1000 + 1e-12):.1f} %"
                           for f in (1.5, 2.0, 2.5, 3.0, 3.5)), flush=True)
         if args.dump:
-            np.savez(args.dump.with_name(f"{args.dump.stem}-{text}.npz"), **{k: np.asarray(v) for k, v in rows.items()})
+            arrays: dict[str, Any] = {k: np.asarray(v) for k, v in rows.items()}
+            np.savez(args.dump.with_name(f"{args.dump.stem}-{text}.npz"), **arrays)
 
 
 if __name__ == "__main__":

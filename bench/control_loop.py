@@ -27,6 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 from types import SimpleNamespace
+from typing import cast
 
 import numpy as np
 
@@ -55,7 +56,9 @@ class SleepProbe:
 
     def __init__(self, sleep, absolute: bool):
         self.sleep, self.absolute = sleep, absolute
-        self.called, self.returned, self.deadlines = [], [], []
+        self.called: list[float] = []
+        self.returned: list[float] = []
+        self.deadlines: list[float] = []
 
     def __call__(self, arg):
         now = time.perf_counter()
@@ -125,6 +128,7 @@ def bench_orchestrator(rig, loaded, tmp: Path, fps: int, seconds: float, record:
                        policy=None, name: str | None = None) -> dict:
     from orchestrator.design.protocol import Cube, Mark
     from orchestrator.policies.base import EpisodeContext, Policy
+    from orchestrator.rigs.base import Rig
     from orchestrator.run import control_loop as episode_mod
     from orchestrator.run.operator_protocol import AutoOperator
     from orchestrator.run.recording import EpisodeRecorder
@@ -153,7 +157,9 @@ def bench_orchestrator(rig, loaded, tmp: Path, fps: int, seconds: float, record:
                                 realtime=True)
                 if record else NoRecorder())
     try:
-        facts, timing = episode_mod.run_episode(timed_rig, policy, context, recorder, AutoOperator(lambda s: None))
+        # duck-typed: the timed rig has the loop's three calls, NoRecorder the recorder's
+        facts, timing = episode_mod.run_episode(cast(Rig, timed_rig), policy, context, cast(EpisodeRecorder, recorder),
+                                                AutoOperator(lambda s: None))
         recorded = recorder.finish()
     finally:
         episode_mod.precise_sleep_until = probe.sleep
@@ -354,7 +360,7 @@ class PolicyServerProcess:
 def twin_policies(tmp: Path, shape, rig, fps: int, server: PolicyServerProcess) -> dict:
     """The policies measured on the twin: a tiny ACT (sync), a tiny SmolVLA under sync and RTC
     inference (tests/support/vla.py), and a chunk-20 ACT served by LeRobot's policy server."""
-    from orchestrator.design.protocol import LeRobotPolicySpec, LeRobotServerPolicySpec
+    from orchestrator.design.protocol import InferenceSettings, LeRobotPolicySpec, LeRobotServerPolicySpec
     from orchestrator.policies.lerobot import LeRobotPolicy
     from orchestrator.policies.lerobot_server import ServerPolicy
     from orchestrator.policies.rtc import EnginePolicy
@@ -364,7 +370,7 @@ def twin_policies(tmp: Path, shape, rig, fps: int, server: PolicyServerProcess) 
     make_act_checkpoint(tmp / "act", shape)
     make_act_checkpoint(tmp / "act20", shape, chunk_size=20)
     make_smolvla_checkpoint(tmp / "vla", shape)
-    rtc = {"type": "rtc", "rtc": {"execution_horizon": 5}, "queue_threshold": 4}
+    rtc = InferenceSettings.model_validate({"type": "rtc", "rtc": {"execution_horizon": 5}, "queue_threshold": 4})
     served = LeRobotServerPolicySpec(type="lerobot_server", address=f"127.0.0.1:{server.port}",
                                      path=str(tmp / "act20"), policy_type="act", actions_per_chunk=20)
     return {"twin+ACT": LeRobotPolicy(LeRobotPolicySpec(type="lerobot", path=str(tmp / "act")), tmp, "bench", rig),

@@ -45,7 +45,7 @@ def main() -> None:
             rejected += stopped
             early += stopped and c.layouts_run < max_layouts
             contradictions += comp.significant != stopped
-            bad_interval += stopped and comp.share.lo <= 0.5 <= comp.share.hi
+            bad_interval += stopped and comp.share is not None and comp.share.lo <= 0.5 <= comp.share.hi
             layouts += c.layouts_run
         rate = rejected / n
         se = math.sqrt(rate * (1 - rate) / n)

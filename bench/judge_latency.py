@@ -38,6 +38,7 @@ from textual import events  # noqa: E402
 
 from orchestrator.judging.blinding import CampaignSource  # noqa: E402
 from orchestrator.judging.tui.app import JudgeApp  # noqa: E402
+from orchestrator.judging.tui.player import Player  # noqa: E402
 from support.judge_campaign import make_campaign  # noqa: E402
 
 
@@ -45,8 +46,11 @@ def press(app: JudgeApp, key: str) -> float:
     """Send a key the way the terminal driver does; returns the send time."""
     event = events.Key(key, key if len(key) == 1 else None)
     event.set_sender(app)
+    driver = app._driver
+    if driver is None:
+        raise RuntimeError("the judge app is not running")
     t0 = time.perf_counter()
-    app._driver.send_message(event)
+    driver.send_message(event)
     return t0
 
 
@@ -70,7 +74,7 @@ async def first_frame_after(app: JudgeApp, t0: float, episode: str | None = None
 
 async def _playback_rate(app: JudgeApp) -> tuple[float, float]:
     """(frames/s drawn, CPU s per frame) over 3 s of playback at 1x from the episode start."""
-    player = app.query_one("#player")
+    player = app.query_one("#player", Player)
     player._set_clock(0.0)
     player.playing = True
     await asyncio.sleep(0.3)
@@ -87,7 +91,7 @@ async def playback_only(campaign: Path, size: tuple[int, int], renderer: str) ->
     async with app.run_test(size=size) as pilot:
         await pilot.pause(1.0)
         rate = await _playback_rate(app)
-        app.query_one("#player").playing = False
+        app.query_one("#player", Player).playing = False
         await pilot.press("q")
     app.source.close()
     return rate
@@ -99,8 +103,8 @@ async def measure(campaign: Path, size: tuple[int, int], rounds: int) -> dict:
     async with app.run_test(size=size) as pilot:
         await pilot.pause(1.0)
         result["fps"], result["cpu_per_frame"] = await _playback_rate(app)
-        player = app.query_one("#player")
-        result["video_fps"] = player.visible[0].fps
+        player = app.query_one("#player", Player)
+        result["video_fps"] = player.shown_sources[0].fps
         for _ in range(rounds):
             await asyncio.sleep(3.0)            # a judge watches; the next episode decodes ahead
             t0 = press(app, "s")

@@ -38,7 +38,7 @@ async def play(campaign: Path, speed: float, size: tuple[int, int]) -> None:
         while player.playing:
             await asyncio.sleep(0.02)
         wall = time.perf_counter() - start
-        source = player.visible[0]
+        source = player.shown_sources[0]
         shown = [(at, source.times[f]) for at, e, f in app.shown_log if at >= start and e == app.current_id]
         at, pts = np.array(shown).T
         slope = float(np.polyfit(at - start, pts, 1)[0])

@@ -100,7 +100,8 @@ def main() -> None:
             page = new_page(chrome, args.network)
             page.goto(judge.url)
             wait(page, "window.judgeMetrics.ready.length")
-            labels, undos = [], []
+            labels: list[tuple[float, float]] = []
+            undos: list[tuple[float, float]] = []
             for _ in range(args.episodes - 1):
                 time.sleep(1.0)                     # the judge watches; the next episode loads ahead
                 labels.append(press(page, "s"))

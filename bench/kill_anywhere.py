@@ -69,8 +69,8 @@ def check_invariants(directory: Path) -> tuple[int, list[str]]:
         if len(slots) != len(set(slots)):
             problems.append("a slot has two episodes")
         for trial in done:
-            episode = episodes.get(trial.episode_id)
-            if episode is None:
+            episode = episodes.get(trial.episode_id) if trial.episode_id is not None else None
+            if episode is None or trial.episode_id is None:
                 problems.append(f"done trial {trial.slot} has no episode")
                 continue
             attempts = [a for a in store.attempts() if a["slot"] == trial.slot and a["status"] == "done"]

@@ -19,7 +19,7 @@ import time
 
 import pytest
 
-_seconds: collections.Counter = collections.Counter()
+_seconds: collections.defaultdict[str, float] = collections.defaultdict(float)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -31,8 +31,8 @@ def pytest_runtest_protocol(item, nextitem):
         _seconds[item.nodeid] += time.process_time() - start
 
 
-def _per_file(tests: dict[str, float]) -> collections.Counter:
-    files: collections.Counter = collections.Counter()
+def _per_file(tests: dict[str, float]) -> dict[str, float]:
+    files: collections.defaultdict[str, float] = collections.defaultdict(float)
     for nodeid, seconds in tests.items():
         files[nodeid.split("::")[0]] += seconds
     return files
@@ -40,7 +40,7 @@ def _per_file(tests: dict[str, float]) -> collections.Counter:
 
 def pytest_terminal_summary(terminalreporter):
     files = _per_file(_seconds)
-    for name, seconds in files.most_common(15):
+    for name, seconds in sorted(files.items(), key=lambda item: -item[1])[:15]:
         terminalreporter.write_line(f"{seconds:6.2f} s CPU  {name}")
     terminalreporter.write_line(f"CPU in tests {sum(_seconds.values()):.1f} s, "
                                 f"whole pytest process {time.process_time():.1f} s")
@@ -60,4 +60,6 @@ def compare(before: str, after: str, rows: int = 30) -> None:
 
 
 if __name__ == "__main__":
-    compare(*sys.argv[1:3])
+    if len(sys.argv) != 3 or sys.argv[1].startswith("-"):
+        sys.exit("usage: python bench/pytest_cputime.py BEFORE.json AFTER.json (as a plugin: see the docstring)")
+    compare(sys.argv[1], sys.argv[2])

@@ -32,8 +32,10 @@ def campaign_cpu(campaign: Path, wrist: bool = False) -> None:
     with CampaignStore.open_readonly(campaign) as store:
         cube, height, hold = campaign_test(store)
         stored = store.latest_labels(AUTO_JUDGE)
-        episodes = sorted((e["id"], e["physics_success"], EpisodeFiles.from_dict(e["files"]).timeseries)
+        episodes = sorted((e["id"], e["physics_success"], EpisodeFiles.from_dict(e["files"]).timeseries or "")
                           for e in store.episodes())
+    if missing := [episode_id for episode_id, _, series in episodes if not series]:
+        raise SystemExit(f"{campaign}: episodes {missing} list no time series")
     cpu, same_label, same_reason, tally = [], 0, 0, {"unsure": 0, "right": 0, "wrong": 0}
     for episode_id, physics, series in episodes:
         started = time.process_time()

@@ -45,8 +45,13 @@ def episodes(campaign: Path) -> tuple[tuple[float, float, float], list[dict]]:
     with CampaignStore.open_readonly(campaign) as store:
         test = campaign_test(store)
         notes = {e: j.note for e, j in store.latest_labels(PHYSICS_JUDGE).items()}
-        rows = [{"id": e["id"], "physics": bool(e["physics_success"]), "truth": physics_truth(notes.get(e["id"])),
-                 "series": campaign / EpisodeFiles.from_dict(e["files"]).timeseries} for e in store.episodes()]
+        rows = []
+        for e in store.episodes():
+            series = EpisodeFiles.from_dict(e["files"]).timeseries
+            if series is None:
+                raise SystemExit(f"{campaign}: episode {e['id']} lists no time series")
+            rows.append({"id": e["id"], "physics": bool(e["physics_success"]),
+                         "truth": physics_truth(notes.get(e["id"])), "series": campaign / series})
     return test, rows
 
 

@@ -184,6 +184,7 @@ def calibrate(args) -> None:
     from orchestrator.design.protocol import Mark, load_protocol
     from orchestrator.rigs.factory import make_rig
     from orchestrator.rigs.profile import load_rig
+    from orchestrator.rigs.sim import SimRig
     from orchestrator.run.motion import ArmMotion
     from orchestrator.run.operator_protocol import AutoOperator
     from orchestrator.run.reset import NEAR_M, CubeReset
@@ -197,7 +198,14 @@ def calibrate(args) -> None:
         rig_path = Path(tmp) / "rig.yaml"
         rig_path.write_text(rig_text(0, slip_model=False).rsplit("placement:", 1)[0])
         rig_profile = load_rig(rig_path)
-        rig = make_rig(rig_profile, protocol)
+
+        def simulated() -> SimRig:
+            made = make_rig(rig_profile, protocol)
+            if not isinstance(made, SimRig):
+                raise SystemExit(f"{rig_path}: the reset bench needs the simulated rig")
+            return made
+
+        rig = simulated()
         rig.connect()
         draw, rows, skipped = random.Random(args.seed), [], 0
 
@@ -232,7 +240,7 @@ def calibrate(args) -> None:
             except Exception as e:   # a stopped motion (the cube planted under a jaw): a fresh rig
                 print(f"try {i}: {type(e).__name__}: {e}; skipped", file=sys.stderr)
                 skipped += 1
-                rig = make_rig(rig_profile, protocol)
+                rig = simulated()
                 rig.connect()
                 continue
             x, y, _, _ = rig.cube_pose()
@@ -258,9 +266,10 @@ def fit(rows, skipped: int) -> None:
     along, across = np.array([f[2][0] for f in far]), np.array([f[2][1] for f in far])
     a = float(np.mean(along))
     c, *_ = np.linalg.lstsq(x, across, rcond=None)
+    near_median = np.median(near, axis=0)
     slip = ResetSlip(far_mm=(round(a, 2), round(float(c[0]), 2)), across_mm_per_swing_deg=round(float(c[1]), 3),
                      across_mm_per_yaw_deg=round(float(c[2]), 3),
-                     near_mm=tuple(round(float(v), 2) for v in np.median(near, axis=0)))
+                     near_mm=(round(float(near_median[0]), 2), round(float(near_median[1]), 2)))
     loo_old, loo_new = [], []
     for i in range(len(far)):
         keep = np.arange(len(far)) != i

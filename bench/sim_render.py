@@ -68,8 +68,8 @@ def measure(cell: float | None, width: int, height: int, frames: int) -> dict:
     # Rendering: `frames` frames per camera along the same episode (arm moving, cube lifted).
     rig.prepare_layout(mark, cube, 1)
     policy.reset(ctx)
-    per_cam = {name: [] for name in rig.camera_names}
-    shots = {}
+    per_cam: dict[str, list[float]] = {name: [] for name in rig.camera_names}
+    shots: dict[str, list[np.ndarray]] = {}
     every = max(1, 360 // frames)
     for step in range(360):
         obs = rig.observe(with_images=False)

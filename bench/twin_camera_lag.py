@@ -50,7 +50,10 @@ def main() -> None:
                 lags = []
                 for _ in range(args.frames):
                     cam.async_read(timeout_ms=1000)
-                    lags.append(cam.latest_timestamp - cam.latest_exposure - LATENCY_MS / 1000)
+                    shown, exposed = cam.latest_timestamp, cam.latest_exposure
+                    if shown is None or exposed is None:
+                        raise RuntimeError("the twin camera returned a frame with no timestamps")
+                    lags.append(shown - exposed - LATENCY_MS / 1000)
             finally:
                 cam.disconnect()
     ms = 1000 * np.asarray(lags)

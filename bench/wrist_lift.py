@@ -87,9 +87,11 @@ def measured(result: dict) -> dict:
             turns = [cv2.Rodrigues(in_g[k] @ g @ prior.T)[0].ravel() for g in CUBE_SYMMETRIES]
             true_turn[k] = np.degrees(min(turns, key=np.linalg.norm))
     n = int(up.sum())
+    turn_deg = track.turn_deg if track.turn_deg is not None else np.full((len(truth), 3), np.nan)
+    mismatch = track.mismatch if track.mismatch is not None else np.full(len(truth), np.nan)
     return {"bottom": (track.bottom_m - truth)[up], "slip": (slip - true_slip)[up], "frames": int(closed.sum()),
             "dump": [{"t": float(result["frame_t"][k]), "error_mm": 1000 * float(track.bottom_m[k] - truth[k]),
-                      "mismatch": float(track.mismatch[k]), "turn_deg": [float(v) for v in track.turn_deg[k]],
+                      "mismatch": float(mismatch[k]), "turn_deg": [float(v) for v in turn_deg[k]],
                       "true_turn_deg": [float(v) for v in true_turn[k]]} for k in np.flatnonzero(up)][:n],
             "measured": int(track.visible.sum()), "cpu": cpu, "lift": float(result["max_lift"]),
             "hold": float(result["hold"]), "max_slip": float(np.nanmax(np.abs(true_slip), initial=0.0))}

@@ -246,18 +246,20 @@ def test_judges_never_see_the_cause(raised):
 def test_a_lerobot_policy_with_non_finite_actions_fails_its_trials_in_the_parallel_runner(tmp_path, saved_acts,
                                                                                          capsys):
     """A real LeRobot ACT checkpoint whose weights were poisoned with NaN, run by `orchestrator run
-    --workers 2` in a fresh process (the parallel runner: the fault crosses from a worker): every
-    one of its trials ends in a non-finite action, classed `policy` and counted as its failure; A's
-    trials run; the campaign completes and the report, text and JSON, says so with the cause
-    (`policy: non-finite action 2`), not only the class (the report in this process: `run` is the
-    fresh one, `report`'s command line is run fresh by tests/test_report.py)."""
+    --workers 2` (the parallel runner: its workers are fresh processes, and the fault crosses from
+    one): every one of its trials ends in a non-finite action, classed `policy` and counted as its
+    failure; A's trials run; the campaign completes and the report, text and JSON, says so with the
+    cause (`policy: non-finite action 2`), not only the class. `run` and `report` in this process
+    (`main`): a fresh `run` imported LeRobot's policies a third time (7-10 s of CPU) beside its two
+    workers; the command lines are run fresh by tests/test_lerobot_cli_fresh.py and test_report.py."""
     import shutil
 
     import torch
     from safetensors.torch import load_file, save_file
 
     from support.campaign_files import two_mark_protocol
-    from support.cli import run_module
+    from support.cli import run_main
+    from support.repo import REPO
 
     shutil.copytree(saved_acts["sim"], tmp_path / "act_b")
     weights = next((tmp_path / "act_b").rglob("model.safetensors"))
@@ -268,7 +270,7 @@ def test_a_lerobot_policy_with_non_finite_actions_fails_its_trials_in_the_parall
     save_file(tensors, weights)
     protocol = two_mark_protocol(tmp_path, "{type: lerobot, path: ./act_b}")
     out = tmp_path / "c"
-    run = run_module("run", protocol, "--rig", "hardware/sim.yaml", "--out", out, "--workers", "2", timeout=600)
+    run = run_main(capsys, "run", protocol, "--rig", REPO / "hardware" / "sim.yaml", "--out", out, "--workers", "2")
     assert run.code == 0, run.err[-2000:]
     assert "non-finite action" in run.out and "counted as a failure of the policy that ran" in run.out
     with CampaignStore.open_readonly(out) as store:

@@ -15,7 +15,7 @@ import pytest
 from orchestrator.design.audit import draw_audit
 from support.audit_protocol import audited_protocol
 from support.blind_canary import assert_judges_never_read
-from support.cli import run_module
+from support.cli import run_main, run_module
 from support.tiny import RIG
 
 # lifts within millimetres of the 4 cm success height: the rater is unsure of many of them
@@ -26,7 +26,7 @@ NEAR = "  A: {type: scripted, aim_noise_mm: 2, lift_m: 0.045}\n  B: {type: scrip
 def campaign(tmp_path_factory):
     folder = tmp_path_factory.mktemp("audited")
     protocol = audited_protocol(folder / "protocol", 0.2, policies=NEAR, repeats=2)   # 12 trials, 2 audited
-    run = run_module("run", protocol, "--rig", RIG, "--out", folder / "out", timeout=600)
+    run = run_module("run", protocol, "--rig", RIG, "--out", folder / "out", "--workers", "1", timeout=600)   # no pool
     assert run.code == 0 and "12/12 trials done" in run.out, run.err
     return folder / "out"
 
@@ -68,19 +68,25 @@ def test_contested_first_is_refused_in_one_line_on_an_audited_campaign(campaign)
     assert "--contested-first would put the episodes" in refused.err and "Traceback" not in refused.err
 
 
+FRESH = "judging: {judges: 1, audit: 0.2}"   # refused by fresh processes; the other cases by `main` here
+
+
 @pytest.mark.parametrize(("judging", "message"), [
-    ("judging: {judges: 1, audit: 0.2}", "audit 0.2 needs auto: counted and judges >= 1"),
+    (FRESH, "audit 0.2 needs auto: counted and judges >= 1"),
     ("judging: {judges: 0, auto: counted, audit: 0.2}", "audit 0.2 needs auto: counted and judges >= 1"),
     ("judging: {judges: 1, auto: counted, audit: 1.5}", "less than or equal to 1"),
     ("judging: {judges: 1, auto: counted, audit: 0.01}", "audit 0.01 of the 6 scheduled trials draws none"),
 ])
-def test_a_bad_audit_is_refused_in_one_line_with_exit_2(tmp_path, judging, message):
+def test_a_bad_audit_is_refused_in_one_line_with_exit_2(tmp_path, capsys, judging, message):
+    """`validate` and `run` refuse each bad audit in one line, exit 2, writing no campaign: the
+    first case from fresh `orchestrator` processes, the others in this process (`run_main`: the
+    same exit code and stderr, without six interpreters' imports)."""
     protocol = audited_protocol(tmp_path, 0)
     text = protocol.read_text()
     line = next(x for x in text.splitlines() if x.startswith("judging:"))
     protocol.write_text(text.replace(line, judging))
     for argv in (("validate", protocol), ("run", protocol, "--rig", RIG, "--out", tmp_path / "out")):
-        refused = run_module(*argv)
+        refused = run_module(*argv) if judging == FRESH else run_main(capsys, *argv)
         assert refused.code == 2 and len(refused.err_lines) == 1, (argv[0], refused.err)
         assert message in refused.err and "protocol.yaml:" in refused.err, refused.err
     assert not (tmp_path / "out" / "campaign.db").exists()

@@ -111,7 +111,9 @@ def test_three_campaigns_run_on_the_simulator_then_compared_from_a_fresh_process
     simulated rig (MuJoCo, scripted picks), then `orchestrator compare` on the three stores from a
     fresh process. The runs are the command in this process (`run` of the tiny protocol from a
     fresh process is the `tiny_reference` fixture's, tests/conftest.py): three interpreters' start
-    and imports less (51 s -> 37 s at load 9)."""
+    and imports less (51 s -> 37 s at load 9); one worker each, as the suite's workers already
+    share the cores: no pool of fresh interpreters that import MuJoCo (the parallel runner is
+    tests/test_runner.py's)."""
     from orchestrator.cli import main
     from support.tiny import RIG
 
@@ -119,7 +121,7 @@ def test_three_campaigns_run_on_the_simulator_then_compared_from_a_fresh_process
     for task in ("pick-a", "pick-b", "pick-c"):
         protocol = _sim_protocol(tmp_path / task, task)
         out = tmp_path / task / "campaign"
-        assert main(["run", str(protocol), "--rig", str(RIG), "--out", str(out)]) == 0
+        assert main(["run", str(protocol), "--rig", str(RIG), "--out", str(out), "--workers", "1"]) == 0
         stores.append(out)
     result = run_module("compare", *stores, "--format", "json", "--reps", "2000")
     assert result.code == 0, result.err

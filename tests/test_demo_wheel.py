@@ -63,37 +63,13 @@ def test_the_installed_wheel_carries_the_demo(tmp_path):
 
 
 @pytest.mark.slow
-def test_demo_in_a_fresh_process_reports_and_exits_with_the_reports_code(tmp_path):
-    """`orchestrator demo` (on the tiny protocol, through its hidden options) runs the campaign,
-    prints the report itself (no call back into the CLI) and exits with the report's code."""
-    from support.cli import run_module
-
-    data = REPO / "tests" / "data"
-    result = run_module("demo", "--protocol", data / "tiny_protocol.yaml", "--rig", data / "tiny_sim.yaml",
-                        "--out", tmp_path / "demo", "--workers", "1", timeout=600)
-    assert result.code == 0, result.err
-    assert "Verdict:" in result.out and "Next:" in result.out
-    assert "trial 6/6  mark" in result.out                 # progress lines (not a terminal)
-    # the progress funnel per policy, by the joints and by physics, said to decide nothing
-    funnel = result.out.split("Progress ladder (recorded; no decision uses it)")[1].split("Next:")[0]
-    assert "pre-registered later" in funnel and funnel.count("policy  episodes") == 2
-    assert funnel.count("3 on 3 marks") == 4                # 2 sources x 2 policies
-    # pictures first: the last line is the path of the HTML report, written beside the campaign
-    last = result.out.strip().splitlines()[-1]
-    assert last.startswith("The report with its plots (open it in a browser): "), last
-    html = Path(last.split(": ", 1)[1])
-    assert html == (tmp_path / "demo-report.html").resolve() and html.is_file()
-    page = html.read_text()
-    assert page.startswith("<!DOCTYPE html>") and page.count("data:image/png;base64,") >= 3
-    again = run_module("demo", "--protocol", data / "tiny_protocol.yaml", "--rig", data / "tiny_sim.yaml",
-                        "--out", tmp_path / "demo", "--workers", "1", timeout=600)
-    assert again.code == 0 and "campaign is complete" in again.out   # resumed: nothing left to run
-
-
-@pytest.mark.slow
 def test_the_demo_gives_what_the_readme_says_it_shows(tmp_path):
     """The README's "What the demo shows": the demo's protocol run in a fresh process (on the
-    small-camera rig: rendering never changes the physics) gives those outcomes and that verdict."""
+    small-camera rig: rendering never changes the physics) gives those outcomes and that verdict;
+    the same `orchestrator demo` (through its hidden options) prints the report itself (no call
+    back into the CLI), exits with the report's code, writes the HTML report beside the campaign,
+    and run again resumes with nothing left to run. (One demo process for both: the tiny
+    protocol's demo was a second one, 6 trials, that no check needed.)"""
     from support.cli import run_module
 
     text = " ".join((REPO / "README.md").read_text().split())
@@ -106,6 +82,19 @@ def test_the_demo_gives_what_the_readme_says_it_shows(tmp_path):
                         REPO / "tests" / "data" / "tiny_sim.yaml", "--out", tmp_path / "demo", "--workers", "1",
                         timeout=600)
     assert result.code == 0, result.err
+    assert "Verdict:" in result.out and "Next:" in result.out
+    assert "trial 40/40  mark" in result.out                # progress lines (not a terminal)
+    # the progress funnel per policy, by the joints and by physics, said to decide nothing
+    funnel = result.out.split("Progress ladder (recorded; no decision uses it)")[1].split("Next:")[0]
+    assert "pre-registered later" in funnel and funnel.count("policy  episodes") == 2
+    assert funnel.count("20 on 20 marks") == 4              # 2 sources x 2 policies
+    # pictures first: the last line is the path of the HTML report, written beside the campaign
+    last = result.out.strip().splitlines()[-1]
+    assert last.startswith("The report with its plots (open it in a browser): "), last
+    html = Path(last.split(": ", 1)[1])
+    assert html == (tmp_path / "demo-report.html").resolve() and html.is_file()
+    page = html.read_text()
+    assert page.startswith("<!DOCTYPE html>") and page.count("data:image/png;base64,") >= 3
     out = " ".join(result.out.split())
     expected = [f"A {a}/20", f"B {b}/20", f"Discordant layouts: {discordant} (A only {discordant}, B only 0)",
                 f"McNemar mid-p {mid_p} (primary), exact {exact}",
@@ -119,3 +108,7 @@ def test_the_demo_gives_what_the_readme_says_it_shows(tmp_path):
     reached, grasped, held = ladder.groups()
     assert physics.split(", ")[0].startswith(f"{reached}/20") and f" {grasped}/20 " in physics
     assert physics.count(f" {held}/20 ") == 2, physics      # lifted and held
+    again = run_module("demo", "--protocol", REPO / "protocols" / "sim_demo.yaml", "--rig",
+                       REPO / "tests" / "data" / "tiny_sim.yaml", "--out", tmp_path / "demo", "--workers", "1",
+                       timeout=600)
+    assert again.code == 0 and "campaign is complete" in again.out   # resumed: nothing left to run

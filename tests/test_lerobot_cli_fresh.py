@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from support.campaign_files import two_mark_protocol
-from support.cli import run_module
+from support.cli import run_main, run_module
 from support.repo import REPO
 
 SIM_RIG = REPO / "hardware" / "sim.yaml"
@@ -33,14 +33,16 @@ def _env() -> dict[str, str]:
     return {**os.environ, "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl"), "HF_HUB_OFFLINE": "1"}
 
 
-def test_run_loads_a_checkpoint_saved_by_another_process(act_protocol, tmp_path):
+def test_run_loads_a_checkpoint_saved_by_another_process(act_protocol, tmp_path, capsys):
+    """`run` in a fresh process loads the checkpoint; its report read in this process (`report`
+    from a fresh process is tests/test_start_check_run.py's, among others)."""
     out = tmp_path / "campaign"
     result = run_module("run", act_protocol, "--rig", SIM_RIG, "--out", out, "--workers", "1",
                         env=_env(), timeout=600)
     assert result.code == 0, result.err
     assert "not registered" not in result.err
     assert "4/4 trials done, 0 aborted" in result.out, result.out + result.err
-    report = run_module("report", out, "--format", "json", env=_env())
+    report = run_main(capsys, "report", out, "--format", "json")
     assert report.code == 0, report.err
     data = json.loads(report.out)
     assert data["campaign"]["complete"] is True and data["campaign"]["aborted"] == 0

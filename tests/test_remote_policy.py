@@ -16,11 +16,15 @@ from pathlib import Path
 import pytest
 
 from support.campaign_files import env, one_mark_protocol
-from support.cli import run_module
+from support.cli import run_main, run_module
 from support.repo import REPO
 from support.stored_timing import stored_timing
 
 SIM_RIG = REPO / "hardware" / "sim.yaml"
+
+# One worker takes the whole file under `--dist loadgroup`, so the module's policy server (a fresh
+# process that imports LeRobot's policies: seconds of CPU) starts once, not once per worker.
+pytestmark = pytest.mark.xdist_group("remote_policy")
 
 
 def free_port() -> int:
@@ -78,7 +82,7 @@ def served_protocol(folder: Path, checkpoint: Path, address: str, *, duration_s:
 
 
 @pytest.mark.timeout(600)
-def test_a_served_policy_runs_a_sim_campaign_against_lerobots_policy_server(server, saved_acts, tmp_path):
+def test_a_served_policy_runs_a_sim_campaign_against_lerobots_policy_server(server, saved_acts, tmp_path, capsys):
     protocol = served_protocol(tmp_path, saved_acts["sim"], server.address)
     out = tmp_path / "campaign"
     result = run_module("run", protocol, "--rig", SIM_RIG, "--out", out, env=env(), timeout=600)
@@ -94,7 +98,7 @@ def test_a_served_policy_runs_a_sim_campaign_against_lerobots_policy_server(serv
     # every step is accounted for: a served action (its age recorded) or the last goal held
     assert served["served_steps"] + served["starved_steps"] == timing["B"]["steps"], served
     assert 0 < served["action_age_p50_ms"] <= served["action_age_max_ms"], served
-    data = json.loads(run_module("report", out, "--format", "json", env=env()).out)
+    data = json.loads(run_main(capsys, "report", out, "--format", "json").out)   # `run` was the fresh process
     assert data["policies"]["B"]["deployment"] == f"server {server.address}"
     assert not (REPO / "logs").exists() and not (tmp_path / "logs" / "robot_client").exists()
 

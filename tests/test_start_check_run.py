@@ -1,7 +1,9 @@
 """`orchestrator run` with the protocol's start_check on the simulator, from fresh processes:
 the cubes the simulated hand places near their marks pass and every check is recorded; a hand
 10 mm off fails the first trial three times and ends the unattended session with exit 1 and
-the check's line, resumable (0 trials done, no episode written); `advise` runs the trials anyway."""
+the check's line, resumable (0 trials done, no episode written); `advise` runs the trials anyway.
+Every `run` is a fresh process with one worker (the suite's workers already share the cores: no
+pool of fresh interpreters); the first report too, the others in this process (`run_main`)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ import sqlite3
 import numpy as np
 
 from support.campaign_files import env, two_mark_protocol
-from support.cli import run_module
+from support.cli import run_main, run_module
 from support.repo import REPO
 
 SIM = REPO / "hardware" / "sim.yaml"
@@ -39,10 +41,10 @@ def garwood_per_100(k: int, trials: int) -> str:
     return f"(exact Poisson 95% CI {100 * lo / trials:.1f} to {100 * hi / trials:.1f})"
 
 
-def test_placements_near_their_marks_pass_and_every_check_is_recorded(tmp_path):
+def test_placements_near_their_marks_pass_and_every_check_is_recorded(tmp_path, capsys):
     protocol, rig = _files(tmp_path, "enforce", "{sigma_mm: 1.0, sigma_deg: 2, seed: 4}")
     out = tmp_path / "campaign"
-    done = run_module("run", protocol, "--rig", rig, "--out", out, env=env(), timeout=300)
+    done = run_module("run", protocol, "--rig", rig, "--out", out, "--workers", "1", env=env(), timeout=300)
     assert done.code == 0, done.err[-2000:]
     assert "4/4 trials done" in done.out, done.out
     checks = _events(out, "start_check")
@@ -71,14 +73,14 @@ def test_placements_near_their_marks_pass_and_every_check_is_recorded(tmp_path):
                              "per_100_trials_ci_method": "poisson-exact (Garwood 1936)",
                              "by_cause": {"placement": 4, "correction": 0, "override": 0,
                                           "cube lost": 0, "stop": 0}}
-    text = run_module("report", out, env=env()).out
+    text = run_main(capsys, "report", out).out
     assert "Start states (the camera's start check)" in text and "Operator interventions" in text
 
 
 def test_a_hand_10_mm_off_ends_the_unattended_session_with_the_line(tmp_path):
     protocol, rig = _files(tmp_path, "enforce", "{offset_mm: [10, 0]}")
     out = tmp_path / "campaign"
-    done = run_module("run", protocol, "--rig", rig, "--out", out, env=env(), timeout=300)
+    done = run_module("run", protocol, "--rig", rig, "--out", out, "--workers", "1", env=env(), timeout=300)
     assert done.code == 1, (done.out, done.err[-2000:])
     last = done.err.strip().splitlines()[-1]
     assert last.startswith("orchestrator: start check failed 3 times at M0"), last
@@ -91,14 +93,14 @@ def test_a_hand_10_mm_off_ends_the_unattended_session_with_the_line(tmp_path):
         assert db.execute("SELECT count(*) FROM attempts").fetchone()[0] == 0
 
 
-def test_advise_runs_the_trials_and_shows_each_failure(tmp_path):
+def test_advise_runs_the_trials_and_shows_each_failure(tmp_path, capsys):
     protocol, rig = _files(tmp_path, "advise", "{offset_mm: [10, 0]}")
     out = tmp_path / "campaign"
-    done = run_module("run", protocol, "--rig", rig, "--out", out, "--stop-after", "2", env=env(), timeout=300)
+    done = run_module("run", protocol, "--rig", rig, "--out", out, "--stop-after", "2", "--workers", "1", env=env(), timeout=300)
     assert done.code == 0, done.err[-2000:]
     assert done.out.count("start check (advise): cube ") == 2, done.out
     assert len(_events(out, "start_check")) == 2
-    report = json.loads(run_module("report", out, "--format", "json", env=env()).out)
+    report = json.loads(run_main(capsys, "report", out, "--format", "json").out)
     rows = report["start_check"]["placement_error"].values()
     assert sum(r["started_on_failed_check"] for r in rows) == 2 and sum(r["overridden"] for r in rows) == 0
     assert all(9.0 < r["offset_p50_mm"] < 11.0 for r in rows if r["checked"]), rows
@@ -106,7 +108,7 @@ def test_advise_runs_the_trials_and_shows_each_failure(tmp_path):
                for w in report["warnings"]), report["warnings"]
 
 
-def test_with_reset_auto_the_arm_places_every_cube_after_the_first(tmp_path):
+def test_with_reset_auto_the_arm_places_every_cube_after_the_first(tmp_path, capsys):
     """`reset: auto` (from a fresh process): the first cube is placed by the simulated hand, every
     later one by the arm, checked by the camera; each episode still starts with the arm at rest."""
     from orchestrator.rigs.profile import STATE_KEYS, load_rig
@@ -116,7 +118,7 @@ def test_with_reset_auto_the_arm_places_every_cube_after_the_first(tmp_path):
     protocol = two_mark_protocol(tmp_path, "{type: scripted, aim_noise_mm: 12}", duration_s=8.0, fps=30)
     protocol.write_text(protocol.read_text() + "start_check: {mode: enforce}\nreset: {mode: auto, max_tries: 3}\n")
     out = tmp_path / "campaign"
-    done = run_module("run", protocol, "--rig", SIM, "--out", out, env=env(), timeout=300)
+    done = run_module("run", protocol, "--rig", SIM, "--out", out, "--workers", "1", env=env(), timeout=300)
     assert done.code == 0, done.err[-2000:]
     assert "4/4 trials done" in done.out
     assert (f"operator 1 intervention in 4 trials, 25 per 100 trials {garwood_per_100(1, 4)}: placement 1, "
@@ -130,7 +132,7 @@ def test_with_reset_auto_the_arm_places_every_cube_after_the_first(tmp_path):
     rest = np.array([pose[k] for k in STATE_KEYS])
     firsts = [read_series(out / rel)["state"][0] for rel in series]
     assert len(firsts) == 4 and all(np.abs(first[:5] - rest[:5]).max() < 3.0 for first in firsts), firsts
-    report = json.loads(run_module("report", out, "--format", "json", env=env()).out)
+    report = json.loads(run_main(capsys, "report", out, "--format", "json").out)
     assert report["interventions"]["by_cause"]["placement"] == 1 and report["interventions"]["per_100_trials"] == 25.0
 
 

@@ -20,7 +20,7 @@ import time
 import pytest
 
 from support.campaign_files import SHIPPED_TWIN_RIG, env, twin_rig, two_mark_protocol
-from support.cli import run_module
+from support.cli import run_main, run_module
 from support.repo import REPO
 from support.tmux import Tmux
 
@@ -101,7 +101,7 @@ def test_the_readmes_rehearsal_block_runs_as_written_to_the_first_prompt(tmp_pat
     line makes the tiny checkpoint (no download; its module's `main` in this process, in that
     folder: a fresh interpreter would import torch and LeRobot's policies again, 7-10 s, for
     nothing the line's own code does not do here), `doctor --twin` on the shipped protocol and
-    profile passes (a fresh process: in this one it measured no faster) and states B's step time against the period; the run lines name shipped
+    profile passes (in this process as well) and states B's step time against the period; the run lines name shipped
     files and parse; the interactive run line, in tmux, reaches its first prompt ("press Enter")
     and `q` ends it. Every line that needs LeRobot runs it with the extra."""
     lines = readme_rehearsal_block()
@@ -123,7 +123,20 @@ def test_the_readmes_rehearsal_block_runs_as_written_to_the_first_prompt(tmp_pat
     assert "tiny random ACT saved in checkpoints/tiny_act (cameras front 320x240, wrist 320x240" in made.out
     assert (tmp_path / "checkpoints" / "tiny_act" / "config.json").is_file()
     assert argv[1][0] == "orchestrator"
-    doctor = run_module(*argv[1][1:], cwd=tmp_path, env=env(), timeout=300)
+    # doctor in this process too: LeRobot's policies are imported here already (the line above), a
+    # fresh interpreter imports them again (7-10 s of CPU idle, 28 s of 49 at load 21); doctor's
+    # fresh-process path with a saved checkpoint is test_lerobot_cli_fresh's, `--twin`'s
+    # test_doctor_faults'. One torch thread, as env() gives the fresh processes.
+    import torch
+
+    threads = torch.get_num_threads()
+    monkeypatch.chdir(tmp_path)
+    torch.set_num_threads(1)
+    try:
+        doctor = run_main(capsys, *argv[1][1:])
+    finally:
+        torch.set_num_threads(threads)
+        monkeypatch.undo()
     assert doctor.code == 0, doctor.err[-3000:]
     assert "policy B: ../checkpoints/tiny_act loads (act on cpu, cameras front, wrist, 6 actions)" in doctor.out
     assert "calibration" in doctor.out and "ready:" in doctor.out

@@ -5,7 +5,13 @@ then on the arm puts each cube on its mark itself, announced ("ARM RESETTING THE
 pressed during a reset holds the arm: on the wire, torque stays on and no goal goes out until
 the operator confirms the move to rest; at rest the console asks "reset again (Enter), place it
 yourself (p), end (q)" and no goal goes out until the answer; Enter: the arm resets the cube
-again and the campaign goes on, the arm carrying the cube from M01 to M02 for the third trial."""
+again, puts it on its mark, and the campaign goes on: the second trial runs on the arm's cube.
+
+Two trials, not three: a third (the arm carrying the cube from M01 to M02, 5 mm off at most) cost
+a reset, an episode and a move to rest of real time (about 24 s of the test's 75 s idle, 95 s at
+load 17) and checked nothing the two do not but the longer carry's precision, which
+tests/test_guarded_motion.py checks through LeRobot's stack on the twin's servos in simulated
+time (the reset's path picked, carried and put down within 15 mm of its mark)."""
 
 from __future__ import annotations
 
@@ -52,7 +58,7 @@ def test_the_arm_resets_the_cube_on_the_twin_and_a_stop_during_the_reset_holds_i
     protocol, rig = _files(tmp_path)
     out, wire = tmp_path / "campaign", tmp_path / "wire.jsonl"
     command = shlex.join([sys.executable, "-m", "orchestrator", "run", str(protocol), "--rig", str(rig), "--twin",
-                          "--twin-wire-log", str(wire), "--out", str(out), "--stop-after", "3"])
+                          "--twin-wire-log", str(wire), "--out", str(out), "--stop-after", "2"])
     variables = {k: v for k, v in env().items() if k in ("MUJOCO_GL", "HF_HUB_OFFLINE", "OMP_NUM_THREADS", "PATH")}
     tmux = Tmux()
     try:
@@ -87,10 +93,9 @@ def test_the_arm_resets_the_cube_on_the_twin_and_a_stop_during_the_reset_holds_i
         answered = time.time()
         idle_goals = [t for t, _, _ in WireLog.read(wire).goals(after=asked) if t < answered]
         tmux("send-keys", "-t", "op", "Enter")                        # reset again
-        for _ in range(2):                                            # trials 2 and 3, on the arm's cubes
-            tmux.wait_for("op", "Episode finished", timeout=240)
-            tmux("send-keys", "-t", "op", "Enter")
-            tmux.wait_gone("op", "Episode finished", timeout=30)      # the review's banner goes
+        tmux.wait_for("op", "Episode finished", timeout=240)          # trial 2, on the arm's cube
+        tmux("send-keys", "-t", "op", "Enter")
+        tmux.wait_gone("op", "Episode finished", timeout=30)          # the review's banner goes
         # The last trial's move to rest once stopped here on "did not reach rest: gripper blocked"
         # (a fresh-clone run at load 2-4): not the jaws against the table or the cube, but the
         # guarded motion counting a starved host's servo reads before the gripper's first goal
@@ -110,8 +115,9 @@ def test_the_arm_resets_the_cube_on_the_twin_and_a_stop_during_the_reset_holds_i
                             "ORDER BY a.id").fetchall()
     assert kinds.count("reset_approved") == 1 and kinds.count("reset_stopped") == 1, kinds
     assert "rest_blocked" not in kinds and "motion_blocked" not in kinds, kinds   # no joint called blocked
-    # trials 1 and 2 on M01 (the stop fell in the second's reset), trial 3 on M02: all done, none
-    # stopped by the stop that was answered during the reset
-    assert trials == [("M01", "done"), ("M01", "done"), ("M02", "done")], trials
-    assert [r["mark"] for r in resets] == ["M01", "M02"] and all(r["passes"] for r in resets), resets
-    assert resets[1]["offset_mm"] < 5.0   # the arm carried the cube from M01 to M02 through LeRobot
+    # trials 1 and 2 on M01 (the stop fell in the second's reset): both done, the second not
+    # stopped by the stop that was answered during its reset
+    assert trials == [("M01", "done"), ("M01", "done")], trials
+    # one reset recorded: the one run again after the stop, the cube picked and put on M01 by the arm
+    assert [r["mark"] for r in resets] == ["M01"] and resets[0]["passes"] and resets[0]["tries"] >= 1, resets
+    assert resets[0]["offset_mm"] < 5.0, resets   # placed through LeRobot within 5 mm of its mark

@@ -23,7 +23,8 @@ from pathlib import Path
 
 from orchestrator.commands.twin_options import add_twin_arguments, twin_session
 
-HELP = "camera tools: `camera check` finds the template's fiducials and measures the cube on a mark"
+HELP = ("camera tools: `camera check` finds the template's fiducials and measures the cube on a mark; "
+        "`camera calibrate-wrist` measures the wrist camera's mount and intrinsics")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -41,9 +42,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="the session's reference folder (written without --mark, read with it)")
     check.add_argument("--json", action="store_true", help="print the measurement as one JSON object")
     add_twin_arguments(check, unattended=False)
+    from orchestrator.commands import calibrate_wrist
+
+    calibrate_wrist.add_arguments(actions)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.camera_action == "calibrate-wrist":
+        from orchestrator.commands import calibrate_wrist
+
+        return calibrate_wrist.run(args)
     from orchestrator.core.errors import BadInput
     from orchestrator.design.protocol import load_layout, load_protocol
     from orchestrator.rigs.factory import make_rig

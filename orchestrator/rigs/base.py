@@ -210,6 +210,17 @@ class Rig(ABC):
         simulator and the twin, `rigs/placement.py`); False: a person places it."""
         return False
 
+    @property
+    def posed_by_a_scripted_hand(self) -> bool:
+        """True when `pose_by_hand` stands in for a person guiding the arm with torque off (the
+        simulator: `camera calibrate-wrist`'s views); False: a person moves it."""
+        return False
+
+    def pose_by_hand(self, joints: Sequence[float]) -> None:
+        """The scripted hand puts the arm at `joints` (rig units, the five arm joints), as a
+        person would with torque off. Only for a rig that is `posed_by_a_scripted_hand`."""
+        raise NotImplementedError("this rig's arm is moved by a person")
+
     def camera_still(self, camera: str) -> Any:
         """One (H, W, 3) uint8 RGB still of `camera` as it is now (`camera check`, the start-state
         check). The default opens that camera alone (`rigs.frames.grab_frame`): the bus is never

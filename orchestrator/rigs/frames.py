@@ -59,7 +59,7 @@ def camera_intrinsics(rig: Any, camera: str, image: Any) -> Intrinsics | None:
     table is then located with the focal length recovered from the template
     (`vision.table.locate_table`)."""
     pose = (rig.camera_poses() or {}).get(camera)
-    if not pose:
+    if not pose or "fovy_deg" not in pose:     # none, or a wrist camera's geometry
         return None
     height, width = image.shape[:2]
     return Intrinsics.from_fovy(float(pose["fovy_deg"]), width, height, "the rig's camera pose (fovy)")

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
 
 from orchestrator.core.errors import BadInput
 from orchestrator.design.joints import STATE_KEYS
@@ -21,6 +21,7 @@ from orchestrator.rigs.extensions import section_check
 from orchestrator.rigs.placement import PlacementSpec
 from orchestrator.rigs.reset_slip import ResetSlip
 from orchestrator.store.records import RIG_REAL_ARM, RIG_SIMULATED, RIG_TWIN, SIMULATED_ROBOT_TYPE
+from orchestrator.vision.wrist_geometry import GeometrySpec
 
 
 class CameraPoseSpec(BaseModel):
@@ -33,6 +34,16 @@ class CameraPoseSpec(BaseModel):
     fovy_deg: Annotated[float, Field(gt=1, lt=179)]
 
 
+def _geometry_kind(value: Any) -> str:
+    return "File" if isinstance(value, str) else "Inline"
+
+
+# a file's name or the mapping itself; chosen by its type, so a bad inline value is one error
+# (not one more for "not a string"); the capitalised tags are dropped from error locations
+GeometryField = Annotated[Annotated[str, Tag("File")] | Annotated[GeometrySpec, Tag("Inline")],
+                          Discriminator(_geometry_kind)]
+
+
 class CameraSpec(BaseModel):
     """One camera. `type` is `sim`, `opencv` or `video` (a video file played as a camera)."""
 
@@ -43,13 +54,21 @@ class CameraSpec(BaseModel):
     fps: Annotated[int, Field(gt=0, le=240)]
     index_or_path: int | str | None = None
     pose: CameraPoseSpec | None = None   # fixed cameras only (measured by hand, or the twin's)
+    # the wrist camera's mount and intrinsics (vision/wrist_geometry.py), or the file that has them
+    # (relative to the profile; `orchestrator camera calibrate-wrist` writes it): `load_rig` reads it
+    geometry: GeometryField | None = None
 
 
 def profile_camera_poses(profile: RigProfile) -> dict[str, dict]:
-    """The poses the profile gives, with each camera's image size (`judging.overlay.posed_camera`)."""
-    return {name: {"position": list(c.pose.position), "target": list(c.pose.target),
-                   "fovy_deg": c.pose.fovy_deg, "width": c.width, "height": c.height}
-            for name, c in profile.cameras.items() if c.pose is not None}
+    """The poses the profile gives, with each camera's image size (`judging.overlay.posed_camera`),
+    and the geometry of a camera that rides on the gripper (`geometry`, as `load_rig` read it:
+    the rater's wrist sense reads it back, `judging.auto.wrist.recorded_geometry`)."""
+    poses = {name: {"position": list(c.pose.position), "target": list(c.pose.target),
+                    "fovy_deg": c.pose.fovy_deg, "width": c.width, "height": c.height}
+             for name, c in profile.cameras.items() if c.pose is not None}
+    poses.update({name: {"geometry": c.geometry.model_dump(mode="json"), "width": c.width, "height": c.height}
+                  for name, c in profile.cameras.items() if isinstance(c.geometry, GeometrySpec)})
+    return poses
 
 
 def profile_observation_features(profile: RigProfile) -> dict[str, Any]:
@@ -122,10 +141,13 @@ class LoadedRig:
         return hashlib.sha256(self.text.encode()).hexdigest()
 
 
-def load_rig(path: str | Path) -> LoadedRig:
-    """Load and validate a rig profile; `BadInput` with located lines on any problem."""
+def load_rig(path: str | Path, missing_geometry_ok: bool = False) -> LoadedRig:
+    """Load and validate a rig profile; `BadInput` with located lines on any problem. A camera's
+    `geometry` file is read and validated here (`geometry_file`); `missing_geometry_ok`: a file
+    that does not exist yet is left out (`camera calibrate-wrist` is about to write it)."""
     path = Path(path)
     profile, data, smap, text = load_validated(path, "rig profile", RigProfile)
+    profile = _with_geometry_files(profile, path, missing_geometry_ok)
     problems = _near_miss_keys(data, smap)
     for key in profile.rest_pose:
         if key not in STATE_KEYS:
@@ -140,6 +162,32 @@ def load_rig(path: str | Path) -> LoadedRig:
     return LoadedRig(path=path, profile=profile, text=text)
 
 
+def geometry_file(profile_path: Path, camera: CameraSpec) -> Path | None:
+    """The file a camera's `geometry` names, relative to the profile's folder (None: not a file)."""
+    if not isinstance(camera.geometry, str):
+        return None
+    return (Path(profile_path).parent / camera.geometry).resolve()
+
+
+def _with_geometry_files(profile: RigProfile, path: Path, missing_ok: bool) -> RigProfile:
+    """`profile` with each camera's `geometry` file read in its place (`vision.wrist_geometry`)."""
+    from orchestrator.vision.wrist_geometry import load_geometry
+
+    cameras = dict(profile.cameras)
+    for name, camera in profile.cameras.items():
+        file = geometry_file(path, camera)
+        if file is None:
+            continue
+        if not file.is_file():
+            if missing_ok:   # left as the file's name: no geometry recorded (`profile_camera_poses`)
+                continue
+            raise BadInput(f"{path}: cameras.{name}.geometry: {file} does not exist "
+                           f"(measure it: orchestrator camera calibrate-wrist --rig {path})")
+        spec = GeometrySpec.model_validate(load_geometry(file).to_spec())
+        cameras[name] = camera.model_copy(update={"geometry": spec})
+    return profile.model_copy(update={"cameras": cameras})
+
+
 # Fields of LeRobot's robot and camera configs that profiles commonly use. Robot and camera
 # sections allow other keys (they are passed on to LeRobot's config classes), but a key that is
 # a near miss of one of these (`max_relative_targt`) is almost certainly a typo of a safety or
@@ -147,7 +195,7 @@ def load_rig(path: str | Path) -> LoadedRig:
 _ROBOT_FIELDS = ("type", "port", "id", "max_relative_target", "disable_torque_on_disconnect", "num_read_retries",
                  "use_degrees", "calibration_dir", "cameras")
 _CAMERA_FIELDS = ("type", "index_or_path", "width", "height", "fps", "color_mode", "rotation",
-                  "warmup_s", "fourcc", "backend", "pose")
+                  "warmup_s", "fourcc", "backend", "pose", "geometry")
 
 
 def _near_miss_keys(data: dict, smap) -> list[str]:

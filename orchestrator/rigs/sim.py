@@ -356,6 +356,16 @@ class SimRig(Rig):
         return {**profile_camera_poses(self.profile), "front": front_camera_pose(spec.width, spec.height)}
 
     places_the_cube = True   # the simulated hand (`rigs/placement.py`)
+    posed_by_a_scripted_hand = True   # `camera calibrate-wrist`'s views (`sim/calibration_poses.py`)
+
+    def pose_by_hand(self, joints) -> None:
+        """The arm put at `joints` (the five arm joints, rig units) at once, the gripper closed,
+        velocities zero, the cube left where it is."""
+        values = self.joint_positions()
+        values[:5] = np.asarray(joints, float)[:5]
+        values[5] = 0.0
+        self._set_arm(values)
+        self._mj.mj_forward(self._model, self._data)
 
     def camera_still(self, camera: str) -> np.ndarray:
         from orchestrator.rigs.frames import no_such_camera

@@ -31,7 +31,8 @@ GRASP_SITE = (0.019, 0.0, -0.083)   # in the gripper body
 # The wrist camera (the Menagerie model's `wrist_cam`, `sim.scene`'s `wrist`): in the gripper body
 # (its `camera_mount` child sits at the gripper's origin), at WRIST_CAMERA_POS, turned by
 # WRIST_CAMERA_TILT_RAD about the body's x axis (the model's euler="-0.57 0 0"), vertical field of
-# view WRIST_CAMERA_FOVY_DEG. A real arm's wrist camera needs its own mounting and intrinsics.
+# view WRIST_CAMERA_FOVY_DEG. A real arm's wrist camera has its own (a rig profile's
+# `cameras.wrist.geometry`, measured by `camera calibrate-wrist`: vision/wrist_geometry.py).
 WRIST_CAMERA_POS = (0.0, 0.055, -0.045)
 WRIST_CAMERA_TILT_RAD = -0.57
 WRIST_CAMERA_FOVY_DEG = 48.5

@@ -14,8 +14,9 @@ The camera. Its pose in the gripper body is the model's mount (`sim.fk.gripper_t
 and its intrinsics the model's field of view (`sim.fk.WRIST_CAMERA_FOVY_DEG`, square pixels,
 principal point at the centre). The fit is done in the gripper's frame, so it needs no joint at
 all; only the bottom's height in the layout frame uses the gripper's pose from the joints
-(`sim.fk.grasp_pose`). On a real arm the mount and the intrinsics are the rig's to give (they are
-not measured by the camera check yet).
+(`sim.fk.grasp_pose`). On a real arm the mount and the intrinsics are the rig's (`geometry`: a
+`vision.wrist_geometry.WristGeometry`, measured by `orchestrator camera calibrate-wrist`); its
+frames are undistorted to its pinhole first.
 
 The fit. The cube (a box of the layout's size) has six degrees of freedom in the gripper frame: its
 centre and a rotation. Its silhouette (the convex hull of its projected corners, `cube.coverage`)
@@ -50,6 +51,7 @@ import numpy as np
 from orchestrator.sim import fk
 from orchestrator.vision.camera_model import Intrinsics
 from orchestrator.vision.cube import RED, CubeColour, coverage, hull_box
+from orchestrator.vision.wrist_geometry import WristGeometry
 
 BACKGROUND_SATURATION = 70  # HSV saturation (0-255) below which a pixel is the sheet or the table
 SCALE = 0.5                 # the fit's image is the frame resized by this
@@ -76,7 +78,8 @@ class WristTrack:
     height above the table (`bottom_m`: its lowest corner, with the gripper's pose from the
     joints), NaN where not measured, and `reasons` ("" when measured); per fitted frame (NaN where
     none) the fit's `mismatch` (`Fit.mismatch`) and its `turn_deg` ((K, 3), `Fit.turn_deg`); the
-    fitted frames' size `frame_px` (width, height; None when none was fitted or not known)."""
+    fitted frames' size `frame_px` (width, height; None when none was fitted or not known) and
+    whether they were fitted with a rig's measured camera (`measured_camera`) or the model's."""
 
     times_s: np.ndarray
     centre_g: np.ndarray
@@ -86,6 +89,7 @@ class WristTrack:
     mismatch: np.ndarray | None = None
     turn_deg: np.ndarray | None = None
     frame_px: tuple[int, int] | None = None
+    measured_camera: bool = False
 
     @property
     def visible(self) -> np.ndarray:
@@ -114,16 +118,24 @@ def _about_x(angle: float) -> np.ndarray:
 class _WristImage:
     """One frame's masks at the fit's scale and the projection of gripper-frame points."""
 
-    def __init__(self, image: np.ndarray, intrinsics: Intrinsics, colour: CubeColour) -> None:
+    def __init__(self, image: np.ndarray, intrinsics: Intrinsics | WristGeometry, colour: CubeColour) -> None:
+        if isinstance(intrinsics, WristGeometry):   # a rig's measured camera: its mount, its lens
+            geometry = intrinsics.scaled_to(image.shape[1], image.shape[0])
+            image = geometry.undistorted(image)
+            f, c = np.diag(geometry.matrix)[:2], geometry.matrix[:2, 2]
+            self.at, self.turn = geometry.position, geometry.rotation
+        else:
+            f = np.array([intrinsics.f_px, intrinsics.f_px])
+            c = np.array([(image.shape[1] - 1) / 2.0, (image.shape[0] - 1) / 2.0])
+            self.at, self.turn = fk.gripper_to_wrist_camera()
         small = cv2.resize(image, None, fx=SCALE, fy=SCALE, interpolation=cv2.INTER_AREA)
         self.red = colour.mask(small).astype(float)
         saturation = cv2.cvtColor(small, cv2.COLOR_RGB2HSV)[..., 1]
         self.weight = (saturation < BACKGROUND_SATURATION).astype(float) * (1.0 - self.red) - self.red
         self.total = float(self.red.sum())
         self.box = (0, 0, small.shape[1], small.shape[0])
-        self.f = intrinsics.f_px * SCALE
-        self.c = np.array([(small.shape[1] - 1) / 2.0, (small.shape[0] - 1) / 2.0])
-        self.at, self.turn = fk.gripper_to_wrist_camera()
+        self.f = f * SCALE
+        self.c = (c + 0.5) * SCALE - 0.5            # pixel centres: (0, 0) at pixel (0, 0)'s centre
 
     def project(self, points_g: np.ndarray) -> np.ndarray:
         camera = (np.asarray(points_g, float) - self.at) @ self.turn
@@ -160,11 +172,12 @@ class Fit(NamedTuple):
     turn_deg: np.ndarray
 
 
-def fit_in_jaws(image: np.ndarray, intrinsics: Intrinsics, size_m: float, centre_g: np.ndarray,
+def fit_in_jaws(image: np.ndarray, intrinsics: Intrinsics | WristGeometry, size_m: float, centre_g: np.ndarray,
                 rotation_g: np.ndarray, colour: CubeColour = RED, prior: np.ndarray | None = None,
                 starts_deg: tuple[float, ...] = (0.0,)) -> Fit:
     """The cube in one wrist frame, fitted from (`centre_g`, `rotation_g`) turned by each of
-    `starts_deg` about the gripper's y axis, the best fit kept (module docstring)."""
+    `starts_deg` about the gripper's y axis, the best fit kept (module docstring); `intrinsics`:
+    the model's camera's (the model's mount), or a rig's measured `WristGeometry`."""
     frame = _WristImage(image, intrinsics, colour)
     local = _corners(size_m)
 
@@ -221,11 +234,12 @@ def bottom_height(point: np.ndarray, rotation: np.ndarray, centre_g: np.ndarray,
 
 def measure_in_jaws(frames: Iterable[np.ndarray | None], times_s: np.ndarray, joints_deg: np.ndarray,
                     closed: np.ndarray, size_m: float, wanted: np.ndarray | None = None,
-                    colour: CubeColour = RED) -> WristTrack:
+                    colour: CubeColour = RED, geometry: WristGeometry | None = None) -> WristTrack:
     """The cube in the jaws in each wrist frame taken while `closed` and `wanted` (per frame,
     default every closed frame; the joints `joints_deg` (K, >=5) at each frame), each fitted from
     the previous fit of its squeeze or from `start_pose` at the squeeze's first frame (module
-    docstring); the other frames may be None."""
+    docstring); the other frames may be None. `geometry`: the wrist camera's (a rig's measured
+    one, `vision.wrist_geometry`), default the simulated SO-101's model."""
     times = np.asarray(times_s, float)
     n = len(times)
     centres, rotations = np.full((n, 3), np.nan), np.full((n, 3, 3), np.nan)
@@ -251,12 +265,12 @@ def measure_in_jaws(frames: Iterable[np.ndarray | None], times_s: np.ndarray, jo
         if image is None:
             raise ValueError(f"wrist frame {k} is None, but it is to be fitted: it must be read")
         frame_px = (int(image.shape[1]), int(image.shape[0]))
-        intrinsics = Intrinsics.from_fovy(fk.WRIST_CAMERA_FOVY_DEG, image.shape[1], image.shape[0], "the model's")
-        fit = fit_in_jaws(np.asarray(image), intrinsics, size_m, *start, colour, prior,
+        camera = geometry or Intrinsics.from_fovy(fk.WRIST_CAMERA_FOVY_DEG, image.shape[1], image.shape[0], "the model's")
+        fit = fit_in_jaws(np.asarray(image), camera, size_m, *start, colour, prior,
                           FIRST_STARTS_DEG if fresh else (0.0,))
         centre, rotation, reasons[k] = fit.centre, fit.rotation, fit.reason
         centres[k], rotations[k], mismatch[k], turns[k] = centre, rotation, fit.mismatch, fit.turn_deg
         if not reasons[k]:
             start, fresh = (centre, rotation), False
             bottoms[k] = bottom_height(points[k], grippers[k], centre, rotation, size_m)
-    return WristTrack(times, centres, rotations, bottoms, tuple(reasons), mismatch, turns, frame_px)
+    return WristTrack(times, centres, rotations, bottoms, tuple(reasons), mismatch, turns, frame_px, geometry is not None)

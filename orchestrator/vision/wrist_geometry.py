@@ -97,7 +97,7 @@ class WristGeometry:
         intrinsics scale with it); `ValueError` for another aspect ratio."""
         if (width, height) == (self.width, self.height):
             return self
-        if abs(width * self.height - height * self.width) > max(width, self.width) // 100 * self.height:
+        if abs((width / height) / (self.width / self.height) - 1.0) > 0.01:
             raise ValueError(f"the wrist camera's geometry is for {self.width}x{self.height}, "
                              f"not {width}x{height} (another aspect ratio)")
         s = width / self.width

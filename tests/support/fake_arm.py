@@ -2,6 +2,8 @@
 (`fakes/feetech.py`), video files as its cameras (`fakes/rigs.py`).
 
 - `fake_rig`: a `LeRobotRig` on the fake arm, fast rest moves; disconnected afterwards.
+Both step the moves to rest at `arm_bench.REST_FPS` (250 Hz, the shipped 50 Hz unchanged): what
+these tests assert is what the bus was told, not the pace (see arm_bench.py).
 - `hardware`: the files of a fake-arm campaign (two tiny ACT checkpoints, the rig profile, a
   two-mark protocol) and `plug_in()`, which plugs a new fake arm into the same port.
 """
@@ -18,6 +20,7 @@ from fakes import feetech
 from fakes.rigs import CAMERAS, camera_rate_as_configured, write_rig, write_videos
 from orchestrator.rigs.profile import load_rig
 from support.act import make_act_checkpoint
+from support.arm_bench import REST_FPS
 
 
 @pytest.fixture
@@ -31,7 +34,7 @@ def fake_rig(tmp_path, monkeypatch):
     rig_path = write_rig(tmp_path / "rig.yaml", port, tmp_path / "cal", write_videos(tmp_path))
     from orchestrator.rigs.so101.rig import LeRobotRig
 
-    rig = LeRobotRig(load_rig(rig_path), rest_speed_deg_s=600.0)
+    rig = LeRobotRig(load_rig(rig_path), rest_speed_deg_s=600.0, rest_fps=REST_FPS)
     yield rig
     rig.disconnect()
 
@@ -53,6 +56,7 @@ def hardware(tmp_path, monkeypatch):
 
     monkeypatch.setattr(builtins, "input", lambda *a: pytest.fail("input() called"))
     monkeypatch.setitem(LeRobotRig.__init__.__kwdefaults__, "rest_speed_deg_s", 600.0)
+    monkeypatch.setitem(LeRobotRig.__init__.__kwdefaults__, "rest_fps", REST_FPS)
     camera_rate_as_configured(monkeypatch)
     port = str(tmp_path / "ttyACM0")
     open(port, "w").close()

@@ -59,6 +59,7 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_two_senses.py", ()),
     ("test_wrist_camera.py", ()),
     ("test_wrist_calibration.py", ()),
+    ("test_calibrate_wrist_cli.py", ("subprocess",)),
     ("test_jaws_open.py", ()),
     ("test_blinding.py", ()),
     ("test_bundle.py", ()),
@@ -69,6 +70,7 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_demo_wheel.py", ("subprocess",)),
     ("test_evidence_chain.py", ()),
     ("test_evidence_cli.py", ("subprocess",)),
+    ("test_exit_freeze.py", ("subprocess",)),   # run's and doctor's exit: fresh processes refusing, about 1 s each
     ("test_export.py", ("lerobot",)),
     ("test_docs.py", ()),
     ("test_episode_rules.py", ()),
@@ -186,6 +188,7 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_twin_model.py", ()),   # the twin's servo model stepped in simulated time (no process)
     ("test_twin_restart.py", ()),   # the twin server's `restart` op in this process (no process, no camera)
     ("test_twin_hand_guide.py", ("twin", "lerobot", "subprocess")),
+    ("test_twin_calibrate_wrist.py", ("twin", "lerobot", "subprocess")),
     ("test_twin_safety.py", ("twin", "lerobot", "subprocess")),
     ("test_twin_servo.py", ("twin", "lerobot", "subprocess")),
     ("test_twin_sigterm.py", ("twin", "lerobot", "subprocess")),

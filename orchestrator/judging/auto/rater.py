@@ -206,21 +206,27 @@ def rate_file(series: Path, cube_size_m: float, min_height_m: float, hold_s: flo
               camera: bool = True, simulated: bool = False) -> AutoVerdict:
     """`rate` on an episode's `timeseries.npz` (read by `episode_files.read_series`) and, with
     `camera`, its front video beside it (`camera.recorded_front`, measured by
-    `camera.front_lift`); without a usable video the joints alone, saying so. An episode recorded
-    in the simulated scene (`simulated`: its wrist camera is the model's, `wrist`) that both leave
-    unsure is rated again with its wrist video (`wrist.wrist_track`)."""
+    `camera.front_lift`); without a usable video the joints alone, saying so. An episode both leave
+    unsure is rated again with its wrist video (`wrist.wrist_track`) where the wrist camera's
+    geometry is known: the one the rig recorded (`wrist.recorded_geometry`: a real arm's profile
+    gives it), else the model's for an episode recorded in the simulated scene (`simulated`)."""
     data = read_series(series)
     lift, why = None, "camera not used"
+    poses = None
     if camera:
         from orchestrator.judging.auto.camera import front_lift, recorded_front
-        from orchestrator.judging.auto.wrist import in_question, recorded_wrist, wrist_track
 
         video, poses = recorded_front(Path(series))
         lift, why = front_lift(video, poses, data, cube_size_m)
     verdict = rate(data["t"], data["state"], cube_size_m, min_height_m, hold_s, data.get("action"), lift, camera=why)
-    if camera and simulated and lift is not None and verdict.unsure:
+    if poses is not None and lift is not None and verdict.unsure:
+        from orchestrator.judging.auto.wrist import in_question, recorded_geometry, recorded_wrist, wrist_track
+
+        geometry = recorded_geometry(poses)
+        if geometry is None and not simulated:
+            return verdict
         rise = in_question(min_height_m, (SEAT_LOW_M, SEAT_HIGH_M))
-        wrist = wrist_track(recorded_wrist(Path(series)), data, cube_size_m, rise)[0]
+        wrist = wrist_track(recorded_wrist(Path(series)), data, cube_size_m, rise, geometry)[0]
         if wrist is not None:
             verdict = rate(data["t"], data["state"], cube_size_m, min_height_m, hold_s, data.get("action"), lift,
                            camera=why, wrist=wrist)

@@ -12,10 +12,12 @@ camera's widest band, so its fit could only narrow an interval that is already w
 Each fit costs some 35 ms of CPU, so the rater measures the wrist video only for the episodes the
 front camera and the joints leave unsure (`rater.rate_file`). The video's frame times
 are the time series' `frame_t.wrist` (the recorder's); a frame belongs to the last step at or
-before it. The camera's mount and field of view are the simulated SO-101's (`sim.fk`): the rater
-reads the wrist video only of episodes recorded in the simulated scene (the simulated rig and the
-twin, whose wrist camera is that model's); a real arm's wrist camera needs its own mount and
-intrinsics, which no rig profile gives yet.
+before it. The camera's mount and intrinsics (`vision.wrist_geometry`) are those the rig recorded
+beside the video (`cameras.json`'s `wrist` entry: the rig profile's `cameras.wrist.geometry`,
+measured by `orchestrator camera calibrate-wrist`; `recorded_geometry`), else, for an episode
+recorded in the simulated scene (the simulated rig and the twin, whose wrist camera is the
+model's), the simulated SO-101's (`sim.fk`); a real arm's episode without a recorded geometry has
+no wrist sense.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from orchestrator.judging.auto.seat import MIN_RISE_M, squeezes
 from orchestrator.sim import fk
 from orchestrator.sim.holding import closed_on_cube
 from orchestrator.vision.wrist_cube import WristTrack, measure_in_jaws
+from orchestrator.vision.wrist_geometry import WristGeometry, parse_geometry
 
 CAMERA = "wrist"
 # The height is in question at a step where the joints' bottom range reaches within this of it:
@@ -41,6 +44,20 @@ def recorded_wrist(series: Path) -> Path:
     """The wrist video of the episode whose time series is `series` (`run/recording.py`'s layout)."""
     series = Path(series)
     return series.parent.parent.parent / "videos" / series.parent.name / f"{CAMERA}.mp4"
+
+
+def recorded_geometry(poses: Path) -> WristGeometry | None:
+    """The wrist camera's geometry the rig recorded in an episode's `cameras.json` (`poses`), or
+    None: no file, no `wrist` entry with a `geometry`, or one that does not validate."""
+    import json
+
+    from orchestrator.core.errors import BadInput
+
+    try:
+        record = json.loads(Path(poses).read_text()).get(CAMERA)
+        return parse_geometry(record["geometry"], str(poses)) if isinstance(record, dict) and "geometry" in record else None
+    except (OSError, ValueError, AttributeError, BadInput):
+        return None
 
 
 def in_question(height_m: float, seat_m: tuple[float, float]) -> tuple[float, float]:
@@ -73,10 +90,11 @@ def sample(t: np.ndarray, closed: np.ndarray, z: np.ndarray, frame_t: np.ndarray
 
 
 def wrist_track(video: Path | None, series: dict[str, np.ndarray], cube_size_m: float,
-                rise_m: tuple[float, float] | None = None) -> tuple[WristTrack | None, str]:
+                rise_m: tuple[float, float] | None = None,
+                geometry: WristGeometry | None = None) -> tuple[WristTrack | None, str]:
     """(the wrist camera's track, "") or (None, why there is none: no video, unreadable, no frame
     held high enough, none measured); with `rise_m` (`in_question`), fitted only where the height
-    is in question (`sample`)."""
+    is in question (`sample`); `geometry`: the camera's (default the simulated SO-101's)."""
     if video is None or not Path(video).is_file():
         return None, "no wrist video"
     times = np.asarray(series.get(f"frame_t.{CAMERA}", ()), float)
@@ -94,7 +112,7 @@ def wrist_track(video: Path | None, series: dict[str, np.ndarray], cube_size_m: 
         return None, f"the wrist video cannot be decoded ({type(exc).__name__})"
     if len(frames) != len(times):
         return None, f"the time series has {len(times)} wrist frame times for the video's {len(frames)} frames"
-    track = measure_in_jaws(frames, times, state[steps], at_frame, cube_size_m, wanted)
+    track = measure_in_jaws(frames, times, state[steps], at_frame, cube_size_m, wanted, geometry=geometry)
     if not track.visible.any():
         return None, next((r for r in track.reasons if r.startswith(("occluded", "0", "1", "2", "3", "4", "5", "6", "7", "8", "9"))),
                           "no wrist frame measured")

@@ -53,13 +53,17 @@ ABOVE_M = 0.00075  # ... and at most this far above it
 # (2941 frames; p50 0.07, p95 0.20 mm |error|); the highest bottom per episode on the calibration
 # campaign recorded at 640x480, -0.06 to +0.51 mm on its 62 episodes with no wedged frame. Same rule (largest + 0.25,
 # rounded up to 0.25 mm). Any other size carries `BELOW_M`-`ABOVE_M`: a band is never lent to
-# frames it was not measured on (the twin's wrist camera is 320x240).
+# frames it was not measured on (the twin's wrist camera is 320x240), nor to a real arm's camera
+# (a rig's measured geometry: only the model's camera was measured).
 BANDS_M: dict[tuple[int, int], tuple[float, float]] = {(640, 480): (0.0010, 0.00075)}
 
 
 def band(wrist: WristTrack) -> tuple[float, float]:
-    """(below, above) of `wrist`'s well-seated fits: `BANDS_M` at its frames' size, else
-    (`BELOW_M`, `ABOVE_M`), the band measured on the smaller 320x240 frames (module docstring)."""
+    """(below, above) of `wrist`'s well-seated fits: `BANDS_M` at its frames' size with the
+    model's camera, else (`BELOW_M`, `ABOVE_M`), the band measured on the smaller 320x240 frames
+    (module docstring)."""
+    if wrist.measured_camera:
+        return BELOW_M, ABOVE_M
     return BANDS_M.get(wrist.frame_px or (0, 0), (BELOW_M, ABOVE_M))
 
 

@@ -58,7 +58,7 @@ class AuditKeys:
 
     def _overlay_status(self: JudgeScreen, what: str, on: bool) -> None:
         episode = self.session.episode(self.current_id)
-        posed = sorted(episode.camera_poses) if episode else []
+        posed = sorted(c for c, p in episode.camera_poses.items() if "position" in p) if episode else []
         if not posed:
             self.status_line = (f"{what}: no camera of this episode has a known pose (the simulated rig's "
                                 "front camera has one; real cameras and wrist cameras do not)")

@@ -25,7 +25,7 @@ _ROBOT_MODULES = {
     "hope_jr_hand": "hope_jr", "hope_jr_arm": "hope_jr",
     "lekiwi_client": "lekiwi", "reachy2": "reachy2",
 }
-_OWN_CAMERA_FIELDS = {"type", "index_or_path", "width", "height", "fps", "pose"}
+_OWN_CAMERA_FIELDS = {"type", "index_or_path", "width", "height", "fps", "pose", "geometry"}
 
 
 def robot_config_class(robot_type: str):
