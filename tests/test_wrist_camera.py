@@ -114,14 +114,16 @@ def test_the_cube_bottom_is_fitted_in_frames_mujoco_renders(scene):
 # ---------------------------------------------------------------- the rater's rule, planted lifts
 
 def wrist_track(bottom_of_t, times: np.ndarray, turn_y_deg: float = 0.0,
-                frame_px: tuple[int, int] | None = None) -> WristTrack:
+                frame_px: tuple[int, int] | None = None, measured_camera: bool = False) -> WristTrack:
     """A wrist track with the planted bottom at `times` (NaN: not fitted), each fit turned
-    `turn_y_deg` about the gripper's y axis, fitted on frames of `frame_px` (None: not known)."""
+    `turn_y_deg` about the gripper's y axis, fitted on frames of `frame_px` (None: not known) with
+    the model's camera or a rig's measured one."""
     bottom = np.array([bottom_of_t(t) for t in times], float)
     nan3 = np.full((len(times), 3), np.nan)
     turns = np.where(np.isnan(bottom)[:, None], np.nan, np.array([0.0, turn_y_deg, 0.0]))
     return WristTrack(times, nan3, np.full((len(times), 3, 3), np.nan), bottom,
-                      tuple("" if b == b else "not fitted" for b in bottom), np.zeros(len(times)), turns, frame_px)
+                      tuple("" if b == b else "not fitted" for b in bottom), np.zeros(len(times)), turns, frame_px,
+                      measured_camera)
 
 
 def test_the_wrist_cameras_seat_settles_lifts_the_front_camera_cannot_both_ways():
@@ -232,7 +234,8 @@ def test_the_narrow_band_holds_only_for_the_frame_size_it_was_measured_at():
     """A lift 0.25 mm over the 640x480 band's lower end (inside the 320x240 band, `BELOW_M`: the
     old constant), whose front camera and joints straddle the success height: a well-seated wrist
     track fitted on 640x480 frames labels it a success; the same track from 320x240 frames, or of
-    an unknown size, is `unsure` (the positive control: the old band, and a narrow band never lent
+    an unknown size, or from a real arm's 640x480 camera (a rig's measured geometry: the band was
+    measured on the model's camera only) is `unsure` (the positive control: the old band, and a narrow band never lent
     to frames it was not measured on). A lift 0.25 mm inside the 640x480 band is `unsure` at every
     size (the band is applied, not dropped)."""
     from orchestrator.judging.auto import wrist_sense
@@ -242,18 +245,19 @@ def test_the_narrow_band_holds_only_for_the_frame_size_it_was_measured_at():
     below, above = wrist_sense.BANDS_M[(640, 480)]
     assert below + 0.0005 < wrist_sense.BELOW_M and above <= wrist_sense.ABOVE_M
     frames = np.arange(0, T[-1] + 1e-9, 1 / 15)
-    cases = {HEIGHT + below + 0.00025: {(640, 480): "success", (320, 240): "unsure", None: "unsure"},
-             HEIGHT + below - 0.00025: {(640, 480): "unsure", (320, 240): "unsure", None: "unsure"}}
+    cases = {HEIGHT + below + 0.00025: {(640, 480): "success", (320, 240): "unsure", None: "unsure", "arm": "unsure"},
+             HEIGHT + below - 0.00025: {(640, 480): "unsure", (320, 240): "unsure", None: "unsure", "arm": "unsure"}}
     checked = 0
     for bottom, wanted in cases.items():
         state, action = joints(bottom + SEAT_LOW_M + 0.0005, 60)        # the joints straddle the height
         front = track(lifted_between(1.0, 3.0, HEIGHT), band=0.004)      # so does the front camera
         for size, want in wanted.items():
-            wrist = wrist_track(lambda t, b=bottom: b if 1.2 <= t < 2.8 else np.nan, frames, frame_px=size)
+            wrist = wrist_track(lambda t, b=bottom: b if 1.2 <= t < 2.8 else np.nan, frames,   # "arm": 640x480, a
+                                frame_px=(640, 480) if size == "arm" else size, measured_camera=size == "arm")  # rig's camera
             verdict = rate(T, state, C, HEIGHT, HOLD, action, front, wrist=wrist)
             assert label(verdict) == want, (bottom, size, verdict.reason)
             checked += 1
-    assert checked == 6
+    assert checked == 8
 
 
 def test_measure_in_jaws_says_the_frame_size_and_fits_640x480_within_its_band(scene):
