@@ -4,7 +4,7 @@ of a squeeze, hence its bottom's height above the table with the gripper's pose 
 
 Why the wrist camera. It rides on the gripper, so a held cube is near and large in its image (at
 320x240 and the Menagerie mount, about 140 px across at some 6 cm: a pixel is under half a
-millimetre; at 640x480, the real arm's and the simulated rig's size, twice that), and it looks at the cube from where the jaws hold it, so the cube's
+millimetre; at 640x480, the real arm's size, twice that), and it looks at the cube from where the jaws hold it, so the cube's
 place in the jaws (how far it sank: the rater's *seat*; and any slip during the hold) is measured
 directly, with no prior from another camera. What it sees during a hold: the cube's top face and
 the side face towards the camera, that side face's bottom edge against the table behind it; the

@@ -48,7 +48,7 @@ WEDGED_TURN_DEG = 8.0
 BELOW_M = 0.0020   # the true bottom at most this far below a well-seated fit's
 ABOVE_M = 0.00075  # ... and at most this far above it
 # The band of well-seated fits on frames of a size measured apart, (width, height): (below, above).
-# 640x480, the real arm's wrist camera (hardware/so101.example.yaml) and the simulated rig's:
+# 640x480, the real arm's wrist camera's size (hardware/so101.example.yaml), in the simulated scene:
 # measured - true per frame on the same 68 bench episodes rendered at 640x480, -0.35 to +0.65 mm
 # (2941 frames; p50 0.07, p95 0.20 mm |error|); the highest bottom per episode on the calibration
 # campaign recorded at 640x480, -0.06 to +0.51 mm on its 62 episodes with no wedged frame. Same rule (largest + 0.25,
