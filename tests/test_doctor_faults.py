@@ -1,6 +1,7 @@
 """`doctor` and `run` name the real cause before anything moves: another arm's calibration, a
 calibration file that does not parse (also with `--twin`), a servo alarm left set. Each CLI path
-runs as a subprocess; the arm is the twin on its pseudo-terminal, started by the test (as
+runs as a subprocess (run's refusal and doctor's alarm in the test's process, beside a fresh
+doctor on the same twin); the arm is the twin on its pseudo-terminal, started by the test (as
 `orchestrator twin` starts it), and its wire log says what the bus saw: nothing written that moves
 the arm or enables torque."""
 
@@ -18,7 +19,7 @@ import pytest
 import yaml
 
 from support.campaign_files import env, one_mark_protocol, twin_rig
-from support.cli import run_module
+from support.cli import run_main, run_module
 from support.wirelog import WireLog
 
 HOMING_SHIFT = 150   # ticks, about 13 degrees: another arm's calibration
@@ -43,7 +44,7 @@ def _one_line(result, exit_code: int = 2) -> str:
 
 
 @pytest.mark.timeout(400)
-def test_doctor_and_run_refuse_another_arms_calibration_and_doctor_names_an_alarm(tmp_path):
+def test_doctor_and_run_refuse_another_arms_calibration_and_doctor_names_an_alarm(tmp_path, capsys):
     from orchestrator.rigs.profile import load_rig
     from orchestrator.rigs.twin.client import start_twin
 
@@ -60,14 +61,17 @@ def test_doctor_and_run_refuse_another_arms_calibration_and_doctor_names_an_alar
         assert line.startswith(f"orchestrator: calibration: the motors on {twin.port} hold another calibration than "
                                f"{other / 'so101_twin.json'}"), line
         assert "type 'c' to calibrate this arm again" in line and "ENTER writes" not in line
+        # run's refusal and doctor's alarm in this process: a fresh interpreter imports torch and
+        # LeRobot's robot again for each (3-4 s of CPU idle); the fresh-process path of each verb
+        # on a real-arm profile is the doctor above and test_twin_sigterm's runs
         protocol = one_mark_protocol(tmp_path, "{type: scripted}", "{type: scripted, aim_noise_mm: 9}")
-        ran = run_module("run", protocol, "--rig", other_rig, "--no-console", "--allow-no-stop-key",
-                         "--out", tmp_path / "c", env=env(), timeout=300)
+        ran = run_main(capsys, "run", protocol, "--rig", other_rig, "--no-console", "--allow-no-stop-key",
+                       "--out", tmp_path / "c")
         assert "hold another calibration" in _one_line(ran)
         assert "MOVING" not in ran.out and "stays where it is" not in ran.out + ran.err, ran.out
         twin.request("inject", fault={"kind": "overload", "servo": "elbow_flex"})
-        line = _one_line(run_module("doctor", "--rig", _real_profile(tmp_path, twin, twin.calibration_dir),
-                                    "--camera-seconds", "0.3", "--out", tmp_path, env=env(), timeout=300))
+        line = _one_line(run_main(capsys, "doctor", "--rig", _real_profile(tmp_path, twin, twin.calibration_dir),
+                                  "--camera-seconds", "0.3", "--out", tmp_path))
         assert line.startswith("orchestrator: servo alarm: elbow_flex (id 3): overload, read before anything moved"), line
         assert "switch its power supply off and on" in line and "cable" not in line
     log = WireLog.read(wire)

@@ -7,8 +7,9 @@ import pytest
 
 from orchestrator.cli import main
 from orchestrator.store.sqlite import CampaignStore
-from support.campaign_files import TWIN_GRASP_MARK_XY, servo_rig, twin_rig, two_mark_protocol
+from support.campaign_files import TWIN_GRASP_MARK_XY, servo_rig, two_mark_protocol
 from support.twin_time import wait_physics
+from support.wirelog import wait_for_exit
 
 
 @pytest.fixture(scope="module")
@@ -26,20 +27,26 @@ def twin(tmp_path_factory):
 @pytest.mark.slow
 def test_no_trial_aborts_at_one_percent_corrupted_status_packets(tmp_path, capsys):
     """Item 4: 1 % of the twin's status packets corrupted in every episode; LeRobot's retries
-    (`num_read_retries`), used by every joint read, keep every trial alive."""
-    rig = twin_rig(tmp_path)
+    (`num_read_retries`), used by every joint read, keep every trial alive. A twin without
+    cameras (`servo_rig`): the corruption and the retries are the bus's, and a run with cameras
+    adds a render process and a 2 s frame-rate check."""
+    rig = servo_rig(tmp_path)
     text = rig.read_text()
     faults = ", ".join(f"{{kind: corrupt_status, rate: 0.01, episode: {n}}}" for n in range(1, 5))
     assert "twin: {seed: 0, faults: []}" in text
     rig.write_text(text.replace("twin: {seed: 0, faults: []}", f"twin: {{seed: 11, faults: [{faults}]}}"))
     protocol = two_mark_protocol(tmp_path, "{type: scripted, aim_noise_mm: 3}", duration_s=1.0, fps=30)
-    out = tmp_path / "campaign"
-    code = main(["run", str(protocol), "--rig", str(rig), "--twin", "--unattended", "--out", str(out)])
+    out, wire = tmp_path / "campaign", tmp_path / "wire.jsonl"
+    code = main(["run", str(protocol), "--rig", str(rig), "--twin", "--unattended", "--out", str(out),
+                 "--twin-wire-log", str(wire)])
     captured = capsys.readouterr()
     assert code == 0, captured.err[-2000:]
     assert "4/4 trials done, 0 aborted" in captured.out
     with CampaignStore.open_readonly(out) as store:
         assert [a["status"] for a in store.attempts()] == ["done"] * 4
+    # the positive control: status packets were corrupted (the twin's wire log names each)
+    corrupted = wait_for_exit(wire).faults("corrupt_status")
+    assert len(corrupted) >= 3, len(corrupted)
 
 
 @pytest.mark.slow

@@ -267,3 +267,22 @@ def test_a_real_arms_episode_reads_the_wrist_video_only_with_a_recorded_geometry
     rate_file(series, C, HEIGHT, HOLD)
     assert len(asked) == 2 and asked[1] is not None
     assert asked[1].position == pytest.approx(measured.position, abs=1e-6)
+
+
+def test_an_inline_geometry_in_the_profile_is_read_and_a_bad_one_is_located(tmp_path):
+    from orchestrator.rigs.profile import load_rig, profile_camera_poses
+
+    spec = model_geometry(WIDTH, HEIGHT).to_spec()
+    inline = (f"mount: {{position_m: {spec['mount']['position_m']}, rotation_deg: {spec['mount']['rotation_deg']}}}, "
+              f"intrinsics: {{width: {WIDTH}, height: {HEIGHT}, f_px: {spec['intrinsics']['f_px']}, "
+              f"principal_px: {spec['intrinsics']['principal_px']}}}")
+    rig = tmp_path / "rig.yaml"
+    rig.write_text("robot: {type: so101_follower, port: /dev/null, id: x}\ncameras:\n"
+                   f"  wrist: {{type: opencv, index_or_path: 2, width: {WIDTH}, height: {HEIGHT}, fps: 30,\n"
+                   f"          geometry: {{{inline}}}}}\n")
+    record = profile_camera_poses(load_rig(rig).profile)["wrist"]
+    assert record["geometry"]["mount"]["position_m"] == pytest.approx(list(MOUNT_POS), abs=1e-6)
+    rig.write_text(rig.read_text().replace("f_px: [", "f_px: [0.5, "))
+    with pytest.raises(BadInput) as caught:
+        load_rig(rig)
+    assert "rig.yaml:4" in str(caught.value) and "f_px" in str(caught.value) and "\n" not in str(caught.value)

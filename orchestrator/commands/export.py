@@ -7,11 +7,10 @@ dataset card), optionally pushes it to the Hugging Face Hub. See `orchestrator/e
 from __future__ import annotations
 
 import argparse
-import atexit
-import gc
 from pathlib import Path
 
 from orchestrator.core.errors import BadInput
+from orchestrator.core.exit_freeze import freeze_at_exit
 
 HELP = "export the episodes, labels and results as a LeRobotDataset (v3); --push to the Hub"
 
@@ -45,11 +44,8 @@ def run(args: argparse.Namespace) -> int:
 
     # At the process's exit, Python's last garbage collections walk every object LeRobot, torch,
     # datasets and pandas made at import: 1.3 s of CPU after the export is done (of a 4 s
-    # import). Frozen (`gc.freeze`) when the exit begins, they are freed by their reference
-    # counts as usual but not walked: 0.25 s (docs/benchmarks.md, Export). Registered once,
-    # whatever the number of calls in one process.
-    atexit.unregister(gc.freeze)
-    atexit.register(gc.freeze)
+    # import); frozen, 0.25 s (docs/benchmarks.md, Export).
+    freeze_at_exit()
     check_repo_id(args.repo_id)
     if args.private and not args.push:
         raise BadInput("--private applies to --push only")

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
 
 from orchestrator.core.errors import BadInput
 from orchestrator.design.joints import STATE_KEYS
@@ -34,6 +34,16 @@ class CameraPoseSpec(BaseModel):
     fovy_deg: Annotated[float, Field(gt=1, lt=179)]
 
 
+def _geometry_kind(value: Any) -> str:
+    return "File" if isinstance(value, str) else "Inline"
+
+
+# a file's name or the mapping itself; chosen by its type, so a bad inline value is one error
+# (not one more for "not a string"); the capitalised tags are dropped from error locations
+GeometryField = Annotated[Annotated[str, Tag("File")] | Annotated[GeometrySpec, Tag("Inline")],
+                          Discriminator(_geometry_kind)]
+
+
 class CameraSpec(BaseModel):
     """One camera. `type` is `sim`, `opencv` or `video` (a video file played as a camera)."""
 
@@ -46,7 +56,7 @@ class CameraSpec(BaseModel):
     pose: CameraPoseSpec | None = None   # fixed cameras only (measured by hand, or the twin's)
     # the wrist camera's mount and intrinsics (vision/wrist_geometry.py), or the file that has them
     # (relative to the profile; `orchestrator camera calibrate-wrist` writes it): `load_rig` reads it
-    geometry: str | GeometrySpec | None = None
+    geometry: GeometryField | None = None
 
 
 def profile_camera_poses(profile: RigProfile) -> dict[str, dict]:

@@ -70,6 +70,7 @@ FILE_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_demo_wheel.py", ("subprocess",)),
     ("test_evidence_chain.py", ()),
     ("test_evidence_cli.py", ("subprocess",)),
+    ("test_exit_freeze.py", ("subprocess",)),   # run's and doctor's exit: fresh processes refusing, about 1 s each
     ("test_export.py", ("lerobot",)),
     ("test_docs.py", ()),
     ("test_episode_rules.py", ()),
