@@ -18,7 +18,7 @@ import time
 import pytest
 import yaml
 
-from support.campaign_files import env, one_mark_protocol, twin_rig
+from support.campaign_files import env, one_mark_protocol, servo_rig, twin_rig
 from support.cli import run_main, run_module
 from support.wirelog import WireLog
 
@@ -49,7 +49,9 @@ def test_doctor_and_run_refuse_another_arms_calibration_and_doctor_names_an_alar
     from orchestrator.rigs.twin.client import start_twin
 
     wire = tmp_path / "wire.jsonl"
-    with start_twin(load_rig(twin_rig(tmp_path)), wire_log=wire) as twin:
+    # a twin without cameras (the commands' profiles have none: the checks here are the bus's), so
+    # no render process starts and renders for nothing
+    with start_twin(load_rig(servo_rig(tmp_path)), wire_log=wire) as twin:
         ours = json.loads((twin.calibration_dir / "so101_twin.json").read_text())
         other = tmp_path / "other_arm"
         other.mkdir()
