@@ -2,17 +2,20 @@
 module (as `sqlite3 campaign.db` would) makes `orchestrator report` refuse the store, exit 2, in
 one line naming the row; `--allow-broken-chain` reads it and says so in its first line;
 `orchestrator verify` passes on the untouched campaign and fails on the edited one. Every verb
-runs in a fresh process on a campaign another process wrote (the `tiny_reference` run)."""
+runs in a fresh process on a campaign another process wrote (the `tiny_reference` run); for the
+second and third edits, in this process (`run_main`: the same exit codes and lines, without six
+interpreters' imports)."""
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
 import sqlite3
 
 import pytest
 
-from support.cli import run_module
+from support.cli import run_main, run_module
 
 
 @pytest.fixture
@@ -47,18 +50,19 @@ def test_report_and_verify_pass_on_the_untouched_campaign(copy):
      " WHERE slot = (SELECT min(slot) FROM episodes)", "episodes id ep_"),
     ("a trial's state", "UPDATE trials SET state = 'pending' WHERE slot = 4", "trials slot 4"),
 ])
-def test_an_edit_with_sqlite3_is_refused_naming_the_row(copy, what, sql, named):
+def test_an_edit_with_sqlite3_is_refused_naming_the_row(copy, capsys, what, sql, named):
+    run = run_module if what == "a label" else functools.partial(run_main, capsys)
     with sqlite3.connect(copy / "campaign.db") as conn:
         before = conn.execute("SELECT count(*) FROM chain").fetchone()[0]
     conn.close()
     _edit(copy, sql)
-    report = run_module("report", copy)
+    report = run("report", copy)
     assert report.code == 2 and report.out == "", what
     assert len(report.err_lines) == 1, report.err
     assert f"the evidence chain breaks at {named}" in report.err and "campaign.db" in report.err, report.err
-    verified = run_module("verify", copy)
+    verified = run("verify", copy)
     assert verified.code == 2 and len(verified.err_lines) == 1 and named in verified.err, verified.err
-    read_anyway = run_module("report", copy, "--allow-broken-chain")
+    read_anyway = run("report", copy, "--allow-broken-chain")
     assert read_anyway.code == 0, read_anyway.err
     first = read_anyway.out.splitlines()[0]
     assert first.startswith("UNVERIFIED: 1 row ") and named in first, first

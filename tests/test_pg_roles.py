@@ -7,7 +7,7 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from support.cli import run_module
+from support.cli import run_main, run_module
 from support.pg_campaign import campaign_on_server
 from support.tiny import PROTOCOL, RIG
 
@@ -78,20 +78,21 @@ def test_a_judge_labels_through_the_blinded_view_only(campaign, pg_cluster):
     assert rows == [("alice", "success", True), ("alice", "failure", False), ("bob", "failure", True)]
 
 
-def test_add_judge_errors(campaign, pg_cluster):
+def test_add_judge_errors(campaign, pg_cluster, capsys):
+    """The first refusal from a fresh `orchestrator` process, the others from `main` in this one."""
     url, _ = campaign
     again = run_module("store", "add-judge", url, "alice")
     assert again.code == 2 and "already exists" in again.err and len(again.err_lines) == 1
-    bad = run_module("store", "add-judge", url, "physics")
+    bad = run_main(capsys, "store", "add-judge", url, "physics")
     assert bad.code == 2 and "judge name" in bad.err
     database = url.split("@/")[1].split("?")[0]
-    as_judge = run_module("store", "add-judge", pg_cluster.url(database, "alice"), "carol")
+    as_judge = run_main(capsys, "store", "add-judge", pg_cluster.url(database, "alice"), "carol")
     assert as_judge.code == 2 and "owner" in as_judge.err, as_judge.err
-    report = run_module("report", RIG.parent, "--store", pg_cluster.url(database, "alice"))
+    report = run_main(capsys, "report", RIG.parent, "--store", pg_cluster.url(database, "alice"))
     assert report.code == 1 and "permission denied" in report.err and len(report.err_lines) == 1
 
 
-def test_an_operator_sees_no_human_label_before_judging_is_complete(pg_cluster, tmp_path):
+def test_an_operator_sees_no_human_label_before_judging_is_complete(pg_cluster, tmp_path, capsys):
     """`judging.hide_labels_from_operator`: the operator's role runs trials but the server
     filters every human label out of its queries until the campaign has ended and each episode
     has its judges' labels; the physics labels stay visible."""
@@ -109,7 +110,7 @@ def test_an_operator_sees_no_human_label_before_judging_is_complete(pg_cluster, 
     made = run_module("store", "init", owner_url, protocol, "--rig", RIG, "--out", tmp_path / "videos")
     assert made.code == 0 and "6 trials scheduled" in made.out, made.err
     for verb, name in (("add-operator", "oper1"), ("add-judge", "jo1")):
-        added = run_module("store", verb, owner_url, name)
+        added = run_main(capsys, "store", verb, owner_url, name)   # `store init` was the fresh process
         assert added.code == 0, added.err
     op_url, judge_url = pg_cluster.url(database, "oper1"), pg_cluster.url(database, "jo1")
     opened = open_campaign(protocol, RIG, tmp_path / "videos", store_url=op_url)  # the operator runs trials

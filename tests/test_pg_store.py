@@ -45,12 +45,12 @@ def _physics_by_slot_server(url) -> dict[int, int]:
         return dict(conn.execute("SELECT slot, physics_success FROM episodes").fetchall())
 
 
-def test_a_campaign_on_the_server_matches_sqlite_and_reports(on_server):
+def test_a_campaign_on_the_server_matches_sqlite_and_reports(on_server, capsys):
     url, videos, local = on_server
     assert _physics_by_slot_server(url) == _physics_by_slot_sqlite(local)
     assert not (videos / "campaign.db").exists() and any(videos.rglob("*.mp4"))
     served = run_module("report", videos, "--store", url, "--format", "json")
-    embedded = run_module("report", local, "--format", "json")
+    embedded = run_main(capsys, "report", local, "--format", "json")   # the server's from a fresh process
     assert served.code == 0 and embedded.code == 0, served.err + embedded.err
     a, b = json.loads(served.out), json.loads(embedded.out)
     assert a["campaign"]["protocol_sha256"] == b["campaign"]["protocol_sha256"]
@@ -86,7 +86,7 @@ def test_doctor_bundle_import_labels_judge_and_export_on_the_server(on_server, t
     assert exported.code == 0 and "exported 6 episodes" in exported.out, exported.err
 
 
-def test_store_migrate_copies_and_verifies(on_server, pg_cluster, tmp_path):
+def test_store_migrate_copies_and_verifies(on_server, pg_cluster, tmp_path, capsys):
     import shutil
 
     local = tmp_path / "campaign"
@@ -95,8 +95,8 @@ def test_store_migrate_copies_and_verifies(on_server, pg_cluster, tmp_path):
     moved = run_module("store", "migrate", local, url)
     assert moved.code == 0 and "6 trials" in moved.out and "match" in moved.out, moved.err
     assert _physics_by_slot_server(url) == _physics_by_slot_sqlite(local)
-    from_file = run_module("report", local, "--format", "json")
-    from_server = run_module("report", local, "--store", url, "--format", "json")
+    from_file = run_main(capsys, "report", local, "--format", "json")   # `migrate` was the fresh process
+    from_server = run_main(capsys, "report", local, "--store", url, "--format", "json")
     assert json.loads(from_file.out)["comparisons"] == json.loads(from_server.out)["comparisons"]
     again = run_module("store", "migrate", local, url)
     assert again.code == 2 and again.err_lines == [

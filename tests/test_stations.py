@@ -16,7 +16,7 @@ import time
 import psycopg
 import pytest
 
-from support.cli import run_module
+from support.cli import run_main, run_module
 from support.repo import REPO
 from support.tiny import DATA, RIG
 
@@ -46,7 +46,7 @@ def _running_attempt_of(conn, station):
 
 
 @pytest.mark.slow
-def test_three_stations_one_killed_mid_episode(pg_cluster, tmp_path, tiny_reference):
+def test_three_stations_one_killed_mid_episode(pg_cluster, tmp_path, tiny_reference, capsys):
     protocol = _protocol(tmp_path)
     url = pg_cluster.new_database()
     videos = tmp_path / "shared"
@@ -114,7 +114,7 @@ def test_three_stations_one_killed_mid_episode(pg_cluster, tmp_path, tiny_refere
             assert all(p.is_file() for p in episode.videos.values())
             source.add(episode.id, "success")
         source.close()
-    judged = run_module("report", videos, "--store", url, "--judge", "judy", "--format", "json")
+    judged = run_main(capsys, "report", videos, "--store", url, "--judge", "judy", "--format", "json")   # in this process
     assert judged.code == 0 and json.loads(judged.out)["policies"]["A"]["successes"] == 3, judged.err
 
 
@@ -146,7 +146,7 @@ def test_the_stopping_rule_is_global_across_stations(pg_cluster, tmp_path):
 
 
 @pytest.mark.slow
-def test_a_station_runs_the_autonomous_reset(pg_cluster, tmp_path):
+def test_a_station_runs_the_autonomous_reset(pg_cluster, tmp_path, capsys):
     # reset: auto on the station path (the same sequential runner, its queue refilled block by
     # block): the first cube of the session by hand, every later one by the arm, and the counts
     # of the report's interventions from the server store
@@ -173,7 +173,7 @@ def test_a_station_runs_the_autonomous_reset(pg_cluster, tmp_path):
     lost = sum(1 for r in resets if not r["passes"] and (r["why"] or "").startswith("cube"))
     corrected = len(resets) - len(placed) - lost
     assert len(checks) >= 6
-    report = run_module("report", videos, "--store", url, "--format", "json")
+    report = run_main(capsys, "report", videos, "--store", url, "--format", "json")   # fresh: the first test's
     assert report.code == 0, report.err
     interventions = json.loads(report.out)["interventions"]
     causes = {k: n for k, n in interventions["by_cause"].items() if n}
