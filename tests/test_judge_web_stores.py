@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from support.cli import run_module
+from support.cli import run_main, run_module
 from support.judge_campaign import make_campaign
 from support.judge_web import WebJudge, browser, press_and_wait, wait
 
@@ -54,7 +54,7 @@ def label_all_in_the_browser(judge: WebJudge, keys: list[str]) -> list[str]:
     return order
 
 
-def test_a_bundle_judged_in_the_browser_is_imported_and_reported(template, tmp_path):
+def test_a_bundle_judged_in_the_browser_is_imported_and_reported(template, tmp_path, capsys):
     campaign = Path(shutil.copytree(template, tmp_path / template.name))
     made = run_module("bundle", campaign, "--out", tmp_path / "bundle")
     assert made.code == 0, made.err
@@ -65,7 +65,7 @@ def test_a_bundle_judged_in_the_browser_is_imported_and_reported(template, tmp_p
     assert code == 0 and "3 of 3 episodes judged" in out, err
     imported = run_module("import-labels", campaign, tmp_path / "bundle")
     assert imported.code == 0 and "sent 1 trials back for a re-run" in imported.out, imported.err
-    report = run_module("report", campaign, "--format", "json", "--out", tmp_path / "r.json")
+    report = run_main(capsys, "report", campaign, "--format", "json", "--out", tmp_path / "r.json")   # in this process
     assert report.code == 0, report.err
     doc = json.loads((tmp_path / "r.json").read_text())
     assert doc["judges"]["judges"] == ["carol"] and doc["campaign"]["aborted"] == 1
@@ -83,24 +83,27 @@ def on_server(template, pg_cluster, tmp_path_factory):
     moved = run_module("store", "migrate", campaign, url)
     assert moved.code == 0, moved.err
     database = url.split("@/")[1].split("?")[0]
-    for name in ("wendy", "wj1", "wj2", "wj3", "wj4", "wj5"):
-        made = run_module("store", "add-judge", url, name)
-        assert made.code == 0, made.err
+    made = run_module("store", "add-judge", url, "wendy")
+    assert made.code == 0, made.err
+    from orchestrator.cli import main
+
+    for name in ("wj1", "wj2", "wj3", "wj4", "wj5"):   # the same command in this process: no interpreter each
+        assert main(["store", "add-judge", url, name]) == 0
     return campaign, url, lambda role: pg_cluster.url(database, role)
 
 
-def test_a_server_on_postgresql_uses_the_judge_role_only(on_server):
+def test_a_server_on_postgresql_uses_the_judge_role_only(on_server, capsys):
     campaign, url, as_role = on_server
     owner = run_module("judge", campaign, "--store", url, "--judge", "wendy", "--web", "--port", "0")
     assert owner.code == 2 and "can read which policy ran each episode" in owner.err
-    other = run_module("judge", campaign, "--store", as_role("wj1"), "--judge", "wendy", "--web", "--port", "0")
+    other = run_main(capsys, "judge", campaign, "--store", as_role("wj1"), "--judge", "wendy", "--web", "--port", "0")
     assert other.code == 2 and "must be the role's name" in other.err
     with WebJudge(campaign, "--store", as_role("wendy"), "--judge", "wendy") as judge:
         # (an invalid start goes through the judge role's security-definer invalid_start())
         order = label_all_in_the_browser(judge, ["x", "f", "1", "u", "s", "f"])
         code, out, err = judge.stop()
     assert code == 0 and "3 of 3 episodes judged" in out, err
-    report = run_module("report", campaign, "--store", url, "--format", "json", "--out", campaign.parent / "r.json")
+    report = run_main(capsys, "report", campaign, "--store", url, "--format", "json", "--out", campaign.parent / "r.json")
     assert report.code == 0, report.err
     doc = json.loads((campaign.parent / "r.json").read_text())
     assert "wendy" in doc["judges"]["judges"] and doc["campaign"]["aborted"] == 1
