@@ -86,7 +86,9 @@ def _wait_for_the_jaws_on_the_cube(tmux, twin, timeout_s: float = 60.0) -> bool:
             still_from = (state["sim_s"], gripper)
         elif _in_the_jaws(state) and state["sim_s"] - still_from[0] >= JAWS_STILL_SIM_S:
             return True
-        assert time.monotonic() < deadline, f"the jaws never closed on the cube at the table: {state}"
+        if time.monotonic() >= deadline:   # what the console shows says why (an abort, a prompt)
+            raise AssertionError(f"the jaws never closed on the cube at the table: {state}\n"
+                                 f"console:\n{tmux.screen('op')}")
         polls += 1
         if polls % 15 == 0 and "Episode finished" in tmux.screen("op"):   # every ~0.5 s: a tmux call costs
             return False
