@@ -49,17 +49,3 @@ def test_without_the_plugin_no_test_carries_the_group():
     ran = _scheduled("-p", "no:xdist-group-ids", workers=1)
     assert len(ran) >= 25
     assert not any(node.endswith("@realtime") for _, node in ran)
-
-
-def test_the_twin_flows_have_a_group_of_their_own_and_every_other_twin_file_is_real_time():
-    """The flow files are listed twin files (a renamed file would silently leave the group), each
-    gets `TWIN_FLOW_GROUP`; every other twin file gets `REALTIME_GROUP`. The group marks are
-    scheduled by the same mechanism the nested run above checks for the real-time group."""
-    from support import lanes
-
-    twin_files = [name for name, markers in lanes.FILE_MARKERS if "twin" in markers]
-    assert len(twin_files) >= 20 and lanes.TWIN_FLOW_FILES <= set(twin_files)   # count guard
-    groups = {name: lanes.xdist_group_of(name, lanes.markers_of_file(name) or ()) for name in twin_files}
-    assert {name for name, group in groups.items() if group == lanes.TWIN_FLOW_GROUP} == lanes.TWIN_FLOW_FILES
-    assert {group for name, group in groups.items() if name not in lanes.TWIN_FLOW_FILES} == {lanes.REALTIME_GROUP}
-    assert lanes.xdist_group_of("test_twin_reset.py", ("twin",), off_clock=True) is None

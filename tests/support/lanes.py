@@ -223,26 +223,13 @@ REALTIME_FILES = frozenset({"test_control_loop_time.py", "test_arm_pacing.py"})
 # in the group by name, not a real-time test, so the check runs in milliseconds and REALTIME_FILES
 # holds only wall-clock tests.
 GROUP_SAMPLE = "test_xdist_sample.py"
-# Twin tests of an operator's flow (fresh processes, a terminal in tmux, the twin's hand): their
-# assertions are on what the bus saw, the words on screen and what the store holds, never on an
-# interval. They carry a second group, so that one worker runs them in series beside the real-time
-# group: at most two twins run at once, and the interval tests are not queued behind the flows
-# (the real-time group alone took 612 s of a 622 s run on three workers at 899b87e).
-TWIN_FLOW_GROUP = "twin-flows"
-TWIN_FLOW_FILES = frozenset({
-    "test_twin_reset.py", "test_twin_campaign.py", "test_twin_sigterm.py", "test_arm_fit_twin.py",
-    "test_twin_unclean_start.py", "test_twin_start_check.py", "test_twin_hand_guide.py",
-    "test_twin_calibrate_wrist.py",
-})
 
 
 def xdist_group_of(name: str, markers: tuple[str, ...], off_clock: bool = False) -> str | None:
     """The xdist group of a test of file `name` with `markers` (`off_clock`: the test carries the
-    `off_clock` mark): `REALTIME_GROUP`, `TWIN_FLOW_GROUP` or None."""
+    `off_clock` mark): `REALTIME_GROUP` or None."""
     if off_clock:
         return None
-    if name in TWIN_FLOW_FILES and "twin" in markers:
-        return TWIN_FLOW_GROUP
     return REALTIME_GROUP if "twin" in markers or name in REALTIME_FILES or name == GROUP_SAMPLE else None
 
 
